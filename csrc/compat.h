@@ -1,0 +1,147 @@
+/*
+** compat.h: every CPython-version-specific detail framejit relies on.
+**
+** Responsible for: the layout of the interpreter frame (_PyInterpreterFrame),
+** the code object's extra slot, the frame-evaluation (PEP 523) function
+** type, opcode metadata (inline cache counts, de-specialization), and the
+** "is this frame fresh" test.  Nothing else in csrc/ includes internal
+** CPython headers or tests PY_VERSION_HEX; supporting a new CPython is an
+** addition here, not a rewrite elsewhere.
+**
+** Not responsible for: policy (what to run), which lives in evalframe.c.
+**
+** Supported: CPython 3.11 (FJ_SUPPORTED == 1).  On other versions the
+** extension still builds and imports; FJ_SUPPORTED is 0 and the hook is
+** never installed, so everything runs uncompiled (framejit warns once).
+*/
+#ifndef FJ_COMPAT_H
+#define FJ_COMPAT_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#define FJ_SUPPORTED 1
+#ifndef Py_BUILD_CORE
+#define Py_BUILD_CORE 1
+#endif
+#include <internal/pycore_frame.h>
+#include <internal/pycore_code.h>
+#include <internal/pycore_opcode.h>
+#include <internal/pycore_dict.h>
+#undef Py_BUILD_CORE
+#else
+#define FJ_SUPPORTED 0
+#endif
+
+#if FJ_SUPPORTED
+
+typedef _PyInterpreterFrame fj_Frame;
+typedef PyObject *(*fj_EvalFrameFunc)(PyThreadState *, fj_Frame *, int);
+
+/* The frame's code object: borrowed, valid while the frame lives. */
+#define FJ_FRAME_CODE(f) ((f)->f_code)
+/* The frame's function: borrowed. */
+#define FJ_FRAME_FUNC(f) ((f)->f_func)
+#define FJ_FRAME_GLOBALS(f) ((f)->f_globals)
+#define FJ_FRAME_BUILTINS(f) ((f)->f_builtins)
+#define FJ_FRAME_LOCALSPLUS(f) ((f)->localsplus)
+/* Index of the last instruction started, in code units (-1 if none yet). */
+#define FJ_FRAME_LASTI(f) _PyInterpreterFrame_LASTI(f)
+
+/* True for a frame whose first instruction has not run yet. */
+static inline int fj_frame_is_fresh(fj_Frame *f)
+{
+    return f->prev_instr < _PyCode_CODE(f->f_code) + f->f_code->_co_firsttraceable;
+}
+
+/* Inline cache entries after an instruction with opcode 'op' (3.11). */
+static inline int fj_opcode_caches(int op)
+{
+    return _PyOpcode_Caches[op];
+}
+/* The base opcode of a possibly specialized opcode 'op'. */
+static inline int fj_opcode_deopt(int op)
+{
+    return _PyOpcode_Deopt[op];
+}
+
+/*
+** Code extra slot.  Reading goes straight to the field (no call) because
+** it runs on every frame; writing uses the API so the old value is freed.
+*/
+typedef struct {
+    Py_ssize_t ce_size;
+    void *ce_extras[1];
+} fj_CodeExtra; /* mirrors _PyCodeObjectExtra of Objects/codeobject.c (3.11) */
+
+static inline void *fj_code_get_extra(PyCodeObject *co, Py_ssize_t index)
+{
+    fj_CodeExtra *ce = (fj_CodeExtra *)co->co_extra;
+    if (ce == NULL || index >= ce->ce_size)
+        return NULL;
+    return ce->ce_extras[index];
+}
+#define fj_code_set_extra(co, index, v) _PyCode_SetExtra((PyObject *)(co), (index), (v))
+#define fj_request_code_extra_index(free) _PyEval_RequestCodeExtraIndex(free)
+
+static inline fj_EvalFrameFunc fj_get_eval_frame(PyInterpreterState *interp)
+{
+    return (fj_EvalFrameFunc)_PyInterpreterState_GetEvalFrameFunc(interp);
+}
+static inline void fj_set_eval_frame(PyInterpreterState *interp, fj_EvalFrameFunc f)
+{
+    _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)f);
+}
+#define fj_default_eval_frame ((fj_EvalFrameFunc)_PyEval_EvalFrameDefault)
+
+/* The globals dict's version tag, bumped by every change to the dict. */
+#define FJ_DICT_VERSION(d) (((PyDictObject *)(d))->ma_version_tag)
+
+/*
+** Makes a fresh frame run 'code' instead of its own code, keeping its
+** function (so closure, globals, builtins and defaults stay the frame's) and
+** its argument slots.  'code' must have the same argument layout as the
+** frame's code.  Returns 0 on success, or -1 (no exception set) when the
+** frame cannot be grown in place to the size 'code' needs; the frame is
+** unchanged then.  On 3.11 the frame is the last allocation on the thread's
+** data stack when the hook sees it, so growing means bumping the top.
+*/
+static inline int fj_frame_swap_code(PyThreadState *ts, fj_Frame *f, PyCodeObject *code)
+{
+    PyCodeObject *old = f->f_code;
+    int old_n = old->co_nlocalsplus, new_n = code->co_nlocalsplus;
+    PyObject **old_end = f->localsplus + old_n + old->co_stacksize;
+    PyObject **new_end = f->localsplus + new_n + code->co_stacksize;
+    if (new_end > old_end) {
+        if (ts->datastack_top != old_end || new_end >= ts->datastack_limit)
+            return -1;
+        ts->datastack_top = new_end;
+    }
+    for (int i = old_n; i < new_n; i++)
+        f->localsplus[i] = NULL;
+    f->f_code = (PyCodeObject *)Py_NewRef(code);
+    f->stacktop = new_n;
+    f->prev_instr = _PyCode_CODE(code) - 1;
+    Py_DECREF(old);
+    return 0;
+}
+
+/* Names and kinds of the fast-local slots (localsplus order). */
+#define FJ_FAST_LOCAL CO_FAST_LOCAL
+#define FJ_FAST_CELL CO_FAST_CELL
+#define FJ_FAST_FREE CO_FAST_FREE
+static inline int fj_code_local_kind(PyCodeObject *co, int i)
+{
+    return _PyLocals_GetKind(co->co_localspluskinds, i);
+}
+/* Borrowed. */
+static inline PyObject *fj_code_local_name(PyCodeObject *co, int i)
+{
+    return PyTuple_GET_ITEM(co->co_localsplusnames, i);
+}
+#define FJ_CODE_NLOCALSPLUS(co) ((co)->co_nlocalsplus)
+#define FJ_CODE_NFREEVARS(co) ((co)->co_nfreevars)
+
+#endif /* FJ_SUPPORTED */
+#endif /* FJ_COMPAT_H */

@@ -1,0 +1,494 @@
+/*
+** evalframe.c: the PEP 523 frame-evaluation hook.  See evalframe.h.
+**
+** Per call the hot path is: read the thread's callback, read the code's
+** ExtraState, run the guard trees of its entries, and on a hit make the
+** frame run the entry's code (fj_frame_swap_code) before evaluating it.
+** The callback protocol (what the callback returns):
+**   None                      run the frame as it is (offer it again later)
+**   (code, guard_manager[, compile_id])
+**                             store a cache entry at the front and run it
+**   framejit._C.SKIP_CODE     never offer this code again; run it as it is
+**   framejit._C.RUN_ONLY      from now on use cached entries only
+*/
+#include "evalframe.h"
+
+#include "cache.h"
+#include "guards.h"
+
+#include <stdbool.h>
+
+static PyObject *skip_code_sentinel = NULL; /* strong */
+static PyObject *run_only_sentinel = NULL;  /* strong */
+static PyTypeObject *frame_wrapper_type = NULL;
+
+#if FJ_SUPPORTED
+
+/* The thread's callback: NULL (off), Py_False (run-only) or a callable. */
+static _Thread_local PyObject *tls_callback = NULL; /* strong */
+/* Nonzero while our callback or guards run on this thread. */
+static _Thread_local int tls_busy = 0;
+
+/* Threads with a callback set; the hook is installed while this is > 0. */
+static Py_ssize_t active_threads = 0;
+static fj_EvalFrameFunc previous_eval_frame = NULL;
+
+static inline PyObject *eval_default(PyThreadState *ts, fj_Frame *f, int throw_flag)
+{
+    return previous_eval_frame(ts, f, throw_flag);
+}
+
+/* ------------------------------------------------------ frame wrapper type */
+
+typedef struct {
+    PyObject_HEAD
+    fj_Frame *frame; /* borrowed: valid only while the callback runs, then NULL */
+    PyObject *locals; /* strong, built on first access */
+} FrameWrapper;
+
+static fj_Frame *wrapper_frame(FrameWrapper *self)
+{
+    if (self->frame == NULL)
+        PyErr_SetString(PyExc_RuntimeError,
+                        "_PyInterpreterFrame is only valid while the callback runs");
+    return self->frame;
+}
+
+static void view_of_frame(fj_Frame *f, fj_FrameView *v)
+{
+    v->localsplus = FJ_FRAME_LOCALSPLUS(f);
+    v->nlocalsplus = FJ_CODE_NLOCALSPLUS(FJ_FRAME_CODE(f));
+    v->closure = FJ_FRAME_FUNC(f)->func_closure;
+    v->globals = FJ_FRAME_GLOBALS(f);
+    v->builtins = FJ_FRAME_BUILTINS(f);
+}
+
+static PyObject *wrapper_f_code(FrameWrapper *self, void *c)
+{
+    fj_Frame *f = wrapper_frame(self);
+    return f ? Py_NewRef(FJ_FRAME_CODE(f)) : NULL;
+}
+static PyObject *wrapper_f_globals(FrameWrapper *self, void *c)
+{
+    fj_Frame *f = wrapper_frame(self);
+    return f ? Py_NewRef(FJ_FRAME_GLOBALS(f)) : NULL;
+}
+static PyObject *wrapper_f_builtins(FrameWrapper *self, void *c)
+{
+    fj_Frame *f = wrapper_frame(self);
+    return f ? Py_NewRef(FJ_FRAME_BUILTINS(f)) : NULL;
+}
+static PyObject *wrapper_f_locals(FrameWrapper *self, void *c)
+{
+    if (self->locals == NULL) {
+        fj_Frame *f = wrapper_frame(self);
+        if (f == NULL)
+            return NULL;
+        fj_FrameView v;
+        view_of_frame(f, &v);
+        self->locals = fj_view_locals_dict(FJ_FRAME_CODE(f), &v, fj_frame_is_fresh(f));
+        if (self->locals == NULL)
+            return NULL;
+    }
+    return Py_NewRef(self->locals);
+}
+static PyObject *wrapper_f_lasti(FrameWrapper *self, void *c)
+{
+    fj_Frame *f = wrapper_frame(self);
+    if (f == NULL)
+        return NULL;
+    int lasti = FJ_FRAME_LASTI(f);
+    return PyLong_FromLong(lasti < 0 ? -1 : lasti * (int)sizeof(_Py_CODEUNIT));
+}
+static PyObject *wrapper_f_lineno(FrameWrapper *self, void *c)
+{
+    fj_Frame *f = wrapper_frame(self);
+    if (f == NULL)
+        return NULL;
+    int lasti = FJ_FRAME_LASTI(f);
+    return PyLong_FromLong(PyCode_Addr2Line(FJ_FRAME_CODE(f), lasti * (int)sizeof(_Py_CODEUNIT)));
+}
+static PyObject *wrapper_closure(FrameWrapper *self, void *c)
+{
+    fj_Frame *f = wrapper_frame(self);
+    if (f == NULL)
+        return NULL;
+    PyObject *cl = FJ_FRAME_FUNC(f)->func_closure;
+    return Py_NewRef(cl ? cl : Py_None);
+}
+static PyObject *wrapper_f_func(FrameWrapper *self, void *c)
+{
+    fj_Frame *f = wrapper_frame(self);
+    return f ? Py_NewRef(FJ_FRAME_FUNC(f)) : NULL;
+}
+
+static PyGetSetDef wrapper_getset[] = {
+    {"f_code", (getter)wrapper_f_code, NULL, "the frame's code object", NULL},
+    {"f_globals", (getter)wrapper_f_globals, NULL, "the frame's globals", NULL},
+    {"f_builtins", (getter)wrapper_f_builtins, NULL, "the frame's builtins", NULL},
+    {"f_locals", (getter)wrapper_f_locals, NULL, "a dict of the frame's named locals", NULL},
+    {"f_lasti", (getter)wrapper_f_lasti, NULL, "offset of the last instruction, -1 if none",
+     NULL},
+    {"f_lineno", (getter)wrapper_f_lineno, NULL, "the current line", NULL},
+    {"closure", (getter)wrapper_closure, NULL, "the function's closure tuple or None", NULL},
+    {"f_func", (getter)wrapper_f_func, NULL, "the function being called", NULL},
+    {NULL},
+};
+
+static void wrapper_dealloc(FrameWrapper *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    Py_CLEAR(self->locals);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static PyObject *wrapper_repr(FrameWrapper *self)
+{
+    if (self->frame == NULL)
+        return PyUnicode_FromString("<_PyInterpreterFrame (finished)>");
+    PyCodeObject *co = FJ_FRAME_CODE(self->frame);
+    return PyUnicode_FromFormat("<_PyInterpreterFrame %U %U:%d>", co->co_name, co->co_filename,
+                                co->co_firstlineno);
+}
+
+static PyObject *wrapper_new_py(PyTypeObject *tp, PyObject *a, PyObject *k)
+{
+    PyErr_SetString(PyExc_TypeError, "_PyInterpreterFrame objects are made by the hook");
+    return NULL;
+}
+
+static PyType_Slot wrapper_slots[] = {
+    {Py_tp_dealloc, wrapper_dealloc},
+    {Py_tp_getset, wrapper_getset},
+    {Py_tp_repr, wrapper_repr},
+    {Py_tp_new, wrapper_new_py},
+    {Py_tp_doc, "A frame about to run, as the eval-frame callback sees it."},
+    {0, NULL},
+};
+static PyType_Spec wrapper_spec = {"framejit._C.eval_frame._PyInterpreterFrame",
+                                   sizeof(FrameWrapper), 0, Py_TPFLAGS_DEFAULT, wrapper_slots};
+
+/* ----------------------------------------------------------------- helpers */
+
+/*
+** True if 'code' can run in place of the frame's code 'orig': same argument
+** layout and free variables, so the frame's argument slots and its
+** function's closure mean the same to both.
+*/
+static int code_is_compatible(PyCodeObject *orig, PyCodeObject *code)
+{
+    const int flags = CO_VARARGS | CO_VARKEYWORDS;
+    if (orig->co_argcount != code->co_argcount ||
+        orig->co_posonlyargcount != code->co_posonlyargcount ||
+        orig->co_kwonlyargcount != code->co_kwonlyargcount ||
+        (orig->co_flags & flags) != (code->co_flags & flags) ||
+        FJ_CODE_NFREEVARS(orig) != FJ_CODE_NFREEVARS(code))
+        return 0;
+    int nargs = orig->co_argcount + orig->co_kwonlyargcount + !!(orig->co_flags & CO_VARARGS) +
+                !!(orig->co_flags & CO_VARKEYWORDS);
+    for (int i = 0; i < nargs; i++) {
+        if (PyUnicode_Compare(fj_code_local_name(orig, i), fj_code_local_name(code, i)) != 0)
+            return 0;
+    }
+    int no = FJ_CODE_NLOCALSPLUS(orig), nc = FJ_CODE_NLOCALSPLUS(code);
+    for (int i = 0; i < FJ_CODE_NFREEVARS(orig); i++) {
+        PyObject *a = fj_code_local_name(orig, no - 1 - i), *b = fj_code_local_name(code, nc - 1 - i);
+        if (PyUnicode_Compare(a, b) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* Runs 'code' for the fresh frame 'f' (its code when swapping is impossible). */
+static PyObject *run_code(PyThreadState *ts, fj_Frame *f, PyCodeObject *code, int throw_flag)
+{
+    if (code != FJ_FRAME_CODE(f))
+        (void)fj_frame_swap_code(ts, f, code); /* on failure the original code runs */
+    return eval_default(ts, f, throw_flag);
+}
+
+/*
+** Offers the missed frame 'f' to 'callback'.  Returns a new reference to the
+** code to run (the frame's own when nothing was compiled), NULL on error.
+*/
+static PyCodeObject *offer_frame(PyObject *callback, fj_Frame *f, fj_ExtraState *es)
+{
+    PyCodeObject *co = FJ_FRAME_CODE(f);
+    PyObject *result = NULL;
+    PyCodeObject *run = NULL;
+    FrameWrapper *w = PyObject_New(FrameWrapper, frame_wrapper_type);
+    if (w == NULL)
+        return NULL;
+    Py_INCREF(frame_wrapper_type);
+    w->frame = f;
+    w->locals = NULL;
+    if (es == NULL && (es = fj_cache_get_or_create(co)) == NULL)
+        goto done;
+    PyObject *first = es->n ? (PyObject *)es->entries[0] : Py_None;
+    result = PyObject_CallFunctionObjArgs(callback, (PyObject *)w, first, es->frame_state, NULL);
+    w->frame = NULL;
+    if (result == NULL)
+        goto done;
+    if (result == Py_None) {
+        run = (PyCodeObject *)Py_NewRef(co);
+    }
+    else if (result == skip_code_sentinel || result == run_only_sentinel) {
+        if ((es = fj_cache_get_or_create(co)) == NULL)
+            goto done;
+        es->strategy = result == skip_code_sentinel ? FJ_STRATEGY_SKIP : FJ_STRATEGY_RUN_ONLY;
+        run = (PyCodeObject *)Py_NewRef(co);
+    }
+    else if (PyTuple_Check(result) &&
+             (PyTuple_GET_SIZE(result) == 2 || PyTuple_GET_SIZE(result) == 3)) {
+        PyObject *code = PyTuple_GET_ITEM(result, 0), *gm = PyTuple_GET_ITEM(result, 1);
+        PyObject *cid = PyTuple_GET_SIZE(result) == 3 ? PyTuple_GET_ITEM(result, 2) : Py_None;
+        if (!PyCode_Check(code) || !fj_RootGuardManager_Check(gm)) {
+            PyErr_Format(PyExc_TypeError,
+                         "eval-frame callback for %U (%U:%d) returned (%.50s, %.50s): expected "
+                         "(code, RootGuardManager[, compile_id])",
+                         co->co_name, co->co_filename, co->co_firstlineno,
+                         Py_TYPE(code)->tp_name, Py_TYPE(gm)->tp_name);
+            goto done;
+        }
+        if (!code_is_compatible(co, (PyCodeObject *)code)) {
+            PyErr_Format(PyExc_ValueError,
+                         "eval-frame callback for %U (%U:%d) returned a code object whose "
+                         "arguments or free variables differ from the frame's",
+                         co->co_name, co->co_filename, co->co_firstlineno);
+            goto done;
+        }
+        fj_CacheEntry *e = fj_cache_add(co, gm, code, cid);
+        if (e == NULL)
+            goto done;
+        run = (PyCodeObject *)Py_NewRef(code);
+    }
+    else {
+        PyErr_Format(PyExc_TypeError,
+                     "eval-frame callback for %U (%U:%d) returned %.100s; expected None, "
+                     "(code, guard_manager[, compile_id]), SKIP_CODE or RUN_ONLY",
+                     co->co_name, co->co_filename, co->co_firstlineno, Py_TYPE(result)->tp_name);
+    }
+done:
+    w->frame = NULL;
+    Py_XDECREF(result);
+    Py_DECREF(w);
+    return run;
+}
+
+/* ------------------------------------------------------------- the hook */
+
+static PyObject *fj_eval_frame(PyThreadState *ts, fj_Frame *f, int throw_flag)
+{
+    PyObject *callback = tls_callback;
+    if (callback == NULL || tls_busy || throw_flag)
+        return eval_default(ts, f, throw_flag);
+    PyCodeObject *co = FJ_FRAME_CODE(f);
+    fj_ExtraState *es = fj_cache_get(co);
+    if ((es != NULL && es->strategy == FJ_STRATEGY_SKIP) ||
+        (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) ||
+        !fj_frame_is_fresh(f))
+        return eval_default(ts, f, throw_flag);
+
+    tls_busy = 1;
+    if (es != NULL && es->n > 0) {
+        fj_FrameView view;
+        view_of_frame(f, &view);
+        fj_CacheEntry *hit = fj_cache_lookup(es, co, &view);
+        if (hit != NULL) {
+            PyCodeObject *code = (PyCodeObject *)Py_NewRef(hit->code);
+            Py_DECREF(hit);
+            tls_busy = 0;
+            PyObject *r = run_code(ts, f, code, throw_flag);
+            Py_DECREF(code);
+            return r;
+        }
+        if (PyErr_Occurred()) {
+            tls_busy = 0;
+            return NULL;
+        }
+        es = fj_cache_get(co); /* a guard may have reset it */
+    }
+    if (callback == Py_False || (es != NULL && es->strategy == FJ_STRATEGY_RUN_ONLY)) {
+        tls_busy = 0;
+        return eval_default(ts, f, throw_flag);
+    }
+    Py_INCREF(callback); /* the callback may replace itself */
+    PyCodeObject *code = offer_frame(callback, f, es);
+    Py_DECREF(callback);
+    tls_busy = 0;
+    if (code == NULL)
+        return NULL;
+    PyObject *r = run_code(ts, f, code, throw_flag);
+    Py_DECREF(code);
+    return r;
+}
+
+/* ----------------------------------------------------- module functions */
+
+static int callback_is_on(PyObject *cb)
+{
+    return cb != NULL && cb != Py_None;
+}
+
+static PyObject *set_eval_frame_py(PyObject *mod, PyObject *callback)
+{
+    if (callback != Py_None && callback != Py_False && !PyCallable_Check(callback)) {
+        PyErr_Format(PyExc_TypeError,
+                     "set_eval_frame expects a callable, None or False, not %.100s",
+                     Py_TYPE(callback)->tp_name);
+        return NULL;
+    }
+    PyObject *old = tls_callback ? tls_callback : Py_NewRef(Py_None);
+    int was_on = callback_is_on(old), now_on = callback_is_on(callback);
+    tls_callback = now_on ? Py_NewRef(callback) : NULL;
+    PyInterpreterState *interp = PyThreadState_Get()->interp;
+    if (!was_on && now_on && active_threads++ == 0) {
+        fj_EvalFrameFunc cur = fj_get_eval_frame(interp);
+        previous_eval_frame = cur == fj_eval_frame ? fj_default_eval_frame : cur;
+        fj_set_eval_frame(interp, fj_eval_frame);
+    }
+    else if (was_on && !now_on && --active_threads == 0) {
+        /* Put back what was there, unless someone chained over us since. */
+        if (fj_get_eval_frame(interp) == fj_eval_frame)
+            fj_set_eval_frame(interp, previous_eval_frame);
+    }
+    return old; /* the reference tls_callback held */
+}
+
+static PyObject *skip_code_py(PyObject *mod, PyObject *code)
+{
+    if (!PyCode_Check(code))
+        return PyErr_Format(PyExc_TypeError, "skip_code expects a code object, not %.100s",
+                            Py_TYPE(code)->tp_name);
+    fj_ExtraState *es = fj_cache_get_or_create((PyCodeObject *)code);
+    if (es == NULL)
+        return NULL;
+    es->strategy = FJ_STRATEGY_SKIP;
+    Py_RETURN_NONE;
+}
+
+static PyObject *reset_code_py(PyObject *mod, PyObject *code)
+{
+    if (!PyCode_Check(code))
+        return PyErr_Format(PyExc_TypeError, "reset_code expects a code object, not %.100s",
+                            Py_TYPE(code)->tp_name);
+    fj_cache_reset((PyCodeObject *)code);
+    Py_RETURN_NONE;
+}
+
+#else /* !FJ_SUPPORTED: everything runs uncompiled */
+
+static PyType_Slot wrapper_slots[] = {{0, NULL}};
+static PyType_Spec wrapper_spec = {"framejit._C.eval_frame._PyInterpreterFrame",
+                                   sizeof(PyObject), 0, Py_TPFLAGS_DEFAULT, wrapper_slots};
+static PyObject *set_eval_frame_py(PyObject *mod, PyObject *callback)
+{
+    Py_RETURN_NONE;
+}
+static PyObject *skip_code_py(PyObject *mod, PyObject *code)
+{
+    Py_RETURN_NONE;
+}
+static PyObject *reset_code_py(PyObject *mod, PyObject *code)
+{
+    Py_RETURN_NONE;
+}
+
+#endif
+
+static PyObject *get_cache_entry_list_py(PyObject *mod, PyObject *code)
+{
+    if (!PyCode_Check(code))
+        return PyErr_Format(PyExc_TypeError,
+                            "_debug_get_cache_entry_list expects a code object, not %.100s",
+                            Py_TYPE(code)->tp_name);
+    PyObject *list = PyList_New(0);
+#if FJ_SUPPORTED
+    fj_ExtraState *es = fj_cache_get((PyCodeObject *)code);
+    for (Py_ssize_t i = 0; list && es && i < es->n; i++) {
+        if (PyList_Append(list, (PyObject *)es->entries[i]) < 0)
+            Py_CLEAR(list);
+    }
+#endif
+    return list;
+}
+
+static PyObject *set_guard_error_hook_py(PyObject *mod, PyObject *fn)
+{
+    if (fn != Py_None && !PyCallable_Check(fn))
+        return PyErr_Format(PyExc_TypeError,
+                            "set_guard_error_hook expects a callable or None, not %.100s",
+                            Py_TYPE(fn)->tp_name);
+    Py_XSETREF(fj_guard_error_hook, fn == Py_None ? NULL : Py_NewRef(fn));
+    Py_RETURN_NONE;
+}
+
+static PyObject *unsupported_py(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2)
+        return PyErr_Format(PyExc_TypeError, "unsupported expects 2 arguments, got %zd", nargs);
+    return Py_NewRef(args[1]);
+}
+
+static PyMethodDef eval_frame_methods[] = {
+    {"set_eval_frame", set_eval_frame_py, METH_O,
+     "set_eval_frame(callback) -> previous: set this thread's callback (None: off, False: "
+     "run-only, callable: compile)."},
+    {"skip_code", skip_code_py, METH_O, "skip_code(code): never offer this code object again."},
+    {"reset_code", reset_code_py, METH_O, "reset_code(code): drop the code object's cache."},
+    {"_debug_get_cache_entry_list", get_cache_entry_list_py, METH_O,
+     "_debug_get_cache_entry_list(code) -> list of _CacheEntry, most recent hit first."},
+    {"set_guard_error_hook", set_guard_error_hook_py, METH_O,
+     "set_guard_error_hook(fn): fn(guard_manager, code, f_locals, index, is_last) is called "
+     "when a guard raises."},
+    {"unsupported", (PyCFunction)(void (*)(void))unsupported_py, METH_FASTCALL,
+     "unsupported(a, b) -> b (a marker for tests)."},
+    {NULL},
+};
+
+static struct PyModuleDef eval_frame_def = {
+    PyModuleDef_HEAD_INIT, "framejit._C.eval_frame",
+    "The frame-evaluation hook and the per-code cache.", -1, eval_frame_methods,
+};
+
+static PyObject *sentinel_repr(PyObject *self)
+{
+    return PyUnicode_FromString(self == skip_code_sentinel ? "framejit._C.SKIP_CODE"
+                                                           : "framejit._C.RUN_ONLY");
+}
+static PyType_Slot sentinel_slots[] = {{Py_tp_repr, sentinel_repr}, {0, NULL}};
+static PyType_Spec sentinel_spec = {"framejit._C.FrameAction", sizeof(PyObject), 0,
+                                    Py_TPFLAGS_DEFAULT, sentinel_slots};
+
+int fj_evalframe_init(PyObject *module)
+{
+    PyObject *sub = PyModule_Create(&eval_frame_def);
+    if (sub == NULL)
+        return -1;
+    if (PyModule_AddObject(module, "eval_frame", sub) < 0) {
+        Py_DECREF(sub);
+        return -1;
+    }
+    frame_wrapper_type = (PyTypeObject *)PyType_FromSpec(&wrapper_spec);
+    if (frame_wrapper_type == NULL ||
+        PyModule_AddObjectRef(sub, "_PyInterpreterFrame", (PyObject *)frame_wrapper_type) < 0)
+        return -1;
+#if FJ_SUPPORTED
+    if (PyModule_AddObjectRef(sub, "_CacheEntry", (PyObject *)fj_CacheEntry_Type) < 0)
+        return -1;
+#endif
+    PyTypeObject *st = (PyTypeObject *)PyType_FromSpec(&sentinel_spec);
+    if (st == NULL)
+        return -1;
+    skip_code_sentinel = PyType_GenericAlloc(st, 0);
+    run_only_sentinel = PyType_GenericAlloc(st, 0);
+    Py_DECREF(st);
+    if (skip_code_sentinel == NULL || run_only_sentinel == NULL ||
+        PyModule_AddObjectRef(module, "SKIP_CODE", skip_code_sentinel) < 0 ||
+        PyModule_AddObjectRef(module, "RUN_ONLY", run_only_sentinel) < 0)
+        return -1;
+    /* Make `import framejit._C.eval_frame` work too. */
+    PyObject *modules = PyImport_GetModuleDict();
+    return PyDict_SetItemString(modules, "framejit._C.eval_frame", sub);
+}

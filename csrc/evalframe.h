@@ -1,0 +1,23 @@
+/*
+** evalframe.h: the PEP 523 frame-evaluation hook.
+**
+** Responsible for: the per-thread callback (None: off; False: run-only; a
+** callable: compile), installing the hook while any thread has a callback
+** and restoring the previous eval-frame function after, chaining to that
+** previous function, the reentrancy guard (no frame is offered while our
+** callback or guards run), running a cache entry's code for a frame, the
+** _PyInterpreterFrame wrapper the callback receives, and the
+** framejit._C.eval_frame module with exactly the public names torch's has.
+**
+** Not responsible for: what the cache holds (cache.c) or how code is
+** compiled (the callback's business).
+*/
+#ifndef FJ_EVALFRAME_H
+#define FJ_EVALFRAME_H
+
+#include "compat.h"
+
+/* Creates framejit._C.eval_frame and the frame-action sentinels. */
+int fj_evalframe_init(PyObject *module);
+
+#endif

@@ -1,0 +1,1 @@
+print("demo: coming with the compiler")

@@ -1,0 +1,19 @@
+"""framejit: a just-in-time graph capturer for Python, written in C.
+
+The public surface mirrors torch.compile where it makes sense::
+
+    import framejit
+    f2 = framejit.compile(f, backend="eager")
+    framejit.reset()
+    framejit.counters["stats"]["unique_graphs"]
+
+Everything that runs per call or per traced instruction is in the C
+extension ``framejit._C``; this package is the thin surface around it.
+"""
+from . import config
+from ._C import eval_frame
+from .api import compile, reset, counters, is_supported
+from .logs import set_logs
+
+__all__ = ["compile", "reset", "counters", "config", "set_logs", "eval_frame", "is_supported"]
+__version__ = "0.1.0"

@@ -1,0 +1,79 @@
+"""framejit.compile and friends: the wrapper that turns the hook on around a call."""
+import collections
+import functools
+import sys
+import warnings
+
+from . import _C
+from ._C import eval_frame
+
+counters = collections.defaultdict(collections.Counter)
+
+_warned_unsupported = False
+
+
+def is_supported():
+    """True when this CPython is one framejit compiles on (3.11 today)."""
+    return bool(_C.SUPPORTED)
+
+
+def _warn_unsupported():
+    global _warned_unsupported
+    if not _warned_unsupported:
+        _warned_unsupported = True
+        warnings.warn(
+            f"framejit does not support Python {sys.version_info.major}.{sys.version_info.minor} "
+            "yet; functions run uncompiled", RuntimeWarning, stacklevel=3)
+
+
+def _null_callback(frame, cache_entry, frame_state):
+    """A callback that compiles nothing: every frame runs as it is."""
+    return None
+
+
+def _resolve_backend(backend):
+    from . import backends
+    return backends.lookup(backend)
+
+
+def compile(fn=None, *, backend="eager", fullgraph=False, dynamic=None, callback=None):
+    """Compile 'fn' with framejit; usable as ``@compile`` or ``@compile(...)``.
+
+    The result is a wrapper that sets this thread's eval-frame callback for
+    the duration of each call (restoring the previous one in a ``finally``),
+    so the frame of 'fn' and every frame it calls are offered to framejit.
+    """
+    if fn is None:
+        return functools.partial(compile, backend=backend, fullgraph=fullgraph,
+                                 dynamic=dynamic, callback=callback)
+    if not callable(fn):
+        raise TypeError(f"framejit.compile expects a callable, not {type(fn).__name__}")
+    if dynamic not in (None, True, False):
+        raise TypeError(f"framejit.compile: dynamic must be None, True or False, not {dynamic!r}")
+    if callback is None:
+        _resolve_backend(backend)  # an unknown backend name fails here, clearly
+        callback = _null_callback
+    if not is_supported():
+        _warn_unsupported()
+        return fn
+
+    set_eval_frame = eval_frame.set_eval_frame
+
+    @functools.wraps(fn)
+    def framejit_wrapper(*args, **kwargs):
+        prior = set_eval_frame(callback)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            set_eval_frame(prior)
+
+    framejit_wrapper._framejit_orig = fn
+    framejit_wrapper._framejit_callback = callback
+    # The wrapper's own frame must never be offered: it is ours.
+    eval_frame.skip_code(framejit_wrapper.__code__)
+    return framejit_wrapper
+
+
+def reset():
+    """Forget every cache entry framejit made and clear the counters."""
+    counters.clear()

@@ -1,0 +1,8 @@
+"""framejit configuration: plain module attributes, read at compile time."""
+
+#: cache entries per code object before the code goes run-only
+recompile_limit = 8
+#: depth of user functions inlined into one graph
+inline_depth_limit = 8
+#: attempts at tracing a frame before giving up on it
+max_restarts = 100

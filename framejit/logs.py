@@ -1,0 +1,59 @@
+"""Log channels (FRAMEJIT_LOGS / set_logs) over the standard logging module.
+
+Every line goes to the ``framejit`` logger (child loggers per channel, e.g.
+``framejit.bytecode``).  A handler printing bare messages to stderr is added
+when a channel is turned on and the logger has no handler yet.
+"""
+import logging
+import os
+import sys
+
+CHANNELS = ("bytecode", "guards", "graph", "graph_code", "graph_breaks", "recompiles",
+            "recompiles_verbose", "dynamic", "trace_bytecode")
+
+enabled = set()
+logger = logging.getLogger("framejit")
+
+
+def set_logs(*channels, **flags):
+    """Turn log channels on: ``set_logs("bytecode", "guards")`` or
+    ``set_logs(bytecode=True)``; ``set_logs()`` turns all off; "all" turns
+    every channel on."""
+    wanted = set()
+    for c in channels:
+        for name in str(c).split(","):
+            name = name.strip()
+            if name:
+                wanted.add(name)
+    wanted |= {k for k, v in flags.items() if v}
+    if "all" in wanted:
+        wanted = set(CHANNELS)
+    unknown = sorted(wanted - set(CHANNELS))
+    if unknown:
+        raise ValueError(f"unknown framejit log channel(s) {unknown}; known: {', '.join(CHANNELS)}, all")
+    enabled.clear()
+    enabled.update(wanted)
+    if enabled and not logger.handlers:
+        h = logging.StreamHandler(sys.stderr)
+        h.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(h)
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = False
+
+
+def on(channel):
+    return channel in enabled
+
+
+def log(channel, compile_id, text):
+    """Log 'text' on 'channel', each line prefixed by '[compile_id] '."""
+    if channel not in enabled:
+        return
+    prefix = f"[{compile_id}] " if compile_id is not None else ""
+    lg = logger.getChild(channel)
+    for line in str(text).splitlines():
+        lg.debug(prefix + line)
+
+
+if os.environ.get("FRAMEJIT_LOGS"):
+    set_logs(os.environ["FRAMEJIT_LOGS"])

@@ -1,0 +1,45 @@
+"""Build of the C core, framejit._C.
+
+One switch selects the build mode: the environment variable FRAMEJIT_BUILD
+is `release` (default), `debug` (-O0 -g3, asserts on) or `asan`
+(AddressSanitizer + UndefinedBehaviorSanitizer; run the tests under
+`make test-asan`, which preloads libasan and sets PYTHONMALLOC=malloc).
+"""
+import glob
+import os
+
+import numpy
+from setuptools import Extension, setup
+
+mode = os.environ.get("FRAMEJIT_BUILD", "release")
+warnings = [
+    "-std=c11", "-Wall", "-Wextra", "-Wshadow", "-Wmissing-prototypes",
+    "-Wstrict-prototypes", "-Wno-unused-parameter",
+    "-Wno-missing-field-initializers", "-Wno-cast-function-type", "-Werror",
+]
+compile_args = list(warnings)
+link_args = []
+macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+if mode == "release":
+    compile_args += ["-O2", "-DNDEBUG"]
+elif mode == "debug":
+    compile_args += ["-O0", "-g3", "-UNDEBUG"]
+elif mode == "asan":
+    san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer",
+           "-fno-sanitize-recover=undefined"]
+    compile_args += ["-O1", "-g", "-UNDEBUG"] + san
+    link_args += san
+else:
+    raise SystemExit(f"FRAMEJIT_BUILD must be release, debug or asan, not {mode!r}")
+
+ext = Extension(
+    "framejit._C",
+    sources=sorted(glob.glob("csrc/*.c")),
+    depends=sorted(glob.glob("csrc/*.h")),
+    include_dirs=["csrc", numpy.get_include()],
+    define_macros=macros,
+    extra_compile_args=compile_args,
+    extra_link_args=link_args,
+)
+
+setup(ext_modules=[ext])
