@@ -29,6 +29,7 @@
 #include <internal/pycore_code.h>
 #include <internal/pycore_opcode.h>
 #include <internal/pycore_dict.h>
+#include <opcode.h> /* 3.11 opcode numbers (LOAD_FAST, ...) and NB_* BINARY_OP args */
 #undef Py_BUILD_CORE
 #else
 #define FJ_SUPPORTED 0

@@ -169,6 +169,21 @@ static PyType_Slot wrapper_slots[] = {
 static PyType_Spec wrapper_spec = {"framejit._C.eval_frame._PyInterpreterFrame",
                                    sizeof(FrameWrapper), 0, Py_TPFLAGS_DEFAULT, wrapper_slots};
 
+int fj_frame_wrapper_view(PyObject *w, fj_FrameView *view, PyCodeObject **code)
+{
+    if (Py_TYPE(w) != frame_wrapper_type) {
+        PyErr_Format(PyExc_TypeError, "expected a _PyInterpreterFrame, not %.100s",
+                     Py_TYPE(w)->tp_name);
+        return -1;
+    }
+    fj_Frame *f = wrapper_frame((FrameWrapper *)w);
+    if (f == NULL)
+        return -1;
+    view_of_frame(f, view);
+    *code = FJ_FRAME_CODE(f);
+    return 0;
+}
+
 /* ----------------------------------------------------------------- helpers */
 
 /*
@@ -379,6 +394,12 @@ static PyObject *reset_code_py(PyObject *mod, PyObject *code)
 
 #else /* !FJ_SUPPORTED: everything runs uncompiled */
 
+int fj_frame_wrapper_view(PyObject *w, fj_FrameView *view, PyCodeObject **code)
+{
+    PyErr_SetString(PyExc_RuntimeError, "framejit does not support this Python");
+    return -1;
+}
+
 static PyType_Slot wrapper_slots[] = {{0, NULL}};
 static PyType_Spec wrapper_spec = {"framejit._C.eval_frame._PyInterpreterFrame",
                                    sizeof(PyObject), 0, Py_TPFLAGS_DEFAULT, wrapper_slots};
@@ -451,6 +472,11 @@ static struct PyModuleDef eval_frame_def = {
     PyModuleDef_HEAD_INIT, "framejit._C.eval_frame",
     "The frame-evaluation hook and the per-code cache.", -1, eval_frame_methods,
 };
+
+PyObject *fj_skip_code_sentinel(void)
+{
+    return skip_code_sentinel;
+}
 
 static PyObject *sentinel_repr(PyObject *self)
 {

@@ -17,6 +17,18 @@
 
 #include "compat.h"
 
+#include "guards.h"
+
+/*
+** For a _PyInterpreterFrame wrapper handed to the callback: fills 'view'
+** with the frame's inputs and '*code' (borrowed) with its code object.
+** Returns 0, or -1 with an exception when 'w' is not a live wrapper.
+*/
+int fj_frame_wrapper_view(PyObject *w, fj_FrameView *view, PyCodeObject **code);
+
+/* framejit._C.SKIP_CODE (borrowed). */
+PyObject *fj_skip_code_sentinel(void);
+
 /* Creates framejit._C.eval_frame and the frame-action sentinels. */
 int fj_evalframe_init(PyObject *module);
 

@@ -8,11 +8,14 @@
 #include "fj_numpy.h"
 
 #include "bytecode.h"
+#include "compiler.h"
 #include "cache.h"
 #include "evalframe.h"
 #include "graph.h"
 #include "guards.h"
 #include "ops.h"
+#include "source.h"
+#include "trace.h"
 
 static struct PyModuleDef fj_module_def = {
     PyModuleDef_HEAD_INIT,
@@ -33,7 +36,8 @@ PyMODINIT_FUNC PyInit__C(void)
     if (PyModule_AddIntConstant(m, "SUPPORTED", FJ_SUPPORTED) < 0)
         goto error;
     if (fj_guards_init(m) < 0 || fj_cache_init(m) < 0 || fj_evalframe_init(m) < 0 ||
-        fj_bytecode_init(m) < 0 || fj_graph_init(m) < 0 || fj_ops_init(m) < 0)
+        fj_bytecode_init(m) < 0 || fj_graph_init(m) < 0 || fj_ops_init(m) < 0 ||
+        fj_source_init(m) < 0 || fj_trace_init(m) < 0 || fj_compiler_init(m) < 0)
         goto error;
     return m;
 error:

@@ -14,6 +14,10 @@ from . import config
 from ._C import eval_frame
 from .api import compile, reset, counters, is_supported
 from .logs import set_logs
+from .exc import Unsupported, BackendCompilerFailed, FramejitError
+from .backends import register_backend, list_backends
 
-__all__ = ["compile", "reset", "counters", "config", "set_logs", "eval_frame", "is_supported"]
+__all__ = ["compile", "reset", "counters", "config", "set_logs", "eval_frame", "is_supported",
+           "Unsupported", "BackendCompilerFailed", "FramejitError", "register_backend",
+           "list_backends"]
 __version__ = "0.1.0"

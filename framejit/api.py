@@ -51,8 +51,8 @@ def compile(fn=None, *, backend="eager", fullgraph=False, dynamic=None, callback
     if dynamic not in (None, True, False):
         raise TypeError(f"framejit.compile: dynamic must be None, True or False, not {dynamic!r}")
     if callback is None:
-        _resolve_backend(backend)  # an unknown backend name fails here, clearly
-        callback = _null_callback
+        from ._hooks import hooks
+        callback = _C.Compiler(_resolve_backend(backend), hooks, fullgraph=bool(fullgraph))
     if not is_supported():
         _warn_unsupported()
         return fn
@@ -76,4 +76,5 @@ def compile(fn=None, *, backend="eager", fullgraph=False, dynamic=None, callback
 
 def reset():
     """Forget every cache entry framejit made and clear the counters."""
+    _C._reset_state()
     counters.clear()

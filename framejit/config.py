@@ -6,3 +6,5 @@ recompile_limit = 8
 inline_depth_limit = 8
 #: attempts at tracing a frame before giving up on it
 max_restarts = 100
+#: re-raise internal compiler errors instead of running the frame uncompiled (tests)
+raise_internal_errors = False

@@ -1,0 +1,33 @@
+/*
+** codegen.h: the code object that replaces a traced frame's code.
+**
+** Responsible for: emitting, through the bytecode builder, the instructions
+** that load the graph's inputs from their sources, call the global
+** __compiled_fn_N, unpack its output tuple and rebuild the frame's return
+** value from graph outputs, constants and sources.
+**
+** Not responsible for: tracing (trace.c) or assembling bytes (bytecode.c).
+*/
+#ifndef FJ_CODEGEN_H
+#define FJ_CODEGEN_H
+
+#include "trace.h"
+
+/*
+** Collects, in first-use order, the graph-computed nodes (not placeholders)
+** that the Var 'ret' contains.  Returns a new list of fj_Node, NULL on error
+** (fj_Unsupported when 'ret' holds something that cannot be rebuilt).
+*/
+PyObject *fj_codegen_outputs(PyObject *ret);
+
+/*
+** Builds the replacement for 'co': calls global 'fn_name' (or no graph when
+** fn_name is NULL) with the graph inputs 'placeholders' (list of NODE Vars
+** with sources), unpacks 'outputs' (list of fj_Node, the graph's output
+** order) and returns the rebuilt 'ret'.  Returns a new code object, NULL on
+** error.
+*/
+PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, PyObject *placeholders,
+                                PyObject *outputs, PyObject *ret);
+
+#endif

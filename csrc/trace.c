@@ -1,0 +1,1597 @@
+/*
+** trace.c: the symbolic interpreter's loop, its frames, and the opcode
+** families that never reach the graph: loads and stores, building and
+** unpacking containers, control flow, function creation.  The families that
+** can reach the graph (calls, attributes, subscripts, operators) are in
+** trace_call.c.  See trace.h.
+**
+** Every handler follows one rule: what the trace cannot reproduce exactly
+** raises fj_Unsupported with a reason; nothing is guessed.
+*/
+#include "trace.h"
+
+#include "fj_numpy.h"
+#include "graph.h"
+
+#include <stdarg.h>
+
+PyTypeObject *fj_Var_Type = NULL;
+PyObject *fj_Unsupported = NULL;
+static fj_Var *null_var = NULL; /* strong: the NULL marker */
+static PyObject *opnames = NULL;  /* strong: opcode.opname (list of str) */
+
+/* The name of opcode 'op' (static storage of the opcode module's list). */
+static const char *fj_bc_opname(int op)
+{
+    if (opnames != NULL && op >= 0 && op < PyList_GET_SIZE(opnames)) {
+        const char *s = PyUnicode_AsUTF8(PyList_GET_ITEM(opnames, op));
+        if (s != NULL)
+            return s;
+        PyErr_Clear();
+    }
+    return "<opcode>";
+}
+
+/* ---------------------------------------------------------------- Vars */
+
+static void var_dealloc(fj_Var *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->obj);
+    Py_CLEAR(self->items);
+    Py_CLEAR(self->extra);
+    Py_CLEAR(self->extra2);
+    Py_CLEAR(self->source);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static int var_traverse(fj_Var *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->obj);
+    Py_VISIT(self->items);
+    Py_VISIT(self->extra);
+    Py_VISIT(self->extra2);
+    Py_VISIT(self->source);
+    return 0;
+}
+
+static int var_clear(fj_Var *self)
+{
+    Py_CLEAR(self->obj);
+    Py_CLEAR(self->items);
+    Py_CLEAR(self->extra);
+    Py_CLEAR(self->extra2);
+    Py_CLEAR(self->source);
+    return 0;
+}
+
+static const char *var_kind_names[] = {"const", "node",   "tuple", "list", "dict", "iter",
+                                       "func",  "cell",   "method", "null", "obj"};
+
+static PyObject *var_repr(fj_Var *self)
+{
+    if (self->kind == FJ_VAR_NODE)
+        return PyUnicode_FromFormat("Var(node %R)", ((fj_Node *)self->obj)->name);
+    if (self->obj != NULL)
+        return PyUnicode_FromFormat("Var(%s %R)", var_kind_names[self->kind], self->obj);
+    if (self->items != NULL)
+        return PyUnicode_FromFormat("Var(%s %R)", var_kind_names[self->kind], self->items);
+    return PyUnicode_FromFormat("Var(%s)", var_kind_names[self->kind]);
+}
+
+static PyType_Slot var_slots[] = {
+    {Py_tp_dealloc, var_dealloc}, {Py_tp_traverse, var_traverse}, {Py_tp_clear, var_clear},
+    {Py_tp_repr, var_repr},       {0, NULL},
+};
+static PyType_Spec var_spec = {"framejit._C._Var", sizeof(fj_Var), 0,
+                               Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, var_slots};
+
+fj_Var *fj_var_new(fj_VarKind kind, PyObject *obj, PyObject *items)
+{
+    fj_Var *v = PyObject_GC_New(fj_Var, fj_Var_Type);
+    if (v == NULL)
+        return NULL;
+    Py_INCREF(fj_Var_Type);
+    v->kind = kind;
+    v->obj = Py_XNewRef(obj);
+    v->items = Py_XNewRef(items);
+    v->extra = v->extra2 = NULL;
+    v->source = NULL;
+    v->pos = 0;
+    v->from_input = 0;
+    PyObject_GC_Track(v);
+    return v;
+}
+
+fj_Var *fj_var_const(PyObject *obj)
+{
+    return fj_var_new(FJ_VAR_CONST, obj, NULL);
+}
+
+fj_Var *fj_var_node(PyObject *node)
+{
+    return fj_var_new(FJ_VAR_NODE, node, NULL);
+}
+
+int fj_unsupported(const char *fmt, ...)
+{
+    va_list va;
+    va_start(va, fmt);
+    PyObject *msg = PyUnicode_FromFormatV(fmt, va);
+    va_end(va);
+    if (msg != NULL) {
+        PyErr_SetObject(fj_Unsupported, msg);
+        Py_DECREF(msg);
+    }
+    return -1;
+}
+
+/* --------------------------------------------------------------- inputs */
+
+static int is_plain_constant(PyObject *v)
+{
+    return v == Py_None || v == Py_Ellipsis || PyBool_Check(v) || PyLong_CheckExact(v) ||
+           PyFloat_CheckExact(v) || PyUnicode_CheckExact(v) || PyComplex_CheckExact(v) ||
+           PyBytes_CheckExact(v);
+}
+
+fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
+{
+    PyObject *known = PyDict_GetItemWithError(tx->inputs, src->text);
+    if (known != NULL)
+        return (fj_Var *)Py_NewRef(known);
+    if (PyErr_Occurred())
+        return NULL;
+    fj_Var *v = NULL;
+    PyObject *mgr = fj_source_manager(tx->guards, src);
+    if (mgr == NULL)
+        return NULL;
+    if (PyArray_CheckExact(value)) {
+        PyObject *name = fj_source_placeholder_name(src);
+        if (name == NULL)
+            return NULL;
+        PyObject *node = (PyObject *)fj_graph_placeholder(tx->graph, name, value);
+        Py_DECREF(name);
+        if (node == NULL || fj_guard_add_tensor_match(mgr, value, NULL) < 0)
+            return NULL;
+        v = fj_var_node(node);
+        if (v != NULL && PyList_Append(tx->placeholders, (PyObject *)v) < 0)
+            Py_CLEAR(v);
+    }
+    else if (PyArray_Check(value)) {
+        fj_unsupported("%U is an instance of ndarray subclass %s", src->text,
+                       Py_TYPE(value)->tp_name);
+        return NULL;
+    }
+    else if (value == Py_None) {
+        if (fj_guard_add_none_match(mgr) < 0)
+            return NULL;
+        v = fj_var_const(value);
+    }
+    else if (is_plain_constant(value) || PyArray_IsScalar(value, Generic)) {
+        if (fj_guard_add_equals_match(mgr, value) < 0)
+            return NULL;
+        v = fj_var_const(value);
+    }
+    else if (PyTuple_CheckExact(value) || PyList_CheckExact(value)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(value);
+        if (fj_guard_add_type_match(mgr, (PyObject *)Py_TYPE(value)) < 0 ||
+            fj_guard_add_sequence_length(mgr, n) < 0)
+            return NULL;
+        PyObject *items = PyList_New(n);
+        if (items == NULL)
+            return NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            fj_Source *isrc = fj_source_index(src, i);
+            fj_Var *iv = isrc ? fj_trace_input(tx, isrc, PySequence_Fast_GET_ITEM(value, i)) : NULL;
+            Py_XDECREF(isrc);
+            if (iv == NULL) {
+                Py_DECREF(items);
+                return NULL;
+            }
+            PyList_SET_ITEM(items, i, (PyObject *)iv);
+        }
+        v = fj_var_new(PyTuple_CheckExact(value) ? FJ_VAR_TUPLE : FJ_VAR_LIST, NULL, items);
+        Py_DECREF(items);
+        if (v != NULL)
+            v->from_input = 1;
+    }
+    else if (PyDict_CheckExact(value)) {
+        PyObject *keys = PyDict_Keys(value);
+        if (keys == NULL)
+            return NULL;
+        Py_ssize_t nk = PyList_GET_SIZE(keys);
+        for (Py_ssize_t i = 0; i < nk; i++) {
+            if (!is_plain_constant(PyList_GET_ITEM(keys, i))) {
+                Py_DECREF(keys);
+                fj_unsupported("%U has a key that is not a plain constant", src->text);
+                return NULL;
+            }
+        }
+        if (fj_guard_add_type_match(mgr, (PyObject *)&PyDict_Type) < 0 ||
+            fj_guard_add_dict_keys(mgr, keys) < 0) {
+            Py_DECREF(keys);
+            return NULL;
+        }
+        PyObject *items = PyDict_New();
+        for (Py_ssize_t i = 0; items && i < nk; i++) {
+            PyObject *k = PyList_GET_ITEM(keys, i);
+            fj_Source *isrc = fj_source_item(src, k);
+            PyObject *val = PyDict_GetItemWithError(value, k);
+            fj_Var *iv = (isrc && val) ? fj_trace_input(tx, isrc, val) : NULL;
+            Py_XDECREF(isrc);
+            if (iv == NULL || PyDict_SetItem(items, k, (PyObject *)iv) < 0)
+                Py_CLEAR(items);
+            Py_XDECREF(iv);
+        }
+        Py_DECREF(keys);
+        if (items == NULL)
+            return NULL;
+        v = fj_var_new(FJ_VAR_DICT, NULL, items);
+        Py_DECREF(items);
+        if (v != NULL)
+            v->from_input = 1;
+    }
+    else if (PyModule_Check(value) || PyFunction_Check(value) || PyCFunction_Check(value) ||
+             PyType_Check(value) || Py_IS_TYPE(value, &PyArrayDescr_Type) ||
+             PyObject_TypeCheck(value, &PyUFunc_Type) || PyMethod_Check(value)) {
+        if (fj_guard_add_id_match(mgr, value) < 0)
+            return NULL;
+        v = fj_var_const(value);
+    }
+    else {
+        if (fj_guard_add_type_match(mgr, (PyObject *)Py_TYPE(value)) < 0)
+            return NULL;
+        v = fj_var_new(FJ_VAR_OBJ, value, NULL);
+    }
+    if (v == NULL)
+        return NULL;
+    v->source = (fj_Source *)Py_NewRef((PyObject *)src);
+    if (PyDict_SetItem(tx->inputs, src->text, (PyObject *)v) < 0) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    return v;
+}
+
+/* ---------------------------------------------------------- frame stack */
+
+static int push(fj_TFrame *fr, PyObject *v) /* steals v */
+{
+    if (v == NULL)
+        return -1;
+    if (fr->sp >= fr->stack_cap) {
+        Py_DECREF(v);
+        PyErr_SetString(PyExc_SystemError, "framejit: traced stack overflow");
+        return -1;
+    }
+    fr->stack[fr->sp++] = v;
+    return 0;
+}
+
+#define POP() (fr->stack[--fr->sp])
+#define TOP() (fr->stack[fr->sp - 1])
+#define PEEK(n) (fr->stack[fr->sp - (n)])
+#define PUSH(v)                                                                                    \
+    do {                                                                                           \
+        if (push(fr, (PyObject *)(v)) < 0)                                                         \
+            goto error;                                                                            \
+    } while (0)
+
+static void frame_free(fj_TFrame *fr)
+{
+    for (int i = 0; i < fr->nlocals; i++)
+        Py_XDECREF(fr->locals[i]);
+    while (fr->sp > 0)
+        Py_XDECREF(fr->stack[--fr->sp]);
+    PyMem_Free(fr->locals);
+    PyMem_Free(fr->stack);
+    Py_CLEAR(fr->kwnames);
+    Py_CLEAR(fr->retval);
+    fj_bc_free(&fr->il);
+}
+
+static int frame_setup(fj_TFrame *fr, fj_Tracer *tx, PyCodeObject *co)
+{
+    memset(fr, 0, sizeof(*fr));
+    fr->tx = tx;
+    fr->code = co;
+    fr->nlocals = FJ_CODE_NLOCALSPLUS(co);
+    fr->stack_cap = co->co_stacksize + 4;
+    fr->locals = PyMem_Calloc(fr->nlocals ? fr->nlocals : 1, sizeof(PyObject *));
+    fr->stack = PyMem_Calloc(fr->stack_cap, sizeof(PyObject *));
+    if (fr->locals == NULL || fr->stack == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return fj_bc_decode(co, &fr->il);
+}
+
+static PyObject *local_name(fj_TFrame *fr, int i)
+{
+    return fj_code_local_name(fr->code, i);
+}
+
+/* Number of argument slots (positional, keyword-only, *args, **kwargs). */
+static int code_nargs(PyCodeObject *co)
+{
+    return co->co_argcount + co->co_kwonlyargcount + !!(co->co_flags & CO_VARARGS) +
+           !!(co->co_flags & CO_VARKEYWORDS);
+}
+
+/* The Var in local slot i, wrapping a top-frame argument on first use. New ref. */
+static PyObject *load_local(fj_TFrame *fr, int i)
+{
+    PyObject *v = fr->locals[i];
+    if (v == NULL && fr->lazy_args && i < code_nargs(fr->code) &&
+        i < fr->tx->view.nlocalsplus && fr->tx->view.localsplus[i] != NULL) {
+        fj_Source *src = fj_source_local(i, local_name(fr, i));
+        if (src == NULL)
+            return NULL;
+        v = (PyObject *)fj_trace_input(fr->tx, src, fr->tx->view.localsplus[i]);
+        Py_DECREF(src);
+        if (v == NULL)
+            return NULL;
+        fr->locals[i] = v;
+    }
+    if (v == NULL) {
+        fj_unsupported("local variable '%U' referenced before assignment", local_name(fr, i));
+        return NULL;
+    }
+    return Py_NewRef(v);
+}
+
+static void store_local(fj_TFrame *fr, int i, PyObject *v) /* steals v */
+{
+    Py_XSETREF(fr->locals[i], v);
+}
+
+/* The contents of a CELL Var (new ref), reading a top-frame free variable lazily. */
+static PyObject *cell_get(fj_TFrame *fr, fj_Var *cell, int slot)
+{
+    if (PyList_GET_SIZE(cell->items) > 0)
+        return Py_NewRef(PyList_GET_ITEM(cell->items, 0));
+    if (cell->source != NULL) {
+        /* a free variable of the top frame: the closure cell's contents */
+        fj_Tracer *tx = fr->tx;
+        Py_ssize_t j = cell->source->index;
+        PyObject *c = tx->view.closure ? PyTuple_GET_ITEM(tx->view.closure, j) : NULL;
+        PyObject *val = c ? PyCell_GET(c) : NULL;
+        if (val != NULL) {
+            fj_Var *v = fj_trace_input(tx, cell->source, val);
+            if (v == NULL || PyList_Append(cell->items, (PyObject *)v) < 0) {
+                Py_XDECREF(v);
+                return NULL;
+            }
+            return (PyObject *)v;
+        }
+    }
+    fj_unsupported("free variable '%U' referenced before assignment", local_name(fr, slot));
+    return NULL;
+}
+
+static fj_Var *new_cell(PyObject *contents) /* contents borrowed, may be NULL */
+{
+    PyObject *items = contents ? PyList_New(1) : PyList_New(0);
+    if (items == NULL)
+        return NULL;
+    if (contents)
+        PyList_SET_ITEM(items, 0, Py_NewRef(contents));
+    fj_Var *c = fj_var_new(FJ_VAR_CELL, NULL, items);
+    Py_DECREF(items);
+    return c;
+}
+
+/* ------------------------------------------------------------ globals */
+
+static PyObject *load_global(fj_TFrame *fr, PyObject *name)
+{
+    fj_Tracer *tx = fr->tx;
+    PyObject *val = PyDict_GetItemWithError(fr->globals, name);
+    fj_Source *src = NULL;
+    if (val != NULL) {
+        if (fr->globals_src == NULL)
+            src = fj_source_global(name);
+        else
+            src = fj_source_item(fr->globals_src, name);
+    }
+    else {
+        if (PyErr_Occurred())
+            return NULL;
+        val = PyDict_GetItemWithError(fr->builtins, name);
+        if (val == NULL) {
+            if (!PyErr_Occurred())
+                fj_unsupported("name '%U' is not defined", name);
+            return NULL;
+        }
+        /* The global must stay absent for the builtin to be what is loaded. */
+        if (fr->globals_src == NULL) {
+            PyObject *mgr = fj_guard_global(tx->guards, name);
+            if (mgr == NULL || fj_guard_add_absent(mgr) < 0)
+                return NULL;
+            src = fj_source_builtin(name);
+        }
+        else {
+            fj_unsupported("builtin '%U' read from another module's function", name);
+            return NULL;
+        }
+    }
+    if (src == NULL)
+        return NULL;
+    PyObject *v = (PyObject *)fj_trace_input(tx, src, val);
+    Py_DECREF(src);
+    return v;
+}
+
+/* --------------------------------------------------------- containers */
+
+static PyObject *build_seq(fj_TFrame *fr, fj_VarKind kind, int n)
+{
+    PyObject *items = PyList_New(n);
+    if (items == NULL)
+        return NULL;
+    for (int i = n - 1; i >= 0; i--)
+        PyList_SET_ITEM(items, i, POP());
+    fj_Var *v = fj_var_new(kind, NULL, items);
+    Py_DECREF(items);
+    return (PyObject *)v;
+}
+
+/* The items of a sequence-like Var as a new list of Vars, or NULL with Unsupported. */
+static PyObject *var_items(fj_TFrame *fr, PyObject *v);
+
+static PyObject *const_items(PyObject *obj)
+{
+    PyObject *seq = PySequence_List(obj);
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        fj_Var *iv = fj_var_const(PyList_GET_ITEM(seq, i));
+        if (iv == NULL) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        PyList_SetItem(seq, i, (PyObject *)iv);
+    }
+    return seq;
+}
+
+static PyObject *var_items(fj_TFrame *fr, PyObject *vo)
+{
+    fj_Var *v = (fj_Var *)vo;
+    switch (v->kind) {
+    case FJ_VAR_TUPLE:
+    case FJ_VAR_LIST:
+        return PyList_GetSlice(v->items, 0, PyList_GET_SIZE(v->items));
+    case FJ_VAR_DICT: {
+        PyObject *keys = PyDict_Keys(v->items);
+        if (keys == NULL)
+            return NULL;
+        PyObject *r = const_items(keys);
+        Py_DECREF(keys);
+        return r;
+    }
+    case FJ_VAR_CONST:
+        if (PyTuple_CheckExact(v->obj) || PyList_CheckExact(v->obj) ||
+            PyUnicode_CheckExact(v->obj) || PyRange_Check(v->obj) || PyBytes_CheckExact(v->obj) ||
+            PyFrozenSet_CheckExact(v->obj))
+            return const_items(v->obj);
+        break;
+    case FJ_VAR_ITER: {
+        PyObject *out = PyList_New(0);
+        while (out != NULL) {
+            PyObject *next = NULL;
+            if (v->pos >= PyList_GET_SIZE(v->items))
+                break;
+            next = PyList_GET_ITEM(v->items, v->pos++);
+            if (PyList_Append(out, next) < 0)
+                Py_CLEAR(out);
+        }
+        return out;
+    }
+    case FJ_VAR_NODE: {
+        fj_Node *n = (fj_Node *)v->obj;
+        if (n->vkind == FJ_VAL_ARRAY && n->ndim >= 1) {
+            PyObject *out = PyList_New(n->shape[0]);
+            for (npy_intp i = 0; out && i < n->shape[0]; i++) {
+                PyObject *key = PyLong_FromSsize_t(i);
+                fj_Var *kv = key ? fj_var_const(key) : NULL;
+                Py_XDECREF(key);
+                PyObject *item = kv ? fj_trace_getitem(fr, vo, (PyObject *)kv) : NULL;
+                Py_XDECREF(kv);
+                if (item == NULL)
+                    Py_CLEAR(out);
+                else
+                    PyList_SET_ITEM(out, i, item);
+            }
+            return out;
+        }
+        fj_unsupported("iteration over a 0-d array or NumPy scalar");
+        return NULL;
+    }
+    default:
+        break;
+    }
+    fj_unsupported("iteration over %R", vo);
+    return NULL;
+}
+
+/* Exposed to trace_call.c through a tiny wrapper. */
+PyObject *fj_trace_var_items(fj_TFrame *fr, PyObject *v);
+PyObject *fj_trace_var_items(fj_TFrame *fr, PyObject *v)
+{
+    return var_items(fr, v);
+}
+
+static PyObject *make_iter(fj_TFrame *fr, PyObject *vo)
+{
+    fj_Var *v = (fj_Var *)vo;
+    if (v->kind == FJ_VAR_ITER)
+        return Py_NewRef(vo);
+    if (v->kind == FJ_VAR_LIST) {
+        /* A list iterator sees appends made while iterating: share the item list. */
+        fj_Var *it = fj_var_new(FJ_VAR_ITER, NULL, v->items);
+        return (PyObject *)it;
+    }
+    PyObject *items = var_items(fr, vo);
+    if (items == NULL)
+        return NULL;
+    fj_Var *it = fj_var_new(FJ_VAR_ITER, NULL, items);
+    Py_DECREF(items);
+    return (PyObject *)it;
+}
+
+/* ---------------------------------------------------------- functions */
+
+/* MAKE_FUNCTION: builds a FUNC Var from the code and the flagged parts. */
+static PyObject *make_function(fj_TFrame *fr, int flags)
+{
+    PyObject *codev = POP();
+    PyObject *closure = NULL, *annotations = NULL, *kwdefaults = NULL, *defaults = NULL;
+    if (flags & 0x08)
+        closure = POP();
+    if (flags & 0x04)
+        annotations = POP();
+    if (flags & 0x02)
+        kwdefaults = POP();
+    if (flags & 0x01)
+        defaults = POP();
+    fj_Var *f = NULL;
+    PyObject *code = fj_var_as_const(codev);
+    if (code == NULL || !PyCode_Check(code)) {
+        fj_unsupported("MAKE_FUNCTION with a code object that is not a constant");
+        goto done;
+    }
+    f = fj_var_new(FJ_VAR_FUNC, code, closure);
+    if (f == NULL)
+        goto done;
+    f->extra = Py_XNewRef(defaults);
+    f->extra2 = Py_XNewRef(kwdefaults);
+done:
+    Py_DECREF(codev);
+    Py_XDECREF(closure);
+    Py_XDECREF(annotations);
+    Py_XDECREF(kwdefaults);
+    Py_XDECREF(defaults);
+    return (PyObject *)f;
+}
+
+/*
+** Binds a call's arguments to the parameters of 'co' into 'locals'.
+** defaults: a Var (TUPLE) or a tuple of Python objects or NULL; same for
+** kwdefaults (DICT Var or dict).  Returns 0, or -1 with Unsupported when the
+** call would not bind (CPython then raises the TypeError itself).
+*/
+static PyObject *default_var(PyObject *d, Py_ssize_t i) /* new ref */
+{
+    if (fj_Var_Check(d)) {
+        fj_Var *dv = (fj_Var *)d;
+        if (dv->kind == FJ_VAR_TUPLE)
+            return Py_NewRef(PyList_GET_ITEM(dv->items, i));
+        PyObject *t = fj_var_as_const(d);
+        return t ? (PyObject *)fj_var_const(PyTuple_GET_ITEM(t, i)) : NULL;
+    }
+    return (PyObject *)fj_var_const(PyTuple_GET_ITEM(d, i));
+}
+
+static Py_ssize_t defaults_len(PyObject *d)
+{
+    if (d == NULL)
+        return 0;
+    if (fj_Var_Check(d)) {
+        fj_Var *dv = (fj_Var *)d;
+        if (dv->kind == FJ_VAR_TUPLE)
+            return PyList_GET_SIZE(dv->items);
+        PyObject *t = fj_var_as_const(d);
+        return t && PyTuple_Check(t) ? PyTuple_GET_SIZE(t) : 0;
+    }
+    return PyTuple_GET_SIZE(d);
+}
+
+static PyObject *kwdefault_var(PyObject *kd, PyObject *name) /* new ref or NULL (no error) */
+{
+    if (kd == NULL)
+        return NULL;
+    if (fj_Var_Check(kd)) {
+        fj_Var *kv = (fj_Var *)kd;
+        if (kv->kind == FJ_VAR_DICT)
+            return Py_XNewRef(PyDict_GetItemWithError(kv->items, name));
+        PyObject *d = fj_var_as_const(kd);
+        PyObject *v = d && PyDict_Check(d) ? PyDict_GetItemWithError(d, name) : NULL;
+        return v ? (PyObject *)fj_var_const(v) : NULL;
+    }
+    PyObject *v = PyDict_GetItemWithError(kd, name);
+    return v ? (PyObject *)fj_var_const(v) : NULL;
+}
+
+static int bind_args(fj_TFrame *fr, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                     PyObject *defaults, PyObject *kwdefaults)
+{
+    PyCodeObject *co = fr->code;
+    int argc = co->co_argcount, kwc = co->co_kwonlyargcount, posonly = co->co_posonlyargcount;
+    int has_varargs = !!(co->co_flags & CO_VARARGS), has_varkw = !!(co->co_flags & CO_VARKEYWORDS);
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    Py_ssize_t npos = nargs - nkw;
+    PyObject *varkw = NULL;
+    if (npos > argc && !has_varargs)
+        return fj_unsupported("%U() takes %d positional arguments but %zd were given",
+                              co->co_name, argc, npos);
+    for (Py_ssize_t i = 0; i < npos && i < argc; i++)
+        fr->locals[i] = Py_NewRef(args[i]);
+    if (has_varargs) {
+        Py_ssize_t nextra = npos > argc ? npos - argc : 0;
+        PyObject *items = PyList_New(nextra);
+        if (items == NULL)
+            return -1;
+        for (Py_ssize_t i = 0; i < nextra; i++)
+            PyList_SET_ITEM(items, i, Py_NewRef(args[argc + i]));
+        fj_Var *t = fj_var_new(FJ_VAR_TUPLE, NULL, items);
+        Py_DECREF(items);
+        if (t == NULL)
+            return -1;
+        fr->locals[argc + kwc] = (PyObject *)t;
+    }
+    if (has_varkw) {
+        PyObject *d = PyDict_New();
+        varkw = d ? (PyObject *)fj_var_new(FJ_VAR_DICT, NULL, d) : NULL;
+        Py_XDECREF(d);
+        if (varkw == NULL)
+            return -1;
+        fr->locals[argc + kwc + has_varargs] = varkw;
+    }
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+        int found = -1;
+        for (int i = posonly; i < argc + kwc; i++) {
+            if (PyUnicode_Compare(name, local_name(fr, i)) == 0) {
+                found = i;
+                break;
+            }
+        }
+        if (found < 0) {
+            if (varkw == NULL)
+                return fj_unsupported("%U() got an unexpected keyword argument '%U'",
+                                      co->co_name, name);
+            if (PyDict_SetItem(((fj_Var *)varkw)->items, name, args[npos + k]) < 0)
+                return -1;
+            continue;
+        }
+        if (fr->locals[found] != NULL)
+            return fj_unsupported("%U() got multiple values for argument '%U'", co->co_name,
+                                  name);
+        fr->locals[found] = Py_NewRef(args[npos + k]);
+    }
+    Py_ssize_t ndef = defaults_len(defaults);
+    for (int i = 0; i < argc; i++) {
+        if (fr->locals[i] != NULL)
+            continue;
+        Py_ssize_t di = i - (argc - ndef);
+        if (di < 0)
+            return fj_unsupported("%U() missing required argument '%U'", co->co_name,
+                                  local_name(fr, i));
+        if ((fr->locals[i] = default_var(defaults, di)) == NULL)
+            return -1;
+    }
+    for (int i = argc; i < argc + kwc; i++) {
+        if (fr->locals[i] != NULL)
+            continue;
+        fr->locals[i] = kwdefault_var(kwdefaults, local_name(fr, i));
+        if (fr->locals[i] == NULL) {
+            if (PyErr_Occurred())
+                return -1;
+            return fj_unsupported("%U() missing required keyword-only argument '%U'",
+                                  co->co_name, local_name(fr, i));
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- the loop */
+
+static int run_frame(fj_TFrame *fr);
+
+PyObject *fj_trace_inline(fj_TFrame *parent, PyObject *fn, PyObject *const *args,
+                          Py_ssize_t nargs, PyObject *kwnames)
+{
+    fj_Tracer *tx = parent->tx;
+    PyCodeObject *co;
+    PyObject *defaults = NULL, *kwdefaults = NULL, *globals = parent->globals;
+    fj_Var *fv = fj_Var_Check(fn) ? (fj_Var *)fn : NULL;
+    PyObject *func = NULL;
+    if (fv != NULL && fv->kind == FJ_VAR_FUNC) {
+        co = (PyCodeObject *)fv->obj;
+        defaults = fv->extra;
+        kwdefaults = fv->extra2;
+    }
+    else {
+        func = fv ? fv->obj : fn;
+        if (!PyFunction_Check(func)) {
+            fj_unsupported("call of %R", fn);
+            return NULL;
+        }
+        co = (PyCodeObject *)PyFunction_GET_CODE(func);
+        defaults = PyFunction_GET_DEFAULTS(func);
+        kwdefaults = PyFunction_GET_KW_DEFAULTS(func);
+        globals = PyFunction_GET_GLOBALS(func);
+    }
+    if (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) {
+        fj_unsupported("call of generator function %U", co->co_name);
+        return NULL;
+    }
+    if (parent->depth + 1 > tx->inline_depth_limit) {
+        fj_unsupported("inlining %U exceeds the depth limit (%d)", co->co_name,
+                       tx->inline_depth_limit);
+        return NULL;
+    }
+    for (fj_TFrame *p = parent; p != NULL; p = p->parent) {
+        if (p->code == co) {
+            fj_unsupported("recursive call of %U", co->co_name);
+            return NULL;
+        }
+    }
+    fj_TFrame fr;
+    PyObject *result = NULL;
+    if (frame_setup(&fr, tx, co) < 0)
+        goto done;
+    fr.parent = parent;
+    fr.depth = parent->depth + 1;
+    fr.builtins = parent->builtins;
+    fr.globals = globals;
+    fr.globals_src = parent->globals_src;
+    fr.closure = fv && fv->kind == FJ_VAR_FUNC ? fv->items : NULL;
+    if (func != NULL) {
+        fr.func = func;
+        fr.func_src = fv ? fv->source : NULL;
+        if (globals != parent->globals) {
+            /* names resolve in the function's module: G['f'].__globals__['name'] */
+            if (fr.func_src == NULL) {
+                fj_unsupported("call of %U from another module with no source", co->co_name);
+                goto done;
+            }
+            fj_unsupported("inlining %U from another module", co->co_name);
+            goto done;
+        }
+        if (PyFunction_GET_CLOSURE(func) != NULL && fr.func_src == NULL) {
+            fj_unsupported("call of closure %U with no source", co->co_name);
+            goto done;
+        }
+    }
+    if (bind_args(&fr, args, nargs, kwnames, defaults, kwdefaults) < 0)
+        goto done;
+    if (run_frame(&fr) < 0)
+        goto done;
+    result = Py_NewRef(fr.retval);
+done:
+    frame_free(&fr);
+    return result;
+}
+
+/* Copies a real inlined function's closure cells into CELL Vars. */
+static int copy_free_vars(fj_TFrame *fr, int n)
+{
+    int first = fr->nlocals - n;
+    for (int j = 0; j < n; j++) {
+        fj_Var *cell = NULL;
+        if (fr->closure != NULL) {
+            fj_Var *cl = (fj_Var *)fr->closure;
+            PyObject *items = cl->kind == FJ_VAR_TUPLE ? cl->items : NULL;
+            if (items == NULL || j >= PyList_GET_SIZE(items))
+                return fj_unsupported("closure of %U is not known", fr->code->co_name);
+            cell = (fj_Var *)Py_NewRef(PyList_GET_ITEM(items, j));
+        }
+        else if (fr->parent == NULL) {
+            /* top frame: contents come from the frame's closure, lazily */
+            cell = new_cell(NULL);
+            if (cell == NULL)
+                return -1;
+            cell->source = fj_source_closure(j, local_name(fr, first + j));
+            if (cell->source == NULL) {
+                Py_DECREF(cell);
+                return -1;
+            }
+        }
+        else {
+            /* a real function: G['f'].__closure__[j].cell_contents */
+            PyObject *cl = PyFunction_GET_CLOSURE(fr->func);
+            PyObject *contents = PyCell_GET(PyTuple_GET_ITEM(cl, j));
+            if (contents == NULL)
+                return fj_unsupported("empty closure cell in %U", fr->code->co_name);
+            PyObject *s1 = NULL, *s2 = NULL, *s3 = NULL;
+            PyObject *n_closure = PyUnicode_FromString("__closure__");
+            PyObject *n_contents = PyUnicode_FromString("cell_contents");
+            if (n_closure && n_contents && (s1 = (PyObject *)fj_source_attr(fr->func_src, n_closure)) &&
+                (s2 = (PyObject *)fj_source_index((fj_Source *)s1, j)) &&
+                (s3 = (PyObject *)fj_source_attr((fj_Source *)s2, n_contents))) {
+                fj_Var *v = fj_trace_input(fr->tx, (fj_Source *)s3, contents);
+                if (v != NULL) {
+                    cell = new_cell((PyObject *)v);
+                    Py_DECREF(v);
+                }
+            }
+            Py_XDECREF(n_closure);
+            Py_XDECREF(n_contents);
+            Py_XDECREF(s1);
+            Py_XDECREF(s2);
+            Py_XDECREF(s3);
+            if (cell == NULL)
+                return -1;
+        }
+        store_local(fr, first + j, (PyObject *)cell);
+    }
+    return 0;
+}
+
+static int is_jump_backward(int op)
+{
+    return op == JUMP_BACKWARD || op == JUMP_BACKWARD_NO_INTERRUPT ||
+           op == POP_JUMP_BACKWARD_IF_FALSE || op == POP_JUMP_BACKWARD_IF_TRUE ||
+           op == POP_JUMP_BACKWARD_IF_NONE || op == POP_JUMP_BACKWARD_IF_NOT_NONE;
+}
+
+static void log_instruction(fj_TFrame *fr, fj_Instr *in)
+{
+    fj_Tracer *tx = fr->tx;
+    PyObject *stack = PyList_New(0);
+    for (int i = 0; stack && i < fr->sp; i++) {
+        if (PyList_Append(stack, fr->stack[i]) < 0)
+            Py_CLEAR(stack);
+    }
+    PyObject *text = stack ? PyUnicode_FromFormat("TRACE %s %d [depth %d] %R", fj_bc_opname(in->op),
+                                                  in->arg, fr->depth, stack)
+                           : NULL;
+    if (text != NULL) {
+        PyObject *r = PyObject_CallFunction(tx->log_fn, "sOO", "trace_bytecode", tx->compile_id,
+                                            text);
+        Py_XDECREF(r);
+    }
+    Py_XDECREF(text);
+    Py_XDECREF(stack);
+    PyErr_Clear();
+}
+
+/* Jump to instruction index 't'. */
+#define JUMPTO(t)                                                                                  \
+    do {                                                                                           \
+        next = (t);                                                                                \
+    } while (0)
+
+static int run_frame(fj_TFrame *fr)
+{
+    fj_Tracer *tx = fr->tx;
+    PyCodeObject *co = fr->code;
+    int next = 0;
+    while (next < fr->il.n) {
+        int i = next;
+        fj_Instr *in = &fr->il.v[i];
+        int op = in->op, arg = in->arg;
+        next = i + 1;
+        fr->ip = i;
+        if (--tx->budget < 0)
+            return fj_unsupported("trace too long (instruction budget exhausted)");
+        if (tx->log_trace)
+            log_instruction(fr, in);
+        if (in->exc_target >= 0 && op != NOP && op != RESUME)
+            return fj_unsupported("%s inside a try or with block", fj_bc_opname(op));
+        switch (op) {
+        case NOP:
+        case RESUME:
+        case CACHE:
+        case EXTENDED_ARG:
+        case PRECALL:
+            break;
+        case POP_TOP:
+            Py_DECREF(POP());
+            break;
+        case PUSH_NULL:
+            PUSH(Py_NewRef(null_var));
+            break;
+        case COPY: {
+            PyObject *v = PEEK(arg);
+            PUSH(Py_NewRef(v));
+            break;
+        }
+        case SWAP: {
+            PyObject *t = TOP();
+            fr->stack[fr->sp - 1] = PEEK(arg);
+            fr->stack[fr->sp - arg] = t;
+            break;
+        }
+        case LOAD_CONST:
+            PUSH(fj_var_const(PyTuple_GET_ITEM(co->co_consts, arg)));
+            break;
+        case LOAD_FAST: {
+            PyObject *v = load_local(fr, arg);
+            if (v == NULL)
+                goto error;
+            PUSH(v);
+            break;
+        }
+        case STORE_FAST:
+            store_local(fr, arg, POP());
+            break;
+        case DELETE_FAST:
+            if (fr->locals[arg] == NULL) {
+                fj_unsupported("local variable '%U' referenced before assignment",
+                               local_name(fr, arg));
+                goto error;
+            }
+            Py_CLEAR(fr->locals[arg]);
+            break;
+        case MAKE_CELL: {
+            PyObject *init = NULL;
+            if (fr->locals[arg] != NULL || (fr->lazy_args && arg < code_nargs(co))) {
+                if ((init = load_local(fr, arg)) == NULL)
+                    goto error;
+            }
+            fj_Var *cell = new_cell(init);
+            Py_XDECREF(init);
+            if (cell == NULL)
+                goto error;
+            store_local(fr, arg, (PyObject *)cell);
+            break;
+        }
+        case COPY_FREE_VARS:
+            if (copy_free_vars(fr, arg) < 0)
+                goto error;
+            break;
+        case LOAD_CLOSURE: {
+            PyObject *c = fr->locals[arg];
+            if (c == NULL) {
+                fj_unsupported("LOAD_CLOSURE of an empty slot");
+                goto error;
+            }
+            PUSH(Py_NewRef(c));
+            break;
+        }
+        case LOAD_DEREF: {
+            fj_Var *cell = (fj_Var *)fr->locals[arg];
+            if (cell == NULL || cell->kind != FJ_VAR_CELL) {
+                fj_unsupported("LOAD_DEREF of a non-cell");
+                goto error;
+            }
+            PyObject *v = cell_get(fr, cell, arg);
+            if (v == NULL)
+                goto error;
+            PUSH(v);
+            break;
+        }
+        case STORE_DEREF: {
+            fj_Var *cell = (fj_Var *)fr->locals[arg];
+            if (cell == NULL || cell->kind != FJ_VAR_CELL) {
+                PyObject *v = POP();
+                Py_DECREF(v);
+                fj_unsupported("STORE_DEREF of a non-cell");
+                goto error;
+            }
+            if (cell->source != NULL) {
+                Py_DECREF(POP());
+                fj_unsupported("assignment to free variable '%U' of the compiled frame",
+                               local_name(fr, arg));
+                goto error;
+            }
+            PyObject *v = POP();
+            if (PyList_GET_SIZE(cell->items) == 0) {
+                int r = PyList_Append(cell->items, v);
+                Py_DECREF(v);
+                if (r < 0)
+                    goto error;
+            }
+            else {
+                PyList_SetItem(cell->items, 0, v);
+            }
+            break;
+        }
+        case LOAD_GLOBAL: {
+            PyObject *name = PyTuple_GET_ITEM(co->co_names, arg >> 1);
+            if (arg & 1)
+                PUSH(Py_NewRef(null_var));
+            PyObject *v = load_global(fr, name);
+            if (v == NULL)
+                goto error;
+            PUSH(v);
+            break;
+        }
+        case STORE_GLOBAL:
+        case DELETE_GLOBAL:
+        case STORE_ATTR:
+        case DELETE_ATTR:
+        case DELETE_SUBSCR:
+        case DELETE_DEREF:
+            fj_unsupported("%s (a side effect outside the frame)", fj_bc_opname(op));
+            goto error;
+        case LOAD_ATTR: {
+            PyObject *obj = POP();
+            PyObject *r = fj_trace_getattr(fr, obj, PyTuple_GET_ITEM(co->co_names, arg));
+            Py_DECREF(obj);
+            if (r == NULL)
+                goto error;
+            PUSH(r);
+            break;
+        }
+        case LOAD_METHOD: {
+            PyObject *obj = POP();
+            PyObject *out[2] = {NULL, NULL};
+            int r = fj_trace_load_method(fr, obj, PyTuple_GET_ITEM(co->co_names, arg), out);
+            Py_DECREF(obj);
+            if (r < 0)
+                goto error;
+            PUSH(out[0]);
+            PUSH(out[1]);
+            break;
+        }
+        case KW_NAMES:
+            Py_XSETREF(fr->kwnames, Py_NewRef(PyTuple_GET_ITEM(co->co_consts, arg)));
+            break;
+        case CALL: {
+            /* stack: [NULL or method, callable or self, args...] */
+            PyObject *kw = fr->kwnames;
+            fr->kwnames = NULL;
+            int is_meth = ((fj_Var *)PEEK(arg + 2))->kind != FJ_VAR_NULL;
+            PyObject *callable = is_meth ? PEEK(arg + 2) : PEEK(arg + 1);
+            PyObject *const *args = &fr->stack[fr->sp - arg - is_meth];
+            PyObject *r = fj_trace_call(fr, callable, args, arg + is_meth, kw);
+            Py_XDECREF(kw);
+            for (int k = 0; k < arg + 2; k++)
+                Py_DECREF(POP());
+            if (r == NULL)
+                goto error;
+            PUSH(r);
+            break;
+        }
+        case CALL_FUNCTION_EX: {
+            PyObject *kwargs = (arg & 1) ? POP() : NULL;
+            PyObject *posargs = POP();
+            PyObject *fn = POP();
+            PyObject *nullv = POP();
+            PyObject *r = NULL, *items = var_items(fr, posargs), *names = NULL;
+            if (items != NULL && kwargs != NULL) {
+                fj_Var *kv = (fj_Var *)kwargs;
+                PyObject *d = kv->kind == FJ_VAR_DICT ? kv->items : NULL;
+                if (d == NULL) {
+                    fj_unsupported("**kwargs that is not a known dict");
+                }
+                else {
+                    names = PyTuple_New(PyDict_GET_SIZE(d));
+                    Py_ssize_t pos = 0, k = 0;
+                    PyObject *key, *val;
+                    while (names && PyDict_Next(d, &pos, &key, &val)) {
+                        PyTuple_SET_ITEM(names, k++, Py_NewRef(key));
+                        if (PyList_Append(items, val) < 0)
+                            Py_CLEAR(names);
+                    }
+                    if (names == NULL)
+                        Py_CLEAR(items);
+                }
+                if (names == NULL)
+                    Py_CLEAR(items);
+            }
+            if (items != NULL)
+                r = fj_trace_call(fr, fn, &PyList_GET_ITEM(items, 0), PyList_GET_SIZE(items),
+                                  names);
+            Py_XDECREF(items);
+            Py_XDECREF(names);
+            Py_XDECREF(kwargs);
+            Py_DECREF(posargs);
+            Py_DECREF(fn);
+            Py_DECREF(nullv);
+            if (r == NULL)
+                goto error;
+            PUSH(r);
+            break;
+        }
+        case MAKE_FUNCTION: {
+            PyObject *f = make_function(fr, arg);
+            if (f == NULL)
+                goto error;
+            PUSH(f);
+            break;
+        }
+        case RETURN_VALUE:
+            fr->retval = POP();
+            return 0;
+        case BINARY_OP: {
+            PyObject *b = POP(), *a = POP();
+            PyObject *r = fj_trace_binop(fr, arg, a, b);
+            Py_DECREF(a);
+            Py_DECREF(b);
+            if (r == NULL)
+                goto error;
+            PUSH(r);
+            break;
+        }
+        case COMPARE_OP: {
+            PyObject *b = POP(), *a = POP();
+            PyObject *r = fj_trace_compare(fr, arg, a, b);
+            Py_DECREF(a);
+            Py_DECREF(b);
+            if (r == NULL)
+                goto error;
+            PUSH(r);
+            break;
+        }
+        case IS_OP: {
+            PyObject *b = POP(), *a = POP();
+            fj_Var *va = (fj_Var *)a, *vb = (fj_Var *)b;
+            int same = -1;
+            PyObject *ca = fj_var_as_const(a), *cb = fj_var_as_const(b);
+            if (a == b)
+                same = 1;
+            else if (ca != NULL && cb != NULL)
+                same = ca == cb;
+            else if ((ca == Py_None && cb == NULL && vb->kind != FJ_VAR_OBJ) ||
+                     (cb == Py_None && ca == NULL && va->kind != FJ_VAR_OBJ))
+                same = 0; /* a made value (array, container) is never None */
+            else if (va->kind == FJ_VAR_OBJ && vb->kind == FJ_VAR_OBJ)
+                same = va->obj == vb->obj;
+            Py_DECREF(a);
+            Py_DECREF(b);
+            if (same < 0) {
+                fj_unsupported("'is' between values whose identity is not known");
+                goto error;
+            }
+            PUSH(fj_var_const((same ^ arg) ? Py_True : Py_False));
+            break;
+        }
+        case CONTAINS_OP: {
+            PyObject *b = POP(), *a = POP();
+            PyObject *r = fj_trace_contains(fr, a, b, arg);
+            Py_DECREF(a);
+            Py_DECREF(b);
+            if (r == NULL)
+                goto error;
+            PUSH(r);
+            break;
+        }
+        case UNARY_NOT: {
+            PyObject *a = POP();
+            int t = fj_trace_truth(fr, a);
+            Py_DECREF(a);
+            if (t < 0)
+                goto error;
+            PUSH(fj_var_const(t ? Py_False : Py_True));
+            break;
+        }
+        case UNARY_NEGATIVE:
+        case UNARY_POSITIVE:
+        case UNARY_INVERT: {
+            PyObject *a = POP();
+            PyObject *r = fj_trace_unary(fr, op, a);
+            Py_DECREF(a);
+            if (r == NULL)
+                goto error;
+            PUSH(r);
+            break;
+        }
+        case BINARY_SUBSCR: {
+            PyObject *k = POP(), *o = POP();
+            PyObject *r = fj_trace_getitem(fr, o, k);
+            Py_DECREF(k);
+            Py_DECREF(o);
+            if (r == NULL)
+                goto error;
+            PUSH(r);
+            break;
+        }
+        case STORE_SUBSCR: {
+            PyObject *k = POP(), *o = POP(), *v = POP();
+            fj_Var *ov = (fj_Var *)o;
+            int ok = -1;
+            PyObject *key = fj_var_as_const(k);
+            if (ov->from_input || ov->source != NULL)
+                fj_unsupported("item assignment on an input (a side effect outside the frame)");
+            else if (ov->kind == FJ_VAR_DICT && key != NULL)
+                ok = PyDict_SetItem(ov->items, key, v);
+            else if (ov->kind == FJ_VAR_LIST && key != NULL && PyLong_CheckExact(key)) {
+                Py_ssize_t n = PyList_GET_SIZE(ov->items), ix = PyLong_AsSsize_t(key);
+                if (ix < 0)
+                    ix += n;
+                if (ix < 0 || ix >= n)
+                    fj_unsupported("list assignment index out of range");
+                else
+                    ok = PyList_SetItem(ov->items, ix, Py_NewRef(v));
+            }
+            else
+                fj_unsupported("item assignment on %R", o);
+            Py_DECREF(k);
+            Py_DECREF(o);
+            Py_DECREF(v);
+            if (ok < 0)
+                goto error;
+            break;
+        }
+        case BUILD_TUPLE:
+            PUSH(build_seq(fr, FJ_VAR_TUPLE, arg));
+            break;
+        case BUILD_LIST:
+            PUSH(build_seq(fr, FJ_VAR_LIST, arg));
+            break;
+        case BUILD_MAP:
+        case BUILD_CONST_KEY_MAP: {
+            PyObject *d = PyDict_New();
+            if (d == NULL)
+                goto error;
+            int bad = 0;
+            if (op == BUILD_MAP) {
+                for (int k = arg; k >= 1; k--) {
+                    PyObject *key = fj_var_as_const(PEEK(2 * k));
+                    if (key == NULL || !is_plain_constant(key))
+                        bad = 1;
+                    else if (PyDict_SetItem(d, key, PEEK(2 * k - 1)) < 0)
+                        bad = 2;
+                }
+                for (int k = 0; k < 2 * arg; k++)
+                    Py_DECREF(POP());
+            }
+            else {
+                PyObject *keysv = POP();
+                PyObject *keys = fj_var_as_const(keysv);
+                for (int k = 0; !bad && k < arg; k++) {
+                    if (PyDict_SetItem(d, PyTuple_GET_ITEM(keys, k), PEEK(arg - k)) < 0)
+                        bad = 2;
+                }
+                for (int k = 0; k < arg; k++)
+                    Py_DECREF(POP());
+                Py_DECREF(keysv);
+            }
+            if (bad) {
+                Py_DECREF(d);
+                if (bad == 1)
+                    fj_unsupported("dict with a key that is not a plain constant");
+                goto error;
+            }
+            fj_Var *dv = fj_var_new(FJ_VAR_DICT, NULL, d);
+            Py_DECREF(d);
+            PUSH(dv);
+            break;
+        }
+        case MAP_ADD: {
+            PyObject *v = POP(), *k = POP();
+            fj_Var *dv = (fj_Var *)PEEK(arg);
+            PyObject *key = fj_var_as_const(k);
+            int ok = key != NULL && is_plain_constant(key) && dv->kind == FJ_VAR_DICT
+                         ? PyDict_SetItem(dv->items, key, v)
+                         : fj_unsupported("dict comprehension with a non-constant key");
+            Py_DECREF(v);
+            Py_DECREF(k);
+            if (ok < 0)
+                goto error;
+            break;
+        }
+        case DICT_UPDATE:
+        case DICT_MERGE: {
+            PyObject *src = POP();
+            fj_Var *dv = (fj_Var *)PEEK(arg), *sv = (fj_Var *)src;
+            int ok = -1;
+            if (dv->kind == FJ_VAR_DICT && sv->kind == FJ_VAR_DICT)
+                ok = PyDict_Update(dv->items, sv->items);
+            else if (dv->kind == FJ_VAR_DICT && fj_var_as_const(src) &&
+                     PyDict_CheckExact(fj_var_as_const(src))) {
+                PyObject *d = fj_var_as_const(src), *key, *val;
+                Py_ssize_t pos = 0;
+                ok = 0;
+                while (ok == 0 && PyDict_Next(d, &pos, &key, &val)) {
+                    fj_Var *cv = fj_var_const(val);
+                    ok = cv ? PyDict_SetItem(dv->items, key, (PyObject *)cv) : -1;
+                    Py_XDECREF(cv);
+                }
+            }
+            else
+                fj_unsupported("dict update from %R", src);
+            Py_DECREF(src);
+            if (ok < 0)
+                goto error;
+            break;
+        }
+        case LIST_APPEND: {
+            PyObject *v = POP();
+            fj_Var *lv = (fj_Var *)PEEK(arg);
+            int ok = PyList_Append(lv->items, v);
+            Py_DECREF(v);
+            if (ok < 0)
+                goto error;
+            break;
+        }
+        case LIST_EXTEND: {
+            PyObject *src = POP();
+            fj_Var *lv = (fj_Var *)PEEK(arg);
+            PyObject *items = var_items(fr, src);
+            Py_DECREF(src);
+            if (items == NULL)
+                goto error;
+            int ok = PyList_SetSlice(lv->items, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, items);
+            Py_DECREF(items);
+            if (ok < 0)
+                goto error;
+            break;
+        }
+        case LIST_TO_TUPLE: {
+            fj_Var *lv = (fj_Var *)POP();
+            fj_Var *t = fj_var_new(FJ_VAR_TUPLE, NULL, lv->items);
+            Py_DECREF(lv);
+            PUSH(t);
+            break;
+        }
+        case BUILD_SLICE: {
+            PyObject *step = arg == 3 ? POP() : NULL;
+            PyObject *stop = POP(), *start = POP();
+            PyObject *c1 = fj_var_as_const(start), *c2 = fj_var_as_const(stop),
+                     *c3 = step ? fj_var_as_const(step) : Py_None;
+            PyObject *sl = NULL;
+            if (c1 && c2 && c3)
+                sl = PySlice_New(c1, c2, c3);
+            else
+                fj_unsupported("slice with bounds that are not constants");
+            Py_DECREF(start);
+            Py_DECREF(stop);
+            Py_XDECREF(step);
+            if (sl == NULL)
+                goto error;
+            fj_Var *v = fj_var_const(sl);
+            Py_DECREF(sl);
+            PUSH(v);
+            break;
+        }
+        case FORMAT_VALUE: {
+            PyObject *spec = (arg & 0x04) ? POP() : NULL;
+            PyObject *v = POP();
+            PyObject *c = fj_var_as_const(v), *cs = spec ? fj_var_as_const(spec) : NULL;
+            PyObject *r = NULL;
+            if (c != NULL && is_plain_constant(c) && (spec == NULL || cs != NULL)) {
+                PyObject *conv = Py_NewRef(c);
+                int which = arg & 0x03;
+                if (which == 1)
+                    Py_SETREF(conv, PyObject_Str(c));
+                else if (which == 2)
+                    Py_SETREF(conv, PyObject_Repr(c));
+                else if (which == 3)
+                    Py_SETREF(conv, PyObject_ASCII(c));
+                if (conv != NULL)
+                    r = PyObject_Format(conv, cs);
+                Py_XDECREF(conv);
+            }
+            else
+                fj_unsupported("f-string of a value that is not a plain constant");
+            Py_DECREF(v);
+            Py_XDECREF(spec);
+            if (r == NULL)
+                goto error;
+            fj_Var *rv = fj_var_const(r);
+            Py_DECREF(r);
+            PUSH(rv);
+            break;
+        }
+        case BUILD_STRING: {
+            PyObject *parts = PyTuple_New(arg);
+            if (parts == NULL)
+                goto error;
+            int bad = 0;
+            for (int k = 0; k < arg; k++) {
+                PyObject *c = fj_var_as_const(PEEK(arg - k));
+                if (c == NULL || !PyUnicode_Check(c))
+                    bad = 1;
+                else
+                    PyTuple_SET_ITEM(parts, k, Py_NewRef(c));
+            }
+            for (int k = 0; k < arg; k++)
+                Py_DECREF(POP());
+            PyObject *empty = PyUnicode_New(0, 0);
+            PyObject *s = !bad && empty ? PyUnicode_Join(empty, parts) : NULL;
+            Py_XDECREF(empty);
+            Py_DECREF(parts);
+            if (s == NULL) {
+                if (bad)
+                    fj_unsupported("string built from values that are not constants");
+                goto error;
+            }
+            fj_Var *sv = fj_var_const(s);
+            Py_DECREF(s);
+            PUSH(sv);
+            break;
+        }
+        case UNPACK_SEQUENCE: {
+            PyObject *seq = POP();
+            PyObject *items = var_items(fr, seq);
+            Py_DECREF(seq);
+            if (items == NULL)
+                goto error;
+            if (PyList_GET_SIZE(items) != arg) {
+                Py_DECREF(items);
+                fj_unsupported("unpacking %d values from a sequence of %zd", arg,
+                               PyList_GET_SIZE(items));
+                goto error;
+            }
+            for (int k = arg - 1; k >= 0; k--)
+                PUSH(Py_NewRef(PyList_GET_ITEM(items, k)));
+            Py_DECREF(items);
+            break;
+        }
+        case UNPACK_EX: {
+            int before = arg & 0xFF, after = arg >> 8;
+            PyObject *seq = POP();
+            PyObject *items = var_items(fr, seq);
+            Py_DECREF(seq);
+            if (items == NULL)
+                goto error;
+            Py_ssize_t n = PyList_GET_SIZE(items);
+            if (n < before + after) {
+                Py_DECREF(items);
+                fj_unsupported("not enough values to unpack");
+                goto error;
+            }
+            for (Py_ssize_t k = n - 1; k >= n - after; k--)
+                PUSH(Py_NewRef(PyList_GET_ITEM(items, k)));
+            PyObject *mid = PyList_GetSlice(items, before, n - after);
+            fj_Var *mv = mid ? fj_var_new(FJ_VAR_LIST, NULL, mid) : NULL;
+            Py_XDECREF(mid);
+            if (mv == NULL) {
+                Py_DECREF(items);
+                goto error;
+            }
+            PUSH(mv);
+            for (int k = before - 1; k >= 0; k--)
+                PUSH(Py_NewRef(PyList_GET_ITEM(items, k)));
+            Py_DECREF(items);
+            break;
+        }
+        case GET_ITER: {
+            PyObject *v = POP();
+            PyObject *it = make_iter(fr, v);
+            Py_DECREF(v);
+            if (it == NULL)
+                goto error;
+            PUSH(it);
+            break;
+        }
+        case FOR_ITER: {
+            fj_Var *it = (fj_Var *)TOP();
+            if (it->kind != FJ_VAR_ITER) {
+                fj_unsupported("FOR_ITER over %R", (PyObject *)it);
+                goto error;
+            }
+            if (it->pos < PyList_GET_SIZE(it->items)) {
+                PUSH(Py_NewRef(PyList_GET_ITEM(it->items, it->pos++)));
+            }
+            else {
+                Py_DECREF(POP());
+                JUMPTO(in->target);
+            }
+            break;
+        }
+        case JUMP_FORWARD:
+        case JUMP_BACKWARD:
+        case JUMP_BACKWARD_NO_INTERRUPT:
+            JUMPTO(in->target);
+            break;
+        case POP_JUMP_FORWARD_IF_TRUE:
+        case POP_JUMP_BACKWARD_IF_TRUE:
+        case POP_JUMP_FORWARD_IF_FALSE:
+        case POP_JUMP_BACKWARD_IF_FALSE: {
+            PyObject *v = POP();
+            int t = fj_trace_truth(fr, v);
+            Py_DECREF(v);
+            if (t < 0)
+                goto error;
+            int want = op == POP_JUMP_FORWARD_IF_TRUE || op == POP_JUMP_BACKWARD_IF_TRUE;
+            if (t == want)
+                JUMPTO(in->target);
+            break;
+        }
+        case POP_JUMP_FORWARD_IF_NONE:
+        case POP_JUMP_BACKWARD_IF_NONE:
+        case POP_JUMP_FORWARD_IF_NOT_NONE:
+        case POP_JUMP_BACKWARD_IF_NOT_NONE: {
+            PyObject *v = POP();
+            fj_Var *vv = (fj_Var *)v;
+            PyObject *c = fj_var_as_const(v);
+            int is_none = c == Py_None ? 1 : (c != NULL || vv->kind != FJ_VAR_OBJ) ? 0 : -1;
+            Py_DECREF(v);
+            if (is_none < 0) {
+                fj_unsupported("'is None' test on a value whose identity is not known");
+                goto error;
+            }
+            int want = op == POP_JUMP_FORWARD_IF_NONE || op == POP_JUMP_BACKWARD_IF_NONE;
+            if (is_none == want)
+                JUMPTO(in->target);
+            break;
+        }
+        case JUMP_IF_TRUE_OR_POP:
+        case JUMP_IF_FALSE_OR_POP: {
+            int t = fj_trace_truth(fr, TOP());
+            if (t < 0)
+                goto error;
+            if (t == (op == JUMP_IF_TRUE_OR_POP))
+                JUMPTO(in->target);
+            else
+                Py_DECREF(POP());
+            break;
+        }
+        default:
+            fj_unsupported("opcode %s is not supported", fj_bc_opname(op));
+            goto error;
+        }
+        (void)is_jump_backward;
+    }
+    return fj_unsupported("fell off the end of %U", co->co_name);
+error:
+    return -1;
+}
+
+/* ----------------------------------------------------------- top level */
+
+/* Remembers where the top frame stopped when tracing failed. */
+static void note_break(fj_Tracer *tx, fj_TFrame *top)
+{
+    tx->break_index = top->ip;
+    tx->break_lineno = top->il.n ? top->il.v[top->ip].line : -1;
+}
+
+PyObject *fj_trace_run(fj_Tracer *tx, PyCodeObject *co)
+{
+    fj_TFrame fr;
+    PyObject *result = NULL;
+    tx->break_index = -1;
+    if (frame_setup(&fr, tx, co) < 0)
+        goto done;
+    fr.globals = tx->view.globals;
+    fr.builtins = tx->view.builtins;
+    fr.lazy_args = 1;
+    if (run_frame(&fr) < 0) {
+        note_break(tx, &fr);
+        goto done;
+    }
+    result = Py_NewRef(fr.retval);
+done:
+    frame_free(&fr);
+    return result;
+}
+
+PyObject *fj_var_as_const(PyObject *v)
+{
+    if (!fj_Var_Check(v))
+        return NULL;
+    fj_Var *vv = (fj_Var *)v;
+    return vv->kind == FJ_VAR_CONST ? vv->obj : NULL;
+}
+
+int fj_trace_init(PyObject *module)
+{
+    fj_Var_Type = (PyTypeObject *)PyType_FromSpec(&var_spec);
+    if (fj_Var_Type == NULL)
+        return -1;
+    fj_Unsupported = PyErr_NewExceptionWithDoc(
+        "framejit._C.Unsupported", "Raised inside the tracer for what cannot be captured.",
+        PyExc_Exception, NULL);
+    if (fj_Unsupported == NULL || PyModule_AddObjectRef(module, "Unsupported", fj_Unsupported) < 0)
+        return -1;
+    null_var = fj_var_new(FJ_VAR_NULL, NULL, NULL);
+    PyObject *opmod = PyImport_ImportModule("opcode");
+    if (opmod == NULL)
+        return -1;
+    opnames = PyObject_GetAttrString(opmod, "opname");
+    Py_DECREF(opmod);
+    return null_var == NULL || opnames == NULL ? -1 : 0;
+}

@@ -1,0 +1,159 @@
+/*
+** trace.h: the symbolic interpreter of CPython bytecode.
+**
+** Responsible for: running a frame's code over symbolic values (fj_Var):
+** arrays are graph nodes, Python constants stay constants, containers hold
+** Vars, user functions are inlined; every fact the trace used about an input
+** becomes a guard (through its fj_Source); what cannot be captured raises
+** the private exception fj_Unsupported with a reason, and the tracer records
+** the instruction where it happened (the graph-break point).
+**
+** Not responsible for: the op table (ops.c), the graph (graph.c), building
+** the output code (codegen.c) or deciding what to do with a result
+** (compiler.c).
+**
+** Opcode handlers are split by family: trace.c (the loop, frames, control
+** flow, loads and stores, building containers) and trace_call.c (calls,
+** attributes, subscripts, operators: everything that can reach the graph).
+*/
+#ifndef FJ_TRACE_H
+#define FJ_TRACE_H
+
+#include "bytecode.h"
+#include "guards.h"
+#include "source.h"
+
+/* Kinds of symbolic values. */
+typedef enum {
+    FJ_VAR_CONST, /* obj: a known Python object (immutable value, module, function, class...) */
+    FJ_VAR_NODE,  /* obj: the fj_Node of an array or NumPy scalar in the graph */
+    FJ_VAR_TUPLE, /* items: list of Var */
+    FJ_VAR_LIST,  /* items: list of Var */
+    FJ_VAR_DICT,  /* items: dict of constant key -> Var */
+    FJ_VAR_ITER,  /* items: list of Var (or obj: a range), pos: next index */
+    FJ_VAR_FUNC,  /* obj: code; items: closure tuple Var (or NULL); extra: defaults, kwdefaults */
+    FJ_VAR_CELL,  /* items: list [contents Var] (empty when unbound) */
+    FJ_VAR_METHOD,/* obj: method name; extra: self Var */
+    FJ_VAR_NULL,  /* the NULL of PUSH_NULL / LOAD_GLOBAL / LOAD_METHOD */
+    FJ_VAR_OBJ    /* obj: an opaque object from an input; only its attributes may be read */
+} fj_VarKind;
+
+typedef struct fj_Var {
+    PyObject_HEAD
+    fj_VarKind kind;
+    PyObject *obj;       /* strong or NULL, see kinds */
+    PyObject *items;     /* strong or NULL, see kinds */
+    PyObject *extra;     /* strong or NULL, see kinds */
+    PyObject *extra2;    /* strong or NULL (FUNC: kwdefaults) */
+    fj_Source *source;   /* strong or NULL: where an input value came from */
+    Py_ssize_t pos;      /* ITER position */
+    int from_input;      /* containers read from an input: mutation is unsupported */
+} fj_Var;
+
+extern PyTypeObject *fj_Var_Type;
+#define fj_Var_Check(o) (Py_TYPE(o) == fj_Var_Type)
+
+/* The private exception that means "cannot capture this". */
+extern PyObject *fj_Unsupported;
+
+/* Everything one trace of one top-level frame owns. */
+typedef struct fj_Tracer {
+    PyObject *graph;         /* strong: fj_Graph */
+    PyObject *guards;        /* strong: RootGuardManager */
+    PyCodeObject *code;      /* strong: the frame's code */
+    fj_FrameView view;       /* the frame's inputs (borrowed for the trace) */
+    PyObject *inputs;        /* strong dict: source text -> Var, one Var per source */
+    PyObject *placeholders;  /* strong list of Var (FJ_VAR_NODE) that are graph inputs */
+    long budget;             /* instructions left before giving up */
+    int inline_depth_limit;
+    int log_trace;           /* log each traced instruction (trace_bytecode) */
+    PyObject *log_fn;        /* borrowed: log(channel, text) */
+    PyObject *compile_id;    /* borrowed: str for log lines */
+    /* Where the trace stopped when unsupported (in the top frame). */
+    int break_index;         /* instruction index in the top frame, -1 if not there */
+    int break_lineno;
+    PyObject *break_reason;  /* strong str or NULL */
+    PyObject *break_filename;/* strong or NULL: file of the frame that broke */
+    int break_user_lineno;   /* line in that frame */
+} fj_Tracer;
+
+/*
+** Traces the frame whose inputs are 'view' for code 'co'.  On success
+** returns the Var of the returned value (new reference).  Returns NULL with
+** fj_Unsupported set when something cannot be captured (tx->break_* say
+** where and why), or with another exception on internal errors.
+*/
+PyObject *fj_trace_run(fj_Tracer *tx, PyCodeObject *co);
+
+/* Var constructors (new references, NULL on error). */
+fj_Var *fj_var_new(fj_VarKind kind, PyObject *obj, PyObject *items);
+fj_Var *fj_var_const(PyObject *obj);
+fj_Var *fj_var_node(PyObject *node);
+
+/*
+** Wraps the input value 'value' read from 'src', adding the guards that pin
+** what the trace will assume about it.  Reuses the Var of an equal source.
+** Returns a new reference, NULL on error.
+*/
+fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value);
+
+/* Raises fj_Unsupported with a formatted reason. Always returns -1. */
+int fj_unsupported(const char *fmt, ...);
+
+int fj_trace_init(PyObject *module);
+
+/* ---- trace_call.c: calls, attributes, subscripts, operators ---- */
+typedef struct fj_TFrame fj_TFrame;
+
+/* Calls 'fn' with 'args' (array of n Var) and kwnames (tuple or NULL): new ref. */
+PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n,
+                        PyObject *kwnames);
+/* obj.name (new ref). */
+PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *obj, PyObject *name);
+/* LOAD_METHOD: pushes (method-or-NULL, self-or-callable) into out[0], out[1]. */
+int fj_trace_load_method(fj_TFrame *fr, PyObject *obj, PyObject *name, PyObject **out);
+/* BINARY_OP oparg / COMPARE_OP / unary ops / subscripts (new refs). */
+PyObject *fj_trace_binop(fj_TFrame *fr, int oparg, PyObject *a, PyObject *b);
+PyObject *fj_trace_compare(fj_TFrame *fr, int op, PyObject *a, PyObject *b);
+PyObject *fj_trace_unary(fj_TFrame *fr, int opcode, PyObject *a);
+PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *obj, PyObject *key);
+PyObject *fj_trace_contains(fj_TFrame *fr, PyObject *item, PyObject *container, int invert);
+/* Truth value of a Var for a branch: 1/0, -1 on error (arrays: unsupported). */
+int fj_trace_truth(fj_TFrame *fr, PyObject *v);
+/* The Python object a constant-ish Var stands for (borrowed) or NULL if none. */
+PyObject *fj_var_as_const(PyObject *v);
+/* Converts a Var into a graph argument: node, constant, or tuple/list of them. New ref. */
+PyObject *fj_var_to_graph_arg(PyObject *v);
+
+#endif
+
+/* One frame being traced: the top frame or an inlined call. */
+struct fj_TFrame {
+    fj_Tracer *tx;
+    PyCodeObject *code;     /* borrowed (held by the function or the tracer) */
+    fj_InstrList il;        /* owned: decoded instructions */
+    PyObject **locals;      /* owned array of nlocals Var refs (NULL = unbound) */
+    int nlocals;
+    PyObject **stack;       /* owned array of Var refs */
+    int sp, stack_cap;
+    PyObject *globals;      /* borrowed: the globals dict names resolve in */
+    PyObject *builtins;     /* borrowed */
+    fj_Source *globals_src; /* borrowed or NULL: NULL means the top frame's G */
+    PyObject *kwnames;      /* strong or NULL: pending KW_NAMES */
+    PyObject *func;         /* borrowed: real function being inlined, or NULL */
+    fj_Source *func_src;    /* borrowed: its source, or NULL */
+    PyObject *closure;      /* borrowed: TUPLE Var of CELL Vars (made-in-frame function) */
+    struct fj_TFrame *parent;
+    int depth;
+    int ip;                 /* index of the instruction being run */
+    int lazy_args;          /* top frame: arguments wrap on first load */
+    PyObject *retval;       /* strong: the value returned */
+};
+
+/*
+** Inlines a call of a user function ('fn': a Python function object, or a
+** FUNC Var made in the frame) with bound arguments.  Returns the returned
+** Var (new reference) or NULL.
+*/
+PyObject *fj_trace_inline(fj_TFrame *parent, PyObject *fn, PyObject *const *args,
+                          Py_ssize_t nargs, PyObject *kwnames);

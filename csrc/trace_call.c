@@ -1,0 +1,1021 @@
+/*
+** trace_call.c: the opcode families that can reach the graph: calls,
+** attribute loads, subscripts, operators, truth tests.  See trace.h.
+**
+** An operation whose operand is an array node becomes a graph call through
+** the op table (ops.c).  An operation on constants is folded here when the
+** types involved are plain immutable builtins (so folding cannot run user
+** code); anything else raises fj_Unsupported with the reason.
+*/
+#include "trace.h"
+
+#include "fj_numpy.h"
+#include "graph.h"
+
+PyObject *fj_trace_var_items(fj_TFrame *fr, PyObject *v); /* trace.c */
+
+#define VAR(o) ((fj_Var *)(o))
+
+/* True for values whose operators and methods never run user code. */
+static int is_safe_const(PyObject *v)
+{
+    if (v == Py_None || v == Py_Ellipsis || PyBool_Check(v) || PyLong_CheckExact(v) ||
+        PyFloat_CheckExact(v) || PyUnicode_CheckExact(v) || PyComplex_CheckExact(v) ||
+        PyBytes_CheckExact(v) || PySlice_Check(v) || PyRange_Check(v) ||
+        Py_IS_TYPE(v, &PyArrayDescr_Type) || PyArray_IsScalar(v, Generic))
+        return 1;
+    if (PyTuple_CheckExact(v) || PyFrozenSet_CheckExact(v)) {
+        PyObject *seq = PySequence_Fast(v, "");
+        if (seq == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        int ok = 1;
+        for (Py_ssize_t i = 0; ok && i < PySequence_Fast_GET_SIZE(seq); i++)
+            ok = is_safe_const(PySequence_Fast_GET_ITEM(seq, i));
+        Py_DECREF(seq);
+        return ok;
+    }
+    return 0;
+}
+
+/* Turns a Python error raised while folding into Unsupported (CPython will raise it). */
+static PyObject *fold_error(const char *what)
+{
+    if (PyErr_ExceptionMatches(fj_Unsupported))
+        return NULL;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyErr_NormalizeException(&et, &ev, &tb);
+    fj_unsupported("%s raises %s: %S", what, ((PyTypeObject *)et)->tp_name, ev ? ev : Py_None);
+    Py_XDECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(tb);
+    return NULL;
+}
+
+/* A CONST Var for the new reference 'r' (stolen), or NULL (folding error). */
+static PyObject *const_result(PyObject *r, const char *what)
+{
+    if (r == NULL)
+        return fold_error(what);
+    fj_Var *v = fj_var_const(r);
+    Py_DECREF(r);
+    return (PyObject *)v;
+}
+
+static int has_node(PyObject *v)
+{
+    fj_Var *vv = VAR(v);
+    if (vv->kind == FJ_VAR_NODE)
+        return 1;
+    if (vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
+            if (has_node(PyList_GET_ITEM(vv->items, i)))
+                return 1;
+    }
+    return 0;
+}
+
+PyObject *fj_var_to_graph_arg(PyObject *v)
+{
+    fj_Var *vv = VAR(v);
+    switch (vv->kind) {
+    case FJ_VAR_NODE:
+    case FJ_VAR_CONST:
+        return Py_NewRef(vv->obj);
+    case FJ_VAR_TUPLE:
+    case FJ_VAR_LIST: {
+        Py_ssize_t n = PyList_GET_SIZE(vv->items);
+        PyObject *out = vv->kind == FJ_VAR_TUPLE ? PyTuple_New(n) : PyList_New(n);
+        for (Py_ssize_t i = 0; out && i < n; i++) {
+            PyObject *a = fj_var_to_graph_arg(PyList_GET_ITEM(vv->items, i));
+            if (a == NULL) {
+                Py_CLEAR(out);
+                break;
+            }
+            if (vv->kind == FJ_VAR_TUPLE)
+                PyTuple_SET_ITEM(out, i, a);
+            else
+                PyList_SET_ITEM(out, i, a);
+        }
+        return out;
+    }
+    default:
+        fj_unsupported("%R cannot be passed to an array operation", v);
+        return NULL;
+    }
+}
+
+/*
+** Appends a call of 'op' to the graph with Var arguments args[0..n) of which
+** the last len(kwnames) are keywords.  Returns a NODE Var (new ref) or NULL.
+*/
+static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args,
+                            Py_ssize_t n, PyObject *kwnames)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = n - nkw;
+    PyObject *targs = PyTuple_New(npos), *kwargs = NULL, *res = NULL;
+    if (targs == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < npos; i++) {
+        PyObject *a = fj_var_to_graph_arg(args[i]);
+        if (a == NULL)
+            goto done;
+        PyTuple_SET_ITEM(targs, i, a);
+    }
+    if (nkw) {
+        if ((kwargs = PyDict_New()) == NULL)
+            goto done;
+        for (Py_ssize_t k = 0; k < nkw; k++) {
+            PyObject *a = fj_var_to_graph_arg(args[npos + k]);
+            int r = a ? PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, k), a) : -1;
+            Py_XDECREF(a);
+            if (r < 0)
+                goto done;
+        }
+    }
+    fj_Node *node = fj_graph_call(fr->tx->graph, op, targs, kwargs);
+    if (node == NULL) {
+        fold_error(fj_op_qualname(op));
+        goto done;
+    }
+    res = (PyObject *)fj_var_node((PyObject *)node);
+done:
+    Py_DECREF(targs);
+    Py_XDECREF(kwargs);
+    return res;
+}
+
+/* Calls 'fn' on the constants of args (all CONST); kwnames as in CALL. */
+static PyObject *fold_call(PyObject *fn, PyObject *const *args, Py_ssize_t n, PyObject *kwnames)
+{
+    PyObject *stack[16];
+    if (n > 16)
+        return fj_unsupported("too many arguments to fold"), NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        stack[i] = fj_var_as_const(args[i]);
+        if (stack[i] == NULL || !is_safe_const(stack[i]))
+            return fj_unsupported("call of %R with an argument that is not a plain constant",
+                                  fn),
+                   NULL;
+    }
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *r = PyObject_Vectorcall(fn, stack, n - nkw, nkw ? kwnames : NULL);
+    return const_result(r, "a constant call");
+}
+
+static int all_const(PyObject *const *args, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (fj_var_as_const(args[i]) == NULL)
+            return 0;
+    return 1;
+}
+
+/* ---------------------------------------------------------- builtins */
+
+static PyObject *builtin_named(const char *name)
+{
+    return PyDict_GetItemString(PyEval_GetBuiltins(), name);
+}
+
+static PyObject *new_seq_var(fj_VarKind kind, PyObject *items)
+{
+    return (PyObject *)fj_var_new(kind, NULL, items);
+}
+
+static PyObject *int_var(Py_ssize_t v)
+{
+    PyObject *o = PyLong_FromSsize_t(v);
+    return o ? const_result(o, "len") : NULL;
+}
+
+static PyObject *iter_of_items(PyObject *items) /* items: new list (stolen) */
+{
+    if (items == NULL)
+        return NULL;
+    PyObject *r = (PyObject *)fj_var_new(FJ_VAR_ITER, NULL, items);
+    Py_DECREF(items);
+    return r;
+}
+
+/* The Python type a Var's runtime value will have (borrowed), or NULL. */
+static PyObject *var_type(PyObject *v)
+{
+    fj_Var *vv = VAR(v);
+    switch (vv->kind) {
+    case FJ_VAR_CONST:
+    case FJ_VAR_OBJ:
+        return (PyObject *)Py_TYPE(vv->obj);
+    case FJ_VAR_TUPLE:
+        return (PyObject *)&PyTuple_Type;
+    case FJ_VAR_LIST:
+        return (PyObject *)&PyList_Type;
+    case FJ_VAR_DICT:
+        return (PyObject *)&PyDict_Type;
+    case FJ_VAR_NODE: {
+        fj_Node *n = (fj_Node *)vv->obj;
+        if (n->vkind == FJ_VAL_ARRAY)
+            return (PyObject *)&PyArray_Type;
+        return (PyObject *)n->dtype->typeobj;
+    }
+    case FJ_VAR_FUNC:
+        return (PyObject *)&PyFunction_Type;
+    default:
+        return NULL;
+    }
+}
+
+/* Handles a call of a builtin; returns NULL with no exception if not handled. */
+static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n,
+                              PyObject *kwnames)
+{
+    if (!PyCFunction_Check(fn) && !PyType_Check(fn))
+        return NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (fn == builtin_named("len") && n == 1) {
+        fj_Var *a = VAR(args[0]);
+        if (a->kind == FJ_VAR_TUPLE || a->kind == FJ_VAR_LIST)
+            return int_var(PyList_GET_SIZE(a->items));
+        if (a->kind == FJ_VAR_DICT)
+            return int_var(PyDict_GET_SIZE(a->items));
+        if (a->kind == FJ_VAR_NODE) {
+            fj_Node *nd = (fj_Node *)a->obj;
+            if (nd->vkind == FJ_VAL_ARRAY && nd->ndim > 0)
+                return int_var(nd->shape[0]);
+            return fj_unsupported("len() of a 0-d array or NumPy scalar"), NULL;
+        }
+        return fold_call(fn, args, n, kwnames);
+    }
+    if (fn == builtin_named("isinstance") && n == 2 && nkw == 0) {
+        PyObject *cls = fj_var_as_const(args[1]);
+        PyObject *tp = var_type(args[0]);
+        if (cls == NULL || tp == NULL)
+            return fj_unsupported("isinstance() with unknown type"), NULL;
+        int ok = PyObject_IsSubclass(tp, cls);
+        if (ok < 0)
+            return fold_error("isinstance");
+        return (PyObject *)fj_var_const(ok ? Py_True : Py_False);
+    }
+    if (fn == (PyObject *)&PyType_Type && n == 1) {
+        PyObject *tp = var_type(args[0]);
+        if (tp == NULL)
+            return fj_unsupported("type() of %R", args[0]), NULL;
+        return (PyObject *)fj_var_const(tp);
+    }
+    if ((fn == (PyObject *)&PyTuple_Type || fn == (PyObject *)&PyList_Type) && n <= 1 &&
+        nkw == 0) {
+        PyObject *items = n ? fj_trace_var_items(fr, args[0]) : PyList_New(0);
+        if (items == NULL)
+            return NULL;
+        PyObject *r = new_seq_var(fn == (PyObject *)&PyTuple_Type ? FJ_VAR_TUPLE : FJ_VAR_LIST,
+                                  items);
+        Py_DECREF(items);
+        return r;
+    }
+    if (fn == (PyObject *)&PyDict_Type && n == nkw) {
+        PyObject *d = PyDict_New();
+        for (Py_ssize_t k = 0; d && k < nkw; k++) {
+            if (PyDict_SetItem(d, PyTuple_GET_ITEM(kwnames, k), args[k]) < 0)
+                Py_CLEAR(d);
+        }
+        if (d == NULL)
+            return NULL;
+        PyObject *r = (PyObject *)fj_var_new(FJ_VAR_DICT, NULL, d);
+        Py_DECREF(d);
+        return r;
+    }
+    if (fn == (PyObject *)&PyEnum_Type && nkw == 0 && (n == 1 || n == 2)) {
+        PyObject *start = n == 2 ? fj_var_as_const(args[1]) : NULL;
+        Py_ssize_t s = 0;
+        if (n == 2) {
+            if (start == NULL || !PyLong_CheckExact(start))
+                return fj_unsupported("enumerate() start is not a constant int"), NULL;
+            s = PyLong_AsSsize_t(start);
+        }
+        PyObject *items = fj_trace_var_items(fr, args[0]);
+        if (items == NULL)
+            return NULL;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+            PyObject *pair = PyList_New(2);
+            PyObject *iv = pair ? int_var(s + i) : NULL;
+            if (iv == NULL) {
+                Py_XDECREF(pair);
+                Py_DECREF(items);
+                return NULL;
+            }
+            PyList_SET_ITEM(pair, 0, iv);
+            PyList_SET_ITEM(pair, 1, Py_NewRef(PyList_GET_ITEM(items, i)));
+            PyObject *t = new_seq_var(FJ_VAR_TUPLE, pair);
+            Py_DECREF(pair);
+            if (t == NULL) {
+                Py_DECREF(items);
+                return NULL;
+            }
+            PyList_SetItem(items, i, t);
+        }
+        return iter_of_items(items);
+    }
+    if (fn == (PyObject *)&PyZip_Type && nkw == 0) {
+        PyObject *lists = PyList_New(n);
+        Py_ssize_t len = PY_SSIZE_T_MAX;
+        for (Py_ssize_t k = 0; lists && k < n; k++) {
+            PyObject *items = fj_trace_var_items(fr, args[k]);
+            if (items == NULL) {
+                Py_CLEAR(lists);
+                return NULL;
+            }
+            if (PyList_GET_SIZE(items) < len)
+                len = PyList_GET_SIZE(items);
+            PyList_SET_ITEM(lists, k, items);
+        }
+        if (lists == NULL)
+            return NULL;
+        if (n == 0)
+            len = 0;
+        PyObject *out = PyList_New(len);
+        for (Py_ssize_t i = 0; out && i < len; i++) {
+            PyObject *row = PyList_New(n);
+            for (Py_ssize_t k = 0; row && k < n; k++)
+                PyList_SET_ITEM(row, k, Py_NewRef(PyList_GET_ITEM(PyList_GET_ITEM(lists, k), i)));
+            PyObject *t = row ? new_seq_var(FJ_VAR_TUPLE, row) : NULL;
+            Py_XDECREF(row);
+            if (t == NULL)
+                Py_CLEAR(out);
+            else
+                PyList_SET_ITEM(out, i, t);
+        }
+        Py_DECREF(lists);
+        return iter_of_items(out);
+    }
+    if (fn == (PyObject *)&PyReversed_Type && n == 1 && nkw == 0) {
+        PyObject *items = fj_trace_var_items(fr, args[0]);
+        if (items == NULL || PyList_Reverse(items) < 0) {
+            Py_XDECREF(items);
+            return NULL;
+        }
+        return iter_of_items(items);
+    }
+    if (fn == builtin_named("iter") && n == 1) {
+        PyObject *items = fj_trace_var_items(fr, args[0]);
+        return iter_of_items(items);
+    }
+    if (fn == builtin_named("sum") && n >= 1 && nkw == 0 && !all_const(args, n)) {
+        PyObject *items = fj_trace_var_items(fr, args[0]);
+        if (items == NULL)
+            return NULL;
+        PyObject *acc = NULL;
+        if (n == 2)
+            acc = Py_NewRef(args[1]);
+        else {
+            PyObject *zero = PyLong_FromLong(0);
+            acc = zero ? const_result(zero, "sum") : NULL;
+        }
+        for (Py_ssize_t i = 0; acc && i < PyList_GET_SIZE(items); i++)
+            Py_SETREF(acc, fj_trace_binop(fr, NB_ADD, acc, PyList_GET_ITEM(items, i)));
+        Py_DECREF(items);
+        return acc;
+    }
+    if ((fn == builtin_named("max") || fn == builtin_named("min")) && !all_const(args, n))
+        return fj_unsupported("%s() of arrays (a data-dependent comparison)",
+                              fn == builtin_named("max") ? "max" : "min"),
+               NULL;
+    if (fn == builtin_named("getattr") && (n == 2) && nkw == 0) {
+        PyObject *name = fj_var_as_const(args[1]);
+        if (name == NULL || !PyUnicode_Check(name))
+            return fj_unsupported("getattr() with a name that is not a constant str"), NULL;
+        return fj_trace_getattr(fr, args[0], name);
+    }
+    if (fn == builtin_named("abs") && n == 1 && VAR(args[0])->kind == FJ_VAR_NODE)
+        return fj_trace_unary(fr, -1, args[0]);
+    if (fn == (PyObject *)&PyFloat_Type || fn == (PyObject *)&PyLong_Type ||
+        fn == (PyObject *)&PyBool_Type || fn == (PyObject *)&PyComplex_Type ||
+        fn == (PyObject *)&PyUnicode_Type) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (VAR(args[i])->kind == FJ_VAR_NODE)
+                return fj_unsupported("%s() of an array value (data-dependent)",
+                                      ((PyTypeObject *)fn)->tp_name),
+                       NULL;
+        return fold_call(fn, args, n, kwnames);
+    }
+    static const char *pure[] = {"abs",   "min",   "max",   "round", "divmod", "pow",
+                                 "range", "slice", "hash",  "ord",   "chr",    "sorted",
+                                 "any",   "all",   "repr",  "format", "callable", NULL};
+    for (int k = 0; pure[k]; k++)
+        if (fn == builtin_named(pure[k]))
+            return fold_call(fn, args, n, kwnames);
+    return NULL;
+}
+
+/* True for C functions of modules whose functions are pure on plain constants. */
+static int is_pure_module_function(PyObject *fn)
+{
+    if (!PyCFunction_Check(fn))
+        return 0;
+    PyObject *self = PyCFunction_GET_SELF(fn);
+    if (self == NULL || !PyModule_Check(self))
+        return 0;
+    const char *name = PyModule_GetName(self);
+    if (name == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    return strcmp(name, "math") == 0 || strcmp(name, "cmath") == 0 ||
+           strcmp(name, "operator") == 0 || strcmp(name, "_operator") == 0;
+}
+
+/* ------------------------------------------------------------ methods */
+
+static PyObject *call_list_method(fj_TFrame *fr, fj_Var *self, PyObject *name,
+                                  PyObject *const *args, Py_ssize_t n, PyObject *kwnames)
+{
+    if (self->from_input || self->source != NULL)
+        return fj_unsupported("list.%U on an input list (a side effect outside the frame)",
+                              name),
+               NULL;
+    if (kwnames != NULL)
+        return fj_unsupported("list.%U with keywords", name), NULL;
+    if (PyUnicode_EqualToUTF8(name, "append") && n == 1) {
+        if (PyList_Append(self->items, args[0]) < 0)
+            return NULL;
+        return (PyObject *)fj_var_const(Py_None);
+    }
+    if (PyUnicode_EqualToUTF8(name, "extend") && n == 1) {
+        PyObject *items = fj_trace_var_items(fr, args[0]);
+        if (items == NULL)
+            return NULL;
+        int r = PyList_SetSlice(self->items, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, items);
+        Py_DECREF(items);
+        return r < 0 ? NULL : (PyObject *)fj_var_const(Py_None);
+    }
+    if (PyUnicode_EqualToUTF8(name, "pop") && n <= 1) {
+        Py_ssize_t len = PyList_GET_SIZE(self->items), ix = len - 1;
+        if (n == 1) {
+            PyObject *c = fj_var_as_const(args[0]);
+            if (c == NULL || !PyLong_CheckExact(c))
+                return fj_unsupported("list.pop with a non-constant index"), NULL;
+            ix = PyLong_AsSsize_t(c);
+            if (ix < 0)
+                ix += len;
+        }
+        if (ix < 0 || ix >= len)
+            return fj_unsupported("pop from empty list or index out of range"), NULL;
+        PyObject *v = Py_NewRef(PyList_GET_ITEM(self->items, ix));
+        if (PySequence_DelItem(self->items, ix) < 0) {
+            Py_DECREF(v);
+            return NULL;
+        }
+        return v;
+    }
+    if (PyUnicode_EqualToUTF8(name, "insert") && n == 2) {
+        PyObject *c = fj_var_as_const(args[0]);
+        if (c == NULL || !PyLong_CheckExact(c))
+            return fj_unsupported("list.insert with a non-constant index"), NULL;
+        if (PyList_Insert(self->items, PyLong_AsSsize_t(c), args[1]) < 0)
+            return NULL;
+        return (PyObject *)fj_var_const(Py_None);
+    }
+    if (PyUnicode_EqualToUTF8(name, "reverse") && n == 0) {
+        if (PyList_Reverse(self->items) < 0)
+            return NULL;
+        return (PyObject *)fj_var_const(Py_None);
+    }
+    return fj_unsupported("list.%U", name), NULL;
+}
+
+static PyObject *call_dict_method(fj_TFrame *fr, fj_Var *self, PyObject *name,
+                                  PyObject *const *args, Py_ssize_t n, PyObject *kwnames)
+{
+    if (kwnames != NULL)
+        return fj_unsupported("dict.%U with keywords", name), NULL;
+    if (PyUnicode_EqualToUTF8(name, "get") && (n == 1 || n == 2)) {
+        PyObject *key = fj_var_as_const(args[0]);
+        if (key == NULL)
+            return fj_unsupported("dict.get with a non-constant key"), NULL;
+        PyObject *v = PyDict_GetItemWithError(self->items, key);
+        if (v != NULL)
+            return Py_NewRef(v);
+        if (PyErr_Occurred())
+            return fold_error("dict.get");
+        return n == 2 ? Py_NewRef(args[1]) : (PyObject *)fj_var_const(Py_None);
+    }
+    if (n == 0 && (PyUnicode_EqualToUTF8(name, "keys") || PyUnicode_EqualToUTF8(name, "values") ||
+                   PyUnicode_EqualToUTF8(name, "items"))) {
+        PyObject *keys = PyDict_Keys(self->items);
+        if (keys == NULL)
+            return NULL;
+        Py_ssize_t nk = PyList_GET_SIZE(keys);
+        PyObject *out = PyList_New(nk);
+        for (Py_ssize_t i = 0; out && i < nk; i++) {
+            PyObject *k = PyList_GET_ITEM(keys, i);
+            PyObject *kv = (PyObject *)fj_var_const(k);
+            PyObject *vv = Py_XNewRef(PyDict_GetItem(self->items, k));
+            PyObject *item = NULL;
+            if (kv && vv) {
+                if (PyUnicode_EqualToUTF8(name, "keys"))
+                    item = Py_NewRef(kv);
+                else if (PyUnicode_EqualToUTF8(name, "values"))
+                    item = Py_NewRef(vv);
+                else {
+                    PyObject *pair = PyList_New(2);
+                    if (pair) {
+                        PyList_SET_ITEM(pair, 0, Py_NewRef(kv));
+                        PyList_SET_ITEM(pair, 1, Py_NewRef(vv));
+                        item = new_seq_var(FJ_VAR_TUPLE, pair);
+                        Py_DECREF(pair);
+                    }
+                }
+            }
+            Py_XDECREF(kv);
+            Py_XDECREF(vv);
+            if (item == NULL)
+                Py_CLEAR(out);
+            else
+                PyList_SET_ITEM(out, i, item);
+        }
+        Py_DECREF(keys);
+        if (out == NULL)
+            return NULL;
+        /* a view behaves like a list for iteration and len() here */
+        PyObject *r = new_seq_var(FJ_VAR_TUPLE, out);
+        Py_DECREF(out);
+        return r;
+    }
+    return fj_unsupported("dict.%U", name), NULL;
+}
+
+static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py_ssize_t n,
+                             PyObject *kwnames)
+{
+    fj_Var *self = VAR(m->extra);
+    PyObject *name = m->obj;
+    /* args[0] is self when the call came through LOAD_METHOD's two slots */
+    if (self->kind == FJ_VAR_NODE) {
+        const fj_OpDef *op = fj_ops_for_method(name);
+        if (op == NULL)
+            return fj_unsupported("ndarray.%U is not supported", name), NULL;
+        PyObject *stack[32];
+        if (n + 1 > 32)
+            return fj_unsupported("too many arguments"), NULL;
+        stack[0] = (PyObject *)self;
+        for (Py_ssize_t i = 0; i < n; i++)
+            stack[i + 1] = args[i];
+        return graph_call(fr, op, stack, n + 1, kwnames);
+    }
+    if (self->kind == FJ_VAR_LIST)
+        return call_list_method(fr, self, name, args, n, kwnames);
+    if (self->kind == FJ_VAR_DICT)
+        return call_dict_method(fr, self, name, args, n, kwnames);
+    if (self->kind == FJ_VAR_TUPLE &&
+        (PyUnicode_EqualToUTF8(name, "index") || PyUnicode_EqualToUTF8(name, "count"))) {
+        PyObject *items = fj_trace_var_items(fr, (PyObject *)self);
+        PyObject *consts = items ? PyTuple_New(PyList_GET_SIZE(items)) : NULL;
+        for (Py_ssize_t i = 0; consts && i < PyList_GET_SIZE(items); i++) {
+            PyObject *c = fj_var_as_const(PyList_GET_ITEM(items, i));
+            if (c == NULL) {
+                Py_CLEAR(consts);
+                fj_unsupported("tuple.%U over non-constant items", name);
+                break;
+            }
+            PyTuple_SET_ITEM(consts, i, Py_NewRef(c));
+        }
+        Py_XDECREF(items);
+        if (consts == NULL)
+            return NULL;
+        PyObject *bound = PyObject_GetAttr(consts, name);
+        Py_DECREF(consts);
+        if (bound == NULL)
+            return NULL;
+        PyObject *r = fold_call(bound, args, n, kwnames);
+        Py_DECREF(bound);
+        return r;
+    }
+    if (self->kind == FJ_VAR_CONST && is_safe_const(self->obj)) {
+        PyObject *bound = PyObject_GetAttr(self->obj, name);
+        if (bound == NULL)
+            return fold_error("attribute lookup");
+        PyObject *r = fold_call(bound, args, n, kwnames);
+        Py_DECREF(bound);
+        return r;
+    }
+    if (self->kind == FJ_VAR_OBJ) {
+        /* a plain Python method of the object's class: inline it with self */
+        PyObject *fn = _PyType_Lookup(Py_TYPE(self->obj), name);
+        if (fn != NULL && PyFunction_Check(fn) && self->source != NULL) {
+            PyObject *stack[32];
+            if (n + 1 > 32)
+                return fj_unsupported("too many arguments"), NULL;
+            /* guard: type(L['self']).name is that function */
+            PyObject *mgr = fj_source_manager(fr->tx->guards, self->source);
+            PyObject *tmgr = mgr ? fj_guard_type_of(mgr) : NULL;
+            PyObject *fmgr = tmgr ? fj_guard_attr(tmgr, name) : NULL;
+            if (fmgr == NULL || fj_guard_add_id_match(fmgr, fn) < 0)
+                return NULL;
+            stack[0] = (PyObject *)self;
+            for (Py_ssize_t i = 0; i < n; i++)
+                stack[i + 1] = args[i];
+            return fj_trace_inline(fr, fn, stack, n + 1, kwnames);
+        }
+    }
+    return fj_unsupported("call of method %U on %R", name, (PyObject *)self), NULL;
+}
+
+PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_ssize_t n,
+                        PyObject *kwnames)
+{
+    fj_Var *f = VAR(fnv);
+    if (f->kind == FJ_VAR_METHOD) {
+        /* LOAD_METHOD pushed (method, self): args[0] is self */
+        if (n >= 1 && args[0] == f->extra)
+            return call_method(fr, f, args + 1, n - 1, kwnames);
+        return call_method(fr, f, args, n, kwnames);
+    }
+    if (f->kind == FJ_VAR_FUNC)
+        return fj_trace_inline(fr, fnv, args, n, kwnames);
+    if (f->kind != FJ_VAR_CONST)
+        return fj_unsupported("call of %R", fnv), NULL;
+    PyObject *fn = f->obj;
+    const fj_OpDef *op = fj_ops_for_callable(fn);
+    if (op != NULL) {
+        int any_node = 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            any_node |= has_node(args[i]);
+        if (any_node)
+            return graph_call(fr, op, args, n, kwnames);
+        if (all_const(args, n))
+            return fold_call(fn, args, n, kwnames);
+        return fj_unsupported("%s with arguments that are neither arrays nor constants",
+                              fj_op_qualname(op)),
+               NULL;
+    }
+    if (PyFunction_Check(fn))
+        return fj_trace_inline(fr, fnv, args, n, kwnames);
+    if (PyMethod_Check(fn) && PyFunction_Check(PyMethod_GET_FUNCTION(fn)))
+        return fj_unsupported("call of bound method %R", fn), NULL;
+    PyObject *r = call_builtin(fr, fn, args, n, kwnames);
+    if (r != NULL || PyErr_Occurred())
+        return r;
+    if (is_pure_module_function(fn))
+        return fold_call(fn, args, n, kwnames);
+    return fj_unsupported("call of %R is not supported", fn), NULL;
+}
+
+/* --------------------------------------------------------- attributes */
+
+static PyObject *wrap_attr(fj_TFrame *fr, fj_Var *owner, PyObject *name, PyObject *value)
+{
+    if (owner->source != NULL) {
+        fj_Source *src = fj_source_attr(owner->source, name);
+        if (src == NULL)
+            return NULL;
+        PyObject *v = (PyObject *)fj_trace_input(fr->tx, src, value);
+        Py_DECREF(src);
+        return v;
+    }
+    if (is_safe_const(value) || PyModule_Check(value) || PyCFunction_Check(value) ||
+        PyType_Check(value) || PyFunction_Check(value))
+        return (PyObject *)fj_var_const(value);
+    return fj_unsupported("attribute %U of a value with no source", name), NULL;
+}
+
+static PyObject *method_var(PyObject *self, PyObject *name)
+{
+    fj_Var *m = fj_var_new(FJ_VAR_METHOD, name, NULL);
+    if (m != NULL)
+        m->extra = Py_NewRef(self);
+    return (PyObject *)m;
+}
+
+PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
+{
+    fj_Var *o = VAR(objv);
+    if (o->kind == FJ_VAR_NODE) {
+        PyObject *st = fj_ops_static_attr((fj_Node *)o->obj, name);
+        if (st != NULL)
+            return const_result(st, "attribute");
+        if (PyErr_Occurred())
+            return NULL;
+        const fj_OpDef *op = fj_ops_for_attr(name);
+        if (op != NULL)
+            return graph_call(fr, op, &objv, 1, NULL);
+        if (fj_ops_for_method(name) != NULL)
+            return method_var(objv, name);
+        return fj_unsupported("ndarray attribute %U is not supported", name), NULL;
+    }
+    if (o->kind == FJ_VAR_CONST) {
+        PyObject *obj = o->obj;
+        if (PyModule_Check(obj) || PyType_Check(obj) || is_safe_const(obj)) {
+            PyObject *v = PyObject_GetAttr(obj, name);
+            if (v == NULL)
+                return fold_error("attribute lookup");
+            PyObject *r;
+            if (is_safe_const(obj) && (PyCFunction_Check(v) || Py_TYPE(v) == &PyMethodDescr_Type ||
+                                       PyObject_TypeCheck(v, &PyMethod_Type)))
+                r = method_var(objv, name);
+            else
+                r = wrap_attr(fr, o, name, v);
+            Py_DECREF(v);
+            return r;
+        }
+        return fj_unsupported("attribute %U of %R", name, obj), NULL;
+    }
+    if (o->kind == FJ_VAR_OBJ) {
+        PyObject *obj = o->obj;
+        PyTypeObject *tp = Py_TYPE(obj);
+        if (tp->tp_getattro != PyObject_GenericGetAttr)
+            return fj_unsupported("attribute %U of %s, which customizes attribute access", name,
+                                  tp->tp_name),
+                   NULL;
+        PyObject *d = _PyType_Lookup(tp, name);
+        if (d != NULL && PyFunction_Check(d))
+            return method_var(objv, name);
+        if (d != NULL && Py_TYPE(d)->tp_descr_get != NULL)
+            return fj_unsupported("attribute %U of %s is a descriptor (property?)", name,
+                                  tp->tp_name),
+                   NULL;
+        PyObject *v = PyObject_GetAttr(obj, name);
+        if (v == NULL)
+            return fold_error("attribute lookup");
+        PyObject *r = wrap_attr(fr, o, name, v);
+        Py_DECREF(v);
+        return r;
+    }
+    if ((o->kind == FJ_VAR_LIST || o->kind == FJ_VAR_DICT || o->kind == FJ_VAR_TUPLE))
+        return method_var(objv, name);
+    return fj_unsupported("attribute %U of %R", name, objv), NULL;
+}
+
+int fj_trace_load_method(fj_TFrame *fr, PyObject *obj, PyObject *name, PyObject **out)
+{
+    PyObject *m = fj_trace_getattr(fr, obj, name);
+    if (m == NULL)
+        return -1;
+    if (VAR(m)->kind == FJ_VAR_METHOD && VAR(m)->extra == obj) {
+        out[0] = m;
+        out[1] = Py_NewRef(obj);
+    }
+    else {
+        /* a plain attribute (e.g. a module's function): NULL, callable */
+        fj_Var *nv = fj_var_new(FJ_VAR_NULL, NULL, NULL);
+        if (nv == NULL) {
+            Py_DECREF(m);
+            return -1;
+        }
+        out[0] = (PyObject *)nv;
+        out[1] = m;
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------- operators */
+
+static PyObject *fold_binop(int oparg, PyObject *a, PyObject *b)
+{
+    switch (oparg) {
+    case NB_ADD: case NB_INPLACE_ADD: return PyNumber_Add(a, b);
+    case NB_SUBTRACT: case NB_INPLACE_SUBTRACT: return PyNumber_Subtract(a, b);
+    case NB_MULTIPLY: case NB_INPLACE_MULTIPLY: return PyNumber_Multiply(a, b);
+    case NB_TRUE_DIVIDE: case NB_INPLACE_TRUE_DIVIDE: return PyNumber_TrueDivide(a, b);
+    case NB_FLOOR_DIVIDE: case NB_INPLACE_FLOOR_DIVIDE: return PyNumber_FloorDivide(a, b);
+    case NB_REMAINDER: case NB_INPLACE_REMAINDER: return PyNumber_Remainder(a, b);
+    case NB_POWER: case NB_INPLACE_POWER: return PyNumber_Power(a, b, Py_None);
+    case NB_MATRIX_MULTIPLY: case NB_INPLACE_MATRIX_MULTIPLY: return PyNumber_MatrixMultiply(a, b);
+    case NB_LSHIFT: case NB_INPLACE_LSHIFT: return PyNumber_Lshift(a, b);
+    case NB_RSHIFT: case NB_INPLACE_RSHIFT: return PyNumber_Rshift(a, b);
+    case NB_AND: case NB_INPLACE_AND: return PyNumber_And(a, b);
+    case NB_OR: case NB_INPLACE_OR: return PyNumber_Or(a, b);
+    case NB_XOR: case NB_INPLACE_XOR: return PyNumber_Xor(a, b);
+    }
+    PyErr_SetString(PyExc_SystemError, "framejit: bad BINARY_OP arg");
+    return NULL;
+}
+
+static PyObject *concat_seq(fj_Var *a, fj_Var *b)
+{
+    PyObject *items = PyList_GetSlice(a->items, 0, PyList_GET_SIZE(a->items));
+    if (items == NULL || PyList_SetSlice(items, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, b->items) < 0) {
+        Py_XDECREF(items);
+        return NULL;
+    }
+    PyObject *r = new_seq_var(a->kind, items);
+    Py_DECREF(items);
+    return r;
+}
+
+PyObject *fj_trace_binop(fj_TFrame *fr, int oparg, PyObject *a, PyObject *b)
+{
+    fj_Var *va = VAR(a), *vb = VAR(b);
+    if (va->kind == FJ_VAR_NODE || vb->kind == FJ_VAR_NODE) {
+        int inplace = oparg >= NB_INPLACE_ADD;
+        if (inplace && va->kind == FJ_VAR_NODE)
+            return fj_unsupported("in-place operation on an array (mutation)"), NULL;
+        const fj_OpDef *op = fj_ops_for_binop(inplace ? oparg - NB_INPLACE_ADD : oparg);
+        if (op == NULL)
+            return fj_unsupported("operator %d on arrays is not supported", oparg), NULL;
+        PyObject *args[2] = {a, b};
+        return graph_call(fr, op, args, 2, NULL);
+    }
+    PyObject *ca = fj_var_as_const(a), *cb = fj_var_as_const(b);
+    if (ca != NULL && cb != NULL && is_safe_const(ca) && is_safe_const(cb))
+        return const_result(fold_binop(oparg, ca, cb), "a constant operation");
+    int base = oparg >= NB_INPLACE_ADD ? oparg - NB_INPLACE_ADD : oparg;
+    if (base == NB_ADD && (va->kind == FJ_VAR_TUPLE || va->kind == FJ_VAR_LIST) &&
+        vb->kind == va->kind) {
+        if (oparg == NB_INPLACE_ADD && va->kind == FJ_VAR_LIST) {
+            if (va->from_input || va->source)
+                return fj_unsupported("+= on an input list (mutation)"), NULL;
+            if (PyList_SetSlice(va->items, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, vb->items) < 0)
+                return NULL;
+            return Py_NewRef(a);
+        }
+        return concat_seq(va, vb);
+    }
+    if (base == NB_MULTIPLY && (va->kind == FJ_VAR_TUPLE || va->kind == FJ_VAR_LIST) && cb &&
+        PyLong_CheckExact(cb)) {
+        PyObject *items = PySequence_Repeat(va->items, PyLong_AsSsize_t(cb));
+        if (items == NULL)
+            return NULL;
+        PyObject *r = new_seq_var(va->kind, items);
+        Py_DECREF(items);
+        return r;
+    }
+    return fj_unsupported("operator %d on %R and %R", oparg, a, b), NULL;
+}
+
+/* A Var's value as a plain constant, converting known tuples of constants. New ref or NULL. */
+static PyObject *deep_const(PyObject *v)
+{
+    fj_Var *vv = VAR(v);
+    if (vv->kind == FJ_VAR_CONST)
+        return is_safe_const(vv->obj) ? Py_NewRef(vv->obj) : NULL;
+    if (vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST) {
+        Py_ssize_t n = PyList_GET_SIZE(vv->items);
+        PyObject *out = vv->kind == FJ_VAR_TUPLE ? PyTuple_New(n) : PyList_New(n);
+        for (Py_ssize_t i = 0; out && i < n; i++) {
+            PyObject *c = deep_const(PyList_GET_ITEM(vv->items, i));
+            if (c == NULL) {
+                Py_CLEAR(out);
+                break;
+            }
+            if (vv->kind == FJ_VAR_TUPLE)
+                PyTuple_SET_ITEM(out, i, c);
+            else
+                PyList_SET_ITEM(out, i, c);
+        }
+        return out;
+    }
+    return NULL;
+}
+
+PyObject *fj_trace_compare(fj_TFrame *fr, int op, PyObject *a, PyObject *b)
+{
+    if (VAR(a)->kind == FJ_VAR_NODE || VAR(b)->kind == FJ_VAR_NODE) {
+        const fj_OpDef *row = fj_ops_for_compare(op);
+        if (row == NULL)
+            return fj_unsupported("comparison %d on arrays", op), NULL;
+        PyObject *args[2] = {a, b};
+        return graph_call(fr, row, args, 2, NULL);
+    }
+    PyObject *ca = deep_const(a), *cb = deep_const(b);
+    if (ca == NULL || cb == NULL) {
+        Py_XDECREF(ca);
+        Py_XDECREF(cb);
+        if (PyErr_Occurred())
+            return NULL;
+        return fj_unsupported("comparison of %R and %R", a, b), NULL;
+    }
+    PyObject *r = PyObject_RichCompare(ca, cb, op);
+    Py_DECREF(ca);
+    Py_DECREF(cb);
+    return const_result(r, "a comparison");
+}
+
+PyObject *fj_trace_unary(fj_TFrame *fr, int opcode, PyObject *a)
+{
+    if (VAR(a)->kind == FJ_VAR_NODE) {
+        int which = opcode == UNARY_NEGATIVE ? FJ_UNARY_NEG
+                    : opcode == UNARY_POSITIVE ? FJ_UNARY_POS
+                    : opcode == UNARY_INVERT   ? FJ_UNARY_INVERT
+                                               : FJ_UNARY_ABS;
+        const fj_OpDef *op = fj_ops_for_unary(which);
+        if (op == NULL)
+            return fj_unsupported("unary operator on arrays"), NULL;
+        return graph_call(fr, op, &a, 1, NULL);
+    }
+    PyObject *c = fj_var_as_const(a);
+    if (c == NULL || !is_safe_const(c))
+        return fj_unsupported("unary operator on %R", a), NULL;
+    PyObject *r = opcode == UNARY_NEGATIVE ? PyNumber_Negative(c)
+                  : opcode == UNARY_POSITIVE ? PyNumber_Positive(c)
+                  : opcode == UNARY_INVERT   ? PyNumber_Invert(c)
+                                             : PyNumber_Absolute(c);
+    return const_result(r, "a unary operation");
+}
+
+PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
+{
+    fj_Var *o = VAR(objv);
+    if (o->kind == FJ_VAR_NODE) {
+        if (VAR(keyv)->kind == FJ_VAR_NODE)
+            return fj_unsupported("indexing an array with an array"), NULL;
+        PyObject *args[2] = {objv, keyv};
+        return graph_call(fr, fj_ops_for_getitem(), args, 2, NULL);
+    }
+    PyObject *key = fj_var_as_const(keyv);
+    if (key == NULL)
+        return fj_unsupported("subscript with a key that is not a constant"), NULL;
+    if (o->kind == FJ_VAR_TUPLE || o->kind == FJ_VAR_LIST) {
+        if (PyLong_CheckExact(key)) {
+            Py_ssize_t n = PyList_GET_SIZE(o->items), ix = PyLong_AsSsize_t(key);
+            if (ix < 0)
+                ix += n;
+            if (ix < 0 || ix >= n)
+                return fj_unsupported("index out of range"), NULL;
+            return Py_NewRef(PyList_GET_ITEM(o->items, ix));
+        }
+        if (PySlice_Check(key)) {
+            PyObject *items = PyObject_GetItem(o->items, key);
+            if (items == NULL)
+                return fold_error("slicing");
+            PyObject *r = new_seq_var(o->kind, items);
+            Py_DECREF(items);
+            return r;
+        }
+        return fj_unsupported("subscript of a sequence with %R", key), NULL;
+    }
+    if (o->kind == FJ_VAR_DICT) {
+        PyObject *v = PyDict_GetItemWithError(o->items, key);
+        if (v == NULL)
+            return PyErr_Occurred() ? fold_error("dict lookup")
+                                    : (fj_unsupported("KeyError %R", key), NULL);
+        return Py_NewRef(v);
+    }
+    if (o->kind == FJ_VAR_CONST && (is_safe_const(o->obj) || PyDict_CheckExact(o->obj) ||
+                                    PyList_CheckExact(o->obj)) &&
+        is_safe_const(key)) {
+        PyObject *r = PyObject_GetItem(o->obj, key);
+        if (r == NULL)
+            return fold_error("subscript");
+        if (!is_safe_const(r) && o->source == NULL) {
+            Py_DECREF(r);
+            return fj_unsupported("subscript giving a mutable value"), NULL;
+        }
+        return const_result(r, "subscript");
+    }
+    return fj_unsupported("subscript of %R", objv), NULL;
+}
+
+PyObject *fj_trace_contains(fj_TFrame *fr, PyObject *item, PyObject *container, int invert)
+{
+    fj_Var *c = VAR(container);
+    PyObject *ci = deep_const(item);
+    if (ci == NULL)
+        return PyErr_Occurred() ? NULL
+                                : (fj_unsupported("'in' test of a non-constant value"), NULL);
+    int found = -1;
+    if (c->kind == FJ_VAR_DICT) {
+        found = PyDict_Contains(c->items, ci);
+    }
+    else {
+        PyObject *cc = deep_const(container);
+        if (cc != NULL) {
+            found = PySequence_Contains(cc, ci);
+            Py_DECREF(cc);
+        }
+        else if (!PyErr_Occurred())
+            fj_unsupported("'in' test on a container with non-constant items");
+    }
+    Py_DECREF(ci);
+    if (found < 0)
+        return PyErr_ExceptionMatches(fj_Unsupported) ? NULL : fold_error("'in'");
+    return (PyObject *)fj_var_const((found ^ invert) ? Py_True : Py_False);
+}
+
+int fj_trace_truth(fj_TFrame *fr, PyObject *v)
+{
+    fj_Var *vv = VAR(v);
+    switch (vv->kind) {
+    case FJ_VAR_CONST:
+        if (is_safe_const(vv->obj) || PyModule_Check(vv->obj) || PyFunction_Check(vv->obj) ||
+            PyType_Check(vv->obj) || PyCFunction_Check(vv->obj)) {
+            int t = PyObject_IsTrue(vv->obj);
+            if (t < 0)
+                fold_error("truth test");
+            return t;
+        }
+        return fj_unsupported("truth value of %R", vv->obj);
+    case FJ_VAR_TUPLE:
+    case FJ_VAR_LIST:
+        return PyList_GET_SIZE(vv->items) > 0;
+    case FJ_VAR_DICT:
+        return PyDict_GET_SIZE(vv->items) > 0;
+    case FJ_VAR_FUNC:
+    case FJ_VAR_METHOD:
+        return 1;
+    case FJ_VAR_NODE:
+        return fj_unsupported("branch on the value of an array (data-dependent control flow)");
+    default:
+        return fj_unsupported("truth value of %R", v);
+    }
+}

@@ -1,0 +1,116 @@
+"""What the C compiler calls back into Python for: logging, dis listings,
+counters, skip rules and the user-facing exceptions.  Only the compile path
+comes here; nothing on a warm call does."""
+import dis
+import io
+import os
+import sys
+import sysconfig
+import warnings
+
+from . import config, logs
+from .exc import BackendCompilerFailed, Unsupported
+
+
+def _skip_prefixes():
+    dirs = set()
+    for key in ("stdlib", "platstdlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            dirs.add(os.path.realpath(p) + os.sep)
+    here = os.path.dirname(os.path.realpath(__file__)) + os.sep
+    dirs.add(here)
+    for mod in ("numpy", "_pytest", "pytest", "pluggy", "hypothesis", "torch"):
+        m = sys.modules.get(mod)
+        f = getattr(m, "__file__", None) if m else None
+        if f:
+            dirs.add(os.path.dirname(os.path.realpath(f)) + os.sep)
+    # site-packages of the stdlib tree is not stdlib: keep user packages compilable
+    site = {os.path.realpath(p) + os.sep for p in (sysconfig.get_paths().get("purelib"),
+                                                 sysconfig.get_paths().get("platlib")) if p}
+    return tuple(sorted(dirs)), tuple(sorted(site))
+
+
+class Hooks:
+    """The object a framejit._C.Compiler holds as its 'hooks'."""
+
+    def __init__(self):
+        self._skip = None
+        self._skip_cache = {}
+
+    @property
+    def enabled(self):
+        return logs.enabled
+
+    @property
+    def inline_depth_limit(self):
+        return int(config.inline_depth_limit)
+
+    def log(self, channel, compile_id, text):
+        logs.log(channel, compile_id, text)
+
+    def format_code(self, title, code):
+        out = io.StringIO()
+        out.write(f"{title} {code.co_name} {os.path.basename(code.co_filename)} "
+                  f"line {code.co_firstlineno}\n")
+        dis.dis(code, file=out, depth=0)
+        return out.getvalue().rstrip("\n")
+
+    def should_skip(self, code):
+        """Frames of the stdlib, NumPy, test runners and framejit itself are never compiled."""
+        fname = code.co_filename
+        hit = self._skip_cache.get(fname)
+        if hit is not None:
+            return hit
+        if self._skip is None:
+            self._skip = _skip_prefixes()
+        skip_dirs, site_dirs = self._skip
+        path = os.path.realpath(fname) if not fname.startswith("<") else fname
+        skip = any(path.startswith(d) for d in skip_dirs)
+        if skip and any(path.startswith(s) for s in site_dirs):
+            # inside site-packages: skip only the known libraries
+            skip = any(path.startswith(d) for d in skip_dirs if d.startswith(tuple(site_dirs)))
+        self._skip_cache[fname] = skip
+        return skip
+
+    def count_graph(self, ncalls):
+        from .api import counters
+        counters["stats"]["unique_graphs"] += 1
+        counters["stats"]["calls_captured"] += ncalls
+
+    def graph_break(self, code, compile_id, reason, lineno, fullgraph):
+        from .api import counters
+        where = f"{code.co_filename}:{lineno if lineno and lineno > 0 else code.co_firstlineno}"
+        if fullgraph:
+            raise Unsupported(f"framejit (fullgraph=True) cannot capture {code.co_name} "
+                              f"({where}) whole: {reason}")
+        counters["unsupported"][reason] += 1
+        counters["stats"]["frames_not_captured"] += 1
+        if logs.on("graph_breaks"):
+            import linecache
+            src = linecache.getline(code.co_filename, lineno).strip() if lineno and lineno > 0 else ""
+            logs.log("graph_breaks", compile_id,
+                     f"Graph break in {code.co_name} at {where}: {reason}\n    {src}")
+
+    def internal_error(self, code, compile_id):
+        from .api import counters
+        exc = sys.exc_info()[1]
+        counters["stats"]["internal_errors"] += 1
+        if config.raise_internal_errors:
+            raise exc
+        warnings.warn(f"framejit: internal error compiling {code.co_name} "
+                      f"({code.co_filename}:{code.co_firstlineno}); it runs uncompiled: "
+                      f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
+        import traceback
+        logs.log("graph_breaks", compile_id, "internal error:\n" + "".join(
+            traceback.format_exception(exc)))
+
+    def backend_failed(self, code, backend):
+        exc = sys.exc_info()[1]
+        name = getattr(backend, "__name__", repr(backend))
+        raise BackendCompilerFailed(
+            f"framejit backend {name!r} failed compiling {code.co_name} "
+            f"({code.co_filename}:{code.co_firstlineno}): {type(exc).__name__}: {exc}") from exc
+
+
+hooks = Hooks()

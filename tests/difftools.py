@@ -1,0 +1,65 @@
+"""Shared helpers for differential tests: run compiled and plain, compare exactly."""
+import numpy as np
+
+import framejit
+
+
+def same(a, b, path="result"):
+    """Asserts a and b are equal bit for bit: type, dtype, shape, values (NaN == NaN)."""
+    assert type(a) is type(b), f"{path}: type {type(a).__name__} != {type(b).__name__}"
+    if isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype, f"{path}: dtype {a.dtype} != {b.dtype}"
+        assert a.shape == b.shape, f"{path}: shape {a.shape} != {b.shape}"
+        assert np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"), f"{path}: values differ"
+        return
+    if isinstance(a, np.generic):
+        assert a.dtype == b.dtype, f"{path}: dtype {a.dtype} != {b.dtype}"
+        assert (a == b) or (a != a and b != b), f"{path}: {a!r} != {b!r}"
+        return
+    if isinstance(a, (tuple, list)):
+        assert len(a) == len(b), f"{path}: len {len(a)} != {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            same(x, y, f"{path}[{i}]")
+        return
+    if isinstance(a, dict):
+        assert list(a) == list(b), f"{path}: keys {list(a)} != {list(b)}"
+        for k in a:
+            same(a[k], b[k], f"{path}[{k!r}]")
+        return
+    if isinstance(a, float) and a != a:
+        assert b != b
+        return
+    assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+def outcome(fn, args, kwargs=None):
+    """('ok', value) or ('raise', type, str) of calling fn."""
+    try:
+        return ("ok", fn(*args, **(kwargs or {})))
+    except Exception as e:  # noqa: BLE001 - we compare whatever CPython raises
+        return ("raise", type(e), str(e))
+
+
+def check_differential(fn, args_list, expect_graph=True, backend="eager"):
+    """Runs fn compiled and plain on each args tuple (copies of the inputs), twice
+    compiled (so the second is a cache hit), and compares results exactly."""
+    framejit.reset()
+    cf = framejit.compile(fn, backend=backend)
+    for args in args_list:
+        plain = outcome(fn, _copy(args))
+        for _ in range(2):
+            got = outcome(cf, _copy(args))
+            assert got[0] == plain[0], f"{fn.__name__}{args!r}: {got} vs {plain}"
+            if got[0] == "ok":
+                same(got[1], plain[1])
+            else:
+                assert got[1:] == plain[1:]
+    if expect_graph:
+        stats = framejit.counters["stats"]
+        assert stats["unique_graphs"] >= 1, (
+            f"{fn.__name__}: no graph captured; not captured: "
+            f"{dict(framejit.counters['unsupported'])}")
+
+
+def _copy(args):
+    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
