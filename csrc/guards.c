@@ -811,7 +811,8 @@ int fj_guard_add_dict_version(PyObject *mgr, PyObject *d)
     return manager_add_leaf(m, lf);
 }
 
-/* "[4, None]": the entries of 'v' (n of them), None where shape[i] < 0. */
+/* "[4, None]": the entries of 'v' (n of them), None where shape[i] < 0.
+** New reference, NULL on error. */
 static PyObject *dims_repr(const npy_intp *v, const npy_intp *shape, Py_ssize_t n)
 {
     PyObject *list = PyList_New(n), *r = NULL;
@@ -1048,7 +1049,12 @@ static void reorder(GuardManager *m)
     }
 }
 
-/* The dict whose version tag vouches for child 'c' of the root, or NULL. */
+/*
+** The dict whose version tag vouches for child 'c' of the root, or NULL.
+** On 3.11 every dict creation and every change of a binding takes a fresh
+** tag from one global counter, so an equal tag means the same dict with the
+** same bindings: a subtree of leaves on an immutable value passes again.
+*/
 static inline PyObject *tag_dict(GuardManager *c, const fj_FrameView *view)
 {
     if (!c->skippable)
@@ -1288,6 +1294,7 @@ static void manager_dealloc(GuardManager *self)
 }
 
 /* --------------------------------------------------- Python: managers */
+/* Python methods: each returns a new reference, NULL on error. */
 
 static PyObject *mgr_attr(PyObject *self, PyObject *name)
 {

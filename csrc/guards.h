@@ -40,7 +40,10 @@ extern PyTypeObject *fj_RootGuardManager_Type;
 /*
 ** Runs every guard of 'root' on 'view'.  Returns 1 when all pass, 0 when one
 ** fails (fail counts are bumped and accessors reordered), -1 with an
-** exception set when evaluating a guard raised.
+** exception set when evaluating a guard raised.  Order: depth-first, each
+** manager's leaves then its accessors; the root's own leaves (GLOBAL_STATE)
+** run last, after its accessors.  A fetch that raises AttributeError,
+** KeyError or IndexError fails the guard; other exceptions propagate.
 */
 int fj_guards_check(PyObject *root, const fj_FrameView *view);
 

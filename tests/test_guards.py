@@ -961,3 +961,41 @@ def test_no_leak_over_many_builds():
     grown = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(snap, "filename"))
     tracemalloc.stop()
     assert grown < 256 * 1024
+
+
+# ------------------------------------------------- through the eval-frame hook
+
+SCALE = 2
+
+
+@pytest.mark.skipif(not _C.SUPPORTED, reason="eval-frame hook needs CPython 3.11")
+def test_guards_through_eval_frame_hook():
+    global SCALE
+    from framejit._C import eval_frame as ef
+
+    def f(x, n):
+        return x * n * SCALE
+
+    compiles = []
+
+    def callback(frame, cache_entry, frame_state):
+        if frame.f_code is not f.__code__:
+            return None
+        n = frame.f_locals["n"]
+        compiles.append(n)
+        r = R()
+        r.local(1, "n").add_equals_match(n)
+        r.global_("SCALE").add_equals_match(SCALE)
+        return (frame.f_code, r)
+
+    prev = ef.set_eval_frame(callback)
+    try:
+        results = [f(1, 3), f(1, 3), f(1, 4), f(1, 3), f(1, 4)]
+        SCALE = 5
+        results.append(f(1, 3))
+    finally:
+        ef.set_eval_frame(prev)
+        SCALE = 2
+        ef.reset_code(f.__code__)
+    assert results == [6, 6, 8, 6, 8, 15]
+    assert compiles == [3, 4, 3]
