@@ -1,38 +1,1704 @@
 /*
-** guards.c: (placeholder: a RootGuardManager that always passes, until the
-** guard subsystem lands).
+** guards.c: guard trees, their fast and verbose checks, and their printer.
+**
+** Responsible for: the GuardManager / RootGuardManager types (a tree whose
+** inner nodes are reached through accessors mirroring access paths and whose
+** leaves are checks), building trees from C and Python, the hot check run
+** by cache lookup (no allocation on the pass path: values are read straight
+** from the frame's localsplus and dicts), the side-effect-free verbose check
+** that names the first failing guard, fail-count reordering of accessors,
+** skipping global subtrees of immutable values while the globals dict's
+** version tag is unchanged, and the "GUARDS:" printer.
+**
+** Not responsible for: choosing guards (the tracer does), running them at the
+** right time (evalframe.c / cache.c), or CPython layout details (compat.h).
+**
+** Reentrancy: a leaf may run user code (__eq__, __getattr__).  Children and
+** leaves live in arrays of pointers, loops re-read array and length on every
+** step and every fetched value is a strong reference, so user code that adds
+** guards, or rebinds the values being checked, cannot make a check touch
+** freed memory.  Reordering only happens in the outermost check of a
+** manager.
 */
+#include "fj_numpy.h"
 #include "guards.h"
 
-PyTypeObject *fj_RootGuardManager_Type = NULL;
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+/* Deeper trees are refused at build time (the check recurses). */
+#define MAX_DEPTH 200
+
+/* How a manager's value is fetched from its parent (or the frame). */
+enum {
+    ACC_ROOT,    /* the root: no value */
+    ACC_LOCAL,   /* view->localsplus[index] */
+    ACC_GLOBAL,  /* view->globals[key] */
+    ACC_BUILTIN, /* view->builtins[key] */
+    ACC_CLOSURE, /* view->closure[index].cell_contents */
+    ACC_ATTR,    /* getattr(parent, key) */
+    ACC_ITEM,    /* parent[key] */
+    ACC_INDEX,   /* parent[index] */
+    ACC_TYPE,    /* type(parent) */
+};
+
+/* Leaf kinds; names in leaf_names, in the same order. */
+enum {
+    LEAF_TYPE_MATCH,      /* type(v) is obj */
+    LEAF_ID_MATCH,        /* v is obj */
+    LEAF_EQUALS_MATCH,    /* type(v) is type(obj) and v == obj */
+    LEAF_NONE_MATCH,      /* v is None */
+    LEAF_SEQUENCE_LENGTH, /* exact list/tuple, len(v) == n */
+    LEAF_DICT_KEYS,       /* dict, keys in order equal the tuple obj */
+    LEAF_DICT_VERSION,    /* dict, version tag == version */
+    LEAF_TENSOR_MATCH,    /* ndarray: type obj, dtype aux, ndim n, shape, strides */
+    LEAF_GLOBAL_STATE,    /* contextvar obj holds aux */
+};
+static const char *const leaf_names[] = {
+    "TYPE_MATCH",   "ID_MATCH",     "EQUALS_MATCH", "NONE_MATCH",   "SEQUENCE_LENGTH",
+    "DICT_KEYS",    "DICT_VERSION", "TENSOR_MATCH", "GLOBAL_STATE",
+};
+
+/* EQUALS_MATCH fast paths, chosen from the expected value at build time. */
+enum {
+    EQ_GENERIC,  /* same type, then PyObject_RichCompareBool */
+    EQ_INT,      /* exact int fitting a long long (ival) */
+    EQ_BIGINT,   /* exact int (compare cannot run user code) */
+    EQ_FLOAT,    /* exact float (dval); NaN never equal */
+    EQ_STR,      /* exact str */
+    EQ_IDENTITY, /* True, False, None */
+    EQ_TUPLE,    /* exact tuple of the kinds above */
+};
 
 typedef struct {
-    PyObject_HEAD
-} RootGuardManager;
+    int kind;      /* LEAF_* */
+    int eq_kind;   /* EQ_*, EQUALS_MATCH only */
+    int immutable; /* passes again while the value's binding is unchanged */
+    PyObject *obj;  /* strong, meaning per kind (see the enum) */
+    PyObject *aux;  /* strong or NULL */
+    PyObject *text; /* strong str: the printer's text without "KIND: " */
+    Py_ssize_t n;
+    uint64_t version;
+    long long ival;
+    double dval;
+    npy_intp *shape;   /* PyMem, n entries; -1 marks a dynamic dim */
+    npy_intp *strides; /* PyMem, n entries */
+} Leaf;
 
-static PyType_Slot root_slots[] = {{0, NULL}};
-static PyType_Spec root_spec = {"framejit._C.RootGuardManager", sizeof(RootGuardManager), 0,
-                                Py_TPFLAGS_DEFAULT, root_slots};
+typedef struct GuardManager {
+    PyObject_HEAD
+    int acc;              /* ACC_* */
+    int depth;            /* 0 for the root */
+    int busy;             /* checks of this manager in progress */
+    int skippable;        /* only immutable leaves, no accessors */
+    Py_ssize_t index;     /* ACC_LOCAL, ACC_CLOSURE, ACC_INDEX */
+    PyObject *key;        /* strong or NULL: name, item key, or int index */
+    PyObject *source;     /* strong str, e.g. "L['x'].shape" */
+    Leaf **leaves;        /* PyMem; each Leaf PyMem, owned */
+    Py_ssize_t nleaves, leaves_cap;
+    struct GuardManager **children; /* PyMem; strong references */
+    Py_ssize_t nchildren, children_cap;
+    Py_ssize_t fail_count;
+    uint64_t seen_version;      /* dict tag at the last pass of a skippable subtree */
+    Py_ssize_t skipped_checks;  /* root: subtrees skipped by the dict tag */
+} GuardManager;
+
+PyTypeObject *fj_RootGuardManager_Type = NULL;
+static PyTypeObject *GuardManager_Type = NULL; /* strong */
+static PyObject *null_slot = NULL;             /* strong: framejit._C.NULL_SLOT */
+
+#define IS_MANAGER(o) PyObject_TypeCheck((o), GuardManager_Type)
+
+/* ---------------------------------------------------------------- leaves */
+
+static void leaf_free(Leaf *lf)
+{
+    if (lf == NULL)
+        return;
+    Py_CLEAR(lf->obj);
+    Py_CLEAR(lf->aux);
+    Py_CLEAR(lf->text);
+    PyMem_Free(lf->shape);
+    PyMem_Free(lf->strides);
+    PyMem_Free(lf);
+}
+
+/* A zeroed leaf of 'kind'.  PyMem, NULL on error. */
+static Leaf *leaf_new(int kind)
+{
+    Leaf *lf = PyMem_Calloc(1, sizeof(Leaf));
+    if (lf == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    lf->kind = kind;
+    return lf;
+}
+
+/* repr(o), or "<T object>" when repr raises; cut to 'max' characters when
+** max > 0.  New reference, NULL on error. */
+static PyObject *safe_repr(PyObject *o, Py_ssize_t max)
+{
+    PyObject *r = PyObject_Repr(o);
+    if (r == NULL) {
+        PyErr_Clear();
+        return PyUnicode_FromFormat("<%s object>", Py_TYPE(o)->tp_name);
+    }
+    if (max > 0 && PyUnicode_GET_LENGTH(r) > max) {
+        PyObject *cut = PyUnicode_Substring(r, 0, max - 3);
+        Py_DECREF(r);
+        if (cut == NULL)
+            return NULL;
+        r = PyUnicode_FromFormat("%U...", cut);
+        Py_DECREF(cut);
+    }
+    return r;
+}
+
+/* Equality of two exact str objects (no user code). */
+static int unicode_eq(PyObject *a, PyObject *b)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(a);
+    if (PyUnicode_GET_LENGTH(b) != n || PyUnicode_KIND(a) != PyUnicode_KIND(b))
+        return 0;
+    return memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * PyUnicode_KIND(a)) == 0;
+}
+
+/* The EQ_* kind of an expected value; 'depth' bounds nested tuples. */
+static int eq_kind_of(PyObject *v, int depth)
+{
+    PyTypeObject *t = Py_TYPE(v);
+    if (v == Py_None || v == Py_True || v == Py_False)
+        return EQ_IDENTITY;
+    if (t == &PyLong_Type) {
+        int overflow = 0;
+        (void)PyLong_AsLongLongAndOverflow(v, &overflow);
+        return overflow ? EQ_BIGINT : EQ_INT;
+    }
+    if (t == &PyFloat_Type)
+        return EQ_FLOAT;
+    if (t == &PyUnicode_Type)
+        return EQ_STR;
+    if (t == &PyTuple_Type && depth < 8) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v); i++)
+            if (eq_kind_of(PyTuple_GET_ITEM(v, i), depth + 1) == EQ_GENERIC)
+                return EQ_GENERIC;
+        return EQ_TUPLE;
+    }
+    return EQ_GENERIC;
+}
+
+/* e == v for an expected value 'e' whose kind is not EQ_GENERIC: 1, 0 or -1.
+** Runs no user code. */
+static int fast_eq(PyObject *e, PyObject *v)
+{
+    if (e == v)
+        return 1;
+    PyTypeObject *t = Py_TYPE(e);
+    if (Py_TYPE(v) != t)
+        return 0;
+    if (t == &PyLong_Type)
+        return PyObject_RichCompareBool(e, v, Py_EQ); /* int compare: no user code */
+    if (t == &PyFloat_Type)
+        return PyFloat_AS_DOUBLE(e) == PyFloat_AS_DOUBLE(v);
+    if (t == &PyUnicode_Type)
+        return unicode_eq(e, v);
+    if (t == &PyTuple_Type) {
+        Py_ssize_t n = PyTuple_GET_SIZE(e);
+        if (PyTuple_GET_SIZE(v) != n)
+            return 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int r = fast_eq(PyTuple_GET_ITEM(e, i), PyTuple_GET_ITEM(v, i));
+            if (r <= 0)
+                return r;
+        }
+        return 1;
+    }
+    return 0; /* True, False, None: identity only */
+}
+
+static int equals_check(Leaf *lf, PyObject *v)
+{
+    PyObject *e = lf->obj;
+    if (v == e)
+        return 1;
+    switch (lf->eq_kind) {
+    case EQ_INT: {
+        if (Py_TYPE(v) != &PyLong_Type)
+            return 0;
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (x == -1 && PyErr_Occurred())
+            return -1;
+        return !overflow && x == lf->ival;
+    }
+    case EQ_FLOAT:
+        return Py_TYPE(v) == &PyFloat_Type && PyFloat_AS_DOUBLE(v) == lf->dval;
+    case EQ_STR:
+        return Py_TYPE(v) == &PyUnicode_Type && unicode_eq(e, v);
+    case EQ_IDENTITY:
+        return 0;
+    case EQ_BIGINT:
+    case EQ_TUPLE:
+        return fast_eq(e, v);
+    default: {
+        if (Py_TYPE(v) != Py_TYPE(e))
+            return 0;
+        Py_INCREF(e);
+        Py_INCREF(v);
+        int r = PyObject_RichCompareBool(v, e, Py_EQ);
+        Py_DECREF(v);
+        Py_DECREF(e);
+        return r;
+    }
+    }
+}
+
+static int dict_keys_check(Leaf *lf, PyObject *v)
+{
+    if (!PyDict_Check(v))
+        return 0;
+    PyObject *keys = lf->obj;
+    Py_ssize_t n = PyTuple_GET_SIZE(keys);
+    if (PyDict_GET_SIZE(v) != n)
+        return 0;
+    Py_ssize_t pos = 0, i = 0;
+    PyObject *k, *val;
+    while (PyDict_Next(v, &pos, &k, &val)) {
+        if (i >= n)
+            return 0; /* the dict grew under a user __eq__ */
+        PyObject *e = PyTuple_GET_ITEM(keys, i++);
+        if (k == e)
+            continue;
+        if (PyUnicode_CheckExact(k) && PyUnicode_CheckExact(e)) {
+            if (!unicode_eq(k, e))
+                return 0;
+            continue;
+        }
+        Py_INCREF(k);
+        Py_INCREF(e);
+        int r = PyObject_RichCompareBool(k, e, Py_EQ);
+        Py_DECREF(e);
+        Py_DECREF(k);
+        if (r <= 0)
+            return r;
+    }
+    return i == n;
+}
+
+/* Sets *reason (verbose checks) to "<src>: <what differed>". */
+static void tensor_reason(PyObject **reason, PyObject *source, const char *fmt, ...)
+{
+    if (reason == NULL || *reason != NULL)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *what = PyUnicode_FromFormatV(fmt, ap);
+    va_end(ap);
+    if (what == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    *reason = PyUnicode_FromFormat("%U: %U", source, what);
+    if (*reason == NULL)
+        PyErr_Clear();
+    Py_DECREF(what);
+}
+
+/* 'reason' is NULL on the fast path. */
+static int tensor_check(Leaf *lf, PyObject *v, PyObject *source, PyObject **reason)
+{
+    PyTypeObject *tp = (PyTypeObject *)lf->obj;
+    if (Py_TYPE(v) != tp) {
+        tensor_reason(reason, source, "expected type %s, actual %s", tp->tp_name,
+                      Py_TYPE(v)->tp_name);
+        return 0;
+    }
+    PyArrayObject *a = (PyArrayObject *)v;
+    PyArray_Descr *d = PyArray_DESCR(a), *want = (PyArray_Descr *)lf->aux;
+    if (d != want && !PyArray_EquivTypes(d, want)) {
+        tensor_reason(reason, source, "dtype mismatch. expected %S, actual %S", (PyObject *)want,
+                      (PyObject *)d);
+        return 0;
+    }
+    Py_ssize_t ndim = lf->n;
+    if (PyArray_NDIM(a) != ndim) {
+        tensor_reason(reason, source, "rank mismatch. expected %zd, actual %d", ndim,
+                      PyArray_NDIM(a));
+        return 0;
+    }
+    const npy_intp *shape = PyArray_DIMS(a), *strides = PyArray_STRIDES(a);
+    for (Py_ssize_t i = 0; i < ndim; i++) {
+        if (lf->shape[i] >= 0 && shape[i] != lf->shape[i]) {
+            tensor_reason(reason, source, "size mismatch at index %zd. expected %zd, actual %zd",
+                          i, (Py_ssize_t)lf->shape[i], (Py_ssize_t)shape[i]);
+            return 0;
+        }
+    }
+    for (Py_ssize_t i = 0; i < ndim; i++) {
+        if (lf->shape[i] >= 0 && strides[i] != lf->strides[i]) {
+            tensor_reason(reason, source,
+                          "stride mismatch at index %zd. expected %zd, actual %zd", i,
+                          (Py_ssize_t)lf->strides[i], (Py_ssize_t)strides[i]);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int global_state_check(Leaf *lf)
+{
+    PyObject *cur = NULL;
+    if (PyContextVar_Get(lf->obj, NULL, &cur) < 0)
+        return -1;
+    int ok = cur == lf->aux;
+    Py_XDECREF(cur);
+    return ok;
+}
+
+/* Runs one leaf on 'v' (NULL at the root): 1 pass, 0 fail, -1 error.
+** 'reason' is NULL on the fast path, else receives a detailed failure text
+** when the leaf can give one (TENSOR_MATCH). */
+static inline int leaf_check(Leaf *lf, PyObject *v, PyObject *source, PyObject **reason)
+{
+    switch (lf->kind) {
+    case LEAF_TYPE_MATCH:
+        return (PyObject *)Py_TYPE(v) == lf->obj;
+    case LEAF_ID_MATCH:
+        return v == lf->obj;
+    case LEAF_EQUALS_MATCH:
+        return equals_check(lf, v);
+    case LEAF_NONE_MATCH:
+        return v == Py_None;
+    case LEAF_SEQUENCE_LENGTH:
+        return (PyList_CheckExact(v) || PyTuple_CheckExact(v)) && Py_SIZE(v) == lf->n;
+    case LEAF_DICT_KEYS:
+        return dict_keys_check(lf, v);
+    case LEAF_DICT_VERSION:
+        return PyDict_Check(v) && FJ_DICT_VERSION(v) == lf->version;
+    case LEAF_TENSOR_MATCH:
+        return tensor_check(lf, v, source, reason);
+    case LEAF_GLOBAL_STATE:
+        return global_state_check(lf);
+    }
+    PyErr_SetString(PyExc_SystemError, "framejit: unknown guard kind");
+    return -1;
+}
+
+/* -------------------------------------------------------------- managers */
+
+/* Recomputes m->skippable after a change to m, and forgets its tag. */
+static void manager_changed(GuardManager *m)
+{
+    int ok = m->nchildren == 0 && m->nleaves > 0;
+    for (Py_ssize_t i = 0; ok && i < m->nleaves; i++)
+        ok = m->leaves[i]->immutable;
+    m->skippable = ok;
+    m->seen_version = 0;
+}
+
+/* Appends 'lf' to m (stealing it: freed on error).  0 or -1. */
+static int manager_add_leaf(GuardManager *m, Leaf *lf)
+{
+    if (m->nleaves == m->leaves_cap) {
+        Py_ssize_t cap = m->leaves_cap ? m->leaves_cap * 2 : 2;
+        Leaf **p = PyMem_Realloc(m->leaves, cap * sizeof(*p));
+        if (p == NULL) {
+            leaf_free(lf);
+            PyErr_NoMemory();
+            return -1;
+        }
+        m->leaves = p;
+        m->leaves_cap = cap;
+    }
+    m->leaves[m->nleaves++] = lf;
+    manager_changed(m);
+    return 0;
+}
+
+/* Is (acc, index, key) the access path of child 'c'?  1, 0 or -1. */
+static int same_path(GuardManager *c, int acc, Py_ssize_t index, PyObject *key)
+{
+    if (c->acc != acc)
+        return 0;
+    switch (acc) {
+    case ACC_LOCAL:
+    case ACC_CLOSURE:
+    case ACC_INDEX:
+        return c->index == index;
+    case ACC_TYPE:
+        return 1;
+    default:
+        if (c->key == key)
+            return 1;
+        if (Py_TYPE(c->key) != Py_TYPE(key))
+            return 0;
+        return PyObject_RichCompareBool(c->key, key, Py_EQ);
+    }
+}
+
+/* The child of 'm' at (acc, index, key), created with 'source' (a new
+** reference, stolen) when missing.  Borrowed, NULL on error. */
+static PyObject *manager_child(GuardManager *m, int acc, Py_ssize_t index, PyObject *key,
+                               PyObject *source)
+{
+    GuardManager *c = NULL;
+    if (source == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < m->nchildren; i++) {
+        int r = same_path(m->children[i], acc, index, key);
+        if (r < 0)
+            goto error;
+        if (r) {
+            Py_DECREF(source);
+            return (PyObject *)m->children[i];
+        }
+    }
+    if (m->depth + 1 > MAX_DEPTH) {
+        PyErr_Format(PyExc_RecursionError, "guard tree deeper than %d at %U", MAX_DEPTH, source);
+        goto error;
+    }
+    if (m->nchildren == m->children_cap) {
+        Py_ssize_t cap = m->children_cap ? m->children_cap * 2 : 4;
+        GuardManager **p = PyMem_Realloc(m->children, cap * sizeof(*p));
+        if (p == NULL) {
+            PyErr_NoMemory();
+            goto error;
+        }
+        m->children = p;
+        m->children_cap = cap;
+    }
+    c = (GuardManager *)GuardManager_Type->tp_alloc(GuardManager_Type, 0);
+    if (c == NULL)
+        goto error;
+    c->acc = acc;
+    c->depth = m->depth + 1;
+    c->index = index;
+    c->key = Py_XNewRef(key);
+    c->source = source; /* stolen */
+    m->children[m->nchildren++] = c;
+    manager_changed(m);
+    return (PyObject *)c;
+error:
+    Py_DECREF(source);
+    return NULL;
+}
+
+static int check_root(PyObject *root)
+{
+    if (root == NULL || !fj_RootGuardManager_Check(root)) {
+        PyErr_Format(PyExc_TypeError, "expected a RootGuardManager, not %.100s",
+                     root ? Py_TYPE(root)->tp_name : "NULL");
+        return -1;
+    }
+    return 0;
+}
+
+/* A non-root manager (one that has a value).  0 or -1. */
+static int check_valued(PyObject *mgr)
+{
+    if (mgr == NULL || !IS_MANAGER(mgr)) {
+        PyErr_Format(PyExc_TypeError, "expected a GuardManager, not %.100s",
+                     mgr ? Py_TYPE(mgr)->tp_name : "NULL");
+        return -1;
+    }
+    if (((GuardManager *)mgr)->acc == ACC_ROOT) {
+        PyErr_SetString(PyExc_TypeError, "the root guard manager has no value: add this guard "
+                                         "under local(), global_(), builtin() or closure_cell()");
+        return -1;
+    }
+    return 0;
+}
+
+static int check_name(PyObject *name)
+{
+    if (name == NULL || !PyUnicode_Check(name)) {
+        PyErr_Format(PyExc_TypeError, "guard name must be a str, not %.100s",
+                     name ? Py_TYPE(name)->tp_name : "NULL");
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- accessors */
+
+PyObject *fj_guard_root_new(void)
+{
+    GuardManager *r = NULL;
+    if (fj_RootGuardManager_Type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "framejit guards are not initialized");
+        return NULL;
+    }
+    r = (GuardManager *)fj_RootGuardManager_Type->tp_alloc(fj_RootGuardManager_Type, 0);
+    if (r == NULL)
+        return NULL;
+    r->acc = ACC_ROOT;
+    r->source = PyUnicode_FromString("");
+    if (r->source == NULL) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    return (PyObject *)r;
+}
+
+PyObject *fj_guard_local(PyObject *root, Py_ssize_t index, PyObject *name)
+{
+    if (check_root(root) < 0 || check_name(name) < 0)
+        return NULL;
+    if (index < 0) {
+        PyErr_SetString(PyExc_ValueError, "local slot index must be >= 0");
+        return NULL;
+    }
+    return manager_child((GuardManager *)root, ACC_LOCAL, index, name,
+                         PyUnicode_FromFormat("L[%R]", name));
+}
+
+PyObject *fj_guard_global(PyObject *root, PyObject *name)
+{
+    if (check_root(root) < 0 || check_name(name) < 0)
+        return NULL;
+    return manager_child((GuardManager *)root, ACC_GLOBAL, 0, name,
+                         PyUnicode_FromFormat("G[%R]", name));
+}
+
+PyObject *fj_guard_builtin(PyObject *root, PyObject *name)
+{
+    if (check_root(root) < 0 || check_name(name) < 0)
+        return NULL;
+    return manager_child((GuardManager *)root, ACC_BUILTIN, 0, name,
+                         PyUnicode_FromFormat("G['__builtins__'][%R]", name));
+}
+
+PyObject *fj_guard_closure_cell(PyObject *root, Py_ssize_t index, PyObject *name)
+{
+    if (check_root(root) < 0 || check_name(name) < 0)
+        return NULL;
+    if (index < 0) {
+        PyErr_SetString(PyExc_ValueError, "closure cell index must be >= 0");
+        return NULL;
+    }
+    return manager_child((GuardManager *)root, ACC_CLOSURE, index, name,
+                         PyUnicode_FromFormat("L[%R]", name));
+}
+
+PyObject *fj_guard_attr(PyObject *mgr, PyObject *name)
+{
+    if (check_valued(mgr) < 0 || check_name(name) < 0)
+        return NULL;
+    GuardManager *m = (GuardManager *)mgr;
+    return manager_child(m, ACC_ATTR, 0, name, PyUnicode_FromFormat("%U.%U", m->source, name));
+}
+
+PyObject *fj_guard_item(PyObject *mgr, PyObject *key)
+{
+    if (check_valued(mgr) < 0)
+        return NULL;
+    GuardManager *m = (GuardManager *)mgr;
+    PyObject *r = safe_repr(key, 0);
+    if (r == NULL)
+        return NULL;
+    PyObject *source = PyUnicode_FromFormat("%U[%U]", m->source, r);
+    Py_DECREF(r);
+    return manager_child(m, ACC_ITEM, 0, key, source);
+}
+
+PyObject *fj_guard_index(PyObject *mgr, Py_ssize_t i)
+{
+    if (check_valued(mgr) < 0)
+        return NULL;
+    GuardManager *m = (GuardManager *)mgr;
+    PyObject *key = PyLong_FromSsize_t(i);
+    if (key == NULL)
+        return NULL;
+    PyObject *c = manager_child(m, ACC_INDEX, i, key, PyUnicode_FromFormat("%U[%zd]", m->source, i));
+    Py_DECREF(key);
+    return c;
+}
+
+PyObject *fj_guard_type_of(PyObject *mgr)
+{
+    if (check_valued(mgr) < 0)
+        return NULL;
+    GuardManager *m = (GuardManager *)mgr;
+    return manager_child(m, ACC_TYPE, 0, NULL, PyUnicode_FromFormat("type(%U)", m->source));
+}
+
+/* ---------------------------------------------------------------- adders */
+
+int fj_guard_add_type_match(PyObject *mgr, PyObject *tp)
+{
+    if (check_valued(mgr) < 0)
+        return -1;
+    if (!PyType_Check(tp)) {
+        PyErr_Format(PyExc_TypeError, "TYPE_MATCH expects a type, not %.100s", Py_TYPE(tp)->tp_name);
+        return -1;
+    }
+    GuardManager *m = (GuardManager *)mgr;
+    PyTypeObject *t = (PyTypeObject *)tp;
+    PyObject *qual = PyType_GetQualName(t);
+    if (qual == NULL)
+        return -1;
+    Leaf *lf = leaf_new(LEAF_TYPE_MATCH);
+    if (lf == NULL) {
+        Py_DECREF(qual);
+        return -1;
+    }
+    lf->obj = Py_NewRef(tp);
+    /* An object's __class__ can only be reassigned between heap types (and
+    ** module subclasses): a static type stays put while the binding does. */
+    lf->immutable =
+        !(t->tp_flags & Py_TPFLAGS_HEAPTYPE) && !PyType_IsSubtype(t, &PyModule_Type);
+    lf->text = PyUnicode_FromFormat("___check_type_id(%U, %zu)  # type: %U", m->source,
+                                    (size_t)(uintptr_t)tp, qual);
+    Py_DECREF(qual);
+    if (lf->text == NULL) {
+        leaf_free(lf);
+        return -1;
+    }
+    return manager_add_leaf(m, lf);
+}
+
+int fj_guard_add_id_match(PyObject *mgr, PyObject *obj)
+{
+    if (check_valued(mgr) < 0)
+        return -1;
+    GuardManager *m = (GuardManager *)mgr;
+    PyObject *r = safe_repr(obj, 60);
+    if (r == NULL)
+        return -1;
+    Leaf *lf = leaf_new(LEAF_ID_MATCH);
+    if (lf == NULL) {
+        Py_DECREF(r);
+        return -1;
+    }
+    lf->obj = Py_NewRef(obj);
+    lf->immutable = 1;
+    lf->text = PyUnicode_FromFormat("___check_obj_id(%U, %zu)  # %U", m->source,
+                                    (size_t)(uintptr_t)obj, r);
+    Py_DECREF(r);
+    if (lf->text == NULL) {
+        leaf_free(lf);
+        return -1;
+    }
+    return manager_add_leaf(m, lf);
+}
+
+int fj_guard_add_equals_match(PyObject *mgr, PyObject *value)
+{
+    if (check_valued(mgr) < 0)
+        return -1;
+    GuardManager *m = (GuardManager *)mgr;
+    PyObject *r = safe_repr(value, 0);
+    if (r == NULL)
+        return -1;
+    Leaf *lf = leaf_new(LEAF_EQUALS_MATCH);
+    if (lf == NULL) {
+        Py_DECREF(r);
+        return -1;
+    }
+    lf->obj = Py_NewRef(value);
+    lf->eq_kind = eq_kind_of(value, 0);
+    lf->immutable = lf->eq_kind != EQ_GENERIC;
+    if (lf->eq_kind == EQ_INT) {
+        int overflow = 0;
+        lf->ival = PyLong_AsLongLongAndOverflow(value, &overflow);
+    }
+    else if (lf->eq_kind == EQ_FLOAT)
+        lf->dval = PyFloat_AS_DOUBLE(value);
+    lf->text = PyUnicode_FromFormat("%U == %U", m->source, r);
+    Py_DECREF(r);
+    if (lf->text == NULL) {
+        leaf_free(lf);
+        return -1;
+    }
+    return manager_add_leaf(m, lf);
+}
+
+int fj_guard_add_none_match(PyObject *mgr)
+{
+    if (check_valued(mgr) < 0)
+        return -1;
+    GuardManager *m = (GuardManager *)mgr;
+    Leaf *lf = leaf_new(LEAF_NONE_MATCH);
+    if (lf == NULL)
+        return -1;
+    lf->immutable = 1;
+    lf->text = PyUnicode_FromFormat("%U is None", m->source);
+    if (lf->text == NULL) {
+        leaf_free(lf);
+        return -1;
+    }
+    return manager_add_leaf(m, lf);
+}
+
+int fj_guard_add_sequence_length(PyObject *mgr, Py_ssize_t n)
+{
+    if (check_valued(mgr) < 0)
+        return -1;
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "SEQUENCE_LENGTH expects a length >= 0");
+        return -1;
+    }
+    GuardManager *m = (GuardManager *)mgr;
+    Leaf *lf = leaf_new(LEAF_SEQUENCE_LENGTH);
+    if (lf == NULL)
+        return -1;
+    lf->n = n;
+    lf->text = PyUnicode_FromFormat("len(%U) == %zd", m->source, n);
+    if (lf->text == NULL) {
+        leaf_free(lf);
+        return -1;
+    }
+    return manager_add_leaf(m, lf);
+}
+
+int fj_guard_add_dict_keys(PyObject *mgr, PyObject *keys)
+{
+    PyObject *tuple = NULL, *list = NULL, *r = NULL;
+    Leaf *lf = NULL;
+    if (check_valued(mgr) < 0)
+        return -1;
+    GuardManager *m = (GuardManager *)mgr;
+    tuple = PySequence_Tuple(keys);
+    if (tuple == NULL)
+        goto error;
+    list = PySequence_List(tuple);
+    if (list == NULL)
+        goto error;
+    r = safe_repr(list, 0);
+    if (r == NULL)
+        goto error;
+    lf = leaf_new(LEAF_DICT_KEYS);
+    if (lf == NULL)
+        goto error;
+    lf->obj = Py_NewRef(tuple);
+    lf->text = PyUnicode_FromFormat("list(%U.keys()) == %U", m->source, r);
+    if (lf->text == NULL)
+        goto error;
+    Py_DECREF(tuple);
+    Py_DECREF(list);
+    Py_DECREF(r);
+    return manager_add_leaf(m, lf);
+error:
+    leaf_free(lf);
+    Py_XDECREF(tuple);
+    Py_XDECREF(list);
+    Py_XDECREF(r);
+    return -1;
+}
+
+int fj_guard_add_dict_version(PyObject *mgr, PyObject *d)
+{
+    if (check_valued(mgr) < 0)
+        return -1;
+    if (!PyDict_Check(d)) {
+        PyErr_Format(PyExc_TypeError, "DICT_VERSION expects a dict, not %.100s", Py_TYPE(d)->tp_name);
+        return -1;
+    }
+    GuardManager *m = (GuardManager *)mgr;
+    Leaf *lf = leaf_new(LEAF_DICT_VERSION);
+    if (lf == NULL)
+        return -1;
+    lf->version = FJ_DICT_VERSION(d);
+    lf->text = PyUnicode_FromFormat("___dict_version(%U) == %llu", m->source,
+                                    (unsigned long long)lf->version);
+    if (lf->text == NULL) {
+        leaf_free(lf);
+        return -1;
+    }
+    return manager_add_leaf(m, lf);
+}
+
+/* "[4, None]": the entries of 'v' (n of them), None where shape[i] < 0.
+** New reference, NULL on error. */
+static PyObject *dims_repr(const npy_intp *v, const npy_intp *shape, Py_ssize_t n)
+{
+    PyObject *list = PyList_New(n), *r = NULL;
+    if (list == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = shape[i] < 0 ? Py_NewRef(Py_None) : PyLong_FromSsize_t((Py_ssize_t)v[i]);
+        if (x == NULL)
+            goto done;
+        PyList_SET_ITEM(list, i, x);
+    }
+    r = PyObject_Repr(list);
+done:
+    Py_DECREF(list);
+    return r;
+}
+
+int fj_guard_add_tensor_match(PyObject *mgr, PyObject *example, PyObject *dynamic_dims)
+{
+    PyObject *dyn = NULL, *qual = NULL, *dtype = NULL, *size = NULL, *stride = NULL;
+    Leaf *lf = NULL;
+    if (check_valued(mgr) < 0)
+        return -1;
+    GuardManager *m = (GuardManager *)mgr;
+    if (!PyArray_Check(example)) {
+        PyErr_Format(PyExc_TypeError, "TENSOR_MATCH expects a numpy.ndarray, not %.100s",
+                     Py_TYPE(example)->tp_name);
+        return -1;
+    }
+    PyArrayObject *a = (PyArrayObject *)example;
+    Py_ssize_t ndim = PyArray_NDIM(a);
+    lf = leaf_new(LEAF_TENSOR_MATCH);
+    if (lf == NULL)
+        goto error;
+    lf->n = ndim;
+    lf->shape = PyMem_Malloc((ndim ? ndim : 1) * sizeof(npy_intp));
+    lf->strides = PyMem_Malloc((ndim ? ndim : 1) * sizeof(npy_intp));
+    if (lf->shape == NULL || lf->strides == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    for (Py_ssize_t i = 0; i < ndim; i++) {
+        lf->shape[i] = PyArray_DIMS(a)[i];
+        lf->strides[i] = PyArray_STRIDES(a)[i];
+    }
+    if (dynamic_dims != NULL && dynamic_dims != Py_None) {
+        dyn = PySequence_Fast(dynamic_dims, "dynamic_dims must be a sequence of ints");
+        if (dyn == NULL)
+            goto error;
+        for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(dyn); j++) {
+            Py_ssize_t d = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(dyn, j), PyExc_OverflowError);
+            if (d == -1 && PyErr_Occurred())
+                goto error;
+            if (d < 0)
+                d += ndim;
+            if (d < 0 || d >= ndim) {
+                PyErr_Format(PyExc_ValueError, "dynamic dim out of range for a %zd-d array", ndim);
+                goto error;
+            }
+            lf->shape[d] = -1;
+        }
+    }
+    lf->obj = Py_NewRef((PyObject *)Py_TYPE(example));
+    lf->aux = Py_NewRef((PyObject *)PyArray_DESCR(a));
+    qual = PyType_GetQualName(Py_TYPE(example));
+    dtype = qual ? PyObject_Str(lf->aux) : NULL;
+    size = dtype ? dims_repr(lf->shape, lf->shape, ndim) : NULL;
+    stride = size ? dims_repr(lf->strides, lf->shape, ndim) : NULL;
+    if (stride == NULL)
+        goto error;
+    lf->text = PyUnicode_FromFormat("check_tensor(%U, %U, dtype=%U, size=%U, stride=%U)",
+                                    m->source, qual, dtype, size, stride);
+    if (lf->text == NULL)
+        goto error;
+    Py_XDECREF(dyn);
+    Py_DECREF(qual);
+    Py_DECREF(dtype);
+    Py_DECREF(size);
+    Py_DECREF(stride);
+    return manager_add_leaf(m, lf);
+error:
+    leaf_free(lf);
+    Py_XDECREF(dyn);
+    Py_XDECREF(qual);
+    Py_XDECREF(dtype);
+    Py_XDECREF(size);
+    Py_XDECREF(stride);
+    return -1;
+}
+
+int fj_guard_add_global_state(PyObject *root)
+{
+    PyObject *mod = NULL, *var = NULL, *cur = NULL;
+    Leaf *lf = NULL;
+    if (check_root(root) < 0)
+        return -1;
+    mod = PyImport_ImportModule("numpy._core._ufunc_config");
+    if (mod == NULL)
+        goto error;
+    var = PyObject_GetAttrString(mod, "_extobj_contextvar");
+    if (var == NULL)
+        goto error;
+    if (!PyContextVar_CheckExact(var)) {
+        PyErr_SetString(PyExc_TypeError, "numpy's _extobj_contextvar is not a ContextVar");
+        goto error;
+    }
+    if (PyContextVar_Get(var, NULL, &cur) < 0)
+        goto error;
+    lf = leaf_new(LEAF_GLOBAL_STATE);
+    if (lf == NULL)
+        goto error;
+    lf->obj = var;
+    var = NULL;
+    lf->aux = cur; /* NULL when unset without default: then "still unset" */
+    cur = NULL;
+    lf->text = PyUnicode_FromString("___check_global_state()");
+    if (lf->text == NULL)
+        goto error;
+    Py_DECREF(mod);
+    return manager_add_leaf((GuardManager *)root, lf);
+error:
+    leaf_free(lf);
+    Py_XDECREF(mod);
+    Py_XDECREF(var);
+    Py_XDECREF(cur);
+    return -1;
+}
+
+/* ----------------------------------------------------------------- check */
+
+typedef struct {
+    const fj_FrameView *view;
+    GuardManager *root;
+    PyObject **reason; /* NULL on the fast path; verbose: receives a new str */
+} CheckCtx;
+
+static int is_lookup_error(void)
+{
+    return PyErr_ExceptionMatches(PyExc_AttributeError) ||
+           PyErr_ExceptionMatches(PyExc_KeyError) || PyErr_ExceptionMatches(PyExc_IndexError);
+}
+
+/* The value of child 'c' given its parent's value.  1 with *out a new
+** reference, 0 when it is missing (the guard fails), -1 on error. */
+static inline int fetch(GuardManager *c, PyObject *parent, const fj_FrameView *view,
+                        PyObject **out)
+{
+    PyObject *v = NULL, *d = NULL;
+    switch (c->acc) {
+    case ACC_LOCAL:
+        if (c->index < view->nlocalsplus)
+            v = view->localsplus[c->index];
+        goto borrowed;
+    case ACC_GLOBAL:
+        d = view->globals;
+        goto dict;
+    case ACC_BUILTIN:
+        d = view->builtins;
+        goto dict;
+    case ACC_CLOSURE: {
+        PyObject *cl = view->closure;
+        if (cl != NULL && PyTuple_Check(cl) && c->index < PyTuple_GET_SIZE(cl)) {
+            PyObject *cell = PyTuple_GET_ITEM(cl, c->index);
+            if (PyCell_Check(cell))
+                v = PyCell_GET(cell);
+        }
+        goto borrowed;
+    }
+    case ACC_ATTR:
+        v = PyObject_GetAttr(parent, c->key);
+        goto owned;
+    case ACC_ITEM:
+        if (PyDict_CheckExact(parent)) {
+            d = parent;
+            goto dict;
+        }
+        v = PyObject_GetItem(parent, c->key);
+        goto owned;
+    case ACC_INDEX: {
+        Py_ssize_t i = c->index;
+        if (PyList_CheckExact(parent) || PyTuple_CheckExact(parent)) {
+            Py_ssize_t n = Py_SIZE(parent);
+            if (i < 0)
+                i += n;
+            if (i >= 0 && i < n)
+                v = PyList_CheckExact(parent) ? PyList_GET_ITEM(parent, i)
+                                              : PyTuple_GET_ITEM(parent, i);
+            goto borrowed;
+        }
+        v = PyObject_GetItem(parent, c->key);
+        goto owned;
+    }
+    case ACC_TYPE:
+        v = (PyObject *)Py_TYPE(parent);
+        goto borrowed;
+    default:
+        PyErr_SetString(PyExc_SystemError, "framejit: bad guard accessor");
+        return -1;
+    }
+dict:
+    if (d == NULL)
+        return 0;
+    v = PyDict_GetItemWithError(d, c->key);
+    if (v == NULL && PyErr_Occurred())
+        return -1;
+borrowed:
+    if (v == NULL)
+        return 0;
+    *out = Py_NewRef(v);
+    return 1;
+owned:
+    if (v == NULL) {
+        if (!is_lookup_error())
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+/* Stable sort of m's accessors by fail count, most failures first. */
+static void reorder(GuardManager *m)
+{
+    GuardManager **a = m->children;
+    for (Py_ssize_t i = 1; i < m->nchildren; i++) {
+        GuardManager *x = a[i];
+        Py_ssize_t j = i;
+        while (j > 0 && a[j - 1]->fail_count < x->fail_count) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = x;
+    }
+}
+
+/*
+** The dict whose version tag vouches for child 'c' of the root, or NULL.
+** On 3.11 every dict creation and every change of a binding takes a fresh
+** tag from one global counter, so an equal tag means the same dict with the
+** same bindings: a subtree of leaves on an immutable value passes again.
+*/
+static inline PyObject *tag_dict(GuardManager *c, const fj_FrameView *view)
+{
+    if (!c->skippable)
+        return NULL;
+    if (c->acc == ACC_GLOBAL)
+        return view->globals;
+    if (c->acc == ACC_BUILTIN)
+        return view->builtins;
+    return NULL;
+}
+
+static void set_missing_reason(GuardManager *c, PyObject **reason)
+{
+    if (*reason != NULL)
+        return;
+    const char *what = c->acc == ACC_GLOBAL    ? "missing global"
+                       : c->acc == ACC_BUILTIN ? "missing builtin"
+                                               : "missing";
+    *reason = PyUnicode_FromFormat("%U (%s)", c->source, what);
+    if (*reason == NULL)
+        PyErr_Clear(); /* fj_guards_check_verbose falls back to a generic text */
+}
+
+/* Runs m's leaves on 'v': 1, 0 or -1. */
+static inline int check_leaves(GuardManager *m, PyObject *v, CheckCtx *ctx)
+{
+    for (Py_ssize_t i = 0; i < m->nleaves; i++) {
+        Leaf *lf = m->leaves[i];
+        int r = leaf_check(lf, v, m->source, ctx->reason);
+        if (r <= 0) {
+            if (r == 0 && ctx->reason != NULL && *ctx->reason == NULL)
+                *ctx->reason = Py_NewRef(lf->text);
+            return r;
+        }
+    }
+    return 1;
+}
+
+static int manager_check(GuardManager *m, PyObject *v, CheckCtx *ctx);
+
+/* Runs m's accessors (m's value is 'v'), reordering them after a failure
+** of one that is not first: 1, 0 or -1. */
+static int check_children(GuardManager *m, PyObject *v, CheckCtx *ctx)
+{
+    int r = 1;
+    m->busy++;
+    for (Py_ssize_t i = 0; i < m->nchildren; i++) {
+        GuardManager *c = m->children[i];
+        PyObject *d = NULL, *cv = NULL;
+        uint64_t tag = 0;
+        if (ctx->reason == NULL && (d = tag_dict(c, ctx->view)) != NULL) {
+            tag = FJ_DICT_VERSION(d);
+            if (tag == c->seen_version) {
+                ctx->root->skipped_checks++;
+                continue;
+            }
+        }
+        r = fetch(c, v, ctx->view, &cv);
+        if (r > 0) {
+            r = manager_check(c, cv, ctx);
+            Py_DECREF(cv);
+            if (r > 0 && d != NULL)
+                c->seen_version = tag;
+        }
+        else if (r == 0 && ctx->reason == NULL)
+            c->fail_count++;
+        else if (r == 0)
+            set_missing_reason(c, ctx->reason);
+        if (r <= 0) {
+            if (r == 0 && ctx->reason == NULL && i > 0 && m->busy == 1)
+                reorder(m);
+            break;
+        }
+    }
+    m->busy--;
+    return r;
+}
+
+/*
+** Checks m, whose value is 'v': 1, 0 or -1.  A manager runs its leaves,
+** then its accessors.  The root has no value: its leaves (GLOBAL_STATE) are
+** epilogue guards run after the accessors, as the printer shows them.
+*/
+static int manager_check(GuardManager *m, PyObject *v, CheckCtx *ctx)
+{
+    int r;
+    if (m->acc == ACC_ROOT) {
+        r = check_children(m, v, ctx);
+        if (r > 0)
+            r = check_leaves(m, v, ctx);
+    }
+    else {
+        r = check_leaves(m, v, ctx);
+        if (r > 0 && m->nchildren > 0)
+            r = check_children(m, v, ctx);
+    }
+    if (r == 0 && ctx->reason == NULL)
+        m->fail_count++;
+    return r;
+}
 
 int fj_guards_check(PyObject *root, const fj_FrameView *view)
 {
-    (void)root;
-    (void)view;
-    return 1;
+    if (check_root(root) < 0)
+        return -1;
+    CheckCtx ctx = {view, (GuardManager *)root, NULL};
+    return manager_check((GuardManager *)root, NULL, &ctx);
 }
 
 PyObject *fj_guards_check_verbose(PyObject *root, const fj_FrameView *view)
 {
-    (void)root;
-    (void)view;
-    Py_RETURN_NONE;
+    PyObject *reason = NULL;
+    if (check_root(root) < 0)
+        return NULL;
+    CheckCtx ctx = {view, (GuardManager *)root, &reason};
+    int r = manager_check((GuardManager *)root, NULL, &ctx);
+    if (r < 0) {
+        Py_XDECREF(reason);
+        return NULL;
+    }
+    if (r > 0) {
+        Py_XDECREF(reason);
+        Py_RETURN_NONE;
+    }
+    if (reason == NULL && !PyErr_Occurred())
+        reason = PyUnicode_FromString("(guard failed)");
+    return reason;
 }
+
+/* --------------------------------------------------------------- printer */
+
+static int format_leaves(GuardManager *m, PyObject *lines)
+{
+    for (Py_ssize_t i = 0; i < m->nleaves; i++) {
+        Leaf *lf = m->leaves[i];
+        PyObject *s = PyUnicode_FromFormat("  %s: %U", leaf_names[lf->kind], lf->text);
+        if (s == NULL)
+            return -1;
+        int r = PyList_Append(lines, s);
+        Py_DECREF(s);
+        if (r < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Appends m's lines to 'lines', in check order (see manager_check). */
+static int format_into(GuardManager *m, PyObject *lines)
+{
+    if (m->acc != ACC_ROOT && format_leaves(m, lines) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < m->nchildren; i++)
+        if (format_into(m->children[i], lines) < 0)
+            return -1;
+    if (m->acc == ACC_ROOT && format_leaves(m, lines) < 0)
+        return -1;
+    return 0;
+}
+
+PyObject *fj_guards_format(PyObject *root)
+{
+    PyObject *lines = NULL, *sep = NULL, *res = NULL;
+    if (check_root(root) < 0)
+        return NULL;
+    lines = Py_BuildValue("[s]", "GUARDS:");
+    if (lines == NULL || format_into((GuardManager *)root, lines) < 0)
+        goto done;
+    sep = PyUnicode_FromString("\n");
+    if (sep != NULL)
+        res = PyUnicode_Join(sep, lines);
+done:
+    Py_XDECREF(lines);
+    Py_XDECREF(sep);
+    return res;
+}
+
+static Py_ssize_t count_leaves(GuardManager *m)
+{
+    Py_ssize_t n = m->nleaves;
+    for (Py_ssize_t i = 0; i < m->nchildren; i++)
+        n += count_leaves(m->children[i]);
+    return n;
+}
+
+Py_ssize_t fj_guards_num_leaves(PyObject *root)
+{
+    if (check_root(root) < 0)
+        return -1;
+    return count_leaves((GuardManager *)root);
+}
+
+/* ----------------------------------------------------- type: GC, dealloc */
+
+static int manager_traverse(GuardManager *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->key);
+    for (Py_ssize_t i = 0; i < self->nleaves; i++) {
+        Py_VISIT(self->leaves[i]->obj);
+        Py_VISIT(self->leaves[i]->aux);
+    }
+    for (Py_ssize_t i = 0; i < self->nchildren; i++)
+        Py_VISIT(self->children[i]);
+    return 0;
+}
+
+static int manager_clear(GuardManager *self)
+{
+    /* Detach the arrays first: freeing a value may run user code. */
+    Leaf **leaves = self->leaves;
+    Py_ssize_t nleaves = self->nleaves;
+    GuardManager **children = self->children;
+    Py_ssize_t nchildren = self->nchildren;
+    self->leaves = NULL;
+    self->nleaves = self->leaves_cap = 0;
+    self->children = NULL;
+    self->nchildren = self->children_cap = 0;
+    self->skippable = 0;
+    for (Py_ssize_t i = 0; i < nleaves; i++)
+        leaf_free(leaves[i]);
+    PyMem_Free(leaves);
+    for (Py_ssize_t i = 0; i < nchildren; i++)
+        Py_DECREF(children[i]);
+    PyMem_Free(children);
+    Py_CLEAR(self->key);
+    return 0;
+}
+
+static void manager_dealloc(GuardManager *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    manager_clear(self);
+    Py_CLEAR(self->source);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+/* --------------------------------------------------- Python: managers */
+/* Python methods: each returns a new reference, NULL on error. */
+
+static PyObject *mgr_attr(PyObject *self, PyObject *name)
+{
+    return Py_XNewRef(fj_guard_attr(self, name));
+}
+
+static PyObject *mgr_item(PyObject *self, PyObject *key)
+{
+    return Py_XNewRef(fj_guard_item(self, key));
+}
+
+static PyObject *mgr_index(PyObject *self, PyObject *arg)
+{
+    Py_ssize_t i = PyNumber_AsSsize_t(arg, PyExc_OverflowError);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    return Py_XNewRef(fj_guard_index(self, i));
+}
+
+static PyObject *mgr_type_of(PyObject *self, PyObject *unused)
+{
+    return Py_XNewRef(fj_guard_type_of(self));
+}
+
+#define RETURN_STATUS(expr) return (expr) < 0 ? NULL : Py_NewRef(Py_None)
+
+static PyObject *mgr_add_type_match(PyObject *self, PyObject *tp)
+{
+    RETURN_STATUS(fj_guard_add_type_match(self, tp));
+}
+static PyObject *mgr_add_id_match(PyObject *self, PyObject *obj)
+{
+    RETURN_STATUS(fj_guard_add_id_match(self, obj));
+}
+static PyObject *mgr_add_equals_match(PyObject *self, PyObject *value)
+{
+    RETURN_STATUS(fj_guard_add_equals_match(self, value));
+}
+static PyObject *mgr_add_none_match(PyObject *self, PyObject *unused)
+{
+    RETURN_STATUS(fj_guard_add_none_match(self));
+}
+static PyObject *mgr_add_sequence_length(PyObject *self, PyObject *arg)
+{
+    Py_ssize_t n = PyNumber_AsSsize_t(arg, PyExc_OverflowError);
+    if (n == -1 && PyErr_Occurred())
+        return NULL;
+    RETURN_STATUS(fj_guard_add_sequence_length(self, n));
+}
+static PyObject *mgr_add_dict_keys(PyObject *self, PyObject *keys)
+{
+    RETURN_STATUS(fj_guard_add_dict_keys(self, keys));
+}
+static PyObject *mgr_add_dict_version(PyObject *self, PyObject *d)
+{
+    RETURN_STATUS(fj_guard_add_dict_version(self, d));
+}
+static PyObject *mgr_add_tensor_match(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"example", "dynamic_dims", NULL};
+    PyObject *example, *dyn = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:add_tensor_match", kwlist, &example, &dyn))
+        return NULL;
+    RETURN_STATUS(fj_guard_add_tensor_match(self, example, dyn));
+}
+
+static PyObject *mgr_accessors(GuardManager *self, PyObject *unused)
+{
+    PyObject *list = PyList_New(self->nchildren);
+    if (list == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < self->nchildren; i++)
+        PyList_SET_ITEM(list, i, Py_NewRef(self->children[i]));
+    return list;
+}
+
+static PyObject *mgr_leaves(GuardManager *self, PyObject *unused)
+{
+    PyObject *list = PyList_New(self->nleaves);
+    if (list == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < self->nleaves; i++) {
+        Leaf *lf = self->leaves[i];
+        PyObject *s = PyUnicode_FromFormat("%s: %U", leaf_names[lf->kind], lf->text);
+        if (s == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, s);
+    }
+    return list;
+}
+
+static PyObject *mgr_get_source(GuardManager *self, void *c)
+{
+    return Py_NewRef(self->source);
+}
+static PyObject *mgr_get_fail_count(GuardManager *self, void *c)
+{
+    return PyLong_FromSsize_t(self->fail_count);
+}
+static PyObject *mgr_repr(GuardManager *self)
+{
+    return PyUnicode_FromFormat("<%s %R: %zd leaves, %zd accessors>", Py_TYPE(self)->tp_name,
+                                self->source, self->nleaves, self->nchildren);
+}
+
+static PyMethodDef mgr_methods[] = {
+    {"attr", mgr_attr, METH_O, "attr(name) -> child manager for <src>.name"},
+    {"item", mgr_item, METH_O, "item(key) -> child manager for <src>[key]"},
+    {"index", mgr_index, METH_O, "index(i) -> child manager for <src>[i]"},
+    {"type_of", mgr_type_of, METH_NOARGS, "type_of() -> child manager for type(<src>)"},
+    {"add_type_match", mgr_add_type_match, METH_O, "TYPE_MATCH: type(v) is tp"},
+    {"add_id_match", mgr_add_id_match, METH_O, "ID_MATCH: v is obj"},
+    {"add_equals_match", mgr_add_equals_match, METH_O, "EQUALS_MATCH: same type and v == value"},
+    {"add_none_match", mgr_add_none_match, METH_NOARGS, "NONE_MATCH: v is None"},
+    {"add_sequence_length", mgr_add_sequence_length, METH_O,
+     "SEQUENCE_LENGTH: exact list/tuple of length n"},
+    {"add_dict_keys", mgr_add_dict_keys, METH_O, "DICT_KEYS: dict whose keys equal keys, in order"},
+    {"add_dict_version", mgr_add_dict_version, METH_O, "DICT_VERSION: dict unchanged since"},
+    {"add_tensor_match", (PyCFunction)(void (*)(void))mgr_add_tensor_match,
+     METH_VARARGS | METH_KEYWORDS,
+     "add_tensor_match(example, dynamic_dims=()): TENSOR_MATCH on a numpy.ndarray"},
+    {"accessors", (PyCFunction)mgr_accessors, METH_NOARGS, "child managers in check order"},
+    {"leaves", (PyCFunction)mgr_leaves, METH_NOARGS, "leaf texts, 'KIND: text'"},
+    {NULL},
+};
+
+static PyGetSetDef mgr_getset[] = {
+    {"source", (getter)mgr_get_source, NULL, "the access path, as printed", NULL},
+    {"fail_count", (getter)mgr_get_fail_count, NULL, "failures of this subtree", NULL},
+    {NULL},
+};
+
+static PyType_Slot mgr_slots[] = {
+    {Py_tp_dealloc, manager_dealloc},
+    {Py_tp_traverse, manager_traverse},
+    {Py_tp_clear, manager_clear},
+    {Py_tp_repr, mgr_repr},
+    {Py_tp_methods, mgr_methods},
+    {Py_tp_getset, mgr_getset},
+    {Py_tp_doc, "A node of a guard tree: leaves on one value, accessors to children."},
+    {0, NULL},
+};
+static PyType_Spec mgr_spec = {
+    "framejit._C.GuardManager", sizeof(GuardManager), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE |
+        Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    mgr_slots};
+
+/* ------------------------------------------------------ Python: the root */
+
+/* A frame view built from Python arguments (for tests and benchmarks). */
+typedef struct {
+    fj_FrameView view;
+    PyObject *seq;      /* strong */
+    PyObject **slots;   /* small or PyMem */
+    PyObject *small[16];
+} PyView;
+
+static void pyview_release(PyView *pv)
+{
+    if (pv->slots != pv->small)
+        PyMem_Free(pv->slots);
+    Py_CLEAR(pv->seq);
+}
+
+/* Fills 'pv' from (localsplus, closure, globals, builtins).  0 or -1. */
+static int pyview_init(PyView *pv, PyObject *localsplus, PyObject *closure, PyObject *globals,
+                       PyObject *builtins)
+{
+    memset(pv, 0, sizeof(*pv));
+    pv->slots = pv->small;
+    if (closure == Py_None)
+        closure = NULL;
+    if (globals == Py_None)
+        globals = NULL;
+    if (builtins == Py_None)
+        builtins = NULL;
+    if (closure != NULL && !PyTuple_Check(closure)) {
+        PyErr_SetString(PyExc_TypeError, "closure must be a tuple of cells or None");
+        return -1;
+    }
+    if ((globals != NULL && !PyDict_Check(globals)) ||
+        (builtins != NULL && !PyDict_Check(builtins))) {
+        PyErr_SetString(PyExc_TypeError, "globals and builtins must be dicts or None");
+        return -1;
+    }
+    pv->seq = PySequence_Fast(localsplus, "localsplus must be a list");
+    if (pv->seq == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(pv->seq);
+    if (n > (Py_ssize_t)(sizeof(pv->small) / sizeof(pv->small[0]))) {
+        pv->slots = PyMem_Malloc(n * sizeof(PyObject *));
+        if (pv->slots == NULL) {
+            pv->slots = pv->small;
+            Py_CLEAR(pv->seq);
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(pv->seq, i);
+        pv->slots[i] = o == null_slot ? NULL : o;
+    }
+    pv->view.localsplus = pv->slots;
+    pv->view.nlocalsplus = n;
+    pv->view.closure = closure;
+    pv->view.globals = globals;
+    pv->view.builtins = builtins;
+    return 0;
+}
+
+static char *check_kwlist[] = {"localsplus", "closure", "globals", "builtins", NULL};
+
+static PyObject *root_check(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    PyObject *ls, *cl = NULL, *g = NULL, *b = NULL;
+    PyView pv;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OOO:check", check_kwlist, &ls, &cl, &g, &b))
+        return NULL;
+    if (pyview_init(&pv, ls, cl, g, b) < 0)
+        return NULL;
+    int r = fj_guards_check(self, &pv.view);
+    pyview_release(&pv);
+    return r < 0 ? NULL : PyBool_FromLong(r);
+}
+
+static PyObject *root_check_verbose(PyObject *self, PyObject *args, PyObject *kwds)
+{
+    PyObject *ls, *cl = NULL, *g = NULL, *b = NULL;
+    PyView pv;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OOO:check_verbose", check_kwlist, &ls, &cl,
+                                     &g, &b))
+        return NULL;
+    if (pyview_init(&pv, ls, cl, g, b) < 0)
+        return NULL;
+    PyObject *r = fj_guards_check_verbose(self, &pv.view);
+    pyview_release(&pv);
+    return r;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static PyObject *root_bench(PyObject *self, PyObject *args)
+{
+    PyObject *ls, *cl, *g, *b;
+    Py_ssize_t n;
+    PyView pv;
+    if (!PyArg_ParseTuple(args, "OOOOn:_bench", &ls, &cl, &g, &b, &n))
+        return NULL;
+    if (pyview_init(&pv, ls, cl, g, b) < 0)
+        return NULL;
+    double t0 = now_seconds();
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (fj_guards_check(self, &pv.view) < 0) {
+            pyview_release(&pv);
+            return NULL;
+        }
+    }
+    double t1 = now_seconds();
+    pyview_release(&pv);
+    return PyFloat_FromDouble(t1 - t0);
+}
+
+static PyObject *root_local(PyObject *self, PyObject *args)
+{
+    Py_ssize_t index;
+    PyObject *name;
+    if (!PyArg_ParseTuple(args, "nO:local", &index, &name))
+        return NULL;
+    return Py_XNewRef(fj_guard_local(self, index, name));
+}
+
+static PyObject *root_global(PyObject *self, PyObject *name)
+{
+    return Py_XNewRef(fj_guard_global(self, name));
+}
+
+static PyObject *root_builtin(PyObject *self, PyObject *name)
+{
+    return Py_XNewRef(fj_guard_builtin(self, name));
+}
+
+static PyObject *root_closure_cell(PyObject *self, PyObject *args)
+{
+    Py_ssize_t index;
+    PyObject *name;
+    if (!PyArg_ParseTuple(args, "nO:closure_cell", &index, &name))
+        return NULL;
+    return Py_XNewRef(fj_guard_closure_cell(self, index, name));
+}
+
+static PyObject *root_add_global_state(PyObject *self, PyObject *unused)
+{
+    RETURN_STATUS(fj_guard_add_global_state(self));
+}
+
+static PyObject *root_format(PyObject *self, PyObject *unused)
+{
+    return fj_guards_format(self);
+}
+
+static PyObject *root_num_leaves(PyObject *self, PyObject *unused)
+{
+    Py_ssize_t n = fj_guards_num_leaves(self);
+    return n < 0 ? NULL : PyLong_FromSsize_t(n);
+}
+
+static PyObject *root_get_skipped(GuardManager *self, void *c)
+{
+    return PyLong_FromSsize_t(self->skipped_checks);
+}
+
+static PyObject *root_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    if (PyTuple_GET_SIZE(args) != 0 || (kwds != NULL && PyDict_GET_SIZE(kwds) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "RootGuardManager() takes no arguments");
+        return NULL;
+    }
+    return fj_guard_root_new();
+}
+
+static PyMethodDef root_methods[] = {
+    {"local", root_local, METH_VARARGS, "local(index, name) -> manager for frame slot index"},
+    {"global_", root_global, METH_O, "global_(name) -> manager for G['name']"},
+    {"builtin", root_builtin, METH_O, "builtin(name) -> manager for a builtin"},
+    {"closure_cell", root_closure_cell, METH_VARARGS,
+     "closure_cell(index, name) -> manager for the contents of closure cell index"},
+    {"add_global_state", root_add_global_state, METH_NOARGS,
+     "GLOBAL_STATE: numpy's floating-point error state (np.errstate) unchanged"},
+    {"check", (PyCFunction)(void (*)(void))root_check, METH_VARARGS | METH_KEYWORDS,
+     "check(localsplus, closure=None, globals=None, builtins=None) -> bool"},
+    {"check_verbose", (PyCFunction)(void (*)(void))root_check_verbose,
+     METH_VARARGS | METH_KEYWORDS,
+     "check_verbose(localsplus, closure=None, globals=None, builtins=None) -> None or str"},
+    {"format", root_format, METH_NOARGS, "the printer: 'GUARDS:' and one line per leaf"},
+    {"num_leaves", root_num_leaves, METH_NOARGS, "number of leaves in the tree"},
+    {"_bench", root_bench, METH_VARARGS,
+     "_bench(localsplus, closure, globals, builtins, n) -> seconds for n checks"},
+    {NULL},
+};
+
+static PyGetSetDef root_getset[] = {
+    {"skipped_checks", (getter)root_get_skipped, NULL,
+     "global subtrees skipped because the globals dict's version tag was unchanged", NULL},
+    {NULL},
+};
+
+static PyType_Slot root_slots[] = {
+    {Py_tp_new, root_new},
+    {Py_tp_dealloc, manager_dealloc},
+    {Py_tp_traverse, manager_traverse},
+    {Py_tp_clear, manager_clear},
+    {Py_tp_methods, root_methods},
+    {Py_tp_getset, root_getset},
+    {Py_tp_doc, "RootGuardManager(): the root of a guard tree, checked against a frame."},
+    {0, NULL},
+};
+static PyType_Spec root_spec = {"framejit._C.RootGuardManager", sizeof(GuardManager), 0,
+                                Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, root_slots};
+
+/* ------------------------------------------------------------------ init */
+
+static PyObject *nullslot_repr(PyObject *self)
+{
+    return PyUnicode_FromString("NULL_SLOT");
+}
+static PyType_Slot nullslot_slots[] = {
+    {Py_tp_repr, nullslot_repr},
+    {Py_tp_doc, "The type of NULL_SLOT: marks an empty frame slot in check(localsplus)."},
+    {0, NULL},
+};
+static PyType_Spec nullslot_spec = {"framejit._C.NullSlotType", sizeof(PyObject), 0,
+                                    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+                                    nullslot_slots};
 
 int fj_guards_init(PyObject *module)
 {
-    fj_RootGuardManager_Type = (PyTypeObject *)PyType_FromSpec(&root_spec);
+    PyObject *nullslot_type = NULL;
+    GuardManager_Type = (PyTypeObject *)PyType_FromSpec(&mgr_spec);
+    if (GuardManager_Type == NULL)
+        return -1;
+    fj_RootGuardManager_Type =
+        (PyTypeObject *)PyType_FromSpecWithBases(&root_spec, (PyObject *)GuardManager_Type);
     if (fj_RootGuardManager_Type == NULL)
         return -1;
-    Py_INCREF(fj_RootGuardManager_Type);
-    return PyModule_AddObject(module, "RootGuardManager", (PyObject *)fj_RootGuardManager_Type);
+    nullslot_type = PyType_FromSpec(&nullslot_spec);
+    if (nullslot_type == NULL)
+        return -1;
+    /* The type cannot be called: the sentinel stays unique. */
+    null_slot = PyType_GenericAlloc((PyTypeObject *)nullslot_type, 0);
+    Py_DECREF(nullslot_type);
+    if (null_slot == NULL)
+        return -1;
+    if (PyModule_AddObjectRef(module, "GuardManager", (PyObject *)GuardManager_Type) < 0 ||
+        PyModule_AddObjectRef(module, "RootGuardManager", (PyObject *)fj_RootGuardManager_Type) <
+            0 ||
+        PyModule_AddObjectRef(module, "NULL_SLOT", null_slot) < 0)
+        return -1;
+    return 0;
 }

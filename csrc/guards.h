@@ -40,7 +40,10 @@ extern PyTypeObject *fj_RootGuardManager_Type;
 /*
 ** Runs every guard of 'root' on 'view'.  Returns 1 when all pass, 0 when one
 ** fails (fail counts are bumped and accessors reordered), -1 with an
-** exception set when evaluating a guard raised.
+** exception set when evaluating a guard raised.  Order: depth-first, each
+** manager's leaves then its accessors; the root's own leaves (GLOBAL_STATE)
+** run last, after its accessors.  A fetch that raises AttributeError,
+** KeyError or IndexError fails the guard; other exceptions propagate.
 */
 int fj_guards_check(PyObject *root, const fj_FrameView *view);
 
@@ -50,6 +53,61 @@ int fj_guards_check(PyObject *root, const fj_FrameView *view);
 ** failing guard in the printer's words (e.g. "L['n'] == 3").  NULL on error.
 */
 PyObject *fj_guards_check_verbose(PyObject *root, const fj_FrameView *view);
+
+/*
+** Building trees (for the compiler and for tests; the Python methods of the
+** same names call these).  Every builder raises (and returns NULL / -1) on a
+** bad argument; none of them may be called with a NULL tree.
+**
+** Accessors return the child GuardManager reached through an access path.
+** The child is BORROWED: owned by its parent, valid while the parent lives.
+** Asking twice for the same path returns the same child.  Only the root has
+** local / global / builtin / closure_cell; only non-root managers have attr
+** / item / index / type_of.  NULL on error.
+*/
+/* A new, empty RootGuardManager.  New reference, NULL on error. */
+PyObject *fj_guard_root_new(void);
+/* L['name']: fast-local slot 'index' of the frame (a NULL slot fails). */
+PyObject *fj_guard_local(PyObject *root, Py_ssize_t index, PyObject *name);
+/* G['name'] from view->globals. */
+PyObject *fj_guard_global(PyObject *root, PyObject *name);
+/* G['__builtins__']['name'] from view->builtins. */
+PyObject *fj_guard_builtin(PyObject *root, PyObject *name);
+/* L['name']: the contents of cell 'index' of view->closure. */
+PyObject *fj_guard_closure_cell(PyObject *root, Py_ssize_t index, PyObject *name);
+/* <src>.name */
+PyObject *fj_guard_attr(PyObject *mgr, PyObject *name);
+/* <src>[key] (exact dicts read without calling __getitem__). */
+PyObject *fj_guard_item(PyObject *mgr, PyObject *key);
+/* <src>[i] (exact lists and tuples read directly). */
+PyObject *fj_guard_index(PyObject *mgr, Py_ssize_t i);
+/* type(<src>) */
+PyObject *fj_guard_type_of(PyObject *mgr);
+
+/*
+** Leaves: checks on the value of 'mgr'.  They hold strong references to
+** their arguments.  Return 0, or -1 with an exception set.
+*/
+int fj_guard_add_type_match(PyObject *mgr, PyObject *tp);   /* type(v) is tp */
+int fj_guard_add_id_match(PyObject *mgr, PyObject *obj);    /* v is obj */
+int fj_guard_add_equals_match(PyObject *mgr, PyObject *value); /* same type, == */
+int fj_guard_add_none_match(PyObject *mgr);                 /* v is None */
+int fj_guard_add_sequence_length(PyObject *mgr, Py_ssize_t n); /* exact list/tuple, len n */
+int fj_guard_add_dict_keys(PyObject *mgr, PyObject *keys);  /* dict, keys equal in order */
+int fj_guard_add_dict_version(PyObject *mgr, PyObject *d);  /* dict unchanged since */
+/*
+** numpy.ndarray of exactly type(example), same dtype, ndim, shape, strides;
+** 'dynamic_dims' (a sequence of ints, or NULL) lists dims whose size and
+** stride are not checked.
+*/
+int fj_guard_add_tensor_match(PyObject *mgr, PyObject *example, PyObject *dynamic_dims);
+/* Root only: NumPy's floating-point error state (np.errstate) unchanged. */
+int fj_guard_add_global_state(PyObject *root);
+
+/* The printer: "GUARDS:" then one line per leaf.  New reference, NULL on error. */
+PyObject *fj_guards_format(PyObject *root);
+/* Number of leaves in the tree of 'root' (-1 with an exception if not a root). */
+Py_ssize_t fj_guards_num_leaves(PyObject *root);
 
 /* Adds the guard types and helpers to framejit._C. Returns -1 on error. */
 int fj_guards_init(PyObject *module);

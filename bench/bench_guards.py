@@ -1,0 +1,106 @@
+"""Cost of a passing guard check, per leaf, measured in C with
+RootGuardManager._bench (no Python call overhead per check).
+
+Each tree has N accessors, each with one leaf of the given kind (so the
+figure includes fetching the value: a local slot read or a dict lookup).
+Run: python3 bench/bench_guards.py [--quick]
+"""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from framejit import _C
+
+SIZES = (1, 3, 10, 50)
+
+
+class Obj:
+    pass
+
+
+def kinds():
+    arr = np.zeros((4, 4), np.float32)
+    obj = Obj()
+    d = {"a": 1, "b": 2}
+    # name -> (value for the slot, builder(manager, value), where)
+    return {
+        "TYPE_MATCH": (obj, lambda m, v: m.add_type_match(type(v)), "local"),
+        "ID_MATCH": (obj, lambda m, v: m.add_id_match(v), "local"),
+        "NONE_MATCH": (None, lambda m, v: m.add_none_match(), "local"),
+        "EQUALS_MATCH int": (3, lambda m, v: m.add_equals_match(int("3")), "local"),
+        "EQUALS_MATCH float": (2.5, lambda m, v: m.add_equals_match(float("2.5")), "local"),
+        "EQUALS_MATCH str": ("fast", lambda m, v: m.add_equals_match("".join(["fa", "st"])),
+                             "local"),
+        "EQUALS_MATCH tuple": ((1, "a"), lambda m, v: m.add_equals_match((int("1"), "a")),
+                               "local"),
+        "SEQUENCE_LENGTH": ([1, 2, 3], lambda m, v: m.add_sequence_length(3), "local"),
+        "DICT_KEYS": (d, lambda m, v: m.add_dict_keys(["a", "b"]), "local"),
+        "TENSOR_MATCH": (arr, lambda m, v: m.add_tensor_match(arr), "local"),
+        "TENSOR_MATCH dyn0": (arr, lambda m, v: m.add_tensor_match(arr, (0,)), "local"),
+        "G EQUALS int (tag skip)": (3, lambda m, v: m.add_equals_match(int("3")), "global"),
+        "G TENSOR (no skip)": (arr, lambda m, v: m.add_tensor_match(arr), "global"),
+    }
+
+
+def tree(n, value, build, where):
+    r = _C.RootGuardManager()
+    slots, g = [], {}
+    for i in range(n):
+        if where == "local":
+            m = r.local(i, f"v{i}")
+            slots.append(value)
+        else:
+            m = r.global_(f"v{i}")
+            g[f"v{i}"] = value
+        build(m, value)
+    return r, slots, g
+
+
+def measure(r, slots, g, reps):
+    assert r.check(slots, None, g), r.check_verbose(slots, None, g)
+    best = min(r._bench(slots, None, g, None, reps) for _ in range(5))
+    return best / reps * 1e9
+
+
+def main():
+    quick = "--quick" in sys.argv
+    reps = 20_000 if quick else 200_000
+    names = list(kinds())
+    width = max(map(len, names)) + 2
+    print(f"ns per leaf (best of 5 x {reps} checks)")
+    print("kind".ljust(width) + "".join(f"{n:>9}" for n in SIZES))
+    for name in names:
+        value, build, where = kinds()[name]
+        row = []
+        for n in SIZES:
+            r, slots, g = tree(n, value, build, where)
+            row.append(measure(r, slots, g, max(reps // n, 1000)) / n)
+        print(name.ljust(width) + "".join(f"{x:9.1f}" for x in row))
+
+    # the seeds/004 tree: TENSOR_MATCH L['x'], EQUALS_MATCH L['n'], EQUALS_MATCH G
+    x = np.zeros((4, 4), np.float32)
+    r = _C.RootGuardManager()
+    r.local(0, "x").add_tensor_match(x)
+    r.local(1, "n").add_equals_match(3)
+    r.global_("cfg_scale").add_equals_match(2)
+    g = {"cfg_scale": 2}
+    print()
+    print(f"seed tree, 3 leaves: {measure(r, [x, 3], g, reps):.1f} ns per check "
+          f"(global skipped by dict tag)")
+    r.add_global_state()
+    print(f"seed tree + GLOBAL_STATE: {measure(r, [x, 3], g, reps):.1f} ns per check")
+    r2 = _C.RootGuardManager()
+    r2.local(0, "x").add_tensor_match(x)
+    r2.local(1, "n").add_equals_match(3)
+    r2.global_("cfg_scale").add_equals_match(2)
+    # an accessor below makes the global subtree unskippable
+    r2.global_("cfg_scale").attr("real").add_equals_match(2)
+    print(f"seed-like tree, global not skippable (4 leaves): "
+          f"{measure(r2, [x, 3], g, reps):.1f} ns per check")
+
+
+if __name__ == "__main__":
+    main()
