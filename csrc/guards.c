@@ -55,10 +55,11 @@ enum {
     LEAF_DICT_VERSION,    /* dict, version tag == version */
     LEAF_TENSOR_MATCH,    /* ndarray: type obj, dtype aux, ndim n, shape, strides */
     LEAF_GLOBAL_STATE,    /* contextvar obj holds aux */
+    LEAF_GLOBAL_ABSENT,   /* root only: name obj is not in the frame's globals (v) */
 };
 static const char *const leaf_names[] = {
     "TYPE_MATCH",   "ID_MATCH",     "EQUALS_MATCH", "NONE_MATCH",   "SEQUENCE_LENGTH",
-    "DICT_KEYS",    "DICT_VERSION", "TENSOR_MATCH", "GLOBAL_STATE",
+    "DICT_KEYS",    "DICT_VERSION", "TENSOR_MATCH", "GLOBAL_STATE", "GLOBAL_ABSENT",
 };
 
 /* EQUALS_MATCH fast paths, chosen from the expected value at build time. */
@@ -382,6 +383,12 @@ static inline int leaf_check(Leaf *lf, PyObject *v, PyObject *source, PyObject *
         return tensor_check(lf, v, source, reason);
     case LEAF_GLOBAL_STATE:
         return global_state_check(lf);
+    case LEAF_GLOBAL_ABSENT:
+        if (v == NULL || !PyDict_Check(v))
+            return 0;
+        if (PyDict_GetItemWithError(v, lf->obj) != NULL)
+            return 0;
+        return PyErr_Occurred() ? -1 : 1;
     }
     PyErr_SetString(PyExc_SystemError, "framejit: unknown guard kind");
     return -1;
@@ -941,6 +948,22 @@ error:
     return -1;
 }
 
+int fj_guard_add_global_absent(PyObject *root, PyObject *name)
+{
+    if (check_root(root) < 0 || check_name(name) < 0)
+        return -1;
+    Leaf *lf = leaf_new(LEAF_GLOBAL_ABSENT);
+    if (lf == NULL)
+        return -1;
+    lf->obj = Py_NewRef(name);
+    lf->text = PyUnicode_FromFormat("%R not in G", name);
+    if (lf->text == NULL) {
+        leaf_free(lf);
+        return -1;
+    }
+    return manager_add_leaf((GuardManager *)root, lf);
+}
+
 /* ----------------------------------------------------------------- check */
 
 typedef struct {
@@ -1143,8 +1166,8 @@ static int manager_check(GuardManager *m, PyObject *v, CheckCtx *ctx)
     int r;
     if (m->acc == ACC_ROOT) {
         r = check_children(m, v, ctx);
-        if (r > 0)
-            r = check_leaves(m, v, ctx);
+        if (r > 0) /* root leaves see the globals dict (GLOBAL_ABSENT) */
+            r = check_leaves(m, ctx->view->globals, ctx);
     }
     else {
         r = check_leaves(m, v, ctx);

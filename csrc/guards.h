@@ -103,6 +103,8 @@ int fj_guard_add_dict_version(PyObject *mgr, PyObject *d);  /* dict unchanged si
 int fj_guard_add_tensor_match(PyObject *mgr, PyObject *example, PyObject *dynamic_dims);
 /* Root only: NumPy's floating-point error state (np.errstate) unchanged. */
 int fj_guard_add_global_state(PyObject *root);
+/* Root only: the frame's globals have no 'name' (so the builtin is what loads). */
+int fj_guard_add_global_absent(PyObject *root, PyObject *name);
 
 /* The printer: "GUARDS:" then one line per leaf.  New reference, NULL on error. */
 PyObject *fj_guards_format(PyObject *root);

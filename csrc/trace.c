@@ -409,8 +409,7 @@ static PyObject *load_global(fj_TFrame *fr, PyObject *name)
         }
         /* The global must stay absent for the builtin to be what is loaded. */
         if (fr->globals_src == NULL) {
-            PyObject *mgr = fj_guard_global(tx->guards, name);
-            if (mgr == NULL || fj_guard_add_absent(mgr) < 0)
+            if (fj_guard_add_global_absent(tx->guards, name) < 0)
                 return NULL;
             src = fj_source_builtin(name);
         }
