@@ -369,10 +369,10 @@ int fj_bc_decode(PyCodeObject *co, fj_InstrList *out)
             PyErr_SetString(PyExc_ValueError, "bytecode: code ends inside EXTENDED_ARG");
             goto error;
         }
-        int op = fj_opcode_deopt(_Py_OPCODE(code[u]));
+        int raw = _Py_OPCODE(code[u]), op = fj_opcode_deopt(raw);
         arg |= _Py_OPARG(code[u]);
         if (!fj_opcode_is_base(op) || arg > INT_MAX) {
-            PyErr_Format(PyExc_ValueError, "bytecode: bad opcode %d at offset %d", op, 2 * u);
+            PyErr_Format(PyExc_ValueError, "bytecode: bad opcode %d at offset %d", raw, 2 * u);
             goto error;
         }
         int idx = fj_bc_emit(out, op, (int)arg);

@@ -2,7 +2,7 @@
 ** bytecode_hooks.c: Python-visible test hooks of the bytecode layer.
 **
 ** Responsible for: framejit._C._bc_decode, _bc_roundtrip, _bc_assemble,
-** _bc_stackdepth and _bc_build, thin wrappers that let tests/test_bytecode.py
+** _bc_stackdepth, _bc_insert_nops and _bc_build, thin wrappers that let tests/test_bytecode.py
 ** drive bytecode.c and bytecode_builder.c, and fj_bytecode_init.
 **
 ** Not responsible for: any bytecode logic (bytecode.c, bytecode_builder.c).
@@ -76,6 +76,31 @@ static PyObject *bc_roundtrip(PyObject *self, PyObject *arg)
     if (check_code(arg) == NULL || fj_bc_decode((PyCodeObject *)arg, &il) < 0)
         return NULL;
     PyObject *res = fj_bc_assemble((PyCodeObject *)arg, &il, NULL);
+    fj_bc_free(&il);
+    return res;
+}
+
+/* _bc_insert_nops(code, at, count) -> code: decode, fj_bc_insert 'count'
+** NOPs before instruction 'at' (with the position of the instruction they
+** precede, so the line table stays monotonic), assemble.  New reference. */
+static PyObject *bc_insert_nops(PyObject *self, PyObject *args)
+{
+    PyObject *co;
+    int at, count;
+    fj_InstrList il;
+    fj_bc_init(&il);
+    if (!PyArg_ParseTuple(args, "Oii:_bc_insert_nops", &co, &at, &count) ||
+        check_code(co) == NULL || fj_bc_decode((PyCodeObject *)co, &il) < 0)
+        return NULL;
+    PyObject *res = NULL;
+    if (fj_bc_insert(&il, at, count) == 0) {
+        if (at + count < il.n)
+            for (int i = at; i < at + count; i++) {
+                il.v[i].line = il.v[at + count].line;
+                il.v[i].end_line = il.v[at + count].end_line;
+            }
+        res = fj_bc_assemble((PyCodeObject *)co, &il, NULL);
+    }
     fj_bc_free(&il);
     return res;
 }
@@ -232,7 +257,7 @@ static PyObject *bc_assemble(PyObject *self, PyObject *args, PyObject *kw)
         if (get_opt_int(PyTuple_GET_ITEM(t, 0), &op) < 0 ||
             get_opt_int(PyTuple_GET_ITEM(t, 1), &arg) < 0)
             goto error;
-        int idx = fj_bc_emit(&il, op, arg < 0 ? 0 : arg);
+        int idx = fj_bc_emit(&il, op, PyTuple_GET_ITEM(t, 1) == Py_None ? 0 : arg);
         if (idx < 0)
             goto error;
         fj_Instr *in = &il.v[idx];
@@ -409,6 +434,7 @@ error:
 static PyMethodDef bc_methods[] = {
     {"_bc_decode", bc_decode, METH_O, "Decode a code object into instruction tuples."},
     {"_bc_roundtrip", bc_roundtrip, METH_O, "Decode and re-assemble a code object."},
+    {"_bc_insert_nops", bc_insert_nops, METH_VARARGS, "Insert NOPs into a code object."},
     {"_bc_stackdepth", bc_stackdepth, METH_O, "The stack depth the assembler computes."},
     {"_bc_assemble", (PyCFunction)(void (*)(void))bc_assemble, METH_VARARGS | METH_KEYWORDS,
      "Assemble instruction tuples on a template code object."},
