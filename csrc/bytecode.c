@@ -385,7 +385,12 @@ int fj_bc_decode(PyCodeObject *co, fj_InstrList *out)
         in->ext = ext;
         in->offset = start;
         u += 1 + fj_opcode_caches(op);
-        for (int k = start; k < u && k < n; k++)
+        if (u > n) {
+            PyErr_Format(PyExc_ValueError, "bytecode: code ends inside the caches of opcode %d",
+                         op);
+            goto error;
+        }
+        for (int k = start; k < u; k++)
             unit_to_instr[k] = idx;
     }
     /* Jumps. */
@@ -829,6 +834,17 @@ static PyObject *as_tuple(PyObject *v, PyObject *dflt)
     return NULL;
 }
 
+/* 0 if every item of tuple 't' is a str, else -1 with TypeError. */
+static int all_str(PyObject *t, const char *what)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); i++)
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(t, i))) {
+            PyErr_Format(PyExc_TypeError, "bytecode: %s must hold only str", what);
+            return -1;
+        }
+    return 0;
+}
+
 PyObject *fj_bc_assemble(PyCodeObject *tmpl, fj_InstrList *il, const fj_AsmOpts *opts)
 {
     fj_AsmOpts dflt;
@@ -858,7 +874,8 @@ PyObject *fj_bc_assemble(PyCodeObject *tmpl, fj_InstrList *il, const fj_AsmOpts 
     varnames = names ? as_tuple(opts->varnames, tv) : NULL;
     cellvars = varnames ? as_tuple(opts->cellvars, tc) : NULL;
     freevars = cellvars ? as_tuple(opts->freevars, tf) : NULL;
-    if (freevars == NULL)
+    if (freevars == NULL || all_str(names, "names") < 0 || all_str(varnames, "varnames") < 0 ||
+        all_str(cellvars, "cellvars") < 0 || all_str(freevars, "freevars") < 0)
         goto error;
 
     int n = il->n;

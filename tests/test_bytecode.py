@@ -557,12 +557,16 @@ def test_build_errors():
         _C._bc_decode("not code")
     with pytest.raises(TypeError):
         _C._bc_assemble(template.__code__, [], bogus=1)
+    with pytest.raises(TypeError, match="varnames must hold only str"):
+        _C._bc_assemble(template.__code__, [(OP["RETURN_VALUE"], 0, None, None)],
+                        varnames=("x", 3))
 
 
 @pytest.mark.parametrize("code, msg", [
     (bytes([255, 0]), "bad opcode"),
     (bytes([OP["JUMP_FORWARD"], 100]), "jump at offset 0 to bad offset 202"),
     (bytes([OP["EXTENDED_ARG"], 1]), "ends inside EXTENDED_ARG"),
+    (bytes([OP["LOAD_GLOBAL"], 0, 0, 0]), "ends inside the caches"),
 ])
 def test_decode_errors(code, msg):
     co = template.__code__.replace(co_code=code, co_linetable=b"", co_exceptiontable=b"")
