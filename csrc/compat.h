@@ -27,6 +27,12 @@
 #endif
 #include <internal/pycore_frame.h>
 #include <internal/pycore_code.h>
+/* libpython 3.11 does not export _PyOpcode_Caches/_PyOpcode_Deopt: exactly
+** one file (bytecode_tables.c) defines FJ_DEFINE_OPCODE_TABLES so the
+** extension carries its own copy of those tables. */
+#ifdef FJ_DEFINE_OPCODE_TABLES
+#define NEED_OPCODE_TABLES
+#endif
 #include <internal/pycore_opcode.h>
 #include <internal/pycore_dict.h>
 #include <opcode.h> /* 3.11 opcode numbers (LOAD_FAST, ...) and NB_* BINARY_OP args */
@@ -65,6 +71,71 @@ static inline int fj_opcode_caches(int op)
 static inline int fj_opcode_deopt(int op)
 {
     return _PyOpcode_Deopt[op];
+}
+
+/* Direction of relative jump 'op' (a base opcode): +1 forward, -1 backward,
+** 0 not a jump.  3.11 has no absolute jumps. */
+static inline int fj_opcode_jump_dir(int op)
+{
+    switch (op) {
+    case JUMP_FORWARD: case POP_JUMP_FORWARD_IF_FALSE: case POP_JUMP_FORWARD_IF_TRUE:
+    case POP_JUMP_FORWARD_IF_NONE: case POP_JUMP_FORWARD_IF_NOT_NONE:
+    case JUMP_IF_FALSE_OR_POP: case JUMP_IF_TRUE_OR_POP: case FOR_ITER: case SEND:
+        return 1;
+    case JUMP_BACKWARD: case JUMP_BACKWARD_NO_INTERRUPT: case POP_JUMP_BACKWARD_IF_FALSE:
+    case POP_JUMP_BACKWARD_IF_TRUE: case POP_JUMP_BACKWARD_IF_NONE:
+    case POP_JUMP_BACKWARD_IF_NOT_NONE:
+        return -1;
+    default:
+        return 0;
+    }
+}
+/* The same jump in the other direction, or -1 if 'op' has only one. */
+static inline int fj_opcode_jump_flip(int op)
+{
+    switch (op) {
+    case JUMP_FORWARD: return JUMP_BACKWARD;
+    case JUMP_BACKWARD: case JUMP_BACKWARD_NO_INTERRUPT: return JUMP_FORWARD;
+    case POP_JUMP_FORWARD_IF_FALSE: return POP_JUMP_BACKWARD_IF_FALSE;
+    case POP_JUMP_FORWARD_IF_TRUE: return POP_JUMP_BACKWARD_IF_TRUE;
+    case POP_JUMP_FORWARD_IF_NONE: return POP_JUMP_BACKWARD_IF_NONE;
+    case POP_JUMP_FORWARD_IF_NOT_NONE: return POP_JUMP_BACKWARD_IF_NOT_NONE;
+    case POP_JUMP_BACKWARD_IF_FALSE: return POP_JUMP_FORWARD_IF_FALSE;
+    case POP_JUMP_BACKWARD_IF_TRUE: return POP_JUMP_FORWARD_IF_TRUE;
+    case POP_JUMP_BACKWARD_IF_NONE: return POP_JUMP_FORWARD_IF_NONE;
+    case POP_JUMP_BACKWARD_IF_NOT_NONE: return POP_JUMP_FORWARD_IF_NOT_NONE;
+    default: return -1;
+    }
+}
+/* True if control never falls through from 'op' to the next instruction. */
+static inline int fj_opcode_no_fallthrough(int op)
+{
+    return op == JUMP_FORWARD || op == JUMP_BACKWARD || op == JUMP_BACKWARD_NO_INTERRUPT ||
+           op == RETURN_VALUE || op == RAISE_VARARGS || op == RERAISE;
+}
+/*
+** Stack effect of (op, arg) when it falls through (jump 0) or jumps
+** (jump 1); PY_INVALID_STACK_EFFECT for a bad opcode.  3.11's
+** PyCompile_OpcodeStackEffectWithJump says 0 for RETURN_GENERATOR, but the
+** generator's frame resumes after it with the sent value pushed (the
+** POP_TOP that follows removes it), so it counts +1 here.
+*/
+static inline int fj_opcode_stack_effect(int op, int arg, int jump)
+{
+    if (op == RETURN_GENERATOR)
+        return 1;
+    return PyCompile_OpcodeStackEffectWithJump(op, arg, jump);
+}
+/* True if 'op' takes a cell/free localsplus index as its arg. */
+static inline int fj_opcode_is_deref(int op)
+{
+    return op == MAKE_CELL || op == LOAD_CLOSURE || op == LOAD_DEREF || op == STORE_DEREF ||
+           op == DELETE_DEREF || op == LOAD_CLASSDEREF;
+}
+/* True if 'op' is a base (unspecialized, real) opcode an instruction may carry. */
+static inline int fj_opcode_is_base(int op)
+{
+    return op > 0 && op < 256 && op != EXTENDED_ARG && _PyOpcode_Deopt[op] == op;
 }
 
 /*
