@@ -346,15 +346,12 @@ static int sh_reshape(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
     for (int i = 0; i < a->ndim; i++)
         size *= a->shape[i];
     for (int i = 0; i < n; i++) {
-        if (dims[i] == -1) {
+        if (dims[i] < 0) { /* NumPy 2 takes any negative entry as the unknown one */
             if (unknown >= 0) {
                 PyErr_Format(PyExc_ValueError, "%s: can only specify one unknown dimension", QN(op));
                 return -1;
             }
             unknown = i;
-        } else if (dims[i] < 0) {
-            PyErr_Format(PyExc_ValueError, "%s: negative dimensions not allowed", QN(op));
-            return -1;
         } else {
             known *= dims[i];
         }
