@@ -1,10 +1,1171 @@
 /*
-** graph.c: (placeholder until the graph subsystem lands).
+** graph.c: the operator graph (framejit._C.Graph, framejit._C.Node).
+**
+** Responsible for: building graphs (placeholders, calls whose metadata the
+** op table infers, one output), unique node names, use counts and the last
+** use of every node, printing (a torch.fx-like table, and Python source that
+** computes the same when exec'd with `numpy` in its globals), and running a
+** graph eagerly: each call node's target is vectorcalled with arguments
+** resolved from an environment array, and every intermediate is released
+** right after its last user ran.  Also the Python-side builder (Graph(),
+** g.placeholder, g.call, g.output) used by tests.
+**
+** Not responsible for: what an operation does or what it produces (ops.c),
+** tracing bytecode or deciding graph breaks (the tracer).
 */
 #include "graph.h"
 
+#include <math.h>
+#include <structmember.h>
+#include <string.h>
+
+PyTypeObject *fj_NodeType;
+static PyTypeObject *fj_GraphType;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *nodes;        /* strong: list of fj_Node, in order */
+    PyObject *used_names;   /* strong: dict name -> None */
+    PyObject *name_counter; /* strong: dict stem -> next suffix */
+    Py_ssize_t nplaceholders, ncalls;
+    int has_output;
+    vectorcallfunc vectorcall;
+} fj_Graph;
+
+static PyObject *graph_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
+int fj_Graph_Check(PyObject *o)
+{
+    return Py_TYPE(o) == fj_GraphType;
+}
+
+/* ---- Node --------------------------------------------------------------- */
+
+static void node_dealloc(fj_Node *n)
+{
+    PyTypeObject *tp = Py_TYPE(n);
+    Py_XDECREF(n->name);
+    Py_XDECREF(n->target);
+    Py_XDECREF(n->args);
+    Py_XDECREF(n->kwargs);
+    Py_XDECREF(n->dtype);
+    Py_XDECREF(n->inputs);
+    Py_XDECREF(n->kwnames);
+    tp->tp_free((PyObject *)n);
+    Py_DECREF(tp);
+}
+
+static const char *node_opname(fj_Node *n)
+{
+    if (n->kind == FJ_NODE_PLACEHOLDER)
+        return "placeholder";
+    if (n->kind == FJ_NODE_OUTPUT)
+        return "output";
+    if (n->op->kind == FJ_OP_METHOD)
+        return "call_method";
+    if (n->op->kind == FJ_OP_ATTR)
+        return "call_attr";
+    return "call_function";
+}
+
+static PyObject *node_get_op(fj_Node *n, void *c)
+{
+    return PyUnicode_FromString(node_opname(n));
+}
+
+static PyObject *node_get_name(fj_Node *n, void *c)
+{
+    return Py_NewRef(n->name);
+}
+
+static PyObject *node_get_target(fj_Node *n, void *c)
+{
+    return Py_NewRef(n->target ? n->target : Py_None);
+}
+
+static PyObject *node_get_args(fj_Node *n, void *c)
+{
+    return Py_NewRef(n->args);
+}
+
+static PyObject *node_get_kwargs(fj_Node *n, void *c)
+{
+    return n->kwargs ? PyDict_Copy(n->kwargs) : PyDict_New();
+}
+
+static PyObject *node_shape_tuple(fj_Node *n)
+{
+    PyObject *t = PyTuple_New(n->ndim);
+    for (int i = 0; t && i < n->ndim; i++) {
+        PyObject *d = PyLong_FromSsize_t(n->shape[i]);
+        if (!d) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, d);
+    }
+    return t;
+}
+
+/* meta: {'dtype': dtype, 'shape': (..), 'kind': 'array'|'scalar'}; {} for output. */
+static PyObject *node_get_meta(fj_Node *n, void *c)
+{
+    if (!n->dtype)
+        return PyDict_New();
+    PyObject *shape = node_shape_tuple(n);
+    if (!shape)
+        return NULL;
+    PyObject *d = Py_BuildValue("{s:O,s:N,s:s}", "dtype", (PyObject *)n->dtype, "shape", shape, "kind",
+                                n->vkind == FJ_VAL_NPSCALAR ? "scalar" : "array");
+    return d;
+}
+
+static PyObject *node_get_index(fj_Node *n, void *c)
+{
+    return PyLong_FromSsize_t(n->index);
+}
+
+static PyObject *node_get_users(fj_Node *n, void *c)
+{
+    return PyLong_FromLong(n->users);
+}
+
+static PyObject *node_repr(fj_Node *n)
+{
+    return Py_NewRef(n->name);
+}
+
+static PyGetSetDef node_getset[] = {
+    {"op", (getter)node_get_op, NULL, "'placeholder', 'call_function', 'call_method', 'call_attr' or 'output'", NULL},
+    {"name", (getter)node_get_name, NULL, "unique name in the graph", NULL},
+    {"target", (getter)node_get_target, NULL, "callable, method/attribute name, or the placeholder name", NULL},
+    {"args", (getter)node_get_args, NULL, "arguments (Nodes and constants)", NULL},
+    {"kwargs", (getter)node_get_kwargs, NULL, "keyword arguments (a copy)", NULL},
+    {"meta", (getter)node_get_meta, NULL, "inferred metadata: dtype, shape, kind", NULL},
+    {"index", (getter)node_get_index, NULL, "position in the graph", NULL},
+    {"users", (getter)node_get_users, NULL, "number of nodes using this one", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+/* node.static_attr(name): shape/ndim/dtype/size/itemsize/nbytes without a graph node. */
+static PyObject *node_static_attr(fj_Node *n, PyObject *name)
+{
+    PyObject *r = n->kind == FJ_NODE_OUTPUT ? NULL : fj_ops_static_attr(n, name);
+    if (!r && !PyErr_Occurred())
+        PyErr_Format(PyExc_AttributeError, "%R is not a static attribute", name);
+    return r;
+}
+
+static PyMethodDef node_methods[] = {
+    {"static_attr", (PyCFunction)node_static_attr, METH_O,
+     "static_attr(name): the constant value of .shape/.ndim/.dtype/.size/.itemsize/.nbytes"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot node_slots[] = {
+    {Py_tp_methods, node_methods},
+    {Py_tp_dealloc, node_dealloc},
+    {Py_tp_repr, node_repr},
+    {Py_tp_getset, node_getset},
+    {Py_tp_doc, "A node of a framejit graph (created by Graph methods only)."},
+    {0, NULL},
+};
+
+static PyType_Spec node_spec = {
+    .name = "framejit._C.Node",
+    .basicsize = sizeof(fj_Node),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = node_slots,
+};
+
+/* ---- building ----------------------------------------------------------- */
+
+/* A unique name from 'stem' (new reference, NULL on error). */
+static PyObject *unique_name(fj_Graph *g, PyObject *stem)
+{
+    PyObject *name = NULL;
+    int used = PyDict_Contains(g->used_names, stem);
+    if (used < 0)
+        return NULL;
+    if (!used) {
+        name = Py_NewRef(stem);
+    } else {
+        PyObject *cnt = PyDict_GetItemWithError(g->name_counter, stem);
+        long i = cnt ? PyLong_AsLong(cnt) : 1;
+        if (PyErr_Occurred())
+            return NULL;
+        for (;; i++) {
+            name = PyUnicode_FromFormat("%U_%ld", stem, i);
+            if (!name)
+                return NULL;
+            used = PyDict_Contains(g->used_names, name);
+            if (used < 0)
+                goto error;
+            if (!used)
+                break;
+            Py_CLEAR(name);
+        }
+        PyObject *next = PyLong_FromLong(i + 1);
+        if (!next || PyDict_SetItem(g->name_counter, stem, next) < 0) {
+            Py_XDECREF(next);
+            goto error;
+        }
+        Py_DECREF(next);
+    }
+    if (PyDict_SetItem(g->used_names, name, Py_None) < 0)
+        goto error;
+    return name;
+error:
+    Py_XDECREF(name);
+    return NULL;
+}
+
+static fj_Node *node_alloc(int kind)
+{
+    fj_Node *n = (fj_Node *)PyType_GenericAlloc(fj_NodeType, 0);
+    if (!n)
+        return NULL;
+    n->kind = kind;
+    n->last_use = -1;
+    return n;
+}
+
+/* Collects the distinct nodes in 'o' (recursing into tuples, lists and
+   dict values) into 'acc'; sets *deep when one is inside a container.
+   Checks each belongs to 'g' (index below 'limit').  0 or -1. */
+static int collect_inputs(fj_Graph *g, PyObject *o, PyObject *acc, int depth, int *deep, Py_ssize_t limit)
+{
+    if (fj_Node_Check(o)) {
+        fj_Node *n = (fj_Node *)o;
+        if (n->index >= limit || PyList_GET_ITEM(g->nodes, n->index) != o) {
+            PyErr_Format(PyExc_ValueError, "framejit: node %U does not belong to this graph", n->name);
+            return -1;
+        }
+        if (n->kind == FJ_NODE_OUTPUT) {
+            PyErr_SetString(PyExc_ValueError, "framejit: the output node cannot be an argument");
+            return -1;
+        }
+        if (depth > 0)
+            *deep = 1;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(acc); i++)
+            if (PyList_GET_ITEM(acc, i) == o)
+                return 0;
+        return PyList_Append(acc, o);
+    }
+    if (PyTuple_Check(o) || PyList_Check(o)) {
+        if (depth > 50) {
+            PyErr_SetString(PyExc_RecursionError, "framejit: arguments nested too deeply");
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); i++)
+            if (collect_inputs(g, PySequence_Fast_GET_ITEM(o, i), acc, depth + 1, deep, limit) < 0)
+                return -1;
+    }
+    return 0;
+}
+
+/* Appends node 'n' (stolen) using the inputs in 'acc'.  Borrowed node or NULL. */
+static fj_Node *append_node(fj_Graph *g, fj_Node *n, PyObject *acc)
+{
+    n->index = PyList_GET_SIZE(g->nodes);
+    n->inputs = PyList_AsTuple(acc);
+    if (!n->inputs || PyList_Append(g->nodes, (PyObject *)n) < 0) {
+        Py_DECREF(n);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(n->inputs); i++) {
+        fj_Node *in = (fj_Node *)PyTuple_GET_ITEM(n->inputs, i);
+        in->users++;
+        in->last_use = n->index;
+    }
+    Py_DECREF(n); /* the list holds it */
+    return n;
+}
+
+PyObject *fj_graph_new(void)
+{
+    fj_Graph *g = (fj_Graph *)PyType_GenericAlloc(fj_GraphType, 0);
+    if (!g)
+        return NULL;
+    g->nodes = PyList_New(0);
+    g->used_names = PyDict_New();
+    g->name_counter = PyDict_New();
+    g->vectorcall = graph_vectorcall;
+    if (!g->nodes || !g->used_names || !g->name_counter) {
+        Py_DECREF(g);
+        return NULL;
+    }
+    /* names the printed code uses itself (or that are not assignable) */
+    static const char *reserved[] = {"self", "numpy", "abs", "slice", "float", "complex", "Ellipsis", "None",
+                                     "True", "False", "output", NULL};
+    for (int i = 0; reserved[i]; i++) {
+        PyObject *k = PyUnicode_FromString(reserved[i]);
+        if (!k || PyDict_SetItem(g->used_names, k, Py_None) < 0) {
+            Py_XDECREF(k);
+            Py_DECREF(g);
+            return NULL;
+        }
+        Py_DECREF(k);
+    }
+    return (PyObject *)g;
+}
+
+static int check_open(fj_Graph *g)
+{
+    if (g->has_output) {
+        PyErr_SetString(PyExc_RuntimeError, "framejit: the graph already has its output node");
+        return -1;
+    }
+    return 0;
+}
+
+fj_Node *fj_graph_placeholder(PyObject *gobj, PyObject *name, PyObject *example)
+{
+    fj_Graph *g = (fj_Graph *)gobj;
+    fj_Node *n = NULL;
+    PyObject *acc = NULL;
+    if (check_open(g) < 0)
+        return NULL;
+    if (!PyUnicode_Check(name) || !PyUnicode_IsIdentifier(name)) {
+        PyErr_Format(PyExc_ValueError, "framejit: placeholder name must be an identifier, not %R", name);
+        return NULL;
+    }
+    if (g->ncalls > 0) {
+        PyErr_SetString(PyExc_RuntimeError, "framejit: placeholders must come before calls");
+        return NULL;
+    }
+    n = node_alloc(FJ_NODE_PLACEHOLDER);
+    if (!n)
+        return NULL;
+    if (PyArray_Check(example)) {
+        PyArrayObject *a = (PyArrayObject *)example;
+        if (PyArray_NDIM(a) > FJ_MAX_NDIM) {
+            PyErr_Format(PyExc_ValueError, "framejit: arrays with more than %d dimensions are not traced",
+                         FJ_MAX_NDIM);
+            goto error;
+        }
+        n->vkind = FJ_VAL_ARRAY;
+        n->dtype = (PyArray_Descr *)Py_NewRef(PyArray_DESCR(a));
+        n->ndim = PyArray_NDIM(a);
+        memcpy(n->shape, PyArray_DIMS(a), sizeof(npy_intp) * (size_t)n->ndim);
+    } else if (PyArray_IsScalar(example, Generic)) {
+        n->vkind = FJ_VAL_NPSCALAR;
+        n->dtype = PyArray_DescrFromScalar(example);
+        if (!n->dtype)
+            goto error;
+    } else {
+        PyErr_Format(PyExc_TypeError, "framejit: a placeholder example must be an ndarray or a NumPy scalar, not %.100s",
+                     Py_TYPE(example)->tp_name);
+        goto error;
+    }
+    n->name = unique_name(g, name);
+    if (!n->name)
+        goto error;
+    n->target = Py_NewRef(n->name);
+    n->args = PyTuple_New(0);
+    acc = PyList_New(0);
+    if (!n->args || !acc)
+        goto error;
+    g->nplaceholders++;
+    n = append_node(g, n, acc);
+    Py_DECREF(acc);
+    return n;
+error:
+    Py_XDECREF(n);
+    Py_XDECREF(acc);
+    return NULL;
+}
+
+fj_Node *fj_graph_call(PyObject *gobj, const fj_OpDef *op, PyObject *args, PyObject *kwargs)
+{
+    fj_Graph *g = (fj_Graph *)gobj;
+    fj_Meta m = {0};
+    fj_Node *n = NULL;
+    PyObject *acc = NULL, *stem = NULL;
+    int deep = 0;
+    if (check_open(g) < 0)
+        return NULL;
+    if (!PyTuple_Check(args) || (kwargs && !PyDict_Check(kwargs))) {
+        PyErr_SetString(PyExc_TypeError, "framejit: call args must be a tuple and kwargs a dict");
+        return NULL;
+    }
+    if (kwargs && PyDict_GET_SIZE(kwargs) == 0)
+        kwargs = NULL;
+    acc = PyList_New(0);
+    if (!acc || collect_inputs(g, args, acc, 0, &deep, PyList_GET_SIZE(g->nodes)) < 0)
+        goto error;
+    if (kwargs) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(kwargs, &pos, &k, &v))
+            if (collect_inputs(g, v, acc, 1, &deep, PyList_GET_SIZE(g->nodes)) < 0)
+                goto error;
+    }
+    if (fj_ops_infer(op, args, kwargs, &m) < 0)
+        goto error;
+    n = node_alloc(FJ_NODE_CALL);
+    if (!n)
+        goto error;
+    n->op = op;
+    n->vkind = m.vkind;
+    n->dtype = m.dtype;
+    m.dtype = NULL;
+    n->ndim = m.ndim;
+    memcpy(n->shape, m.shape, sizeof(npy_intp) * (size_t)m.ndim);
+    n->deep = deep;
+    n->target = Py_XNewRef(fj_op_target(op));
+    n->args = Py_NewRef(args);
+    if (kwargs) {
+        if (!(n->kwargs = PyDict_Copy(kwargs)))
+            goto error;
+        PyObject *keys = PyDict_Keys(n->kwargs);
+        n->kwnames = keys ? PyList_AsTuple(keys) : NULL;
+        Py_XDECREF(keys);
+        if (!n->kwnames)
+            goto error;
+    }
+    stem = PyUnicode_FromString(op->name);
+    if (!stem || !(n->name = unique_name(g, stem)))
+        goto error;
+    Py_DECREF(stem);
+    g->ncalls++;
+    n = append_node(g, n, acc);
+    Py_DECREF(acc);
+    return n;
+error:
+    Py_XDECREF(m.dtype);
+    Py_XDECREF(n);
+    Py_XDECREF(acc);
+    Py_XDECREF(stem);
+    return NULL;
+}
+
+int fj_graph_output(PyObject *gobj, PyObject *outputs)
+{
+    fj_Graph *g = (fj_Graph *)gobj;
+    fj_Node *n = NULL;
+    PyObject *acc = NULL, *name = NULL;
+    int deep = 0;
+    if (check_open(g) < 0)
+        return -1;
+    if (!PyTuple_Check(outputs)) {
+        PyErr_SetString(PyExc_TypeError, "framejit: graph outputs must be a tuple");
+        return -1;
+    }
+    acc = PyList_New(0);
+    if (!acc || collect_inputs(g, outputs, acc, 1, &deep, PyList_GET_SIZE(g->nodes)) < 0)
+        goto error;
+    n = node_alloc(FJ_NODE_OUTPUT);
+    if (!n)
+        goto error;
+    n->deep = 1;
+    n->name = PyUnicode_FromString("output"); /* reserved: no other node takes it */
+    if (!n->name)
+        goto error;
+    n->args = PyTuple_Pack(1, outputs);
+    if (!n->args)
+        goto error;
+    if (!append_node(g, n, acc)) {
+        n = NULL;
+        goto error;
+    }
+    g->has_output = 1;
+    Py_DECREF(acc);
+    return 0;
+error:
+    Py_XDECREF(n);
+    Py_XDECREF(acc);
+    Py_XDECREF(name);
+    return -1;
+}
+
+Py_ssize_t fj_graph_num_calls(PyObject *g)
+{
+    return ((fj_Graph *)g)->ncalls;
+}
+
+/* ---- running ------------------------------------------------------------ */
+
+/* 'o' with nodes replaced by their values in env (new reference). */
+static PyObject *resolve(PyObject *o, PyObject **env)
+{
+    if (fj_Node_Check(o)) {
+        PyObject *v = env[((fj_Node *)o)->index];
+        if (!v) {
+            PyErr_Format(PyExc_RuntimeError, "framejit internal: value of node %U was released early",
+                         ((fj_Node *)o)->name);
+            return NULL;
+        }
+        return Py_NewRef(v);
+    }
+    if (PyTuple_Check(o) || PyList_Check(o)) {
+        Py_ssize_t len = PySequence_Fast_GET_SIZE(o);
+        PyObject *r = PyTuple_Check(o) ? PyTuple_New(len) : PyList_New(len);
+        for (Py_ssize_t i = 0; r && i < len; i++) {
+            PyObject *v = resolve(PySequence_Fast_GET_ITEM(o, i), env);
+            if (!v) {
+                Py_CLEAR(r);
+                break;
+            }
+            if (PyTuple_Check(r))
+                PyTuple_SET_ITEM(r, i, v);
+            else
+                PyList_SET_ITEM(r, i, v);
+        }
+        return r;
+    }
+    return Py_NewRef(o);
+}
+
+#define FJ_SMALL_ARGS 8
+
+/* Runs one call node (new reference, NULL on error). */
+static PyObject *run_call(fj_Node *n, PyObject **env)
+{
+    Py_ssize_t nargs = PyTuple_GET_SIZE(n->args);
+    Py_ssize_t nkw = n->kwnames ? PyTuple_GET_SIZE(n->kwnames) : 0, total = nargs + nkw;
+    PyObject *small[FJ_SMALL_ARGS + 1], **stack = small, **argv, *res = NULL;
+    Py_ssize_t filled = 0;
+    if (total + 1 > FJ_SMALL_ARGS + 1) {
+        stack = PyMem_Malloc(sizeof(PyObject *) * (size_t)(total + 1));
+        if (!stack)
+            return PyErr_NoMemory();
+    }
+    argv = stack + 1;
+    for (Py_ssize_t i = 0; i < total; i++, filled++) {
+        PyObject *a = i < nargs ? PyTuple_GET_ITEM(n->args, i)
+                                : PyDict_GetItem(n->kwargs, PyTuple_GET_ITEM(n->kwnames, i - nargs));
+        if (n->deep) {
+            if (!(argv[i] = resolve(a, env)))
+                goto done;
+        } else if (fj_Node_Check(a)) {
+            argv[i] = env[((fj_Node *)a)->index];
+            if (!argv[i]) {
+                PyErr_SetString(PyExc_RuntimeError, "framejit internal: value released early");
+                goto done;
+            }
+        } else {
+            argv[i] = a;
+        }
+    }
+    size_t nf = (size_t)nargs | PY_VECTORCALL_ARGUMENTS_OFFSET;
+    switch (n->op->kind) {
+    case FJ_OP_METHOD:
+        res = PyObject_VectorcallMethod(n->target, argv, nf, n->kwnames);
+        break;
+    case FJ_OP_ATTR:
+        res = PyObject_GetAttr(argv[0], n->target);
+        break;
+    default:
+        res = PyObject_Vectorcall(n->target, argv, nf, n->kwnames);
+    }
+done:
+    if (n->deep)
+        for (Py_ssize_t i = 0; i < filled; i++)
+            Py_DECREF(argv[i]);
+    if (stack != small)
+        PyMem_Free(stack);
+    return res;
+}
+
+PyObject *fj_graph_run(PyObject *gobj, PyObject *const *inputs, Py_ssize_t ninputs)
+{
+    fj_Graph *g = (fj_Graph *)gobj;
+    Py_ssize_t nnodes = PyList_GET_SIZE(g->nodes), k = 0;
+    PyObject **env = NULL, *result = NULL;
+    if (!g->has_output) {
+        PyErr_SetString(PyExc_RuntimeError, "framejit: cannot run a graph without an output node");
+        return NULL;
+    }
+    if (ninputs != g->nplaceholders) {
+        PyErr_Format(PyExc_TypeError, "framejit graph takes %zd inputs but %zd were given", g->nplaceholders,
+                     ninputs);
+        return NULL;
+    }
+    env = PyMem_Calloc((size_t)nnodes + 1, sizeof(PyObject *));
+    if (!env)
+        return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < nnodes; i++) {
+        fj_Node *n = (fj_Node *)PyList_GET_ITEM(g->nodes, i);
+        switch (n->kind) {
+        case FJ_NODE_PLACEHOLDER:
+            env[i] = Py_NewRef(inputs[k++]);
+            break;
+        case FJ_NODE_CALL:
+            if (!(env[i] = run_call(n, env)))
+                goto done;
+            break;
+        case FJ_NODE_OUTPUT:
+            result = resolve(PyTuple_GET_ITEM(n->args, 0), env);
+            if (!result)
+                goto done;
+            break;
+        }
+        if (n->last_use < 0)
+            Py_CLEAR(env[i]);
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(n->inputs); j++) {
+            fj_Node *in = (fj_Node *)PyTuple_GET_ITEM(n->inputs, j);
+            if (in->last_use == i)
+                Py_CLEAR(env[in->index]);
+        }
+    }
+done:
+    for (Py_ssize_t i = 0; i < nnodes; i++)
+        Py_XDECREF(env[i]);
+    PyMem_Free(env);
+    return result;
+}
+
+static PyObject *graph_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    if (kwnames && PyTuple_GET_SIZE(kwnames)) {
+        PyErr_SetString(PyExc_TypeError, "framejit graph takes no keyword arguments");
+        return NULL;
+    }
+    return fj_graph_run(self, args, PyVectorcall_NARGS(nargsf));
+}
+
+/* ---- printing ----------------------------------------------------------- */
+
+static PyObject *fmt_float(double d)
+{
+    if (isnan(d))
+        return PyUnicode_FromString("float('nan')");
+    if (isinf(d))
+        return PyUnicode_FromString(d > 0 ? "float('inf')" : "float('-inf')");
+    PyObject *f = PyFloat_FromDouble(d);
+    PyObject *r = f ? PyObject_Repr(f) : NULL;
+    Py_XDECREF(f);
+    return r;
+}
+
+/* Python source text of a constant or node (new reference str). */
+static PyObject *fmt_value(PyObject *o)
+{
+    if (fj_Node_Check(o))
+        return Py_NewRef(((fj_Node *)o)->name);
+    if (PyTuple_Check(o) || PyList_Check(o)) {
+        int tup = PyTuple_Check(o);
+        Py_ssize_t len = PySequence_Fast_GET_SIZE(o);
+        PyObject *parts = PyList_New(len), *sep = NULL, *joined = NULL, *r = NULL;
+        if (!parts)
+            return NULL;
+        for (Py_ssize_t i = 0; i < len; i++) {
+            PyObject *s = fmt_value(PySequence_Fast_GET_ITEM(o, i));
+            if (!s)
+                goto seq_done;
+            PyList_SET_ITEM(parts, i, s);
+        }
+        if (!(sep = PyUnicode_FromString(", ")) || !(joined = PyUnicode_Join(sep, parts)))
+            goto seq_done;
+        r = PyUnicode_FromFormat(tup ? (len == 1 ? "(%U,)" : "(%U)") : "[%U]", joined);
+    seq_done:
+        Py_XDECREF(parts);
+        Py_XDECREF(sep);
+        Py_XDECREF(joined);
+        return r;
+    }
+    if (PySlice_Check(o)) {
+        PySliceObject *s = (PySliceObject *)o;
+        PyObject *a = fmt_value(s->start), *b = a ? fmt_value(s->stop) : NULL, *c = b ? fmt_value(s->step) : NULL;
+        PyObject *r = c ? PyUnicode_FromFormat("slice(%U, %U, %U)", a, b, c) : NULL;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(c);
+        return r;
+    }
+    if (o == Py_Ellipsis)
+        return PyUnicode_FromString("Ellipsis");
+    if (PyFloat_CheckExact(o))
+        return fmt_float(PyFloat_AS_DOUBLE(o));
+    if (PyComplex_CheckExact(o)) {
+        Py_complex c = PyComplex_AsCComplex(o);
+        if (isfinite(c.real) && isfinite(c.imag))
+            return PyObject_Repr(o);
+        PyObject *a = fmt_float(c.real), *b = a ? fmt_float(c.imag) : NULL;
+        PyObject *r = b ? PyUnicode_FromFormat("complex(%U, %U)", a, b) : NULL;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return r;
+    }
+    if (PyArray_DescrCheck(o)) {
+        PyObject *r = PyObject_Repr(o);
+        Py_XSETREF(r, r ? PyUnicode_FromFormat("numpy.%U", r) : NULL);
+        return r;
+    }
+    if (PyType_Check(o)) {
+        PyTypeObject *t = (PyTypeObject *)o;
+        if (strncmp(t->tp_name, "numpy.", 6) == 0)
+            return PyUnicode_FromFormat("numpy.%s", _PyType_Name(t));
+        return PyUnicode_FromString(_PyType_Name(t));
+    }
+    if (PyArray_IsScalar(o, Generic)) {
+        PyObject *item = PyObject_CallMethod(o, "item", NULL);
+        PyObject *s = item ? fmt_value(item) : NULL;
+        PyObject *r = s ? PyUnicode_FromFormat("numpy.%s(%U)", _PyType_Name(Py_TYPE(o)), s) : NULL;
+        Py_XDECREF(item);
+        Py_XDECREF(s);
+        return r;
+    }
+    return PyObject_Repr(o);
+}
+
+/* An operand of an infix operator: negative constants get parentheses. */
+static PyObject *fmt_operand(PyObject *o)
+{
+    PyObject *s = fmt_value(o);
+    if (s && !fj_Node_Check(o) && PyUnicode_GET_LENGTH(s) > 0 && PyUnicode_READ_CHAR(s, 0) == '-')
+        Py_SETREF(s, PyUnicode_FromFormat("(%U)", s));
+    return s;
+}
+
+/* "a, b, k=v" for args[start:] and kwargs (code form), new reference. */
+static PyObject *fmt_call_args(fj_Node *n, Py_ssize_t start)
+{
+    PyObject *parts = PyList_New(0), *sep = NULL, *r = NULL, *s = NULL;
+    if (!parts)
+        return NULL;
+    for (Py_ssize_t i = start; i < PyTuple_GET_SIZE(n->args); i++) {
+        if (!(s = fmt_value(PyTuple_GET_ITEM(n->args, i))) || PyList_Append(parts, s) < 0)
+            goto done;
+        Py_CLEAR(s);
+    }
+    if (n->kwargs) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(n->kwargs, &pos, &k, &v)) {
+            PyObject *vs = fmt_value(v);
+            if (!vs)
+                goto done;
+            s = PyUnicode_FromFormat("%U=%U", k, vs);
+            Py_DECREF(vs);
+            if (!s || PyList_Append(parts, s) < 0)
+                goto done;
+            Py_CLEAR(s);
+        }
+    }
+    if ((sep = PyUnicode_FromString(", ")))
+        r = PyUnicode_Join(sep, parts);
+done:
+    Py_XDECREF(parts);
+    Py_XDECREF(sep);
+    Py_XDECREF(s);
+    return r;
+}
+
+/* The expression (or statement tail) computing call node 'n'. */
+static PyObject *fmt_call_expr(fj_Node *n)
+{
+    const fj_OpDef *op = n->op;
+    PyObject *a = NULL, *b = NULL, *r = NULL;
+    Py_ssize_t nargs = PyTuple_GET_SIZE(n->args);
+    switch (op->kind) {
+    case FJ_OP_BINOP:
+    case FJ_OP_COMPARE:
+    case FJ_OP_INPLACE:
+        if (nargs != 2)
+            break;
+        if (!(a = fmt_operand(PyTuple_GET_ITEM(n->args, 0))) || !(b = fmt_operand(PyTuple_GET_ITEM(n->args, 1))))
+            goto done;
+        if (op->kind == FJ_OP_INPLACE) /* keep CPython's in-place semantics: name = a; name op= b */
+            r = PyUnicode_FromFormat("%U;  %U %s %U", a, n->name, op->symbol, b);
+        else
+            r = PyUnicode_FromFormat("%U %s %U", a, op->symbol, b);
+        goto done;
+    case FJ_OP_UNARY:
+        if (nargs != 1 || !(a = fmt_operand(PyTuple_GET_ITEM(n->args, 0))))
+            goto done;
+        r = op->symbol ? PyUnicode_FromFormat("%s%U", op->symbol, a) : PyUnicode_FromFormat("%s(%U)", op->attr, a);
+        goto done;
+    case FJ_OP_GETITEM:
+        if (nargs != 2 || !(a = fmt_operand(PyTuple_GET_ITEM(n->args, 0))) ||
+            !(b = fmt_value(PyTuple_GET_ITEM(n->args, 1))))
+            goto done;
+        r = PyUnicode_FromFormat("%U[%U]", a, b);
+        goto done;
+    case FJ_OP_ATTR:
+        if (!(a = fmt_operand(PyTuple_GET_ITEM(n->args, 0))))
+            goto done;
+        r = PyUnicode_FromFormat("%U.%s", a, op->attr);
+        goto done;
+    case FJ_OP_METHOD:
+        if (!(a = fmt_operand(PyTuple_GET_ITEM(n->args, 0))) || !(b = fmt_call_args(n, 1)))
+            goto done;
+        r = PyUnicode_FromFormat(fj_Node_Check(PyTuple_GET_ITEM(n->args, 0)) ? "%U.%s(%U)" : "(%U).%s(%U)", a,
+                                 op->attr, b);
+        goto done;
+    default:
+        break;
+    }
+    if (!(b = fmt_call_args(n, 0)))
+        goto done;
+    if (strcmp(op->module, "builtins") == 0)
+        r = PyUnicode_FromFormat("%s(%U)", op->attr, b);
+    else
+        r = PyUnicode_FromFormat("%s(%U)", fj_op_qualname(op), b);
+done:
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return r;
+}
+
+PyObject *fj_graph_code(PyObject *gobj)
+{
+    fj_Graph *g = (fj_Graph *)gobj;
+    PyObject *lines = PyList_New(0), *params = PyList_New(0), *s = NULL, *r = NULL, *sep = NULL;
+    if (!lines || !params)
+        goto done;
+    if (!(s = PyUnicode_FromString("self")) || PyList_Append(params, s) < 0)
+        goto done;
+    Py_CLEAR(s);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(g->nodes); i++) {
+        fj_Node *n = (fj_Node *)PyList_GET_ITEM(g->nodes, i);
+        if (n->kind == FJ_NODE_PLACEHOLDER) {
+            if (PyList_Append(params, n->name) < 0)
+                goto done;
+            continue;
+        }
+        PyObject *expr;
+        if (n->kind == FJ_NODE_OUTPUT) {
+            expr = fmt_value(PyTuple_GET_ITEM(n->args, 0));
+            s = expr ? PyUnicode_FromFormat("    return %U", expr) : NULL;
+        } else {
+            expr = fmt_call_expr(n);
+            s = expr ? PyUnicode_FromFormat("    %U = %U", n->name, expr) : NULL;
+        }
+        Py_XDECREF(expr);
+        if (!s)
+            goto done;
+        /* release inputs whose last use this is, like torch.fx does */
+        if (n->kind != FJ_NODE_OUTPUT) {
+            int first = 1;
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(n->inputs); j++) {
+                fj_Node *in = (fj_Node *)PyTuple_GET_ITEM(n->inputs, j);
+                if (in->last_use != i)
+                    continue;
+                Py_SETREF(s, PyUnicode_FromFormat(first ? "%U;  %U" : "%U = %U", s, in->name));
+                if (!s)
+                    goto done;
+                first = 0;
+            }
+            if (!first)
+                Py_SETREF(s, PyUnicode_FromFormat("%U = None", s));
+            if (!s)
+                goto done;
+        }
+        if (PyList_Append(lines, s) < 0)
+            goto done;
+        Py_CLEAR(s);
+    }
+    if (!(sep = PyUnicode_FromString(", ")) || !(s = PyUnicode_Join(sep, params)))
+        goto done;
+    Py_SETREF(sep, PyUnicode_FromString("\n"));
+    if (!sep)
+        goto done;
+    PyObject *body = PyUnicode_Join(sep, lines);
+    if (body)
+        r = PyUnicode_FromFormat("def forward(%U):\n%U\n", s, body);
+    Py_XDECREF(body);
+done:
+    Py_XDECREF(lines);
+    Py_XDECREF(params);
+    Py_XDECREF(s);
+    Py_XDECREF(sep);
+    return r;
+}
+
+/* Text of the kwargs column: {'axis': 1}. */
+static PyObject *fmt_kwargs(fj_Node *n)
+{
+    PyObject *parts = PyList_New(0), *sep = NULL, *j = NULL, *r = NULL;
+    if (!parts)
+        return NULL;
+    if (n->kwargs) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(n->kwargs, &pos, &k, &v)) {
+            PyObject *vs = fmt_value(v);
+            PyObject *s = vs ? PyUnicode_FromFormat("%R: %U", k, vs) : NULL;
+            Py_XDECREF(vs);
+            if (!s || PyList_Append(parts, s) < 0) {
+                Py_XDECREF(s);
+                goto done;
+            }
+            Py_DECREF(s);
+        }
+    }
+    if ((sep = PyUnicode_FromString(", ")) && (j = PyUnicode_Join(sep, parts)))
+        r = PyUnicode_FromFormat("{%U}", j);
+done:
+    Py_XDECREF(parts);
+    Py_XDECREF(sep);
+    Py_XDECREF(j);
+    return r;
+}
+
+PyObject *fj_graph_tabular(PyObject *gobj)
+{
+    fj_Graph *g = (fj_Graph *)gobj;
+    Py_ssize_t nn = PyList_GET_SIZE(g->nodes);
+    PyObject *rows = PyList_New(0), *lines = PyList_New(0), *r = NULL, *nl = NULL;
+    Py_ssize_t width[5] = {0};
+    if (!rows || !lines)
+        goto done;
+    {
+        PyObject *hdr = Py_BuildValue("(sssss)", "opcode", "name", "target", "args", "kwargs");
+        if (!hdr || PyList_Append(rows, hdr) < 0) {
+            Py_XDECREF(hdr);
+            goto done;
+        }
+        Py_DECREF(hdr);
+    }
+    for (Py_ssize_t i = 0; i < nn; i++) {
+        fj_Node *n = (fj_Node *)PyList_GET_ITEM(g->nodes, i);
+        PyObject *target, *args, *kw, *row;
+        if (n->kind == FJ_NODE_CALL)
+            target = n->op->module ? PyUnicode_FromString(fj_op_qualname(n->op)) : Py_NewRef(n->target);
+        else
+            target = Py_NewRef(n->name);
+        args = fmt_value(n->args);
+        kw = fmt_kwargs(n);
+        row = target && args && kw ? Py_BuildValue("(sOOOO)", node_opname(n), n->name, target, args, kw) : NULL;
+        Py_XDECREF(target);
+        Py_XDECREF(args);
+        Py_XDECREF(kw);
+        if (!row || PyList_Append(rows, row) < 0) {
+            Py_XDECREF(row);
+            goto done;
+        }
+        Py_DECREF(row);
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rows); i++)
+        for (int c = 0; c < 5; c++) {
+            Py_ssize_t l = PyUnicode_GET_LENGTH(PyTuple_GET_ITEM(PyList_GET_ITEM(rows, i), c));
+            if (l > width[c])
+                width[c] = l;
+        }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rows); i++) {
+        PyObject *row = PyList_GET_ITEM(rows, i);
+        for (int pass = 0; pass < (i == 0 ? 2 : 1); pass++) {
+            PyObject *line = PyUnicode_FromString("");
+            for (int c = 0; line && c < 5; c++) {
+                PyObject *cell = PyTuple_GET_ITEM(row, c);
+                Py_ssize_t len = pass ? width[c] : PyUnicode_GET_LENGTH(cell);
+                PyObject *txt = pass ? PyUnicode_New(len, 127) : Py_NewRef(cell);
+                if (txt && pass)
+                    for (Py_ssize_t k = 0; k < len; k++)
+                        PyUnicode_WRITE(PyUnicode_1BYTE_KIND, PyUnicode_DATA(txt), k, '-');
+                if (!txt) {
+                    Py_CLEAR(line);
+                    break;
+                }
+                Py_SETREF(line, PyUnicode_Concat(line, txt));
+                Py_DECREF(txt);
+                if (line && c < 4) {
+                    PyObject *pad = PyUnicode_New(width[c] - len + 2, 127);
+                    if (pad)
+                        for (Py_ssize_t k = 0; k < width[c] - len + 2; k++)
+                            PyUnicode_WRITE(PyUnicode_1BYTE_KIND, PyUnicode_DATA(pad), k, ' ');
+                    Py_SETREF(line, pad ? PyUnicode_Concat(line, pad) : NULL);
+                    Py_XDECREF(pad);
+                }
+            }
+            if (!line || PyList_Append(lines, line) < 0) {
+                Py_XDECREF(line);
+                goto done;
+            }
+            Py_DECREF(line);
+        }
+    }
+    if ((nl = PyUnicode_FromString("\n")))
+        r = PyUnicode_Join(nl, lines);
+    if (r)
+        Py_SETREF(r, PyUnicode_FromFormat("%U\n", r));
+done:
+    Py_XDECREF(rows);
+    Py_XDECREF(lines);
+    Py_XDECREF(nl);
+    return r;
+}
+
+/* ---- Graph (Python surface) --------------------------------------------- */
+
+static PyObject *graph_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
+{
+    if (PyTuple_GET_SIZE(args) || (kw && PyDict_GET_SIZE(kw))) {
+        PyErr_SetString(PyExc_TypeError, "Graph() takes no arguments");
+        return NULL;
+    }
+    return fj_graph_new();
+}
+
+static void graph_dealloc(fj_Graph *g)
+{
+    PyTypeObject *tp = Py_TYPE(g);
+    Py_XDECREF(g->nodes);
+    Py_XDECREF(g->used_names);
+    Py_XDECREF(g->name_counter);
+    tp->tp_free((PyObject *)g);
+    Py_DECREF(tp);
+}
+
+static Py_ssize_t graph_len(fj_Graph *g)
+{
+    return PyList_GET_SIZE(g->nodes);
+}
+
+static PyObject *graph_get_nodes(fj_Graph *g, void *c)
+{
+    return PyList_GetSlice(g->nodes, 0, PyList_GET_SIZE(g->nodes));
+}
+
+static PyObject *graph_get_placeholders(fj_Graph *g, void *c)
+{
+    return PyList_GetSlice(g->nodes, 0, g->nplaceholders);
+}
+
+static PyObject *graph_get_num_calls(fj_Graph *g, void *c)
+{
+    return PyLong_FromSsize_t(g->ncalls);
+}
+
+static PyObject *graph_get_code(fj_Graph *g, void *c)
+{
+    return fj_graph_code((PyObject *)g);
+}
+
+static PyObject *graph_tabular(fj_Graph *g, PyObject *unused)
+{
+    return fj_graph_tabular((PyObject *)g);
+}
+
+static PyObject *graph_print_tabular(fj_Graph *g, PyObject *unused)
+{
+    PyObject *s = fj_graph_tabular((PyObject *)g);
+    if (!s)
+        return NULL;
+    PyObject *r = PyObject_CallFunction(PyDict_GetItemString(PyEval_GetBuiltins(), "print"), "Os", s, "");
+    Py_DECREF(s);
+    return r;
+}
+
+static PyObject *graph_py_placeholder(fj_Graph *g, PyObject *args)
+{
+    PyObject *name, *example;
+    if (!PyArg_ParseTuple(args, "UO:placeholder", &name, &example))
+        return NULL;
+    return Py_XNewRef((PyObject *)fj_graph_placeholder((PyObject *)g, name, example));
+}
+
+/* g.call(target, args=(), kwargs=None): target is a NumPy / operator
+   callable, or a method or attribute name. */
+static PyObject *graph_py_call(fj_Graph *g, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"target", "args", "kwargs", NULL};
+    PyObject *target, *cargs = NULL, *ckw = NULL, *tup = NULL;
+    const fj_OpDef *op;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OO:call", kwlist, &target, &cargs, &ckw))
+        return NULL;
+    if (PyUnicode_Check(target)) {
+        op = fj_ops_for_method(target);
+        if (!op)
+            op = fj_ops_for_attr(target);
+        if (!op && PyUnicode_CompareWithASCIIString(target, "getitem") == 0)
+            op = fj_ops_for_getitem();
+    } else {
+        op = fj_ops_for_callable(target);
+    }
+    if (!op) {
+        PyErr_Format(PyExc_TypeError, "framejit: unknown operation %R", target);
+        return NULL;
+    }
+    if (ckw == Py_None)
+        ckw = NULL;
+    if (ckw && !PyDict_Check(ckw)) {
+        PyErr_SetString(PyExc_TypeError, "framejit: kwargs must be a dict");
+        return NULL;
+    }
+    tup = cargs ? PySequence_Tuple(cargs) : PyTuple_New(0);
+    if (!tup)
+        return NULL;
+    PyObject *r = Py_XNewRef((PyObject *)fj_graph_call((PyObject *)g, op, tup, ckw));
+    Py_DECREF(tup);
+    return r;
+}
+
+static PyObject *graph_py_output(fj_Graph *g, PyObject *outputs)
+{
+    PyObject *t = PyTuple_Check(outputs) ? Py_NewRef(outputs)
+                  : PyList_Check(outputs) ? PyList_AsTuple(outputs)
+                                          : PyTuple_Pack(1, outputs);
+    if (!t)
+        return NULL;
+    int rc = fj_graph_output((PyObject *)g, t);
+    Py_DECREF(t);
+    if (rc < 0)
+        return NULL;
+    return Py_NewRef(PyList_GET_ITEM(g->nodes, PyList_GET_SIZE(g->nodes) - 1));
+}
+
+static PyObject *graph_repr(fj_Graph *g)
+{
+    return PyUnicode_FromFormat("<framejit graph: %zd inputs, %zd calls>", g->nplaceholders, g->ncalls);
+}
+
+static PyMethodDef graph_methods[] = {
+    {"placeholder", (PyCFunction)graph_py_placeholder, METH_VARARGS,
+     "placeholder(name, example) -> Node: an input whose metadata is read from 'example'."},
+    {"call", (PyCFunction)(void (*)(void))graph_py_call, METH_VARARGS | METH_KEYWORDS,
+     "call(target, args=(), kwargs=None) -> Node: a call of a known operation."},
+    {"output", (PyCFunction)graph_py_output, METH_O, "output(values): the graph's output tuple."},
+    {"tabular", (PyCFunction)graph_tabular, METH_NOARGS, "The nodes as a table (str)."},
+    {"print_tabular", (PyCFunction)graph_print_tabular, METH_NOARGS, "Print the nodes as a table."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef graph_getset[] = {
+    {"nodes", (getter)graph_get_nodes, NULL, "list of nodes in order", NULL},
+    {"placeholders", (getter)graph_get_placeholders, NULL, "list of placeholder nodes", NULL},
+    {"num_calls", (getter)graph_get_num_calls, NULL, "number of call nodes", NULL},
+    {"code", (getter)graph_get_code, NULL, "Python source of the graph (def forward(self, ...))", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef graph_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(fj_Graph, vectorcall), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot graph_slots[] = {
+    {Py_tp_new, graph_new},
+    {Py_tp_dealloc, graph_dealloc},
+    {Py_tp_repr, graph_repr},
+    {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_methods, graph_methods},
+    {Py_tp_getset, graph_getset},
+    {Py_tp_members, graph_members},
+    {Py_sq_length, graph_len},
+    {Py_tp_doc, "A framejit operator graph; calling it runs it eagerly (node by node, in C)."},
+    {0, NULL},
+};
+
+static PyType_Spec graph_spec = {
+    .name = "framejit._C.Graph",
+    .basicsize = sizeof(fj_Graph),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .slots = graph_slots,
+};
+
 int fj_graph_init(PyObject *module)
 {
-    (void)module;
+    fj_NodeType = (PyTypeObject *)PyType_FromSpec(&node_spec);
+    if (!fj_NodeType)
+        return -1;
+    fj_GraphType = (PyTypeObject *)PyType_FromSpec(&graph_spec);
+    if (!fj_GraphType)
+        return -1;
+    if (PyModule_AddObjectRef(module, "Node", (PyObject *)fj_NodeType) < 0 ||
+        PyModule_AddObjectRef(module, "Graph", (PyObject *)fj_GraphType) < 0)
+        return -1;
     return 0;
 }

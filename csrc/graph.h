@@ -1,11 +1,82 @@
 /*
-** graph.h: (placeholder until the graph subsystem lands).
+** graph.h: the operator graph IR (framejit._C.Graph / framejit._C.Node).
+**
+** Responsible for: nodes (placeholder, call, output) with their targets,
+** arguments and inferred metadata; unique node names; printing a graph as a
+** table and as Python source; running a graph eagerly from C (the `eager`
+** backend returns the graph, which is callable); a small Python-side
+** builder used by tests.
+**
+** Not responsible for: knowing what an operation does (ops.c: the table and
+** the metadata inference), tracing bytecode, guards.
+**
+** Ownership: a graph owns its nodes (strong, in order); a node owns its
+** target, args, kwargs and dtype.  Nodes only refer to earlier nodes, so
+** there are no reference cycles.
 */
 #ifndef FJ_GRAPH_H
 #define FJ_GRAPH_H
-#include "compat.h"
+#include "ops.h"
 
-/* Adds this subsystem's names to framejit._C. Returns -1 on error. */
+enum { FJ_NODE_PLACEHOLDER = 1, FJ_NODE_CALL = 2, FJ_NODE_OUTPUT = 3 };
+
+typedef struct fj_Node {
+    PyObject_HEAD
+    int kind;              /* FJ_NODE_* */
+    PyObject *name;        /* strong: str, unique in the graph */
+    PyObject *target;      /* strong: callable, or method/attribute name (str); for placeholders the name; NULL for output */
+    const fj_OpDef *op;    /* static row; NULL for placeholder/output */
+    PyObject *args;        /* strong: tuple (fj_Node items or constants, nested tuples/lists allowed) */
+    PyObject *kwargs;      /* strong: dict or NULL */
+    Py_ssize_t index;      /* position in the graph's node list */
+    /* metadata (placeholders and calls) */
+    int vkind;             /* FJ_VAL_ARRAY or FJ_VAL_NPSCALAR; 0 for output */
+    PyArray_Descr *dtype;  /* strong; NULL for output */
+    int ndim;
+    npy_intp shape[FJ_MAX_NDIM];
+    int users;             /* number of later nodes using this one (each use counted once per node) */
+    /* runner bookkeeping */
+    Py_ssize_t last_use;   /* index of the last node that uses this one; -1 if unused */
+    PyObject *inputs;      /* strong: tuple of the distinct fj_Node this node reads */
+    PyObject *kwnames;     /* strong: tuple of kwargs keys, or NULL */
+    int deep;              /* args/kwargs hold nodes inside tuples/lists */
+} fj_Node;
+
+/* The Node type; valid after fj_graph_init. */
+extern PyTypeObject *fj_NodeType;
+#define fj_Node_Check(o) (Py_TYPE(o) == fj_NodeType)
+
+/* A new empty graph (new reference, NULL on error). */
+PyObject *fj_graph_new(void);
+/*
+** Appends a placeholder named 'name' (a str; made unique with a _N suffix
+** if taken) whose metadata is read from 'example' (an ndarray or a NumPy
+** scalar; anything else is a TypeError).  Returns the node, borrowed (the
+** graph owns it), or NULL on error.
+*/
+fj_Node *fj_graph_placeholder(PyObject *g, PyObject *name, PyObject *example);
+/*
+** Appends a call of 'op' with 'args' (tuple) and 'kwargs' (dict or NULL;
+** neither is stolen) after inferring its output metadata.  On an
+** unsupported combination returns NULL with a TypeError/ValueError/
+** IndexError set that names the op and the problem, and the graph is
+** unchanged.  Returns the node, borrowed.
+*/
+fj_Node *fj_graph_call(PyObject *g, const fj_OpDef *op, PyObject *args, PyObject *kwargs);
+/* Appends the output node returning 'outputs' (a tuple of nodes and
+   constants; not stolen).  Only once per graph.  0, or -1 on error. */
+int fj_graph_output(PyObject *g, PyObject *outputs);
+/* Number of call nodes (for counters["stats"]["calls_captured"]). */
+Py_ssize_t fj_graph_num_calls(PyObject *g);
+/* Runs the graph eagerly: new reference to the output tuple, NULL on error. */
+PyObject *fj_graph_run(PyObject *g, PyObject *const *inputs, Py_ssize_t n);
+/* Python source of the graph (new reference str, NULL on error). */
+PyObject *fj_graph_code(PyObject *g);
+/* The tabular listing (new reference str, NULL on error). */
+PyObject *fj_graph_tabular(PyObject *g);
+int fj_Graph_Check(PyObject *o);
+
+/* Adds Graph and Node to framejit._C. Returns -1 on error. */
 int fj_graph_init(PyObject *module);
 
 #endif

@@ -1,10 +1,860 @@
 /*
-** ops.c: (placeholder until the ops subsystem lands).
+** ops.c: the op table, its lookups, argument binding and dtype inference.
+**
+** Responsible for: the rows (one per way an operation is met: a NumPy
+** callable, an ndarray method, an operator), resolving each row's target
+** object once (lazily, importing numpy/operator), the identity and name
+** lookups, binding call arguments to a row's parameters, and the dtype /
+** result-kind inference: the operation runs once on tiny stand-ins (ones of
+** shape (1,)*ndim with the input dtypes; Python scalars passed as they are,
+** so NEP 50 weak-scalar promotion applies) with warnings silenced, and the
+** result is cached per signature.  Also the static attributes (shape, ndim,
+** dtype, size) that are not graph nodes.
+**
+** Not responsible for: shape rules (ops_shape.c), nodes and graphs (graph.c).
+**
+** Adding a NumPy function is one row in fj_op_table below.
 */
 #include "ops.h"
+#include "graph.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+/* ---- the table ---------------------------------------------------------- */
+
+#define UFUNC_KW "dtype,where?,casting,order?,subok?,signature?"
+#define UF1(n) {n, FJ_OP_FUNC, "numpy", n, 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "x,out?," UFUNC_KW, 0}
+#define UF2(n) {n, FJ_OP_FUNC, "numpy", n, 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "x1,x2,out?," UFUNC_KW, 0}
+#define BINOP(n, code, sym) {n, FJ_OP_BINOP, "operator", n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "a,b", 0}
+#define INPLACE(n, code, sym) {n, FJ_OP_INPLACE, "operator", n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "a,b", 0}
+#define CMP(n, code, sym) {n, FJ_OP_COMPARE, "operator", n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "a,b", 0}
+#define UNARY(n, mod, code, sym) {n, FJ_OP_UNARY, mod, n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "a", 0}
+/* reductions: as numpy functions (first param 'a') and as methods ('self') */
+#define RED(n, rule, params, flags)                                                   \
+    {n, FJ_OP_FUNC, "numpy", n, 0, NULL, rule, FJ_DT_RUN, 1, "a," params, flags},     \
+    {n, FJ_OP_METHOD, NULL, n, 0, NULL, rule, FJ_DT_RUN, 1, "self," params, flags}
+#define SUM_P "axis,dtype,out?,keepdims,initial?,where?"
+#define MEAN_P "axis,dtype,out?,keepdims,where?"
+#define STD_P "axis,dtype,out?,ddof,keepdims,where?,mean?,correction"
+#define MAX_P "axis,out?,keepdims,initial?,where?"
+#define ARG_P "axis,out?,keepdims"
+#define ANY_P "axis,out?,keepdims,where?"
+
+#ifndef NB_ADD /* 3.11 BINARY_OP opargs (Include/opcode.h); compat.h brings them in when supported */
+#define NB_ADD 0
+#define NB_AND 1
+#define NB_FLOOR_DIVIDE 2
+#define NB_LSHIFT 3
+#define NB_MATRIX_MULTIPLY 4
+#define NB_MULTIPLY 5
+#define NB_REMAINDER 6
+#define NB_OR 7
+#define NB_POWER 8
+#define NB_RSHIFT 9
+#define NB_SUBTRACT 10
+#define NB_TRUE_DIVIDE 11
+#define NB_XOR 12
+#define NB_INPLACE_ADD 13
+#define NB_INPLACE_AND 14
+#define NB_INPLACE_FLOOR_DIVIDE 15
+#define NB_INPLACE_LSHIFT 16
+#define NB_INPLACE_MATRIX_MULTIPLY 17
+#define NB_INPLACE_MULTIPLY 18
+#define NB_INPLACE_REMAINDER 19
+#define NB_INPLACE_OR 20
+#define NB_INPLACE_POWER 21
+#define NB_INPLACE_RSHIFT 22
+#define NB_INPLACE_SUBTRACT 23
+#define NB_INPLACE_TRUE_DIVIDE 24
+#define NB_INPLACE_XOR 25
+#endif
+
+static const fj_OpDef fj_op_table[] = {
+    /* Python operators (BINARY_OP, COMPARE_OP, unary opcodes) */
+    BINOP("add", NB_ADD, "+"), BINOP("sub", NB_SUBTRACT, "-"), BINOP("mul", NB_MULTIPLY, "*"),
+    BINOP("truediv", NB_TRUE_DIVIDE, "/"), BINOP("floordiv", NB_FLOOR_DIVIDE, "//"),
+    BINOP("mod", NB_REMAINDER, "%"), BINOP("pow", NB_POWER, "**"),
+    BINOP("and_", NB_AND, "&"), BINOP("or_", NB_OR, "|"), BINOP("xor", NB_XOR, "^"),
+    BINOP("lshift", NB_LSHIFT, "<<"), BINOP("rshift", NB_RSHIFT, ">>"),
+    {"matmul", FJ_OP_BINOP, "operator", "matmul", NB_MATRIX_MULTIPLY, "@", FJ_SH_MATMUL, FJ_DT_RUN, 2, "a,b", 0},
+    INPLACE("iadd", NB_INPLACE_ADD, "+="), INPLACE("isub", NB_INPLACE_SUBTRACT, "-="),
+    INPLACE("imul", NB_INPLACE_MULTIPLY, "*="), INPLACE("itruediv", NB_INPLACE_TRUE_DIVIDE, "/="),
+    INPLACE("ifloordiv", NB_INPLACE_FLOOR_DIVIDE, "//="), INPLACE("imod", NB_INPLACE_REMAINDER, "%="),
+    INPLACE("ipow", NB_INPLACE_POWER, "**="), INPLACE("iand", NB_INPLACE_AND, "&="),
+    INPLACE("ior", NB_INPLACE_OR, "|="), INPLACE("ixor", NB_INPLACE_XOR, "^="),
+    INPLACE("ilshift", NB_INPLACE_LSHIFT, "<<="), INPLACE("irshift", NB_INPLACE_RSHIFT, ">>="),
+    {"imatmul", FJ_OP_INPLACE, "operator", "imatmul", NB_INPLACE_MATRIX_MULTIPLY, "@=", FJ_SH_MATMUL, FJ_DT_RUN, 2, "a,b", 0},
+    CMP("lt", Py_LT, "<"), CMP("le", Py_LE, "<="), CMP("eq", Py_EQ, "=="),
+    CMP("ne", Py_NE, "!="), CMP("gt", Py_GT, ">"), CMP("ge", Py_GE, ">="),
+    UNARY("neg", "operator", FJ_UNARY_NEG, "-"), UNARY("pos", "operator", FJ_UNARY_POS, "+"),
+    UNARY("invert", "operator", FJ_UNARY_INVERT, "~"), UNARY("abs", "builtins", FJ_UNARY_ABS, NULL),
+    /* unary ufuncs */
+    UF1("sin"), UF1("cos"), UF1("tan"), UF1("arcsin"), UF1("arccos"), UF1("arctan"),
+    UF1("sinh"), UF1("cosh"), UF1("tanh"), UF1("arcsinh"), UF1("arccosh"), UF1("arctanh"),
+    UF1("exp"), UF1("exp2"), UF1("expm1"), UF1("log"), UF1("log1p"), UF1("log2"), UF1("log10"),
+    UF1("sqrt"), UF1("cbrt"), UF1("square"), UF1("reciprocal"), UF1("abs"), UF1("absolute"),
+    UF1("fabs"), UF1("sign"), UF1("floor"), UF1("ceil"), UF1("trunc"), UF1("rint"),
+    UF1("negative"), UF1("positive"), UF1("invert"), UF1("bitwise_not"), UF1("logical_not"),
+    UF1("isnan"), UF1("isinf"), UF1("isfinite"), UF1("signbit"), UF1("conjugate"), UF1("conj"),
+    UF1("deg2rad"), UF1("rad2deg"), UF1("degrees"), UF1("radians"), UF1("spacing"),
+    {"round", FJ_OP_FUNC, "numpy", "round", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "a,decimals,out?", 0},
+    {"real", FJ_OP_FUNC, "numpy", "real", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "val", 0},
+    {"imag", FJ_OP_FUNC, "numpy", "imag", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "val", 0},
+    /* binary ufuncs */
+    UF2("add"), UF2("subtract"), UF2("multiply"), UF2("divide"), UF2("true_divide"),
+    UF2("floor_divide"), UF2("power"), UF2("float_power"), UF2("remainder"), UF2("mod"),
+    UF2("fmod"), UF2("maximum"), UF2("minimum"), UF2("fmax"), UF2("fmin"), UF2("arctan2"),
+    UF2("hypot"), UF2("logaddexp"), UF2("logaddexp2"), UF2("copysign"), UF2("nextafter"),
+    UF2("bitwise_and"), UF2("bitwise_or"), UF2("bitwise_xor"), UF2("left_shift"),
+    UF2("right_shift"), UF2("logical_and"), UF2("logical_or"), UF2("logical_xor"),
+    UF2("equal"), UF2("not_equal"), UF2("less"), UF2("less_equal"), UF2("greater"),
+    UF2("greater_equal"), UF2("heaviside"), UF2("gcd"), UF2("lcm"), UF2("ldexp"),
+    /* selection */
+    {"where", FJ_OP_FUNC, "numpy", "where", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 3, "condition,x,y", 0},
+    {"clip", FJ_OP_FUNC, "numpy", "clip", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 6, "a,a_min,a_max,out?,min,max,dtype,casting", 0},
+    {"clip", FJ_OP_METHOD, NULL, "clip", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 3, "self,min,max,out?,dtype,casting", 0},
+    /* reductions */
+    RED("sum", FJ_SH_REDUCE, SUM_P, 0), RED("prod", FJ_SH_REDUCE, SUM_P, 0),
+    RED("mean", FJ_SH_REDUCE, MEAN_P, 0), RED("std", FJ_SH_REDUCE, STD_P, 0),
+    RED("var", FJ_SH_REDUCE, STD_P, 0),
+    RED("max", FJ_SH_REDUCE, MAX_P, FJ_OPF_NO_IDENTITY), RED("min", FJ_SH_REDUCE, MAX_P, FJ_OPF_NO_IDENTITY),
+    {"amax", FJ_OP_FUNC, "numpy", "amax", 0, NULL, FJ_SH_REDUCE, FJ_DT_RUN, 1, "a," MAX_P, FJ_OPF_NO_IDENTITY},
+    {"amin", FJ_OP_FUNC, "numpy", "amin", 0, NULL, FJ_SH_REDUCE, FJ_DT_RUN, 1, "a," MAX_P, FJ_OPF_NO_IDENTITY},
+    RED("argmax", FJ_SH_ARGREDUCE, ARG_P, FJ_OPF_NO_IDENTITY | FJ_OPF_ARGMSG),
+    RED("argmin", FJ_SH_ARGREDUCE, ARG_P, FJ_OPF_NO_IDENTITY | FJ_OPF_ARGMSG),
+    RED("any", FJ_SH_REDUCE, ANY_P, 0), RED("all", FJ_SH_REDUCE, ANY_P, 0),
+    /* linear algebra */
+    {"matmul", FJ_OP_FUNC, "numpy", "matmul", 0, NULL, FJ_SH_MATMUL, FJ_DT_RUN, 2, "x1,x2,out?," UFUNC_KW, 0},
+    {"dot", FJ_OP_FUNC, "numpy", "dot", 0, NULL, FJ_SH_DOT, FJ_DT_RUN, 2, "a,b,out?", 0},
+    {"dot", FJ_OP_METHOD, NULL, "dot", 0, NULL, FJ_SH_DOT, FJ_DT_RUN, 2, "self,b,out?", 0},
+    /* shape manipulation */
+    {"reshape", FJ_OP_FUNC, "numpy", "reshape", 0, NULL, FJ_SH_RESHAPE, FJ_DT_SAME, 1, "a,shape,order,copy,newshape?", 0},
+    {"reshape", FJ_OP_METHOD, NULL, "reshape", 0, NULL, FJ_SH_RESHAPE, FJ_DT_SAME, 1, "self,shape,order,copy", FJ_OPF_VARARGS},
+    {"transpose", FJ_OP_FUNC, "numpy", "transpose", 0, NULL, FJ_SH_TRANSPOSE, FJ_DT_SAME, 1, "a,axes", 0},
+    {"transpose", FJ_OP_METHOD, NULL, "transpose", 0, NULL, FJ_SH_TRANSPOSE, FJ_DT_SAME, 1, "self,axes", FJ_OPF_VARARGS},
+    {"T", FJ_OP_ATTR, NULL, "T", 0, NULL, FJ_SH_TRANSPOSE, FJ_DT_SAME, 1, "self", 0},
+    {"swapaxes", FJ_OP_FUNC, "numpy", "swapaxes", 0, NULL, FJ_SH_SWAPAXES, FJ_DT_SAME, 1, "a,axis1,axis2", 0},
+    {"swapaxes", FJ_OP_METHOD, NULL, "swapaxes", 0, NULL, FJ_SH_SWAPAXES, FJ_DT_SAME, 1, "self,axis1,axis2", 0},
+    {"expand_dims", FJ_OP_FUNC, "numpy", "expand_dims", 0, NULL, FJ_SH_EXPAND_DIMS, FJ_DT_SAME, 1, "a,axis", 0},
+    {"squeeze", FJ_OP_FUNC, "numpy", "squeeze", 0, NULL, FJ_SH_SQUEEZE, FJ_DT_SAME, 1, "a,axis", 0},
+    {"squeeze", FJ_OP_METHOD, NULL, "squeeze", 0, NULL, FJ_SH_SQUEEZE, FJ_DT_SAME, 1, "self,axis", 0},
+    {"concatenate", FJ_OP_FUNC, "numpy", "concatenate", 0, NULL, FJ_SH_CONCATENATE, FJ_DT_RUN, 1, "arrays,axis,out?,dtype,casting", 0},
+    {"stack", FJ_OP_FUNC, "numpy", "stack", 0, NULL, FJ_SH_STACK, FJ_DT_RUN, 1, "arrays,axis,out?,dtype,casting", 0},
+    {"broadcast_to", FJ_OP_FUNC, "numpy", "broadcast_to", 0, NULL, FJ_SH_BROADCAST_TO, FJ_DT_SAME, 1, "array,shape,subok?", 0},
+    {"astype", FJ_OP_METHOD, NULL, "astype", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "self,dtype,order,casting,subok?,copy", 0},
+    {"astype", FJ_OP_FUNC, "numpy", "astype", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "x,dtype,copy,device?", 0},
+    /* indexing */
+    {"getitem", FJ_OP_GETITEM, "operator", "getitem", 0, NULL, FJ_SH_GETITEM, FJ_DT_SAME, 1, "a,index", 0},
+};
+#define FJ_NROWS ((Py_ssize_t)(sizeof(fj_op_table) / sizeof(fj_op_table[0])))
+
+/* Per-row state resolved at first use (parallel to fj_op_table). */
+typedef struct {
+    PyObject *target;                   /* strong: callable or name str; NULL if the module lacks it */
+    char qualname[64];                  /* "numpy.sin" / "ndarray.sum" / "operator.add" */
+    int nparams;
+    char pname[FJ_OP_MAXPARAMS][16];    /* parameter names */
+    unsigned char pnone[FJ_OP_MAXPARAMS]; /* accepted only as None */
+} fj_OpInfo;
+
+static fj_OpInfo fj_info[FJ_NROWS];
+static int fj_ops_ready;
+static PyObject *fj_by_callable; /* strong: dict callable -> row index */
+static PyObject *fj_by_method;   /* strong: dict str -> row index */
+static PyObject *fj_by_attr;     /* strong: dict str -> row index */
+static const fj_OpDef *fj_by_binop[32];
+static const fj_OpDef *fj_by_compare[6];
+static const fj_OpDef *fj_by_unary[8];
+static const fj_OpDef *fj_getitem_row;
+static PyObject *fj_dtype_cache; /* strong: dict signature -> (dtype, vkind) */
+static PyObject *fj_numpy;       /* strong: the numpy module */
+static PyObject *fj_warnings;    /* strong: the warnings module */
+static PyObject *fj_axis_error;  /* strong: numpy.exceptions.AxisError (or ValueError) */
+
+#define ROW_INDEX(op) ((Py_ssize_t)((op) - fj_op_table))
+
+static int parse_params(const fj_OpDef *op, fj_OpInfo *info)
+{
+    const char *p = op->params;
+    info->nparams = 0;
+    while (*p) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        int optional = len > 0 && p[len - 1] == '?';
+        size_t nlen = optional ? len - 1 : len;
+        if (info->nparams >= FJ_OP_MAXPARAMS || nlen >= sizeof(info->pname[0])) {
+            PyErr_Format(PyExc_SystemError, "framejit: bad params of op row %s", op->name);
+            return -1;
+        }
+        memcpy(info->pname[info->nparams], p, nlen);
+        info->pname[info->nparams][nlen] = '\0';
+        info->pnone[info->nparams] = (unsigned char)optional;
+        info->nparams++;
+        p = e ? e + 1 : p + len;
+    }
+    return 0;
+}
+
+/* Resolves every row's target and builds the lookup dicts.  0 or -1. */
+static int ops_ready(void)
+{
+    PyObject *mod = NULL, *idx = NULL;
+    if (fj_ops_ready)
+        return 0;
+    fj_by_callable = PyDict_New();
+    fj_by_method = PyDict_New();
+    fj_by_attr = PyDict_New();
+    fj_dtype_cache = PyDict_New();
+    if (!fj_by_callable || !fj_by_method || !fj_by_attr || !fj_dtype_cache)
+        goto error;
+    if (!(fj_numpy = PyImport_ImportModule("numpy")) || !(fj_warnings = PyImport_ImportModule("warnings")))
+        goto error;
+    mod = PyImport_ImportModule("numpy.exceptions");
+    if (mod) {
+        fj_axis_error = PyObject_GetAttrString(mod, "AxisError");
+        Py_CLEAR(mod);
+    }
+    if (!fj_axis_error) {
+        PyErr_Clear();
+        fj_axis_error = Py_NewRef(PyExc_ValueError);
+    }
+    for (Py_ssize_t i = 0; i < FJ_NROWS; i++) {
+        const fj_OpDef *op = &fj_op_table[i];
+        fj_OpInfo *info = &fj_info[i];
+        if (parse_params(op, info) < 0)
+            goto error;
+        idx = PyLong_FromSsize_t(i);
+        if (!idx)
+            goto error;
+        if (op->module) {
+            snprintf(info->qualname, sizeof info->qualname, "%s.%s", op->module, op->attr);
+            mod = PyImport_ImportModule(op->module);
+            if (!mod)
+                goto error;
+            info->target = PyObject_GetAttrString(mod, op->attr);
+            Py_CLEAR(mod);
+            if (!info->target) { /* this NumPy lacks it: the row is inert */
+                PyErr_Clear();
+                Py_CLEAR(idx);
+                continue;
+            }
+            int has = PyDict_Contains(fj_by_callable, info->target);
+            if (has < 0 || (!has && PyDict_SetItem(fj_by_callable, info->target, idx) < 0))
+                goto error;
+        } else {
+            snprintf(info->qualname, sizeof info->qualname, "ndarray.%s", op->attr);
+            info->target = PyUnicode_InternFromString(op->attr);
+            if (!info->target)
+                goto error;
+            PyObject *d = op->kind == FJ_OP_ATTR ? fj_by_attr : fj_by_method;
+            if (PyDict_SetItem(d, info->target, idx) < 0)
+                goto error;
+        }
+        Py_CLEAR(idx);
+        switch (op->kind) {
+        case FJ_OP_BINOP:
+        case FJ_OP_INPLACE:
+            if (op->code >= 0 && op->code < 32)
+                fj_by_binop[op->code] = op;
+            break;
+        case FJ_OP_COMPARE:
+            if (op->code >= 0 && op->code < 6)
+                fj_by_compare[op->code] = op;
+            break;
+        case FJ_OP_UNARY:
+            if (op->code >= 0 && op->code < 8)
+                fj_by_unary[op->code] = op;
+            break;
+        case FJ_OP_GETITEM:
+            fj_getitem_row = op;
+            break;
+        }
+    }
+    fj_ops_ready = 1;
+    return 0;
+error:
+    Py_XDECREF(mod);
+    Py_XDECREF(idx);
+    return -1;
+}
+
+/* ---- lookups ------------------------------------------------------------ */
+
+static const fj_OpDef *lookup_in(PyObject *d, PyObject *key)
+{
+    if (ops_ready() < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *v = PyDict_GetItemWithError(d, key); /* borrowed */
+    if (!v) {
+        PyErr_Clear(); /* unhashable keys are simply unknown */
+        return NULL;
+    }
+    return &fj_op_table[PyLong_AsSsize_t(v)];
+}
+
+const fj_OpDef *fj_ops_for_callable(PyObject *fn)
+{
+    if (ops_ready() < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return lookup_in(fj_by_callable, fn);
+}
+
+const fj_OpDef *fj_ops_for_method(PyObject *name)
+{
+    if (ops_ready() < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return PyUnicode_Check(name) ? lookup_in(fj_by_method, name) : NULL;
+}
+
+const fj_OpDef *fj_ops_for_attr(PyObject *name)
+{
+    if (ops_ready() < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return PyUnicode_Check(name) ? lookup_in(fj_by_attr, name) : NULL;
+}
+
+static const fj_OpDef *ready_or_null(const fj_OpDef *op)
+{
+    if (ops_ready() < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return op && fj_info[ROW_INDEX(op)].target ? op : NULL;
+}
+
+const fj_OpDef *fj_ops_for_binop(int nb_oparg)
+{
+    if (ops_ready() < 0 || nb_oparg < 0 || nb_oparg >= 32) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return ready_or_null(fj_by_binop[nb_oparg]);
+}
+
+const fj_OpDef *fj_ops_for_compare(int op)
+{
+    if (ops_ready() < 0 || op < 0 || op >= 6) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return ready_or_null(fj_by_compare[op]);
+}
+
+const fj_OpDef *fj_ops_for_unary(int which)
+{
+    if (ops_ready() < 0 || which < 0 || which >= 8) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return ready_or_null(fj_by_unary[which]);
+}
+
+const fj_OpDef *fj_ops_for_getitem(void)
+{
+    if (ops_ready() < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return ready_or_null(fj_getitem_row);
+}
+
+PyObject *fj_op_target(const fj_OpDef *op)
+{
+    if (ops_ready() < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return fj_info[ROW_INDEX(op)].target;
+}
+
+const char *fj_op_qualname(const fj_OpDef *op)
+{
+    return fj_info[ROW_INDEX(op)].qualname;
+}
+
+Py_ssize_t fj_ops_count(void)
+{
+    return FJ_NROWS;
+}
+
+const fj_OpDef *fj_ops_row(Py_ssize_t i)
+{
+    return i >= 0 && i < FJ_NROWS ? &fj_op_table[i] : NULL;
+}
+
+int fj_ops_param_index(const fj_OpDef *op, const char *name)
+{
+    const fj_OpInfo *info = &fj_info[ROW_INDEX(op)];
+    for (int i = 0; i < info->nparams; i++)
+        if (strcmp(info->pname[i], name) == 0)
+            return i;
+    return -1;
+}
+
+int fj_ops_axis_error(const char *fmt, ...)
+{
+    va_list va;
+    va_start(va, fmt);
+    PyObject *msg = PyUnicode_FromFormatV(fmt, va);
+    va_end(va);
+    if (msg) {
+        PyErr_SetObject(fj_axis_error ? fj_axis_error : PyExc_ValueError, msg);
+        Py_DECREF(msg);
+    }
+    return -1;
+}
+
+/* ---- binding ------------------------------------------------------------ */
+
+/* Binds args/kwargs to the row's parameters (see fj_Bound).  0 or -1. */
+static int bind(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Bound *b)
+{
+    const fj_OpInfo *info = &fj_info[ROW_INDEX(op)];
+    const char *qn = info->qualname;
+    Py_ssize_t nargs = PyTuple_GET_SIZE(args);
+    memset(b, 0, sizeof *b);
+    if ((op->flags & FJ_OPF_VARARGS) && nargs > 2) {
+        b->varargs = PyTuple_GetSlice(args, 1, nargs);
+        if (!b->varargs)
+            return -1;
+        b->v[0] = PyTuple_GET_ITEM(args, 0);
+        b->v[1] = b->varargs;
+    } else {
+        if (nargs > info->nparams) {
+            PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional arguments (%zd given)",
+                         qn, info->nparams, nargs);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < nargs; i++)
+            b->v[i] = PyTuple_GET_ITEM(args, i);
+    }
+    if (kwargs) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(kwargs, &pos, &k, &v)) {
+            const char *ks = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+            if (!ks) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_TypeError, "%s(): keywords must be strings", qn);
+                return -1;
+            }
+            int i = fj_ops_param_index(op, ks);
+            if (i < 0 || (i == 0 && op->kind != FJ_OP_FUNC)) {
+                PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", qn, ks);
+                return -1;
+            }
+            if (b->v[i]) {
+                PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", qn, ks);
+                return -1;
+            }
+            b->v[i] = v;
+        }
+    }
+    for (int i = 0; i < info->nparams; i++) {
+        if (info->pnone[i] && b->v[i]) {
+            if (b->v[i] != Py_None) {
+                PyErr_Format(PyExc_TypeError, "%s(): argument '%s' is not supported by framejit",
+                             qn, info->pname[i]);
+                return -1;
+            }
+            b->v[i] = NULL;
+        }
+    }
+    return 0;
+}
+
+/* ---- dtype inference by a tiny run -------------------------------------- */
+
+/* Signature of one argument for the cache (new reference; NULL with an
+   exception when the value is unhashable). */
+static PyObject *sig_of(PyObject *o)
+{
+    if (fj_Node_Check(o)) {
+        fj_Node *n = (fj_Node *)o;
+        return Py_BuildValue("(iiO)", n->vkind, n->ndim, (PyObject *)n->dtype);
+    }
+    if (PyTuple_Check(o) || PyList_Check(o)) {
+        Py_ssize_t len = PySequence_Fast_GET_SIZE(o);
+        PyObject *t = PyTuple_New(len + 1);
+        if (!t)
+            return NULL;
+        PyTuple_SET_ITEM(t, 0, Py_NewRef(PyTuple_Check(o) ? (PyObject *)&PyTuple_Type : (PyObject *)&PyList_Type));
+        for (Py_ssize_t i = 0; i < len; i++) {
+            PyObject *s = sig_of(PySequence_Fast_GET_ITEM(o, i));
+            if (!s) {
+                Py_DECREF(t);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(t, i + 1, s);
+        }
+        return t;
+    }
+    if (PyObject_Hash(o) == -1)
+        return NULL;
+    return PyTuple_Pack(2, (PyObject *)Py_TYPE(o), o);
+}
+
+/* A stand-in for 'o': nodes become ones of shape (1,)*ndim (NumPy scalars
+   for NPSCALAR nodes), containers are mapped, constants kept.  New ref. */
+static PyObject *standin(PyObject *o)
+{
+    if (fj_Node_Check(o)) {
+        fj_Node *n = (fj_Node *)o;
+        npy_intp dims[FJ_MAX_NDIM];
+        int nd = n->vkind == FJ_VAL_NPSCALAR ? 0 : n->ndim;
+        for (int i = 0; i < nd; i++)
+            dims[i] = 1;
+        Py_INCREF(n->dtype);
+        PyObject *arr = PyArray_NewFromDescr(&PyArray_Type, n->dtype, nd, dims, NULL, NULL, 0, NULL);
+        if (!arr)
+            return NULL;
+        PyObject *one = PyLong_FromLong(1);
+        if (!one || PyArray_FillWithScalar((PyArrayObject *)arr, one) < 0) {
+            PyErr_Clear();
+            memset(PyArray_DATA((PyArrayObject *)arr), 0, PyArray_NBYTES((PyArrayObject *)arr));
+            if (PyDataType_REFCHK(n->dtype)) { /* object arrays must hold objects */
+                Py_XDECREF(one);
+                Py_DECREF(arr);
+                PyErr_Format(PyExc_TypeError, "unsupported dtype %R", (PyObject *)n->dtype);
+                return NULL;
+            }
+        }
+        Py_XDECREF(one);
+        if (n->vkind == FJ_VAL_NPSCALAR)
+            return PyArray_Return((PyArrayObject *)arr);
+        return arr;
+    }
+    if (PyTuple_Check(o) || PyList_Check(o)) {
+        Py_ssize_t len = PySequence_Fast_GET_SIZE(o);
+        PyObject *t = PyTuple_Check(o) ? PyTuple_New(len) : PyList_New(len);
+        if (!t)
+            return NULL;
+        for (Py_ssize_t i = 0; i < len; i++) {
+            PyObject *s = standin(PySequence_Fast_GET_ITEM(o, i));
+            if (!s) {
+                Py_DECREF(t);
+                return NULL;
+            }
+            if (PyTuple_Check(t))
+                PyTuple_SET_ITEM(t, i, s);
+            else
+                PyList_SET_ITEM(t, i, s);
+        }
+        return t;
+    }
+    return Py_NewRef(o);
+}
+
+/* Calls 'fn' (a method name when 'is_method') inside numpy.errstate(all=
+   'ignore') and warnings.catch_warnings() with warnings ignored.  New ref. */
+static PyObject *call_quietly(PyObject *fn, int is_attr, int is_method, PyObject *args, PyObject *kwargs)
+{
+    PyObject *es = NULL, *cw = NULL, *res = NULL, *tmp = NULL;
+    PyObject *et, *ev, *tb;
+    es = PyObject_GetAttrString(fj_numpy, "errstate");
+    if (!es)
+        goto error;
+    tmp = Py_BuildValue("{s:s}", "all", "ignore");
+    if (!tmp)
+        goto error;
+    Py_SETREF(es, PyObject_VectorcallDict(es, NULL, 0, tmp));
+    Py_CLEAR(tmp);
+    if (!es)
+        goto error;
+    cw = PyObject_CallMethod(fj_warnings, "catch_warnings", NULL);
+    if (!cw)
+        goto error;
+    if (!(tmp = PyObject_CallMethod(es, "__enter__", NULL)))
+        goto error;
+    Py_CLEAR(tmp);
+    if (!(tmp = PyObject_CallMethod(cw, "__enter__", NULL))) {
+        PyErr_Fetch(&et, &ev, &tb);
+        Py_XDECREF(PyObject_CallMethod(es, "__exit__", "OOO", Py_None, Py_None, Py_None));
+        PyErr_Restore(et, ev, tb);
+        goto error;
+    }
+    Py_CLEAR(tmp);
+    tmp = PyObject_CallMethod(fj_warnings, "simplefilter", "s", "ignore");
+    if (tmp) {
+        Py_CLEAR(tmp);
+        if (is_attr) {
+            res = PyObject_GetAttr(PyTuple_GET_ITEM(args, 0), fn);
+        } else if (is_method) {
+            PyObject *m = PyObject_GetAttr(PyTuple_GET_ITEM(args, 0), fn);
+            PyObject *rest = m ? PyTuple_GetSlice(args, 1, PyTuple_GET_SIZE(args)) : NULL;
+            res = rest ? PyObject_Call(m, rest, kwargs) : NULL;
+            Py_XDECREF(m);
+            Py_XDECREF(rest);
+        } else {
+            res = PyObject_Call(fn, args, kwargs);
+        }
+    }
+    PyErr_Fetch(&et, &ev, &tb);
+    Py_XDECREF(PyObject_CallMethod(cw, "__exit__", "OOO", Py_None, Py_None, Py_None));
+    Py_XDECREF(PyObject_CallMethod(es, "__exit__", "OOO", Py_None, Py_None, Py_None));
+    if (et) {
+        PyErr_Restore(et, ev, tb);
+        Py_CLEAR(res);
+    } else if (PyErr_Occurred()) {
+        Py_CLEAR(res);
+    }
+    Py_DECREF(es);
+    Py_DECREF(cw);
+    return res;
+error:
+    Py_XDECREF(es);
+    Py_XDECREF(cw);
+    Py_XDECREF(tmp);
+    return NULL;
+}
+
+/* Re-raises the current exception as "qualname: message" with the nearest
+   builtin exception type (so numpy's own subclasses with special
+   constructors still work); the original is the __cause__. */
+static void prefix_error(const fj_OpDef *op)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    if (!et)
+        return;
+    PyErr_NormalizeException(&et, &ev, &tb);
+    PyTypeObject *t = (PyTypeObject *)et;
+    while (t && (t->tp_flags & Py_TPFLAGS_HEAPTYPE))
+        t = t->tp_base;
+    if (!t)
+        t = (PyTypeObject *)PyExc_TypeError;
+    if (PyType_IsSubtype((PyTypeObject *)et, (PyTypeObject *)fj_axis_error))
+        t = (PyTypeObject *)fj_axis_error;
+    PyObject *msg = ev ? PyObject_Str(ev) : NULL;
+    if (!msg) {
+        PyErr_Clear();
+        msg = PyUnicode_FromString("?");
+    }
+    PyErr_Format((PyObject *)t, "%s: %U", fj_op_qualname(op), msg);
+    Py_XDECREF(msg);
+    PyObject *et2, *ev2, *tb2;
+    PyErr_Fetch(&et2, &ev2, &tb2);
+    PyErr_NormalizeException(&et2, &ev2, &tb2);
+    if (ev2 && ev) {
+        if (tb)
+            PyException_SetTraceback(ev, tb);
+        PyException_SetCause(ev2, Py_NewRef(ev));
+    }
+    PyErr_Restore(et2, ev2, tb2);
+    Py_DECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(tb);
+}
+
+/* Dtype and kind of the result by running the op on stand-ins (cached). */
+static int infer_by_running(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Meta *out)
+{
+    PyObject *key = NULL, *sargs = NULL, *skw = NULL, *res = NULL, *val = NULL;
+    PyObject *k = sig_of(args);
+    PyObject *kk = k ? (kwargs ? sig_of(kwargs) : Py_NewRef(Py_None)) : NULL;
+    if (kwargs && kk == NULL && k) { /* dicts: signature of the items */
+        PyErr_Clear();
+        PyObject *items = PyDict_Items(kwargs);
+        kk = items ? sig_of(items) : NULL;
+        Py_XDECREF(items);
+    }
+    if (k && kk)
+        key = Py_BuildValue("(nOO)", ROW_INDEX(op), k, kk);
+    Py_XDECREF(k);
+    Py_XDECREF(kk);
+    if (!key)
+        PyErr_Clear(); /* unhashable constant: no caching */
+    if (key) {
+        PyObject *hit = PyDict_GetItemWithError(fj_dtype_cache, key);
+        if (hit) {
+            out->dtype = (PyArray_Descr *)Py_NewRef(PyTuple_GET_ITEM(hit, 0));
+            out->vkind = (int)PyLong_AsLong(PyTuple_GET_ITEM(hit, 1));
+            Py_DECREF(key);
+            return 0;
+        }
+        if (PyErr_Occurred())
+            goto error;
+    }
+    sargs = standin(args);
+    if (!sargs)
+        goto error;
+    if (kwargs) {
+        skw = PyDict_New();
+        if (!skw)
+            goto error;
+        Py_ssize_t pos = 0;
+        PyObject *kw, *v;
+        while (PyDict_Next(kwargs, &pos, &kw, &v)) {
+            PyObject *s = standin(v);
+            if (!s || PyDict_SetItem(skw, kw, s) < 0) {
+                Py_XDECREF(s);
+                goto error;
+            }
+            Py_DECREF(s);
+        }
+    }
+    res = call_quietly(fj_op_target(op), op->kind == FJ_OP_ATTR, op->kind == FJ_OP_METHOD, sargs, skw);
+    if (!res)
+        goto error;
+    if (PyArray_Check(res)) {
+        out->vkind = FJ_VAL_ARRAY;
+        out->dtype = (PyArray_Descr *)Py_NewRef(PyArray_DESCR((PyArrayObject *)res));
+    } else if (PyArray_IsScalar(res, Generic)) {
+        out->vkind = FJ_VAL_NPSCALAR;
+        out->dtype = PyArray_DescrFromScalar(res);
+        if (!out->dtype)
+            goto error;
+    } else {
+        PyErr_Format(PyExc_TypeError, "result of type %.100s is not an array", Py_TYPE(res)->tp_name);
+        goto error;
+    }
+    if (key) {
+        if (PyDict_GET_SIZE(fj_dtype_cache) > 20000)
+            PyDict_Clear(fj_dtype_cache);
+        val = Py_BuildValue("(Oi)", (PyObject *)out->dtype, out->vkind);
+        if (!val || PyDict_SetItem(fj_dtype_cache, key, val) < 0) {
+            Py_CLEAR(out->dtype);
+            goto error;
+        }
+    }
+    Py_XDECREF(key);
+    Py_DECREF(sargs);
+    Py_XDECREF(skw);
+    Py_DECREF(res);
+    Py_XDECREF(val);
+    return 0;
+error:
+    prefix_error(op);
+    Py_XDECREF(key);
+    Py_XDECREF(sargs);
+    Py_XDECREF(skw);
+    Py_XDECREF(res);
+    Py_XDECREF(val);
+    return -1;
+}
+
+int fj_ops_infer(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Meta *out)
+{
+    fj_Bound b;
+    memset(out, 0, sizeof *out);
+    if (ops_ready() < 0)
+        return -1;
+    if (!fj_info[ROW_INDEX(op)].target) {
+        PyErr_Format(PyExc_TypeError, "%s is not available in this NumPy", fj_op_qualname(op));
+        return -1;
+    }
+    if (!PyTuple_Check(args) || (kwargs && !PyDict_Check(kwargs))) {
+        PyErr_SetString(PyExc_TypeError, "framejit: args must be a tuple and kwargs a dict");
+        return -1;
+    }
+    if (bind(op, args, kwargs, &b) < 0)
+        goto error;
+    if (fj_ops_shape(op, args, &b, out) < 0)
+        goto error;
+    if (op->dtype_rule == FJ_DT_SAME) {
+        PyObject *a = PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : NULL;
+        if (!a || !fj_Node_Check(a)) {
+            PyErr_Format(PyExc_TypeError, "%s: the first argument must be a traced array", fj_op_qualname(op));
+            goto error;
+        }
+        out->dtype = (PyArray_Descr *)Py_NewRef(((fj_Node *)a)->dtype);
+        if (!out->vkind)
+            out->vkind = FJ_VAL_ARRAY;
+    } else {
+        if (infer_by_running(op, args, kwargs, out) < 0)
+            goto error;
+        if (out->vkind == FJ_VAL_NPSCALAR && out->ndim != 0) {
+            PyErr_Format(PyExc_RuntimeError, "framejit internal: %s gives a NumPy scalar but %d dims were inferred",
+                         fj_op_qualname(op), out->ndim);
+            Py_CLEAR(out->dtype);
+            goto error;
+        }
+    }
+    Py_XDECREF(b.varargs);
+    return 0;
+error:
+    Py_XDECREF(b.varargs);
+    return -1;
+}
+
+/* ---- static attributes -------------------------------------------------- */
+
+PyObject *fj_ops_static_attr(fj_Node *n, PyObject *name)
+{
+    if (!PyUnicode_Check(name) || !n->dtype)
+        return NULL;
+    npy_intp size = 1;
+    for (int i = 0; i < n->ndim; i++)
+        size *= n->shape[i];
+    if (PyUnicode_CompareWithASCIIString(name, "shape") == 0) {
+        PyObject *t = PyTuple_New(n->ndim);
+        for (int i = 0; t && i < n->ndim; i++) {
+            PyObject *d = PyLong_FromSsize_t(n->shape[i]);
+            if (!d) {
+                Py_CLEAR(t);
+                break;
+            }
+            PyTuple_SET_ITEM(t, i, d);
+        }
+        return t;
+    }
+    if (PyUnicode_CompareWithASCIIString(name, "ndim") == 0)
+        return PyLong_FromLong(n->ndim);
+    if (PyUnicode_CompareWithASCIIString(name, "size") == 0)
+        return PyLong_FromSsize_t(size);
+    if (PyUnicode_CompareWithASCIIString(name, "dtype") == 0)
+        return Py_NewRef((PyObject *)n->dtype);
+    if (PyUnicode_CompareWithASCIIString(name, "itemsize") == 0)
+        return PyLong_FromSsize_t(PyDataType_ELSIZE(n->dtype));
+    if (PyUnicode_CompareWithASCIIString(name, "nbytes") == 0)
+        return PyLong_FromSsize_t(size * PyDataType_ELSIZE(n->dtype));
+    return NULL;
+}
+
+/* ---- Python surface ----------------------------------------------------- */
+
+/* _C._op_rows() -> list of (name, kind, qualname): the table, for tests. */
+static PyObject *py_op_rows(PyObject *self, PyObject *unused)
+{
+    static const char *kinds[] = {"?", "func", "method", "binop", "inplace", "compare", "unary", "attr", "getitem"};
+    if (ops_ready() < 0)
+        return NULL;
+    PyObject *l = PyList_New(0);
+    for (Py_ssize_t i = 0; l && i < FJ_NROWS; i++) {
+        const fj_OpDef *op = &fj_op_table[i];
+        PyObject *t = Py_BuildValue("(sssO)", op->name, kinds[op->kind], fj_info[i].qualname,
+                                    fj_info[i].target ? Py_True : Py_False);
+        if (!t || PyList_Append(l, t) < 0)
+            Py_CLEAR(l);
+        Py_XDECREF(t);
+    }
+    return l;
+}
+
+/* _C._op_cache_clear(): forgets the cached dtype resolutions. */
+static PyObject *py_op_cache_clear(PyObject *self, PyObject *unused)
+{
+    if (fj_dtype_cache)
+        PyDict_Clear(fj_dtype_cache);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef ops_methods[] = {
+    {"_op_rows", py_op_rows, METH_NOARGS, "The op table rows: (name, kind, target, available)."},
+    {"_op_cache_clear", py_op_cache_clear, METH_NOARGS, "Forget the cached dtype resolutions."},
+    {NULL, NULL, 0, NULL},
+};
 
 int fj_ops_init(PyObject *module)
 {
-    (void)module;
-    return 0;
+    return PyModule_AddFunctions(module, ops_methods);
 }

@@ -1,9 +1,157 @@
 /*
-** ops.h: (placeholder until the ops subsystem lands).
+** ops.h: the table of NumPy operations the tracer understands.
+**
+** Responsible for: one row (fj_OpDef) per way an array operation is met in
+** bytecode (a NumPy callable, an ndarray method, a BINARY_OP / COMPARE_OP /
+** unary opcode, an attribute, subscription), the lookups from what the
+** tracer sees to a row, and the inference of a call's output metadata
+** (dtype, shape, NumPy-scalar-or-array) without touching array data.
+** Shapes come from C rules (ops_shape.c); dtypes and result kinds come from
+** running the operation once on tiny stand-ins (arrays of shape (1,)*ndim),
+** cached per signature, so NumPy's own promotion rules (NEP 50) decide.
+**
+** Not responsible for: graph nodes and running graphs (graph.c), deciding
+** graph breaks (the tracer turns an inference error into one).
 */
 #ifndef FJ_OPS_H
 #define FJ_OPS_H
-#include "compat.h"
+#include "fj_numpy.h"
+
+#define FJ_MAX_NDIM 32 /* NumPy 2's NPY_MAXDIMS is 64; we track up to 32 */
+
+struct fj_Node;
+
+/* How the tracer meets an operation (fj_OpDef.kind). */
+enum {
+    FJ_OP_FUNC = 1, /* a callable: numpy.sin, builtins.abs */
+    FJ_OP_METHOD,   /* ndarray method called on args[0]: 'sum' */
+    FJ_OP_BINOP,    /* BINARY_OP oparg (code = NB_ADD...), target operator.add */
+    FJ_OP_INPLACE,  /* BINARY_OP in-place oparg (NB_INPLACE_ADD...), target operator.iadd */
+    FJ_OP_COMPARE,  /* COMPARE_OP (code = Py_LT...), target operator.lt */
+    FJ_OP_UNARY,    /* UNARY_* (code = FJ_UNARY_*), target operator.neg / builtins.abs */
+    FJ_OP_ATTR,     /* attribute that is a graph node: 'T' */
+    FJ_OP_GETITEM,  /* BINARY_SUBSCR, target operator.getitem */
+};
+
+/* fj_OpDef.code of FJ_OP_UNARY rows. */
+enum { FJ_UNARY_NEG = 1, FJ_UNARY_POS, FJ_UNARY_INVERT, FJ_UNARY_ABS };
+
+/* Shape rules (ops_shape.c). */
+enum {
+    FJ_SH_BROADCAST = 1, /* elementwise: broadcast of the first 'nin' operands (None skipped) */
+    FJ_SH_REDUCE,        /* 'axis' (None/int/tuple) and 'keepdims' */
+    FJ_SH_ARGREDUCE,     /* like REDUCE, axis None or int only */
+    FJ_SH_MATMUL,
+    FJ_SH_DOT,
+    FJ_SH_RESHAPE,
+    FJ_SH_TRANSPOSE,
+    FJ_SH_SWAPAXES,
+    FJ_SH_EXPAND_DIMS,
+    FJ_SH_SQUEEZE,
+    FJ_SH_CONCATENATE,
+    FJ_SH_STACK,
+    FJ_SH_BROADCAST_TO,
+    FJ_SH_SAME,    /* same shape as args[0] (astype) */
+    FJ_SH_GETITEM, /* also decides the kind (NumPy scalar for a full integer index) */
+};
+
+/* Dtype rules. */
+enum {
+    FJ_DT_RUN = 1, /* run the op on tiny stand-ins, cached: dtype and kind from NumPy */
+    FJ_DT_SAME,    /* dtype of args[0], result is an array */
+};
+
+/* fj_OpDef.flags */
+#define FJ_OPF_NO_IDENTITY 0x1 /* reduction fails on an empty reduced axis (max, argmax) */
+#define FJ_OPF_VARARGS 0x2     /* method taking a shape/axes as varargs: a.reshape(2, 3) */
+#define FJ_OPF_ARGMSG 0x4      /* empty-reduction message of argmax/argmin */
+
+/*
+** One row.  'params' lists the positional parameter names in order,
+** comma separated (the array itself included, 'self' for methods); a name
+** ending in '?' is accepted only when absent or None (e.g. 'out?').  Any
+** keyword not in 'params' is an error.
+*/
+typedef struct fj_OpDef {
+    const char *name;   /* node-name stem: "add" gives nodes add, add_1, ... */
+    int kind;           /* FJ_OP_* */
+    const char *module; /* module holding the target ("numpy", "operator", "builtins"); NULL: a method or attribute name */
+    const char *attr;   /* the target's attribute name in 'module', or the method / attribute name */
+    int code;           /* BINOP/INPLACE: NB_* oparg; COMPARE: Py_LT...; UNARY: FJ_UNARY_* */
+    const char *symbol; /* operator text for printed code ("+", "<", "-", "~"); NULL otherwise */
+    int shape_rule;     /* FJ_SH_* */
+    int dtype_rule;     /* FJ_DT_* */
+    int nin;            /* operands taking part in broadcasting (FJ_SH_BROADCAST) */
+    const char *params;
+    int flags;          /* FJ_OPF_* */
+} fj_OpDef;
+
+/* Result kinds (fj_Node.vkind). */
+enum { FJ_VAL_ARRAY = 1, FJ_VAL_NPSCALAR = 2 };
+
+/* Inferred output metadata of a call. */
+typedef struct {
+    int vkind;             /* FJ_VAL_* */
+    PyArray_Descr *dtype;  /* strong */
+    int ndim;
+    npy_intp shape[FJ_MAX_NDIM];
+} fj_Meta;
+
+/*
+** Lookups: each returns the row (static storage, never freed) or NULL when
+** the operation is unknown (no exception set).  fj_ops_for_callable may
+** import numpy on first use; if that fails it returns NULL and clears the
+** error.
+*/
+const fj_OpDef *fj_ops_for_callable(PyObject *fn);   /* numpy.sin, operator.add, builtins.abs, by identity */
+const fj_OpDef *fj_ops_for_method(PyObject *name);   /* 'sum', 'reshape', 'astype', ... (str) */
+const fj_OpDef *fj_ops_for_attr(PyObject *name);     /* 'T' */
+const fj_OpDef *fj_ops_for_binop(int nb_oparg);      /* NB_ADD ... NB_INPLACE_XOR */
+const fj_OpDef *fj_ops_for_compare(int op);          /* Py_LT ... Py_GE */
+const fj_OpDef *fj_ops_for_unary(int which);         /* FJ_UNARY_* */
+const fj_OpDef *fj_ops_for_getitem(void);
+
+/* The row's target: the callable, or the method / attribute name (str).  Borrowed (lives as long as the module). NULL if unresolved. */
+PyObject *fj_op_target(const fj_OpDef *op);
+/* "numpy.sin", "operator.add", or the method name: static storage. */
+const char *fj_op_qualname(const fj_OpDef *op);
+
+/*
+** Infers the output metadata of 'op' called with 'args' (tuple; fj_Node items
+** stand for arrays / NumPy scalars, everything else is a constant) and
+** 'kwargs' (dict or NULL).  On success fills 'out' (out->dtype is a new
+** reference) and returns 0.  On an unsupported or invalid combination
+** returns -1 with a Python exception set (TypeError, ValueError, IndexError,
+** numpy AxisError, OverflowError) whose message names the operation.
+*/
+int fj_ops_infer(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Meta *out);
+
+/*
+** Static attributes of an array node that are not graph nodes: 'shape'
+** (tuple of ints), 'ndim', 'size', 'itemsize', 'nbytes' (int), 'dtype'.
+** Returns a new reference, or NULL without an exception when 'name' is not
+** such an attribute (NULL with an exception only on memory errors).
+*/
+PyObject *fj_ops_static_attr(struct fj_Node *n, PyObject *name);
+
+/* Number of rows; row i is fj_ops_row(i) (for tests and listings). */
+Py_ssize_t fj_ops_count(void);
+const fj_OpDef *fj_ops_row(Py_ssize_t i);
+
+/* ---- internal to ops*.c ---- */
+
+/* Arguments bound to a row's parameters: borrowed, NULL when absent (None
+   for a '?' parameter counts as absent). */
+#define FJ_OP_MAXPARAMS 12
+typedef struct {
+    PyObject *v[FJ_OP_MAXPARAMS];
+    PyObject *varargs; /* strong or NULL: FJ_OPF_VARARGS methods' trailing positionals as a tuple */
+} fj_Bound;
+int fj_ops_param_index(const fj_OpDef *op, const char *name); /* -1 if none */
+/* Shape (and, for getitem, kind) of the result; 0 or -1 with an exception. */
+int fj_ops_shape(const fj_OpDef *op, PyObject *args, fj_Bound *b, fj_Meta *out);
+/* Raises numpy's AxisError (a ValueError) with a message; returns -1. */
+int fj_ops_axis_error(const char *fmt, ...);
 
 /* Adds this subsystem's names to framejit._C. Returns -1 on error. */
 int fj_ops_init(PyObject *module);

@@ -1,0 +1,784 @@
+/*
+** ops_shape.c: the shape rules of the op table.
+**
+** Responsible for: computing the output shape of each operation from the
+** input shapes and the constant arguments alone (never running NumPy on
+** data): broadcasting, reductions with axis/keepdims, matmul/dot, reshape,
+** transpose/.T, swapaxes, expand_dims, squeeze, concatenate, stack,
+** broadcast_to, astype, and basic indexing (ints, slices, None, Ellipsis),
+** raising the error NumPy would raise (with the op's name) when the
+** combination is invalid.  For indexing it also decides whether the result
+** is a NumPy scalar.
+**
+** Not responsible for: dtypes (ops.c), binding arguments (ops.c).
+*/
+#include "graph.h"
+#include "ops.h"
+
+#include <string.h>
+
+#define QN(op) fj_op_qualname(op)
+
+/* "(2,3)" into buf. */
+static void fmt_shape(char *buf, size_t n, int nd, const npy_intp *sh)
+{
+    size_t pos = 0;
+    pos += (size_t)snprintf(buf + pos, n - pos, "(");
+    for (int i = 0; i < nd && pos < n; i++)
+        pos += (size_t)snprintf(buf + pos, n - pos, i ? ",%ld" : "%ld", (long)sh[i]);
+    if (pos < n)
+        pos += (size_t)snprintf(buf + pos, n - pos, nd == 1 ? ",)" : ")");
+}
+
+static int is_scalar_const(PyObject *o)
+{
+    return PyLong_Check(o) || PyFloat_Check(o) || PyComplex_Check(o) || PyArray_IsScalar(o, Generic);
+}
+
+/* Shape of an operand: a node, or a scalar constant (0-d).  0 or -1. */
+static int operand_shape(const fj_OpDef *op, PyObject *o, int *nd, npy_intp *sh)
+{
+    if (fj_Node_Check(o)) {
+        fj_Node *n = (fj_Node *)o;
+        *nd = n->ndim;
+        memcpy(sh, n->shape, sizeof(npy_intp) * (size_t)n->ndim);
+        return 0;
+    }
+    if (is_scalar_const(o)) {
+        *nd = 0;
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "%s: unsupported operand of type %.100s", QN(op), Py_TYPE(o)->tp_name);
+    return -1;
+}
+
+/* The array node 'o' (not a NumPy scalar), or NULL with a TypeError. */
+static fj_Node *array_node(const fj_OpDef *op, PyObject *o)
+{
+    if (o && fj_Node_Check(o) && ((fj_Node *)o)->vkind == FJ_VAL_ARRAY)
+        return (fj_Node *)o;
+    PyErr_Format(PyExc_TypeError, "%s: expected a traced array, got %.100s", QN(op),
+                 o ? (fj_Node_Check(o) ? "a NumPy scalar" : Py_TYPE(o)->tp_name) : "nothing");
+    return NULL;
+}
+
+/* Broadcasts (nd, sh) into (*ond, osh).  0 or -1 with NumPy's message. */
+static int broadcast_into(const fj_OpDef *op, int *ond, npy_intp *osh, int nd, const npy_intp *sh)
+{
+    int rn = nd > *ond ? nd : *ond;
+    npy_intp res[FJ_MAX_NDIM];
+    for (int i = 0; i < rn; i++) {
+        int ia = i - (rn - *ond), ib = i - (rn - nd);
+        npy_intp a = ia >= 0 ? osh[ia] : 1, bb = ib >= 0 ? sh[ib] : 1;
+        if (a == bb || bb == 1)
+            res[i] = a;
+        else if (a == 1)
+            res[i] = bb;
+        else {
+            char s1[256], s2[256];
+            fmt_shape(s1, sizeof s1, *ond, osh);
+            fmt_shape(s2, sizeof s2, nd, sh);
+            PyErr_Format(PyExc_ValueError, "%s: operands could not be broadcast together with shapes %s %s",
+                         QN(op), s1, s2);
+            return -1;
+        }
+    }
+    *ond = rn;
+    memcpy(osh, res, sizeof(npy_intp) * (size_t)rn);
+    return 0;
+}
+
+/* Normalizes an axis index against ndim.  0 or -1 (TypeError/AxisError). */
+static int norm_axis(const fj_OpDef *op, PyObject *ax, int ndim, int *out)
+{
+    if (!PyIndex_Check(ax) || PyBool_Check(ax)) {
+        PyErr_Format(PyExc_TypeError, "%s: '%.100s' object cannot be interpreted as an integer axis", QN(op),
+                     Py_TYPE(ax)->tp_name);
+        return -1;
+    }
+    Py_ssize_t v = PyNumber_AsSsize_t(ax, PyExc_OverflowError);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < -ndim || v >= ndim)
+        return fj_ops_axis_error("%s: axis %zd is out of bounds for array of dimension %d", QN(op), v, ndim);
+    *out = (int)(v < 0 ? v + ndim : v);
+    return 0;
+}
+
+/* Axes from None (all), an int or a sequence into mask[ndim].  0 or -1. */
+static int axis_mask(const fj_OpDef *op, PyObject *axis, int ndim, int allow_tuple, unsigned char *mask)
+{
+    memset(mask, 0, FJ_MAX_NDIM);
+    if (!axis || axis == Py_None) {
+        memset(mask, 1, (size_t)ndim);
+        return 0;
+    }
+    if (PyTuple_Check(axis) || PyList_Check(axis)) {
+        if (!allow_tuple) {
+            PyErr_Format(PyExc_TypeError, "%s: axis must be None or an integer, not a tuple", QN(op));
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(axis); i++) {
+            int a;
+            if (norm_axis(op, PySequence_Fast_GET_ITEM(axis, i), ndim, &a) < 0)
+                return -1;
+            if (mask[a]) {
+                PyErr_Format(PyExc_ValueError, "%s: duplicate value in 'axis'", QN(op));
+                return -1;
+            }
+            mask[a] = 1;
+        }
+        return 0;
+    }
+    int a;
+    if (norm_axis(op, axis, ndim, &a) < 0)
+        return -1;
+    mask[a] = 1;
+    return 0;
+}
+
+/* Reads an int or a sequence of ints into dims.  0 or -1. */
+static int int_seq(const fj_OpDef *op, PyObject *o, const char *what, npy_intp *dims, int *n)
+{
+    if (PyIndex_Check(o) && !PyBool_Check(o)) {
+        Py_ssize_t v = PyNumber_AsSsize_t(o, PyExc_OverflowError);
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        dims[0] = v;
+        *n = 1;
+        return 0;
+    }
+    if (!PyTuple_Check(o) && !PyList_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must be an int or a tuple of ints, not %.100s", QN(op), what,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(o);
+    if (len > FJ_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "%s: %s has more than %d entries", QN(op), what, FJ_MAX_NDIM);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        PyObject *it = PySequence_Fast_GET_ITEM(o, i);
+        if (!PyIndex_Check(it) || PyBool_Check(it)) {
+            PyErr_Format(PyExc_TypeError, "%s: %s entries must be ints, not %.100s", QN(op), what,
+                         Py_TYPE(it)->tp_name);
+            return -1;
+        }
+        Py_ssize_t v = PyNumber_AsSsize_t(it, PyExc_OverflowError);
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        dims[i] = v;
+    }
+    *n = (int)len;
+    return 0;
+}
+
+static int too_many_dims(const fj_OpDef *op, int nd)
+{
+    if (nd > FJ_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "%s: result would have %d dimensions (framejit tracks up to %d)", QN(op),
+                     nd, FJ_MAX_NDIM);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the rules ---------------------------------------------------------- */
+
+static int sh_broadcast(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    int seen = 0;
+    if (strcmp(op->name, "where") == 0 && (!b->v[1] || !b->v[2])) {
+        PyErr_Format(PyExc_TypeError, "%s: the one-argument form (data-dependent shape) is not supported", QN(op));
+        return -1;
+    }
+    out->ndim = 0;
+    for (int i = 0; i < op->nin && i < FJ_OP_MAXPARAMS; i++) {
+        PyObject *o = b->v[i];
+        int nd;
+        npy_intp sh[FJ_MAX_NDIM];
+        if (!o || (o == Py_None && i > 0))
+            continue;
+        if (operand_shape(op, o, &nd, sh) < 0 || broadcast_into(op, &out->ndim, out->shape, nd, sh) < 0)
+            return -1;
+        seen++;
+    }
+    if (!seen) {
+        PyErr_Format(PyExc_TypeError, "%s: missing operands", QN(op));
+        return -1;
+    }
+    return 0;
+}
+
+static int sh_reduce(const fj_OpDef *op, fj_Bound *b, fj_Meta *out, int allow_tuple)
+{
+    int nd, ia = fj_ops_param_index(op, "axis"), ik = fj_ops_param_index(op, "keepdims");
+    npy_intp sh[FJ_MAX_NDIM];
+    unsigned char mask[FJ_MAX_NDIM];
+    if (!b->v[0]) {
+        PyErr_Format(PyExc_TypeError, "%s: missing the array argument", QN(op));
+        return -1;
+    }
+    if (operand_shape(op, b->v[0], &nd, sh) < 0)
+        return -1;
+    if (axis_mask(op, ia >= 0 ? b->v[ia] : NULL, nd, allow_tuple, mask) < 0)
+        return -1;
+    int keep = 0;
+    if (ik >= 0 && b->v[ik]) {
+        keep = PyObject_IsTrue(b->v[ik]);
+        if (keep < 0)
+            return -1;
+    }
+    if (op->flags & FJ_OPF_NO_IDENTITY) {
+        for (int i = 0; i < nd; i++) {
+            if (mask[i] && sh[i] == 0) {
+                if (op->flags & FJ_OPF_ARGMSG)
+                    PyErr_Format(PyExc_ValueError, "%s: attempt to get %s of an empty sequence", QN(op), op->name);
+                else
+                    PyErr_Format(PyExc_ValueError,
+                                 "%s: zero-size array to reduction operation %s which has no identity", QN(op),
+                                 strcmp(op->name, "max") == 0 || strcmp(op->name, "amax") == 0 ? "maximum"
+                                                                                                : "minimum");
+                return -1;
+            }
+        }
+    }
+    out->ndim = 0;
+    for (int i = 0; i < nd; i++) {
+        if (!mask[i])
+            out->shape[out->ndim++] = sh[i];
+        else if (keep)
+            out->shape[out->ndim++] = 1;
+    }
+    return 0;
+}
+
+static int core_mismatch(const fj_OpDef *op, int nda, const npy_intp *a, int ndb, const npy_intp *b)
+{
+    char s1[256], s2[256];
+    fmt_shape(s1, sizeof s1, nda, a);
+    fmt_shape(s2, sizeof s2, ndb, b);
+    PyErr_Format(PyExc_ValueError, "%s: shapes %s and %s not aligned (core dimensions mismatch)", QN(op), s1, s2);
+    return -1;
+}
+
+static int sh_matmul(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    int nda, ndb;
+    npy_intp a[FJ_MAX_NDIM], bb[FJ_MAX_NDIM];
+    if (!b->v[0] || !b->v[1]) {
+        PyErr_Format(PyExc_TypeError, "%s: needs two operands", QN(op));
+        return -1;
+    }
+    if (operand_shape(op, b->v[0], &nda, a) < 0 || operand_shape(op, b->v[1], &ndb, bb) < 0)
+        return -1;
+    if (nda == 0 || ndb == 0) {
+        PyErr_Format(PyExc_ValueError, "%s: input operand %d does not have enough dimensions", QN(op),
+                     nda == 0 ? 0 : 1);
+        return -1;
+    }
+    /* core: a (..., n, k), b (..., k, m); 1-D operands get a 1 added */
+    npy_intp n = nda >= 2 ? a[nda - 2] : 1, ka = a[nda - 1];
+    npy_intp kb = ndb >= 2 ? bb[ndb - 2] : bb[0], m = ndb >= 2 ? bb[ndb - 1] : 1;
+    if (ka != kb)
+        return core_mismatch(op, nda, a, ndb, bb);
+    int bnd = 0;
+    npy_intp bsh[FJ_MAX_NDIM];
+    if (nda > 2 && broadcast_into(op, &bnd, bsh, nda - 2, a) < 0)
+        return -1;
+    if (ndb > 2 && broadcast_into(op, &bnd, bsh, ndb - 2, bb) < 0)
+        return -1;
+    out->ndim = bnd;
+    memcpy(out->shape, bsh, sizeof(npy_intp) * (size_t)bnd);
+    if (nda >= 2)
+        out->shape[out->ndim++] = n;
+    if (ndb >= 2)
+        out->shape[out->ndim++] = m;
+    return 0;
+}
+
+static int sh_dot(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    int nda, ndb;
+    npy_intp a[FJ_MAX_NDIM], bb[FJ_MAX_NDIM];
+    if (!b->v[0] || !b->v[1]) {
+        PyErr_Format(PyExc_TypeError, "%s: needs two operands", QN(op));
+        return -1;
+    }
+    if (operand_shape(op, b->v[0], &nda, a) < 0 || operand_shape(op, b->v[1], &ndb, bb) < 0)
+        return -1;
+    if (nda == 0 || ndb == 0) { /* multiply by a scalar */
+        out->ndim = nda ? nda : ndb;
+        memcpy(out->shape, nda ? a : bb, sizeof(npy_intp) * (size_t)out->ndim);
+        return 0;
+    }
+    npy_intp kb = ndb >= 2 ? bb[ndb - 2] : bb[0];
+    if (a[nda - 1] != kb)
+        return core_mismatch(op, nda, a, ndb, bb);
+    out->ndim = 0;
+    for (int i = 0; i < nda - 1; i++)
+        out->shape[out->ndim++] = a[i];
+    if (ndb >= 2) {
+        if (too_many_dims(op, nda + ndb - 2) < 0)
+            return -1;
+        for (int i = 0; i < ndb - 2; i++)
+            out->shape[out->ndim++] = bb[i];
+        out->shape[out->ndim++] = bb[ndb - 1];
+    }
+    return 0;
+}
+
+static int sh_reshape(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    fj_Node *a = array_node(op, b->v[0]);
+    npy_intp dims[FJ_MAX_NDIM];
+    int n, unknown = -1;
+    if (!a)
+        return -1;
+    if (!b->v[1]) {
+        PyErr_Format(PyExc_TypeError, "%s: missing the shape argument", QN(op));
+        return -1;
+    }
+    if (int_seq(op, b->v[1], "shape", dims, &n) < 0)
+        return -1;
+    npy_intp size = 1, known = 1;
+    for (int i = 0; i < a->ndim; i++)
+        size *= a->shape[i];
+    for (int i = 0; i < n; i++) {
+        if (dims[i] < 0) { /* NumPy 2 takes any negative entry as the unknown one */
+            if (unknown >= 0) {
+                PyErr_Format(PyExc_ValueError, "%s: can only specify one unknown dimension", QN(op));
+                return -1;
+            }
+            unknown = i;
+        } else {
+            known *= dims[i];
+        }
+    }
+    if (unknown >= 0) {
+        if (known == 0 || size % known != 0)
+            goto bad;
+        dims[unknown] = size / known;
+    } else if (known != size) {
+        goto bad;
+    }
+    out->ndim = n;
+    memcpy(out->shape, dims, sizeof(npy_intp) * (size_t)n);
+    return 0;
+bad: {
+    char s1[256];
+    fmt_shape(s1, sizeof s1, n, dims);
+    PyErr_Format(PyExc_ValueError, "%s: cannot reshape array of size %zd into shape %s", QN(op), (Py_ssize_t)size,
+                 s1);
+    return -1;
+}
+}
+
+static int sh_transpose(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    fj_Node *a = array_node(op, b->v[0]);
+    if (!a)
+        return -1;
+    PyObject *axes = op->kind == FJ_OP_ATTR ? NULL : b->v[1];
+    out->ndim = a->ndim;
+    if (!axes || axes == Py_None) {
+        for (int i = 0; i < a->ndim; i++)
+            out->shape[i] = a->shape[a->ndim - 1 - i];
+        return 0;
+    }
+    npy_intp perm[FJ_MAX_NDIM];
+    int n;
+    unsigned char seen[FJ_MAX_NDIM] = {0};
+    if (int_seq(op, axes, "axes", perm, &n) < 0)
+        return -1;
+    if (n != a->ndim) {
+        PyErr_Format(PyExc_ValueError, "%s: axes don't match array", QN(op));
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        npy_intp v = perm[i];
+        if (v < -n || v >= n)
+            return fj_ops_axis_error("%s: axis %zd is out of bounds for array of dimension %d", QN(op),
+                                     (Py_ssize_t)v, n);
+        if (v < 0)
+            v += n;
+        if (seen[v]) {
+            PyErr_Format(PyExc_ValueError, "%s: repeated axis in transpose", QN(op));
+            return -1;
+        }
+        seen[v] = 1;
+        out->shape[i] = a->shape[v];
+    }
+    return 0;
+}
+
+static int sh_swapaxes(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    fj_Node *a = array_node(op, b->v[0]);
+    int x, y;
+    if (!a)
+        return -1;
+    if (!b->v[1] || !b->v[2]) {
+        PyErr_Format(PyExc_TypeError, "%s: needs axis1 and axis2", QN(op));
+        return -1;
+    }
+    if (norm_axis(op, b->v[1], a->ndim, &x) < 0 || norm_axis(op, b->v[2], a->ndim, &y) < 0)
+        return -1;
+    out->ndim = a->ndim;
+    memcpy(out->shape, a->shape, sizeof(npy_intp) * (size_t)a->ndim);
+    out->shape[x] = a->shape[y];
+    out->shape[y] = a->shape[x];
+    return 0;
+}
+
+static int sh_expand_dims(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    fj_Node *a = array_node(op, b->v[0]);
+    if (!a)
+        return -1;
+    if (!b->v[1]) {
+        PyErr_Format(PyExc_TypeError, "%s: missing the axis argument", QN(op));
+        return -1;
+    }
+    PyObject *axis = b->v[1];
+    Py_ssize_t na = PyTuple_Check(axis) || PyList_Check(axis) ? PySequence_Fast_GET_SIZE(axis) : 1;
+    int ond = a->ndim + (int)na;
+    unsigned char mask[FJ_MAX_NDIM];
+    if (too_many_dims(op, ond) < 0 || axis_mask(op, axis, ond, 1, mask) < 0)
+        return -1;
+    for (int i = 0, j = 0; i < ond; i++)
+        out->shape[i] = mask[i] ? 1 : a->shape[j++];
+    out->ndim = ond;
+    return 0;
+}
+
+static int sh_squeeze(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    fj_Node *a = array_node(op, b->v[0]);
+    unsigned char mask[FJ_MAX_NDIM];
+    if (!a)
+        return -1;
+    if (!b->v[1] || b->v[1] == Py_None) {
+        for (int i = 0; i < a->ndim; i++)
+            mask[i] = a->shape[i] == 1;
+    } else {
+        if (axis_mask(op, b->v[1], a->ndim, 1, mask) < 0)
+            return -1;
+        for (int i = 0; i < a->ndim; i++) {
+            if (mask[i] && a->shape[i] != 1) {
+                PyErr_Format(PyExc_ValueError,
+                             "%s: cannot select an axis to squeeze out which has size not equal to one", QN(op));
+                return -1;
+            }
+        }
+    }
+    out->ndim = 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (!mask[i])
+            out->shape[out->ndim++] = a->shape[i];
+    return 0;
+}
+
+/* The arrays of concatenate/stack: a tuple or list of array nodes. */
+static int seq_of_nodes(const fj_OpDef *op, PyObject *seq, Py_ssize_t *n)
+{
+    if (!seq || !(PyTuple_Check(seq) || PyList_Check(seq))) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a tuple or list of arrays", QN(op));
+        return -1;
+    }
+    *n = PySequence_Fast_GET_SIZE(seq);
+    if (*n == 0) {
+        PyErr_Format(PyExc_ValueError, "%s: need at least one array to %s", QN(op),
+                     op->shape_rule == FJ_SH_STACK ? "stack" : "concatenate");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < *n; i++)
+        if (!array_node(op, PySequence_Fast_GET_ITEM(seq, i)))
+            return -1;
+    return 0;
+}
+
+static int sh_concatenate(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    Py_ssize_t n;
+    if (seq_of_nodes(op, b->v[0], &n) < 0)
+        return -1;
+    fj_Node *first = (fj_Node *)PySequence_Fast_GET_ITEM(b->v[0], 0);
+    if (b->v[1] == Py_None) { /* flatten everything */
+        npy_intp total = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            fj_Node *x = (fj_Node *)PySequence_Fast_GET_ITEM(b->v[0], i);
+            npy_intp s = 1;
+            for (int d = 0; d < x->ndim; d++)
+                s *= x->shape[d];
+            total += s;
+        }
+        out->ndim = 1;
+        out->shape[0] = total;
+        return 0;
+    }
+    int axis = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (((fj_Node *)PySequence_Fast_GET_ITEM(b->v[0], i))->ndim == 0) {
+            PyErr_Format(PyExc_ValueError, "%s: zero-dimensional arrays cannot be concatenated", QN(op));
+            return -1;
+        }
+    }
+    if (b->v[1] && norm_axis(op, b->v[1], first->ndim, &axis) < 0)
+        return -1;
+    out->ndim = first->ndim;
+    memcpy(out->shape, first->shape, sizeof(npy_intp) * (size_t)first->ndim);
+    for (Py_ssize_t i = 1; i < n; i++) {
+        fj_Node *x = (fj_Node *)PySequence_Fast_GET_ITEM(b->v[0], i);
+        if (x->ndim != first->ndim) {
+            PyErr_Format(PyExc_ValueError,
+                         "%s: all the input arrays must have same number of dimensions, but the array at index 0 "
+                         "has %d dimension(s) and the array at index %zd has %d dimension(s)",
+                         QN(op), first->ndim, i, x->ndim);
+            return -1;
+        }
+        for (int d = 0; d < x->ndim; d++) {
+            if (d != axis && x->shape[d] != first->shape[d]) {
+                PyErr_Format(PyExc_ValueError,
+                             "%s: all the input array dimensions except for the concatenation axis must match "
+                             "exactly, but along dimension %d, the array at index 0 has size %zd and the array "
+                             "at index %zd has size %zd",
+                             QN(op), d, (Py_ssize_t)first->shape[d], i, (Py_ssize_t)x->shape[d]);
+                return -1;
+            }
+        }
+        out->shape[axis] += x->shape[axis];
+    }
+    return 0;
+}
+
+static int sh_stack(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    Py_ssize_t n;
+    int axis = 0;
+    if (seq_of_nodes(op, b->v[0], &n) < 0)
+        return -1;
+    fj_Node *first = (fj_Node *)PySequence_Fast_GET_ITEM(b->v[0], 0);
+    for (Py_ssize_t i = 1; i < n; i++) {
+        fj_Node *x = (fj_Node *)PySequence_Fast_GET_ITEM(b->v[0], i);
+        if (x->ndim != first->ndim ||
+            memcmp(x->shape, first->shape, sizeof(npy_intp) * (size_t)first->ndim) != 0) {
+            PyErr_Format(PyExc_ValueError, "%s: all input arrays must have the same shape", QN(op));
+            return -1;
+        }
+    }
+    if (too_many_dims(op, first->ndim + 1) < 0)
+        return -1;
+    if (b->v[1] && norm_axis(op, b->v[1], first->ndim + 1, &axis) < 0)
+        return -1;
+    out->ndim = first->ndim + 1;
+    for (int i = 0, j = 0; i < out->ndim; i++)
+        out->shape[i] = i == axis ? (npy_intp)n : first->shape[j++];
+    return 0;
+}
+
+static int sh_broadcast_to(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    fj_Node *a = array_node(op, b->v[0]);
+    npy_intp dims[FJ_MAX_NDIM];
+    int n;
+    if (!a)
+        return -1;
+    if (!b->v[1]) {
+        PyErr_Format(PyExc_TypeError, "%s: missing the shape argument", QN(op));
+        return -1;
+    }
+    if (int_seq(op, b->v[1], "shape", dims, &n) < 0)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if (dims[i] < 0) {
+            PyErr_Format(PyExc_ValueError, "%s: all elements of broadcast shape must be non-negative", QN(op));
+            return -1;
+        }
+    }
+    if (a->ndim > n) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: input operand has more dimensions than allowed by the axis remapping", QN(op));
+        return -1;
+    }
+    for (int i = 0; i < a->ndim; i++) {
+        npy_intp s = a->shape[i], t = dims[n - a->ndim + i];
+        if (s != t && s != 1) {
+            char s1[256], s2[256];
+            fmt_shape(s1, sizeof s1, a->ndim, a->shape);
+            fmt_shape(s2, sizeof s2, n, dims);
+            PyErr_Format(PyExc_ValueError, "%s: operands could not be broadcast together with remapped shapes "
+                         "[original->remapped]: %s and requested shape %s", QN(op), s1, s2);
+            return -1;
+        }
+    }
+    out->ndim = n;
+    memcpy(out->shape, dims, sizeof(npy_intp) * (size_t)n);
+    return 0;
+}
+
+static int sh_same(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    if (!b->v[0]) {
+        PyErr_Format(PyExc_TypeError, "%s: missing the array argument", QN(op));
+        return -1;
+    }
+    return operand_shape(op, b->v[0], &out->ndim, out->shape);
+}
+
+static int is_int_index(PyObject *o)
+{
+    return !PyBool_Check(o) && (PyLong_Check(o) || PyArray_IsScalar(o, Integer));
+}
+
+/* Basic indexing: ints, slices, None, Ellipsis (and tuples of them). */
+static int sh_getitem(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    fj_Node *a = array_node(op, b->v[0]);
+    PyObject *index = b->v[1];
+    if (!a)
+        return -1;
+    if (!index) {
+        PyErr_Format(PyExc_TypeError, "%s: missing the index", QN(op));
+        return -1;
+    }
+    PyObject *const *items = &index;
+    Py_ssize_t n = 1;
+    if (PyTuple_Check(index)) {
+        items = &PyTuple_GET_ITEM(index, 0);
+        n = PyTuple_GET_SIZE(index);
+    }
+    int consumed = 0, ellipses = 0, only_ints = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *it = items[i];
+        if (is_int_index(it) || PySlice_Check(it)) {
+            consumed++;
+            only_ints &= !PySlice_Check(it);
+        } else if (it == Py_Ellipsis) {
+            if (++ellipses > 1) {
+                PyErr_Format(PyExc_IndexError, "%s: an index can only have a single ellipsis ('...')", QN(op));
+                return -1;
+            }
+            only_ints = 0;
+        } else if (it == Py_None) {
+            only_ints = 0;
+        } else {
+            PyErr_Format(PyExc_TypeError,
+                         "%s: index of type %.100s is not supported (only ints, slices, None and Ellipsis; "
+                         "advanced indexing is not traced)",
+                         QN(op), fj_Node_Check(it) ? "array" : Py_TYPE(it)->tp_name);
+            return -1;
+        }
+    }
+    if (consumed > a->ndim) {
+        PyErr_Format(PyExc_IndexError, "%s: too many indices for array: array is %d-dimensional, but %d were indexed",
+                     QN(op), a->ndim, consumed);
+        return -1;
+    }
+    int dim = 0;
+    out->ndim = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *it = items[i];
+        if (it == Py_None) {
+            if (too_many_dims(op, out->ndim + 1) < 0)
+                return -1;
+            out->shape[out->ndim++] = 1;
+        } else if (it == Py_Ellipsis) {
+            int skip = a->ndim - consumed;
+            if (too_many_dims(op, out->ndim + skip) < 0)
+                return -1;
+            for (int k = 0; k < skip; k++)
+                out->shape[out->ndim++] = a->shape[dim++];
+        } else if (PySlice_Check(it)) {
+            Py_ssize_t start, stop, step;
+            if (PySlice_Unpack(it, &start, &stop, &step) < 0)
+                return -1;
+            if (too_many_dims(op, out->ndim + 1) < 0)
+                return -1;
+            out->shape[out->ndim++] = PySlice_AdjustIndices(a->shape[dim++], &start, &stop, step);
+        } else {
+            Py_ssize_t v = PyNumber_AsSsize_t(it, PyExc_IndexError);
+            if (v == -1 && PyErr_Occurred())
+                return -1;
+            npy_intp size = a->shape[dim];
+            if (v < -size || v >= size) {
+                PyErr_Format(PyExc_IndexError, "%s: index %zd is out of bounds for axis %d with size %zd", QN(op),
+                             v, dim, (Py_ssize_t)size);
+                return -1;
+            }
+            dim++;
+        }
+    }
+    for (; dim < a->ndim; dim++) { /* trailing dims not indexed */
+        if (too_many_dims(op, out->ndim + 1) < 0)
+            return -1;
+        out->shape[out->ndim++] = a->shape[dim];
+    }
+    out->vkind = only_ints && consumed == a->ndim ? FJ_VAL_NPSCALAR : FJ_VAL_ARRAY;
+    return 0;
+}
+
+static int check_inplace(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    /* an in-place operator on an array writes into it: the result keeps its shape */
+    if (op->kind == FJ_OP_INPLACE && fj_Node_Check(b->v[0]) && ((fj_Node *)b->v[0])->vkind == FJ_VAL_ARRAY) {
+        fj_Node *a = (fj_Node *)b->v[0];
+        if (a->ndim != out->ndim || memcmp(a->shape, out->shape, sizeof(npy_intp) * (size_t)a->ndim) != 0) {
+            char s1[256], s2[256];
+            fmt_shape(s1, sizeof s1, a->ndim, a->shape);
+            fmt_shape(s2, sizeof s2, out->ndim, out->shape);
+            PyErr_Format(PyExc_ValueError,
+                         "%s: non-broadcastable output operand with shape %s doesn't match the broadcast shape %s",
+                         QN(op), s1, s2);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int shape_rule(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    switch (op->shape_rule) {
+    case FJ_SH_BROADCAST:
+        return sh_broadcast(op, b, out);
+    case FJ_SH_REDUCE:
+        return sh_reduce(op, b, out, 1);
+    case FJ_SH_ARGREDUCE:
+        return sh_reduce(op, b, out, 0);
+    case FJ_SH_MATMUL:
+        return sh_matmul(op, b, out);
+    case FJ_SH_DOT:
+        return sh_dot(op, b, out);
+    case FJ_SH_RESHAPE:
+        return sh_reshape(op, b, out);
+    case FJ_SH_TRANSPOSE:
+        return sh_transpose(op, b, out);
+    case FJ_SH_SWAPAXES:
+        return sh_swapaxes(op, b, out);
+    case FJ_SH_EXPAND_DIMS:
+        return sh_expand_dims(op, b, out);
+    case FJ_SH_SQUEEZE:
+        return sh_squeeze(op, b, out);
+    case FJ_SH_CONCATENATE:
+        return sh_concatenate(op, b, out);
+    case FJ_SH_STACK:
+        return sh_stack(op, b, out);
+    case FJ_SH_BROADCAST_TO:
+        return sh_broadcast_to(op, b, out);
+    case FJ_SH_SAME:
+        return sh_same(op, b, out);
+    case FJ_SH_GETITEM:
+        return sh_getitem(op, b, out);
+    }
+    PyErr_Format(PyExc_SystemError, "framejit: op %s has no shape rule", op->name);
+    return -1;
+}
+
+int fj_ops_shape(const fj_OpDef *op, PyObject *args, fj_Bound *b, fj_Meta *out)
+{
+    (void)args;
+    if (shape_rule(op, b, out) < 0)
+        return -1;
+    return op->kind == FJ_OP_INPLACE ? check_inplace(op, b, out) : 0;
+}
