@@ -96,6 +96,21 @@ static void hook_log(Compiler *c, const char *channel, PyObject *cid, PyObject *
 
 /* ---------------------------------------------------------- helpers */
 
+/* Takes the pending exception: a new reference to its value (NULL if none). */
+static PyObject *fetch_exception(void)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    if (et == NULL)
+        return NULL;
+    PyErr_NormalizeException(&et, &ev, &tb);
+    if (tb != NULL && ev != NULL)
+        PyException_SetTraceback(ev, tb);
+    Py_XDECREF(et);
+    Py_XDECREF(tb);
+    return ev;
+}
+
 static PyObject *frame_state_int(PyObject *state, const char *key, long dflt)
 {
     PyObject *v = PyDict_GetItemString(state, key);
@@ -231,7 +246,10 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
     if (ret == NULL || outputs == NULL) {
         if (!PyErr_ExceptionMatches(fj_Unsupported)) {
             /* an internal error: never break the user's program for it */
-            PyObject *r = hook_call(c, "internal_error", "(OO)", (PyObject *)co, cid);
+            PyObject *exc = fetch_exception();
+            PyObject *r = exc ? hook_call(c, "internal_error", "(OOO)", (PyObject *)co, cid, exc)
+                              : NULL;
+            Py_XDECREF(exc);
             Py_XDECREF(r);
             if (r == NULL)
                 goto done; /* the hook re-raised (tests ask it to) */
@@ -273,7 +291,11 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
             goto done;
         compiled = PyObject_CallFunctionObjArgs(c->backend, tx.graph, inputs, NULL);
         if (compiled == NULL) {
-            PyObject *r = hook_call(c, "backend_failed", "(OO)", (PyObject *)co, c->backend);
+            PyObject *exc = fetch_exception();
+            PyObject *r = exc ? hook_call(c, "backend_failed", "(OOO)", (PyObject *)co,
+                                          c->backend, exc)
+                              : NULL;
+            Py_XDECREF(exc);
             Py_XDECREF(r);
             goto done;
         }

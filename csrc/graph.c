@@ -330,10 +330,6 @@ fj_Node *fj_graph_placeholder(PyObject *gobj, PyObject *name, PyObject *example)
         PyErr_Format(PyExc_ValueError, "framejit: placeholder name must be an identifier, not %R", name);
         return NULL;
     }
-    if (g->ncalls > 0) {
-        PyErr_SetString(PyExc_RuntimeError, "framejit: placeholders must come before calls");
-        return NULL;
-    }
     n = node_alloc(FJ_NODE_PLACEHOLDER);
     if (!n)
         return NULL;
@@ -366,6 +362,30 @@ fj_Node *fj_graph_placeholder(PyObject *gobj, PyObject *name, PyObject *example)
     acc = PyList_New(0);
     if (!n->args || !acc)
         goto error;
+    if (g->ncalls > 0) {
+        /* The tracer meets inputs lazily: keep placeholders first by
+           inserting after the last one and shifting the later nodes. */
+        Py_ssize_t at = g->nplaceholders, total = PyList_GET_SIZE(g->nodes);
+        n->index = at;
+        n->inputs = PyTuple_New(0);
+        if (!n->inputs || PyList_Insert(g->nodes, at, (PyObject *)n) < 0)
+            goto error;
+        for (Py_ssize_t i = at + 1; i <= total; i++) {
+            fj_Node *m = (fj_Node *)PyList_GET_ITEM(g->nodes, i);
+            m->index++;
+            if (m->last_use >= at)
+                m->last_use++;
+        }
+        for (Py_ssize_t i = 0; i < at; i++) {
+            fj_Node *m = (fj_Node *)PyList_GET_ITEM(g->nodes, i);
+            if (m->last_use >= at)
+                m->last_use++;
+        }
+        g->nplaceholders++;
+        Py_DECREF(n); /* the list holds it */
+        Py_DECREF(acc);
+        return n;
+    }
     g->nplaceholders++;
     n = append_node(g, n, acc);
     Py_DECREF(acc);

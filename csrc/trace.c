@@ -237,7 +237,8 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
     }
     else if (PyModule_Check(value) || PyFunction_Check(value) || PyCFunction_Check(value) ||
              PyType_Check(value) || Py_IS_TYPE(value, &PyArrayDescr_Type) ||
-             PyObject_TypeCheck(value, &PyUFunc_Type) || PyMethod_Check(value)) {
+             fj_ops_for_callable(value) != NULL ||
+             strcmp(Py_TYPE(value)->tp_name, "numpy.ufunc") == 0 || PyMethod_Check(value)) {
         if (fj_guard_add_id_match(mgr, value) < 0)
             return NULL;
         v = fj_var_const(value);

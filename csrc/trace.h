@@ -125,8 +125,6 @@ PyObject *fj_var_as_const(PyObject *v);
 /* Converts a Var into a graph argument: node, constant, or tuple/list of them. New ref. */
 PyObject *fj_var_to_graph_arg(PyObject *v);
 
-#endif
-
 /* One frame being traced: the top frame or an inlined call. */
 struct fj_TFrame {
     fj_Tracer *tx;
@@ -157,3 +155,5 @@ struct fj_TFrame {
 */
 PyObject *fj_trace_inline(fj_TFrame *parent, PyObject *fn, PyObject *const *args,
                           Py_ssize_t nargs, PyObject *kwnames);
+
+#endif

@@ -16,6 +16,12 @@ PyObject *fj_trace_var_items(fj_TFrame *fr, PyObject *v); /* trace.c */
 
 #define VAR(o) ((fj_Var *)(o))
 
+/* True if str 'u' equals the ASCII string 's' (PyUnicode_EqualToUTF8 is 3.13+). */
+static int str_is(PyObject *u, const char *s)
+{
+    return PyUnicode_CompareWithASCIIString(u, s) == 0;
+}
+
 /* True for values whose operators and methods never run user code. */
 static int is_safe_const(PyObject *v)
 {
@@ -436,12 +442,12 @@ static PyObject *call_list_method(fj_TFrame *fr, fj_Var *self, PyObject *name,
                NULL;
     if (kwnames != NULL)
         return fj_unsupported("list.%U with keywords", name), NULL;
-    if (PyUnicode_EqualToUTF8(name, "append") && n == 1) {
+    if (str_is(name, "append") && n == 1) {
         if (PyList_Append(self->items, args[0]) < 0)
             return NULL;
         return (PyObject *)fj_var_const(Py_None);
     }
-    if (PyUnicode_EqualToUTF8(name, "extend") && n == 1) {
+    if (str_is(name, "extend") && n == 1) {
         PyObject *items = fj_trace_var_items(fr, args[0]);
         if (items == NULL)
             return NULL;
@@ -449,7 +455,7 @@ static PyObject *call_list_method(fj_TFrame *fr, fj_Var *self, PyObject *name,
         Py_DECREF(items);
         return r < 0 ? NULL : (PyObject *)fj_var_const(Py_None);
     }
-    if (PyUnicode_EqualToUTF8(name, "pop") && n <= 1) {
+    if (str_is(name, "pop") && n <= 1) {
         Py_ssize_t len = PyList_GET_SIZE(self->items), ix = len - 1;
         if (n == 1) {
             PyObject *c = fj_var_as_const(args[0]);
@@ -468,7 +474,7 @@ static PyObject *call_list_method(fj_TFrame *fr, fj_Var *self, PyObject *name,
         }
         return v;
     }
-    if (PyUnicode_EqualToUTF8(name, "insert") && n == 2) {
+    if (str_is(name, "insert") && n == 2) {
         PyObject *c = fj_var_as_const(args[0]);
         if (c == NULL || !PyLong_CheckExact(c))
             return fj_unsupported("list.insert with a non-constant index"), NULL;
@@ -476,7 +482,7 @@ static PyObject *call_list_method(fj_TFrame *fr, fj_Var *self, PyObject *name,
             return NULL;
         return (PyObject *)fj_var_const(Py_None);
     }
-    if (PyUnicode_EqualToUTF8(name, "reverse") && n == 0) {
+    if (str_is(name, "reverse") && n == 0) {
         if (PyList_Reverse(self->items) < 0)
             return NULL;
         return (PyObject *)fj_var_const(Py_None);
@@ -489,7 +495,7 @@ static PyObject *call_dict_method(fj_TFrame *fr, fj_Var *self, PyObject *name,
 {
     if (kwnames != NULL)
         return fj_unsupported("dict.%U with keywords", name), NULL;
-    if (PyUnicode_EqualToUTF8(name, "get") && (n == 1 || n == 2)) {
+    if (str_is(name, "get") && (n == 1 || n == 2)) {
         PyObject *key = fj_var_as_const(args[0]);
         if (key == NULL)
             return fj_unsupported("dict.get with a non-constant key"), NULL;
@@ -500,8 +506,8 @@ static PyObject *call_dict_method(fj_TFrame *fr, fj_Var *self, PyObject *name,
             return fold_error("dict.get");
         return n == 2 ? Py_NewRef(args[1]) : (PyObject *)fj_var_const(Py_None);
     }
-    if (n == 0 && (PyUnicode_EqualToUTF8(name, "keys") || PyUnicode_EqualToUTF8(name, "values") ||
-                   PyUnicode_EqualToUTF8(name, "items"))) {
+    if (n == 0 && (str_is(name, "keys") || str_is(name, "values") ||
+                   str_is(name, "items"))) {
         PyObject *keys = PyDict_Keys(self->items);
         if (keys == NULL)
             return NULL;
@@ -513,9 +519,9 @@ static PyObject *call_dict_method(fj_TFrame *fr, fj_Var *self, PyObject *name,
             PyObject *vv = Py_XNewRef(PyDict_GetItem(self->items, k));
             PyObject *item = NULL;
             if (kv && vv) {
-                if (PyUnicode_EqualToUTF8(name, "keys"))
+                if (str_is(name, "keys"))
                     item = Py_NewRef(kv);
-                else if (PyUnicode_EqualToUTF8(name, "values"))
+                else if (str_is(name, "values"))
                     item = Py_NewRef(vv);
                 else {
                     PyObject *pair = PyList_New(2);
@@ -568,7 +574,7 @@ static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py
     if (self->kind == FJ_VAR_DICT)
         return call_dict_method(fr, self, name, args, n, kwnames);
     if (self->kind == FJ_VAR_TUPLE &&
-        (PyUnicode_EqualToUTF8(name, "index") || PyUnicode_EqualToUTF8(name, "count"))) {
+        (str_is(name, "index") || str_is(name, "count"))) {
         PyObject *items = fj_trace_var_items(fr, (PyObject *)self);
         PyObject *consts = items ? PyTuple_New(PyList_GET_SIZE(items)) : NULL;
         for (Py_ssize_t i = 0; consts && i < PyList_GET_SIZE(items); i++) {

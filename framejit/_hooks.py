@@ -54,7 +54,7 @@ class Hooks:
         out.write(f"{title} {code.co_name} {os.path.basename(code.co_filename)} "
                   f"line {code.co_firstlineno}\n")
         dis.dis(code, file=out, depth=0)
-        return out.getvalue().rstrip("\n")
+        return "\n".join(line for line in out.getvalue().splitlines() if line.strip())
 
     def should_skip(self, code):
         """Frames of the stdlib, NumPy, test runners and framejit itself are never compiled."""
@@ -92,9 +92,8 @@ class Hooks:
             logs.log("graph_breaks", compile_id,
                      f"Graph break in {code.co_name} at {where}: {reason}\n    {src}")
 
-    def internal_error(self, code, compile_id):
+    def internal_error(self, code, compile_id, exc):
         from .api import counters
-        exc = sys.exc_info()[1]
         counters["stats"]["internal_errors"] += 1
         if config.raise_internal_errors:
             raise exc
@@ -105,8 +104,7 @@ class Hooks:
         logs.log("graph_breaks", compile_id, "internal error:\n" + "".join(
             traceback.format_exception(exc)))
 
-    def backend_failed(self, code, backend):
-        exc = sys.exc_info()[1]
+    def backend_failed(self, code, backend, exc):
         name = getattr(backend, "__name__", repr(backend))
         raise BackendCompilerFailed(
             f"framejit backend {name!r} failed compiling {code.co_name} "

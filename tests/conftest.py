@@ -1,6 +1,10 @@
 import pytest
 
+import framejit
 from framejit._C import eval_frame
+
+# In tests an internal compiler error is a failure, not a silent fallback.
+framejit.config.raise_internal_errors = True
 
 
 @pytest.fixture(autouse=True)

@@ -311,7 +311,7 @@ def astype_it(x):
 
 @case((A,))
 def attributes(x):
-    return x.shape, x.ndim, x.dtype, x.size
+    return x.shape, x.ndim, x.dtype, x.size, x * x.size
 
 
 @case((A,))
@@ -424,7 +424,7 @@ def returns_nested(x):
 
 @case((A,))
 def returns_input(x):
-    return x
+    return x, x + 1, x
 
 
 @case(((A, B),))
@@ -503,7 +503,7 @@ def string_ops(x):
 @case((A,))
 def fstring_key(x):
     i = 2
-    return {f"k{i}": x}
+    return {f"k{i}": x, "neg": -x}
 
 
 @case((A,))
