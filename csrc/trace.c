@@ -290,6 +290,10 @@ static void frame_free(fj_TFrame *fr)
         Py_XDECREF(fr->stack[--fr->sp]);
     PyMem_Free(fr->locals);
     PyMem_Free(fr->stack);
+    PyMem_Free(fr->touched);
+    fr->locals = fr->stack = NULL;
+    fr->touched = NULL;
+    fr->nlocals = 0;
     Py_CLEAR(fr->kwnames);
     Py_CLEAR(fr->retval);
     fj_bc_free(&fr->il);
@@ -304,7 +308,8 @@ static int frame_setup(fj_TFrame *fr, fj_Tracer *tx, PyCodeObject *co)
     fr->stack_cap = co->co_stacksize + 4;
     fr->locals = PyMem_Calloc(fr->nlocals ? fr->nlocals : 1, sizeof(PyObject *));
     fr->stack = PyMem_Calloc(fr->stack_cap, sizeof(PyObject *));
-    if (fr->locals == NULL || fr->stack == NULL) {
+    fr->touched = PyMem_Calloc(fr->nlocals ? fr->nlocals : 1, 1);
+    if (fr->locals == NULL || fr->stack == NULL || fr->touched == NULL) {
         PyErr_NoMemory();
         return -1;
     }
@@ -347,7 +352,13 @@ static PyObject *load_local(fj_TFrame *fr, int i)
 
 static void store_local(fj_TFrame *fr, int i, PyObject *v) /* steals v */
 {
+    fr->touched[i] = 1;
     Py_XSETREF(fr->locals[i], v);
+}
+
+int fj_trace_arg_untouched(fj_TFrame *fr, int i)
+{
+    return fr->lazy_args && !fr->touched[i] && i < code_nargs(fr->code);
 }
 
 /* The contents of a CELL Var (new ref), reading a top-frame free variable lazily. */
@@ -890,6 +901,8 @@ static int run_frame(fj_TFrame *fr)
         int op = in->op, arg = in->arg;
         next = i + 1;
         fr->ip = i;
+        if (fr->parent == NULL && i == tx->stop_at)
+            return 1;
         if (--tx->budget < 0)
             return fj_unsupported("trace too long (instruction budget exhausted)");
         if (tx->log_trace)
@@ -940,6 +953,7 @@ static int run_frame(fj_TFrame *fr)
                 goto error;
             }
             Py_CLEAR(fr->locals[arg]);
+            fr->touched[arg] = 1;
             break;
         case MAKE_CELL: {
             PyObject *init = NULL;
@@ -1549,24 +1563,33 @@ static void note_break(fj_Tracer *tx, fj_TFrame *top)
     tx->break_lineno = top->il.n ? top->il.v[top->ip].line : -1;
 }
 
-PyObject *fj_trace_run(fj_Tracer *tx, PyCodeObject *co)
+int fj_trace_run(fj_Tracer *tx, PyCodeObject *co)
 {
-    fj_TFrame fr;
-    PyObject *result = NULL;
     tx->break_index = -1;
-    if (frame_setup(&fr, tx, co) < 0)
-        goto done;
-    fr.globals = tx->view.globals;
-    fr.builtins = tx->view.builtins;
-    fr.lazy_args = 1;
-    if (run_frame(&fr) < 0) {
-        note_break(tx, &fr);
-        goto done;
+    tx->top = PyMem_Calloc(1, sizeof(fj_TFrame));
+    if (tx->top == NULL) {
+        PyErr_NoMemory();
+        return -1;
     }
-    result = Py_NewRef(fr.retval);
-done:
-    frame_free(&fr);
-    return result;
+    fj_TFrame *fr = tx->top;
+    if (frame_setup(fr, tx, co) < 0)
+        return -1;
+    fr->globals = tx->view.globals;
+    fr->builtins = tx->view.builtins;
+    fr->lazy_args = 1;
+    int r = run_frame(fr);
+    if (r < 0)
+        note_break(tx, fr);
+    return r;
+}
+
+void fj_trace_free(fj_Tracer *tx)
+{
+    if (tx->top != NULL) {
+        frame_free(tx->top);
+        PyMem_Free(tx->top);
+        tx->top = NULL;
+    }
 }
 
 PyObject *fj_var_as_const(PyObject *v)

@@ -75,15 +75,25 @@ typedef struct fj_Tracer {
     PyObject *break_reason;  /* strong str or NULL */
     PyObject *break_filename;/* strong or NULL: file of the frame that broke */
     int break_user_lineno;   /* line in that frame */
+    /* Restart support: stop the top frame before instruction 'stop_at'. */
+    int stop_at;             /* -1: run to the end */
+    struct fj_TFrame *top;   /* owned: the top frame, kept after the run */
 } fj_Tracer;
 
 /*
-** Traces the frame whose inputs are 'view' for code 'co'.  On success
-** returns the Var of the returned value (new reference).  Returns NULL with
-** fj_Unsupported set when something cannot be captured (tx->break_* say
-** where and why), or with another exception on internal errors.
+** Traces the frame whose inputs are 'view' for code 'co'.  Returns 0 when
+** the frame returned (tx->top->retval holds the Var), 1 when it stopped
+** before instruction tx->stop_at (tx->top holds the stack and locals
+** there), or -1 with fj_Unsupported set when something cannot be captured
+** (tx->break_index says at which top-frame instruction) or with another
+** exception on internal errors.  tx->top stays allocated until
+** fj_trace_free.
 */
-PyObject *fj_trace_run(fj_Tracer *tx, PyCodeObject *co);
+int fj_trace_run(fj_Tracer *tx, PyCodeObject *co);
+/* Frees what the tracer run owns (the top frame). */
+void fj_trace_free(fj_Tracer *tx);
+/* True when local 'i' of the top frame still holds the caller's argument. */
+int fj_trace_arg_untouched(struct fj_TFrame *fr, int i);
 
 /* Var constructors (new references, NULL on error). */
 fj_Var *fj_var_new(fj_VarKind kind, PyObject *obj, PyObject *items);
@@ -145,6 +155,7 @@ struct fj_TFrame {
     int depth;
     int ip;                 /* index of the instruction being run */
     int lazy_args;          /* top frame: arguments wrap on first load */
+    unsigned char *touched; /* owned: per local, stored or deleted by the trace */
     PyObject *retval;       /* strong: the value returned */
 };
 

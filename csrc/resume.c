@@ -1,0 +1,298 @@
+/*
+** resume.c: graph-break planning, liveness and resume-function code.
+** See resume.h.
+**
+** A break is resumable when the instruction runs outside any try/with
+** block (no exception-table entry covers it) and outside any loop (no
+** backward jump spans it): inside a loop the resume function would call
+** itself once per iteration.  Such frames run whole in CPython, and the
+** functions they call are still offered to framejit (docs/graph-breaks.md).
+*/
+#include "resume.h"
+
+#include "trace.h"
+
+/* Stack entries consumed and produced by the generic break instructions. */
+static int generic_effect(int op, int arg, int *npop, int *npush)
+{
+    switch (op) {
+    case STORE_ATTR: *npop = 2; *npush = 0; return 0;
+    case DELETE_ATTR: *npop = 1; *npush = 0; return 0;
+    case STORE_SUBSCR: *npop = 3; *npush = 0; return 0;
+    case DELETE_SUBSCR: *npop = 2; *npush = 0; return 0;
+    case STORE_GLOBAL: *npop = 1; *npush = 0; return 0;
+    case DELETE_GLOBAL: *npop = 0; *npush = 0; return 0;
+    case BINARY_OP: case BINARY_SUBSCR: case COMPARE_OP: case IS_OP: case CONTAINS_OP:
+        *npop = 2; *npush = 1; return 0;
+    case UNARY_NEGATIVE: case UNARY_POSITIVE: case UNARY_INVERT: case UNARY_NOT:
+    case LOAD_ATTR: case GET_ITER:
+        *npop = 1; *npush = 1; return 0;
+    case LOAD_GLOBAL:
+        if (arg & 1)
+            return -1; /* would push a NULL we cannot hand on */
+        *npop = 0; *npush = 1; return 0;
+    case LOAD_FAST:
+        *npop = 0; *npush = 1; return 0;
+    case FORMAT_VALUE:
+        *npop = (arg & 0x04) ? 2 : 1; *npush = 1; return 0;
+    case BUILD_STRING:
+        *npop = arg; *npush = 1; return 0;
+    case UNPACK_SEQUENCE:
+        *npop = 1; *npush = arg; return 0;
+    case IMPORT_NAME:
+        *npop = 2; *npush = 1; return 0;
+    case RAISE_VARARGS:
+        *npop = arg; *npush = 0; return 0;
+    default:
+        return -1;
+    }
+}
+
+static int in_loop(const fj_InstrList *il, int index)
+{
+    for (int j = index + 1; j < il->n; j++) {
+        const fj_Instr *in = &il->v[j];
+        if (fj_opcode_jump_dir(in->op) < 0 && in->target <= index)
+            return 1;
+    }
+    return 0;
+}
+
+static const char *opname(int op)
+{
+    static PyObject *names = NULL;
+    if (names == NULL) {
+        PyObject *m = PyImport_ImportModule("opcode");
+        names = m ? PyObject_GetAttrString(m, "opname") : NULL;
+        Py_XDECREF(m);
+        if (names == NULL) {
+            PyErr_Clear();
+            return "?";
+        }
+    }
+    const char *s = PyUnicode_AsUTF8(PyList_GET_ITEM(names, op & 0xFF));
+    if (s == NULL)
+        PyErr_Clear();
+    return s ? s : "?";
+}
+
+int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_BreakPlan *plan)
+{
+    memset(plan, 0, sizeof(*plan));
+    if (index < 0 || index >= il->n)
+        return fj_unsupported("no instruction to resume after");
+    const fj_Instr *in = &il->v[index];
+    if (co->co_ncellvars > 0 || co->co_nfreevars > 0)
+        return fj_unsupported("graph break in a function with cell or free variables "
+                              "(resume functions for closures are not built yet)");
+    if (in->exc_target >= 0)
+        return fj_unsupported("graph break inside a try or with block");
+    if (in_loop(il, index))
+        return fj_unsupported("graph break inside a loop");
+    plan->first = plan->last = index;
+    plan->nresume = 1;
+    plan->resume[0] = index + 1;
+    plan->resume[1] = -1;
+    switch (in->op) {
+    case CALL:
+        plan->kind = FJ_BREAK_CALL;
+        if (index >= 1 && il->v[index - 1].op == PRECALL) {
+            plan->first = index - 1;
+            if (index >= 2 && il->v[index - 2].op == KW_NAMES)
+                plan->first = index - 2;
+        }
+        plan->npop = in->arg + 2;
+        plan->npush = 1;
+        return 0;
+    case POP_JUMP_FORWARD_IF_TRUE:
+    case POP_JUMP_FORWARD_IF_FALSE:
+    case POP_JUMP_FORWARD_IF_NONE:
+    case POP_JUMP_FORWARD_IF_NOT_NONE:
+        plan->kind = FJ_BREAK_JUMP;
+        plan->npop = 1;
+        plan->npush = 0;
+        plan->nresume = 2;
+        plan->resume[1] = in->target;
+        return 0;
+    default:
+        break;
+    }
+    plan->kind = FJ_BREAK_GENERIC;
+    if (generic_effect(in->op, in->arg, &plan->npop, &plan->npush) < 0)
+        return fj_unsupported("cannot resume after a break at %s", opname(in->op));
+    if (in->op == RAISE_VARARGS)
+        plan->nresume = 0;
+    return 0;
+}
+
+/* ------------------------------------------------------------ liveness */
+
+static int local_use(const fj_Instr *in)
+{
+    return in->op == LOAD_FAST ? in->arg : -1;
+}
+
+static int local_def(const fj_Instr *in)
+{
+    return (in->op == STORE_FAST || in->op == DELETE_FAST) ? in->arg : -1;
+}
+
+int fj_resume_liveness(PyCodeObject *co, const fj_InstrList *il, int index, unsigned char *live)
+{
+    int n = il->n, nl = FJ_CODE_NLOCALSPLUS(co);
+    if (nl == 0)
+        return 0;
+    unsigned char *in_sets = PyMem_Calloc((size_t)n * nl, 1);
+    if (in_sets == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    unsigned char *out = PyMem_Malloc(nl);
+    if (out == NULL) {
+        PyMem_Free(in_sets);
+        PyErr_NoMemory();
+        return -1;
+    }
+    int changed = 1;
+    while (changed) {
+        changed = 0;
+        for (int i = n - 1; i >= 0; i--) {
+            const fj_Instr *in = &il->v[i];
+            memset(out, 0, nl);
+            int succ[3], ns = 0;
+            if (!fj_opcode_no_fallthrough(in->op) && i + 1 < n)
+                succ[ns++] = i + 1;
+            if (fj_opcode_jump_dir(in->op) != 0 && in->target >= 0)
+                succ[ns++] = in->target;
+            if (in->exc_target >= 0)
+                succ[ns++] = in->exc_target;
+            for (int k = 0; k < ns; k++) {
+                const unsigned char *s = in_sets + (size_t)succ[k] * nl;
+                for (int j = 0; j < nl; j++)
+                    out[j] |= s[j];
+            }
+            int d = local_def(in), u = local_use(in);
+            if (d >= 0 && d < nl)
+                out[d] = 0;
+            if (u >= 0 && u < nl)
+                out[u] = 1;
+            unsigned char *cur = in_sets + (size_t)i * nl;
+            if (memcmp(cur, out, nl) != 0) {
+                memcpy(cur, out, nl);
+                changed = 1;
+            }
+        }
+    }
+    memcpy(live, in_sets + (size_t)index * nl, nl);
+    PyMem_Free(out);
+    PyMem_Free(in_sets);
+    return 0;
+}
+
+/* ------------------------------------------------------- resume code */
+
+static int index_of_name(PyObject *list, PyObject *name)
+{
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int eq = PyUnicode_Compare(PyList_GET_ITEM(list, i), name);
+        if (eq == 0)
+            return (int)i;
+        if (eq == -1 && PyErr_Occurred())
+            return -2;
+    }
+    return -1;
+}
+
+PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
+                         const unsigned char *nulls, PyObject *argnames, int *prefix)
+{
+    fj_InstrList nl;
+    PyObject *orig_varnames = NULL, *varnames = NULL, *name = NULL, *result = NULL;
+    fj_bc_init(&nl);
+    int nparams = 0, line = il->v[index].line;
+    orig_varnames = PyCode_GetVarnames(co);
+    varnames = PyList_New(0);
+    if (orig_varnames == NULL || varnames == NULL)
+        goto done;
+    for (int i = 0; i < nstack; i++) {
+        if (nulls[i])
+            continue;
+        PyObject *s = PyUnicode_FromFormat("___stack%d", i);
+        if (s == NULL || PyList_Append(varnames, s) < 0) {
+            Py_XDECREF(s);
+            goto done;
+        }
+        Py_DECREF(s);
+        nparams++;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(argnames); i++) {
+        if (PyList_Append(varnames, PyTuple_GET_ITEM(argnames, i)) < 0)
+            goto done;
+        nparams++;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(orig_varnames); i++) {
+        PyObject *v = PyTuple_GET_ITEM(orig_varnames, i);
+        int at = index_of_name(varnames, v);
+        if (at == -2 || (at == -1 && PyList_Append(varnames, v) < 0))
+            goto done;
+    }
+    /* the original instructions, with fast-local args renamed to the new layout */
+    if (fj_bc_decode(co, &nl) < 0)
+        goto done;
+    for (int i = 0; i < nl.n; i++) {
+        fj_Instr *in = &nl.v[i];
+        if (in->op == LOAD_FAST || in->op == STORE_FAST || in->op == DELETE_FAST) {
+            int at = index_of_name(varnames, PyTuple_GET_ITEM(orig_varnames, in->arg));
+            if (at < 0) {
+                if (at == -1)
+                    PyErr_SetString(PyExc_SystemError, "framejit: lost a local name");
+                goto done;
+            }
+            in->arg = at;
+        }
+    }
+    /* prologue: RESUME, the saved stack, JUMP_FORWARD to the resume point */
+    int npre = 2 + nstack;
+    if (fj_bc_insert(&nl, 0, npre) < 0)
+        goto done;
+    int k = 0, param = 0;
+    fj_Instr *p = nl.v;
+    p[k].op = RESUME;
+    p[k].arg = 0;
+    k++;
+    for (int i = 0; i < nstack; i++, k++) {
+        p[k].op = nulls[i] ? PUSH_NULL : LOAD_FAST;
+        p[k].arg = nulls[i] ? 0 : param++;
+    }
+    p[k].op = JUMP_FORWARD;
+    p[k].arg = 0;
+    p[k].target = index + npre;
+    k++;
+    for (int i = 0; i < npre; i++) {
+        p[i].line = p[i].end_line = line;
+        p[i].col = p[i].end_col = -1;
+        p[i].exc_target = -1;
+    }
+    name = PyUnicode_FromFormat("resume_in_%U_at_%d", co->co_name, line);
+    if (name == NULL)
+        goto done;
+    fj_AsmOpts opts;
+    fj_bc_opts_init(&opts);
+    opts.varnames = varnames;
+    opts.argcount = nparams;
+    opts.posonlyargcount = 0;
+    opts.kwonlyargcount = 0;
+    opts.flags = co->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS);
+    opts.name = name;
+    opts.qualname = name;
+    opts.firstlineno = line > 0 ? line : co->co_firstlineno;
+    result = fj_bc_assemble(co, &nl, &opts);
+    *prefix = npre;
+done:
+    fj_bc_free(&nl);
+    Py_XDECREF(orig_varnames);
+    Py_XDECREF(varnames);
+    Py_XDECREF(name);
+    return result;
+}

@@ -1,0 +1,59 @@
+/*
+** resume.h: graph breaks: where a frame can be split, and the resume
+** functions that continue it.
+**
+** Responsible for: deciding whether a break at a top-frame instruction can
+** be resumed (not inside a try/with block or a loop, an instruction whose
+** stack effect is known), the liveness of fast locals, and synthesizing the
+** code of __resume_at_<offset>_<n> functions from the original code: a
+** prologue that pushes the saved stack (RESUME, LOAD_FAST ___stack<i> or
+** PUSH_NULL, JUMP_FORWARD) followed by the original instructions.
+**
+** Not responsible for: the code that runs before the break (codegen.c) or
+** the restart policy (compiler.c).
+*/
+#ifndef FJ_RESUME_H
+#define FJ_RESUME_H
+
+#include "bytecode.h"
+
+typedef enum {
+    FJ_BREAK_CALL,    /* a call: [KW_NAMES] PRECALL CALL run in CPython */
+    FJ_BREAK_JUMP,    /* a conditional jump on a value the trace cannot know */
+    FJ_BREAK_GENERIC, /* one instruction with a known stack effect */
+} fj_BreakKind;
+
+typedef struct {
+    fj_BreakKind kind;
+    int first, last; /* original instructions run in CPython, inclusive */
+    int npop, npush; /* stack entries they consume and produce */
+    int nresume;     /* 0 (raise), 1 or 2 (jump: fallthrough then target) */
+    int resume[2];   /* instruction indices where execution continues */
+} fj_BreakPlan;
+
+/*
+** Plans a break at instruction 'index' of 'il' (decoded from 'co').
+** Returns 0 with 'plan' filled, or -1 with fj_Unsupported set saying why
+** the frame cannot be split there (it then runs whole in CPython).
+*/
+int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_BreakPlan *plan);
+
+/*
+** Fast locals live at instruction 'index' (read on some path before being
+** written).  Fills live[0..nlocalsplus) with 0/1.  Returns 0, -1 on error.
+*/
+int fj_resume_liveness(PyCodeObject *co, const fj_InstrList *il, int index,
+                       unsigned char *live);
+
+/*
+** The code object of a function that resumes 'co' at instruction 'index'
+** of its decoded list 'il': parameters are ___stack<i> for each stack slot
+** not marked in 'nulls' (nstack slots, bottom first), then 'argnames'
+** (tuple of local names).  Its name is resume_in_<name>_at_<line>.
+** '*prefix' receives the number of instructions put before the original
+** ones.  Returns a new reference, NULL on error.
+*/
+PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
+                         const unsigned char *nulls, PyObject *argnames, int *prefix);
+
+#endif
