@@ -1044,8 +1044,12 @@ static PyObject *graph_print_tabular(fj_Graph *g, PyObject *unused)
     PyObject *s = fj_graph_tabular((PyObject *)g);
     if (!s)
         return NULL;
-    PyObject *r = PyObject_CallFunction(PyDict_GetItemString(PyEval_GetBuiltins(), "print"), "Os", s, "");
+    PyObject *out = PySys_GetObject("stdout"); /* borrowed */
+    PyObject *r = out && out != Py_None ? PyObject_CallMethod(out, "write", "O", s) : NULL;
+    if (!out || out == Py_None)
+        PyErr_SetString(PyExc_RuntimeError, "framejit: sys.stdout is not available");
     Py_DECREF(s);
+    Py_XSETREF(r, r ? Py_NewRef(Py_None) : NULL);
     return r;
 }
 

@@ -500,6 +500,19 @@ static PyObject *sig_of(PyObject *o)
     }
     if (PyObject_Hash(o) == -1)
         return NULL;
+    /* NaN-like constants are unequal to themselves: key them by their repr
+       so they hit the cache instead of adding an entry per call */
+    PyObject *eq = PyObject_RichCompare(o, o, Py_EQ);
+    int same = eq ? PyObject_IsTrue(eq) : -1;
+    Py_XDECREF(eq);
+    if (same < 0)
+        return NULL;
+    if (!same) {
+        PyObject *r = PyObject_Repr(o);
+        PyObject *t = r ? PyTuple_Pack(2, (PyObject *)Py_TYPE(o), r) : NULL;
+        Py_XDECREF(r);
+        return t;
+    }
     return PyTuple_Pack(2, (PyObject *)Py_TYPE(o), o);
 }
 
