@@ -347,7 +347,8 @@ fj_Node *fj_graph_placeholder(PyObject *gobj, PyObject *name, PyObject *example)
         n->vkind = FJ_VAL_ARRAY;
         n->dtype = (PyArray_Descr *)Py_NewRef(PyArray_DESCR(a));
         n->ndim = PyArray_NDIM(a);
-        memcpy(n->shape, PyArray_DIMS(a), sizeof(npy_intp) * (size_t)n->ndim);
+        if (n->ndim > 0) /* 0-d arrays may have no dims pointer */
+            memcpy(n->shape, PyArray_DIMS(a), sizeof(npy_intp) * (size_t)n->ndim);
     } else if (PyArray_IsScalar(example, Generic)) {
         n->vkind = FJ_VAL_NPSCALAR;
         n->dtype = PyArray_DescrFromScalar(example);

@@ -782,6 +782,12 @@ int fj_ops_infer(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Meta *
         out->dtype = (PyArray_Descr *)Py_NewRef(((fj_Node *)a)->dtype);
         if (!out->vkind)
             out->vkind = FJ_VAL_ARRAY;
+        if (out->vkind == FJ_VAL_NPSCALAR && PyDataType_REFCHK(out->dtype)) {
+            /* an element of an object array is an arbitrary Python object */
+            PyErr_Format(PyExc_TypeError, "%s: elements of object arrays are not traced", fj_op_qualname(op));
+            Py_CLEAR(out->dtype);
+            goto error;
+        }
     } else {
         if (infer_by_running(op, args, kwargs, out) < 0)
             goto error;

@@ -489,6 +489,13 @@ def test_dtype_errors_become_op_errors():
         build(operator.add, (make((3,), "int8"), [1, 2, 3]))
 
 
+def test_object_arrays_refused_where_results_are_python_objects():
+    a = np.array([1, "x", 2.5], dtype=object)
+    with pytest.raises(TypeError, match="object arrays"):
+        build(operator.getitem, (a, 0))
+    check(operator.getitem, (a, slice(1, None)))
+
+
 def test_unknown_targets():
     g = _C.Graph()
     x = g.placeholder("x", make((3,), "float32"))
