@@ -331,6 +331,16 @@ def test_reshape_errors():
         build(np.reshape, (make((2, 3), "float64"), (4, 2)))
 
 
+@pytest.mark.parametrize("target,args,kwargs", [
+    ("reshape", (), {"shape": (3, 2)}), ("transpose", (), {"axes": (1, 0)}), ("swapaxes", (), {"axis1": 0, "axis2": 1}),
+    (np.reshape, (), {"newshape": (3, 2)}), (np.reshape, (), {"shape": (3, 2), "order": "C"}),
+    ("reshape", ((3, 2),), {"order": "C"}), ("squeeze", (), {"axis": None}), (np.transpose, (), {"axes": (1, 0)}),
+    (np.expand_dims, (), {"axis": 0}), (np.sum, (), {"keepdims": True, "axis": 0}),
+])
+def test_keyword_forms(target, args, kwargs):
+    check(target, (make((2, 3), "float32"),) + args, kwargs)
+
+
 @pytest.mark.parametrize("shape,axes", [((2, 3), None), ((4, 1, 3), None), ((4, 1, 3), (2, 0, 1)),
                                         ((4, 1, 3), (-1, 0, 1)), ((), None), ((3,), (0,)), ((2, 3), (0, 0)),
                                         ((2, 3), (0,)), ((2, 3), (0, 2))])
