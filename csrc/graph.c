@@ -343,7 +343,8 @@ fj_Node *fj_graph_placeholder(PyObject *gobj, PyObject *name, PyObject *example)
         n->vkind = FJ_VAL_ARRAY;
         n->dtype = (PyArray_Descr *)Py_NewRef(PyArray_DESCR(a));
         n->ndim = PyArray_NDIM(a);
-        memcpy(n->shape, PyArray_DIMS(a), sizeof(npy_intp) * (size_t)n->ndim);
+        if (n->ndim > 0) /* 0-d arrays may have no dims pointer */
+            memcpy(n->shape, PyArray_DIMS(a), sizeof(npy_intp) * (size_t)n->ndim);
     } else if (PyArray_IsScalar(example, Generic)) {
         n->vkind = FJ_VAL_NPSCALAR;
         n->dtype = PyArray_DescrFromScalar(example);
@@ -1064,8 +1065,12 @@ static PyObject *graph_print_tabular(fj_Graph *g, PyObject *unused)
     PyObject *s = fj_graph_tabular((PyObject *)g);
     if (!s)
         return NULL;
-    PyObject *r = PyObject_CallFunction(PyDict_GetItemString(PyEval_GetBuiltins(), "print"), "Os", s, "");
+    PyObject *out = PySys_GetObject("stdout"); /* borrowed */
+    PyObject *r = out && out != Py_None ? PyObject_CallMethod(out, "write", "O", s) : NULL;
+    if (!out || out == Py_None)
+        PyErr_SetString(PyExc_RuntimeError, "framejit: sys.stdout is not available");
     Py_DECREF(s);
+    Py_XSETREF(r, r ? Py_NewRef(Py_None) : NULL);
     return r;
 }
 

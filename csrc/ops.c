@@ -129,13 +129,13 @@ static const fj_OpDef fj_op_table[] = {
     {"dot", FJ_OP_FUNC, "numpy", "dot", 0, NULL, FJ_SH_DOT, FJ_DT_RUN, 2, "a,b,out?", 0},
     {"dot", FJ_OP_METHOD, NULL, "dot", 0, NULL, FJ_SH_DOT, FJ_DT_RUN, 2, "self,b,out?", 0},
     /* shape manipulation */
-    {"reshape", FJ_OP_FUNC, "numpy", "reshape", 0, NULL, FJ_SH_RESHAPE, FJ_DT_SAME, 1, "a,shape,order,copy,newshape?", 0},
-    {"reshape", FJ_OP_METHOD, NULL, "reshape", 0, NULL, FJ_SH_RESHAPE, FJ_DT_SAME, 1, "self,shape,order,copy", FJ_OPF_VARARGS},
+    {"reshape", FJ_OP_FUNC, "numpy", "reshape", 0, NULL, FJ_SH_RESHAPE, FJ_DT_SAME, 1, "a!,shape,order,copy", 0},
+    {"reshape", FJ_OP_METHOD, NULL, "reshape", 0, NULL, FJ_SH_RESHAPE, FJ_DT_SAME, 1, "self,shape!,order,copy", FJ_OPF_VARARGS},
     {"transpose", FJ_OP_FUNC, "numpy", "transpose", 0, NULL, FJ_SH_TRANSPOSE, FJ_DT_SAME, 1, "a,axes", 0},
-    {"transpose", FJ_OP_METHOD, NULL, "transpose", 0, NULL, FJ_SH_TRANSPOSE, FJ_DT_SAME, 1, "self,axes", FJ_OPF_VARARGS},
+    {"transpose", FJ_OP_METHOD, NULL, "transpose", 0, NULL, FJ_SH_TRANSPOSE, FJ_DT_SAME, 1, "self,axes!", FJ_OPF_VARARGS},
     {"T", FJ_OP_ATTR, NULL, "T", 0, NULL, FJ_SH_TRANSPOSE, FJ_DT_SAME, 1, "self", 0},
     {"swapaxes", FJ_OP_FUNC, "numpy", "swapaxes", 0, NULL, FJ_SH_SWAPAXES, FJ_DT_SAME, 1, "a,axis1,axis2", 0},
-    {"swapaxes", FJ_OP_METHOD, NULL, "swapaxes", 0, NULL, FJ_SH_SWAPAXES, FJ_DT_SAME, 1, "self,axis1,axis2", 0},
+    {"swapaxes", FJ_OP_METHOD, NULL, "swapaxes", 0, NULL, FJ_SH_SWAPAXES, FJ_DT_SAME, 1, "self,axis1!,axis2!", 0},
     {"expand_dims", FJ_OP_FUNC, "numpy", "expand_dims", 0, NULL, FJ_SH_EXPAND_DIMS, FJ_DT_SAME, 1, "a,axis", 0},
     {"squeeze", FJ_OP_FUNC, "numpy", "squeeze", 0, NULL, FJ_SH_SQUEEZE, FJ_DT_SAME, 1, "a,axis", 0},
     {"squeeze", FJ_OP_METHOD, NULL, "squeeze", 0, NULL, FJ_SH_SQUEEZE, FJ_DT_SAME, 1, "self,axis", 0},
@@ -156,6 +156,7 @@ typedef struct {
     int nparams;
     char pname[FJ_OP_MAXPARAMS][16];    /* parameter names */
     unsigned char pnone[FJ_OP_MAXPARAMS]; /* accepted only as None */
+    unsigned char pposonly[FJ_OP_MAXPARAMS]; /* positional-only */
 } fj_OpInfo;
 
 static fj_OpInfo fj_info[FJ_NROWS];
@@ -182,7 +183,8 @@ static int parse_params(const fj_OpDef *op, fj_OpInfo *info)
         const char *e = strchr(p, ',');
         size_t len = e ? (size_t)(e - p) : strlen(p);
         int optional = len > 0 && p[len - 1] == '?';
-        size_t nlen = optional ? len - 1 : len;
+        int posonly = len > 0 && p[len - 1] == '!';
+        size_t nlen = optional || posonly ? len - 1 : len;
         if (info->nparams >= FJ_OP_MAXPARAMS || nlen >= sizeof(info->pname[0])) {
             PyErr_Format(PyExc_SystemError, "framejit: bad params of op row %s", op->name);
             return -1;
@@ -190,6 +192,7 @@ static int parse_params(const fj_OpDef *op, fj_OpInfo *info)
         memcpy(info->pname[info->nparams], p, nlen);
         info->pname[info->nparams][nlen] = '\0';
         info->pnone[info->nparams] = (unsigned char)optional;
+        info->pposonly[info->nparams] = (unsigned char)posonly;
         info->nparams++;
         p = e ? e + 1 : p + len;
     }
@@ -448,7 +451,7 @@ static int bind(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Bound *
                 return -1;
             }
             int i = fj_ops_param_index(op, ks);
-            if (i < 0 || (i == 0 && op->kind != FJ_OP_FUNC)) {
+            if (i < 0 || (i == 0 && op->kind != FJ_OP_FUNC) || info->pposonly[i]) {
                 PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%s'", qn, ks);
                 return -1;
             }
@@ -500,6 +503,19 @@ static PyObject *sig_of(PyObject *o)
     }
     if (PyObject_Hash(o) == -1)
         return NULL;
+    /* NaN-like constants are unequal to themselves: key them by their repr
+       so they hit the cache instead of adding an entry per call */
+    PyObject *eq = PyObject_RichCompare(o, o, Py_EQ);
+    int same = eq ? PyObject_IsTrue(eq) : -1;
+    Py_XDECREF(eq);
+    if (same < 0)
+        return NULL;
+    if (!same) {
+        PyObject *r = PyObject_Repr(o);
+        PyObject *t = r ? PyTuple_Pack(2, (PyObject *)Py_TYPE(o), r) : NULL;
+        Py_XDECREF(r);
+        return t;
+    }
     return PyTuple_Pack(2, (PyObject *)Py_TYPE(o), o);
 }
 
@@ -769,6 +785,12 @@ int fj_ops_infer(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Meta *
         out->dtype = (PyArray_Descr *)Py_NewRef(((fj_Node *)a)->dtype);
         if (!out->vkind)
             out->vkind = FJ_VAL_ARRAY;
+        if (out->vkind == FJ_VAL_NPSCALAR && PyDataType_REFCHK(out->dtype)) {
+            /* an element of an object array is an arbitrary Python object */
+            PyErr_Format(PyExc_TypeError, "%s: elements of object arrays are not traced", fj_op_qualname(op));
+            Py_CLEAR(out->dtype);
+            goto error;
+        }
     } else {
         if (infer_by_running(op, args, kwargs, out) < 0)
             goto error;

@@ -69,8 +69,8 @@ enum {
 /*
 ** One row.  'params' lists the positional parameter names in order,
 ** comma separated (the array itself included, 'self' for methods); a name
-** ending in '?' is accepted only when absent or None (e.g. 'out?').  Any
-** keyword not in 'params' is an error.
+** ending in '?' is accepted only when absent or None (e.g. 'out?'), one
+** ending in '!' only positionally.  Any keyword not in 'params' is an error.
 */
 typedef struct fj_OpDef {
     const char *name;   /* node-name stem: "add" gives nodes add, add_1, ... */

@@ -331,6 +331,16 @@ def test_reshape_errors():
         build(np.reshape, (make((2, 3), "float64"), (4, 2)))
 
 
+@pytest.mark.parametrize("target,args,kwargs", [
+    ("reshape", (), {"shape": (3, 2)}), ("transpose", (), {"axes": (1, 0)}), ("swapaxes", (), {"axis1": 0, "axis2": 1}),
+    (np.reshape, (), {"newshape": (3, 2)}), (np.reshape, (), {"shape": (3, 2), "order": "C"}),
+    ("reshape", ((3, 2),), {"order": "C"}), ("squeeze", (), {"axis": None}), (np.transpose, (), {"axes": (1, 0)}),
+    (np.expand_dims, (), {"axis": 0}), (np.sum, (), {"keepdims": True, "axis": 0}),
+])
+def test_keyword_forms(target, args, kwargs):
+    check(target, (make((2, 3), "float32"),) + args, kwargs)
+
+
 @pytest.mark.parametrize("shape,axes", [((2, 3), None), ((4, 1, 3), None), ((4, 1, 3), (2, 0, 1)),
                                         ((4, 1, 3), (-1, 0, 1)), ((), None), ((3,), (0,)), ((2, 3), (0, 0)),
                                         ((2, 3), (0,)), ((2, 3), (0, 2))])
@@ -487,6 +497,13 @@ def test_dtype_errors_become_op_errors():
         build(operator.add, (make((3,), "int8"), 1000))
     with pytest.raises(TypeError, match="unsupported operand"):
         build(operator.add, (make((3,), "int8"), [1, 2, 3]))
+
+
+def test_object_arrays_refused_where_results_are_python_objects():
+    a = np.array([1, "x", 2.5], dtype=object)
+    with pytest.raises(TypeError, match="object arrays"):
+        build(operator.getitem, (a, 0))
+    check(operator.getitem, (a, slice(1, None)))
 
 
 def test_unknown_targets():
