@@ -70,11 +70,28 @@ PyObject *fj_codegen_outputs(PyObject *ret)
     } while (0)
 
 /* Emits the loads that push the value at 'src'. */
+static int emit_source(fj_Builder *b, PyCodeObject *co, fj_Source *src);
+
+/*
+** Break code restores locals before it rebuilds values; an argument the
+** trace reassigned would then no longer hold the value read from it.  Such
+** arguments are copied to ___orig_<name> first; 'saved_args' maps names to
+** those temporaries while break code is emitted (NULL otherwise).
+*/
+static PyObject *saved_args = NULL;
+
 static int emit_source(fj_Builder *b, PyCodeObject *co, fj_Source *src)
 {
     int ix;
     switch (src->kind) {
     case FJ_SRC_LOCAL:
+        if (saved_args != NULL) {
+            PyObject *tmp = PyDict_GetItemWithError(saved_args, src->key);
+            if (tmp != NULL)
+                return fj_builder_load_fast(b, tmp) < 0 ? -1 : 0;
+            if (PyErr_Occurred())
+                return -1;
+        }
         if (fj_code_local_kind(co, (int)src->index) & FJ_FAST_CELL) {
             if ((ix = fj_builder_deref(b, src->key)) < 0)
                 return -1;
@@ -121,7 +138,8 @@ static PyObject *out_name(Py_ssize_t i)
 static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *outputs)
 {
     fj_Var *vv = VAR(v);
-    if (vv->source != NULL && vv->kind != FJ_VAR_CONST)
+    if (vv->source != NULL &&
+        (vv->kind != FJ_VAR_CONST || !PyLong_CheckExact(vv->obj) || vv->source->kind != FJ_SRC_LOCAL))
         return emit_source(b, co, vv->source);
     switch (vv->kind) {
     case FJ_VAR_CONST:
@@ -232,5 +250,253 @@ assemble:
     result = fj_builder_assemble(b, NULL);
 done:
     fj_builder_clear(b);
+    return result;
+}
+
+/* ------------------------------------------------------------ breaks */
+
+/*
+** Break code rebuilds values with a memo: a list or dict made in the frame
+** is built once and kept in a temporary, so every place that held it sees
+** the same object (the CPython part may mutate it).
+*/
+typedef struct {
+    fj_Builder *b;
+    PyCodeObject *co;
+    PyObject *outputs; /* borrowed */
+    PyObject *memo;    /* strong dict: id(Var) -> temp name */
+} BreakCtx;
+
+static int emit_value(BreakCtx *bc, PyObject *v);
+
+static int emit_value_items(BreakCtx *bc, fj_Var *vv)
+{
+    if (vv->kind == FJ_VAR_DICT) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *val;
+        while (PyDict_Next(vv->items, &pos, &k, &val)) {
+            if (fj_builder_load_const(bc->b, k) < 0 || emit_value(bc, val) < 0)
+                return -1;
+        }
+        return fj_bc_emit(&bc->b->il, BUILD_MAP, (int)PyDict_GET_SIZE(vv->items)) < 0 ? -1 : 0;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(vv->items);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (emit_value(bc, PyList_GET_ITEM(vv->items, i)) < 0)
+            return -1;
+    return fj_bc_emit(&bc->b->il, vv->kind == FJ_VAR_TUPLE ? BUILD_TUPLE : BUILD_LIST, (int)n) < 0
+               ? -1
+               : 0;
+}
+
+static int emit_value(BreakCtx *bc, PyObject *v)
+{
+    fj_Var *vv = VAR(v);
+    int mutable = (vv->kind == FJ_VAR_LIST || vv->kind == FJ_VAR_DICT) && vv->source == NULL;
+    if (!mutable) {
+        if (vv->kind == FJ_VAR_TUPLE && vv->source == NULL)
+            return emit_value_items(bc, vv);
+        return emit_rebuild(bc->b, bc->co, v, bc->outputs);
+    }
+    PyObject *key = PyLong_FromVoidPtr(v);
+    if (key == NULL)
+        return -1;
+    PyObject *tmp = PyDict_GetItemWithError(bc->memo, key);
+    if (tmp != NULL) {
+        Py_DECREF(key);
+        return fj_builder_load_fast(bc->b, tmp) < 0 ? -1 : 0;
+    }
+    tmp = PyUnicode_FromFormat("___tmp_%zd", PyDict_GET_SIZE(bc->memo));
+    int r = -1;
+    if (tmp != NULL && PyDict_SetItem(bc->memo, key, tmp) == 0 && emit_value_items(bc, vv) == 0 &&
+        fj_bc_emit(&bc->b->il, COPY, 1) >= 0 && fj_builder_store_fast(bc->b, tmp) >= 0)
+        r = 0;
+    Py_XDECREF(tmp);
+    Py_DECREF(key);
+    return r;
+}
+
+static int collect_all(PyObject *v, PyObject *out)
+{
+    fj_Var *vv = VAR(v);
+    if (vv->kind == FJ_VAR_NULL)
+        return 0;
+    return collect(v, out);
+}
+
+PyObject *fj_codegen_break_outputs(fj_Tracer *tx, const unsigned char *restore)
+{
+    fj_TFrame *top = tx->top;
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    for (int i = 0; i < top->nlocals; i++) {
+        if (restore[i] && top->locals[i] != NULL && collect_all(top->locals[i], out) < 0)
+            goto error;
+    }
+    for (int i = 0; i < top->sp; i++)
+        if (collect_all(top->stack[i], out) < 0)
+            goto error;
+    return out;
+error:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* Emits 'op arg' with the position of original instruction 'in'. */
+static int emit_at(fj_Builder *b, const fj_Instr *in, int op, int arg)
+{
+    fj_bc_set_pos(&b->il, in->line, in->end_line, in->col, in->end_col);
+    return fj_bc_emit(&b->il, op, arg);
+}
+
+PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *tx,
+                           PyObject *fn_name, PyObject *outputs, const fj_BreakPlan *plan,
+                           const unsigned char *restore, PyObject *const *resume_names,
+                           PyObject *const *resume_args)
+{
+    fj_Builder bb, *b = &bb;
+    fj_TFrame *top = tx->top;
+    PyObject *result = NULL;
+    int firstline = co->co_firstlineno;
+    BreakCtx bc = {b, co, outputs, NULL};
+    memset(b, 0, sizeof(*b));
+    if ((bc.memo = PyDict_New()) == NULL || fj_builder_init(b, co) < 0)
+        goto done;
+    if (emit_prologue(b, co, &firstline) < 0 || fj_bc_emit(&b->il, RESUME, 0) < 0)
+        goto done;
+    /* keep the entry values of arguments the trace reassigned */
+    if ((saved_args = PyDict_New()) == NULL)
+        goto done;
+    for (int i = 0; i < top->nlocals && i < FJ_CODE_NLOCALSPLUS(co); i++) {
+        if (!top->touched[i] || !fj_trace_is_arg_slot(top, i))
+            continue;
+        PyObject *name = fj_code_local_name(co, i);
+        PyObject *tmp = PyUnicode_FromFormat("___orig_%U", name);
+        int bad = tmp == NULL || fj_builder_load_fast(b, name) < 0 ||
+                  fj_builder_store_fast(b, tmp) < 0 || PyDict_SetItem(saved_args, name, tmp) < 0;
+        Py_XDECREF(tmp);
+        if (bad)
+            goto done;
+    }
+    Py_ssize_t nout = PyList_GET_SIZE(outputs);
+    if (fn_name != NULL) {
+        Py_ssize_t nin = PyList_GET_SIZE(tx->placeholders);
+        if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 || fj_builder_load_global(b, fn_name, 0) < 0)
+            goto done;
+        for (Py_ssize_t i = 0; i < nin; i++) {
+            fj_Var *p = VAR(PyList_GET_ITEM(tx->placeholders, i));
+            if (emit_source(b, co, p->source) < 0)
+                goto done;
+        }
+        if (fj_builder_call(b, (int)nin, NULL) < 0 ||
+            fj_bc_emit(&b->il, UNPACK_SEQUENCE, (int)nout) < 0)
+            goto done;
+        for (Py_ssize_t i = 0; i < nout; i++) {
+            PyObject *name = out_name(i);
+            int r = name ? fj_builder_store_fast(b, name) : -1;
+            Py_XDECREF(name);
+            if (r < 0)
+                goto done;
+        }
+    }
+    /* the frame's locals as the CPython part and the resume functions expect them */
+    int nargs_total = co->co_argcount + co->co_kwonlyargcount + !!(co->co_flags & CO_VARARGS) +
+                      !!(co->co_flags & CO_VARKEYWORDS);
+    for (int i = 0; i < top->nlocals; i++) {
+        if (!restore[i] || fj_trace_arg_untouched(top, i))
+            continue;
+        PyObject *name = fj_code_local_name(co, i);
+        PyObject *v = top->locals[i];
+        if (v == NULL) {
+            if (i < nargs_total && fj_bc_emit(&b->il, DELETE_FAST, fj_builder_varname(b, name)) < 0)
+                goto done;
+            continue;
+        }
+        fj_Var *vv = VAR(v);
+        if (vv->source != NULL && vv->source->kind == FJ_SRC_LOCAL && vv->source->index == i)
+            continue; /* still the caller's argument */
+        if (emit_value(&bc, v) < 0 || fj_builder_store_fast(b, name) < 0)
+            goto done;
+    }
+    /* the operands of the instructions that run in CPython */
+    int base = top->sp - plan->npop;
+    if (base < 0) {
+        fj_unsupported("graph break with a short stack");
+        goto done;
+    }
+    for (int i = base; i < top->sp; i++) {
+        fj_Var *vv = VAR(top->stack[i]);
+        if (vv->kind == FJ_VAR_NULL) {
+            if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0)
+                goto done;
+        }
+        else if (vv->kind == FJ_VAR_METHOD && i + 1 < top->sp && top->stack[i + 1] == vv->extra) {
+            /* (method, self) from LOAD_METHOD: load it again */
+            if (emit_value(&bc, vv->extra) < 0 || fj_builder_load_method(b, vv->obj) < 0)
+                goto done;
+            i++;
+        }
+        else if (emit_value(&bc, (PyObject *)vv) < 0)
+            goto done;
+    }
+    int jump_label = -1;
+    for (int k = plan->first; k <= plan->last; k++) {
+        const fj_Instr *in = &il->v[k];
+        if (plan->kind == FJ_BREAK_JUMP && k == plan->last) {
+            if ((jump_label = fj_bc_new_label(&b->il)) < 0)
+                goto done;
+            fj_bc_set_pos(&b->il, in->line, in->end_line, in->col, in->end_col);
+            if (fj_bc_emit_jump(&b->il, in->op, jump_label) < 0)
+                goto done;
+        }
+        else if (emit_at(b, in, in->op, in->arg) < 0)
+            goto done;
+    }
+    /* each continuation: save the results, call the resume function */
+    for (int r = 0; r < plan->nresume; r++) {
+        if (r == 1 && fj_bc_place_label(&b->il, jump_label) < 0)
+            goto done;
+        for (int j = plan->npush - 1; j >= 0; j--) {
+            PyObject *name = PyUnicode_FromFormat("___res_%d", j);
+            int rr = name ? fj_builder_store_fast(b, name) : -1;
+            Py_XDECREF(name);
+            if (rr < 0)
+                goto done;
+        }
+        int nargs = 0;
+        if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 ||
+            fj_builder_load_global(b, resume_names[r], 0) < 0)
+            goto done;
+        for (int i = 0; i < base; i++) {
+            fj_Var *vv = VAR(top->stack[i]);
+            if (vv->kind == FJ_VAR_NULL)
+                continue;
+            if (emit_value(&bc, (PyObject *)vv) < 0)
+                goto done;
+            nargs++;
+        }
+        for (int j = 0; j < plan->npush; j++) {
+            PyObject *name = PyUnicode_FromFormat("___res_%d", j);
+            int rr = name ? fj_builder_load_fast(b, name) : -1;
+            Py_XDECREF(name);
+            if (rr < 0)
+                goto done;
+            nargs++;
+        }
+        PyObject *names = resume_args[r];
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(names); j++) {
+            if (fj_builder_load_fast(b, PyTuple_GET_ITEM(names, j)) < 0)
+                goto done;
+            nargs++;
+        }
+        if (fj_builder_call(b, nargs, NULL) < 0 || fj_bc_emit(&b->il, RETURN_VALUE, 0) < 0)
+            goto done;
+    }
+    result = fj_builder_assemble(b, NULL);
+done:
+    fj_builder_clear(b);
+    Py_XDECREF(bc.memo);
+    Py_CLEAR(saved_args);
     return result;
 }

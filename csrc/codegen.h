@@ -30,4 +30,24 @@ PyObject *fj_codegen_outputs(PyObject *ret);
 PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, PyObject *placeholders,
                                 PyObject *outputs, PyObject *ret);
 
+/*
+** Builds the replacement for 'co' when the trace stopped at a graph break
+** (tracer 'tx', stopped before plan->first).  Calls the graph 'fn_name' (or
+** none), restores the locals in 'restore' (per-slot 0/1), rebuilds the
+** break instruction's operands, runs the original instructions
+** [plan->first, plan->last] from 'il', then for each resume point r calls
+** global resume_names[r] with the stack entries left (NULL slots skipped)
+** and the locals named in resume_args[r], and returns its result.  The
+** 'outputs' list must contain every graph node those values use (see
+** fj_codegen_break_outputs).  Returns a new code object, NULL on error.
+*/
+#include "resume.h"
+PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *tx,
+                           PyObject *fn_name, PyObject *outputs, const fj_BreakPlan *plan,
+                           const unsigned char *restore, PyObject *const *resume_names,
+                           PyObject *const *resume_args);
+
+/* The graph nodes the break code needs: in the stack and the restored locals. */
+PyObject *fj_codegen_break_outputs(fj_Tracer *tx, const unsigned char *restore);
+
 #endif

@@ -24,6 +24,7 @@
 #include "evalframe.h"
 #include "fj_numpy.h"
 #include "graph.h"
+#include "resume.h"
 #include "trace.h"
 
 typedef struct {
@@ -38,6 +39,10 @@ static long next_frame_id = 0;
 static long next_fn_id = 0;
 static PyObject *installed = NULL; /* strong list of (globals, name): compiled fns we put in modules */
 static PyObject *compiled_codes = NULL; /* strong list of weakrefs to code objects with entries */
+static PyObject *resume_cache = NULL;  /* strong dict: (orig code, index, nulls, argnames) -> (code, n) */
+static PyObject *resume_origin = NULL; /* strong dict: resume code -> (orig code, prefix length) */
+static long next_resume_id = 1;
+static const int fj_max_restarts = 100;
 
 /* ------------------------------------------------------------- hooks */
 
@@ -168,18 +173,330 @@ static PyObject *example_inputs(fj_Tracer *tx)
 
 /* ----------------------------------------------------------- compile */
 
+static int tracer_init(Compiler *c, fj_Tracer *tx, const fj_FrameView *view, PyCodeObject *co,
+                       PyObject *cid, int stop_at)
+{
+    memset(tx, 0, sizeof(*tx));
+    tx->view = *view;
+    tx->graph = fj_graph_new();
+    tx->guards = fj_guard_root_new();
+    tx->code = co;
+    tx->inputs = PyDict_New();
+    tx->placeholders = PyList_New(0);
+    tx->budget = 200000;
+    tx->inline_depth_limit = 8;
+    tx->compile_id = cid;
+    tx->stop_at = stop_at;
+    tx->break_index = -1;
+    tx->log_trace = hook_enabled(c, "trace_bytecode");
+    if (tx->log_trace && (tx->log_fn = PyObject_GetAttrString(c->hooks, "log")) == NULL)
+        return -1;
+    if (tx->graph == NULL || tx->guards == NULL || tx->inputs == NULL ||
+        tx->placeholders == NULL || fj_guard_add_global_state(tx->guards) < 0)
+        return -1;
+    PyObject *limit = PyObject_GetAttrString(c->hooks, "inline_depth_limit");
+    if (limit == NULL)
+        return -1;
+    tx->inline_depth_limit = (int)PyLong_AsLong(limit);
+    Py_DECREF(limit);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static void tracer_clear(fj_Tracer *tx)
+{
+    fj_trace_free(tx);
+    Py_CLEAR(tx->graph);
+    Py_CLEAR(tx->guards);
+    Py_CLEAR(tx->inputs);
+    Py_CLEAR(tx->placeholders);
+    Py_CLEAR(tx->log_fn);
+    Py_CLEAR(tx->break_reason);
+    Py_CLEAR(tx->break_filename);
+}
+
+/*
+** Hands the graph (outputs 'outputs') to the backend and installs the
+** result as a global __compiled_fn_N.  Sets *fn_name (new ref) or leaves it
+** NULL when the graph has no calls.  Returns 0, -1 on error.
+*/
+static int install_graph(Compiler *c, fj_Tracer *tx, PyCodeObject *co, PyObject *outputs,
+                         PyObject *cid, PyObject **fn_name)
+{
+    PyObject *compiled = NULL, *inputs = NULL, *out_tuple = NULL;
+    int rc = -1;
+    *fn_name = NULL;
+    Py_ssize_t ncalls = fj_graph_num_calls(tx->graph);
+    if (ncalls == 0)
+        return 0;
+    if ((out_tuple = PyList_AsTuple(outputs)) == NULL || fj_graph_output(tx->graph, out_tuple) < 0)
+        goto done;
+    if ((inputs = example_inputs(tx)) == NULL)
+        goto done;
+    compiled = PyObject_CallFunctionObjArgs(c->backend, tx->graph, inputs, NULL);
+    if (compiled == NULL) {
+        PyObject *exc = fetch_exception();
+        PyObject *r = exc ? hook_call(c, "backend_failed", "(OOO)", (PyObject *)co, c->backend, exc)
+                          : NULL;
+        Py_XDECREF(exc);
+        Py_XDECREF(r);
+        goto done;
+    }
+    if (!PyCallable_Check(compiled)) {
+        PyErr_Format(PyExc_TypeError,
+                     "framejit backend %R returned %.100s for %U (%U:%d); expected a callable",
+                     c->backend, Py_TYPE(compiled)->tp_name, co->co_name, co->co_filename,
+                     co->co_firstlineno);
+        goto done;
+    }
+    *fn_name = PyUnicode_FromFormat("__compiled_fn_%ld", next_fn_id++);
+    PyObject *pair = *fn_name ? PyTuple_Pack(2, tx->view.globals, *fn_name) : NULL;
+    int bad = pair == NULL || PyDict_SetItem(tx->view.globals, *fn_name, compiled) < 0 ||
+              PyList_Append(installed, pair) < 0;
+    Py_XDECREF(pair);
+    if (bad)
+        goto done;
+    PyObject *r = hook_call(c, "count_graph", "(n)", ncalls);
+    if (r == NULL)
+        goto done;
+    Py_DECREF(r);
+    if (hook_enabled(c, "graph")) {
+        PyObject *t = fj_graph_tabular(tx->graph);
+        hook_log(c, "graph", cid, t);
+        Py_XDECREF(t);
+    }
+    if (hook_enabled(c, "graph_code")) {
+        PyObject *t = fj_graph_code(tx->graph);
+        hook_log(c, "graph_code", cid, t);
+        Py_XDECREF(t);
+    }
+    rc = 0;
+done:
+    if (rc < 0)
+        Py_CLEAR(*fn_name);
+    Py_XDECREF(compiled);
+    Py_XDECREF(inputs);
+    Py_XDECREF(out_tuple);
+    return rc;
+}
+
+/* Logs the new code and the guards, and builds the callback's result. */
+static PyObject *finish(Compiler *c, PyCodeObject *co, PyObject *new_code, fj_Tracer *tx,
+                        PyObject *cid)
+{
+    if (hook_enabled(c, "bytecode")) {
+        PyObject *text = hook_call(c, "format_code", "(sO)", "MODIFIED BYTECODE", new_code);
+        hook_log(c, "bytecode", cid, text);
+        Py_XDECREF(text);
+    }
+    if (hook_enabled(c, "guards")) {
+        PyObject *t = fj_guards_format(tx->guards);
+        hook_log(c, "guards", cid, t);
+        Py_XDECREF(t);
+    }
+    if (remember_code(co) < 0)
+        return NULL;
+    return Py_BuildValue("(OOO)", new_code, tx->guards, cid);
+}
+
+/* The traced frame returned: graph call, rebuilt return value. New ref. */
+static PyObject *finish_return(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject *cid)
+{
+    PyObject *ret = tx->top->retval, *outputs = NULL, *fn_name = NULL, *new_code = NULL;
+    PyObject *result = NULL;
+    if ((outputs = fj_codegen_outputs(ret)) == NULL)
+        goto done;
+    if (install_graph(c, tx, co, outputs, cid, &fn_name) < 0)
+        goto done;
+    new_code = fj_codegen_graph_call(co, fn_name, tx->placeholders, outputs, ret);
+    if (new_code == NULL)
+        goto done;
+    result = finish(c, co, new_code, tx, cid);
+done:
+    Py_XDECREF(outputs);
+    Py_XDECREF(fn_name);
+    Py_XDECREF(new_code);
+    return result;
+}
+
+/*
+** The resume function for continuing 'co' (decoded 'il') at instruction
+** 'index' with the stack layout 'nulls' (nstack slots) and live locals
+** 'argnames', installed in 'globals'.  Resume code is cached and always
+** made from the original code, so breaks in resume functions do not
+** multiply.  Returns the global's name (new ref) or NULL.
+*/
+static PyObject *install_resume(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
+                                const unsigned char *nulls, PyObject *argnames, PyObject *globals)
+{
+    PyCodeObject *orig = co;
+    const fj_InstrList *oil = il;
+    fj_InstrList mapped;
+    PyObject *key = NULL, *entry = NULL, *name = NULL, *fn = NULL, *nullb = NULL;
+    fj_bc_init(&mapped);
+    int oindex = index;
+    PyObject *origin = PyDict_GetItemWithError(resume_origin, (PyObject *)co);
+    if (origin != NULL) {
+        orig = (PyCodeObject *)PyTuple_GET_ITEM(origin, 0);
+        oindex = index - (int)PyLong_AsLong(PyTuple_GET_ITEM(origin, 1));
+        if (fj_bc_decode(orig, &mapped) < 0)
+            goto done;
+        oil = &mapped;
+    }
+    else if (PyErr_Occurred())
+        goto done;
+    if (oindex < 0 || oindex >= oil->n) {
+        PyErr_SetString(PyExc_SystemError, "framejit: resume point outside the original code");
+        goto done;
+    }
+    nullb = PyBytes_FromStringAndSize((const char *)nulls, nstack);
+    key = nullb ? Py_BuildValue("(OiOO)", (PyObject *)orig, oindex, nullb, argnames) : NULL;
+    if (key == NULL)
+        goto done;
+    entry = Py_XNewRef(PyDict_GetItemWithError(resume_cache, key));
+    if (entry == NULL) {
+        if (PyErr_Occurred())
+            goto done;
+        int prefix = 0;
+        PyObject *rcode = fj_resume_code(orig, oil, oindex, nstack, nulls, argnames, &prefix);
+        if (rcode == NULL)
+            goto done;
+        PyObject *org = Py_BuildValue("(Oi)", (PyObject *)orig, prefix);
+        entry = org ? Py_BuildValue("(Ol)", rcode, next_resume_id++) : NULL;
+        int bad = entry == NULL || PyDict_SetItem(resume_cache, key, entry) < 0 ||
+                  PyDict_SetItem(resume_origin, rcode, org) < 0;
+        Py_DECREF(rcode);
+        Py_XDECREF(org);
+        if (bad)
+            goto done;
+    }
+    name = PyUnicode_FromFormat("__resume_at_%d_%ld", oil->v[oindex].offset * 2,
+                                PyLong_AsLong(PyTuple_GET_ITEM(entry, 1)));
+    fn = name ? PyFunction_New(PyTuple_GET_ITEM(entry, 0), globals) : NULL;
+    if (fn == NULL || PyDict_SetItem(globals, name, fn) < 0) {
+        Py_CLEAR(name);
+        goto done;
+    }
+    PyObject *pair = PyTuple_Pack(2, globals, name);
+    if (pair == NULL || PyList_Append(installed, pair) < 0)
+        Py_CLEAR(name);
+    Py_XDECREF(pair);
+done:
+    fj_bc_free(&mapped);
+    Py_XDECREF(key);
+    Py_XDECREF(entry);
+    Py_XDECREF(fn);
+    Py_XDECREF(nullb);
+    return name;
+}
+
+/* Names of the locals live at 'index' that hold a value at the break. New tuple. */
+static PyObject *bound_live_names(PyCodeObject *co, fj_TFrame *top, const unsigned char *live)
+{
+    PyObject *names = PyList_New(0);
+    for (int i = 0; names && i < top->nlocals; i++) {
+        if (!live[i] || (fj_code_local_kind(co, i) & (FJ_FAST_CELL | FJ_FAST_FREE)))
+            continue;
+        if (top->locals[i] == NULL && !fj_trace_arg_untouched(top, i))
+            continue;
+        if (PyList_Append(names, fj_code_local_name(co, i)) < 0)
+            Py_CLEAR(names);
+    }
+    if (names == NULL)
+        return NULL;
+    PyObject *t = PyList_AsTuple(names);
+    Py_DECREF(names);
+    return t;
+}
+
+/* The trace stopped at the planned break: prefix graph, CPython part, resume calls. */
+static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject *cid,
+                              const fj_InstrList *il, const fj_BreakPlan *plan)
+{
+    fj_TFrame *top = tx->top;
+    int nl = top->nlocals;
+    PyObject *result = NULL, *outputs = NULL, *fn_name = NULL, *new_code = NULL;
+    PyObject *rnames[2] = {NULL, NULL}, *rargs[2] = {NULL, NULL};
+    unsigned char *restore = PyMem_Calloc(nl ? nl : 1, 1), *live = PyMem_Calloc(nl ? nl : 1, 1);
+    int base = top->sp - plan->npop, nstack = base + plan->npush;
+    unsigned char *nulls = PyMem_Calloc(nstack > 0 ? nstack : 1, 1);
+    if (restore == NULL || live == NULL || nulls == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int i = 0; i < base; i++)
+        nulls[i] = ((fj_Var *)top->stack[i])->kind == FJ_VAR_NULL;
+    if (fj_resume_liveness(co, il, plan->first, live) < 0)
+        goto done;
+    for (int i = 0; i < nl; i++)
+        restore[i] |= live[i];
+    for (int r = 0; r < plan->nresume; r++) {
+        if (fj_resume_liveness(co, il, plan->resume[r], live) < 0)
+            goto done;
+        for (int i = 0; i < nl; i++)
+            restore[i] |= live[i];
+        if ((rargs[r] = bound_live_names(co, top, live)) == NULL)
+            goto done;
+        rnames[r] = install_resume(co, il, plan->resume[r], nstack, nulls, rargs[r],
+                                   tx->view.globals);
+        if (rnames[r] == NULL)
+            goto done;
+    }
+    if ((outputs = fj_codegen_break_outputs(tx, restore)) == NULL)
+        goto done;
+    if (install_graph(c, tx, co, outputs, cid, &fn_name) < 0)
+        goto done;
+    new_code = fj_codegen_break(co, il, tx, fn_name, outputs, plan, restore, rnames, rargs);
+    if (new_code == NULL)
+        goto done;
+    result = finish(c, co, new_code, tx, cid);
+done:
+    PyMem_Free(restore);
+    PyMem_Free(live);
+    PyMem_Free(nulls);
+    for (int r = 0; r < 2; r++) {
+        Py_XDECREF(rnames[r]);
+        Py_XDECREF(rargs[r]);
+    }
+    Py_XDECREF(outputs);
+    Py_XDECREF(fn_name);
+    Py_XDECREF(new_code);
+    return result;
+}
+
+/* The frame runs whole in CPython for inputs like these (guards of the failed trace). */
+static PyObject *run_whole(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject *cid)
+{
+    if (remember_code(co) < 0)
+        return NULL;
+    return Py_BuildValue("(OOO)", (PyObject *)co, tx->guards, cid);
+}
+
+/* Takes the pending fj_Unsupported as its message (new ref str), or NULL. */
+static PyObject *take_reason(void)
+{
+    PyObject *exc = fetch_exception();
+    if (exc == NULL)
+        return NULL;
+    PyObject *s = PyObject_Str(exc);
+    Py_DECREF(exc);
+    return s;
+}
+
 /*
 ** Compiles the frame behind wrapper 'frame'.  Returns the callback result
 ** (new reference) or NULL on a user-facing error (fullgraph, backend).
 */
 static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
 {
+    fj_FrameView view;
     fj_Tracer tx;
+    fj_InstrList il;
+    fj_BreakPlan plan;
     PyCodeObject *co = NULL;
-    PyObject *result = NULL, *ret = NULL, *outputs = NULL, *cid = NULL, *fn_name = NULL;
-    PyObject *compiled = NULL, *new_code = NULL, *inputs = NULL;
+    PyObject *result = NULL, *cid = NULL;
     memset(&tx, 0, sizeof(tx));
-    if (fj_frame_wrapper_view(frame, &tx.view, &co) < 0)
+    fj_bc_init(&il);
+    if (fj_frame_wrapper_view(frame, &view, &co) < 0)
         return NULL;
     if (should_skip(c, co))
         return Py_NewRef(fj_skip_code_sentinel());
@@ -207,162 +524,108 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
         return NULL;
     }
     Py_DECREF(next);
-    cid = make_compile_id(frame_id, compile_no, 0);
-    if (cid == NULL)
+    if (fj_bc_decode(co, &il) < 0)
         return NULL;
 
-    tx.graph = fj_graph_new();
-    tx.guards = fj_guard_root_new();
-    tx.code = co;
-    tx.inputs = PyDict_New();
-    tx.placeholders = PyList_New(0);
-    tx.budget = 200000;
-    tx.inline_depth_limit = 8;
-    tx.compile_id = cid;
-    tx.log_trace = hook_enabled(c, "trace_bytecode");
-    tx.log_fn = NULL;
-    if (tx.log_trace)
-        tx.log_fn = PyObject_GetAttrString(c->hooks, "log");
-    if (tx.graph == NULL || tx.guards == NULL || tx.inputs == NULL || tx.placeholders == NULL ||
-        fj_guard_add_global_state(tx.guards) < 0)
-        goto done;
-    PyObject *limit = PyObject_GetAttrString(c->hooks, "inline_depth_limit");
-    if (limit != NULL) {
-        tx.inline_depth_limit = (int)PyLong_AsLong(limit);
-        Py_DECREF(limit);
-    }
-    if (PyErr_Occurred())
-        goto done;
-
-    if (hook_enabled(c, "bytecode")) {
-        PyObject *text = hook_call(c, "format_code", "(sO)", "ORIGINAL BYTECODE", (PyObject *)co);
-        hook_log(c, "bytecode", cid, text);
-        Py_XDECREF(text);
-    }
-
-    ret = fj_trace_run(&tx, co);
-    if (ret != NULL && (outputs = fj_codegen_outputs(ret)) == NULL && !PyErr_Occurred())
-        goto done;
-    if (ret == NULL || outputs == NULL) {
+    int stop_at = -1;
+    for (int attempt = 0; attempt < fj_max_restarts; attempt++) {
+        Py_XSETREF(cid, make_compile_id(frame_id, compile_no, attempt));
+        if (cid == NULL || tracer_init(c, &tx, &view, co, cid, stop_at) < 0)
+            goto done;
+        if (attempt == 0 && hook_enabled(c, "bytecode")) {
+            PyObject *text =
+                hook_call(c, "format_code", "(sO)", "ORIGINAL BYTECODE", (PyObject *)co);
+            hook_log(c, "bytecode", cid, text);
+            Py_XDECREF(text);
+        }
+        int r = fj_trace_run(&tx, co);
+        if (r == 0) {
+            result = finish_return(c, co, &tx, cid);
+            if (result == NULL && PyErr_ExceptionMatches(fj_Unsupported)) {
+                /* the return value cannot be rebuilt: run the frame whole */
+                PyObject *reason = take_reason();
+                PyObject *h = reason ? hook_call(c, "graph_break", "(OOOiOO)", (PyObject *)co,
+                                                 cid, reason, -1, c->fullgraph ? Py_True : Py_False,
+                                                 Py_False)
+                                     : NULL;
+                Py_XDECREF(reason);
+                if (h != NULL) {
+                    Py_DECREF(h);
+                    result = run_whole(c, co, &tx, cid);
+                }
+            }
+            goto done;
+        }
+        if (r == 1) {
+            result = finish_break(c, co, &tx, cid, &il, &plan);
+            if (result == NULL && PyErr_ExceptionMatches(fj_Unsupported)) {
+                PyObject *reason = take_reason();
+                PyObject *h = reason ? hook_call(c, "graph_break", "(OOOiOO)", (PyObject *)co,
+                                                 cid, reason, il.v[plan.first].line, Py_False,
+                                                 Py_False)
+                                     : NULL;
+                Py_XDECREF(reason);
+                if (h != NULL) {
+                    Py_DECREF(h);
+                    result = run_whole(c, co, &tx, cid);
+                }
+            }
+            goto done;
+        }
         if (!PyErr_ExceptionMatches(fj_Unsupported)) {
             /* an internal error: never break the user's program for it */
             PyObject *exc = fetch_exception();
-            PyObject *r = exc ? hook_call(c, "internal_error", "(OOO)", (PyObject *)co, cid, exc)
+            PyObject *h = exc ? hook_call(c, "internal_error", "(OOO)", (PyObject *)co, cid, exc)
                               : NULL;
             Py_XDECREF(exc);
-            Py_XDECREF(r);
-            if (r == NULL)
-                goto done; /* the hook re-raised (tests ask it to) */
-            result = Py_NewRef(fj_skip_code_sentinel());
+            if (h != NULL) {
+                Py_DECREF(h);
+                result = Py_NewRef(fj_skip_code_sentinel());
+            }
             goto done;
         }
-        PyObject *et, *ev, *etb;
-        PyErr_Fetch(&et, &ev, &etb);
-        PyErr_NormalizeException(&et, &ev, &etb);
-        PyObject *reason = ev ? PyObject_Str(ev) : PyUnicode_FromString("unsupported");
-        Py_XDECREF(et);
-        Py_XDECREF(ev);
-        Py_XDECREF(etb);
+        PyObject *reason = take_reason();
         if (reason == NULL)
             goto done;
-        int lineno = tx.break_lineno;
-        PyObject *r = hook_call(c, "graph_break", "(OOOiO)", (PyObject *)co, cid, reason, lineno,
-                                c->fullgraph ? Py_True : Py_False);
+        int bindex = tx.break_index;
+        int lineno = bindex >= 0 && bindex < il.n ? il.v[bindex].line : -1;
+        int resumable = 0;
+        if (stop_at < 0 && !c->fullgraph) {
+            if (fj_resume_plan(co, &il, bindex, &plan) == 0)
+                resumable = 1;
+            else {
+                PyObject *why = take_reason();
+                if (why == NULL) {
+                    Py_DECREF(reason);
+                    goto done;
+                }
+                Py_SETREF(reason, PyUnicode_FromFormat("%U (the whole frame runs in CPython: %U)",
+                                                       reason, why));
+                Py_DECREF(why);
+                if (reason == NULL)
+                    goto done;
+            }
+        }
+        PyObject *h = hook_call(c, "graph_break", "(OOOiOO)", (PyObject *)co, cid, reason, lineno,
+                                c->fullgraph ? Py_True : Py_False,
+                                resumable ? Py_True : Py_False);
         Py_DECREF(reason);
-        if (r == NULL)
+        if (h == NULL)
             goto done; /* fullgraph: the hook raised the user-facing error */
-        Py_DECREF(r);
-        /* run the frame's own code for inputs like these, without tracing again */
-        if (remember_code(co) < 0)
-            goto done;
-        result = Py_BuildValue("(OOO)", (PyObject *)co, tx.guards, cid);
-        goto done;
-    }
-
-    Py_ssize_t ncalls = fj_graph_num_calls(tx.graph);
-    if (ncalls > 0) {
-        PyObject *out_tuple = PyList_AsTuple(outputs);
-        if (out_tuple == NULL || fj_graph_output(tx.graph, out_tuple) < 0) {
-            Py_XDECREF(out_tuple);
+        Py_DECREF(h);
+        if (!resumable) {
+            result = run_whole(c, co, &tx, cid);
             goto done;
         }
-        Py_DECREF(out_tuple);
-        if ((inputs = example_inputs(&tx)) == NULL)
-            goto done;
-        compiled = PyObject_CallFunctionObjArgs(c->backend, tx.graph, inputs, NULL);
-        if (compiled == NULL) {
-            PyObject *exc = fetch_exception();
-            PyObject *r = exc ? hook_call(c, "backend_failed", "(OOO)", (PyObject *)co,
-                                          c->backend, exc)
-                              : NULL;
-            Py_XDECREF(exc);
-            Py_XDECREF(r);
-            goto done;
-        }
-        if (!PyCallable_Check(compiled)) {
-            PyErr_Format(PyExc_TypeError,
-                         "framejit backend %R returned %.100s for %U (%U:%d); expected a callable",
-                         c->backend, Py_TYPE(compiled)->tp_name, co->co_name, co->co_filename,
-                         co->co_firstlineno);
-            goto done;
-        }
-        fn_name = PyUnicode_FromFormat("__compiled_fn_%ld", next_fn_id++);
-        PyObject *pair = fn_name ? PyTuple_Pack(2, tx.view.globals, fn_name) : NULL;
-        int bad = pair == NULL || PyDict_SetItem(tx.view.globals, fn_name, compiled) < 0 ||
-                  PyList_Append(installed, pair) < 0;
-        Py_XDECREF(pair);
-        if (bad)
-            goto done;
-        PyObject *r = hook_call(c, "count_graph", "(n)", ncalls);
-        Py_XDECREF(r);
-        if (r == NULL)
-            goto done;
-        if (hook_enabled(c, "graph")) {
-            PyObject *t = fj_graph_tabular(tx.graph);
-            hook_log(c, "graph", cid, t);
-            Py_XDECREF(t);
-        }
-        if (hook_enabled(c, "graph_code")) {
-            PyObject *t = fj_graph_code(tx.graph);
-            hook_log(c, "graph_code", cid, t);
-            Py_XDECREF(t);
-        }
+        /* restart, stopping before the break (compile id gets _<attempt>) */
+        stop_at = plan.first;
+        tracer_clear(&tx);
     }
-    new_code = fj_codegen_graph_call(co, fn_name, tx.placeholders, outputs, ret);
-    if (new_code == NULL) {
-        if (!PyErr_ExceptionMatches(fj_Unsupported))
-            goto done;
-        PyErr_Clear();
-        new_code = Py_NewRef(co);
-    }
-    if (hook_enabled(c, "bytecode")) {
-        PyObject *text = hook_call(c, "format_code", "(sO)", "MODIFIED BYTECODE", new_code);
-        hook_log(c, "bytecode", cid, text);
-        Py_XDECREF(text);
-    }
-    if (hook_enabled(c, "guards")) {
-        PyObject *t = fj_guards_format(tx.guards);
-        hook_log(c, "guards", cid, t);
-        Py_XDECREF(t);
-    }
-    if (remember_code(co) < 0)
-        goto done;
-    result = Py_BuildValue("(OOO)", new_code, tx.guards, cid);
+    PyErr_Format(PyExc_RuntimeError, "framejit: %U restarted too often", co->co_name);
 done:
-    Py_XDECREF(ret);
-    Py_XDECREF(outputs);
+    tracer_clear(&tx);
+    fj_bc_free(&il);
     Py_XDECREF(cid);
-    Py_XDECREF(fn_name);
-    Py_XDECREF(compiled);
-    Py_XDECREF(new_code);
-    Py_XDECREF(inputs);
-    Py_XDECREF(tx.graph);
-    Py_XDECREF(tx.guards);
-    Py_XDECREF(tx.inputs);
-    Py_XDECREF(tx.placeholders);
-    Py_XDECREF(tx.log_fn);
-    Py_XDECREF(tx.break_reason);
-    Py_XDECREF(tx.break_filename);
     return result;
 }
 
@@ -469,6 +732,9 @@ static PyObject *reset_state(PyObject *mod, PyObject *unused)
         return NULL;
     next_frame_id = 0;
     next_fn_id = 0;
+    next_resume_id = 1;
+    PyDict_Clear(resume_cache);
+    PyDict_Clear(resume_origin);
     Py_RETURN_NONE;
 }
 
@@ -485,7 +751,10 @@ int fj_compiler_init(PyObject *module)
         return -1;
     installed = PyList_New(0);
     compiled_codes = PyList_New(0);
-    if (installed == NULL || compiled_codes == NULL)
+    resume_cache = PyDict_New();
+    resume_origin = PyDict_New();
+    if (installed == NULL || compiled_codes == NULL || resume_cache == NULL ||
+        resume_origin == NULL)
         return -1;
     return PyModule_AddFunctions(module, compiler_methods);
 }

@@ -356,6 +356,11 @@ static void store_local(fj_TFrame *fr, int i, PyObject *v) /* steals v */
     Py_XSETREF(fr->locals[i], v);
 }
 
+int fj_trace_is_arg_slot(fj_TFrame *fr, int i)
+{
+    return fr->lazy_args && i < code_nargs(fr->code);
+}
+
 int fj_trace_arg_untouched(fj_TFrame *fr, int i)
 {
     return fr->lazy_args && !fr->touched[i] && i < code_nargs(fr->code);

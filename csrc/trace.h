@@ -94,6 +94,8 @@ int fj_trace_run(fj_Tracer *tx, PyCodeObject *co);
 void fj_trace_free(fj_Tracer *tx);
 /* True when local 'i' of the top frame still holds the caller's argument. */
 int fj_trace_arg_untouched(struct fj_TFrame *fr, int i);
+/* True when local i of the top frame is an argument slot. */
+int fj_trace_is_arg_slot(struct fj_TFrame *fr, int i);
 
 /* Var constructors (new references, NULL on error). */
 fj_Var *fj_var_new(fj_VarKind kind, PyObject *obj, PyObject *items);

@@ -78,17 +78,19 @@ class Hooks:
         counters["stats"]["unique_graphs"] += 1
         counters["stats"]["calls_captured"] += ncalls
 
-    def graph_break(self, code, compile_id, reason, lineno, fullgraph):
+    def graph_break(self, code, compile_id, reason, lineno, fullgraph, resumable):
         from .api import counters
-        where = f"{code.co_filename}:{lineno if lineno and lineno > 0 else code.co_firstlineno}"
+        line = lineno if lineno and lineno > 0 else code.co_firstlineno
+        where = f"{code.co_filename}:{line}"
         if fullgraph:
             raise Unsupported(f"framejit (fullgraph=True) cannot capture {code.co_name} "
                               f"({where}) whole: {reason}")
-        counters["unsupported"][reason] += 1
-        counters["stats"]["frames_not_captured"] += 1
+        counters["graph_break"][reason] += 1
+        if not resumable:
+            counters["stats"]["frames_not_captured"] += 1
         if logs.on("graph_breaks"):
             import linecache
-            src = linecache.getline(code.co_filename, lineno).strip() if lineno and lineno > 0 else ""
+            src = linecache.getline(code.co_filename, line).strip()
             logs.log("graph_breaks", compile_id,
                      f"Graph break in {code.co_name} at {where}: {reason}\n    {src}")
 

@@ -250,9 +250,15 @@ def test_builder_errors_leave_graph_unchanged():
         g.placeholder("l_z_", [1, 2])
     with pytest.raises(ValueError, match="identifier"):
         g.placeholder("not valid", np.ones(1))
-    g.call(np.sin, (x,))
-    with pytest.raises(RuntimeError, match="before calls"):
-        g.placeholder("late", np.ones(1))
+    s = g.call(np.sin, (x,))
+    # the tracer meets inputs lazily: a late placeholder goes after the others
+    late = g.placeholder("late", np.ones(1))
+    assert [n.name for n in g.nodes] == ["l_x_", "l_w_", "late", s.name]
+    assert [n.index for n in g.nodes] == [0, 1, 2, 3]
+    out = g.call(operator.add, (s, late))
+    g.output((out,))
+    np.testing.assert_array_equal(g(np.ones((2, 3)), np.ones(4), np.full(1, 2.0)),
+                                  (np.sin(np.ones((2, 3))) + 2.0,))
     with pytest.raises(TypeError):
         _C.Node()
 
