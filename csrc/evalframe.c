@@ -24,10 +24,20 @@ static PyTypeObject *frame_wrapper_type = NULL;
 
 #if FJ_SUPPORTED
 
+/*
+** Thread-local state.  The initial-exec TLS model makes each access a
+** single %fs-relative load instead of a __tls_get_addr call (the extension
+** is a shared object); the hook reads these on every frame.
+*/
+#if defined(__GNUC__)
+#define FJ_TLS _Thread_local __attribute__((tls_model("initial-exec")))
+#else
+#define FJ_TLS _Thread_local
+#endif
 /* The thread's callback: NULL (off), Py_False (run-only) or a callable. */
-static _Thread_local PyObject *tls_callback = NULL; /* strong */
+static FJ_TLS PyObject *tls_callback = NULL; /* strong */
 /* Nonzero while our callback or guards run on this thread. */
-static _Thread_local int tls_busy = 0;
+static FJ_TLS int tls_busy = 0;
 
 /* Threads with a callback set; the hook is installed while this is > 0. */
 static Py_ssize_t active_threads = 0;
@@ -346,14 +356,8 @@ static int callback_is_on(PyObject *cb)
     return cb != NULL && cb != Py_None;
 }
 
-static PyObject *set_eval_frame_py(PyObject *mod, PyObject *callback)
+PyObject *fj_swap_callback(PyObject *callback)
 {
-    if (callback != Py_None && callback != Py_False && !PyCallable_Check(callback)) {
-        PyErr_Format(PyExc_TypeError,
-                     "set_eval_frame expects a callable, None or False, not %.100s",
-                     Py_TYPE(callback)->tp_name);
-        return NULL;
-    }
     PyObject *old = tls_callback ? tls_callback : Py_NewRef(Py_None);
     int was_on = callback_is_on(old), now_on = callback_is_on(callback);
     tls_callback = now_on ? Py_NewRef(callback) : NULL;
@@ -369,6 +373,17 @@ static PyObject *set_eval_frame_py(PyObject *mod, PyObject *callback)
             fj_set_eval_frame(interp, previous_eval_frame);
     }
     return old; /* the reference tls_callback held */
+}
+
+static PyObject *set_eval_frame_py(PyObject *mod, PyObject *callback)
+{
+    if (callback != Py_None && callback != Py_False && !PyCallable_Check(callback)) {
+        PyErr_Format(PyExc_TypeError,
+                     "set_eval_frame expects a callable, None or False, not %.100s",
+                     Py_TYPE(callback)->tp_name);
+        return NULL;
+    }
+    return fj_swap_callback(callback);
 }
 
 static PyObject *skip_code_py(PyObject *mod, PyObject *code)
@@ -403,6 +418,10 @@ int fj_frame_wrapper_view(PyObject *w, fj_FrameView *view, PyCodeObject **code)
 static PyType_Slot wrapper_slots[] = {{0, NULL}};
 static PyType_Spec wrapper_spec = {"framejit._C.eval_frame._PyInterpreterFrame",
                                    sizeof(PyObject), 0, Py_TPFLAGS_DEFAULT, wrapper_slots};
+PyObject *fj_swap_callback(PyObject *callback)
+{
+    Py_RETURN_NONE;
+}
 static PyObject *set_eval_frame_py(PyObject *mod, PyObject *callback)
 {
     Py_RETURN_NONE;

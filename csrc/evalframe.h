@@ -26,6 +26,12 @@
 */
 int fj_frame_wrapper_view(PyObject *w, fj_FrameView *view, PyCodeObject **code);
 
+/*
+** Sets this thread's callback to 'callback' (None, False or a callable,
+** not checked) and returns the previous one (new reference; None when off).
+*/
+PyObject *fj_swap_callback(PyObject *callback);
+
 /* framejit._C.SKIP_CODE (borrowed). */
 PyObject *fj_skip_code_sentinel(void);
 

@@ -16,6 +16,7 @@
 #include "ops.h"
 #include "source.h"
 #include "trace.h"
+#include "wrapper.h"
 
 static struct PyModuleDef fj_module_def = {
     PyModuleDef_HEAD_INIT,
@@ -37,7 +38,8 @@ PyMODINIT_FUNC PyInit__C(void)
         goto error;
     if (fj_guards_init(m) < 0 || fj_cache_init(m) < 0 || fj_evalframe_init(m) < 0 ||
         fj_bytecode_init(m) < 0 || fj_graph_init(m) < 0 || fj_ops_init(m) < 0 ||
-        fj_source_init(m) < 0 || fj_trace_init(m) < 0 || fj_compiler_init(m) < 0)
+        fj_source_init(m) < 0 || fj_trace_init(m) < 0 || fj_compiler_init(m) < 0 ||
+        fj_wrapper_init(m) < 0)
         goto error;
     return m;
 error:

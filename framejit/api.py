@@ -57,21 +57,12 @@ def compile(fn=None, *, backend="eager", fullgraph=False, dynamic=None, callback
         _warn_unsupported()
         return fn
 
-    set_eval_frame = eval_frame.set_eval_frame
-
-    @functools.wraps(fn)
-    def framejit_wrapper(*args, **kwargs):
-        prior = set_eval_frame(callback)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            set_eval_frame(prior)
-
-    framejit_wrapper._framejit_orig = fn
-    framejit_wrapper._framejit_callback = callback
-    # The wrapper's own frame must never be offered: it is ours.
-    eval_frame.skip_code(framejit_wrapper.__code__)
-    return framejit_wrapper
+    wrapper = _C.CompiledFunction(fn, callback)
+    try:
+        functools.update_wrapper(wrapper, fn)
+    except AttributeError:  # a callable without __name__ etc.
+        pass
+    return wrapper
 
 
 def reset():
