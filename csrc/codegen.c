@@ -321,6 +321,8 @@ static int collect_all(PyObject *v, PyObject *out)
     fj_Var *vv = VAR(v);
     if (vv->kind == FJ_VAR_NULL)
         return 0;
+    if (vv->kind == FJ_VAR_METHOD) /* (method, self): the break code reloads it from self */
+        return collect(vv->extra, out);
     return collect(v, out);
 }
 

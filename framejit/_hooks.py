@@ -65,6 +65,9 @@ class Hooks:
         if self._skip is None:
             self._skip = _skip_prefixes()
         skip_dirs, site_dirs = self._skip
+        if fname.startswith("<frozen "):  # frozen stdlib modules
+            self._skip_cache[fname] = True
+            return True
         path = os.path.realpath(fname) if not fname.startswith("<") else fname
         skip = any(path.startswith(d) for d in skip_dirs)
         if skip and any(path.startswith(s) for s in site_dirs):
