@@ -295,6 +295,10 @@ static PyObject *finish(Compiler *c, PyCodeObject *co, PyObject *new_code, fj_Tr
     }
     if (remember_code(co) < 0)
         return NULL;
+    PyObject *h = hook_call(c, "on_compile", "(OOOO)", new_code, cid, tx->guards, tx->graph);
+    if (h == NULL)
+        return NULL;
+    Py_DECREF(h);
     return Py_BuildValue("(OOO)", new_code, tx->guards, cid);
 }
 
@@ -406,6 +410,31 @@ static PyObject *bound_live_names(PyCodeObject *co, fj_TFrame *top, const unsign
     PyObject *t = PyList_AsTuple(names);
     Py_DECREF(names);
     return t;
+}
+
+/* [(compile_id, text of the first failing guard)] for every entry of 'es'. */
+static PyObject *guard_failures(fj_ExtraState *es, const fj_FrameView *view)
+{
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out && i < es->n; i++) {
+        fj_CacheEntry *e = es->entries[i];
+        PyObject *text = fj_guards_check_verbose(e->guard_manager, view);
+        if (text == NULL) {
+            /* a guard raised: report it as the failure */
+            PyObject *exc = fetch_exception();
+            text = exc ? PyUnicode_FromFormat("(guard raised %R)", exc) : NULL;
+            Py_XDECREF(exc);
+        }
+        else if (text == Py_None) {
+            Py_SETREF(text, PyUnicode_FromString("(passes now)"));
+        }
+        PyObject *pair = text ? PyTuple_Pack(2, e->compile_id, text) : NULL;
+        Py_XDECREF(text);
+        if (pair == NULL || PyList_Append(out, pair) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(pair);
+    }
+    return out;
 }
 
 /* The trace stopped at the planned break: prefix graph, CPython part, resume calls. */
@@ -524,8 +553,44 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
         return NULL;
     }
     Py_DECREF(next);
-    if (fj_bc_decode(co, &il) < 0)
+    /* a recompile: say which guard failed in each entry, stop past the limit */
+    PyObject *failures = NULL;
+    fj_ExtraState *es = fj_cache_get(co);
+    if (es != NULL && es->n > 0) {
+        if ((failures = guard_failures(es, &view)) == NULL)
+            return NULL;
+        PyObject *lim = PyObject_GetAttrString(c->hooks, "recompile_limit");
+        long limit = lim ? PyLong_AsLong(lim) : -1;
+        Py_XDECREF(lim);
+        if (PyErr_Occurred()) {
+            Py_DECREF(failures);
+            return NULL;
+        }
+        if (es->n >= limit) {
+            PyObject *h = hook_call(c, "recompile_limit_hit", "(OO)", (PyObject *)co, failures);
+            Py_DECREF(failures);
+            if (h == NULL)
+                return NULL;
+            Py_DECREF(h);
+            return Py_NewRef(fj_run_only_sentinel());
+        }
+    }
+    if (fj_bc_decode(co, &il) < 0) {
+        Py_XDECREF(failures);
         return NULL;
+    }
+    if (failures != NULL) {
+        PyObject *cid0 = make_compile_id(frame_id, compile_no, 0);
+        PyObject *h = cid0 ? hook_call(c, "recompiling", "(OOO)", (PyObject *)co, cid0, failures)
+                           : NULL;
+        Py_XDECREF(cid0);
+        Py_DECREF(failures);
+        if (h == NULL) {
+            fj_bc_free(&il);
+            return NULL;
+        }
+        Py_DECREF(h);
+    }
 
     int stop_at = -1;
     for (int attempt = 0; attempt < fj_max_restarts; attempt++) {

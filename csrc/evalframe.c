@@ -497,6 +497,11 @@ PyObject *fj_skip_code_sentinel(void)
     return skip_code_sentinel;
 }
 
+PyObject *fj_run_only_sentinel(void)
+{
+    return run_only_sentinel;
+}
+
 static PyObject *sentinel_repr(PyObject *self)
 {
     return PyUnicode_FromString(self == skip_code_sentinel ? "framejit._C.SKIP_CODE"

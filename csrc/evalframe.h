@@ -34,6 +34,8 @@ PyObject *fj_swap_callback(PyObject *callback);
 
 /* framejit._C.SKIP_CODE (borrowed). */
 PyObject *fj_skip_code_sentinel(void);
+/* framejit._C.RUN_ONLY (borrowed). */
+PyObject *fj_run_only_sentinel(void);
 
 /* Creates framejit._C.eval_frame and the frame-action sentinels. */
 int fj_evalframe_init(PyObject *module);

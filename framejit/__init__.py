@@ -16,8 +16,9 @@ from .api import compile, reset, counters, is_supported
 from .logs import set_logs
 from .exc import Unsupported, BackendCompilerFailed, FramejitError
 from .backends import register_backend, list_backends
+from .explain import explain, ExplainOutput
 
 __all__ = ["compile", "reset", "counters", "config", "set_logs", "eval_frame", "is_supported",
            "Unsupported", "BackendCompilerFailed", "FramejitError", "register_backend",
-           "list_backends"]
+           "list_backends", "explain", "ExplainOutput"]
 __version__ = "0.1.0"

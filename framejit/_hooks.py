@@ -37,6 +37,51 @@ class Hooks:
     def __init__(self):
         self._skip = None
         self._skip_cache = {}
+        self.recorders = []          # explain() sessions: lists that receive events
+        self._limit_warned = set()   # code objects warned about the recompile limit
+
+    @property
+    def recompile_limit(self):
+        return int(config.recompile_limit)
+
+    def _record(self, event):
+        for r in self.recorders:
+            r.append(event)
+
+    def on_compile(self, code, compile_id, guards, graph):
+        """Every successful compile (explain() listens here)."""
+        if self.recorders:
+            self._record(("compile", code, compile_id, guards.format(), graph))
+
+    def recompiling(self, code, compile_id, failures):
+        """A frame with cache entries is compiled again; 'failures' lists
+        (compile_id, failed guard text) of every entry tried."""
+        from .api import counters
+        counters["stats"]["recompiles"] += 1
+        where = f"{code.co_filename}:{code.co_firstlineno}"
+        if logs.on("recompiles") and failures:
+            logs.log("recompiles", compile_id,
+                     f"Recompiling function {code.co_name} in {where}\n"
+                     f"    triggered by the following guard failure(s):\n"
+                     f"    - {failures[0][0]}: {failures[0][1]}")
+        if logs.on("recompiles_verbose"):
+            lines = "\n".join(f"    guard failed in entry {cid}: {text}" for cid, text in failures)
+            logs.log("recompiles_verbose", compile_id,
+                     f"Recompiling function {code.co_name} in {where}\n{lines}")
+
+    def recompile_limit_hit(self, code, failures):
+        """Past config.recompile_limit entries: warn once, the code goes run-only."""
+        from .api import counters
+        counters["stats"]["recompile_limit_hit"] += 1
+        if code in self._limit_warned:
+            return
+        self._limit_warned.add(code)
+        last = failures[0][1] if failures else "(unknown)"
+        warnings.warn(
+            f"framejit: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) hit "
+            f"config.recompile_limit ({config.recompile_limit}); last failed guard: {last}. "
+            f"It now runs its cached entries only; other inputs run uncompiled.",
+            RuntimeWarning, stacklevel=2)
 
     @property
     def enabled(self):
@@ -89,6 +134,8 @@ class Hooks:
             raise Unsupported(f"framejit (fullgraph=True) cannot capture {code.co_name} "
                               f"({where}) whole: {reason}")
         counters["graph_break"][reason] += 1
+        if self.recorders:
+            self._record(("break", code, compile_id, reason, line, bool(resumable)))
         if not resumable:
             counters["stats"]["frames_not_captured"] += 1
         if logs.on("graph_breaks"):

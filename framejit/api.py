@@ -69,3 +69,5 @@ def reset():
     """Forget every cache entry framejit made and clear the counters."""
     _C._reset_state()
     counters.clear()
+    from ._hooks import hooks
+    hooks._limit_warned.clear()
