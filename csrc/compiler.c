@@ -19,6 +19,8 @@
 */
 #include "compiler.h"
 
+#include "fj_numpy.h"
+
 #include "cache.h"
 #include "codegen.h"
 #include "evalframe.h"
@@ -31,7 +33,9 @@ typedef struct {
     PyObject_HEAD
     PyObject *backend; /* strong: backend(graph, example_inputs) -> callable */
     PyObject *hooks;   /* strong: the framejit._hooks module (see framejit/_hooks.py) */
+    PyObject *marked;  /* strong dict: id(array) -> dims asked for by mark_dynamic */
     int fullgraph;
+    int dynamic;       /* -1: automatic, 0: never, 1: every int and dim */
 } Compiler;
 
 static PyTypeObject *compiler_type = NULL;
@@ -174,7 +178,7 @@ static PyObject *example_inputs(fj_Tracer *tx)
 /* ----------------------------------------------------------- compile */
 
 static int tracer_init(Compiler *c, fj_Tracer *tx, const fj_FrameView *view, PyCodeObject *co,
-                       PyObject *cid, int stop_at)
+                       PyObject *cid, int stop_at, PyObject *state)
 {
     memset(tx, 0, sizeof(*tx));
     tx->view = *view;
@@ -188,6 +192,17 @@ static int tracer_init(Compiler *c, fj_Tracer *tx, const fj_FrameView *view, PyC
     tx->compile_id = cid;
     tx->stop_at = stop_at;
     tx->break_index = -1;
+    if (c->dynamic != 0) {
+        if ((tx->dyn_inputs = PyList_New(0)) == NULL)
+            return -1;
+        tx->all_dynamic = c->dynamic == 1;
+        tx->marked = c->marked;
+        PyObject *di = PyDict_GetItemString(state, "_dyn_ints");
+        PyObject *dd = PyDict_GetItemString(state, "_dyn_dims");
+        tx->dyn_ints = di;
+        tx->dyn_dims = dd;
+    }
+    tx->frame_state = state;
     tx->log_trace = hook_enabled(c, "trace_bytecode");
     if (tx->log_trace && (tx->log_fn = PyObject_GetAttrString(c->hooks, "log")) == NULL)
         return -1;
@@ -212,6 +227,7 @@ static void tracer_clear(fj_Tracer *tx)
     Py_CLEAR(tx->log_fn);
     Py_CLEAR(tx->break_reason);
     Py_CLEAR(tx->break_filename);
+    Py_CLEAR(tx->dyn_inputs);
 }
 
 /*
@@ -279,10 +295,170 @@ done:
     return rc;
 }
 
+/*
+** Remembers, in the frame state, the ints and array shapes this compile
+** read from its inputs, so a recompile can tell which of them changed
+** (automatic dynamic).  0 or -1.
+*/
+static int record_seen(fj_Tracer *tx)
+{
+    PyObject *seen = PyDict_GetItemString(tx->frame_state, "_seen");
+    if (seen == NULL) {
+        if ((seen = PyDict_New()) == NULL ||
+            PyDict_SetItemString(tx->frame_state, "_seen", seen) < 0) {
+            Py_XDECREF(seen);
+            return -1;
+        }
+        Py_DECREF(seen);
+    }
+    Py_ssize_t pos = 0;
+    PyObject *text, *var;
+    while (PyDict_Next(tx->inputs, &pos, &text, &var)) {
+        fj_Var *v = (fj_Var *)var;
+        if (v->source == NULL)
+            continue;
+        PyObject *value = fj_source_eval(v->source, &tx->view), *rec = NULL;
+        if (value == NULL) {
+            PyErr_Clear();
+            continue;
+        }
+        if (PyLong_CheckExact(value))
+            rec = Py_NewRef(value);
+        else if (PyArray_CheckExact(value)) {
+            PyArrayObject *a = (PyArrayObject *)value;
+            rec = PyTuple_New(PyArray_NDIM(a));
+            for (int d = 0; rec && d < PyArray_NDIM(a); d++) {
+                PyObject *o = PyLong_FromSsize_t(PyArray_DIM(a, d));
+                if (o == NULL)
+                    Py_CLEAR(rec);
+                else
+                    PyTuple_SET_ITEM(rec, d, o);
+            }
+        }
+        Py_DECREF(value);
+        if (rec == NULL) {
+            if (PyErr_Occurred())
+                return -1;
+            continue;
+        }
+        PyObject *pair = PyTuple_Pack(2, (PyObject *)v->source, rec);
+        Py_DECREF(rec);
+        if (pair == NULL || PyDict_SetItem(seen, text, pair) < 0) {
+            Py_XDECREF(pair);
+            return -1;
+        }
+        Py_DECREF(pair);
+    }
+    return 0;
+}
+
+/*
+** On a recompile, compares the inputs with what earlier compiles saw and
+** marks those that changed as dynamic: an int becomes symbolic, a changed
+** array dimension stops being guarded.  Logs on the 'dynamic' channel.
+*/
+static int update_dynamic(Compiler *c, PyObject *state, const fj_FrameView *view, PyObject *cid)
+{
+    PyObject *seen = PyDict_GetItemString(state, "_seen");
+    if (c->dynamic == 0 || seen == NULL)
+        return 0;
+    PyObject *ints = PyDict_GetItemString(state, "_dyn_ints");
+    PyObject *dims = PyDict_GetItemString(state, "_dyn_dims");
+    if (ints == NULL) {
+        if ((ints = PySet_New(NULL)) == NULL || PyDict_SetItemString(state, "_dyn_ints", ints) < 0)
+            return -1;
+        Py_DECREF(ints);
+    }
+    if (dims == NULL) {
+        if ((dims = PyDict_New()) == NULL || PyDict_SetItemString(state, "_dyn_dims", dims) < 0)
+            return -1;
+        Py_DECREF(dims);
+    }
+    Py_ssize_t pos = 0;
+    PyObject *text, *pair;
+    while (PyDict_Next(seen, &pos, &text, &pair)) {
+        fj_Source *src = (fj_Source *)PyTuple_GET_ITEM(pair, 0);
+        PyObject *old = PyTuple_GET_ITEM(pair, 1);
+        PyObject *cur = fj_source_eval(src, view);
+        if (cur == NULL) {
+            PyErr_Clear();
+            continue;
+        }
+        PyObject *msg = NULL;
+        if (PyLong_CheckExact(old) && PyLong_CheckExact(cur)) {
+            int same = PyObject_RichCompareBool(old, cur, Py_EQ);
+            int known = PySet_Contains(ints, text);
+            if (same == 0 && known == 0) {
+                if (PySet_Add(ints, text) < 0) {
+                    Py_DECREF(cur);
+                    return -1;
+                }
+                msg = PyUnicode_FromFormat("automatic dynamic: %U changed %R -> %R, now a symbolic int",
+                                           text, old, cur);
+            }
+        }
+        else if (PyTuple_Check(old) && PyArray_CheckExact(cur) &&
+                 PyArray_NDIM((PyArrayObject *)cur) == PyTuple_GET_SIZE(old)) {
+            PyArrayObject *a = (PyArrayObject *)cur;
+            PyObject *have = PyDict_GetItemWithError(dims, text);
+            PyObject *list = have ? PySequence_List(have) : PyList_New(0);
+            if (list == NULL) {
+                Py_DECREF(cur);
+                return -1;
+            }
+            int changed = 0;
+            for (int d = 0; d < PyArray_NDIM(a); d++) {
+                if (PyLong_AsSsize_t(PyTuple_GET_ITEM(old, d)) == PyArray_DIM(a, d))
+                    continue;
+                PyObject *dobj = PyLong_FromLong(d);
+                int in = dobj ? PySequence_Contains(list, dobj) : -1;
+                if (in == 0) {
+                    in = PyList_Append(list, dobj);
+                    changed = 1;
+                }
+                Py_XDECREF(dobj);
+                if (in < 0) {
+                    Py_DECREF(list);
+                    Py_DECREF(cur);
+                    return -1;
+                }
+            }
+            if (changed) {
+                PyObject *t = PyList_AsTuple(list);
+                if (t == NULL || PyDict_SetItem(dims, text, t) < 0) {
+                    Py_XDECREF(t);
+                    Py_DECREF(list);
+                    Py_DECREF(cur);
+                    return -1;
+                }
+                PyObject *shape = PyObject_GetAttrString(cur, "shape");
+                msg = shape ? PyUnicode_FromFormat("automatic dynamic: %U size %R -> %R, dims %R "
+                                                   "now dynamic",
+                                                   text, old, shape, t)
+                            : NULL;
+                Py_XDECREF(shape);
+                Py_DECREF(t);
+            }
+            Py_DECREF(list);
+        }
+        Py_DECREF(cur);
+        if (msg != NULL) {
+            if (hook_enabled(c, "dynamic"))
+                hook_log(c, "dynamic", cid, msg);
+            Py_DECREF(msg);
+        }
+        else if (PyErr_Occurred())
+            return -1;
+    }
+    return 0;
+}
+
 /* Logs the new code and the guards, and builds the callback's result. */
 static PyObject *finish(Compiler *c, PyCodeObject *co, PyObject *new_code, fj_Tracer *tx,
                         PyObject *cid)
 {
+    if (c->dynamic != 0 && record_seen(tx) < 0)
+        return NULL;
     if (hook_enabled(c, "bytecode")) {
         PyObject *text = hook_call(c, "format_code", "(sO)", "MODIFIED BYTECODE", new_code);
         hook_log(c, "bytecode", cid, text);
@@ -583,19 +759,21 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
         PyObject *cid0 = make_compile_id(frame_id, compile_no, 0);
         PyObject *h = cid0 ? hook_call(c, "recompiling", "(OOO)", (PyObject *)co, cid0, failures)
                            : NULL;
-        Py_XDECREF(cid0);
         Py_DECREF(failures);
-        if (h == NULL) {
+        if (h == NULL || update_dynamic(c, state, &view, cid0) < 0) {
+            Py_XDECREF(h);
+            Py_XDECREF(cid0);
             fj_bc_free(&il);
             return NULL;
         }
         Py_DECREF(h);
+        Py_XDECREF(cid0);
     }
 
     int stop_at = -1;
     for (int attempt = 0; attempt < fj_max_restarts; attempt++) {
         Py_XSETREF(cid, make_compile_id(frame_id, compile_no, attempt));
-        if (cid == NULL || tracer_init(c, &tx, &view, co, cid, stop_at) < 0)
+        if (cid == NULL || tracer_init(c, &tx, &view, co, cid, stop_at, state) < 0)
             goto done;
         if (attempt == 0 && hook_enabled(c, "bytecode")) {
             PyObject *text =
@@ -708,12 +886,18 @@ static PyObject *compiler_call(Compiler *self, PyObject *args, PyObject *kwargs)
 
 static int compiler_init(Compiler *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"backend", "hooks", "fullgraph", NULL};
-    PyObject *backend, *hooks;
+    static char *kwlist[] = {"backend", "hooks", "fullgraph", "dynamic", "marked", NULL};
+    PyObject *backend, *hooks, *dynamic = Py_None, *marked = NULL;
     int fullgraph = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|p:Compiler", kwlist, &backend, &hooks,
-                                     &fullgraph))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|pOO!:Compiler", kwlist, &backend, &hooks,
+                                     &fullgraph, &dynamic, &PyDict_Type, &marked))
         return -1;
+    if (dynamic != Py_None && dynamic != Py_True && dynamic != Py_False) {
+        PyErr_Format(PyExc_TypeError, "dynamic must be None, True or False, not %R", dynamic);
+        return -1;
+    }
+    self->dynamic = dynamic == Py_None ? -1 : dynamic == Py_True;
+    Py_XSETREF(self->marked, Py_XNewRef(marked));
     if (!PyCallable_Check(backend)) {
         PyErr_Format(PyExc_TypeError, "framejit backend must be callable, not %.100s",
                      Py_TYPE(backend)->tp_name);
@@ -731,6 +915,7 @@ static void compiler_dealloc(Compiler *self)
     PyObject_GC_UnTrack(self);
     Py_CLEAR(self->backend);
     Py_CLEAR(self->hooks);
+    Py_CLEAR(self->marked);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
@@ -740,6 +925,7 @@ static int compiler_traverse(Compiler *self, visitproc visit, void *arg)
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->backend);
     Py_VISIT(self->hooks);
+    Py_VISIT(self->marked);
     return 0;
 }
 
@@ -747,6 +933,7 @@ static int compiler_clear(Compiler *self)
 {
     Py_CLEAR(self->backend);
     Py_CLEAR(self->hooks);
+    Py_CLEAR(self->marked);
     return 0;
 }
 

@@ -51,6 +51,7 @@ static void node_dealloc(fj_Node *n)
     Py_XDECREF(n->dtype);
     Py_XDECREF(n->inputs);
     Py_XDECREF(n->kwnames);
+    Py_XDECREF(n->example);
     tp->tp_free((PyObject *)n);
     Py_DECREF(tp);
 }
@@ -116,7 +117,11 @@ static PyObject *node_get_meta(fj_Node *n, void *c)
     if (!shape)
         return NULL;
     PyObject *d = Py_BuildValue("{s:O,s:N,s:s}", "dtype", (PyObject *)n->dtype, "shape", shape, "kind",
-                                n->vkind == FJ_VAL_NPSCALAR ? "scalar" : "array");
+                                n->vkind == FJ_VAL_NPSCALAR    ? "scalar"
+                                : n->vkind == FJ_VAL_PYSCALAR ? "pyscalar"
+                                                               : "array");
+    if (d != NULL && n->example != NULL && PyDict_SetItemString(d, "example", n->example) < 0)
+        Py_CLEAR(d);
     return d;
 }
 
@@ -350,6 +355,14 @@ fj_Node *fj_graph_placeholder(PyObject *gobj, PyObject *name, PyObject *example)
         n->dtype = PyArray_DescrFromScalar(example);
         if (!n->dtype)
             goto error;
+    } else if (PyBool_Check(example) || PyLong_CheckExact(example) || PyFloat_CheckExact(example)) {
+        /* a symbolic Python scalar (automatic dynamic): the example is its trace-time value */
+        n->vkind = FJ_VAL_PYSCALAR;
+        n->dtype = PyArray_DescrFromType(PyBool_Check(example) ? NPY_BOOL
+                                         : PyLong_CheckExact(example) ? NPY_LONG : NPY_DOUBLE);
+        n->example = Py_NewRef(example);
+        if (!n->dtype)
+            goto error;
     } else {
         PyErr_Format(PyExc_TypeError, "framejit: a placeholder example must be an ndarray or a NumPy scalar, not %.100s",
                      Py_TYPE(example)->tp_name);
@@ -431,6 +444,8 @@ fj_Node *fj_graph_call(PyObject *gobj, const fj_OpDef *op, PyObject *args, PyObj
     n->vkind = m.vkind;
     n->dtype = m.dtype;
     m.dtype = NULL;
+    n->example = m.example;
+    m.example = NULL;
     n->ndim = m.ndim;
     memcpy(n->shape, m.shape, sizeof(npy_intp) * (size_t)m.ndim);
     n->deep = deep;
@@ -455,6 +470,7 @@ fj_Node *fj_graph_call(PyObject *gobj, const fj_OpDef *op, PyObject *args, PyObj
     return n;
 error:
     Py_XDECREF(m.dtype);
+    Py_XDECREF(m.example);
     Py_XDECREF(n);
     Py_XDECREF(acc);
     Py_XDECREF(stem);

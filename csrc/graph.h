@@ -35,6 +35,7 @@ typedef struct fj_Node {
     int ndim;
     npy_intp shape[FJ_MAX_NDIM];
     int users;             /* number of later nodes using this one (each use counted once per node) */
+    PyObject *example;     /* strong: trace-time value of a FJ_VAL_PYSCALAR node, else NULL */
     /* runner bookkeeping */
     Py_ssize_t last_use;   /* index of the last node that uses this one; -1 if unused */
     PyObject *inputs;      /* strong: tuple of the distinct fj_Node this node reads */

@@ -56,10 +56,11 @@ enum {
     LEAF_TENSOR_MATCH,    /* ndarray: type obj, dtype aux, ndim n, shape, strides */
     LEAF_GLOBAL_STATE,    /* contextvar obj holds aux */
     LEAF_GLOBAL_ABSENT,   /* root only: name obj is not in the frame's globals (v) */
+    LEAF_NOT_IN,          /* v equals (same type and ==) none of the tuple obj */
 };
 static const char *const leaf_names[] = {
     "TYPE_MATCH",   "ID_MATCH",     "EQUALS_MATCH", "NONE_MATCH",   "SEQUENCE_LENGTH",
-    "DICT_KEYS",    "DICT_VERSION", "TENSOR_MATCH", "GLOBAL_STATE", "GLOBAL_ABSENT",
+    "DICT_KEYS",    "DICT_VERSION", "TENSOR_MATCH", "GLOBAL_STATE", "GLOBAL_ABSENT", "NOT_IN",
 };
 
 /* EQUALS_MATCH fast paths, chosen from the expected value at build time. */
@@ -383,6 +384,16 @@ static inline int leaf_check(Leaf *lf, PyObject *v, PyObject *source, PyObject *
         return tensor_check(lf, v, source, reason);
     case LEAF_GLOBAL_STATE:
         return global_state_check(lf);
+    case LEAF_NOT_IN:
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(lf->obj); i++) {
+            PyObject *item = PyTuple_GET_ITEM(lf->obj, i);
+            if (Py_TYPE(item) != Py_TYPE(v))
+                continue;
+            int eq = PyObject_RichCompareBool(v, item, Py_EQ);
+            if (eq != 0)
+                return eq < 0 ? -1 : 0;
+        }
+        return 1;
     case LEAF_GLOBAL_ABSENT:
         if (v == NULL || !PyDict_Check(v))
             return 0;
@@ -962,6 +973,26 @@ int fj_guard_add_global_absent(PyObject *root, PyObject *name)
         return -1;
     }
     return manager_add_leaf((GuardManager *)root, lf);
+}
+
+int fj_guard_add_not_in(PyObject *mgr, PyObject *values)
+{
+    if (check_valued(mgr) < 0)
+        return -1;
+    if (!PyTuple_Check(values)) {
+        PyErr_SetString(PyExc_TypeError, "add_not_in expects a tuple");
+        return -1;
+    }
+    Leaf *lf = leaf_new(LEAF_NOT_IN);
+    if (lf == NULL)
+        return -1;
+    lf->obj = Py_NewRef(values);
+    lf->text = PyUnicode_FromFormat("%U not in %R", ((GuardManager *)mgr)->source, values);
+    if (lf->text == NULL) {
+        leaf_free(lf);
+        return -1;
+    }
+    return manager_add_leaf((GuardManager *)mgr, lf);
 }
 
 /* ----------------------------------------------------------------- check */

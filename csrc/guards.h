@@ -105,6 +105,8 @@ int fj_guard_add_tensor_match(PyObject *mgr, PyObject *example, PyObject *dynami
 int fj_guard_add_global_state(PyObject *root);
 /* Root only: the frame's globals have no 'name' (so the builtin is what loads). */
 int fj_guard_add_global_absent(PyObject *root, PyObject *name);
+/* v equals (same type and ==) none of 'values' (a tuple): e.g. a dynamic int is not 0 or 1. */
+int fj_guard_add_not_in(PyObject *mgr, PyObject *values);
 
 /* The printer: "GUARDS:" then one line per leaf.  New reference, NULL on error. */
 PyObject *fj_guards_format(PyObject *root);

@@ -481,6 +481,8 @@ static int bind(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Bound *
    exception when the value is unhashable). */
 static PyObject *sig_of(PyObject *o)
 {
+    if (fj_Node_Check(o) && ((fj_Node *)o)->vkind == FJ_VAL_PYSCALAR)
+        return sig_of(((fj_Node *)o)->example); /* a Python scalar: by value */
     if (fj_Node_Check(o)) {
         fj_Node *n = (fj_Node *)o;
         return Py_BuildValue("(iiO)", n->vkind, n->ndim, (PyObject *)n->dtype);
@@ -523,6 +525,8 @@ static PyObject *sig_of(PyObject *o)
    for NPSCALAR nodes), containers are mapped, constants kept.  New ref. */
 static PyObject *standin(PyObject *o)
 {
+    if (fj_Node_Check(o) && ((fj_Node *)o)->vkind == FJ_VAL_PYSCALAR)
+        return Py_NewRef(((fj_Node *)o)->example);
     if (fj_Node_Check(o)) {
         fj_Node *n = (fj_Node *)o;
         npy_intp dims[FJ_MAX_NDIM];
@@ -729,6 +733,14 @@ static int infer_by_running(const fj_OpDef *op, PyObject *args, PyObject *kwargs
         out->dtype = PyArray_DescrFromScalar(res);
         if (!out->dtype)
             goto error;
+    } else if (PyBool_Check(res) || PyLong_CheckExact(res) || PyFloat_CheckExact(res)) {
+        /* arithmetic on Python scalars (symbolic ints): never cached, the
+           value is the point */
+        out->vkind = FJ_VAL_PYSCALAR;
+        out->dtype = PyArray_DescrFromType(PyBool_Check(res) ? NPY_BOOL
+                                           : PyLong_CheckExact(res) ? NPY_LONG : NPY_DOUBLE);
+        out->example = Py_NewRef(res);
+        Py_CLEAR(key);
     } else {
         PyErr_Format(PyExc_TypeError, "result of type %.100s is not an array", Py_TYPE(res)->tp_name);
         goto error;

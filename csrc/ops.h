@@ -87,7 +87,10 @@ typedef struct fj_OpDef {
 } fj_OpDef;
 
 /* Result kinds (fj_Node.vkind). */
-enum { FJ_VAL_ARRAY = 1, FJ_VAL_NPSCALAR = 2 };
+/* FJ_VAL_PYSCALAR: a Python int, float or bool computed in the graph (a
+** symbolic int of automatic dynamic shapes, or arithmetic on one); its
+** trace-time value is kept as 'example'. */
+enum { FJ_VAL_ARRAY = 1, FJ_VAL_NPSCALAR = 2, FJ_VAL_PYSCALAR = 3 };
 
 /* Inferred output metadata of a call. */
 typedef struct {
@@ -95,6 +98,7 @@ typedef struct {
     PyArray_Descr *dtype;  /* strong */
     int ndim;
     npy_intp shape[FJ_MAX_NDIM];
+    PyObject *example;     /* strong: the trace-time value of a FJ_VAL_PYSCALAR, else NULL */
 } fj_Meta;
 
 /*

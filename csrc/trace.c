@@ -16,6 +16,7 @@
 #include <stdarg.h>
 
 PyTypeObject *fj_Var_Type = NULL;
+fj_Tracer *fj_current_tracer = NULL;
 PyObject *fj_Unsupported = NULL;
 static fj_Var *null_var = NULL; /* strong: the NULL marker */
 static PyObject *opnames = NULL;  /* strong: opcode.opname (list of str) */
@@ -102,6 +103,7 @@ fj_Var *fj_var_new(fj_VarKind kind, PyObject *obj, PyObject *items)
     v->source = NULL;
     v->pos = 0;
     v->from_input = 0;
+    v->dynamic = 0;
     PyObject_GC_Track(v);
     return v;
 }
@@ -138,6 +140,107 @@ static int is_plain_constant(PyObject *v)
            PyBytes_CheckExact(v);
 }
 
+/* Records a dynamic input (for fj_trace_specialize). 0 or -1. */
+static int note_dynamic(fj_Tracer *tx, fj_Var *v, PyObject *value)
+{
+    PyObject *pair = PyTuple_Pack(2, (PyObject *)v, value);
+    int r = pair ? PyList_Append(tx->dyn_inputs, pair) : -1;
+    Py_XDECREF(pair);
+    return r;
+}
+
+/* True if the int input at 'src' is to be symbolic (never for 0 and 1, never once pinned). */
+static int is_dynamic_int(fj_Tracer *tx, fj_Source *src, PyObject *value)
+{
+    if (tx->specialized || tx->dyn_inputs == NULL)
+        return 0;
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (!overflow && (x == 0 || x == 1))
+        return 0;
+    if (tx->all_dynamic)
+        return 1;
+    if (tx->dyn_ints == NULL)
+        return 0;
+    int in = PySet_Contains(tx->dyn_ints, src->text);
+    if (in < 0)
+        PyErr_Clear();
+    return in > 0;
+}
+
+/*
+** The dims of array 'value' at 'src' to leave unguarded: those automatic
+** dynamic found changing, or mark_dynamic asked for, or all with
+** dynamic=True, except dims of size 0 or 1 (specialized as the reference
+** does).  Returns a new tuple (empty when static), NULL on error.
+*/
+static PyObject *dynamic_dims_of(fj_Tracer *tx, fj_Source *src, PyObject *value)
+{
+    PyArrayObject *a = (PyArrayObject *)value;
+    int nd = PyArray_NDIM(a);
+    PyObject *want = NULL, *out = PyList_New(0);
+    if (out == NULL || tx->specialized || tx->dyn_inputs == NULL)
+        goto done;
+    if (tx->dyn_dims != NULL && (want = PyDict_GetItemWithError(tx->dyn_dims, src->text)) == NULL &&
+        PyErr_Occurred())
+        goto error;
+    PyObject *marked = NULL;
+    if (tx->marked != NULL && PyDict_GET_SIZE(tx->marked) > 0) {
+        PyObject *key = PyLong_FromVoidPtr(value);
+        marked = key ? PyDict_GetItemWithError(tx->marked, key) : NULL;
+        Py_XDECREF(key);
+        if (marked == NULL && PyErr_Occurred())
+            goto error;
+    }
+    for (int d = 0; d < nd; d++) {
+        npy_intp size = PyArray_DIM(a, d);
+        if (size == 0 || size == 1)
+            continue;
+        PyObject *dobj = PyLong_FromLong(d);
+        if (dobj == NULL)
+            goto error;
+        int yes = tx->all_dynamic;
+        if (!yes && want != NULL && (yes = PySequence_Contains(want, dobj)) < 0)
+            yes = 0;
+        if (!yes && marked != NULL && (yes = PySequence_Contains(marked, dobj)) < 0)
+            yes = 0;
+        PyErr_Clear();
+        if (yes && PyList_Append(out, dobj) < 0) {
+            Py_DECREF(dobj);
+            goto error;
+        }
+        Py_DECREF(dobj);
+    }
+done:
+    if (out == NULL)
+        return NULL;
+    Py_SETREF(out, PyList_AsTuple(out));
+    return out;
+error:
+    Py_XDECREF(out);
+    return NULL;
+}
+
+int fj_trace_specialize(fj_Tracer *tx)
+{
+    if (tx->specialized || tx->dyn_inputs == NULL)
+        return 0;
+    tx->specialized = 1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tx->dyn_inputs); i++) {
+        PyObject *pair = PyList_GET_ITEM(tx->dyn_inputs, i);
+        fj_Var *v = (fj_Var *)PyTuple_GET_ITEM(pair, 0);
+        PyObject *value = PyTuple_GET_ITEM(pair, 1);
+        PyObject *mgr = fj_source_manager(tx->guards, v->source);
+        if (mgr == NULL)
+            return -1;
+        int r = PyArray_Check(value) ? fj_guard_add_tensor_match(mgr, value, NULL)
+                                     : fj_guard_add_equals_match(mgr, value);
+        if (r < 0)
+            return -1;
+    }
+    return 0;
+}
+
 fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
 {
     PyObject *known = PyDict_GetItemWithError(tx->inputs, src->text);
@@ -155,11 +258,42 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
             return NULL;
         PyObject *node = (PyObject *)fj_graph_placeholder(tx->graph, name, value);
         Py_DECREF(name);
-        if (node == NULL || fj_guard_add_tensor_match(mgr, value, NULL) < 0)
+        PyObject *dims = node ? dynamic_dims_of(tx, src, value) : NULL;
+        if (dims == NULL || fj_guard_add_tensor_match(mgr, value, dims) < 0) {
+            Py_XDECREF(dims);
+            return NULL;
+        }
+        v = fj_var_node(node);
+        if (v != NULL && PyList_Append(tx->placeholders, (PyObject *)v) < 0)
+            Py_CLEAR(v);
+        if (v != NULL && PyTuple_GET_SIZE(dims) > 0) {
+            v->dynamic = 1;
+            if (note_dynamic(tx, v, value) < 0)
+                Py_CLEAR(v);
+        }
+        Py_DECREF(dims);
+    }
+    else if (PyLong_CheckExact(value) && is_dynamic_int(tx, src, value)) {
+        /* a symbolic int: a graph input, guarded to stay an int other than 0 and 1 */
+        PyObject *name = fj_source_placeholder_name(src);
+        if (name == NULL)
+            return NULL;
+        PyObject *node = (PyObject *)fj_graph_placeholder(tx->graph, name, value);
+        Py_DECREF(name);
+        PyObject *zero_one = node ? Py_BuildValue("(ii)", 0, 1) : NULL;
+        int bad = zero_one == NULL || fj_guard_add_type_match(mgr, (PyObject *)&PyLong_Type) < 0 ||
+                  fj_guard_add_not_in(mgr, zero_one) < 0;
+        Py_XDECREF(zero_one);
+        if (bad)
             return NULL;
         v = fj_var_node(node);
         if (v != NULL && PyList_Append(tx->placeholders, (PyObject *)v) < 0)
             Py_CLEAR(v);
+        if (v != NULL) {
+            v->dynamic = 1;
+            if (note_dynamic(tx, v, value) < 0)
+                Py_CLEAR(v);
+        }
     }
     else if (PyArray_Check(value)) {
         fj_unsupported("%U is an instance of ndarray subclass %s", src->text,
@@ -511,6 +645,8 @@ static PyObject *var_items(fj_TFrame *fr, PyObject *vo)
     }
     case FJ_VAR_NODE: {
         fj_Node *n = (fj_Node *)v->obj;
+        if (v->dynamic && fj_trace_specialize(fr->tx) < 0)
+            return NULL;
         if (n->vkind == FJ_VAL_ARRAY && n->ndim >= 1) {
             PyObject *out = PyList_New(n->shape[0]);
             for (npy_intp i = 0; out && i < n->shape[0]; i++) {
@@ -1582,7 +1718,10 @@ int fj_trace_run(fj_Tracer *tx, PyCodeObject *co)
     fr->globals = tx->view.globals;
     fr->builtins = tx->view.builtins;
     fr->lazy_args = 1;
+    fj_Tracer *outer = fj_current_tracer;
+    fj_current_tracer = tx;
     int r = run_frame(fr);
+    fj_current_tracer = outer;
     if (r < 0)
         note_break(tx, fr);
     return r;
@@ -1602,6 +1741,13 @@ PyObject *fj_var_as_const(PyObject *v)
     if (!fj_Var_Check(v))
         return NULL;
     fj_Var *vv = (fj_Var *)v;
+    if (vv->kind == FJ_VAR_NODE && ((fj_Node *)vv->obj)->vkind == FJ_VAL_PYSCALAR &&
+        fj_current_tracer != NULL) {
+        /* a symbolic int used where the trace needs its value: pin it */
+        if (fj_trace_specialize(fj_current_tracer) < 0)
+            return NULL;
+        return ((fj_Node *)vv->obj)->example;
+    }
     return vv->kind == FJ_VAR_CONST ? vv->obj : NULL;
 }
 

@@ -48,6 +48,7 @@ typedef struct fj_Var {
     fj_Source *source;   /* strong or NULL: where an input value came from */
     Py_ssize_t pos;      /* ITER position */
     int from_input;      /* containers read from an input: mutation is unsupported */
+    int dynamic;         /* NODE whose shape or value depends on a dynamic input */
 } fj_Var;
 
 extern PyTypeObject *fj_Var_Type;
@@ -75,6 +76,14 @@ typedef struct fj_Tracer {
     PyObject *break_reason;  /* strong str or NULL */
     PyObject *break_filename;/* strong or NULL: file of the frame that broke */
     int break_user_lineno;   /* line in that frame */
+    /* Automatic dynamic shapes (docs/dynamic.md). */
+    PyObject *dyn_ints;      /* borrowed set of source texts of ints to make symbolic, or NULL */
+    PyObject *dyn_dims;      /* borrowed dict: source text -> tuple of dims, or NULL */
+    PyObject *marked;        /* borrowed dict: id(array) -> dims (mark_dynamic), or NULL */
+    int all_dynamic;         /* compile(dynamic=True): every int and dim (but 0/1) */
+    PyObject *dyn_inputs;    /* strong list of (Var, value): inputs made dynamic */
+    int specialized;         /* the trace needed concrete values: dynamic inputs pinned */
+    PyObject *frame_state;   /* borrowed: the code's frame_state dict */
     /* Restart support: stop the top frame before instruction 'stop_at'. */
     int stop_at;             /* -1: run to the end */
     struct fj_TFrame *top;   /* owned: the top frame, kept after the run */
@@ -108,6 +117,15 @@ fj_Var *fj_var_node(PyObject *node);
 ** Returns a new reference, NULL on error.
 */
 fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value);
+
+/*
+** The trace needs the concrete value or shape of a dynamic value: pins
+** every dynamic input with a guard (EQUALS_MATCH for ints, a static
+** TENSOR_MATCH for arrays) so the values seen now are exact.  0 or -1.
+*/
+int fj_trace_specialize(fj_Tracer *tx);
+/* The tracer running now (only one runs at a time per thread). */
+extern fj_Tracer *fj_current_tracer;
 
 /* Raises fj_Unsupported with a formatted reason. Always returns -1. */
 int fj_unsupported(const char *fmt, ...);

@@ -117,10 +117,67 @@ PyObject *fj_var_to_graph_arg(PyObject *v)
 ** Appends a call of 'op' to the graph with Var arguments args[0..n) of which
 ** the last len(kwnames) are keywords.  Returns a NODE Var (new ref) or NULL.
 */
+static int any_dynamic(PyObject *v)
+{
+    fj_Var *vv = VAR(v);
+    if (vv->kind == FJ_VAR_NODE)
+        return vv->dynamic;
+    if (vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
+            if (any_dynamic(PyList_GET_ITEM(vv->items, i)))
+                return 1;
+    }
+    return 0;
+}
+
+/* True if a Python-scalar node sits somewhere in 'v'. */
+static int has_pyscalar(PyObject *v)
+{
+    fj_Var *vv = VAR(v);
+    if (vv->kind == FJ_VAR_NODE)
+        return ((fj_Node *)vv->obj)->vkind == FJ_VAL_PYSCALAR;
+    if (vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
+            if (has_pyscalar(PyList_GET_ITEM(vv->items, i)))
+                return 1;
+    }
+    return 0;
+}
+
 static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args,
                             Py_ssize_t n, PyObject *kwnames)
 {
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = n - nkw;
+    int dynamic = 0, pyscalar = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        dynamic |= any_dynamic(args[i]);
+        pyscalar |= has_pyscalar(args[i]);
+    }
+    /* Symbolic ints flow through elementwise ops and operators; anything
+       else (shapes, axes, indices) needs their value: pin them. */
+    if (pyscalar && op->shape_rule != FJ_SH_BROADCAST && !fj_current_tracer->specialized) {
+        if (fj_trace_specialize(fj_current_tracer) < 0)
+            return NULL;
+        PyObject *stack[32];
+        if (n > 32)
+            return fj_unsupported("too many arguments"), NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            fj_Var *a = VAR(args[i]);
+            if (a->kind == FJ_VAR_NODE && ((fj_Node *)a->obj)->vkind == FJ_VAL_PYSCALAR)
+                stack[i] = (PyObject *)fj_var_const(((fj_Node *)a->obj)->example);
+            else
+                stack[i] = Py_NewRef(args[i]);
+            if (stack[i] == NULL) {
+                for (Py_ssize_t j = 0; j < i; j++)
+                    Py_DECREF(stack[j]);
+                return NULL;
+            }
+        }
+        PyObject *r = graph_call(fr, op, stack, n, kwnames);
+        for (Py_ssize_t i = 0; i < n; i++)
+            Py_DECREF(stack[i]);
+        return r;
+    }
     PyObject *targs = PyTuple_New(npos), *kwargs = NULL, *res = NULL;
     if (targs == NULL)
         return NULL;
@@ -147,6 +204,8 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
         goto done;
     }
     res = (PyObject *)fj_var_node((PyObject *)node);
+    if (res != NULL && !fj_current_tracer->specialized)
+        VAR(res)->dynamic = dynamic || node->vkind == FJ_VAL_PYSCALAR;
 done:
     Py_DECREF(targs);
     Py_XDECREF(kwargs);
@@ -248,6 +307,8 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
             return int_var(PyDict_GET_SIZE(a->items));
         if (a->kind == FJ_VAR_NODE) {
             fj_Node *nd = (fj_Node *)a->obj;
+            if (a->dynamic && fj_trace_specialize(fr->tx) < 0)
+                return NULL;
             if (nd->vkind == FJ_VAL_ARRAY && nd->ndim > 0)
                 return int_var(nd->shape[0]);
             return fj_unsupported("len() of a 0-d array or NumPy scalar"), NULL;
@@ -698,8 +759,16 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
     fj_Var *o = VAR(objv);
     if (o->kind == FJ_VAR_NODE) {
         PyObject *st = fj_ops_static_attr((fj_Node *)o->obj, name);
-        if (st != NULL)
+        if (st != NULL) {
+            /* shape, size, nbytes of a dynamic array: its dims must be pinned
+               (ndim, dtype and itemsize never change under a dynamic guard) */
+            if (o->dynamic && !str_is(name, "ndim") && !str_is(name, "dtype") &&
+                !str_is(name, "itemsize") && fj_trace_specialize(fr->tx) < 0) {
+                Py_DECREF(st);
+                return NULL;
+            }
             return const_result(st, "attribute");
+        }
         if (PyErr_Occurred())
             return NULL;
         const fj_OpDef *op = fj_ops_for_attr(name);
@@ -923,7 +992,8 @@ PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
 {
     fj_Var *o = VAR(objv);
     if (o->kind == FJ_VAR_NODE) {
-        if (VAR(keyv)->kind == FJ_VAR_NODE)
+        if (VAR(keyv)->kind == FJ_VAR_NODE &&
+            ((fj_Node *)VAR(keyv)->obj)->vkind != FJ_VAL_PYSCALAR)
             return fj_unsupported("indexing an array with an array"), NULL;
         PyObject *args[2] = {objv, keyv};
         return graph_call(fr, fj_ops_for_getitem(), args, 2, NULL);
@@ -1020,6 +1090,12 @@ int fj_trace_truth(fj_TFrame *fr, PyObject *v)
     case FJ_VAR_METHOD:
         return 1;
     case FJ_VAR_NODE:
+        if (((fj_Node *)vv->obj)->vkind == FJ_VAL_PYSCALAR) {
+            /* a branch on a symbolic int: specialize (guards pin the inputs) */
+            if (fj_trace_specialize(fr->tx) < 0)
+                return -1;
+            return PyObject_IsTrue(((fj_Node *)vv->obj)->example);
+        }
         return fj_unsupported("branch on the value of an array (data-dependent control flow)");
     default:
         return fj_unsupported("truth value of %R", v);

@@ -12,7 +12,7 @@ extension ``framejit._C``; this package is the thin surface around it.
 """
 from . import config
 from ._C import eval_frame
-from .api import compile, reset, counters, is_supported
+from .api import compile, reset, counters, is_supported, mark_dynamic
 from .logs import set_logs
 from .exc import Unsupported, BackendCompilerFailed, FramejitError
 from .backends import register_backend, list_backends
@@ -20,5 +20,5 @@ from .explain import explain, ExplainOutput
 
 __all__ = ["compile", "reset", "counters", "config", "set_logs", "eval_frame", "is_supported",
            "Unsupported", "BackendCompilerFailed", "FramejitError", "register_backend",
-           "list_backends", "explain", "ExplainOutput"]
+           "list_backends", "explain", "ExplainOutput", "mark_dynamic"]
 __version__ = "0.1.0"

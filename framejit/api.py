@@ -52,7 +52,8 @@ def compile(fn=None, *, backend="eager", fullgraph=False, dynamic=None, callback
         raise TypeError(f"framejit.compile: dynamic must be None, True or False, not {dynamic!r}")
     if callback is None:
         from ._hooks import hooks
-        callback = _C.Compiler(_resolve_backend(backend), hooks, fullgraph=bool(fullgraph))
+        callback = _C.Compiler(_resolve_backend(backend), hooks, fullgraph=bool(fullgraph),
+                               dynamic=dynamic, marked=_marked)
     if not is_supported():
         _warn_unsupported()
         return fn
@@ -65,9 +66,37 @@ def compile(fn=None, *, backend="eager", fullgraph=False, dynamic=None, callback
     return wrapper
 
 
+# id(array) -> dims, for mark_dynamic; entries go when the array dies
+_marked = {}
+
+
+def mark_dynamic(arr, dim):
+    """Ask framejit to treat dimension 'dim' (an int or a sequence of ints) of
+    NumPy array 'arr' as dynamic from the first compile: its size is not
+    guarded and one graph serves every size (sizes 0 and 1 stay specialized)."""
+    import weakref
+    import numpy as np
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"mark_dynamic expects a numpy.ndarray, not {type(arr).__name__}")
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    for d in dims:
+        if not isinstance(d, int) or not -arr.ndim <= d < arr.ndim:
+            raise IndexError(f"mark_dynamic: dimension {d!r} is out of range for an array "
+                             f"with {arr.ndim} dimensions")
+    dims = tuple(sorted({d % arr.ndim for d in dims}))
+    key = id(arr)
+    old = _marked.get(key, ())
+    _marked[key] = tuple(sorted(set(old) | set(dims)))
+    try:
+        weakref.finalize(arr, _marked.pop, key, None)
+    except TypeError:  # not weak-referenceable: kept until reset()
+        pass
+
+
 def reset():
     """Forget every cache entry framejit made and clear the counters."""
     _C._reset_state()
     counters.clear()
+    _marked.clear()
     from ._hooks import hooks
     hooks._limit_warned.clear()
