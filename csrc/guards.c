@@ -87,6 +87,8 @@ typedef struct {
     double dval;
     npy_intp *shape;   /* PyMem, n entries; -1 marks a dynamic dim */
     npy_intp *strides; /* PyMem, n entries */
+    int layout;        /* TENSOR_MATCH with dynamic dims: C/F-contiguity flags to match
+                          instead of strides; -1 when strides are checked */
 } Leaf;
 
 typedef struct GuardManager {
@@ -338,6 +340,20 @@ static int tensor_check(Leaf *lf, PyObject *v, PyObject *source, PyObject **reas
                           i, (Py_ssize_t)lf->shape[i], (Py_ssize_t)shape[i]);
             return 0;
         }
+        if (lf->shape[i] < 0 && shape[i] < 2) {
+            /* sizes 0 and 1 are specialized, never served by a dynamic dim */
+            tensor_reason(reason, source, "size at index %zd is %zd; a dynamic dim needs >= 2", i,
+                          (Py_ssize_t)shape[i]);
+            return 0;
+        }
+    }
+    if (lf->layout >= 0) {
+        int flags = PyArray_FLAGS(a) & (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_F_CONTIGUOUS);
+        if (flags != lf->layout) {
+            tensor_reason(reason, source, "memory layout (contiguity) differs");
+            return 0;
+        }
+        return 1;
     }
     for (Py_ssize_t i = 0; i < ndim; i++) {
         if (lf->shape[i] >= 0 && strides[i] != lf->strides[i]) {
@@ -893,12 +909,22 @@ int fj_guard_add_tensor_match(PyObject *mgr, PyObject *example, PyObject *dynami
             lf->shape[d] = -1;
         }
     }
+    lf->layout = -1;
+    for (Py_ssize_t i = 0; i < ndim; i++) {
+        if (lf->shape[i] < 0) {
+            /* other dims' strides follow a dynamic size: match the layout instead */
+            lf->layout = PyArray_FLAGS(a) & (NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_F_CONTIGUOUS);
+            for (Py_ssize_t j = 0; j < ndim; j++)
+                lf->strides[j] = -1;
+            break;
+        }
+    }
     lf->obj = Py_NewRef((PyObject *)Py_TYPE(example));
     lf->aux = Py_NewRef((PyObject *)PyArray_DESCR(a));
     qual = PyType_GetQualName(Py_TYPE(example));
     dtype = qual ? PyObject_Str(lf->aux) : NULL;
     size = dtype ? dims_repr(lf->shape, lf->shape, ndim) : NULL;
-    stride = size ? dims_repr(lf->strides, lf->shape, ndim) : NULL;
+    stride = size ? dims_repr(lf->strides, lf->layout >= 0 ? lf->strides : lf->shape, ndim) : NULL;
     if (stride == NULL)
         goto error;
     lf->text = PyUnicode_FromFormat("check_tensor(%U, %U, dtype=%U, size=%U, stride=%U)",

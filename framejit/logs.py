@@ -33,12 +33,13 @@ def set_logs(*channels, **flags):
         raise ValueError(f"unknown framejit log channel(s) {unknown}; known: {', '.join(CHANNELS)}, all")
     enabled.clear()
     enabled.update(wanted)
-    if enabled and not logger.handlers:
-        h = logging.StreamHandler(sys.stderr)
-        h.setFormatter(logging.Formatter("%(message)s"))
-        logger.addHandler(h)
+    if enabled:
         logger.setLevel(logging.DEBUG)
-        logger.propagate = False
+        if not logger.handlers:
+            h = logging.StreamHandler(sys.stderr)
+            h.setFormatter(logging.Formatter("%(message)s"))
+            logger.addHandler(h)
+            logger.propagate = False
 
 
 def on(channel):
