@@ -883,9 +883,13 @@ PyObject *fj_trace_binop(fj_TFrame *fr, int oparg, PyObject *a, PyObject *b)
     fj_Var *va = VAR(a), *vb = VAR(b);
     if (va->kind == FJ_VAR_NODE || vb->kind == FJ_VAR_NODE) {
         int inplace = oparg >= NB_INPLACE_ADD;
-        if (inplace && va->kind == FJ_VAR_NODE)
-            return fj_unsupported("in-place operation on an array (mutation)"), NULL;
-        const fj_OpDef *op = fj_ops_for_binop(inplace ? oparg - NB_INPLACE_ADD : oparg);
+        /* An in-place operator on an array is an in-place graph op: the eager
+           graph runs ops in program order on the real objects, so the input
+           (or the array a view shares memory with) changes as in CPython.
+           On a Python operand it computes a new value, as CPython does. */
+        int keep_inplace = inplace && va->kind == FJ_VAR_NODE;
+        const fj_OpDef *op = fj_ops_for_binop(keep_inplace || !inplace ? oparg
+                                                                       : oparg - NB_INPLACE_ADD);
         if (op == NULL)
             return fj_unsupported("operator %d on arrays is not supported", oparg), NULL;
         PyObject *args[2] = {a, b};
