@@ -28,7 +28,7 @@ static int is_safe_const(PyObject *v)
     if (v == Py_None || v == Py_Ellipsis || PyBool_Check(v) || PyLong_CheckExact(v) ||
         PyFloat_CheckExact(v) || PyUnicode_CheckExact(v) || PyComplex_CheckExact(v) ||
         PyBytes_CheckExact(v) || PySlice_Check(v) || PyRange_Check(v) ||
-        Py_IS_TYPE(v, &PyArrayDescr_Type) || PyArray_IsScalar(v, Generic))
+        PyArray_DescrCheck(v) || PyArray_IsScalar(v, Generic))
         return 1;
     if (PyTuple_CheckExact(v) || PyFrozenSet_CheckExact(v)) {
         PyObject *seq = PySequence_Fast(v, "");
@@ -732,6 +732,10 @@ PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_
 
 static PyObject *wrap_attr(fj_TFrame *fr, fj_Var *owner, PyObject *name, PyObject *value)
 {
+    /* an attribute of an immutable constant (its type and value are guarded,
+       e.g. a NumPy scalar argument's .dtype) is itself a constant */
+    if (owner->kind == FJ_VAR_CONST && is_safe_const(owner->obj) && is_safe_const(value))
+        return (PyObject *)fj_var_const(value);
     if (owner->source != NULL) {
         fj_Source *src = fj_source_attr(owner->source, name);
         if (src == NULL)
@@ -922,12 +926,22 @@ PyObject *fj_trace_binop(fj_TFrame *fr, int oparg, PyObject *a, PyObject *b)
     return fj_unsupported("operator %d on %R and %R", oparg, a, b), NULL;
 }
 
+/*
+** True for a class whose comparison cannot run user code: a static (non-heap)
+** type whose metaclass is exactly 'type' (builtins, NumPy's scalar types).
+** Comparing one with a dtype (x.dtype == np.float64) converts it in C.
+*/
+static int is_static_type(PyObject *v)
+{
+    return PyType_CheckExact(v) && !(((PyTypeObject *)v)->tp_flags & Py_TPFLAGS_HEAPTYPE);
+}
+
 /* A Var's value as a plain constant, converting known tuples of constants. New ref or NULL. */
 static PyObject *deep_const(PyObject *v)
 {
     fj_Var *vv = VAR(v);
     if (vv->kind == FJ_VAR_CONST)
-        return is_safe_const(vv->obj) ? Py_NewRef(vv->obj) : NULL;
+        return is_safe_const(vv->obj) || is_static_type(vv->obj) ? Py_NewRef(vv->obj) : NULL;
     if (vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST) {
         Py_ssize_t n = PyList_GET_SIZE(vv->items);
         PyObject *out = vv->kind == FJ_VAR_TUPLE ? PyTuple_New(n) : PyList_New(n);

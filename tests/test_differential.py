@@ -57,9 +57,9 @@ scaler3 = make_scaler(3.0)
 FUNCS = []
 
 
-def case(*args_list):
+def case(*args_list, marks=()):
     def deco(fn):
-        FUNCS.append(pytest.param(fn, list(args_list), id=fn.__name__))
+        FUNCS.append(pytest.param(fn, list(args_list), id=fn.__name__, marks=marks))
         return fn
     return deco
 
@@ -113,7 +113,9 @@ def float32_keep(x):
     return x * 2.0 + 1
 
 
-@case((F32,))
+@case((F32,), marks=pytest.mark.xfail(
+    strict=True, reason="trace.c: np.ones is a Python function of numpy and is not in the op "
+    "table; inlining it is refused ('inlining ones from another module')"))
 def float32_with_f64_array(x):
     return x + np.ones(1)
 
@@ -566,6 +568,35 @@ def tuple_concat(x):
 @case((A, (2, 10)))
 def shape_from_arg(x, shp):
     return x.reshape(shp)
+
+
+# ---- dtypes and NumPy scalars as constants (NumPy 2 dtype instances are subclasses)
+@case((A,), (F32,), (I32,))
+def dtype_compare(x):
+    if x.dtype == np.float64:
+        return x * 2
+    if x.dtype in (np.float32, np.float16):
+        return x + 1
+    return x - 1
+
+
+@case((A,), (I32,))
+def dtype_attributes(x):
+    if x.dtype.kind == "f" and x.dtype.itemsize == 8:
+        return x * x.dtype.itemsize
+    return x + x.itemsize
+
+
+@case((A, np.float64(2.5)), (A, np.float32(0.5)), (A, np.int64(3)))
+def numpy_scalar_dtype(x, s):
+    if s.dtype == np.float64:
+        return x * s
+    return x + s.dtype.itemsize
+
+
+@case((A, -0.0), (A, 1.5))
+def python_scalar_sign(x, s):
+    return x * s
 
 
 @pytest.mark.parametrize("fn,args_list", FUNCS)
