@@ -47,14 +47,24 @@ static int cacheentry_clear(fj_CacheEntry *self)
     return 0;
 }
 
+static PyObject *cacheentry_code(fj_CacheEntry *self)
+{
+    PyObject *v = self->code;
+    if (v != NULL && self->own_code)
+        v = PyWeakref_GetObject(v);
+    return v ? v : Py_None; /* borrowed */
+}
+
 static PyObject *cacheentry_repr(fj_CacheEntry *self)
 {
     return PyUnicode_FromFormat("<_CacheEntry compile_id=%R code=%R>", self->compile_id,
-                                self->code);
+                                cacheentry_code(self));
 }
 
 static PyObject *cacheentry_get(fj_CacheEntry *self, void *which)
 {
+    if ((Py_ssize_t)which == (Py_ssize_t)offsetof(fj_CacheEntry, code))
+        return Py_NewRef(cacheentry_code(self));
     PyObject *v = *(PyObject **)((char *)self + (Py_ssize_t)which);
     return Py_NewRef(v ? v : Py_None);
 }
@@ -137,8 +147,15 @@ fj_ExtraState *fj_cache_get_or_create(PyCodeObject *co)
 
 void fj_cache_reset(PyCodeObject *co)
 {
-    if (fj_cache_get(co) != NULL && fj_code_set_extra(co, extra_index, NULL) < 0)
+    if (fj_cache_get(co) == NULL)
+        return;
+    /* Dropping the entries may drop the last other reference to 'co'; keep
+       it alive until its slot is cleared (CPython frees the old value
+       before it stores the new one). */
+    Py_INCREF(co);
+    if (fj_code_set_extra(co, extra_index, NULL) < 0)
         PyErr_WriteUnraisable((PyObject *)co);
+    Py_DECREF(co);
 }
 
 PyObject *fj_view_locals_dict(PyCodeObject *co, const fj_FrameView *view, int fresh)
@@ -239,9 +256,14 @@ fj_CacheEntry *fj_cache_add(PyCodeObject *co, PyObject *guard_manager, PyObject 
         return NULL;
     Py_INCREF(fj_CacheEntry_Type);
     e->guard_manager = Py_NewRef(guard_manager);
-    e->code = Py_NewRef(code);
+    e->own_code = code == (PyObject *)co;
+    e->code = e->own_code ? PyWeakref_NewRef(code, NULL) : Py_NewRef(code);
     e->compile_id = Py_NewRef(compile_id ? compile_id : Py_None);
     PyObject_GC_Track(e);
+    if (e->code == NULL) {
+        Py_DECREF(e);
+        return NULL;
+    }
     memmove(es->entries + 1, es->entries, es->n * sizeof(*es->entries));
     es->entries[0] = e;
     es->n++;

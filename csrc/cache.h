@@ -24,7 +24,10 @@ typedef enum {
 typedef struct {
     PyObject_HEAD
     PyObject *guard_manager; /* strong: a RootGuardManager */
-    PyObject *code;          /* strong: the code object to run on a hit */
+    PyObject *code;          /* strong: the code object to run on a hit; when own_code,
+                                a weak reference to the cache's code object instead
+                                (a strong one would be a cycle through co_extra) */
+    int own_code;            /* the entry runs the frame's own code */
     PyObject *compile_id;    /* strong: str such as "0/1", or None */
 } fj_CacheEntry;
 

@@ -321,7 +321,8 @@ static PyObject *fj_eval_frame(PyThreadState *ts, fj_Frame *f, int throw_flag)
         view_of_frame(f, &view);
         fj_CacheEntry *hit = fj_cache_lookup(es, co, &view);
         if (hit != NULL) {
-            PyCodeObject *code = (PyCodeObject *)Py_NewRef(hit->code);
+            PyCodeObject *code =
+                (PyCodeObject *)Py_NewRef(hit->own_code ? (PyObject *)co : hit->code);
             Py_DECREF(hit);
             tls_busy = 0;
             PyObject *r = run_code(ts, f, code, throw_flag);

@@ -349,6 +349,7 @@ fj_Node *fj_graph_placeholder(PyObject *gobj, PyObject *name, PyObject *example)
         n->dtype = (PyArray_Descr *)Py_NewRef(PyArray_DESCR(a));
         n->ndim = PyArray_NDIM(a);
         if (n->ndim > 0) /* 0-d arrays may have no dims pointer */
+            if (n->ndim > 0)
             memcpy(n->shape, PyArray_DIMS(a), sizeof(npy_intp) * (size_t)n->ndim);
     } else if (PyArray_IsScalar(example, Generic)) {
         n->vkind = FJ_VAL_NPSCALAR;
@@ -447,7 +448,8 @@ fj_Node *fj_graph_call(PyObject *gobj, const fj_OpDef *op, PyObject *args, PyObj
     n->example = m.example;
     m.example = NULL;
     n->ndim = m.ndim;
-    memcpy(n->shape, m.shape, sizeof(npy_intp) * (size_t)m.ndim);
+    if (m.ndim > 0)
+        memcpy(n->shape, m.shape, sizeof(npy_intp) * (size_t)m.ndim);
     n->deep = deep;
     n->target = Py_XNewRef(fj_op_target(op));
     n->args = Py_NewRef(args);

@@ -196,6 +196,36 @@ static int eq_kind_of(PyObject *v, int depth)
 
 /* e == v for an expected value 'e' whose kind is not EQ_GENERIC: 1, 0 or -1.
 ** Runs no user code. */
+/* Floats match by bit pattern: -0.0 is not 0.0 (x * s differs in sign) and
+** a NaN matches the same NaN (no recompile on every call). */
+static int double_same(double a, double b)
+{
+    return memcmp(&a, &b, sizeof(double)) == 0;
+}
+
+/*
+** Equality of two objects of the same NumPy scalar type: floating and
+** complex kinds by bit pattern (as double_same), others by ==.  1, 0, -1.
+*/
+static int numpy_scalar_same(PyObject *e, PyObject *v)
+{
+    PyArray_Descr *d = PyArray_DescrFromScalar(e);
+    if (d == NULL)
+        return -1;
+    int r;
+    Py_ssize_t size = PyDataType_ELSIZE(d);
+    if ((d->kind == 'f' || d->kind == 'c') && size <= 32) {
+        char a[32], b[32];
+        PyArray_ScalarAsCtype(e, a);
+        PyArray_ScalarAsCtype(v, b);
+        r = memcmp(a, b, (size_t)size) == 0;
+    }
+    else
+        r = PyObject_RichCompareBool(v, e, Py_EQ);
+    Py_DECREF(d);
+    return r;
+}
+
 static int fast_eq(PyObject *e, PyObject *v)
 {
     if (e == v)
@@ -206,7 +236,7 @@ static int fast_eq(PyObject *e, PyObject *v)
     if (t == &PyLong_Type)
         return PyObject_RichCompareBool(e, v, Py_EQ); /* int compare: no user code */
     if (t == &PyFloat_Type)
-        return PyFloat_AS_DOUBLE(e) == PyFloat_AS_DOUBLE(v);
+        return double_same(PyFloat_AS_DOUBLE(e), PyFloat_AS_DOUBLE(v));
     if (t == &PyUnicode_Type)
         return unicode_eq(e, v);
     if (t == &PyTuple_Type) {
@@ -239,7 +269,7 @@ static int equals_check(Leaf *lf, PyObject *v)
         return !overflow && x == lf->ival;
     }
     case EQ_FLOAT:
-        return Py_TYPE(v) == &PyFloat_Type && PyFloat_AS_DOUBLE(v) == lf->dval;
+        return Py_TYPE(v) == &PyFloat_Type && double_same(PyFloat_AS_DOUBLE(v), lf->dval);
     case EQ_STR:
         return Py_TYPE(v) == &PyUnicode_Type && unicode_eq(e, v);
     case EQ_IDENTITY:
@@ -250,6 +280,12 @@ static int equals_check(Leaf *lf, PyObject *v)
     default: {
         if (Py_TYPE(v) != Py_TYPE(e))
             return 0;
+        if (PyComplex_CheckExact(v)) {
+            Py_complex a = ((PyComplexObject *)e)->cval, b = ((PyComplexObject *)v)->cval;
+            return double_same(a.real, b.real) && double_same(a.imag, b.imag);
+        }
+        if (PyArray_IsScalar(v, Generic))
+            return numpy_scalar_same(e, v);
         Py_INCREF(e);
         Py_INCREF(v);
         int r = PyObject_RichCompareBool(v, e, Py_EQ);

@@ -65,6 +65,7 @@ enum {
 #define FJ_OPF_NO_IDENTITY 0x1 /* reduction fails on an empty reduced axis (max, argmax) */
 #define FJ_OPF_VARARGS 0x2     /* method taking a shape/axes as varargs: a.reshape(2, 3) */
 #define FJ_OPF_ARGMSG 0x4      /* empty-reduction message of argmax/argmin */
+#define FJ_OPF_CREATES 0x8     /* makes a new array from constants (zeros, ones, arange...) */
 
 /*
 ** One row.  'params' lists the positional parameter names in order,

@@ -370,7 +370,7 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
             v->from_input = 1;
     }
     else if (PyModule_Check(value) || PyFunction_Check(value) || PyCFunction_Check(value) ||
-             PyType_Check(value) || Py_IS_TYPE(value, &PyArrayDescr_Type) ||
+             PyType_Check(value) || PyArray_DescrCheck(value) ||
              fj_ops_for_callable(value) != NULL ||
              strcmp(Py_TYPE(value)->tp_name, "numpy.ufunc") == 0 || PyMethod_Check(value)) {
         if (fj_guard_add_id_match(mgr, value) < 0)

@@ -708,10 +708,19 @@ PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_
         int any_node = 0;
         for (Py_ssize_t i = 0; i < n; i++)
             any_node |= has_node(args[i]);
-        if (any_node)
+        /* array creation functions make a fresh array on every call: always a graph op */
+        if (any_node || (op->flags & FJ_OPF_CREATES))
             return graph_call(fr, op, args, n, kwnames);
-        if (all_const(args, n))
-            return fold_call(fn, args, n, kwnames);
+        if (all_const(args, n)) {
+            PyObject *r = fold_call(fn, args, n, kwnames);
+            if (r != NULL && PyArray_Check(fj_var_as_const(r))) {
+                /* a mutable array folded from constants would be one object shared
+                   by every call: let CPython make it */
+                Py_DECREF(r);
+                return fj_unsupported("%s on constants makes an array", fj_op_qualname(op)), NULL;
+            }
+            return r;
+        }
         return fj_unsupported("%s with arguments that are neither arrays nor constants",
                               fj_op_qualname(op)),
                NULL;

@@ -111,8 +111,8 @@ def test_without_fullgraph_the_frame_runs_in_cpython(capsys):
     cf = framejit.compile(with_print)
     same(cf(np.ones(3)), with_print(np.ones(3)))
     assert capsys.readouterr().out == "mid\nmid\n"
-    assert sum(framejit.counters["unsupported"].values()) >= 1
-    assert framejit.counters["stats"]["frames_not_captured"] >= 1
+    # print is a graph break: it runs in CPython and the rest resumes compiled
+    assert sum(framejit.counters["graph_break"].values()) >= 1
 
 
 # ----------------------------------------------------------------- reset
@@ -129,13 +129,14 @@ def test_reset_forgets_entries_and_counters():
     assert entries(f)[0].compile_id == "0/0"
 
 
-@pytest.mark.xfail(strict=True, reason="cache.c/compiler.c: reset frees the extra state of a "
-                   "code object kept alive only by its own 'run uncompiled' cache entry twice")
 def test_reset_frees_self_referencing_entry():
+    # a frame that runs whole in CPython (a break inside a loop) gets an entry
+    # running its own code: the entry must not keep the code alive, and reset
+    # must not free its state twice
     script = textwrap.dedent("""
         import gc, numpy as np, framejit
         ns = {}
-        exec(compile("def f(x):\\n    y = x + 1\\n    return y.no_such_attribute\\n",
+        exec(compile("def f(x):\\n    for i in range(2):\\n        x = x + 1\\n        x.no_such_attribute\\n    return x\\n",
                      "/tmp/framejit_selfref.py", "exec"), ns)
         try:
             framejit.compile(ns["f"])(np.ones(2))
@@ -431,8 +432,6 @@ def test_exception_traceback_names_user_line():
 
 
 # ---------------------------------------------- known bugs outside tests
-@pytest.mark.xfail(strict=True, reason="guards.c: EQUALS_MATCH accepts -0.0 for 0.0, so a graph "
-                   "folded with 0.0 is reused for -0.0 (signs of zeros differ from CPython)")
 def test_negative_zero_is_not_zero():
     def f(x, s):
         return x * s
@@ -443,9 +442,6 @@ def test_negative_zero_is_not_zero():
     assert np.signbit(cf(x, -0.0)).all()
 
 
-@pytest.mark.xfail(strict=True, reason="trace.c fj_trace_input: Py_IS_TYPE(value, "
-                   "&PyArrayDescr_Type) misses NumPy 2 dtype instances (numpy.dtypes.Float32DType),"
-                   " so a dtype argument becomes an opaque object and is not captured")
 def test_dtype_argument_is_captured():
     def f(x, dt):
         return x.astype(dt)

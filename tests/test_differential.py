@@ -113,9 +113,7 @@ def float32_keep(x):
     return x * 2.0 + 1
 
 
-@case((F32,), marks=pytest.mark.xfail(
-    strict=True, reason="trace.c: np.ones is a Python function of numpy and is not in the op "
-    "table; inlining it is refused ('inlining ones from another module')"))
+@case((F32,))
 def float32_with_f64_array(x):
     return x + np.ones(1)
 

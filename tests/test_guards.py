@@ -287,7 +287,12 @@ def test_equals_match_nan():
     r = R()
     r.local(0, "v").add_equals_match(nan)
     assert r.check([nan])  # the same object passes
-    assert not r.check([float("nan")])  # NaN never equals: recompile
+    # floats match by bit pattern: the same NaN matches (no recompile per call),
+    # and -0.0 is not 0.0 (results can differ in sign)
+    assert r.check([float("nan")])
+    z = R()
+    z.local(0, "v").add_equals_match(0.0)
+    assert z.check([0.0]) and not z.check([-0.0])
 
 
 def test_equals_match_text_uses_repr():
