@@ -786,26 +786,29 @@ static long layout(fj_InstrList *il, int *args, int *ext)
     return total;
 }
 
-/* The localsplus index in the new layout of template slot 'j', or -1. */
+/*
+** The localsplus index in the new layout of template slot 'j', or -1.  A
+** name that is a free variable of the new code is found there whatever its
+** kind in the template (resume functions turn the template's cells into
+** free variables).
+*/
 static int remap_deref(PyCodeObject *tmpl, int j, PyObject *varnames, PyObject *cellvars,
                        PyObject *freevars)
 {
     if (j < 0 || j >= tmpl->co_nlocalsplus)
         return -1;
     PyObject *name = PyTuple_GET_ITEM(tmpl->co_localsplusnames, j);
-    int kind = fj_code_local_kind(tmpl, j);
     Py_ssize_t nv = PyTuple_GET_SIZE(varnames), nc = PyTuple_GET_SIZE(cellvars);
-    if (kind & FJ_FAST_FREE) {
-        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(freevars); k++)
-            if (PyUnicode_Compare(PyTuple_GET_ITEM(freevars, k), name) == 0) {
-                int idx = (int)nv;
-                for (Py_ssize_t c = 0; c < nc; c++)
-                    if (PySequence_Contains(varnames, PyTuple_GET_ITEM(cellvars, c)) == 0)
-                        idx++;
-                return idx + (int)k;
-            }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(freevars); k++)
+        if (PyUnicode_Compare(PyTuple_GET_ITEM(freevars, k), name) == 0) {
+            int idx = (int)nv;
+            for (Py_ssize_t c = 0; c < nc; c++)
+                if (PySequence_Contains(varnames, PyTuple_GET_ITEM(cellvars, c)) == 0)
+                    idx++;
+            return idx + (int)k;
+        }
+    if (fj_code_local_kind(tmpl, j) & FJ_FAST_FREE)
         return -1;
-    }
     for (Py_ssize_t k = 0; k < nv; k++)
         if (PyUnicode_Compare(PyTuple_GET_ITEM(varnames, k), name) == 0)
             return (int)k;

@@ -16,6 +16,9 @@
 
 #define VAR(o) ((fj_Var *)(o))
 
+/* Break code can rebuild functions made in the frame; a return value cannot hold one. */
+static int out_for_break = 0;
+
 static int collect(PyObject *v, PyObject *out)
 {
     fj_Var *vv = VAR(v);
@@ -32,6 +35,17 @@ static int collect(PyObject *v, PyObject *out)
     case FJ_VAR_CONST:
     case FJ_VAR_OBJ:
         return 0;
+    case FJ_VAR_CELL:
+        if (out_for_break) /* the frame's cells are restored: their contents count */
+            return PyList_GET_SIZE(vv->items) ? collect(PyList_GET_ITEM(vv->items, 0), out) : 0;
+        return fj_unsupported("cannot return %R from a compiled frame", v);
+    case FJ_VAR_FUNC:
+        if (out_for_break)
+            return (vv->extra ? collect(vv->extra, out) : 0) < 0 ||
+                           (vv->extra2 ? collect(vv->extra2, out) : 0) < 0
+                       ? -1
+                       : 0;
+        return fj_unsupported("cannot return %R from a compiled frame", v);
     case FJ_VAR_TUPLE:
     case FJ_VAR_LIST:
         if (vv->source != NULL)
@@ -265,9 +279,55 @@ typedef struct {
     PyCodeObject *co;
     PyObject *outputs; /* borrowed */
     PyObject *memo;    /* strong dict: id(Var) -> temp name */
+    fj_TFrame *top;    /* borrowed: the stopped top frame */
 } BreakCtx;
 
+/*
+** A function made in the frame (MAKE_FUNCTION), rebuilt: its defaults, its
+** closure from the frame's own cells (LOAD_CLOSURE of the slot holding each
+** cell), its code.  0, or -1 (Unsupported when a cell is not the frame's).
+*/
 static int emit_value(BreakCtx *bc, PyObject *v);
+
+static int emit_function(BreakCtx *bc, fj_Var *f)
+{
+    int flags = 0;
+    if (f->extra != NULL) {
+        if (emit_value(bc, f->extra) < 0)
+            return -1;
+        flags |= 0x01;
+    }
+    if (f->extra2 != NULL) {
+        if (emit_value(bc, f->extra2) < 0)
+            return -1;
+        flags |= 0x02;
+    }
+    if (f->items != NULL) {
+        fj_Var *cl = VAR(f->items);
+        if (cl->kind != FJ_VAR_TUPLE)
+            return fj_unsupported("closure of %R is not known", (PyObject *)f);
+        Py_ssize_t n = PyList_GET_SIZE(cl->items);
+        for (Py_ssize_t j = 0; j < n; j++) {
+            PyObject *cell = PyList_GET_ITEM(cl->items, j);
+            int slot = -1;
+            for (int i = 0; i < bc->top->nlocals && slot < 0; i++)
+                if (bc->top->locals[i] == cell)
+                    slot = i;
+            if (slot < 0)
+                return fj_unsupported("closure cell of %R is not a cell of the frame", (PyObject *)f);
+            int ix = fj_builder_deref(bc->b, fj_code_local_name(bc->co, slot));
+            if (ix < 0 || fj_bc_emit(&bc->b->il, LOAD_CLOSURE, ix) < 0)
+                return -1;
+        }
+        if (fj_bc_emit(&bc->b->il, BUILD_TUPLE, (int)n) < 0)
+            return -1;
+        flags |= 0x08;
+    }
+    if (fj_builder_load_const(bc->b, f->obj) < 0 ||
+        fj_bc_emit(&bc->b->il, MAKE_FUNCTION, flags) < 0)
+        return -1;
+    return 0;
+}
 
 static int emit_value_items(BreakCtx *bc, fj_Var *vv)
 {
@@ -292,6 +352,8 @@ static int emit_value_items(BreakCtx *bc, fj_Var *vv)
 static int emit_value(BreakCtx *bc, PyObject *v)
 {
     fj_Var *vv = VAR(v);
+    if (vv->kind == FJ_VAR_FUNC)
+        return emit_function(bc, vv);
     int mutable = (vv->kind == FJ_VAR_LIST || vv->kind == FJ_VAR_DICT) && vv->source == NULL;
     if (!mutable) {
         if (vv->kind == FJ_VAR_TUPLE && vv->source == NULL)
@@ -326,14 +388,25 @@ static int collect_all(PyObject *v, PyObject *out)
     return collect(v, out);
 }
 
+static PyObject *break_outputs(fj_Tracer *tx, const unsigned char *restore);
+
 PyObject *fj_codegen_break_outputs(fj_Tracer *tx, const unsigned char *restore)
+{
+    out_for_break = 1;
+    PyObject *r = break_outputs(tx, restore);
+    out_for_break = 0;
+    return r;
+}
+
+static PyObject *break_outputs(fj_Tracer *tx, const unsigned char *restore)
 {
     fj_TFrame *top = tx->top;
     PyObject *out = PyList_New(0);
     if (out == NULL)
         return NULL;
     for (int i = 0; i < top->nlocals; i++) {
-        if (restore[i] && top->locals[i] != NULL && collect_all(top->locals[i], out) < 0)
+        PyObject *v = top->locals[i];
+        if (v != NULL && (restore[i] || VAR(v)->kind == FJ_VAR_CELL) && collect_all(v, out) < 0)
             goto error;
     }
     for (int i = 0; i < top->sp; i++)
@@ -361,7 +434,7 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
     fj_TFrame *top = tx->top;
     PyObject *result = NULL;
     int firstline = co->co_firstlineno;
-    BreakCtx bc = {b, co, outputs, NULL};
+    BreakCtx bc = {b, co, outputs, NULL, top};
     memset(b, 0, sizeof(*b));
     if ((bc.memo = PyDict_New()) == NULL || fj_builder_init(b, co) < 0)
         goto done;
@@ -421,6 +494,21 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
         if (emit_value(&bc, v) < 0 || fj_builder_store_fast(b, name) < 0)
             goto done;
     }
+    /* cells of the frame whose contents the trace set (STORE_DEREF, cell arguments) */
+    for (int i = 0; i < top->nlocals; i++) {
+        fj_Var *cell = VAR(top->locals[i]);
+        if (top->locals[i] == NULL || cell->kind != FJ_VAR_CELL || cell->source != NULL ||
+            !(fj_code_local_kind(co, i) & FJ_FAST_CELL) || PyList_GET_SIZE(cell->items) == 0)
+            continue;
+        fj_Var *contents = VAR(PyList_GET_ITEM(cell->items, 0));
+        if (contents->source != NULL && contents->source->kind == FJ_SRC_LOCAL &&
+            contents->source->index == i && !top->touched[i])
+            continue; /* the argument the cell was made from */
+        int ix = fj_builder_deref(b, fj_code_local_name(co, i));
+        if (ix < 0 || emit_value(&bc, (PyObject *)contents) < 0 ||
+            fj_bc_emit(&b->il, STORE_DEREF, ix) < 0)
+            goto done;
+    }
     /* the operands of the instructions that run in CPython */
     int base = top->sp - plan->npop;
     if (base < 0) {
@@ -467,8 +555,22 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
                 goto done;
         }
         int nargs = 0;
-        if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 ||
-            fj_builder_load_global(b, resume_names[r], 0) < 0)
+        if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0)
+            goto done;
+        if (PyTuple_Check(resume_names[r])) {
+            /* a closure over the frame's cells: LOAD_CLOSURE..., MAKE_FUNCTION */
+            PyObject *rcode = PyTuple_GET_ITEM(resume_names[r], 0);
+            PyObject *fv = PyTuple_GET_ITEM(resume_names[r], 1);
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(fv); j++) {
+                int ix = fj_builder_deref(b, PyTuple_GET_ITEM(fv, j));
+                if (ix < 0 || fj_bc_emit(&b->il, LOAD_CLOSURE, ix) < 0)
+                    goto done;
+            }
+            if (fj_bc_emit(&b->il, BUILD_TUPLE, (int)PyTuple_GET_SIZE(fv)) < 0 ||
+                fj_builder_load_const(b, rcode) < 0 || fj_bc_emit(&b->il, MAKE_FUNCTION, 0x08) < 0)
+                goto done;
+        }
+        else if (fj_builder_load_global(b, resume_names[r], 0) < 0)
             goto done;
         for (int i = 0; i < base; i++) {
             fj_Var *vv = VAR(top->stack[i]);

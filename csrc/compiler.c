@@ -503,7 +503,9 @@ done:
 ** 'index' with the stack layout 'nulls' (nstack slots) and live locals
 ** 'argnames', installed in 'globals'.  Resume code is cached and always
 ** made from the original code, so breaks in resume functions do not
-** multiply.  Returns the global's name (new ref) or NULL.
+** multiply.  Returns the global's name (new ref), or for code with free
+** variables a tuple (code, names of its free variables) that the break code
+** turns into a closure; NULL on error.
 */
 static PyObject *install_resume(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
                                 const unsigned char *nulls, PyObject *argnames, PyObject *globals)
@@ -548,6 +550,14 @@ static PyObject *install_resume(PyCodeObject *co, const fj_InstrList *il, int in
         Py_XDECREF(org);
         if (bad)
             goto done;
+    }
+    PyCodeObject *rcode = (PyCodeObject *)PyTuple_GET_ITEM(entry, 0);
+    if (FJ_CODE_NFREEVARS(rcode) > 0) {
+        /* a closure: the break code makes the function from the frame's cells */
+        PyObject *fv = PyCode_GetFreevars(rcode);
+        name = fv ? PyTuple_Pack(2, (PyObject *)rcode, fv) : NULL;
+        Py_XDECREF(fv);
+        goto done;
     }
     name = PyUnicode_FromFormat("__resume_at_%d_%ld", oil->v[oindex].offset * 2,
                                 PyLong_AsLong(PyTuple_GET_ITEM(entry, 1)));
@@ -866,6 +876,25 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
     }
     PyErr_Format(PyExc_RuntimeError, "framejit: %U restarted too often", co->co_name);
 done:
+    if (result == NULL && PyErr_Occurred()) {
+        /* errors meant for the user (framejit.FramejitError: fullgraph, a
+           failing backend) propagate; anything else is ours: the frame runs
+           uncompiled from now on and the error is reported, not raised */
+        PyObject *user = PyObject_GetAttrString(c->hooks, "user_error_type");
+        int mine = user != NULL && !PyErr_ExceptionMatches(user);
+        Py_XDECREF(user);
+        if (mine) {
+            PyObject *exc = fetch_exception();
+            PyObject *h = exc ? hook_call(c, "internal_error", "(OOO)", (PyObject *)co,
+                                          cid ? cid : Py_None, exc)
+                              : NULL;
+            Py_XDECREF(exc);
+            if (h != NULL) {
+                Py_DECREF(h);
+                result = Py_NewRef(fj_skip_code_sentinel());
+            }
+        }
+    }
     tracer_clear(&tx);
     fj_bc_free(&il);
     Py_XDECREF(cid);

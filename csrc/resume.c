@@ -82,9 +82,6 @@ int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_Break
     if (index < 0 || index >= il->n)
         return fj_unsupported("no instruction to resume after");
     const fj_Instr *in = &il->v[index];
-    if (co->co_ncellvars > 0 || co->co_nfreevars > 0)
-        return fj_unsupported("graph break in a function with cell or free variables "
-                              "(resume functions for closures are not built yet)");
     if (in->exc_target >= 0)
         return fj_unsupported("graph break inside a try or with block");
     if (in_loop(il, index))
@@ -209,12 +206,23 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
 {
     fj_InstrList nl;
     PyObject *orig_varnames = NULL, *varnames = NULL, *name = NULL, *result = NULL;
+    PyObject *cellvars = NULL, *freevars = NULL, *closure = NULL, *empty = NULL;
     fj_bc_init(&nl);
     int nparams = 0, line = il->v[index].line;
     orig_varnames = PyCode_GetVarnames(co);
     varnames = PyList_New(0);
-    if (orig_varnames == NULL || varnames == NULL)
+    cellvars = PyCode_GetCellvars(co);
+    freevars = PyCode_GetFreevars(co);
+    empty = PyTuple_New(0);
+    if (orig_varnames == NULL || varnames == NULL || cellvars == NULL || freevars == NULL ||
+        empty == NULL)
         goto done;
+    /* The frame's cells and free variables reach the resume function as its
+       closure: its free variables are the original's cells, then its frees. */
+    closure = PySequence_Concat(cellvars, freevars);
+    if (closure == NULL)
+        goto done;
+    int nclosure = (int)PyTuple_GET_SIZE(closure);
     for (int i = 0; i < nstack; i++) {
         if (nulls[i])
             continue;
@@ -233,6 +241,11 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
     }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(orig_varnames); i++) {
         PyObject *v = PyTuple_GET_ITEM(orig_varnames, i);
+        int is_cell = PySequence_Contains(cellvars, v);
+        if (is_cell < 0)
+            goto done;
+        if (is_cell)
+            continue; /* a cell argument: it comes in the closure */
         int at = index_of_name(varnames, v);
         if (at == -2 || (at == -1 && PyList_Append(varnames, v) < 0))
             goto done;
@@ -242,6 +255,12 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
         goto done;
     for (int i = 0; i < nl.n; i++) {
         fj_Instr *in = &nl.v[i];
+        if (in->op == MAKE_CELL || in->op == COPY_FREE_VARS) {
+            /* the original prologue (jumped over): cells come in the closure */
+            in->op = NOP;
+            in->arg = 0;
+            continue;
+        }
         if (in->op == LOAD_FAST || in->op == STORE_FAST || in->op == DELETE_FAST) {
             int at = index_of_name(varnames, PyTuple_GET_ITEM(orig_varnames, in->arg));
             if (at < 0) {
@@ -252,12 +271,17 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
             in->arg = at;
         }
     }
-    /* prologue: RESUME, the saved stack, JUMP_FORWARD to the resume point */
-    int npre = 2 + nstack;
+    /* prologue: [COPY_FREE_VARS], RESUME, the saved stack, JUMP_FORWARD to the resume point */
+    int npre = 2 + nstack + (nclosure > 0);
     if (fj_bc_insert(&nl, 0, npre) < 0)
         goto done;
     int k = 0, param = 0;
     fj_Instr *p = nl.v;
+    if (nclosure > 0) {
+        p[k].op = COPY_FREE_VARS;
+        p[k].arg = nclosure;
+        k++;
+    }
     p[k].op = RESUME;
     p[k].arg = 0;
     k++;
@@ -280,6 +304,8 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
     fj_AsmOpts opts;
     fj_bc_opts_init(&opts);
     opts.varnames = varnames;
+    opts.cellvars = empty;
+    opts.freevars = closure;
     opts.argcount = nparams;
     opts.posonlyargcount = 0;
     opts.kwonlyargcount = 0;
@@ -294,5 +320,9 @@ done:
     Py_XDECREF(orig_varnames);
     Py_XDECREF(varnames);
     Py_XDECREF(name);
+    Py_XDECREF(cellvars);
+    Py_XDECREF(freevars);
+    Py_XDECREF(closure);
+    Py_XDECREF(empty);
     return result;
 }

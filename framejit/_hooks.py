@@ -9,7 +9,7 @@ import sysconfig
 import warnings
 
 from . import config, logs
-from .exc import BackendCompilerFailed, Unsupported
+from .exc import BackendCompilerFailed, FramejitError, Unsupported
 
 
 def _skip_prefixes():
@@ -39,6 +39,9 @@ class Hooks:
         self._skip_cache = {}
         self.recorders = []          # explain() sessions: lists that receive events
         self._limit_warned = set()   # code objects warned about the recompile limit
+
+    #: errors of this type raised while compiling reach the user; others are internal
+    user_error_type = FramejitError
 
     @property
     def recompile_limit(self):
