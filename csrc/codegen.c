@@ -69,11 +69,23 @@ static int collect(PyObject *v, PyObject *out)
     }
 }
 
-PyObject *fj_codegen_outputs(PyObject *ret)
+/* True for a free cell of the top frame that the trace set (STORE_DEREF). */
+static int dirty_free_cell(PyObject *v)
+{
+    return v != NULL && VAR(v)->kind == FJ_VAR_CELL && VAR(v)->source != NULL && VAR(v)->pos &&
+           PyList_GET_SIZE(VAR(v)->items) > 0;
+}
+
+PyObject *fj_codegen_outputs(PyObject *ret, struct fj_TFrame *top)
 {
     PyObject *out = PyList_New(0);
     if (out != NULL && collect(ret, out) < 0)
         Py_CLEAR(out);
+    for (int i = 0; out != NULL && top != NULL && i < top->nlocals; i++) {
+        if (dirty_free_cell(top->locals[i]) &&
+            collect(PyList_GET_ITEM(VAR(top->locals[i])->items, 0), out) < 0)
+            Py_CLEAR(out);
+    }
     return out;
 }
 
@@ -191,6 +203,31 @@ static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
     }
 }
 
+static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *outputs);
+
+/* Stores the free cells of the top frame that the trace set. 0 or -1. */
+static int store_cells(fj_Builder *b, PyCodeObject *co, fj_TFrame *top, PyObject *outputs)
+{
+    for (int i = 0; top != NULL && i < top->nlocals; i++) {
+        if (!dirty_free_cell(top->locals[i]))
+            continue;
+        int ix = fj_builder_deref(b, fj_code_local_name(co, i));
+        if (ix < 0 || emit_rebuild(b, co, PyList_GET_ITEM(VAR(top->locals[i])->items, 0),
+                                   outputs) < 0 ||
+            fj_bc_emit(&b->il, STORE_DEREF, ix) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int has_dirty_cells(fj_TFrame *top)
+{
+    for (int i = 0; top != NULL && i < top->nlocals; i++)
+        if (dirty_free_cell(top->locals[i]))
+            return 1;
+    return 0;
+}
+
 /* Copies the original's instructions before its first RESUME (cell setup). */
 static int emit_prologue(fj_Builder *b, PyCodeObject *co, int *firstline)
 {
@@ -216,8 +253,8 @@ static int emit_prologue(fj_Builder *b, PyCodeObject *co, int *firstline)
     return r;
 }
 
-PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, PyObject *placeholders,
-                                PyObject *outputs, PyObject *ret)
+PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_TFrame *top,
+                                PyObject *placeholders, PyObject *outputs, PyObject *ret)
 {
     fj_Builder bb, *b = &bb;
     PyObject *result = NULL;
@@ -244,7 +281,7 @@ PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, PyObject *p
             goto done;
         fj_Var *rv = VAR(ret);
         if (nout == 1 && rv->kind == FJ_VAR_NODE && rv->source == NULL &&
-            PyList_GET_ITEM(outputs, 0) == rv->obj) {
+            PyList_GET_ITEM(outputs, 0) == rv->obj && !has_dirty_cells(top)) {
             if (fj_bc_emit(&b->il, RETURN_VALUE, 0) < 0)
                 goto done;
             goto assemble;
@@ -257,6 +294,8 @@ PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, PyObject *p
                 goto done;
         }
     }
+    if (store_cells(b, co, top, outputs) < 0)
+        goto done;
     if (emit_rebuild(b, co, ret, outputs) < 0 || fj_bc_emit(&b->il, RETURN_VALUE, 0) < 0)
         goto done;
 assemble:
@@ -497,9 +536,11 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
     /* cells of the frame whose contents the trace set (STORE_DEREF, cell arguments) */
     for (int i = 0; i < top->nlocals; i++) {
         fj_Var *cell = VAR(top->locals[i]);
-        if (top->locals[i] == NULL || cell->kind != FJ_VAR_CELL || cell->source != NULL ||
-            !(fj_code_local_kind(co, i) & FJ_FAST_CELL) || PyList_GET_SIZE(cell->items) == 0)
+        if (top->locals[i] == NULL || cell->kind != FJ_VAR_CELL ||
+            PyList_GET_SIZE(cell->items) == 0)
             continue;
+        if (cell->source != NULL ? !cell->pos : !(fj_code_local_kind(co, i) & FJ_FAST_CELL))
+            continue; /* a free cell the trace did not set */
         fj_Var *contents = VAR(PyList_GET_ITEM(cell->items, 0));
         if (contents->source != NULL && contents->source->kind == FJ_SRC_LOCAL &&
             contents->source->index == i && !top->touched[i])

@@ -483,11 +483,11 @@ static PyObject *finish_return(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyO
 {
     PyObject *ret = tx->top->retval, *outputs = NULL, *fn_name = NULL, *new_code = NULL;
     PyObject *result = NULL;
-    if ((outputs = fj_codegen_outputs(ret)) == NULL)
+    if ((outputs = fj_codegen_outputs(ret, tx->top)) == NULL)
         goto done;
     if (install_graph(c, tx, co, outputs, cid, &fn_name) < 0)
         goto done;
-    new_code = fj_codegen_graph_call(co, fn_name, tx->placeholders, outputs, ret);
+    new_code = fj_codegen_graph_call(co, fn_name, tx->top, tx->placeholders, outputs, ret);
     if (new_code == NULL)
         goto done;
     result = finish(c, co, new_code, tx, cid);

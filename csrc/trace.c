@@ -942,6 +942,26 @@ done:
     return result;
 }
 
+/*
+** The top frame's CELL Var for the real cell object 'c' when 'c' is one of
+** the top frame's free variables (borrowed), else NULL.
+*/
+static fj_Var *top_frame_cell(fj_Tracer *tx, PyObject *c)
+{
+    fj_TFrame *top = tx->top;
+    PyObject *cl = tx->view.closure;
+    if (top == NULL || cl == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(cl);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (PyTuple_GET_ITEM(cl, k) != c)
+            continue;
+        PyObject *v = top->locals[top->nlocals - n + k];
+        return v != NULL && ((fj_Var *)v)->kind == FJ_VAR_CELL ? (fj_Var *)v : NULL;
+    }
+    return NULL;
+}
+
 /* Copies a real inlined function's closure cells into CELL Vars. */
 static int copy_free_vars(fj_TFrame *fr, int n)
 {
@@ -965,6 +985,12 @@ static int copy_free_vars(fj_TFrame *fr, int n)
                 Py_DECREF(cell);
                 return -1;
             }
+        }
+        else if ((cell = top_frame_cell(fr->tx, PyTuple_GET_ITEM(PyFunction_GET_CLOSURE(fr->func),
+                                                                 j))) != NULL) {
+            /* the same cell object as a free variable of the top frame: share
+               its symbolic cell, which the trace may have set */
+            Py_INCREF(cell);
         }
         else {
             /* a real function: G['f'].__closure__[j].cell_contents */
@@ -1142,12 +1168,14 @@ static int run_frame(fj_TFrame *fr)
                 fj_unsupported("STORE_DEREF of a non-cell");
                 goto error;
             }
-            if (cell->source != NULL) {
+            if (cell->source != NULL && fr->parent != NULL) {
                 Py_DECREF(POP());
                 fj_unsupported("assignment to free variable '%U' of the compiled frame",
                                local_name(fr, arg));
                 goto error;
             }
+            if (cell->source != NULL)
+                cell->pos = 1; /* a free cell of the top frame changed: codegen stores it */
             PyObject *v = POP();
             if (PyList_GET_SIZE(cell->items) == 0) {
                 int r = PyList_Append(cell->items, v);

@@ -46,7 +46,7 @@ typedef struct fj_Var {
     PyObject *extra;     /* strong or NULL, see kinds */
     PyObject *extra2;    /* strong or NULL (FUNC: kwdefaults) */
     fj_Source *source;   /* strong or NULL: where an input value came from */
-    Py_ssize_t pos;      /* ITER position */
+    Py_ssize_t pos;      /* ITER: position; CELL: 1 once a free cell of the top frame was set */
     int from_input;      /* containers read from an input: mutation is unsupported */
     int dynamic;         /* NODE whose shape or value depends on a dynamic input */
 } fj_Var;

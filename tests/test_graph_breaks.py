@@ -400,3 +400,58 @@ def test_graph_breaks_log_has_reason_file_line_and_source(caplog):
     text = "\n".join(r.getMessage() for r in caplog.records)
     assert "Graph break in seed_break at " in text and "test_graph_breaks.py:" in text
     assert "print" in text and 'print("mid")' in text
+
+
+# ------------------------------------------------ closures and cells across breaks
+
+def make_closure_with_break(k):
+    def f(x):
+        y = x * k
+        print("mid", k)
+        return y + k
+    return f
+
+
+def cell_shared_with_lambda(x):
+    a = 3
+    h = lambda z: z * a  # noqa: E731
+    y = h(x)
+    print("break")
+    a = 5
+    return h(y) + a
+
+
+def make_nonlocal_counter():
+    total = 0
+
+    def f(x):
+        nonlocal total
+        total = total + 1
+        y = x * total
+        print("count", total)
+        return y
+    return f
+
+
+def test_break_in_a_closure_resumes_with_the_frames_cells():
+    check(make_closure_with_break(2.0), A, graphs=2)
+
+
+def test_cell_set_after_a_break_is_seen_by_the_inner_function():
+    check(cell_shared_with_lambda, A)
+    framejit.reset()
+    cf = framejit.compile(cell_shared_with_lambda)
+    with contextlib.redirect_stdout(io.StringIO()):
+        cf(A)
+    assert framejit.counters["stats"]["frames_not_captured"] == 0
+
+
+def test_nonlocal_counter_counts_every_call():
+    plain = make_nonlocal_counter()
+    jit = framejit.compile(make_nonlocal_counter())
+    with contextlib.redirect_stdout(io.StringIO()) as out_plain:
+        rp = [plain(A) for _ in range(5)]
+    with contextlib.redirect_stdout(io.StringIO()) as out_jit:
+        rj = [jit(A) for _ in range(5)]
+    same(rj, rp)
+    assert out_plain.getvalue() == out_jit.getvalue()
