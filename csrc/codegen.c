@@ -76,11 +76,15 @@ static int dirty_free_cell(PyObject *v)
            PyList_GET_SIZE(VAR(v)->items) > 0;
 }
 
-PyObject *fj_codegen_outputs(PyObject *ret, struct fj_TFrame *top)
+PyObject *fj_codegen_outputs(PyObject *ret, fj_Tracer *tx)
 {
+    fj_TFrame *top = tx->top;
     PyObject *out = PyList_New(0);
     if (out != NULL && collect(ret, out) < 0)
         Py_CLEAR(out);
+    for (Py_ssize_t i = 0; out != NULL && i < PyList_GET_SIZE(tx->effects); i++)
+        if (collect(PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2), out) < 0)
+            Py_CLEAR(out);
     for (int i = 0; out != NULL && top != NULL && i < top->nlocals; i++) {
         if (dirty_free_cell(top->locals[i]) &&
             collect(PyList_GET_ITEM(VAR(top->locals[i])->items, 0), out) < 0)
@@ -161,11 +165,35 @@ static PyObject *out_name(Py_ssize_t i)
 }
 
 /* Emits code that pushes the runtime value of Var 'v'. */
+/*
+** Side effects change what a source loads: a global the trace stored, a
+** cell it set.  Values read from such a source are loaded into temporaries
+** before any effect is replayed; 'preloaded' maps id(Var) to the temporary
+** while code is emitted (NULL otherwise).
+*/
+static PyObject *preloaded = NULL;
+
+static int is_plain_value(PyObject *o)
+{
+    return o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
+           PyUnicode_CheckExact(o) || PyComplex_CheckExact(o) || PyBytes_CheckExact(o);
+}
+
 static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *outputs)
 {
     fj_Var *vv = VAR(v);
-    if (vv->source != NULL &&
-        (vv->kind != FJ_VAR_CONST || !PyLong_CheckExact(vv->obj) || vv->source->kind != FJ_SRC_LOCAL))
+    if (preloaded != NULL && PyDict_GET_SIZE(preloaded) > 0) {
+        PyObject *key = PyLong_FromVoidPtr(v);
+        PyObject *tmp = key ? PyDict_GetItemWithError(preloaded, key) : NULL;
+        Py_XDECREF(key);
+        if (tmp != NULL)
+            return fj_builder_load_fast(b, tmp) < 0 ? -1 : 0;
+        if (PyErr_Occurred())
+            return -1;
+    }
+    if (vv->kind == FJ_VAR_CONST && is_plain_value(vv->obj))
+        return fj_builder_load_const(b, vv->obj) < 0 ? -1 : 0;
+    if (vv->source != NULL)
         return emit_source(b, co, vv->source);
     switch (vv->kind) {
     case FJ_VAR_CONST:
@@ -228,6 +256,130 @@ static int has_dirty_cells(fj_TFrame *top)
     return 0;
 }
 
+/* The names of globals the trace stored, and the free cells it set. New set. */
+static PyObject *unstable_roots(fj_Tracer *tx, PyCodeObject *co)
+{
+    PyObject *roots = PySet_New(NULL);
+    for (Py_ssize_t i = 0; roots && i < PyList_GET_SIZE(tx->effects); i++) {
+        PyObject *eff = PyList_GET_ITEM(tx->effects, i);
+        PyObject *t = PyUnicode_FromFormat("G[%R]", PyTuple_GET_ITEM(eff, 1));
+        if (t == NULL || PySet_Add(roots, t) < 0)
+            Py_CLEAR(roots);
+        Py_XDECREF(t);
+    }
+    fj_TFrame *top = tx->top;
+    for (int i = 0; roots && top && i < top->nlocals; i++) {
+        if (!dirty_free_cell(top->locals[i]))
+            continue;
+        PyObject *t = PyUnicode_FromFormat("L[%R]", fj_code_local_name(co, i));
+        if (t == NULL || PySet_Add(roots, t) < 0)
+            Py_CLEAR(roots);
+        Py_XDECREF(t);
+    }
+    return roots;
+}
+
+/* The root source of a chain (L['x'] of L['x'].a[0]). Borrowed. */
+static fj_Source *source_root(fj_Source *s)
+{
+    while (s->parent != NULL)
+        s = s->parent;
+    return s;
+}
+
+/* Loads into temporaries the values under 'v' read from an unstable root. 0/-1. */
+static int preload_walk(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *roots,
+                        PyObject *outputs)
+{
+    fj_Var *vv = VAR(v);
+    if (vv->source != NULL && !(vv->kind == FJ_VAR_CONST && is_plain_value(vv->obj))) {
+        int hit = PySet_Contains(roots, source_root(vv->source)->text);
+        if (hit <= 0)
+            return hit;
+        PyObject *key = PyLong_FromVoidPtr(v);
+        if (key == NULL)
+            return -1;
+        int have = PyDict_Contains(preloaded, key);
+        int r = have;
+        if (have == 0) {
+            PyObject *tmp = PyUnicode_FromFormat("___pre_%zd", PyDict_GET_SIZE(preloaded));
+            r = tmp == NULL || emit_source(b, co, vv->source) < 0 ||
+                        fj_builder_store_fast(b, tmp) < 0 || PyDict_SetItem(preloaded, key, tmp) < 0
+                    ? -1
+                    : 0;
+            Py_XDECREF(tmp);
+        }
+        Py_DECREF(key);
+        return r < 0 ? -1 : 0;
+    }
+    switch (vv->kind) {
+    case FJ_VAR_TUPLE:
+    case FJ_VAR_LIST:
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
+            if (preload_walk(b, co, PyList_GET_ITEM(vv->items, i), roots, outputs) < 0)
+                return -1;
+        return 0;
+    case FJ_VAR_DICT: {
+        Py_ssize_t pos = 0;
+        PyObject *k, *val;
+        while (PyDict_Next(vv->items, &pos, &k, &val))
+            if (preload_walk(b, co, val, roots, outputs) < 0)
+                return -1;
+        return 0;
+    }
+    case FJ_VAR_CELL:
+        return PyList_GET_SIZE(vv->items)
+                   ? preload_walk(b, co, PyList_GET_ITEM(vv->items, 0), roots, outputs)
+                   : 0;
+    case FJ_VAR_FUNC:
+        if (vv->extra && preload_walk(b, co, vv->extra, roots, outputs) < 0)
+            return -1;
+        return vv->extra2 ? preload_walk(b, co, vv->extra2, roots, outputs) : 0;
+    case FJ_VAR_METHOD:
+        return preload_walk(b, co, vv->extra, roots, outputs);
+    default:
+        return 0;
+    }
+}
+
+/*
+** Replays the trace's side effects (global stores in program order, then
+** the free cells it set), after loading every value read from a source they
+** change: 'later' is a list of Vars emitted after the effects.  Starts
+** 'preloaded' (the caller clears it when done).  0 or -1.
+*/
+static int emit_effects(fj_Builder *b, PyCodeObject *co, fj_Tracer *tx, PyObject *outputs,
+                        PyObject *later)
+{
+    if (preloaded == NULL && (preloaded = PyDict_New()) == NULL)
+        return -1;
+    if (PyList_GET_SIZE(tx->effects) == 0 && !has_dirty_cells(tx->top))
+        return 0;
+    PyObject *roots = unstable_roots(tx, co);
+    if (roots == NULL)
+        return -1;
+    int r = 0;
+    for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(tx->effects); i++)
+        r = preload_walk(b, co, PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2), roots, outputs);
+    for (int i = 0; r == 0 && tx->top && i < tx->top->nlocals; i++)
+        if (dirty_free_cell(tx->top->locals[i]))
+            r = preload_walk(b, co, tx->top->locals[i], roots, outputs);
+    for (Py_ssize_t i = 0; r == 0 && later && i < PyList_GET_SIZE(later); i++)
+        r = preload_walk(b, co, PyList_GET_ITEM(later, i), roots, outputs);
+    Py_DECREF(roots);
+    for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(tx->effects); i++) {
+        PyObject *eff = PyList_GET_ITEM(tx->effects, i);
+        PyObject *name = PyTuple_GET_ITEM(eff, 1);
+        int ix = fj_builder_name(b, name);
+        if (ix < 0 || emit_rebuild(b, co, PyTuple_GET_ITEM(eff, 2), outputs) < 0 ||
+            fj_bc_emit(&b->il, STORE_GLOBAL, ix) < 0)
+            r = -1;
+    }
+    if (r == 0)
+        r = store_cells(b, co, tx->top, outputs);
+    return r;
+}
+
 /* Copies the original's instructions before its first RESUME (cell setup). */
 static int emit_prologue(fj_Builder *b, PyCodeObject *co, int *firstline)
 {
@@ -253,9 +405,11 @@ static int emit_prologue(fj_Builder *b, PyCodeObject *co, int *firstline)
     return r;
 }
 
-PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_TFrame *top,
-                                PyObject *placeholders, PyObject *outputs, PyObject *ret)
+PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_Tracer *tx,
+                                PyObject *outputs, PyObject *ret)
 {
+    fj_TFrame *top = tx->top;
+    PyObject *placeholders = tx->placeholders;
     fj_Builder bb, *b = &bb;
     PyObject *result = NULL;
     int firstline = co->co_firstlineno;
@@ -281,7 +435,8 @@ PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_TFrame *
             goto done;
         fj_Var *rv = VAR(ret);
         if (nout == 1 && rv->kind == FJ_VAR_NODE && rv->source == NULL &&
-            PyList_GET_ITEM(outputs, 0) == rv->obj && !has_dirty_cells(top)) {
+            PyList_GET_ITEM(outputs, 0) == rv->obj && !has_dirty_cells(top) &&
+            PyList_GET_SIZE(tx->effects) == 0) {
             if (fj_bc_emit(&b->il, RETURN_VALUE, 0) < 0)
                 goto done;
             goto assemble;
@@ -294,7 +449,13 @@ PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_TFrame *
                 goto done;
         }
     }
-    if (store_cells(b, co, top, outputs) < 0)
+    PyObject *later = PyList_New(1);
+    if (later == NULL)
+        goto done;
+    PyList_SET_ITEM(later, 0, Py_NewRef(ret));
+    int r = emit_effects(b, co, tx, outputs, later);
+    Py_DECREF(later);
+    if (r < 0)
         goto done;
     if (emit_rebuild(b, co, ret, outputs) < 0 || fj_bc_emit(&b->il, RETURN_VALUE, 0) < 0)
         goto done;
@@ -303,6 +464,7 @@ assemble:
     result = fj_builder_assemble(b, NULL);
 done:
     fj_builder_clear(b);
+    Py_CLEAR(preloaded);
     return result;
 }
 
@@ -451,6 +613,9 @@ static PyObject *break_outputs(fj_Tracer *tx, const unsigned char *restore)
     for (int i = 0; i < top->sp; i++)
         if (collect_all(top->stack[i], out) < 0)
             goto error;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tx->effects); i++)
+        if (collect_all(PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2), out) < 0)
+            goto error;
     return out;
 error:
     Py_DECREF(out);
@@ -514,6 +679,20 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
                 goto done;
         }
     }
+    /* side effects before the CPython part runs */
+    {
+        PyObject *later = PyList_New(0);
+        for (int i = 0; later && i < top->nlocals; i++)
+            if (top->locals[i] != NULL && PyList_Append(later, top->locals[i]) < 0)
+                Py_CLEAR(later);
+        for (int i = 0; later && i < top->sp; i++)
+            if (PyList_Append(later, top->stack[i]) < 0)
+                Py_CLEAR(later);
+        int r = later ? emit_effects(b, co, tx, outputs, later) : -1;
+        Py_XDECREF(later);
+        if (r < 0)
+            goto done;
+    }
     /* the frame's locals as the CPython part and the resume functions expect them */
     int nargs_total = co->co_argcount + co->co_kwonlyargcount + !!(co->co_flags & CO_VARARGS) +
                       !!(co->co_flags & CO_VARKEYWORDS);
@@ -539,8 +718,8 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
         if (top->locals[i] == NULL || cell->kind != FJ_VAR_CELL ||
             PyList_GET_SIZE(cell->items) == 0)
             continue;
-        if (cell->source != NULL ? !cell->pos : !(fj_code_local_kind(co, i) & FJ_FAST_CELL))
-            continue; /* a free cell the trace did not set */
+        if (cell->source != NULL || !(fj_code_local_kind(co, i) & FJ_FAST_CELL))
+            continue; /* free cells the trace set were stored with the effects */
         fj_Var *contents = VAR(PyList_GET_ITEM(cell->items, 0));
         if (contents->source != NULL && contents->source->kind == FJ_SRC_LOCAL &&
             contents->source->index == i && !top->touched[i])
@@ -643,5 +822,6 @@ done:
     fj_builder_clear(b);
     Py_XDECREF(bc.memo);
     Py_CLEAR(saved_args);
+    Py_CLEAR(preloaded);
     return result;
 }

@@ -15,21 +15,22 @@
 
 /*
 ** Collects, in first-use order, the graph-computed nodes (not placeholders)
-** that the Var 'ret' and the free cells of 'top' the trace set contain.  Returns a new list of fj_Node, NULL on error
+** that the Var 'ret', the side effects and the free cells the trace set
+** contain.  Returns a new list of fj_Node, NULL on error
 ** (fj_Unsupported when 'ret' holds something that cannot be rebuilt).
 */
-PyObject *fj_codegen_outputs(PyObject *ret, struct fj_TFrame *top);
+PyObject *fj_codegen_outputs(PyObject *ret, fj_Tracer *tx);
 
 /*
 ** Builds the replacement for 'co': calls global 'fn_name' (or no graph when
-** fn_name is NULL) with the graph inputs 'placeholders' (list of NODE Vars
-** with sources), unpacks 'outputs' (list of fj_Node, the graph's output
-** order), stores the free cells of 'top' the trace set (nonlocal
-** assignments) and returns the rebuilt 'ret'.  Returns a new code object, NULL on
+** fn_name is NULL) with the graph inputs (tx->placeholders), unpacks
+** 'outputs' (list of fj_Node, the graph's output order), replays the side
+** effects of the trace (global stores, nonlocal assignments) and returns
+** the rebuilt 'ret'.  Returns a new code object, NULL on
 ** error.
 */
-PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, struct fj_TFrame *top,
-                                PyObject *placeholders, PyObject *outputs, PyObject *ret);
+PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_Tracer *tx,
+                                PyObject *outputs, PyObject *ret);
 
 /*
 ** Builds the replacement for 'co' when the trace stopped at a graph break

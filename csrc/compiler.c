@@ -203,6 +203,8 @@ static int tracer_init(Compiler *c, fj_Tracer *tx, const fj_FrameView *view, PyC
         tx->dyn_dims = dd;
     }
     tx->frame_state = state;
+    if ((tx->effects = PyList_New(0)) == NULL || (tx->global_overlay = PyDict_New()) == NULL)
+        return -1;
     tx->log_trace = hook_enabled(c, "trace_bytecode");
     if (tx->log_trace && (tx->log_fn = PyObject_GetAttrString(c->hooks, "log")) == NULL)
         return -1;
@@ -228,6 +230,8 @@ static void tracer_clear(fj_Tracer *tx)
     Py_CLEAR(tx->break_reason);
     Py_CLEAR(tx->break_filename);
     Py_CLEAR(tx->dyn_inputs);
+    Py_CLEAR(tx->effects);
+    Py_CLEAR(tx->global_overlay);
 }
 
 /*
@@ -483,11 +487,11 @@ static PyObject *finish_return(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyO
 {
     PyObject *ret = tx->top->retval, *outputs = NULL, *fn_name = NULL, *new_code = NULL;
     PyObject *result = NULL;
-    if ((outputs = fj_codegen_outputs(ret, tx->top)) == NULL)
+    if ((outputs = fj_codegen_outputs(ret, tx)) == NULL)
         goto done;
     if (install_graph(c, tx, co, outputs, cid, &fn_name) < 0)
         goto done;
-    new_code = fj_codegen_graph_call(co, fn_name, tx->top, tx->placeholders, outputs, ret);
+    new_code = fj_codegen_graph_call(co, fn_name, tx, outputs, ret);
     if (new_code == NULL)
         goto done;
     result = finish(c, co, new_code, tx, cid);

@@ -18,6 +18,8 @@
 PyTypeObject *fj_Var_Type = NULL;
 fj_Tracer *fj_current_tracer = NULL;
 PyObject *fj_Unsupported = NULL;
+#define VAR(o) ((fj_Var *)(o))
+
 static fj_Var *null_var = NULL; /* strong: the NULL marker */
 static PyObject *opnames = NULL;  /* strong: opcode.opname (list of str) */
 
@@ -541,6 +543,14 @@ static fj_Var *new_cell(PyObject *contents) /* contents borrowed, may be NULL */
 static PyObject *load_global(fj_TFrame *fr, PyObject *name)
 {
     fj_Tracer *tx = fr->tx;
+    if (fr->globals == tx->view.globals && tx->global_overlay != NULL) {
+        /* a global the trace itself stored: its new value */
+        PyObject *stored = PyDict_GetItemWithError(tx->global_overlay, name);
+        if (stored != NULL)
+            return Py_NewRef(stored);
+        if (PyErr_Occurred())
+            return NULL;
+    }
     PyObject *val = PyDict_GetItemWithError(fr->globals, name);
     fj_Source *src = NULL;
     if (val != NULL) {
@@ -1198,7 +1208,29 @@ static int run_frame(fj_TFrame *fr)
             PUSH(v);
             break;
         }
-        case STORE_GLOBAL:
+        case STORE_GLOBAL: {
+            /* a side effect: recorded, replayed after the graph, seen by later loads */
+            PyObject *v = POP();
+            PyObject *name = PyTuple_GET_ITEM(co->co_names, arg);
+            int ok = -1;
+            if (fr->globals != tx->view.globals)
+                fj_unsupported("global store into another module");
+            else if (VAR(v)->kind == FJ_VAR_ITER || VAR(v)->kind == FJ_VAR_METHOD ||
+                     VAR(v)->kind == FJ_VAR_CELL || VAR(v)->kind == FJ_VAR_NULL)
+                fj_unsupported("global store of %R", v);
+            else {
+                PyObject *eff = Py_BuildValue("(sOO)", "global", name, v);
+                ok = eff == NULL || PyList_Append(tx->effects, eff) < 0 ||
+                             PyDict_SetItem(tx->global_overlay, name, v) < 0
+                         ? -1
+                         : 0;
+                Py_XDECREF(eff);
+            }
+            Py_DECREF(v);
+            if (ok < 0)
+                goto error;
+            break;
+        }
         case DELETE_GLOBAL:
         case STORE_ATTR:
         case DELETE_ATTR:

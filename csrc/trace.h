@@ -84,6 +84,9 @@ typedef struct fj_Tracer {
     PyObject *dyn_inputs;    /* strong list of (Var, value): inputs made dynamic */
     int specialized;         /* the trace needed concrete values: dynamic inputs pinned */
     PyObject *frame_state;   /* borrowed: the code's frame_state dict */
+    /* Side effects replayed after the graph (docs/side-effects.md). */
+    PyObject *effects;       /* strong list: ("global", name, Var) in program order */
+    PyObject *global_overlay;/* strong dict: global name -> Var stored by the trace */
     /* Restart support: stop the top frame before instruction 'stop_at'. */
     int stop_at;             /* -1: run to the end */
     struct fj_TFrame *top;   /* owned: the top frame, kept after the run */
