@@ -12,7 +12,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-SCRIPTS = ("bench_guards.py", "bench_runtime.py", "bench_compile.py")
+SCRIPTS = ("bench_guards.py", "bench_runtime.py", "bench_compile.py", "bench_recompile.py")
 
 
 def main():
