@@ -380,6 +380,35 @@ static int emit_effects(fj_Builder *b, PyCodeObject *co, fj_Tracer *tx, PyObject
     return r;
 }
 
+/*
+** Emits the call of the graph: PUSH_NULL, LOAD_GLOBAL fn_name, the loads of
+** the placeholders, PRECALL/CALL, UNPACK_SEQUENCE nout; with 'store', the
+** outputs then go to ___graph_out_<i>.  0 or -1.
+*/
+static int emit_graph_call(fj_Builder *b, PyCodeObject *co, PyObject *fn_name,
+                           PyObject *placeholders, Py_ssize_t nout, int store)
+{
+    Py_ssize_t nin = PyList_GET_SIZE(placeholders);
+    if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 || fj_builder_load_global(b, fn_name, 0) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < nin; i++) {
+        fj_Var *p = VAR(PyList_GET_ITEM(placeholders, i));
+        if (emit_source(b, co, p->source) < 0)
+            return -1;
+    }
+    if (fj_builder_call(b, (int)nin, NULL) < 0 ||
+        fj_bc_emit(&b->il, UNPACK_SEQUENCE, (int)nout) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; store && i < nout; i++) {
+        PyObject *name = out_name(i);
+        int r = name ? fj_builder_store_fast(b, name) : -1;
+        Py_XDECREF(name);
+        if (r < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Copies the original's instructions before its first RESUME (cell setup). */
 static int emit_prologue(fj_Builder *b, PyCodeObject *co, int *firstline)
 {
@@ -422,31 +451,17 @@ PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_Tracer *
         goto done;
     Py_ssize_t nout = PyList_GET_SIZE(outputs);
     if (fn_name != NULL) {
-        Py_ssize_t nin = PyList_GET_SIZE(placeholders);
-        if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 || fj_builder_load_global(b, fn_name, 0) < 0)
-            goto done;
-        for (Py_ssize_t i = 0; i < nin; i++) {
-            fj_Var *p = VAR(PyList_GET_ITEM(placeholders, i));
-            if (emit_source(b, co, p->source) < 0)
-                goto done;
-        }
-        if (fj_builder_call(b, (int)nin, NULL) < 0 ||
-            fj_bc_emit(&b->il, UNPACK_SEQUENCE, (int)nout) < 0)
-            goto done;
+        /* the value returned is exactly the single output: return it as unpacked */
         fj_Var *rv = VAR(ret);
-        if (nout == 1 && rv->kind == FJ_VAR_NODE && rv->source == NULL &&
-            PyList_GET_ITEM(outputs, 0) == rv->obj && !has_dirty_cells(top) &&
-            PyList_GET_SIZE(tx->effects) == 0) {
+        int direct = nout == 1 && rv->kind == FJ_VAR_NODE && rv->source == NULL &&
+                     PyList_GET_ITEM(outputs, 0) == rv->obj && !has_dirty_cells(top) &&
+                     PyList_GET_SIZE(tx->effects) == 0;
+        if (emit_graph_call(b, co, fn_name, placeholders, nout, !direct) < 0)
+            goto done;
+        if (direct) {
             if (fj_bc_emit(&b->il, RETURN_VALUE, 0) < 0)
                 goto done;
             goto assemble;
-        }
-        for (Py_ssize_t i = 0; i < nout; i++) {
-            PyObject *name = out_name(i);
-            int r = name ? fj_builder_store_fast(b, name) : -1;
-            Py_XDECREF(name);
-            if (r < 0)
-                goto done;
         }
     }
     PyObject *later = PyList_New(1);
@@ -658,27 +673,9 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
         if (bad)
             goto done;
     }
-    Py_ssize_t nout = PyList_GET_SIZE(outputs);
-    if (fn_name != NULL) {
-        Py_ssize_t nin = PyList_GET_SIZE(tx->placeholders);
-        if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 || fj_builder_load_global(b, fn_name, 0) < 0)
-            goto done;
-        for (Py_ssize_t i = 0; i < nin; i++) {
-            fj_Var *p = VAR(PyList_GET_ITEM(tx->placeholders, i));
-            if (emit_source(b, co, p->source) < 0)
-                goto done;
-        }
-        if (fj_builder_call(b, (int)nin, NULL) < 0 ||
-            fj_bc_emit(&b->il, UNPACK_SEQUENCE, (int)nout) < 0)
-            goto done;
-        for (Py_ssize_t i = 0; i < nout; i++) {
-            PyObject *name = out_name(i);
-            int r = name ? fj_builder_store_fast(b, name) : -1;
-            Py_XDECREF(name);
-            if (r < 0)
-                goto done;
-        }
-    }
+    if (fn_name != NULL &&
+        emit_graph_call(b, co, fn_name, tx->placeholders, PyList_GET_SIZE(outputs), 1) < 0)
+        goto done;
     /* side effects before the CPython part runs */
     {
         PyObject *later = PyList_New(0);

@@ -702,6 +702,25 @@ static PyObject *take_reason(void)
 }
 
 /*
+** The trace succeeded but its result cannot be emitted (fj_Unsupported is
+** pending, e.g. a value that cannot be rebuilt): logs the reason and makes
+** the frame run whole in CPython for inputs like these.  New ref or NULL.
+*/
+static PyObject *run_whole_after(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject *cid,
+                                 int lineno)
+{
+    PyObject *reason = take_reason();
+    PyObject *h = reason ? hook_call(c, "graph_break", "(OOOiOO)", (PyObject *)co, cid, reason,
+                                     lineno, c->fullgraph ? Py_True : Py_False, Py_False)
+                         : NULL;
+    Py_XDECREF(reason);
+    if (h == NULL)
+        return NULL;
+    Py_DECREF(h);
+    return run_whole(c, co, tx, cid);
+}
+
+/*
 ** Compiles the frame behind wrapper 'frame'.  Returns the callback result
 ** (new reference) or NULL on a user-facing error (fullgraph, backend).
 */
@@ -798,35 +817,14 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
         int r = fj_trace_run(&tx, co);
         if (r == 0) {
             result = finish_return(c, co, &tx, cid);
-            if (result == NULL && PyErr_ExceptionMatches(fj_Unsupported)) {
-                /* the return value cannot be rebuilt: run the frame whole */
-                PyObject *reason = take_reason();
-                PyObject *h = reason ? hook_call(c, "graph_break", "(OOOiOO)", (PyObject *)co,
-                                                 cid, reason, -1, c->fullgraph ? Py_True : Py_False,
-                                                 Py_False)
-                                     : NULL;
-                Py_XDECREF(reason);
-                if (h != NULL) {
-                    Py_DECREF(h);
-                    result = run_whole(c, co, &tx, cid);
-                }
-            }
+            if (result == NULL && PyErr_ExceptionMatches(fj_Unsupported))
+                result = run_whole_after(c, co, &tx, cid, -1); /* return value not rebuildable */
             goto done;
         }
         if (r == 1) {
             result = finish_break(c, co, &tx, cid, &il, &plan);
-            if (result == NULL && PyErr_ExceptionMatches(fj_Unsupported)) {
-                PyObject *reason = take_reason();
-                PyObject *h = reason ? hook_call(c, "graph_break", "(OOOiOO)", (PyObject *)co,
-                                                 cid, reason, il.v[plan.first].line, Py_False,
-                                                 Py_False)
-                                     : NULL;
-                Py_XDECREF(reason);
-                if (h != NULL) {
-                    Py_DECREF(h);
-                    result = run_whole(c, co, &tx, cid);
-                }
-            }
+            if (result == NULL && PyErr_ExceptionMatches(fj_Unsupported))
+                result = run_whole_after(c, co, &tx, cid, il.v[plan.first].line);
             goto done;
         }
         if (!PyErr_ExceptionMatches(fj_Unsupported)) {

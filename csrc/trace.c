@@ -1061,6 +1061,18 @@ static void log_instruction(fj_TFrame *fr, fj_Instr *in)
     PyErr_Clear();
 }
 
+/* Pops b and a, pushes 'call' (an expression using a_ and b_; a new reference or NULL). */
+#define POP2_APPLY(call)                                                                           \
+    do {                                                                                           \
+        PyObject *b_ = POP(), *a_ = POP();                                                         \
+        PyObject *r_ = (call);                                                                     \
+        Py_DECREF(a_);                                                                             \
+        Py_DECREF(b_);                                                                             \
+        if (r_ == NULL)                                                                            \
+            goto error;                                                                            \
+        PUSH(r_);                                                                                  \
+    } while (0)
+
 /* Jump to instruction index 't'. */
 #define JUMPTO(t)                                                                                  \
     do {                                                                                           \
@@ -1328,26 +1340,12 @@ static int run_frame(fj_TFrame *fr)
         case RETURN_VALUE:
             fr->retval = POP();
             return 0;
-        case BINARY_OP: {
-            PyObject *b = POP(), *a = POP();
-            PyObject *r = fj_trace_binop(fr, arg, a, b);
-            Py_DECREF(a);
-            Py_DECREF(b);
-            if (r == NULL)
-                goto error;
-            PUSH(r);
+        case BINARY_OP:
+            POP2_APPLY(fj_trace_binop(fr, arg, a_, b_));
             break;
-        }
-        case COMPARE_OP: {
-            PyObject *b = POP(), *a = POP();
-            PyObject *r = fj_trace_compare(fr, arg, a, b);
-            Py_DECREF(a);
-            Py_DECREF(b);
-            if (r == NULL)
-                goto error;
-            PUSH(r);
+        case COMPARE_OP:
+            POP2_APPLY(fj_trace_compare(fr, arg, a_, b_));
             break;
-        }
         case IS_OP: {
             PyObject *b = POP(), *a = POP();
             fj_Var *va = (fj_Var *)a, *vb = (fj_Var *)b;
@@ -1371,16 +1369,9 @@ static int run_frame(fj_TFrame *fr)
             PUSH(fj_var_const((same ^ arg) ? Py_True : Py_False));
             break;
         }
-        case CONTAINS_OP: {
-            PyObject *b = POP(), *a = POP();
-            PyObject *r = fj_trace_contains(fr, a, b, arg);
-            Py_DECREF(a);
-            Py_DECREF(b);
-            if (r == NULL)
-                goto error;
-            PUSH(r);
+        case CONTAINS_OP:
+            POP2_APPLY(fj_trace_contains(fr, a_, b_, arg));
             break;
-        }
         case UNARY_NOT: {
             PyObject *a = POP();
             int t = fj_trace_truth(fr, a);
@@ -1401,16 +1392,9 @@ static int run_frame(fj_TFrame *fr)
             PUSH(r);
             break;
         }
-        case BINARY_SUBSCR: {
-            PyObject *k = POP(), *o = POP();
-            PyObject *r = fj_trace_getitem(fr, o, k);
-            Py_DECREF(k);
-            Py_DECREF(o);
-            if (r == NULL)
-                goto error;
-            PUSH(r);
+        case BINARY_SUBSCR:
+            POP2_APPLY(fj_trace_getitem(fr, a_, b_));
             break;
-        }
         case STORE_SUBSCR: {
             PyObject *k = POP(), *o = POP(), *v = POP();
             fj_Var *ov = (fj_Var *)o;
