@@ -621,8 +621,12 @@ PyObject *fj_graph_run(PyObject *gobj, PyObject *const *inputs, Py_ssize_t ninpu
                      ninputs);
         return NULL;
     }
-    env = PyMem_Calloc((size_t)nnodes + 1, sizeof(PyObject *));
-    if (!env)
+    PyObject *small[64]; /* most graphs: no allocation per call */
+    if (nnodes + 1 <= (Py_ssize_t)(sizeof(small) / sizeof(small[0]))) {
+        env = small;
+        memset(env, 0, sizeof(PyObject *) * (size_t)(nnodes + 1));
+    }
+    else if (!(env = PyMem_Calloc((size_t)nnodes + 1, sizeof(PyObject *))))
         return PyErr_NoMemory();
     for (Py_ssize_t i = 0; i < nnodes; i++) {
         fj_Node *n = (fj_Node *)PyList_GET_ITEM(g->nodes, i);
@@ -651,7 +655,8 @@ PyObject *fj_graph_run(PyObject *gobj, PyObject *const *inputs, Py_ssize_t ninpu
 done:
     for (Py_ssize_t i = 0; i < nnodes; i++)
         Py_XDECREF(env[i]);
-    PyMem_Free(env);
+    if (env != small)
+        PyMem_Free(env);
     return result;
 }
 
