@@ -18,6 +18,7 @@
 #include "ops.h"
 #include "graph.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -40,6 +41,8 @@
 #define MAX_P "axis,out?,keepdims,initial?,where?"
 #define ARG_P "axis,out?,keepdims"
 #define ANY_P "axis,out?,keepdims,where?"
+#define CREATE_P "dtype,order,device?,like?"
+#define LIKE_P "dtype,order,subok,shape,device?"
 
 #ifndef NB_ADD /* 3.11 BINARY_OP opargs (Include/opcode.h); compat.h brings them in when supported */
 #define NB_ADD 0
@@ -99,6 +102,8 @@ static const fj_OpDef fj_op_table[] = {
     UF1("isnan"), UF1("isinf"), UF1("isfinite"), UF1("signbit"), UF1("conjugate"), UF1("conj"),
     UF1("deg2rad"), UF1("rad2deg"), UF1("degrees"), UF1("radians"), UF1("spacing"),
     {"round", FJ_OP_FUNC, "numpy", "round", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "a,decimals,out?", 0},
+    {"around", FJ_OP_FUNC, "numpy", "around", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "a,decimals,out?", 0},
+    {"round", FJ_OP_METHOD, NULL, "round", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "self,decimals,out?", 0},
     {"real", FJ_OP_FUNC, "numpy", "real", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "val", 0},
     {"imag", FJ_OP_FUNC, "numpy", "imag", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "val", 0},
     /* binary ufuncs */
@@ -115,15 +120,18 @@ static const fj_OpDef fj_op_table[] = {
     {"clip", FJ_OP_FUNC, "numpy", "clip", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 6, "a,a_min,a_max,out?,min,max,dtype,casting", 0},
     {"clip", FJ_OP_METHOD, NULL, "clip", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 3, "self,min,max,out?,dtype,casting", 0},
     /* reductions */
-    RED("sum", FJ_SH_REDUCE, SUM_P, 0), RED("prod", FJ_SH_REDUCE, SUM_P, 0),
+    RED("sum", FJ_SH_REDUCE, SUM_P, FJ_OPF_AXIS0D), RED("prod", FJ_SH_REDUCE, SUM_P, FJ_OPF_AXIS0D),
     RED("mean", FJ_SH_REDUCE, MEAN_P, 0), RED("std", FJ_SH_REDUCE, STD_P, 0),
     RED("var", FJ_SH_REDUCE, STD_P, 0),
-    RED("max", FJ_SH_REDUCE, MAX_P, FJ_OPF_NO_IDENTITY), RED("min", FJ_SH_REDUCE, MAX_P, FJ_OPF_NO_IDENTITY),
-    {"amax", FJ_OP_FUNC, "numpy", "amax", 0, NULL, FJ_SH_REDUCE, FJ_DT_RUN, 1, "a," MAX_P, FJ_OPF_NO_IDENTITY},
-    {"amin", FJ_OP_FUNC, "numpy", "amin", 0, NULL, FJ_SH_REDUCE, FJ_DT_RUN, 1, "a," MAX_P, FJ_OPF_NO_IDENTITY},
+    RED("max", FJ_SH_REDUCE, MAX_P, FJ_OPF_NO_IDENTITY | FJ_OPF_AXIS0D),
+    RED("min", FJ_SH_REDUCE, MAX_P, FJ_OPF_NO_IDENTITY | FJ_OPF_AXIS0D),
+    {"amax", FJ_OP_FUNC, "numpy", "amax", 0, NULL, FJ_SH_REDUCE, FJ_DT_RUN, 1, "a," MAX_P,
+     FJ_OPF_NO_IDENTITY | FJ_OPF_AXIS0D},
+    {"amin", FJ_OP_FUNC, "numpy", "amin", 0, NULL, FJ_SH_REDUCE, FJ_DT_RUN, 1, "a," MAX_P,
+     FJ_OPF_NO_IDENTITY | FJ_OPF_AXIS0D},
     RED("argmax", FJ_SH_ARGREDUCE, ARG_P, FJ_OPF_NO_IDENTITY | FJ_OPF_ARGMSG),
     RED("argmin", FJ_SH_ARGREDUCE, ARG_P, FJ_OPF_NO_IDENTITY | FJ_OPF_ARGMSG),
-    RED("any", FJ_SH_REDUCE, ANY_P, 0), RED("all", FJ_SH_REDUCE, ANY_P, 0),
+    RED("any", FJ_SH_REDUCE, ANY_P, FJ_OPF_AXIS0D), RED("all", FJ_SH_REDUCE, ANY_P, FJ_OPF_AXIS0D),
     /* linear algebra */
     {"matmul", FJ_OP_FUNC, "numpy", "matmul", 0, NULL, FJ_SH_MATMUL, FJ_DT_RUN, 2, "x1,x2,out?," UFUNC_KW, 0},
     {"dot", FJ_OP_FUNC, "numpy", "dot", 0, NULL, FJ_SH_DOT, FJ_DT_RUN, 2, "a,b,out?", 0},
@@ -137,13 +145,41 @@ static const fj_OpDef fj_op_table[] = {
     {"swapaxes", FJ_OP_FUNC, "numpy", "swapaxes", 0, NULL, FJ_SH_SWAPAXES, FJ_DT_SAME, 1, "a,axis1,axis2", 0},
     {"swapaxes", FJ_OP_METHOD, NULL, "swapaxes", 0, NULL, FJ_SH_SWAPAXES, FJ_DT_SAME, 1, "self,axis1!,axis2!", 0},
     {"expand_dims", FJ_OP_FUNC, "numpy", "expand_dims", 0, NULL, FJ_SH_EXPAND_DIMS, FJ_DT_SAME, 1, "a,axis", 0},
-    {"squeeze", FJ_OP_FUNC, "numpy", "squeeze", 0, NULL, FJ_SH_SQUEEZE, FJ_DT_SAME, 1, "a,axis", 0},
-    {"squeeze", FJ_OP_METHOD, NULL, "squeeze", 0, NULL, FJ_SH_SQUEEZE, FJ_DT_SAME, 1, "self,axis", 0},
+    {"squeeze", FJ_OP_FUNC, "numpy", "squeeze", 0, NULL, FJ_SH_SQUEEZE, FJ_DT_SAME, 1, "a,axis", FJ_OPF_AXIS0D},
+    {"squeeze", FJ_OP_METHOD, NULL, "squeeze", 0, NULL, FJ_SH_SQUEEZE, FJ_DT_SAME, 1, "self,axis", FJ_OPF_AXIS0D},
     {"concatenate", FJ_OP_FUNC, "numpy", "concatenate", 0, NULL, FJ_SH_CONCATENATE, FJ_DT_RUN, 1, "arrays,axis,out?,dtype,casting", 0},
     {"stack", FJ_OP_FUNC, "numpy", "stack", 0, NULL, FJ_SH_STACK, FJ_DT_RUN, 1, "arrays,axis,out?,dtype,casting", 0},
     {"broadcast_to", FJ_OP_FUNC, "numpy", "broadcast_to", 0, NULL, FJ_SH_BROADCAST_TO, FJ_DT_SAME, 1, "array,shape,subok?", 0},
     {"astype", FJ_OP_METHOD, NULL, "astype", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "self,dtype,order,casting,subok?,copy", 0},
     {"astype", FJ_OP_FUNC, "numpy", "astype", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "x,dtype,copy,device?", 0},
+    /* flattening and copies */
+    {"ravel", FJ_OP_FUNC, "numpy", "ravel", 0, NULL, FJ_SH_RAVEL, FJ_DT_RUN, 1, "a,order", 0},
+    {"ravel", FJ_OP_METHOD, NULL, "ravel", 0, NULL, FJ_SH_RAVEL, FJ_DT_RUN, 1, "self,order", 0},
+    {"flatten", FJ_OP_METHOD, NULL, "flatten", 0, NULL, FJ_SH_RAVEL, FJ_DT_RUN, 1, "self,order", 0},
+    {"copy", FJ_OP_FUNC, "numpy", "copy", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "a,order,subok", 0},
+    {"copy", FJ_OP_METHOD, NULL, "copy", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "self,order", 0},
+    /* cumulative ops and sorting (ndarray.sort sorts in place: not a row) */
+    RED("cumsum", FJ_SH_CUMULATIVE, "axis,dtype,out?", 0), RED("cumprod", FJ_SH_CUMULATIVE, "axis,dtype,out?", 0),
+    {"sort", FJ_OP_FUNC, "numpy", "sort", 0, NULL, FJ_SH_SORT, FJ_DT_RUN, 1, "a,axis,kind,order,stable", 0},
+    RED("argsort", FJ_SH_ARGSORT, "axis,kind,order,stable", 0),
+    /* array creation: a graph op even on constants (a fresh array per call) */
+    {"zeros", FJ_OP_FUNC, "numpy", "zeros", 0, NULL, FJ_SH_CREATE, FJ_DT_CREATE, 0, "shape," CREATE_P, FJ_OPF_CREATES},
+    {"ones", FJ_OP_FUNC, "numpy", "ones", 0, NULL, FJ_SH_CREATE, FJ_DT_CREATE, 0, "shape," CREATE_P, FJ_OPF_CREATES},
+    {"empty", FJ_OP_FUNC, "numpy", "empty", 0, NULL, FJ_SH_CREATE, FJ_DT_CREATE, 0, "shape," CREATE_P, FJ_OPF_CREATES},
+    {"full", FJ_OP_FUNC, "numpy", "full", 0, NULL, FJ_SH_CREATE, FJ_DT_CREATE, 0, "shape,fill_value," CREATE_P,
+     FJ_OPF_CREATES},
+    {"zeros_like", FJ_OP_FUNC, "numpy", "zeros_like", 0, NULL, FJ_SH_LIKE, FJ_DT_CREATE, 1, "a," LIKE_P, FJ_OPF_CREATES},
+    {"ones_like", FJ_OP_FUNC, "numpy", "ones_like", 0, NULL, FJ_SH_LIKE, FJ_DT_CREATE, 1, "a," LIKE_P, FJ_OPF_CREATES},
+    {"empty_like", FJ_OP_FUNC, "numpy", "empty_like", 0, NULL, FJ_SH_LIKE, FJ_DT_CREATE, 1, "prototype!," LIKE_P,
+     FJ_OPF_CREATES},
+    {"full_like", FJ_OP_FUNC, "numpy", "full_like", 0, NULL, FJ_SH_LIKE, FJ_DT_CREATE, 1, "a,fill_value," LIKE_P,
+     FJ_OPF_CREATES},
+    {"arange", FJ_OP_FUNC, "numpy", "arange", 0, NULL, FJ_SH_ARANGE, FJ_DT_CREATE, 0,
+     "start,stop,step,dtype,device?,like?", FJ_OPF_CREATES},
+    {"linspace", FJ_OP_FUNC, "numpy", "linspace", 0, NULL, FJ_SH_LINSPACE, FJ_DT_CREATE, 2,
+     "start,stop,num,endpoint,retstep,dtype,axis,device?", FJ_OPF_CREATES},
+    {"eye", FJ_OP_FUNC, "numpy", "eye", 0, NULL, FJ_SH_EYE, FJ_DT_CREATE, 0, "N,M,k,dtype,order,device?,like?",
+     FJ_OPF_CREATES},
     /* indexing */
     {"getitem", FJ_OP_GETITEM, "operator", "getitem", 0, NULL, FJ_SH_GETITEM, FJ_DT_SAME, 1, "a,index", 0},
 };
@@ -770,6 +806,214 @@ error:
     return -1;
 }
 
+/* ---- creation functions ------------------------------------------------ */
+
+/* The argument bound to parameter 'name' in (args, kwargs): borrowed, NULL
+   when absent. */
+static PyObject *get_param(const fj_OpDef *op, PyObject *args, PyObject *kwargs, const char *name)
+{
+    int i = fj_ops_param_index(op, name);
+    if (i < 0)
+        return NULL;
+    if (i < PyTuple_GET_SIZE(args))
+        return PyTuple_GET_ITEM(args, i);
+    return kwargs ? PyDict_GetItemString(kwargs, name) : NULL;
+}
+
+/* Replaces the argument bound to 'name' (present) by 'v' (stolen) in the
+   private copies 'args' (a fresh tuple) and 'kwargs'.  0 or -1. */
+static int set_param(const fj_OpDef *op, PyObject *args, PyObject *kwargs, const char *name, PyObject *v)
+{
+    int i = fj_ops_param_index(op, name);
+    if (!v)
+        return -1;
+    if (i >= 0 && i < PyTuple_GET_SIZE(args)) {
+        Py_SETREF(PyTuple_GET_ITEM(args, i), v);
+        return 0;
+    }
+    int r = kwargs ? PyDict_SetItemString(kwargs, name, v) : 0;
+    Py_DECREF(v);
+    return r;
+}
+
+/* (1,)*nd: new reference. */
+static PyObject *ones_tuple(int nd)
+{
+    PyObject *t = PyTuple_New(nd);
+    for (int i = 0; t && i < nd; i++)
+        PyTuple_SET_ITEM(t, i, PyLong_FromLong(1));
+    for (int i = 0; t && i < nd; i++)
+        if (!PyTuple_GET_ITEM(t, i))
+            Py_CLEAR(t);
+    return t;
+}
+
+/* 'val' as an object of the type of 'like' (int, float, bool or a NumPy
+   scalar type): new reference. */
+static PyObject *same_type_value(PyObject *like, long val)
+{
+    if (PyBool_Check(like))
+        return PyBool_FromLong(val);
+    if (PyLong_CheckExact(like))
+        return PyLong_FromLong(val);
+    if (PyFloat_CheckExact(like))
+        return PyFloat_FromDouble((double)val);
+    PyObject *v = PyLong_FromLong(val);
+    PyObject *r = v ? PyObject_CallOneArg((PyObject *)Py_TYPE(like), v) : NULL;
+    Py_XDECREF(v);
+    return r;
+}
+
+/*
+** Dtype of a creation function: NumPy runs on the same call with every size
+** shrunk (shape -> (1,)*ndim, arange's bounds -> a length-0 range of the
+** same types, linspace's num -> at most 2, eye's N and M -> 1), so the trace
+** cost never grows with the array size and the cache is shared by sizes.
+** Checks the result is an array and not too big.  0 or -1.
+*/
+static int infer_create(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Meta *out)
+{
+    PyObject *targs = NULL, *tkw = NULL, *v;
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (!(targs = PyTuple_New(n)))
+        goto error;
+    for (Py_ssize_t i = 0; i < n; i++)
+        PyTuple_SET_ITEM(targs, i, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+    if (kwargs && !(tkw = PyDict_Copy(kwargs)))
+        goto error;
+    switch (op->shape_rule) {
+    case FJ_SH_CREATE:
+    case FJ_SH_LIKE:
+        v = get_param(op, targs, tkw, "shape");
+        if (v && v != Py_None && set_param(op, targs, tkw, "shape", ones_tuple(out->ndim)) < 0)
+            goto error;
+        break;
+    case FJ_SH_ARANGE: {
+        static const char *names[] = {"start", "stop", "step"};
+        for (int i = 0; i < 3; i++) {
+            v = get_param(op, targs, tkw, names[i]);
+            if (v && v != Py_None && set_param(op, targs, tkw, names[i], same_type_value(v, i == 2)) < 0)
+                goto error;
+        }
+        break;
+    }
+    case FJ_SH_LINSPACE:
+        v = get_param(op, targs, tkw, "num");
+        if (v) {
+            Py_ssize_t num = PyNumber_AsSsize_t(v, PyExc_OverflowError);
+            if (num == -1 && PyErr_Occurred())
+                goto error;
+            if (set_param(op, targs, tkw, "num", PyLong_FromSsize_t(num < 2 ? num : 2)) < 0)
+                goto error;
+        }
+        break;
+    case FJ_SH_EYE:
+        if (set_param(op, targs, tkw, "N", PyLong_FromLong(1)) < 0)
+            goto error;
+        v = get_param(op, targs, tkw, "M");
+        if (v && v != Py_None && set_param(op, targs, tkw, "M", PyLong_FromLong(1)) < 0)
+            goto error;
+        break;
+    }
+    if (infer_by_running(op, targs, tkw, out) < 0)
+        goto error;
+    Py_CLEAR(targs);
+    Py_CLEAR(tkw);
+    if (out->vkind != FJ_VAL_ARRAY) {
+        PyErr_Format(PyExc_TypeError, "%s: the result is not an array", fj_op_qualname(op));
+        goto error;
+    }
+    if (op->shape_rule == FJ_SH_ARANGE && out->dtype->type_num == NPY_BOOL && out->shape[0] > 2) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: arange() is only supported for booleans when the result has at most length 2.",
+                     fj_op_qualname(op));
+        goto error;
+    }
+    npy_intp size = PyDataType_ELSIZE(out->dtype);
+    for (int i = 0; i < out->ndim; i++) {
+        if (out->shape[i] != 0 && size > NPY_MAX_INTP / out->shape[i]) {
+            int zero = 0;
+            for (int j = 0; j < out->ndim; j++)
+                zero |= out->shape[j] == 0;
+            if (zero)
+                break;
+            PyErr_Format(PyExc_ValueError,
+                         "%s: array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum "
+                         "possible size.",
+                         fj_op_qualname(op));
+            goto error;
+        }
+        size *= out->shape[i];
+    }
+    return 0;
+error:
+    Py_CLEAR(out->dtype);
+    Py_XDECREF(targs);
+    Py_XDECREF(tkw);
+    return -1;
+}
+
+/* ---- Python-scalar powers ----------------------------------------------- */
+
+/* The Python value of 'o' when it is a Python int/float/bool constant or a
+   Python-scalar node (its example); NULL otherwise.  Borrowed. */
+static PyObject *py_value(PyObject *o, int *is_node)
+{
+    *is_node = 0;
+    if (fj_Node_Check(o)) {
+        if (((fj_Node *)o)->vkind != FJ_VAL_PYSCALAR)
+            return NULL;
+        *is_node = 1;
+        return ((fj_Node *)o)->example;
+    }
+    return PyLong_Check(o) || PyFloat_CheckExact(o) ? o : NULL;
+}
+
+/*
+** Python's '**' on Python scalars has a result type that can depend on the
+** operands' values (2 ** n is a float for n < 0, x ** 0.5 is complex for
+** x < 0).  A traced Python scalar is guarded by type only, so refuse the
+** combinations whose type its value could change.  0, or -1 with a
+** TypeError.
+*/
+static int check_pow(const fj_OpDef *op, PyObject *args)
+{
+    int bnode, enode;
+    if (PyTuple_GET_SIZE(args) != 2)
+        return 0;
+    PyObject *base = py_value(PyTuple_GET_ITEM(args, 0), &bnode);
+    PyObject *ex = py_value(PyTuple_GET_ITEM(args, 1), &enode);
+    if (!base || !ex || !(bnode || enode))
+        return 0;
+    int stable;
+    if (PyLong_Check(ex)) {
+        /* int exponent: a float base stays float; an int base gives int or
+           float by the exponent's sign, fixed if the exponent is a constant */
+        stable = !enode || PyFloat_Check(base);
+    } else {
+        /* float exponent: complex for a negative base unless integral */
+        double e = PyFloat_AS_DOUBLE(ex), bv = PyFloat_Check(base) ? PyFloat_AS_DOUBLE(base) : 0.0;
+        int integral = !enode && isfinite(e) && floor(e) == e;
+        int base_nonneg = 0;
+        if (!bnode && PyLong_Check(base)) {
+            PyObject *zero = PyLong_FromLong(0);
+            base_nonneg = zero ? PyObject_RichCompareBool(base, zero, Py_GE) : -1;
+            Py_XDECREF(zero);
+            if (base_nonneg < 0)
+                return -1;
+        } else if (!bnode) {
+            base_nonneg = bv >= 0.0;
+        }
+        stable = integral || base_nonneg;
+    }
+    if (stable)
+        return 0;
+    PyErr_Format(PyExc_TypeError,
+                 "%s: the type of a power of Python scalars here depends on the sign of a traced value",
+                 fj_op_qualname(op));
+    return -1;
+}
+
 int fj_ops_infer(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Meta *out)
 {
     fj_Bound b;
@@ -788,11 +1032,30 @@ int fj_ops_infer(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Meta *
         goto error;
     if (fj_ops_shape(op, args, &b, out) < 0)
         goto error;
+    if ((op->kind == FJ_OP_BINOP && op->code == NB_POWER) || (op->kind == FJ_OP_INPLACE && op->code == NB_INPLACE_POWER)) {
+        if (check_pow(op, args) < 0)
+            goto error;
+    }
     if (op->dtype_rule == FJ_DT_SAME) {
         PyObject *a = PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : NULL;
         if (!a || !fj_Node_Check(a)) {
             PyErr_Format(PyExc_TypeError, "%s: the first argument must be a traced array", fj_op_qualname(op));
             goto error;
+        }
+        if (!out->vkind && ((fj_Node *)a)->vkind != FJ_VAL_ARRAY) {
+            /* a NumPy-scalar input: NumPy decides whether the result is a
+               scalar or an array (np.transpose(s) is a scalar, s.reshape(1) an array) */
+            fj_Meta m;
+            memset(&m, 0, sizeof m);
+            if (infer_by_running(op, args, kwargs, &m) < 0)
+                goto error;
+            out->vkind = m.vkind;
+            Py_XDECREF(m.dtype);
+            Py_XDECREF(m.example);
+            if (out->vkind == FJ_VAL_PYSCALAR) {
+                PyErr_Format(PyExc_TypeError, "%s: the result is a Python scalar", fj_op_qualname(op));
+                goto error;
+            }
         }
         out->dtype = (PyArray_Descr *)Py_NewRef(((fj_Node *)a)->dtype);
         if (!out->vkind)
@@ -803,19 +1066,23 @@ int fj_ops_infer(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Meta *
             Py_CLEAR(out->dtype);
             goto error;
         }
+    } else if (op->dtype_rule == FJ_DT_CREATE) {
+        if (infer_create(op, args, kwargs, out) < 0)
+            goto error;
     } else {
         if (infer_by_running(op, args, kwargs, out) < 0)
             goto error;
-        if (out->vkind == FJ_VAL_NPSCALAR && out->ndim != 0) {
-            PyErr_Format(PyExc_RuntimeError, "framejit internal: %s gives a NumPy scalar but %d dims were inferred",
-                         fj_op_qualname(op), out->ndim);
-            Py_CLEAR(out->dtype);
-            goto error;
-        }
+    }
+    if (out->vkind == FJ_VAL_NPSCALAR && out->ndim != 0) {
+        PyErr_Format(PyExc_RuntimeError, "framejit internal: %s gives a NumPy scalar but %d dims were inferred",
+                     fj_op_qualname(op), out->ndim);
+        Py_CLEAR(out->dtype);
+        goto error;
     }
     Py_XDECREF(b.varargs);
     return 0;
 error:
+    Py_CLEAR(out->example);
     Py_XDECREF(b.varargs);
     return -1;
 }

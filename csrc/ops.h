@@ -53,12 +53,22 @@ enum {
     FJ_SH_BROADCAST_TO,
     FJ_SH_SAME,    /* same shape as args[0] (astype) */
     FJ_SH_GETITEM, /* also decides the kind (NumPy scalar for a full integer index) */
+    FJ_SH_RAVEL,      /* (size,): ravel, flatten */
+    FJ_SH_CUMULATIVE, /* cumsum/cumprod: axis None flattens, an int keeps the shape (0-d counts as 1-d) */
+    FJ_SH_SORT,       /* sort: axis -1 by default, None flattens */
+    FJ_SH_ARGSORT,    /* argsort: as sort, but 0-d counts as 1-d */
+    FJ_SH_CREATE,     /* zeros/ones/empty/full: the 'shape' argument */
+    FJ_SH_LIKE,       /* *_like: the prototype's shape, or the 'shape' argument */
+    FJ_SH_ARANGE,     /* NumPy's arange length from constant start/stop/step */
+    FJ_SH_LINSPACE,   /* broadcast(start, stop) with 'num' inserted at 'axis' */
+    FJ_SH_EYE,        /* (N, M) */
 };
 
 /* Dtype rules. */
 enum {
     FJ_DT_RUN = 1, /* run the op on tiny stand-ins, cached: dtype and kind from NumPy */
-    FJ_DT_SAME,    /* dtype of args[0], result is an array */
+    FJ_DT_SAME,    /* dtype of args[0]; the kind is an array, or (NumPy-scalar input) found by a tiny run */
+    FJ_DT_CREATE,  /* creation functions: run on the arguments with sizes shrunk to 0/1/2, cached */
 };
 
 /* fj_OpDef.flags */
@@ -66,6 +76,7 @@ enum {
 #define FJ_OPF_VARARGS 0x2     /* method taking a shape/axes as varargs: a.reshape(2, 3) */
 #define FJ_OPF_ARGMSG 0x4      /* empty-reduction message of argmax/argmin */
 #define FJ_OPF_CREATES 0x8     /* makes a new array from constants (zeros, ones, arange...) */
+#define FJ_OPF_AXIS0D 0x10     /* a 0-d input takes an int axis 0 or -1 (ufunc reductions, squeeze) */
 
 /*
 ** One row.  'params' lists the positional parameter names in order,

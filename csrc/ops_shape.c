@@ -5,16 +5,20 @@
 ** input shapes and the constant arguments alone (never running NumPy on
 ** data): broadcasting, reductions with axis/keepdims, matmul/dot, reshape,
 ** transpose/.T, swapaxes, expand_dims, squeeze, concatenate, stack,
-** broadcast_to, astype, and basic indexing (ints, slices, None, Ellipsis),
-** raising the error NumPy would raise (with the op's name) when the
-** combination is invalid.  For indexing it also decides whether the result
-** is a NumPy scalar.
+** broadcast_to, astype, ravel/flatten, cumsum/cumprod, sort/argsort, basic
+** indexing (ints, slices, None, Ellipsis), and the array creation functions
+** (zeros & co from their constant shape, the *_like functions, arange's
+** length as NumPy computes it, linspace, eye), raising the error NumPy
+** would raise (with the op's name) when the combination is invalid.  A
+** NumPy scalar operand counts as 0-d.  For indexing it also decides whether
+** the result is a NumPy scalar.
 **
 ** Not responsible for: dtypes (ops.c), binding arguments (ops.c).
 */
 #include "graph.h"
 #include "ops.h"
 
+#include <math.h>
 #include <string.h>
 
 #define QN(op) fj_op_qualname(op)
@@ -52,13 +56,14 @@ static int operand_shape(const fj_OpDef *op, PyObject *o, int *nd, npy_intp *sh)
     return -1;
 }
 
-/* The array node 'o' (not a NumPy scalar), or NULL with a TypeError. */
+/* The array or NumPy-scalar node 'o' (a NumPy scalar has ndim 0), or NULL
+   with a TypeError. */
 static fj_Node *array_node(const fj_OpDef *op, PyObject *o)
 {
-    if (o && fj_Node_Check(o) && ((fj_Node *)o)->vkind == FJ_VAL_ARRAY)
+    if (o && fj_Node_Check(o) && ((fj_Node *)o)->vkind != FJ_VAL_PYSCALAR)
         return (fj_Node *)o;
     PyErr_Format(PyExc_TypeError, "%s: expected a traced array, got %.100s", QN(op),
-                 o ? (fj_Node_Check(o) ? "a NumPy scalar" : Py_TYPE(o)->tp_name) : "nothing");
+                 o ? (fj_Node_Check(o) ? "a Python scalar" : Py_TYPE(o)->tp_name) : "nothing");
     return NULL;
 }
 
@@ -112,6 +117,14 @@ static int axis_mask(const fj_OpDef *op, PyObject *axis, int ndim, int allow_tup
     if (!axis || axis == Py_None) {
         memset(mask, 1, (size_t)ndim);
         return 0;
+    }
+    if (ndim == 0 && (op->flags & FJ_OPF_AXIS0D) && PyIndex_Check(axis) && !PyBool_Check(axis)) {
+        /* NumPy's legacy: an int axis 0 or -1 on a 0-d input selects nothing */
+        Py_ssize_t v = PyNumber_AsSsize_t(axis, PyExc_OverflowError);
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        if (v == 0 || v == -1)
+            return 0;
     }
     if (PyTuple_Check(axis) || PyList_Check(axis)) {
         if (!allow_tuple) {
@@ -222,6 +235,12 @@ static int sh_reduce(const fj_OpDef *op, fj_Bound *b, fj_Meta *out, int allow_tu
     }
     if (operand_shape(op, b->v[0], &nd, sh) < 0)
         return -1;
+    if (nd == 0 && op->shape_rule == FJ_SH_ARGREDUCE && ia >= 0 && b->v[ia] && b->v[ia] != Py_None) {
+        /* argmax/argmin ravel a 0-d input: axis 0 or -1 of a 1-d array, and a scalar result */
+        int ax;
+        out->ndim = 0;
+        return norm_axis(op, b->v[ia], 1, &ax);
+    }
     if (axis_mask(op, ia >= 0 ? b->v[ia] : NULL, nd, allow_tuple, mask) < 0)
         return -1;
     int keep = 0;
@@ -480,8 +499,9 @@ static int sh_squeeze(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
     return 0;
 }
 
-/* The arrays of concatenate/stack: a tuple or list of array nodes. */
-static int seq_of_nodes(const fj_OpDef *op, PyObject *seq, Py_ssize_t *n)
+/* The arrays of concatenate/stack: a tuple or list of nodes (arrays, NumPy
+   or Python scalars) and scalar constants.  Sets *n; 0 or -1. */
+static int seq_items(const fj_OpDef *op, PyObject *seq, Py_ssize_t *n)
 {
     if (!seq || !(PyTuple_Check(seq) || PyList_Check(seq))) {
         PyErr_Format(PyExc_TypeError, "%s: expected a tuple or list of arrays", QN(op));
@@ -493,25 +513,24 @@ static int seq_of_nodes(const fj_OpDef *op, PyObject *seq, Py_ssize_t *n)
                      op->shape_rule == FJ_SH_STACK ? "stack" : "concatenate");
         return -1;
     }
-    for (Py_ssize_t i = 0; i < *n; i++)
-        if (!array_node(op, PySequence_Fast_GET_ITEM(seq, i)))
-            return -1;
     return 0;
 }
 
 static int sh_concatenate(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
 {
     Py_ssize_t n;
-    if (seq_of_nodes(op, b->v[0], &n) < 0)
+    int nd, fnd;
+    npy_intp sh[FJ_MAX_NDIM], fsh[FJ_MAX_NDIM];
+    if (seq_items(op, b->v[0], &n) < 0)
         return -1;
-    fj_Node *first = (fj_Node *)PySequence_Fast_GET_ITEM(b->v[0], 0);
     if (b->v[1] == Py_None) { /* flatten everything */
         npy_intp total = 0;
         for (Py_ssize_t i = 0; i < n; i++) {
-            fj_Node *x = (fj_Node *)PySequence_Fast_GET_ITEM(b->v[0], i);
+            if (operand_shape(op, PySequence_Fast_GET_ITEM(b->v[0], i), &nd, sh) < 0)
+                return -1;
             npy_intp s = 1;
-            for (int d = 0; d < x->ndim; d++)
-                s *= x->shape[d];
+            for (int d = 0; d < nd; d++)
+                s *= sh[d];
             total += s;
         }
         out->ndim = 1;
@@ -520,35 +539,40 @@ static int sh_concatenate(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
     }
     int axis = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (((fj_Node *)PySequence_Fast_GET_ITEM(b->v[0], i))->ndim == 0) {
+        if (operand_shape(op, PySequence_Fast_GET_ITEM(b->v[0], i), &nd, sh) < 0)
+            return -1;
+        if (nd == 0) {
             PyErr_Format(PyExc_ValueError, "%s: zero-dimensional arrays cannot be concatenated", QN(op));
             return -1;
         }
     }
-    if (b->v[1] && norm_axis(op, b->v[1], first->ndim, &axis) < 0)
+    if (operand_shape(op, PySequence_Fast_GET_ITEM(b->v[0], 0), &fnd, fsh) < 0)
         return -1;
-    out->ndim = first->ndim;
-    memcpy(out->shape, first->shape, sizeof(npy_intp) * (size_t)first->ndim);
+    if (b->v[1] && norm_axis(op, b->v[1], fnd, &axis) < 0)
+        return -1;
+    out->ndim = fnd;
+    memcpy(out->shape, fsh, sizeof(npy_intp) * (size_t)fnd);
     for (Py_ssize_t i = 1; i < n; i++) {
-        fj_Node *x = (fj_Node *)PySequence_Fast_GET_ITEM(b->v[0], i);
-        if (x->ndim != first->ndim) {
+        if (operand_shape(op, PySequence_Fast_GET_ITEM(b->v[0], i), &nd, sh) < 0)
+            return -1;
+        if (nd != fnd) {
             PyErr_Format(PyExc_ValueError,
                          "%s: all the input arrays must have same number of dimensions, but the array at index 0 "
                          "has %d dimension(s) and the array at index %zd has %d dimension(s)",
-                         QN(op), first->ndim, i, x->ndim);
+                         QN(op), fnd, i, nd);
             return -1;
         }
-        for (int d = 0; d < x->ndim; d++) {
-            if (d != axis && x->shape[d] != first->shape[d]) {
+        for (int d = 0; d < nd; d++) {
+            if (d != axis && sh[d] != fsh[d]) {
                 PyErr_Format(PyExc_ValueError,
                              "%s: all the input array dimensions except for the concatenation axis must match "
                              "exactly, but along dimension %d, the array at index 0 has size %zd and the array "
                              "at index %zd has size %zd",
-                             QN(op), d, (Py_ssize_t)first->shape[d], i, (Py_ssize_t)x->shape[d]);
+                             QN(op), d, (Py_ssize_t)fsh[d], i, (Py_ssize_t)sh[d]);
                 return -1;
             }
         }
-        out->shape[axis] += x->shape[axis];
+        out->shape[axis] += sh[axis];
     }
     return 0;
 }
@@ -556,25 +580,27 @@ static int sh_concatenate(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
 static int sh_stack(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
 {
     Py_ssize_t n;
-    int axis = 0;
-    if (seq_of_nodes(op, b->v[0], &n) < 0)
+    int axis = 0, nd, fnd;
+    npy_intp sh[FJ_MAX_NDIM], fsh[FJ_MAX_NDIM];
+    if (seq_items(op, b->v[0], &n) < 0)
         return -1;
-    fj_Node *first = (fj_Node *)PySequence_Fast_GET_ITEM(b->v[0], 0);
+    if (operand_shape(op, PySequence_Fast_GET_ITEM(b->v[0], 0), &fnd, fsh) < 0)
+        return -1;
     for (Py_ssize_t i = 1; i < n; i++) {
-        fj_Node *x = (fj_Node *)PySequence_Fast_GET_ITEM(b->v[0], i);
-        if (x->ndim != first->ndim ||
-            memcmp(x->shape, first->shape, sizeof(npy_intp) * (size_t)first->ndim) != 0) {
+        if (operand_shape(op, PySequence_Fast_GET_ITEM(b->v[0], i), &nd, sh) < 0)
+            return -1;
+        if (nd != fnd || memcmp(sh, fsh, sizeof(npy_intp) * (size_t)fnd) != 0) {
             PyErr_Format(PyExc_ValueError, "%s: all input arrays must have the same shape", QN(op));
             return -1;
         }
     }
-    if (too_many_dims(op, first->ndim + 1) < 0)
+    if (too_many_dims(op, fnd + 1) < 0)
         return -1;
-    if (b->v[1] && norm_axis(op, b->v[1], first->ndim + 1, &axis) < 0)
+    if (b->v[1] && norm_axis(op, b->v[1], fnd + 1, &axis) < 0)
         return -1;
-    out->ndim = first->ndim + 1;
+    out->ndim = fnd + 1;
     for (int i = 0, j = 0; i < out->ndim; i++)
-        out->shape[i] = i == axis ? (npy_intp)n : first->shape[j++];
+        out->shape[i] = i == axis ? (npy_intp)n : fsh[j++];
     return 0;
 }
 
@@ -649,7 +675,7 @@ static int sh_getitem(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
         items = &PyTuple_GET_ITEM(index, 0);
         n = PyTuple_GET_SIZE(index);
     }
-    int consumed = 0, ellipses = 0, only_ints = 1;
+    int consumed = 0, ellipses = 0, only_ints = 1, scalar = a->vkind == FJ_VAL_NPSCALAR;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *it = items[i];
         if (is_int_index(it) || PySlice_Check(it)) {
@@ -670,6 +696,10 @@ static int sh_getitem(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
                          QN(op), fj_Node_Check(it) ? "array" : Py_TYPE(it)->tp_name);
             return -1;
         }
+    }
+    if (scalar && consumed > 0) {
+        PyErr_Format(PyExc_IndexError, "%s: invalid index to scalar variable.", QN(op));
+        return -1;
     }
     if (consumed > a->ndim) {
         PyErr_Format(PyExc_IndexError, "%s: too many indices for array: array is %d-dimensional, but %d were indexed",
@@ -716,6 +746,362 @@ static int sh_getitem(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
         out->shape[out->ndim++] = a->shape[dim];
     }
     out->vkind = only_ints && consumed == a->ndim ? FJ_VAL_NPSCALAR : FJ_VAL_ARRAY;
+    return 0;
+}
+
+/* ---- flattening, cumulative ops, sorting -------------------------------- */
+
+static npy_intp shape_size(int nd, const npy_intp *sh)
+{
+    npy_intp size = 1;
+    for (int i = 0; i < nd; i++)
+        size *= sh[i];
+    return size;
+}
+
+/* ravel, flatten: (size,); also for NumPy scalars and 0-d arrays. */
+static int sh_ravel(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    int nd;
+    npy_intp sh[FJ_MAX_NDIM];
+    if (!b->v[0] || operand_shape(op, b->v[0], &nd, sh) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "%s: missing the array argument", QN(op));
+        return -1;
+    }
+    out->ndim = 1;
+    out->shape[0] = shape_size(nd, sh);
+    return 0;
+}
+
+/*
+** cumsum/cumprod (rule FJ_SH_CUMULATIVE, default axis None), sort
+** (FJ_SH_SORT, default -1) and argsort (FJ_SH_ARGSORT, default -1): axis None
+** flattens; an int axis keeps the shape.  cumsum and argsort take a 0-d
+** input as 1-d (NumPy ravels it first), sort does not.
+*/
+static int sh_axis_keep(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    int nd, ax, ia = fj_ops_param_index(op, "axis");
+    npy_intp sh[FJ_MAX_NDIM];
+    if (!b->v[0]) {
+        PyErr_Format(PyExc_TypeError, "%s: missing the array argument", QN(op));
+        return -1;
+    }
+    if (operand_shape(op, b->v[0], &nd, sh) < 0)
+        return -1;
+    PyObject *axis = ia >= 0 ? b->v[ia] : NULL;
+    if (axis == Py_None || (!axis && op->shape_rule == FJ_SH_CUMULATIVE)) {
+        out->ndim = 1;
+        out->shape[0] = shape_size(nd, sh);
+        return 0;
+    }
+    if (nd == 0 && op->shape_rule != FJ_SH_SORT) { /* NumPy works on the 0-d input raveled */
+        nd = 1;
+        sh[0] = 1;
+    }
+    if (axis) {
+        if (norm_axis(op, axis, nd, &ax) < 0)
+            return -1;
+    } else if (nd == 0) {
+        return fj_ops_axis_error("%s: axis -1 is out of bounds for array of dimension 0", QN(op));
+    }
+    out->ndim = nd;
+    memcpy(out->shape, sh, sizeof(npy_intp) * (size_t)nd);
+    return 0;
+}
+
+/* ---- array creation ----------------------------------------------------- */
+
+/* A non-negative size from an int constant (not bool, not a traced value). */
+static int size_arg(const fj_OpDef *op, PyObject *o, const char *what, npy_intp *v)
+{
+    if (fj_Node_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must be a constant, not a traced value", QN(op), what);
+        return -1;
+    }
+    if (!PyIndex_Check(o) || PyBool_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: '%.100s' object cannot be interpreted as an integer", QN(op),
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    Py_ssize_t x = PyNumber_AsSsize_t(o, PyExc_OverflowError);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    *v = x;
+    return 0;
+}
+
+/* A shape argument: an int or a sequence of non-negative ints. */
+static int shape_arg(const fj_OpDef *op, PyObject *o, fj_Meta *out)
+{
+    if (fj_Node_Check(o) || ((PyTuple_Check(o) || PyList_Check(o)) &&
+                             PySequence_Fast_GET_SIZE(o) > 0 && fj_Node_Check(PySequence_Fast_GET_ITEM(o, 0)))) {
+        PyErr_Format(PyExc_TypeError, "%s: the shape must be constant, not a traced value", QN(op));
+        return -1;
+    }
+    if (int_seq(op, o, "shape", out->shape, &out->ndim) < 0)
+        return -1;
+    for (int i = 0; i < out->ndim; i++) {
+        if (out->shape[i] < 0) {
+            PyErr_Format(PyExc_ValueError, "%s: negative dimensions are not allowed", QN(op));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* order= of zeros/ones/empty/full/eye: only 'C' (or absent) is traced. */
+static int order_c_only(const fj_OpDef *op, fj_Bound *b)
+{
+    int io = fj_ops_param_index(op, "order");
+    PyObject *o = io >= 0 ? b->v[io] : NULL;
+    if (!o || (PyUnicode_Check(o) && PyUnicode_CompareWithASCIIString(o, "C") == 0))
+        return 0;
+    PyErr_Format(PyExc_TypeError, "%s: order=%R is not supported by framejit (only 'C')", QN(op), o);
+    return -1;
+}
+
+/* fill_value of full/full_like: a scalar or a traced value that broadcasts
+   to the result's shape (NumPy copies it in with copyto). */
+static int check_fill(const fj_OpDef *op, PyObject *fill, const fj_Meta *out)
+{
+    int nd;
+    npy_intp sh[FJ_MAX_NDIM];
+    if (!fill) {
+        PyErr_Format(PyExc_TypeError, "%s: missing the fill_value argument", QN(op));
+        return -1;
+    }
+    if (!fj_Node_Check(fill) && !is_scalar_const(fill) && !PyBool_Check(fill)) {
+        PyErr_Format(PyExc_TypeError, "%s: fill_value must be a scalar or a traced array, not %.100s", QN(op),
+                     Py_TYPE(fill)->tp_name);
+        return -1;
+    }
+    if (operand_shape(op, fill, &nd, sh) < 0)
+        return -1;
+    int ok = nd <= out->ndim;
+    for (int i = 0; ok && i < nd; i++) {
+        npy_intp t = out->shape[out->ndim - nd + i];
+        ok = sh[i] == t || sh[i] == 1;
+    }
+    if (!ok) {
+        char s1[256], s2[256];
+        fmt_shape(s1, sizeof s1, nd, sh);
+        fmt_shape(s2, sizeof s2, out->ndim, out->shape);
+        PyErr_Format(PyExc_ValueError, "%s: could not broadcast input array from shape %s into shape %s", QN(op),
+                     s1, s2);
+        return -1;
+    }
+    return 0;
+}
+
+/* zeros, ones, empty (shape, dtype, order) and full (shape, fill_value, ...). */
+static int sh_create(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    if (!b->v[0]) {
+        PyErr_Format(PyExc_TypeError, "%s: missing the shape argument", QN(op));
+        return -1;
+    }
+    if (shape_arg(op, b->v[0], out) < 0 || order_c_only(op, b) < 0)
+        return -1;
+    int ifill = fj_ops_param_index(op, "fill_value");
+    return ifill >= 0 ? check_fill(op, b->v[ifill], out) : 0;
+}
+
+/* zeros_like & co: the prototype's shape (a traced value or a scalar
+   constant), or the 'shape' argument. */
+static int sh_like(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    int is = fj_ops_param_index(op, "shape"), ifill = fj_ops_param_index(op, "fill_value");
+    if (!b->v[0]) {
+        PyErr_Format(PyExc_TypeError, "%s: missing the prototype argument", QN(op));
+        return -1;
+    }
+    if (!fj_Node_Check(b->v[0]) && !is_scalar_const(b->v[0]) && !PyBool_Check(b->v[0])) {
+        PyErr_Format(PyExc_TypeError, "%s: the prototype must be a traced array or a scalar, not %.100s", QN(op),
+                     Py_TYPE(b->v[0])->tp_name);
+        return -1;
+    }
+    if (is >= 0 && b->v[is] && b->v[is] != Py_None) {
+        if (shape_arg(op, b->v[is], out) < 0)
+            return -1;
+    } else if (operand_shape(op, b->v[0], &out->ndim, out->shape) < 0) {
+        return -1;
+    }
+    return ifill >= 0 ? check_fill(op, b->v[ifill], out) : 0;
+}
+
+/* A start/stop/step of arange: a real number constant whose dtype does not
+   depend on its value (ints within int64). */
+static int arange_bound(const fj_OpDef *op, PyObject *o)
+{
+    if (fj_Node_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: bounds that are traced values give a data-dependent length", QN(op));
+        return -1;
+    }
+    if (PyLong_Check(o) && !PyBool_Check(o)) {
+        int overflow;
+        (void)PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow) {
+            PyErr_Format(PyExc_TypeError, "%s: integer bounds outside int64 are not traced", QN(op));
+            return -1;
+        }
+        return 0;
+    }
+    if (PyBool_Check(o) || PyFloat_CheckExact(o) || PyArray_IsScalar(o, Integer) ||
+        PyArray_IsScalar(o, Floating) || PyArray_IsScalar(o, Bool))
+        return 0;
+    PyErr_Format(PyExc_TypeError, "%s: bounds of type %.100s are not traced (real numbers only)", QN(op),
+                 Py_TYPE(o)->tp_name);
+    return -1;
+}
+
+/* arange: the length as NumPy computes it (ctors.c _calc_length), with the
+   same Python arithmetic on the same constants:
+   len = ceil((stop - start) / step), 0 when stop == start, 1 or 0 (by the
+   sign) when the quotient underflows to zero. */
+static int sh_arange(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    PyObject *start = b->v[0], *stop = b->v[1], *step = b->v[2];
+    PyObject *zero = NULL, *one = NULL, *delta = NULL, *val = NULL;
+    npy_intp len = 0;
+    if (start == Py_None)
+        start = NULL;
+    if (stop == Py_None)
+        stop = NULL;
+    if (step == Py_None)
+        step = NULL;
+    if (!stop) {
+        if (!start) {
+            PyErr_Format(PyExc_TypeError, "%s: arange() requires stop to be specified.", QN(op));
+            return -1;
+        }
+        stop = start;
+        start = NULL;
+    }
+    if ((start && arange_bound(op, start) < 0) || arange_bound(op, stop) < 0 || (step && arange_bound(op, step) < 0))
+        return -1;
+    if (!(zero = PyLong_FromLong(0)) || !(one = PyLong_FromLong(1)))
+        goto error;
+    if (!(delta = PyNumber_Subtract(stop, start ? start : zero)))
+        goto error;
+    int nonzero = PyObject_RichCompareBool(delta, zero, Py_NE);
+    if (nonzero < 0)
+        goto error;
+    val = PyNumber_TrueDivide(delta, step ? step : one);
+    if (!nonzero) { /* an empty range, even with step 0 */
+        PyErr_Clear();
+        len = 0;
+    } else {
+        if (!val) {
+            if (PyErr_ExceptionMatches(PyExc_ZeroDivisionError)) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_ZeroDivisionError, "%s: division by zero", QN(op));
+            }
+            goto error;
+        }
+        int val_zero = PyObject_RichCompareBool(val, zero, Py_EQ);
+        if (val_zero < 0)
+            goto error;
+        double value = PyFloat_AsDouble(val);
+        if (value == -1.0 && PyErr_Occurred())
+            goto error;
+        if (val_zero) { /* underflow or division by infinity */
+            len = signbit(value) ? 0 : 1;
+        } else {
+            double iv = ceil(value);
+            if (isnan(iv)) {
+                PyErr_Format(PyExc_ValueError, "%s: arange: cannot compute length", QN(op));
+                goto error;
+            }
+            if (!((double)NPY_MIN_INTP <= iv && iv <= (double)NPY_MAX_INTP)) {
+                PyErr_Format(PyExc_ValueError, "%s: Maximum allowed size exceeded", QN(op));
+                goto error;
+            }
+            len = (npy_intp)iv;
+        }
+    }
+    out->ndim = 1;
+    out->shape[0] = len > 0 ? len : 0;
+    Py_DECREF(zero);
+    Py_DECREF(one);
+    Py_DECREF(delta);
+    Py_XDECREF(val);
+    return 0;
+error:
+    Py_XDECREF(zero);
+    Py_XDECREF(one);
+    Py_XDECREF(delta);
+    Py_XDECREF(val);
+    return -1;
+}
+
+/* linspace(start, stop, num=50, endpoint, retstep, dtype, axis): the
+   broadcast shape of start and stop with 'num' inserted at 'axis'. */
+static int sh_linspace(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    int nd = 0, ax = 0;
+    npy_intp sh[FJ_MAX_NDIM], num = 50;
+    if (!b->v[0] || !b->v[1]) {
+        PyErr_Format(PyExc_TypeError, "%s: needs start and stop", QN(op));
+        return -1;
+    }
+    for (int i = 0; i < 2; i++) {
+        int ond;
+        npy_intp osh[FJ_MAX_NDIM];
+        if (operand_shape(op, b->v[i], &ond, osh) < 0 || broadcast_into(op, &nd, sh, ond, osh) < 0)
+            return -1;
+    }
+    if (b->v[2]) {
+        if (size_arg(op, b->v[2], "num", &num) < 0)
+            return -1;
+        if (num < 0) {
+            PyErr_Format(PyExc_ValueError, "%s: Number of samples, %zd, must be non-negative.", QN(op),
+                         (Py_ssize_t)num);
+            return -1;
+        }
+    }
+    if (b->v[4]) {
+        int r = PyObject_IsTrue(b->v[4]);
+        if (r < 0)
+            return -1;
+        if (r) {
+            PyErr_Format(PyExc_TypeError, "%s: retstep=True is not supported by framejit", QN(op));
+            return -1;
+        }
+    }
+    if (too_many_dims(op, nd + 1) < 0 || (b->v[6] && norm_axis(op, b->v[6], nd + 1, &ax) < 0))
+        return -1;
+    out->ndim = nd + 1;
+    for (int i = 0, j = 0; i < out->ndim; i++)
+        out->shape[i] = i == ax ? num : sh[j++];
+    return 0;
+}
+
+/* eye(N, M=None, k=0, dtype, order): (N, M or N). */
+static int sh_eye(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    npy_intp n, m, k;
+    if (!b->v[0]) {
+        PyErr_Format(PyExc_TypeError, "%s: missing N", QN(op));
+        return -1;
+    }
+    if (size_arg(op, b->v[0], "N", &n) < 0)
+        return -1;
+    m = n;
+    if (b->v[1] && b->v[1] != Py_None && size_arg(op, b->v[1], "M", &m) < 0)
+        return -1;
+    if (b->v[2] && size_arg(op, b->v[2], "k", &k) < 0)
+        return -1;
+    if (n < 0 || m < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: negative dimensions are not allowed", QN(op));
+        return -1;
+    }
+    if (order_c_only(op, b) < 0)
+        return -1;
+    out->ndim = 2;
+    out->shape[0] = n;
+    out->shape[1] = m;
     return 0;
 }
 
@@ -770,6 +1156,22 @@ static int shape_rule(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
         return sh_same(op, b, out);
     case FJ_SH_GETITEM:
         return sh_getitem(op, b, out);
+    case FJ_SH_RAVEL:
+        return sh_ravel(op, b, out);
+    case FJ_SH_CUMULATIVE:
+    case FJ_SH_SORT:
+    case FJ_SH_ARGSORT:
+        return sh_axis_keep(op, b, out);
+    case FJ_SH_CREATE:
+        return sh_create(op, b, out);
+    case FJ_SH_LIKE:
+        return sh_like(op, b, out);
+    case FJ_SH_ARANGE:
+        return sh_arange(op, b, out);
+    case FJ_SH_LINSPACE:
+        return sh_linspace(op, b, out);
+    case FJ_SH_EYE:
+        return sh_eye(op, b, out);
     }
     PyErr_Format(PyExc_SystemError, "framejit: op %s has no shape rule", op->name);
     return -1;

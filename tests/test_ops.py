@@ -41,18 +41,22 @@ def _call(target, args, kwargs):
     return target(*args, **kwargs)
 
 
-def build(target, args, kwargs=None):
+def build(target, args, kwargs=None, scalars=True):
     """A one-op graph: arrays / NumPy scalars in args (also inside lists and
-    tuples) become placeholders.  Returns (graph, call node, inputs)."""
+    tuples) become placeholders (NumPy scalars stay constants when not
+    'scalars'; inside a list only next to an array).  Returns (graph, call
+    node, inputs)."""
     g = _C.Graph()
     inputs = []
 
     def sub(v, top):
-        if isinstance(v, np.ndarray) or (top and isinstance(v, np.generic)):
+        if isinstance(v, np.ndarray) or (top and scalars and isinstance(v, np.generic)):
             inputs.append(v)
             return g.placeholder(f"l_{len(inputs)}_", v)
         if isinstance(v, (list, tuple)) and any(isinstance(x, np.ndarray) for x in v):
-            return type(v)(sub(x, False) for x in v)
+            return type(v)(sub(x, top and scalars) for x in v)
+        if isinstance(v, list) and scalars and v and all(isinstance(x, np.generic) for x in v):
+            return [sub(x, True) for x in v]
         return v
 
     gargs = tuple(sub(a, True) for a in args)
@@ -77,9 +81,10 @@ def same(got, exp):
     assert np.asarray(got).tobytes() == np.asarray(exp).tobytes()
 
 
-def check(target, args, kwargs=None):
-    """Compares inference and eager run with NumPy.  Returns the node, or
-    None when NumPy and the builder both refused."""
+def check(target, args, kwargs=None, scalars=True, run=True):
+    """Compares inference and eager run with NumPy (only metadata when not
+    'run': np.empty).  Returns the node, or None when NumPy and the builder
+    both refused."""
     kwargs = kwargs or {}
     with np.errstate(all="ignore"):
         try:
@@ -88,8 +93,8 @@ def check(target, args, kwargs=None):
         except Exception as e:  # noqa: BLE001 - NumPy's own refusal
             exp, exp_err = None, e
         try:
-            g, node, inputs = build(target, args, kwargs)
-        except (TypeError, ValueError, IndexError, OverflowError) as e:
+            g, node, inputs = build(target, args, kwargs, scalars)
+        except (TypeError, ValueError, IndexError, OverflowError, ZeroDivisionError) as e:
             assert exp_err is not None, f"builder refused what NumPy accepts: {e!r}"
             return None
         if exp_err is not None:
@@ -102,7 +107,10 @@ def check(target, args, kwargs=None):
         assert meta["shape"] == np.shape(exp), (meta, np.shape(exp))
         assert meta["kind"] == ("array" if isinstance(exp, np.ndarray) else "scalar"), (meta, type(exp))
         (got,) = g(*[_copy(i) for i in inputs])
-    same(got, exp)
+    if run:
+        same(got, exp)
+    else:
+        assert type(got) is type(exp) and got.dtype == exp.dtype and got.shape == exp.shape
     return node
 
 
@@ -236,7 +244,7 @@ def test_maximum_minimum(dtype):
 # ---- reductions ----------------------------------------------------------
 
 REDUCTIONS = ["sum", "prod", "mean", "std", "var", "max", "min", "argmax", "argmin", "any", "all"]
-RED_CASES = [((2, 3), None, False), ((2, 3), 1, False), ((2, 3), (0, 1), True), ((4, 1, 3), -1, True),
+RED_CASES = [((2, 3), None, False), ((2, 3), 1, False), ((), 0, False), ((), -1, True), ((), (0,), False), ((2, 3), (0, 1), True), ((4, 1, 3), -1, True),
              ((), None, False), ((0, 3), 0, False), ((0, 3), 1, False), ((3,), 0, False), ((2, 3), None, True),
              ((4, 1, 3), (0, 2), False)]
 
@@ -252,6 +260,15 @@ def test_reductions(name, dtype, case):
         kw["keepdims"] = True
     check(getattr(np, name), (a,), kw)
     check(name, (a,), kw)
+
+
+def test_reductions_0d_axes():
+    for value in (make((), "float32"), np.float32(2.5), np.int8(-3)):
+        for axis in (0, -1, 1, (0,), (), None):
+            for name in REDUCTIONS:
+                check(getattr(np, name), (value,), {"axis": axis})
+                check(getattr(np, name), (value,), {"axis": axis, "keepdims": True})
+                check(name, (value,), {"axis": axis})
 
 
 def test_reduction_variants():
@@ -368,6 +385,7 @@ def test_expand_dims(shape, axis):
 
 
 @pytest.mark.parametrize("shape,axis", [((4, 1, 3), None), ((4, 1, 3), 1), ((4, 1, 3), (1,)), ((1, 1), None),
+                                        ((), 0), ((), -1), ((), (0,)), ((), 1), ((), ()),
                                         ((1, 3, 1), (0, 2)), ((4, 1, 3), 0), ((), None), ((2, 3), 5)])
 def test_squeeze(shape, axis):
     a = make(shape, "uint8")
@@ -533,3 +551,500 @@ def test_dtype_cache_is_consistent():
         check(operator.add, (a, 100))
     with pytest.raises(OverflowError):
         build(operator.add, (a, 1000))
+
+
+# ---- array creation ------------------------------------------------------
+
+CREATE_DTYPES = [None, np.int8, "float32", float, bool, "complex128", np.uint16]
+
+
+@pytest.mark.parametrize("dtype", CREATE_DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [3, (2, 3), (), (0, 4), [2, 1, 2], np.int64(2), (np.int8(2), 3)], ids=repr)
+def test_zeros_ones_full_empty(shape, dtype):
+    kw = {} if dtype is None else {"dtype": dtype}
+    check(np.zeros, (shape,), kw, scalars=False)
+    check(np.ones, (shape,), kw, scalars=False)
+    check(np.empty, (shape,), kw, scalars=False, run=False)
+    for fill in (7, 2.5, True, -1, np.float32(1.25), 1j):
+        check(np.full, (shape, fill), kw, scalars=False)
+
+
+def test_full_traced_fill_value():
+    check(np.full, ((2, 3), make((3,), "int8")))
+    check(np.full, ((2, 3), make((2, 1), "float32")), {"dtype": np.float64})
+    check(np.full, ((4,), np.float32(2.5)))
+    check(np.full, ((2, 3), make((), "uint8")))
+    with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(4,\) into shape \(2,3\)"):
+        build(np.full, ((2, 3), make((4,), "int8")))
+    with pytest.raises(TypeError, match="fill_value"):
+        build(np.full, ((2, 3), [1, 2, 3]))
+
+
+def test_creation_keywords_and_errors():
+    check(np.zeros, (), {"shape": (2, 3), "dtype": "i4", "order": "C"})
+    check(np.full, (), {"shape": 3, "fill_value": 2, "dtype": np.int16})
+    with pytest.raises(TypeError, match="order"):
+        build(np.zeros, ((2, 3),), {"order": "F"})
+    with pytest.raises(ValueError, match="negative dimensions"):
+        build(np.ones, ((2, -1),))
+    with pytest.raises(TypeError, match="cannot be interpreted as an integer|must be ints"):
+        build(np.zeros, ((2.0, 3),))
+    with pytest.raises(TypeError, match="like"):
+        build(np.zeros, (3,), {"like": np.zeros(1)})
+    with pytest.raises(ValueError, match="array is too big"):
+        build(np.zeros, ((2 ** 40, 2 ** 40),))
+    with pytest.raises(TypeError, match="data type"):
+        build(np.zeros, (3,), {"dtype": "nonsense"})
+
+
+def test_creation_cost_does_not_grow_with_size():
+    # inference never allocates at full size: a ~80 GB zeros and a 10**12 arange trace fine
+    for target, args in [(np.zeros, ((100000, 100000),)), (np.ones, ((10 ** 6, 10 ** 5),)),
+                         (np.full, ((10 ** 11,), 1.5)), (np.arange, (10 ** 12,)), (np.eye, (10 ** 6,)),
+                         (np.linspace, (0, 1, 10 ** 11)), (np.empty, ((10 ** 6, 10 ** 6),))]:
+        g, node, _ = build(target, args)
+        assert node.meta["kind"] == "array"
+    assert build(np.zeros, ((100000, 100000),))[1].meta["shape"] == (100000, 100000)
+    assert build(np.arange, (10 ** 12,))[1].meta["shape"] == (10 ** 12,)
+
+
+def test_creation_dtype_cache_keys_on_dtype():
+    _C._op_cache_clear()
+    for dt in (np.int8, np.float32, None, "u2", np.int8):
+        for n in (3, 5):
+            kw = {} if dt is None else {"dtype": dt}
+            assert build(np.zeros, (n,), kw)[1].meta["dtype"] == np.zeros(n, **kw).dtype
+            assert build(np.arange, (n,), kw)[1].meta["dtype"] == np.arange(n, **kw).dtype
+            assert build(np.eye, (n,), kw)[1].meta["dtype"] == np.eye(n, **kw).dtype
+
+
+LIKE_PROTOS = [((2, 3), "int8"), ((), "float32"), ((0, 2), "complex128"), ((4,), "bool")]
+
+
+@pytest.mark.parametrize("kw", [{}, {"dtype": np.float32}, {"shape": (3, 1)}, {"shape": 4, "dtype": int},
+                                {"order": "C"}, {"order": "F"}, {"subok": False}, {"shape": ()}], ids=repr)
+@pytest.mark.parametrize("proto", range(len(LIKE_PROTOS)))
+def test_like(proto, kw):
+    a = make(*LIKE_PROTOS[proto])
+    check(np.zeros_like, (a,), kw)
+    check(np.ones_like, (a,), kw)
+    check(np.empty_like, (a,), kw, run=False)
+    check(np.full_like, (a, 3), kw)
+    check(np.full_like, (a, 2.75), kw)
+
+
+def test_like_scalars_and_errors():
+    check(np.zeros_like, (np.float32(2.5),))
+    check(np.ones_like, (np.int8(3),), {"shape": (2,)})
+    check(np.full_like, (np.float16(1), 7))
+    check(np.zeros_like, (3.5,), scalars=False)
+    check(np.full_like, (make((2, 3), "float32"), make((3,), "float64")))
+    check(np.full_like, (make((2, 3), "float32"), np.int8(4)))
+    with pytest.raises(ValueError, match="could not broadcast"):
+        build(np.full_like, (make((2, 3), "float32"), make((2,), "float64")))
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        build(np.empty_like, (), {"prototype": make((2,), "int8")})
+    with pytest.raises(TypeError, match="prototype"):
+        build(np.zeros_like, ([1, 2, 3],))
+
+
+ARANGE_CASES = [
+    (5,), (0,), (-3,), (2, 7), (7, 2), (5, 0, -1), (0, 10, 3), (0, 10, -3), (1.5,), (0, 1, 0.1), (1, 1.3, 0.1),
+    (0.1, 0.3, 0.1), (-1, 1, 0.2), (1, 0, -0.1), (0, 10, 1 / 3), (0.0, 1.0, 0.05), (1e-3, 1e-2, 1e-3),
+    (0, 1e-320, 1e300), (0, -1e-320, 1e300), (2.5, 2.5, 0.5), (3, 3.0000000001), (1, 2, 0.7), (0, 2.2, 1.1),
+    (-0.0, 1.0, 0.25), (10, 1, -2.5), (0, 5, 0.5), (np.float32(0.1), 1, 0.1), (np.int8(2), 9, np.int8(2)),
+    (np.float32(0), np.float32(1), np.float32(0.1)), (True, 3), (0, 3, True), (0, np.float16(0.7), 0.07),
+]
+
+
+@pytest.mark.parametrize("dtype", [None, np.float32, int, np.int8, complex], ids=str)
+@pytest.mark.parametrize("args", ARANGE_CASES, ids=repr)
+def test_arange(args, dtype):
+    kw = {} if dtype is None else {"dtype": dtype}
+    check(np.arange, args, kw, scalars=False)
+
+
+def test_arange_float_lengths_fuzz():
+    rng = np.random.default_rng(5)
+    _C._op_cache_clear()
+    for _ in range(400):
+        start = float(rng.integers(-20, 20)) * float(rng.choice([1, 0.1, 0.3, 1 / 7]))
+        step = float(rng.choice([0.1, 0.2, 0.3, 1 / 3, 0.7, -0.1, -0.25, 1e-2]))
+        stop = start + step * float(rng.integers(0, 40)) + float(rng.choice([0, 1e-12, -1e-12, 1e-17]))
+        node = build(np.arange, (start, stop, step))[1]
+        assert node.meta["shape"] == np.arange(start, stop, step).shape, (start, stop, step)
+
+
+def test_arange_keywords_and_errors():
+    check(np.arange, (), {"stop": 4})
+    check(np.arange, (1,), {"stop": 4, "step": 2})
+    check(np.arange, (0, 5, 1, float))
+    check(np.arange, (0, 3), {"dtype": bool})
+    with pytest.raises(TypeError, match="requires stop"):
+        build(np.arange, (), {"start": 5})
+    with pytest.raises(ZeroDivisionError, match="arange"):
+        build(np.arange, (0, 5, 0))
+    check(np.arange, (5, 5, 0))  # an empty range: NumPy does not divide
+    with pytest.raises(ValueError, match="cannot compute length"):
+        build(np.arange, (0, float("nan")))
+    with pytest.raises(ValueError, match="Maximum allowed size"):
+        build(np.arange, (0, float("inf")))
+    with pytest.raises(TypeError, match="booleans"):
+        build(np.arange, (0, 3), {"dtype": bool})
+    with pytest.raises(TypeError, match="int64"):
+        build(np.arange, (0, 2 ** 64, 2 ** 62))
+    with pytest.raises(TypeError, match="real numbers"):
+        build(np.arange, (0, 3 + 2j))
+    with pytest.raises(TypeError, match="data-dependent"):
+        build(np.arange, (np.int64(5),))  # a traced NumPy scalar
+    with pytest.raises(TypeError, match="not supported"):
+        build(np.arange, (0, 5), {"dtype": "U1"})
+
+
+@pytest.mark.parametrize("args,kw", [
+    ((0, 1), {}), ((0, 1, 5), {}), ((0, 1, 5), {"endpoint": False}), ((0, 10, 4), {"dtype": int}),
+    ((1, 0, 0), {}), ((1, 0, 1), {}), ((-2.5, 2.5, 7), {"dtype": np.float32}), ((0, 1), {"num": 3, "retstep": False}),
+    ((np.float32(0), 1, 4), {}), ((0, 1j, 3), {}), ((0, 1, 5), {"axis": -1}), ((0, 1, -1), {}), ((0, 1, 2.0), {}),
+    ((0, 1, 5), {"axis": 1}), ((0, 1, 3), {"dtype": bool}),
+], ids=repr)
+def test_linspace(args, kw):
+    check(np.linspace, args, kw, scalars=False)
+
+
+def test_linspace_traced_bounds():
+    check(np.linspace, (make((3,), "float32"), 1, 4))
+    check(np.linspace, (make((3,), "float32"), make((2, 1), "float64"), 5), {"axis": -1})
+    check(np.linspace, (make((2, 3), "int8"), 10, 3), {"axis": 1, "dtype": np.int16})
+    check(np.linspace, (np.float32(1), 2, 3))
+    with pytest.raises(TypeError, match="retstep"):
+        build(np.linspace, (0, 1, 5), {"retstep": True})
+
+
+@pytest.mark.parametrize("args,kw", [
+    ((3,), {}), ((2, 4), {}), ((4, 2, 1), {}), ((3,), {"k": -1, "dtype": bool}), ((3, None, 5), {}),
+    ((0,), {}), ((3,), {"dtype": np.int8, "order": "C"}), ((-1,), {}), ((3, -2), {}), ((3,), {"k": 1.5}),
+    ((2.0,), {}), ((3,), {"M": 2, "k": -1, "dtype": "c8"}),
+], ids=repr)
+def test_eye(args, kw):
+    check(np.eye, args, kw, scalars=False)
+
+
+def test_eye_order_f_refused():
+    with pytest.raises(TypeError, match="order"):
+        build(np.eye, (3,), {"order": "F"})
+
+
+def test_creation_is_a_graph_op_and_fresh_per_call():
+    import framejit
+
+    def f(x):
+        return np.zeros((2, 3)) + x, np.arange(3), np.ones_like(x), np.full((2,), 7, dtype=np.int8)
+
+    framejit.reset()
+    cf = framejit.compile(f, backend="eager", fullgraph=True)
+    x = make((3,), "float32")
+    r1, r2 = cf(x), cf(x)
+    for a, b, e in zip(r1, r2, f(x)):
+        same(a, e)
+        assert a is not b
+    r1[1][0] = 100
+    assert cf(x)[1][0] == 0
+    assert framejit.counters["stats"]["calls_captured"] == 5
+
+
+# ---- ravel, copy, cumulative, sort, round --------------------------------
+
+@pytest.mark.parametrize("shape", [(2, 3), (), (0, 3), (4, 1, 3)])
+@pytest.mark.parametrize("dtype", ["int8", "float32", "complex128", "bool"])
+def test_ravel_flatten_copy(shape, dtype):
+    a = make(shape, dtype)
+    for order in (None, "C", "F", "K", "A"):
+        args = (a,) if order is None else (a, order)
+        check(np.ravel, args)
+        check("ravel", args)
+        check("flatten", args)
+        check("copy", args)
+        check(np.copy, args)
+    check(np.copy, (a,), {"subok": True})
+    with pytest.raises(ValueError):
+        build("ravel", (a, "X"))
+
+
+def test_ravel_copy_npscalars():
+    s = np.float32(2.5)
+    for target in (np.ravel, "ravel", "flatten", np.copy, "copy"):
+        check(target, (s,))
+    assert build("copy", (s,))[1].meta["kind"] == "scalar"
+    assert build(np.copy, (s,))[1].meta["kind"] == "array"
+
+
+@pytest.mark.parametrize("axis", ["none", None, 0, 1, -1, 2, -3, (0,)], ids=repr)
+@pytest.mark.parametrize("shape", [(2, 3), (), (0, 3), (3,)])
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "bool", "float16", "complex128"])
+def test_cumsum_cumprod(dtype, shape, axis):
+    a = make(shape, dtype)
+    kw = {} if axis == "none" else {"axis": axis}
+    for target in (np.cumsum, np.cumprod, "cumsum", "cumprod"):
+        check(target, (a,), kw)
+    check(np.cumsum, (a,), dict(kw, dtype=np.float32))
+    check("cumprod", (a,), dict(kw, dtype="i2"))
+
+
+@pytest.mark.parametrize("axis", ["none", None, 0, 1, -1, 2, -3], ids=repr)
+@pytest.mark.parametrize("shape", [(2, 3), (), (0, 3), (5,)])
+@pytest.mark.parametrize("dtype", ["int8", "bool", "float32", "complex128"])
+def test_sort_argsort(dtype, shape, axis):
+    a = make(shape, dtype)
+    kw = {} if axis == "none" else {"axis": axis}
+    for target in (np.sort, np.argsort, "argsort"):
+        check(target, (a,), kw)
+        check(target, (a,), dict(kw, kind="stable"))
+        check(target, (a,), dict(kw, stable=True))
+
+
+def test_sort_errors_and_scalars():
+    check(np.sort, (np.float32(1.5),))
+    check(np.sort, (np.float32(1.5),), {"axis": None})
+    check(np.argsort, (np.int8(3),))
+    check("argsort", (np.int8(3),))
+    with pytest.raises(ValueError):
+        build(np.sort, (make((3,), "float64"),), {"kind": "bogus"})
+    with pytest.raises(TypeError, match="unknown operation"):
+        build("sort", (make((3,), "float64"),))  # ndarray.sort is in place: not traced
+
+
+@pytest.mark.parametrize("decimals", [None, 0, 1, 2, -1])
+@pytest.mark.parametrize("shape", [(2, 3), ()])
+@pytest.mark.parametrize("dtype", ["int8", "int64", "float16", "float32", "float64", "complex128", "bool"])
+def test_round_around(dtype, shape, decimals):
+    a = make(shape, dtype) * (3 if dtype != "bool" else 1)
+    args = (a,) if decimals is None else (a, decimals)
+    for target in (np.round, np.around, "round"):
+        check(target, args)
+    check(np.round, (a,), {"decimals": 1})
+    check("round", (a,), {"decimals": 1})
+
+
+def test_aliases_share_rows():
+    assert np.abs is np.absolute and np.conj is np.conjugate and np.divide is np.true_divide
+    for alias in (np.abs, np.absolute, np.conj, np.mod, np.bitwise_not, np.around, np.round, np.amax, np.max):
+        for dtype in ("int8", "float32"):
+            args = (make((2, 3), dtype), 3) if alias is np.mod else (make((2, 3), dtype),)
+            check(alias, args)
+    g = _C.Graph()
+    x = g.placeholder("x", make((3,), "float32"))
+    nodes = [g.call(f, (x,)) for f in (np.abs, np.absolute, np.square, np.negative)]
+    assert nodes[0].target is nodes[1].target is np.absolute
+    assert [n.name.split("_")[0] for n in nodes] == ["abs", "abs", "square", "negative"]
+    assert build(np.around, (make((3,), "float32"),))[1].target is np.around
+
+
+# ---- NumPy scalars and 0-d arrays ----------------------------------------
+
+SCALAR_INDICES = [(), E, None, (None,), (E, None), (None, E), (None, None), 0, -1, slice(None), (0,), (E, 0),
+                  (E, E), np.int64(0), (slice(None), None)]
+
+
+@pytest.mark.parametrize("index", SCALAR_INDICES, ids=repr)
+@pytest.mark.parametrize("value", [np.float32(1.5), np.int8(-3), np.complex128(1 + 2j), np.bool_(True),
+                                   make((), "float64"), make((), "uint8")], ids=repr)
+def test_getitem_npscalar_and_0d(value, index):
+    exp_ok = True
+    try:
+        value[index]
+    except Exception:  # noqa: BLE001
+        exp_ok = False
+    node = check(operator.getitem, (value, index))
+    assert (node is not None) == exp_ok
+
+
+def test_getitem_npscalar_message():
+    with pytest.raises(IndexError, match="invalid index to scalar variable"):
+        build(operator.getitem, (np.float32(1.5), 0))
+
+
+SCALAR_VALUES = [np.float32(1.5), np.int16(-7), np.bool_(False), np.complex64(1 - 1j)]
+
+
+@pytest.mark.parametrize("value", SCALAR_VALUES + [make((), "float64")], ids=repr)
+def test_shape_ops_on_scalars_and_0d(value):
+    check(np.expand_dims, (value, 0))
+    check(np.expand_dims, (value, -1))
+    check(np.expand_dims, (value, (0, 1)))
+    check(np.expand_dims, (value, 1))
+    check(np.transpose, (value,))
+    check(np.transpose, (value, ()))
+    check("transpose", (value,))
+    check("T", (value,))
+    check(np.broadcast_to, (value, (2, 3)))
+    check(np.broadcast_to, (value, ()))
+    check(np.reshape, (value, ()))
+    check(np.reshape, (value, (1, 1)))
+    check("reshape", (value, 1))
+    check("reshape", (value, (-1,)))
+    check(np.squeeze, (value,))
+    check("squeeze", (value,))
+    check(np.squeeze, (value, 0))
+    check(np.swapaxes, (value, 0, 0))
+    check("astype", (value, np.int32))
+
+
+@pytest.mark.parametrize("axis", [0, -1, 1, None])
+def test_stack_concatenate_scalars(axis):
+    s, t = np.float32(1.5), np.int8(2)
+    z = make((), "float64")
+    kw = {} if axis is None else {"axis": axis}
+    check(np.stack, ([s, s],), kw)
+    check(np.stack, ([s, t, z],), kw)
+    check(np.stack, ((z, z),), kw)
+    check(np.stack, ([s, 1.0],), kw)
+    check(np.stack, ([make((3,), "int8"), make((3,), "int8", 1)],), kw)
+    check(np.concatenate, ([s, t],), {"axis": axis})
+    check(np.concatenate, ([make((2,), "float32"), s],), {"axis": axis})
+
+
+def test_scalar_shape_errors():
+    with pytest.raises(ValueError, match="zero-dimensional"):
+        build(np.concatenate, ([np.float32(1), np.float32(2)],))
+    with pytest.raises(ValueError, match="axis 0 is out of bounds for array of dimension 0"):
+        build(np.swapaxes, (np.float32(1), 0, 1))
+    with pytest.raises(ValueError, match="cannot reshape"):
+        build(np.reshape, (np.float32(1), (2,)))
+    g = _C.Graph()
+    n = g.placeholder("l_n_", 3)
+    with pytest.raises(TypeError, match="Python scalar"):
+        g.call(np.transpose, (n,))
+
+
+# ---- Python-scalar graph values (symbolic ints) in elementwise rows ------
+
+def _pyscalar_check(fn, args, values):
+    """'args' with the strings 'n', 'm' for Python-scalar placeholders and 'x'
+    for an array; compares with NumPy/Python on the values."""
+    g = _C.Graph()
+    holders = {}
+    for name in ("n", "m", "x"):
+        if name in args:
+            holders[name] = g.placeholder(f"l_{name}_", values[name])
+    gargs = tuple(holders.get(a, a) if isinstance(a, str) else a for a in args)
+    real = tuple(values.get(a, a) if isinstance(a, str) else a for a in args)
+    with np.errstate(all="ignore"):
+        try:
+            exp = fn(*[_copy(r) for r in real])
+        except Exception as e:  # noqa: BLE001
+            exp = e
+        try:
+            node = g.call(fn, gargs)
+        except (TypeError, ValueError, OverflowError, ZeroDivisionError) as e:
+            if fn in (operator.pow, operator.ipow) and "sign of a traced value" in str(e):
+                return None  # see test_pyscalar_pow_types
+            assert isinstance(exp, Exception), f"refused what NumPy accepts: {e!r}"
+            return None
+        if isinstance(exp, Exception):
+            g.output((node,))
+            with pytest.raises(type(exp)):
+                g(*[_copy(values[k]) for k in holders])
+            return node
+        meta = node.meta
+        g.output((node,))
+        (got,) = g(*[_copy(values[k]) for k in holders])
+    if type(exp) in (bool, int, float):
+        assert meta["kind"] == "pyscalar" and type(meta["example"]) is type(exp) and meta["example"] == exp
+        assert type(got) is type(exp) and (got == exp or (got != got and exp != exp))
+    else:
+        assert meta["kind"] == ("array" if isinstance(exp, np.ndarray) else "scalar"), (meta, type(exp))
+        assert meta["dtype"] == exp.dtype and meta["shape"] == np.shape(exp)
+        same(got, exp)
+    return node
+
+
+PY_VALUES = [3, -2, True, 2.5, -0.5]
+ELEMENTWISE_1 = UNARY_UFUNCS + [np.around]
+ELEMENTWISE_2 = BINARY_UFUNCS + OPERATORS
+
+
+@pytest.mark.parametrize("value", PY_VALUES, ids=repr)
+@pytest.mark.parametrize("fn", ELEMENTWISE_1, ids=lambda f: getattr(f, "__name__", str(f)))
+def test_pyscalar_unary(fn, value):
+    _pyscalar_check(fn, ("n",), {"n": value})
+
+
+@pytest.mark.parametrize("value", PY_VALUES, ids=repr)
+@pytest.mark.parametrize("fn", ELEMENTWISE_2, ids=lambda f: f.__name__)
+def test_pyscalar_binary(fn, value):
+    x = make((2, 3), "int16") + 1
+    vals = {"n": value, "m": 2, "x": x}
+    _pyscalar_check(fn, ("x", "n"), vals)
+    _pyscalar_check(fn, ("n", "x"), vals)
+    _pyscalar_check(fn, ("n", 2), vals)
+    _pyscalar_check(fn, (1.5, "n"), vals)
+    _pyscalar_check(fn, ("n", "m"), vals)
+    _pyscalar_check(fn, ("n", "n"), vals)
+    vals["x"] = make((3,), "float32")
+    _pyscalar_check(fn, ("x", "n"), vals)
+
+
+@pytest.mark.parametrize("value", [3, 2.5, True], ids=repr)
+@pytest.mark.parametrize("fn", INPLACE, ids=lambda f: f.__name__)
+def test_pyscalar_inplace(fn, value):
+    _pyscalar_check(fn, ("n", 2), {"n": value})
+    _pyscalar_check(fn, ("x", "n"), {"n": value, "x": make((2, 3), "float64")})
+
+
+def test_pyscalar_selection_and_examples():
+    vals = {"n": 3, "x": make((2, 3), "float32"), "m": 2.5}
+    _pyscalar_check(np.where, (True, "n", "x"), vals)
+    _pyscalar_check(np.where, ("x", "n", "m"), dict(vals, x=make((2, 3), "bool")))
+    _pyscalar_check(np.clip, ("x", "n", 5), vals)
+    _pyscalar_check(np.clip, ("n", 0, "m"), vals)
+    _pyscalar_check(np.round, ("m", 0), vals)
+    _pyscalar_check(operator.neg, ("n",), vals)
+    _pyscalar_check(abs, ("m",), {"m": -2.5})
+    node = _pyscalar_check(operator.mul, ("x", "n"), vals)
+    assert node.meta["kind"] == "array" and node.meta["dtype"] == np.float32
+    node = _pyscalar_check(operator.add, ("n", 1), vals)
+    assert node.meta["example"] == 4
+    node = _pyscalar_check(operator.gt, ("n", 2), vals)
+    assert node.meta["example"] is True
+
+
+def test_pyscalar_chain():
+    g = _C.Graph()
+    n = g.placeholder("l_n_", 3)
+    x = g.placeholder("l_x_", make((3,), "int8"))
+    a = g.call(operator.add, (n, 1))
+    b = g.call(operator.mul, (a, 2))
+    c = g.call(operator.gt, (b, 5))
+    d = g.call(operator.mul, (x, b))
+    e = g.call(np.where, (c, d, 0))
+    g.output((a, b, c, e))
+    assert [v.meta["kind"] for v in (a, b, c, e)] == ["pyscalar", "pyscalar", "pyscalar", "array"]
+    for value in (3, 7, -4):
+        xv = make((3,), "int8")
+        ra, rb, rc, re = g(value, xv.copy())
+        assert (ra, rb, rc) == (value + 1, (value + 1) * 2, (value + 1) * 2 > 5)
+        same(re, np.where(rc, xv * rb, 0))
+
+
+@pytest.mark.parametrize("base,exp,unstable", [
+    ("n", 2, False), ("n", -1, False), (2, "n", True), ("n", "n", True), (2.0, "n", False), ("f", 2, False),
+    ("f", 0.5, True), ("n", 0.5, True), (4, "f", False), (-4, "f", True), ("f", "n", False), ("n", "f", True),
+    ("f", 2.0, False), ("f", "f", True), (True, "n", True)])
+def test_pyscalar_pow_types(base, exp, unstable):
+    """Python '**' result types that a traced value's sign could change are refused."""
+    vals = {"n": 3, "f": 2.5}
+    g = _C.Graph()
+    hold = {k: g.placeholder(f"l_{k}_", v) for k, v in vals.items()}
+    args = tuple(hold.get(a, a) if isinstance(a, str) else a for a in (base, exp))
+    if unstable:
+        with pytest.raises(TypeError, match="sign"):
+            g.call(operator.pow, args)
+        return
+    node = g.call(operator.pow, args)
+    real = tuple(vals.get(a, a) if isinstance(a, str) else a for a in (base, exp))
+    assert type(node.meta["example"]) is type(real[0] ** real[1])
+    # every sign of the traced values keeps the type
+    for nv, fv in ((3, 2.5), (-3, -2.5), (2, 0.5)):
+        v = {"n": nv, "f": fv}
+        r = tuple(v.get(a, a) if isinstance(a, str) else a for a in (base, exp))
+        assert type(r[0] ** r[1]) is type(node.meta["example"]), r
