@@ -155,7 +155,12 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
     }
     /* Symbolic ints flow through elementwise ops and operators; anything
        else (shapes, axes, indices) needs their value: pin them. */
-    if (pyscalar && op->shape_rule != FJ_SH_BROADCAST && !fj_current_tracer->specialized) {
+    /* ** on Python scalars changes type with the sign of an operand (2 ** -1 is a
+       float): specialize rather than guess */
+    int sign_typed = (op->kind == FJ_OP_BINOP || op->kind == FJ_OP_INPLACE) &&
+                     (op->code == NB_POWER || op->code == NB_INPLACE_POWER);
+    if (pyscalar && (op->shape_rule != FJ_SH_BROADCAST || sign_typed ||
+                     fj_current_tracer->specialized)) {
         if (fj_trace_specialize(fj_current_tracer) < 0)
             return NULL;
         PyObject *stack[32];
