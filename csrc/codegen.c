@@ -17,7 +17,7 @@
 #define VAR(o) ((fj_Var *)(o))
 
 /* Break code can rebuild functions made in the frame; a return value cannot hold one. */
-static int out_for_break = 0;
+static _Thread_local int out_for_break = 0;
 
 static int collect(PyObject *v, PyObject *out)
 {
@@ -108,7 +108,7 @@ static int emit_source(fj_Builder *b, PyCodeObject *co, fj_Source *src);
 ** arguments are copied to ___orig_<name> first; 'saved_args' maps names to
 ** those temporaries while break code is emitted (NULL otherwise).
 */
-static PyObject *saved_args = NULL;
+static _Thread_local PyObject *saved_args = NULL;
 
 static int emit_source(fj_Builder *b, PyCodeObject *co, fj_Source *src)
 {
@@ -171,7 +171,7 @@ static PyObject *out_name(Py_ssize_t i)
 ** before any effect is replayed; 'preloaded' maps id(Var) to the temporary
 ** while code is emitted (NULL otherwise).
 */
-static PyObject *preloaded = NULL;
+static _Thread_local PyObject *preloaded = NULL;
 
 static int is_plain_value(PyObject *o)
 {

@@ -16,7 +16,8 @@
 #include <stdarg.h>
 
 PyTypeObject *fj_Var_Type = NULL;
-fj_Tracer *fj_current_tracer = NULL;
+/* per thread: a trace may run Python code that lets another thread trace */
+_Thread_local fj_Tracer *fj_current_tracer = NULL;
 PyObject *fj_Unsupported = NULL;
 #define VAR(o) ((fj_Var *)(o))
 

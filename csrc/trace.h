@@ -128,7 +128,7 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value);
 */
 int fj_trace_specialize(fj_Tracer *tx);
 /* The tracer running now (only one runs at a time per thread). */
-extern fj_Tracer *fj_current_tracer;
+extern _Thread_local fj_Tracer *fj_current_tracer;
 
 /* Raises fj_Unsupported with a formatted reason. Always returns -1. */
 int fj_unsupported(const char *fmt, ...);
