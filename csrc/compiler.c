@@ -846,9 +846,18 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
         int lineno = bindex >= 0 && bindex < il.n ? il.v[bindex].line : -1;
         int resumable = 0;
         if (stop_at < 0 && !c->fullgraph) {
-            if (fj_resume_plan(co, &il, bindex, &plan) == 0)
+            /* in a resume function, a break in its prologue (reading the saved
+               stack) cannot be resumed from the original code */
+            PyObject *origin = PyDict_GetItemWithError(resume_origin, (PyObject *)co);
+            if (origin == NULL && PyErr_Occurred()) {
+                Py_DECREF(reason);
+                goto done;
+            }
+            if (origin != NULL && bindex < PyLong_AsLong(PyTuple_GET_ITEM(origin, 1)))
+                fj_unsupported("graph break in the prologue of a resume function");
+            else if (fj_resume_plan(co, &il, bindex, &plan) == 0)
                 resumable = 1;
-            else {
+            if (!resumable) {
                 PyObject *why = take_reason();
                 if (why == NULL) {
                     Py_DECREF(reason);
