@@ -42,10 +42,14 @@ test-asan: deps asan
 memcheck: build
 	$(PY) bench/memcheck.py
 
+# Valgrind is ~50x slower: a representative subset by default, VALGRIND_TESTS=tests for all.
+VALGRIND_TESTS ?= tests/test_evalframe.py tests/test_guards.py tests/test_differential.py \
+	tests/test_graph_breaks.py tests/test_dynamic.py tests/test_side_effects.py
 valgrind: debug
 	PYTHONMALLOC=malloc valgrind --error-exitcode=1 --errors-for-leak-kinds=definite \
 		--leak-check=full --suppressions=tools/valgrind-python.supp \
-		$(PY) -m pytest -x -q tests -p no:cacheprovider
+		$(PY) -m pytest -x -q $(VALGRIND_TESTS) -p no:cacheprovider -p no:warnings
+	$(PY) setup.py -q build_ext --inplace --force
 
 bench: build
 	$(PY) bench/run_all.py
