@@ -45,10 +45,12 @@ memcheck: build
 # Valgrind is ~50x slower: a representative subset by default, VALGRIND_TESTS=tests for all.
 VALGRIND_TESTS ?= tests/test_evalframe.py tests/test_guards.py tests/test_differential.py \
 	tests/test_graph_breaks.py tests/test_dynamic.py tests/test_side_effects.py
+# the interpreter itself, not a pyenv shim script (valgrind would trace the shell)
+REAL_PY = $(shell $(PY) -c 'import sys; print(sys.executable)')
 valgrind: debug
 	PYTHONMALLOC=malloc valgrind --error-exitcode=1 --errors-for-leak-kinds=definite \
 		--leak-check=full --suppressions=tools/valgrind-python.supp \
-		$(PY) -m pytest -x -q $(VALGRIND_TESTS) -p no:cacheprovider -p no:warnings
+		$(REAL_PY) -m pytest -x -q $(VALGRIND_TESTS) -p no:cacheprovider -p no:warnings
 	$(PY) setup.py -q build_ext --inplace --force
 
 bench: build
