@@ -13,6 +13,7 @@
 
 PyTypeObject *fj_CacheEntry_Type = NULL;
 PyObject *fj_guard_error_hook = NULL;
+int (*fj_cache_owner_eq)(PyObject *owner, PyObject *callback) = NULL;
 static Py_ssize_t extra_index = -1;
 
 #if FJ_SUPPORTED
@@ -26,6 +27,7 @@ static void cacheentry_dealloc(fj_CacheEntry *self)
     Py_CLEAR(self->guard_manager);
     Py_CLEAR(self->code);
     Py_CLEAR(self->compile_id);
+    Py_CLEAR(self->owner);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
@@ -36,6 +38,7 @@ static int cacheentry_traverse(fj_CacheEntry *self, visitproc visit, void *arg)
     Py_VISIT(self->guard_manager);
     Py_VISIT(self->code);
     Py_VISIT(self->compile_id);
+    Py_VISIT(self->owner);
     return 0;
 }
 
@@ -44,6 +47,7 @@ static int cacheentry_clear(fj_CacheEntry *self)
     Py_CLEAR(self->guard_manager);
     Py_CLEAR(self->code);
     Py_CLEAR(self->compile_id);
+    Py_CLEAR(self->owner);
     return 0;
 }
 
@@ -208,10 +212,21 @@ static void call_guard_error_hook(fj_CacheEntry *e, PyCodeObject *co, const fj_F
     PyErr_Restore(exc_type, exc_value, exc_tb);
 }
 
-fj_CacheEntry *fj_cache_lookup(fj_ExtraState *es, PyCodeObject *co, const fj_FrameView *view)
+/* True if entry 'e' may serve a frame under 'callback'. */
+static inline int owner_ok(fj_CacheEntry *e, PyObject *callback)
+{
+    if (callback == Py_False || e->owner == NULL || e->owner == callback)
+        return 1;
+    return fj_cache_owner_eq != NULL && fj_cache_owner_eq(e->owner, callback);
+}
+
+fj_CacheEntry *fj_cache_lookup(fj_ExtraState *es, PyCodeObject *co, const fj_FrameView *view,
+                               PyObject *callback)
 {
     for (Py_ssize_t i = 0; i < es->n; i++) {
         fj_CacheEntry *e = es->entries[i];
+        if (!owner_ok(e, callback))
+            continue;
         /* A guard may run code that resets this cache: hold the entry. */
         Py_INCREF(e);
         int ok = fj_guards_check(e->guard_manager, view);
@@ -236,7 +251,7 @@ fj_CacheEntry *fj_cache_lookup(fj_ExtraState *es, PyCodeObject *co, const fj_Fra
 }
 
 fj_CacheEntry *fj_cache_add(PyCodeObject *co, PyObject *guard_manager, PyObject *code,
-                            PyObject *compile_id)
+                            PyObject *compile_id, PyObject *owner)
 {
     fj_ExtraState *es = fj_cache_get_or_create(co);
     if (es == NULL)
@@ -259,6 +274,7 @@ fj_CacheEntry *fj_cache_add(PyCodeObject *co, PyObject *guard_manager, PyObject 
     e->own_code = code == (PyObject *)co;
     e->code = e->own_code ? PyWeakref_NewRef(code, NULL) : Py_NewRef(code);
     e->compile_id = Py_NewRef(compile_id ? compile_id : Py_None);
+    e->owner = Py_XNewRef(owner);
     PyObject_GC_Track(e);
     if (e->code == NULL) {
         Py_DECREF(e);

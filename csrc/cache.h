@@ -28,6 +28,7 @@ typedef struct {
                                 a weak reference to the cache's code object instead
                                 (a strong one would be a cycle through co_extra) */
     int own_code;            /* the entry runs the frame's own code */
+    PyObject *owner;         /* strong: the callback that made the entry (its backend) */
     PyObject *compile_id;    /* strong: str such as "0/1", or None */
 } fj_CacheEntry;
 
@@ -54,14 +55,22 @@ void fj_cache_reset(PyCodeObject *co);
 ** miss, and NULL with an exception set when a guard raised (after calling
 ** the guard error hook, if one is set).
 */
-fj_CacheEntry *fj_cache_lookup(fj_ExtraState *es, PyCodeObject *co, const fj_FrameView *view);
+fj_CacheEntry *fj_cache_lookup(fj_ExtraState *es, PyCodeObject *co, const fj_FrameView *view,
+                               PyObject *callback);
+
+/*
+** Entries are used only under the callback that made them, or one equal to
+** it by this test (compiler.c: same backend and options); run-only
+** (callback False) uses any entry.  Set by the compiler; NULL: identity.
+*/
+extern int (*fj_cache_owner_eq)(PyObject *owner, PyObject *callback);
 
 /*
 ** Puts a new entry at the front of the cache of 'co'.  Returns the entry
 ** (borrowed) or NULL on error.
 */
 fj_CacheEntry *fj_cache_add(PyCodeObject *co, PyObject *guard_manager, PyObject *code,
-                            PyObject *compile_id);
+                            PyObject *compile_id, PyObject *owner);
 
 /* The guard error hook (borrowed, may be NULL), and its setter. */
 extern PyObject *fj_guard_error_hook;

@@ -1036,8 +1036,18 @@ static PyMethodDef compiler_methods[] = {
     {NULL},
 };
 
+/* Two compilers may share cache entries when they would compile alike. */
+static int compilers_equal(PyObject *a, PyObject *b)
+{
+    if (Py_TYPE(a) != compiler_type || Py_TYPE(b) != compiler_type)
+        return 0;
+    Compiler *x = (Compiler *)a, *y = (Compiler *)b;
+    return x->backend == y->backend && x->fullgraph == y->fullgraph && x->dynamic == y->dynamic;
+}
+
 int fj_compiler_init(PyObject *module)
 {
+    fj_cache_owner_eq = compilers_equal;
     compiler_type = (PyTypeObject *)PyType_FromSpec(&compiler_spec);
     if (compiler_type == NULL || PyModule_AddObjectRef(module, "Compiler", (PyObject *)compiler_type) < 0)
         return -1;

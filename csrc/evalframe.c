@@ -283,7 +283,7 @@ static PyCodeObject *offer_frame(PyObject *callback, fj_Frame *f, fj_ExtraState 
                          co->co_name, co->co_filename, co->co_firstlineno);
             goto done;
         }
-        fj_CacheEntry *e = fj_cache_add(co, gm, code, cid);
+        fj_CacheEntry *e = fj_cache_add(co, gm, code, cid, callback);
         if (e == NULL)
             goto done;
         run = (PyCodeObject *)Py_NewRef(code);
@@ -319,7 +319,7 @@ static PyObject *fj_eval_frame(PyThreadState *ts, fj_Frame *f, int throw_flag)
     if (es != NULL && es->n > 0) {
         fj_FrameView view;
         view_of_frame(f, &view);
-        fj_CacheEntry *hit = fj_cache_lookup(es, co, &view);
+        fj_CacheEntry *hit = fj_cache_lookup(es, co, &view, callback);
         if (hit != NULL) {
             PyCodeObject *code =
                 (PyCodeObject *)Py_NewRef(hit->own_code ? (PyObject *)co : hit->code);

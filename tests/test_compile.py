@@ -471,3 +471,26 @@ def test_dtype_in_tuple_of_types_is_captured():
     same(cf(np.ones(2)), np.ones(2) * 2)
     assert framejit.counters["stats"]["unique_graphs"] == 1
     assert not framejit.counters["unsupported"]
+
+
+def test_entries_are_used_only_by_the_backend_that_made_them():
+    calls = []
+
+    def mine(graph, example_inputs):
+        calls.append(len(graph.nodes))
+        return graph
+
+    def f(x):
+        return x * 3 + 1
+    framejit.reset()
+    a = framejit.compile(f)                 # eager
+    b = framejit.compile(f, backend=mine)
+    x = np.ones(2)
+    same(a(x), f(x))
+    same(b(x), f(x))
+    assert calls, "the second backend compiled its own entry"
+    assert len(entries(f)) == 2
+    # an equal compiler (same backend and options) shares entries
+    c = framejit.compile(f)
+    same(c(x), f(x))
+    assert len(entries(f)) == 2
