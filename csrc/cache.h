@@ -60,8 +60,9 @@ fj_CacheEntry *fj_cache_lookup(fj_ExtraState *es, PyCodeObject *co, const fj_Fra
 
 /*
 ** Entries are used only under the callback that made them, or one equal to
-** it by this test (compiler.c: same backend and options); run-only
-** (callback False) uses any entry.  Set by the compiler; NULL: identity.
+** it by this test (compiler.c: two compilers with the same backend and
+** options; other callbacks share everything); run-only (callback False)
+** uses any entry.  Set by the compiler; NULL: identity.
 */
 extern int (*fj_cache_owner_eq)(PyObject *owner, PyObject *callback);
 

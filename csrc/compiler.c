@@ -1036,11 +1036,14 @@ static PyMethodDef compiler_methods[] = {
     {NULL},
 };
 
-/* Two compilers may share cache entries when they would compile alike. */
+/*
+** Two compilers share cache entries when they would compile alike (same
+** backend and options).  Other callbacks (tests, tools) share all entries.
+*/
 static int compilers_equal(PyObject *a, PyObject *b)
 {
     if (Py_TYPE(a) != compiler_type || Py_TYPE(b) != compiler_type)
-        return 0;
+        return 1;
     Compiler *x = (Compiler *)a, *y = (Compiler *)b;
     return x->backend == y->backend && x->fullgraph == y->fullgraph && x->dynamic == y->dynamic;
 }
