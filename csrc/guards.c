@@ -22,6 +22,7 @@
 */
 #include "fj_numpy.h"
 #include "guards.h"
+#include "source.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -57,10 +58,11 @@ enum {
     LEAF_GLOBAL_STATE,    /* contextvar obj holds aux */
     LEAF_GLOBAL_ABSENT,   /* root only: name obj is not in the frame's globals (v) */
     LEAF_NOT_IN,          /* v equals (same type and ==) none of the tuple obj */
+    LEAF_NO_ALIASING,     /* root only: the sources in tuple obj are distinct objects */
 };
 static const char *const leaf_names[] = {
     "TYPE_MATCH",   "ID_MATCH",     "EQUALS_MATCH", "NONE_MATCH",   "SEQUENCE_LENGTH",
-    "DICT_KEYS",    "DICT_VERSION", "TENSOR_MATCH", "GLOBAL_STATE", "GLOBAL_ABSENT", "NOT_IN",
+    "DICT_KEYS",    "DICT_VERSION", "TENSOR_MATCH", "GLOBAL_STATE", "GLOBAL_ABSENT", "NOT_IN", "NO_ALIASING",
 };
 
 /* EQUALS_MATCH fast paths, chosen from the expected value at build time. */
@@ -1037,6 +1039,39 @@ int fj_guard_add_global_absent(PyObject *root, PyObject *name)
     return manager_add_leaf((GuardManager *)root, lf);
 }
 
+int fj_guard_add_no_aliasing(PyObject *root, PyObject *sources)
+{
+    if (check_root(root) < 0)
+        return -1;
+    if (!PyTuple_Check(sources) || PyTuple_GET_SIZE(sources) < 2 ||
+        PyTuple_GET_SIZE(sources) > 16) {
+        PyErr_SetString(PyExc_ValueError, "NO_ALIASING takes a tuple of 2 to 16 sources");
+        return -1;
+    }
+    Leaf *lf = leaf_new(LEAF_NO_ALIASING);
+    if (lf == NULL)
+        return -1;
+    lf->obj = Py_NewRef(sources);
+    PyObject *sep = PyUnicode_FromString(", ");
+    PyObject *strs = PyList_New(0);
+    for (Py_ssize_t i = 0; strs && i < PyTuple_GET_SIZE(sources); i++) {
+        PyObject *t = PyObject_Str(PyTuple_GET_ITEM(sources, i));
+        if (t == NULL || PyList_Append(strs, t) < 0)
+            Py_CLEAR(strs);
+        Py_XDECREF(t);
+    }
+    PyObject *joined = sep && strs ? PyUnicode_Join(sep, strs) : NULL;
+    lf->text = joined ? PyUnicode_FromFormat("___check_no_aliasing(%U)", joined) : NULL;
+    Py_XDECREF(sep);
+    Py_XDECREF(strs);
+    Py_XDECREF(joined);
+    if (lf->text == NULL) {
+        leaf_free(lf);
+        return -1;
+    }
+    return manager_add_leaf((GuardManager *)root, lf);
+}
+
 int fj_guard_add_not_in(PyObject *mgr, PyObject *values)
 {
     if (check_valued(mgr) < 0)
@@ -1195,11 +1230,49 @@ static void set_missing_reason(GuardManager *c, PyObject **reason)
 }
 
 /* Runs m's leaves on 'v': 1, 0 or -1. */
+/*
+** NO_ALIASING: evaluates each source of the tuple lf->obj on the frame and
+** passes when they are pairwise distinct objects (a missing value fails).
+*/
+static int no_aliasing_check(Leaf *lf, const fj_FrameView *view)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(lf->obj);
+    PyObject *vals[16];
+    if (n > 16)
+        n = 16;
+    int r = 1;
+    Py_ssize_t got = 0;
+    for (; got < n; got++) {
+        vals[got] = fj_source_eval((fj_Source *)PyTuple_GET_ITEM(lf->obj, got), view);
+        if (vals[got] == NULL) {
+            if (is_lookup_error() || PyErr_ExceptionMatches(PyExc_NameError) ||
+                PyErr_ExceptionMatches(PyExc_UnboundLocalError)) {
+                PyErr_Clear();
+                r = 0;
+            }
+            else
+                r = -1;
+            break;
+        }
+        for (Py_ssize_t j = 0; j < got && r == 1; j++)
+            if (vals[j] == vals[got])
+                r = 0;
+        if (r != 1) {
+            got++;
+            break;
+        }
+    }
+    for (Py_ssize_t j = 0; j < got; j++)
+        Py_XDECREF(vals[j]);
+    return r;
+}
+
 static inline int check_leaves(GuardManager *m, PyObject *v, CheckCtx *ctx)
 {
     for (Py_ssize_t i = 0; i < m->nleaves; i++) {
         Leaf *lf = m->leaves[i];
-        int r = leaf_check(lf, v, m->source, ctx->reason);
+        int r = lf->kind == LEAF_NO_ALIASING ? no_aliasing_check(lf, ctx->view)
+                                             : leaf_check(lf, v, m->source, ctx->reason);
         if (r <= 0) {
             if (r == 0 && ctx->reason != NULL && *ctx->reason == NULL)
                 *ctx->reason = Py_NewRef(lf->text);

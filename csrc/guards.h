@@ -107,6 +107,8 @@ int fj_guard_add_global_state(PyObject *root);
 int fj_guard_add_global_absent(PyObject *root, PyObject *name);
 /* v equals (same type and ==) none of 'values' (a tuple): e.g. a dynamic int is not 0 or 1. */
 int fj_guard_add_not_in(PyObject *mgr, PyObject *values);
+/* Root only: the values at 'sources' (a tuple of 2..16 fj_Source) are distinct objects. */
+int fj_guard_add_no_aliasing(PyObject *root, PyObject *sources);
 
 /* The printer: "GUARDS:" then one line per leaf.  New reference, NULL on error. */
 PyObject *fj_guards_format(PyObject *root);
