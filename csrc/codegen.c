@@ -262,7 +262,12 @@ static PyObject *unstable_roots(fj_Tracer *tx, PyCodeObject *co)
     PyObject *roots = PySet_New(NULL);
     for (Py_ssize_t i = 0; roots && i < PyList_GET_SIZE(tx->effects); i++) {
         PyObject *eff = PyList_GET_ITEM(tx->effects, i);
-        PyObject *t = PyUnicode_FromFormat("G[%R]", PyTuple_GET_ITEM(eff, 1));
+        PyObject *t;
+        if (PyTuple_GET_SIZE(eff) == 4) /* ("attr", name, value, obj): <obj source>.name */
+            t = PyUnicode_FromFormat("%U.%U", VAR(PyTuple_GET_ITEM(eff, 3))->source->text,
+                                     PyTuple_GET_ITEM(eff, 1));
+        else
+            t = PyUnicode_FromFormat("G[%R]", PyTuple_GET_ITEM(eff, 1));
         if (t == NULL || PySet_Add(roots, t) < 0)
             Py_CLEAR(roots);
         Py_XDECREF(t);
@@ -279,21 +284,16 @@ static PyObject *unstable_roots(fj_Tracer *tx, PyCodeObject *co)
     return roots;
 }
 
-/* The root source of a chain (L['x'] of L['x'].a[0]). Borrowed. */
-static fj_Source *source_root(fj_Source *s)
-{
-    while (s->parent != NULL)
-        s = s->parent;
-    return s;
-}
-
-/* Loads into temporaries the values under 'v' read from an unstable root. 0/-1. */
+/* Loads into temporaries the values under 'v' read through a source an effect changes. 0/-1. */
 static int preload_walk(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *roots,
                         PyObject *outputs)
 {
     fj_Var *vv = VAR(v);
     if (vv->source != NULL && !(vv->kind == FJ_VAR_CONST && is_plain_value(vv->obj))) {
-        int hit = PySet_Contains(roots, source_root(vv->source)->text);
+        /* unstable when any link of the chain is something an effect changes */
+        int hit = 0;
+        for (fj_Source *sv = vv->source; sv != NULL && hit == 0; sv = sv->parent)
+            hit = PySet_Contains(roots, sv->text);
         if (hit <= 0)
             return hit;
         PyObject *key = PyLong_FromVoidPtr(v);
@@ -370,9 +370,11 @@ static int emit_effects(fj_Builder *b, PyCodeObject *co, fj_Tracer *tx, PyObject
     for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(tx->effects); i++) {
         PyObject *eff = PyList_GET_ITEM(tx->effects, i);
         PyObject *name = PyTuple_GET_ITEM(eff, 1);
+        int attr = PyTuple_GET_SIZE(eff) == 4;
         int ix = fj_builder_name(b, name);
         if (ix < 0 || emit_rebuild(b, co, PyTuple_GET_ITEM(eff, 2), outputs) < 0 ||
-            fj_bc_emit(&b->il, STORE_GLOBAL, ix) < 0)
+            (attr && emit_rebuild(b, co, PyTuple_GET_ITEM(eff, 3), outputs) < 0) ||
+            fj_bc_emit(&b->il, attr ? STORE_ATTR : STORE_GLOBAL, ix) < 0)
             r = -1;
     }
     if (r == 0)

@@ -203,7 +203,8 @@ static int tracer_init(Compiler *c, fj_Tracer *tx, const fj_FrameView *view, PyC
         tx->dyn_dims = dd;
     }
     tx->frame_state = state;
-    if ((tx->effects = PyList_New(0)) == NULL || (tx->global_overlay = PyDict_New()) == NULL)
+    if ((tx->effects = PyList_New(0)) == NULL || (tx->global_overlay = PyDict_New()) == NULL ||
+        (tx->mutated = PyList_New(0)) == NULL)
         return -1;
     tx->log_trace = hook_enabled(c, "trace_bytecode");
     if (tx->log_trace && (tx->log_fn = PyObject_GetAttrString(c->hooks, "log")) == NULL)
@@ -232,6 +233,7 @@ static void tracer_clear(fj_Tracer *tx)
     Py_CLEAR(tx->dyn_inputs);
     Py_CLEAR(tx->effects);
     Py_CLEAR(tx->global_overlay);
+    Py_CLEAR(tx->mutated);
 }
 
 /*
@@ -462,6 +464,8 @@ static PyObject *finish(Compiler *c, PyCodeObject *co, PyObject *new_code, fj_Tr
                         PyObject *cid)
 {
     if (c->dynamic != 0 && record_seen(tx) < 0)
+        return NULL;
+    if (fj_trace_alias_guards(tx) < 0)
         return NULL;
     if (hook_enabled(c, "bytecode")) {
         PyObject *text = hook_call(c, "format_code", "(sO)", "MODIFIED BYTECODE", new_code);

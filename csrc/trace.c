@@ -1244,8 +1244,16 @@ static int run_frame(fj_TFrame *fr)
                 goto error;
             break;
         }
+        case STORE_ATTR: {
+            PyObject *obj = POP(), *v = POP();
+            int ok = fj_trace_setattr(fr, obj, PyTuple_GET_ITEM(co->co_names, arg), v);
+            Py_DECREF(obj);
+            Py_DECREF(v);
+            if (ok < 0)
+                goto error;
+            break;
+        }
         case DELETE_GLOBAL:
-        case STORE_ATTR:
         case DELETE_ATTR:
         case DELETE_SUBSCR:
         case DELETE_DEREF:

@@ -85,8 +85,10 @@ typedef struct fj_Tracer {
     int specialized;         /* the trace needed concrete values: dynamic inputs pinned */
     PyObject *frame_state;   /* borrowed: the code's frame_state dict */
     /* Side effects replayed after the graph (docs/side-effects.md). */
-    PyObject *effects;       /* strong list: ("global", name, Var) in program order */
+    PyObject *effects;       /* strong list in program order: ("global", name, Var) and
+                                ("attr", name, Var, object Var) */
     PyObject *global_overlay;/* strong dict: global name -> Var stored by the trace */
+    PyObject *mutated;       /* strong list of input object Vars the trace mutated */
     /* Restart support: stop the top frame before instruction 'stop_at'. */
     int stop_at;             /* -1: run to the end */
     struct fj_TFrame *top;   /* owned: the top frame, kept after the run */
@@ -143,6 +145,14 @@ PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_s
                         PyObject *kwnames);
 /* obj.name (new ref). */
 PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *obj, PyObject *name);
+/* obj.name = v: recorded as a side effect on an input object. 0 or -1. */
+int fj_trace_setattr(fj_TFrame *fr, PyObject *obj, PyObject *name, PyObject *v);
+/*
+** Guards that every input object the trace mutated is none of the other
+** mutable inputs it read (NO_ALIASING), so the symbolic state was exact.
+** 0 or -1.
+*/
+int fj_trace_alias_guards(fj_Tracer *tx);
 /* LOAD_METHOD: pushes (method-or-NULL, self-or-callable) into out[0], out[1]. */
 int fj_trace_load_method(fj_TFrame *fr, PyObject *obj, PyObject *name, PyObject **out);
 /* BINARY_OP oparg / COMPARE_OP / unary ops / subscripts (new refs). */

@@ -816,6 +816,14 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
     if (o->kind == FJ_VAR_OBJ) {
         PyObject *obj = o->obj;
         PyTypeObject *tp = Py_TYPE(obj);
+        if (o->extra != NULL) {
+            /* an attribute the trace itself stored: its new value */
+            PyObject *stored = PyDict_GetItemWithError(o->extra, name);
+            if (stored != NULL)
+                return Py_NewRef(stored);
+            if (PyErr_Occurred())
+                return NULL;
+        }
         if (tp->tp_getattro != PyObject_GenericGetAttr)
             return fj_unsupported("attribute %U of %s, which customizes attribute access", name,
                                   tp->tp_name),
@@ -837,6 +845,86 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
     if ((o->kind == FJ_VAR_LIST || o->kind == FJ_VAR_DICT || o->kind == FJ_VAR_TUPLE))
         return method_var(objv, name);
     return fj_unsupported("attribute %U of %R", name, objv), NULL;
+}
+
+int fj_trace_setattr(fj_TFrame *fr, PyObject *objv, PyObject *name, PyObject *v)
+{
+    fj_Var *o = VAR(objv), *vv = VAR(v);
+    fj_Tracer *tx = fr->tx;
+    if (o->kind != FJ_VAR_OBJ || o->source == NULL)
+        return fj_unsupported("attribute store on %R (a side effect outside the frame)", objv);
+    PyTypeObject *tp = Py_TYPE(o->obj);
+    if (tp->tp_setattro != PyObject_GenericSetAttr || tp->tp_getattro != PyObject_GenericGetAttr ||
+        tp->tp_dictoffset == 0)
+        return fj_unsupported("attribute store on %s, which customizes attribute access",
+                              tp->tp_name);
+    PyObject *d = _PyType_Lookup(tp, name);
+    if (d != NULL && Py_TYPE(d)->tp_descr_set != NULL)
+        return fj_unsupported("attribute store through descriptor %U of %s", name, tp->tp_name);
+    if (vv->kind == FJ_VAR_ITER || vv->kind == FJ_VAR_METHOD || vv->kind == FJ_VAR_CELL ||
+        vv->kind == FJ_VAR_NULL)
+        return fj_unsupported("attribute store of %R", v);
+    if (o->extra == NULL) {
+        if ((o->extra = PyDict_New()) == NULL)
+            return -1;
+        /* first mutation of this object: remember it for the aliasing guards */
+        if (PyList_Append(tx->mutated, objv) < 0)
+            return -1;
+    }
+    PyObject *eff = Py_BuildValue("(sOOO)", "attr", name, v, objv);
+    int r = eff == NULL || PyList_Append(tx->effects, eff) < 0 ||
+                    PyDict_SetItem(o->extra, name, v) < 0
+                ? -1
+                : 0;
+    Py_XDECREF(eff);
+    return r;
+}
+
+int fj_trace_alias_guards(fj_Tracer *tx)
+{
+    Py_ssize_t nm = tx->mutated ? PyList_GET_SIZE(tx->mutated) : 0;
+    if (nm == 0)
+        return 0;
+    /* every mutable input the trace read: objects, lists, dicts */
+    PyObject *others = PyList_New(0);
+    if (others == NULL)
+        return -1;
+    Py_ssize_t pos = 0;
+    PyObject *text, *var;
+    while (PyDict_Next(tx->inputs, &pos, &text, &var)) {
+        fj_Var *v = VAR(var);
+        if ((v->kind == FJ_VAR_OBJ || v->kind == FJ_VAR_LIST || v->kind == FJ_VAR_DICT) &&
+            v->source != NULL && PyList_Append(others, (PyObject *)v->source) < 0) {
+            Py_DECREF(others);
+            return -1;
+        }
+    }
+    int r = 0;
+    for (Py_ssize_t i = 0; r == 0 && i < nm; i++) {
+        fj_Source *ms = VAR(PyList_GET_ITEM(tx->mutated, i))->source;
+        for (Py_ssize_t j = 0; r == 0 && j < PyList_GET_SIZE(others); j++) {
+            PyObject *os = PyList_GET_ITEM(others, j);
+            if (os == (PyObject *)ms)
+                continue;
+            /* aliased right now: the trace's view of the other was wrong */
+            PyObject *a = fj_source_eval(ms, &tx->view), *b = a ? fj_source_eval((fj_Source *)os, &tx->view) : NULL;
+            int same_obj = a != NULL && a == b;
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            if (a == NULL || b == NULL)
+                PyErr_Clear();
+            if (same_obj) {
+                r = fj_unsupported("%U is mutated and is the same object as %U", ms->text,
+                                   ((fj_Source *)os)->text);
+                break;
+            }
+            PyObject *pair = PyTuple_Pack(2, (PyObject *)ms, os);
+            r = pair == NULL ? -1 : fj_guard_add_no_aliasing(tx->guards, pair);
+            Py_XDECREF(pair);
+        }
+    }
+    Py_DECREF(others);
+    return r;
 }
 
 int fj_trace_load_method(fj_TFrame *fr, PyObject *obj, PyObject *name, PyObject **out)

@@ -178,3 +178,80 @@ def test_generated_side_effects(i):
         got = [(cf(x.copy()), state()) for _ in range(4)]
     same(got, plain)
     assert out_j.getvalue() == out_p.getvalue()
+
+
+# ------------------------------------------------------- attribute stores
+
+class Model:
+    def __init__(self):
+        self.w = np.ones(3)
+        self.calls = 0
+        self.last = None
+
+    def step(self, x):
+        self.calls = self.calls + 1
+        old = self.w
+        self.w = self.w * 0.5 + x
+        self.last = old
+        return self.w.sum() + self.calls
+
+
+def model_state(m):
+    return (m.w.copy(), m.calls, None if m.last is None else m.last.copy())
+
+
+def test_attribute_stores_on_an_input_are_replayed_without_a_break():
+    m_plain, m_jit = Model(), Model()
+    framejit.reset()
+    cf = framejit.compile(Model.step)
+    for i in range(5):
+        x = np.arange(3.0) + i
+        same(cf(m_jit, x), m_plain.step(x))
+        same(model_state(m_jit), model_state(m_plain))
+    assert sum(framejit.counters["graph_break"].values()) == 0
+
+
+def store_through_alias(a, b, x):
+    a.w = x
+    return b.w * 2
+
+
+def test_aliased_inputs_are_guarded():
+    framejit.reset()
+    cf = framejit.compile(store_through_alias)
+    for args in [lambda: (Model(), Model()), lambda: (lambda m: (m, m))(Model())] * 2:
+        pa, pb = args()
+        ja, jb = args()
+        x = np.arange(3.0)
+        same(cf(ja, jb, x), store_through_alias(pa, pb, x))
+        same((model_state(ja), model_state(jb)), (model_state(pa), model_state(pb)))
+
+
+class Slotted:
+    __slots__ = ("v",)
+
+
+class WithProperty:
+    @property
+    def v(self):
+        return 1
+
+    @v.setter
+    def v(self, value):
+        self._v = value * 2
+
+
+def set_v(obj, x):
+    obj.v = x.sum()
+    return x + 1
+
+
+@pytest.mark.parametrize("cls", [Slotted, WithProperty])
+def test_attribute_stores_through_descriptors_run_in_cpython(cls):
+    framejit.reset()
+    cf = framejit.compile(set_v)
+    a, b = cls(), cls()
+    x = np.arange(3.0)
+    same(cf(a, x), set_v(b, x))
+    assert getattr(a, "v", None) == getattr(b, "v", None)
+    assert getattr(a, "_v", None) == getattr(b, "_v", None)
