@@ -48,14 +48,14 @@ static int collect(PyObject *v, PyObject *out)
         return fj_unsupported("cannot return %R from a compiled frame", v);
     case FJ_VAR_TUPLE:
     case FJ_VAR_LIST:
-        if (vv->source != NULL)
+        if (vv->source != NULL && !vv->pos) /* an input as it was: reloaded */
             return 0;
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
             if (collect(PyList_GET_ITEM(vv->items, i), out) < 0)
                 return -1;
         return 0;
     case FJ_VAR_DICT: {
-        if (vv->source != NULL)
+        if (vv->source != NULL && !vv->pos)
             return 0;
         Py_ssize_t pos = 0;
         PyObject *k, *val;
@@ -263,7 +263,9 @@ static PyObject *unstable_roots(fj_Tracer *tx, PyCodeObject *co)
     for (Py_ssize_t i = 0; roots && i < PyList_GET_SIZE(tx->effects); i++) {
         PyObject *eff = PyList_GET_ITEM(tx->effects, i);
         PyObject *t;
-        if (PyTuple_GET_SIZE(eff) == 4) /* ("attr", name, value, obj): <obj source>.name */
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(eff, 0), "container") == 0)
+            t = Py_NewRef(VAR(PyTuple_GET_ITEM(eff, 2))->source->text); /* its items change */
+        else if (PyTuple_GET_SIZE(eff) == 4) /* ("attr", name, value, obj): <obj source>.name */
             t = PyUnicode_FromFormat("%U.%U", VAR(PyTuple_GET_ITEM(eff, 3))->source->text,
                                      PyTuple_GET_ITEM(eff, 1));
         else
@@ -310,7 +312,11 @@ static int preload_walk(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
             Py_XDECREF(tmp);
         }
         Py_DECREF(key);
-        return r < 0 ? -1 : 0;
+        if (r < 0)
+            return -1;
+        /* a mutated input container is replayed from its items: keep them too */
+        if (!((vv->kind == FJ_VAR_LIST || vv->kind == FJ_VAR_DICT) && vv->pos))
+            return 0;
     }
     switch (vv->kind) {
     case FJ_VAR_TUPLE:
@@ -343,6 +349,51 @@ static int preload_walk(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
 }
 
 /*
+** The final contents of a mutated input list or dict, put back into the
+** object: lst[:] = [items...] or d.clear(); d.update({...}).  0 or -1.
+*/
+static int emit_container_replay(fj_Builder *b, PyCodeObject *co, fj_Var *c, PyObject *outputs)
+{
+    if (c->kind == FJ_VAR_LIST) {
+        Py_ssize_t n = PyList_GET_SIZE(c->items);
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (emit_rebuild(b, co, PyList_GET_ITEM(c->items, i), outputs) < 0)
+                return -1;
+        PyObject *all = PySlice_New(NULL, NULL, NULL);
+        int r = all == NULL || fj_bc_emit(&b->il, BUILD_LIST, (int)n) < 0 ||
+                        emit_rebuild(b, co, (PyObject *)c, outputs) < 0 ||
+                        fj_builder_load_const(b, all) < 0 || fj_bc_emit(&b->il, STORE_SUBSCR, 0) < 0
+                    ? -1
+                    : 0;
+        Py_XDECREF(all);
+        return r;
+    }
+    PyObject *clear = PyUnicode_FromString("clear"), *update = PyUnicode_FromString("update");
+    int r = -1;
+    if (clear == NULL || update == NULL)
+        goto done;
+    /* build the new contents first: they may read the old ones */
+    Py_ssize_t pos = 0;
+    PyObject *k, *val;
+    while (PyDict_Next(c->items, &pos, &k, &val)) {
+        if (fj_builder_load_const(b, k) < 0 || emit_rebuild(b, co, val, outputs) < 0)
+            goto done;
+    }
+    if (fj_bc_emit(&b->il, BUILD_MAP, (int)PyDict_GET_SIZE(c->items)) < 0 ||
+        emit_rebuild(b, co, (PyObject *)c, outputs) < 0 || fj_builder_load_method(b, clear) < 0 ||
+        fj_builder_call(b, 0, NULL) < 0 || fj_bc_emit(&b->il, POP_TOP, 0) < 0 ||
+        emit_rebuild(b, co, (PyObject *)c, outputs) < 0 || fj_builder_load_method(b, update) < 0 ||
+        fj_bc_emit(&b->il, SWAP, 2) < 0 || fj_bc_emit(&b->il, SWAP, 3) < 0 ||
+        fj_builder_call(b, 1, NULL) < 0 || fj_bc_emit(&b->il, POP_TOP, 0) < 0)
+        goto done;
+    r = 0;
+done:
+    Py_XDECREF(clear);
+    Py_XDECREF(update);
+    return r;
+}
+
+/*
 ** Replays the trace's side effects (global stores in program order, then
 ** the free cells it set), after loading every value read from a source they
 ** change: 'later' is a list of Vars emitted after the effects.  Starts
@@ -369,6 +420,10 @@ static int emit_effects(fj_Builder *b, PyCodeObject *co, fj_Tracer *tx, PyObject
     Py_DECREF(roots);
     for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(tx->effects); i++) {
         PyObject *eff = PyList_GET_ITEM(tx->effects, i);
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(eff, 0), "container") == 0) {
+            r = emit_container_replay(b, co, VAR(PyTuple_GET_ITEM(eff, 2)), outputs);
+            continue;
+        }
         PyObject *name = PyTuple_GET_ITEM(eff, 1);
         int attr = PyTuple_GET_SIZE(eff) == 4;
         int ix = fj_builder_name(b, name);

@@ -1409,8 +1409,9 @@ static int run_frame(fj_TFrame *fr)
             fj_Var *ov = (fj_Var *)o;
             int ok = -1;
             PyObject *key = fj_var_as_const(k);
-            if (ov->from_input || ov->source != NULL)
-                fj_unsupported("item assignment on an input (a side effect outside the frame)");
+            if ((ov->kind == FJ_VAR_LIST || ov->kind == FJ_VAR_DICT) && key != NULL &&
+                fj_trace_note_mutation(tx, ov) < 0)
+                ; /* unsupported: raised */
             else if (ov->kind == FJ_VAR_DICT && key != NULL)
                 ok = PyDict_SetItem(ov->items, key, v);
             else if (ov->kind == FJ_VAR_LIST && key != NULL && PyLong_CheckExact(key)) {

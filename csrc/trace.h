@@ -46,7 +46,8 @@ typedef struct fj_Var {
     PyObject *extra;     /* strong or NULL, see kinds */
     PyObject *extra2;    /* strong or NULL (FUNC: kwdefaults) */
     fj_Source *source;   /* strong or NULL: where an input value came from */
-    Py_ssize_t pos;      /* ITER: position; CELL: 1 once a free cell of the top frame was set */
+    Py_ssize_t pos;      /* ITER: position; CELL: 1 once a free cell of the top frame was set;
+                            LIST/DICT from an input: 1 once mutated (a side effect) */
     int from_input;      /* containers read from an input: mutation is unsupported */
     int dynamic;         /* NODE whose shape or value depends on a dynamic input */
 } fj_Var;
@@ -85,8 +86,8 @@ typedef struct fj_Tracer {
     int specialized;         /* the trace needed concrete values: dynamic inputs pinned */
     PyObject *frame_state;   /* borrowed: the code's frame_state dict */
     /* Side effects replayed after the graph (docs/side-effects.md). */
-    PyObject *effects;       /* strong list in program order: ("global", name, Var) and
-                                ("attr", name, Var, object Var) */
+    PyObject *effects;       /* strong list in program order: ("global", name, Var),
+                                ("attr", name, Var, object Var), ("container", None, Var) */
     PyObject *global_overlay;/* strong dict: global name -> Var stored by the trace */
     PyObject *mutated;       /* strong list of input object Vars the trace mutated */
     /* Restart support: stop the top frame before instruction 'stop_at'. */
@@ -153,6 +154,12 @@ int fj_trace_setattr(fj_TFrame *fr, PyObject *obj, PyObject *name, PyObject *v);
 ** 0 or -1.
 */
 int fj_trace_alias_guards(fj_Tracer *tx);
+/*
+** An input list or dict 'c' is about to change: records it (once) as a side
+** effect whose final contents are replayed after the graph.  Containers made
+** in the frame need nothing.  0, or -1 with fj_Unsupported.
+*/
+int fj_trace_note_mutation(fj_Tracer *tx, fj_Var *c);
 /* LOAD_METHOD: pushes (method-or-NULL, self-or-callable) into out[0], out[1]. */
 int fj_trace_load_method(fj_TFrame *fr, PyObject *obj, PyObject *name, PyObject **out);
 /* BINARY_OP oparg / COMPARE_OP / unary ops / subscripts (new refs). */

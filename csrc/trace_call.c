@@ -502,12 +502,12 @@ static int is_pure_module_function(PyObject *fn)
 static PyObject *call_list_method(fj_TFrame *fr, fj_Var *self, PyObject *name,
                                   PyObject *const *args, Py_ssize_t n, PyObject *kwnames)
 {
-    if (self->from_input || self->source != NULL)
-        return fj_unsupported("list.%U on an input list (a side effect outside the frame)",
-                              name),
-               NULL;
     if (kwnames != NULL)
         return fj_unsupported("list.%U with keywords", name), NULL;
+    static const char *mutators[] = {"append", "extend", "pop", "insert", "reverse", NULL};
+    for (int k = 0; mutators[k]; k++)
+        if (str_is(name, mutators[k]) && fj_trace_note_mutation(fr->tx, self) < 0)
+            return NULL;
     if (str_is(name, "append") && n == 1) {
         if (PyList_Append(self->items, args[0]) < 0)
             return NULL;
@@ -880,6 +880,24 @@ int fj_trace_setattr(fj_TFrame *fr, PyObject *objv, PyObject *name, PyObject *v)
     return r;
 }
 
+int fj_trace_note_mutation(fj_Tracer *tx, fj_Var *c)
+{
+    if (c->source == NULL)
+        return 0; /* made in the frame: rebuilt after the graph if it escapes */
+    if (c->kind != FJ_VAR_LIST && c->kind != FJ_VAR_DICT)
+        return fj_unsupported("mutation of %R", (PyObject *)c);
+    if (c->pos)
+        return 0; /* already recorded: its final contents are replayed once */
+    c->pos = 1;
+    PyObject *eff = Py_BuildValue("(sOO)", "container", Py_None, (PyObject *)c);
+    int r = eff == NULL || PyList_Append(tx->effects, eff) < 0 ||
+                    PyList_Append(tx->mutated, (PyObject *)c) < 0
+                ? -1
+                : 0;
+    Py_XDECREF(eff);
+    return r;
+}
+
 int fj_trace_alias_guards(fj_Tracer *tx)
 {
     Py_ssize_t nm = tx->mutated ? PyList_GET_SIZE(tx->mutated) : 0;
@@ -1008,8 +1026,8 @@ PyObject *fj_trace_binop(fj_TFrame *fr, int oparg, PyObject *a, PyObject *b)
     if (base == NB_ADD && (va->kind == FJ_VAR_TUPLE || va->kind == FJ_VAR_LIST) &&
         vb->kind == va->kind) {
         if (oparg == NB_INPLACE_ADD && va->kind == FJ_VAR_LIST) {
-            if (va->from_input || va->source)
-                return fj_unsupported("+= on an input list (mutation)"), NULL;
+            if (fj_trace_note_mutation(fr->tx, va) < 0)
+                return NULL;
             if (PyList_SetSlice(va->items, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, vb->items) < 0)
                 return NULL;
             return Py_NewRef(a);

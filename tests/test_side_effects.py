@@ -255,3 +255,68 @@ def test_attribute_stores_through_descriptors_run_in_cpython(cls):
     same(cf(a, x), set_v(b, x))
     assert getattr(a, "v", None) == getattr(b, "v", None)
     assert getattr(a, "_v", None) == getattr(b, "_v", None)
+
+
+# ------------------------------------------------- input lists and dicts
+
+def mutate_containers(xs, d, x):
+    a = xs[0]
+    xs.append(x * 2)
+    xs.insert(0, x)
+    xs[1] = a + 1
+    d["k"] = x.sum()
+    d["n"] = d["n"] + 1
+    popped = xs.pop()
+    return len(xs), a, popped
+
+
+def containers():
+    return [np.ones(2), 5], {"n": 1, "z": 0}
+
+
+def test_input_list_and_dict_mutations_are_replayed():
+    framejit.reset()
+    cf = framejit.compile(mutate_containers)
+    for i in range(4):
+        xs1, d1 = containers()
+        xs2, d2 = containers()
+        x = np.arange(2.0) + i
+        same(cf(xs1, d1, x), mutate_containers(xs2, d2, x))
+        same((xs1, d1), (xs2, d2))
+    assert sum(framejit.counters["graph_break"].values()) == 0
+
+
+def lists_alias(a, b):
+    a.append(1)
+    return len(b)
+
+
+def test_aliased_lists_are_guarded():
+    framejit.reset()
+    cf = framejit.compile(lists_alias)
+    for make in [lambda: ([0], [0]), lambda: (lambda l: (l, l))([0])] * 2:
+        p1, p2 = make()
+        j1, j2 = make()
+        same(cf(j1, j2), lists_alias(p1, p2))
+        same((j1, j2), (p1, p2))
+
+
+def mutate_then_break(xs, x):
+    xs.append(x.sum())
+    print("len", len(xs))
+    xs.append(x.max())
+    return xs
+
+
+def test_container_mutations_interleave_with_breaks():
+    framejit.reset()
+    cf = framejit.compile(mutate_then_break)
+    with contextlib.redirect_stdout(io.StringIO()) as out1:
+        a = [1.0]
+        ra = cf(a, np.arange(3.0))
+    with contextlib.redirect_stdout(io.StringIO()) as out2:
+        b = [1.0]
+        rb = mutate_then_break(b, np.arange(3.0))
+    same((ra, a), (rb, b))
+    assert ra is a
+    assert out1.getvalue() == out2.getvalue()
