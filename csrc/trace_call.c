@@ -65,6 +65,12 @@ static PyObject *const_result(PyObject *r, const char *what)
 {
     if (r == NULL)
         return fold_error(what);
+    if (PyArray_Check(r)) {
+        /* an array folded from constants would be one mutable object shared by
+           every call: let CPython make it */
+        Py_DECREF(r);
+        return fj_unsupported("%s makes an array from constants", what), NULL;
+    }
     fj_Var *v = fj_var_const(r);
     Py_DECREF(r);
     return (PyObject *)v;
