@@ -291,8 +291,10 @@ static int preload_walk(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
                         PyObject *outputs)
 {
     fj_Var *vv = VAR(v);
-    if (vv->source != NULL && !(vv->kind == FJ_VAR_CONST && is_plain_value(vv->obj))) {
-        /* unstable when any link of the chain is something an effect changes */
+    if (vv->source != NULL && vv->kind != FJ_VAR_CELL &&
+        !(vv->kind == FJ_VAR_CONST && is_plain_value(vv->obj))) {
+        /* unstable when any link of the chain is something an effect changes
+           (a cell is not a value: its contents are walked below) */
         int hit = 0;
         for (fj_Source *sv = vv->source; sv != NULL && hit == 0; sv = sv->parent)
             hit = PySet_Contains(roots, sv->text);

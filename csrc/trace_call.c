@@ -477,6 +477,14 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
                        NULL;
         return fold_call(fn, args, n, kwnames);
     }
+    if (PyType_Check(fn) && PyType_IsSubtype((PyTypeObject *)fn, &PyGenericArrType_Type)) {
+        /* NumPy scalar types (np.float32(2.5), np.int64(n)): immutable results */
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (VAR(args[i])->kind == FJ_VAR_NODE)
+                return fj_unsupported("%s() of an array value", ((PyTypeObject *)fn)->tp_name),
+                       NULL;
+        return fold_call(fn, args, n, kwnames);
+    }
     static const char *pure[] = {"abs",   "min",   "max",   "round", "divmod", "pow",
                                  "range", "slice", "hash",  "ord",   "chr",    "sorted",
                                  "any",   "all",   "repr",  "format", "callable", NULL};
