@@ -81,6 +81,8 @@ def build_array(shape, dtype, layout, seed):
         return base[::2]
     if layout == "F" and len(shape) >= 2:
         return np.asfortranarray(_values(rng, shape, dtype))
+    if layout == "N" and not shape:
+        return _values(rng, shape, dtype)[()]      # a NumPy scalar, not a 0-d array
     return _values(rng, shape, dtype)
 
 
@@ -88,8 +90,8 @@ def _values(rng, shape, dtype):
     if dtype == "bool":
         return rng.random(shape) > 0.5
     if dtype.startswith("int"):
-        return rng.integers(-6, 7, size=shape).astype(dtype)
-    a = rng.standard_normal(shape) * 2
+        return np.asarray(rng.integers(-6, 7, size=shape)).astype(dtype)
+    a = np.asarray(rng.standard_normal(shape) * 2)
     if a.size and rng.random() < 0.1:
         a.flat[0] = np.nan
     return a.astype(dtype)
@@ -126,8 +128,9 @@ EXC_TYPES = "(ValueError, TypeError, IndexError, ZeroDivisionError, KeyError, At
 
 
 class ProgGen:
-    def __init__(self, seed, small=False):
+    def __init__(self, seed, small=False, cells=True):
         self.seed = seed
+        self.cells = cells          # closures / lambdas over f's locals (cell variables)
         self.r = random.Random(seed)
         self.small = small
         self.n = 0
@@ -369,13 +372,14 @@ class ProgGen:
                                                 f"{a}.sum(axis={r.randrange(-1, 2)})",
                                                 f"np.dot({a}, {self.arr(env, 0)})"))] + \
                 self._bind(env, v, "any")
-        if c == 27 and r.random() < 0.5 and not self.cell_mode and depth == 0:
+        if c == 27 and r.random() < 0.5 and not self.cell_mode and depth == 0 and self.cells:
             return self.closure(env, ind)
         if c == 28 and depth == 0 and r.random() < 0.3:
             return [f"{ind}if {self.cond(env, 0)}:", f"{ind}    return {self.ret(env)}"]
         if c == 29:
             v = self.fresh("v")
-            out = [f"{ind}{v} = (lambda z: z * {self.scalar(env, 0)} + 1)({self.arr(env, 1)})"]
+            k = self.scalar(env, 0) if self.cells else r.choice(("2", "0.5", "-1"))
+            out = [f"{ind}{v} = (lambda z: z * {k} + 1)({self.arr(env, 1)})"]
             env[v] = "arr"
             return out
         name = self.fresh("v")
@@ -497,6 +501,8 @@ class ProgGen:
             args = [["arr", list(shape), dtype, layout, seed]]
             for j, (s, dt) in enumerate(others):
                 args.append(["arr", list(s), dt, layout if len(s) else "C", seed + j + 1])
+            if not shape and args[0][3] == "C" and r.random() < 0.3:
+                args[0][3] = "N"
             args.append(["int", n])
             if "lst" in self.params:
                 args.append(["list", [1, 2.5][:r.randrange(3)]])
@@ -515,9 +521,9 @@ def _merge(env, e1, e2):
             env[k] = e1[k]
 
 
-def generate(seed, small=False):
+def generate(seed, small=False, cells=True):
     """(source, calls) of program 'seed'."""
-    return ProgGen(seed, small).generate()
+    return ProgGen(seed, small, cells).generate()
 
 
 # ======================================================================
@@ -596,7 +602,8 @@ def run_one(fn, args, ns):
             raise
         except Exception as e:  # noqa: BLE001
             out = ("raise", type(e).__name__, str(e))
-    g = {k: snapshot(ns[k]) for k in ("G", "GA", "GL")}
+    g = {k: snapshot(v) for k, v in ns.items()
+         if not k.startswith("__") and not callable(v) and not isinstance(v, type(np))}
     return {"outcome": out, "stdout": buf.getvalue(), "args": snapshot(list(args)), "globals": g}
 
 
@@ -851,8 +858,8 @@ def write_regression(seed, kind, message, source, calls, xfail_reason=None):
 # ======================================================================
 # Driver
 # ======================================================================
-def fuzz_one(seed, small=False):
-    src, calls = generate(seed, small)
+def fuzz_one(seed, small=False, cells=True):
+    src, calls = generate(seed, small, cells)
     try:
         res = check_program(src, calls, tag=str(seed))
     except Exception as e:  # noqa: BLE001 - a fuzzer bug, or something escaping
@@ -875,9 +882,12 @@ def minimize_failure(seed, src, calls, failure, budget=400):
 
 
 def run_range(seeds, args, stats, out=sys.stdout):
+    crash_seed = os.environ.get("FJ_FUZZ_CRASH_SEED")   # tests of --isolate's bisection
     for seed in seeds:
+        if crash_seed is not None and seed == int(crash_seed):
+            os.abort()
         t0 = time.time()
-        src, calls, (failure, breaks, graphs, reasons) = fuzz_one(seed, args.small)
+        src, calls, (failure, breaks, graphs, reasons) = fuzz_one(seed, args.small, args.cells)
         stats["programs"] += 1
         stats["graph_breaks"] += breaks
         stats["graphs"] += graphs
@@ -916,6 +926,8 @@ def _worker_cmd(args, lo, hi):
         cmd.append("--small")
     if not args.minimize:
         cmd.append("--no-minimize")
+    if not args.cells:
+        cmd.append("--no-cells")
     return cmd
 
 
@@ -948,7 +960,7 @@ def run_isolated(lo, hi, args, stats):
         print(f"seed {lo}: crash: {msg}", flush=True)
         stats["failures"].append((lo, "crash", msg))
         if args.minimize:
-            src, calls = generate(lo, args.small)
+            src, calls = generate(lo, args.small, args.cells)
             s2, c2 = minimize(src, calls, lambda s, c: _crashes(s, c), budget=150)
             path = write_regression(lo, "crash", msg, s2, c2)
             print(f"  minimized -> {os.path.relpath(path, ROOT)}", flush=True)
@@ -996,13 +1008,15 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=500)
     ap.add_argument("--small", action="store_true", help="smaller programs (CI)")
     ap.add_argument("--no-minimize", dest="minimize", action="store_false")
+    ap.add_argument("--no-cells", dest="cells", action="store_false",
+                    help="no closures / lambdas over locals (their bugs are open)")
     ap.add_argument("--progress", type=int, default=500)
     ap.add_argument("--print", dest="show", action="store_true", help="print program --seed")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     framejit.config.raise_internal_errors = True
     if args.show:
-        src, calls = generate(args.seed, args.small)
+        src, calls = generate(args.seed, args.small, args.cells)
         print(src)
         print("calls =", json.dumps(calls))
         return 0
