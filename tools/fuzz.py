@@ -817,11 +817,26 @@ def minimize(source, calls, still_fails, budget=400):
 # ======================================================================
 # Regression files
 # ======================================================================
+def known_signatures():
+    """(kind, signature) of the cases already in tests/fuzz_regressions/ (not minimized again)."""
+    out = set()
+    if os.path.isdir(REGRESSION_DIR):
+        for name in os.listdir(REGRESSION_DIR):
+            if name.startswith("test_fuzz_") and name.endswith(".py"):
+                with open(os.path.join(REGRESSION_DIR, name)) as fh:
+                    for line in fh:
+                        if line.startswith("# signature: "):
+                            k, _, sig = line[13:].strip().partition(" ")
+                            out.add((k, sig))
+    return out
+
+
 TEST_TEMPLATE = '''\
 """Fuzzer finding (tools/fuzz.py, seed {seed}): {kind}.
 
 {message}
 """
+# signature: {kind} {sig}
 import pytest
 
 from fuzzcheck import check
@@ -842,7 +857,7 @@ def _src_literal(source):
     return '"""\\\n' + source + '"""'
 
 
-def write_regression(seed, kind, message, source, calls, xfail_reason=None):
+def write_regression(seed, kind, message, source, calls, xfail_reason=None, sig="?"):
     os.makedirs(REGRESSION_DIR, exist_ok=True)
     path = os.path.join(REGRESSION_DIR, f"test_fuzz_{seed}.py")
     mark = ""
@@ -850,7 +865,7 @@ def write_regression(seed, kind, message, source, calls, xfail_reason=None):
         mark = f"\n\n@pytest.mark.xfail(strict=True, reason={xfail_reason!r})"
     msg = message if len(message) < 1500 else message[:1500] + "..."
     with open(path, "w") as fh:
-        fh.write(TEST_TEMPLATE.format(seed=seed, kind=kind, message=msg.replace('"""', "'''"),
+        fh.write(TEST_TEMPLATE.format(seed=seed, kind=kind, sig=sig, message=msg.replace('"""', "'''"),
                                       source=_src_literal(source), calls=calls, mark=mark))
     return path
 
@@ -901,10 +916,10 @@ def run_range(seeds, args, stats, out=sys.stdout):
                    "error": "errors"}[kind]] += 1
             print(f"seed {seed}: {kind}: {msg[:300]}", file=out, flush=True)
             stats["failures"].append((seed, kind, msg))
-            if args.minimize and (kind, _sig) not in stats["minimized"]:
+            if args.minimize and (kind, _sig) not in stats["minimized"] | known_signatures():
                 stats["minimized"].add((kind, _sig))
                 s2, c2, f2 = minimize_failure(seed, src, calls, failure)
-                path = write_regression(seed, f2[0], f2[1], s2, c2)
+                path = write_regression(seed, f2[0], f2[1], s2, c2, sig=f2[2])
                 print(f"  minimized -> {os.path.relpath(path, ROOT)}", file=out, flush=True)
                 print("  " + s2.replace("\n", "\n  "), file=out, flush=True)
         if args.progress and stats["programs"] % args.progress == 0:
@@ -962,7 +977,7 @@ def run_isolated(lo, hi, args, stats):
         if args.minimize:
             src, calls = generate(lo, args.small, args.cells)
             s2, c2 = minimize(src, calls, lambda s, c: _crashes(s, c), budget=150)
-            path = write_regression(lo, "crash", msg, s2, c2)
+            path = write_regression(lo, "crash", msg, s2, c2, sig=f"rc{rc}")
             print(f"  minimized -> {os.path.relpath(path, ROOT)}", flush=True)
         return
     mid = (lo + hi) // 2

@@ -2,6 +2,7 @@
 
 call 0.0: outcome: plain=('ok', ('NoneType', None), ()) compiled=('raise', 'NameError', "cannot access free variable 'acc2' where it is not associated with a value in enclosing scope")
 """
+# signature: diff outcome:ok:NameError
 import pytest
 
 from fuzzcheck import check

@@ -2,6 +2,7 @@
 
 call 0.1: outcome: plain=('ok', ('tuple', (('nd', '<f4', (), b'\x00\x00\x80?'),)), (((False, False), (False, False)),)) compiled=('ok', ('tuple', (('nd', '<f4', (), b'\x00\x00\x00@'),)), (((False, False), (False, False)),))
 """
+# signature: diff outcome:ok:ok
 import pytest
 
 from fuzzcheck import check

@@ -2,6 +2,7 @@
 
 call 0.0: outcome: plain=('raise', 'IndexError', 'too many indices for array: array is 0-dimensional, but 1 were indexed') compiled=('raise', 'TypeError', "'cell' object is not subscriptable")
 """
+# signature: diff outcome:IndexError:TypeError
 import pytest
 
 from fuzzcheck import check

@@ -2,6 +2,7 @@
 
 call 0.1: outcome: plain=('ok', ('tuple', (('nd', '<i4', (1,), b'\x06\x00\x00\x00'),)), ((),)) compiled=('ok', ('tuple', (('nd', '<i4', (1,), b'\x0c\x00\x00\x00'),)), ((),))
 """
+# signature: diff outcome:ok:ok
 import pytest
 
 from fuzzcheck import check

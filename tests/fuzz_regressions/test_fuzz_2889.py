@@ -2,6 +2,7 @@
 
 call 0.0: outcome: plain=('ok', ('NoneType', None), ()) compiled=('raise', 'ValueError', 'The truth value of an array with more than one element is ambiguous. Use a.any() or a.all()')
 """
+# signature: diff outcome:ok:ValueError
 import pytest
 
 from fuzzcheck import check
