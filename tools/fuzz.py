@@ -827,7 +827,8 @@ def known_signatures():
                     for line in fh:
                         if line.startswith("# signature: "):
                             k, _, sig = line[13:].strip().partition(" ")
-                            out.add((k, sig))
+                            if not sig.endswith("ok:ok"):   # wrong values: always look
+                                out.add((k, sig))
     return out
 
 
