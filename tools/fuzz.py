@@ -998,6 +998,21 @@ def _crashes(source, calls):
     return r.returncode < 0
 
 
+def _group_key(msg):
+    """'outcome:ok:NameError'-like key of a failure message (for the summary)."""
+    import re
+    m = re.search(r"(outcome|stdout|args|globals): plain=(.*?) compiled=(.*)", msg or "")
+    if not m:
+        return (msg or "").split(":")[0][:40]
+    if m.group(1) != "outcome":
+        return m.group(1)
+    side = []
+    for part in (m.group(2), m.group(3)):
+        r = re.match(r"\('raise', '(\w+)'", part)
+        side.append(r.group(1) if r else "ok")
+    return f"outcome:{side[0]}:{side[1]}"
+
+
 def print_summary(stats):
     dt = time.time() - stats["t0"]
     print(f"\n== framejit fuzz summary: {stats['programs']} programs in {dt:.1f}s ==")
@@ -1009,9 +1024,14 @@ def print_summary(stats):
         for reason, cnt in stats["reasons"].most_common(10):
             print(f"    {cnt:7d}  {reason[:100]}")
     if stats["failures"]:
-        print("  failures:")
+        groups = collections.defaultdict(list)
         for seed, kind, msg in stats["failures"]:
-            print(f"    seed {seed}: {kind}: {msg.splitlines()[0][:160] if msg else ''}")
+            cell = "cell" in msg or "free variable" in msg
+            groups[(kind, _group_key(msg), cell)].append(seed)
+        print("  failures by kind (the 'cell' column: the message names a cell / free variable):")
+        for (kind, key, cell), seeds in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            print(f"    {len(seeds):6d}  {kind:8s} {key:40s} cell={cell!s:5s} seeds "
+                  + " ".join(map(str, seeds[:6])))
 
 
 def main(argv=None):
