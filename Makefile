@@ -7,7 +7,7 @@ LIBASAN := $(shell gcc -print-file-name=libasan.so)
 ASAN_ENV := LD_PRELOAD=$(LIBASAN) PYTHONMALLOC=malloc \
 	ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-.PHONY: all build install deps test demo debug asan test-asan bench memcheck valgrind clean
+.PHONY: all build install deps test demo debug asan test-asan bench memcheck valgrind clean fuzz
 
 all: build
 
@@ -56,6 +56,13 @@ valgrind: debug
 
 bench: build
 	$(PY) bench/run_all.py
+
+# The differential fuzzer, long run (docs/fuzzing.md): subprocess batches,
+# crashes bisected to their seed, findings minimized into tests/fuzz_regressions/.
+FUZZ_SEED ?= 1000000
+FUZZ_COUNT ?= 100000
+fuzz: build
+	$(PY) tools/fuzz.py --seed $(FUZZ_SEED) --count $(FUZZ_COUNT) --isolate --batch 2000 --progress 0
 
 clean:
 	rm -rf build framejit/*.so *.egg-info

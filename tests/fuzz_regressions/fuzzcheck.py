@@ -1,0 +1,21 @@
+"""Runner for the fuzzer's minimized regression cases (tests/fuzz_regressions/test_fuzz_*.py).
+
+``check(SOURCE, CALLS)`` execs SOURCE from a real file twice, calls its ``f``
+plain and compiled (``framejit.compile``) on each argument set of CALLS (each
+twice, fresh copies), and asserts that results, exceptions, printed output,
+inputs, the object/list arguments and the module globals all agree, and that
+no internal compiler error happened.  The machinery lives in tools/fuzz.py.
+"""
+import os
+import sys
+
+_TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                      "tools")
+if _TOOLS not in sys.path:
+    sys.path.insert(0, _TOOLS)
+
+import fuzz  # noqa: E402
+
+
+def check(source, calls):
+    fuzz.check_or_fail(source, calls)

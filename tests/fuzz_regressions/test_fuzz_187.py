@@ -1,0 +1,27 @@
+"""Fuzzer finding (tools/fuzz.py, seed 187): diff.
+
+call 0.0: outcome: plain=('raise', 'IndexError', 'too many indices for array: array is 0-dimensional, but 1 were indexed') compiled=('raise', 'TypeError', "'cell' object is not subscriptable")
+"""
+# signature: diff outcome:IndexError:TypeError
+import pytest
+
+from fuzzcheck import check
+
+SOURCE = """\
+G = 0
+GA = 0.0
+GL = []
+
+def f(x, y, n):
+    w3 = y[1:]
+
+    def inner5(z):
+        return y
+"""
+
+CALLS = [[['arr', [3], '>f8', 'C', 1047682201], ['arr', [], 'float32', 'C', 1047682202], ['int', -1]]]
+
+
+@pytest.mark.xfail(strict=True, reason="cells: an op that raises while tracing, in a frame with cell variables: the frame runs with the cell object in place of the array (TypeError 'cell' object is not subscriptable) -- csrc/codegen.c/resume.c")
+def test_fuzz_187():
+    check(SOURCE, CALLS)
