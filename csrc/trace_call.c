@@ -1140,6 +1140,30 @@ PyObject *fj_trace_unary(fj_TFrame *fr, int opcode, PyObject *a)
     return const_result(r, "a unary operation");
 }
 
+/* True if an index key (a Var) has an integer part (which can be out of range). */
+static int key_has_int(PyObject *keyv)
+{
+    fj_Var *k = VAR(keyv);
+    if (k->kind == FJ_VAR_NODE)
+        return 1;
+    if (k->kind == FJ_VAR_TUPLE) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(k->items); i++)
+            if (key_has_int(PyList_GET_ITEM(k->items, i)))
+                return 1;
+        return 0;
+    }
+    PyObject *c = k->kind == FJ_VAR_CONST ? k->obj : NULL;
+    if (c == NULL)
+        return 1;
+    if (PyTuple_Check(c)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c); i++)
+            if (PyLong_Check(PyTuple_GET_ITEM(c, i)))
+                return 1;
+        return 0;
+    }
+    return PyLong_Check(c);
+}
+
 PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
 {
     fj_Var *o = VAR(objv);
@@ -1147,6 +1171,11 @@ PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
         if (VAR(keyv)->kind == FJ_VAR_NODE &&
             ((fj_Node *)VAR(keyv)->obj)->vkind != FJ_VAL_PYSCALAR)
             return fj_unsupported("indexing an array with an array"), NULL;
+        /* an integer index is in range only for some sizes: with dynamic dims the
+           graph could raise IndexError at run time (after side effects that come
+           first in the program); pin the sizes so the trace's check holds */
+        if (o->dynamic && key_has_int(keyv) && fj_trace_specialize(fr->tx) < 0)
+            return NULL;
         PyObject *args[2] = {objv, keyv};
         return graph_call(fr, fj_ops_for_getitem(), args, 2, NULL);
     }

@@ -20,6 +20,5 @@ def f(x, y, z, n):
 CALLS = [[['arr', [], 'int8', 'N', 706059859], ['arr', [], 'float32', 'C', 706059860], ['arr', [], 'float64', 'C', 706059861], ['int', 4]]]
 
 
-@pytest.mark.xfail(strict=True, reason='constant arrays: np.float32(2.5).reshape(1) is folded at trace time (trace_call.c method call on a safe const) into one array shared by every call; w += 1 mutates it')
 def test_fuzz_1002945():
     check(SOURCE, CALLS)

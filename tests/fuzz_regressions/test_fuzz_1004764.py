@@ -22,6 +22,5 @@ def f(x, n):
 CALLS = [[['arr', [2, 0], 'float64', 'T', 374158528], ['int', 3]]]
 
 
-@pytest.mark.xfail(strict=True, reason='cells: a frame with cell variables (nested def over x) and a break (GL.append): the compiled call raises RecursionError -- csrc/codegen.c/resume.c')
 def test_fuzz_1004764():
     check(SOURCE, CALLS)

@@ -19,6 +19,5 @@ def f(x, y, z, n):
 CALLS = [[['arr', [4, 1], 'float32', 'S', 487626004], ['arr', [], 'float64', 'C', 487626005], ['arr', [4, 1], 'float32', 'S', 487626006], ['int', 2]], [['arr', [5, 2], 'float32', 'S', 507059198], ['arr', [], 'float64', 'C', 507059199], ['arr', [5, 2], 'float32', 'S', 507059200], ['int', 2]], [['arr', [2, 3], 'float32', 'S', 65908415], ['arr', [], 'float64', 'C', 65908416], ['arr', [2, 3], 'float32', 'S', 65908417], ['int', 2]]]
 
 
-@pytest.mark.xfail(strict=True, reason="global stores before an op that raises at run time inside the graph (z[n] with a symbolic n out of range) are not replayed (docs/side-effects.md 'known limit'); CPython has already stored G -- csrc/codegen.c emit_effects")
 def test_fuzz_1033257():
     check(SOURCE, CALLS)

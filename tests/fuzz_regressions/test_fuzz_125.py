@@ -24,6 +24,5 @@ def f(x, y, n, lst):
 CALLS = [[['arr', [4, 8], 'float64', 'C', 154287240], ['arr', [4, 8], 'float64', 'C', 154287241], ['int', 2], ['list', []]]]
 
 
-@pytest.mark.xfail(strict=True, reason='cells: a graph break in a frame with cell variables (a nested def) hands the resume code the cell object instead of its value, or leaves the cell empty (NameError) -- csrc/codegen.c/resume.c')
 def test_fuzz_125():
     check(SOURCE, CALLS)

@@ -24,6 +24,5 @@ def f(x, y, n):
 CALLS = [[['arr', [], 'float64', 'T', 797702192], ['arr', [], 'float32', 'C', 797702193], ['int', 3]]]
 
 
-@pytest.mark.xfail(strict=True, reason='constant arrays: v[...] of a NumPy scalar is folded at trace time (trace_call.c getitem on a safe const) into one 0-d array shared by every call; an in-place op then mutates it, so the second call differs')
 def test_fuzz_12545():
     check(SOURCE, CALLS)

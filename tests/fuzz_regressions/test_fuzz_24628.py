@@ -21,6 +21,5 @@ def f(x, y, n, obj):
 CALLS = [[['arr', [], 'int32', 'N', 762689201], ['arr', [], 'bool', 'C', 762689202], ['int', -1], ['obj', 1]]]
 
 
-@pytest.mark.xfail(strict=True, reason="constant arrays: x.reshape(1) of a NumPy scalar input is folded at trace time (trace_call.c method call on a safe const, without the 'makes an array' check the function path has) into one array shared by every call; w *= 2 mutates it")
 def test_fuzz_24628():
     check(SOURCE, CALLS)

@@ -24,6 +24,5 @@ def f(x, y, n, obj):
 CALLS = [[['arr', [4, 1], 'int32', 'C', 1052409759], ['arr', [], 'int64', 'C', 1052409760], ['int', 3], ['obj', 1]]]
 
 
-@pytest.mark.xfail(strict=True, reason='cells: a frame with cell variables and a break (list.append on a global list): the CPython part sees a cell/wrong value (ValueError truth value) -- csrc/codegen.c/resume.c')
 def test_fuzz_2889():
     check(SOURCE, CALLS)

@@ -22,6 +22,5 @@ def f(x, n):
 CALLS = [[['arr', [3, 3], 'int64', 'C', 832735396], ['int', 4]]]
 
 
-@pytest.mark.xfail(strict=True, reason='cells: a lambda over a local makes it a cell; after the graph the cell is left empty (NameError: cannot access free variable) -- csrc/codegen.c/resume.c')
 def test_fuzz_930():
     check(SOURCE, CALLS)
