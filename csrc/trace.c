@@ -1761,6 +1761,24 @@ error:
 
 /* ----------------------------------------------------------- top level */
 
+/*
+** True for code whose graph breaks cannot be split yet (issue #7): code with
+** a __class__ free variable (zero-argument super() reads the frame's first
+** local, which a resume function does not have there) and code with an
+** argument that is also a cell (the break code reloads it with LOAD_FAST,
+** which after MAKE_CELL is the cell, not its contents).
+*/
+static int uses_class_cell(PyCodeObject *co);
+
+static int unsplittable(PyCodeObject *co)
+{
+    int nargs = code_nargs(co);
+    for (int i = 0; i < nargs; i++)
+        if (fj_code_local_kind(co, i) & FJ_FAST_CELL)
+            return 1;
+    return uses_class_cell(co);
+}
+
 /* True for code with a __class__ free variable (zero-argument super()). */
 static int uses_class_cell(PyCodeObject *co)
 {
@@ -1803,14 +1821,11 @@ int fj_trace_run(fj_Tracer *tx, PyCodeObject *co)
     fj_current_tracer = outer;
     if (r < 0) {
         note_break(tx, fr);
-        /* Zero-argument super() reads the frame's first local, which a
-           resume function does not have there (its parameters are the stack
-           slots first): code with a __class__ cell runs whole, unsplit,
-           until resume functions keep the first argument (issue #7). */
+        /* no resume point: such code runs whole in CPython at a break */
         if (PyErr_ExceptionMatches(fj_Unsupported)) {
             PyObject *et, *ev, *etb;
             PyErr_Fetch(&et, &ev, &etb);
-            if (uses_class_cell(co))
+            if (unsplittable(co))
                 tx->break_index = -1;
             PyErr_Restore(et, ev, etb);
         }

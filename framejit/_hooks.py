@@ -87,6 +87,8 @@ class Hooks:
         if code in self._limit_warned:
             return
         self._limit_warned.add(code)
+        if not config.warn_recompile_limit:
+            return
         last = failures[0][1] if failures else "(unknown)"
         warnings.warn(
             f"framejit: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) hit "

@@ -15,3 +15,6 @@ skip_stdlib = True
 #: off: the program's own warning filters and checks must not see them; they
 #: are counted in framejit.counters["internal_error"] and logged instead)
 warn_internal_errors = True
+#: warn once per code object that hits recompile_limit (``framejit run`` turns
+#: this off, for the same reason; counters["stats"]["recompile_limit_hit"])
+warn_recompile_limit = True

@@ -136,6 +136,7 @@ def main(argv):
         sys.path[0] = os.path.dirname(os.path.realpath(target))
     config.skip_stdlib = False
     config.warn_internal_errors = False
+    config.warn_recompile_limit = False
     undo_threads = _wrap_threads(compiler)
     prev = eval_frame.set_eval_frame(compiler)
     status = 0
