@@ -108,7 +108,8 @@ def format_summary(counters):
     if errors:
         lines.append(f"  internal errors ({sum(errors.values())}, {len(errors)} distinct):")
         for reason, n in sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])):
-            lines.append(f"    {n:6d}  {reason}")
+            short = reason if len(reason) <= 300 else reason[:300] + "..."
+            lines.append(f"    {n:6d}  {short}")
     return "\n".join(lines)
 
 
@@ -116,10 +117,11 @@ def _print_exception(exc):
     """Prints 'exc' as Python does for an uncaught exception, without the
     frames of framejit.run and runpy at the top of its traceback."""
     tb = exc.__traceback__
-    mine = (os.path.realpath(__file__), os.path.realpath(runpy.__file__))
-    while tb is not None and os.path.realpath(tb.tb_frame.f_code.co_filename) in mine:
+    mine = {os.path.realpath(__file__), os.path.realpath(runpy.__file__), "<frozen runpy>"}
+    while tb is not None and (tb.tb_frame.f_code.co_filename in mine or
+                              os.path.realpath(tb.tb_frame.f_code.co_filename) in mine):
         tb = tb.tb_next
-    sys.excepthook(type(exc), exc, tb)
+    sys.excepthook(type(exc), exc.with_traceback(tb), tb)
 
 
 def main(argv):
