@@ -1762,7 +1762,8 @@ error:
 /* ----------------------------------------------------------- top level */
 
 /*
-** True for code whose graph breaks cannot be split yet (issue #7): code with
+** True for code whose graph breaks cannot be split yet (issue #7): module
+** and class bodies (no CO_NEWLOCALS: names live in a dict), code with
 ** a __class__ free variable (zero-argument super() reads the frame's first
 ** local, which a resume function does not have there) and code with an
 ** argument that is also a cell (the break code reloads it with LOAD_FAST,
@@ -1772,6 +1773,9 @@ static int uses_class_cell(PyCodeObject *co);
 
 static int unsplittable(PyCodeObject *co)
 {
+    /* module and class bodies run with a locals dict a function cannot have */
+    if (!(co->co_flags & CO_NEWLOCALS))
+        return 1;
     int nargs = code_nargs(co);
     for (int i = 0; i < nargs; i++)
         if (fj_code_local_kind(co, i) & FJ_FAST_CELL)

@@ -43,8 +43,10 @@ def parse_unittest(text):
     if not ran:
         return None
     c = {"run": sum(int(x) for x in ran), "failures": 0, "errors": 0, "skipped": 0}
-    for key in ("failures", "errors", "skipped"):
-        c[key] = sum(int(x) for x in re.findall(rf"\b{key}=(\d+)", text))
+    # the verdict line right after each "Ran N tests": OK (...) or FAILED (...)
+    for verdict in re.findall(r"^Ran \d+ tests? in [^\n]*\n\s*\n((?:OK|FAILED)[^\n]*)$", text, re.M):
+        for key in ("failures", "errors", "skipped"):
+            c[key] += sum(int(x) for x in re.findall(rf"\b{key}=(\d+)", verdict))
     return c
 
 
