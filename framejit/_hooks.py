@@ -60,7 +60,7 @@ class Hooks:
     def on_compile(self, code, compile_id, guards, graph):
         """Every successful compile (explain() listens here)."""
         from .api import counters
-        counters["stats"]["frames_compiled"] += 1
+        counters["frames"]["compiled"] += 1
         if self.recorders:
             self._record(("compile", code, compile_id, guards.format(), graph))
 
@@ -120,8 +120,8 @@ class Hooks:
         Without it (``python -m framejit run``): only framejit's own files and
         the import machinery (see _run_mode_skip)."""
         from .api import counters
-        stats = counters["stats"]
-        stats["frames_offered"] += 1
+        stats = counters["frames"]   # not "stats": its keys mirror torch's
+        stats["offered"] += 1
         fname = code.co_filename
         key = (fname, bool(config.skip_stdlib))
         hit = self._skip_cache.get(key)
@@ -129,7 +129,7 @@ class Hooks:
             hit = self._skip_cache[key] = (self._stdlib_skip(fname) if key[1]
                                            else self._run_mode_skip(fname))
         if hit:
-            stats["frames_skipped"] += 1
+            stats["skipped"] += 1
         return hit
 
     def _stdlib_skip(self, fname):
@@ -175,7 +175,7 @@ class Hooks:
         if not resumable:
             counters["stats"]["frames_not_captured"] += 1
         else:
-            counters["stats"]["frames_broken"] += 1
+            counters["frames"]["broken"] += 1
         if logs.on("graph_breaks"):
             import linecache
             src = linecache.getline(code.co_filename, line).strip()

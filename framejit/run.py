@@ -16,7 +16,8 @@ with ``_thread.start_new_thread`` directly run uncompiled.
 The exit status and output are the program's: ``SystemExit`` passes
 through, an uncaught exception prints its traceback (without framejit's
 frames) and exits 1.  ``--summary`` prints framejit's counters to stderr
-when the program ends.
+when the program ends: counters["frames"] (offered, skipped, compiled,
+broken), counters["stats"] and the break reasons by count.
 """
 import os
 import runpy
@@ -93,7 +94,9 @@ def _wrap_threads(compiler):
 
 def format_summary(counters):
     """The --summary text for framejit.counters."""
-    stats = counters.get("stats", {})
+    stats = dict(counters.get("stats", {}))
+    for k, v in counters.get("frames", {}).items():
+        stats["frames_" + k] = v
     lines = ["framejit summary:"]
     for k in _STAT_ORDER:
         lines.append(f"  {k:22s} {stats.get(k, 0)}")
