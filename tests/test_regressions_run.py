@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import framejit
 
 
@@ -35,6 +37,8 @@ def test_break_then_store_into_unbound_cell():
 
 
 _SUPER_PROGRAM = """
+import pytest
+
 import framejit
 framejit.config.raise_internal_errors = True
 class A:
@@ -83,3 +87,25 @@ def test_break_in_frame_with_cell_argument():
     # a break (without a break they are still captured).
     want, got = _both(_cell_arg, _P(), ["a", "b"])
     assert got == want == (5, "ab", True)
+
+
+class _Obj:
+    pass
+
+
+def _drop_after_break():
+    import weakref
+    s = _Obj()
+    p = weakref.ref(s)
+    len("x")            # a graph break (str is not captured)
+    s = None
+    return p() is None
+
+
+@pytest.mark.xfail(strict=True, reason="codegen.c: the frame that calls the resume function "
+                   "still holds the live locals it passed, so 's = None' in the resume "
+                   "function does not free the object (test_set.test_weakref)")
+def test_local_freed_after_break():
+    want, got = _both(_drop_after_break)
+    assert want is True
+    assert got is True
