@@ -7,7 +7,8 @@ LIBASAN := $(shell gcc -print-file-name=libasan.so)
 ASAN_ENV := LD_PRELOAD=$(LIBASAN) PYTHONMALLOC=malloc \
 	ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-.PHONY: all build install deps test demo debug asan test-asan bench memcheck valgrind clean fuzz
+.PHONY: all build install deps test demo debug asan test-asan bench memcheck valgrind clean fuzz \
+	cpython-tests
 
 all: build
 
@@ -66,3 +67,8 @@ fuzz: build
 
 clean:
 	rm -rf build framejit/*.so *.egg-info
+
+# CPython's and NumPy's own tests, plain and under `python -m framejit run`
+# (long; not in make test): docs/cpython-tests.md.
+cpython-tests: build
+	$(PY) tools/cpython_tests.py

@@ -973,6 +973,17 @@ static fj_Var *top_frame_cell(fj_Tracer *tx, PyObject *c)
     return NULL;
 }
 
+/* True when the top frame's free variable behind 'cell' (a CELL Var with a
+** closure source) is an empty cell in the real frame. */
+static int top_free_cell_empty(fj_Tracer *tx, fj_Var *cell)
+{
+    PyObject *cl = tx->view.closure;
+    Py_ssize_t j = cell->source->index;
+    if (cl == NULL || j < 0 || j >= PyTuple_GET_SIZE(cl))
+        return 1;
+    return PyCell_GET(PyTuple_GET_ITEM(cl, j)) == NULL;
+}
+
 /* Copies a real inlined function's closure cells into CELL Vars. */
 static int copy_free_vars(fj_TFrame *fr, int n)
 {
@@ -1194,6 +1205,15 @@ static int run_frame(fj_TFrame *fr)
             if (cell->source != NULL && fr->parent != NULL) {
                 Py_DECREF(POP());
                 fj_unsupported("assignment to free variable '%U' of the compiled frame",
+                               local_name(fr, arg));
+                goto error;
+            }
+            if (cell->source != NULL && PyList_GET_SIZE(cell->items) == 0 &&
+                top_free_cell_empty(fr->tx, cell)) {
+                /* the code after a graph break would save the cell's old
+                   contents, and an unbound cell has none (issue #7) */
+                Py_DECREF(POP());
+                fj_unsupported("assignment to unbound free variable '%U' of the compiled frame",
                                local_name(fr, arg));
                 goto error;
             }
@@ -1751,6 +1771,43 @@ error:
 
 /* ----------------------------------------------------------- top level */
 
+/*
+** True for code whose graph breaks cannot be split yet (issue #7): module
+** and class bodies (no CO_NEWLOCALS: names live in a dict), code with
+** a __class__ free variable (zero-argument super() reads the frame's first
+** local, which a resume function does not have there) and code with an
+** argument that is also a cell (the break code reloads it with LOAD_FAST,
+** which after MAKE_CELL is the cell, not its contents).
+*/
+static int uses_class_cell(PyCodeObject *co);
+
+static int unsplittable(PyCodeObject *co)
+{
+    /* module and class bodies run with a locals dict a function cannot have */
+    if (!(co->co_flags & CO_NEWLOCALS))
+        return 1;
+    int nargs = code_nargs(co);
+    for (int i = 0; i < nargs; i++)
+        if (fj_code_local_kind(co, i) & FJ_FAST_CELL)
+            return 1;
+    return uses_class_cell(co);
+}
+
+/* True for code with a __class__ free variable (zero-argument super()). */
+static int uses_class_cell(PyCodeObject *co)
+{
+    PyObject *fv = PyCode_GetFreevars(co);
+    if (fv == NULL) {
+        PyErr_Clear();
+        return 1;
+    }
+    int hit = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fv) && !hit; i++)
+        hit = PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(fv, i), "__class__") == 0;
+    Py_DECREF(fv);
+    return hit;
+}
+
 /* Remembers where the top frame stopped when tracing failed. */
 static void note_break(fj_Tracer *tx, fj_TFrame *top)
 {
@@ -1776,8 +1833,17 @@ int fj_trace_run(fj_Tracer *tx, PyCodeObject *co)
     fj_current_tracer = tx;
     int r = run_frame(fr);
     fj_current_tracer = outer;
-    if (r < 0)
+    if (r < 0) {
         note_break(tx, fr);
+        /* no resume point: such code runs whole in CPython at a break */
+        if (PyErr_ExceptionMatches(fj_Unsupported)) {
+            PyObject *et, *ev, *etb;
+            PyErr_Fetch(&et, &ev, &etb);
+            if (unsplittable(co))
+                tx->break_index = -1;
+            PyErr_Restore(et, ev, etb);
+        }
+    }
     return r;
 }
 

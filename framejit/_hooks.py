@@ -31,6 +31,12 @@ def _skip_prefixes():
     return tuple(sorted(dirs)), tuple(sorted(site))
 
 
+_HERE = os.path.dirname(os.path.realpath(__file__)) + os.sep
+_RUN_MODE_SKIP_FROZEN = frozenset({"<frozen importlib._bootstrap>",
+                                   "<frozen importlib._bootstrap_external>",
+                                   "<frozen zipimport>"})
+
+
 class Hooks:
     """The object a framejit._C.Compiler holds as its 'hooks'."""
 
@@ -53,6 +59,8 @@ class Hooks:
 
     def on_compile(self, code, compile_id, guards, graph):
         """Every successful compile (explain() listens here)."""
+        from .api import counters
+        counters["frames"]["compiled"] += 1
         if self.recorders:
             self._record(("compile", code, compile_id, guards.format(), graph))
 
@@ -79,6 +87,8 @@ class Hooks:
         if code in self._limit_warned:
             return
         self._limit_warned.add(code)
+        if not config.warn_recompile_limit:
+            return
         last = failures[0][1] if failures else "(unknown)"
         warnings.warn(
             f"framejit: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) hit "
@@ -105,24 +115,47 @@ class Hooks:
         return "\n".join(line for line in out.getvalue().splitlines() if line.strip())
 
     def should_skip(self, code):
-        """Frames of the stdlib, NumPy, test runners and framejit itself are never compiled."""
+        """True for frames never compiled.  With config.skip_stdlib (the
+        default): the stdlib, NumPy, test runners and framejit itself.
+        Without it (``python -m framejit run``): only framejit's own files and
+        the import machinery (see _run_mode_skip)."""
+        from .api import counters
+        stats = counters["frames"]   # not "stats": its keys mirror torch's
+        stats["offered"] += 1
         fname = code.co_filename
-        hit = self._skip_cache.get(fname)
-        if hit is not None:
-            return hit
+        key = (fname, bool(config.skip_stdlib))
+        hit = self._skip_cache.get(key)
+        if hit is None:
+            hit = self._skip_cache[key] = (self._stdlib_skip(fname) if key[1]
+                                           else self._run_mode_skip(fname))
+        if hit:
+            stats["skipped"] += 1
+        return hit
+
+    def _stdlib_skip(self, fname):
         if self._skip is None:
             self._skip = _skip_prefixes()
         skip_dirs, site_dirs = self._skip
         if fname.startswith("<frozen "):  # frozen stdlib modules
-            self._skip_cache[fname] = True
             return True
         path = os.path.realpath(fname) if not fname.startswith("<") else fname
         skip = any(path.startswith(d) for d in skip_dirs)
         if skip and any(path.startswith(s) for s in site_dirs):
             # inside site-packages: skip only the known libraries
             skip = any(path.startswith(d) for d in skip_dirs if d.startswith(tuple(site_dirs)))
-        self._skip_cache[fname] = skip
         return skip
+
+    def _run_mode_skip(self, fname):
+        """Everything is compiled except framejit's own Python files (the
+        compiler calls into them: its hooks, logs, explain) and the frozen
+        import bootstrap (importlib._bootstrap*, zipimport), which runs with
+        the import lock held on every import, including imports made from the
+        compiler's own hooks."""
+        if fname in _RUN_MODE_SKIP_FROZEN:
+            return True
+        if fname.startswith("<"):
+            return False
+        return os.path.realpath(fname).startswith(_HERE)
 
     def count_graph(self, ncalls):
         from .api import counters
@@ -141,6 +174,8 @@ class Hooks:
             self._record(("break", code, compile_id, reason, line, bool(resumable)))
         if not resumable:
             counters["stats"]["frames_not_captured"] += 1
+        else:
+            counters["frames"]["broken"] += 1
         if logs.on("graph_breaks"):
             import linecache
             src = linecache.getline(code.co_filename, line).strip()
@@ -150,11 +185,13 @@ class Hooks:
     def internal_error(self, code, compile_id, exc):
         from .api import counters
         counters["stats"]["internal_errors"] += 1
+        counters["internal_error"][f"{type(exc).__name__}: {exc}"] += 1
         if config.raise_internal_errors:
             raise exc
-        warnings.warn(f"framejit: internal error compiling {code.co_name} "
-                      f"({code.co_filename}:{code.co_firstlineno}); it runs uncompiled: "
-                      f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
+        if config.warn_internal_errors:
+            warnings.warn(f"framejit: internal error compiling {code.co_name} "
+                          f"({code.co_filename}:{code.co_firstlineno}); it runs uncompiled: "
+                          f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
         import traceback
         logs.log("graph_breaks", compile_id, "internal error:\n" + "".join(
             traceback.format_exception(exc)))

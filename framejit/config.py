@@ -8,3 +8,13 @@ inline_depth_limit = 8
 max_restarts = 100
 #: re-raise internal compiler errors instead of running the frame uncompiled (tests)
 raise_internal_errors = False
+#: never offer frames of the stdlib, NumPy and the test runners to the compiler
+#: (``python -m framejit run`` turns this off: see docs/cpython-tests.md)
+skip_stdlib = True
+#: internal compiler errors print a RuntimeWarning (``framejit run`` turns this
+#: off: the program's own warning filters and checks must not see them; they
+#: are counted in framejit.counters["internal_error"] and logged instead)
+warn_internal_errors = True
+#: warn once per code object that hits recompile_limit (``framejit run`` turns
+#: this off, for the same reason; counters["stats"]["recompile_limit_hit"])
+warn_recompile_limit = True

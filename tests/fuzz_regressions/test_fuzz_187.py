@@ -22,6 +22,5 @@ def f(x, y, n):
 CALLS = [[['arr', [3], '>f8', 'C', 1047682201], ['arr', [], 'float32', 'C', 1047682202], ['int', -1]]]
 
 
-@pytest.mark.xfail(strict=True, reason="cells: an op that raises while tracing, in a frame with cell variables: the frame runs with the cell object in place of the array (TypeError 'cell' object is not subscriptable) -- csrc/codegen.c/resume.c")
 def test_fuzz_187():
     check(SOURCE, CALLS)

@@ -1,0 +1,170 @@
+"""``python -m framejit run``: run a whole program with every Python frame
+offered to framejit.
+
+    python -m framejit run [--summary] [--backend NAME] SCRIPT [ARGS...]
+    python -m framejit run [--summary] [--backend NAME] -m MODULE [ARGS...]
+
+The program runs as ``python SCRIPT`` / ``python -m MODULE`` would run it
+(runpy: ``__main__``, ``sys.argv``, ``sys.path[0]``), with this thread's
+eval-frame callback set to a framejit Compiler for the whole run and
+``framejit.config.skip_stdlib`` off, so the stdlib, NumPy and the test
+runners are compiled too (framejit's own files and the import bootstrap
+excepted: framejit/_hooks.py).  Threads started with ``threading.Thread``
+get the same callback (``Thread._bootstrap_inner`` is wrapped); threads made
+with ``_thread.start_new_thread`` directly run uncompiled.
+
+The exit status and output are the program's: ``SystemExit`` passes
+through, an uncaught exception prints its traceback (without framejit's
+frames) and exits 1.  ``--summary`` prints framejit's counters to stderr
+when the program ends: counters["frames"] (offered, skipped, compiled,
+broken), counters["stats"] and the break reasons by count.
+"""
+import os
+import runpy
+import sys
+import threading
+
+USAGE = ("usage: python -m framejit run [--summary] [--backend NAME] SCRIPT [ARGS...]\n"
+         "       python -m framejit run [--summary] [--backend NAME] -m MODULE [ARGS...]")
+
+_STAT_ORDER = ("frames_offered", "frames_skipped", "frames_compiled", "frames_broken",
+               "frames_not_captured", "unique_graphs", "calls_captured", "recompiles",
+               "recompile_limit_hit", "internal_errors")
+
+
+def _parse(argv):
+    """(summary, backend, module_or_None, target, args); raises SystemExit(2) on bad usage."""
+    summary, backend = False, "eager"
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--summary":
+            summary = True
+        elif a == "--backend" and i + 1 < len(argv):
+            i += 1
+            backend = argv[i]
+        elif a.startswith("--backend="):
+            backend = a.split("=", 1)[1]
+        elif a in ("-h", "--help"):
+            print(USAGE)
+            raise SystemExit(0)
+        elif a == "-m":
+            if i + 1 >= len(argv):
+                break
+            return summary, backend, True, argv[i + 1], argv[i + 2:]
+        elif a.startswith("-m") and len(a) > 2:
+            return summary, backend, True, a[2:], argv[i + 1:]
+        elif a.startswith("-") and a != "-":
+            print(f"framejit run: unknown option {a!r}\n{USAGE}", file=sys.stderr)
+            raise SystemExit(2)
+        else:
+            return summary, backend, False, a, argv[i + 1:]
+        i += 1
+    print(USAGE, file=sys.stderr)
+    raise SystemExit(2)
+
+
+def make_compiler(backend="eager"):
+    """The Compiler a whole-program run installs (as framejit.compile builds it)."""
+    from . import _C, api
+    from ._hooks import hooks
+    return _C.Compiler(api._resolve_backend(backend), hooks, fullgraph=False, dynamic=None,
+                       marked=api._marked)
+
+
+def _wrap_threads(compiler):
+    """Every threading.Thread runs its body with 'compiler' as its callback.
+    Returns a function that undoes the patch."""
+    from ._C import eval_frame
+    orig = threading.Thread._bootstrap_inner
+
+    def _bootstrap_inner(self):
+        prev = eval_frame.set_eval_frame(compiler)
+        try:
+            orig(self)
+        finally:
+            eval_frame.set_eval_frame(prev)
+
+    threading.Thread._bootstrap_inner = _bootstrap_inner
+
+    def undo():
+        threading.Thread._bootstrap_inner = orig
+    return undo
+
+
+def format_summary(counters):
+    """The --summary text for framejit.counters."""
+    stats = dict(counters.get("stats", {}))
+    for k, v in counters.get("frames", {}).items():
+        stats["frames_" + k] = v
+    lines = ["framejit summary:"]
+    for k in _STAT_ORDER:
+        lines.append(f"  {k:22s} {stats.get(k, 0)}")
+    for k in sorted(set(stats) - set(_STAT_ORDER)):
+        lines.append(f"  {k:22s} {stats[k]}")
+    breaks = counters.get("graph_break", {})
+    lines.append(f"  graph break reasons ({sum(breaks.values())} breaks, "
+                 f"{len(breaks)} distinct):")
+    for reason, n in sorted(breaks.items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"    {n:6d}  {reason}")
+    errors = counters.get("internal_error", {})
+    if errors:
+        lines.append(f"  internal errors ({sum(errors.values())}, {len(errors)} distinct):")
+        for reason, n in sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])):
+            short = reason if len(reason) <= 300 else reason[:300] + "..."
+            lines.append(f"    {n:6d}  {short}")
+    return "\n".join(lines)
+
+
+def _print_exception(exc):
+    """Prints 'exc' as Python does for an uncaught exception, without the
+    frames of framejit.run and runpy at the top of its traceback."""
+    tb = exc.__traceback__
+    mine = {os.path.realpath(__file__), os.path.realpath(runpy.__file__), "<frozen runpy>"}
+    while tb is not None and (tb.tb_frame.f_code.co_filename in mine or
+                              os.path.realpath(tb.tb_frame.f_code.co_filename) in mine):
+        tb = tb.tb_next
+    sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+
+
+def main(argv):
+    """Runs the program described by 'argv' (the words after ``run``)."""
+    summary, backend, is_module, target, args = _parse(argv)
+    from . import config, api
+    from ._C import eval_frame
+    compiler = make_compiler(backend)
+    if is_module:
+        sys.argv = ["-m"] + list(args)   # runpy sets argv[0] to the module's file
+        sys.path[0] = os.getcwd()
+    else:
+        sys.argv = [target] + list(args)
+        sys.path[0] = os.path.dirname(os.path.realpath(target))
+    config.skip_stdlib = False
+    config.warn_internal_errors = False
+    config.warn_recompile_limit = False
+    undo_threads = _wrap_threads(compiler)
+    prev = eval_frame.set_eval_frame(compiler)
+    status = 0
+    try:
+        try:
+            if is_module:
+                runpy.run_module(target, run_name="__main__", alter_sys=True)
+            else:
+                runpy.run_path(target, run_name="__main__")
+        finally:
+            eval_frame.set_eval_frame(prev)
+            undo_threads()
+    except SystemExit:
+        if summary:
+            sys.stdout.flush()
+            print(format_summary(api.counters), file=sys.stderr)
+        raise
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: B902 - an uncaught exception, as Python reports it
+        _print_exception(exc)
+        status = 1
+    if summary:
+        sys.stdout.flush()
+        print(format_summary(api.counters), file=sys.stderr)
+    return status

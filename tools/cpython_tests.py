@@ -1,0 +1,137 @@
+"""Runs CPython's and NumPy's own test modules plain and under
+``python -m framejit run`` (each in a subprocess, with a timeout) and prints
+a table of the counts: tests run, failures, errors, skipped.
+
+    python tools/cpython_tests.py [--timeout S] [--only NAME ...] [--verbose]
+
+Exit status 1 when a module does worse under framejit than plain (more
+failures or errors, fewer tests run, a crash or a timeout).  See
+docs/cpython-tests.md.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+CPYTHON = ["test_grammar", "test_scope", "test_exceptions", "test_generators", "test_with",
+           "test_contextlib", "test_list", "test_dict", "test_set", "test_tuple", "test_class",
+           "test_descr", "test_functools", "test_itertools", "test_math", "test_unittest"]
+NUMPY = ["test_umath.py", "test_numeric.py", "test_shape_base.py"]
+
+
+def numpy_tests_dir():
+    import numpy
+    return os.path.join(os.path.dirname(numpy.__file__), "_core", "tests")
+
+
+def commands(name):
+    """(plain argv, framejit argv) for one module."""
+    if name.endswith(".py"):
+        path = os.path.join(numpy_tests_dir(), name)
+        args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", path]
+    else:
+        args = ["-m", "unittest", f"test.{name}"]
+    return [sys.executable] + args, [sys.executable, "-m", "framejit", "run", "--summary"] + args
+
+
+def parse_unittest(text):
+    ran = re.findall(r"^Ran (\d+) tests? in", text, re.M)
+    if not ran:
+        return None
+    c = {"run": sum(int(x) for x in ran), "failures": 0, "errors": 0, "skipped": 0}
+    # the verdict line right after each "Ran N tests": OK (...) or FAILED (...)
+    for verdict in re.findall(r"^Ran \d+ tests? in [^\n]*\n\s*\n((?:OK|FAILED)[^\n]*)$", text, re.M):
+        for key in ("failures", "errors", "skipped"):
+            c[key] += sum(int(x) for x in re.findall(rf"\b{key}=(\d+)", verdict))
+    return c
+
+
+def parse_pytest(text):
+    lines = [ln for ln in text.splitlines() if re.search(r"\d+ (passed|failed|error)", ln)]
+    if not lines:
+        return None
+    last = lines[-1]
+    get = lambda w: sum(int(x) for x in re.findall(rf"(\d+) {w}", last))  # noqa: E731
+    passed, failed = get("passed"), get("failed")
+    errors, skipped = get("errors?"), get("skipped")
+    xf = get("xfailed") + get("xpassed")
+    return {"run": passed + failed + errors + skipped + xf, "failures": failed,
+            "errors": errors, "skipped": skipped}
+
+
+def parse_summary(text):
+    out = {}
+    for key in ("frames_offered", "frames_compiled", "frames_broken", "frames_not_captured",
+                "unique_graphs", "internal_errors"):
+        m = re.search(rf"^  {key}\s+(\d+)$", text, re.M)
+        out[key] = int(m.group(1)) if m else 0
+    return out
+
+
+def run(argv, timeout):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    t0 = time.time()
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env,
+                           cwd=ROOT)
+        return r.returncode, r.stdout + r.stderr, time.time() - t0
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
+        return "timeout", out, time.time() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--only", nargs="*")
+    ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--logdir", default=os.path.join(ROOT, "build", "cpython-tests"))
+    a = ap.parse_args()
+    names = a.only or CPYTHON + NUMPY
+    os.makedirs(a.logdir, exist_ok=True)
+    rows, worse = [], []
+    for name in names:
+        plain_argv, fj_argv = commands(name)
+        parse = parse_pytest if name.endswith(".py") else parse_unittest
+        res = {}
+        for mode, argv in (("plain", plain_argv), ("framejit", fj_argv)):
+            rc, out, secs = run(argv, a.timeout)
+            with open(os.path.join(a.logdir, f"{name}.{mode}.log"), "w") as f:
+                f.write(" ".join(argv) + "\n" + out)
+            res[mode] = (rc, parse(out), secs, out)
+        p, j = res["plain"][1], res["framejit"][1]
+        s = parse_summary(res["framejit"][3])
+        bad = (j is None or res["framejit"][0] == "timeout" or p is None
+               or j["run"] < p["run"] or j["failures"] > p["failures"]
+               or j["errors"] > p["errors"])
+        if bad:
+            worse.append(name)
+        rows.append((name, p, j, res["plain"][2], res["framejit"][2], res["framejit"][0], s, bad))
+        fmt = lambda c: "crash" if c is None else f"{c['run']}/{c['failures']}/{c['errors']}/{c['skipped']}"  # noqa: E731
+        print(f"{name:22s} plain {fmt(p):16s} framejit {fmt(j):16s} "
+              f"{res['plain'][2]:6.1f}s {res['framejit'][2]:6.1f}s "
+              f"compiled={s['frames_compiled']} graphs={s['unique_graphs']} "
+              f"ierr={s['internal_errors']} {'WORSE' if bad else 'ok'}", flush=True)
+    print()
+    print("| module | plain run/fail/err/skip | framejit run/fail/err/skip | plain s | framejit s "
+          "| frames offered | compiled | broken | not captured | graphs | internal errors | |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, p, j, ps, js, rc, s, bad in rows:
+        fmt = lambda c: "crash" if c is None else f"{c['run']}/{c['failures']}/{c['errors']}/{c['skipped']}"  # noqa: E731
+        jtxt = "timeout" if rc == "timeout" else fmt(j)
+        print(f"| {name} | {fmt(p)} | {jtxt} | {ps:.1f} | {js:.1f} | {s['frames_offered']} | "
+              f"{s['frames_compiled']} | {s['frames_broken']} | {s['frames_not_captured']} | "
+              f"{s['unique_graphs']} | {s['internal_errors']} | {'WORSE' if bad else 'ok'} |")
+    print(f"\nlogs: {a.logdir}")
+    if worse:
+        print("worse under framejit: " + ", ".join(worse))
+    return 1 if worse else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
