@@ -722,8 +722,9 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
     if ((saved_args = PyDict_New()) == NULL)
         goto done;
     for (int i = 0; i < top->nlocals && i < FJ_CODE_NLOCALSPLUS(co); i++) {
-        if (!top->touched[i] || !fj_trace_is_arg_slot(top, i))
-            continue;
+        if (!top->touched[i] || !fj_trace_is_arg_slot(top, i) ||
+            (fj_code_local_kind(co, i) & FJ_FAST_CELL))
+            continue; /* a cell argument is a cell after MAKE_CELL: restored as a cell */
         PyObject *name = fj_code_local_name(co, i);
         PyObject *tmp = PyUnicode_FromFormat("___orig_%U", name);
         int bad = tmp == NULL || fj_builder_load_fast(b, name) < 0 ||
@@ -753,7 +754,8 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
     int nargs_total = co->co_argcount + co->co_kwonlyargcount + !!(co->co_flags & CO_VARARGS) +
                       !!(co->co_flags & CO_VARKEYWORDS);
     for (int i = 0; i < top->nlocals; i++) {
-        if (!restore[i] || fj_trace_arg_untouched(top, i))
+        if (!restore[i] || fj_trace_arg_untouched(top, i) ||
+            (fj_code_local_kind(co, i) & (FJ_FAST_CELL | FJ_FAST_FREE)))
             continue;
         PyObject *name = fj_code_local_name(co, i);
         PyObject *v = top->locals[i];

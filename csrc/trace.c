@@ -973,17 +973,6 @@ static fj_Var *top_frame_cell(fj_Tracer *tx, PyObject *c)
     return NULL;
 }
 
-/* True when the top frame's free variable behind 'cell' (a CELL Var with a
-** closure source) is an empty cell in the real frame. */
-static int top_free_cell_empty(fj_Tracer *tx, fj_Var *cell)
-{
-    PyObject *cl = tx->view.closure;
-    Py_ssize_t j = cell->source->index;
-    if (cl == NULL || j < 0 || j >= PyTuple_GET_SIZE(cl))
-        return 1;
-    return PyCell_GET(PyTuple_GET_ITEM(cl, j)) == NULL;
-}
-
 /* Copies a real inlined function's closure cells into CELL Vars. */
 static int copy_free_vars(fj_TFrame *fr, int n)
 {
@@ -1205,15 +1194,6 @@ static int run_frame(fj_TFrame *fr)
             if (cell->source != NULL && fr->parent != NULL) {
                 Py_DECREF(POP());
                 fj_unsupported("assignment to free variable '%U' of the compiled frame",
-                               local_name(fr, arg));
-                goto error;
-            }
-            if (cell->source != NULL && PyList_GET_SIZE(cell->items) == 0 &&
-                top_free_cell_empty(fr->tx, cell)) {
-                /* the code after a graph break would save the cell's old
-                   contents, and an unbound cell has none (issue #7) */
-                Py_DECREF(POP());
-                fj_unsupported("assignment to unbound free variable '%U' of the compiled frame",
                                local_name(fr, arg));
                 goto error;
             }
@@ -1786,10 +1766,6 @@ static int unsplittable(PyCodeObject *co)
     /* module and class bodies run with a locals dict a function cannot have */
     if (!(co->co_flags & CO_NEWLOCALS))
         return 1;
-    int nargs = code_nargs(co);
-    for (int i = 0; i < nargs; i++)
-        if (fj_code_local_kind(co, i) & FJ_FAST_CELL)
-            return 1;
     return uses_class_cell(co);
 }
 
