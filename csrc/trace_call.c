@@ -136,6 +136,12 @@ static int any_dynamic(PyObject *v)
     return 0;
 }
 
+/* True for a symbolic Python int/float/bool (a Python-scalar graph node). */
+static int is_pyscalar(PyObject *v)
+{
+    return VAR(v)->kind == FJ_VAR_NODE && ((fj_Node *)VAR(v)->obj)->vkind == FJ_VAL_PYSCALAR;
+}
+
 /* True if a Python-scalar node sits somewhere in 'v'. */
 static int has_pyscalar(PyObject *v)
 {
@@ -294,6 +300,8 @@ static PyObject *var_type(PyObject *v)
         fj_Node *n = (fj_Node *)vv->obj;
         if (n->vkind == FJ_VAL_ARRAY)
             return (PyObject *)&PyArray_Type;
+        if (n->vkind == FJ_VAL_PYSCALAR) /* a symbolic Python int/float/bool */
+            return (PyObject *)Py_TYPE(n->example);
         return (PyObject *)n->dtype->typeobj;
     }
     case FJ_VAR_FUNC:
@@ -471,7 +479,7 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
         fn == (PyObject *)&PyBool_Type || fn == (PyObject *)&PyComplex_Type ||
         fn == (PyObject *)&PyUnicode_Type) {
         for (Py_ssize_t i = 0; i < n; i++)
-            if (VAR(args[i])->kind == FJ_VAR_NODE)
+            if (VAR(args[i])->kind == FJ_VAR_NODE && !is_pyscalar(args[i]))
                 return fj_unsupported("%s() of an array value (data-dependent)",
                                       ((PyTypeObject *)fn)->tp_name),
                        NULL;
@@ -786,9 +794,26 @@ static PyObject *method_var(PyObject *self, PyObject *name)
     return (PyObject *)m;
 }
 
+/*
+** A symbolic Python int/float/bool used as a Python object (an attribute,
+** a method, float(n)): pinned, then its value.  New ref to a CONST Var.
+*/
+static PyObject *pinned_scalar(fj_TFrame *fr, fj_Var *o)
+{
+    if (fj_trace_specialize(fr->tx) < 0)
+        return NULL;
+    return (PyObject *)fj_var_const(((fj_Node *)o->obj)->example);
+}
+
 PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
 {
     fj_Var *o = VAR(objv);
+    if (is_pyscalar(objv)) {
+        PyObject *c = pinned_scalar(fr, o);
+        PyObject *r = c ? fj_trace_getattr(fr, c, name) : NULL;
+        Py_XDECREF(c);
+        return r;
+    }
     if (o->kind == FJ_VAR_NODE) {
         PyObject *st = fj_ops_static_attr((fj_Node *)o->obj, name);
         if (st != NULL) {

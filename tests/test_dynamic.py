@@ -284,3 +284,33 @@ def test_differential_varying_shapes_and_ints(k):
                      (7, (6, 2))):
         cases.append((rng.standard_normal(shape), n))
     _vary(fn, cases)
+
+
+def test_symbolic_int_is_still_an_int_to_python():
+    # found running enum.Flag under `framejit run`: isinstance(value, int) was
+    # answered for a NumPy int64 and took the wrong branch
+    def f(v):
+        if not isinstance(v, int) or type(v) is not int:
+            raise ValueError("not int")
+        return v.bit_length(), float(v), v & 3, -v, (v).real
+
+    framejit.reset()
+    cf = framejit.compile(f)
+    for v in (1, 2, 3, 7, 100, 5):
+        same(cf(v), f(v))
+
+
+def test_enum_flags_under_framejit():
+    import enum
+
+    class Color(enum.Flag):
+        R = 1
+        G = 2
+        B = 4
+
+    def combine(a, b):
+        return a | b
+    framejit.reset()
+    cf = framejit.compile(combine)
+    for a, b in [(Color.R, Color.B), (Color.G, Color.B), (Color.R, Color.G)] * 2:
+        assert cf(a, b) == combine(a, b)
