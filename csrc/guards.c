@@ -1206,7 +1206,12 @@ static void reorder(GuardManager *m)
 ** tag from one global counter, so an equal tag means the same dict with the
 ** same bindings: a subtree of leaves on an immutable value passes again.
 */
-static inline PyObject *tag_dict(GuardManager *c, const fj_FrameView *view)
+/*
+** The dict whose version tag vouches for child 'c' of a parent whose value
+** is 'parent': the globals or builtins for their accessors, and a module's
+** __dict__ for an attribute of a module (np.sin).  NULL when none.
+*/
+static inline PyObject *tag_dict(GuardManager *c, const fj_FrameView *view, PyObject *parent)
 {
     if (!c->skippable)
         return NULL;
@@ -1214,6 +1219,8 @@ static inline PyObject *tag_dict(GuardManager *c, const fj_FrameView *view)
         return view->globals;
     if (c->acc == ACC_BUILTIN)
         return view->builtins;
+    if (c->acc == ACC_ATTR && parent != NULL && PyModule_CheckExact(parent))
+        return PyModule_GetDict(parent);
     return NULL;
 }
 
@@ -1294,7 +1301,7 @@ static int check_children(GuardManager *m, PyObject *v, CheckCtx *ctx)
         GuardManager *c = m->children[i];
         PyObject *d = NULL, *cv = NULL;
         uint64_t tag = 0;
-        if (ctx->reason == NULL && (d = tag_dict(c, ctx->view)) != NULL) {
+        if (ctx->reason == NULL && (d = tag_dict(c, ctx->view, v)) != NULL) {
             tag = FJ_DICT_VERSION(d);
             if (tag == c->seen_version) {
                 ctx->root->skipped_checks++;
@@ -1304,9 +1311,15 @@ static int check_children(GuardManager *m, PyObject *v, CheckCtx *ctx)
         r = fetch(c, v, ctx->view, &cv);
         if (r > 0) {
             r = manager_check(c, cv, ctx);
+            /* a module attribute vouched for by its __dict__ only when it came
+               from that dict (not from the module's __getattr__) */
+            if (r > 0 && d != NULL) {
+                if (c->acc != ACC_ATTR || PyDict_GetItemWithError(d, c->key) == cv)
+                    c->seen_version = tag;
+                else
+                    PyErr_Clear(); /* not in the dict, or an odd key: just no skip */
+            }
             Py_DECREF(cv);
-            if (r > 0 && d != NULL)
-                c->seen_version = tag;
         }
         else if (r == 0 && ctx->reason == NULL)
             c->fail_count++;

@@ -1005,3 +1005,37 @@ def test_guards_through_eval_frame_hook():
         ef.reset_code(f.__code__)
     assert results == [6, 6, 8, 6, 8, 15]
     assert compiles == [3, 4, 3]
+
+
+def test_module_attribute_guard_skipped_by_module_dict_version():
+    import types
+    mod = types.ModuleType("fake_np")
+    mod.sin = lambda v: v
+    g = {"np": mod}
+    r = R()
+    r.global_("np").add_id_match(mod)
+    sin_mgr = r.global_("np").attr("sin")
+    sin_mgr.add_id_match(mod.sin)
+    assert r.check([], globals=g)
+    before = r.skipped_checks
+    assert r.check([], globals=g)
+    assert r.skipped_checks > before          # np.sin not fetched again
+    mod.sin = lambda v: v + 1                 # monkeypatch: the module dict changes
+    assert not r.check([], globals=g)
+    assert "G['np'].sin" in r.check_verbose([], globals=g)
+
+
+def test_module_getattr_values_are_never_skipped():
+    import types
+    mod = types.ModuleType("lazy")
+    calls = []
+
+    def __getattr__(name):
+        calls.append(name)
+        return 42
+    mod.__getattr__ = __getattr__
+    r = R()
+    r.global_("m").attr("thing").add_equals_match(42)
+    g = {"m": mod}
+    assert r.check([], globals=g) and r.check([], globals=g)
+    assert len(calls) == 2   # fetched every time: not in the module dict
