@@ -153,6 +153,11 @@ ASTYPES = ("np.float32", "np.float64", "np.int64", "np.int32", "bool")
 EXC_TYPES = "(ValueError, TypeError, IndexError, ZeroDivisionError, KeyError, AttributeError)"
 
 
+# stmt_ext() kinds, repeated by weight: obj attributes, input list, input dict,
+# views of inputs, nonlocal counter closure, global counter, symbolic n.
+EXT_WEIGHTS = (0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 5, 5, 6, 6, 7, 7)
+
+
 class ProgGen:
     def __init__(self, seed, small=False, cells=True):
         self.seed = seed
@@ -284,10 +289,10 @@ class ProgGen:
     def stmt(self, env, depth, ind):
         r = self.r
         d = 1 if self.small else 2
-        c = r.randrange(44)
+        c = r.randrange(32 + len(EXT_WEIGHTS))
         nested = depth < 2
         if c >= 32:
-            out = self.stmt_ext(env, depth, ind, c - 32)
+            out = self.stmt_ext(env, depth, ind, EXT_WEIGHTS[c - 32])
             if out:
                 return out
         if c < 6:
@@ -426,65 +431,79 @@ class ProgGen:
 
     def stmt_ext(self, env, depth, ind, c):
         """Object attributes, input list/dict mutations, views of inputs,
-        counters, symbolic-int uses; None when the pick does not apply."""
+        counters, symbolic-int uses; None when the pick does not apply.
+        Expressions are drawn before the new name is bound (no self-reference)."""
         r = self.r
         nested = depth < 2
+        k = self.fresh("k")
         if c == 0 and "obj" in self.params:
             # attribute stores on the input object, reads after them
             if "obj.val" not in env or r.random() < 0.4:
+                line = f"{ind}obj.val = {self.arr(env, 1)}"
                 env["obj.val"] = "arr"
-                return [f"{ind}obj.val = {self.arr(env, 1)}"]
-            k = self.fresh("k")
+                return [line]
+            opts = (lambda: [f"{ind}{k} = obj.cnt * 2 + int(hasattr(obj, 'val'))"],
+                    lambda: [f"{ind}setattr(obj, 'cnt', {self.num(env, 1)})", f"{ind}{k} = obj.cnt"],
+                    lambda: [f"{ind}{k} = getattr(obj, 'cnt', 0) + 1", f"{ind}obj.cnt = {k}"],
+                    lambda: [f"{ind}obj.cnt -= 1", f"{ind}{k} = obj.cnt"])
+            out = r.choice(opts)()
             env[k] = "num"
-            return r.choice(([f"{ind}{k} = obj.cnt * 2 + int(hasattr(obj, 'val'))"],
-                             [f"{ind}setattr(obj, 'cnt', {self.num(env, 1)})", f"{ind}{k} = obj.cnt"],
-                             [f"{ind}{k} = getattr(obj, 'cnt', 0) + 1", f"{ind}obj.cnt = {k}"],
-                             [f"{ind}obj.cnt -= 1", f"{ind}{k} = obj.cnt"]))
+            return out
         if c == 1 and "lst" in self.params:
-            k = self.fresh("k")
-            return r.choice((
-                [f"{ind}lst.insert(0, {self.num(env, 1)})"],
-                [f"{ind}{k} = lst.pop()"] + self._bind(env, k, "sc"),
-                [f"{ind}lst[0] = {self.num(env, 1)}"],
-                [f"{ind}lst.extend([{self.num(env, 0)}, {self.scalar(env, 0)}])"],
-                [f"{ind}lst += [{self.num(env, 0)}]"],
-                [f"{ind}{k} = lst[-1]"] + self._bind(env, k, "sc"),
-                [f"{ind}{k} = sum(lst)"] + self._bind(env, k, "sc"),
-                [f"{ind}del lst[0]"],
-                [f"{ind}lst.reverse()"],
-                [f"{ind}{k} = len(lst) + lst.count(1)"] + self._bind(env, k, "num"),
-            ))
+            opts = (
+                lambda: ([f"{ind}lst.insert(0, {self.num(env, 1)})"], None),
+                lambda: ([f"{ind}{k} = lst.pop()"], "sc"),
+                lambda: ([f"{ind}lst[0] = {self.num(env, 1)}"], None),
+                lambda: ([f"{ind}lst.extend([{self.num(env, 0)}, {self.scalar(env, 0)}])"], None),
+                lambda: ([f"{ind}lst += [{self.num(env, 0)}]"], None),
+                lambda: ([f"{ind}{k} = lst[-1]"], "sc"),
+                lambda: ([f"{ind}{k} = sum(lst)"], "sc"),
+                lambda: ([f"{ind}del lst[0]"], None),
+                lambda: ([f"{ind}lst.reverse()"], None),
+                lambda: ([f"{ind}{k} = len(lst) + lst.count(1)"], "num"),
+            )
+            out, kind = r.choice(opts)()
+            if kind:
+                env[k] = kind
+            return out
         if c == 2 and "dct" in self.params:
-            k = self.fresh("k")
             if r.random() < 0.3:
+                line = f"{ind}dct['a'] = {self.arr(env, 1)}"
                 env["dct['a']"] = "arr"
-                return [f"{ind}dct['a'] = {self.arr(env, 1)}"]
-            return r.choice((
-                [f"{ind}dct['k'] = dct['k'] + {self.num(env, 1)}"],
-                [f"{ind}{k} = dct.get('m', 0.0) * 2"] + self._bind(env, k, "sc"),
-                [f"{ind}{k} = dct.pop('k', -1)"] + self._bind(env, k, "num"),
-                [f"{ind}{k} = dct['k']"] + self._bind(env, k, "num"),
-                [f"{ind}{k} = len(dct) + int('a' in dct)"] + self._bind(env, k, "num"),
-                [f"{ind}dct.update(n2={self.num(env, 1)})"],
-                [f"{ind}{k} = dct.setdefault('c', {self.num(env, 0)})"] + self._bind(env, k, "num"),
-                [f"{ind}{k} = 0", f"{ind}for key in dct:", f"{ind}    {k} = {k} + len(key)"]
-                + self._bind(env, k, "num"),
-            ))
+                return [line]
+            opts = (
+                lambda: ([f"{ind}dct['k'] = dct['k'] + {self.num(env, 1)}"], None),
+                lambda: ([f"{ind}{k} = dct.get('m', 0.0) * 2"], "sc"),
+                lambda: ([f"{ind}{k} = dct.pop('k', -1)"], "num"),
+                lambda: ([f"{ind}{k} = dct['k']"], "num"),
+                lambda: ([f"{ind}{k} = len(dct) + int('a' in dct)"], "num"),
+                lambda: ([f"{ind}dct.update(n2={self.num(env, 1)})"], None),
+                lambda: ([f"{ind}{k} = dct.setdefault('c', {self.num(env, 0)})"], "num"),
+                lambda: ([f"{ind}{k} = 0", f"{ind}for key in dct:", f"{ind}    {k} = {k} + len(key)"],
+                         "num"),
+            )
+            out, kind = r.choice(opts)()
+            if kind:
+                env[k] = kind
+            return out
         if c == 3:
             # in-place ops on views of inputs (then reads of the input follow)
             params = [p for p in ("x", "y", "z", "a") if p in self.params]
             a = r.choice(params)
             v = self.fresh("w")
-            out = r.choice((
-                [f"{ind}{a}[1:] += 1"], [f"{ind}{a}[::2] *= 2"], [f"{ind}{a}[...] = {self.arr(env, 1)}"],
-                [f"{ind}np.add({a}, 1, out={a})"], [f"{ind}np.negative({a}, out={a})"],
-                [f"{ind}{a}[0] = {self.num(env, 0)}"], [f"{ind}{a}.T[...] += 1"],
-                [f"{ind}{a}.fill({self.num(env, 0)})"], [f"{ind}np.copyto({a}, {self.arr(env, 1)})"],
-                [f"{ind}{a}.reshape(-1)[:{self.num(env, 0)}] = 7"],
-                [f"{ind}{v} = {a}[::-1]", f"{ind}{a} += 1", f"{ind}{v} = {v} * 2"],
-                [f"{ind}{v} = {a}[...]", f"{ind}{v} *= 3", f"{ind}{v} = {a} + {v}"],
-            ))
-            if v in out[0]:
+            opts = (
+                lambda: [f"{ind}{a}[1:] += 1"], lambda: [f"{ind}{a}[::2] *= 2"],
+                lambda: [f"{ind}{a}[...] = {self.arr(env, 1)}"],
+                lambda: [f"{ind}np.add({a}, 1, out={a})"], lambda: [f"{ind}np.negative({a}, out={a})"],
+                lambda: [f"{ind}{a}[0] = {self.num(env, 0)}"], lambda: [f"{ind}{a}.T[...] += 1"],
+                lambda: [f"{ind}{a}.fill({self.num(env, 0)})"],
+                lambda: [f"{ind}np.copyto({a}, {self.arr(env, 1)})"],
+                lambda: [f"{ind}{a}.reshape(-1)[:{self.num(env, 0)}] = 7"],
+                lambda: [f"{ind}{v} = {a}[::-1]", f"{ind}{a} += 1", f"{ind}{v} = {v} * 2"],
+                lambda: [f"{ind}{v} = {a}[...]", f"{ind}{v} *= 3", f"{ind}{v} = {a} + {v}"],
+            )
+            out = r.choice(opts)()
+            if out[0].startswith(f"{ind}{v} ="):
                 env[v] = "arr"
             return out
         if c == 4 and depth == 0 and self.cells and not self.cell_mode:
@@ -494,17 +513,19 @@ class ProgGen:
             if "bump" not in "".join(self.helpers):
                 self.helpers.append("def bump(k):\n    global G\n    G += 1\n    return G + k")
             self.used_globals.add("G")
-            k = self.fresh("k")
-            env[k] = "num"
             if nested and r.random() < 0.5:
                 i = self.fresh("i")
                 return [f"{ind}for {i} in range({r.randrange(1, 4)}):", f"{ind}    G += 1",
-                        f"{ind}    {k} = bump({i})"]
-            return r.choice(([f"{ind}{k} = bump({self.num(env, 1)})"],
-                             [f"{ind}G += {self.num(env, 0)}", f"{ind}{k} = G * 2"]))
+                        f"{ind}    G = bump({i}) - {i}"]
+            if r.random() < 0.5:
+                out = [f"{ind}{k} = bump({self.num(env, 1)})"]
+            else:
+                out = [f"{ind}G += {self.num(env, 0)}", f"{ind}{k} = G * 2"]
+            env[k] = "num"
+            return out
         if c in (6, 7) and "n" in env:
             # n is symbolic after a few calls with n = 2, 3, 4...
-            k, s, v, i = self.fresh("k"), self.fresh("s"), self.fresh("v"), self.fresh("i")
+            s, v, i = self.fresh("s"), self.fresh("v"), self.fresh("i")
             a = self.pick(env, "arr") or "x"
             opts = [
                 ([f"{ind}{k} = n.bit_length() + (n if isinstance(n, int) else 0)"], k, "num"),
@@ -672,6 +693,8 @@ class ProgGen:
                         tuple(max(0, s + r.randrange(1, 3)) for s in shape)
                     others = [(shape if s else s, dt) for s, dt in others]
                     others = [(shape, dt) if len(s) else (s, dt) for s, dt in others]
+                    if others and r.random() < 0.15:   # the second input alone changes shape
+                        others[0] = (tuple(max(0, s + r.randrange(1, 3)) for s in shape), others[0][1])
                 else:
                     dtype = r.choice(DTYPES)
             seed = r.randrange(1 << 30)
