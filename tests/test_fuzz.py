@@ -126,3 +126,33 @@ def test_isolate_bisects_a_crash_to_its_seed():
     assert "seed 13: crash" in r.stdout
     assert "programs in" in r.stdout and "crashes          1" in r.stdout
     assert "8 programs" in r.stdout
+
+
+def test_aliased_view_and_dict_inputs():
+    a = fuzz.build_args([["arr", [3], "float64", "C", 1], ["same", 0], ["viewof", 0, "rev"],
+                         ["dict", {"k": 1}], ["arr", [], "float64", "N", 2], ["viewof", 4, "rev"]])
+    assert a[1] is a[0]
+    assert np.shares_memory(a[2], a[0]) and a[2][0] == a[0][-1]
+    assert a[3] == {"k": 1}
+    assert a[5] is a[4]                       # no view of a NumPy scalar: the same object
+
+
+def test_generator_covers_the_extended_statements():
+    srcs, calls = [], []
+    for seed in range(400):
+        s, c = fuzz.generate(seed)
+        srcs.append(s)
+        calls.append(c)
+    text = "\n".join(srcs)
+    for frag in ("obj.val = ", "lst.insert(", "dct[", "nonlocal cnt", "bump(", "G += ",
+                 ".bit_length()", "isinstance(n, int)", "np.arange(n)", "range(n)",
+                 "np.ones_like(", "out=", "[1:] += 1"):
+        assert frag in text, frag
+    flat = repr(calls)
+    assert "'same'" in flat and "'viewof'" in flat and "'dict'" in flat
+    # some programs see n = k, k+1, k+2, k+3 (n becomes a symbolic int)
+    ramps = 0
+    for cl in calls:
+        ns = [a[1] for c in cl for a in c if a[0] == "int"]
+        ramps += len(ns) >= 4 and all(b == a + 1 for a, b in zip(ns, ns[1:]))
+    assert ramps > 20
