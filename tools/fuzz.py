@@ -122,11 +122,16 @@ def build_arg(spec):
 def build_args(specs):
     """The argument list of one call.  ``["same", i]`` passes argument i again
     (the same object twice: aliasing); ``["viewof", i, how]`` passes a view of
-    argument i (how: "rev" = [::-1], "all" = [...])."""
+    argument i (how: "rev" = [::-1], "all" = [...]); ``["obj", cnt, i]`` is
+    an Obj whose ``val`` is argument i."""
     out = []
     for spec in specs:
         if spec[0] == "same":
             out.append(out[spec[1]])
+        elif spec[0] == "obj" and len(spec) > 2:
+            o = Obj(spec[1])         # obj.val is argument spec[2] (aliasing through an attribute)
+            o.val = out[spec[2]]
+            out.append(o)
         elif spec[0] == "viewof":
             base = out[spec[1]]
             if not isinstance(base, np.ndarray) or base.ndim == 0:
@@ -650,6 +655,9 @@ class ProgGen:
         self.used_globals = set()
         env = {p: "arr" for p in self.params[:narr]}
         env["n"] = "num"
+        self.obj_alias = "obj" in self.params and r.random() < 0.3
+        if self.obj_alias:
+            env["obj.val"] = "arr"      # obj.val is x in every call
         nst = r.randrange(2, 5) if self.small else r.randrange(2, 8)
         body = self.block(env, 0, nst, "    ")
         body.append(f"    return {self.ret(env)}")
@@ -707,7 +715,7 @@ class ProgGen:
             if "lst" in self.params:
                 args.append(["list", [1, 2.5][:r.randrange(3)]])
             if "obj" in self.params:
-                args.append(["obj", r.randrange(3)])
+                args.append(["obj", r.randrange(3)] + ([0] if self.obj_alias else []))
             if "dct" in self.params:
                 args.append(["dict", {"k": r.randrange(3), "m": 2.5}])
             if alias and narr >= 2 and r.random() < alias:
