@@ -1060,6 +1060,14 @@ int fj_ops_infer(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Meta *
         out->dtype = (PyArray_Descr *)Py_NewRef(((fj_Node *)a)->dtype);
         if (!out->vkind)
             out->vkind = FJ_VAL_ARRAY;
+        if (out->vkind == FJ_VAL_NPSCALAR && !PyArray_ISNBO(out->dtype->byteorder)) {
+            /* an element of a byte-swapped array (x[i] of a '>f8' array) is a
+               NumPy scalar: scalars are always in native byte order */
+            PyArray_Descr *nat = PyArray_DescrNewByteorder(out->dtype, NPY_NATIVE);
+            Py_SETREF(out->dtype, nat);
+            if (nat == NULL)
+                goto error;
+        }
         if (out->vkind == FJ_VAL_NPSCALAR && PyDataType_REFCHK(out->dtype)) {
             /* an element of an object array is an arbitrary Python object */
             PyErr_Format(PyExc_TypeError, "%s: elements of object arrays are not traced", fj_op_qualname(op));

@@ -488,6 +488,17 @@ def test_getitem_scalar_kind():
     assert node.meta["kind"] == "array"
 
 
+def test_getitem_scalar_of_byteswapped_array_is_native():
+    # an element of a '>f8' array is a NumPy scalar in native byte order
+    # (fuzz seed 50616: x.reshape(-1)[n].dtype printed '>f8' compiled)
+    a = make((3,), ">f8")
+    node = check(operator.getitem, (a, 1))
+    assert node.meta["kind"] == "scalar" and node.meta["dtype"] == np.dtype("float64")
+    assert node.meta["dtype"].isnative
+    node = check(operator.getitem, (a, slice(1, None)))   # a view keeps the byte order
+    assert node.meta["dtype"] == np.dtype(">f8") and not node.meta["dtype"].isnative
+
+
 # ---- attributes and errors -----------------------------------------------
 
 @pytest.mark.parametrize("value", [make((2, 3), "float32"), make((), "int8"), make((0, 4, 1), "complex128"),

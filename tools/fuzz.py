@@ -50,6 +50,11 @@ import framejit  # noqa: E402
 
 REGRESSION_DIR = os.path.join(ROOT, "tests", "fuzz_regressions")
 
+# Leave out constructs whose open bug crashes the interpreter (pinned by
+# tests/fuzz_regressions/test_fuzz_166.py: a symbolic int inside a shape tuple).
+# --avoid-open-crashes; CI sets it (a crash would kill pytest).
+AVOID_OPEN_CRASHES = False
+
 # ======================================================================
 # Inputs
 # ======================================================================
@@ -109,7 +114,33 @@ def build_arg(spec):
         return list(spec[1])
     if kind == "obj":
         return Obj(spec[1])
+    if kind == "dict":
+        return dict(spec[1])
     raise ValueError(spec)
+
+
+def build_args(specs):
+    """The argument list of one call.  ``["same", i]`` passes argument i again
+    (the same object twice: aliasing); ``["viewof", i, how]`` passes a view of
+    argument i (how: "rev" = [::-1], "all" = [...]); ``["obj", cnt, i]`` is
+    an Obj whose ``val`` is argument i."""
+    out = []
+    for spec in specs:
+        if spec[0] == "same":
+            out.append(out[spec[1]])
+        elif spec[0] == "obj" and len(spec) > 2:
+            o = Obj(spec[1])         # obj.val is argument spec[2] (aliasing through an attribute)
+            o.val = out[spec[2]]
+            out.append(o)
+        elif spec[0] == "viewof":
+            base = out[spec[1]]
+            if not isinstance(base, np.ndarray) or base.ndim == 0:
+                out.append(base)
+            else:
+                out.append(base[::-1] if spec[2] == "rev" else base[...])
+        else:
+            out.append(build_arg(spec))
+    return out
 
 
 # ======================================================================
@@ -125,6 +156,11 @@ UFUNCS = ("np.sin", "np.cos", "np.abs", "np.tanh", "np.negative", "np.square", "
 BIN_UFUNCS = ("np.maximum", "np.minimum", "np.add", "np.multiply", "np.fmax", "np.hypot")
 ASTYPES = ("np.float32", "np.float64", "np.int64", "np.int32", "bool")
 EXC_TYPES = "(ValueError, TypeError, IndexError, ZeroDivisionError, KeyError, AttributeError)"
+
+
+# stmt_ext() kinds, repeated by weight: obj attributes, input list, input dict,
+# views of inputs, nonlocal counter closure, global counter, symbolic n.
+EXT_WEIGHTS = (0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 5, 5, 6, 6, 7, 7)
 
 
 class ProgGen:
@@ -175,7 +211,9 @@ class ProgGen:
             return r.choice((f"({a} - {a}.mean())", f"np.clip({a}, -1, 1)", f"{a}.copy()",
                              f"({a} > 0)", f"(-{a})", f"({a} ** 2)", f"{a}.T.T",
                              f"{a}.reshape({a}.shape)", f"np.cumsum({a}).reshape({a}.shape)",
-                             f"({a} // 2)", f"({a} % 3)", f"np.abs({a}).astype(np.int8)"))
+                             f"({a} // 2)", f"({a} % 3)", f"np.abs({a}).astype(np.int8)",
+                             f"np.ones_like({a})", f"np.zeros_like({a})", f"np.full_like({a}, 3)",
+                             f"({a} + np.zeros({a}.shape))"))
         if c == 12 and self.callables_arr:
             fn = r.choice(self.callables_arr)
             if fn.startswith("h"):
@@ -209,6 +247,11 @@ class ProgGen:
             return f"min({self.num(env, d - 1)}, {r.randrange(1, 5)})"
         if c == 8 and "obj" in self.params:
             return "obj.cnt"
+        if c == 9 and r.random() < 0.5:
+            m = self.num(env, d - 1)
+            return r.choice(("G", f"({m}).bit_length()", f"int(float({m}))",
+                             f"({m} if isinstance({m}, int) else 0)", f"len(range({m}))",
+                             f"len(np.zeros({m} % 4))", f"int(np.arange({m} % 5).sum())"))
         return f"abs({self.num(env, d - 1)})"
 
     def scalar(self, env, d):
@@ -251,8 +294,12 @@ class ProgGen:
     def stmt(self, env, depth, ind):
         r = self.r
         d = 1 if self.small else 2
-        c = r.randrange(32)
+        c = r.randrange(32 + len(EXT_WEIGHTS))
         nested = depth < 2
+        if c >= 32:
+            out = self.stmt_ext(env, depth, ind, EXT_WEIGHTS[c - 32])
+            if out:
+                return out
         if c < 6:
             name = self.pick(env, "arr") if r.random() < 0.3 else None
             name = name or self.fresh("v")
@@ -387,6 +434,153 @@ class ProgGen:
         env[name] = "arr"
         return [f"{ind}{name} = {e}"]
 
+    def stmt_ext(self, env, depth, ind, c):
+        """Object attributes, input list/dict mutations, views of inputs,
+        counters, symbolic-int uses; None when the pick does not apply.
+        Expressions are drawn before the new name is bound (no self-reference)."""
+        r = self.r
+        nested = depth < 2
+        k = self.fresh("k")
+        if c == 0 and "obj" in self.params:
+            # attribute stores on the input object, reads after them
+            if "obj.val" not in env or r.random() < 0.4:
+                line = f"{ind}obj.val = {self.arr(env, 1)}"
+                env["obj.val"] = "arr"
+                return [line]
+            opts = (lambda: [f"{ind}{k} = obj.cnt * 2 + int(hasattr(obj, 'val'))"],
+                    lambda: [f"{ind}setattr(obj, 'cnt', {self.num(env, 1)})", f"{ind}{k} = obj.cnt"],
+                    lambda: [f"{ind}{k} = getattr(obj, 'cnt', 0) + 1", f"{ind}obj.cnt = {k}"],
+                    lambda: [f"{ind}obj.cnt -= 1", f"{ind}{k} = obj.cnt"])
+            out = r.choice(opts)()
+            env[k] = "num"
+            return out
+        if c == 1 and "lst" in self.params:
+            opts = (
+                lambda: ([f"{ind}lst.insert(0, {self.num(env, 1)})"], None),
+                lambda: ([f"{ind}{k} = lst.pop()"], "sc"),
+                lambda: ([f"{ind}lst[0] = {self.num(env, 1)}"], None),
+                lambda: ([f"{ind}lst.extend([{self.num(env, 0)}, {self.scalar(env, 0)}])"], None),
+                lambda: ([f"{ind}lst += [{self.num(env, 0)}]"], None),
+                lambda: ([f"{ind}{k} = lst[-1]"], "sc"),
+                lambda: ([f"{ind}{k} = sum(lst)"], "sc"),
+                lambda: ([f"{ind}del lst[0]"], None),
+                lambda: ([f"{ind}lst.reverse()"], None),
+                lambda: ([f"{ind}{k} = len(lst) + lst.count(1)"], "num"),
+            )
+            out, kind = r.choice(opts)()
+            if kind:
+                env[k] = kind
+            return out
+        if c == 2 and "dct" in self.params:
+            if r.random() < 0.3:
+                line = f"{ind}dct['a'] = {self.arr(env, 1)}"
+                env["dct['a']"] = "arr"
+                return [line]
+            opts = (
+                lambda: ([f"{ind}dct['k'] = dct['k'] + {self.num(env, 1)}"], None),
+                lambda: ([f"{ind}{k} = dct.get('m', 0.0) * 2"], "sc"),
+                lambda: ([f"{ind}{k} = dct.pop('k', -1)"], "num"),
+                lambda: ([f"{ind}{k} = dct['k']"], "num"),
+                lambda: ([f"{ind}{k} = len(dct) + int('a' in dct)"], "num"),
+                lambda: ([f"{ind}dct.update(n2={self.num(env, 1)})"], None),
+                lambda: ([f"{ind}{k} = dct.setdefault('c', {self.num(env, 0)})"], "num"),
+                lambda: ([f"{ind}{k} = 0", f"{ind}for key in dct:", f"{ind}    {k} = {k} + len(key)"],
+                         "num"),
+            )
+            out, kind = r.choice(opts)()
+            if kind:
+                env[k] = kind
+            return out
+        if c == 3:
+            # in-place ops on views of inputs (then reads of the input follow)
+            params = [p for p in ("x", "y", "z", "a") if p in self.params]
+            a = r.choice(params)
+            v = self.fresh("w")
+            opts = (
+                lambda: [f"{ind}{a}[1:] += 1"], lambda: [f"{ind}{a}[::2] *= 2"],
+                lambda: [f"{ind}{a}[...] = {self.arr(env, 1)}"],
+                lambda: [f"{ind}np.add({a}, 1, out={a})"], lambda: [f"{ind}np.negative({a}, out={a})"],
+                lambda: [f"{ind}{a}[0] = {self.num(env, 0)}"], lambda: [f"{ind}{a}.T[...] += 1"],
+                lambda: [f"{ind}{a}.fill({self.num(env, 0)})"],
+                lambda: [f"{ind}np.copyto({a}, {self.arr(env, 1)})"],
+                lambda: [f"{ind}{a}.reshape(-1)[:{self.num(env, 0)}] = 7"],
+                lambda: [f"{ind}{v} = {a}[::-1]", f"{ind}{a} += 1", f"{ind}{v} = {v} * 2"],
+                lambda: [f"{ind}{v} = {a}[...]", f"{ind}{v} *= 3", f"{ind}{v} = {a} + {v}"],
+            )
+            out = r.choice(opts)()
+            if out[0].startswith(f"{ind}{v} ="):
+                env[v] = "arr"
+            return out
+        if c == 4 and depth == 0 and self.cells and not self.cell_mode:
+            return self.counter_closure(env, ind)
+        if c == 5:
+            # a global counter (module helper and/or direct stores)
+            if "bump" not in "".join(self.helpers):
+                self.helpers.append("def bump(k):\n    global G\n    G += 1\n    return G + k")
+            self.used_globals.add("G")
+            if nested and r.random() < 0.5:
+                i = self.fresh("i")
+                return [f"{ind}for {i} in range({r.randrange(1, 4)}):", f"{ind}    G += 1",
+                        f"{ind}    G = bump({i}) - {i}"]
+            if r.random() < 0.5:
+                out = [f"{ind}{k} = bump({self.num(env, 1)})"]
+            else:
+                out = [f"{ind}G += {self.num(env, 0)}", f"{ind}{k} = G * 2"]
+            env[k] = "num"
+            return out
+        if c in (6, 7) and "n" in env:
+            # n is symbolic after a few calls with n = 2, 3, 4...
+            s, v, i = self.fresh("s"), self.fresh("v"), self.fresh("i")
+            a = self.pick(env, "arr") or "x"
+            opts = [
+                ([f"{ind}{k} = n.bit_length() + (n if isinstance(n, int) else 0)"], k, "num"),
+                ([f"{ind}{s} = float(n) / 2"], s, "sc"),
+                ([f"{ind}{s} = np.arange(n).sum() + np.zeros(n).sum()"], s, "sc"),
+                ([f"{ind}{s} = np.ones({'n * 2' if AVOID_OPEN_CRASHES else '(n, 2)'}).sum() * "
+                  f"{self.scalar(env, 0)}"], s, "sc"),
+                ([f"{ind}{k} = len(np.arange(n)[1:]) + np.zeros(n).shape[0]"], k, "num"),
+                ([f"{ind}{v} = {a}.reshape(-1)[n % 3]"], v, "arr"),
+                ([f"{ind}{v} = {a}.reshape(-1)[:n].sum() + {a}"], v, "arr"),
+                ([f"{ind}{v} = {a} * float(n) + n"], v, "arr"),
+                ([f"{ind}{v} = {a} + np.linspace(0, 1, n).sum()"], v, "arr"),
+                ([f"{ind}{v} = {a}", f"{ind}for {i} in range(n):", f"{ind}    {v} = {v} * 0.5 + {i}"],
+                 v, "arr"),
+                ([f"{ind}{k} = 0", f"{ind}for {i} in range(1, n, 2):", f"{ind}    {k} = {k} + {i}"],
+                 k, "num"),
+                ([f"{ind}{v} = np.full(n, {self.scalar(env, 0)})", f"{ind}{s} = {v}[-1] + {v}.sum()"],
+                 s, "sc"),
+                ([f"{ind}{k} = (n * 3) // 2 - n % 2 + max(n, 1) - abs(-n)"], k, "num"),
+                ([f"{ind}{k} = [0, 1, 2, 3][n % 4] + (1, 2, 3)[-1]"], k, "num"),
+            ]
+            lines, name, kind = r.choice(opts)
+            if not nested and len(lines) > 1 and lines[1].lstrip().startswith("for"):
+                lines, name, kind = opts[0]
+            env[name] = kind
+            return lines
+        return None
+
+    def counter_closure(self, env, ind):
+        """A nested function with a nonlocal counter, called several times
+        (in a loop, maybe with a print inside: a graph break in the closure)."""
+        r = self.r
+        self.cell_mode = True
+        fn, cnt, v, i = self.fresh("inner"), self.fresh("cnt"), self.fresh("v"), self.fresh("i")
+        a = self.pick(env, "arr") or "x"
+        out = [f"{ind}{cnt} = {self.num(env, 0)}", f"{ind}def {fn}(z):",
+               f"{ind}    nonlocal {cnt}", f"{ind}    {cnt} += 1"]
+        if r.random() < 0.4:
+            out += [f"{ind}    print('in', {cnt})"]
+        if r.random() < 0.3:
+            out += [f"{ind}    if {cnt} > 2:", f"{ind}        return z"]
+        out += [f"{ind}    return z + {cnt}"]
+        out += [f"{ind}{v} = {a}", f"{ind}for {i} in range({r.choice(('2', '3', 'min(n, 3)'))}):",
+                f"{ind}    {v} = {fn}({v})"]
+        if r.random() < 0.5:
+            out += [f"{ind}{cnt} = {cnt} * 2", f"{ind}{v} = {fn}({v})"]
+        env[cnt] = "num"
+        env[v] = "arr"
+        return out
+
     @staticmethod
     def _bind(env, name, kind):
         env[name] = kind
@@ -446,6 +640,8 @@ class ProgGen:
             self.params.append("lst")
         if r.random() < 0.3:
             self.params.append("obj")
+        if r.random() < 0.25:
+            self.params.append("dct")
         self.callables_arr = []
         if r.random() < 0.3:
             self.helpers.append("sq = lambda t: t * t - 1")
@@ -459,6 +655,9 @@ class ProgGen:
         self.used_globals = set()
         env = {p: "arr" for p in self.params[:narr]}
         env["n"] = "num"
+        self.obj_alias = "obj" in self.params and r.random() < 0.3
+        if self.obj_alias:
+            env["obj.val"] = "arr"      # obj.val is x in every call
         nst = r.randrange(2, 5) if self.small else r.randrange(2, 8)
         body = self.block(env, 0, nst, "    ")
         body.append(f"    return {self.ret(env)}")
@@ -485,8 +684,15 @@ class ProgGen:
         out = []
         ncalls = r.randrange(2, 4) if self.small else r.randrange(3, 6)
         n = r.randrange(-1, 5)
+        alias = r.choice((0, 0, 0, 0.5, 1.0))
+        ramp = r.random() < 0.3          # n = 2, 3, 4, ...: n becomes a symbolic int
+        if ramp:
+            n = r.randrange(2, 5)
+            ncalls = r.randrange(4, 7)
         for ci in range(ncalls):
-            if ci > 0:
+            if ramp and ci > 0:
+                n = min(n + 1, 10)
+            elif ci > 0:
                 c = r.randrange(5)
                 if c < 2:
                     n = r.randrange(-1, 6)
@@ -495,6 +701,8 @@ class ProgGen:
                         tuple(max(0, s + r.randrange(1, 3)) for s in shape)
                     others = [(shape if s else s, dt) for s, dt in others]
                     others = [(shape, dt) if len(s) else (s, dt) for s, dt in others]
+                    if others and r.random() < 0.15:   # the second input alone changes shape
+                        others[0] = (tuple(max(0, s + r.randrange(1, 3)) for s in shape), others[0][1])
                 else:
                     dtype = r.choice(DTYPES)
             seed = r.randrange(1 << 30)
@@ -507,7 +715,12 @@ class ProgGen:
             if "lst" in self.params:
                 args.append(["list", [1, 2.5][:r.randrange(3)]])
             if "obj" in self.params:
-                args.append(["obj", r.randrange(3)])
+                args.append(["obj", r.randrange(3)] + ([0] if self.obj_alias else []))
+            if "dct" in self.params:
+                args.append(["dict", {"k": r.randrange(3), "m": 2.5}])
+            if alias and narr >= 2 and r.random() < alias:
+                args[1] = ["same", 0] if r.random() < 0.6 else \
+                    ["viewof", 0, r.choice(("rev", "all"))]
             out.append(args)
         return out
 
@@ -594,6 +807,8 @@ def run_one(fn, args, ns):
     """Calls fn(*args); returns a dict describing everything observable."""
     buf = io.StringIO()
     inputs = [a for a in args if isinstance(a, np.ndarray)]
+    if isinstance(args[-1], Obj) and isinstance(getattr(args[-1], "val", None), np.ndarray):
+        inputs.append(args[-1].val)
     with contextlib.redirect_stdout(buf):
         try:
             res = fn(*args)
@@ -637,8 +852,8 @@ def check_program(source, calls, tag="prog", reps=2):
         warnings.simplefilter("ignore")
         for ci, specs in enumerate(calls):
             for rep in range(reps):
-                pa = [build_arg(s) for s in specs]
-                ca = [build_arg(s) for s in specs]
+                pa = build_args(specs)
+                ca = build_args(specs)
                 p = run_one(ns_p["f"], pa, ns_p)
                 ie = framejit.counters["stats"]["internal_errors"]
                 try:
@@ -944,6 +1159,8 @@ def _worker_cmd(args, lo, hi):
         cmd.append("--no-minimize")
     if not args.cells:
         cmd.append("--no-cells")
+    if AVOID_OPEN_CRASHES:
+        cmd.append("--avoid-open-crashes")
     return cmd
 
 
@@ -1046,10 +1263,14 @@ def main(argv=None):
     ap.add_argument("--no-minimize", dest="minimize", action="store_false")
     ap.add_argument("--no-cells", dest="cells", action="store_false",
                     help="no closures / lambdas over locals (their bugs are open)")
+    ap.add_argument("--avoid-open-crashes", action="store_true",
+                    help="leave out constructs whose open bug crashes (see AVOID_OPEN_CRASHES)")
     ap.add_argument("--progress", type=int, default=500)
     ap.add_argument("--print", dest="show", action="store_true", help="print program --seed")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    global AVOID_OPEN_CRASHES
+    AVOID_OPEN_CRASHES = AVOID_OPEN_CRASHES or args.avoid_open_crashes
     framejit.config.raise_internal_errors = True
     if args.show:
         src, calls = generate(args.seed, args.small, args.cells)
