@@ -244,6 +244,14 @@ int fj_trace_specialize(fj_Tracer *tx)
     return 0;
 }
 
+/*
+** Lists, tuples and dicts longer than this are not unpacked into one guarded
+** input per item: they are opaque objects (type-guarded; operations on them
+** break the graph).  Guarding a million-item list item by item takes time
+** quadratic in its length (test_list's repr of [0] * 1000000 hung).
+*/
+#define FJ_MAX_INPUT_ITEMS 256
+
 fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
 {
     PyObject *known = PyDict_GetItemWithError(tx->inputs, src->text);
@@ -313,7 +321,8 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
             return NULL;
         v = fj_var_const(value);
     }
-    else if (PyTuple_CheckExact(value) || PyList_CheckExact(value)) {
+    else if ((PyTuple_CheckExact(value) || PyList_CheckExact(value)) &&
+             PySequence_Fast_GET_SIZE(value) <= FJ_MAX_INPUT_ITEMS) {
         Py_ssize_t n = PySequence_Fast_GET_SIZE(value);
         if (fj_guard_add_type_match(mgr, (PyObject *)Py_TYPE(value)) < 0 ||
             fj_guard_add_sequence_length(mgr, n) < 0)
@@ -336,7 +345,7 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
         if (v != NULL)
             v->from_input = 1;
     }
-    else if (PyDict_CheckExact(value)) {
+    else if (PyDict_CheckExact(value) && PyDict_GET_SIZE(value) <= FJ_MAX_INPUT_ITEMS) {
         PyObject *keys = PyDict_Keys(value);
         if (keys == NULL)
             return NULL;

@@ -109,3 +109,37 @@ def test_local_freed_after_break():
     want, got = _both(_drop_after_break)
     assert want is True
     assert got is True
+
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run_both(tmp_path, program, timeout=120):
+    """(plain result, framejit run result) of 'program' as (rc, stdout, stderr)."""
+    script = tmp_path / "prog.py"
+    script.write_text(program)
+    env = dict(os.environ, PYTHONPATH=_ROOT)
+    out = []
+    for pre in ([], ["-m", "framejit", "run"]):
+        r = subprocess.run([sys.executable] + pre + [str(script)], capture_output=True,
+                           text=True, env=env, timeout=timeout, cwd=str(tmp_path))
+        out.append((r.returncode, r.stdout, r.stderr))
+    return out
+
+
+_BIG_LIST = """
+def check(n):
+    l = [0] * n
+    s = repr(l)                       # a graph break: l is an input of the resume function
+    return s == '[' + ', '.join(['0'] * n) + ']'
+print(check(10), check(1000000))
+"""
+
+
+def test_big_list_input_is_not_guarded_item_by_item(tmp_path):
+    # test_list.test_repr_large hung: a resume function's input list of a
+    # million items got one guard per item, each added by a linear search of
+    # its siblings (quadratic).  trace.c keeps lists/tuples/dicts longer than
+    # FJ_MAX_INPUT_ITEMS opaque.
+    plain, run = _run_both(tmp_path, _BIG_LIST, timeout=60)
+    assert plain == run == (0, "True True\n", "")
