@@ -4,7 +4,8 @@
 ** Responsible for: framejit._C.Compiler, whose instances are the callbacks
 ** framejit.compile installs.  For each offered frame it decides skip /
 ** trace, runs the tracer, hands the graph to the backend, installs the
-** compiled function as the global __compiled_fn_N, builds the replacement
+** compiled function as a constant of the new code (named __compiled_fn_N in
+** the logs), builds the replacement
 ** code, logs (bytecode, guards, graph, graph_code, graph_breaks), bumps the
 ** counters, and returns (code, guards, compile_id) for the cache.  A frame
 ** that cannot be captured gets a cache entry that runs its own code behind
@@ -41,7 +42,10 @@ typedef struct {
 static PyTypeObject *compiler_type = NULL;
 static long next_frame_id = 0;
 static long next_fn_id = 0;
-static PyObject *installed = NULL; /* strong list of (globals, name): compiled fns we put in modules */
+/* strong dict: id(obj) -> (obj, name) of the compiled functions and resume
+** functions the new code loads as constants, for the bytecode log only
+** (filled while that channel is on). */
+static PyObject *display_names = NULL;
 static PyObject *compiled_codes = NULL; /* strong list of weakrefs to code objects with entries */
 static PyObject *resume_cache = NULL;  /* strong dict: (orig code, index, nulls, argnames) -> (code, n) */
 static PyObject *resume_origin = NULL; /* strong dict: resume code -> (orig code, prefix length) */
@@ -237,9 +241,26 @@ static void tracer_clear(fj_Tracer *tx)
 }
 
 /*
-** Hands the graph (outputs 'outputs') to the backend and installs the
-** result as a global __compiled_fn_N.  Sets *fn_name (new ref) or leaves it
-** NULL when the graph has no calls.  Returns 0, -1 on error.
+** Names 'obj' (a constant the new code loads) 'name' in the bytecode log.
+** Steals 'name'; 0 or -1.
+*/
+static int display_name(PyObject *obj, PyObject *name)
+{
+    PyObject *key = name ? PyLong_FromVoidPtr(obj) : NULL;
+    PyObject *pair = key ? PyTuple_Pack(2, obj, name) : NULL;
+    int r = pair ? PyDict_SetItem(display_names, key, pair) : -1;
+    Py_XDECREF(key);
+    Py_XDECREF(pair);
+    Py_XDECREF(name);
+    return r;
+}
+
+/*
+** Hands the graph (outputs 'outputs') to the backend.  Sets *fn_name to the
+** compiled callable (new ref; the new code loads it as a constant, so the
+** program's globals do not change: doctest iterates over a module's __dict__
+** while its functions compile) or leaves it NULL when the graph has no
+** calls.  Returns 0, -1 on error.
 */
 static int install_graph(Compiler *c, fj_Tracer *tx, PyCodeObject *co, PyObject *outputs,
                          PyObject *cid, PyObject **fn_name)
@@ -270,13 +291,11 @@ static int install_graph(Compiler *c, fj_Tracer *tx, PyCodeObject *co, PyObject 
                      co->co_firstlineno);
         goto done;
     }
-    *fn_name = PyUnicode_FromFormat("__compiled_fn_%ld", next_fn_id++);
-    PyObject *pair = *fn_name ? PyTuple_Pack(2, tx->view.globals, *fn_name) : NULL;
-    int bad = pair == NULL || PyDict_SetItem(tx->view.globals, *fn_name, compiled) < 0 ||
-              PyList_Append(installed, pair) < 0;
-    Py_XDECREF(pair);
-    if (bad)
+    long fn_id = next_fn_id++;
+    if (hook_enabled(c, "bytecode") &&
+        display_name(compiled, PyUnicode_FromFormat("__compiled_fn_%ld", fn_id)) < 0)
         goto done;
+    *fn_name = Py_NewRef(compiled);
     PyObject *r = hook_call(c, "count_graph", "(n)", ncalls);
     if (r == NULL)
         goto done;
@@ -468,7 +487,8 @@ static PyObject *finish(Compiler *c, PyCodeObject *co, PyObject *new_code, fj_Tr
     if (fj_trace_alias_guards(tx) < 0)
         return NULL;
     if (hook_enabled(c, "bytecode")) {
-        PyObject *text = hook_call(c, "format_code", "(sO)", "MODIFIED BYTECODE", new_code);
+        PyObject *text = hook_call(c, "format_code", "(sOO)", "MODIFIED BYTECODE", new_code,
+                                   display_names);
         hook_log(c, "bytecode", cid, text);
         Py_XDECREF(text);
     }
@@ -509,14 +529,16 @@ done:
 /*
 ** The resume function for continuing 'co' (decoded 'il') at instruction
 ** 'index' with the stack layout 'nulls' (nstack slots) and live locals
-** 'argnames', installed in 'globals'.  Resume code is cached and always
-** made from the original code, so breaks in resume functions do not
-** multiply.  Returns the global's name (new ref), or for code with free
-** variables a tuple (code, names of its free variables) that the break code
-** turns into a closure; NULL on error.
+** 'argnames', a function of 'globals' (named __resume_at_<offset>_<n> in the
+** bytecode log when 'named').  Resume code is cached and always made from the
+** original code, so breaks in resume functions do not multiply.  Returns the
+** function (new ref; the break code loads it as a constant), or for code with
+** free variables a tuple (code, names of its free variables) that the break
+** code turns into a closure; NULL on error.
 */
 static PyObject *install_resume(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
-                                const unsigned char *nulls, PyObject *argnames, PyObject *globals)
+                                const unsigned char *nulls, PyObject *argnames, PyObject *globals,
+                                int named)
 {
     PyCodeObject *orig = co;
     const fj_InstrList *oil = il;
@@ -567,17 +589,14 @@ static PyObject *install_resume(PyCodeObject *co, const fj_InstrList *il, int in
         Py_XDECREF(fv);
         goto done;
     }
-    name = PyUnicode_FromFormat("__resume_at_%d_%ld", oil->v[oindex].offset * 2,
-                                PyLong_AsLong(PyTuple_GET_ITEM(entry, 1)));
-    fn = name ? PyFunction_New(PyTuple_GET_ITEM(entry, 0), globals) : NULL;
-    if (fn == NULL || PyDict_SetItem(globals, name, fn) < 0) {
-        Py_CLEAR(name);
+    fn = PyFunction_New(PyTuple_GET_ITEM(entry, 0), globals);
+    if (fn == NULL)
         goto done;
-    }
-    PyObject *pair = PyTuple_Pack(2, globals, name);
-    if (pair == NULL || PyList_Append(installed, pair) < 0)
-        Py_CLEAR(name);
-    Py_XDECREF(pair);
+    if (named && display_name(fn, PyUnicode_FromFormat(
+                     "__resume_at_%d_%ld", oil->v[oindex].offset * 2,
+                     PyLong_AsLong(PyTuple_GET_ITEM(entry, 1)))) < 0)
+        goto done;
+    name = Py_NewRef(fn);
 done:
     fj_bc_free(&mapped);
     Py_XDECREF(key);
@@ -660,7 +679,7 @@ static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyOb
         if ((rargs[r] = bound_live_names(co, top, live)) == NULL)
             goto done;
         rnames[r] = install_resume(co, il, plan->resume[r], nstack, nulls, rargs[r],
-                                   tx->view.globals);
+                                   tx->view.globals, hook_enabled(c, "bytecode"));
         if (rnames[r] == NULL)
             goto done;
     }
@@ -1017,15 +1036,7 @@ static PyObject *reset_state(PyObject *mod, PyObject *unused)
     }
     if (PyList_SetSlice(compiled_codes, 0, n, NULL) < 0)
         return NULL;
-    n = PyList_GET_SIZE(installed);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *pair = PyList_GET_ITEM(installed, i);
-        PyObject *g = PyTuple_GET_ITEM(pair, 0), *name = PyTuple_GET_ITEM(pair, 1);
-        if (PyDict_DelItem(g, name) < 0)
-            PyErr_Clear();
-    }
-    if (PyList_SetSlice(installed, 0, n, NULL) < 0)
-        return NULL;
+    PyDict_Clear(display_names);
     next_frame_id = 0;
     next_fn_id = 0;
     next_resume_id = 1;
@@ -1058,11 +1069,11 @@ int fj_compiler_init(PyObject *module)
     compiler_type = (PyTypeObject *)PyType_FromSpec(&compiler_spec);
     if (compiler_type == NULL || PyModule_AddObjectRef(module, "Compiler", (PyObject *)compiler_type) < 0)
         return -1;
-    installed = PyList_New(0);
+    display_names = PyDict_New();
     compiled_codes = PyList_New(0);
     resume_cache = PyDict_New();
     resume_origin = PyDict_New();
-    if (installed == NULL || compiled_codes == NULL || resume_cache == NULL ||
+    if (display_names == NULL || compiled_codes == NULL || resume_cache == NULL ||
         resume_origin == NULL)
         return -1;
     return PyModule_AddFunctions(module, compiler_methods);

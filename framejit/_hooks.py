@@ -107,12 +107,21 @@ class Hooks:
     def log(self, channel, compile_id, text):
         logs.log(channel, compile_id, text)
 
-    def format_code(self, title, code):
+    def format_code(self, title, code, names=None):
+        """A dis listing of 'code'; 'names' maps id(constant) -> (constant, name)
+        for the compiled and resume functions the new code loads as constants
+        (they are shown by name: __compiled_fn_N, __resume_at_<offset>_<n>)."""
         out = io.StringIO()
         out.write(f"{title} {code.co_name} {os.path.basename(code.co_filename)} "
                   f"line {code.co_firstlineno}\n")
         dis.dis(code, file=out, depth=0)
-        return "\n".join(line for line in out.getvalue().splitlines() if line.strip())
+        text = out.getvalue()
+        if names:
+            for const in code.co_consts:
+                hit = names.get(id(const))
+                if hit is not None and hit[0] is const:
+                    text = text.replace(f"({const!r})", f"({hit[1]})")
+        return "\n".join(line for line in text.splitlines() if line.strip())
 
     def should_skip(self, code):
         """True for frames never compiled.  With config.skip_stdlib (the

@@ -147,10 +147,13 @@ def main(argv):
     status = 0
     try:
         try:
+            # the interpreter's __main__ starts with an empty __annotations__
+            init = {"__annotations__": {}}
             if is_module:
-                runpy.run_module(target, run_name="__main__", alter_sys=True)
+                runpy.run_module(target, init_globals=init, run_name="__main__",
+                                 alter_sys=True)
             else:
-                runpy.run_path(target, run_name="__main__")
+                runpy.run_path(target, init_globals=init, run_name="__main__")
         finally:
             eval_frame.set_eval_frame(prev)
             undo_threads()

@@ -143,3 +143,32 @@ def test_big_list_input_is_not_guarded_item_by_item(tmp_path):
     # FJ_MAX_INPUT_ITEMS opaque.
     plain, run = _run_both(tmp_path, _BIG_LIST, timeout=60)
     assert plain == run == (0, "True True\n", "")
+
+
+_ITER_GLOBALS = """
+import sys
+def helper(x):
+    y = x + 1
+    print("", end="")   # a graph break: a compiled function and a resume function
+    return y + 1
+
+def walk():
+    out = []
+    for k, v in sys.modules[__name__].__dict__.items():
+        if k == "helper":
+            out.append(v(1))
+    return out
+print(walk())
+print(sorted(globals()))
+"""
+
+
+def test_compiling_does_not_add_globals(tmp_path):
+    # test_generators: doctest iterates over a module's __dict__ while the
+    # module's functions compile; framejit installed __compiled_fn_N and
+    # __resume_at_* there ("dictionary changed size during iteration").
+    # The new code now loads them as constants.  (Also: run mode's __main__
+    # starts with __annotations__, as the interpreter's does.)
+    plain, run = _run_both(tmp_path, _ITER_GLOBALS)
+    assert plain == run
+    assert plain[0] == 0
