@@ -942,6 +942,13 @@ static PyObject *compiler_call(Compiler *self, PyObject *args, PyObject *kwargs)
     PyObject *frame, *entry, *state;
     if (!PyArg_ParseTuple(args, "OOO:Compiler", &frame, &entry, &state))
         return NULL;
+    /* Under a trace or profile function (a debugger, coverage, a profiler,
+    ** sys.settrace in a test) nothing is compiled: the frame runs its own
+    ** code and is offered again once the tracer is gone.  (Cache entries
+    ** made before still run; `python -m framejit run` turns the callback off
+    ** while a tracer is set: framejit/run.py.) */
+    if (fj_thread_traced(PyThreadState_Get()))
+        Py_RETURN_NONE;
     if (!PyDict_Check(state))
         return PyErr_Format(PyExc_TypeError, "frame_state must be a dict");
     return compile_frame(self, frame, state);
@@ -1045,7 +1052,91 @@ static PyObject *reset_state(PyObject *mod, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* ----------------------------------------- run mode: tracers turn framejit off */
+
+/* Key, in the thread's state dict, of the callback put aside while traced. */
+#define FJ_HELD_KEY "framejit.held_callback"
+
+/*
+** After a trace/profile function changed: while one is set on this thread
+** the eval-frame callback is off (held in the thread's state dict); it comes
+** back once both are cleared ('release': put it back now).  0 or -1.
+*/
+static int sync_tracer_switch(int release)
+{
+    PyObject *tdict = PyThreadState_GetDict();
+    if (tdict == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "framejit: no thread state dict");
+        return -1;
+    }
+    PyObject *held = PyDict_GetItemString(tdict, FJ_HELD_KEY); /* borrowed */
+    int traced = !release && fj_thread_traced(PyThreadState_Get());
+    if (traced && held == NULL) {
+        PyObject *prev = fj_swap_callback(Py_None);
+        int r = prev ? PyDict_SetItemString(tdict, FJ_HELD_KEY, prev) : -1;
+        Py_XDECREF(prev);
+        return r;
+    }
+    if (!traced && held != NULL) {
+        PyObject *cur = fj_swap_callback(held);
+        Py_XDECREF(cur);
+        if (cur == NULL)
+            return -1;
+        return PyDict_DelItemString(tdict, FJ_HELD_KEY);
+    }
+    return 0;
+}
+
+/* sys.settrace/sys.setprofile as run mode installs them: 'orig' is the
+** original.  A C function, so the tracer sees no frame of its own. */
+static PyObject *tracer_switch_call(PyObject *orig, PyObject *function)
+{
+    PyObject *r = PyObject_CallOneArg(orig, function);
+    if (r == NULL || sync_tracer_switch(0) < 0) {
+        Py_XDECREF(r);
+        return NULL;
+    }
+    return r;
+}
+
+static PyMethodDef tracer_switch_defs[2] = {
+    {"settrace", (PyCFunction)tracer_switch_call, METH_O,
+     "sys.settrace; framejit is off on this thread while a trace function is set."},
+    {"setprofile", (PyCFunction)tracer_switch_call, METH_O,
+     "sys.setprofile; framejit is off on this thread while a profile function is set."},
+};
+
+/* _tracer_switch(orig): the wrapper of sys.settrace or sys.setprofile. New ref. */
+static PyObject *tracer_switch(PyObject *mod, PyObject *orig)
+{
+    if (!PyCallable_Check(orig)) {
+        PyErr_SetString(PyExc_TypeError, "_tracer_switch expects a callable");
+        return NULL;
+    }
+    PyObject *name = PyObject_GetAttrString(orig, "__name__");
+    if (name == NULL)
+        PyErr_Clear();
+    int profile = name && PyUnicode_Check(name) &&
+                  PyUnicode_CompareWithASCIIString(name, "setprofile") == 0;
+    Py_XDECREF(name);
+    return PyCFunction_NewEx(&tracer_switch_defs[profile], orig, NULL);
+}
+
+/* _tracer_release(): this thread's held callback, if any, is set again. */
+static PyObject *tracer_release(PyObject *mod, PyObject *unused)
+{
+    if (sync_tracer_switch(1) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef compiler_methods[] = {
+    {"_tracer_switch", tracer_switch, METH_O,
+     "_tracer_switch(orig): a sys.settrace/sys.setprofile replacement that turns the "
+     "thread's eval-frame callback off while a trace or profile function is set "
+     "(python -m framejit run)."},
+    {"_tracer_release", tracer_release, METH_NOARGS,
+     "Puts back the callback this thread holds aside because of a tracer."},
     {"_reset_state", reset_state, METH_NOARGS,
      "Forget every cache entry and compiled function framejit installed."},
     {NULL},
