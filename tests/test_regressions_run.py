@@ -172,3 +172,59 @@ def test_compiling_does_not_add_globals(tmp_path):
     plain, run = _run_both(tmp_path, _ITER_GLOBALS)
     assert plain == run
     assert plain[0] == 0
+
+
+_TRACED = """
+import sys
+def f(x):
+    y = x + 1
+    print("", end="")   # a graph break: f has compiled code and a resume function
+    z = y * 2
+    return z
+for i in range(3):
+    f(i)
+events = []
+def tr(frame, ev, arg):
+    events.append((frame.f_code.co_name, ev, frame.f_lineno - f.__code__.co_firstlineno))
+    return tr
+sys.settrace(tr)
+f(5)
+sys.settrace(None)
+print(events)
+calls = []
+sys.setprofile(lambda frame, ev, arg: calls.append((frame.f_code.co_name, ev)))
+f(6)
+sys.setprofile(None)
+print([c for c in calls if c[0] != "<lambda>"])
+for i in range(3):
+    f(i)
+"""
+
+
+def test_tracer_sees_the_original_code(tmp_path):
+    # test_exceptions PEP626 tests, test_sys_settrace: under a trace or
+    # profile function, compiled code (and resume functions) changed the
+    # line and call events.  Run mode turns framejit off on a thread while
+    # sys.settrace/sys.setprofile is set (C wrappers: no extra frames).
+    plain, run = _run_both(tmp_path, _TRACED)
+    assert plain == run
+    assert plain[0] == 0 and "('f', 'line', 4)" in plain[1]
+
+
+def test_no_compile_under_tracer():
+    import sys as _sys
+
+    def g(x):
+        return x + 1
+    framejit.reset()
+    cg = framejit.compile(g)
+    old = _sys.gettrace()
+    _sys.settrace(lambda *a: None)
+    try:
+        assert cg(1) == 2
+    finally:
+        _sys.settrace(old)
+    from framejit._C import eval_frame
+    assert eval_frame._debug_get_cache_entry_list(g.__code__) == []
+    assert cg(1) == 2
+    assert len(eval_frame._debug_get_cache_entry_list(g.__code__)) == 1
