@@ -252,6 +252,17 @@ int fj_trace_specialize(fj_Tracer *tx)
 */
 #define FJ_MAX_INPUT_ITEMS 256
 
+const fj_OpDef *fj_trace_ops_for(PyObject *v)
+{
+    PyTypeObject *tp = Py_TYPE(v);
+    /* a class statement's own __hash__ or __eq__ (slot wrappers) */
+    if (PyType_HasFeature(tp, Py_TPFLAGS_HEAPTYPE) &&
+        (tp->tp_hash != PyBaseObject_Type.tp_hash ||
+         tp->tp_richcompare != PyBaseObject_Type.tp_richcompare))
+        return NULL;
+    return fj_ops_for_callable(v);
+}
+
 fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
 {
     PyObject *known = PyDict_GetItemWithError(tx->inputs, src->text);
@@ -331,6 +342,12 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
         if (items == NULL)
             return NULL;
         for (Py_ssize_t i = 0; i < n; i++) {
+            if (PySequence_Fast_GET_SIZE(value) != n) {
+                /* code the tracer ran (a __hash__) changed the list */
+                Py_DECREF(items);
+                fj_unsupported("%U changed while it was traced", src->text);
+                return NULL;
+            }
             fj_Source *isrc = fj_source_index(src, i);
             fj_Var *iv = isrc ? fj_trace_input(tx, isrc, PySequence_Fast_GET_ITEM(value, i)) : NULL;
             Py_XDECREF(isrc);
@@ -383,7 +400,7 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
     }
     else if (PyModule_Check(value) || PyFunction_Check(value) || PyCFunction_Check(value) ||
              PyType_Check(value) || PyArray_DescrCheck(value) ||
-             fj_ops_for_callable(value) != NULL ||
+             fj_trace_ops_for(value) != NULL ||
              strcmp(Py_TYPE(value)->tp_name, "numpy.ufunc") == 0 || PyMethod_Check(value)) {
         if (fj_guard_add_id_match(mgr, value) < 0)
             return NULL;
@@ -1766,16 +1783,35 @@ error:
 ** a __class__ free variable (zero-argument super() reads the frame's first
 ** local, which a resume function does not have there) and code with an
 ** argument that is also a cell (the break code reloads it with LOAD_FAST,
-** which after MAKE_CELL is the cell, not its contents).
+** which after MAKE_CELL is the cell, not its contents), and code that may
+** look at its own frame's locals (locals(), vars(), dir(), eval/exec without
+** a namespace, sys._getframe, inspect.currentframe: a resume function has
+** only the live locals, test_scope testLocalsFunction).
 */
 static int uses_class_cell(PyCodeObject *co);
+
+/* Names that, in co_names, mean the code may read its own frame's locals. */
+static const char *const frame_readers[] = {"locals", "vars", "dir", "eval", "exec",
+                                            "_getframe", "currentframe", NULL};
+
+static int reads_own_frame(PyCodeObject *co)
+{
+    PyObject *names = co->co_names;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+        PyObject *n = PyTuple_GET_ITEM(names, i);
+        for (int k = 0; frame_readers[k] != NULL; k++)
+            if (PyUnicode_CompareWithASCIIString(n, frame_readers[k]) == 0)
+                return 1;
+    }
+    return 0;
+}
 
 static int unsplittable(PyCodeObject *co)
 {
     /* module and class bodies run with a locals dict a function cannot have */
     if (!(co->co_flags & CO_NEWLOCALS))
         return 1;
-    return uses_class_cell(co);
+    return uses_class_cell(co) || reads_own_frame(co);
 }
 
 /* True for code with a __class__ free variable (zero-argument super()). */

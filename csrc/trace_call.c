@@ -730,7 +730,7 @@ PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_
     if (f->kind != FJ_VAR_CONST)
         return fj_unsupported("call of %R", fnv), NULL;
     PyObject *fn = f->obj;
-    const fj_OpDef *op = fj_ops_for_callable(fn);
+    const fj_OpDef *op = fj_trace_ops_for(fn);
     if (op != NULL) {
         int any_node = 0;
         for (Py_ssize_t i = 0; i < n; i++)

@@ -228,3 +228,47 @@ def test_no_compile_under_tracer():
     assert eval_frame._debug_get_cache_entry_list(g.__code__) == []
     assert cg(1) == 2
     assert len(eval_frame._debug_get_cache_entry_list(g.__code__)) == 1
+
+
+_HASH_MUTATES = """
+def t():
+    class X:
+        def __hash__(self):
+            pair[:] = []
+            return 13
+    pair = [X(), 123]
+    d = dict([pair])
+    print(len(d), pair)
+t()
+"""
+
+
+def test_trace_does_not_hash_program_objects(tmp_path):
+    # test_dict test_init_use_after_free crashed: tracing X.__hash__, the
+    # op-table lookup for the input X() hashed it, which ran X.__hash__ and
+    # emptied the list being read item by item (read past its end).
+    plain, run = _run_both(tmp_path, _HASH_MUTATES)
+    assert plain == run == (0, "1 []\n", "")
+
+
+_LOCALS = """
+def f(x):
+    def g(y):
+        def h(z):
+            return y + z
+        w = x + y
+        y += 3
+        return locals()
+    return g
+print(sorted(f(2)(4)))
+"""
+
+
+def test_locals_sees_dead_locals(tmp_path):
+    # test_scope testLocalsFunction: locals() ran in a resume function, which
+    # has only the live locals ('h' and 'w' were missing).  Code that can
+    # read its own frame (locals, vars, dir, eval, exec, _getframe,
+    # currentframe) is not split at a break.
+    plain, run = _run_both(tmp_path, _LOCALS)
+    assert plain == run
+    assert "'h'" in plain[1] and "'w'" in plain[1]
