@@ -704,6 +704,49 @@ static int emit_at(fj_Builder *b, const fj_Instr *in, int op, int arg)
     return fj_bc_emit(&b->il, op, arg);
 }
 
+/*
+** Emits the call of a resume function (callable and 'nargs' arguments on the
+** stack) and the return of its result.  An exception out of the resume
+** function leaves without this frame's traceback entry, so tracebacks show
+** the function once, at the line that raised, as without framejit:
+**     PRECALL; CALL                    (handler: the cleanup below)
+**     RETURN_VALUE
+**   cleanup:                           [exc]
+**     PUSH_EXC_INFO; COPY 1; COPY 1    [prev, exc, exc, exc]
+**     LOAD_ATTR __traceback__; LOAD_ATTR tb_next
+**     SWAP 2; STORE_ATTR __traceback__ [prev, exc]   exc.__traceback__ = tb.tb_next
+**     SWAP 2; POP_EXCEPT; RERAISE 0    (RERAISE adds no traceback entry)
+** This frame's entry is the head of the traceback when the handler runs.
+** 0 or -1.
+*/
+static int emit_resume_call(fj_Builder *b, int nargs)
+{
+    fj_InstrList *il = &b->il;
+    int label = fj_bc_new_label(il);
+    if (label < 0)
+        return -1;
+    PyObject *tb = PyUnicode_FromString("__traceback__");
+    PyObject *next = tb ? PyUnicode_FromString("tb_next") : NULL;
+    int itb = next ? fj_builder_name(b, tb) : -1;
+    int inext = itb >= 0 ? fj_builder_name(b, next) : -1;
+    Py_XDECREF(tb);
+    Py_XDECREF(next);
+    if (inext < 0)
+        return -1;
+    fj_bc_set_handler(il, FJ_LABEL_REF(label), 0, 0);
+    if (fj_builder_call(b, nargs, NULL) < 0)
+        return -1;
+    fj_bc_set_handler(il, -1, 0, 0);
+    if (fj_bc_emit(il, RETURN_VALUE, 0) < 0 || fj_bc_place_label(il, label) < 0 ||
+        fj_bc_emit(il, PUSH_EXC_INFO, 0) < 0 || fj_bc_emit(il, COPY, 1) < 0 ||
+        fj_bc_emit(il, COPY, 1) < 0 || fj_bc_emit(il, LOAD_ATTR, itb) < 0 ||
+        fj_bc_emit(il, LOAD_ATTR, inext) < 0 || fj_bc_emit(il, SWAP, 2) < 0 ||
+        fj_bc_emit(il, STORE_ATTR, itb) < 0 || fj_bc_emit(il, SWAP, 2) < 0 ||
+        fj_bc_emit(il, POP_EXCEPT, 0) < 0 || fj_bc_emit(il, RERAISE, 0) < 0)
+        return -1;
+    return 0;
+}
+
 PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *tx,
                            PyObject *fn_name, PyObject *outputs, const fj_BreakPlan *plan,
                            const unsigned char *restore, PyObject *const *resume_names,
@@ -873,7 +916,7 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
                 goto done;
             nargs++;
         }
-        if (fj_builder_call(b, nargs, NULL) < 0 || fj_bc_emit(&b->il, RETURN_VALUE, 0) < 0)
+        if (emit_resume_call(b, nargs) < 0)
             goto done;
     }
     result = fj_builder_assemble(b, NULL);

@@ -48,7 +48,8 @@ static long next_fn_id = 0;
 static PyObject *display_names = NULL;
 static PyObject *compiled_codes = NULL; /* strong list of weakrefs to code objects with entries */
 static PyObject *resume_cache = NULL;  /* strong dict: (orig code, index, nulls, argnames) -> (code, n) */
-static PyObject *resume_origin = NULL; /* strong dict: resume code -> (orig code, prefix length) */
+/* strong dict: resume code -> (orig code, prefix length, log name resume_in_<name>_at_<line>) */
+static PyObject *resume_origin = NULL;
 static long next_resume_id = 1;
 static const int fj_max_restarts = 100;
 
@@ -572,7 +573,9 @@ static PyObject *install_resume(PyCodeObject *co, const fj_InstrList *il, int in
         PyObject *rcode = fj_resume_code(orig, oil, oindex, nstack, nulls, argnames, &prefix);
         if (rcode == NULL)
             goto done;
-        PyObject *org = Py_BuildValue("(Oi)", (PyObject *)orig, prefix);
+        PyObject *org = Py_BuildValue("(OiN)", (PyObject *)orig, prefix,
+                                      PyUnicode_FromFormat("resume_in_%U_at_%d", orig->co_name,
+                                                           oil->v[oindex].line));
         entry = org ? Py_BuildValue("(Ol)", rcode, next_resume_id++) : NULL;
         int bad = entry == NULL || PyDict_SetItem(resume_cache, key, entry) < 0 ||
                   PyDict_SetItem(resume_origin, rcode, org) < 0;
@@ -1130,7 +1133,19 @@ static PyObject *tracer_release(PyObject *mod, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* _resume_log_name(code): resume_in_<name>_at_<line> for resume code, else None. */
+static PyObject *resume_log_name(PyObject *mod, PyObject *code)
+{
+    PyObject *origin = PyDict_GetItemWithError(resume_origin, code);
+    if (origin == NULL)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    return Py_NewRef(PyTuple_GET_ITEM(origin, 2));
+}
+
 static PyMethodDef compiler_methods[] = {
+    {"_resume_log_name", resume_log_name, METH_O,
+     "_resume_log_name(code): the name the logs give resume code "
+     "(resume_in_<function>_at_<line>; its co_name is the original's), else None."},
     {"_tracer_switch", tracer_switch, METH_O,
      "_tracer_switch(orig): a sys.settrace/sys.setprofile replacement that turns the "
      "thread's eval-frame callback off while a trace or profile function is set "

@@ -205,7 +205,7 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
                          const unsigned char *nulls, PyObject *argnames, int *prefix)
 {
     fj_InstrList nl;
-    PyObject *orig_varnames = NULL, *varnames = NULL, *name = NULL, *result = NULL;
+    PyObject *orig_varnames = NULL, *varnames = NULL, *result = NULL;
     PyObject *cellvars = NULL, *freevars = NULL, *closure = NULL, *empty = NULL;
     fj_bc_init(&nl);
     int nparams = 0, line = il->v[index].line;
@@ -298,9 +298,6 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
         p[i].col = p[i].end_col = -1;
         p[i].exc_target = -1;
     }
-    name = PyUnicode_FromFormat("resume_in_%U_at_%d", co->co_name, line);
-    if (name == NULL)
-        goto done;
     fj_AsmOpts opts;
     fj_bc_opts_init(&opts);
     opts.varnames = varnames;
@@ -310,8 +307,11 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
     opts.posonlyargcount = 0;
     opts.kwonlyargcount = 0;
     opts.flags = co->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS);
-    opts.name = name;
-    opts.qualname = name;
+    /* the original's names: tracebacks, frame.f_code.co_name and
+    ** inspect see the function the user wrote (the logs call it
+    ** resume_in_<name>_at_<line>: compiler.c) */
+    opts.name = co->co_name;
+    opts.qualname = co->co_qualname;
     opts.firstlineno = line > 0 ? line : co->co_firstlineno;
     result = fj_bc_assemble(co, &nl, &opts);
     *prefix = npre;
@@ -319,7 +319,6 @@ done:
     fj_bc_free(&nl);
     Py_XDECREF(orig_varnames);
     Py_XDECREF(varnames);
-    Py_XDECREF(name);
     Py_XDECREF(cellvars);
     Py_XDECREF(freevars);
     Py_XDECREF(closure);

@@ -37,6 +37,14 @@ _RUN_MODE_SKIP_FROZEN = frozenset({"<frozen importlib._bootstrap>",
                                    "<frozen zipimport>"})
 
 
+def _name(code):
+    """The name logs and messages give 'code': resume code is
+    resume_in_<function>_at_<line> (its own co_name is the original's, for
+    tracebacks and introspection)."""
+    from . import _C
+    return _C._resume_log_name(code) or code.co_name
+
+
 class Hooks:
     """The object a framejit._C.Compiler holds as its 'hooks'."""
 
@@ -72,13 +80,13 @@ class Hooks:
         where = f"{code.co_filename}:{code.co_firstlineno}"
         if logs.on("recompiles") and failures:
             logs.log("recompiles", compile_id,
-                     f"Recompiling function {code.co_name} in {where}\n"
+                     f"Recompiling function {_name(code)} in {where}\n"
                      f"    triggered by the following guard failure(s):\n"
                      f"    - {failures[0][0]}: {failures[0][1]}")
         if logs.on("recompiles_verbose"):
             lines = "\n".join(f"    guard failed in entry {cid}: {text}" for cid, text in failures)
             logs.log("recompiles_verbose", compile_id,
-                     f"Recompiling function {code.co_name} in {where}\n{lines}")
+                     f"Recompiling function {_name(code)} in {where}\n{lines}")
 
     def recompile_limit_hit(self, code, failures):
         """Past config.recompile_limit entries: warn once, the code goes run-only."""
@@ -91,7 +99,7 @@ class Hooks:
             return
         last = failures[0][1] if failures else "(unknown)"
         warnings.warn(
-            f"framejit: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) hit "
+            f"framejit: {_name(code)} ({code.co_filename}:{code.co_firstlineno}) hit "
             f"config.recompile_limit ({config.recompile_limit}); last failed guard: {last}. "
             f"It now runs its cached entries only; other inputs run uncompiled.",
             RuntimeWarning, stacklevel=2)
@@ -112,7 +120,7 @@ class Hooks:
         for the compiled and resume functions the new code loads as constants
         (they are shown by name: __compiled_fn_N, __resume_at_<offset>_<n>)."""
         out = io.StringIO()
-        out.write(f"{title} {code.co_name} {os.path.basename(code.co_filename)} "
+        out.write(f"{title} {_name(code)} {os.path.basename(code.co_filename)} "
                   f"line {code.co_firstlineno}\n")
         dis.dis(code, file=out, depth=0)
         text = out.getvalue()
@@ -176,7 +184,7 @@ class Hooks:
         line = lineno if lineno and lineno > 0 else code.co_firstlineno
         where = f"{code.co_filename}:{line}"
         if fullgraph:
-            raise Unsupported(f"framejit (fullgraph=True) cannot capture {code.co_name} "
+            raise Unsupported(f"framejit (fullgraph=True) cannot capture {_name(code)} "
                               f"({where}) whole: {reason}")
         counters["graph_break"][reason] += 1
         if self.recorders:
@@ -189,7 +197,7 @@ class Hooks:
             import linecache
             src = linecache.getline(code.co_filename, line).strip()
             logs.log("graph_breaks", compile_id,
-                     f"Graph break in {code.co_name} at {where}: {reason}\n    {src}")
+                     f"Graph break in {_name(code)} at {where}: {reason}\n    {src}")
 
     def internal_error(self, code, compile_id, exc):
         from .api import counters
@@ -198,7 +206,7 @@ class Hooks:
         if config.raise_internal_errors:
             raise exc
         if config.warn_internal_errors:
-            warnings.warn(f"framejit: internal error compiling {code.co_name} "
+            warnings.warn(f"framejit: internal error compiling {_name(code)} "
                           f"({code.co_filename}:{code.co_firstlineno}); it runs uncompiled: "
                           f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
         import traceback
@@ -208,7 +216,7 @@ class Hooks:
     def backend_failed(self, code, backend, exc):
         name = getattr(backend, "__name__", repr(backend))
         raise BackendCompilerFailed(
-            f"framejit backend {name!r} failed compiling {code.co_name} "
+            f"framejit backend {name!r} failed compiling {_name(code)} "
             f"({code.co_filename}:{code.co_firstlineno}): {type(exc).__name__}: {exc}") from exc
 
 

@@ -272,3 +272,41 @@ def test_locals_sees_dead_locals(tmp_path):
     plain, run = _run_both(tmp_path, _LOCALS)
     assert plain == run
     assert "'h'" in plain[1] and "'w'" in plain[1]
+
+
+_TRACEBACK = """
+import sys, traceback
+def f(x):
+    y = x + 1
+    print("", end="")   # graph breaks: f runs as break code + resume functions
+    z = [y]
+    print("", end="")
+    raise ValueError(z)
+def g(x):
+    a = x * 2
+    print("", end="")
+    return f(a)
+for i in range(3):
+    try:
+        g(i)
+    except ValueError as e:
+        print(traceback.format_exc())
+        tb, names = e.__traceback__, []
+        while tb:
+            names.append((tb.tb_frame.f_code.co_name, tb.tb_frame.f_code.co_qualname))
+            tb = tb.tb_next
+        print(names)
+g(7)
+"""
+
+
+def test_traceback_through_resume_functions(tmp_path):
+    # test_exceptions testSettingException (co_name of a traceback frame),
+    # test_contextlib traceback tests: resume functions were named
+    # resume_in_<f>_at_<line> and each break added a frame to tracebacks.
+    # Resume code now has the original's co_name/co_qualname (the logs keep
+    # resume_in_...), and the break code drops its own traceback entry when
+    # an exception leaves the resume function.
+    plain, run = _run_both(tmp_path, _TRACEBACK)
+    assert plain == run
+    assert "line 8, in f" in plain[2]
