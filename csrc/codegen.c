@@ -546,9 +546,9 @@ done:
 /* ------------------------------------------------------------ breaks */
 
 /*
-** Break code rebuilds values with a memo: a list or dict made in the frame
-** is built once and kept in a temporary, so every place that held it sees
-** the same object (the CPython part may mutate it).
+** Break code rebuilds values with a memo: a list, dict or function made in
+** the frame is built once and kept in a temporary, so every place that held
+** it sees the same object (the CPython part may mutate it).
 */
 typedef struct {
     fj_Builder *b;
@@ -628,9 +628,10 @@ static int emit_value_items(BreakCtx *bc, fj_Var *vv)
 static int emit_value(BreakCtx *bc, PyObject *v)
 {
     fj_Var *vv = VAR(v);
-    if (vv->kind == FJ_VAR_FUNC)
-        return emit_function(bc, vv);
-    int mutable = (vv->kind == FJ_VAR_LIST || vv->kind == FJ_VAR_DICT) && vv->source == NULL;
+    /* functions too: made once, so the cell that holds one and an attribute
+    ** store on it see the same object (test.support.bigmemtest's wrapper.size) */
+    int mutable = ((vv->kind == FJ_VAR_LIST || vv->kind == FJ_VAR_DICT) && vv->source == NULL) ||
+                  vv->kind == FJ_VAR_FUNC;
     if (!mutable) {
         if (vv->kind == FJ_VAR_TUPLE && vv->source == NULL)
             return emit_value_items(bc, vv);
@@ -646,7 +647,8 @@ static int emit_value(BreakCtx *bc, PyObject *v)
     }
     tmp = PyUnicode_FromFormat("___tmp_%zd", PyDict_GET_SIZE(bc->memo));
     int r = -1;
-    if (tmp != NULL && PyDict_SetItem(bc->memo, key, tmp) == 0 && emit_value_items(bc, vv) == 0 &&
+    if (tmp != NULL && PyDict_SetItem(bc->memo, key, tmp) == 0 &&
+        (vv->kind == FJ_VAR_FUNC ? emit_function(bc, vv) : emit_value_items(bc, vv)) == 0 &&
         fj_bc_emit(&bc->b->il, COPY, 1) >= 0 && fj_builder_store_fast(bc->b, tmp) >= 0)
         r = 0;
     Py_XDECREF(tmp);

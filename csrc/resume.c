@@ -312,7 +312,7 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
     ** resume_in_<name>_at_<line>: compiler.c) */
     opts.name = co->co_name;
     opts.qualname = co->co_qualname;
-    opts.firstlineno = line > 0 ? line : co->co_firstlineno;
+    opts.firstlineno = co->co_firstlineno; /* f_lineno - co_firstlineno as in the original */
     result = fj_bc_assemble(co, &nl, &opts);
     *prefix = npre;
 done:

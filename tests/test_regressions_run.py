@@ -310,3 +310,47 @@ def test_traceback_through_resume_functions(tmp_path):
     plain, run = _run_both(tmp_path, _TRACEBACK)
     assert plain == run
     assert "line 8, in f" in plain[2]
+
+
+_FUNC_ATTR = """
+def deco(f):
+    def wrapper(self):
+        size = wrapper.size
+        return f(self, size)
+    wrapper.size = 5    # a graph break (attribute store on a function made here)
+    return wrapper
+class T:
+    @deco
+    def m(self, size):
+        return size * 2
+print([T().m() for i in range(3)])
+"""
+
+
+def test_function_made_once_at_break(tmp_path):
+    # test.support.bigmemtest, importlib.metadata's lru_cache'd lookup: the
+    # break code made the function twice (once for its cell, once for the
+    # attribute store), so wrapper.size was missing on the cell's function.
+    plain, run = _run_both(tmp_path, _FUNC_ATTR)
+    assert plain == run == (0, "[10, 10, 10]\n", "")
+
+
+_LINENO = """
+def simple():
+    x = 1
+    print("", end="")   # a graph break: the raise runs in a resume function
+    1/0
+for i in range(3):
+    try:
+        simple()
+    except Exception as ex:
+        t = ex.__traceback__.tb_next
+    print(t.tb_frame.f_lineno - t.tb_frame.f_code.co_firstlineno)
+"""
+
+
+def test_resume_code_keeps_first_line(tmp_path):
+    # test_exceptions PEP626Tests: f_lineno - co_firstlineno in a resume
+    # function counted from the resume line.
+    plain, run = _run_both(tmp_path, _LINENO)
+    assert plain == run == (0, "3\n3\n3\n", "")
