@@ -124,14 +124,17 @@ int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_Break
 
 /* ------------------------------------------------------------ liveness */
 
+/* DELETE_FAST reads the local too: it raises UnboundLocalError when the
+** local has no value, so a local deleted later is live (test_itertools
+** TestGC.makecycle: "del container, iterator" after a break). */
 static int local_use(const fj_Instr *in)
 {
-    return in->op == LOAD_FAST ? in->arg : -1;
+    return (in->op == LOAD_FAST || in->op == DELETE_FAST) ? in->arg : -1;
 }
 
 static int local_def(const fj_Instr *in)
 {
-    return (in->op == STORE_FAST || in->op == DELETE_FAST) ? in->arg : -1;
+    return in->op == STORE_FAST ? in->arg : -1;
 }
 
 int fj_resume_liveness(PyCodeObject *co, const fj_InstrList *il, int index, unsigned char *live)

@@ -354,3 +354,21 @@ def test_resume_code_keeps_first_line(tmp_path):
     # function counted from the resume line.
     plain, run = _run_both(tmp_path, _LINENO)
     assert plain == run == (0, "3\n3\n3\n", "")
+
+
+_DEL_AFTER_BREAK = """
+def makecycle(iterator, container):
+    container.append(iterator)
+    next(iterator)          # a graph break
+    del container, iterator
+    return 1
+print([makecycle(iter([1, 2]), []) for i in range(3)])
+"""
+
+
+def test_del_of_local_after_break(tmp_path):
+    # test_itertools TestGC: liveness took DELETE_FAST for a plain store, so
+    # the resume function did not get 'container' and 'del' raised
+    # UnboundLocalError.
+    plain, run = _run_both(tmp_path, _DEL_AFTER_BREAK)
+    assert plain == run == (0, "[1, 1, 1]\n", "")
