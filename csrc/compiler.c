@@ -143,19 +143,25 @@ static int remember_code(PyCodeObject *co)
     return r;
 }
 
-/* True if the code's file lies under one of the hooks' skip prefixes. */
+/*
+** 1 if the code's file lies under one of the hooks' skip prefixes, 0 if not,
+** -1 (no exception set) if the hook failed: the frame then runs as it is
+** this time (the program may have broken what the hooks use).
+*/
 static int should_skip(Compiler *c, PyCodeObject *co)
 {
     PyObject *r = hook_call(c, "should_skip", "(O)", (PyObject *)co);
     if (r == NULL) {
         PyErr_WriteUnraisable(c->hooks);
-        return 0;
+        return -1;
     }
     int skip = PyObject_IsTrue(r);
     Py_DECREF(r);
-    if (skip < 0)
+    if (skip < 0) {
         PyErr_Clear();
-    return skip > 0;
+        return -1;
+    }
+    return skip;
 }
 
 static PyObject *make_compile_id(long frame_id, long compile_no, int attempt)
@@ -762,7 +768,10 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
     fj_bc_init(&il);
     if (fj_frame_wrapper_view(frame, &view, &co) < 0)
         return NULL;
-    if (should_skip(c, co))
+    int skip = should_skip(c, co);
+    if (skip < 0)
+        Py_RETURN_NONE;
+    if (skip)
         return Py_NewRef(fj_skip_code_sentinel());
 
     /* compile id: frame id assigned on first compile, compile count per code */

@@ -3,12 +3,18 @@ counters, skip rules and the user-facing exceptions.  Only the compile path
 comes here; nothing on a warm call does."""
 import dis
 import io
+import linecache
 import os
 import sys
 import sysconfig
+import traceback
 import warnings
 
-from . import config, logs
+# Everything is imported here, never inside a hook: the program may have
+# replaced builtins.__import__ (unittest.mock.patch('builtins.__import__'),
+# test_unittest's discovery tests) while its frames compile.
+from . import _C, config, logs
+from .api import counters
 from .exc import BackendCompilerFailed, FramejitError, Unsupported
 
 
@@ -41,7 +47,6 @@ def _name(code):
     """The name logs and messages give 'code': resume code is
     resume_in_<function>_at_<line> (its own co_name is the original's, for
     tracebacks and introspection)."""
-    from . import _C
     return _C._resume_log_name(code) or code.co_name
 
 
@@ -67,7 +72,6 @@ class Hooks:
 
     def on_compile(self, code, compile_id, guards, graph):
         """Every successful compile (explain() listens here)."""
-        from .api import counters
         counters["frames"]["compiled"] += 1
         if self.recorders:
             self._record(("compile", code, compile_id, guards.format(), graph))
@@ -75,7 +79,6 @@ class Hooks:
     def recompiling(self, code, compile_id, failures):
         """A frame with cache entries is compiled again; 'failures' lists
         (compile_id, failed guard text) of every entry tried."""
-        from .api import counters
         counters["stats"]["recompiles"] += 1
         where = f"{code.co_filename}:{code.co_firstlineno}"
         if logs.on("recompiles") and failures:
@@ -90,7 +93,6 @@ class Hooks:
 
     def recompile_limit_hit(self, code, failures):
         """Past config.recompile_limit entries: warn once, the code goes run-only."""
-        from .api import counters
         counters["stats"]["recompile_limit_hit"] += 1
         if code in self._limit_warned:
             return
@@ -136,7 +138,6 @@ class Hooks:
         default): the stdlib, NumPy, test runners and framejit itself.
         Without it (``python -m framejit run``): only framejit's own files and
         the import machinery (see _run_mode_skip)."""
-        from .api import counters
         stats = counters["frames"]   # not "stats": its keys mirror torch's
         stats["offered"] += 1
         fname = code.co_filename
@@ -175,12 +176,10 @@ class Hooks:
         return os.path.realpath(fname).startswith(_HERE)
 
     def count_graph(self, ncalls):
-        from .api import counters
         counters["stats"]["unique_graphs"] += 1
         counters["stats"]["calls_captured"] += ncalls
 
     def graph_break(self, code, compile_id, reason, lineno, fullgraph, resumable):
-        from .api import counters
         line = lineno if lineno and lineno > 0 else code.co_firstlineno
         where = f"{code.co_filename}:{line}"
         if fullgraph:
@@ -194,13 +193,11 @@ class Hooks:
         else:
             counters["frames"]["broken"] += 1
         if logs.on("graph_breaks"):
-            import linecache
             src = linecache.getline(code.co_filename, line).strip()
             logs.log("graph_breaks", compile_id,
                      f"Graph break in {_name(code)} at {where}: {reason}\n    {src}")
 
     def internal_error(self, code, compile_id, exc):
-        from .api import counters
         counters["stats"]["internal_errors"] += 1
         counters["internal_error"][f"{type(exc).__name__}: {exc}"] += 1
         if config.raise_internal_errors:
@@ -209,7 +206,6 @@ class Hooks:
             warnings.warn(f"framejit: internal error compiling {_name(code)} "
                           f"({code.co_filename}:{code.co_firstlineno}); it runs uncompiled: "
                           f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
-        import traceback
         logs.log("graph_breaks", compile_id, "internal error:\n" + "".join(
             traceback.format_exception(exc)))
 

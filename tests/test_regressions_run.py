@@ -372,3 +372,29 @@ def test_del_of_local_after_break(tmp_path):
     # UnboundLocalError.
     plain, run = _run_both(tmp_path, _DEL_AFTER_BREAK)
     assert plain == run == (0, "[1, 1, 1]\n", "")
+
+
+_PATCHED_IMPORT = """
+import types
+from unittest import mock
+package = types.ModuleType('package')
+def _import(name, *a, **k):
+    return package
+def work(x):
+    y = x + 1
+    print("", end="")
+    return [y, len(str(y))]
+with mock.patch('builtins.__import__', _import):
+    r = [work(i) for i in range(3)]
+print(r)
+"""
+
+
+def test_hooks_do_not_import_at_call_time(tmp_path):
+    # test_unittest test_discovery_failed_discovery patches builtins.__import__;
+    # framejit's hooks imported inside functions and failed ("cannot import
+    # name 'counters' from 'package'"), the compile went on and the process
+    # crashed later.  The hooks import everything up front; a failing
+    # should_skip hook makes the frame run as it is.
+    plain, run = _run_both(tmp_path, _PATCHED_IMPORT)
+    assert plain == run == (0, "[[1, 1], [2, 1], [3, 1]]\n", "")
