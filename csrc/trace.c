@@ -1393,8 +1393,22 @@ static int run_frame(fj_TFrame *fr)
             else if ((ca == Py_None && cb == NULL && vb->kind != FJ_VAR_OBJ) ||
                      (cb == Py_None && ca == NULL && va->kind != FJ_VAR_OBJ))
                 same = 0; /* a made value (array, container) is never None */
-            else if (va->kind == FJ_VAR_OBJ && vb->kind == FJ_VAR_OBJ)
-                same = va->obj == vb->obj;
+            else if (va->kind == FJ_VAR_OBJ && vb->kind == FJ_VAR_OBJ && va->source != NULL &&
+                     vb->source != NULL && va->obj != vb->obj) {
+                /* two inputs, distinct now: guard that they stay distinct
+                ** (unittest's assertIsNot(thing, thing) after (thing, object())) */
+                PyObject *pair = PyTuple_Pack(2, (PyObject *)va->source, (PyObject *)vb->source);
+                int r = pair == NULL ? -1 : fj_guard_add_no_aliasing(fr->tx->guards, pair);
+                Py_XDECREF(pair);
+                if (r < 0) {
+                    Py_DECREF(a);
+                    Py_DECREF(b);
+                    goto error;
+                }
+                same = 0;
+            }
+            /* otherwise (the same object under two names, a value made in
+            ** the frame) the answer would not be guarded: a break */
             Py_DECREF(a);
             Py_DECREF(b);
             if (same < 0) {

@@ -398,3 +398,25 @@ def test_hooks_do_not_import_at_call_time(tmp_path):
     # should_skip hook makes the frame run as it is.
     plain, run = _run_both(tmp_path, _PATCHED_IMPORT)
     assert plain == run == (0, "[[1, 1], [2, 1], [3, 1]]\n", "")
+
+
+class _T:
+    pass
+
+
+def _isnot(a, b):
+    if a is b:
+        return "same"
+    return "diff"
+
+
+def test_is_between_inputs_is_guarded():
+    # test_unittest testAssertIsNot: 'a is b' between two object inputs was
+    # folded with type guards only, so (thing, thing) reused the entry made
+    # for (thing, object()).  Distinct inputs now get a no-aliasing guard.
+    framejit.reset()
+    f = framejit.compile(_isnot)
+    thing = _T()
+    assert [f(thing, _T()) for i in range(3)] == ["diff"] * 3
+    assert f(thing, thing) == "same"
+    assert f(thing, _T()) == "diff"
