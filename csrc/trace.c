@@ -75,12 +75,43 @@ static int var_clear(fj_Var *self)
 static const char *var_kind_names[] = {"const", "node",   "tuple", "list", "dict", "iter",
                                        "func",  "cell",   "method", "null", "obj"};
 
+/*
+** repr(o) for messages, without running the program's code: objects other
+** than builtin scalars, strings, modules, types, functions and exact arrays
+** show as <T object at 0x...> (test_class logs every __repr__ call; a
+** container's repr would call its items').  New reference, NULL on error.
+*/
+PyObject *fj_trace_safe_repr(PyObject *o)
+{
+    if (o == Py_None || o == Py_Ellipsis || PyBool_Check(o) || PyLong_CheckExact(o) ||
+        PyFloat_CheckExact(o) || PyComplex_CheckExact(o) || PyModule_CheckExact(o) ||
+        PyType_Check(o) || PyFunction_Check(o) || PyCFunction_Check(o) || PyCode_Check(o) ||
+        PyArray_CheckExact(o) || PyArray_DescrCheck(o))
+        return PyObject_Repr(o);
+    if (PyUnicode_CheckExact(o) || PyBytes_CheckExact(o)) {
+        PyObject *r = PyObject_Repr(o);
+        if (r != NULL && PyUnicode_GET_LENGTH(r) > 80) {
+            PyObject *cut = PyUnicode_Substring(r, 0, 77);
+            Py_DECREF(r);
+            r = cut ? PyUnicode_FromFormat("%U...", cut) : NULL;
+            Py_XDECREF(cut);
+        }
+        return r;
+    }
+    return PyUnicode_FromFormat("<%s object at %p>", Py_TYPE(o)->tp_name, (void *)o);
+}
+
 static PyObject *var_repr(fj_Var *self)
 {
     if (self->kind == FJ_VAR_NODE)
         return PyUnicode_FromFormat("Var(node %R)", ((fj_Node *)self->obj)->name);
-    if (self->obj != NULL)
-        return PyUnicode_FromFormat("Var(%s %R)", var_kind_names[self->kind], self->obj);
+    if (self->obj != NULL) {
+        PyObject *r = fj_trace_safe_repr(self->obj);
+        PyObject *out = r ? PyUnicode_FromFormat("Var(%s %U)", var_kind_names[self->kind], r)
+                          : NULL;
+        Py_XDECREF(r);
+        return out;
+    }
     if (self->items != NULL)
         return PyUnicode_FromFormat("Var(%s %R)", var_kind_names[self->kind], self->items);
     return PyUnicode_FromFormat("Var(%s)", var_kind_names[self->kind]);
@@ -919,7 +950,11 @@ PyObject *fj_trace_inline(fj_TFrame *parent, PyObject *fn, PyObject *const *args
     else {
         func = fv ? fv->obj : fn;
         if (!PyFunction_Check(func)) {
-            fj_unsupported("call of %R", fn);
+            PyObject *r = fj_trace_safe_repr(fn);
+            if (r != NULL) {
+                fj_unsupported("call of %U", r);
+                Py_DECREF(r);
+            }
             return NULL;
         }
         co = (PyCodeObject *)PyFunction_GET_CODE(func);

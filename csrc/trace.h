@@ -118,6 +118,11 @@ int fj_trace_arg_untouched(struct fj_TFrame *fr, int i);
 ** Borrowed; NULL if none.
 */
 const struct fj_OpDef *fj_trace_ops_for(PyObject *v);
+
+/* repr(o) for messages without running the program's code (builtin scalars,
+** short strings, modules, types, functions, arrays; others <T object at p>).
+** New reference, NULL on error. */
+PyObject *fj_trace_safe_repr(PyObject *o);
 /* True when local i of the top frame is an argument slot. */
 int fj_trace_is_arg_slot(struct fj_TFrame *fr, int i);
 

@@ -17,6 +17,18 @@ PyObject *fj_trace_var_items(fj_TFrame *fr, PyObject *v); /* trace.c */
 #define VAR(o) ((fj_Var *)(o))
 
 /* True if str 'u' equals the ASCII string 's' (PyUnicode_EqualToUTF8 is 3.13+). */
+
+/* fj_unsupported("<before><repr of o><after>") without running o's __repr__. */
+static int unsupported_obj(const char *before, PyObject *o, const char *after)
+{
+    PyObject *r = fj_trace_safe_repr(o);
+    if (r == NULL)
+        return -1;
+    fj_unsupported("%s%U%s", before, r, after);
+    Py_DECREF(r);
+    return -1;
+}
+
 static int str_is(PyObject *u, const char *s)
 {
     return PyUnicode_CompareWithASCIIString(u, s) == 0;
@@ -238,8 +250,7 @@ static PyObject *fold_call(PyObject *fn, PyObject *const *args, Py_ssize_t n, Py
     for (Py_ssize_t i = 0; i < n; i++) {
         stack[i] = fj_var_as_const(args[i]);
         if (stack[i] == NULL || !is_safe_const(stack[i]))
-            return fj_unsupported("call of %R with an argument that is not a plain constant",
-                                  fn),
+            return unsupported_obj("call of ", fn, " with an argument that is not a plain constant"),
                    NULL;
     }
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
@@ -760,13 +771,13 @@ PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_
     if (PyFunction_Check(fn))
         return fj_trace_inline(fr, fnv, args, n, kwnames);
     if (PyMethod_Check(fn) && PyFunction_Check(PyMethod_GET_FUNCTION(fn)))
-        return fj_unsupported("call of bound method %R", fn), NULL;
+        return unsupported_obj("call of bound method ", fn, ""), NULL;
     PyObject *r = call_builtin(fr, fn, args, n, kwnames);
     if (r != NULL || PyErr_Occurred())
         return r;
     if (is_pure_module_function(fn))
         return fold_call(fn, args, n, kwnames);
-    return fj_unsupported("call of %R is not supported", fn), NULL;
+    return unsupported_obj("call of ", fn, " is not supported"), NULL;
 }
 
 /* --------------------------------------------------------- attributes */
@@ -1291,7 +1302,7 @@ int fj_trace_truth(fj_TFrame *fr, PyObject *v)
                 fold_error("truth test");
             return t;
         }
-        return fj_unsupported("truth value of %R", vv->obj);
+        return unsupported_obj("truth value of ", vv->obj, "");
     case FJ_VAR_TUPLE:
     case FJ_VAR_LIST:
         return PyList_GET_SIZE(vv->items) > 0;

@@ -444,3 +444,15 @@ def test_dict_view_is_not_a_tuple(tmp_path):
     plain, run = _run_both(tmp_path, _DICT_VIEWS)
     assert plain == run
     assert plain[0] == 0
+
+
+def test_trace_does_not_call_repr():
+    # test_class logs every special method call of AllTests; messages about
+    # unsupported values formatted them with %R, calling the program's
+    # __repr__ at trace time.  Messages now use fj_trace_safe_repr.
+    env = dict(os.environ, PYTHONPATH=_ROOT)
+    r = subprocess.run([sys.executable, "-m", "framejit", "run", "-m", "unittest",
+                        "test.test_class.ClassTests.testBinaryOps",
+                        "test.test_class.ClassTests.testInit"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
