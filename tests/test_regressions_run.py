@@ -456,3 +456,22 @@ def test_trace_does_not_call_repr():
                         "test.test_class.ClassTests.testInit"],
                        capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+_MANY_BREAKS_IN_A_LIST = """
+class Numbers:
+    def __getattr__(self, attr):        # every Z._n is a graph break
+        return int(attr.lstrip("_"))
+attrs = ", ".join(f"Z._{n:03d}" for n in range(31))
+ns = {}
+exec(f"def number_attrs(Z):\\n    return [ {attrs} ]", ns)
+print(ns["number_attrs"](Numbers()) == list(range(31)))
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="open: 31+ breaks while a list display is being built "
+                   "(30 stack items and more handed through resume functions) return [] "
+                   "(test_descr test_load_attr_extended_arg); 30 work")
+def test_many_breaks_inside_list_display(tmp_path):
+    plain, run = _run_both(tmp_path, _MANY_BREAKS_IN_A_LIST)
+    assert plain == run == (0, "True\n", "")
