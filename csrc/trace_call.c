@@ -168,6 +168,36 @@ static int has_pyscalar(PyObject *v)
     return 0;
 }
 
+/*
+** 'v' with every symbolic Python scalar replaced by its value, inside
+** tuples and lists too (a tuple holding one made graph_call recurse without
+** end: NumPy's arrayprint).  New reference, NULL on error.
+*/
+static PyObject *new_seq_var(fj_VarKind kind, PyObject *items);
+
+static PyObject *pin_pyscalars(PyObject *v)
+{
+    fj_Var *a = VAR(v);
+    if (a->kind == FJ_VAR_NODE && ((fj_Node *)a->obj)->vkind == FJ_VAL_PYSCALAR)
+        return (PyObject *)fj_var_const(((fj_Node *)a->obj)->example);
+    if ((a->kind != FJ_VAR_TUPLE && a->kind != FJ_VAR_LIST) || !has_pyscalar(v))
+        return Py_NewRef(v);
+    Py_ssize_t n = PyList_GET_SIZE(a->items);
+    PyObject *items = PyList_New(n);
+    for (Py_ssize_t i = 0; items != NULL && i < n; i++) {
+        PyObject *p = pin_pyscalars(PyList_GET_ITEM(a->items, i));
+        if (p == NULL)
+            Py_CLEAR(items);
+        else
+            PyList_SET_ITEM(items, i, p);
+    }
+    if (items == NULL)
+        return NULL;
+    PyObject *r = new_seq_var((fj_VarKind)a->kind, items);
+    Py_DECREF(items);
+    return r;
+}
+
 static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args,
                             Py_ssize_t n, PyObject *kwnames)
 {
@@ -191,11 +221,7 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
         if (n > 32)
             return fj_unsupported("too many arguments"), NULL;
         for (Py_ssize_t i = 0; i < n; i++) {
-            fj_Var *a = VAR(args[i]);
-            if (a->kind == FJ_VAR_NODE && ((fj_Node *)a->obj)->vkind == FJ_VAL_PYSCALAR)
-                stack[i] = (PyObject *)fj_var_const(((fj_Node *)a->obj)->example);
-            else
-                stack[i] = Py_NewRef(args[i]);
+            stack[i] = pin_pyscalars(args[i]);
             if (stack[i] == NULL) {
                 for (Py_ssize_t j = 0; j < i; j++)
                     Py_DECREF(stack[j]);
