@@ -4,7 +4,7 @@
 ** Shape of the output (3.11):
 **     <the original prologue: MAKE_CELL / COPY_FREE_VARS>
 **     RESUME 0
-**     PUSH_NULL; LOAD_GLOBAL __compiled_fn_N; <load each input>; PRECALL n; CALL n
+**     PUSH_NULL; LOAD_CONST <compiled fn>; <load each input>; PRECALL n; CALL n
 **     UNPACK_SEQUENCE k; STORE_FAST ___graph_out_{k-1} ... ___graph_out_0
 **     <rebuild the return value>; RETURN_VALUE
 ** When the return value is exactly the single output, the stores and loads
@@ -440,7 +440,8 @@ static int emit_effects(fj_Builder *b, PyCodeObject *co, fj_Tracer *tx, PyObject
 }
 
 /*
-** Emits the call of the graph: PUSH_NULL, LOAD_GLOBAL fn_name, the loads of
+** Emits the call of the graph: PUSH_NULL, LOAD_CONST fn_name (the compiled
+** callable, not a global: the program's globals do not change), the loads of
 ** the placeholders, PRECALL/CALL, UNPACK_SEQUENCE nout; with 'store', the
 ** outputs then go to ___graph_out_<i>.  0 or -1.
 */
@@ -448,7 +449,7 @@ static int emit_graph_call(fj_Builder *b, PyCodeObject *co, PyObject *fn_name,
                            PyObject *placeholders, Py_ssize_t nout, int store)
 {
     Py_ssize_t nin = PyList_GET_SIZE(placeholders);
-    if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 || fj_builder_load_global(b, fn_name, 0) < 0)
+    if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 || fj_builder_load_const(b, fn_name) < 0)
         return -1;
     for (Py_ssize_t i = 0; i < nin; i++) {
         fj_Var *p = VAR(PyList_GET_ITEM(placeholders, i));
@@ -545,9 +546,9 @@ done:
 /* ------------------------------------------------------------ breaks */
 
 /*
-** Break code rebuilds values with a memo: a list or dict made in the frame
-** is built once and kept in a temporary, so every place that held it sees
-** the same object (the CPython part may mutate it).
+** Break code rebuilds values with a memo: a list, dict or function made in
+** the frame is built once and kept in a temporary, so every place that held
+** it sees the same object (the CPython part may mutate it).
 */
 typedef struct {
     fj_Builder *b;
@@ -627,9 +628,10 @@ static int emit_value_items(BreakCtx *bc, fj_Var *vv)
 static int emit_value(BreakCtx *bc, PyObject *v)
 {
     fj_Var *vv = VAR(v);
-    if (vv->kind == FJ_VAR_FUNC)
-        return emit_function(bc, vv);
-    int mutable = (vv->kind == FJ_VAR_LIST || vv->kind == FJ_VAR_DICT) && vv->source == NULL;
+    /* functions too: made once, so the cell that holds one and an attribute
+    ** store on it see the same object (test.support.bigmemtest's wrapper.size) */
+    int mutable = ((vv->kind == FJ_VAR_LIST || vv->kind == FJ_VAR_DICT) && vv->source == NULL) ||
+                  vv->kind == FJ_VAR_FUNC;
     if (!mutable) {
         if (vv->kind == FJ_VAR_TUPLE && vv->source == NULL)
             return emit_value_items(bc, vv);
@@ -645,7 +647,8 @@ static int emit_value(BreakCtx *bc, PyObject *v)
     }
     tmp = PyUnicode_FromFormat("___tmp_%zd", PyDict_GET_SIZE(bc->memo));
     int r = -1;
-    if (tmp != NULL && PyDict_SetItem(bc->memo, key, tmp) == 0 && emit_value_items(bc, vv) == 0 &&
+    if (tmp != NULL && PyDict_SetItem(bc->memo, key, tmp) == 0 &&
+        (vv->kind == FJ_VAR_FUNC ? emit_function(bc, vv) : emit_value_items(bc, vv)) == 0 &&
         fj_bc_emit(&bc->b->il, COPY, 1) >= 0 && fj_builder_store_fast(bc->b, tmp) >= 0)
         r = 0;
     Py_XDECREF(tmp);
@@ -701,6 +704,49 @@ static int emit_at(fj_Builder *b, const fj_Instr *in, int op, int arg)
 {
     fj_bc_set_pos(&b->il, in->line, in->end_line, in->col, in->end_col);
     return fj_bc_emit(&b->il, op, arg);
+}
+
+/*
+** Emits the call of a resume function (callable and 'nargs' arguments on the
+** stack) and the return of its result.  An exception out of the resume
+** function leaves without this frame's traceback entry, so tracebacks show
+** the function once, at the line that raised, as without framejit:
+**     PRECALL; CALL                    (handler: the cleanup below)
+**     RETURN_VALUE
+**   cleanup:                           [exc]
+**     PUSH_EXC_INFO; COPY 1; COPY 1    [prev, exc, exc, exc]
+**     LOAD_ATTR __traceback__; LOAD_ATTR tb_next
+**     SWAP 2; STORE_ATTR __traceback__ [prev, exc]   exc.__traceback__ = tb.tb_next
+**     SWAP 2; POP_EXCEPT; RERAISE 0    (RERAISE adds no traceback entry)
+** This frame's entry is the head of the traceback when the handler runs.
+** 0 or -1.
+*/
+static int emit_resume_call(fj_Builder *b, int nargs)
+{
+    fj_InstrList *il = &b->il;
+    int label = fj_bc_new_label(il);
+    if (label < 0)
+        return -1;
+    PyObject *tb = PyUnicode_FromString("__traceback__");
+    PyObject *next = tb ? PyUnicode_FromString("tb_next") : NULL;
+    int itb = next ? fj_builder_name(b, tb) : -1;
+    int inext = itb >= 0 ? fj_builder_name(b, next) : -1;
+    Py_XDECREF(tb);
+    Py_XDECREF(next);
+    if (inext < 0)
+        return -1;
+    fj_bc_set_handler(il, FJ_LABEL_REF(label), 0, 0);
+    if (fj_builder_call(b, nargs, NULL) < 0)
+        return -1;
+    fj_bc_set_handler(il, -1, 0, 0);
+    if (fj_bc_emit(il, RETURN_VALUE, 0) < 0 || fj_bc_place_label(il, label) < 0 ||
+        fj_bc_emit(il, PUSH_EXC_INFO, 0) < 0 || fj_bc_emit(il, COPY, 1) < 0 ||
+        fj_bc_emit(il, COPY, 1) < 0 || fj_bc_emit(il, LOAD_ATTR, itb) < 0 ||
+        fj_bc_emit(il, LOAD_ATTR, inext) < 0 || fj_bc_emit(il, SWAP, 2) < 0 ||
+        fj_bc_emit(il, STORE_ATTR, itb) < 0 || fj_bc_emit(il, SWAP, 2) < 0 ||
+        fj_bc_emit(il, POP_EXCEPT, 0) < 0 || fj_bc_emit(il, RERAISE, 0) < 0)
+        return -1;
+    return 0;
 }
 
 PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *tx,
@@ -848,7 +894,7 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
                 fj_builder_load_const(b, rcode) < 0 || fj_bc_emit(&b->il, MAKE_FUNCTION, 0x08) < 0)
                 goto done;
         }
-        else if (fj_builder_load_global(b, resume_names[r], 0) < 0)
+        else if (fj_builder_load_const(b, resume_names[r]) < 0)
             goto done;
         for (int i = 0; i < base; i++) {
             fj_Var *vv = VAR(top->stack[i]);
@@ -872,7 +918,7 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
                 goto done;
             nargs++;
         }
-        if (fj_builder_call(b, nargs, NULL) < 0 || fj_bc_emit(&b->il, RETURN_VALUE, 0) < 0)
+        if (emit_resume_call(b, nargs) < 0)
             goto done;
     }
     result = fj_builder_assemble(b, NULL);

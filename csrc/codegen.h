@@ -22,7 +22,8 @@
 PyObject *fj_codegen_outputs(PyObject *ret, fj_Tracer *tx);
 
 /*
-** Builds the replacement for 'co': calls global 'fn_name' (or no graph when
+** Builds the replacement for 'co': calls 'fn_name' (the compiled callable,
+** loaded as a constant; or no graph when
 ** fn_name is NULL) with the graph inputs (tx->placeholders), unpacks
 ** 'outputs' (list of fj_Node, the graph's output order), replays the side
 ** effects of the trace (global stores, nonlocal assignments) and returns
@@ -38,7 +39,8 @@ PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_Tracer *
 ** none), restores the locals in 'restore' (per-slot 0/1), rebuilds the
 ** break instruction's operands, runs the original instructions
 ** [plan->first, plan->last] from 'il', then for each resume point r calls
-** global resume_names[r] with the stack entries left (NULL slots skipped)
+** resume_names[r] (a function loaded as a constant, or (code, free variable
+** names) made into a closure) with the stack entries left (NULL slots skipped)
 ** and the locals named in resume_args[r], and returns its result.  The
 ** 'outputs' list must contain every graph node those values use (see
 ** fj_codegen_break_outputs).  Returns a new code object, NULL on error.

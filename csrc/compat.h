@@ -167,6 +167,13 @@ static inline void fj_set_eval_frame(PyInterpreterState *interp, fj_EvalFrameFun
 }
 #define fj_default_eval_frame ((fj_EvalFrameFunc)_PyEval_EvalFrameDefault)
 
+/* Nonzero while thread 'ts' has a trace or profile function
+** (sys.settrace/setprofile, PyEval_SetTrace/SetProfile). */
+static inline int fj_thread_traced(PyThreadState *ts)
+{
+    return ts->c_tracefunc != NULL || ts->c_profilefunc != NULL;
+}
+
 /* The globals dict's version tag, bumped by every change to the dict. */
 #define FJ_DICT_VERSION(d) (((PyDictObject *)(d))->ma_version_tag)
 

@@ -4,7 +4,8 @@
 ** Responsible for: framejit._C.Compiler, whose instances are the callbacks
 ** framejit.compile installs.  For each offered frame it decides skip /
 ** trace, runs the tracer, hands the graph to the backend, installs the
-** compiled function as the global __compiled_fn_N, builds the replacement
+** compiled function as a constant of the new code (named __compiled_fn_N in
+** the logs), builds the replacement
 ** code, logs (bytecode, guards, graph, graph_code, graph_breaks), bumps the
 ** counters, and returns (code, guards, compile_id) for the cache.  A frame
 ** that cannot be captured gets a cache entry that runs its own code behind
@@ -41,10 +42,14 @@ typedef struct {
 static PyTypeObject *compiler_type = NULL;
 static long next_frame_id = 0;
 static long next_fn_id = 0;
-static PyObject *installed = NULL; /* strong list of (globals, name): compiled fns we put in modules */
+/* strong dict: id(obj) -> (obj, name) of the compiled functions and resume
+** functions the new code loads as constants, for the bytecode log only
+** (filled while that channel is on). */
+static PyObject *display_names = NULL;
 static PyObject *compiled_codes = NULL; /* strong list of weakrefs to code objects with entries */
 static PyObject *resume_cache = NULL;  /* strong dict: (orig code, index, nulls, argnames) -> (code, n) */
-static PyObject *resume_origin = NULL; /* strong dict: resume code -> (orig code, prefix length) */
+/* strong dict: resume code -> (orig code, prefix length, log name resume_in_<name>_at_<line>) */
+static PyObject *resume_origin = NULL;
 static long next_resume_id = 1;
 static const int fj_max_restarts = 100;
 
@@ -138,19 +143,25 @@ static int remember_code(PyCodeObject *co)
     return r;
 }
 
-/* True if the code's file lies under one of the hooks' skip prefixes. */
+/*
+** 1 if the code's file lies under one of the hooks' skip prefixes, 0 if not,
+** -1 (no exception set) if the hook failed: the frame then runs as it is
+** this time (the program may have broken what the hooks use).
+*/
 static int should_skip(Compiler *c, PyCodeObject *co)
 {
     PyObject *r = hook_call(c, "should_skip", "(O)", (PyObject *)co);
     if (r == NULL) {
         PyErr_WriteUnraisable(c->hooks);
-        return 0;
+        return -1;
     }
     int skip = PyObject_IsTrue(r);
     Py_DECREF(r);
-    if (skip < 0)
+    if (skip < 0) {
         PyErr_Clear();
-    return skip > 0;
+        return -1;
+    }
+    return skip;
 }
 
 static PyObject *make_compile_id(long frame_id, long compile_no, int attempt)
@@ -237,9 +248,26 @@ static void tracer_clear(fj_Tracer *tx)
 }
 
 /*
-** Hands the graph (outputs 'outputs') to the backend and installs the
-** result as a global __compiled_fn_N.  Sets *fn_name (new ref) or leaves it
-** NULL when the graph has no calls.  Returns 0, -1 on error.
+** Names 'obj' (a constant the new code loads) 'name' in the bytecode log.
+** Steals 'name'; 0 or -1.
+*/
+static int display_name(PyObject *obj, PyObject *name)
+{
+    PyObject *key = name ? PyLong_FromVoidPtr(obj) : NULL;
+    PyObject *pair = key ? PyTuple_Pack(2, obj, name) : NULL;
+    int r = pair ? PyDict_SetItem(display_names, key, pair) : -1;
+    Py_XDECREF(key);
+    Py_XDECREF(pair);
+    Py_XDECREF(name);
+    return r;
+}
+
+/*
+** Hands the graph (outputs 'outputs') to the backend.  Sets *fn_name to the
+** compiled callable (new ref; the new code loads it as a constant, so the
+** program's globals do not change: doctest iterates over a module's __dict__
+** while its functions compile) or leaves it NULL when the graph has no
+** calls.  Returns 0, -1 on error.
 */
 static int install_graph(Compiler *c, fj_Tracer *tx, PyCodeObject *co, PyObject *outputs,
                          PyObject *cid, PyObject **fn_name)
@@ -270,13 +298,11 @@ static int install_graph(Compiler *c, fj_Tracer *tx, PyCodeObject *co, PyObject 
                      co->co_firstlineno);
         goto done;
     }
-    *fn_name = PyUnicode_FromFormat("__compiled_fn_%ld", next_fn_id++);
-    PyObject *pair = *fn_name ? PyTuple_Pack(2, tx->view.globals, *fn_name) : NULL;
-    int bad = pair == NULL || PyDict_SetItem(tx->view.globals, *fn_name, compiled) < 0 ||
-              PyList_Append(installed, pair) < 0;
-    Py_XDECREF(pair);
-    if (bad)
+    long fn_id = next_fn_id++;
+    if (hook_enabled(c, "bytecode") &&
+        display_name(compiled, PyUnicode_FromFormat("__compiled_fn_%ld", fn_id)) < 0)
         goto done;
+    *fn_name = Py_NewRef(compiled);
     PyObject *r = hook_call(c, "count_graph", "(n)", ncalls);
     if (r == NULL)
         goto done;
@@ -468,7 +494,8 @@ static PyObject *finish(Compiler *c, PyCodeObject *co, PyObject *new_code, fj_Tr
     if (fj_trace_alias_guards(tx) < 0)
         return NULL;
     if (hook_enabled(c, "bytecode")) {
-        PyObject *text = hook_call(c, "format_code", "(sO)", "MODIFIED BYTECODE", new_code);
+        PyObject *text = hook_call(c, "format_code", "(sOO)", "MODIFIED BYTECODE", new_code,
+                                   display_names);
         hook_log(c, "bytecode", cid, text);
         Py_XDECREF(text);
     }
@@ -509,14 +536,16 @@ done:
 /*
 ** The resume function for continuing 'co' (decoded 'il') at instruction
 ** 'index' with the stack layout 'nulls' (nstack slots) and live locals
-** 'argnames', installed in 'globals'.  Resume code is cached and always
-** made from the original code, so breaks in resume functions do not
-** multiply.  Returns the global's name (new ref), or for code with free
-** variables a tuple (code, names of its free variables) that the break code
-** turns into a closure; NULL on error.
+** 'argnames', a function of 'globals' (named __resume_at_<offset>_<n> in the
+** bytecode log when 'named').  Resume code is cached and always made from the
+** original code, so breaks in resume functions do not multiply.  Returns the
+** function (new ref; the break code loads it as a constant), or for code with
+** free variables a tuple (code, names of its free variables) that the break
+** code turns into a closure; NULL on error.
 */
 static PyObject *install_resume(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
-                                const unsigned char *nulls, PyObject *argnames, PyObject *globals)
+                                const unsigned char *nulls, PyObject *argnames, PyObject *globals,
+                                int named)
 {
     PyCodeObject *orig = co;
     const fj_InstrList *oil = il;
@@ -550,7 +579,9 @@ static PyObject *install_resume(PyCodeObject *co, const fj_InstrList *il, int in
         PyObject *rcode = fj_resume_code(orig, oil, oindex, nstack, nulls, argnames, &prefix);
         if (rcode == NULL)
             goto done;
-        PyObject *org = Py_BuildValue("(Oi)", (PyObject *)orig, prefix);
+        PyObject *org = Py_BuildValue("(OiN)", (PyObject *)orig, prefix,
+                                      PyUnicode_FromFormat("resume_in_%U_at_%d", orig->co_name,
+                                                           oil->v[oindex].line));
         entry = org ? Py_BuildValue("(Ol)", rcode, next_resume_id++) : NULL;
         int bad = entry == NULL || PyDict_SetItem(resume_cache, key, entry) < 0 ||
                   PyDict_SetItem(resume_origin, rcode, org) < 0;
@@ -567,17 +598,14 @@ static PyObject *install_resume(PyCodeObject *co, const fj_InstrList *il, int in
         Py_XDECREF(fv);
         goto done;
     }
-    name = PyUnicode_FromFormat("__resume_at_%d_%ld", oil->v[oindex].offset * 2,
-                                PyLong_AsLong(PyTuple_GET_ITEM(entry, 1)));
-    fn = name ? PyFunction_New(PyTuple_GET_ITEM(entry, 0), globals) : NULL;
-    if (fn == NULL || PyDict_SetItem(globals, name, fn) < 0) {
-        Py_CLEAR(name);
+    fn = PyFunction_New(PyTuple_GET_ITEM(entry, 0), globals);
+    if (fn == NULL)
         goto done;
-    }
-    PyObject *pair = PyTuple_Pack(2, globals, name);
-    if (pair == NULL || PyList_Append(installed, pair) < 0)
-        Py_CLEAR(name);
-    Py_XDECREF(pair);
+    if (named && display_name(fn, PyUnicode_FromFormat(
+                     "__resume_at_%d_%ld", oil->v[oindex].offset * 2,
+                     PyLong_AsLong(PyTuple_GET_ITEM(entry, 1)))) < 0)
+        goto done;
+    name = Py_NewRef(fn);
 done:
     fj_bc_free(&mapped);
     Py_XDECREF(key);
@@ -660,7 +688,7 @@ static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyOb
         if ((rargs[r] = bound_live_names(co, top, live)) == NULL)
             goto done;
         rnames[r] = install_resume(co, il, plan->resume[r], nstack, nulls, rargs[r],
-                                   tx->view.globals);
+                                   tx->view.globals, hook_enabled(c, "bytecode"));
         if (rnames[r] == NULL)
             goto done;
     }
@@ -740,7 +768,10 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
     fj_bc_init(&il);
     if (fj_frame_wrapper_view(frame, &view, &co) < 0)
         return NULL;
-    if (should_skip(c, co))
+    int skip = should_skip(c, co);
+    if (skip < 0)
+        Py_RETURN_NONE;
+    if (skip)
         return Py_NewRef(fj_skip_code_sentinel());
 
     /* compile id: frame id assigned on first compile, compile count per code */
@@ -923,6 +954,13 @@ static PyObject *compiler_call(Compiler *self, PyObject *args, PyObject *kwargs)
     PyObject *frame, *entry, *state;
     if (!PyArg_ParseTuple(args, "OOO:Compiler", &frame, &entry, &state))
         return NULL;
+    /* Under a trace or profile function (a debugger, coverage, a profiler,
+    ** sys.settrace in a test) nothing is compiled: the frame runs its own
+    ** code and is offered again once the tracer is gone.  (Cache entries
+    ** made before still run; `python -m framejit run` turns the callback off
+    ** while a tracer is set: framejit/run.py.) */
+    if (fj_thread_traced(PyThreadState_Get()))
+        Py_RETURN_NONE;
     if (!PyDict_Check(state))
         return PyErr_Format(PyExc_TypeError, "frame_state must be a dict");
     return compile_frame(self, frame, state);
@@ -1017,15 +1055,7 @@ static PyObject *reset_state(PyObject *mod, PyObject *unused)
     }
     if (PyList_SetSlice(compiled_codes, 0, n, NULL) < 0)
         return NULL;
-    n = PyList_GET_SIZE(installed);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *pair = PyList_GET_ITEM(installed, i);
-        PyObject *g = PyTuple_GET_ITEM(pair, 0), *name = PyTuple_GET_ITEM(pair, 1);
-        if (PyDict_DelItem(g, name) < 0)
-            PyErr_Clear();
-    }
-    if (PyList_SetSlice(installed, 0, n, NULL) < 0)
-        return NULL;
+    PyDict_Clear(display_names);
     next_frame_id = 0;
     next_fn_id = 0;
     next_resume_id = 1;
@@ -1034,7 +1064,103 @@ static PyObject *reset_state(PyObject *mod, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* ----------------------------------------- run mode: tracers turn framejit off */
+
+/* Key, in the thread's state dict, of the callback put aside while traced. */
+#define FJ_HELD_KEY "framejit.held_callback"
+
+/*
+** After a trace/profile function changed: while one is set on this thread
+** the eval-frame callback is off (held in the thread's state dict); it comes
+** back once both are cleared ('release': put it back now).  0 or -1.
+*/
+static int sync_tracer_switch(int release)
+{
+    PyObject *tdict = PyThreadState_GetDict();
+    if (tdict == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "framejit: no thread state dict");
+        return -1;
+    }
+    PyObject *held = PyDict_GetItemString(tdict, FJ_HELD_KEY); /* borrowed */
+    int traced = !release && fj_thread_traced(PyThreadState_Get());
+    if (traced && held == NULL) {
+        PyObject *prev = fj_swap_callback(Py_None);
+        int r = prev ? PyDict_SetItemString(tdict, FJ_HELD_KEY, prev) : -1;
+        Py_XDECREF(prev);
+        return r;
+    }
+    if (!traced && held != NULL) {
+        PyObject *cur = fj_swap_callback(held);
+        Py_XDECREF(cur);
+        if (cur == NULL)
+            return -1;
+        return PyDict_DelItemString(tdict, FJ_HELD_KEY);
+    }
+    return 0;
+}
+
+/* sys.settrace/sys.setprofile as run mode installs them: 'orig' is the
+** original.  A C function, so the tracer sees no frame of its own. */
+static PyObject *tracer_switch_call(PyObject *orig, PyObject *function)
+{
+    PyObject *r = PyObject_CallOneArg(orig, function);
+    if (r == NULL || sync_tracer_switch(0) < 0) {
+        Py_XDECREF(r);
+        return NULL;
+    }
+    return r;
+}
+
+static PyMethodDef tracer_switch_defs[2] = {
+    {"settrace", (PyCFunction)tracer_switch_call, METH_O,
+     "sys.settrace; framejit is off on this thread while a trace function is set."},
+    {"setprofile", (PyCFunction)tracer_switch_call, METH_O,
+     "sys.setprofile; framejit is off on this thread while a profile function is set."},
+};
+
+/* _tracer_switch(orig): the wrapper of sys.settrace or sys.setprofile. New ref. */
+static PyObject *tracer_switch(PyObject *mod, PyObject *orig)
+{
+    if (!PyCallable_Check(orig)) {
+        PyErr_SetString(PyExc_TypeError, "_tracer_switch expects a callable");
+        return NULL;
+    }
+    PyObject *name = PyObject_GetAttrString(orig, "__name__");
+    if (name == NULL)
+        PyErr_Clear();
+    int profile = name && PyUnicode_Check(name) &&
+                  PyUnicode_CompareWithASCIIString(name, "setprofile") == 0;
+    Py_XDECREF(name);
+    return PyCFunction_NewEx(&tracer_switch_defs[profile], orig, NULL);
+}
+
+/* _tracer_release(): this thread's held callback, if any, is set again. */
+static PyObject *tracer_release(PyObject *mod, PyObject *unused)
+{
+    if (sync_tracer_switch(1) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* _resume_log_name(code): resume_in_<name>_at_<line> for resume code, else None. */
+static PyObject *resume_log_name(PyObject *mod, PyObject *code)
+{
+    PyObject *origin = PyDict_GetItemWithError(resume_origin, code);
+    if (origin == NULL)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    return Py_NewRef(PyTuple_GET_ITEM(origin, 2));
+}
+
 static PyMethodDef compiler_methods[] = {
+    {"_resume_log_name", resume_log_name, METH_O,
+     "_resume_log_name(code): the name the logs give resume code "
+     "(resume_in_<function>_at_<line>; its co_name is the original's), else None."},
+    {"_tracer_switch", tracer_switch, METH_O,
+     "_tracer_switch(orig): a sys.settrace/sys.setprofile replacement that turns the "
+     "thread's eval-frame callback off while a trace or profile function is set "
+     "(python -m framejit run)."},
+    {"_tracer_release", tracer_release, METH_NOARGS,
+     "Puts back the callback this thread holds aside because of a tracer."},
     {"_reset_state", reset_state, METH_NOARGS,
      "Forget every cache entry and compiled function framejit installed."},
     {NULL},
@@ -1058,11 +1184,11 @@ int fj_compiler_init(PyObject *module)
     compiler_type = (PyTypeObject *)PyType_FromSpec(&compiler_spec);
     if (compiler_type == NULL || PyModule_AddObjectRef(module, "Compiler", (PyObject *)compiler_type) < 0)
         return -1;
-    installed = PyList_New(0);
+    display_names = PyDict_New();
     compiled_codes = PyList_New(0);
     resume_cache = PyDict_New();
     resume_origin = PyDict_New();
-    if (installed == NULL || compiled_codes == NULL || resume_cache == NULL ||
+    if (display_names == NULL || compiled_codes == NULL || resume_cache == NULL ||
         resume_origin == NULL)
         return -1;
     return PyModule_AddFunctions(module, compiler_methods);

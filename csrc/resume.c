@@ -124,14 +124,17 @@ int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_Break
 
 /* ------------------------------------------------------------ liveness */
 
+/* DELETE_FAST reads the local too: it raises UnboundLocalError when the
+** local has no value, so a local deleted later is live (test_itertools
+** TestGC.makecycle: "del container, iterator" after a break). */
 static int local_use(const fj_Instr *in)
 {
-    return in->op == LOAD_FAST ? in->arg : -1;
+    return (in->op == LOAD_FAST || in->op == DELETE_FAST) ? in->arg : -1;
 }
 
 static int local_def(const fj_Instr *in)
 {
-    return (in->op == STORE_FAST || in->op == DELETE_FAST) ? in->arg : -1;
+    return in->op == STORE_FAST ? in->arg : -1;
 }
 
 int fj_resume_liveness(PyCodeObject *co, const fj_InstrList *il, int index, unsigned char *live)
@@ -205,7 +208,7 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
                          const unsigned char *nulls, PyObject *argnames, int *prefix)
 {
     fj_InstrList nl;
-    PyObject *orig_varnames = NULL, *varnames = NULL, *name = NULL, *result = NULL;
+    PyObject *orig_varnames = NULL, *varnames = NULL, *result = NULL;
     PyObject *cellvars = NULL, *freevars = NULL, *closure = NULL, *empty = NULL;
     fj_bc_init(&nl);
     int nparams = 0, line = il->v[index].line;
@@ -298,9 +301,6 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
         p[i].col = p[i].end_col = -1;
         p[i].exc_target = -1;
     }
-    name = PyUnicode_FromFormat("resume_in_%U_at_%d", co->co_name, line);
-    if (name == NULL)
-        goto done;
     fj_AsmOpts opts;
     fj_bc_opts_init(&opts);
     opts.varnames = varnames;
@@ -310,16 +310,18 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
     opts.posonlyargcount = 0;
     opts.kwonlyargcount = 0;
     opts.flags = co->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS);
-    opts.name = name;
-    opts.qualname = name;
-    opts.firstlineno = line > 0 ? line : co->co_firstlineno;
+    /* the original's names: tracebacks, frame.f_code.co_name and
+    ** inspect see the function the user wrote (the logs call it
+    ** resume_in_<name>_at_<line>: compiler.c) */
+    opts.name = co->co_name;
+    opts.qualname = co->co_qualname;
+    opts.firstlineno = co->co_firstlineno; /* f_lineno - co_firstlineno as in the original */
     result = fj_bc_assemble(co, &nl, &opts);
     *prefix = npre;
 done:
     fj_bc_free(&nl);
     Py_XDECREF(orig_varnames);
     Py_XDECREF(varnames);
-    Py_XDECREF(name);
     Py_XDECREF(cellvars);
     Py_XDECREF(freevars);
     Py_XDECREF(closure);

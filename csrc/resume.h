@@ -49,7 +49,7 @@ int fj_resume_liveness(PyCodeObject *co, const fj_InstrList *il, int index,
 ** The code object of a function that resumes 'co' at instruction 'index'
 ** of its decoded list 'il': parameters are ___stack<i> for each stack slot
 ** not marked in 'nulls' (nstack slots, bottom first), then 'argnames'
-** (tuple of local names).  Its name is resume_in_<name>_at_<line>.  The
+** (tuple of local names).  Its co_name/co_qualname are the original's.  The
 ** original's cells and free variables become its free variables (cells
 ** first): the caller passes the frame's cells as its closure.
 ** '*prefix' receives the number of instructions put before the original

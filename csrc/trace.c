@@ -75,12 +75,43 @@ static int var_clear(fj_Var *self)
 static const char *var_kind_names[] = {"const", "node",   "tuple", "list", "dict", "iter",
                                        "func",  "cell",   "method", "null", "obj"};
 
+/*
+** repr(o) for messages, without running the program's code: objects other
+** than builtin scalars, strings, modules, types, functions and exact arrays
+** show as <T object at 0x...> (test_class logs every __repr__ call; a
+** container's repr would call its items').  New reference, NULL on error.
+*/
+PyObject *fj_trace_safe_repr(PyObject *o)
+{
+    if (o == Py_None || o == Py_Ellipsis || PyBool_Check(o) || PyLong_CheckExact(o) ||
+        PyFloat_CheckExact(o) || PyComplex_CheckExact(o) || PyModule_CheckExact(o) ||
+        PyType_Check(o) || PyFunction_Check(o) || PyCFunction_Check(o) || PyCode_Check(o) ||
+        PyArray_CheckExact(o) || PyArray_DescrCheck(o))
+        return PyObject_Repr(o);
+    if (PyUnicode_CheckExact(o) || PyBytes_CheckExact(o)) {
+        PyObject *r = PyObject_Repr(o);
+        if (r != NULL && PyUnicode_GET_LENGTH(r) > 80) {
+            PyObject *cut = PyUnicode_Substring(r, 0, 77);
+            Py_DECREF(r);
+            r = cut ? PyUnicode_FromFormat("%U...", cut) : NULL;
+            Py_XDECREF(cut);
+        }
+        return r;
+    }
+    return PyUnicode_FromFormat("<%s object at %p>", Py_TYPE(o)->tp_name, (void *)o);
+}
+
 static PyObject *var_repr(fj_Var *self)
 {
     if (self->kind == FJ_VAR_NODE)
         return PyUnicode_FromFormat("Var(node %R)", ((fj_Node *)self->obj)->name);
-    if (self->obj != NULL)
-        return PyUnicode_FromFormat("Var(%s %R)", var_kind_names[self->kind], self->obj);
+    if (self->obj != NULL) {
+        PyObject *r = fj_trace_safe_repr(self->obj);
+        PyObject *out = r ? PyUnicode_FromFormat("Var(%s %U)", var_kind_names[self->kind], r)
+                          : NULL;
+        Py_XDECREF(r);
+        return out;
+    }
     if (self->items != NULL)
         return PyUnicode_FromFormat("Var(%s %R)", var_kind_names[self->kind], self->items);
     return PyUnicode_FromFormat("Var(%s)", var_kind_names[self->kind]);
@@ -244,6 +275,25 @@ int fj_trace_specialize(fj_Tracer *tx)
     return 0;
 }
 
+/*
+** Lists, tuples and dicts longer than this are not unpacked into one guarded
+** input per item: they are opaque objects (type-guarded; operations on them
+** break the graph).  Guarding a million-item list item by item takes time
+** quadratic in its length (test_list's repr of [0] * 1000000 hung).
+*/
+#define FJ_MAX_INPUT_ITEMS 256
+
+const fj_OpDef *fj_trace_ops_for(PyObject *v)
+{
+    PyTypeObject *tp = Py_TYPE(v);
+    /* a class statement's own __hash__ or __eq__ (slot wrappers) */
+    if (PyType_HasFeature(tp, Py_TPFLAGS_HEAPTYPE) &&
+        (tp->tp_hash != PyBaseObject_Type.tp_hash ||
+         tp->tp_richcompare != PyBaseObject_Type.tp_richcompare))
+        return NULL;
+    return fj_ops_for_callable(v);
+}
+
 fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
 {
     PyObject *known = PyDict_GetItemWithError(tx->inputs, src->text);
@@ -313,7 +363,8 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
             return NULL;
         v = fj_var_const(value);
     }
-    else if (PyTuple_CheckExact(value) || PyList_CheckExact(value)) {
+    else if ((PyTuple_CheckExact(value) || PyList_CheckExact(value)) &&
+             PySequence_Fast_GET_SIZE(value) <= FJ_MAX_INPUT_ITEMS) {
         Py_ssize_t n = PySequence_Fast_GET_SIZE(value);
         if (fj_guard_add_type_match(mgr, (PyObject *)Py_TYPE(value)) < 0 ||
             fj_guard_add_sequence_length(mgr, n) < 0)
@@ -322,6 +373,12 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
         if (items == NULL)
             return NULL;
         for (Py_ssize_t i = 0; i < n; i++) {
+            if (PySequence_Fast_GET_SIZE(value) != n) {
+                /* code the tracer ran (a __hash__) changed the list */
+                Py_DECREF(items);
+                fj_unsupported("%U changed while it was traced", src->text);
+                return NULL;
+            }
             fj_Source *isrc = fj_source_index(src, i);
             fj_Var *iv = isrc ? fj_trace_input(tx, isrc, PySequence_Fast_GET_ITEM(value, i)) : NULL;
             Py_XDECREF(isrc);
@@ -336,7 +393,7 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
         if (v != NULL)
             v->from_input = 1;
     }
-    else if (PyDict_CheckExact(value)) {
+    else if (PyDict_CheckExact(value) && PyDict_GET_SIZE(value) <= FJ_MAX_INPUT_ITEMS) {
         PyObject *keys = PyDict_Keys(value);
         if (keys == NULL)
             return NULL;
@@ -374,7 +431,7 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
     }
     else if (PyModule_Check(value) || PyFunction_Check(value) || PyCFunction_Check(value) ||
              PyType_Check(value) || PyArray_DescrCheck(value) ||
-             fj_ops_for_callable(value) != NULL ||
+             fj_trace_ops_for(value) != NULL ||
              strcmp(Py_TYPE(value)->tp_name, "numpy.ufunc") == 0 || PyMethod_Check(value)) {
         if (fj_guard_add_id_match(mgr, value) < 0)
             return NULL;
@@ -893,7 +950,11 @@ PyObject *fj_trace_inline(fj_TFrame *parent, PyObject *fn, PyObject *const *args
     else {
         func = fv ? fv->obj : fn;
         if (!PyFunction_Check(func)) {
-            fj_unsupported("call of %R", fn);
+            PyObject *r = fj_trace_safe_repr(fn);
+            if (r != NULL) {
+                fj_unsupported("call of %U", r);
+                Py_DECREF(r);
+            }
             return NULL;
         }
         co = (PyCodeObject *)PyFunction_GET_CODE(func);
@@ -1367,8 +1428,22 @@ static int run_frame(fj_TFrame *fr)
             else if ((ca == Py_None && cb == NULL && vb->kind != FJ_VAR_OBJ) ||
                      (cb == Py_None && ca == NULL && va->kind != FJ_VAR_OBJ))
                 same = 0; /* a made value (array, container) is never None */
-            else if (va->kind == FJ_VAR_OBJ && vb->kind == FJ_VAR_OBJ)
-                same = va->obj == vb->obj;
+            else if (va->kind == FJ_VAR_OBJ && vb->kind == FJ_VAR_OBJ && va->source != NULL &&
+                     vb->source != NULL && va->obj != vb->obj) {
+                /* two inputs, distinct now: guard that they stay distinct
+                ** (unittest's assertIsNot(thing, thing) after (thing, object())) */
+                PyObject *pair = PyTuple_Pack(2, (PyObject *)va->source, (PyObject *)vb->source);
+                int r = pair == NULL ? -1 : fj_guard_add_no_aliasing(fr->tx->guards, pair);
+                Py_XDECREF(pair);
+                if (r < 0) {
+                    Py_DECREF(a);
+                    Py_DECREF(b);
+                    goto error;
+                }
+                same = 0;
+            }
+            /* otherwise (the same object under two names, a value made in
+            ** the frame) the answer would not be guarded: a break */
             Py_DECREF(a);
             Py_DECREF(b);
             if (same < 0) {
@@ -1757,16 +1832,35 @@ error:
 ** a __class__ free variable (zero-argument super() reads the frame's first
 ** local, which a resume function does not have there) and code with an
 ** argument that is also a cell (the break code reloads it with LOAD_FAST,
-** which after MAKE_CELL is the cell, not its contents).
+** which after MAKE_CELL is the cell, not its contents), and code that may
+** look at its own frame's locals (locals(), vars(), dir(), eval/exec without
+** a namespace, sys._getframe, inspect.currentframe: a resume function has
+** only the live locals, test_scope testLocalsFunction).
 */
 static int uses_class_cell(PyCodeObject *co);
+
+/* Names that, in co_names, mean the code may read its own frame's locals. */
+static const char *const frame_readers[] = {"locals", "vars", "dir", "eval", "exec",
+                                            "_getframe", "currentframe", NULL};
+
+static int reads_own_frame(PyCodeObject *co)
+{
+    PyObject *names = co->co_names;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+        PyObject *n = PyTuple_GET_ITEM(names, i);
+        for (int k = 0; frame_readers[k] != NULL; k++)
+            if (PyUnicode_CompareWithASCIIString(n, frame_readers[k]) == 0)
+                return 1;
+    }
+    return 0;
+}
 
 static int unsplittable(PyCodeObject *co)
 {
     /* module and class bodies run with a locals dict a function cannot have */
     if (!(co->co_flags & CO_NEWLOCALS))
         return 1;
-    return uses_class_cell(co);
+    return uses_class_cell(co) || reads_own_frame(co);
 }
 
 /* True for code with a __class__ free variable (zero-argument super()). */

@@ -109,6 +109,20 @@ int fj_trace_run(fj_Tracer *tx, PyCodeObject *co);
 void fj_trace_free(fj_Tracer *tx);
 /* True when local 'i' of the top frame still holds the caller's argument. */
 int fj_trace_arg_untouched(struct fj_TFrame *fr, int i);
+
+/*
+** fj_ops_for_callable for a value met while tracing, without running the
+** program's code: instances of Python classes with their own __hash__ or
+** __eq__ are never looked up (the op table lookup hashes the key, and their
+** code would run at trace time: test_dict test_init_use_after_free).
+** Borrowed; NULL if none.
+*/
+const struct fj_OpDef *fj_trace_ops_for(PyObject *v);
+
+/* repr(o) for messages without running the program's code (builtin scalars,
+** short strings, modules, types, functions, arrays; others <T object at p>).
+** New reference, NULL on error. */
+PyObject *fj_trace_safe_repr(PyObject *o);
 /* True when local i of the top frame is an argument slot. */
 int fj_trace_is_arg_slot(struct fj_TFrame *fr, int i);
 

@@ -17,6 +17,18 @@ PyObject *fj_trace_var_items(fj_TFrame *fr, PyObject *v); /* trace.c */
 #define VAR(o) ((fj_Var *)(o))
 
 /* True if str 'u' equals the ASCII string 's' (PyUnicode_EqualToUTF8 is 3.13+). */
+
+/* fj_unsupported("<before><repr of o><after>") without running o's __repr__. */
+static int unsupported_obj(const char *before, PyObject *o, const char *after)
+{
+    PyObject *r = fj_trace_safe_repr(o);
+    if (r == NULL)
+        return -1;
+    fj_unsupported("%s%U%s", before, r, after);
+    Py_DECREF(r);
+    return -1;
+}
+
 static int str_is(PyObject *u, const char *s)
 {
     return PyUnicode_CompareWithASCIIString(u, s) == 0;
@@ -156,6 +168,36 @@ static int has_pyscalar(PyObject *v)
     return 0;
 }
 
+/*
+** 'v' with every symbolic Python scalar replaced by its value, inside
+** tuples and lists too (a tuple holding one made graph_call recurse without
+** end: NumPy's arrayprint).  New reference, NULL on error.
+*/
+static PyObject *new_seq_var(fj_VarKind kind, PyObject *items);
+
+static PyObject *pin_pyscalars(PyObject *v)
+{
+    fj_Var *a = VAR(v);
+    if (a->kind == FJ_VAR_NODE && ((fj_Node *)a->obj)->vkind == FJ_VAL_PYSCALAR)
+        return (PyObject *)fj_var_const(((fj_Node *)a->obj)->example);
+    if ((a->kind != FJ_VAR_TUPLE && a->kind != FJ_VAR_LIST) || !has_pyscalar(v))
+        return Py_NewRef(v);
+    Py_ssize_t n = PyList_GET_SIZE(a->items);
+    PyObject *items = PyList_New(n);
+    for (Py_ssize_t i = 0; items != NULL && i < n; i++) {
+        PyObject *p = pin_pyscalars(PyList_GET_ITEM(a->items, i));
+        if (p == NULL)
+            Py_CLEAR(items);
+        else
+            PyList_SET_ITEM(items, i, p);
+    }
+    if (items == NULL)
+        return NULL;
+    PyObject *r = new_seq_var((fj_VarKind)a->kind, items);
+    Py_DECREF(items);
+    return r;
+}
+
 static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args,
                             Py_ssize_t n, PyObject *kwnames)
 {
@@ -179,11 +221,7 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
         if (n > 32)
             return fj_unsupported("too many arguments"), NULL;
         for (Py_ssize_t i = 0; i < n; i++) {
-            fj_Var *a = VAR(args[i]);
-            if (a->kind == FJ_VAR_NODE && ((fj_Node *)a->obj)->vkind == FJ_VAL_PYSCALAR)
-                stack[i] = (PyObject *)fj_var_const(((fj_Node *)a->obj)->example);
-            else
-                stack[i] = Py_NewRef(args[i]);
+            stack[i] = pin_pyscalars(args[i]);
             if (stack[i] == NULL) {
                 for (Py_ssize_t j = 0; j < i; j++)
                     Py_DECREF(stack[j]);
@@ -238,8 +276,7 @@ static PyObject *fold_call(PyObject *fn, PyObject *const *args, Py_ssize_t n, Py
     for (Py_ssize_t i = 0; i < n; i++) {
         stack[i] = fj_var_as_const(args[i]);
         if (stack[i] == NULL || !is_safe_const(stack[i]))
-            return fj_unsupported("call of %R with an argument that is not a plain constant",
-                                  fn),
+            return unsupported_obj("call of ", fn, " with an argument that is not a plain constant"),
                    NULL;
     }
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
@@ -596,6 +633,11 @@ static PyObject *call_dict_method(fj_TFrame *fr, fj_Var *self, PyObject *name,
     }
     if (n == 0 && (str_is(name, "keys") || str_is(name, "values") ||
                    str_is(name, "items"))) {
+        /* the view is modelled as a tuple of its items: right only when it
+        ** is iterated at once (for k in d.keys()); as a value it is a set-like
+        ** view (d.keys() | e.keys(): pytest's config), not a tuple */
+        if (fr->ip + 1 >= fr->il.n || fr->il.v[fr->ip + 1].op != GET_ITER)
+            return fj_unsupported("dict.%U() used other than in a for loop", name), NULL;
         PyObject *keys = PyDict_Keys(self->items);
         if (keys == NULL)
             return NULL;
@@ -730,7 +772,7 @@ PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_
     if (f->kind != FJ_VAR_CONST)
         return fj_unsupported("call of %R", fnv), NULL;
     PyObject *fn = f->obj;
-    const fj_OpDef *op = fj_ops_for_callable(fn);
+    const fj_OpDef *op = fj_trace_ops_for(fn);
     if (op != NULL) {
         int any_node = 0;
         for (Py_ssize_t i = 0; i < n; i++)
@@ -755,13 +797,13 @@ PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_
     if (PyFunction_Check(fn))
         return fj_trace_inline(fr, fnv, args, n, kwnames);
     if (PyMethod_Check(fn) && PyFunction_Check(PyMethod_GET_FUNCTION(fn)))
-        return fj_unsupported("call of bound method %R", fn), NULL;
+        return unsupported_obj("call of bound method ", fn, ""), NULL;
     PyObject *r = call_builtin(fr, fn, args, n, kwnames);
     if (r != NULL || PyErr_Occurred())
         return r;
     if (is_pure_module_function(fn))
         return fold_call(fn, args, n, kwnames);
-    return fj_unsupported("call of %R is not supported", fn), NULL;
+    return unsupported_obj("call of ", fn, " is not supported"), NULL;
 }
 
 /* --------------------------------------------------------- attributes */
@@ -1286,7 +1328,7 @@ int fj_trace_truth(fj_TFrame *fr, PyObject *v)
                 fold_error("truth test");
             return t;
         }
-        return fj_unsupported("truth value of %R", vv->obj);
+        return unsupported_obj("truth value of ", vv->obj, "");
     case FJ_VAR_TUPLE:
     case FJ_VAR_LIST:
         return PyList_GET_SIZE(vv->items) > 0;

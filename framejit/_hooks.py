@@ -3,12 +3,18 @@ counters, skip rules and the user-facing exceptions.  Only the compile path
 comes here; nothing on a warm call does."""
 import dis
 import io
+import linecache
 import os
 import sys
 import sysconfig
+import traceback
 import warnings
 
-from . import config, logs
+# Everything is imported here, never inside a hook: the program may have
+# replaced builtins.__import__ (unittest.mock.patch('builtins.__import__'),
+# test_unittest's discovery tests) while its frames compile.
+from . import _C, config, logs
+from .api import counters
 from .exc import BackendCompilerFailed, FramejitError, Unsupported
 
 
@@ -37,6 +43,13 @@ _RUN_MODE_SKIP_FROZEN = frozenset({"<frozen importlib._bootstrap>",
                                    "<frozen zipimport>"})
 
 
+def _name(code):
+    """The name logs and messages give 'code': resume code is
+    resume_in_<function>_at_<line> (its own co_name is the original's, for
+    tracebacks and introspection)."""
+    return _C._resume_log_name(code) or code.co_name
+
+
 class Hooks:
     """The object a framejit._C.Compiler holds as its 'hooks'."""
 
@@ -59,7 +72,6 @@ class Hooks:
 
     def on_compile(self, code, compile_id, guards, graph):
         """Every successful compile (explain() listens here)."""
-        from .api import counters
         counters["frames"]["compiled"] += 1
         if self.recorders:
             self._record(("compile", code, compile_id, guards.format(), graph))
@@ -67,22 +79,20 @@ class Hooks:
     def recompiling(self, code, compile_id, failures):
         """A frame with cache entries is compiled again; 'failures' lists
         (compile_id, failed guard text) of every entry tried."""
-        from .api import counters
         counters["stats"]["recompiles"] += 1
         where = f"{code.co_filename}:{code.co_firstlineno}"
         if logs.on("recompiles") and failures:
             logs.log("recompiles", compile_id,
-                     f"Recompiling function {code.co_name} in {where}\n"
+                     f"Recompiling function {_name(code)} in {where}\n"
                      f"    triggered by the following guard failure(s):\n"
                      f"    - {failures[0][0]}: {failures[0][1]}")
         if logs.on("recompiles_verbose"):
             lines = "\n".join(f"    guard failed in entry {cid}: {text}" for cid, text in failures)
             logs.log("recompiles_verbose", compile_id,
-                     f"Recompiling function {code.co_name} in {where}\n{lines}")
+                     f"Recompiling function {_name(code)} in {where}\n{lines}")
 
     def recompile_limit_hit(self, code, failures):
         """Past config.recompile_limit entries: warn once, the code goes run-only."""
-        from .api import counters
         counters["stats"]["recompile_limit_hit"] += 1
         if code in self._limit_warned:
             return
@@ -91,7 +101,7 @@ class Hooks:
             return
         last = failures[0][1] if failures else "(unknown)"
         warnings.warn(
-            f"framejit: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) hit "
+            f"framejit: {_name(code)} ({code.co_filename}:{code.co_firstlineno}) hit "
             f"config.recompile_limit ({config.recompile_limit}); last failed guard: {last}. "
             f"It now runs its cached entries only; other inputs run uncompiled.",
             RuntimeWarning, stacklevel=2)
@@ -107,19 +117,27 @@ class Hooks:
     def log(self, channel, compile_id, text):
         logs.log(channel, compile_id, text)
 
-    def format_code(self, title, code):
+    def format_code(self, title, code, names=None):
+        """A dis listing of 'code'; 'names' maps id(constant) -> (constant, name)
+        for the compiled and resume functions the new code loads as constants
+        (they are shown by name: __compiled_fn_N, __resume_at_<offset>_<n>)."""
         out = io.StringIO()
-        out.write(f"{title} {code.co_name} {os.path.basename(code.co_filename)} "
+        out.write(f"{title} {_name(code)} {os.path.basename(code.co_filename)} "
                   f"line {code.co_firstlineno}\n")
         dis.dis(code, file=out, depth=0)
-        return "\n".join(line for line in out.getvalue().splitlines() if line.strip())
+        text = out.getvalue()
+        if names:
+            for const in code.co_consts:
+                hit = names.get(id(const))
+                if hit is not None and hit[0] is const:
+                    text = text.replace(f"({const!r})", f"({hit[1]})")
+        return "\n".join(line for line in text.splitlines() if line.strip())
 
     def should_skip(self, code):
         """True for frames never compiled.  With config.skip_stdlib (the
         default): the stdlib, NumPy, test runners and framejit itself.
         Without it (``python -m framejit run``): only framejit's own files and
         the import machinery (see _run_mode_skip)."""
-        from .api import counters
         stats = counters["frames"]   # not "stats": its keys mirror torch's
         stats["offered"] += 1
         fname = code.co_filename
@@ -158,16 +176,14 @@ class Hooks:
         return os.path.realpath(fname).startswith(_HERE)
 
     def count_graph(self, ncalls):
-        from .api import counters
         counters["stats"]["unique_graphs"] += 1
         counters["stats"]["calls_captured"] += ncalls
 
     def graph_break(self, code, compile_id, reason, lineno, fullgraph, resumable):
-        from .api import counters
         line = lineno if lineno and lineno > 0 else code.co_firstlineno
         where = f"{code.co_filename}:{line}"
         if fullgraph:
-            raise Unsupported(f"framejit (fullgraph=True) cannot capture {code.co_name} "
+            raise Unsupported(f"framejit (fullgraph=True) cannot capture {_name(code)} "
                               f"({where}) whole: {reason}")
         counters["graph_break"][reason] += 1
         if self.recorders:
@@ -177,29 +193,26 @@ class Hooks:
         else:
             counters["frames"]["broken"] += 1
         if logs.on("graph_breaks"):
-            import linecache
             src = linecache.getline(code.co_filename, line).strip()
             logs.log("graph_breaks", compile_id,
-                     f"Graph break in {code.co_name} at {where}: {reason}\n    {src}")
+                     f"Graph break in {_name(code)} at {where}: {reason}\n    {src}")
 
     def internal_error(self, code, compile_id, exc):
-        from .api import counters
         counters["stats"]["internal_errors"] += 1
         counters["internal_error"][f"{type(exc).__name__}: {exc}"] += 1
         if config.raise_internal_errors:
             raise exc
         if config.warn_internal_errors:
-            warnings.warn(f"framejit: internal error compiling {code.co_name} "
+            warnings.warn(f"framejit: internal error compiling {_name(code)} "
                           f"({code.co_filename}:{code.co_firstlineno}); it runs uncompiled: "
                           f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
-        import traceback
         logs.log("graph_breaks", compile_id, "internal error:\n" + "".join(
             traceback.format_exception(exc)))
 
     def backend_failed(self, code, backend, exc):
         name = getattr(backend, "__name__", repr(backend))
         raise BackendCompilerFailed(
-            f"framejit backend {name!r} failed compiling {code.co_name} "
+            f"framejit backend {name!r} failed compiling {_name(code)} "
             f"({code.co_filename}:{code.co_firstlineno}): {type(exc).__name__}: {exc}") from exc
 
 

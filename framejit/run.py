@@ -92,6 +92,27 @@ def _wrap_threads(compiler):
     return undo
 
 
+def _wrap_tracing():
+    """While a trace or profile function is set on a thread (sys.settrace,
+    sys.setprofile: debuggers, coverage, profilers, tests of line events),
+    framejit is off on that thread: frames run their own code, compiled or
+    not, so the tracer sees the program's lines and frames.  The callback
+    comes back when both are cleared.  The replacements are C functions
+    (framejit._C._tracer_switch), so tracers see no frame of framejit's.
+    Returns a function that undoes the patch.  (Tracers set from C with
+    PyEval_SetTrace/SetProfile, e.g. cProfile, only stop new compiles:
+    csrc/compiler.c.)"""
+    from . import _C
+    orig_settrace, orig_setprofile = sys.settrace, sys.setprofile
+    sys.settrace = _C._tracer_switch(orig_settrace)
+    sys.setprofile = _C._tracer_switch(orig_setprofile)
+
+    def undo():
+        sys.settrace, sys.setprofile = orig_settrace, orig_setprofile
+        _C._tracer_release()
+    return undo
+
+
 def format_summary(counters):
     """The --summary text for framejit.counters."""
     stats = dict(counters.get("stats", {}))
@@ -144,14 +165,19 @@ def main(argv):
     config.warn_recompile_limit = False
     undo_threads = _wrap_threads(compiler)
     prev = eval_frame.set_eval_frame(compiler)
+    undo_tracing = _wrap_tracing()
     status = 0
     try:
         try:
+            # the interpreter's __main__ starts with an empty __annotations__
+            init = {"__annotations__": {}}
             if is_module:
-                runpy.run_module(target, run_name="__main__", alter_sys=True)
+                runpy.run_module(target, init_globals=init, run_name="__main__",
+                                 alter_sys=True)
             else:
-                runpy.run_path(target, run_name="__main__")
+                runpy.run_path(target, init_globals=init, run_name="__main__")
         finally:
+            undo_tracing()
             eval_frame.set_eval_frame(prev)
             undo_threads()
     except SystemExit:

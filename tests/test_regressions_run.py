@@ -109,3 +109,385 @@ def test_local_freed_after_break():
     want, got = _both(_drop_after_break)
     assert want is True
     assert got is True
+
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run_both(tmp_path, program, timeout=120):
+    """(plain result, framejit run result) of 'program' as (rc, stdout, stderr)."""
+    script = tmp_path / "prog.py"
+    script.write_text(program)
+    env = dict(os.environ, PYTHONPATH=_ROOT)
+    out = []
+    for pre in ([], ["-m", "framejit", "run"]):
+        r = subprocess.run([sys.executable] + pre + [str(script)], capture_output=True,
+                           text=True, env=env, timeout=timeout, cwd=str(tmp_path))
+        out.append((r.returncode, r.stdout, r.stderr))
+    return out
+
+
+_BIG_LIST = """
+def check(n):
+    l = [0] * n
+    s = repr(l)                       # a graph break: l is an input of the resume function
+    return s == '[' + ', '.join(['0'] * n) + ']'
+print(check(10), check(1000000))
+"""
+
+
+def test_big_list_input_is_not_guarded_item_by_item(tmp_path):
+    # test_list.test_repr_large hung: a resume function's input list of a
+    # million items got one guard per item, each added by a linear search of
+    # its siblings (quadratic).  trace.c keeps lists/tuples/dicts longer than
+    # FJ_MAX_INPUT_ITEMS opaque.
+    plain, run = _run_both(tmp_path, _BIG_LIST, timeout=60)
+    assert plain == run == (0, "True True\n", "")
+
+
+_ITER_GLOBALS = """
+import sys
+def helper(x):
+    y = x + 1
+    print("", end="")   # a graph break: a compiled function and a resume function
+    return y + 1
+
+def walk():
+    out = []
+    for k, v in sys.modules[__name__].__dict__.items():
+        if k == "helper":
+            out.append(v(1))
+    return out
+print(walk())
+print(sorted(globals()))
+"""
+
+
+def test_compiling_does_not_add_globals(tmp_path):
+    # test_generators: doctest iterates over a module's __dict__ while the
+    # module's functions compile; framejit installed __compiled_fn_N and
+    # __resume_at_* there ("dictionary changed size during iteration").
+    # The new code now loads them as constants.  (Also: run mode's __main__
+    # starts with __annotations__, as the interpreter's does.)
+    plain, run = _run_both(tmp_path, _ITER_GLOBALS)
+    assert plain == run
+    assert plain[0] == 0
+
+
+_TRACED = """
+import sys
+def f(x):
+    y = x + 1
+    print("", end="")   # a graph break: f has compiled code and a resume function
+    z = y * 2
+    return z
+for i in range(3):
+    f(i)
+events = []
+def tr(frame, ev, arg):
+    events.append((frame.f_code.co_name, ev, frame.f_lineno - f.__code__.co_firstlineno))
+    return tr
+sys.settrace(tr)
+f(5)
+sys.settrace(None)
+print(events)
+calls = []
+sys.setprofile(lambda frame, ev, arg: calls.append((frame.f_code.co_name, ev)))
+f(6)
+sys.setprofile(None)
+print([c for c in calls if c[0] != "<lambda>"])
+for i in range(3):
+    f(i)
+"""
+
+
+def test_tracer_sees_the_original_code(tmp_path):
+    # test_exceptions PEP626 tests, test_sys_settrace: under a trace or
+    # profile function, compiled code (and resume functions) changed the
+    # line and call events.  Run mode turns framejit off on a thread while
+    # sys.settrace/sys.setprofile is set (C wrappers: no extra frames).
+    plain, run = _run_both(tmp_path, _TRACED)
+    assert plain == run
+    assert plain[0] == 0 and "('f', 'line', 4)" in plain[1]
+
+
+def test_no_compile_under_tracer():
+    import sys as _sys
+
+    def g(x):
+        return x + 1
+    framejit.reset()
+    cg = framejit.compile(g)
+    old = _sys.gettrace()
+    _sys.settrace(lambda *a: None)
+    try:
+        assert cg(1) == 2
+    finally:
+        _sys.settrace(old)
+    from framejit._C import eval_frame
+    assert eval_frame._debug_get_cache_entry_list(g.__code__) == []
+    assert cg(1) == 2
+    assert len(eval_frame._debug_get_cache_entry_list(g.__code__)) == 1
+
+
+_HASH_MUTATES = """
+def t():
+    class X:
+        def __hash__(self):
+            pair[:] = []
+            return 13
+    pair = [X(), 123]
+    d = dict([pair])
+    print(len(d), pair)
+t()
+"""
+
+
+def test_trace_does_not_hash_program_objects(tmp_path):
+    # test_dict test_init_use_after_free crashed: tracing X.__hash__, the
+    # op-table lookup for the input X() hashed it, which ran X.__hash__ and
+    # emptied the list being read item by item (read past its end).
+    plain, run = _run_both(tmp_path, _HASH_MUTATES)
+    assert plain == run == (0, "1 []\n", "")
+
+
+_LOCALS = """
+def f(x):
+    def g(y):
+        def h(z):
+            return y + z
+        w = x + y
+        y += 3
+        return locals()
+    return g
+print(sorted(f(2)(4)))
+"""
+
+
+def test_locals_sees_dead_locals(tmp_path):
+    # test_scope testLocalsFunction: locals() ran in a resume function, which
+    # has only the live locals ('h' and 'w' were missing).  Code that can
+    # read its own frame (locals, vars, dir, eval, exec, _getframe,
+    # currentframe) is not split at a break.
+    plain, run = _run_both(tmp_path, _LOCALS)
+    assert plain == run
+    assert "'h'" in plain[1] and "'w'" in plain[1]
+
+
+_TRACEBACK = """
+import sys, traceback
+def f(x):
+    y = x + 1
+    print("", end="")   # graph breaks: f runs as break code + resume functions
+    z = [y]
+    print("", end="")
+    raise ValueError(z)
+def g(x):
+    a = x * 2
+    print("", end="")
+    return f(a)
+for i in range(3):
+    try:
+        g(i)
+    except ValueError as e:
+        print(traceback.format_exc())
+        tb, names = e.__traceback__, []
+        while tb:
+            names.append((tb.tb_frame.f_code.co_name, tb.tb_frame.f_code.co_qualname))
+            tb = tb.tb_next
+        print(names)
+g(7)
+"""
+
+
+def test_traceback_through_resume_functions(tmp_path):
+    # test_exceptions testSettingException (co_name of a traceback frame),
+    # test_contextlib traceback tests: resume functions were named
+    # resume_in_<f>_at_<line> and each break added a frame to tracebacks.
+    # Resume code now has the original's co_name/co_qualname (the logs keep
+    # resume_in_...), and the break code drops its own traceback entry when
+    # an exception leaves the resume function.
+    plain, run = _run_both(tmp_path, _TRACEBACK)
+    assert plain == run
+    assert "line 8, in f" in plain[2]
+
+
+_FUNC_ATTR = """
+def deco(f):
+    def wrapper(self):
+        size = wrapper.size
+        return f(self, size)
+    wrapper.size = 5    # a graph break (attribute store on a function made here)
+    return wrapper
+class T:
+    @deco
+    def m(self, size):
+        return size * 2
+print([T().m() for i in range(3)])
+"""
+
+
+def test_function_made_once_at_break(tmp_path):
+    # test.support.bigmemtest, importlib.metadata's lru_cache'd lookup: the
+    # break code made the function twice (once for its cell, once for the
+    # attribute store), so wrapper.size was missing on the cell's function.
+    plain, run = _run_both(tmp_path, _FUNC_ATTR)
+    assert plain == run == (0, "[10, 10, 10]\n", "")
+
+
+_LINENO = """
+def simple():
+    x = 1
+    print("", end="")   # a graph break: the raise runs in a resume function
+    1/0
+for i in range(3):
+    try:
+        simple()
+    except Exception as ex:
+        t = ex.__traceback__.tb_next
+    print(t.tb_frame.f_lineno - t.tb_frame.f_code.co_firstlineno)
+"""
+
+
+def test_resume_code_keeps_first_line(tmp_path):
+    # test_exceptions PEP626Tests: f_lineno - co_firstlineno in a resume
+    # function counted from the resume line.
+    plain, run = _run_both(tmp_path, _LINENO)
+    assert plain == run == (0, "3\n3\n3\n", "")
+
+
+_DEL_AFTER_BREAK = """
+def makecycle(iterator, container):
+    container.append(iterator)
+    next(iterator)          # a graph break
+    del container, iterator
+    return 1
+print([makecycle(iter([1, 2]), []) for i in range(3)])
+"""
+
+
+def test_del_of_local_after_break(tmp_path):
+    # test_itertools TestGC: liveness took DELETE_FAST for a plain store, so
+    # the resume function did not get 'container' and 'del' raised
+    # UnboundLocalError.
+    plain, run = _run_both(tmp_path, _DEL_AFTER_BREAK)
+    assert plain == run == (0, "[1, 1, 1]\n", "")
+
+
+_PATCHED_IMPORT = """
+import types
+from unittest import mock
+package = types.ModuleType('package')
+def _import(name, *a, **k):
+    return package
+def work(x):
+    y = x + 1
+    print("", end="")
+    return [y, len(str(y))]
+with mock.patch('builtins.__import__', _import):
+    r = [work(i) for i in range(3)]
+print(r)
+"""
+
+
+def test_hooks_do_not_import_at_call_time(tmp_path):
+    # test_unittest test_discovery_failed_discovery patches builtins.__import__;
+    # framejit's hooks imported inside functions and failed ("cannot import
+    # name 'counters' from 'package'"), the compile went on and the process
+    # crashed later.  The hooks import everything up front; a failing
+    # should_skip hook makes the frame run as it is.
+    plain, run = _run_both(tmp_path, _PATCHED_IMPORT)
+    assert plain == run == (0, "[[1, 1], [2, 1], [3, 1]]\n", "")
+
+
+class _T:
+    pass
+
+
+def _isnot(a, b):
+    if a is b:
+        return "same"
+    return "diff"
+
+
+def test_is_between_inputs_is_guarded():
+    # test_unittest testAssertIsNot: 'a is b' between two object inputs was
+    # folded with type guards only, so (thing, thing) reused the entry made
+    # for (thing, object()).  Distinct inputs now get a no-aliasing guard.
+    framejit.reset()
+    f = framejit.compile(_isnot)
+    thing = _T()
+    assert [f(thing, _T()) for i in range(3)] == ["diff"] * 3
+    assert f(thing, thing) == "same"
+    assert f(thing, _T()) == "diff"
+
+
+_DICT_VIEWS = """
+class C:
+    def __init__(self):
+        self.a = {"x": 1, "y": 2}
+        self.b = {"z": 3}
+    def f(self):
+        s = 0
+        for k in self.a.keys():
+            s += len(k)
+        return sorted(self.a.keys() | self.b.keys()), s, list(self.a.items())
+print([C().f() for i in range(3)])
+"""
+
+
+def test_dict_view_is_not_a_tuple(tmp_path):
+    # NumPy's test files under pytest: pytest's _get_unknown_ini_keys does
+    # d.keys() | e.keys(); the tracer modelled the views as tuples ("unsupported
+    # operand type(s) for |: 'tuple' and 'tuple'").  Now only a view iterated
+    # at once is folded.
+    plain, run = _run_both(tmp_path, _DICT_VIEWS)
+    assert plain == run
+    assert plain[0] == 0
+
+
+def test_trace_does_not_call_repr():
+    # test_class logs every special method call of AllTests; messages about
+    # unsupported values formatted them with %R, calling the program's
+    # __repr__ at trace time.  Messages now use fj_trace_safe_repr.
+    env = dict(os.environ, PYTHONPATH=_ROOT)
+    r = subprocess.run([sys.executable, "-m", "framejit", "run", "-m", "unittest",
+                        "test.test_class.ClassTests.testBinaryOps",
+                        "test.test_class.ClassTests.testInit"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+_MANY_BREAKS_IN_A_LIST = """
+class Numbers:
+    def __getattr__(self, attr):        # every Z._n is a graph break
+        return int(attr.lstrip("_"))
+attrs = ", ".join(f"Z._{n:03d}" for n in range(31))
+ns = {}
+exec(f"def number_attrs(Z):\\n    return [ {attrs} ]", ns)
+print(ns["number_attrs"](Numbers()) == list(range(31)))
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="open: 31+ breaks while a list display is being built "
+                   "(30 stack items and more handed through resume functions) return [] "
+                   "(test_descr test_load_attr_extended_arg); 30 work")
+def test_many_breaks_inside_list_display(tmp_path):
+    plain, run = _run_both(tmp_path, _MANY_BREAKS_IN_A_LIST)
+    assert plain == run == (0, "True\n", "")
+
+
+_ARRAY_REPR = """
+import numpy as np
+for i in range(3):
+    print(repr(np.arange(6.0).reshape(2, 3)), np.array2string(np.zeros((2, 2, 2))))
+"""
+
+
+def test_array_repr_does_not_crash(tmp_path):
+    # NumPy's test files crashed (stack overflow) in arrayprint: an op whose
+    # arguments held a symbolic int inside a tuple made graph_call pin the
+    # top-level ones only and call itself again without end.
+    plain, run = _run_both(tmp_path, _ARRAY_REPR)
+    assert plain == run
+    assert plain[0] == 0
