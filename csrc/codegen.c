@@ -4,7 +4,8 @@
 ** Shape of the output (3.11):
 **     <the original prologue: MAKE_CELL / COPY_FREE_VARS>
 **     RESUME 0
-**     PUSH_NULL; LOAD_CONST <compiled fn>; <load each input>; PRECALL n; CALL n
+**     PUSH_NULL; LOAD_GLOBAL __compiled_fn_N (transparent mode: LOAD_CONST <fn>);
+**     <load each input>; PRECALL n; CALL n
 **     UNPACK_SEQUENCE k; STORE_FAST ___graph_out_{k-1} ... ___graph_out_0
 **     <rebuild the return value>; RETURN_VALUE
 ** When the return value is exactly the single output, the stores and loads
@@ -440,8 +441,9 @@ static int emit_effects(fj_Builder *b, PyCodeObject *co, fj_Tracer *tx, PyObject
 }
 
 /*
-** Emits the call of the graph: PUSH_NULL, LOAD_CONST fn_name (the compiled
-** callable, not a global: the program's globals do not change), the loads of
+** Emits the call of the graph: PUSH_NULL, LOAD_GLOBAL fn_name when it is a
+** name (__compiled_fn_N), else LOAD_CONST of the compiled callable
+** (framejit.config.transparent), the loads of
 ** the placeholders, PRECALL/CALL, UNPACK_SEQUENCE nout; with 'store', the
 ** outputs then go to ___graph_out_<i>.  0 or -1.
 */
@@ -449,7 +451,9 @@ static int emit_graph_call(fj_Builder *b, PyCodeObject *co, PyObject *fn_name,
                            PyObject *placeholders, Py_ssize_t nout, int store)
 {
     Py_ssize_t nin = PyList_GET_SIZE(placeholders);
-    if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 || fj_builder_load_const(b, fn_name) < 0)
+    if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 ||
+        (PyUnicode_Check(fn_name) ? fj_builder_load_global(b, fn_name, 0)
+                                  : fj_builder_load_const(b, fn_name)) < 0)
         return -1;
     for (Py_ssize_t i = 0; i < nin; i++) {
         fj_Var *p = VAR(PyList_GET_ITEM(placeholders, i));
@@ -894,7 +898,9 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
                 fj_builder_load_const(b, rcode) < 0 || fj_bc_emit(&b->il, MAKE_FUNCTION, 0x08) < 0)
                 goto done;
         }
-        else if (fj_builder_load_const(b, resume_names[r]) < 0)
+        else if ((PyUnicode_Check(resume_names[r])
+                      ? fj_builder_load_global(b, resume_names[r], 0)
+                      : fj_builder_load_const(b, resume_names[r])) < 0)
             goto done;
         for (int i = 0; i < base; i++) {
             fj_Var *vv = VAR(top->stack[i]);

@@ -46,6 +46,7 @@ static long next_fn_id = 0;
 ** functions the new code loads as constants, for the bytecode log only
 ** (filled while that channel is on). */
 static PyObject *display_names = NULL;
+static PyObject *installed = NULL; /* strong list of (globals, name): globals framejit added */
 static PyObject *compiled_codes = NULL; /* strong list of weakrefs to code objects with entries */
 static PyObject *resume_cache = NULL;  /* strong dict: (orig code, index, nulls, argnames) -> (code, n) */
 /* strong dict: resume code -> (orig code, prefix length, log name resume_in_<name>_at_<line>) */
@@ -269,6 +270,39 @@ static int display_name(PyObject *obj, PyObject *name)
 ** while its functions compile) or leaves it NULL when the graph has no
 ** calls.  Returns 0, -1 on error.
 */
+/*
+** Installs 'obj' as global 'name' (new ref, or NULL) of 'globals', remembered
+** so reset() takes it away again.  Steals 'name'.  Returns the name.
+*/
+static PyObject *install_global(PyObject *globals, PyObject *obj, PyObject *name)
+{
+    if (name == NULL)
+        return NULL;
+    PyObject *pair = PyTuple_Pack(2, globals, name);
+    if (pair == NULL || PyDict_SetItem(globals, name, obj) < 0 ||
+        PyList_Append(installed, pair) < 0) {
+        Py_XDECREF(pair);
+        Py_DECREF(name);
+        return NULL;
+    }
+    Py_DECREF(pair);
+    return name;
+}
+
+/* framejit.config.transparent: compiled and resume functions are constants of
+** the new code and resume code keeps the original's name (run mode). */
+static int transparent_mode(Compiler *c)
+{
+    PyObject *t = PyObject_GetAttrString(c->hooks, "transparent");
+    int r = t ? PyObject_IsTrue(t) : 0;
+    Py_XDECREF(t);
+    if (r < 0 || t == NULL) {
+        PyErr_Clear();
+        r = 0;
+    }
+    return r;
+}
+
 static int install_graph(Compiler *c, fj_Tracer *tx, PyCodeObject *co, PyObject *outputs,
                          PyObject *cid, PyObject **fn_name)
 {
@@ -299,10 +333,19 @@ static int install_graph(Compiler *c, fj_Tracer *tx, PyCodeObject *co, PyObject 
         goto done;
     }
     long fn_id = next_fn_id++;
-    if (hook_enabled(c, "bytecode") &&
-        display_name(compiled, PyUnicode_FromFormat("__compiled_fn_%ld", fn_id)) < 0)
-        goto done;
-    *fn_name = Py_NewRef(compiled);
+    if (!transparent_mode(c)) {
+        /* the global __compiled_fn_N of the frame's module (seeds/000) */
+        *fn_name = install_global(tx->view.globals, compiled,
+                                  PyUnicode_FromFormat("__compiled_fn_%ld", fn_id));
+        if (*fn_name == NULL)
+            goto done;
+    }
+    else {
+        if (hook_enabled(c, "bytecode") &&
+            display_name(compiled, PyUnicode_FromFormat("__compiled_fn_%ld", fn_id)) < 0)
+            goto done;
+        *fn_name = Py_NewRef(compiled);
+    }
     PyObject *r = hook_call(c, "count_graph", "(n)", ncalls);
     if (r == NULL)
         goto done;
@@ -545,7 +588,7 @@ done:
 */
 static PyObject *install_resume(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
                                 const unsigned char *nulls, PyObject *argnames, PyObject *globals,
-                                int named)
+                                int named, int transparent)
 {
     PyCodeObject *orig = co;
     const fj_InstrList *oil = il;
@@ -568,7 +611,8 @@ static PyObject *install_resume(PyCodeObject *co, const fj_InstrList *il, int in
         goto done;
     }
     nullb = PyBytes_FromStringAndSize((const char *)nulls, nstack);
-    key = nullb ? Py_BuildValue("(OiOO)", (PyObject *)orig, oindex, nullb, argnames) : NULL;
+    key = nullb ? Py_BuildValue("(OiOOi)", (PyObject *)orig, oindex, nullb, argnames, transparent)
+                : NULL;
     if (key == NULL)
         goto done;
     entry = Py_XNewRef(PyDict_GetItemWithError(resume_cache, key));
@@ -576,7 +620,14 @@ static PyObject *install_resume(PyCodeObject *co, const fj_InstrList *il, int in
         if (PyErr_Occurred())
             goto done;
         int prefix = 0;
-        PyObject *rcode = fj_resume_code(orig, oil, oindex, nstack, nulls, argnames, &prefix);
+        PyObject *rname = transparent ? NULL
+                                      : PyUnicode_FromFormat("resume_in_%U_at_%d", orig->co_name,
+                                                             oil->v[oindex].line);
+        if (!transparent && rname == NULL)
+            goto done;
+        PyObject *rcode = fj_resume_code(orig, oil, oindex, nstack, nulls, argnames, rname,
+                                         &prefix);
+        Py_XDECREF(rname);
         if (rcode == NULL)
             goto done;
         PyObject *org = Py_BuildValue("(OiN)", (PyObject *)orig, prefix,
@@ -601,6 +652,13 @@ static PyObject *install_resume(PyCodeObject *co, const fj_InstrList *il, int in
     fn = PyFunction_New(PyTuple_GET_ITEM(entry, 0), globals);
     if (fn == NULL)
         goto done;
+    if (!transparent) {
+        /* the global __resume_at_<offset>_<n> (seeds/000) */
+        name = install_global(globals, fn,
+                              PyUnicode_FromFormat("__resume_at_%d_%ld", oil->v[oindex].offset * 2,
+                                                   PyLong_AsLong(PyTuple_GET_ITEM(entry, 1))));
+        goto done;
+    }
     if (named && display_name(fn, PyUnicode_FromFormat(
                      "__resume_at_%d_%ld", oil->v[oindex].offset * 2,
                      PyLong_AsLong(PyTuple_GET_ITEM(entry, 1)))) < 0)
@@ -688,7 +746,8 @@ static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyOb
         if ((rargs[r] = bound_live_names(co, top, live)) == NULL)
             goto done;
         rnames[r] = install_resume(co, il, plan->resume[r], nstack, nulls, rargs[r],
-                                   tx->view.globals, hook_enabled(c, "bytecode"));
+                                   tx->view.globals, hook_enabled(c, "bytecode"),
+                                   transparent_mode(c));
         if (rnames[r] == NULL)
             goto done;
     }
@@ -1056,6 +1115,14 @@ static PyObject *reset_state(PyObject *mod, PyObject *unused)
     if (PyList_SetSlice(compiled_codes, 0, n, NULL) < 0)
         return NULL;
     PyDict_Clear(display_names);
+    Py_ssize_t ni = PyList_GET_SIZE(installed);
+    for (Py_ssize_t i = 0; i < ni; i++) {
+        PyObject *pair = PyList_GET_ITEM(installed, i);
+        if (PyDict_DelItem(PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1)) < 0)
+            PyErr_Clear();
+    }
+    if (PyList_SetSlice(installed, 0, ni, NULL) < 0)
+        return NULL;
     next_frame_id = 0;
     next_fn_id = 0;
     next_resume_id = 1;
@@ -1185,6 +1252,9 @@ int fj_compiler_init(PyObject *module)
     if (compiler_type == NULL || PyModule_AddObjectRef(module, "Compiler", (PyObject *)compiler_type) < 0)
         return -1;
     display_names = PyDict_New();
+    installed = PyList_New(0);
+    if (installed == NULL)
+        return -1;
     compiled_codes = PyList_New(0);
     resume_cache = PyDict_New();
     resume_origin = PyDict_New();

@@ -205,7 +205,8 @@ static int index_of_name(PyObject *list, PyObject *name)
 }
 
 PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
-                         const unsigned char *nulls, PyObject *argnames, int *prefix)
+                         const unsigned char *nulls, PyObject *argnames, PyObject *name,
+                         int *prefix)
 {
     fj_InstrList nl;
     PyObject *orig_varnames = NULL, *varnames = NULL, *result = NULL;
@@ -310,11 +311,11 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
     opts.posonlyargcount = 0;
     opts.kwonlyargcount = 0;
     opts.flags = co->co_flags & ~(CO_VARARGS | CO_VARKEYWORDS);
-    /* the original's names: tracebacks, frame.f_code.co_name and
-    ** inspect see the function the user wrote (the logs call it
-    ** resume_in_<name>_at_<line>: compiler.c) */
-    opts.name = co->co_name;
-    opts.qualname = co->co_qualname;
+    /* resume_in_<f>_at_<line> (seeds/000), or in transparent mode the
+    ** original's names, so tracebacks and inspect see the function the user
+    ** wrote (the logs still call it resume_in_...: compiler.c) */
+    opts.name = name ? name : co->co_name;
+    opts.qualname = name ? name : co->co_qualname;
     opts.firstlineno = co->co_firstlineno; /* f_lineno - co_firstlineno as in the original */
     result = fj_bc_assemble(co, &nl, &opts);
     *prefix = npre;

@@ -56,6 +56,7 @@ int fj_resume_liveness(PyCodeObject *co, const fj_InstrList *il, int index,
 ** ones.  Returns a new reference, NULL on error.
 */
 PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
-                         const unsigned char *nulls, PyObject *argnames, int *prefix);
+                         const unsigned char *nulls, PyObject *argnames, PyObject *name,
+                         int *prefix);
 
 #endif

@@ -63,6 +63,10 @@ class Hooks:
     user_error_type = FramejitError
 
     @property
+    def transparent(self):
+        return bool(config.transparent)
+
+    @property
     def recompile_limit(self):
         return int(config.recompile_limit)
 

@@ -18,3 +18,12 @@ warn_internal_errors = True
 #: warn once per code object that hits recompile_limit (``framejit run`` turns
 #: this off, for the same reason; counters["stats"]["recompile_limit_hit"])
 warn_recompile_limit = True
+
+#: Transparent mode (python -m framejit run turns it on): the compiled and
+#: resume functions are constants of the new code instead of globals
+#: __compiled_fn_N / __resume_at_<offset>_<n> of the frame's module, and
+#: resume code keeps the original function's name instead of
+#: resume_in_<f>_at_<line>, so a program that iterates over its module
+#: globals or inspects tracebacks sees nothing of framejit.  Off by default:
+#: the visible names are how the logs and the seeds describe the system.
+transparent = False

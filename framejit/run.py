@@ -161,6 +161,7 @@ def main(argv):
         sys.argv = [target] + list(args)
         sys.path[0] = os.path.dirname(os.path.realpath(target))
     config.skip_stdlib = False
+    config.transparent = True  # no new globals, original names in tracebacks
     config.warn_internal_errors = False
     config.warn_recompile_limit = False
     undo_threads = _wrap_threads(compiler)

@@ -314,18 +314,40 @@ def test_unknown_log_channel():
 
 # ------------------------------------------------------ generated code
 def test_generated_code_instructions():
-    before = set(simple.__globals__)
     framejit.compile(simple)(np.ones(3))
     (entry,) = entries(simple)
     ops = [(i.opname, i.argval) for i in dis.get_instructions(entry.code)]
     names = [o for o, _ in ops]
-    assert names == ["RESUME", "PUSH_NULL", "LOAD_CONST", "LOAD_FAST", "PRECALL", "CALL",
+    assert names == ["RESUME", "PUSH_NULL", "LOAD_GLOBAL", "LOAD_FAST", "PRECALL", "CALL",
                      "UNPACK_SEQUENCE", "RETURN_VALUE"]
-    assert callable(ops[2][1]) and ops[3][1] == "x" and ops[6][1] == 1
-    # the compiled function is a constant of the new code: the module's
-    # globals do not change (programs iterate over them)
-    assert set(simple.__globals__) == before
+    assert ops[2][1].startswith("__compiled_fn_") and ops[3][1] == "x" and ops[6][1] == 1
+    assert ops[2][1] in simple.__globals__
+    listing = dis.Bytecode(entry.code).dis()
+    assert "__compiled_fn_" in listing
     dis.dis(entry.code, file=open(os.devnull, "w"))
+    # the compiled global goes away with reset
+    name = ops[2][1]
+    framejit.reset()
+    assert name not in simple.__globals__
+
+
+def test_transparent_mode_adds_no_globals():
+    old = framejit.config.transparent
+    framejit.config.transparent = True
+    try:
+        framejit.reset()
+        before = set(simple.__globals__)
+        framejit.compile(simple)(np.ones(3))
+        (entry,) = entries(simple)
+        ops = [(i.opname, i.argval) for i in dis.get_instructions(entry.code)]
+        assert [o for o, _ in ops][:3] == ["RESUME", "PUSH_NULL", "LOAD_CONST"]
+        assert callable(ops[2][1])
+        # the compiled function is a constant of the new code: the module's
+        # globals do not change (programs iterate over them)
+        assert set(simple.__globals__) == before
+    finally:
+        framejit.config.transparent = old
+        framejit.reset()
 
 
 # ------------------------------------------------------------ recompiles

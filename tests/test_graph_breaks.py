@@ -120,16 +120,29 @@ def test_resume_functions_do_not_multiply():
     with contextlib.redirect_stdout(io.StringIO()):
         cf(A)
         cf(A)
-    # resume functions are constants of the break code (not globals)
-    resumes, todo = set(), [f.__code__]
-    while todo:
-        for e in eval_frame._debug_get_cache_entry_list(todo.pop()):
-            for c in e.code.co_consts:
-                if getattr(c, "__code__", None) is not None and c.__code__ not in resumes:
-                    resumes.add(c.__code__)
-                    todo.append(c.__code__)
-    assert len(resumes) == 2, resumes
-    assert not [k for k in f.__globals__ if k.startswith("__resume_at_")]
+    g = f.__globals__
+    names = [k for k in g if k.startswith("__resume_at_")]
+    assert len(names) == 2, names
+    assert all(g[k].__code__.co_name.startswith("resume_in_f_at_") for k in names)
+
+
+def test_transparent_resume_functions_are_constants_with_the_original_name():
+    def f(x):
+        a = x + 1
+        print("one")
+        return a * 2
+    old = framejit.config.transparent
+    framejit.config.transparent = True
+    try:
+        framejit.reset()
+        check(f, A, graphs=2)
+        resumes = [c for e in eval_frame._debug_get_cache_entry_list(f.__code__)
+                   for c in e.code.co_consts if getattr(c, "__code__", None) is not None]
+        assert resumes and all(r.__code__.co_name == "f" for r in resumes)
+        assert not [k for k in f.__globals__ if k.startswith("__resume_at_")]
+    finally:
+        framejit.config.transparent = old
+        framejit.reset()
 
 
 # ------------------------------------------------ a callee framejit gave up on

@@ -22,8 +22,5 @@ CALLS = [[['arr', [3], 'float64', 'C', 1], ['int', 1]],
          [['arr', [3], 'float64', 'C', 2], ['int', 2]]]
 
 
-@pytest.mark.xfail(strict=True, reason="trace_call.c graph_call(): a symbolic int inside a tuple "
-                   "argument (np.ones((n, 2))) recurses forever (has_pyscalar looks into tuples, "
-                   "the specialization only replaces top-level scalars): stack overflow")
 def test_fuzz_166():
     check_isolated(SOURCE, CALLS)
