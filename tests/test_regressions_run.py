@@ -102,9 +102,11 @@ def _drop_after_break():
     return p() is None
 
 
-@pytest.mark.xfail(strict=True, reason="codegen.c: the frame that calls the resume function "
-                   "still holds the live locals it passed, so 's = None' in the resume "
-                   "function does not free the object (test_set.test_weakref)")
+@pytest.mark.xfail(strict=True, reason="codegen.c/resume.c: with the PEP 523 hook on, CPython "
+                   "calls the resume function through vectorcall, which borrows the "
+                   "arguments from the break frame's stack, so 's = None' in the resume "
+                   "function does not free the object (test_set.test_weakref); clearing "
+                   "the break frame's locals does not help; needs another calling convention")
 def test_local_freed_after_break():
     want, got = _both(_drop_after_break)
     assert want is True
