@@ -493,3 +493,15 @@ def test_array_repr_does_not_crash(tmp_path):
     plain, run = _run_both(tmp_path, _ARRAY_REPR)
     assert plain == run
     assert plain[0] == 0
+
+
+def _repeat(a, n):
+    t = (a,) * n
+    return len(t), t[0] is a
+
+
+def test_big_sequence_repeat_is_not_modelled():
+    # NumPy test_shape_base test_huge_list_error: (a,) * 2**31 was modelled
+    # item by item in the tracer (memory exhausted, the process died).
+    want, got = _both(_repeat, object(), 10000)
+    assert got == want == (10000, True)
