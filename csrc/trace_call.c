@@ -1117,7 +1117,14 @@ PyObject *fj_trace_binop(fj_TFrame *fr, int oparg, PyObject *a, PyObject *b)
     }
     if (base == NB_MULTIPLY && (va->kind == FJ_VAR_TUPLE || va->kind == FJ_VAR_LIST) && cb &&
         PyLong_CheckExact(cb)) {
-        PyObject *items = PySequence_Repeat(va->items, PyLong_AsSsize_t(cb));
+        /* a repeat the trace models item by item: a small one (NumPy's
+        ** test_huge_list_error makes (a,) * 2**31: CPython's run of it) */
+        Py_ssize_t times = PyLong_AsSsize_t(cb);
+        if (times == -1 && PyErr_Occurred())
+            return NULL;
+        if (times > 0 && PyList_GET_SIZE(va->items) > 4096 / times)
+            return fj_unsupported("sequence repeat of more than 4096 items"), NULL;
+        PyObject *items = PySequence_Repeat(va->items, times);
         if (items == NULL)
             return NULL;
         PyObject *r = new_seq_var(va->kind, items);
