@@ -772,12 +772,16 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
     if ((saved_args = PyDict_New()) == NULL)
         goto done;
     for (int i = 0; i < top->nlocals && i < FJ_CODE_NLOCALSPLUS(co); i++) {
-        if (!top->touched[i] || !fj_trace_is_arg_slot(top, i) ||
-            (fj_code_local_kind(co, i) & FJ_FAST_CELL))
-            continue; /* a cell argument is a cell after MAKE_CELL: restored as a cell */
+        /* a cell argument may be rebound through its cell (STORE_DEREF does not
+           mark it touched): always keep its entry value, read from the cell */
+        int cell = (fj_code_local_kind(co, i) & FJ_FAST_CELL) != 0;
+        if (!fj_trace_is_arg_slot(top, i) || (!top->touched[i] && !cell))
+            continue;
         PyObject *name = fj_code_local_name(co, i);
         PyObject *tmp = PyUnicode_FromFormat("___orig_%U", name);
-        int bad = tmp == NULL || fj_builder_load_fast(b, name) < 0 ||
+        int ix = cell ? fj_builder_deref(b, name) : 0;
+        int bad = tmp == NULL || ix < 0 ||
+                  (cell ? fj_bc_emit(&b->il, LOAD_DEREF, ix) : fj_builder_load_fast(b, name)) < 0 ||
                   fj_builder_store_fast(b, tmp) < 0 || PyDict_SetItem(saved_args, name, tmp) < 0;
         Py_XDECREF(tmp);
         if (bad)
