@@ -23,7 +23,6 @@ def f(x, n):
 CALLS = [[['arr', [3], 'float64', 'C', 1], ['int', 0]]]
 
 
-@pytest.mark.xfail(strict=True, reason="codegen.c/resume.c: y = x; x = y * 2 with x a cell argument (captured by inner), then a graph break (y[0] = 7): the CPython part rebuilds y from its source L['x'], but the cell argument x was rebound, so y gets the new x (wrong values; without the closure it is right). Fuzzer's original: y = x; x = y * x; def inner7: return x; y[...] = x")
 
 def test_fuzz_1039649():
     check(SOURCE, CALLS)
