@@ -97,6 +97,19 @@ static PyObject *hook_call(Compiler *c, const char *name, const char *fmt, ...)
     return r;
 }
 
+static void hook_log(Compiler *c, const char *channel, PyObject *cid, PyObject *text);
+
+/* Logs make(arg) on 'channel' when it is on (one place for the text channels). */
+static void log_made(Compiler *c, const char *channel, PyObject *cid,
+                     PyObject *(*make)(PyObject *), PyObject *arg)
+{
+    if (!hook_enabled(c, channel))
+        return;
+    PyObject *t = make(arg);
+    hook_log(c, channel, cid, t);
+    Py_XDECREF(t);
+}
+
 static void hook_log(Compiler *c, const char *channel, PyObject *cid, PyObject *text)
 {
     if (text == NULL) {
@@ -350,16 +363,8 @@ static int install_graph(Compiler *c, fj_Tracer *tx, PyCodeObject *co, PyObject 
     if (r == NULL)
         goto done;
     Py_DECREF(r);
-    if (hook_enabled(c, "graph")) {
-        PyObject *t = fj_graph_tabular(tx->graph);
-        hook_log(c, "graph", cid, t);
-        Py_XDECREF(t);
-    }
-    if (hook_enabled(c, "graph_code")) {
-        PyObject *t = fj_graph_code(tx->graph);
-        hook_log(c, "graph_code", cid, t);
-        Py_XDECREF(t);
-    }
+    log_made(c, "graph", cid, fj_graph_tabular, tx->graph);
+    log_made(c, "graph_code", cid, fj_graph_code, tx->graph);
     rc = 0;
 done:
     if (rc < 0)
@@ -542,11 +547,7 @@ static PyObject *finish(Compiler *c, PyCodeObject *co, PyObject *new_code, fj_Tr
         hook_log(c, "bytecode", cid, text);
         Py_XDECREF(text);
     }
-    if (hook_enabled(c, "guards")) {
-        PyObject *t = fj_guards_format(tx->guards);
-        hook_log(c, "guards", cid, t);
-        Py_XDECREF(t);
-    }
+    log_made(c, "guards", cid, fj_guards_format, tx->guards);
     if (remember_code(co) < 0)
         return NULL;
     PyObject *h = hook_call(c, "on_compile", "(OOOO)", new_code, cid, tx->guards, tx->graph);

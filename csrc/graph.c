@@ -94,7 +94,7 @@ static PyObject *node_get_kwargs(fj_Node *n, void *c)
     return n->kwargs ? PyDict_Copy(n->kwargs) : PyDict_New();
 }
 
-static PyObject *node_shape_tuple(fj_Node *n)
+PyObject *fj_node_shape_tuple(fj_Node *n)
 {
     PyObject *t = PyTuple_New(n->ndim);
     for (int i = 0; t && i < n->ndim; i++) {
@@ -113,7 +113,7 @@ static PyObject *node_get_meta(fj_Node *n, void *c)
 {
     if (!n->dtype)
         return PyDict_New();
-    PyObject *shape = node_shape_tuple(n);
+    PyObject *shape = fj_node_shape_tuple(n);
     if (!shape)
         return NULL;
     PyObject *d = Py_BuildValue("{s:O,s:N,s:s}", "dtype", (PyObject *)n->dtype, "shape", shape, "kind",

@@ -47,6 +47,9 @@ typedef struct fj_Node {
 extern PyTypeObject *fj_NodeType;
 #define fj_Node_Check(o) (Py_TYPE(o) == fj_NodeType)
 
+/* The node's shape as a tuple of ints (new reference, NULL on error). */
+PyObject *fj_node_shape_tuple(fj_Node *n);
+
 /* A new empty graph (new reference, NULL on error). */
 PyObject *fj_graph_new(void);
 /*

@@ -1104,18 +1104,8 @@ PyObject *fj_ops_static_attr(fj_Node *n, PyObject *name)
     npy_intp size = 1;
     for (int i = 0; i < n->ndim; i++)
         size *= n->shape[i];
-    if (PyUnicode_CompareWithASCIIString(name, "shape") == 0) {
-        PyObject *t = PyTuple_New(n->ndim);
-        for (int i = 0; t && i < n->ndim; i++) {
-            PyObject *d = PyLong_FromSsize_t(n->shape[i]);
-            if (!d) {
-                Py_CLEAR(t);
-                break;
-            }
-            PyTuple_SET_ITEM(t, i, d);
-        }
-        return t;
-    }
+    if (PyUnicode_CompareWithASCIIString(name, "shape") == 0)
+        return fj_node_shape_tuple(n);
     if (PyUnicode_CompareWithASCIIString(name, "ndim") == 0)
         return PyLong_FromLong(n->ndim);
     if (PyUnicode_CompareWithASCIIString(name, "size") == 0)
