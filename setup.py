@@ -7,6 +7,7 @@ is `release` (default), `debug` (-O0 -g3, asserts on) or `asan`
 """
 import glob
 import os
+import sys
 
 import numpy
 from setuptools import Extension, setup
@@ -32,9 +33,16 @@ elif mode == "asan":
 else:
     raise SystemExit(f"FRAMEJIT_BUILD must be release, debug or asan, not {mode!r}")
 
+# CPython 3.11 is supported; elsewhere a stub module imports fine and
+# everything runs uncompiled (csrc/unsupported.c).
+if sys.version_info[:2] == (3, 11):
+    sources = sorted(f for f in glob.glob("csrc/*.c") if not f.endswith("unsupported.c"))
+else:
+    sources = ["csrc/unsupported.c"]
+
 ext = Extension(
     "framejit._C",
-    sources=sorted(glob.glob("csrc/*.c")),
+    sources=sources,
     depends=sorted(glob.glob("csrc/*.h")),
     include_dirs=["csrc", numpy.get_include()],
     define_macros=macros,

@@ -50,13 +50,14 @@ def compile(fn=None, *, backend="eager", fullgraph=False, dynamic=None, callback
         raise TypeError(f"framejit.compile expects a callable, not {type(fn).__name__}")
     if dynamic not in (None, True, False):
         raise TypeError(f"framejit.compile: dynamic must be None, True or False, not {dynamic!r}")
-    if callback is None:
-        from ._hooks import hooks
-        callback = _C.Compiler(_resolve_backend(backend), hooks, fullgraph=bool(fullgraph),
-                               dynamic=dynamic, marked=_marked)
+    backend_fn = _resolve_backend(backend)  # an unknown name fails here, on any Python
     if not is_supported():
         _warn_unsupported()
         return fn
+    if callback is None:
+        from ._hooks import hooks
+        callback = _C.Compiler(backend_fn, hooks, fullgraph=bool(fullgraph),
+                               dynamic=dynamic, marked=_marked)
 
     wrapper = _C.CompiledFunction(fn, callback)
     try:
@@ -95,7 +96,8 @@ def mark_dynamic(arr, dim):
 
 def reset():
     """Forget every cache entry framejit made and clear the counters."""
-    _C._reset_state()
+    if is_supported():
+        _C._reset_state()
     counters.clear()
     _marked.clear()
     from ._hooks import hooks
