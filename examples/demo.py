@@ -130,7 +130,11 @@ def part_guards():
     print()
     cg(x, 4)
     print(f"  call with n=4: EQUALS_MATCH fails, recompiles -> entries "
-          f"{[e.compile_id for e in entries(g)]}: one per n, both kept")
+          f"{[e.compile_id for e in entries(g)]}; automatic dynamic made n a symbolic int")
+    cg(x, 5)
+    cg(x, 50)
+    print(f"  calls with n=5 and n=50: served by that entry, entries still "
+          f"{len(entries(g))}, unique_graphs {framejit.counters['stats']['unique_graphs']}")
     cg(x, 3)
     print(f"  call with n=3 again: a hit, entries {len(entries(g))}, "
           f"unique_graphs {framejit.counters['stats']['unique_graphs']}")
