@@ -174,12 +174,6 @@ static PyObject *out_name(Py_ssize_t i)
 */
 static _Thread_local PyObject *preloaded = NULL;
 
-static int is_plain_value(PyObject *o)
-{
-    return o == Py_None || PyBool_Check(o) || PyLong_CheckExact(o) || PyFloat_CheckExact(o) ||
-           PyUnicode_CheckExact(o) || PyComplex_CheckExact(o) || PyBytes_CheckExact(o);
-}
-
 static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *outputs)
 {
     fj_Var *vv = VAR(v);
@@ -192,7 +186,7 @@ static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
         if (PyErr_Occurred())
             return -1;
     }
-    if (vv->kind == FJ_VAR_CONST && is_plain_value(vv->obj))
+    if (vv->kind == FJ_VAR_CONST && fj_is_plain_constant(vv->obj))
         return fj_builder_load_const(b, vv->obj) < 0 ? -1 : 0;
     if (vv->source != NULL)
         return emit_source(b, co, vv->source);
@@ -293,7 +287,7 @@ static int preload_walk(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
 {
     fj_Var *vv = VAR(v);
     if (vv->source != NULL && vv->kind != FJ_VAR_CELL &&
-        !(vv->kind == FJ_VAR_CONST && is_plain_value(vv->obj))) {
+        !(vv->kind == FJ_VAR_CONST && fj_is_plain_constant(vv->obj))) {
         /* unstable when any link of the chain is something an effect changes
            (a cell is not a value: its contents are walked below) */
         int hit = 0;

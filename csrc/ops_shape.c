@@ -282,15 +282,24 @@ static int core_mismatch(const fj_OpDef *op, int nda, const npy_intp *a, int ndb
     return -1;
 }
 
-static int sh_matmul(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+/* The shapes of the two operands of matmul/dot.  0, or -1 with an exception. */
+static int two_operand_shapes(const fj_OpDef *op, fj_Bound *b, int *nda, npy_intp *a, int *ndb,
+                              npy_intp *bb)
 {
-    int nda, ndb;
-    npy_intp a[FJ_MAX_NDIM], bb[FJ_MAX_NDIM];
     if (!b->v[0] || !b->v[1]) {
         PyErr_Format(PyExc_TypeError, "%s: needs two operands", QN(op));
         return -1;
     }
-    if (operand_shape(op, b->v[0], &nda, a) < 0 || operand_shape(op, b->v[1], &ndb, bb) < 0)
+    if (operand_shape(op, b->v[0], nda, a) < 0 || operand_shape(op, b->v[1], ndb, bb) < 0)
+        return -1;
+    return 0;
+}
+
+static int sh_matmul(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    int nda, ndb;
+    npy_intp a[FJ_MAX_NDIM], bb[FJ_MAX_NDIM];
+    if (two_operand_shapes(op, b, &nda, a, &ndb, bb) < 0)
         return -1;
     if (nda == 0 || ndb == 0) {
         PyErr_Format(PyExc_ValueError, "%s: input operand %d does not have enough dimensions", QN(op),
@@ -321,11 +330,7 @@ static int sh_dot(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
 {
     int nda, ndb;
     npy_intp a[FJ_MAX_NDIM], bb[FJ_MAX_NDIM];
-    if (!b->v[0] || !b->v[1]) {
-        PyErr_Format(PyExc_TypeError, "%s: needs two operands", QN(op));
-        return -1;
-    }
-    if (operand_shape(op, b->v[0], &nda, a) < 0 || operand_shape(op, b->v[1], &ndb, bb) < 0)
+    if (two_operand_shapes(op, b, &nda, a, &ndb, bb) < 0)
         return -1;
     if (nda == 0 || ndb == 0) { /* multiply by a scalar */
         out->ndim = nda ? nda : ndb;

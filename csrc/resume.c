@@ -58,24 +58,6 @@ static int in_loop(const fj_InstrList *il, int index)
     return 0;
 }
 
-static const char *opname(int op)
-{
-    static PyObject *names = NULL;
-    if (names == NULL) {
-        PyObject *m = PyImport_ImportModule("opcode");
-        names = m ? PyObject_GetAttrString(m, "opname") : NULL;
-        Py_XDECREF(m);
-        if (names == NULL) {
-            PyErr_Clear();
-            return "?";
-        }
-    }
-    const char *s = PyUnicode_AsUTF8(PyList_GET_ITEM(names, op & 0xFF));
-    if (s == NULL)
-        PyErr_Clear();
-    return s ? s : "?";
-}
-
 int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_BreakPlan *plan)
 {
     memset(plan, 0, sizeof(*plan));
@@ -116,7 +98,7 @@ int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_Break
     }
     plan->kind = FJ_BREAK_GENERIC;
     if (generic_effect(in->op, in->arg, &plan->npop, &plan->npush) < 0)
-        return fj_unsupported("cannot resume after a break at %s", opname(in->op));
+        return fj_unsupported("cannot resume after a break at %s", fj_trace_opname(in->op));
     if (in->op == RAISE_VARARGS)
         plan->nresume = 0;
     return 0;

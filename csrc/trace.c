@@ -25,7 +25,7 @@ static fj_Var *null_var = NULL; /* strong: the NULL marker */
 static PyObject *opnames = NULL;  /* strong: opcode.opname (list of str) */
 
 /* The name of opcode 'op' (static storage of the opcode module's list). */
-static const char *fj_bc_opname(int op)
+const char *fj_trace_opname(int op)
 {
     if (opnames != NULL && op >= 0 && op < PyList_GET_SIZE(opnames)) {
         const char *s = PyUnicode_AsUTF8(PyList_GET_ITEM(opnames, op));
@@ -167,7 +167,7 @@ int fj_unsupported(const char *fmt, ...)
 
 /* --------------------------------------------------------------- inputs */
 
-static int is_plain_constant(PyObject *v)
+int fj_is_plain_constant(PyObject *v)
 {
     return v == Py_None || v == Py_Ellipsis || PyBool_Check(v) || PyLong_CheckExact(v) ||
            PyFloat_CheckExact(v) || PyUnicode_CheckExact(v) || PyComplex_CheckExact(v) ||
@@ -358,7 +358,7 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
             return NULL;
         v = fj_var_const(value);
     }
-    else if (is_plain_constant(value) || PyArray_IsScalar(value, Generic)) {
+    else if (fj_is_plain_constant(value) || PyArray_IsScalar(value, Generic)) {
         if (fj_guard_add_equals_match(mgr, value) < 0)
             return NULL;
         v = fj_var_const(value);
@@ -399,7 +399,7 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
             return NULL;
         Py_ssize_t nk = PyList_GET_SIZE(keys);
         for (Py_ssize_t i = 0; i < nk; i++) {
-            if (!is_plain_constant(PyList_GET_ITEM(keys, i))) {
+            if (!fj_is_plain_constant(PyList_GET_ITEM(keys, i))) {
                 Py_DECREF(keys);
                 fj_unsupported("%U has a key that is not a plain constant", src->text);
                 return NULL;
@@ -1110,7 +1110,7 @@ static void log_instruction(fj_TFrame *fr, fj_Instr *in)
         if (PyList_Append(stack, fr->stack[i]) < 0)
             Py_CLEAR(stack);
     }
-    PyObject *text = stack ? PyUnicode_FromFormat("TRACE %s %d [depth %d] %R", fj_bc_opname(in->op),
+    PyObject *text = stack ? PyUnicode_FromFormat("TRACE %s %d [depth %d] %R", fj_trace_opname(in->op),
                                                   in->arg, fr->depth, stack)
                            : NULL;
     if (text != NULL) {
@@ -1159,7 +1159,7 @@ static int run_frame(fj_TFrame *fr)
         if (tx->log_trace)
             log_instruction(fr, in);
         if (in->exc_target >= 0 && op != NOP && op != RESUME)
-            return fj_unsupported("%s inside a try or with block", fj_bc_opname(op));
+            return fj_unsupported("%s inside a try or with block", fj_trace_opname(op));
         switch (op) {
         case NOP:
         case RESUME:
@@ -1318,7 +1318,7 @@ static int run_frame(fj_TFrame *fr)
         case DELETE_ATTR:
         case DELETE_SUBSCR:
         case DELETE_DEREF:
-            fj_unsupported("%s (a side effect outside the frame)", fj_bc_opname(op));
+            fj_unsupported("%s (a side effect outside the frame)", fj_trace_opname(op));
             goto error;
         case LOAD_ATTR: {
             PyObject *obj = POP();
@@ -1522,7 +1522,7 @@ static int run_frame(fj_TFrame *fr)
             if (op == BUILD_MAP) {
                 for (int k = arg; k >= 1; k--) {
                     PyObject *key = fj_var_as_const(PEEK(2 * k));
-                    if (key == NULL || !is_plain_constant(key))
+                    if (key == NULL || !fj_is_plain_constant(key))
                         bad = 1;
                     else if (PyDict_SetItem(d, key, PEEK(2 * k - 1)) < 0)
                         bad = 2;
@@ -1556,7 +1556,7 @@ static int run_frame(fj_TFrame *fr)
             PyObject *v = POP(), *k = POP();
             fj_Var *dv = (fj_Var *)PEEK(arg);
             PyObject *key = fj_var_as_const(k);
-            int ok = key != NULL && is_plain_constant(key) && dv->kind == FJ_VAR_DICT
+            int ok = key != NULL && fj_is_plain_constant(key) && dv->kind == FJ_VAR_DICT
                          ? PyDict_SetItem(dv->items, key, v)
                          : fj_unsupported("dict comprehension with a non-constant key");
             Py_DECREF(v);
@@ -1644,7 +1644,7 @@ static int run_frame(fj_TFrame *fr)
             PyObject *v = POP();
             PyObject *c = fj_var_as_const(v), *cs = spec ? fj_var_as_const(spec) : NULL;
             PyObject *r = NULL;
-            if (c != NULL && is_plain_constant(c) && (spec == NULL || cs != NULL)) {
+            if (c != NULL && fj_is_plain_constant(c) && (spec == NULL || cs != NULL)) {
                 PyObject *conv = Py_NewRef(c);
                 int which = arg & 0x03;
                 if (which == 1)
@@ -1814,7 +1814,7 @@ static int run_frame(fj_TFrame *fr)
             break;
         }
         default:
-            fj_unsupported("opcode %s is not supported", fj_bc_opname(op));
+            fj_unsupported("opcode %s is not supported", fj_trace_opname(op));
             goto error;
         }
         (void)is_jump_backward;

@@ -147,6 +147,11 @@ int fj_trace_specialize(fj_Tracer *tx);
 /* The tracer running now (only one runs at a time per thread). */
 extern _Thread_local fj_Tracer *fj_current_tracer;
 
+/* The name of opcode 'op' (static storage), for messages and logs. */
+const char *fj_trace_opname(int op);
+/* True for None, Ellipsis, bool, int, float, str, complex, bytes (exact types). */
+int fj_is_plain_constant(PyObject *v);
+
 /* Raises fj_Unsupported with a formatted reason. Always returns -1. */
 int fj_unsupported(const char *fmt, ...);
 
