@@ -65,6 +65,20 @@ static int collect(PyObject *v, PyObject *out)
                 return -1;
         return 0;
     }
+    case FJ_VAR_INST: {
+        /* an instance made in the frame: its attributes (cycles end: depth) */
+        static _Thread_local int depth = 0;
+        if (depth > 100)
+            return fj_unsupported("instance %R nests too deep (a cycle?)", v);
+        depth++;
+        Py_ssize_t pos = 0;
+        PyObject *k, *val;
+        int r = 0;
+        while (r == 0 && PyDict_Next(vv->extra, &pos, &k, &val))
+            r = collect(val, out);
+        depth--;
+        return r;
+    }
     default:
         return fj_unsupported("cannot return %R from a compiled frame", v);
     }
@@ -174,6 +188,74 @@ static PyObject *out_name(Py_ssize_t i)
 */
 static _Thread_local PyObject *preloaded = NULL;
 
+static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *outputs);
+
+/*
+** Lists, dicts and instances made in the frame are built once: the first
+** build is kept in a temporary registered in 'preloaded', so a value held in
+** two places (returned and stored into an input) is one object.  Emits
+** COPY 1; STORE_FAST ___pre_<n>.  0 or -1.
+*/
+static int memo_store(fj_Builder *b, PyObject *v)
+{
+    if (preloaded == NULL)
+        return 0;
+    PyObject *key = PyLong_FromVoidPtr(v);
+    PyObject *tmp = key ? PyUnicode_FromFormat("___pre_%zd", PyDict_GET_SIZE(preloaded)) : NULL;
+    int r = tmp == NULL || fj_bc_emit(&b->il, COPY, 1) < 0 || fj_builder_store_fast(b, tmp) < 0 ||
+                    PyDict_SetItem(preloaded, key, tmp) < 0
+                ? -1
+                : 0;
+    Py_XDECREF(key);
+    Py_XDECREF(tmp);
+    return r;
+}
+
+/*
+** An instance of a plain class made in the frame: object.__new__(cls), kept
+** (so its attributes may refer back to it), then its __dict__ filled in the
+** order the trace set it: tmp.__dict__.update({...}).  0 or -1.
+*/
+static int emit_instance(fj_Builder *b, PyCodeObject *co, fj_Var *inst, PyObject *outputs)
+{
+    PyObject *new_fn = PyObject_GetAttrString((PyObject *)&PyBaseObject_Type, "__new__");
+    PyObject *dict = PyUnicode_FromString("__dict__"), *update = PyUnicode_FromString("update");
+    PyObject *key = PyLong_FromVoidPtr(inst), *tmp = NULL;
+    int r = -1;
+    if (new_fn == NULL || dict == NULL || update == NULL || key == NULL)
+        goto done;
+    if (preloaded == NULL) {
+        fj_unsupported("an instance made in the frame rebuilt without a memo");
+        goto done;
+    }
+    if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 || fj_builder_load_const(b, new_fn) < 0 ||
+        emit_rebuild(b, co, inst->extra2, outputs) < 0 || fj_builder_call(b, 1, NULL) < 0 ||
+        memo_store(b, (PyObject *)inst) < 0)
+        goto done;
+    if (PyDict_GET_SIZE(inst->extra) > 0) {
+        tmp = Py_XNewRef(PyDict_GetItemWithError(preloaded, key));
+        if (tmp == NULL || fj_builder_load_fast(b, tmp) < 0 || fj_builder_load_attr(b, dict) < 0 ||
+            fj_builder_load_method(b, update) < 0)
+            goto done;
+        Py_ssize_t pos = 0;
+        PyObject *k, *val;
+        while (PyDict_Next(inst->extra, &pos, &k, &val))
+            if (fj_builder_load_const(b, k) < 0 || emit_rebuild(b, co, val, outputs) < 0)
+                goto done;
+        if (fj_bc_emit(&b->il, BUILD_MAP, (int)PyDict_GET_SIZE(inst->extra)) < 0 ||
+            fj_builder_call(b, 1, NULL) < 0 || fj_bc_emit(&b->il, POP_TOP, 0) < 0)
+            goto done;
+    }
+    r = 0;
+done:
+    Py_XDECREF(new_fn);
+    Py_XDECREF(dict);
+    Py_XDECREF(update);
+    Py_XDECREF(key);
+    Py_XDECREF(tmp);
+    return r;
+}
+
 static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *outputs)
 {
     fj_Var *vv = VAR(v);
@@ -204,12 +286,19 @@ static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
     }
     case FJ_VAR_TUPLE:
     case FJ_VAR_LIST: {
+        static _Thread_local int depth = 0;
         Py_ssize_t n = PyList_GET_SIZE(vv->items);
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (emit_rebuild(b, co, PyList_GET_ITEM(vv->items, i), outputs) < 0)
-                return -1;
+        if (depth > 100)
+            return fj_unsupported("value %R nests too deep (a cycle?)", v);
+        depth++;
+        int r = 0;
+        for (Py_ssize_t i = 0; r == 0 && i < n; i++)
+            r = emit_rebuild(b, co, PyList_GET_ITEM(vv->items, i), outputs);
+        depth--;
+        if (r < 0)
+            return -1;
         EMIT(vv->kind == FJ_VAR_TUPLE ? BUILD_TUPLE : BUILD_LIST, (int)n);
-        return 0;
+        return vv->kind == FJ_VAR_LIST ? memo_store(b, v) : 0;
     }
     case FJ_VAR_DICT: {
         Py_ssize_t pos = 0;
@@ -219,8 +308,10 @@ static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
                 return -1;
         }
         EMIT(BUILD_MAP, (int)PyDict_GET_SIZE(vv->items));
-        return 0;
+        return memo_store(b, v);
     }
+    case FJ_VAR_INST:
+        return emit_instance(b, co, vv, outputs);
     default:
         return fj_unsupported("cannot rebuild %R after the graph", v);
     }
@@ -260,7 +351,9 @@ static PyObject *unstable_roots(fj_Tracer *tx, PyCodeObject *co)
         PyObject *t;
         if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(eff, 0), "container") == 0)
             t = Py_NewRef(VAR(PyTuple_GET_ITEM(eff, 2))->source->text); /* its items change */
-        else if (PyTuple_GET_SIZE(eff) == 4) /* ("attr", name, value, obj): <obj source>.name */
+        else if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(eff, 0), "call") == 0)
+            t = Py_NewRef(VAR(PyTuple_GET_ITEM(eff, 3))->source->text); /* its contents change */
+        else if (PyTuple_GET_SIZE(eff) == 4) /* ("attr"/"delattr", name, value, obj): <obj>.name */
             t = PyUnicode_FromFormat("%U.%U", VAR(PyTuple_GET_ITEM(eff, 3))->source->text,
                                      PyTuple_GET_ITEM(eff, 1));
         else
@@ -340,6 +433,19 @@ static int preload_walk(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
         return vv->extra2 ? preload_walk(b, co, vv->extra2, roots, outputs) : 0;
     case FJ_VAR_METHOD:
         return preload_walk(b, co, vv->extra, roots, outputs);
+    case FJ_VAR_INST: {
+        static _Thread_local int depth = 0;
+        if (depth > 100)
+            return 0;
+        depth++;
+        Py_ssize_t pos = 0;
+        PyObject *k, *val;
+        int r = 0;
+        while (r == 0 && PyDict_Next(vv->extra, &pos, &k, &val))
+            r = preload_walk(b, co, val, roots, outputs);
+        depth--;
+        return r;
+    }
     default:
         return 0;
     }
@@ -417,8 +523,32 @@ static int emit_effects(fj_Builder *b, PyCodeObject *co, fj_Tracer *tx, PyObject
     Py_DECREF(roots);
     for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(tx->effects); i++) {
         PyObject *eff = PyList_GET_ITEM(tx->effects, i);
-        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(eff, 0), "container") == 0) {
+        PyObject *kind = PyTuple_GET_ITEM(eff, 0);
+        if (PyUnicode_CompareWithASCIIString(kind, "container") == 0) {
             r = emit_container_replay(b, co, VAR(PyTuple_GET_ITEM(eff, 2)), outputs);
+            continue;
+        }
+        if (PyUnicode_CompareWithASCIIString(kind, "delattr") == 0) {
+            /* del obj.name */
+            int ix = fj_builder_name(b, PyTuple_GET_ITEM(eff, 1));
+            r = ix < 0 || emit_rebuild(b, co, PyTuple_GET_ITEM(eff, 3), outputs) < 0 ||
+                        fj_bc_emit(&b->il, DELETE_ATTR, ix) < 0
+                    ? -1
+                    : 0;
+            continue;
+        }
+        if (PyUnicode_CompareWithASCIIString(kind, "call") == 0) {
+            /* obj.name(*args), its result dropped */
+            fj_Var *argt = VAR(PyTuple_GET_ITEM(eff, 2));
+            Py_ssize_t na = PyList_GET_SIZE(argt->items);
+            r = emit_rebuild(b, co, PyTuple_GET_ITEM(eff, 3), outputs) < 0 ||
+                        fj_builder_load_method(b, PyTuple_GET_ITEM(eff, 1)) < 0
+                    ? -1
+                    : 0;
+            for (Py_ssize_t k = 0; r == 0 && k < na; k++)
+                r = emit_rebuild(b, co, PyList_GET_ITEM(argt->items, k), outputs);
+            if (r == 0 && (fj_builder_call(b, (int)na, NULL) < 0 || fj_bc_emit(&b->il, POP_TOP, 0) < 0))
+                r = -1;
             continue;
         }
         PyObject *name = PyTuple_GET_ITEM(eff, 1);
@@ -639,6 +769,8 @@ static int emit_value(BreakCtx *bc, PyObject *v)
     if (key == NULL)
         return -1;
     PyObject *tmp = PyDict_GetItemWithError(bc->memo, key);
+    if (tmp == NULL && !PyErr_Occurred() && preloaded != NULL) /* built by emit_rebuild */
+        tmp = PyDict_GetItemWithError(preloaded, key);
     if (tmp != NULL) {
         Py_DECREF(key);
         return fj_builder_load_fast(bc->b, tmp) < 0 ? -1 : 0;
@@ -646,6 +778,7 @@ static int emit_value(BreakCtx *bc, PyObject *v)
     tmp = PyUnicode_FromFormat("___tmp_%zd", PyDict_GET_SIZE(bc->memo));
     int r = -1;
     if (tmp != NULL && PyDict_SetItem(bc->memo, key, tmp) == 0 &&
+        (preloaded == NULL || PyDict_SetItem(preloaded, key, tmp) == 0) &&
         (vv->kind == FJ_VAR_FUNC ? emit_function(bc, vv) : emit_value_items(bc, vv)) == 0 &&
         fj_bc_emit(&bc->b->il, COPY, 1) >= 0 && fj_builder_store_fast(bc->b, tmp) >= 0)
         r = 0;
@@ -754,7 +887,7 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
 {
     fj_Builder bb, *b = &bb;
     fj_TFrame *top = tx->top;
-    PyObject *result = NULL;
+    PyObject *result = NULL, *memo0 = NULL, *pre0 = NULL;
     int firstline = co->co_firstlineno;
     BreakCtx bc = {b, co, outputs, NULL, top};
     memset(b, 0, sizeof(*b));
@@ -869,8 +1002,21 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
         else if (emit_at(b, in, in->op, in->arg) < 0)
             goto done;
     }
-    /* each continuation: save the results, call the resume function */
+    /* each continuation: save the results, call the resume function; values
+       first built in one branch's code are built again in the other's */
+    memo0 = PyDict_Copy(bc.memo);
+    pre0 = preloaded ? PyDict_Copy(preloaded) : NULL;
+    if (memo0 == NULL || (preloaded != NULL && pre0 == NULL))
+        goto done;
     for (int r = 0; r < plan->nresume; r++) {
+        if (r == 1) {
+            Py_SETREF(bc.memo, memo0);
+            memo0 = NULL;
+            if (pre0 != NULL) {
+                Py_SETREF(preloaded, pre0);
+                pre0 = NULL;
+            }
+        }
         if (r == 1 && fj_bc_place_label(&b->il, jump_label) < 0)
             goto done;
         for (int j = plan->npush - 1; j >= 0; j--) {
@@ -929,6 +1075,8 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
 done:
     fj_builder_clear(b);
     Py_XDECREF(bc.memo);
+    Py_XDECREF(memo0);
+    Py_XDECREF(pre0);
     Py_CLEAR(saved_args);
     Py_CLEAR(preloaded);
     return result;

@@ -25,8 +25,8 @@
 /* ---- the table ---------------------------------------------------------- */
 
 #define UFUNC_KW "dtype,where?,casting,order?,subok?,signature?"
-#define UF1(n) {n, FJ_OP_FUNC, "numpy", n, 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "x,out?," UFUNC_KW, 0}
-#define UF2(n) {n, FJ_OP_FUNC, "numpy", n, 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "x1,x2,out?," UFUNC_KW, 0}
+#define UF1(n) {n, FJ_OP_FUNC, "numpy", n, 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "x,out," UFUNC_KW, FJ_OPF_OUT}
+#define UF2(n) {n, FJ_OP_FUNC, "numpy", n, 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "x1,x2,out," UFUNC_KW, FJ_OPF_OUT}
 #define BINOP(n, code, sym) {n, FJ_OP_BINOP, "operator", n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "a,b", 0}
 #define INPLACE(n, code, sym) {n, FJ_OP_INPLACE, "operator", n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "a,b", 0}
 #define CMP(n, code, sym) {n, FJ_OP_COMPARE, "operator", n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "a,b", 0}
@@ -182,6 +182,9 @@ static const fj_OpDef fj_op_table[] = {
      FJ_OPF_CREATES},
     /* indexing */
     {"getitem", FJ_OP_GETITEM, "operator", "getitem", 0, NULL, FJ_SH_GETITEM, FJ_DT_SAME, 1, "a,index", 0},
+    /* item stores into an array (STORE_SUBSCR): in place, returns None */
+    {"setitem", FJ_OP_FUNC, "operator", "setitem", 0, NULL, FJ_SH_SETITEM, FJ_DT_SAME, 1, "a!,index!,value!",
+     FJ_OPF_MUTATES},
 };
 #define FJ_NROWS ((Py_ssize_t)(sizeof(fj_op_table) / sizeof(fj_op_table[0])))
 
@@ -204,6 +207,7 @@ static const fj_OpDef *fj_by_binop[32];
 static const fj_OpDef *fj_by_compare[6];
 static const fj_OpDef *fj_by_unary[8];
 static const fj_OpDef *fj_getitem_row;
+static const fj_OpDef *fj_setitem_row;
 static PyObject *fj_dtype_cache; /* strong: dict signature -> (dtype, vkind) */
 static PyObject *fj_numpy;       /* strong: the numpy module */
 static PyObject *fj_warnings;    /* strong: the warnings module */
@@ -309,6 +313,8 @@ static int ops_ready(void)
             fj_getitem_row = op;
             break;
         }
+        if (op->flags & FJ_OPF_MUTATES)
+            fj_setitem_row = op;
     }
     fj_ops_ready = 1;
     return 0;
@@ -404,6 +410,15 @@ const fj_OpDef *fj_ops_for_getitem(void)
         return NULL;
     }
     return ready_or_null(fj_getitem_row);
+}
+
+const fj_OpDef *fj_ops_for_setitem(void)
+{
+    if (ops_ready() < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return ready_or_null(fj_setitem_row);
 }
 
 PyObject *fj_op_target(const fj_OpDef *op)
@@ -1014,6 +1029,68 @@ static int check_pow(const fj_OpDef *op, PyObject *args)
     return -1;
 }
 
+/*
+** A ufunc's 'out' argument (FJ_OPF_OUT rows): absent or None, or an array
+** node the result is written into.  The operands must broadcast to exactly
+** its shape (NumPy never broadcasts 'out'); the result is 'out' itself, so
+** its shape is out's.  Casting (same_kind) is checked by the tiny run, which
+** passes out's stand-in.  0 or -1.
+*/
+static int out_param(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    int i = fj_ops_param_index(op, "out");
+    PyObject *o = i >= 0 ? b->v[i] : NULL;
+    if (o == NULL || o == Py_None)
+        return 0;
+    if (!fj_Node_Check(o) || ((fj_Node *)o)->vkind != FJ_VAL_ARRAY) {
+        PyErr_Format(PyExc_TypeError, "%s: 'out' must be a traced array (a tuple or other value is not traced)",
+                     fj_op_qualname(op));
+        return -1;
+    }
+    fj_Node *n = (fj_Node *)o;
+    int same = n->ndim >= out->ndim;
+    for (int d = 0; same && d < out->ndim; d++) {
+        npy_intp r = out->shape[out->ndim - 1 - d], w = n->shape[n->ndim - 1 - d];
+        same = r == w || r == 1;
+    }
+    if (!same) {
+        PyErr_Format(PyExc_ValueError, "%s: non-broadcastable output operand", fj_op_qualname(op));
+        return -1;
+    }
+    out->ndim = n->ndim;
+    memcpy(out->shape, n->shape, sizeof(npy_intp) * (size_t)n->ndim);
+    return 0;
+}
+
+/*
+** a[index] = value casts the value into a's dtype the way NumPy's item
+** assignment does (unsafe casting, but a Python int out of range or a NaN
+** into an integer array raises): runs the assignment once into a 0-d array
+** of a's dtype with the value's stand-in (constants as they are).  0 or -1.
+*/
+static int setitem_cast_check(const fj_OpDef *op, fj_Bound *b)
+{
+    fj_Node *a = b->v[0] && fj_Node_Check(b->v[0]) ? (fj_Node *)b->v[0] : NULL;
+    if (a == NULL || b->v[2] == NULL) {
+        PyErr_Format(PyExc_TypeError, "%s: expected a traced array and a value", fj_op_qualname(op));
+        return -1;
+    }
+    Py_INCREF(a->dtype);
+    PyObject *t = PyArray_Zeros(0, NULL, a->dtype, 0);
+    PyObject *sv = t ? standin(b->v[2]) : NULL;
+    PyObject *args = sv ? PyTuple_Pack(3, t, Py_Ellipsis, sv) : NULL;
+    PyObject *r = args ? call_quietly(fj_op_target(op), 0, 0, args, NULL) : NULL;
+    Py_XDECREF(t);
+    Py_XDECREF(sv);
+    Py_XDECREF(args);
+    if (r == NULL) {
+        prefix_error(op);
+        return -1;
+    }
+    Py_DECREF(r);
+    return 0;
+}
+
 int fj_ops_infer(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Meta *out)
 {
     fj_Bound b;
@@ -1032,10 +1109,14 @@ int fj_ops_infer(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Meta *
         goto error;
     if (fj_ops_shape(op, args, &b, out) < 0)
         goto error;
+    if ((op->flags & FJ_OPF_OUT) && out_param(op, &b, out) < 0)
+        goto error;
     if ((op->kind == FJ_OP_BINOP && op->code == NB_POWER) || (op->kind == FJ_OP_INPLACE && op->code == NB_INPLACE_POWER)) {
         if (check_pow(op, args) < 0)
             goto error;
     }
+    if ((op->flags & FJ_OPF_MUTATES) && setitem_cast_check(op, &b) < 0)
+        goto error;
     if (op->dtype_rule == FJ_DT_SAME) {
         PyObject *a = PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, 0) : NULL;
         if (!a || !fj_Node_Check(a)) {

@@ -62,6 +62,8 @@ enum {
     FJ_SH_ARANGE,     /* NumPy's arange length from constant start/stop/step */
     FJ_SH_LINSPACE,   /* broadcast(start, stop) with 'num' inserted at 'axis' */
     FJ_SH_EYE,        /* (N, M) */
+    FJ_SH_SETITEM,    /* a[index] = value: the selection (basic indexing, or a boolean mask of a's
+                         shape with a scalar value) must take the value; the node keeps a's shape */
 };
 
 /* Dtype rules. */
@@ -77,6 +79,10 @@ enum {
 #define FJ_OPF_ARGMSG 0x4      /* empty-reduction message of argmax/argmin */
 #define FJ_OPF_CREATES 0x8     /* makes a new array from constants (zeros, ones, arange...) */
 #define FJ_OPF_AXIS0D 0x10     /* a 0-d input takes an int axis 0 or -1 (ufunc reductions, squeeze) */
+#define FJ_OPF_MUTATES 0x20    /* writes into args[0] and returns None (operator.setitem); the node's
+                                  metadata is args[0]'s and no Var ever holds the node's value */
+#define FJ_OPF_OUT 0x40        /* ufunc: 'out' may be an array node, written into and returned
+                                  (same_kind casting, its shape the broadcast result's) */
 
 /*
 ** One row.  'params' lists the positional parameter names in order,
@@ -126,6 +132,7 @@ const fj_OpDef *fj_ops_for_binop(int nb_oparg);      /* NB_ADD ... NB_INPLACE_XO
 const fj_OpDef *fj_ops_for_compare(int op);          /* Py_LT ... Py_GE */
 const fj_OpDef *fj_ops_for_unary(int which);         /* FJ_UNARY_* */
 const fj_OpDef *fj_ops_for_getitem(void);
+const fj_OpDef *fj_ops_for_setitem(void);           /* operator.setitem on an array (FJ_OPF_MUTATES) */
 
 /* The row's target: the callable, or the method / attribute name (str).  Borrowed (lives as long as the module). NULL if unresolved. */
 PyObject *fj_op_target(const fj_OpDef *op);

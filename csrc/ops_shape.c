@@ -1110,6 +1110,77 @@ static int sh_eye(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
     return 0;
 }
 
+/*
+** a[index] = value.  Basic indexing: the value must broadcast into the
+** selection (leading length-1 dims of the value may exceed it, as NumPy
+** allows).  A boolean array index of exactly a's shape (a mask) takes a
+** scalar value only (the count of selected items is data).  The node keeps
+** a's shape.  0 or -1 with NumPy's error.
+*/
+static int sh_setitem(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    fj_Node *a = array_node(op, b->v[0]);
+    PyObject *index = b->v[1], *value = b->v[2];
+    int vnd;
+    npy_intp vsh[FJ_MAX_NDIM];
+    if (!a)
+        return -1;
+    if (a->vkind != FJ_VAL_ARRAY) {
+        PyErr_Format(PyExc_TypeError, "%s: item assignment on a NumPy scalar", QN(op));
+        return -1;
+    }
+    if (!index || !value) {
+        PyErr_Format(PyExc_TypeError, "%s: missing the index or the value", QN(op));
+        return -1;
+    }
+    if (fj_Node_Check(value) && ((fj_Node *)value)->vkind == FJ_VAL_PYSCALAR)
+        vnd = 0;
+    else if (operand_shape(op, value, &vnd, vsh) < 0)
+        return -1;
+    if (fj_Node_Check(index)) {
+        fj_Node *m = (fj_Node *)index;
+        int mask = m->vkind == FJ_VAL_ARRAY && m->dtype->type_num == NPY_BOOL && m->ndim == a->ndim &&
+                   memcmp(m->shape, a->shape, sizeof(npy_intp) * (size_t)a->ndim) == 0;
+        if (!mask || vnd != 0) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s: an array index is traced only as a boolean mask of the array's shape "
+                         "with a scalar value",
+                         QN(op));
+            return -1;
+        }
+    }
+    else {
+        fj_Bound gb;
+        fj_Meta sel;
+        memset(&gb, 0, sizeof gb);
+        memset(&sel, 0, sizeof sel);
+        gb.v[0] = (PyObject *)a;
+        gb.v[1] = index;
+        if (sh_getitem(op, &gb, &sel) < 0)
+            return -1;
+        int lead = 0;
+        while (vnd - lead > sel.ndim && vsh[lead] == 1)
+            lead++;
+        int ok = vnd - lead <= sel.ndim;
+        for (int d = 0; ok && d < vnd - lead; d++) {
+            npy_intp v = vsh[vnd - 1 - d], s = sel.shape[sel.ndim - 1 - d];
+            ok = v == s || v == 1;
+        }
+        if (!ok) {
+            char s1[256], s2[256];
+            fmt_shape(s1, sizeof s1, vnd, vsh);
+            fmt_shape(s2, sizeof s2, sel.ndim, sel.shape);
+            PyErr_Format(PyExc_ValueError, "%s: could not broadcast input array from shape %s into shape %s",
+                         QN(op), s1, s2);
+            return -1;
+        }
+    }
+    out->vkind = FJ_VAL_ARRAY;
+    out->ndim = a->ndim;
+    memcpy(out->shape, a->shape, sizeof(npy_intp) * (size_t)a->ndim);
+    return 0;
+}
+
 static int check_inplace(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
 {
     /* an in-place operator on an array writes into it: the result keeps its shape */
@@ -1177,6 +1248,8 @@ static int shape_rule(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
         return sh_linspace(op, b, out);
     case FJ_SH_EYE:
         return sh_eye(op, b, out);
+    case FJ_SH_SETITEM:
+        return sh_setitem(op, b, out);
     }
     PyErr_Format(PyExc_SystemError, "framejit: op %s has no shape rule", op->name);
     return -1;

@@ -73,7 +73,7 @@ static int var_clear(fj_Var *self)
 }
 
 static const char *var_kind_names[] = {"const", "node",   "tuple", "list", "dict", "iter",
-                                       "func",  "cell",   "method", "null", "obj"};
+                                       "func",  "cell",   "method", "null", "obj", "inst"};
 
 /*
 ** repr(o) for messages, without running the program's code: objects other
@@ -1315,8 +1315,6 @@ static int run_frame(fj_TFrame *fr)
             break;
         }
         case DELETE_GLOBAL:
-        case DELETE_ATTR:
-        case DELETE_SUBSCR:
         case DELETE_DEREF:
             fj_unsupported("%s (a side effect outside the frame)", fj_trace_opname(op));
             goto error;
@@ -1481,28 +1479,27 @@ static int run_frame(fj_TFrame *fr)
             break;
         case STORE_SUBSCR: {
             PyObject *k = POP(), *o = POP(), *v = POP();
-            fj_Var *ov = (fj_Var *)o;
-            int ok = -1;
-            PyObject *key = fj_var_as_const(k);
-            if ((ov->kind == FJ_VAR_LIST || ov->kind == FJ_VAR_DICT) && key != NULL &&
-                fj_trace_note_mutation(tx, ov) < 0)
-                ; /* unsupported: raised */
-            else if (ov->kind == FJ_VAR_DICT && key != NULL)
-                ok = PyDict_SetItem(ov->items, key, v);
-            else if (ov->kind == FJ_VAR_LIST && key != NULL && PyLong_CheckExact(key)) {
-                Py_ssize_t n = PyList_GET_SIZE(ov->items), ix = PyLong_AsSsize_t(key);
-                if (ix < 0)
-                    ix += n;
-                if (ix < 0 || ix >= n)
-                    fj_unsupported("list assignment index out of range");
-                else
-                    ok = PyList_SetItem(ov->items, ix, Py_NewRef(v));
-            }
-            else
-                fj_unsupported("item assignment on %R", o);
+            int ok = fj_trace_store_subscr(fr, o, k, v);
             Py_DECREF(k);
             Py_DECREF(o);
             Py_DECREF(v);
+            if (ok < 0)
+                goto error;
+            break;
+        }
+        case DELETE_SUBSCR: {
+            PyObject *k = POP(), *o = POP();
+            int ok = fj_trace_delete_subscr(fr, o, k);
+            Py_DECREF(k);
+            Py_DECREF(o);
+            if (ok < 0)
+                goto error;
+            break;
+        }
+        case DELETE_ATTR: {
+            PyObject *o = POP();
+            int ok = fj_trace_delattr(fr, o, PyTuple_GET_ITEM(co->co_names, arg));
+            Py_DECREF(o);
             if (ok < 0)
                 goto error;
             break;

@@ -35,7 +35,9 @@ typedef enum {
     FJ_VAR_CELL,  /* items: list [contents Var] (empty when unbound) */
     FJ_VAR_METHOD,/* obj: method name; extra: self Var */
     FJ_VAR_NULL,  /* the NULL of PUSH_NULL / LOAD_GLOBAL / LOAD_METHOD */
-    FJ_VAR_OBJ    /* obj: an opaque object from an input; only its attributes may be read */
+    FJ_VAR_OBJ,   /* obj: an opaque object from an input; only its attributes may be read */
+    FJ_VAR_INST   /* an instance of a plain class made in the frame: obj: the class;
+                     extra: dict name -> Var (its __dict__); extra2: the class Var */
 } fj_VarKind;
 
 typedef struct fj_Var {
@@ -87,7 +89,9 @@ typedef struct fj_Tracer {
     PyObject *frame_state;   /* borrowed: the code's frame_state dict */
     /* Side effects replayed after the graph (docs/side-effects.md). */
     PyObject *effects;       /* strong list in program order: ("global", name, Var),
-                                ("attr", name, Var, object Var), ("container", None, Var) */
+                                ("attr", name, Var, object Var), ("container", None, Var),
+                                ("delattr", name, None Var, object Var),
+                                ("call", method name, TUPLE Var of args, object Var) */
     PyObject *global_overlay;/* strong dict: global name -> Var stored by the trace */
     PyObject *mutated;       /* strong list of input object Vars the trace mutated */
     /* Restart support: stop the top frame before instruction 'stop_at'. */
@@ -191,8 +195,35 @@ PyObject *fj_trace_contains(fj_TFrame *fr, PyObject *item, PyObject *container, 
 int fj_trace_truth(fj_TFrame *fr, PyObject *v);
 /* The Python object a constant-ish Var stands for (borrowed) or NULL if none. */
 PyObject *fj_var_as_const(PyObject *v);
+/* Appends a call of 'op' with Var arguments (the last len(kwnames) keywords) to the
+** graph: a NODE Var (new ref) or NULL (Unsupported on an invalid combination). */
+PyObject *fj_trace_graph_call(fj_TFrame *fr, const struct fj_OpDef *op, PyObject *const *args,
+                              Py_ssize_t n, PyObject *kwnames);
 /* Converts a Var into a graph argument: node, constant, or tuple/list of them. New ref. */
 PyObject *fj_var_to_graph_arg(PyObject *v);
+
+/* ---- trace_effects.c: mutations and objects made in the frame ---- */
+/* STORE_SUBSCR / DELETE_SUBSCR / DELETE_ATTR.  0, or -1 (Unsupported: a break). */
+int fj_trace_store_subscr(fj_TFrame *fr, PyObject *o, PyObject *k, PyObject *v);
+int fj_trace_delete_subscr(fj_TFrame *fr, PyObject *o, PyObject *k);
+int fj_trace_delattr(fj_TFrame *fr, PyObject *objv, PyObject *name);
+/* Methods of list and dict Vars, of input sets (new refs, NULL on error). */
+PyObject *fj_trace_list_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObject *const *args,
+                               Py_ssize_t n, PyObject *kwnames);
+PyObject *fj_trace_dict_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObject *const *args,
+                               Py_ssize_t n, PyObject *kwnames);
+int fj_trace_is_set_method(PyObject *objv, PyObject *name);
+PyObject *fj_trace_set_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObject *const *args,
+                              Py_ssize_t n, PyObject *kwnames);
+/* Instances of plain classes (FJ_VAR_INST): creation, attributes, methods, truth. */
+int fj_trace_is_plain_class(PyObject *fnv);
+PyObject *fj_trace_new_instance(fj_TFrame *fr, PyObject *clsv, PyObject *const *args,
+                                Py_ssize_t n, PyObject *kwnames);
+PyObject *fj_trace_inst_getattr(fj_TFrame *fr, fj_Var *inst, PyObject *name);
+int fj_trace_inst_setattr(fj_TFrame *fr, fj_Var *inst, PyObject *name, PyObject *v);
+PyObject *fj_trace_inst_method(fj_TFrame *fr, fj_Var *inst, PyObject *name, PyObject *const *args,
+                               Py_ssize_t n, PyObject *kwnames);
+int fj_trace_inst_truth(fj_Var *inst);
 
 /* One frame being traced: the top frame or an inlined call. */
 struct fj_TFrame {

@@ -199,6 +199,15 @@ static PyObject *pin_pyscalars(PyObject *v)
 }
 
 static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args,
+                            Py_ssize_t n, PyObject *kwnames);
+
+PyObject *fj_trace_graph_call(fj_TFrame *fr, const struct fj_OpDef *op, PyObject *const *args,
+                              Py_ssize_t n, PyObject *kwnames)
+{
+    return graph_call(fr, op, args, n, kwnames);
+}
+
+static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args,
                             Py_ssize_t n, PyObject *kwnames)
 {
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = n - nkw;
@@ -257,6 +266,19 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
     if (node == NULL) {
         fold_error(fj_op_qualname(op));
         goto done;
+    }
+    if (op->flags & FJ_OPF_OUT) {
+        /* np.add(a, b, out=x) returns x itself: the same Var, so identity holds */
+        PyObject *outv = NULL;
+        for (Py_ssize_t k = 0; k < nkw; k++)
+            if (str_is(PyTuple_GET_ITEM(kwnames, k), "out"))
+                outv = args[npos + k];
+        if (outv == NULL && npos > op->nin)
+            outv = args[op->nin];
+        if (outv != NULL && VAR(outv)->kind == FJ_VAR_NODE) {
+            res = Py_NewRef(outv);
+            goto done;
+        }
     }
     res = (PyObject *)fj_var_node((PyObject *)node);
     if (res != NULL && !fj_current_tracer->specialized)
@@ -327,6 +349,8 @@ static PyObject *var_type(PyObject *v)
     case FJ_VAR_CONST:
     case FJ_VAR_OBJ:
         return (PyObject *)Py_TYPE(vv->obj);
+    case FJ_VAR_INST:
+        return vv->obj;
     case FJ_VAR_TUPLE:
         return (PyObject *)&PyTuple_Type;
     case FJ_VAR_LIST:
@@ -558,129 +582,6 @@ static int is_pure_module_function(PyObject *fn)
 
 /* ------------------------------------------------------------ methods */
 
-static PyObject *call_list_method(fj_TFrame *fr, fj_Var *self, PyObject *name,
-                                  PyObject *const *args, Py_ssize_t n, PyObject *kwnames)
-{
-    if (kwnames != NULL)
-        return fj_unsupported("list.%U with keywords", name), NULL;
-    static const char *mutators[] = {"append", "extend", "pop", "insert", "reverse", NULL};
-    for (int k = 0; mutators[k]; k++)
-        if (str_is(name, mutators[k]) && fj_trace_note_mutation(fr->tx, self) < 0)
-            return NULL;
-    if (str_is(name, "append") && n == 1) {
-        if (PyList_Append(self->items, args[0]) < 0)
-            return NULL;
-        return (PyObject *)fj_var_const(Py_None);
-    }
-    if (str_is(name, "extend") && n == 1) {
-        PyObject *items = fj_trace_var_items(fr, args[0]);
-        if (items == NULL)
-            return NULL;
-        int r = PyList_SetSlice(self->items, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, items);
-        Py_DECREF(items);
-        return r < 0 ? NULL : (PyObject *)fj_var_const(Py_None);
-    }
-    if (str_is(name, "pop") && n <= 1) {
-        Py_ssize_t len = PyList_GET_SIZE(self->items), ix = len - 1;
-        if (n == 1) {
-            PyObject *c = fj_var_as_const(args[0]);
-            if (c == NULL || !PyLong_CheckExact(c))
-                return fj_unsupported("list.pop with a non-constant index"), NULL;
-            ix = PyLong_AsSsize_t(c);
-            if (ix < 0)
-                ix += len;
-        }
-        if (ix < 0 || ix >= len)
-            return fj_unsupported("pop from empty list or index out of range"), NULL;
-        PyObject *v = Py_NewRef(PyList_GET_ITEM(self->items, ix));
-        if (PySequence_DelItem(self->items, ix) < 0) {
-            Py_DECREF(v);
-            return NULL;
-        }
-        return v;
-    }
-    if (str_is(name, "insert") && n == 2) {
-        PyObject *c = fj_var_as_const(args[0]);
-        if (c == NULL || !PyLong_CheckExact(c))
-            return fj_unsupported("list.insert with a non-constant index"), NULL;
-        if (PyList_Insert(self->items, PyLong_AsSsize_t(c), args[1]) < 0)
-            return NULL;
-        return (PyObject *)fj_var_const(Py_None);
-    }
-    if (str_is(name, "reverse") && n == 0) {
-        if (PyList_Reverse(self->items) < 0)
-            return NULL;
-        return (PyObject *)fj_var_const(Py_None);
-    }
-    return fj_unsupported("list.%U", name), NULL;
-}
-
-static PyObject *call_dict_method(fj_TFrame *fr, fj_Var *self, PyObject *name,
-                                  PyObject *const *args, Py_ssize_t n, PyObject *kwnames)
-{
-    if (kwnames != NULL)
-        return fj_unsupported("dict.%U with keywords", name), NULL;
-    if (str_is(name, "get") && (n == 1 || n == 2)) {
-        PyObject *key = fj_var_as_const(args[0]);
-        if (key == NULL)
-            return fj_unsupported("dict.get with a non-constant key"), NULL;
-        PyObject *v = PyDict_GetItemWithError(self->items, key);
-        if (v != NULL)
-            return Py_NewRef(v);
-        if (PyErr_Occurred())
-            return fold_error("dict.get");
-        return n == 2 ? Py_NewRef(args[1]) : (PyObject *)fj_var_const(Py_None);
-    }
-    if (n == 0 && (str_is(name, "keys") || str_is(name, "values") ||
-                   str_is(name, "items"))) {
-        /* the view is modelled as a tuple of its items: right only when it
-        ** is iterated at once (for k in d.keys()); as a value it is a set-like
-        ** view (d.keys() | e.keys(): pytest's config), not a tuple */
-        if (fr->ip + 1 >= fr->il.n || fr->il.v[fr->ip + 1].op != GET_ITER)
-            return fj_unsupported("dict.%U() used other than in a for loop", name), NULL;
-        PyObject *keys = PyDict_Keys(self->items);
-        if (keys == NULL)
-            return NULL;
-        Py_ssize_t nk = PyList_GET_SIZE(keys);
-        PyObject *out = PyList_New(nk);
-        for (Py_ssize_t i = 0; out && i < nk; i++) {
-            PyObject *k = PyList_GET_ITEM(keys, i);
-            PyObject *kv = (PyObject *)fj_var_const(k);
-            PyObject *vv = Py_XNewRef(PyDict_GetItem(self->items, k));
-            PyObject *item = NULL;
-            if (kv && vv) {
-                if (str_is(name, "keys"))
-                    item = Py_NewRef(kv);
-                else if (str_is(name, "values"))
-                    item = Py_NewRef(vv);
-                else {
-                    PyObject *pair = PyList_New(2);
-                    if (pair) {
-                        PyList_SET_ITEM(pair, 0, Py_NewRef(kv));
-                        PyList_SET_ITEM(pair, 1, Py_NewRef(vv));
-                        item = new_seq_var(FJ_VAR_TUPLE, pair);
-                        Py_DECREF(pair);
-                    }
-                }
-            }
-            Py_XDECREF(kv);
-            Py_XDECREF(vv);
-            if (item == NULL)
-                Py_CLEAR(out);
-            else
-                PyList_SET_ITEM(out, i, item);
-        }
-        Py_DECREF(keys);
-        if (out == NULL)
-            return NULL;
-        /* a view behaves like a list for iteration and len() here */
-        PyObject *r = new_seq_var(FJ_VAR_TUPLE, out);
-        Py_DECREF(out);
-        return r;
-    }
-    return fj_unsupported("dict.%U", name), NULL;
-}
-
 static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py_ssize_t n,
                              PyObject *kwnames)
 {
@@ -699,10 +600,14 @@ static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py
             stack[i + 1] = args[i];
         return graph_call(fr, op, stack, n + 1, kwnames);
     }
+    if (self->kind == FJ_VAR_INST)
+        return fj_trace_inst_method(fr, self, name, args, n, kwnames);
+    if (fj_trace_is_set_method((PyObject *)self, name))
+        return fj_trace_set_method(fr, self, name, args, n, kwnames);
     if (self->kind == FJ_VAR_LIST)
-        return call_list_method(fr, self, name, args, n, kwnames);
+        return fj_trace_list_method(fr, self, name, args, n, kwnames);
     if (self->kind == FJ_VAR_DICT)
-        return call_dict_method(fr, self, name, args, n, kwnames);
+        return fj_trace_dict_method(fr, self, name, args, n, kwnames);
     if (self->kind == FJ_VAR_TUPLE &&
         (str_is(name, "index") || str_is(name, "count"))) {
         PyObject *items = fj_trace_var_items(fr, (PyObject *)self);
@@ -796,6 +701,8 @@ PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_
     }
     if (PyFunction_Check(fn))
         return fj_trace_inline(fr, fnv, args, n, kwnames);
+    if (fj_trace_is_plain_class(fnv))
+        return fj_trace_new_instance(fr, fnv, args, n, kwnames);
     if (PyMethod_Check(fn) && PyFunction_Check(PyMethod_GET_FUNCTION(fn)))
         return unsupported_obj("call of bound method ", fn, ""), NULL;
     PyObject *r = call_builtin(fr, fn, args, n, kwnames);
@@ -900,11 +807,15 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
         if (o->extra != NULL) {
             /* an attribute the trace itself stored: its new value */
             PyObject *stored = PyDict_GetItemWithError(o->extra, name);
+            if (stored != NULL && VAR(stored)->kind == FJ_VAR_NULL)
+                return fj_unsupported("attribute %U deleted by the trace", name), NULL;
             if (stored != NULL)
                 return Py_NewRef(stored);
             if (PyErr_Occurred())
                 return NULL;
         }
+        if (fj_trace_is_set_method(objv, name))
+            return method_var(objv, name);
         if (tp->tp_getattro != PyObject_GenericGetAttr)
             return fj_unsupported("attribute %U of %s, which customizes attribute access", name,
                                   tp->tp_name),
@@ -925,6 +836,8 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
     }
     if ((o->kind == FJ_VAR_LIST || o->kind == FJ_VAR_DICT || o->kind == FJ_VAR_TUPLE))
         return method_var(objv, name);
+    if (o->kind == FJ_VAR_INST)
+        return fj_trace_inst_getattr(fr, o, name);
     return fj_unsupported("attribute %U of %R", name, objv), NULL;
 }
 
@@ -932,6 +845,8 @@ int fj_trace_setattr(fj_TFrame *fr, PyObject *objv, PyObject *name, PyObject *v)
 {
     fj_Var *o = VAR(objv), *vv = VAR(v);
     fj_Tracer *tx = fr->tx;
+    if (o->kind == FJ_VAR_INST)
+        return fj_trace_inst_setattr(fr, o, name, v);
     if (o->kind != FJ_VAR_OBJ || o->source == NULL)
         return fj_unsupported("attribute store on %R (a side effect outside the frame)", objv);
     PyTypeObject *tp = Py_TYPE(o->obj);
@@ -1344,6 +1259,8 @@ int fj_trace_truth(fj_TFrame *fr, PyObject *v)
     case FJ_VAR_FUNC:
     case FJ_VAR_METHOD:
         return 1;
+    case FJ_VAR_INST:
+        return fj_trace_inst_truth(vv);
     case FJ_VAR_NODE:
         if (((fj_Node *)vv->obj)->vkind == FJ_VAL_PYSCALAR) {
             /* a branch on a symbolic int: specialize (guards pin the inputs) */

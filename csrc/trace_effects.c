@@ -1,0 +1,875 @@
+/*
+** trace_effects.c: the side effects the symbolic interpreter models
+** (docs/side-effects.md): item stores and deletes (arrays, lists, dicts),
+** the mutating methods of lists, dicts and input sets, attribute deletes on
+** input objects, and instances of plain user classes made in the frame.
+**
+** How each is replayed after the graph is codegen.c's business; this file
+** only keeps the symbolic state exact and records effects in tx->effects:
+**     ("container", None, c)          an input list/dict: final contents put back once
+**     ("delattr", name, None, obj)    del obj.name on an input object
+**     ("call", name, args, obj)       obj.name(*args) replayed as is (input sets)
+** Array item stores are in-place graph ops (operator.setitem, FJ_OPF_MUTATES).
+** What cannot be modelled exactly raises fj_Unsupported (a graph break).
+**
+** Not responsible for: the other opcodes (trace.c, trace_call.c), codegen.
+*/
+#include "trace.h"
+
+#include "fj_numpy.h"
+#include "graph.h"
+
+#define VAR(o) ((fj_Var *)(o))
+
+PyObject *fj_trace_var_items(fj_TFrame *fr, PyObject *v); /* trace.c */
+
+static int str_is(PyObject *u, const char *s)
+{
+    return PyUnicode_CompareWithASCIIString(u, s) == 0;
+}
+
+static PyObject *none_var(void)
+{
+    return (PyObject *)fj_var_const(Py_None);
+}
+
+/* Turns a Python error raised at trace time into Unsupported (CPython raises it). NULL. */
+static PyObject *as_unsupported(const char *what)
+{
+    if (PyErr_ExceptionMatches(fj_Unsupported))
+        return NULL;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyErr_NormalizeException(&et, &ev, &tb);
+    fj_unsupported("%s raises %s: %S", what, ((PyTypeObject *)et)->tp_name, ev ? ev : Py_None);
+    Py_XDECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(tb);
+    return NULL;
+}
+
+/* The plain constant a Var stands for (borrowed), or NULL (no exception). */
+static PyObject *plain_const(PyObject *v)
+{
+    fj_Var *vv = VAR(v);
+    if (vv->kind != FJ_VAR_CONST || !fj_is_plain_constant(vv->obj))
+        return NULL;
+    return vv->obj;
+}
+
+static PyObject *new_method_var(PyObject *self, PyObject *name)
+{
+    fj_Var *m = fj_var_new(FJ_VAR_METHOD, name, NULL);
+    if (m != NULL)
+        m->extra = Py_NewRef(self);
+    return (PyObject *)m;
+}
+
+/* ------------------------------------------------------------ arrays */
+
+/* True if any argument is a NODE of a dynamic shape (inside tuples too). */
+static int any_dynamic_var(PyObject *v)
+{
+    fj_Var *vv = VAR(v);
+    if (vv->kind == FJ_VAR_NODE)
+        return vv->dynamic;
+    if (vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
+            if (any_dynamic_var(PyList_GET_ITEM(vv->items, i)))
+                return 1;
+    }
+    return 0;
+}
+
+/*
+** a[key] = v on an array: an in-place graph op.  The eager graph runs it in
+** program order on the real array, so the input and every view of it change
+** as in CPython.  With dynamic shapes the selection's size decides whether
+** the store raises: the sizes are pinned first.  0 or -1.
+*/
+static int array_setitem(fj_TFrame *fr, PyObject *a, PyObject *key, PyObject *v)
+{
+    const fj_OpDef *op = fj_ops_for_setitem();
+    if (op == NULL)
+        return fj_unsupported("item assignment on an array (no setitem op)");
+    if ((any_dynamic_var(a) || any_dynamic_var(key) || any_dynamic_var(v)) &&
+        fj_trace_specialize(fr->tx) < 0)
+        return -1;
+    fj_Var *av = VAR(a);
+    if (av->source != NULL) {
+        /* a read-only input raises in CPython: let it */
+        PyObject *real = fj_source_eval(av->source, &fr->tx->view);
+        int ro = real != NULL && PyArray_Check(real) && !PyArray_ISWRITEABLE((PyArrayObject *)real);
+        Py_XDECREF(real);
+        PyErr_Clear();
+        if (ro)
+            return fj_unsupported("item assignment on a read-only array");
+    }
+    PyObject *args[3] = {a, key, v};
+    PyObject *r = fj_trace_graph_call(fr, op, args, 3, NULL);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r); /* operator.setitem returns None: nothing holds the node */
+    return 0;
+}
+
+/* --------------------------------------------------------- subscripts */
+
+/* A list index: the constant int 'key' normalized into [0, n), or -1 with Unsupported. */
+static Py_ssize_t list_index(PyObject *key, Py_ssize_t n, const char *what)
+{
+    Py_ssize_t ix = PyLong_AsSsize_t(key);
+    if (ix == -1 && PyErr_Occurred())
+        return (Py_ssize_t)(as_unsupported(what), -1);
+    if (ix < 0)
+        ix += n;
+    if (ix < 0 || ix >= n)
+        return fj_unsupported("%s index out of range", what);
+    return ix;
+}
+
+int fj_trace_store_subscr(fj_TFrame *fr, PyObject *o, PyObject *k, PyObject *v)
+{
+    fj_Var *ov = VAR(o);
+    if (ov->kind == FJ_VAR_NODE && ((fj_Node *)ov->obj)->vkind == FJ_VAL_ARRAY)
+        return array_setitem(fr, o, k, v);
+    if (ov->kind != FJ_VAR_LIST && ov->kind != FJ_VAR_DICT)
+        return fj_unsupported("item assignment on %R", o);
+    PyObject *key = fj_var_as_const(k);
+    if (key == NULL)
+        return PyErr_Occurred() ? -1 : fj_unsupported("item assignment with a non-constant key");
+    if (ov->kind == FJ_VAR_DICT) {
+        if (!fj_is_plain_constant(key))
+            return fj_unsupported("dict item assignment with a key that is not a plain constant");
+        if (fj_trace_note_mutation(fr->tx, ov) < 0)
+            return -1;
+        return PyDict_SetItem(ov->items, key, v);
+    }
+    if (PyLong_CheckExact(key)) {
+        Py_ssize_t ix = list_index(key, PyList_GET_SIZE(ov->items), "list assignment");
+        if (ix < 0 || fj_trace_note_mutation(fr->tx, ov) < 0)
+            return -1;
+        return PyList_SetItem(ov->items, ix, Py_NewRef(v));
+    }
+    if (PySlice_Check(key)) {
+        /* xs[a:b] = iterable: the real list's slice semantics on the Var list */
+        PyObject *items = fj_trace_var_items(fr, v);
+        if (items == NULL || fj_trace_note_mutation(fr->tx, ov) < 0) {
+            Py_XDECREF(items);
+            return -1;
+        }
+        int r = PyObject_SetItem(ov->items, key, items);
+        Py_DECREF(items);
+        return r < 0 ? (as_unsupported("slice assignment"), -1) : 0;
+    }
+    return fj_unsupported("list assignment with key %R", k);
+}
+
+int fj_trace_delete_subscr(fj_TFrame *fr, PyObject *o, PyObject *k)
+{
+    fj_Var *ov = VAR(o);
+    if (ov->kind != FJ_VAR_LIST && ov->kind != FJ_VAR_DICT)
+        return fj_unsupported("item deletion on %R", o);
+    PyObject *key = fj_var_as_const(k);
+    if (key == NULL)
+        return PyErr_Occurred() ? -1 : fj_unsupported("item deletion with a non-constant key");
+    if (ov->kind == FJ_VAR_DICT) {
+        int has = PyDict_Contains(ov->items, key);
+        if (has < 0)
+            return (as_unsupported("del d[k]"), -1);
+        if (!has)
+            return fj_unsupported("del d[%R]: KeyError", k);
+        if (fj_trace_note_mutation(fr->tx, ov) < 0)
+            return -1;
+        return PyDict_DelItem(ov->items, key);
+    }
+    if (PyLong_CheckExact(key)) {
+        Py_ssize_t ix = list_index(key, PyList_GET_SIZE(ov->items), "list deletion");
+        if (ix < 0 || fj_trace_note_mutation(fr->tx, ov) < 0)
+            return -1;
+        return PySequence_DelItem(ov->items, ix);
+    }
+    if (PySlice_Check(key)) {
+        if (fj_trace_note_mutation(fr->tx, ov) < 0)
+            return -1;
+        return PyObject_DelItem(ov->items, key) < 0 ? (as_unsupported("del xs[a:b]"), -1) : 0;
+    }
+    return fj_unsupported("list deletion with key %R", k);
+}
+
+/* ------------------------------------------------------------- lists */
+
+/*
+** The permutation list.sort(reverse=rev) applies to the constants 'consts':
+** sorted(range(n), key=consts.__getitem__, reverse=rev) makes exactly the
+** comparisons the sort of the values makes, so ties, NaNs and stability come
+** out as in CPython.  New list of ints, NULL on error.
+*/
+static PyObject *sort_permutation(PyObject *consts, int rev)
+{
+    PyObject *sorted = PyDict_GetItemString(PyEval_GetBuiltins(), "sorted");
+    PyObject *getitem = PyObject_GetAttrString(consts, "__getitem__");
+    PyObject *rng = getitem ? PyObject_CallFunction((PyObject *)&PyRange_Type, "n",
+                                                     PyList_GET_SIZE(consts))
+                            : NULL;
+    PyObject *kw = rng ? Py_BuildValue("{s:O,s:O}", "key", getitem, "reverse",
+                                       rev ? Py_True : Py_False)
+                       : NULL;
+    PyObject *args = kw ? PyTuple_Pack(1, rng) : NULL;
+    PyObject *perm = args && sorted ? PyObject_Call(sorted, args, kw) : NULL;
+    Py_XDECREF(getitem);
+    Py_XDECREF(rng);
+    Py_XDECREF(kw);
+    Py_XDECREF(args);
+    return perm;
+}
+
+static PyObject *list_sort(fj_TFrame *fr, fj_Var *self, PyObject *const *args, Py_ssize_t n,
+                           PyObject *kwnames)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    int rev = 0;
+    if (n != nkw)
+        return fj_unsupported("list.sort() takes no positional arguments"), NULL;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *kn = PyTuple_GET_ITEM(kwnames, k), *c = fj_var_as_const(args[k]);
+        if (str_is(kn, "key") && c == Py_None)
+            continue;
+        if (str_is(kn, "reverse") && c != NULL && (PyBool_Check(c) || PyLong_CheckExact(c))) {
+            rev = PyObject_IsTrue(c);
+            continue;
+        }
+        return fj_unsupported("list.sort() with %U=%R", kn, args[k]), NULL;
+    }
+    Py_ssize_t len = PyList_GET_SIZE(self->items);
+    PyObject *consts = PyList_New(len);
+    for (Py_ssize_t i = 0; consts && i < len; i++) {
+        PyObject *c = plain_const(PyList_GET_ITEM(self->items, i));
+        if (c == NULL || c == Py_None || c == Py_Ellipsis) {
+            Py_DECREF(consts);
+            return fj_unsupported("list.sort() of values that are not known numbers or strings"),
+                   NULL;
+        }
+        PyList_SET_ITEM(consts, i, Py_NewRef(c));
+    }
+    if (consts == NULL)
+        return NULL;
+    PyObject *perm = sort_permutation(consts, rev);
+    Py_DECREF(consts);
+    if (perm == NULL)
+        return as_unsupported("list.sort()");
+    if (fj_trace_note_mutation(fr->tx, self) < 0) {
+        Py_DECREF(perm);
+        return NULL;
+    }
+    PyObject *out = PyList_New(len);
+    for (Py_ssize_t i = 0; out && i < len; i++) {
+        Py_ssize_t j = PyLong_AsSsize_t(PyList_GET_ITEM(perm, i));
+        PyList_SET_ITEM(out, i, Py_NewRef(PyList_GET_ITEM(self->items, j)));
+    }
+    Py_DECREF(perm);
+    if (out == NULL || PyList_SetSlice(self->items, 0, len, out) < 0) {
+        Py_XDECREF(out);
+        return NULL;
+    }
+    Py_DECREF(out);
+    return none_var();
+}
+
+/* list.remove(v): the first item equal to v; every item compared must be a known constant. */
+static PyObject *list_remove(fj_TFrame *fr, fj_Var *self, PyObject *v)
+{
+    PyObject *cv = plain_const(v);
+    if (cv == NULL)
+        return fj_unsupported("list.remove() of a value that is not a plain constant"), NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(self->items); i++) {
+        PyObject *item = PyList_GET_ITEM(self->items, i);
+        PyObject *ci = plain_const(item);
+        if (ci == NULL)
+            return fj_unsupported("list.remove() past an item that is not a plain constant"), NULL;
+        int eq = ci == cv ? 1 : PyObject_RichCompareBool(ci, cv, Py_EQ);
+        if (eq < 0)
+            return as_unsupported("list.remove()");
+        if (eq) {
+            if (fj_trace_note_mutation(fr->tx, self) < 0 || PySequence_DelItem(self->items, i) < 0)
+                return NULL;
+            return none_var();
+        }
+    }
+    return fj_unsupported("list.remove(x): x not in list"), NULL;
+}
+
+PyObject *fj_trace_list_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObject *const *args,
+                               Py_ssize_t n, PyObject *kwnames)
+{
+    if (str_is(name, "sort"))
+        return list_sort(fr, self, args, n, kwnames);
+    if (kwnames != NULL)
+        return fj_unsupported("list.%U with keywords", name), NULL;
+    if (str_is(name, "remove") && n == 1)
+        return list_remove(fr, self, args[0]);
+    static const char *mutators[] = {"append", "extend", "pop", "insert", "reverse", "clear", NULL};
+    for (int k = 0; mutators[k]; k++)
+        if (str_is(name, mutators[k]) && fj_trace_note_mutation(fr->tx, self) < 0)
+            return NULL;
+    if (str_is(name, "append") && n == 1) {
+        if (PyList_Append(self->items, args[0]) < 0)
+            return NULL;
+        return none_var();
+    }
+    if (str_is(name, "extend") && n == 1) {
+        PyObject *items = fj_trace_var_items(fr, args[0]);
+        if (items == NULL)
+            return NULL;
+        int r = PyList_SetSlice(self->items, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, items);
+        Py_DECREF(items);
+        return r < 0 ? NULL : none_var();
+    }
+    if (str_is(name, "pop") && n <= 1) {
+        Py_ssize_t len = PyList_GET_SIZE(self->items), ix = len - 1;
+        if (n == 1) {
+            PyObject *c = fj_var_as_const(args[0]);
+            if (c == NULL || !PyLong_CheckExact(c))
+                return fj_unsupported("list.pop with a non-constant index"), NULL;
+            ix = PyLong_AsSsize_t(c);
+            if (ix < 0)
+                ix += len;
+        }
+        if (ix < 0 || ix >= len)
+            return fj_unsupported("pop from empty list or index out of range"), NULL;
+        PyObject *v = Py_NewRef(PyList_GET_ITEM(self->items, ix));
+        if (PySequence_DelItem(self->items, ix) < 0) {
+            Py_DECREF(v);
+            return NULL;
+        }
+        return v;
+    }
+    if (str_is(name, "insert") && n == 2) {
+        PyObject *c = fj_var_as_const(args[0]);
+        if (c == NULL || !PyLong_CheckExact(c))
+            return fj_unsupported("list.insert with a non-constant index"), NULL;
+        if (PyList_Insert(self->items, PyLong_AsSsize_t(c), args[1]) < 0)
+            return NULL;
+        return none_var();
+    }
+    if (str_is(name, "reverse") && n == 0) {
+        if (PyList_Reverse(self->items) < 0)
+            return NULL;
+        return none_var();
+    }
+    if (str_is(name, "clear") && n == 0) {
+        if (PyList_SetSlice(self->items, 0, PyList_GET_SIZE(self->items), NULL) < 0)
+            return NULL;
+        return none_var();
+    }
+    return fj_unsupported("list.%U", name), NULL;
+}
+
+/* ------------------------------------------------------------- dicts */
+
+/* A key argument: a plain constant (borrowed) or NULL with Unsupported. */
+static PyObject *dict_key(PyObject *k, PyObject *name)
+{
+    PyObject *key = fj_var_as_const(k);
+    if (key == NULL || !fj_is_plain_constant(key)) {
+        if (!PyErr_Occurred())
+            fj_unsupported("dict.%U with a key that is not a plain constant", name);
+        return NULL;
+    }
+    return key;
+}
+
+/* d.update(other, **kw) on the symbolic dict.  0 or -1. */
+static int dict_update(fj_TFrame *fr, fj_Var *self, PyObject *const *args, Py_ssize_t n,
+                       PyObject *kwnames)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = n - nkw;
+    PyObject *pairs = PyList_New(0); /* (key, Var) in insertion order */
+    if (pairs == NULL)
+        return -1;
+    int r = 0;
+    if (npos > 1)
+        r = fj_unsupported("dict.update expected at most 1 argument");
+    else if (npos == 1) {
+        fj_Var *ov = VAR(args[0]);
+        PyObject *c = ov->kind == FJ_VAR_CONST ? ov->obj : NULL;
+        if (ov->kind == FJ_VAR_DICT) {
+            Py_ssize_t pos = 0;
+            PyObject *k, *v;
+            while (r == 0 && PyDict_Next(ov->items, &pos, &k, &v)) {
+                PyObject *p = fj_is_plain_constant(k) ? PyTuple_Pack(2, k, v) : NULL;
+                r = p == NULL ? (PyErr_Occurred() ? -1 : fj_unsupported("dict.update with a key "
+                                                                        "that is not a plain "
+                                                                        "constant"))
+                              : PyList_Append(pairs, p);
+                Py_XDECREF(p);
+            }
+        }
+        else if (c != NULL && PyDict_CheckExact(c)) {
+            Py_ssize_t pos = 0;
+            PyObject *k, *v;
+            while (r == 0 && PyDict_Next(c, &pos, &k, &v)) {
+                fj_Var *cv = fj_is_plain_constant(k) && fj_is_plain_constant(v) ? fj_var_const(v)
+                                                                                  : NULL;
+                PyObject *p = cv ? PyTuple_Pack(2, k, (PyObject *)cv) : NULL;
+                Py_XDECREF(cv);
+                r = p == NULL ? (PyErr_Occurred() ? -1 : fj_unsupported("dict.update from a "
+                                                                        "constant dict of "
+                                                                        "non-plain values"))
+                              : PyList_Append(pairs, p);
+                Py_XDECREF(p);
+            }
+        }
+        else
+            r = fj_unsupported("dict.update from %R", args[0]);
+    }
+    for (Py_ssize_t k = 0; r == 0 && k < nkw; k++) {
+        PyObject *p = PyTuple_Pack(2, PyTuple_GET_ITEM(kwnames, k), args[npos + k]);
+        r = p == NULL ? -1 : PyList_Append(pairs, p);
+        Py_XDECREF(p);
+    }
+    if (r == 0 && PyList_GET_SIZE(pairs) > 0)
+        r = fj_trace_note_mutation(fr->tx, self);
+    for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(pairs); i++) {
+        PyObject *p = PyList_GET_ITEM(pairs, i);
+        r = PyDict_SetItem(self->items, PyTuple_GET_ITEM(p, 0), PyTuple_GET_ITEM(p, 1));
+    }
+    Py_DECREF(pairs);
+    return r;
+}
+
+static PyObject *dict_keys_view(fj_TFrame *fr, fj_Var *self, PyObject *name)
+{
+    /* the view is modelled as a tuple of its items: right only when it
+    ** is iterated at once (for k in d.keys()); as a value it is a set-like
+    ** view (d.keys() | e.keys(): pytest's config), not a tuple */
+    if (fr->ip + 1 >= fr->il.n || fr->il.v[fr->ip + 1].op != GET_ITER)
+        return fj_unsupported("dict.%U() used other than in a for loop", name), NULL;
+    PyObject *keys = PyDict_Keys(self->items);
+    if (keys == NULL)
+        return NULL;
+    Py_ssize_t nk = PyList_GET_SIZE(keys);
+    PyObject *out = PyList_New(nk);
+    for (Py_ssize_t i = 0; out && i < nk; i++) {
+        PyObject *k = PyList_GET_ITEM(keys, i);
+        PyObject *kv = (PyObject *)fj_var_const(k);
+        PyObject *vv = Py_XNewRef(PyDict_GetItem(self->items, k));
+        PyObject *item = NULL;
+        if (kv && vv) {
+            if (str_is(name, "keys"))
+                item = Py_NewRef(kv);
+            else if (str_is(name, "values"))
+                item = Py_NewRef(vv);
+            else {
+                PyObject *pair = PyList_New(2);
+                if (pair) {
+                    PyList_SET_ITEM(pair, 0, Py_NewRef(kv));
+                    PyList_SET_ITEM(pair, 1, Py_NewRef(vv));
+                    item = (PyObject *)fj_var_new(FJ_VAR_TUPLE, NULL, pair);
+                    Py_DECREF(pair);
+                }
+            }
+        }
+        Py_XDECREF(kv);
+        Py_XDECREF(vv);
+        if (item == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, item);
+    }
+    Py_DECREF(keys);
+    if (out == NULL)
+        return NULL;
+    /* a view behaves like a list for iteration and len() here */
+    PyObject *r = (PyObject *)fj_var_new(FJ_VAR_TUPLE, NULL, out);
+    Py_DECREF(out);
+    return r;
+}
+
+PyObject *fj_trace_dict_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObject *const *args,
+                               Py_ssize_t n, PyObject *kwnames)
+{
+    if (str_is(name, "update"))
+        return dict_update(fr, self, args, n, kwnames) < 0 ? NULL : none_var();
+    if (kwnames != NULL)
+        return fj_unsupported("dict.%U with keywords", name), NULL;
+    if (str_is(name, "get") && (n == 1 || n == 2)) {
+        PyObject *key = fj_var_as_const(args[0]);
+        if (key == NULL)
+            return fj_unsupported("dict.get with a non-constant key"), NULL;
+        PyObject *v = PyDict_GetItemWithError(self->items, key);
+        if (v != NULL)
+            return Py_NewRef(v);
+        if (PyErr_Occurred())
+            return as_unsupported("dict.get");
+        return n == 2 ? Py_NewRef(args[1]) : none_var();
+    }
+    if (n == 0 && (str_is(name, "keys") || str_is(name, "values") || str_is(name, "items")))
+        return dict_keys_view(fr, self, name);
+    if ((str_is(name, "pop") && (n == 1 || n == 2)) || (str_is(name, "setdefault") && (n == 1 || n == 2))) {
+        PyObject *key = dict_key(args[0], name);
+        if (key == NULL)
+            return NULL;
+        PyObject *v = PyDict_GetItemWithError(self->items, key);
+        if (v == NULL && PyErr_Occurred())
+            return as_unsupported("dict lookup");
+        if (str_is(name, "pop")) {
+            if (v == NULL) {
+                if (n == 2)
+                    return Py_NewRef(args[1]);
+                return fj_unsupported("dict.pop(%R): KeyError", args[0]), NULL;
+            }
+            Py_INCREF(v);
+            if (fj_trace_note_mutation(fr->tx, self) < 0 || PyDict_DelItem(self->items, key) < 0) {
+                Py_DECREF(v);
+                return NULL;
+            }
+            return v;
+        }
+        if (v != NULL)
+            return Py_NewRef(v);
+        PyObject *dflt = n == 2 ? Py_NewRef(args[1]) : none_var();
+        if (dflt == NULL || fj_trace_note_mutation(fr->tx, self) < 0 ||
+            PyDict_SetItem(self->items, key, dflt) < 0) {
+            Py_XDECREF(dflt);
+            return NULL;
+        }
+        return dflt;
+    }
+    if (str_is(name, "popitem") && n == 0) {
+        Py_ssize_t nk = PyDict_GET_SIZE(self->items);
+        if (nk == 0)
+            return fj_unsupported("popitem(): dictionary is empty"), NULL;
+        PyObject *keys = PyDict_Keys(self->items);
+        if (keys == NULL)
+            return NULL;
+        PyObject *k = Py_NewRef(PyList_GET_ITEM(keys, nk - 1));
+        Py_DECREF(keys);
+        PyObject *pair = PyList_New(2);
+        fj_Var *kv = pair ? fj_var_const(k) : NULL;
+        PyObject *r = NULL;
+        if (kv != NULL) {
+            PyList_SET_ITEM(pair, 0, (PyObject *)kv);
+            PyList_SET_ITEM(pair, 1, Py_NewRef(PyDict_GetItem(self->items, k)));
+            if (fj_trace_note_mutation(fr->tx, self) == 0 && PyDict_DelItem(self->items, k) == 0)
+                r = (PyObject *)fj_var_new(FJ_VAR_TUPLE, NULL, pair);
+        }
+        Py_XDECREF(pair);
+        Py_DECREF(k);
+        return r;
+    }
+    if (str_is(name, "clear") && n == 0) {
+        if (fj_trace_note_mutation(fr->tx, self) < 0)
+            return NULL;
+        PyDict_Clear(self->items);
+        return none_var();
+    }
+    return fj_unsupported("dict.%U", name), NULL;
+}
+
+/* -------------------------------------------------------- input sets */
+
+/* True for a Var whose hash cannot run the program's code. */
+static int hash_safe(PyObject *v)
+{
+    fj_Var *vv = VAR(v);
+    if (vv->kind == FJ_VAR_CONST)
+        return fj_is_plain_constant(vv->obj) || PyArray_IsScalar(vv->obj, Generic);
+    if (vv->kind == FJ_VAR_NODE)
+        return ((fj_Node *)vv->obj)->vkind != FJ_VAL_ARRAY;
+    if (vv->kind == FJ_VAR_TUPLE) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
+            if (!hash_safe(PyList_GET_ITEM(vv->items, i)))
+                return 0;
+        return 1;
+    }
+    return 0;
+}
+
+int fj_trace_is_set_method(PyObject *objv, PyObject *name)
+{
+    fj_Var *o = VAR(objv);
+    return o->kind == FJ_VAR_OBJ && o->source != NULL && PySet_CheckExact(o->obj) &&
+           (str_is(name, "add") || str_is(name, "discard") || str_is(name, "update") ||
+            str_is(name, "clear"));
+}
+
+/*
+** s.add(v) / s.discard(v) / s.update(items...) / s.clear() on an input set:
+** recorded and replayed as is after the graph, in program order (the set is
+** opaque to the trace: reading it is a break, so nothing traced depends on
+** its contents, and the replay keeps every item's identity).
+*/
+PyObject *fj_trace_set_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObject *const *args,
+                              Py_ssize_t n, PyObject *kwnames)
+{
+    fj_Tracer *tx = fr->tx;
+    if (kwnames != NULL)
+        return fj_unsupported("set.%U with keywords", name), NULL;
+    int one = str_is(name, "add") || str_is(name, "discard");
+    if ((one && n != 1) || (str_is(name, "clear") && n != 0))
+        return fj_unsupported("set.%U with %zd arguments", name, n), NULL;
+    PyObject *items = PyList_New(0);
+    if (items == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        fj_Var *a = VAR(args[i]);
+        int ok = one ? hash_safe(args[i]) : 0;
+        if (!one && (a->kind == FJ_VAR_TUPLE || a->kind == FJ_VAR_LIST)) {
+            ok = 1;
+            for (Py_ssize_t j = 0; ok && j < PyList_GET_SIZE(a->items); j++)
+                ok = hash_safe(PyList_GET_ITEM(a->items, j));
+        }
+        if (!ok) {
+            Py_DECREF(items);
+            return fj_unsupported("set.%U of %R (not a known hashable value)", name, args[i]), NULL;
+        }
+        if (PyList_Append(items, args[i]) < 0) {
+            Py_DECREF(items);
+            return NULL;
+        }
+    }
+    fj_Var *argt = fj_var_new(FJ_VAR_TUPLE, NULL, items);
+    Py_DECREF(items);
+    if (argt == NULL)
+        return NULL;
+    int r = 0;
+    if (!self->pos) {
+        self->pos = 1; /* mutated: the aliasing guards cover it */
+        r = PyList_Append(tx->mutated, (PyObject *)self);
+    }
+    PyObject *eff = r == 0 ? Py_BuildValue("(sOOO)", "call", name, (PyObject *)argt, (PyObject *)self)
+                           : NULL;
+    r = eff == NULL || PyList_Append(tx->effects, eff) < 0 ? -1 : 0;
+    Py_XDECREF(eff);
+    Py_DECREF(argt);
+    return r < 0 ? NULL : none_var();
+}
+
+/* ------------------------------------------------------ attribute deletes */
+
+int fj_trace_delattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
+{
+    fj_Var *o = VAR(objv);
+    fj_Tracer *tx = fr->tx;
+    if (o->kind == FJ_VAR_INST) {
+        int has = PyDict_Contains(o->extra, name);
+        if (has <= 0)
+            return has < 0 ? -1 : fj_unsupported("del of attribute %U that is not set", name);
+        return PyDict_DelItem(o->extra, name);
+    }
+    if (o->kind != FJ_VAR_OBJ || o->source == NULL)
+        return fj_unsupported("attribute delete on %R", objv);
+    PyTypeObject *tp = Py_TYPE(o->obj);
+    if (tp->tp_setattro != PyObject_GenericSetAttr || tp->tp_getattro != PyObject_GenericGetAttr ||
+        tp->tp_dictoffset == 0)
+        return fj_unsupported("attribute delete on %s, which customizes attribute access",
+                              tp->tp_name);
+    PyObject *d = _PyType_Lookup(tp, name);
+    if (d != NULL && Py_TYPE(d)->tp_descr_set != NULL)
+        return fj_unsupported("attribute delete through descriptor %U of %s", name, tp->tp_name);
+    PyObject *stored = o->extra ? PyDict_GetItemWithError(o->extra, name) : NULL;
+    if (stored == NULL && PyErr_Occurred())
+        return -1;
+    if (stored != NULL && VAR(stored)->kind == FJ_VAR_NULL)
+        return fj_unsupported("del of attribute %U deleted before", name);
+    if (stored == NULL) {
+        /* it must be in the instance's __dict__ now; reading it guards that it stays there */
+        PyObject *dict = PyObject_GenericGetDict(o->obj, NULL);
+        int has = dict ? PyDict_Contains(dict, name) : -1;
+        Py_XDECREF(dict);
+        if (has <= 0)
+            return has < 0 ? -1 : fj_unsupported("del of attribute %U not in the instance dict", name);
+        PyObject *cur = fj_trace_getattr(fr, objv, name);
+        if (cur == NULL)
+            return -1;
+        Py_DECREF(cur);
+    }
+    if (o->extra == NULL) {
+        if ((o->extra = PyDict_New()) == NULL)
+            return -1;
+        if (PyList_Append(tx->mutated, objv) < 0)
+            return -1;
+    }
+    fj_Var *gone = fj_var_new(FJ_VAR_NULL, NULL, NULL); /* "deleted" in o->extra */
+    PyObject *nv = none_var();
+    PyObject *eff = gone && nv ? Py_BuildValue("(sOOO)", "delattr", name, nv, objv) : NULL;
+    int r = eff == NULL || PyList_Append(tx->effects, eff) < 0 ||
+                    PyDict_SetItem(o->extra, name, (PyObject *)gone) < 0
+                ? -1
+                : 0;
+    Py_XDECREF(eff);
+    Py_XDECREF(nv);
+    Py_XDECREF(gone);
+    return r;
+}
+
+/* ------------------------------------------- instances of plain classes */
+
+/*
+** A class whose instances the trace can make and rebuild: metaclass type,
+** object's __new__, a Python __init__ or object's, plain attribute access,
+** an instance __dict__ and no __slots__, no finalizer.
+*/
+static int plain_class(PyTypeObject *tp)
+{
+    if (Py_TYPE(tp) != &PyType_Type || !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+        tp->tp_new != PyBaseObject_Type.tp_new || tp->tp_setattro != PyObject_GenericSetAttr ||
+        tp->tp_getattro != PyObject_GenericGetAttr || tp->tp_dictoffset == 0 ||
+        tp->tp_finalize != NULL || tp->tp_del != NULL)
+        return 0;
+    PyObject *slots = PyUnicode_FromString("__slots__");
+    int plain = slots != NULL && _PyType_Lookup(tp, slots) == NULL;
+    Py_XDECREF(slots);
+    PyErr_Clear();
+    return plain;
+}
+
+int fj_trace_is_plain_class(PyObject *fnv)
+{
+    fj_Var *f = VAR(fnv);
+    return f->kind == FJ_VAR_CONST && PyType_Check(f->obj) && plain_class((PyTypeObject *)f->obj);
+}
+
+/* The class attribute 'name' of an instance's class, guarded through the class's source. */
+static PyObject *class_attr(fj_TFrame *fr, fj_Var *inst, PyObject *name, PyObject *value)
+{
+    fj_Var *cls = VAR(inst->extra2);
+    if (cls->source == NULL)
+        return fj_unsupported("attribute %U of a class with no source", name), NULL;
+    fj_Source *src = fj_source_attr(cls->source, name);
+    if (src == NULL)
+        return NULL;
+    PyObject *v = (PyObject *)fj_trace_input(fr->tx, src, value);
+    Py_DECREF(src);
+    return v;
+}
+
+PyObject *fj_trace_new_instance(fj_TFrame *fr, PyObject *clsv, PyObject *const *args,
+                                Py_ssize_t n, PyObject *kwnames)
+{
+    fj_Var *cls = VAR(clsv);
+    PyTypeObject *tp = (PyTypeObject *)cls->obj;
+    if (cls->source == NULL)
+        return fj_unsupported("instance of %s, a class with no source", tp->tp_name), NULL;
+    PyObject *init_name = PyUnicode_FromString("__init__");
+    if (init_name == NULL)
+        return NULL;
+    PyObject *init = _PyType_Lookup(tp, init_name);
+    PyObject *base_init = _PyType_Lookup(&PyBaseObject_Type, init_name);
+    fj_Var *inst = NULL;
+    PyObject *attrs = PyDict_New();
+    if (attrs == NULL)
+        goto error;
+    inst = fj_var_new(FJ_VAR_INST, (PyObject *)tp, NULL);
+    if (inst == NULL)
+        goto error;
+    inst->extra = attrs;
+    attrs = NULL;
+    inst->extra2 = Py_NewRef(clsv);
+    if (init == base_init) {
+        if (n > 0) {
+            fj_unsupported("%s() takes no arguments", tp->tp_name);
+            goto error;
+        }
+    }
+    else if (init != NULL && PyFunction_Check(init)) {
+        PyObject *fv = class_attr(fr, inst, init_name, init); /* guards the __init__ */
+        if (fv == NULL)
+            goto error;
+        Py_DECREF(fv);
+        PyObject *stack[32];
+        if (n + 1 > 32) {
+            fj_unsupported("too many arguments");
+            goto error;
+        }
+        stack[0] = (PyObject *)inst;
+        for (Py_ssize_t i = 0; i < n; i++)
+            stack[i + 1] = args[i];
+        PyObject *r = fj_trace_inline(fr, init, stack, n + 1, kwnames);
+        if (r == NULL)
+            goto error;
+        int none = fj_var_as_const(r) == Py_None;
+        Py_DECREF(r);
+        if (!none) {
+            fj_unsupported("__init__() of %s returns a value", tp->tp_name);
+            goto error;
+        }
+    }
+    else {
+        fj_unsupported("instance of %s whose __init__ is not a Python function", tp->tp_name);
+        goto error;
+    }
+    Py_DECREF(init_name);
+    return (PyObject *)inst;
+error:
+    Py_XDECREF(attrs);
+    Py_XDECREF(inst);
+    Py_DECREF(init_name);
+    return NULL;
+}
+
+PyObject *fj_trace_inst_getattr(fj_TFrame *fr, fj_Var *inst, PyObject *name)
+{
+    PyTypeObject *tp = (PyTypeObject *)inst->obj;
+    PyObject *d = _PyType_Lookup(tp, name);
+    if (d != NULL && Py_TYPE(d)->tp_descr_set != NULL)
+        return fj_unsupported("attribute %U of %s is a data descriptor", name, tp->tp_name), NULL;
+    PyObject *v = PyDict_GetItemWithError(inst->extra, name);
+    if (v != NULL)
+        return Py_NewRef(v);
+    if (PyErr_Occurred())
+        return NULL;
+    if (d == NULL)
+        return fj_unsupported("'%s' object has no attribute '%U'", tp->tp_name, name), NULL;
+    if (PyFunction_Check(d)) {
+        PyObject *fv = class_attr(fr, inst, name, d);
+        if (fv == NULL)
+            return NULL;
+        Py_DECREF(fv);
+        return new_method_var((PyObject *)inst, name);
+    }
+    if (Py_TYPE(d)->tp_descr_get != NULL)
+        return fj_unsupported("attribute %U of %s is a descriptor", name, tp->tp_name), NULL;
+    return class_attr(fr, inst, name, d);
+}
+
+int fj_trace_inst_setattr(fj_TFrame *fr, fj_Var *inst, PyObject *name, PyObject *v)
+{
+    (void)fr;
+    PyTypeObject *tp = (PyTypeObject *)inst->obj;
+    PyObject *d = _PyType_Lookup(tp, name);
+    fj_Var *vv = VAR(v);
+    if (d != NULL && Py_TYPE(d)->tp_descr_set != NULL)
+        return fj_unsupported("attribute store through descriptor %U of %s", name, tp->tp_name);
+    if (vv->kind == FJ_VAR_ITER || vv->kind == FJ_VAR_METHOD || vv->kind == FJ_VAR_CELL ||
+        vv->kind == FJ_VAR_NULL)
+        return fj_unsupported("attribute store of %R", v);
+    return PyDict_SetItem(inst->extra, name, v);
+}
+
+PyObject *fj_trace_inst_method(fj_TFrame *fr, fj_Var *inst, PyObject *name, PyObject *const *args,
+                               Py_ssize_t n, PyObject *kwnames)
+{
+    PyObject *fn = _PyType_Lookup((PyTypeObject *)inst->obj, name);
+    if (fn == NULL || !PyFunction_Check(fn))
+        return fj_unsupported("call of method %U of %s", name, ((PyTypeObject *)inst->obj)->tp_name),
+               NULL;
+    PyObject *stack[32];
+    if (n + 1 > 32)
+        return fj_unsupported("too many arguments"), NULL;
+    stack[0] = (PyObject *)inst;
+    for (Py_ssize_t i = 0; i < n; i++)
+        stack[i + 1] = args[i];
+    return fj_trace_inline(fr, fn, stack, n + 1, kwnames);
+}
+
+int fj_trace_inst_truth(fj_Var *inst)
+{
+    PyTypeObject *tp = (PyTypeObject *)inst->obj;
+    if ((tp->tp_as_number && tp->tp_as_number->nb_bool) ||
+        (tp->tp_as_mapping && tp->tp_as_mapping->mp_length) ||
+        (tp->tp_as_sequence && tp->tp_as_sequence->sq_length))
+        return fj_unsupported("truth value of a %s instance (__bool__/__len__)", tp->tp_name);
+    return 1;
+}
