@@ -59,10 +59,12 @@ enum {
     LEAF_GLOBAL_ABSENT,   /* root only: name obj is not in the frame's globals (v) */
     LEAF_NOT_IN,          /* v equals (same type and ==) none of the tuple obj */
     LEAF_NO_ALIASING,     /* root only: the sources in tuple obj are distinct objects */
+    LEAF_DIMS_EQUAL,      /* root only: arrays at sources obj[0], obj[1]: size of dim ival == of dim n */
 };
 static const char *const leaf_names[] = {
     "TYPE_MATCH",   "ID_MATCH",     "EQUALS_MATCH", "NONE_MATCH",   "SEQUENCE_LENGTH",
     "DICT_KEYS",    "DICT_VERSION", "TENSOR_MATCH", "GLOBAL_STATE", "GLOBAL_ABSENT", "NOT_IN", "NO_ALIASING",
+    "DIMS_EQUAL",
 };
 
 /* EQUALS_MATCH fast paths, chosen from the expected value at build time. */
@@ -1072,6 +1074,37 @@ int fj_guard_add_no_aliasing(PyObject *root, PyObject *sources)
     return manager_add_leaf((GuardManager *)root, lf);
 }
 
+int fj_guard_add_dims_equal(PyObject *root, PyObject *src_a, int dim_a, PyObject *src_b, int dim_b)
+{
+    if (check_root(root) < 0)
+        return -1;
+    PyObject *text = PyUnicode_FromFormat("%S.shape[%d] == %S.shape[%d]", src_a, dim_a, src_b, dim_b);
+    if (text == NULL)
+        return -1;
+    GuardManager *m = (GuardManager *)root;
+    for (Py_ssize_t i = 0; i < m->nleaves; i++) {
+        if (m->leaves[i]->kind == LEAF_DIMS_EQUAL &&
+            PyUnicode_Compare(m->leaves[i]->text, text) == 0) {
+            Py_DECREF(text); /* already there */
+            return 0;
+        }
+    }
+    Leaf *lf = leaf_new(LEAF_DIMS_EQUAL);
+    if (lf == NULL) {
+        Py_DECREF(text);
+        return -1;
+    }
+    lf->text = text;
+    lf->ival = dim_a;
+    lf->n = dim_b;
+    lf->obj = PyTuple_Pack(2, src_a, src_b);
+    if (lf->obj == NULL) {
+        leaf_free(lf);
+        return -1;
+    }
+    return manager_add_leaf(m, lf);
+}
+
 int fj_guard_add_not_in(PyObject *mgr, PyObject *values)
 {
     if (check_valued(mgr) < 0)
@@ -1274,12 +1307,37 @@ static int no_aliasing_check(Leaf *lf, const fj_FrameView *view)
     return r;
 }
 
+/*
+** DIMS_EQUAL: two dynamic dims the trace saw meet in broadcasting are still
+** equal (torch's symbolic shape guard s0 == s1).  Anything else fails.
+*/
+static int dims_equal_check(Leaf *lf, const fj_FrameView *view)
+{
+    PyObject *a = fj_source_eval((fj_Source *)PyTuple_GET_ITEM(lf->obj, 0), view);
+    PyObject *b = a ? fj_source_eval((fj_Source *)PyTuple_GET_ITEM(lf->obj, 1), view) : NULL;
+    int r = 0;
+    if (b != NULL && PyArray_Check(a) && PyArray_Check(b) &&
+        PyArray_NDIM((PyArrayObject *)a) > lf->ival && PyArray_NDIM((PyArrayObject *)b) > lf->n)
+        r = PyArray_DIM((PyArrayObject *)a, (int)lf->ival) == PyArray_DIM((PyArrayObject *)b, (int)lf->n);
+    if (b == NULL) {
+        if (is_lookup_error() || PyErr_ExceptionMatches(PyExc_NameError) ||
+            PyErr_ExceptionMatches(PyExc_UnboundLocalError))
+            PyErr_Clear();
+        else
+            r = -1;
+    }
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return r;
+}
+
 static inline int check_leaves(GuardManager *m, PyObject *v, CheckCtx *ctx)
 {
     for (Py_ssize_t i = 0; i < m->nleaves; i++) {
         Leaf *lf = m->leaves[i];
-        int r = lf->kind == LEAF_NO_ALIASING ? no_aliasing_check(lf, ctx->view)
-                                             : leaf_check(lf, v, m->source, ctx->reason);
+        int r = lf->kind == LEAF_NO_ALIASING  ? no_aliasing_check(lf, ctx->view)
+                : lf->kind == LEAF_DIMS_EQUAL ? dims_equal_check(lf, ctx->view)
+                                              : leaf_check(lf, v, m->source, ctx->reason);
         if (r <= 0) {
             if (r == 0 && ctx->reason != NULL && *ctx->reason == NULL)
                 *ctx->reason = Py_NewRef(lf->text);

@@ -109,6 +109,8 @@ int fj_guard_add_global_absent(PyObject *root, PyObject *name);
 int fj_guard_add_not_in(PyObject *mgr, PyObject *values);
 /* Root only: the values at 'sources' (a tuple of 2..16 fj_Source) are distinct objects. */
 int fj_guard_add_no_aliasing(PyObject *root, PyObject *sources);
+/* Root only: dim 'dim_a' of the array at fj_Source 'src_a' has the size of dim 'dim_b' at 'src_b'. */
+int fj_guard_add_dims_equal(PyObject *root, PyObject *src_a, int dim_a, PyObject *src_b, int dim_b);
 
 /* The printer: "GUARDS:" then one line per leaf.  New reference, NULL on error. */
 PyObject *fj_guards_format(PyObject *root);

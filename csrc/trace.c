@@ -321,7 +321,8 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
             Py_CLEAR(v);
         if (v != NULL && PyTuple_GET_SIZE(dims) > 0) {
             v->dynamic = 1;
-            if (note_dynamic(tx, v, value) < 0)
+            v->extra2 = fj_dims_for_input(src, dims, PyArray_NDIM((PyArrayObject *)value));
+            if (v->extra2 == NULL || note_dynamic(tx, v, value) < 0)
                 Py_CLEAR(v);
         }
         Py_DECREF(dims);

@@ -225,6 +225,17 @@ PyObject *fj_trace_inst_method(fj_TFrame *fr, fj_Var *inst, PyObject *name, PyOb
                                Py_ssize_t n, PyObject *kwnames);
 int fj_trace_inst_truth(fj_Var *inst);
 
+/* ---- trace_dims.c: symbolic sizes of dynamic dims ---- */
+/* The dims tuple of an input array whose dims 'dyn' (tuple of ints) are dynamic. New ref. */
+PyObject *fj_dims_for_input(fj_Source *src, PyObject *dyn, int ndim);
+/*
+** Before 'op' with a dynamic operand goes into the graph: adds the guards
+** (or specializes) that keep every size relation it relies on true.  *out:
+** the result's dims (new tuple) or NULL when not modelled.  0 or -1.
+*/
+int fj_dims_before_call(fj_TFrame *fr, const struct fj_OpDef *op, PyObject *const *args,
+                        Py_ssize_t n, PyObject *kwnames, PyObject **out);
+
 /* One frame being traced: the top frame or an inlined call. */
 struct fj_TFrame {
     fj_Tracer *tx;

@@ -222,7 +222,19 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
        float): specialize rather than guess */
     int sign_typed = (op->kind == FJ_OP_BINOP || op->kind == FJ_OP_INPLACE) &&
                      (op->code == NB_POWER || op->code == NB_INPLACE_POWER);
-    if (pyscalar && (op->shape_rule != FJ_SH_BROADCAST || sign_typed ||
+    /* a Python int meeting an integer or bool array narrower than int64 (or
+       unsigned) raises OverflowError for values out of its range (NEP 50):
+       the guards do not bound a symbolic int, so pin it */
+    int narrow = 0;
+    for (Py_ssize_t i = 0; pyscalar && i < n; i++) {
+        fj_Var *a = VAR(args[i]);
+        fj_Node *an = a->kind == FJ_VAR_NODE ? (fj_Node *)a->obj : NULL;
+        if (an != NULL && an->vkind != FJ_VAL_PYSCALAR &&
+            (an->dtype->kind == 'b' || an->dtype->kind == 'u' ||
+             (an->dtype->kind == 'i' && PyDataType_ELSIZE(an->dtype) < 8)))
+            narrow = 1;
+    }
+    if (pyscalar && (op->shape_rule != FJ_SH_BROADCAST || sign_typed || narrow ||
                      fj_current_tracer->specialized)) {
         if (fj_trace_specialize(fj_current_tracer) < 0)
             return NULL;
@@ -242,9 +254,20 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
             Py_DECREF(stack[i]);
         return r;
     }
-    PyObject *targs = PyTuple_New(npos), *kwargs = NULL, *res = NULL;
-    if (targs == NULL)
+    PyObject *dims = NULL; /* the result's symbolic dims */
+    int was_pinned = fj_current_tracer->specialized;
+    if (dynamic && !was_pinned && fj_dims_before_call(fr, op, args, n, kwnames, &dims) < 0)
         return NULL;
+    if (dynamic && !was_pinned && fj_current_tracer->specialized && pyscalar) {
+        /* pinned just now: run again with the values as constants */
+        Py_XDECREF(dims);
+        return graph_call(fr, op, args, n, kwnames);
+    }
+    PyObject *targs = PyTuple_New(npos), *kwargs = NULL, *res = NULL;
+    if (targs == NULL) {
+        Py_XDECREF(dims);
+        return NULL;
+    }
     for (Py_ssize_t i = 0; i < npos; i++) {
         PyObject *a = fj_var_to_graph_arg(args[i]);
         if (a == NULL)
@@ -281,9 +304,13 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
         }
     }
     res = (PyObject *)fj_var_node((PyObject *)node);
-    if (res != NULL && !fj_current_tracer->specialized)
+    if (res != NULL && !fj_current_tracer->specialized) {
         VAR(res)->dynamic = dynamic || node->vkind == FJ_VAL_PYSCALAR;
+        if (dims != NULL && PyTuple_GET_SIZE(dims) == node->ndim)
+            VAR(res)->extra2 = Py_NewRef(dims);
+    }
 done:
+    Py_XDECREF(dims);
     Py_DECREF(targs);
     Py_XDECREF(kwargs);
     return res;

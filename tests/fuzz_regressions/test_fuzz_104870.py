@@ -3,8 +3,6 @@
 call 2.0: args: plain=('list', (('nd', '<f8', (8,), b'\xc1\xfaS\x8e\xdc\xc5\xf5?W\x19|\xe0R\xac\xd8\xbfj\x0b|\x14\xc5O\xfd?\xcc`]!\xab>\xe2\xbf\xaa\xde\x17g\x088\xa4?\xda\xdfe\xb2z\xb1\x97\xbf\xf4\x83$\xd3N\xb7\xce\xbf\xb8H<\x95,A\xf8\xbf'), ('int', 4), ('Obj', ('dict', (('cnt', ('int', 2)), ('val', ('nd', '<f8', (8,), b... compiled=('list', (('nd', '<f8', (8,), b'\xc1\xfaS\x8e\xdc\xc5\xf5?W\x19|\xe0R\xac\xd8\xbfj\x0b|\x14\xc5O\xfd?\xcc`]!\xab>\xe2\xbf\xaa\xde\x17g\x088\xa4?\xda\xdfe\xb2z\xb1\x97\xbf\xf4\x83$\xd3N\xb7\xce\xbf\xb8H<\x95,A\xf8\xbf'), ('int', 4), ('Obj', ('dict', (('cnt', ('int', 2)),)))))
 """
 # signature: diff args
-import pytest
-
 from fuzzcheck import check
 
 SOURCE = """\
@@ -17,8 +15,5 @@ def f(x, n, obj):
 
 CALLS = [[['arr', [5], 'float64', 'C', 342917506], ['int', 4], ['obj', 1]], [['arr', [6], 'float64', 'C', 732648252], ['int', 4], ['obj', 1]], [['arr', [8], 'float64', 'C', 890750497], ['int', 4], ['obj', 2]]]
 
-@pytest.mark.xfail(strict=True, reason="codegen.c: obj.val = x, then x.reshape(3, -1) raises inside "
-                   "the graph at run time (x has a dynamic size): the attribute store traced before "
-                   "it is not replayed (same cause as test_fuzz_1033257)")
 def test_fuzz_104870():
     check(SOURCE, CALLS)

@@ -1,0 +1,475 @@
+"""Side effects, second part (issue #6): array item stores and ufunc out= as
+in-place graph ops (NumPy's aliasing through views), the mutating methods of
+input lists, dicts and sets, attribute deletes, instances of plain classes
+made in the frame and rebuilt after the graph, all interleaved with graph
+breaks.  Every differential test runs the compiled and the plain function on
+fresh, identical inputs several times (so cache hits are covered) and
+compares the result, the printed output and the full state of every object
+touched: arrays (and the arrays views were taken from), lists, dicts, sets,
+instance __dict__s and module globals."""
+import contextlib
+import io
+
+import numpy as np
+import pytest
+
+import framejit
+
+
+# ------------------------------------------------------------ snapshots
+
+def snap(v, seen=None):
+    """A comparable picture of v: types, dtypes, shapes, bytes, contents in order."""
+    seen = set() if seen is None else seen
+    if isinstance(v, np.ndarray):
+        return ("nd", v.dtype.str, v.shape, np.ascontiguousarray(v).tobytes())
+    if isinstance(v, np.generic):
+        return ("np", v.dtype.str, v.tobytes())
+    if isinstance(v, float) and v != v:
+        return ("nan",)
+    if isinstance(v, (list, tuple)):
+        if id(v) in seen:
+            return ("cycle",)
+        seen.add(id(v))
+        return (type(v).__name__, tuple(snap(i, seen) for i in v))
+    if isinstance(v, dict):
+        return ("dict", tuple((k, snap(x, seen)) for k, x in v.items()))
+    if isinstance(v, (set, frozenset)):
+        return (type(v).__name__, tuple(snap(i, seen) for i in v))  # iteration order too
+    if hasattr(v, "__dict__") and not isinstance(v, type):
+        if id(v) in seen:
+            return ("cycle",)
+        seen.add(id(v))
+        return (type(v).__name__, snap(vars(v), seen))
+    return (type(v).__name__, v)
+
+
+def outcome(fn, args):
+    try:
+        return ("ok", fn(*args))
+    except Exception as e:  # noqa: BLE001 - compared with CPython's
+        return ("raise", type(e).__name__, str(e))
+
+
+def run_differential(fn, make, reset=lambda: None, state=lambda: (), calls=3):
+    """Calls fn plain and compiled on make()'s fresh inputs 'calls' times each;
+    returns the two lists of (outcome, inputs, globals, stdout) pictures."""
+    def series(f):
+        reset()
+        pics = []
+        for _ in range(calls):
+            args = make()
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                r = outcome(f, args)
+            pics.append((snap(r), snap(args), snap(state()), out.getvalue()))
+        return pics
+    plain = series(fn)
+    framejit.reset()
+    got = series(framejit.compile(fn))
+    return got, plain
+
+
+def breaks():
+    return sum(framejit.counters["graph_break"].values())
+
+
+def graphs():
+    return framejit.counters["stats"]["unique_graphs"]
+
+
+# ----------------------------------------------------- module-level state
+
+G = 0
+GL = []
+GD = {}
+GS = set()
+
+
+class Pt:
+    def __init__(self, a, b=0):
+        self.a = a
+        self.b = b
+
+    def total(self):
+        return self.a + self.b
+
+
+class Box:
+    pass
+
+
+class Slotted:
+    __slots__ = ("a", "b")
+
+    def __init__(self, a, b=0):
+        self.a = a
+        self.b = b
+
+
+class Prop:
+    def __init__(self, a, b=0):
+        self._a = a
+
+    @property
+    def a(self):
+        return self._a
+
+
+def cpython_only(v):
+    # a try block cannot be inlined: calling this is a graph break
+    try:
+        return v
+    except KeyError:
+        raise
+
+
+def reset_globals():
+    global G
+    G = 0
+    GL.clear()
+    GD.clear()
+    GS.clear()
+
+
+def global_state():
+    return (G, list(GL), dict(GD), list(GS))
+
+
+def make_box():
+    b = Box()
+    b.count = 0
+    b.tmp = 1
+    return b
+
+
+# ------------------------------------------------- no graph break needed
+
+def arrays_inplace(base, x):
+    x[1:3] = x[0:2] * 2
+    x[0] = 7
+    base[0, ...] = -1
+    np.add(x, 1.0, out=x)
+    r = np.multiply(base, 0.5, out=base)
+    w = base[:, 1:3]
+    w -= 1
+    base[base > 3] = 0
+    return r is base, x.sum(), base * 1
+
+
+def containers_inplace(xs, d, s, o):
+    xs.extend([4, 1])
+    del xs[0]
+    xs.sort(reverse=True)
+    xs.remove(4)
+    xs[0:1] = [9, 9]
+    d.update({"q": 1}, z=3)
+    v = d.pop("n")
+    d.setdefault("w", 5)
+    del d["q"]
+    k = d.popitem()
+    s.add(3)
+    s.discard(1)
+    s.update([7, 8], (9,))
+    o.count = o.count + 1
+    del o.tmp
+    return v, k, len(xs)
+
+
+def instances_escape(o, x):
+    p = Pt(x * 2, 1)
+    p.c = p.total()
+    q = Pt(3)
+    o.child = p
+    GL.append(q)
+    return p, [p, q, p]
+
+
+def mk_arrays():
+    base = np.arange(12.0).reshape(3, 4)
+    return base, base[1]
+
+
+def mk_containers():
+    return [5, 3, 9, 1], {"n": 4, "m": 1}, {1, 2}, make_box()
+
+
+NO_BREAK = [
+    (arrays_inplace, mk_arrays),
+    (containers_inplace, mk_containers),
+    (instances_escape, lambda: (make_box(), np.arange(3.0))),
+]
+
+
+@pytest.mark.parametrize("fn,make", NO_BREAK, ids=lambda v: getattr(v, "__name__", "mk"))
+def test_captured_without_a_break(fn, make):
+    got, plain = run_differential(fn, make, reset_globals, global_state, calls=4)
+    assert got == plain
+    assert breaks() == 0, dict(framejit.counters["graph_break"])
+    assert graphs() == 1
+
+
+def test_seed000_global_counter_counts_every_call_cache_hits_included():
+    # seeds/000 (LAB P3): the Python around the graph runs on every call
+    def step(x):
+        global G
+        G += 1
+        return np.sin(x) * 2 + 1
+    reset_globals()
+    framejit.reset()
+    cf = framejit.compile(step)
+    for i in range(1, 11):
+        cf(np.ones(4))
+        assert G == i
+    stats = framejit.counters["stats"]
+    assert breaks() == 0
+    # cache hits never enter the compile path: calls_captured stops moving
+    captured = stats["calls_captured"]
+    for _ in range(5):
+        cf(np.ones(4))
+    assert G == 15 and stats["calls_captured"] == captured
+    assert stats["unique_graphs"] <= 3
+
+
+def test_out_returns_the_same_object_and_views_change_their_base():
+    def f(a, x):
+        v = a[::2]
+        r = np.sqrt(v, out=v)
+        x[...] = a[1]
+        return r is v, a, x
+    got, plain = run_differential(f, lambda: (np.arange(6.0), np.zeros(2)))
+    assert got == plain and breaks() == 0
+
+
+def test_the_same_array_passed_twice_is_written_once_through_both_names():
+    def f(a, b):
+        a[0] = 100
+        b[1:] += a[0]
+        return a.sum(), b.sum()
+    def make():
+        x = np.arange(4.0)
+        return x, x
+    got, plain = run_differential(f, make)
+    assert got == plain
+
+
+def test_made_list_returned_and_stored_is_one_object():
+    def f(d, x):
+        xs = [x.sum()]
+        d["xs"] = xs
+        GD["xs"] = xs
+        return xs
+    reset_globals()
+    framejit.reset()
+    cf = framejit.compile(f)
+    d = {}
+    r = cf(d, np.arange(3.0))
+    assert r is d["xs"] is GD["xs"]
+    assert breaks() == 0
+
+
+def test_instance_attributes_keep_their_order_and_type():
+    def f(x):
+        p = Pt(x, b=2)
+        p.extra = [p.a, p.b]
+        return p
+    got, plain = run_differential(f, lambda: (np.ones(2),))
+    assert got == plain and breaks() == 0
+
+
+# ----------------------- what is not replayed soundly is a break (CPython runs it)
+
+class RO:
+    pass
+
+
+def store_300(x):
+    x[0] = 300
+    return x
+
+
+def out_bad_cast(x):
+    np.add(x, 1.5, out=x)
+    return x
+
+
+def sort_mixed(xs):
+    xs.sort()
+    return xs
+
+
+def set_add_list(s):
+    s.add([1])
+    return s
+
+
+def dict_pop_missing(d):
+    return d.pop("nope")
+
+
+def readonly_store(x):
+    x[0] = 1.0
+    return x
+
+
+def make_readonly():
+    a = np.zeros(3)
+    a.flags.writeable = False
+    return (a,)
+
+
+def slotted_escape(x):
+    return Slotted(x.sum(), 1)
+
+
+def prop_escape(x):
+    p = Prop(x.sum())
+    return p.a
+
+
+def del_missing(o):
+    del o.nothere
+
+
+BREAKS = [
+    (store_300, lambda: (np.zeros(3, np.int8),)),
+    (out_bad_cast, lambda: (np.arange(3),)),
+    (sort_mixed, lambda: ([1, "a"],)),
+    (set_add_list, lambda: ({1},)),
+    (dict_pop_missing, lambda: ({"a": 1},)),
+    (readonly_store, make_readonly),
+    (slotted_escape, lambda: (np.ones(2),)),
+    (prop_escape, lambda: (np.ones(2),)),
+    (del_missing, lambda: (make_box(),)),
+]
+
+
+@pytest.mark.parametrize("fn,make", BREAKS, ids=lambda v: getattr(v, "__name__", "mk"))
+def test_unsound_effects_break_and_behave_like_cpython(fn, make):
+    got, plain = run_differential(fn, make)
+    assert got == plain
+    assert breaks() >= 1 or framejit.counters["stats"].get("frames_not_captured", 0) >= 1
+
+
+# ------------------------------------------- dynamic dims meeting in the graph
+
+def test_dynamic_dims_that_meet_are_guarded_equal():
+    # fuzz 30030: y / x with both dims dynamic, an effect traced before it
+    def f(x, y, obj):
+        obj.val = x.sum()
+        return y / x
+    framejit.reset()
+    cf = framejit.compile(f)
+    shapes = [((3, 3), (3, 3)), ((4, 4), (4, 4)), ((6, 6), (6, 6)), ((5, 5), (5, 5)),
+              ((3, 3), (5, 5)), ((7, 7), (7, 7))]
+    for sx, sy in shapes:
+        a, b = make_box(), make_box()
+        x, y = np.ones(sx), np.full(sy, 2.0)
+        got = outcome(cf, (x, y, a))
+        want = outcome(f, (x, y, b))
+        assert snap(got) == snap(want) and snap(a) == snap(b)
+    text = framejit.explain(f)(np.ones((8, 8)), np.ones((8, 8)), make_box())
+    assert "DIMS_EQUAL" in str(text) or graphs() >= 2
+
+
+def test_symbolic_int_with_a_narrow_integer_array_is_pinned():
+    # fuzz 302468: int8 * n overflows for n = 200 (NEP 50)
+    def f(x, n):
+        global G
+        G += n
+        return x.astype(np.int8) * n
+    reset_globals()
+    plain = []
+    for n in (2, 3, 200, 5):
+        plain.append(snap(outcome(f, (np.arange(3.0), n))))
+    plain_g = G
+    reset_globals()
+    framejit.reset()
+    cf = framejit.compile(f)
+    got = [snap(outcome(cf, (np.arange(3.0), n))) for n in (2, 3, 200, 5)]
+    assert got == plain and G == plain_g
+
+
+# ---------------------------------------------- generated: mutations, breaks, views
+
+STMTS = [
+    # arrays (x is a view of a row of base)
+    "x[{i}] = {c}",
+    "x[1:3] = x[0:2] * {c}",
+    "x[...] = x + {c}",
+    "base[{r}, 1:3] *= {c}",
+    "x += {c}",
+    "np.add(x, {c}, out=x)",
+    "np.multiply(base, 0.5, out=base)",
+    "base[base > {c}] = {c2}",
+    "w = base[:, ::2]\n    w -= {c}",
+    "acc = acc + x.sum()",
+    "res.append(base.sum())",
+    # input lists of ints
+    "xs.append({c})",
+    "xs.extend([{c}, {c2}])",
+    "if xs:\n        xs.pop()",
+    "xs.insert(0, {c})",
+    "xs.sort()",
+    "xs.sort(reverse=True)",
+    "if {c} in xs:\n        xs.remove({c})",
+    "if xs:\n        del xs[0]",
+    "del xs[1:3]",
+    "xs.reverse()",
+    "if xs:\n        xs[-1] = {c}",
+    # input dicts
+    "d['k{c}'] = {c}",
+    "d.update(a={c})",
+    "d.pop('k{c}', None)",
+    "d.setdefault('s', {c})",
+    "if d:\n        res.append(d.popitem())",
+    "if 'k{c}' in d:\n        del d['k{c}']",
+    "d['arr'] = x * {c}",
+    # input sets
+    "s.add({c})",
+    "s.discard({c})",
+    "s.update([{c}, {c2}])",
+    # input object
+    "o.count = o.count + 1",
+    "o.arr = x + {c}",
+    "o.tmp = {c}\n    del o.tmp",
+    # globals
+    "G += 1",
+    "GL.append({c})",
+    "GS.add({c})",
+    "GD['g'] = {c}",
+    # instances made in the frame
+    "p = Pt(x.sum(), {c})\n    o.child = p",
+    "res.append(Pt({c}, {c2}))",
+    "q = Pt({c})\n    q.b = q.total()\n    res.append(q)",
+    # graph breaks
+    "print('b', {c})",
+    "cpython_only({c})",
+    "acc = cpython_only(acc) + {c}",
+    "print('x', x[0])",
+]
+
+
+def _gen(i):
+    rnd = np.random.default_rng(1000 + i)
+    body = ["global G", "acc = 0.0", "res = []"]
+    for _ in range(int(rnd.integers(3, 8))):
+        st = STMTS[int(rnd.integers(len(STMTS)))]
+        body.append(st.format(i=int(rnd.integers(0, 4)), c=int(rnd.integers(1, 5)),
+                              c2=int(rnd.integers(1, 5)), r=int(rnd.integers(0, 3))))
+    body.append("return acc, res")
+    src = f"def gen_{i}(base, x, xs, d, s, o):\n" + "\n".join("    " + b for b in body) + "\n"
+    exec(compile(src, f"<side_effects_more_{i}>", "exec"), globals())
+    return globals()[f"gen_{i}"], src
+
+
+def mk_generated():
+    base = np.arange(12.0).reshape(3, 4)
+    return base, base[1], [3, 1, 2], {"k1": 1, "n": 0}, {1, 5}, make_box()
+
+
+@pytest.mark.parametrize("i", range(200))
+def test_generated_mutations_with_breaks_and_views(i):
+    fn, src = _gen(i)
+    got, plain = run_differential(fn, mk_generated, reset_globals, global_state, calls=3)
+    for k, (g, p) in enumerate(zip(got, plain)):
+        assert g == p, f"call {k} differs for\n{src}"
