@@ -620,6 +620,16 @@ PyObject *fj_trace_set_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObj
             for (Py_ssize_t j = 0; ok && j < PyList_GET_SIZE(a->items); j++)
                 ok = hash_safe(PyList_GET_ITEM(a->items, j));
         }
+        if (!one && a->kind == FJ_VAR_CONST &&
+            (PyTuple_CheckExact(a->obj) || PyFrozenSet_CheckExact(a->obj))) {
+            /* a constant tuple or frozenset of plain constants */
+            PyObject *seq = PySequence_List(a->obj);
+            ok = seq != NULL;
+            for (Py_ssize_t j = 0; ok && j < PyList_GET_SIZE(seq); j++)
+                ok = fj_is_plain_constant(PyList_GET_ITEM(seq, j));
+            Py_XDECREF(seq);
+            PyErr_Clear();
+        }
         if (!ok) {
             Py_DECREF(items);
             return fj_unsupported("set.%U of %R (not a known hashable value)", name, args[i]), NULL;
