@@ -374,6 +374,11 @@ static int tensor_check(Leaf *lf, PyObject *v, PyObject *source, PyObject **reas
         return 0;
     }
     const npy_intp *shape = PyArray_DIMS(a), *strides = PyArray_STRIDES(a);
+    if ((PyArray_ISWRITEABLE(a) != 0) != lf->ival) {
+        tensor_reason(reason, source, "writeable flag differs (expected %s)",
+                      lf->ival ? "writeable" : "read-only");
+        return 0;
+    }
     for (Py_ssize_t i = 0; i < ndim; i++) {
         if (lf->shape[i] >= 0 && shape[i] != lf->shape[i]) {
             tensor_reason(reason, source, "size mismatch at index %zd. expected %zd, actual %zd",
@@ -950,6 +955,7 @@ int fj_guard_add_tensor_match(PyObject *mgr, PyObject *example, PyObject *dynami
         }
     }
     lf->layout = -1;
+    lf->ival = PyArray_ISWRITEABLE(a) != 0; /* in-place graph ops write into it */
     for (Py_ssize_t i = 0; i < ndim; i++) {
         if (lf->shape[i] < 0) {
             /* other dims' strides follow a dynamic size: match the layout instead */

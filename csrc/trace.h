@@ -207,6 +207,13 @@ PyObject *fj_var_to_graph_arg(PyObject *v);
 int fj_trace_store_subscr(fj_TFrame *fr, PyObject *o, PyObject *k, PyObject *v);
 int fj_trace_delete_subscr(fj_TFrame *fr, PyObject *o, PyObject *k);
 int fj_trace_delattr(fj_TFrame *fr, PyObject *objv, PyObject *name);
+/*
+** An op that writes into an input array (in-place operator, setitem, out=):
+** Unsupported when that input is read-only now (CPython raises; TENSOR_MATCH
+** keeps the writeable flag).  0 or -1.
+*/
+int fj_trace_check_writeable(fj_TFrame *fr, const struct fj_OpDef *op, PyObject *const *args,
+                             Py_ssize_t n, PyObject *kwnames);
 /* Methods of list and dict Vars, of input sets (new refs, NULL on error). */
 PyObject *fj_trace_list_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObject *const *args,
                                Py_ssize_t n, PyObject *kwnames);
@@ -215,6 +222,9 @@ PyObject *fj_trace_dict_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyOb
 int fj_trace_is_set_method(PyObject *objv, PyObject *name);
 PyObject *fj_trace_set_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObject *const *args,
                               Py_ssize_t n, PyObject *kwnames);
+/* len(s) and 'item in s' of an input set, from the trace's model of its contents. */
+PyObject *fj_trace_set_len(fj_TFrame *fr, fj_Var *self);
+int fj_trace_set_contains(fj_TFrame *fr, fj_Var *self, PyObject *item);
 /* Instances of plain classes (FJ_VAR_INST): creation, attributes, methods, truth. */
 int fj_trace_is_plain_class(PyObject *fnv);
 PyObject *fj_trace_new_instance(fj_TFrame *fr, PyObject *clsv, PyObject *const *args,

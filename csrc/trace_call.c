@@ -254,6 +254,8 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
             Py_DECREF(stack[i]);
         return r;
     }
+    if (fj_trace_check_writeable(fr, op, args, n, kwnames) < 0)
+        return NULL;
     PyObject *dims = NULL; /* the result's symbolic dims */
     int was_pinned = fj_current_tracer->specialized;
     if (dynamic && !was_pinned && fj_dims_before_call(fr, op, args, n, kwnames, &dims) < 0)
@@ -412,6 +414,8 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
             return int_var(PyList_GET_SIZE(a->items));
         if (a->kind == FJ_VAR_DICT)
             return int_var(PyDict_GET_SIZE(a->items));
+        if (a->kind == FJ_VAR_OBJ && a->source != NULL && PySet_CheckExact(a->obj))
+            return fj_trace_set_len(fr, a);
         if (a->kind == FJ_VAR_NODE) {
             fj_Node *nd = (fj_Node *)a->obj;
             if (a->dynamic && fj_trace_specialize(fr->tx) < 0)
@@ -1242,6 +1246,10 @@ PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
 PyObject *fj_trace_contains(fj_TFrame *fr, PyObject *item, PyObject *container, int invert)
 {
     fj_Var *c = VAR(container);
+    if (c->kind == FJ_VAR_OBJ && c->source != NULL && PySet_CheckExact(c->obj)) {
+        int found = fj_trace_set_contains(fr, c, item);
+        return found < 0 ? NULL : (PyObject *)fj_var_const((found ^ invert) ? Py_True : Py_False);
+    }
     PyObject *ci = deep_const(item);
     if (ci == NULL)
         return PyErr_Occurred() ? NULL

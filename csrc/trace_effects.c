@@ -95,21 +95,40 @@ static int array_setitem(fj_TFrame *fr, PyObject *a, PyObject *key, PyObject *v)
     if ((any_dynamic_var(a) || any_dynamic_var(key) || any_dynamic_var(v)) &&
         fj_trace_specialize(fr->tx) < 0)
         return -1;
-    fj_Var *av = VAR(a);
-    if (av->source != NULL) {
-        /* a read-only input raises in CPython: let it */
-        PyObject *real = fj_source_eval(av->source, &fr->tx->view);
-        int ro = real != NULL && PyArray_Check(real) && !PyArray_ISWRITEABLE((PyArrayObject *)real);
-        Py_XDECREF(real);
-        PyErr_Clear();
-        if (ro)
-            return fj_unsupported("item assignment on a read-only array");
-    }
     PyObject *args[3] = {a, key, v};
     PyObject *r = fj_trace_graph_call(fr, op, args, 3, NULL);
     if (r == NULL)
         return -1;
     Py_DECREF(r); /* operator.setitem returns None: nothing holds the node */
+    return 0;
+}
+
+static int read_only_input(fj_TFrame *fr, PyObject *v)
+{
+    fj_Var *av = VAR(v);
+    if (av->kind != FJ_VAR_NODE || av->source == NULL)
+        return 0;
+    PyObject *real = fj_source_eval(av->source, &fr->tx->view);
+    int ro = real != NULL && PyArray_Check(real) && !PyArray_ISWRITEABLE((PyArrayObject *)real);
+    Py_XDECREF(real);
+    PyErr_Clear();
+    return ro;
+}
+
+int fj_trace_check_writeable(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args,
+                             Py_ssize_t n, PyObject *kwnames)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = n - nkw;
+    if ((op->kind == FJ_OP_INPLACE || (op->flags & FJ_OPF_MUTATES)) && n >= 1 &&
+        read_only_input(fr, args[0]))
+        return fj_unsupported("%s writes into a read-only array", fj_op_qualname(op));
+    if (op->flags & FJ_OPF_OUT) {
+        for (Py_ssize_t k = 0; k < nkw; k++)
+            if (str_is(PyTuple_GET_ITEM(kwnames, k), "out") && read_only_input(fr, args[npos + k]))
+                return fj_unsupported("%s writes into a read-only array", fj_op_qualname(op));
+        if (npos > op->nin && read_only_input(fr, args[op->nin]))
+            return fj_unsupported("%s writes into a read-only array", fj_op_qualname(op));
+    }
     return 0;
 }
 
@@ -591,7 +610,127 @@ int fj_trace_is_set_method(PyObject *objv, PyObject *name)
     fj_Var *o = VAR(objv);
     return o->kind == FJ_VAR_OBJ && o->source != NULL && PySet_CheckExact(o->obj) &&
            (str_is(name, "add") || str_is(name, "discard") || str_is(name, "update") ||
-            str_is(name, "clear"));
+            str_is(name, "clear") || str_is(name, "remove"));
+}
+
+/* The plain constants of a Var (a const, or a tuple/list of consts) as a new list, or NULL. */
+static PyObject *const_args(PyObject *argt)
+{
+    PyObject *out = PyList_New(0);
+    fj_Var *t = VAR(argt);
+    for (Py_ssize_t i = 0; out != NULL && i < PyList_GET_SIZE(t->items); i++) {
+        fj_Var *a = VAR(PyList_GET_ITEM(t->items, i));
+        PyObject *c = NULL;
+        if (a->kind == FJ_VAR_CONST && (fj_is_plain_constant(a->obj) || PyTuple_CheckExact(a->obj) ||
+                                        PyFrozenSet_CheckExact(a->obj)))
+            c = Py_NewRef(a->obj);
+        else if (a->kind == FJ_VAR_TUPLE || a->kind == FJ_VAR_LIST) {
+            c = PyList_New(0);
+            for (Py_ssize_t j = 0; c != NULL && j < PyList_GET_SIZE(a->items); j++) {
+                PyObject *ic = plain_const(PyList_GET_ITEM(a->items, j));
+                if (ic == NULL || PyList_Append(c, ic) < 0)
+                    Py_CLEAR(c);
+            }
+        }
+        if (c == NULL || PyList_Append(out, c) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(c);
+    }
+    PyErr_Clear();
+    return out;
+}
+
+/* Applies s.name(*args) to the model set 'model' (constants only).  0, or -1 (no exception: unknown). */
+static int model_apply(PyObject *model, PyObject *name, PyObject *argt)
+{
+    PyObject *args = const_args(argt);
+    if (args == NULL)
+        return -1;
+    PyObject *m = PyObject_GetAttr(model, name);
+    PyObject *targs = m ? PyList_AsTuple(args) : NULL;
+    PyObject *r = targs ? PyObject_Call(m, targs, NULL) : NULL;
+    Py_XDECREF(m);
+    Py_XDECREF(targs);
+    Py_DECREF(args);
+    Py_XDECREF(r);
+    if (r == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    return 0;
+}
+
+/*
+** The trace's model of an input set's contents (borrowed), built on first
+** need: the set's items must be plain constants (then an EQUALS_MATCH guard
+** on a copy pins its contents) and the mutations recorded so far are applied
+** to the copy.  NULL with Unsupported when it cannot be modelled.
+*/
+static PyObject *set_model(fj_TFrame *fr, fj_Var *self)
+{
+    if (self->items != NULL)
+        return self->items;
+    PyObject *real = self->obj;
+    if (PySet_GET_SIZE(real) > 256)
+        return fj_unsupported("contents of a set of more than 256 items"), NULL;
+    PyObject *copy = PySet_New(real), *copy2 = copy ? PySet_New(real) : NULL;
+    if (copy2 == NULL) {
+        Py_XDECREF(copy);
+        return NULL;
+    }
+    PyObject *it = PyObject_GetIter(copy), *key;
+    int plain = it != NULL;
+    while (plain && (key = PyIter_Next(it)) != NULL) {
+        plain = fj_is_plain_constant(key);
+        Py_DECREF(key);
+    }
+    Py_XDECREF(it);
+    if (!plain || PyErr_Occurred()) {
+        Py_DECREF(copy);
+        Py_DECREF(copy2);
+        if (PyErr_Occurred())
+            return NULL;
+        return fj_unsupported("contents of a set holding values that are not plain constants"), NULL;
+    }
+    PyObject *mgr = fj_source_manager(fr->tx->guards, self->source);
+    if (mgr == NULL || fj_guard_add_equals_match(mgr, copy2) < 0) {
+        Py_DECREF(copy);
+        Py_DECREF(copy2);
+        return NULL;
+    }
+    Py_DECREF(copy2);
+    PyObject *effects = fr->tx->effects;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(effects); i++) {
+        PyObject *eff = PyList_GET_ITEM(effects, i);
+        if (PyTuple_GET_SIZE(eff) != 4 || PyTuple_GET_ITEM(eff, 3) != (PyObject *)self ||
+            PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(eff, 0), "call") != 0)
+            continue;
+        if (model_apply(copy, PyTuple_GET_ITEM(eff, 1), PyTuple_GET_ITEM(eff, 2)) < 0) {
+            Py_DECREF(copy);
+            return fj_unsupported("contents of a set after adding values that are not constants"),
+                   NULL;
+        }
+    }
+    self->items = copy;
+    return copy;
+}
+
+PyObject *fj_trace_set_len(fj_TFrame *fr, fj_Var *self)
+{
+    PyObject *m = set_model(fr, self);
+    PyObject *n = m ? PyLong_FromSsize_t(PySet_GET_SIZE(m)) : NULL;
+    PyObject *r = n ? (PyObject *)fj_var_const(n) : NULL;
+    Py_XDECREF(n);
+    return r;
+}
+
+int fj_trace_set_contains(fj_TFrame *fr, fj_Var *self, PyObject *item)
+{
+    PyObject *c = plain_const(item);
+    if (c == NULL)
+        return fj_unsupported("'in' test of a set with a value that is not a plain constant");
+    PyObject *m = set_model(fr, self);
+    return m == NULL ? -1 : PySet_Contains(m, c);
 }
 
 /*
@@ -606,7 +745,15 @@ PyObject *fj_trace_set_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObj
     fj_Tracer *tx = fr->tx;
     if (kwnames != NULL)
         return fj_unsupported("set.%U with keywords", name), NULL;
-    int one = str_is(name, "add") || str_is(name, "discard");
+    int one = str_is(name, "add") || str_is(name, "discard") || str_is(name, "remove");
+    if (str_is(name, "remove") && n == 1) {
+        /* raises KeyError when absent: the trace must know the contents */
+        int has = fj_trace_set_contains(fr, self, args[0]);
+        if (has < 0)
+            return NULL;
+        if (!has)
+            return fj_unsupported("set.remove(%R): KeyError", args[0]), NULL;
+    }
     if ((one && n != 1) || (str_is(name, "clear") && n != 0))
         return fj_unsupported("set.%U with %zd arguments", name, n), NULL;
     PyObject *items = PyList_New(0);
@@ -651,6 +798,8 @@ PyObject *fj_trace_set_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObj
     PyObject *eff = r == 0 ? Py_BuildValue("(sOOO)", "call", name, (PyObject *)argt, (PyObject *)self)
                            : NULL;
     r = eff == NULL || PyList_Append(tx->effects, eff) < 0 ? -1 : 0;
+    if (r == 0 && self->items != NULL && model_apply(self->items, name, (PyObject *)argt) < 0)
+        Py_CLEAR(self->items); /* contents no longer known: rebuilt (and refused) on need */
     Py_XDECREF(eff);
     Py_DECREF(argt);
     return r < 0 ? NULL : none_var();

@@ -451,6 +451,8 @@ STMTS = [
     "s.add({c})",
     "s.discard({c})",
     "s.update([{c}, {c2}])",
+    "if {c} in s:\n        s.remove({c})",
+    "acc = acc + len(s)",
     # input object
     "o.count = o.count + 1",
     "o.arr = x + {c}",
@@ -496,3 +498,55 @@ def test_generated_mutations_with_breaks_and_views(i):
     got, plain = run_differential(fn, mk_generated, reset_globals, global_state, calls=3)
     for k, (g, p) in enumerate(zip(got, plain)):
         assert g == p, f"call {k} differs for\n{src}"
+
+
+# ----------------------------------------------------- sets, read-only inputs
+
+def set_reads(s, x):
+    s.add(4)
+    if 2 in s:
+        s.remove(2)
+    s.discard(9)
+    n = len(s)
+    GS.add(n)        # a global set: replayed as is
+    return x * n
+
+
+def set_update_from_input(s, x):
+    GS.update(s)     # s is opaque to the trace: CPython runs this
+    return x + 1
+
+
+def test_input_sets_known_contents_answer_len_in_and_remove():
+    makes = [lambda: ({1, 2}, np.ones(2)), lambda: ({1, 2}, np.ones(2)),
+             lambda: ({3}, np.ones(2)), lambda: ({1, 2}, np.ones(2))]
+    it = iter(makes * 2)
+    got, plain = run_differential(set_reads, lambda: next(it)(), reset_globals, global_state,
+                                  calls=4)
+    assert got == plain
+    assert breaks() == 0
+
+
+def test_set_update_from_a_set_input_is_a_break():
+    got, plain = run_differential(set_update_from_input, lambda: ({1, 2}, np.ones(2)),
+                                  reset_globals, global_state)
+    assert got == plain
+    assert breaks() == 1
+
+
+def bump_inplace(x):
+    global G
+    G += 1
+    x += 1
+    x[0] = 5
+    return x
+
+
+def test_read_only_inputs_are_guarded():
+    def writable():
+        return (np.zeros(3),)
+    order = [writable, make_readonly, writable, make_readonly, writable]
+    it = iter(order * 2)
+    got, plain = run_differential(bump_inplace, lambda: next(it)(), reset_globals,
+                                  global_state, calls=5)
+    assert got == plain
