@@ -20,6 +20,33 @@
 /* Break code can rebuild functions made in the frame; a return value cannot hold one. */
 static _Thread_local int out_for_break = 0;
 
+/*
+** Instances made in the frame may refer to themselves: walks over them
+** visit each once.  visit_begin: 1 first visit (marked), 0 already being
+** visited, -1 on error; visit_end unmarks.
+*/
+static _Thread_local PyObject *visiting = NULL;
+
+static int visit_begin(PyObject *v)
+{
+    if (visiting == NULL && (visiting = PySet_New(NULL)) == NULL)
+        return -1;
+    PyObject *key = PyLong_FromVoidPtr(v);
+    int has = key ? PySet_Contains(visiting, key) : -1;
+    if (has == 0 && PySet_Add(visiting, key) < 0)
+        has = -1;
+    Py_XDECREF(key);
+    return has < 0 ? -1 : !has;
+}
+
+static void visit_end(PyObject *v)
+{
+    PyObject *key = PyLong_FromVoidPtr(v);
+    if (key == NULL || PySet_Discard(visiting, key) < 0)
+        PyErr_Clear();
+    Py_XDECREF(key);
+}
+
 static int collect(PyObject *v, PyObject *out)
 {
     fj_Var *vv = VAR(v);
@@ -66,17 +93,16 @@ static int collect(PyObject *v, PyObject *out)
         return 0;
     }
     case FJ_VAR_INST: {
-        /* an instance made in the frame: its attributes (cycles end: depth) */
-        static _Thread_local int depth = 0;
-        if (depth > 100)
-            return fj_unsupported("instance %R nests too deep (a cycle?)", v);
-        depth++;
+        /* an instance made in the frame: its attributes (once: it may refer to itself) */
+        int first = visit_begin(v);
+        if (first <= 0)
+            return first;
         Py_ssize_t pos = 0;
         PyObject *k, *val;
         int r = 0;
         while (r == 0 && PyDict_Next(vv->extra, &pos, &k, &val))
             r = collect(val, out);
-        depth--;
+        visit_end(v);
         return r;
     }
     default:
@@ -434,16 +460,15 @@ static int preload_walk(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
     case FJ_VAR_METHOD:
         return preload_walk(b, co, vv->extra, roots, outputs);
     case FJ_VAR_INST: {
-        static _Thread_local int depth = 0;
-        if (depth > 100)
-            return 0;
-        depth++;
+        int first = visit_begin(v);
+        if (first <= 0)
+            return first;
         Py_ssize_t pos = 0;
         PyObject *k, *val;
         int r = 0;
         while (r == 0 && PyDict_Next(vv->extra, &pos, &k, &val))
             r = preload_walk(b, co, val, roots, outputs);
-        depth--;
+        visit_end(v);
         return r;
     }
     default:

@@ -550,3 +550,21 @@ def test_read_only_inputs_are_guarded():
     got, plain = run_differential(bump_inplace, lambda: next(it)(), reset_globals,
                                   global_state, calls=5)
     assert got == plain
+
+
+def test_an_instance_that_refers_to_itself_is_rebuilt_once():
+    def f(o, x):
+        p = Pt(x.sum())
+        p.me = p
+        p.items = [p, Pt(1)]
+        o.child = p
+        return p
+    framejit.reset()
+    cf = framejit.compile(f)
+    for _ in range(3):
+        o = make_box()
+        p = cf(o, np.arange(3.0))
+        assert p.me is p and p.items[0] is p and o.child is p
+        assert type(p.items[1]) is Pt and vars(p.items[1]) == {"a": 1, "b": 0}
+        assert p.a == 3.0 and list(vars(p)) == ["a", "b", "me", "items"]
+    assert breaks() == 0
