@@ -158,8 +158,6 @@ int fj_trace_store_subscr(fj_TFrame *fr, PyObject *o, PyObject *k, PyObject *v)
     if (key == NULL)
         return PyErr_Occurred() ? -1 : fj_unsupported("item assignment with a non-constant key");
     if (ov->kind == FJ_VAR_DICT) {
-        if (!fj_is_plain_constant(key))
-            return fj_unsupported("dict item assignment with a key that is not a plain constant");
         if (fj_trace_note_mutation(fr->tx, ov) < 0)
             return -1;
         return PyDict_SetItem(ov->items, key, v);

@@ -568,3 +568,37 @@ def test_an_instance_that_refers_to_itself_is_rebuilt_once():
         assert type(p.items[1]) is Pt and vars(p.items[1]) == {"a": 1, "b": 0}
         assert p.a == 3.0 and list(vars(p)) == ["a", "b", "me", "items"]
     assert breaks() == 0
+
+
+def across_break(o, x, xs):
+    p = Pt(x * 2)
+    lst = [p, 1]
+    xs.append(lst)
+    o.p = p
+    print("mid", len(xs))
+    p.b = 5
+    if x.sum() > 0:      # a branch on an array: two resume functions
+        q = [p, lst]
+    else:
+        q = [lst, p]
+    o.q = q
+    return p, lst, q
+
+
+def test_made_objects_keep_their_identity_across_breaks_and_branches():
+    framejit.reset()
+    cf = framejit.compile(across_break)
+    for sgn in (1, -1, 1, -1):
+        a = (make_box(), np.arange(3.0) * sgn, [0])
+        b = (make_box(), np.arange(3.0) * sgn, [0])
+        with contextlib.redirect_stdout(io.StringIO()) as o1:
+            r1 = cf(*a)
+        with contextlib.redirect_stdout(io.StringIO()) as o2:
+            r2 = across_break(*b)
+        assert snap(r1) == snap(r2) and snap(a) == snap(b) and o1.getvalue() == o2.getvalue()
+        p, lst, q = r1
+        assert lst[0] is p and a[0].p is p and a[2][1] is lst and a[0].q is q
+        assert (q[0] is p and q[1] is lst) if sgn > 0 else (q[0] is lst and q[1] is p)
+    assert set(framejit.counters["graph_break"]) == {
+        "call of <built-in function print> is not supported",
+        "branch on the value of an array (data-dependent control flow)"}
