@@ -1075,6 +1075,15 @@ static int setitem_cast_check(const fj_OpDef *op, fj_Bound *b)
         PyErr_Format(PyExc_TypeError, "%s: expected a traced array and a value", fj_op_qualname(op));
         return -1;
     }
+    fj_Node *vn = fj_Node_Check(b->v[2]) ? (fj_Node *)b->v[2] : NULL;
+    if (vn != NULL && vn->vkind == FJ_VAL_NPSCALAR && (a->dtype->kind == 'i' || a->dtype->kind == 'u') &&
+        !PyArray_CanCastTypeTo(vn->dtype, a->dtype, NPY_SAFE_CASTING)) {
+        /* a NumPy scalar is converted by value (a NaN, an infinity or an int out of
+           range raises), unlike an array: whether it raises depends on data */
+        PyErr_Format(PyExc_TypeError, "%s: storing a %S scalar into a %S array may raise for some values",
+                     fj_op_qualname(op), (PyObject *)vn->dtype, (PyObject *)a->dtype);
+        return -1;
+    }
     Py_INCREF(a->dtype);
     PyObject *t = PyArray_Zeros(0, NULL, a->dtype, 0);
     PyObject *sv = t ? standin(b->v[2]) : NULL;
