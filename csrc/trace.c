@@ -1441,6 +1441,10 @@ static int run_frame(fj_TFrame *fr)
                 }
                 same = 0;
             }
+            else if ((va->kind == FJ_VAR_INST || vb->kind == FJ_VAR_INST) &&
+                     (va->kind == FJ_VAR_INST || va->kind == FJ_VAR_OBJ || ca != NULL) &&
+                     (vb->kind == FJ_VAR_INST || vb->kind == FJ_VAR_OBJ || cb != NULL))
+                same = 0; /* an instance made in the frame is no other object */
             /* otherwise (the same object under two names, a value made in
             ** the frame) the answer would not be guarded: a break */
             Py_DECREF(a);

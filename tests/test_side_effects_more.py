@@ -602,3 +602,12 @@ def test_made_objects_keep_their_identity_across_breaks_and_branches():
     assert set(framejit.counters["graph_break"]) == {
         "call of <built-in function print> is not supported",
         "branch on the value of an array (data-dependent control flow)"}
+
+
+def test_identity_tests_on_made_instances():
+    def f(o, x):
+        p, q = Pt(1), Pt(2)
+        r = p
+        return p is q, p is r, p is o, p is None, q is not None, x + 1
+    got, plain = run_differential(f, lambda: (make_box(), np.ones(2)))
+    assert got == plain and breaks() == 0
