@@ -222,16 +222,16 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
        float): specialize rather than guess */
     int sign_typed = (op->kind == FJ_OP_BINOP || op->kind == FJ_OP_INPLACE) &&
                      (op->code == NB_POWER || op->code == NB_INPLACE_POWER);
-    /* a Python int meeting an integer or bool array narrower than int64 (or
-       unsigned) raises OverflowError for values out of its range (NEP 50):
-       the guards do not bound a symbolic int, so pin it */
+    /* a Python int meeting an integer or bool array raises OverflowError for
+       values out of the array's range (NEP 50; int64 too, from 2**63): the
+       guards do not bound a symbolic int (nor Python arithmetic on one), so
+       pin it */
     int narrow = 0;
     for (Py_ssize_t i = 0; pyscalar && i < n; i++) {
         fj_Var *a = VAR(args[i]);
         fj_Node *an = a->kind == FJ_VAR_NODE ? (fj_Node *)a->obj : NULL;
         if (an != NULL && an->vkind != FJ_VAL_PYSCALAR &&
-            (an->dtype->kind == 'b' || an->dtype->kind == 'u' ||
-             (an->dtype->kind == 'i' && PyDataType_ELSIZE(an->dtype) < 8)))
+            (an->dtype->kind == 'b' || an->dtype->kind == 'u' || an->dtype->kind == 'i'))
             narrow = 1;
     }
     if (pyscalar && (op->shape_rule != FJ_SH_BROADCAST || sign_typed || narrow ||

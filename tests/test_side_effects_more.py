@@ -611,3 +611,25 @@ def test_identity_tests_on_made_instances():
         return p is q, p is r, p is o, p is None, q is not None, x + 1
     got, plain = run_differential(f, lambda: (make_box(), np.ones(2)))
     assert got == plain and breaks() == 0
+
+
+def test_symbolic_int_with_an_int64_array_is_pinned_too():
+    def f(x, n):
+        global G
+        G += 1
+        return x + n * 2
+    reset_globals()
+    ns = (3, 4, 5, 2 ** 62, 6, -7)
+    plain = [snap(outcome(f, (np.arange(3), n))) for n in ns]
+    plain_g = G
+    reset_globals()
+    framejit.reset()
+    cf = framejit.compile(f)
+    got = [snap(outcome(cf, (np.arange(3), n))) for n in ns]
+    assert got == plain and G == plain_g
+    # with a float array the int stays symbolic: few graphs for many values
+    framejit.reset()
+    cf = framejit.compile(f)
+    for n in range(2, 12):
+        assert snap(cf(np.arange(3.0), n)) == snap(f(np.arange(3.0), n))
+    assert graphs() <= 2
