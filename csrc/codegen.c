@@ -553,6 +553,11 @@ static int emit_effects(fj_Builder *b, PyCodeObject *co, fj_Tracer *tx, PyObject
             r = emit_container_replay(b, co, VAR(PyTuple_GET_ITEM(eff, 2)), outputs);
             continue;
         }
+        if (PyUnicode_CompareWithASCIIString(kind, "delglobal") == 0) {
+            int ix = fj_builder_name(b, PyTuple_GET_ITEM(eff, 1));
+            r = ix < 0 || fj_bc_emit(&b->il, DELETE_GLOBAL, ix) < 0 ? -1 : 0;
+            continue;
+        }
         if (PyUnicode_CompareWithASCIIString(kind, "delattr") == 0) {
             /* del obj.name */
             int ix = fj_builder_name(b, PyTuple_GET_ITEM(eff, 1));

@@ -605,6 +605,10 @@ static PyObject *load_global(fj_TFrame *fr, PyObject *name)
     if (fr->globals == tx->view.globals && tx->global_overlay != NULL) {
         /* a global the trace itself stored: its new value */
         PyObject *stored = PyDict_GetItemWithError(tx->global_overlay, name);
+        if (stored != NULL && VAR(stored)->kind == FJ_VAR_NULL) {
+            fj_unsupported("name '%U' deleted by the trace", name);
+            return NULL;
+        }
         if (stored != NULL)
             return Py_NewRef(stored);
         if (PyErr_Occurred())
@@ -1315,7 +1319,37 @@ static int run_frame(fj_TFrame *fr)
                 goto error;
             break;
         }
-        case DELETE_GLOBAL:
+        case DELETE_GLOBAL: {
+            /* del name: replayed after the graph; the name must exist now (read, so guarded) */
+            PyObject *name = PyTuple_GET_ITEM(co->co_names, arg);
+            if (fr->globals != tx->view.globals) {
+                fj_unsupported("global delete in another module");
+                goto error;
+            }
+            if (PyDict_GetItemWithError(fr->globals, name) == NULL &&
+                PyDict_GetItemWithError(tx->global_overlay, name) == NULL) {
+                if (!PyErr_Occurred())
+                    fj_unsupported("del of global '%U' that is not defined", name);
+                goto error;
+            }
+            PyObject *cur = load_global(fr, name);
+            if (cur == NULL)
+                goto error;
+            Py_DECREF(cur);
+            fj_Var *gone = fj_var_new(FJ_VAR_NULL, NULL, NULL), *nv = fj_var_const(Py_None);
+            PyObject *eff = gone && nv ? Py_BuildValue("(sOO)", "delglobal", name, (PyObject *)nv)
+                                       : NULL;
+            int ok = eff == NULL || PyList_Append(tx->effects, eff) < 0 ||
+                             PyDict_SetItem(tx->global_overlay, name, (PyObject *)gone) < 0
+                         ? -1
+                         : 0;
+            Py_XDECREF(eff);
+            Py_XDECREF(gone);
+            Py_XDECREF(nv);
+            if (ok < 0)
+                goto error;
+            break;
+        }
         case DELETE_DEREF:
             fj_unsupported("%s (a side effect outside the frame)", fj_trace_opname(op));
             goto error;

@@ -91,6 +91,7 @@ typedef struct fj_Tracer {
     PyObject *effects;       /* strong list in program order: ("global", name, Var),
                                 ("attr", name, Var, object Var), ("container", None, Var),
                                 ("delattr", name, None Var, object Var),
+                                ("delglobal", name, None Var),
                                 ("call", method name, TUPLE Var of args, object Var) */
     PyObject *global_overlay;/* strong dict: global name -> Var stored by the trace */
     PyObject *mutated;       /* strong list of input object Vars the trace mutated */

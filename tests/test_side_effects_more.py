@@ -459,6 +459,7 @@ STMTS = [
     "o.tmp = {c}\n    del o.tmp",
     # globals
     "G += 1",
+    "TMPG = acc + {c}\n    del TMPG",
     "GL.append({c})",
     "GS.add({c})",
     "GD['g'] = {c}",
@@ -476,7 +477,7 @@ STMTS = [
 
 def _gen(i):
     rnd = np.random.default_rng(1000 + i)
-    body = ["global G", "acc = 0.0", "res = []"]
+    body = ["global G, TMPG", "acc = 0.0", "res = []"]
     for _ in range(int(rnd.integers(3, 8))):
         st = STMTS[int(rnd.integers(len(STMTS)))]
         body.append(st.format(i=int(rnd.integers(0, 4)), c=int(rnd.integers(1, 5)),
@@ -633,3 +634,37 @@ def test_symbolic_int_with_an_int64_array_is_pinned_too():
     for n in range(2, 12):
         assert snap(cf(np.arange(3.0), n)) == snap(f(np.arange(3.0), n))
     assert graphs() <= 2
+
+
+def make_then_delete(x):
+    global TMPG
+    TMPG = x.sum()
+    y = x * TMPG
+    del TMPG
+    return y
+
+
+def delete_existing(x):
+    global OLDG
+    v = OLDG
+    del OLDG
+    return x + v
+
+
+def test_global_deletes_are_replayed():
+    got, plain = run_differential(make_then_delete, lambda: (np.arange(3.0),),
+                                  state=lambda: "TMPG" in globals())
+    assert got == plain and breaks() == 0
+
+    def reset():
+        globals()["OLDG"] = 2.0
+    def state():
+        r = "OLDG" in globals()
+        reset()
+        return r
+    got, plain = run_differential(delete_existing, lambda: (np.arange(3.0),), reset, state)
+    assert got == plain and breaks() == 0
+    # a missing global: NameError, as in CPython
+    globals().pop("OLDG", None)
+    got, plain = run_differential(delete_existing, lambda: (np.arange(3.0),))
+    assert got == plain and got[0][0][1][1][1] == "NameError"
