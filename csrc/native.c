@@ -77,6 +77,13 @@ static const fjn_Map fjn_numpy_map[] = {
     {"rint", FJN_RINT, 1, "rint"}, {"where", FJN_WHERE, 3, NULL}, {NULL, 0, 0, NULL},
 };
 
+/* reductions over every axis, as numpy functions or ndarray methods (one argument: the array) */
+static const fjn_Map fjn_reduce_map[] = {
+    {"sum", FJN_RSUM, 1, NULL}, {"max", FJN_RMAX, 1, NULL}, {"amax", FJN_RMAX, 1, NULL},
+    {"min", FJN_RMIN, 1, NULL}, {"amin", FJN_RMIN, 1, NULL}, {"any", FJN_RANY, 1, NULL},
+    {"all", FJN_RALL, 1, NULL}, {NULL, 0, 0, NULL},
+};
+
 static PyObject *fjn_numpy; /* strong: the numpy module */
 
 static const fjn_Map *find_map(const fjn_Map *m, const char *name)
@@ -100,11 +107,13 @@ static const fjn_Map *node_map(fj_Node *n)
     case FJ_OP_UNARY:
         return find_map(fjn_operator_map, op->name);
     case FJ_OP_FUNC:
-        if (op->module && strcmp(op->module, "numpy") == 0)
-            return find_map(fjn_numpy_map, op->attr);
+        if (op->module && strcmp(op->module, "numpy") == 0) {
+            const fjn_Map *m = find_map(fjn_numpy_map, op->attr);
+            return m ? m : find_map(fjn_reduce_map, op->attr);
+        }
         return NULL;
     case FJ_OP_METHOD:
-        return strcmp(op->attr, "astype") == 0 ? &astype : NULL;
+        return strcmp(op->attr, "astype") == 0 ? &astype : find_map(fjn_reduce_map, op->attr);
     default:
         return NULL;
     }
@@ -309,6 +318,25 @@ static int fjn_classify(fj_Node *n, fjn_Op *op)
     for (int i = 0; i < op->nargs; i++)
         if (!operand_info(PyTuple_GET_ITEM(n->args, i), &otype[i], &okind[i]))
             return 0;
+    if (FJN_IS_REDUCTION(m->code)) {
+        /* exact in any order: integer sums (wrap), max/min (a float result of
+           zero or NaN runs through NumPy: there the order decides), any/all.
+           Float sums are pairwise in NumPy: not fused. */
+        int t = otype[0], rt = op->type;
+        int tf = t == FJT_F32 || t == FJT_F64;
+        if (okind[0] != FJN_IN_ARRAY || n->vkind != FJ_VAL_NPSCALAR)
+            return 0;
+        op->argtype[0] = m->code == FJN_RSUM ? rt : t;
+        switch (m->code) {
+        case FJN_RSUM:
+            return !tf && (rt == FJT_I64 || rt == FJT_U64);
+        case FJN_RMAX:
+        case FJN_RMIN:
+            return rt == t;
+        default:
+            return rt == FJT_BOOL;
+        }
+    }
     if (m->code == FJN_CAST) {
         if (fj_Node_Check(PyTuple_GET_ITEM(n->args, 1)) || okind[0] == FJN_IN_CONST)
             return 0;
@@ -353,6 +381,11 @@ static int fjn_classify(fj_Node *n, fjn_Op *op)
         if (op->nargs == 2 && op->argtype[0] != op->argtype[1])
             goto done; /* mixed loops (int64 < uint64): not fused */
     }
+    if (n->vkind == FJ_VAL_NPSCALAR && fjn_type_size(op->argtype[0]) > 0 && op->argtype[0] != FJT_BOOL &&
+        op->argtype[0] != FJT_F32 && op->argtype[0] != FJT_F64 &&
+        (op->code == FJN_ADD || op->code == FJN_SUB || op->code == FJN_MUL || op->code == FJN_NEG ||
+         op->code == FJN_ABS || op->code == FJN_SQUARE || op->code == FJN_FLOORDIV || op->code == FJN_MOD))
+        goto done; /* NumPy's scalar math checks integer overflow (a warning): not fused */
     for (int i = 0; i < op->nargs; i++) {
         int to = op->argtype[i];
         if (!code_accepts(op->code, to))
@@ -487,6 +520,20 @@ static int reads_group(fjn_Builder *b, fj_Node *n, int gid)
     return 0;
 }
 
+/* Does node 'n' read a reduction of the open group (whose value exists only after the group ran)? */
+static int reads_open_reduction(fjn_Builder *b, fj_Node *n)
+{
+    if (b->open < 0)
+        return 0;
+    fjn_Group *g = &b->p->groups[b->open];
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(n->inputs); j++) {
+        Py_ssize_t in = ((fj_Node *)PyTuple_GET_ITEM(n->inputs, j))->index;
+        if (b->member_group[in] == b->open && FJN_IS_REDUCTION(g->ops[b->member_index[in]].code))
+            return 1;
+    }
+    return 0;
+}
+
 /* Marks outputs, static layout facts, and turns unusable groups into node steps. */
 static int finish_groups(fjn_Builder *b)
 {
@@ -512,6 +559,22 @@ static int finish_groups(fjn_Builder *b)
     }
     for (int gi = 0; gi < p->ngroups; gi++) {
         fjn_Group *g = &p->groups[gi];
+        for (int m = 0; m < g->nops; m++) {
+            fjn_Op *op = &g->ops[m];
+            if (!FJN_IS_REDUCTION(op->code))
+                continue;
+            g->has_red = 1;
+            if (op->code == FJN_RMAX || op->code == FJN_RMIN)
+                g->red_noempty = 1;
+            if (op->out < 0 && g->nout <= FJN_MAX_OUT) {
+                if (g->nout == FJN_MAX_OUT) {
+                    g->nout = FJN_MAX_OUT + 1;
+                    continue;
+                }
+                op->out = g->nout;
+                g->out_op[g->nout++] = m;
+            }
+        }
         g->has_partial = 0;
         g->fortran_ok = g->ndim >= 2;
         for (int k = 0; k < g->nin; k++)
@@ -663,6 +726,26 @@ static PyObject *plan_new_from_graph(PyObject *graph)
         int c = fjn_classify(n, &op);
         if (c < 0)
             goto error;
+        if (c == 1 && reads_open_reduction(&b, n) && close_group(&b) < 0)
+            goto error;
+        if (c == 1 && FJN_IS_REDUCTION(op.code)) {
+            /* joins the open group when it reduces a member or an array of the group's
+               shape; else it opens a group of its operand's shape */
+            fj_Node *a = (fj_Node *)PyTuple_GET_ITEM(n->args, 0);
+            int mine = b.open >= 0 && (b.member_group[a->index] == b.open || same_shape(&p->groups[b.open], a));
+            if (!mine && b.open >= 0 && close_group(&b) < 0)
+                goto error;
+            if (!mine && open_group(&b, a) < 0)
+                goto error;
+            int r = group_add(&b, n, &op);
+            if (r < 0)
+                goto error;
+            if (r == 1) {
+                if (close_group(&b) < 0 || open_group(&b, a) < 0 || group_add(&b, n, &op) != 0)
+                    goto error;
+            }
+            continue;
+        }
         if (c == 1) {
             if (b.open >= 0 && !same_shape(&p->groups[b.open], n) && close_group(&b) < 0)
                 goto error;
@@ -917,23 +1000,27 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
             goto unfused;
     }
     /* outputs */
+    if (size == 0 && g->red_noempty)
+        goto unfused; /* NumPy's "zero-size array to reduction operation" error */
     for (int j = 0; j < g->nout; j++) {
         fj_Node *n = plan_node(p, g->ops[g->out_op[j]].node);
+        int red = FJN_IS_REDUCTION(g->ops[g->out_op[j]].code);
         Py_INCREF(n->dtype);
-        outs[j] = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, n->dtype, nd, shape, NULL, NULL,
+        outs[j] = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, n->dtype, red ? 0 : nd, shape, NULL, NULL,
                                                          fortran ? NPY_ARRAY_F_CONTIGUOUS : 0, NULL);
         if (!outs[j])
             goto error;
         data[g->nin + j] = PyArray_DATA(outs[j]);
         for (int ax = 0; ax < nd; ax++)
-            strides[(g->nin + j) * nd + ax] = PyArray_STRIDE(outs[j], ax);
+            strides[(g->nin + j) * nd + ax] = red ? 0 : PyArray_STRIDE(outs[j], ax);
     }
     status = 0;
-    if (size > 0) {
+    if (size > 0 || g->has_red) {
         int flat = all_c || (fortran && all_f);
         if (size >= fjn_nogil_min) {
             Py_BEGIN_ALLOW_THREADS
-            status = flat ? run_flat(g->flat, size, data) : g->strided(nd, shape, data, strides);
+            status = !flat ? g->strided(nd, shape, data, strides)
+                     : g->has_red ? g->flat(0, size, data) : run_flat(g->flat, size, data);
             Py_END_ALLOW_THREADS
         } else {
             status = flat ? g->flat(0, size, data) : g->strided(nd, shape, data, strides);

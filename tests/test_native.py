@@ -434,3 +434,35 @@ def test_no_compiler_falls_back_to_eager(tmp_path):
     assert res["ok"]
     assert len(res["warnings"]) == 1 and "no working C compiler" in res["warnings"][0]
     assert res["counters"].get("kernels_compiled", 0) == 0
+
+
+# ---- reductions fused with the elementwise work they consume ---------------------------
+
+REDUCTIONS = [
+    ("(x * 3 + 1).sum()", "i4"), ("(x * 3 + 1).sum()", "i8"), ("np.sum(x > 0)", "f8"), ("np.sum(x)", "u1"),
+    ("np.sum(x * x)", "i1"), ("(x - 1).max()", "i8"), ("np.max(x * 2)", "f8"), ("np.min(x * 2)", "f4"),
+    ("np.amin(abs(x))", "f8"), ("np.amax(x)", "u2"), ("(x > 2).any()", "f8"), ("np.all(x != 0)", "i4"),
+    ("np.any(x)", "?"), ("np.max(x) + np.min(x) * 2", "i4"), ("(x + 1).sum() + x.max() + (x * 2)", "i8"),
+    ("np.sum(x + 1) * x", "i2"), ("(x * 0.5).max() - x", "f4"), ("np.max(x - x)", "f8"),
+    ("np.min(np.where(x > 0, x, 7))", "i8"), ("(x * 2).sum() + (x * 2).sum()", "i4"),
+]
+
+
+@pytest.mark.parametrize("expr,dt", REDUCTIONS, ids=[f"{e}-{d}" for e, d in REDUCTIONS])
+def test_reductions(expr, dt):
+    x = data(dt, (4, 5))
+    check(expr, [(x,), (x.T,), (x[:, ::2],), (x[:0],)], params="x")
+
+
+def test_reduction_nan_and_signed_zero():
+    for a in ([0.0, -0.0, -1.0], [-0.0, 0.0], [1.0, np.nan, 3.0], [np.nan, -np.nan], [-np.inf, -np.inf],
+              [2.0, 5.0, -1.0]):
+        x = np.array(a)
+        check("np.max(x * 1.0)", [(x,)], params="x", fused=True)
+        check("np.min(x + 0.0) + 1", [(x,)], params="x", fused=True)
+
+
+def test_reduction_of_reduction_and_zero_d():
+    check("np.sum(np.sum(x * 2) + 1)", [(data("i8", (5,)),)], params="x")
+    check("np.max(x * 2) + 1", [(np.array(3),)], params="x")
+    check("np.max(x * 2) * 3 + 1", [(np.int64(3),)], params="x")
