@@ -81,7 +81,7 @@ static const fjn_Map fjn_numpy_map[] = {
 static const fjn_Map fjn_reduce_map[] = {
     {"sum", FJN_RSUM, 1, NULL}, {"max", FJN_RMAX, 1, NULL}, {"amax", FJN_RMAX, 1, NULL},
     {"min", FJN_RMIN, 1, NULL}, {"amin", FJN_RMIN, 1, NULL}, {"any", FJN_RANY, 1, NULL},
-    {"all", FJN_RALL, 1, NULL}, {NULL, 0, 0, NULL},
+    {"all", FJN_RALL, 1, NULL}, {"mean", FJN_RMEAN, 1, NULL}, {NULL, 0, 0, NULL},
 };
 
 static PyObject *fjn_numpy; /* strong: the numpy module */
@@ -320,8 +320,8 @@ static int fjn_classify(fj_Node *n, fjn_Op *op)
             return 0;
     if (FJN_IS_REDUCTION(m->code)) {
         /* exact in any order: integer sums (wrap), max/min (a float result of
-           zero or NaN runs through NumPy: there the order decides), any/all.
-           Float sums are pairwise in NumPy: not fused. */
+           zero or NaN runs through NumPy: there the order decides), any/all;
+           float sum and mean follow NumPy's pairwise order (native_emit.c). */
         int t = otype[0], rt = op->type;
         int tf = t == FJT_F32 || t == FJT_F64;
         if (okind[0] != FJN_IN_ARRAY || n->vkind != FJ_VAL_NPSCALAR)
@@ -329,7 +329,9 @@ static int fjn_classify(fj_Node *n, fjn_Op *op)
         op->argtype[0] = m->code == FJN_RSUM ? rt : t;
         switch (m->code) {
         case FJN_RSUM:
-            return !tf && (rt == FJT_I64 || rt == FJT_U64);
+            return tf ? rt == t : (rt == FJT_I64 || rt == FJT_U64);
+        case FJN_RMEAN:
+            return tf && rt == t;
         case FJN_RMAX:
         case FJN_RMIN:
             return rt == t;
@@ -463,6 +465,11 @@ static int group_input(fjn_Group *g, PyObject *a)
     return g->nin++;
 }
 
+static int is_pairwise(const fjn_Op *op)
+{
+    return (op->code == FJN_RSUM || op->code == FJN_RMEAN) && (op->type == FJT_F32 || op->type == FJT_F64);
+}
+
 /* Adds classified node 'n' (op filled) to the open group; 0 ok, 1 no room, -1 error. */
 static int group_add(fjn_Builder *b, fj_Node *n, fjn_Op *op)
 {
@@ -485,6 +492,10 @@ static int group_add(fjn_Builder *b, fj_Node *n, fjn_Op *op)
     }
     b->member_group[n->index] = b->open;
     b->member_index[n->index] = g->nops;
+    if (FJN_IS_REDUCTION(op->code))
+        g->has_red = 1;
+    if (is_pairwise(op))
+        g->pw = g->nops;
     g->ops[g->nops++] = *op;
     return 0;
 }
@@ -505,6 +516,7 @@ static int open_group(fjn_Builder *b, fj_Node *n)
     fjn_Group *g = &p->groups[p->ngroups];
     memset(g, 0, sizeof *g);
     g->ndim = n->ndim;
+    g->pw = -1;
     if (n->ndim > 0)
         memcpy(g->shape, n->shape, sizeof(npy_intp) * (size_t)n->ndim);
     b->open = p->ngroups++;
@@ -564,7 +576,7 @@ static int finish_groups(fjn_Builder *b)
             if (!FJN_IS_REDUCTION(op->code))
                 continue;
             g->has_red = 1;
-            if (op->code == FJN_RMAX || op->code == FJN_RMIN)
+            if (op->code == FJN_RMAX || op->code == FJN_RMIN || op->code == FJN_RMEAN)
                 g->red_noempty = 1;
             if (op->out < 0 && g->nout <= FJN_MAX_OUT) {
                 if (g->nout == FJN_MAX_OUT) {
@@ -730,9 +742,13 @@ static PyObject *plan_new_from_graph(PyObject *graph)
             goto error;
         if (c == 1 && FJN_IS_REDUCTION(op.code)) {
             /* joins the open group when it reduces a member or an array of the group's
-               shape; else it opens a group of its operand's shape */
+               shape; else it opens a group of its operand's shape.  A float sum or
+               mean (pairwise order) shares its group with no other reduction. */
             fj_Node *a = (fj_Node *)PyTuple_GET_ITEM(n->args, 0);
+            int pw = is_pairwise(&op);
             int mine = b.open >= 0 && (b.member_group[a->index] == b.open || same_shape(&p->groups[b.open], a));
+            if (mine && (p->groups[b.open].pw >= 0 || (pw && p->groups[b.open].has_red)))
+                mine = 0;
             if (!mine && b.open >= 0 && close_group(&b) < 0)
                 goto error;
             if (!mine && open_group(&b, a) < 0)

@@ -37,7 +37,7 @@ enum {
     FJN_BAND, FJN_BOR, FJN_BXOR, FJN_INVERT, FJN_ISNAN, FJN_ISINF, FJN_ISFINITE, FJN_SIGNBIT, FJN_FLOOR,
     FJN_CEIL, FJN_TRUNC, FJN_RINT, FJN_WHERE, FJN_CAST, FJN_FLOORDIV, FJN_MOD,
     /* reductions over every axis (their result is a 0-d value, always materialized) */
-    FJN_RSUM, FJN_RMAX, FJN_RMIN, FJN_RANY, FJN_RALL,
+    FJN_RSUM, FJN_RMAX, FJN_RMIN, FJN_RANY, FJN_RALL, FJN_RMEAN,
 };
 #define FJN_IS_REDUCTION(code) ((code) >= FJN_RSUM)
 
@@ -79,7 +79,8 @@ typedef struct {
     int has_partial;                  /* an input broadcasts partly: no flat loop */
     int fortran_ok;                   /* F order may be computed (no partial input, no static dim of 1) */
     int has_red;                      /* has reductions: one thread, the kernel runs even when empty */
-    int red_noempty;                  /* has max/min: an empty iteration runs through NumPy (its error) */
+    int red_noempty;                  /* has max/min/mean: an empty iteration runs through NumPy (its error) */
+    int pw;                           /* member index of a float sum/mean (NumPy's pairwise order), or -1 */
     /* filled by _load */
     fjn_flat_fn flat;
     fjn_strided_fn strided;

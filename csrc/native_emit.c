@@ -335,7 +335,7 @@ static int emit_reduce_init(PyObject *buf, const fjn_Group *g)
     for (int m = 0; m < g->nops; m++) {
         const fjn_Op *op = &g->ops[m];
         const char *init;
-        if (!FJN_IS_REDUCTION(op->code))
+        if (!FJN_IS_REDUCTION(op->code) || m == g->pw)
             continue;
         switch (op->code) {
         case FJN_RMAX:
@@ -356,7 +356,7 @@ static int emit_reduce_init(PyObject *buf, const fjn_Group *g)
     return 0;
 }
 
-static int emit_reduce_step(PyObject *buf, const fjn_Group *g, const fjn_Op *op, int m)
+static int emit_reduce_step(PyObject *buf, const fjn_Group *g, const fjn_Op *op, int m, const char *pwstmt)
 {
     fjn_Expr A = {{0}};
     const char *ct = fjt_info[op->type].ctype;
@@ -364,6 +364,8 @@ static int emit_reduce_step(PyObject *buf, const fjn_Group *g, const fjn_Op *op,
     operand_expr(g, op->arg[0], op->argtype[0], &A);
     if (put(buf, "            const %s x%d = %s;\n", fjt_info[op->argtype[0]].ctype, m, A.s) < 0)
         return -1;
+    if (m == g->pw)
+        return pwstmt ? put(buf, "            %s x%d;\n", pwstmt, m) : -1;
     switch (op->code) {
     case FJN_RSUM:
         if (isf)
@@ -390,7 +392,7 @@ static int emit_reduce_store(PyObject *buf, const fjn_Group *g)
 {
     for (int m = 0; m < g->nops; m++) {
         const fjn_Op *op = &g->ops[m];
-        if (!FJN_IS_REDUCTION(op->code))
+        if (!FJN_IS_REDUCTION(op->code) || m == g->pw)
             continue;
         if ((op->code == FJN_RMAX || op->code == FJN_RMIN) && fjt_info[op->type].is_float &&
             put(buf, "    st |= (__builtin_isnan(r%d) || r%d == 0) ? 2 : 0;\n", m, m) < 0)
@@ -401,8 +403,9 @@ static int emit_reduce_store(PyObject *buf, const fjn_Group *g)
     return 0;
 }
 
-/* The loop body: loads (by 'mode'), members, stores. mode 0: flat, 1: strided. */
-static int emit_body(PyObject *buf, const fjn_Group *g, int mode)
+/* The loop body: loads (by 'mode'), members, stores. mode 0: flat, 1: strided.
+   'pwstmt' is the statement that takes the pairwise-summed value ("res +="). */
+static int emit_body(PyObject *buf, const fjn_Group *g, int mode, const char *pwstmt)
 {
     char e[2048];
     for (int k = 0; k < g->nin; k++) {
@@ -427,7 +430,7 @@ static int emit_body(PyObject *buf, const fjn_Group *g, int mode)
             continue;
         }
         if (FJN_IS_REDUCTION(op->code)) {
-            if (emit_reduce_step(buf, g, op, m) < 0)
+            if (emit_reduce_step(buf, g, op, m, pwstmt) < 0)
                 return -1;
             continue;
         }
@@ -481,13 +484,10 @@ static int emit_consts(PyObject *buf, const fjn_Group *g)
     return 0;
 }
 
-int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
+/* Declarations of the flat form: constants, inputs (pointers or loaded scalars), outputs. */
+static int emit_flat_decls(PyObject *buf, const fjn_Group *g)
 {
-    int nslot = g->nin + g->nout;
-    /* flat */
-    if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0;\n", gi) <
-            0 ||
-        emit_consts(buf, g) < 0)
+    if (emit_consts(buf, g) < 0)
         return -1;
     for (int k = 0; k < g->nin; k++) {
         const fjn_Input *in = &g->in[k];
@@ -508,9 +508,72 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
         if (put(buf, "    %s *restrict p%d = (%s *)data[%d];\n", ct, g->nin + j, ct, g->nin + j) < 0)
             return -1;
     }
+    return 0;
+}
+
+/*
+** A group with a float sum or mean: NumPy's order, which is
+** out = 0 + pairwise_sum(all elements in memory order), pairwise_sum being
+** NumPy's (numpy/_core/src/umath/loops_utils.h.src): blocks of at most 128
+** elements summed with 8 accumulators, longer runs split in two at a
+** multiple of 8.  Every element is visited once, in increasing order, in
+** the leaves, which also store the group's other outputs.  Only the flat
+** (contiguous) form: the strided one asks for NumPy (returns 2).  A mean
+** divides as numpy.mean does: by the element count as an intp, in double
+** (float32: the double quotient rounded to float).
+*/
+static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
+{
+    const fjn_Op *op = &g->ops[g->pw];
+    const char *T = fjt_info[op->type].ctype;
+    int slot = g->nin + op->out;
+    if (put(buf, "\nstatic %s fj_g%d_leaf(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n    int st = 0;\n"
+                 "    %s res;\n", T, gi, T) < 0 ||
+        emit_flat_decls(buf, g) < 0 ||
+        put(buf, "    if (n < 8) {\n        res = 0;\n        for (intptr_t i = lo; i < lo + n; i++) {\n") < 0 ||
+        emit_body(buf, g, 0, "res +=") < 0 ||
+        put(buf, "        }\n    } else {\n        %s r[8];\n        intptr_t i0 = lo + 8;\n"
+                 "        for (int j = 0; j < 8; j++) {\n            const intptr_t i = lo + j;\n", T) < 0 ||
+        emit_body(buf, g, 0, "r[j] =") < 0 ||
+        put(buf, "        }\n        for (; i0 < lo + n - (n %% 8); i0 += 8) {\n            for (int j = 0; j < 8; j++) {\n"
+                 "            const intptr_t i = i0 + j;\n") < 0 ||
+        emit_body(buf, g, 0, "r[j] +=") < 0 ||
+        put(buf, "            }\n        }\n        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));\n"
+                 "        for (; i0 < lo + n; i0++) {\n            const intptr_t i = i0;\n") < 0 ||
+        emit_body(buf, g, 0, "res +=") < 0 ||
+        put(buf, "        }\n    }\n    *stp |= st;\n    return res;\n}\n") < 0)
+        return -1;
+    if (put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
+                 "    if (n <= 128)\n        return fj_g%d_leaf(lo, n, data, stp);\n"
+                 "    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n    %s a = fj_g%d_pw(lo, n2, data, stp);\n"
+                 "    return a + fj_g%d_pw(lo + n2, n - n2, data, stp);\n}\n", T, gi, gi, T, gi, gi) < 0)
+        return -1;
+    if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0;\n"
+                 "    feclearexcept(FJ_FPE);\n    %s total = fj_g%d_pw(start, end - start, data, &st);\n"
+                 "    %s r = (%s)0 + total;\n", gi, T, gi, T, T) < 0)
+        return -1;
+    if (op->code == FJN_RMEAN &&
+        put(buf, "    r = (%s)((double)r / (double)(int64_t)(end - start));\n", T) < 0)
+        return -1;
+    return put(buf, "    *(%s *)data[%d] = r;\n    return st | fetestexcept(FJ_FPE);\n}\n"
+                    "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n"
+                    "{\n    (void)nd; (void)shape; (void)data; (void)strides;\n    return 2;\n}\n",
+               T, slot, gi);
+}
+
+int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
+{
+    int nslot = g->nin + g->nout;
+    if (g->pw >= 0)
+        return emit_pairwise_group(buf, g, gi);
+    /* flat */
+    if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0;\n", gi) <
+            0 ||
+        emit_flat_decls(buf, g) < 0)
+        return -1;
     if (emit_reduce_init(buf, g) < 0 ||
         put(buf, "    feclearexcept(FJ_FPE);\n    for (intptr_t i = start; i < end; i++) {\n        {\n") < 0 ||
-        emit_body(buf, g, 0) < 0 || put(buf, "        }\n    }\n") < 0 || emit_reduce_store(buf, g) < 0 ||
+        emit_body(buf, g, 0, NULL) < 0 || put(buf, "        }\n    }\n") < 0 || emit_reduce_store(buf, g) < 0 ||
         put(buf, "    return st | fetestexcept(FJ_FPE);\n}\n") < 0)
         return -1;
     /* strided */
@@ -537,7 +600,7 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
             put(buf, "        for (int k = 0; k + 1 < nd; k++) p%d += idx[k] * strides[%d * nd + k];\n", k, k) < 0)
             return -1;
     }
-    if (put(buf, "        for (intptr_t i = 0; i < inner; i++) {\n") < 0 || emit_body(buf, g, 1) < 0 ||
+    if (put(buf, "        for (intptr_t i = 0; i < inner; i++) {\n") < 0 || emit_body(buf, g, 1, NULL) < 0 ||
         put(buf, "        }\n        for (int k = nd - 2; k >= 0; k--) {\n"
                  "            if (++idx[k] < shape[k]) break;\n            idx[k] = 0;\n        }\n    }\n") < 0 ||
         emit_reduce_store(buf, g) < 0 || put(buf, "    return st | fetestexcept(FJ_FPE);\n}\n") < 0)

@@ -466,3 +466,21 @@ def test_reduction_of_reduction_and_zero_d():
     check("np.sum(np.sum(x * 2) + 1)", [(data("i8", (5,)),)], params="x")
     check("np.max(x * 2) + 1", [(np.array(3),)], params="x")
     check("np.max(x * 2) * 3 + 1", [(np.int64(3),)], params="x")
+
+
+# ---- float sum and mean: NumPy's pairwise order ----------------------------------------
+
+@pytest.mark.parametrize("dt", ["f8", "f4"])
+@pytest.mark.parametrize("n", [0, 1, 5, 7, 8, 9, 15, 16, 17, 127, 128, 129, 255, 256, 257, 1000, 4097, 8193, 100003])
+def test_float_sum_pairwise(n, dt):
+    x = (RNG.standard_normal(n) * 10.0 ** RNG.integers(-6, 6, n)).astype(dt)
+    check("np.sum(x * 1.5 + 0.25)", [(x,)], params="x", fused=True)
+    check("(x - 1).mean()", [(x,)], params="x", fused=True if n else None)
+
+
+def test_float_sum_layouts_and_mixed():
+    a = (RNG.standard_normal((37, 29)) * 100).astype("f8")
+    for expr in ("np.sum(x * y)", "(x + y).sum() + x", "np.mean(x * 2) - y.sum()", "x.sum() + x.max()",
+                 "np.sum(x) * 2"):
+        check(expr, [(a, a.T.copy().T), (a.T, a.T), (a[:, ::2], a[:, 1::2]), (a[::-1], a)], fused=True)
+    check("np.sum(x * y)", [(data("f4", (3, 1)), data("f4", (1, 4)))])
