@@ -299,9 +299,50 @@ static int operand_info(PyObject *a, int *type, int *kind)
 ** type; arg refs are filled by the caller).  Returns 1 (fuses), 0 (does not),
 ** -1 on a real error (memory).
 */
+/*
+** arr ** 2, arr ** 0.5, arr ** -1 with a constant exponent: NumPy's
+** ndarray.__pow__ runs square / sqrt / reciprocal for these (its fast scalar
+** power; the warnings name those ufuncs), so they fuse as such.  1 if it
+** fuses (op filled), 0 if not.
+*/
+static int classify_pow(fj_Node *n, fjn_Op *op)
+{
+    const fj_OpDef *d = n->op;
+    if (d == NULL || d->kind != FJ_OP_BINOP || strcmp(d->name, "pow") != 0 || n->kwargs != NULL ||
+        PyTuple_GET_SIZE(n->args) != 2 || n->vkind != FJ_VAL_ARRAY)
+        return 0;
+    PyObject *a = PyTuple_GET_ITEM(n->args, 0), *e = PyTuple_GET_ITEM(n->args, 1);
+    if (!fj_Node_Check(a) || ((fj_Node *)a)->vkind != FJ_VAL_ARRAY || !(PyLong_CheckExact(e) || PyFloat_CheckExact(e)))
+        return 0;
+    double v = PyLong_CheckExact(e) ? PyLong_AsDouble(e) : PyFloat_AS_DOUBLE(e);
+    if (v == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    int t = fjn_type_of_descr(((fj_Node *)a)->dtype), isf = t == FJT_F32 || t == FJT_F64;
+    if (t == FJT_NONE || t != fjn_type_of_descr(n->dtype) || t == FJT_BOOL)
+        return 0;
+    memset(op, 0, sizeof *op);
+    op->node = n->index;
+    op->nargs = 1;
+    op->argtype[0] = op->type = t;
+    op->out = -1;
+    if (v == 2.0 && (isf || PyLong_CheckExact(e)))
+        op->code = FJN_SQUARE;
+    else if (v == 0.5 && isf)
+        op->code = FJN_SQRT;
+    else if (v == -1.0 && isf)
+        op->code = FJN_RECIP;
+    else
+        return 0;
+    return 1;
+}
+
 static int fjn_classify(fj_Node *n, fjn_Op *op)
 {
     const fjn_Map *m = node_map(n);
+    if (!m)
+        return classify_pow(n, op);
     PyObject *types = NULL, *ufunc = NULL, *res = NULL;
     int r = 0;
     if (!m || (n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_NPSCALAR) || PyTuple_GET_SIZE(n->args) != m->nargs)

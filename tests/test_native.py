@@ -513,3 +513,11 @@ def test_zz_suite_size():
         pytest.skip("only part of the suite ran")
     print("native differential suite:", _tally)
     assert _tally["fused_graphs"] >= 200, _tally
+
+
+@pytest.mark.parametrize("expr", ["x ** 2 + 1", "x ** 2.0 - x", "x ** 0.5 * 2", "x ** -1 + x ** 2", "x ** 3 + 1",
+                                  "(x * 2) ** 2"])
+@pytest.mark.parametrize("dt", ["f8", "f4", "i8", "i2"])
+def test_power_constants(expr, dt):
+    x = data(dt, (3, 4))
+    check(expr, [(x,), (x.T,), (x * 0,)], params="x")
