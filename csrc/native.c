@@ -907,6 +907,66 @@ static int run_flat(fjn_flat_fn fn, Py_ssize_t n, char *const *data)
     return status;
 }
 
+typedef struct {
+    fjn_strided_fn fn;
+    int nd;
+    npy_intp shape[FJ_MAX_NDIM];
+    char *data[FJN_MAX_IN + FJN_MAX_OUT];
+    const npy_intp *strides;
+    int status;
+} fjn_SWork;
+
+static void *fjn_sworker(void *arg)
+{
+    fjn_SWork *w = arg;
+    w->status = w->fn(w->nd, w->shape, w->data, w->strides);
+    return NULL;
+}
+
+/* Runs a strided kernel, in threads (splitting the first axis) when large.  The kernel's status. */
+static int run_strided(fjn_strided_fn fn, int nd, const npy_intp *shape, char *const *data, int nslot,
+                       const npy_intp *strides, npy_intp size)
+{
+    int nt = fjn_threads;
+    if (nt <= 1 || size < fjn_thread_min || nd < 1 || shape[0] < 2)
+        return fn(nd, shape, data, strides);
+    if (nt > 16)
+        nt = 16;
+    if (nt > shape[0])
+        nt = (int)shape[0];
+    fjn_SWork *work = PyMem_RawMalloc(sizeof(fjn_SWork) * (size_t)nt);
+    pthread_t tid[16];
+    int started[16] = {0}, status = 0;
+    if (!work)
+        return fn(nd, shape, data, strides);
+    npy_intp chunk = (shape[0] + nt - 1) / nt;
+    for (int t = 0; t < nt; t++) {
+        fjn_SWork *w = &work[t];
+        npy_intp lo = t * chunk < shape[0] ? t * chunk : shape[0];
+        npy_intp hi = (t + 1) * chunk < shape[0] ? (t + 1) * chunk : shape[0];
+        w->fn = fn;
+        w->nd = nd;
+        memcpy(w->shape, shape, sizeof(npy_intp) * (size_t)nd);
+        w->shape[0] = hi - lo;
+        for (int k = 0; k < nslot; k++)
+            w->data[k] = data[k] ? data[k] + lo * strides[k * nd] : NULL;
+        w->strides = strides;
+        w->status = 0;
+        if (t > 0 && hi > lo)
+            started[t] = pthread_create(&tid[t], NULL, fjn_sworker, w) == 0;
+    }
+    for (int t = 0; t < nt; t++)
+        if (!started[t] && work[t].shape[0] > 0)
+            fjn_sworker(&work[t]);
+    for (int t = 0; t < nt; t++) {
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        status |= work[t].status;
+    }
+    PyMem_RawFree(work);
+    return status;
+}
+
 /* Runs group 'g' node by node through NumPy (the eager runner's way).  0 or -1. */
 static int run_group_unfused(fjn_Plan *p, fjn_Group *g, PyObject **env)
 {
@@ -1076,8 +1136,11 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
         int flat = all_c || (fortran && all_f);
         if (size >= fjn_nogil_min) {
             Py_BEGIN_ALLOW_THREADS
-            status = !flat ? g->strided(nd, shape, data, strides)
-                     : g->has_red ? g->flat(0, size, data) : run_flat(g->flat, size, data);
+            if (g->has_red)
+                status = flat ? g->flat(0, size, data) : g->strided(nd, shape, data, strides);
+            else
+                status = flat ? run_flat(g->flat, size, data)
+                              : run_strided(g->strided, nd, shape, data, nslot, strides, size);
             Py_END_ALLOW_THREADS
         } else {
             status = flat ? g->flat(0, size, data) : g->strided(nd, shape, data, strides);

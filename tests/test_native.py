@@ -359,6 +359,12 @@ def test_threads_large_arrays():
         check("x * 3.0 + y", [(x, np.zeros(100003))], fused=True)  # flags in one thread: runs unfused
         i = data("i8", (50001,))
         check("x // y", [(i, np.where(i == 0, 1, i))], fused=True)
+        m = data("f4", (301, 98), special=False)
+        check("x * 2 - y", [(m.T, m.T), (m[:, ::2], m[:, 1::2]), (m[::-1], m.T.copy().T)], fused=True)
+        check("x / y", [(m[:, ::2], np.where(m[:, 1::2] == 0, 0, m[:, 1::2]))], fused=True)
+        check("(x * 3).sum() + y.max()", [(data("i4", (300, 101))[:, ::2], data("i4", (300, 50)))], fused=True)
+        check("np.sum(x * 1.5)", [(data("f8", (3000, 10)),), (data("f8", (10, 3000)).T,)], params="x",
+              fused=True)
     finally:
         _C.native_config(threads=old[0], thread_min=old[1])
 
