@@ -527,3 +527,39 @@ def test_zz_suite_size():
 def test_power_constants(expr, dt):
     x = data(dt, (3, 4))
     check(expr, [(x,), (x.T,), (x * 0,)], params="x")
+
+
+# ---- random expression trees (seeded) ----------------------------------------------------
+
+_BIN = ["({a} + {b})", "({a} - {b})", "({a} * {b})", "({a} / {b})", "np.maximum({a}, {b})", "np.minimum({a}, {b})",
+        "({a} < {b})", "({a} >= {b})", "({a} == {b})", "np.logical_or({a}, {b})", "({a} & {b})", "({a} ^ {b})",
+        "({a} // {b})", "({a} % {b})", "np.where({a} > {b}, {a}, {b})"]
+_UN = ["(-{a})", "abs({a})", "np.sqrt(abs({a}))", "np.square({a})", "np.floor({a})", "({a} > 0)", "np.isnan({a})",
+       "{a}.astype(np.float32)", "{a}.astype(np.int32)", "({a} ** 2)", "np.rint({a})", "np.logical_not({a})"]
+_CONST = ["2", "3.5", "-1", "0.25", "True", "7"]
+_RED = ["np.sum({a})", "np.max({a})", "{a}.min()", "np.any({a})", "{a}.mean()", "{a}.all()"]
+
+
+def _random_expr(rng, depth, names):
+    if depth == 0 or rng.random() < 0.2:
+        return rng.choice(names) if rng.random() < 0.8 else "(" + rng.choice(_CONST) + ")"
+    if rng.random() < 0.4:
+        return rng.choice(_UN).format(a=_random_expr(rng, depth - 1, names))
+    a, b = _random_expr(rng, depth - 1, names), _random_expr(rng, depth - 1, names)
+    return rng.choice(_BIN).format(a=a, b=b)
+
+
+@pytest.mark.parametrize("seed", range(120))
+def test_random_trees(seed):
+    import random
+    rng = random.Random(seed)
+    names = ["x", "y", "z"]
+    expr = _random_expr(rng, 4, names)
+    if rng.random() < 0.3:
+        expr = rng.choice(_RED).format(a=expr) + " + " + rng.choice(names)
+    dts = [rng.choice(["f8", "f4", "i8", "i4", "u1", "?", "i2"]) for _ in names]
+    shapes = rng.choice([[(4, 5)] * 3, [(4, 5), (5,), (4, 1)], [(3,), (3,), ()], [(2, 3, 4), (3, 4), (1, 4)]])
+    args = [data(d, s) for d, s in zip(dts, shapes)]
+    alt = [a.T if a.ndim > 1 else a[::-1] for a in args] if shapes[0] == (4, 5) and shapes[1] == (4, 5) else args
+    with np.errstate(all="ignore"):
+        check(expr, [tuple(args), tuple(alt)], params="x, y, z")
