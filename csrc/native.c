@@ -564,15 +564,6 @@ static int open_group(fjn_Builder *b, fj_Node *n)
     return 0;
 }
 
-/* Does node 'n' read a member of group 'gid'? */
-static int reads_group(fjn_Builder *b, fj_Node *n, int gid)
-{
-    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(n->inputs); j++)
-        if (b->member_group[((fj_Node *)PyTuple_GET_ITEM(n->inputs, j))->index] == gid)
-            return 1;
-    return 0;
-}
-
 /* Does node 'n' read a reduction of the open group (whose value exists only after the group ran)? */
 static int reads_open_reduction(fjn_Builder *b, fj_Node *n)
 {
@@ -817,9 +808,11 @@ static PyObject *plan_new_from_graph(PyObject *graph)
             }
             continue;
         }
-        /* the group runs before a node that reads it, and before an in-place
-           operation (it may write an array the group reads) */
-        if (b.open >= 0 && (reads_group(&b, n, b.open) || n->op->kind == FJ_OP_INPLACE) && close_group(&b) < 0)
+        /* the open group runs before any node that does not fuse: a group is a
+           run of consecutive nodes, so warnings and errors come in eager's order
+           (the kernel raises none; a fallback raises its members' in order), and
+           an in-place operator cannot write an array the group still reads */
+        if (close_group(&b) < 0)
             goto error;
         if (add_step(&b, FJN_STEP_NODE, i, -1) < 0)
             goto error;

@@ -348,6 +348,25 @@ def test_inputs_not_mutated_and_inplace_unfused():
     same(cf(a2, b), f(a.copy(), b))
 
 
+def test_error_order_as_eager():
+    """A fused division by zero raises before a later NumPy node's error, as in eager."""
+    def f(x, y):
+        a = x / y
+        b = np.log(y - 5)
+        return a + 1, b
+    framejit.reset()
+    cf = framejit.compile(f, backend="native")
+    x, y = data("f8", (4,), special=False), np.array([0.0, 1.0, 2.0, 3.0])
+    with np.errstate(all="raise"):
+        for fn in (f, cf):
+            with pytest.raises(FloatingPointError, match="divide by zero encountered in divide"):
+                fn(x, y)
+    exp = outcome(f, (x, y))
+    got = outcome(cf, (x, y))
+    same(got[0][1], exp[0][1])
+    assert got[1] == exp[1]
+
+
 # ---- threads ---------------------------------------------------------------------------
 
 def test_threads_large_arrays():
