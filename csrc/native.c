@@ -99,8 +99,15 @@ static const fjn_Map *node_map(fj_Node *n)
 {
     static const fjn_Map astype = {"astype", FJN_CAST, 2, NULL};
     const fj_OpDef *op = n->op;
-    if (n->kind != FJ_NODE_CALL || op == NULL || n->kwargs != NULL)
+    if (n->kind != FJ_NODE_CALL || op == NULL)
         return NULL;
+    if (n->kwargs != NULL) { /* only reductions, with axis / keepdims (checked by fjn_classify) */
+        const fjn_Map *m = (op->kind == FJ_OP_METHOD || (op->kind == FJ_OP_FUNC && op->module &&
+                                                         strcmp(op->module, "numpy") == 0))
+                               ? find_map(fjn_reduce_map, op->attr)
+                               : NULL;
+        return m;
+    }
     switch (op->kind) {
     case FJ_OP_BINOP:
     case FJ_OP_COMPARE:
@@ -338,21 +345,72 @@ static int classify_pow(fj_Node *n, fjn_Op *op)
     return 1;
 }
 
+/*
+** The axis and keepdims of reduction node 'n' whose arguments are (x),
+** (x, axis) and keywords among axis= and keepdims= (constants: axis None or
+** an int within the operand's ndim, keepdims a bool).  1 (fills *axis, -1
+** for every axis, and *keepdims) or 0 when the form is anything else.
+*/
+static int reduction_axis(fj_Node *n, int *axis, int *keepdims)
+{
+    PyObject *ax = PyTuple_GET_SIZE(n->args) == 2 ? PyTuple_GET_ITEM(n->args, 1) : Py_None, *kd = Py_False;
+    if (PyTuple_GET_SIZE(n->args) > 2 || !fj_Node_Check(PyTuple_GET_ITEM(n->args, 0)))
+        return 0;
+    if (n->kwargs) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(n->kwargs, &pos, &k, &v)) {
+            if (PyUnicode_Check(k) && PyUnicode_CompareWithASCIIString(k, "axis") == 0 &&
+                PyTuple_GET_SIZE(n->args) == 1)
+                ax = v;
+            else if (PyUnicode_Check(k) && PyUnicode_CompareWithASCIIString(k, "keepdims") == 0)
+                kd = v;
+            else
+                return 0;
+        }
+    }
+    if (!PyBool_Check(kd))
+        return 0;
+    *keepdims = kd == Py_True;
+    if (ax == Py_None) {
+        *axis = -1;
+        return !*keepdims;
+    }
+    if (!PyLong_CheckExact(ax))
+        return 0;
+    int nd = ((fj_Node *)PyTuple_GET_ITEM(n->args, 0))->ndim;
+    long a = PyLong_AsLong(ax);
+    if (a == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (a < -nd || a >= nd)
+        return 0;
+    *axis = (int)(a < 0 ? a + nd : a);
+    return 1;
+}
+
 static int fjn_classify(fj_Node *n, fjn_Op *op)
 {
     const fjn_Map *m = node_map(n);
     if (!m)
         return classify_pow(n, op);
     PyObject *types = NULL, *ufunc = NULL, *res = NULL;
-    int r = 0;
-    if (!m || (n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_NPSCALAR) || PyTuple_GET_SIZE(n->args) != m->nargs)
+    int r = 0, axis = -1, keepdims = 0;
+    if (FJN_IS_REDUCTION(m->code)) {
+        if (!reduction_axis(n, &axis, &keepdims) || (n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_NPSCALAR))
+            return 0;
+    } else if ((n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_NPSCALAR) || PyTuple_GET_SIZE(n->args) != m->nargs) {
         return 0;
+    }
     memset(op, 0, sizeof *op);
     op->node = n->index;
     op->code = m->code;
     op->nargs = m->code == FJN_CAST ? 1 : m->nargs;
     op->type = fjn_type_of_descr(n->dtype);
     op->out = -1;
+    op->axis = axis;
+    op->keepdims = keepdims;
     if (op->type == FJT_NONE)
         return 0;
     int otype[3], okind[3];
@@ -365,9 +423,13 @@ static int fjn_classify(fj_Node *n, fjn_Op *op)
            float sum and mean follow NumPy's pairwise order (native_emit.c). */
         int t = otype[0], rt = op->type;
         int tf = t == FJT_F32 || t == FJT_F64;
-        if (okind[0] != FJN_IN_ARRAY || n->vkind != FJ_VAL_NPSCALAR)
+        if (okind[0] != FJN_IN_ARRAY || (axis < 0 && n->vkind != FJ_VAL_NPSCALAR))
             return 0;
         op->argtype[0] = m->code == FJN_RSUM ? rt : t;
+        /* over one axis: only the kinds exact in any order, floats not at all
+           (NumPy's order along an axis depends on the layout) */
+        if (axis >= 0 && (tf || m->code == FJN_RMEAN))
+            return 0;
         switch (m->code) {
         case FJN_RSUM:
             return tf ? rt == t : (rt == FJT_I64 || rt == FJT_U64);
@@ -535,6 +597,8 @@ static int group_add(fjn_Builder *b, fj_Node *n, fjn_Op *op)
     b->member_index[n->index] = g->nops;
     if (FJN_IS_REDUCTION(op->code))
         g->has_red = 1;
+    if (FJN_IS_REDUCTION(op->code) && op->axis >= 0)
+        g->has_axisred = 1;
     if (is_pairwise(op))
         g->pw = g->nops;
     g->ops[g->nops++] = *op;
@@ -979,6 +1043,39 @@ static int run_group_unfused(fjn_Plan *p, fjn_Group *g, PyObject **env)
     return 0;
 }
 
+/* Fills the result of a one-axis reduction (C-contiguous, integer or bool) with its identity. */
+static void fill_identity(PyArrayObject *a, const fjn_Op *op)
+{
+    npy_intp n = PyArray_SIZE(a);
+    char *d = PyArray_DATA(a);
+    int t = op->type, sz = fjn_type_size(t);
+    if (op->code == FJN_RSUM || op->code == FJN_RANY) {
+        memset(d, 0, (size_t)(n * sz));
+        return;
+    }
+    if (op->code == FJN_RALL) {
+        memset(d, 1, (size_t)n);
+        return;
+    }
+    int is_max = op->code == FJN_RMAX, sgn = t >= FJT_I8 && t <= FJT_I64;
+    for (npy_intp i = 0; i < n; i++) {
+        switch (sz) {
+        case 1:
+            ((uint8_t *)d)[i] = t == FJT_BOOL ? (is_max ? 0 : 1) : sgn ? (is_max ? 0x80 : 0x7f) : (is_max ? 0 : 0xff);
+            break;
+        case 2:
+            ((uint16_t *)d)[i] = sgn ? (is_max ? 0x8000 : 0x7fff) : (is_max ? 0 : 0xffff);
+            break;
+        case 4:
+            ((uint32_t *)d)[i] = sgn ? (is_max ? 0x80000000u : 0x7fffffffu) : (is_max ? 0 : 0xffffffffu);
+            break;
+        default:
+            ((uint64_t *)d)[i] = sgn ? (is_max ? 0x8000000000000000ull : 0x7fffffffffffffffull)
+                                     : (is_max ? 0 : 0xffffffffffffffffull);
+        }
+    }
+}
+
 typedef union {
     double d;
     long long i;
@@ -1109,12 +1206,40 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
         else
             goto unfused;
     }
+    if (fortran && g->has_axisred)
+        goto unfused; /* NumPy's order of an axis reduction's result is not computed here */
     /* outputs */
     if (size == 0 && g->red_noempty)
         goto unfused; /* NumPy's "zero-size array to reduction operation" error */
     for (int j = 0; j < g->nout; j++) {
-        fj_Node *n = plan_node(p, g->ops[g->out_op[j]].node);
-        int red = FJN_IS_REDUCTION(g->ops[g->out_op[j]].code);
+        const fjn_Op *op = &g->ops[g->out_op[j]];
+        fj_Node *n = plan_node(p, op->node);
+        int red = FJN_IS_REDUCTION(op->code);
+        if (red && op->axis >= 0) {
+            /* one axis reduced: C order, filled with the identity, stride 0 along the axis */
+            npy_intp rshape[FJ_MAX_NDIM];
+            int rnd = 0;
+            for (int ax = 0; ax < nd; ax++)
+                if (ax != op->axis)
+                    rshape[rnd++] = shape[ax];
+                else if (op->keepdims)
+                    rshape[rnd++] = 1;
+            Py_INCREF(n->dtype);
+            outs[j] = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, n->dtype, rnd, rshape, NULL, NULL, 0, NULL);
+            if (!outs[j])
+                goto error;
+            fill_identity(outs[j], op);
+            for (int ax = 0, rax = 0; ax < nd; ax++) {
+                if (ax == op->axis) {
+                    strides[(g->nin + j) * nd + ax] = 0;
+                    rax += op->keepdims;
+                } else {
+                    strides[(g->nin + j) * nd + ax] = PyArray_STRIDE(outs[j], rax++);
+                }
+            }
+            data[g->nin + j] = PyArray_DATA(outs[j]);
+            continue;
+        }
         Py_INCREF(n->dtype);
         outs[j] = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, n->dtype, red ? 0 : nd, shape, NULL, NULL,
                                                          fortran ? NPY_ARRAY_F_CONTIGUOUS : 0, NULL);
@@ -1126,7 +1251,7 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
     }
     status = 0;
     if (size > 0 || g->has_red) {
-        int flat = all_c || (fortran && all_f);
+        int flat = (all_c || (fortran && all_f)) && !g->has_axisred;
         if (size >= fjn_nogil_min) {
             Py_BEGIN_ALLOW_THREADS
             if (g->has_red)

@@ -64,6 +64,8 @@ typedef struct {
     int argtype[3];     /* FJT_* each operand is cast to before the operation */
     int type;           /* FJT_* of the result (the node's dtype) */
     int out;            /* index among the group's outputs, or -1 (not materialized) */
+    int axis;           /* reductions: the reduced axis of the group, or -1 for every axis */
+    int keepdims;       /* reductions over one axis: keepdims=True */
 } fjn_Op;
 
 typedef int (*fjn_flat_fn)(Py_ssize_t start, Py_ssize_t end, char *const *data);
@@ -81,6 +83,7 @@ typedef struct {
     int has_red;                      /* has reductions: one thread, the kernel runs even when empty */
     int red_noempty;                  /* has max/min/mean: an empty iteration runs through NumPy (its error) */
     int pw;                           /* member index of a float sum/mean (NumPy's pairwise order), or -1 */
+    int has_axisred;                  /* has reductions over one axis: strided kernel, C order only */
     /* filled by _load */
     fjn_flat_fn flat;
     fjn_strided_fn strided;

@@ -335,7 +335,7 @@ static int emit_reduce_init(PyObject *buf, const fjn_Group *g)
     for (int m = 0; m < g->nops; m++) {
         const fjn_Op *op = &g->ops[m];
         const char *init;
-        if (!FJN_IS_REDUCTION(op->code) || m == g->pw)
+        if (!FJN_IS_REDUCTION(op->code) || m == g->pw || op->axis >= 0)
             continue;
         switch (op->code) {
         case FJN_RMAX:
@@ -356,12 +356,30 @@ static int emit_reduce_init(PyObject *buf, const fjn_Group *g)
     return 0;
 }
 
-static int emit_reduce_step(PyObject *buf, const fjn_Group *g, const fjn_Op *op, int m, const char *pwstmt)
+static int emit_reduce_step(PyObject *buf, const fjn_Group *g, const fjn_Op *op, int m, const char *pwstmt,
+                            int mode)
 {
     fjn_Expr A = {{0}};
     const char *ct = fjt_info[op->type].ctype;
     int isf = fjt_info[op->type].is_float;
     operand_expr(g, op->arg[0], op->argtype[0], &A);
+    if (op->axis >= 0) {
+        /* over one axis: accumulate in the (identity-filled) output, whose
+           stride along the reduced axis is 0; strided form only */
+        int slot = g->nin + op->out;
+        static const char *upd[] = {"(%s)((uint64_t)*o + (uint64_t)x)", "x > *o ? x : *o", "x < *o ? x : *o",
+                                    "*o | (unsigned char)(x != 0)", "*o & (unsigned char)(x != 0)"};
+        int k = op->code == FJN_RSUM ? 0 : op->code == FJN_RMAX ? 1 : op->code == FJN_RMIN ? 2
+                : op->code == FJN_RANY ? 3 : op->code == FJN_RALL ? 4 : -1;
+        char stmt[128];
+        if (mode == 0)
+            return 0; /* never run: the host uses the strided form for these groups */
+        if (k < 0 || isf)
+            return -1;
+        snprintf(stmt, sizeof stmt, upd[k], ct);
+        return put(buf, "            { const %s x = %s; %s *o = (%s *)(p%d + i * s%d); *o = %s; }\n",
+                   fjt_info[op->argtype[0]].ctype, A.s, ct, ct, slot, slot, stmt);
+    }
     if (put(buf, "            const %s x%d = %s;\n", fjt_info[op->argtype[0]].ctype, m, A.s) < 0)
         return -1;
     if (m == g->pw)
@@ -392,7 +410,7 @@ static int emit_reduce_store(PyObject *buf, const fjn_Group *g)
 {
     for (int m = 0; m < g->nops; m++) {
         const fjn_Op *op = &g->ops[m];
-        if (!FJN_IS_REDUCTION(op->code) || m == g->pw)
+        if (!FJN_IS_REDUCTION(op->code) || m == g->pw || op->axis >= 0)
             continue;
         if ((op->code == FJN_RMAX || op->code == FJN_RMIN) && fjt_info[op->type].is_float &&
             put(buf, "    st |= (__builtin_isnan(r%d) || r%d == 0) ? 2 : 0;\n", m, m) < 0)
@@ -430,7 +448,7 @@ static int emit_body(PyObject *buf, const fjn_Group *g, int mode, const char *pw
             continue;
         }
         if (FJN_IS_REDUCTION(op->code)) {
-            if (emit_reduce_step(buf, g, op, m, pwstmt) < 0)
+            if (emit_reduce_step(buf, g, op, m, pwstmt, mode) < 0)
                 return -1;
             continue;
         }

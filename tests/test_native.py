@@ -496,6 +496,26 @@ def test_reduction_of_reduction_and_zero_d():
     check("np.max(x * 2) * 3 + 1", [(np.int64(3),)], params="x")
 
 
+AXIS_REDUCTIONS = [
+    ("(x * 3 + 1).sum(axis=0)", "i4"), ("(x * 3 + 1).sum(1)", "i8"), ("np.sum(x > 0, axis=-1)", "f8"),
+    ("np.sum(x, 0, keepdims=True) + x", "u1"), ("(x - 1).max(axis=1)", "i8"), ("np.max(x * 2, axis=0)", "i2"),
+    ("np.amin(abs(x), axis=-1, keepdims=True)", "i4"), ("(x > 2).any(axis=0)", "f8"), ("np.all(x != 0, axis=1)", "i4"),
+    ("np.any(x, -1)", "?"), ("x.max(0) + x.min(1).sum()", "i4"), ("np.max(x, axis=1) * 2.0", "f8"),
+    ("np.sum(x * 2.0, axis=0)", "f8"), ("x.mean(axis=0)", "f4"), ("np.sum(x, axis=(0, 1))", "i8"),
+    ("np.min(x, axis=None)", "i8"), ("x.all(axis=0, keepdims=True)", "?"), ("x.sum(axis=2)", "i4"),
+]
+
+
+@pytest.mark.parametrize("expr,dt", AXIS_REDUCTIONS, ids=[f"{e}-{d}" for e, d in AXIS_REDUCTIONS])
+def test_axis_reductions(expr, dt):
+    x = data(dt, (4, 6))
+    x3 = data(dt, (3, 4, 5))
+    cases = [(x,), (x.T.copy(),), (x[:, ::2],), (x[::-1],), (x.T,), (x[:0],), (x[:, :0],)]
+    if "axis=2" in expr:
+        cases = [(x3,), (x3[:, ::2],), (x3.transpose(1, 0, 2),), (x3.T,)]
+    check(expr, cases, params="x")
+
+
 # ---- float sum and mean: NumPy's pairwise order ----------------------------------------
 
 @pytest.mark.parametrize("dt", ["f8", "f4"])
