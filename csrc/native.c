@@ -27,6 +27,7 @@
 #include "native.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <structmember.h>
 #include <pthread.h>
 #include <string.h>
@@ -426,9 +427,9 @@ static int fjn_classify(fj_Node *n, fjn_Op *op)
         if (okind[0] != FJN_IN_ARRAY || (axis < 0 && n->vkind != FJ_VAL_NPSCALAR))
             return 0;
         op->argtype[0] = m->code == FJN_RSUM ? rt : t;
-        /* over one axis: only the kinds exact in any order, floats not at all
-           (NumPy's order along an axis depends on the layout) */
-        if (axis >= 0 && (tf || m->code == FJN_RMEAN))
+        /* over one axis: only the kinds exact in any order; a float max/min
+           whose result holds a zero or a NaN runs through NumPy (run_group) */
+        if (axis >= 0 && ((tf && m->code != FJN_RMAX && m->code != FJN_RMIN) || m->code == FJN_RMEAN))
             return 0;
         switch (m->code) {
         case FJN_RSUM:
@@ -1058,6 +1059,16 @@ static void fill_identity(PyArrayObject *a, const fjn_Op *op)
         return;
     }
     int is_max = op->code == FJN_RMAX, sgn = t >= FJT_I8 && t <= FJT_I64;
+    if (t == FJT_F32) {
+        for (npy_intp i = 0; i < n; i++)
+            ((float *)d)[i] = is_max ? -HUGE_VALF : HUGE_VALF;
+        return;
+    }
+    if (t == FJT_F64) {
+        for (npy_intp i = 0; i < n; i++)
+            ((double *)d)[i] = is_max ? -HUGE_VAL : HUGE_VAL;
+        return;
+    }
     for (npy_intp i = 0; i < n; i++) {
         switch (sz) {
         case 1:
@@ -1262,6 +1273,20 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
             Py_END_ALLOW_THREADS
         } else {
             status = flat ? g->flat(0, size, data) : g->strided(nd, shape, data, strides);
+        }
+    }
+    /* a float max/min over one axis with a zero (the sign depends on NumPy's
+       order) or a NaN (the payload does) somewhere: NumPy decides */
+    for (int j = 0; status == 0 && g->has_axisred && j < g->nout; j++) {
+        const fjn_Op *op = &g->ops[g->out_op[j]];
+        npy_intp cnt = PyArray_SIZE(outs[j]);
+        if (!FJN_IS_REDUCTION(op->code) || op->axis < 0 || (op->type != FJT_F32 && op->type != FJT_F64))
+            continue;
+        for (npy_intp i = 0; i < cnt && status == 0; i++) {
+            double v = op->type == FJT_F32 ? (double)((float *)PyArray_DATA(outs[j]))[i]
+                                           : ((double *)PyArray_DATA(outs[j]))[i];
+            if (v == 0 || isnan(v))
+                status = 2;
         }
     }
     if (status != 0) {

@@ -374,9 +374,13 @@ static int emit_reduce_step(PyObject *buf, const fjn_Group *g, const fjn_Op *op,
         char stmt[128];
         if (mode == 0)
             return 0; /* never run: the host uses the strided form for these groups */
-        if (k < 0 || isf)
+        if (k < 0 || (isf && k != 1 && k != 2))
             return -1;
-        snprintf(stmt, sizeof stmt, upd[k], ct);
+        if (isf) /* NaN sticks; ties keep the first (any zero makes the host ask NumPy) */
+            snprintf(stmt, sizeof stmt, "__builtin_isnan(*o) ? *o : ((__builtin_isnan(x) | %s(x, *o)) ? x : *o)",
+                     k == 1 ? "__builtin_isgreater" : "__builtin_isless");
+        else
+            snprintf(stmt, sizeof stmt, upd[k], ct);
         return put(buf, "            { const %s x = %s; %s *o = (%s *)(p%d + i * s%d); *o = %s; }\n",
                    fjt_info[op->argtype[0]].ctype, A.s, ct, ct, slot, slot, stmt);
     }

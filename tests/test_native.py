@@ -503,6 +503,8 @@ AXIS_REDUCTIONS = [
     ("np.any(x, -1)", "?"), ("x.max(0) + x.min(1).sum()", "i4"), ("np.max(x, axis=1) * 2.0", "f8"),
     ("np.sum(x * 2.0, axis=0)", "f8"), ("x.mean(axis=0)", "f4"), ("np.sum(x, axis=(0, 1))", "i8"),
     ("np.min(x, axis=None)", "i8"), ("x.all(axis=0, keepdims=True)", "?"), ("x.sum(axis=2)", "i4"),
+    ("np.max(x * 2, axis=1)", "f8"), ("(x - 1).min(axis=0, keepdims=True) + x", "f4"), ("x.max(axis=2)", "f8"),
+    ("np.amax(abs(x) + 1, axis=-1)", "f4"),
 ]
 
 
@@ -514,6 +516,12 @@ def test_axis_reductions(expr, dt):
     if "axis=2" in expr:
         cases = [(x3,), (x3[:, ::2],), (x3.transpose(1, 0, 2),), (x3.T,)]
     check(expr, cases, params="x")
+
+
+def test_float_axis_max_min_clean_data():
+    x = data("f8", (5, 7), special=False)
+    for expr in ("np.max(x * 2, axis=1)", "x.min(axis=0) - 1", "np.amax(x + 1, axis=0, keepdims=True) * x"):
+        check(expr, [(x,), (x.T,), (x[:, ::2],), (x.astype(np.float32),)], params="x", fused=True)
 
 
 # ---- float sum and mean: NumPy's pairwise order ----------------------------------------
