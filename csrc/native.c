@@ -217,6 +217,7 @@ typedef struct {
     fjn_Group *groups; /* PyMem */
     PyObject *source;  /* strong str */
     int loaded;
+    Py_ssize_t fallbacks; /* group runs that went through NumPy instead of their kernel */
     vectorcallfunc vectorcall;
 } fjn_Plan;
 
@@ -429,6 +430,8 @@ static int fjn_classify(fj_Node *n, fjn_Op *op)
         op->argtype[0] = m->code == FJN_RSUM ? rt : t;
         /* over one axis: only the kinds exact in any order; a float max/min
            whose result holds a zero or a NaN runs through NumPy (run_group) */
+        if (axis >= 0 && tf && (m->code == FJN_RSUM || m->code == FJN_RMEAN))
+            return axis == ((fj_Node *)PyTuple_GET_ITEM(n->args, 0))->ndim - 1 && rt == t; /* rows: pairwise */
         if (axis >= 0 && ((tf && m->code != FJN_RMAX && m->code != FJN_RMIN) || m->code == FJN_RMEAN))
             return 0;
         switch (m->code) {
@@ -801,6 +804,7 @@ static PyObject *plan_new_from_graph(PyObject *graph)
     p->ngroups = 0;
     p->source = NULL;
     p->loaded = 0;
+    p->fallbacks = 0;
     p->output = NULL;
     p->nph = 0;
     p->vectorcall = NULL;
@@ -1050,7 +1054,7 @@ static void fill_identity(PyArrayObject *a, const fjn_Op *op)
     npy_intp n = PyArray_SIZE(a);
     char *d = PyArray_DATA(a);
     int t = op->type, sz = fjn_type_size(t);
-    if (op->code == FJN_RSUM || op->code == FJN_RANY) {
+    if (op->code == FJN_RSUM || op->code == FJN_RANY || op->code == FJN_RMEAN) {
         memset(d, 0, (size_t)(n * sz));
         return;
     }
@@ -1219,6 +1223,8 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
     }
     if (fortran && g->has_axisred)
         goto unfused; /* NumPy's order of an axis reduction's result is not computed here */
+    if (g->pw >= 0 && g->ops[g->pw].axis >= 0 && !all_c)
+        goto unfused; /* a float sum over the last axis follows NumPy's order for C-contiguous rows only */
     /* outputs */
     if (size == 0 && g->red_noempty)
         goto unfused; /* NumPy's "zero-size array to reduction operation" error */
@@ -1306,6 +1312,7 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
     }
     return 0;
 unfused:
+    p->fallbacks++;
     return run_group_unfused(p, g, env);
 error:
     for (int j = 0; j < g->nout; j++)
@@ -1458,6 +1465,8 @@ static PyGetSetDef plan_getset[] = {
 };
 
 static PyMemberDef plan_members[] = {
+    {"fallbacks", T_PYSSIZET, offsetof(fjn_Plan, fallbacks), READONLY,
+     "group runs that went through NumPy instead of their kernel (flags, inputs or layouts)"},
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(fjn_Plan, vectorcall), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };

@@ -363,7 +363,7 @@ static int emit_reduce_step(PyObject *buf, const fjn_Group *g, const fjn_Op *op,
     const char *ct = fjt_info[op->type].ctype;
     int isf = fjt_info[op->type].is_float;
     operand_expr(g, op->arg[0], op->argtype[0], &A);
-    if (op->axis >= 0) {
+    if (op->axis >= 0 && m != g->pw) {
         /* over one axis: accumulate in the (identity-filled) output, whose
            stride along the reduced axis is 0; strided form only */
         int slot = g->nin + op->out;
@@ -570,6 +570,22 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
                  "    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n    %s a = fj_g%d_pw(lo, n2, data, stp);\n"
                  "    return a + fj_g%d_pw(lo + n2, n - n2, data, stp);\n}\n", T, gi, gi, T, gi, gi) < 0)
         return -1;
+    if (op->axis >= 0) {
+        /* over the last axis of C-contiguous operands: one pairwise sum per row
+           (NumPy's order there); the host calls the strided entry for it */
+        if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n"
+                     "{\n    (void)start; (void)end; (void)data;\n    return 2;\n}\n", gi) < 0 ||
+            put(buf, "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n"
+                     "{\n    int st = 0;\n    (void)strides;\n    intptr_t len = nd > 0 ? shape[nd - 1] : 1, rows = 1;\n"
+                     "    for (int k = 0; k + 1 < nd; k++) rows *= shape[k];\n    %s *out = (%s *)data[%d];\n"
+                     "    feclearexcept(FJ_FPE);\n    for (intptr_t q = 0; q < rows; q++) {\n"
+                     "        %s total = fj_g%d_pw(q * len, len, data, &st);\n        %s r = (%s)0 + total;\n",
+                gi, T, T, slot, T, gi, T, T) < 0)
+            return -1;
+        if (op->code == FJN_RMEAN && put(buf, "        r = (%s)((double)r / (double)(int64_t)len);\n", T) < 0)
+            return -1;
+        return put(buf, "        out[q] = r;\n    }\n    return st | fetestexcept(FJ_FPE);\n}\n");
+    }
     if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0;\n"
                  "    feclearexcept(FJ_FPE);\n    %s total = fj_g%d_pw(start, end - start, data, &st);\n"
                  "    %s r = (%s)0 + total;\n", gi, T, gi, T, T) < 0)
