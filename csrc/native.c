@@ -38,6 +38,9 @@
 static int fjn_threads = 1;                    /* threads for large flat loops */
 static Py_ssize_t fjn_thread_min = 1 << 18;    /* elements before threads are used */
 static Py_ssize_t fjn_nogil_min = 1 << 14;     /* elements before the GIL is released */
+/* Float max/min over one axis: exact (zero and NaN results go to NumPy) but
+   slower than NumPy's SIMD loops here, so off (native_config(float_axis_minmax=True)). */
+static int fjn_float_axis_minmax = 0;
 
 /* ---- classification of nodes -------------------------------------------- */
 
@@ -432,7 +435,7 @@ static int fjn_classify(fj_Node *n, fjn_Op *op)
            whose result holds a zero or a NaN runs through NumPy (run_group) */
         if (axis >= 0 && tf && (m->code == FJN_RSUM || m->code == FJN_RMEAN))
             return axis == ((fj_Node *)PyTuple_GET_ITEM(n->args, 0))->ndim - 1 && rt == t; /* rows: pairwise */
-        if (axis >= 0 && ((tf && m->code != FJN_RMAX && m->code != FJN_RMIN) || m->code == FJN_RMEAN))
+        if (axis >= 0 && ((tf && !fjn_float_axis_minmax) || m->code == FJN_RMEAN))
             return 0;
         switch (m->code) {
         case FJN_RSUM:
@@ -1498,13 +1501,20 @@ static PyObject *native_plan(PyObject *mod, PyObject *graph)
     return r;
 }
 
-/* native_config(threads=None, thread_min=None) -> (threads, thread_min): reads / sets the threading knobs. */
+/* native_config(threads=None, thread_min=None, float_axis_minmax=None) -> (threads, thread_min,
+   float_axis_minmax): reads / sets the knobs (new reference, NULL on error). */
 static PyObject *native_config(PyObject *mod, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"threads", "thread_min", NULL};
-    PyObject *t = Py_None, *m = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:native_config", kwlist, &t, &m))
+    static char *kwlist[] = {"threads", "thread_min", "float_axis_minmax", NULL};
+    PyObject *t = Py_None, *m = Py_None, *f = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO:native_config", kwlist, &t, &m, &f))
         return NULL;
+    if (f != Py_None) {
+        int v = PyObject_IsTrue(f);
+        if (v < 0)
+            return NULL;
+        fjn_float_axis_minmax = v;
+    }
     if (t != Py_None) {
         long v = PyLong_AsLong(t);
         if (v == -1 && PyErr_Occurred())
@@ -1517,14 +1527,14 @@ static PyObject *native_config(PyObject *mod, PyObject *args, PyObject *kw)
             return NULL;
         fjn_thread_min = v < 1 ? 1 : v;
     }
-    return Py_BuildValue("(in)", fjn_threads, fjn_thread_min);
+    return Py_BuildValue("(inO)", fjn_threads, fjn_thread_min, fjn_float_axis_minmax ? Py_True : Py_False);
 }
 
 static PyMethodDef native_functions[] = {
     {"native_plan", (PyCFunction)native_plan, METH_O,
      "native_plan(graph) -> (NativePlan, C source) or (None, None) when nothing fuses."},
     {"native_config", (PyCFunction)(void (*)(void))native_config, METH_VARARGS | METH_KEYWORDS,
-     "native_config(threads=None, thread_min=None) -> (threads, thread_min)"},
+     "native_config(threads=None, thread_min=None, float_axis_minmax=None) -> the three settings"},
     {NULL, NULL, 0, NULL},
 };
 

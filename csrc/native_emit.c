@@ -356,6 +356,35 @@ static int emit_reduce_init(PyObject *buf, const fjn_Group *g)
     return 0;
 }
 
+/* The updated accumulator 'acc' of one-axis reduction 'op' with element 'x' (a C expression).
+   Float max/min: the larger / smaller, NaN ignored (a NaN element is flagged apart). */
+static int fjn_red_update(char *out, size_t cap, const fjn_Op *op, const char *acc, const char *x)
+{
+    const char *ct = fjt_info[op->type].ctype;
+    int isf = fjt_info[op->type].is_float;
+    switch (op->code) {
+    case FJN_RSUM:
+        snprintf(out, cap, "(%s)((uint64_t)%s + (uint64_t)%s)", ct, acc, x);
+        return 0;
+    case FJN_RMAX:
+    case FJN_RMIN:
+        if (isf)
+            snprintf(out, cap, "%s(%s, %s) ? %s : %s", op->code == FJN_RMAX ? "__builtin_isgreater" : "__builtin_isless",
+                     x, acc, x, acc);
+        else
+            snprintf(out, cap, "%s %c %s ? %s : %s", x, op->code == FJN_RMAX ? '>' : '<', acc, x, acc);
+        return 0;
+    case FJN_RANY:
+        snprintf(out, cap, "%s | (unsigned char)(%s != 0)", acc, x);
+        return 0;
+    case FJN_RALL:
+        snprintf(out, cap, "%s & (unsigned char)(%s != 0)", acc, x);
+        return 0;
+    default:
+        return -1;
+    }
+}
+
 static int emit_reduce_step(PyObject *buf, const fjn_Group *g, const fjn_Op *op, int m, const char *pwstmt,
                             int mode)
 {
@@ -367,22 +396,27 @@ static int emit_reduce_step(PyObject *buf, const fjn_Group *g, const fjn_Op *op,
         /* over one axis: accumulate in the (identity-filled) output, whose
            stride along the reduced axis is 0; strided form only */
         int slot = g->nin + op->out;
-        static const char *upd[] = {"(%s)((uint64_t)*o + (uint64_t)x)", "x > *o ? x : *o", "x < *o ? x : *o",
-                                    "*o | (unsigned char)(x != 0)", "*o & (unsigned char)(x != 0)"};
         int k = op->code == FJN_RSUM ? 0 : op->code == FJN_RMAX ? 1 : op->code == FJN_RMIN ? 2
                 : op->code == FJN_RANY ? 3 : op->code == FJN_RALL ? 4 : -1;
-        char stmt[128];
+        char acc[32], stmt[256];
         if (mode == 0)
             return 0; /* never run: the host uses the strided form for these groups */
         if (k < 0 || (isf && k != 1 && k != 2))
             return -1;
-        if (isf) /* NaN sticks; ties keep the first (any zero makes the host ask NumPy) */
-            snprintf(stmt, sizeof stmt, "__builtin_isnan(*o) ? *o : ((__builtin_isnan(x) | %s(x, *o)) ? x : *o)",
-                     k == 1 ? "__builtin_isgreater" : "__builtin_isless");
+        /* mode 1: the accumulator is the output element; mode 2: register lane j */
+        if (mode == 2)
+            snprintf(acc, sizeof acc, "acc%d[j]", m);
         else
-            snprintf(stmt, sizeof stmt, upd[k], ct);
-        return put(buf, "            { const %s x = %s; %s *o = (%s *)(p%d + i * s%d); *o = %s; }\n",
-                   fjt_info[op->argtype[0]].ctype, A.s, ct, ct, slot, slot, stmt);
+            snprintf(acc, sizeof acc, "*o");
+        if (fjn_red_update(stmt, sizeof stmt, op, acc, "x") < 0)
+            return -1;
+        /* a float NaN makes the group run through NumPy (its payload rules) */
+        const char *nan = isf ? " st |= (x != x) << 1;" : "";
+        if (mode == 2)
+            return put(buf, "            { const %s x = %s; %s = %s;%s }\n", fjt_info[op->argtype[0]].ctype, A.s, acc,
+                       stmt, nan);
+        return put(buf, "            { const %s x = %s; %s *o = (%s *)(p%d + i * s%d); *o = %s;%s }\n",
+                   fjt_info[op->argtype[0]].ctype, A.s, ct, ct, slot, slot, stmt, nan);
     }
     if (put(buf, "            const %s x%d = %s;\n", fjt_info[op->argtype[0]].ctype, m, A.s) < 0)
         return -1;
@@ -636,6 +670,48 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
             continue;
         if (put(buf, "        char *p%d = data[%d];\n", k, k) < 0 ||
             put(buf, "        for (int k = 0; k + 1 < nd; k++) p%d += idx[k] * strides[%d * nd + k];\n", k, k) < 0)
+            return -1;
+    }
+    if (g->has_axisred) {
+        /* when every one-axis reduction reduces the innermost axis here (its
+           output stride is 0 along the loop), accumulate in registers */
+        if (put(buf, "        if (1") < 0)
+            return -1;
+        for (int m = 0; m < g->nops; m++)
+            if (FJN_IS_REDUCTION(g->ops[m].code) && g->ops[m].axis >= 0 && m != g->pw &&
+                put(buf, " && s%d == 0", g->nin + g->ops[m].out) < 0)
+                return -1;
+        if (put(buf, ") {\n") < 0)
+            return -1;
+        /* eight independent lanes (vectorizable, any order is exact for these kinds) */
+        for (int m = 0; m < g->nops; m++) {
+            const fjn_Op *op = &g->ops[m];
+            if (FJN_IS_REDUCTION(op->code) && op->axis >= 0 && m != g->pw &&
+                put(buf, "        %s acc%d[8];\n        for (int j = 0; j < 8; j++) acc%d[j] = *(%s *)p%d;\n",
+                    fjt_info[op->type].ctype, m, m, fjt_info[op->type].ctype, g->nin + op->out) < 0)
+                return -1;
+        }
+        if (put(buf, "        intptr_t i0 = 0;\n        for (; i0 + 8 <= inner; i0 += 8)\n"
+                     "        for (int j = 0; j < 8; j++) {\n            const intptr_t i = i0 + j;\n") < 0 ||
+            emit_body(buf, g, 2, NULL) < 0 ||
+            put(buf, "        }\n        for (; i0 < inner; i0++) {\n            const intptr_t i = i0;\n"
+                     "            const int j = 0;\n") < 0 ||
+            emit_body(buf, g, 2, NULL) < 0 || put(buf, "        }\n") < 0)
+            return -1;
+        for (int m = 0; m < g->nops; m++) {
+            const fjn_Op *op = &g->ops[m];
+            char acc[32], lane[32], stmt[256];
+            if (!FJN_IS_REDUCTION(op->code) || op->axis < 0 || m == g->pw)
+                continue;
+            snprintf(acc, sizeof acc, "r%d", m);
+            snprintf(lane, sizeof lane, "acc%d[j]", m);
+            if (fjn_red_update(stmt, sizeof stmt, op, acc, lane) < 0 ||
+                put(buf, "        %s r%d = acc%d[0];\n        for (int j = 1; j < 8; j++) r%d = %s;\n"
+                         "        *(%s *)p%d = r%d;\n",
+                    fjt_info[op->type].ctype, m, m, m, stmt, fjt_info[op->type].ctype, g->nin + op->out, m) < 0)
+                return -1;
+        }
+        if (put(buf, "        } else\n") < 0)
             return -1;
     }
     if (put(buf, "        for (intptr_t i = 0; i < inner; i++) {\n") < 0 || emit_body(buf, g, 1, NULL) < 0 ||

@@ -372,7 +372,7 @@ def test_error_order_as_eager():
 def test_threads_large_arrays():
     old = _C.native_config()
     try:
-        _C.native_config(threads=3, thread_min=1000)
+        _C.native_config(threads=3, thread_min=1000, float_axis_minmax=True)
         x = data("f8", (100003,))
         check("x * 3.0 - np.sqrt(abs(x)) + (x > 0)", [(x, x[::-1].copy())], fused=True)
         check("x * 3.0 + y", [(x, np.zeros(100003))], fused=True)  # flags in one thread: runs unfused
@@ -385,7 +385,7 @@ def test_threads_large_arrays():
         check("np.sum(x * 1.5)", [(data("f8", (3000, 10)),), (data("f8", (10, 3000)).T,)], params="x",
               fused=True)
     finally:
-        _C.native_config(threads=old[0], thread_min=old[1])
+        _C.native_config(threads=old[0], thread_min=old[1], float_axis_minmax=old[2])
 
 
 # ---- plan surface ----------------------------------------------------------------------
@@ -518,10 +518,19 @@ def test_axis_reductions(expr, dt):
     check(expr, cases, params="x")
 
 
-def test_float_axis_max_min_clean_data():
-    x = data("f8", (5, 7), special=False)
-    for expr in ("np.max(x * 2, axis=1)", "x.min(axis=0) - 1", "np.amax(x + 1, axis=0, keepdims=True) * x"):
-        check(expr, [(x,), (x.T,), (x[:, ::2],), (x.astype(np.float32),)], params="x", fused=True)
+@pytest.mark.parametrize("enabled", [False, True])
+def test_float_axis_max_min(enabled):
+    old = _C.native_config()
+    try:
+        _C.native_config(float_axis_minmax=enabled)
+        x = data("f8", (5, 7), special=False)
+        for expr in ("np.max(x * 2, axis=1)", "x.min(axis=0) - 1", "np.amax(x + 1, axis=0, keepdims=True) * x"):
+            check(expr, [(x,), (x.T,), (x[:, ::2],), (x.astype(np.float32),)], params="x", fused=True)
+        for expr, dt in AXIS_REDUCTIONS:
+            if dt[0] == "f":
+                check(expr, [(data(dt, (4, 6)),), (data(dt, (4, 6)).T,)], params="x")
+    finally:
+        _C.native_config(float_axis_minmax=old[2])
 
 
 # ---- float sum and mean: NumPy's pairwise order ----------------------------------------
@@ -564,7 +573,7 @@ def _plans_of(expr, args, params="x"):
 
 
 KERNEL_CASES = [("np.sum(x * 1.5, axis=-1)", "f8"), ("x.mean(axis=1)", "f4"), ("np.sum(x * x)", "f8"),
-                ("x.max(axis=0)", "f8"), ("(x * 2).sum(axis=0)", "i8"), ("x * 2 + 1", "f4"),
+                ("x.max(axis=0)", "i4"), ("(x * 2).sum(axis=0)", "i8"), ("x * 2 + 1", "f4"),
                 ("np.where(x > 0, x, 0).min()", "i4"), ("np.sum(x * x)", "i2"), ("x.mean()", "f8"),
                 ("(x > 0).any(axis=1)", "f8")]
 
