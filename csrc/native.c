@@ -30,13 +30,14 @@
 #include <math.h>
 #include <structmember.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 /* ---- configuration ------------------------------------------------------- */
 
 static int fjn_threads = 1;                    /* threads for large flat loops */
-static Py_ssize_t fjn_thread_min = 1 << 18;    /* elements before threads are used */
+static Py_ssize_t fjn_thread_min = 1 << 20;    /* elements before threads are used */
 static Py_ssize_t fjn_nogil_min = 1 << 14;     /* elements before the GIL is released */
 /* Float max/min over one axis: exact (zero and NaN results go to NumPy) but
    slower than NumPy's SIMD loops here, so off (native_config(float_axis_minmax=True)). */
@@ -1541,7 +1542,12 @@ static PyMethodDef native_functions[] = {
 int fj_native_init(PyObject *module)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    fjn_threads = ncpu > 1 ? (ncpu > 8 ? 8 : (int)ncpu) : 1;
+    const char *env = getenv("FRAMEJIT_NATIVE_THREADS"); /* an explicit thread count */
+    if (env && *env)
+        ncpu = atol(env);
+    fjn_threads = ncpu > 1 ? (ncpu > 16 ? 16 : (int)ncpu) : 1;
+    if (!(env && *env) && fjn_threads > 8)
+        fjn_threads = 8;
     fjn_PlanType = (PyTypeObject *)PyType_FromSpec(&plan_spec);
     if (!fjn_PlanType || PyModule_AddObjectRef(module, "NativePlan", (PyObject *)fjn_PlanType) < 0)
         return -1;
