@@ -3,10 +3,17 @@
  * memory-bound kernels are compared with.  Not part of framejit; built by
  * stream.py with gcc -O3 -march=native -fopenmp into build/.
  *
- * Usage: stream N REPS  -> prints "best_seconds median_seconds threads"
+ * Usage: stream N REPS [fresh] -> prints "best_seconds median_seconds threads"
  * (threads from OMP_NUM_THREADS).  Arrays are first-touched in parallel with
- * the same static schedule as the timed loop. */
+ * the same static schedule as the timed loop.  With "fresh", the output a
+ * is malloc'ed before and freed after each timed pass (inside the timing),
+ * as a compiled function that returns a new array does: its pages are
+ * faulted in (and zeroed by the kernel) during the pass; like NumPy's
+ * allocator, it asks for transparent huge pages (madvise) on large blocks. */
+#define _DEFAULT_SOURCE
 #include <omp.h>
+#include <stdint.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -28,6 +35,8 @@ int main(int argc, char **argv)
 {
     long n = argc > 1 ? atol(argv[1]) : 80000000L;
     int reps = argc > 2 ? atoi(argv[2]) : 10;
+    int fresh = argc > 3 && argv[3][0] == 'f';
+    double check = 0.0;
     double *a = aligned_alloc(64, (size_t)n * sizeof(double));
     double *b = aligned_alloc(64, (size_t)n * sizeof(double));
     double *c = aligned_alloc(64, (size_t)n * sizeof(double));
@@ -45,14 +54,26 @@ int main(int argc, char **argv)
     }
     for (int r = 0; r < reps; r++) {
         double t0 = now();
+        double *out = a;
+        if (fresh && !(out = malloc((size_t)n * sizeof(double)))) {
+            fprintf(stderr, "out of memory\n");
+            return 1;
+        }
+        if (fresh) {
+            uintptr_t off = 4096u - (uintptr_t)out % 4096u;
+            madvise((char *)out + off, (size_t)n * sizeof(double) - off, MADV_HUGEPAGE);
+        }
 #pragma omp parallel for schedule(static)
         for (long i = 0; i < n; i++)
-            a[i] = b[i] + s * c[i];
+            out[i] = b[i] + s * c[i];
+        check += out[n / 2];
+        if (fresh)
+            free(out);
         t[r] = now() - t0;
     }
     /* checked so the loop cannot be dropped */
-    if (a[n / 2] != 7.0) {
-        fprintf(stderr, "wrong result %g\n", a[n / 2]);
+    if (check != 7.0 * reps) {
+        fprintf(stderr, "wrong result %g\n", check / reps);
         return 1;
     }
     qsort(t, (size_t)reps, sizeof(double), cmp);
