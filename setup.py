@@ -48,6 +48,7 @@ ext = Extension(
     define_macros=macros,
     extra_compile_args=compile_args,
     extra_link_args=link_args,
+    libraries=["dl", "pthread"],  # the native backend's dlopen and threads
 )
 
 setup(ext_modules=[ext])

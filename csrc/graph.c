@@ -526,7 +526,7 @@ Py_ssize_t fj_graph_num_calls(PyObject *g)
 /* ---- running ------------------------------------------------------------ */
 
 /* 'o' with nodes replaced by their values in env (new reference). */
-static PyObject *resolve(PyObject *o, PyObject **env)
+PyObject *fj_graph_resolve(PyObject *o, PyObject **env)
 {
     if (fj_Node_Check(o)) {
         PyObject *v = env[((fj_Node *)o)->index];
@@ -541,7 +541,7 @@ static PyObject *resolve(PyObject *o, PyObject **env)
         Py_ssize_t len = PySequence_Fast_GET_SIZE(o);
         PyObject *r = PyTuple_Check(o) ? PyTuple_New(len) : PyList_New(len);
         for (Py_ssize_t i = 0; r && i < len; i++) {
-            PyObject *v = resolve(PySequence_Fast_GET_ITEM(o, i), env);
+            PyObject *v = fj_graph_resolve(PySequence_Fast_GET_ITEM(o, i), env);
             if (!v) {
                 Py_CLEAR(r);
                 break;
@@ -559,7 +559,7 @@ static PyObject *resolve(PyObject *o, PyObject **env)
 #define FJ_SMALL_ARGS 8
 
 /* Runs one call node (new reference, NULL on error). */
-static PyObject *run_call(fj_Node *n, PyObject **env)
+PyObject *fj_graph_run_node(fj_Node *n, PyObject **env)
 {
     Py_ssize_t nargs = PyTuple_GET_SIZE(n->args);
     Py_ssize_t nkw = n->kwnames ? PyTuple_GET_SIZE(n->kwnames) : 0, total = nargs + nkw;
@@ -575,7 +575,7 @@ static PyObject *run_call(fj_Node *n, PyObject **env)
         PyObject *a = i < nargs ? PyTuple_GET_ITEM(n->args, i)
                                 : PyDict_GetItem(n->kwargs, PyTuple_GET_ITEM(n->kwnames, i - nargs));
         if (n->deep) {
-            if (!(argv[i] = resolve(a, env)))
+            if (!(argv[i] = fj_graph_resolve(a, env)))
                 goto done;
         } else if (fj_Node_Check(a)) {
             argv[i] = env[((fj_Node *)a)->index];
@@ -635,11 +635,11 @@ PyObject *fj_graph_run(PyObject *gobj, PyObject *const *inputs, Py_ssize_t ninpu
             env[i] = Py_NewRef(inputs[k++]);
             break;
         case FJ_NODE_CALL:
-            if (!(env[i] = run_call(n, env)))
+            if (!(env[i] = fj_graph_run_node(n, env)))
                 goto done;
             break;
         case FJ_NODE_OUTPUT:
-            result = resolve(PyTuple_GET_ITEM(n->args, 0), env);
+            result = fj_graph_resolve(PyTuple_GET_ITEM(n->args, 0), env);
             if (!result)
                 goto done;
             break;

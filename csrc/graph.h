@@ -74,6 +74,16 @@ int fj_graph_output(PyObject *g, PyObject *outputs);
 Py_ssize_t fj_graph_num_calls(PyObject *g);
 /* Runs the graph eagerly: new reference to the output tuple, NULL on error. */
 PyObject *fj_graph_run(PyObject *g, PyObject *const *inputs, Py_ssize_t n);
+/*
+** Runs call node 'n' alone, reading node arguments from 'env' (the values
+** indexed by node index, as fj_graph_run keeps them): exactly what the eager
+** runner does for it.  New reference, NULL on error.  (The native backend
+** runs the nodes it does not fuse with it.)
+*/
+PyObject *fj_graph_run_node(fj_Node *n, PyObject **env);
+/* 'o' (a node, a constant, or tuples/lists of them) with nodes replaced by
+   their values in 'env': new reference, NULL on error. */
+PyObject *fj_graph_resolve(PyObject *o, PyObject **env);
 /* Python source of the graph (new reference str, NULL on error). */
 PyObject *fj_graph_code(PyObject *g);
 /* The tabular listing (new reference str, NULL on error). */

@@ -36,3 +36,12 @@ def _eager(graph, example_inputs):
 
 
 register_backend("eager", _eager)
+
+
+def _native(graph, example_inputs):
+    from . import native
+    return native.backend(graph, example_inputs)
+
+
+_native.__name__ = "native"
+register_backend("native", _native)

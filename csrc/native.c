@@ -1,0 +1,1178 @@
+/*
+** native.c: the plan and the runner of the `native` backend.
+**
+** Responsible for: framejit._C.native_plan(graph), which partitions a
+** graph's call nodes into fused groups and returns (NativePlan, C source)
+** or (None, None) when nothing fuses; NativePlan._load(path), which dlopens
+** the compiled kernels; and NativePlan's vectorcall, the per-call runner:
+** placeholders into an environment, then each step in order: a node that
+** does not fuse runs through NumPy exactly as the eager runner does
+** (fj_graph_run_node), a group checks its inputs, allocates its outputs with
+** NumPy (dtype of the node, broadcast shape, the memory order NumPy's
+** ufuncs give) and calls its kernel (split across threads for large flat
+** loops).  A group whose inputs are not what its kernel handles (dtype,
+** alignment, a layout whose NumPy output order is not computed here, a
+** broadcast error) or whose kernel reports a floating-point exception or
+** an integer division problem runs node by node through NumPy instead, so
+** results, warnings and errors are always NumPy's.
+**
+** What fuses: elementwise operations of the op table on bool, int8-64,
+** uint8-64, float32 and float64, whose loop dtypes NumPy's own
+** ufunc.resolve_dtypes gives (see fjn_classify).  Nodes of the same static
+** shape that follow each other fuse into one group (see docs/native.md).
+**
+** Not responsible for: the C text of kernels (native_emit.c), the compiler
+** and the disk cache (framejit/native.py), graphs (graph.c).
+*/
+#include "native.h"
+
+#include <dlfcn.h>
+#include <structmember.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- configuration ------------------------------------------------------- */
+
+static int fjn_threads = 1;                    /* threads for large flat loops */
+static Py_ssize_t fjn_thread_min = 1 << 18;    /* elements before threads are used */
+static Py_ssize_t fjn_nogil_min = 1 << 14;     /* elements before the GIL is released */
+
+/* ---- classification of nodes -------------------------------------------- */
+
+typedef struct {
+    const char *name; /* op row name (operators) or numpy attribute (functions) */
+    int code;
+    int nargs;
+    const char *ufunc; /* numpy ufunc resolving the loop dtypes; NULL: where / astype */
+} fjn_Map;
+
+static const fjn_Map fjn_operator_map[] = {
+    {"add", FJN_ADD, 2, "add"}, {"sub", FJN_SUB, 2, "subtract"}, {"mul", FJN_MUL, 2, "multiply"},
+    {"truediv", FJN_TDIV, 2, "true_divide"}, {"floordiv", FJN_FLOORDIV, 2, "floor_divide"},
+    {"mod", FJN_MOD, 2, "remainder"}, {"and_", FJN_BAND, 2, "bitwise_and"}, {"or_", FJN_BOR, 2, "bitwise_or"},
+    {"xor", FJN_BXOR, 2, "bitwise_xor"}, {"lt", FJN_LT, 2, "less"}, {"le", FJN_LE, 2, "less_equal"},
+    {"eq", FJN_EQ, 2, "equal"}, {"ne", FJN_NE, 2, "not_equal"}, {"gt", FJN_GT, 2, "greater"},
+    {"ge", FJN_GE, 2, "greater_equal"}, {"neg", FJN_NEG, 1, "negative"}, {"pos", FJN_POS, 1, "positive"},
+    {"invert", FJN_INVERT, 1, "invert"}, {"abs", FJN_ABS, 1, "absolute"}, {NULL, 0, 0, NULL},
+};
+
+static const fjn_Map fjn_numpy_map[] = {
+    {"add", FJN_ADD, 2, "add"}, {"subtract", FJN_SUB, 2, "subtract"}, {"multiply", FJN_MUL, 2, "multiply"},
+    {"divide", FJN_TDIV, 2, "true_divide"}, {"true_divide", FJN_TDIV, 2, "true_divide"},
+    {"floor_divide", FJN_FLOORDIV, 2, "floor_divide"}, {"remainder", FJN_MOD, 2, "remainder"},
+    {"mod", FJN_MOD, 2, "remainder"}, {"negative", FJN_NEG, 1, "negative"}, {"positive", FJN_POS, 1, "positive"},
+    {"absolute", FJN_ABS, 1, "absolute"}, {"abs", FJN_ABS, 1, "absolute"}, {"fabs", FJN_ABS, 1, "fabs"},
+    {"square", FJN_SQUARE, 1, "square"}, {"reciprocal", FJN_RECIP, 1, "reciprocal"}, {"sqrt", FJN_SQRT, 1, "sqrt"},
+    {"maximum", FJN_MAX, 2, "maximum"}, {"minimum", FJN_MIN, 2, "minimum"}, {"less", FJN_LT, 2, "less"},
+    {"less_equal", FJN_LE, 2, "less_equal"}, {"equal", FJN_EQ, 2, "equal"}, {"not_equal", FJN_NE, 2, "not_equal"},
+    {"greater", FJN_GT, 2, "greater"}, {"greater_equal", FJN_GE, 2, "greater_equal"},
+    {"logical_and", FJN_LAND, 2, "logical_and"}, {"logical_or", FJN_LOR, 2, "logical_or"},
+    {"logical_xor", FJN_LXOR, 2, "logical_xor"}, {"logical_not", FJN_LNOT, 1, "logical_not"},
+    {"bitwise_and", FJN_BAND, 2, "bitwise_and"}, {"bitwise_or", FJN_BOR, 2, "bitwise_or"},
+    {"bitwise_xor", FJN_BXOR, 2, "bitwise_xor"}, {"invert", FJN_INVERT, 1, "invert"},
+    {"bitwise_not", FJN_INVERT, 1, "invert"}, {"isnan", FJN_ISNAN, 1, "isnan"}, {"isinf", FJN_ISINF, 1, "isinf"},
+    {"isfinite", FJN_ISFINITE, 1, "isfinite"}, {"signbit", FJN_SIGNBIT, 1, "signbit"},
+    {"floor", FJN_FLOOR, 1, "floor"}, {"ceil", FJN_CEIL, 1, "ceil"}, {"trunc", FJN_TRUNC, 1, "trunc"},
+    {"rint", FJN_RINT, 1, "rint"}, {"where", FJN_WHERE, 3, NULL}, {NULL, 0, 0, NULL},
+};
+
+static PyObject *fjn_numpy; /* strong: the numpy module */
+
+static const fjn_Map *find_map(const fjn_Map *m, const char *name)
+{
+    for (; m->name; m++)
+        if (strcmp(m->name, name) == 0)
+            return m;
+    return NULL;
+}
+
+/* The mapping row of call node 'n', or NULL when its operation never fuses. */
+static const fjn_Map *node_map(fj_Node *n)
+{
+    static const fjn_Map astype = {"astype", FJN_CAST, 2, NULL};
+    const fj_OpDef *op = n->op;
+    if (n->kind != FJ_NODE_CALL || op == NULL || n->kwargs != NULL)
+        return NULL;
+    switch (op->kind) {
+    case FJ_OP_BINOP:
+    case FJ_OP_COMPARE:
+    case FJ_OP_UNARY:
+        return find_map(fjn_operator_map, op->name);
+    case FJ_OP_FUNC:
+        if (op->module && strcmp(op->module, "numpy") == 0)
+            return find_map(fjn_numpy_map, op->attr);
+        return NULL;
+    case FJ_OP_METHOD:
+        return strcmp(op->attr, "astype") == 0 ? &astype : NULL;
+    default:
+        return NULL;
+    }
+}
+
+/* Which operation types each fused code accepts (its loop type 't'). */
+static int code_accepts(int code, int t)
+{
+    int isf = t == FJT_F32 || t == FJT_F64, isb = t == FJT_BOOL, isi = !isf && !isb && t != FJT_NONE;
+    switch (code) {
+    case FJN_ADD:
+    case FJN_MUL:
+    case FJN_MAX:
+    case FJN_MIN:
+    case FJN_LT:
+    case FJN_LE:
+    case FJN_EQ:
+    case FJN_NE:
+    case FJN_GT:
+    case FJN_GE:
+    case FJN_LAND:
+    case FJN_LOR:
+    case FJN_LXOR:
+    case FJN_LNOT:
+    case FJN_POS:
+    case FJN_ABS:
+    case FJN_WHERE:
+    case FJN_CAST:
+        return 1;
+    case FJN_SUB:
+    case FJN_NEG:
+    case FJN_SQUARE:
+        return isf || isi;
+    case FJN_BAND:
+    case FJN_BOR:
+    case FJN_BXOR:
+    case FJN_INVERT:
+        return isi || isb;
+    case FJN_FLOORDIV:
+    case FJN_MOD:
+        return isi;
+    default: /* TDIV RECIP SQRT ISNAN ISINF ISFINITE SIGNBIT FLOOR CEIL TRUNC RINT */
+        return isf;
+    }
+}
+
+/* Does integer constant 'v' fit type 't' (so a C cast keeps its value)? */
+static int int_fits(long long v, int t)
+{
+    switch (t) {
+    case FJT_BOOL:
+        return v == 0 || v == 1;
+    case FJT_I8:
+        return v >= -128 && v <= 127;
+    case FJT_I16:
+        return v >= -32768 && v <= 32767;
+    case FJT_I32:
+        return v >= INT32_MIN && v <= INT32_MAX;
+    case FJT_U8:
+        return v >= 0 && v <= 255;
+    case FJT_U16:
+        return v >= 0 && v <= 65535;
+    case FJT_U32:
+        return v >= 0 && v <= (long long)UINT32_MAX;
+    case FJT_U64:
+        return v >= 0;
+    default: /* I64, floats */
+        return 1;
+    }
+}
+
+/* ---- the plan ------------------------------------------------------------- */
+
+enum { FJN_STEP_NODE = 1, FJN_STEP_GROUP };
+
+typedef struct {
+    int kind;
+    Py_ssize_t node;     /* FJN_STEP_NODE */
+    int group;           /* FJN_STEP_GROUP */
+    Py_ssize_t nrelease;
+    Py_ssize_t *release; /* env slots to clear after this step (PyMem) */
+} fjn_Step;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *graph;   /* strong */
+    PyObject *nodes;   /* strong: list of the graph's nodes */
+    Py_ssize_t nnodes, nph;
+    fj_Node *output;   /* borrowed (held by 'nodes') */
+    Py_ssize_t nsteps;
+    fjn_Step *steps;   /* PyMem */
+    int ngroups;
+    fjn_Group *groups; /* PyMem */
+    PyObject *source;  /* strong str */
+    int loaded;
+    vectorcallfunc vectorcall;
+} fjn_Plan;
+
+static PyTypeObject *fjn_PlanType;
+
+static fj_Node *plan_node(fjn_Plan *p, Py_ssize_t i)
+{
+    return (fj_Node *)PyList_GET_ITEM(p->nodes, i);
+}
+
+/* Builder state. */
+typedef struct {
+    fjn_Plan *p;
+    int *member_group;  /* per node: group id or -1 */
+    int *member_index;  /* per node: index in its group */
+    int open;           /* open group id or -1 */
+    Py_ssize_t cap_steps, cap_groups;
+} fjn_Builder;
+
+static int add_step(fjn_Builder *b, int kind, Py_ssize_t node, int group)
+{
+    fjn_Plan *p = b->p;
+    if (p->nsteps == b->cap_steps) {
+        Py_ssize_t cap = b->cap_steps ? b->cap_steps * 2 : 16;
+        fjn_Step *s = PyMem_Realloc(p->steps, sizeof(fjn_Step) * (size_t)cap);
+        if (!s) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        p->steps = s;
+        b->cap_steps = cap;
+    }
+    fjn_Step *s = &p->steps[p->nsteps++];
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    s->node = node;
+    s->group = group;
+    return 0;
+}
+
+static int close_group(fjn_Builder *b)
+{
+    int g = b->open;
+    b->open = -1;
+    return g >= 0 ? add_step(b, FJN_STEP_GROUP, -1, g) : 0;
+}
+
+/* The static type and input kind of argument 'a' of a fused node; 0 if it cannot be an operand. */
+static int operand_info(PyObject *a, int *type, int *kind)
+{
+    if (fj_Node_Check(a)) {
+        fj_Node *n = (fj_Node *)a;
+        if (n->kind == FJ_NODE_OUTPUT)
+            return 0;
+        if (n->vkind == FJ_VAL_PYSCALAR) {
+            if (n->example == NULL || PyBool_Check(n->example))
+                return 0;
+            *type = PyLong_CheckExact(n->example) ? FJT_I64 : PyFloat_CheckExact(n->example) ? FJT_F64 : FJT_NONE;
+            *kind = FJN_IN_PYSCALAR;
+            return *type != FJT_NONE;
+        }
+        *type = fjn_type_of_descr(n->dtype);
+        *kind = n->vkind == FJ_VAL_NPSCALAR ? FJN_IN_NPSCALAR : FJN_IN_ARRAY;
+        return *type != FJT_NONE;
+    }
+    *kind = FJN_IN_CONST;
+    if (PyBool_Check(a))
+        *type = FJT_BOOL;
+    else if (PyLong_CheckExact(a)) {
+        int ovf = 0;
+        (void)PyLong_AsLongLongAndOverflow(a, &ovf);
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        if (ovf)
+            return 0;
+        *type = FJT_I64;
+    } else if (PyFloat_CheckExact(a))
+        *type = FJT_F64;
+    else
+        return 0;
+    return 1;
+}
+
+/*
+** Decides whether call node 'n' fuses: fills 'op' (code, nargs, argtype,
+** type; arg refs are filled by the caller).  Returns 1 (fuses), 0 (does not),
+** -1 on a real error (memory).
+*/
+static int fjn_classify(fj_Node *n, fjn_Op *op)
+{
+    const fjn_Map *m = node_map(n);
+    PyObject *types = NULL, *ufunc = NULL, *res = NULL;
+    int r = 0;
+    if (!m || (n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_NPSCALAR) || PyTuple_GET_SIZE(n->args) != m->nargs)
+        return 0;
+    memset(op, 0, sizeof *op);
+    op->node = n->index;
+    op->code = m->code;
+    op->nargs = m->code == FJN_CAST ? 1 : m->nargs;
+    op->type = fjn_type_of_descr(n->dtype);
+    op->out = -1;
+    if (op->type == FJT_NONE)
+        return 0;
+    int otype[3], okind[3];
+    for (int i = 0; i < op->nargs; i++)
+        if (!operand_info(PyTuple_GET_ITEM(n->args, i), &otype[i], &okind[i]))
+            return 0;
+    if (m->code == FJN_CAST) {
+        if (fj_Node_Check(PyTuple_GET_ITEM(n->args, 1)) || okind[0] == FJN_IN_CONST)
+            return 0;
+        op->argtype[0] = otype[0];
+        return okind[0] != FJN_IN_PYSCALAR;
+    }
+    if (m->code == FJN_WHERE) {
+        op->argtype[0] = FJT_BOOL;
+        op->argtype[1] = op->argtype[2] = op->type;
+    } else {
+        /* NumPy's own loop selection (NEP 50: Python scalars are weak) */
+        types = PyTuple_New(op->nargs + 1);
+        if (!types)
+            return -1;
+        for (int i = 0; i < op->nargs; i++) {
+            PyObject *a = PyTuple_GET_ITEM(n->args, i), *t;
+            if (okind[i] == FJN_IN_CONST)
+                t = (PyObject *)Py_TYPE(a);
+            else if (okind[i] == FJN_IN_PYSCALAR)
+                t = (PyObject *)Py_TYPE(((fj_Node *)a)->example);
+            else
+                t = (PyObject *)((fj_Node *)a)->dtype;
+            PyTuple_SET_ITEM(types, i, Py_NewRef(t));
+        }
+        PyTuple_SET_ITEM(types, op->nargs, Py_NewRef(Py_None));
+        ufunc = PyObject_GetAttrString(fjn_numpy, m->ufunc);
+        res = ufunc ? PyObject_CallMethod(ufunc, "resolve_dtypes", "(O)", types) : NULL;
+        if (!res || !PyTuple_Check(res) || PyTuple_GET_SIZE(res) != op->nargs + 1) {
+            PyErr_Clear(); /* NumPy has no such loop: not fused (the eager path reports it) */
+            goto done;
+        }
+        for (int i = 0; i <= op->nargs; i++) {
+            PyObject *d = PyTuple_GET_ITEM(res, i);
+            int t = PyArray_DescrCheck(d) ? fjn_type_of_descr((PyArray_Descr *)d) : FJT_NONE;
+            if (t == FJT_NONE)
+                goto done;
+            if (i < op->nargs)
+                op->argtype[i] = t;
+            else if (t != op->type)
+                goto done;
+        }
+        if (op->nargs == 2 && op->argtype[0] != op->argtype[1])
+            goto done; /* mixed loops (int64 < uint64): not fused */
+    }
+    for (int i = 0; i < op->nargs; i++) {
+        int to = op->argtype[i];
+        if (!code_accepts(op->code, to))
+            goto done;
+        if (okind[i] == FJN_IN_CONST && otype[i] == FJT_I64) {
+            long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(n->args, i));
+            if (!int_fits(v, to))
+                goto done;
+        }
+        if (okind[i] == FJN_IN_CONST && otype[i] == FJT_F64 && to != FJT_F64 && to != FJT_F32)
+            goto done;
+        if (okind[i] == FJN_IN_PYSCALAR && to != otype[i] && !(otype[i] == FJT_I64 && to == FJT_F64))
+            goto done;
+    }
+    r = 1;
+done:
+    Py_XDECREF(types);
+    Py_XDECREF(ufunc);
+    Py_XDECREF(res);
+    return r;
+}
+
+static int same_shape(fjn_Group *g, fj_Node *n)
+{
+    if (g->ndim != n->ndim)
+        return 0;
+    for (int i = 0; i < n->ndim; i++)
+        if (g->shape[i] != n->shape[i])
+            return 0;
+    return 1;
+}
+
+/* The input index of external argument 'a' in group 'g' (added if new), or -1 when full. */
+static int group_input(fjn_Group *g, PyObject *a)
+{
+    int type = 0, kind = 0;
+    (void)operand_info(a, &type, &kind);
+    if (kind != FJN_IN_CONST) {
+        fj_Node *n = (fj_Node *)a;
+        for (int k = 0; k < g->nin; k++)
+            if (g->in[k].node == n->index)
+                return k;
+    }
+    if (g->nin == FJN_MAX_IN)
+        return -1;
+    fjn_Input *in = &g->in[g->nin];
+    memset(in, 0, sizeof *in);
+    in->kind = kind;
+    in->type = type;
+    in->node = -1;
+    if (kind == FJN_IN_CONST) {
+        if (type == FJT_F64)
+            in->dval = PyFloat_AS_DOUBLE(a);
+        else
+            in->ival = type == FJT_BOOL ? (a == Py_True) : PyLong_AsLongLong(a);
+    } else {
+        fj_Node *n = (fj_Node *)a;
+        in->node = n->index;
+        if (kind == FJN_IN_ARRAY) {
+            in->ndim = n->ndim;
+            if (n->ndim > g->ndim)
+                return -1;
+            npy_intp size = 1;
+            int full = n->ndim == g->ndim;
+            for (int i = 0; i < n->ndim; i++) {
+                size *= n->shape[i];
+                if (n->shape[i] != g->shape[g->ndim - n->ndim + i])
+                    full = 0;
+            }
+            in->bcast = size == 1 ? 0 : full ? 1 : 2;
+        } else if (kind == FJN_IN_NPSCALAR) {
+            in->sctype = n->dtype->typeobj;
+        }
+    }
+    return g->nin++;
+}
+
+/* Adds classified node 'n' (op filled) to the open group; 0 ok, 1 no room, -1 error. */
+static int group_add(fjn_Builder *b, fj_Node *n, fjn_Op *op)
+{
+    fjn_Group *g = &b->p->groups[b->open];
+    if (g->nops == FJN_MAX_OPS)
+        return 1;
+    int save_nin = g->nin;
+    for (int i = 0; i < op->nargs; i++) {
+        PyObject *a = PyTuple_GET_ITEM(n->args, i);
+        if (fj_Node_Check(a) && b->member_group[((fj_Node *)a)->index] == b->open) {
+            op->arg[i] = -b->member_index[((fj_Node *)a)->index] - 1;
+            continue;
+        }
+        int k = group_input(g, a);
+        if (k < 0) {
+            g->nin = save_nin;
+            return 1;
+        }
+        op->arg[i] = k;
+    }
+    b->member_group[n->index] = b->open;
+    b->member_index[n->index] = g->nops;
+    g->ops[g->nops++] = *op;
+    return 0;
+}
+
+static int open_group(fjn_Builder *b, fj_Node *n)
+{
+    fjn_Plan *p = b->p;
+    if (p->ngroups == b->cap_groups) {
+        Py_ssize_t cap = b->cap_groups ? b->cap_groups * 2 : 4;
+        fjn_Group *gs = PyMem_Realloc(p->groups, sizeof(fjn_Group) * (size_t)cap);
+        if (!gs) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        p->groups = gs;
+        b->cap_groups = cap;
+    }
+    fjn_Group *g = &p->groups[p->ngroups];
+    memset(g, 0, sizeof *g);
+    g->ndim = n->ndim;
+    if (n->ndim > 0)
+        memcpy(g->shape, n->shape, sizeof(npy_intp) * (size_t)n->ndim);
+    b->open = p->ngroups++;
+    return 0;
+}
+
+/* Does node 'n' read a member of group 'gid'? */
+static int reads_group(fjn_Builder *b, fj_Node *n, int gid)
+{
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(n->inputs); j++)
+        if (b->member_group[((fj_Node *)PyTuple_GET_ITEM(n->inputs, j))->index] == gid)
+            return 1;
+    return 0;
+}
+
+/* Marks outputs, static layout facts, and turns unusable groups into node steps. */
+static int finish_groups(fjn_Builder *b)
+{
+    fjn_Plan *p = b->p;
+    for (Py_ssize_t i = 0; i < p->nnodes; i++) {
+        fj_Node *n = plan_node(p, i);
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(n->inputs); j++) {
+            Py_ssize_t in = ((fj_Node *)PyTuple_GET_ITEM(n->inputs, j))->index;
+            int gid = b->member_group[in];
+            if (gid < 0 || gid == b->member_group[i])
+                continue;
+            fjn_Group *g = &p->groups[gid];
+            fjn_Op *op = &g->ops[b->member_index[in]];
+            if (op->out < 0) {
+                if (g->nout == FJN_MAX_OUT) {
+                    g->nout = FJN_MAX_OUT + 1; /* too many: the group runs unfused */
+                    continue;
+                }
+                op->out = g->nout;
+                g->out_op[g->nout++] = b->member_index[in];
+            }
+        }
+    }
+    for (int gi = 0; gi < p->ngroups; gi++) {
+        fjn_Group *g = &p->groups[gi];
+        g->has_partial = 0;
+        g->fortran_ok = g->ndim >= 2;
+        for (int k = 0; k < g->nin; k++)
+            if (g->in[k].kind == FJN_IN_ARRAY && g->in[k].bcast == 2)
+                g->has_partial = 1;
+        for (int i = 0; i < g->ndim; i++)
+            if (g->shape[i] == 1)
+                g->fortran_ok = 0;
+        if (g->has_partial)
+            g->fortran_ok = 0;
+    }
+    /* groups with too many outputs become node steps */
+    for (Py_ssize_t s = 0; s < p->nsteps; s++) {
+        fjn_Step *st = &p->steps[s];
+        if (st->kind != FJN_STEP_GROUP || p->groups[st->group].nout <= FJN_MAX_OUT)
+            continue;
+        fjn_Group *g = &p->groups[st->group];
+        Py_ssize_t extra = g->nops - 1;
+        fjn_Step *ns = PyMem_Realloc(p->steps, sizeof(fjn_Step) * (size_t)(p->nsteps + extra));
+        if (!ns) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        p->steps = ns;
+        memmove(&p->steps[s + 1 + extra], &p->steps[s + 1], sizeof(fjn_Step) * (size_t)(p->nsteps - s - 1));
+        for (int m = 0; m < g->nops; m++) {
+            memset(&p->steps[s + m], 0, sizeof(fjn_Step));
+            p->steps[s + m].kind = FJN_STEP_NODE;
+            p->steps[s + m].node = g->ops[m].node;
+            b->member_group[g->ops[m].node] = -1;
+        }
+        p->nsteps += extra;
+        g->nops = 0; /* dead group: no source */
+        g->nout = 0;
+        s += extra;
+    }
+    return 0;
+}
+
+/* Release lists: each env slot is cleared after the last step that reads it. */
+static int compute_releases(fjn_Builder *b)
+{
+    fjn_Plan *p = b->p;
+    Py_ssize_t *last = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(p->nnodes + 1));
+    Py_ssize_t *produced = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(p->nnodes + 1));
+    int rc = -1;
+    if (!last || !produced) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < p->nnodes; i++) {
+        last[i] = -1;
+        produced[i] = -1;
+    }
+    for (Py_ssize_t s = 0; s < p->nsteps; s++) {
+        fjn_Step *st = &p->steps[s];
+        if (st->kind == FJN_STEP_NODE) {
+            fj_Node *n = plan_node(p, st->node);
+            produced[st->node] = s;
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(n->inputs); j++)
+                last[((fj_Node *)PyTuple_GET_ITEM(n->inputs, j))->index] = s;
+        } else {
+            fjn_Group *g = &p->groups[st->group];
+            for (int k = 0; k < g->nin; k++)
+                if (g->in[k].node >= 0)
+                    last[g->in[k].node] = s;
+            for (int j = 0; j < g->nout; j++)
+                produced[g->ops[g->out_op[j]].node] = s;
+        }
+    }
+    /* the output node reads at the end: never released early */
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(p->output->inputs); j++)
+        last[((fj_Node *)PyTuple_GET_ITEM(p->output->inputs, j))->index] = p->nsteps;
+    for (Py_ssize_t i = 0; i < p->nnodes; i++) {
+        Py_ssize_t s = last[i] >= 0 ? last[i] : produced[i];
+        if (plan_node(p, i)->kind == FJ_NODE_PLACEHOLDER && last[i] < 0)
+            continue; /* unused input: released at the end */
+        if (s < 0 || s >= p->nsteps)
+            continue;
+        fjn_Step *st = &p->steps[s];
+        Py_ssize_t *r = PyMem_Realloc(st->release, sizeof(Py_ssize_t) * (size_t)(st->nrelease + 1));
+        if (!r) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        st->release = r;
+        r[st->nrelease++] = i;
+    }
+    rc = 0;
+done:
+    PyMem_Free(last);
+    PyMem_Free(produced);
+    return rc;
+}
+
+static PyObject *plan_new_from_graph(PyObject *graph)
+{
+    fjn_Plan *p = NULL;
+    fjn_Builder b = {0};
+    PyObject *buf = NULL, *result = NULL, *pro = NULL, *sep = NULL, *src = NULL;
+    if (!fj_Graph_Check(graph)) {
+        PyErr_SetString(PyExc_TypeError, "native_plan expects a framejit graph");
+        return NULL;
+    }
+    if (!fjn_numpy && !(fjn_numpy = PyImport_ImportModule("numpy")))
+        return NULL;
+    p = PyObject_New(fjn_Plan, fjn_PlanType);
+    if (!p)
+        return NULL;
+    p->graph = Py_NewRef(graph);
+    p->nodes = NULL;
+    p->steps = NULL;
+    p->groups = NULL;
+    p->nsteps = 0;
+    p->ngroups = 0;
+    p->source = NULL;
+    p->loaded = 0;
+    p->output = NULL;
+    p->nph = 0;
+    p->vectorcall = NULL;
+    p->nodes = PyObject_GetAttrString(graph, "nodes");
+    if (!p->nodes || !PyList_Check(p->nodes))
+        goto error;
+    p->nnodes = PyList_GET_SIZE(p->nodes);
+    if (p->nnodes == 0 || plan_node(p, p->nnodes - 1)->kind != FJ_NODE_OUTPUT) {
+        PyErr_SetString(PyExc_ValueError, "framejit native: the graph has no output node");
+        goto error;
+    }
+    p->output = plan_node(p, p->nnodes - 1);
+    b.p = p;
+    b.open = -1;
+    b.member_group = PyMem_Malloc(sizeof(int) * (size_t)p->nnodes);
+    b.member_index = PyMem_Malloc(sizeof(int) * (size_t)p->nnodes);
+    if (!b.member_group || !b.member_index) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    for (Py_ssize_t i = 0; i < p->nnodes; i++)
+        b.member_group[i] = b.member_index[i] = -1;
+    for (Py_ssize_t i = 0; i < p->nnodes; i++) {
+        fj_Node *n = plan_node(p, i);
+        fjn_Op op;
+        if (n->kind == FJ_NODE_PLACEHOLDER) {
+            p->nph++;
+            continue;
+        }
+        if (n->kind == FJ_NODE_OUTPUT)
+            break;
+        int c = fjn_classify(n, &op);
+        if (c < 0)
+            goto error;
+        if (c == 1) {
+            if (b.open >= 0 && !same_shape(&p->groups[b.open], n) && close_group(&b) < 0)
+                goto error;
+            if (b.open < 0 && open_group(&b, n) < 0)
+                goto error;
+            int r = group_add(&b, n, &op);
+            if (r < 0)
+                goto error;
+            if (r == 1) { /* no room: a new group */
+                if (close_group(&b) < 0 || open_group(&b, n) < 0 || group_add(&b, n, &op) != 0)
+                    goto error;
+            }
+            continue;
+        }
+        if (b.open >= 0 && reads_group(&b, n, b.open) && close_group(&b) < 0)
+            goto error;
+        if (add_step(&b, FJN_STEP_NODE, i, -1) < 0)
+            goto error;
+    }
+    if (close_group(&b) < 0 || finish_groups(&b) < 0 || compute_releases(&b) < 0)
+        goto error;
+    int live = 0;
+    for (int gi = 0; gi < p->ngroups; gi++)
+        live += p->groups[gi].nops > 0;
+    if (!live) {
+        result = Py_BuildValue("(OO)", Py_None, Py_None);
+        goto done;
+    }
+    buf = PyList_New(0);
+    if (!buf || !(pro = fjn_emit_prologue()) || PyList_Append(buf, pro) < 0)
+        goto error;
+    for (int gi = 0; gi < p->ngroups; gi++)
+        if (p->groups[gi].nops > 0 && fjn_emit_group(buf, &p->groups[gi], gi) < 0)
+            goto error;
+    if (!(sep = PyUnicode_FromString("")) || !(src = PyUnicode_Join(sep, buf)))
+        goto error;
+    p->source = Py_NewRef(src);
+    result = PyTuple_Pack(2, (PyObject *)p, src);
+    goto done;
+error:
+    result = NULL;
+done:
+    PyMem_Free(b.member_group);
+    PyMem_Free(b.member_index);
+    Py_XDECREF(buf);
+    Py_XDECREF(pro);
+    Py_XDECREF(sep);
+    Py_XDECREF(src);
+    Py_XDECREF(p);
+    return result;
+}
+
+/* ---- running ---------------------------------------------------------------- */
+
+typedef struct {
+    fjn_flat_fn fn;
+    Py_ssize_t start, end;
+    char *const *data;
+    int status;
+} fjn_Work;
+
+static void *fjn_worker(void *arg)
+{
+    fjn_Work *w = arg;
+    w->status = w->fn(w->start, w->end, w->data);
+    return NULL;
+}
+
+/* Runs a flat kernel over [0, n), in threads when large.  The kernel's status. */
+static int run_flat(fjn_flat_fn fn, Py_ssize_t n, char *const *data)
+{
+    int nt = fjn_threads;
+    if (nt <= 1 || n < fjn_thread_min)
+        return fn(0, n, data);
+    if (nt > 16)
+        nt = 16;
+    fjn_Work work[16];
+    pthread_t tid[16];
+    int started[16] = {0};
+    Py_ssize_t chunk = (n + nt - 1) / nt;
+    chunk = (chunk + 63) & ~(Py_ssize_t)63;
+    int status = 0;
+    for (int t = 0; t < nt; t++) {
+        work[t].fn = fn;
+        work[t].start = t * chunk < n ? t * chunk : n;
+        work[t].end = (t + 1) * chunk < n ? (t + 1) * chunk : n;
+        work[t].data = data;
+        work[t].status = 0;
+        if (t > 0 && work[t].start < work[t].end)
+            started[t] = pthread_create(&tid[t], NULL, fjn_worker, &work[t]) == 0;
+    }
+    for (int t = 0; t < nt; t++)
+        if (!started[t] && work[t].start < work[t].end)
+            fjn_worker(&work[t]);
+    for (int t = 0; t < nt; t++) {
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        status |= work[t].status;
+    }
+    return status;
+}
+
+/* Runs group 'g' node by node through NumPy (the eager runner's way).  0 or -1. */
+static int run_group_unfused(fjn_Plan *p, fjn_Group *g, PyObject **env)
+{
+    for (int m = 0; m < g->nops; m++) {
+        fj_Node *n = plan_node(p, g->ops[m].node);
+        PyObject *v = fj_graph_run_node(n, env);
+        if (!v) {
+            for (int k = 0; k < m; k++)
+                Py_CLEAR(env[g->ops[k].node]);
+            return -1;
+        }
+        Py_XSETREF(env[n->index], v);
+    }
+    for (int m = 0; m < g->nops; m++)
+        if (g->ops[m].out < 0)
+            Py_CLEAR(env[g->ops[m].node]);
+    return 0;
+}
+
+typedef union {
+    double d;
+    long long i;
+    unsigned char b;
+    char raw[16];
+} fjn_Scalar;
+
+/* Runs group 'g'.  0 or -1 with an exception. */
+static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
+{
+    const int nd = g->ndim, nslot = g->nin + g->nout;
+    char *data[FJN_MAX_IN + FJN_MAX_OUT];
+    npy_intp strides[(FJN_MAX_IN + FJN_MAX_OUT) * FJ_MAX_NDIM];
+    npy_intp shape[FJ_MAX_NDIM];
+    fjn_Scalar sbuf[FJN_MAX_IN];
+    PyArrayObject *outs[FJN_MAX_OUT] = {0};
+    int all_c = !g->has_partial, all_f = g->fortran_ok, fortran = 0, status;
+    npy_intp size = 1;
+    for (int i = 0; i < nd; i++)
+        shape[i] = 1;
+    memset(strides, 0, sizeof(npy_intp) * (size_t)(nslot * (nd > 0 ? nd : 1)));
+    /* inputs: values, the broadcast shape */
+    for (int k = 0; k < g->nin; k++) {
+        const fjn_Input *in = &g->in[k];
+        PyObject *o = in->node >= 0 ? env[in->node] : NULL;
+        data[k] = NULL;
+        switch (in->kind) {
+        case FJN_IN_CONST:
+            break;
+        case FJN_IN_PYSCALAR:
+            if (in->type == FJT_I64 && PyLong_CheckExact(o)) {
+                int ovf = 0;
+                sbuf[k].i = PyLong_AsLongLongAndOverflow(o, &ovf);
+                if (ovf || (sbuf[k].i == -1 && PyErr_Occurred())) {
+                    PyErr_Clear();
+                    goto unfused;
+                }
+            } else if (in->type == FJT_F64 && PyFloat_CheckExact(o)) {
+                sbuf[k].d = PyFloat_AS_DOUBLE(o);
+            } else {
+                goto unfused;
+            }
+            data[k] = sbuf[k].raw;
+            break;
+        case FJN_IN_NPSCALAR:
+            if (Py_TYPE(o) == in->sctype) {
+                PyArray_ScalarAsCtype(o, sbuf[k].raw);
+                data[k] = sbuf[k].raw;
+            } else if (PyArray_CheckExact(o) && PyArray_NDIM((PyArrayObject *)o) == 0 &&
+                       fjn_type_of_descr(PyArray_DESCR((PyArrayObject *)o)) == in->type &&
+                       PyArray_ISALIGNED((PyArrayObject *)o)) {
+                data[k] = PyArray_DATA((PyArrayObject *)o);
+            } else {
+                goto unfused;
+            }
+            break;
+        case FJN_IN_ARRAY: {
+            if (!PyArray_CheckExact(o))
+                goto unfused;
+            PyArrayObject *a = (PyArrayObject *)o;
+            int an = PyArray_NDIM(a);
+            if (an != in->ndim || an > nd || fjn_type_of_descr(PyArray_DESCR(a)) != in->type ||
+                !PyArray_ISALIGNED(a))
+                goto unfused;
+            if (in->bcast == 0 && PyArray_SIZE(a) != 1)
+                goto unfused;
+            for (int ax = 0; ax < an; ax++) {
+                npy_intp dim = PyArray_DIM(a, ax);
+                int gax = nd - an + ax;
+                if (dim != 1) {
+                    if (shape[gax] == 1)
+                        shape[gax] = dim;
+                    else if (shape[gax] != dim)
+                        goto unfused; /* NumPy raises the broadcast error */
+                }
+            }
+            data[k] = PyArray_DATA(a);
+            if (in->bcast == 1) {
+                all_c &= PyArray_IS_C_CONTIGUOUS(a) != 0;
+                all_f &= PyArray_IS_F_CONTIGUOUS(a) != 0;
+            }
+            break;
+        }
+        }
+    }
+    for (int i = 0; i < nd; i++)
+        size *= shape[i];
+    /* strides of the array inputs (0 on broadcast axes); full inputs must span the whole shape */
+    for (int k = 0; k < g->nin; k++) {
+        const fjn_Input *in = &g->in[k];
+        if (in->kind != FJN_IN_ARRAY)
+            continue;
+        PyArrayObject *a = (PyArrayObject *)env[in->node];
+        int an = PyArray_NDIM(a);
+        for (int ax = 0; ax < an; ax++) {
+            int gax = nd - an + ax;
+            npy_intp dim = PyArray_DIM(a, ax);
+            if (in->bcast == 1 && dim != shape[gax])
+                goto unfused;
+            strides[k * nd + gax] = dim == 1 ? 0 : PyArray_STRIDE(a, ax);
+        }
+    }
+    if (!all_c) {
+        /* NumPy's ufunc output order (its iterator's axis sort): C unless every
+           operand orders its axes the other way; anything in between runs unfused */
+        int c_ok = 1, f_ok = g->fortran_ok;
+        for (int k = 0; k < g->nin; k++) {
+            if (g->in[k].kind != FJN_IN_ARRAY || g->in[k].bcast == 0)
+                continue;
+            const npy_intp *s = &strides[k * nd];
+            for (int i = 0; i < nd; i++)
+                for (int j = i + 1; j < nd; j++) {
+                    npy_intp si = s[i] < 0 ? -s[i] : s[i], sj = s[j] < 0 ? -s[j] : s[j];
+                    if (si == 0 || sj == 0) {
+                        f_ok = 0;
+                        continue;
+                    }
+                    if (si < sj)
+                        c_ok = 0;
+                    else
+                        f_ok = 0;
+                }
+        }
+        if (c_ok)
+            fortran = 0;
+        else if (f_ok)
+            fortran = 1;
+        else
+            goto unfused;
+    }
+    /* outputs */
+    for (int j = 0; j < g->nout; j++) {
+        fj_Node *n = plan_node(p, g->ops[g->out_op[j]].node);
+        Py_INCREF(n->dtype);
+        outs[j] = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, n->dtype, nd, shape, NULL, NULL,
+                                                         fortran ? NPY_ARRAY_F_CONTIGUOUS : 0, NULL);
+        if (!outs[j])
+            goto error;
+        data[g->nin + j] = PyArray_DATA(outs[j]);
+        for (int ax = 0; ax < nd; ax++)
+            strides[(g->nin + j) * nd + ax] = PyArray_STRIDE(outs[j], ax);
+    }
+    status = 0;
+    if (size > 0) {
+        int flat = all_c || (fortran && all_f);
+        if (size >= fjn_nogil_min) {
+            Py_BEGIN_ALLOW_THREADS
+            status = flat ? run_flat(g->flat, size, data) : g->strided(nd, shape, data, strides);
+            Py_END_ALLOW_THREADS
+        } else {
+            status = flat ? g->flat(0, size, data) : g->strided(nd, shape, data, strides);
+        }
+    }
+    if (status != 0) {
+        for (int j = 0; j < g->nout; j++)
+            Py_CLEAR(outs[j]);
+        goto unfused;
+    }
+    for (int j = 0; j < g->nout; j++) {
+        fj_Node *n = plan_node(p, g->ops[g->out_op[j]].node);
+        PyObject *v = (PyObject *)outs[j];
+        outs[j] = NULL;
+        if (n->vkind == FJ_VAL_NPSCALAR)
+            v = PyArray_Return((PyArrayObject *)v);
+        if (!v)
+            goto error;
+        Py_XSETREF(env[n->index], v);
+    }
+    return 0;
+unfused:
+    return run_group_unfused(p, g, env);
+error:
+    for (int j = 0; j < g->nout; j++)
+        Py_XDECREF(outs[j]);
+    return -1;
+}
+
+static PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    fjn_Plan *p = (fjn_Plan *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nn = p->nnodes;
+    PyObject *small[64], **env = small, *result = NULL;
+    if (kwnames && PyTuple_GET_SIZE(kwnames)) {
+        PyErr_SetString(PyExc_TypeError, "framejit native plan takes no keyword arguments");
+        return NULL;
+    }
+    if (!p->loaded) {
+        PyErr_SetString(PyExc_RuntimeError, "framejit native plan: kernels not loaded");
+        return NULL;
+    }
+    if (nargs != p->nph) {
+        PyErr_Format(PyExc_TypeError, "framejit graph takes %zd inputs but %zd were given", p->nph, nargs);
+        return NULL;
+    }
+    if (nn > 64 && !(env = PyMem_Calloc((size_t)nn, sizeof(PyObject *))))
+        return PyErr_NoMemory();
+    if (env == small)
+        memset(small, 0, sizeof(PyObject *) * (size_t)nn);
+    for (Py_ssize_t i = 0; i < p->nph; i++)
+        env[i] = Py_NewRef(args[i]);
+    for (Py_ssize_t s = 0; s < p->nsteps; s++) {
+        fjn_Step *st = &p->steps[s];
+        if (st->kind == FJN_STEP_NODE) {
+            PyObject *v = fj_graph_run_node(plan_node(p, st->node), env);
+            if (!v)
+                goto done;
+            Py_XSETREF(env[st->node], v);
+        } else if (run_group(p, &p->groups[st->group], env) < 0) {
+            goto done;
+        }
+        for (Py_ssize_t r = 0; r < st->nrelease; r++)
+            Py_CLEAR(env[st->release[r]]);
+    }
+    result = fj_graph_resolve(PyTuple_GET_ITEM(p->output->args, 0), env);
+done:
+    for (Py_ssize_t i = 0; i < nn; i++)
+        Py_XDECREF(env[i]);
+    if (env != small)
+        PyMem_Free(env);
+    return result;
+}
+
+/* ---- the Python surface --------------------------------------------------- */
+
+static void plan_dealloc(fjn_Plan *p)
+{
+    PyTypeObject *tp = Py_TYPE(p);
+    for (Py_ssize_t s = 0; s < p->nsteps; s++)
+        PyMem_Free(p->steps[s].release);
+    PyMem_Free(p->steps);
+    PyMem_Free(p->groups);
+    Py_XDECREF(p->graph);
+    Py_XDECREF(p->nodes);
+    Py_XDECREF(p->source);
+    PyObject_Free(p);
+    Py_DECREF(tp);
+}
+
+/* plan._load(path): dlopens the built kernels (kept loaded for the process). */
+static PyObject *plan_load(fjn_Plan *p, PyObject *path)
+{
+    PyObject *bytes = NULL;
+    if (!PyUnicode_FSConverter(path, &bytes))
+        return NULL;
+    void *h = dlopen(PyBytes_AS_STRING(bytes), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        PyErr_Format(PyExc_OSError, "framejit native: cannot load %S: %s", path, e ? e : "?");
+        Py_DECREF(bytes);
+        return NULL;
+    }
+    Py_DECREF(bytes);
+    for (int gi = 0; gi < p->ngroups; gi++) {
+        fjn_Group *g = &p->groups[gi];
+        char name[64];
+        if (g->nops == 0)
+            continue;
+        snprintf(name, sizeof name, "fj_g%d_flat", gi);
+        *(void **)&g->flat = dlsym(h, name);
+        snprintf(name, sizeof name, "fj_g%d_strided", gi);
+        *(void **)&g->strided = dlsym(h, name);
+        if (!g->flat || !g->strided) {
+            PyErr_Format(PyExc_OSError, "framejit native: %S lacks the kernels of group %d", path, gi);
+            return NULL;
+        }
+    }
+    p->loaded = 1;
+    Py_RETURN_NONE;
+}
+
+/* plan.groups: a list of lists of node names, one per fused group. */
+static PyObject *plan_get_groups(fjn_Plan *p, void *c)
+{
+    PyObject *r = PyList_New(0);
+    for (int gi = 0; r && gi < p->ngroups; gi++) {
+        fjn_Group *g = &p->groups[gi];
+        if (g->nops == 0)
+            continue;
+        PyObject *l = PyList_New(g->nops);
+        for (int m = 0; l && m < g->nops; m++)
+            PyList_SET_ITEM(l, m, Py_NewRef(plan_node(p, g->ops[m].node)->name));
+        if (!l || PyList_Append(r, l) < 0)
+            Py_CLEAR(r);
+        Py_XDECREF(l);
+    }
+    return r;
+}
+
+static PyObject *plan_get_source(fjn_Plan *p, void *c)
+{
+    return Py_NewRef(p->source ? p->source : Py_None);
+}
+
+static PyObject *plan_get_graph(fjn_Plan *p, void *c)
+{
+    return Py_NewRef(p->graph);
+}
+
+static PyObject *plan_repr(fjn_Plan *p)
+{
+    int live = 0, fused = 0;
+    for (int gi = 0; gi < p->ngroups; gi++) {
+        live += p->groups[gi].nops > 0;
+        fused += p->groups[gi].nops;
+    }
+    return PyUnicode_FromFormat("<framejit native plan: %d groups, %d fused nodes, %zd steps>", live, fused,
+                                p->nsteps);
+}
+
+static PyMethodDef plan_methods[] = {
+    {"_load", (PyCFunction)plan_load, METH_O, "_load(path): dlopen the compiled kernels of this plan."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef plan_getset[] = {
+    {"groups", (getter)plan_get_groups, NULL, "fused groups (lists of node names)", NULL},
+    {"source", (getter)plan_get_source, NULL, "the generated C source", NULL},
+    {"graph", (getter)plan_get_graph, NULL, "the graph this plan runs", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef plan_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(fjn_Plan, vectorcall), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot plan_slots[] = {
+    {Py_tp_dealloc, plan_dealloc},
+    {Py_tp_repr, plan_repr},
+    {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_methods, plan_methods},
+    {Py_tp_getset, plan_getset},
+    {Py_tp_members, plan_members},
+    {Py_tp_doc, "A graph compiled by the native backend: calling it runs fused kernels and NumPy."},
+    {0, NULL},
+};
+
+static PyType_Spec plan_spec = {
+    .name = "framejit._C.NativePlan",
+    .basicsize = sizeof(fjn_Plan),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = plan_slots,
+};
+
+/* native_plan(graph) -> (NativePlan, source) or (None, None).  New reference, NULL on error. */
+static PyObject *native_plan(PyObject *mod, PyObject *graph)
+{
+    PyObject *r = plan_new_from_graph(graph);
+    if (r && PyTuple_GET_ITEM(r, 0) != Py_None)
+        ((fjn_Plan *)PyTuple_GET_ITEM(r, 0))->vectorcall = plan_vectorcall;
+    return r;
+}
+
+/* native_config(threads=None, thread_min=None) -> (threads, thread_min): reads / sets the threading knobs. */
+static PyObject *native_config(PyObject *mod, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"threads", "thread_min", NULL};
+    PyObject *t = Py_None, *m = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OO:native_config", kwlist, &t, &m))
+        return NULL;
+    if (t != Py_None) {
+        long v = PyLong_AsLong(t);
+        if (v == -1 && PyErr_Occurred())
+            return NULL;
+        fjn_threads = v < 1 ? 1 : v > 16 ? 16 : (int)v;
+    }
+    if (m != Py_None) {
+        Py_ssize_t v = PyLong_AsSsize_t(m);
+        if (v == -1 && PyErr_Occurred())
+            return NULL;
+        fjn_thread_min = v < 1 ? 1 : v;
+    }
+    return Py_BuildValue("(in)", fjn_threads, fjn_thread_min);
+}
+
+static PyMethodDef native_functions[] = {
+    {"native_plan", (PyCFunction)native_plan, METH_O,
+     "native_plan(graph) -> (NativePlan, C source) or (None, None) when nothing fuses."},
+    {"native_config", (PyCFunction)(void (*)(void))native_config, METH_VARARGS | METH_KEYWORDS,
+     "native_config(threads=None, thread_min=None) -> (threads, thread_min)"},
+    {NULL, NULL, 0, NULL},
+};
+
+int fj_native_init(PyObject *module)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    fjn_threads = ncpu > 1 ? (ncpu > 8 ? 8 : (int)ncpu) : 1;
+    fjn_PlanType = (PyTypeObject *)PyType_FromSpec(&plan_spec);
+    if (!fjn_PlanType || PyModule_AddObjectRef(module, "NativePlan", (PyObject *)fjn_PlanType) < 0)
+        return -1;
+    return PyModule_AddFunctions(module, native_functions);
+}

@@ -1,0 +1,99 @@
+/*
+** native.h: the `native` backend: fused C kernels for NumPy graphs.
+**
+** Responsible for: the plan of a graph (native.c): partitioning its call
+** nodes into fused groups of elementwise operations, the per-call runner
+** (framejit._C.NativePlan, vectorcall) that runs each group's compiled
+** kernel (or, for nodes that do not fuse, the NumPy operation exactly as
+** the eager runner does), output allocation with NumPy's dtype, shape and
+** memory order, threads for large flat loops, and the exact fallbacks
+** (a group whose kernel reports a floating-point exception or an integer
+** division problem, or whose inputs do not match what the kernel was built
+** for, runs node by node through NumPy).  The C source generator
+** (native_emit.c) turns a group into two C functions.
+**
+** Not responsible for: finding and running the system C compiler and the
+** on-disk kernel cache (framejit/native.py does that at backend-call
+** time and hands the built shared object to NativePlan._load), tracing.
+*/
+#ifndef FJ_NATIVE_H
+#define FJ_NATIVE_H
+#include "graph.h"
+
+#define FJN_MAX_OPS 64 /* members of one group */
+#define FJN_MAX_IN 24  /* operands (group inputs) of one group */
+#define FJN_MAX_OUT 16 /* materialized values of one group */
+
+/* Value types a kernel computes with (canonical: int64 is one type whatever its NumPy type number). */
+enum {
+    FJT_NONE = 0, FJT_BOOL, FJT_I8, FJT_I16, FJT_I32, FJT_I64,
+    FJT_U8, FJT_U16, FJT_U32, FJT_U64, FJT_F32, FJT_F64, FJT_COUNT
+};
+
+/* Fused operations. */
+enum {
+    FJN_ADD = 1, FJN_SUB, FJN_MUL, FJN_TDIV, FJN_NEG, FJN_POS, FJN_ABS, FJN_SQUARE, FJN_RECIP, FJN_SQRT,
+    FJN_MAX, FJN_MIN, FJN_LT, FJN_LE, FJN_EQ, FJN_NE, FJN_GT, FJN_GE, FJN_LAND, FJN_LOR, FJN_LXOR, FJN_LNOT,
+    FJN_BAND, FJN_BOR, FJN_BXOR, FJN_INVERT, FJN_ISNAN, FJN_ISINF, FJN_ISFINITE, FJN_SIGNBIT, FJN_FLOOR,
+    FJN_CEIL, FJN_TRUNC, FJN_RINT, FJN_WHERE, FJN_CAST, FJN_FLOORDIV, FJN_MOD,
+};
+
+/* Kinds of group inputs. */
+enum { FJN_IN_ARRAY = 1, FJN_IN_NPSCALAR, FJN_IN_PYSCALAR, FJN_IN_CONST };
+
+typedef struct {
+    int kind;           /* FJN_IN_* */
+    Py_ssize_t node;    /* env index (node index) of ARRAY/NPSCALAR/PYSCALAR, -1 for CONST */
+    int type;           /* FJT_* of the value (a constant: F64, I64 or BOOL) */
+    int ndim;           /* static ndim (ARRAY) */
+    int bcast;          /* 0: one element (stride 0), 1: the group's full shape, 2: broadcasts partly */
+    double dval;        /* CONST F64 */
+    long long ival;     /* CONST I64 / BOOL */
+    PyTypeObject *sctype; /* NPSCALAR: the exact scalar type (borrowed: NumPy's static types) */
+} fjn_Input;
+
+/* An operand reference: >= 0 a group input, < 0 member -(ref)-1. */
+typedef struct {
+    Py_ssize_t node;    /* node index */
+    int code;           /* FJN_* */
+    int nargs;
+    int arg[3];
+    int argtype[3];     /* FJT_* each operand is cast to before the operation */
+    int type;           /* FJT_* of the result (the node's dtype) */
+    int out;            /* index among the group's outputs, or -1 (not materialized) */
+} fjn_Op;
+
+typedef int (*fjn_flat_fn)(Py_ssize_t start, Py_ssize_t end, char *const *data);
+typedef int (*fjn_strided_fn)(int ndim, const Py_ssize_t *shape, char *const *data, const Py_ssize_t *strides);
+
+typedef struct {
+    int nops, nin, nout;
+    fjn_Op ops[FJN_MAX_OPS];
+    fjn_Input in[FJN_MAX_IN];
+    int out_op[FJN_MAX_OUT];          /* member index of each output */
+    int ndim;                         /* static ndim of the group */
+    npy_intp shape[FJ_MAX_NDIM];      /* static shape (trace-time sizes) */
+    int has_partial;                  /* an input broadcasts partly: no flat loop */
+    int fortran_ok;                   /* F order may be computed (no partial input, no static dim of 1) */
+    /* filled by _load */
+    fjn_flat_fn flat;
+    fjn_strided_fn strided;
+} fjn_Group;
+
+/* Type helpers (native_emit.c). */
+int fjn_type_of_descr(PyArray_Descr *d); /* FJT_* or FJT_NONE when not computed natively */
+int fjn_type_num(int t);                 /* the NumPy type number of FJT_* */
+int fjn_type_size(int t);
+
+/*
+** Appends to 'buf' (a list of str) the C source of group 'g' number 'gi':
+** functions fj_g<gi>_flat and fj_g<gi>_strided.  0, or -1 with an exception.
+*/
+int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi);
+/* The common prologue of every kernel file (new reference str, NULL on error). */
+PyObject *fjn_emit_prologue(void);
+
+/* Adds NativePlan and native_plan() to framejit._C.  -1 on error. */
+int fj_native_init(PyObject *module);
+
+#endif

@@ -1,0 +1,461 @@
+/*
+** native_emit.c: the C source of fused kernels (the `native` backend).
+**
+** Responsible for: the value types kernels compute with (FJT_*) and their
+** mapping from NumPy dtypes, and turning one fused group (fjn_Group, built
+** by native.c) into two C functions:
+**
+**   int fj_g<N>_flat(intptr_t start, intptr_t end, char *const *data)
+**       every operand is either contiguous with the group's full shape or
+**       one element; elements [start, end) in memory order.
+**   int fj_g<N>_strided(int ndim, const intptr_t *shape, char *const *data,
+**                       const intptr_t *strides)
+**       any strides (strides[slot * ndim + axis], 0 for broadcast axes).
+**
+** data[k] is group input k (unused for constants), data[nin + j] output j.
+** Both return 0, or non-zero when the caller must discard the results and
+** run the group through NumPy instead: a floating-point exception flag was
+** raised (so NumPy's warnings and errstate behave exactly as in eager) or
+** an integer division by zero / overflow happened.  The source is plain C11
+** with no Python or NumPy header (fast to compile, deterministic text for
+** the on-disk cache key).
+**
+** Each operation is written to equal NumPy's loop bit for bit: integer
+** arithmetic wraps (done in uint64_t), comparisons of floats are the quiet
+** IEEE ones, maximum/minimum propagate the first NaN and return the second
+** operand on ties (NumPy's loops do), casts are C casts (NumPy's casts are).
+**
+** Not responsible for: deciding what fuses (native.c), compiling (Python).
+*/
+#include "native.h"
+
+#include <string.h>
+
+static const struct {
+    const char *ctype;
+    int type_num;
+    int size;
+    int is_int, is_signed, is_float;
+    const char *umax; /* minimum value literal of signed ints (for division overflow) */
+} fjt_info[FJT_COUNT] = {
+    [FJT_BOOL] = {"unsigned char", NPY_BOOL, 1, 0, 0, 0, NULL},
+    [FJT_I8] = {"int8_t", NPY_INT8, 1, 1, 1, 0, "INT8_MIN"},
+    [FJT_I16] = {"int16_t", NPY_INT16, 2, 1, 1, 0, "INT16_MIN"},
+    [FJT_I32] = {"int32_t", NPY_INT32, 4, 1, 1, 0, "INT32_MIN"},
+    [FJT_I64] = {"int64_t", NPY_INT64, 8, 1, 1, 0, "INT64_MIN"},
+    [FJT_U8] = {"uint8_t", NPY_UINT8, 1, 1, 0, 0, NULL},
+    [FJT_U16] = {"uint16_t", NPY_UINT16, 2, 1, 0, 0, NULL},
+    [FJT_U32] = {"uint32_t", NPY_UINT32, 4, 1, 0, 0, NULL},
+    [FJT_U64] = {"uint64_t", NPY_UINT64, 8, 1, 0, 0, NULL},
+    [FJT_F32] = {"float", NPY_FLOAT32, 4, 0, 0, 1, NULL},
+    [FJT_F64] = {"double", NPY_FLOAT64, 8, 0, 0, 1, NULL},
+};
+
+int fjn_type_of_descr(PyArray_Descr *d)
+{
+    if (d == NULL || !PyArray_ISNBO(d->byteorder) || d->type_num >= NPY_NTYPES_LEGACY)
+        return FJT_NONE;
+    Py_ssize_t sz = PyDataType_ELSIZE(d);
+    switch (d->kind) {
+    case 'b':
+        return sz == 1 ? FJT_BOOL : FJT_NONE;
+    case 'i':
+        return sz == 1 ? FJT_I8 : sz == 2 ? FJT_I16 : sz == 4 ? FJT_I32 : sz == 8 ? FJT_I64 : FJT_NONE;
+    case 'u':
+        return sz == 1 ? FJT_U8 : sz == 2 ? FJT_U16 : sz == 4 ? FJT_U32 : sz == 8 ? FJT_U64 : FJT_NONE;
+    case 'f':
+        return sz == 4 ? FJT_F32 : sz == 8 ? FJT_F64 : FJT_NONE;
+    default:
+        return FJT_NONE;
+    }
+}
+
+int fjn_type_num(int t)
+{
+    return fjt_info[t].type_num;
+}
+
+int fjn_type_size(int t)
+{
+    return fjt_info[t].size;
+}
+
+/* ---- a tiny string builder over a list of str ---------------------------- */
+
+static int put(PyObject *buf, const char *fmt, ...)
+{
+    char small[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof small) {
+        PyErr_SetString(PyExc_SystemError, "framejit native: generated line too long");
+        return -1;
+    }
+    PyObject *s = PyUnicode_FromStringAndSize(small, n);
+    if (!s)
+        return -1;
+    int r = PyList_Append(buf, s);
+    Py_DECREF(s);
+    return r;
+}
+
+PyObject *fjn_emit_prologue(void)
+{
+    return PyUnicode_FromString(
+        "/* framejit native kernels (generated) */\n"
+        "#include <stdint.h>\n#include <string.h>\n#include <fenv.h>\n"
+        "#define FJ_FPE (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID)\n"
+        "static inline double fj_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }\n");
+}
+
+/* ---- expressions ---------------------------------------------------------- */
+
+typedef struct {
+    char s[384];
+} fjn_Expr;
+
+static int operand_type(const fjn_Group *g, int ref)
+{
+    return ref >= 0 ? g->in[ref].type : g->ops[-ref - 1].type;
+}
+
+/* The operand's value cast to type 'to'. */
+static void operand_expr(const fjn_Group *g, int ref, int to, fjn_Expr *e)
+{
+    char name[32];
+    int from = operand_type(g, ref);
+    if (ref >= 0)
+        snprintf(name, sizeof name, "v%d", ref);
+    else
+        snprintf(name, sizeof name, "m%d", -ref - 1);
+    if (from == to)
+        snprintf(e->s, sizeof e->s, "%s", name);
+    else if (to == FJT_BOOL)
+        snprintf(e->s, sizeof e->s, "((unsigned char)(%s != 0))", name);
+    else
+        snprintf(e->s, sizeof e->s, "((%s)%s)", fjt_info[to].ctype, name);
+}
+
+/* Writes the expression of member 'op' into 'out'.  0, or -1 (unsupported: a bug in native.c). */
+static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
+{
+    fjn_Expr A = {{0}}, B = {{0}}, C = {{0}};
+    int t = op->argtype[0], rt = op->type;
+    const char *ct = fjt_info[t].ctype, *rct = fjt_info[rt].ctype;
+    int isf = fjt_info[t].is_float, isi = fjt_info[t].is_int, sg = fjt_info[t].is_signed;
+    const char *a = A.s, *b = B.s, *c = C.s;
+    const char *f32 = t == FJT_F32 ? "f" : "";
+    if (op->code == FJN_CAST) {
+        operand_expr(g, op->arg[0], rt, &A);
+        snprintf(out, cap, "%s", a);
+        return 0;
+    }
+    operand_expr(g, op->arg[0], op->argtype[0], &A);
+    if (op->nargs > 1)
+        operand_expr(g, op->arg[1], op->argtype[1], &B);
+    if (op->nargs > 2)
+        operand_expr(g, op->arg[2], op->argtype[2], &C);
+#define W(...) snprintf(out, cap, __VA_ARGS__)
+    switch (op->code) {
+    case FJN_ADD:
+    case FJN_SUB:
+    case FJN_MUL: {
+        char sym = op->code == FJN_ADD ? '+' : op->code == FJN_SUB ? '-' : '*';
+        if (isf)
+            W("(%s %c %s)", a, sym, b);
+        else if (isi)
+            W("((%s)((uint64_t)%s %c (uint64_t)%s))", ct, a, sym, b);
+        else if (op->code == FJN_ADD)
+            W("((unsigned char)(%s | %s))", a, b);
+        else if (op->code == FJN_MUL)
+            W("((unsigned char)(%s & %s))", a, b);
+        else
+            return -1;
+        return 0;
+    }
+    case FJN_TDIV:
+        return isf ? (W("(%s / %s)", a, b), 0) : -1;
+    case FJN_NEG:
+        if (isf)
+            W("(-%s)", a);
+        else if (isi)
+            W("((%s)(0 - (uint64_t)%s))", ct, a);
+        else
+            return -1;
+        return 0;
+    case FJN_POS:
+        W("%s", a);
+        return 0;
+    case FJN_ABS:
+        if (isf)
+            W("__builtin_fabs%s(%s)", f32, a);
+        else if (sg)
+            W("(%s < 0 ? (%s)(0 - (uint64_t)%s) : %s)", a, ct, a, a);
+        else
+            W("%s", a);
+        return 0;
+    case FJN_SQUARE:
+        if (isf)
+            W("(%s * %s)", a, a);
+        else if (isi)
+            W("((%s)((uint64_t)%s * (uint64_t)%s))", ct, a, a);
+        else
+            return -1;
+        return 0;
+    case FJN_RECIP:
+        return isf ? (W("(%s / %s)", t == FJT_F32 ? "1.0f" : "1.0", a), 0) : -1;
+    case FJN_SQRT:
+        return isf ? (W("__builtin_sqrt%s(%s)", f32, a), 0) : -1;
+    case FJN_FLOOR:
+        return isf ? (W("__builtin_floor%s(%s)", f32, a), 0) : -1;
+    case FJN_CEIL:
+        return isf ? (W("__builtin_ceil%s(%s)", f32, a), 0) : -1;
+    case FJN_TRUNC:
+        return isf ? (W("__builtin_trunc%s(%s)", f32, a), 0) : -1;
+    case FJN_RINT:
+        return isf ? (W("__builtin_rint%s(%s)", f32, a), 0) : -1;
+    case FJN_MAX:
+    case FJN_MIN: {
+        const char *cmp = op->code == FJN_MAX ? "__builtin_isgreater" : "__builtin_isless";
+        if (isf)
+            W("((__builtin_isnan(%s) | %s(%s, %s)) ? %s : %s)", a, cmp, a, b, a, b);
+        else
+            W("(%s %c %s ? %s : %s)", a, op->code == FJN_MAX ? '>' : '<', b, a, b);
+        return 0;
+    }
+    case FJN_LT:
+    case FJN_LE:
+    case FJN_GT:
+    case FJN_GE: {
+        static const char *fq[] = {"__builtin_isless", "__builtin_islessequal", "__builtin_isgreater",
+                                   "__builtin_isgreaterequal"};
+        static const char *is[] = {"<", "<=", ">", ">="};
+        int k = op->code == FJN_LT ? 0 : op->code == FJN_LE ? 1 : op->code == FJN_GT ? 2 : 3;
+        if (isf)
+            W("((unsigned char)%s(%s, %s))", fq[k], a, b);
+        else
+            W("((unsigned char)(%s %s %s))", a, is[k], b);
+        return 0;
+    }
+    case FJN_EQ:
+        W("((unsigned char)(%s == %s))", a, b);
+        return 0;
+    case FJN_NE:
+        W("((unsigned char)(%s != %s))", a, b);
+        return 0;
+    case FJN_LAND:
+        W("((unsigned char)((%s != 0) & (%s != 0)))", a, b);
+        return 0;
+    case FJN_LOR:
+        W("((unsigned char)((%s != 0) | (%s != 0)))", a, b);
+        return 0;
+    case FJN_LXOR:
+        W("((unsigned char)((%s != 0) ^ (%s != 0)))", a, b);
+        return 0;
+    case FJN_LNOT:
+        W("((unsigned char)(%s == 0))", a);
+        return 0;
+    case FJN_BAND:
+    case FJN_BOR:
+    case FJN_BXOR: {
+        char sym = op->code == FJN_BAND ? '&' : op->code == FJN_BOR ? '|' : '^';
+        if (!isi && t != FJT_BOOL)
+            return -1;
+        W("((%s)(%s %c %s))", ct, a, sym, b);
+        return 0;
+    }
+    case FJN_INVERT:
+        if (t == FJT_BOOL)
+            W("((unsigned char)(%s == 0))", a);
+        else if (isi)
+            W("((%s)~%s)", ct, a);
+        else
+            return -1;
+        return 0;
+    case FJN_ISNAN:
+        return isf ? (W("((unsigned char)(__builtin_isnan(%s) != 0))", a), 0) : -1;
+    case FJN_ISINF:
+        return isf ? (W("((unsigned char)(__builtin_isinf(%s) != 0))", a), 0) : -1;
+    case FJN_ISFINITE:
+        return isf ? (W("((unsigned char)(__builtin_isfinite(%s) != 0))", a), 0) : -1;
+    case FJN_SIGNBIT:
+        return isf ? (W("((unsigned char)(__builtin_signbit(%s) != 0))", a), 0) : -1;
+    case FJN_WHERE:
+        W("(%s ? %s : %s)", a, b, c);
+        return 0;
+    case FJN_FLOORDIV:
+    case FJN_MOD:
+        /* written as statements by emit_body */
+        return isi ? 0 : -1;
+    default:
+        break;
+    }
+#undef W
+    (void)rct;
+    return -1;
+}
+
+/* Integer floor division / remainder as NumPy computes them; a zero divisor
+   (or MIN // -1) sets st so the group runs through NumPy (its warnings, its values). */
+static int emit_intdiv(PyObject *buf, const fjn_Group *g, const fjn_Op *op, int m)
+{
+    fjn_Expr A = {{0}}, B = {{0}};
+    int t = op->argtype[0];
+    const char *ct = fjt_info[t].ctype;
+    operand_expr(g, op->arg[0], t, &A);
+    operand_expr(g, op->arg[1], t, &B);
+    if (fjt_info[t].is_signed) {
+        if (put(buf, "            const %s a%d = %s, b%d = %s;\n", ct, m, A.s, m, B.s) < 0 ||
+            put(buf, "            const int bad%d = (b%d == 0) | ((a%d == %s) & (b%d == -1));\n", m, m, m,
+                fjt_info[t].umax, m) < 0 ||
+            put(buf, "            st |= bad%d;\n            const %s d%d = bad%d ? 1 : b%d;\n", m, ct, m, m, m) <
+                0 ||
+            put(buf, "            const %s q%d = a%d / d%d, r%d = a%d %% d%d;\n", ct, m, m, m, m, m, m) < 0)
+            return -1;
+        if (op->code == FJN_FLOORDIV)
+            return put(buf, "            const %s m%d = (r%d != 0 && ((r%d < 0) != (d%d < 0))) ? q%d - 1 : q%d;\n",
+                       ct, m, m, m, m, m, m);
+        return put(buf, "            const %s m%d = (r%d != 0 && ((r%d < 0) != (d%d < 0))) ? r%d + d%d : r%d;\n", ct,
+                   m, m, m, m, m, m, m);
+    }
+    if (put(buf, "            const %s a%d = %s, b%d = %s;\n", ct, m, A.s, m, B.s) < 0 ||
+        put(buf, "            st |= (b%d == 0);\n            const %s d%d = b%d == 0 ? 1 : b%d;\n", m, ct, m, m,
+            m) < 0)
+        return -1;
+    return put(buf, "            const %s m%d = a%d %c d%d;\n", ct, m, m, op->code == FJN_FLOORDIV ? '/' : '%', m);
+}
+
+/* The loop body: loads (by 'mode'), members, stores. mode 0: flat, 1: strided. */
+static int emit_body(PyObject *buf, const fjn_Group *g, int mode)
+{
+    char e[2048];
+    for (int k = 0; k < g->nin; k++) {
+        const fjn_Input *in = &g->in[k];
+        const char *ct = fjt_info[in->type].ctype;
+        if (in->kind == FJN_IN_CONST)
+            continue;
+        if (mode == 0 && in->bcast == 0)
+            continue; /* loaded once before the loop */
+        if (mode == 0) {
+            if (put(buf, "            const %s v%d = p%d[i];\n", ct, k, k) < 0)
+                return -1;
+        } else if (put(buf, "            const %s v%d = *(const %s *)(p%d + i * s%d);\n", ct, k, ct, k, k) < 0) {
+            return -1;
+        }
+    }
+    for (int m = 0; m < g->nops; m++) {
+        const fjn_Op *op = &g->ops[m];
+        if (op->code == FJN_FLOORDIV || op->code == FJN_MOD) {
+            if (emit_intdiv(buf, g, op, m) < 0)
+                return -1;
+            continue;
+        }
+        if (op_expr(g, op, e, sizeof e) < 0) {
+            PyErr_Format(PyExc_SystemError, "framejit native: cannot emit op %d on type %d", op->code,
+                         op->argtype[0]);
+            return -1;
+        }
+        if (put(buf, "            const %s m%d = %s;\n", fjt_info[op->type].ctype, m, e) < 0)
+            return -1;
+    }
+    for (int j = 0; j < g->nout; j++) {
+        int m = g->out_op[j];
+        const char *ct = fjt_info[g->ops[m].type].ctype;
+        int slot = g->nin + j;
+        if (mode == 0) {
+            if (put(buf, "            p%d[i] = m%d;\n", slot, m) < 0)
+                return -1;
+        } else if (put(buf, "            *(%s *)(p%d + i * s%d) = m%d;\n", ct, slot, slot, m) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Declarations of constants (both modes). */
+static int emit_consts(PyObject *buf, const fjn_Group *g)
+{
+    for (int k = 0; k < g->nin; k++) {
+        const fjn_Input *in = &g->in[k];
+        if (in->kind != FJN_IN_CONST)
+            continue;
+        if (in->type == FJT_F64) {
+            uint64_t bits;
+            memcpy(&bits, &in->dval, 8);
+            if (put(buf, "    const double v%d = fj_f64(0x%016llxULL);\n", k, (unsigned long long)bits) < 0)
+                return -1;
+        } else if (in->type == FJT_I64) {
+            if (in->ival == INT64_MIN) {
+                if (put(buf, "    const int64_t v%d = INT64_MIN;\n", k) < 0)
+                    return -1;
+            } else if (put(buf, "    const int64_t v%d = (int64_t)%lldLL;\n", k, in->ival) < 0) {
+                return -1;
+            }
+        } else if (put(buf, "    const unsigned char v%d = %d;\n", k, in->ival ? 1 : 0) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
+{
+    int nslot = g->nin + g->nout;
+    /* flat */
+    if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0;\n", gi) <
+            0 ||
+        emit_consts(buf, g) < 0)
+        return -1;
+    for (int k = 0; k < g->nin; k++) {
+        const fjn_Input *in = &g->in[k];
+        const char *ct = fjt_info[in->type].ctype;
+        if (in->kind == FJN_IN_CONST)
+            continue;
+        if (in->bcast == 0) {
+            if (put(buf, "    const %s v%d = *(const %s *)data[%d];\n", ct, k, ct, k) < 0)
+                return -1;
+        } else if (put(buf, "    const %s *restrict p%d = (const %s *)data[%d];\n", ct, k, ct, k) < 0) {
+            return -1;
+        }
+    }
+    for (int j = 0; j < g->nout; j++) {
+        const char *ct = fjt_info[g->ops[g->out_op[j]].type].ctype;
+        if (put(buf, "    %s *restrict p%d = (%s *)data[%d];\n", ct, g->nin + j, ct, g->nin + j) < 0)
+            return -1;
+    }
+    if (put(buf, "    feclearexcept(FJ_FPE);\n    for (intptr_t i = start; i < end; i++) {\n        {\n") < 0 ||
+        emit_body(buf, g, 0) < 0 ||
+        put(buf, "        }\n    }\n    return st | fetestexcept(FJ_FPE);\n}\n") < 0)
+        return -1;
+    /* strided */
+    if (put(buf,
+            "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n{\n"
+            "    int st = 0;\n    intptr_t idx[64];\n    intptr_t inner = nd > 0 ? shape[nd - 1] : 1, outer = 1;\n"
+            "    for (int k = 0; k + 1 < nd; k++) { outer *= shape[k]; idx[k] = 0; }\n",
+            gi) < 0 ||
+        emit_consts(buf, g) < 0)
+        return -1;
+    for (int k = 0; k < nslot; k++) {
+        if (k < g->nin && g->in[k].kind == FJN_IN_CONST)
+            continue;
+        if (put(buf, "    const intptr_t s%d = nd > 0 ? strides[%d * nd + nd - 1] : 0;\n", k, k) < 0)
+            return -1;
+    }
+    if (put(buf, "    feclearexcept(FJ_FPE);\n    for (intptr_t o = 0; o < outer; o++) {\n") < 0)
+        return -1;
+    for (int k = 0; k < nslot; k++) {
+        if (k < g->nin && g->in[k].kind == FJN_IN_CONST)
+            continue;
+        if (put(buf, "        char *p%d = data[%d];\n", k, k) < 0 ||
+            put(buf, "        for (int k = 0; k + 1 < nd; k++) p%d += idx[k] * strides[%d * nd + k];\n", k, k) < 0)
+            return -1;
+    }
+    if (put(buf, "        for (intptr_t i = 0; i < inner; i++) {\n") < 0 || emit_body(buf, g, 1) < 0 ||
+        put(buf, "        }\n        for (int k = nd - 2; k >= 0; k--) {\n"
+                 "            if (++idx[k] < shape[k]) break;\n            idx[k] = 0;\n        }\n    }\n"
+                 "    return st | fetestexcept(FJ_FPE);\n}\n") < 0)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,179 @@
+"""The ``native`` backend: fused C kernels compiled with the system C compiler.
+
+The engine is C (csrc/native.c: partitioning and the per-call runner;
+csrc/native_emit.c: the kernel source).  This module is the toolchain
+side, run once per graph at backend-call time, never per call: it finds
+the C compiler, builds the generated source into a shared object, and keeps
+built objects in an on-disk cache keyed by a hash of the source, the flags,
+the compiler's version and the machine, so another process never compiles
+the same kernels again.  See docs/native.md.
+
+Environment: ``CC`` (the compiler, default ``cc``), ``FRAMEJIT_CACHE_DIR``
+(default ``$XDG_CACHE_HOME/framejit/kernels`` or ``~/.cache/framejit/kernels``).
+Counters: ``framejit.counters["native"]``: graphs, graphs_unfused, groups,
+nodes_fused, kernels_compiled, kernels_loaded_from_cache, no_compiler.
+"""
+import hashlib
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import tempfile
+import warnings
+
+from . import _C
+
+#: flags of every kernel build (part of the cache key).  -ffp-contract=off:
+#: no fused multiply-add, so a*b+c rounds twice as NumPy's loops do.
+CFLAGS = ["-O3", "-std=c11", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off",
+          "-fno-semantic-interposition"]
+MARCH = ["-march=native"]
+
+_toolchain = None       # (argv, version text, flags) or False when there is no compiler
+_toolchain_env = None   # the CC value _toolchain was found for
+_warned_no_cc = False
+
+
+def cache_dir():
+    d = os.environ.get("FRAMEJIT_CACHE_DIR")
+    if not d:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "framejit", "kernels")
+    return d
+
+
+def _machine_id():
+    """The machine part of the cache key: architecture and (for -march=native) the CPU's flags."""
+    parts = [platform.machine()]
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features", "model name")):
+                    parts.append(line.strip())
+                    if line.startswith(("flags", "Features")):
+                        break
+    except OSError:
+        pass
+    return "\n".join(parts)
+
+
+def _find_toolchain():
+    """(argv, version, flags) of the C compiler, or False.  Found once per CC value."""
+    global _toolchain, _toolchain_env
+    env = os.environ.get("CC")
+    if _toolchain is not None and _toolchain_env == env:
+        return _toolchain
+    _toolchain_env = env
+    _toolchain = False
+    candidates = [shlex.split(env)] if env else [["cc"], ["gcc"], ["clang"]]
+    for argv in candidates:
+        if not argv or shutil.which(argv[0]) is None:
+            continue
+        try:
+            out = subprocess.run(argv + ["--version"], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if out.returncode != 0:
+            continue
+        version = (out.stdout or out.stderr).strip()
+        flags = list(CFLAGS)
+        if _accepts(argv, MARCH):
+            flags += MARCH
+        _toolchain = (argv, version, flags)
+        break
+    return _toolchain
+
+
+def _accepts(argv, flags):
+    with tempfile.TemporaryDirectory(prefix="framejit-cc-") as d:
+        src = os.path.join(d, "t.c")
+        with open(src, "w") as f:
+            f.write("int fj_probe(void) { return 0; }\n")
+        try:
+            r = subprocess.run(argv + flags + ["-c", src, "-o", os.path.join(d, "t.o")],
+                               capture_output=True, timeout=120)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        return r.returncode == 0
+
+
+def _counters():
+    from .api import counters
+    return counters["native"]
+
+
+def _warn_no_compiler():
+    global _warned_no_cc
+    _counters()["no_compiler"] += 1
+    if not _warned_no_cc:
+        _warned_no_cc = True
+        cc = os.environ.get("CC") or "cc"
+        warnings.warn(f"framejit native backend: no working C compiler found (CC={cc!r}); "
+                      "graphs run with the eager backend instead", RuntimeWarning, stacklevel=2)
+
+
+def build(source, toolchain):
+    """The path of the shared object built from 'source' (from the cache when it is there)."""
+    argv, version, flags = toolchain
+    key = hashlib.sha256("\0".join([source, " ".join(flags), " ".join(argv), version,
+                                    _machine_id()]).encode()).hexdigest()
+    d = cache_dir()
+    try:
+        os.makedirs(d, exist_ok=True)
+    except OSError:
+        d = tempfile.mkdtemp(prefix="framejit-kernels-")
+    path = os.path.join(d, f"fj_{key[:40]}.so")
+    if os.path.exists(path):
+        _counters()["kernels_loaded_from_cache"] += 1
+        return path
+    fd, tmp_c = tempfile.mkstemp(suffix=".c", prefix=".fj_tmp_", dir=d)
+    tmp_so = tmp_c[:-2] + ".so"
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(source)
+        r = subprocess.run(argv + flags + [tmp_c, "-o", tmp_so], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"framejit native: the C compiler failed ({' '.join(argv)}):\n"
+                               f"{(r.stderr or r.stdout)[-4000:]}")
+        os.replace(tmp_so, path)  # atomic: other processes see a whole file or none
+        try:
+            os.replace(tmp_c, path[:-3] + ".c")  # kept next to it, for reading
+        except OSError:
+            pass
+    finally:
+        for t in (tmp_c, tmp_so):
+            try:
+                os.unlink(t)
+            except OSError:
+                pass
+    _counters()["kernels_compiled"] += 1
+    return path
+
+
+def backend(graph, example_inputs):
+    """The native backend: a NativePlan running fused kernels, or the graph itself (eager)."""
+    toolchain = _find_toolchain()
+    if not toolchain:
+        _warn_no_compiler()
+        return graph
+    c = _counters()
+    c["graphs"] += 1
+    plan, source = _C.native_plan(graph)
+    if plan is None:
+        c["graphs_unfused"] += 1
+        return graph
+    groups = plan.groups
+    c["groups"] += len(groups)
+    c["nodes_fused"] += sum(len(g) for g in groups)
+    path = build(source, toolchain)
+    try:
+        plan._load(path)
+    except OSError:
+        # a damaged cache file: build it again once
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        plan._load(build(source, toolchain))
+    return plan
