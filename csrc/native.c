@@ -677,7 +677,9 @@ static PyObject *plan_new_from_graph(PyObject *graph)
             }
             continue;
         }
-        if (b.open >= 0 && reads_group(&b, n, b.open) && close_group(&b) < 0)
+        /* the group runs before a node that reads it, and before an in-place
+           operation (it may write an array the group reads) */
+        if (b.open >= 0 && (reads_group(&b, n, b.open) || n->op->kind == FJ_OP_INPLACE) && close_group(&b) < 0)
             goto error;
         if (add_step(&b, FJN_STEP_NODE, i, -1) < 0)
             goto error;

@@ -1,0 +1,436 @@
+"""The native backend against plain NumPy: >= 200 generated graphs, layouts,
+special values, warnings, dynamic shapes, the disk cache and the no-compiler
+fallback.  Results must equal NumPy's bit for bit (NaN payloads aside: see
+docs/native.md), with the same dtype, shape, memory order and warnings."""
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import framejit
+from framejit import _C
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _cache_dir(tmp_path_factory):
+    old = os.environ.get("FRAMEJIT_CACHE_DIR")
+    os.environ["FRAMEJIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernels"))
+    yield
+    if old is None:
+        os.environ.pop("FRAMEJIT_CACHE_DIR", None)
+    else:
+        os.environ["FRAMEJIT_CACHE_DIR"] = old
+
+
+# ---- comparison helpers -----------------------------------------------------
+
+def _bits_equal(a, b):
+    """Bit-for-bit equality of two arrays of the same dtype (NaN == NaN of any payload)."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    if a.dtype.kind == "f":
+        na, nb = np.isnan(a), np.isnan(b)
+        if not np.array_equal(na, nb):
+            return False
+        u = np.dtype(f"u{a.dtype.itemsize}")
+        return np.array_equal(np.ascontiguousarray(a).view(u)[~na], np.ascontiguousarray(b).view(u)[~nb])
+    return np.array_equal(a, b)
+
+
+def same(got, exp, path="result"):
+    assert type(got) is type(exp), f"{path}: type {type(got).__name__} != {type(exp).__name__}"
+    if isinstance(exp, (tuple, list)):
+        assert len(got) == len(exp)
+        for i, (g, e) in enumerate(zip(got, exp)):
+            same(g, e, f"{path}[{i}]")
+        return
+    if isinstance(exp, (np.ndarray, np.generic)):
+        assert got.dtype == exp.dtype, f"{path}: dtype {got.dtype} != {exp.dtype}"
+        assert got.shape == exp.shape, f"{path}: shape {got.shape} != {exp.shape}"
+        if isinstance(exp, np.ndarray):
+            assert got.flags.c_contiguous == exp.flags.c_contiguous, f"{path}: C order differs"
+            assert got.flags.f_contiguous == exp.flags.f_contiguous, f"{path}: F order differs"
+            if exp.size:
+                assert got.strides == exp.strides, f"{path}: strides {got.strides} != {exp.strides}"
+        assert _bits_equal(got, exp), f"{path}: values differ:\n{got!r}\n{exp!r}"
+        return
+    assert got == exp or (got != got and exp != exp), f"{path}: {got!r} != {exp!r}"
+
+
+def outcome(fn, args):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        try:
+            r = ("ok", fn(*args))
+        except Exception as e:  # noqa: BLE001 - compared with NumPy's
+            r = ("raise", type(e), str(e))
+    return r, sorted((x.category.__name__, str(x.message)) for x in w)
+
+
+_fn_counter = [0]
+
+
+def make_fn(expr, params="x, y"):
+    """A fresh function (its own code object) returning 'expr'."""
+    _fn_counter[0] += 1
+    name = f"native_case_{_fn_counter[0]}"
+    src = f"def {name}({params}):\n    return {expr}\n"
+    ns = {"np": np}
+    exec(compile(src, f"<native case {_fn_counter[0]}: {expr}>", "exec"), ns)
+    return ns[name]
+
+
+def check(expr, arg_sets, params="x, y", fused=None, dynamic=None):
+    """Compiles expr with the native backend and compares each call with NumPy
+    (twice: the second call is the warm path).  'fused': require (True) or
+    forbid (False) fused nodes."""
+    framejit.reset()
+    fn = make_fn(expr, params)
+    cf = framejit.compile(fn, backend="native", dynamic=dynamic)
+    for args in arg_sets:
+        exp = outcome(fn, [a.copy() if isinstance(a, np.ndarray) else a for a in args])
+        for _ in range(2):
+            got = outcome(cf, [a.copy() if isinstance(a, np.ndarray) else a for a in args])
+            assert got[0][0] == exp[0][0], f"{expr}{tuple(map(repr, args))}: {got} vs {exp}"
+            if exp[0][0] == "ok":
+                same(got[0][1], exp[0][1])
+            else:
+                assert got[0][1:] == exp[0][1:]
+            assert got[1] == exp[1], f"{expr}: warnings {got[1]} vs NumPy {exp[1]}"
+    n = framejit.counters["native"]["nodes_fused"]
+    if fused is True:
+        assert n > 0, f"{expr}: nothing fused"
+    elif fused is False:
+        assert n == 0, f"{expr}: fused {n} nodes"
+    return cf
+
+
+# ---- data -----------------------------------------------------------------------
+
+RNG = np.random.default_rng(12345)
+
+
+def data(dtype, shape=(7,), special=True):
+    dt = np.dtype(dtype)
+    size = int(np.prod(shape))
+    if dt.kind == "f":
+        a = RNG.standard_normal(size) * 10
+        if special and size >= 8:
+            a[:8] = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-310, 3.0, -2.5]
+        a = a.astype(dt)
+    elif dt.kind == "b":
+        a = RNG.integers(0, 2, size).astype(bool)
+    else:
+        info = np.iinfo(dt)
+        a = RNG.integers(max(info.min, -100), min(info.max, 100), size, endpoint=True).astype(dt)
+        if special and size >= 5:
+            a[:5] = [info.min, info.max, 0, 1, info.max - 1]
+    RNG.shuffle(a)
+    return a.reshape(shape)
+
+
+def nonzero(dtype, shape=(7,)):
+    a = data(dtype, shape, special=False)
+    if a.dtype.kind in "iu":
+        a[a == 0] = 3
+    return a
+
+
+# ---- generated graphs: binary operations × dtypes (135 graphs) -------------------
+
+BINARY = ["x + y", "x - y", "x * y", "x / y", "np.maximum(x, y)", "np.minimum(x, y)", "x < y",
+          "x <= y", "x == y", "x != y", "x > y", "np.logical_and(x, y)", "np.logical_or(x, y)",
+          "np.logical_xor(x, y)", "x & y"]
+PAIRS = [("f8", "f8"), ("f4", "f4"), ("f4", "f8"), ("i8", "i8"), ("i4", "i4"), ("i1", "i1"),
+         ("u2", "u2"), ("i4", "f8"), ("?", "?")]
+
+
+@pytest.mark.parametrize("dts", PAIRS, ids=lambda p: "-".join(p))
+@pytest.mark.parametrize("expr", BINARY)
+def test_binary(expr, dts):
+    x, y = data(dts[0], (9,)), data(dts[1], (9,))
+    check(expr, [(x, y), (y.astype(dts[0]), x.astype(dts[1]))])
+
+
+# ---- unary operations × dtypes (108 graphs) ---------------------------------------
+
+UNARY = ["-x", "abs(x)", "np.sqrt(x)", "np.square(x)", "np.floor(x)", "np.isnan(x)", "~x",
+         "np.reciprocal(x)", "x.astype(np.float32)", "x.astype(np.int16)", "np.signbit(x)", "np.rint(x)",
+         "np.trunc(x)", "np.ceil(x)", "np.isinf(x)", "np.isfinite(x)", "+x", "np.logical_not(x)"]
+
+
+@pytest.mark.parametrize("dt", ["f8", "f4", "i8", "i4", "u1", "?"])
+@pytest.mark.parametrize("expr", UNARY)
+def test_unary(expr, dt):
+    x = data(dt, (11,))
+    with np.errstate(all="ignore"):
+        check(expr, [(x,), (x[::-1].copy(),)], params="x")
+
+
+# ---- compositions with constants (fused chains) -----------------------------------
+
+CHAINS = [
+    ("x * 2.0 + 1", "f8"), ("x * 2.0 + 1", "f4"), ("x * 2 + 1", "i4"), ("(x - 3) * (x + 3)", "i8"),
+    ("(x - 3) * (x + 3)", "f4"), ("np.where(x > 0, x, -x)", "f8"), ("np.where(x > 0, x, 0.5)", "f4"),
+    ("np.where(x > 0, x, 0)", "i1"), ("np.maximum(x, 0.0) * 0.1", "f4"), ("np.minimum(x * x, 100)", "i8"),
+    ("(x > 1) | (x < -1)", "f8"), ("~(x > 1) & (x != 0)", "i4"), ("np.sqrt(abs(x)) + 1e-3", "f8"),
+    ("np.sqrt(abs(x)) * np.float32(2)", "f4"), ("-x * 3 - x / 7", "f8"), ("x / 3", "i4"),
+    ("(x + 1).astype(np.float64) * 0.5", "i4"), ("(x * 1.5).astype(np.int32)", "f8"),
+    ("np.floor(x / 2.0) * 2", "f8"), ("x + True", "?"), ("x * 3 + 2**40", "i8"), ("x + 2**62 + 2**62", "i8"),
+    ("x * x * x * x * x * x", "i4"), ("x - 1e300 * x * 1e10", "f8"), ("np.logical_not(x) + 1", "?"),
+    ("x // 3", "i8"), ("x % 3", "i8"), ("x // -3", "i4"), ("x % -3", "i1"), ("x // 7 + x % 7", "u4"),
+]
+
+
+@pytest.mark.parametrize("expr,dt", CHAINS, ids=[f"{e}-{d}" for e, d in CHAINS])
+def test_chain(expr, dt):
+    x = data(dt, (3, 5))
+    check(expr, [(x,), (x.T.copy(),), (x[:, ::2],)], params="x")
+
+
+# ---- two-input compositions over layouts (each: one graph) ------------------------
+
+LAYOUTS = {
+    "contig": lambda a: a,
+    "fortran": lambda a: np.asfortranarray(a),
+    "transposed": lambda a: a.T.copy().T,
+    "sliced": lambda a: np.repeat(a, 2, axis=1)[:, ::2],
+    "negative": lambda a: a[::-1, ::-1].copy()[::-1, ::-1],
+    "neg_view": lambda a: np.ascontiguousarray(a[::-1])[::-1],
+}
+
+
+@pytest.mark.parametrize("ly", list(LAYOUTS))
+@pytest.mark.parametrize("lx", list(LAYOUTS))
+def test_layouts(lx, ly):
+    x, y = data("f8", (4, 6)), data("f8", (4, 6))
+    check("x * y + (x - 1.5)", [(LAYOUTS[lx](x), LAYOUTS[ly](y))])
+
+
+BROADCASTS = [((3, 1), (1, 4)), ((5,), (3, 5)), ((2, 3, 4), (3, 1)), ((), (4,)), ((4,), ()), ((1,), (6,)),
+              ((2, 1, 3), (1, 5, 1)), ((0,), (0,)), ((3, 0), (1, 0)), ((0, 4), (4,)), ((1, 1), (1, 1))]
+
+
+@pytest.mark.parametrize("sx,sy", BROADCASTS, ids=[f"{a}-{b}" for a, b in BROADCASTS])
+def test_broadcast(sx, sy):
+    x, y = data("f4", sx), data("f4", sy)
+    check("np.where(x < y, x * 2, y) + 1", [(x, y)])
+
+
+def test_broadcast_layouts():
+    a = data("f8", (5, 4))
+    check("x + y * 2", [(a.T, data("f8", (5,))), (a.T, data("f8", (4, 1))), (a[::2], data("f8", (4,)))])
+
+
+# ---- scalars, 0-d arrays, zero-size ------------------------------------------------
+
+def test_zero_d_and_scalars():
+    check("x * y + 1", [(np.float64(2.5), np.float64(4.0))])
+    check("x * y + 1", [(np.float32(2.5), np.float32(4.0))])
+    check("x * y + 1", [(np.array(2.5), np.array(3.0))])
+    check("x * y + 1", [(np.array(2.5, np.float32), data("f4", (3,)))])
+    check("np.where(x, y, 2)", [(np.array(True), np.array(3, np.int8))])
+    check("x + y", [(np.int32(7), data("i4", (4,)))])
+    check("x - y", [(data("f4", (0,)), data("f4", (0,)))])
+
+
+# ---- special values: NaN, infinities, wraparound, division by zero ----------------
+
+def test_nan_inf_minmax_signed_zero():
+    x = np.array([np.nan, 1.0, -0.0, 0.0, np.inf, -np.inf, np.nan, 2.0])
+    y = np.array([1.0, np.nan, 0.0, -0.0, np.nan, -np.inf, -np.nan, 2.0])
+    check("np.maximum(x, y) + np.minimum(y, x) * 0", [(x, y)], fused=True)
+    check("(x < y) | (x == y) | (x != y)", [(x, y)], fused=True)
+
+
+def test_integer_wraparound():
+    for dt in ("i1", "i2", "i4", "i8", "u1", "u8"):
+        info = np.iinfo(dt)
+        x = np.array([info.max, info.min, info.max - 1, 0], dtype=dt)
+        check("x + 1", [(x,)], params="x", fused=True)
+        check("x * x - x", [(x,)], params="x", fused=True)
+        if info.min < 0:
+            check("-x + abs(x)", [(x,)], params="x", fused=True)
+
+
+def test_division_warnings():
+    f = np.array([1.0, 0.0, -1.0, np.nan])
+    check("x / y + 1", [(f, np.zeros(4))], fused=True)
+    i = np.array([5, -7, np.iinfo(np.int64).min, 0])
+    check("x // y", [(i, np.array([0, 2, -1, 0]))], fused=True)
+    check("x % y", [(i, np.array([0, 2, -1, 3]))], fused=True)
+    check("x * 1e308 * 10", [(f,)], params="x", fused=True)
+
+
+def test_errstate_raise():
+    fn = make_fn("x / y + 1")
+    framejit.reset()
+    cf = framejit.compile(fn, backend="native")
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError):
+            fn(np.ones(3), np.zeros(3))
+        with pytest.raises(FloatingPointError):
+            cf(np.ones(3), np.zeros(3))
+        same(cf(np.ones(3), np.full(3, 2.0)), fn(np.ones(3), np.full(3, 2.0)))
+
+
+def test_broadcast_error_matches_numpy():
+    check("x + y * 2", [(data("f8", (4,)), data("f8", (4,))), (data("f8", (5,)), data("f8", (6,)))],
+          dynamic=True)
+
+
+# ---- dynamic shapes ------------------------------------------------------------------
+
+def test_dynamic_shapes():
+    cf = check("x * 2 - y / 3", [(data("f8", (n,)), data("f8", (n,))) for n in (5, 9, 33, 1000)],
+               dynamic=True, fused=True)
+    assert framejit.counters["stats"]["unique_graphs"] <= 2
+    cf = check("np.where(x > 0, x, y)", [(data("f4", (n, 3)), data("f4", (3,))) for n in (4, 7, 2)],
+               dynamic=True, fused=True)
+
+
+def test_symbolic_int():
+    fn = make_fn("x * n + n", "x, n")
+    framejit.reset()
+    cf = framejit.compile(fn, backend="native")
+    x = data("f8", (6,))
+    for n in (2, 3, 4, 7, 2**40):
+        same(cf(x, n), fn(x, n))
+    xi = data("i4", (6,))
+    for n in (2, 3, 4, 2**40):
+        assert outcome(cf, (xi, n))[0][0] == outcome(fn, (xi, n))[0][0]
+
+
+# ---- mixed fused / unfused -------------------------------------------------------------
+
+MIXED = ["(x @ y) * 2 + 1", "np.exp(x) * y - 1", "np.sin(x * 2) + np.cos(y) * 3", "(x + 1).sum() * y",
+         "np.dot(x * 2, y + 1) - x", "(x * y).sum(axis=0) + 1", "np.tanh(x + y) * (x > 0)",
+         "np.sort(x * 2, axis=0) + y", "np.concatenate([x + 1, y * 2]) / 3", "(x - y).mean() + x * y"]
+
+
+@pytest.mark.parametrize("expr", MIXED)
+def test_mixed(expr):
+    check(expr, [(data("f8", (4, 4), special=False), data("f8", (4, 4), special=False))], fused=True)
+
+
+def test_intermediates_used_twice_and_outputs():
+    def f(x, y):
+        a = x * 2
+        b = np.exp(a)
+        c = a + y
+        return b, c, a, c > 0
+    framejit.reset()
+    cf = framejit.compile(f, backend="native")
+    x, y = data("f8", (5,), special=False), data("f8", (5,))
+    for _ in range(2):
+        same(cf(x, y), f(x, y))
+    assert framejit.counters["native"]["nodes_fused"] >= 3
+
+
+def test_inputs_not_mutated_and_inplace_unfused():
+    def f(x, y):
+        z = x + y
+        x += 1
+        return z * 2, x
+    framejit.reset()
+    cf = framejit.compile(f, backend="native")
+    a, b = data("f8", (4,)), data("f8", (4,))
+    a2 = a.copy()
+    same(cf(a2, b), f(a.copy(), b))
+
+
+# ---- threads ---------------------------------------------------------------------------
+
+def test_threads_large_arrays():
+    old = _C.native_config()
+    try:
+        _C.native_config(threads=3, thread_min=1000)
+        x = data("f8", (100003,))
+        check("x * 3.0 - np.sqrt(abs(x)) + (x > 0)", [(x, x[::-1].copy())], fused=True)
+        check("x * 3.0 + y", [(x, np.zeros(100003))], fused=True)  # flags in one thread: runs unfused
+        i = data("i8", (50001,))
+        check("x // y", [(i, np.where(i == 0, 1, i))], fused=True)
+    finally:
+        _C.native_config(threads=old[0], thread_min=old[1])
+
+
+# ---- plan surface ----------------------------------------------------------------------
+
+def test_plan_introspection():
+    plans = []
+
+    def capture(graph, example_inputs):
+        from framejit import native
+        p = native.backend(graph, example_inputs)
+        plans.append(p)
+        return p
+    fn = make_fn("np.exp(x * 2 + y) - x")
+    framejit.reset()
+    framejit.compile(fn, backend=capture)(data("f8", (3,)), data("f8", (3,)))
+    p = plans[0]
+    assert isinstance(p, _C.NativePlan)
+    assert p.groups == [["mul", "add"], ["sub"]]
+    assert "fj_g0_flat" in p.source and "fj_g0_strided" in p.source
+    assert "native" in framejit.list_backends()
+
+
+def test_nothing_fuses_returns_graph():
+    fn = make_fn("np.exp(x) @ y")
+    framejit.reset()
+    check("np.exp(x) @ y", [(data("f8", (3, 3), False), data("f8", (3, 3), False))], fused=False)
+    assert framejit.counters["native"]["graphs_unfused"] == 1
+    del fn
+
+
+# ---- disk cache and no compiler (subprocesses) -----------------------------------------
+
+_SUB = textwrap.dedent("""
+    import json, warnings, numpy as np, framejit
+    def f(x, y):
+        return (x * 2 + y) / 3, x > y
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        cf = framejit.compile(f, backend="native")
+        x, y = np.arange(6.0), np.ones(6)
+        r = cf(x, y)
+        cf(x, y)
+    e = f(x, y)
+    ok = all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(r, e))
+    print(json.dumps({"ok": ok, "counters": dict(framejit.counters["native"]),
+                      "warnings": [str(m.message) for m in w]}))
+""")
+
+
+def _run_sub(env_extra):
+    import json
+    env = dict(os.environ, PYTHONPATH=ROOT, **env_extra)
+    r = subprocess.run([sys.executable, "-c", _SUB], capture_output=True, text=True, env=env, cwd=ROOT,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_disk_cache_second_process(tmp_path):
+    env = {"FRAMEJIT_CACHE_DIR": str(tmp_path / "k")}
+    first = _run_sub(env)
+    assert first["ok"]
+    assert first["counters"].get("kernels_compiled") == 1
+    second = _run_sub(env)
+    assert second["ok"]
+    assert second["counters"].get("kernels_compiled", 0) == 0
+    assert second["counters"].get("kernels_loaded_from_cache") == 1
+    files = os.listdir(tmp_path / "k")
+    assert any(f.endswith(".so") for f in files) and not any(f.startswith(".fj_tmp") for f in files)
+
+
+def test_no_compiler_falls_back_to_eager(tmp_path):
+    res = _run_sub({"FRAMEJIT_CACHE_DIR": str(tmp_path / "k"), "CC": "/nonexistent/cc"})
+    assert res["ok"]
+    assert len(res["warnings"]) == 1 and "no working C compiler" in res["warnings"][0]
+    assert res["counters"].get("kernels_compiled", 0) == 0
