@@ -77,6 +77,13 @@ static const fjn_Map fjn_numpy_map[] = {
     {"rint", FJN_RINT, 1, "rint"}, {"where", FJN_WHERE, 3, NULL}, {NULL, 0, 0, NULL},
 };
 
+/* reductions over every axis, as numpy functions or ndarray methods (one argument: the array) */
+static const fjn_Map fjn_reduce_map[] = {
+    {"sum", FJN_RSUM, 1, NULL}, {"max", FJN_RMAX, 1, NULL}, {"amax", FJN_RMAX, 1, NULL},
+    {"min", FJN_RMIN, 1, NULL}, {"amin", FJN_RMIN, 1, NULL}, {"any", FJN_RANY, 1, NULL},
+    {"all", FJN_RALL, 1, NULL}, {"mean", FJN_RMEAN, 1, NULL}, {NULL, 0, 0, NULL},
+};
+
 static PyObject *fjn_numpy; /* strong: the numpy module */
 
 static const fjn_Map *find_map(const fjn_Map *m, const char *name)
@@ -92,19 +99,28 @@ static const fjn_Map *node_map(fj_Node *n)
 {
     static const fjn_Map astype = {"astype", FJN_CAST, 2, NULL};
     const fj_OpDef *op = n->op;
-    if (n->kind != FJ_NODE_CALL || op == NULL || n->kwargs != NULL)
+    if (n->kind != FJ_NODE_CALL || op == NULL)
         return NULL;
+    if (n->kwargs != NULL) { /* only reductions, with axis / keepdims (checked by fjn_classify) */
+        const fjn_Map *m = (op->kind == FJ_OP_METHOD || (op->kind == FJ_OP_FUNC && op->module &&
+                                                         strcmp(op->module, "numpy") == 0))
+                               ? find_map(fjn_reduce_map, op->attr)
+                               : NULL;
+        return m;
+    }
     switch (op->kind) {
     case FJ_OP_BINOP:
     case FJ_OP_COMPARE:
     case FJ_OP_UNARY:
         return find_map(fjn_operator_map, op->name);
     case FJ_OP_FUNC:
-        if (op->module && strcmp(op->module, "numpy") == 0)
-            return find_map(fjn_numpy_map, op->attr);
+        if (op->module && strcmp(op->module, "numpy") == 0) {
+            const fjn_Map *m = find_map(fjn_numpy_map, op->attr);
+            return m ? m : find_map(fjn_reduce_map, op->attr);
+        }
         return NULL;
     case FJ_OP_METHOD:
-        return strcmp(op->attr, "astype") == 0 ? &astype : NULL;
+        return strcmp(op->attr, "astype") == 0 ? &astype : find_map(fjn_reduce_map, op->attr);
     default:
         return NULL;
     }
@@ -290,25 +306,142 @@ static int operand_info(PyObject *a, int *type, int *kind)
 ** type; arg refs are filled by the caller).  Returns 1 (fuses), 0 (does not),
 ** -1 on a real error (memory).
 */
+/*
+** arr ** 2, arr ** 0.5, arr ** -1 with a constant exponent: NumPy's
+** ndarray.__pow__ runs square / sqrt / reciprocal for these (its fast scalar
+** power; the warnings name those ufuncs), so they fuse as such.  1 if it
+** fuses (op filled), 0 if not.
+*/
+static int classify_pow(fj_Node *n, fjn_Op *op)
+{
+    const fj_OpDef *d = n->op;
+    if (d == NULL || d->kind != FJ_OP_BINOP || strcmp(d->name, "pow") != 0 || n->kwargs != NULL ||
+        PyTuple_GET_SIZE(n->args) != 2 || n->vkind != FJ_VAL_ARRAY)
+        return 0;
+    PyObject *a = PyTuple_GET_ITEM(n->args, 0), *e = PyTuple_GET_ITEM(n->args, 1);
+    if (!fj_Node_Check(a) || ((fj_Node *)a)->vkind != FJ_VAL_ARRAY || !(PyLong_CheckExact(e) || PyFloat_CheckExact(e)))
+        return 0;
+    double v = PyLong_CheckExact(e) ? PyLong_AsDouble(e) : PyFloat_AS_DOUBLE(e);
+    if (v == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    int t = fjn_type_of_descr(((fj_Node *)a)->dtype), isf = t == FJT_F32 || t == FJT_F64;
+    if (t == FJT_NONE || t != fjn_type_of_descr(n->dtype) || t == FJT_BOOL)
+        return 0;
+    memset(op, 0, sizeof *op);
+    op->node = n->index;
+    op->nargs = 1;
+    op->argtype[0] = op->type = t;
+    op->out = -1;
+    if (v == 2.0 && (isf || PyLong_CheckExact(e)))
+        op->code = FJN_SQUARE;
+    else if (v == 0.5 && isf)
+        op->code = FJN_SQRT;
+    else if (v == -1.0 && isf)
+        op->code = FJN_RECIP;
+    else
+        return 0;
+    return 1;
+}
+
+/*
+** The axis and keepdims of reduction node 'n' whose arguments are (x),
+** (x, axis) and keywords among axis= and keepdims= (constants: axis None or
+** an int within the operand's ndim, keepdims a bool).  1 (fills *axis, -1
+** for every axis, and *keepdims) or 0 when the form is anything else.
+*/
+static int reduction_axis(fj_Node *n, int *axis, int *keepdims)
+{
+    PyObject *ax = PyTuple_GET_SIZE(n->args) == 2 ? PyTuple_GET_ITEM(n->args, 1) : Py_None, *kd = Py_False;
+    if (PyTuple_GET_SIZE(n->args) > 2 || !fj_Node_Check(PyTuple_GET_ITEM(n->args, 0)))
+        return 0;
+    if (n->kwargs) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(n->kwargs, &pos, &k, &v)) {
+            if (PyUnicode_Check(k) && PyUnicode_CompareWithASCIIString(k, "axis") == 0 &&
+                PyTuple_GET_SIZE(n->args) == 1)
+                ax = v;
+            else if (PyUnicode_Check(k) && PyUnicode_CompareWithASCIIString(k, "keepdims") == 0)
+                kd = v;
+            else
+                return 0;
+        }
+    }
+    if (!PyBool_Check(kd))
+        return 0;
+    *keepdims = kd == Py_True;
+    if (ax == Py_None) {
+        *axis = -1;
+        return !*keepdims;
+    }
+    if (!PyLong_CheckExact(ax))
+        return 0;
+    int nd = ((fj_Node *)PyTuple_GET_ITEM(n->args, 0))->ndim;
+    long a = PyLong_AsLong(ax);
+    if (a == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (a < -nd || a >= nd)
+        return 0;
+    *axis = (int)(a < 0 ? a + nd : a);
+    return 1;
+}
+
 static int fjn_classify(fj_Node *n, fjn_Op *op)
 {
     const fjn_Map *m = node_map(n);
+    if (!m)
+        return classify_pow(n, op);
     PyObject *types = NULL, *ufunc = NULL, *res = NULL;
-    int r = 0;
-    if (!m || (n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_NPSCALAR) || PyTuple_GET_SIZE(n->args) != m->nargs)
+    int r = 0, axis = -1, keepdims = 0;
+    if (FJN_IS_REDUCTION(m->code)) {
+        if (!reduction_axis(n, &axis, &keepdims) || (n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_NPSCALAR))
+            return 0;
+    } else if ((n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_NPSCALAR) || PyTuple_GET_SIZE(n->args) != m->nargs) {
         return 0;
+    }
     memset(op, 0, sizeof *op);
     op->node = n->index;
     op->code = m->code;
     op->nargs = m->code == FJN_CAST ? 1 : m->nargs;
     op->type = fjn_type_of_descr(n->dtype);
     op->out = -1;
+    op->axis = axis;
+    op->keepdims = keepdims;
     if (op->type == FJT_NONE)
         return 0;
     int otype[3], okind[3];
     for (int i = 0; i < op->nargs; i++)
         if (!operand_info(PyTuple_GET_ITEM(n->args, i), &otype[i], &okind[i]))
             return 0;
+    if (FJN_IS_REDUCTION(m->code)) {
+        /* exact in any order: integer sums (wrap), max/min (a float result of
+           zero or NaN runs through NumPy: there the order decides), any/all;
+           float sum and mean follow NumPy's pairwise order (native_emit.c). */
+        int t = otype[0], rt = op->type;
+        int tf = t == FJT_F32 || t == FJT_F64;
+        if (okind[0] != FJN_IN_ARRAY || (axis < 0 && n->vkind != FJ_VAL_NPSCALAR))
+            return 0;
+        op->argtype[0] = m->code == FJN_RSUM ? rt : t;
+        /* over one axis: only the kinds exact in any order, floats not at all
+           (NumPy's order along an axis depends on the layout) */
+        if (axis >= 0 && (tf || m->code == FJN_RMEAN))
+            return 0;
+        switch (m->code) {
+        case FJN_RSUM:
+            return tf ? rt == t : (rt == FJT_I64 || rt == FJT_U64);
+        case FJN_RMEAN:
+            return tf && rt == t;
+        case FJN_RMAX:
+        case FJN_RMIN:
+            return rt == t;
+        default:
+            return rt == FJT_BOOL;
+        }
+    }
     if (m->code == FJN_CAST) {
         if (fj_Node_Check(PyTuple_GET_ITEM(n->args, 1)) || okind[0] == FJN_IN_CONST)
             return 0;
@@ -353,6 +486,11 @@ static int fjn_classify(fj_Node *n, fjn_Op *op)
         if (op->nargs == 2 && op->argtype[0] != op->argtype[1])
             goto done; /* mixed loops (int64 < uint64): not fused */
     }
+    if (n->vkind == FJ_VAL_NPSCALAR && fjn_type_size(op->argtype[0]) > 0 && op->argtype[0] != FJT_BOOL &&
+        op->argtype[0] != FJT_F32 && op->argtype[0] != FJT_F64 &&
+        (op->code == FJN_ADD || op->code == FJN_SUB || op->code == FJN_MUL || op->code == FJN_NEG ||
+         op->code == FJN_ABS || op->code == FJN_SQUARE || op->code == FJN_FLOORDIV || op->code == FJN_MOD))
+        goto done; /* NumPy's scalar math checks integer overflow (a warning): not fused */
     for (int i = 0; i < op->nargs; i++) {
         int to = op->argtype[i];
         if (!code_accepts(op->code, to))
@@ -430,6 +568,11 @@ static int group_input(fjn_Group *g, PyObject *a)
     return g->nin++;
 }
 
+static int is_pairwise(const fjn_Op *op)
+{
+    return (op->code == FJN_RSUM || op->code == FJN_RMEAN) && (op->type == FJT_F32 || op->type == FJT_F64);
+}
+
 /* Adds classified node 'n' (op filled) to the open group; 0 ok, 1 no room, -1 error. */
 static int group_add(fjn_Builder *b, fj_Node *n, fjn_Op *op)
 {
@@ -452,6 +595,12 @@ static int group_add(fjn_Builder *b, fj_Node *n, fjn_Op *op)
     }
     b->member_group[n->index] = b->open;
     b->member_index[n->index] = g->nops;
+    if (FJN_IS_REDUCTION(op->code))
+        g->has_red = 1;
+    if (FJN_IS_REDUCTION(op->code) && op->axis >= 0)
+        g->has_axisred = 1;
+    if (is_pairwise(op))
+        g->pw = g->nops;
     g->ops[g->nops++] = *op;
     return 0;
 }
@@ -472,18 +621,24 @@ static int open_group(fjn_Builder *b, fj_Node *n)
     fjn_Group *g = &p->groups[p->ngroups];
     memset(g, 0, sizeof *g);
     g->ndim = n->ndim;
+    g->pw = -1;
     if (n->ndim > 0)
         memcpy(g->shape, n->shape, sizeof(npy_intp) * (size_t)n->ndim);
     b->open = p->ngroups++;
     return 0;
 }
 
-/* Does node 'n' read a member of group 'gid'? */
-static int reads_group(fjn_Builder *b, fj_Node *n, int gid)
+/* Does node 'n' read a reduction of the open group (whose value exists only after the group ran)? */
+static int reads_open_reduction(fjn_Builder *b, fj_Node *n)
 {
-    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(n->inputs); j++)
-        if (b->member_group[((fj_Node *)PyTuple_GET_ITEM(n->inputs, j))->index] == gid)
+    if (b->open < 0)
+        return 0;
+    fjn_Group *g = &b->p->groups[b->open];
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(n->inputs); j++) {
+        Py_ssize_t in = ((fj_Node *)PyTuple_GET_ITEM(n->inputs, j))->index;
+        if (b->member_group[in] == b->open && FJN_IS_REDUCTION(g->ops[b->member_index[in]].code))
             return 1;
+    }
     return 0;
 }
 
@@ -512,6 +667,22 @@ static int finish_groups(fjn_Builder *b)
     }
     for (int gi = 0; gi < p->ngroups; gi++) {
         fjn_Group *g = &p->groups[gi];
+        for (int m = 0; m < g->nops; m++) {
+            fjn_Op *op = &g->ops[m];
+            if (!FJN_IS_REDUCTION(op->code))
+                continue;
+            g->has_red = 1;
+            if (op->code == FJN_RMAX || op->code == FJN_RMIN || op->code == FJN_RMEAN)
+                g->red_noempty = 1;
+            if (op->out < 0 && g->nout <= FJN_MAX_OUT) {
+                if (g->nout == FJN_MAX_OUT) {
+                    g->nout = FJN_MAX_OUT + 1;
+                    continue;
+                }
+                op->out = g->nout;
+                g->out_op[g->nout++] = m;
+            }
+        }
         g->has_partial = 0;
         g->fortran_ok = g->ndim >= 2;
         for (int k = 0; k < g->nin; k++)
@@ -663,6 +834,30 @@ static PyObject *plan_new_from_graph(PyObject *graph)
         int c = fjn_classify(n, &op);
         if (c < 0)
             goto error;
+        if (c == 1 && reads_open_reduction(&b, n) && close_group(&b) < 0)
+            goto error;
+        if (c == 1 && FJN_IS_REDUCTION(op.code)) {
+            /* joins the open group when it reduces a member or an array of the group's
+               shape; else it opens a group of its operand's shape.  A float sum or
+               mean (pairwise order) shares its group with no other reduction. */
+            fj_Node *a = (fj_Node *)PyTuple_GET_ITEM(n->args, 0);
+            int pw = is_pairwise(&op);
+            int mine = b.open >= 0 && (b.member_group[a->index] == b.open || same_shape(&p->groups[b.open], a));
+            if (mine && (p->groups[b.open].pw >= 0 || (pw && p->groups[b.open].has_red)))
+                mine = 0;
+            if (!mine && b.open >= 0 && close_group(&b) < 0)
+                goto error;
+            if (!mine && open_group(&b, a) < 0)
+                goto error;
+            int r = group_add(&b, n, &op);
+            if (r < 0)
+                goto error;
+            if (r == 1) {
+                if (close_group(&b) < 0 || open_group(&b, a) < 0 || group_add(&b, n, &op) != 0)
+                    goto error;
+            }
+            continue;
+        }
         if (c == 1) {
             if (b.open >= 0 && !same_shape(&p->groups[b.open], n) && close_group(&b) < 0)
                 goto error;
@@ -677,9 +872,11 @@ static PyObject *plan_new_from_graph(PyObject *graph)
             }
             continue;
         }
-        /* the group runs before a node that reads it, and before an in-place
-           operation (it may write an array the group reads) */
-        if (b.open >= 0 && (reads_group(&b, n, b.open) || n->op->kind == FJ_OP_INPLACE) && close_group(&b) < 0)
+        /* the open group runs before any node that does not fuse: a group is a
+           run of consecutive nodes, so warnings and errors come in eager's order
+           (the kernel raises none; a fallback raises its members' in order), and
+           an in-place operator cannot write an array the group still reads */
+        if (close_group(&b) < 0)
             goto error;
         if (add_step(&b, FJN_STEP_NODE, i, -1) < 0)
             goto error;
@@ -767,6 +964,66 @@ static int run_flat(fjn_flat_fn fn, Py_ssize_t n, char *const *data)
     return status;
 }
 
+typedef struct {
+    fjn_strided_fn fn;
+    int nd;
+    npy_intp shape[FJ_MAX_NDIM];
+    char *data[FJN_MAX_IN + FJN_MAX_OUT];
+    const npy_intp *strides;
+    int status;
+} fjn_SWork;
+
+static void *fjn_sworker(void *arg)
+{
+    fjn_SWork *w = arg;
+    w->status = w->fn(w->nd, w->shape, w->data, w->strides);
+    return NULL;
+}
+
+/* Runs a strided kernel, in threads (splitting the first axis) when large.  The kernel's status. */
+static int run_strided(fjn_strided_fn fn, int nd, const npy_intp *shape, char *const *data, int nslot,
+                       const npy_intp *strides, npy_intp size)
+{
+    int nt = fjn_threads;
+    if (nt <= 1 || size < fjn_thread_min || nd < 1 || shape[0] < 2)
+        return fn(nd, shape, data, strides);
+    if (nt > 16)
+        nt = 16;
+    if (nt > shape[0])
+        nt = (int)shape[0];
+    fjn_SWork *work = PyMem_RawMalloc(sizeof(fjn_SWork) * (size_t)nt);
+    pthread_t tid[16];
+    int started[16] = {0}, status = 0;
+    if (!work)
+        return fn(nd, shape, data, strides);
+    npy_intp chunk = (shape[0] + nt - 1) / nt;
+    for (int t = 0; t < nt; t++) {
+        fjn_SWork *w = &work[t];
+        npy_intp lo = t * chunk < shape[0] ? t * chunk : shape[0];
+        npy_intp hi = (t + 1) * chunk < shape[0] ? (t + 1) * chunk : shape[0];
+        w->fn = fn;
+        w->nd = nd;
+        memcpy(w->shape, shape, sizeof(npy_intp) * (size_t)nd);
+        w->shape[0] = hi - lo;
+        for (int k = 0; k < nslot; k++)
+            w->data[k] = data[k] ? data[k] + lo * strides[k * nd] : NULL;
+        w->strides = strides;
+        w->status = 0;
+        if (t > 0 && hi > lo)
+            started[t] = pthread_create(&tid[t], NULL, fjn_sworker, w) == 0;
+    }
+    for (int t = 0; t < nt; t++)
+        if (!started[t] && work[t].shape[0] > 0)
+            fjn_sworker(&work[t]);
+    for (int t = 0; t < nt; t++) {
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        status |= work[t].status;
+    }
+    PyMem_RawFree(work);
+    return status;
+}
+
 /* Runs group 'g' node by node through NumPy (the eager runner's way).  0 or -1. */
 static int run_group_unfused(fjn_Plan *p, fjn_Group *g, PyObject **env)
 {
@@ -784,6 +1041,39 @@ static int run_group_unfused(fjn_Plan *p, fjn_Group *g, PyObject **env)
         if (g->ops[m].out < 0)
             Py_CLEAR(env[g->ops[m].node]);
     return 0;
+}
+
+/* Fills the result of a one-axis reduction (C-contiguous, integer or bool) with its identity. */
+static void fill_identity(PyArrayObject *a, const fjn_Op *op)
+{
+    npy_intp n = PyArray_SIZE(a);
+    char *d = PyArray_DATA(a);
+    int t = op->type, sz = fjn_type_size(t);
+    if (op->code == FJN_RSUM || op->code == FJN_RANY) {
+        memset(d, 0, (size_t)(n * sz));
+        return;
+    }
+    if (op->code == FJN_RALL) {
+        memset(d, 1, (size_t)n);
+        return;
+    }
+    int is_max = op->code == FJN_RMAX, sgn = t >= FJT_I8 && t <= FJT_I64;
+    for (npy_intp i = 0; i < n; i++) {
+        switch (sz) {
+        case 1:
+            ((uint8_t *)d)[i] = t == FJT_BOOL ? (is_max ? 0 : 1) : sgn ? (is_max ? 0x80 : 0x7f) : (is_max ? 0 : 0xff);
+            break;
+        case 2:
+            ((uint16_t *)d)[i] = sgn ? (is_max ? 0x8000 : 0x7fff) : (is_max ? 0 : 0xffff);
+            break;
+        case 4:
+            ((uint32_t *)d)[i] = sgn ? (is_max ? 0x80000000u : 0x7fffffffu) : (is_max ? 0 : 0xffffffffu);
+            break;
+        default:
+            ((uint64_t *)d)[i] = sgn ? (is_max ? 0x8000000000000000ull : 0x7fffffffffffffffull)
+                                     : (is_max ? 0 : 0xffffffffffffffffull);
+        }
+    }
 }
 
 typedef union {
@@ -916,24 +1206,59 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
         else
             goto unfused;
     }
+    if (fortran && g->has_axisred)
+        goto unfused; /* NumPy's order of an axis reduction's result is not computed here */
     /* outputs */
+    if (size == 0 && g->red_noempty)
+        goto unfused; /* NumPy's "zero-size array to reduction operation" error */
     for (int j = 0; j < g->nout; j++) {
-        fj_Node *n = plan_node(p, g->ops[g->out_op[j]].node);
+        const fjn_Op *op = &g->ops[g->out_op[j]];
+        fj_Node *n = plan_node(p, op->node);
+        int red = FJN_IS_REDUCTION(op->code);
+        if (red && op->axis >= 0) {
+            /* one axis reduced: C order, filled with the identity, stride 0 along the axis */
+            npy_intp rshape[FJ_MAX_NDIM];
+            int rnd = 0;
+            for (int ax = 0; ax < nd; ax++)
+                if (ax != op->axis)
+                    rshape[rnd++] = shape[ax];
+                else if (op->keepdims)
+                    rshape[rnd++] = 1;
+            Py_INCREF(n->dtype);
+            outs[j] = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, n->dtype, rnd, rshape, NULL, NULL, 0, NULL);
+            if (!outs[j])
+                goto error;
+            fill_identity(outs[j], op);
+            for (int ax = 0, rax = 0; ax < nd; ax++) {
+                if (ax == op->axis) {
+                    strides[(g->nin + j) * nd + ax] = 0;
+                    rax += op->keepdims;
+                } else {
+                    strides[(g->nin + j) * nd + ax] = PyArray_STRIDE(outs[j], rax++);
+                }
+            }
+            data[g->nin + j] = PyArray_DATA(outs[j]);
+            continue;
+        }
         Py_INCREF(n->dtype);
-        outs[j] = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, n->dtype, nd, shape, NULL, NULL,
+        outs[j] = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, n->dtype, red ? 0 : nd, shape, NULL, NULL,
                                                          fortran ? NPY_ARRAY_F_CONTIGUOUS : 0, NULL);
         if (!outs[j])
             goto error;
         data[g->nin + j] = PyArray_DATA(outs[j]);
         for (int ax = 0; ax < nd; ax++)
-            strides[(g->nin + j) * nd + ax] = PyArray_STRIDE(outs[j], ax);
+            strides[(g->nin + j) * nd + ax] = red ? 0 : PyArray_STRIDE(outs[j], ax);
     }
     status = 0;
-    if (size > 0) {
-        int flat = all_c || (fortran && all_f);
+    if (size > 0 || g->has_red) {
+        int flat = (all_c || (fortran && all_f)) && !g->has_axisred;
         if (size >= fjn_nogil_min) {
             Py_BEGIN_ALLOW_THREADS
-            status = flat ? run_flat(g->flat, size, data) : g->strided(nd, shape, data, strides);
+            if (g->has_red)
+                status = flat ? g->flat(0, size, data) : g->strided(nd, shape, data, strides);
+            else
+                status = flat ? run_flat(g->flat, size, data)
+                              : run_strided(g->strided, nd, shape, data, nslot, strides, size);
             Py_END_ALLOW_THREADS
         } else {
             status = flat ? g->flat(0, size, data) : g->strided(nd, shape, data, strides);

@@ -36,7 +36,10 @@ enum {
     FJN_MAX, FJN_MIN, FJN_LT, FJN_LE, FJN_EQ, FJN_NE, FJN_GT, FJN_GE, FJN_LAND, FJN_LOR, FJN_LXOR, FJN_LNOT,
     FJN_BAND, FJN_BOR, FJN_BXOR, FJN_INVERT, FJN_ISNAN, FJN_ISINF, FJN_ISFINITE, FJN_SIGNBIT, FJN_FLOOR,
     FJN_CEIL, FJN_TRUNC, FJN_RINT, FJN_WHERE, FJN_CAST, FJN_FLOORDIV, FJN_MOD,
+    /* reductions over every axis (their result is a 0-d value, always materialized) */
+    FJN_RSUM, FJN_RMAX, FJN_RMIN, FJN_RANY, FJN_RALL, FJN_RMEAN,
 };
+#define FJN_IS_REDUCTION(code) ((code) >= FJN_RSUM)
 
 /* Kinds of group inputs. */
 enum { FJN_IN_ARRAY = 1, FJN_IN_NPSCALAR, FJN_IN_PYSCALAR, FJN_IN_CONST };
@@ -61,6 +64,8 @@ typedef struct {
     int argtype[3];     /* FJT_* each operand is cast to before the operation */
     int type;           /* FJT_* of the result (the node's dtype) */
     int out;            /* index among the group's outputs, or -1 (not materialized) */
+    int axis;           /* reductions: the reduced axis of the group, or -1 for every axis */
+    int keepdims;       /* reductions over one axis: keepdims=True */
 } fjn_Op;
 
 typedef int (*fjn_flat_fn)(Py_ssize_t start, Py_ssize_t end, char *const *data);
@@ -75,6 +80,10 @@ typedef struct {
     npy_intp shape[FJ_MAX_NDIM];      /* static shape (trace-time sizes) */
     int has_partial;                  /* an input broadcasts partly: no flat loop */
     int fortran_ok;                   /* F order may be computed (no partial input, no static dim of 1) */
+    int has_red;                      /* has reductions: one thread, the kernel runs even when empty */
+    int red_noempty;                  /* has max/min/mean: an empty iteration runs through NumPy (its error) */
+    int pw;                           /* member index of a float sum/mean (NumPy's pairwise order), or -1 */
+    int has_axisred;                  /* has reductions over one axis: strided kernel, C order only */
     /* filled by _load */
     fjn_flat_fn flat;
     fjn_strided_fn strided;

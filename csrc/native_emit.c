@@ -37,18 +37,19 @@ static const struct {
     int size;
     int is_int, is_signed, is_float;
     const char *umax; /* minimum value literal of signed ints (for division overflow) */
+    const char *lo, *hi; /* the smallest and largest value (initial values of max / min) */
 } fjt_info[FJT_COUNT] = {
-    [FJT_BOOL] = {"unsigned char", NPY_BOOL, 1, 0, 0, 0, NULL},
-    [FJT_I8] = {"int8_t", NPY_INT8, 1, 1, 1, 0, "INT8_MIN"},
-    [FJT_I16] = {"int16_t", NPY_INT16, 2, 1, 1, 0, "INT16_MIN"},
-    [FJT_I32] = {"int32_t", NPY_INT32, 4, 1, 1, 0, "INT32_MIN"},
-    [FJT_I64] = {"int64_t", NPY_INT64, 8, 1, 1, 0, "INT64_MIN"},
-    [FJT_U8] = {"uint8_t", NPY_UINT8, 1, 1, 0, 0, NULL},
-    [FJT_U16] = {"uint16_t", NPY_UINT16, 2, 1, 0, 0, NULL},
-    [FJT_U32] = {"uint32_t", NPY_UINT32, 4, 1, 0, 0, NULL},
-    [FJT_U64] = {"uint64_t", NPY_UINT64, 8, 1, 0, 0, NULL},
-    [FJT_F32] = {"float", NPY_FLOAT32, 4, 0, 0, 1, NULL},
-    [FJT_F64] = {"double", NPY_FLOAT64, 8, 0, 0, 1, NULL},
+    [FJT_BOOL] = {"unsigned char", NPY_BOOL, 1, 0, 0, 0, NULL, "0", "1"},
+    [FJT_I8] = {"int8_t", NPY_INT8, 1, 1, 1, 0, "INT8_MIN", "INT8_MIN", "INT8_MAX"},
+    [FJT_I16] = {"int16_t", NPY_INT16, 2, 1, 1, 0, "INT16_MIN", "INT16_MIN", "INT16_MAX"},
+    [FJT_I32] = {"int32_t", NPY_INT32, 4, 1, 1, 0, "INT32_MIN", "INT32_MIN", "INT32_MAX"},
+    [FJT_I64] = {"int64_t", NPY_INT64, 8, 1, 1, 0, "INT64_MIN", "INT64_MIN", "INT64_MAX"},
+    [FJT_U8] = {"uint8_t", NPY_UINT8, 1, 1, 0, 0, NULL, "0", "UINT8_MAX"},
+    [FJT_U16] = {"uint16_t", NPY_UINT16, 2, 1, 0, 0, NULL, "0", "UINT16_MAX"},
+    [FJT_U32] = {"uint32_t", NPY_UINT32, 4, 1, 0, 0, NULL, "0", "UINT32_MAX"},
+    [FJT_U64] = {"uint64_t", NPY_UINT64, 8, 1, 0, 0, NULL, "0", "UINT64_MAX"},
+    [FJT_F32] = {"float", NPY_FLOAT32, 4, 0, 0, 1, NULL, "(-__builtin_inff())", "__builtin_inff()"},
+    [FJT_F64] = {"double", NPY_FLOAT64, 8, 0, 0, 1, NULL, "(-__builtin_inf())", "__builtin_inf()"},
 };
 
 int fjn_type_of_descr(PyArray_Descr *d)
@@ -327,8 +328,102 @@ static int emit_intdiv(PyObject *buf, const fjn_Group *g, const fjn_Op *op, int 
     return put(buf, "            const %s m%d = a%d %c d%d;\n", ct, m, m, op->code == FJN_FLOORDIV ? '/' : '%', m);
 }
 
-/* The loop body: loads (by 'mode'), members, stores. mode 0: flat, 1: strided. */
-static int emit_body(PyObject *buf, const fjn_Group *g, int mode)
+/* ---- reductions: an accumulator r<m> per reduction member ------------------- */
+
+static int emit_reduce_init(PyObject *buf, const fjn_Group *g)
+{
+    for (int m = 0; m < g->nops; m++) {
+        const fjn_Op *op = &g->ops[m];
+        const char *init;
+        if (!FJN_IS_REDUCTION(op->code) || m == g->pw || op->axis >= 0)
+            continue;
+        switch (op->code) {
+        case FJN_RMAX:
+            init = fjt_info[op->type].lo;
+            break;
+        case FJN_RMIN:
+            init = fjt_info[op->type].hi;
+            break;
+        case FJN_RALL:
+            init = "1";
+            break;
+        default:
+            init = "0";
+        }
+        if (put(buf, "    %s r%d = %s;\n", fjt_info[op->type].ctype, m, init) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int emit_reduce_step(PyObject *buf, const fjn_Group *g, const fjn_Op *op, int m, const char *pwstmt,
+                            int mode)
+{
+    fjn_Expr A = {{0}};
+    const char *ct = fjt_info[op->type].ctype;
+    int isf = fjt_info[op->type].is_float;
+    operand_expr(g, op->arg[0], op->argtype[0], &A);
+    if (op->axis >= 0) {
+        /* over one axis: accumulate in the (identity-filled) output, whose
+           stride along the reduced axis is 0; strided form only */
+        int slot = g->nin + op->out;
+        static const char *upd[] = {"(%s)((uint64_t)*o + (uint64_t)x)", "x > *o ? x : *o", "x < *o ? x : *o",
+                                    "*o | (unsigned char)(x != 0)", "*o & (unsigned char)(x != 0)"};
+        int k = op->code == FJN_RSUM ? 0 : op->code == FJN_RMAX ? 1 : op->code == FJN_RMIN ? 2
+                : op->code == FJN_RANY ? 3 : op->code == FJN_RALL ? 4 : -1;
+        char stmt[128];
+        if (mode == 0)
+            return 0; /* never run: the host uses the strided form for these groups */
+        if (k < 0 || isf)
+            return -1;
+        snprintf(stmt, sizeof stmt, upd[k], ct);
+        return put(buf, "            { const %s x = %s; %s *o = (%s *)(p%d + i * s%d); *o = %s; }\n",
+                   fjt_info[op->argtype[0]].ctype, A.s, ct, ct, slot, slot, stmt);
+    }
+    if (put(buf, "            const %s x%d = %s;\n", fjt_info[op->argtype[0]].ctype, m, A.s) < 0)
+        return -1;
+    if (m == g->pw)
+        return pwstmt ? put(buf, "            %s x%d;\n", pwstmt, m) : -1;
+    switch (op->code) {
+    case FJN_RSUM:
+        if (isf)
+            return -1;
+        return put(buf, "            r%d = (%s)((uint64_t)r%d + (uint64_t)x%d);\n", m, ct, m, m);
+    case FJN_RMAX:
+    case FJN_RMIN:
+        if (isf)
+            return put(buf, "            r%d = __builtin_isnan(r%d) ? r%d : ((__builtin_isnan(x%d) | %s(x%d, r%d)) ? x%d : r%d);\n",
+                       m, m, m, m, op->code == FJN_RMAX ? "__builtin_isgreater" : "__builtin_isless", m, m, m, m);
+        return put(buf, "            r%d = x%d %c r%d ? x%d : r%d;\n", m, m, op->code == FJN_RMAX ? '>' : '<', m, m, m);
+    case FJN_RANY:
+        return put(buf, "            r%d |= (unsigned char)(x%d != 0);\n", m, m);
+    case FJN_RALL:
+        return put(buf, "            r%d &= (unsigned char)(x%d != 0);\n", m, m);
+    default:
+        return -1;
+    }
+}
+
+/* Stores the accumulators; a float max/min that is NaN or zero (where NumPy's
+   order decides the payload or the sign) makes the group run through NumPy. */
+static int emit_reduce_store(PyObject *buf, const fjn_Group *g)
+{
+    for (int m = 0; m < g->nops; m++) {
+        const fjn_Op *op = &g->ops[m];
+        if (!FJN_IS_REDUCTION(op->code) || m == g->pw || op->axis >= 0)
+            continue;
+        if ((op->code == FJN_RMAX || op->code == FJN_RMIN) && fjt_info[op->type].is_float &&
+            put(buf, "    st |= (__builtin_isnan(r%d) || r%d == 0) ? 2 : 0;\n", m, m) < 0)
+            return -1;
+        if (put(buf, "    *(%s *)data[%d] = r%d;\n", fjt_info[op->type].ctype, g->nin + op->out, m) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The loop body: loads (by 'mode'), members, stores. mode 0: flat, 1: strided.
+   'pwstmt' is the statement that takes the pairwise-summed value ("res +="). */
+static int emit_body(PyObject *buf, const fjn_Group *g, int mode, const char *pwstmt)
 {
     char e[2048];
     for (int k = 0; k < g->nin; k++) {
@@ -352,6 +447,11 @@ static int emit_body(PyObject *buf, const fjn_Group *g, int mode)
                 return -1;
             continue;
         }
+        if (FJN_IS_REDUCTION(op->code)) {
+            if (emit_reduce_step(buf, g, op, m, pwstmt, mode) < 0)
+                return -1;
+            continue;
+        }
         if (op_expr(g, op, e, sizeof e) < 0) {
             PyErr_Format(PyExc_SystemError, "framejit native: cannot emit op %d on type %d", op->code,
                          op->argtype[0]);
@@ -364,6 +464,8 @@ static int emit_body(PyObject *buf, const fjn_Group *g, int mode)
         int m = g->out_op[j];
         const char *ct = fjt_info[g->ops[m].type].ctype;
         int slot = g->nin + j;
+        if (FJN_IS_REDUCTION(g->ops[m].code))
+            continue; /* stored after the loop */
         if (mode == 0) {
             if (put(buf, "            p%d[i] = m%d;\n", slot, m) < 0)
                 return -1;
@@ -400,13 +502,10 @@ static int emit_consts(PyObject *buf, const fjn_Group *g)
     return 0;
 }
 
-int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
+/* Declarations of the flat form: constants, inputs (pointers or loaded scalars), outputs. */
+static int emit_flat_decls(PyObject *buf, const fjn_Group *g)
 {
-    int nslot = g->nin + g->nout;
-    /* flat */
-    if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0;\n", gi) <
-            0 ||
-        emit_consts(buf, g) < 0)
+    if (emit_consts(buf, g) < 0)
         return -1;
     for (int k = 0; k < g->nin; k++) {
         const fjn_Input *in = &g->in[k];
@@ -422,12 +521,78 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
     }
     for (int j = 0; j < g->nout; j++) {
         const char *ct = fjt_info[g->ops[g->out_op[j]].type].ctype;
+        if (FJN_IS_REDUCTION(g->ops[g->out_op[j]].code))
+            continue;
         if (put(buf, "    %s *restrict p%d = (%s *)data[%d];\n", ct, g->nin + j, ct, g->nin + j) < 0)
             return -1;
     }
-    if (put(buf, "    feclearexcept(FJ_FPE);\n    for (intptr_t i = start; i < end; i++) {\n        {\n") < 0 ||
-        emit_body(buf, g, 0) < 0 ||
-        put(buf, "        }\n    }\n    return st | fetestexcept(FJ_FPE);\n}\n") < 0)
+    return 0;
+}
+
+/*
+** A group with a float sum or mean: NumPy's order, which is
+** out = 0 + pairwise_sum(all elements in memory order), pairwise_sum being
+** NumPy's (numpy/_core/src/umath/loops_utils.h.src): blocks of at most 128
+** elements summed with 8 accumulators, longer runs split in two at a
+** multiple of 8.  Every element is visited once, in increasing order, in
+** the leaves, which also store the group's other outputs.  Only the flat
+** (contiguous) form: the strided one asks for NumPy (returns 2).  A mean
+** divides as numpy.mean does: by the element count as an intp, in double
+** (float32: the double quotient rounded to float).
+*/
+static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
+{
+    const fjn_Op *op = &g->ops[g->pw];
+    const char *T = fjt_info[op->type].ctype;
+    int slot = g->nin + op->out;
+    if (put(buf, "\nstatic %s fj_g%d_leaf(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n    int st = 0;\n"
+                 "    %s res;\n", T, gi, T) < 0 ||
+        emit_flat_decls(buf, g) < 0 ||
+        put(buf, "    if (n < 8) {\n        res = 0;\n        for (intptr_t i = lo; i < lo + n; i++) {\n") < 0 ||
+        emit_body(buf, g, 0, "res +=") < 0 ||
+        put(buf, "        }\n    } else {\n        %s r[8];\n        intptr_t i0 = lo + 8;\n"
+                 "        for (int j = 0; j < 8; j++) {\n            const intptr_t i = lo + j;\n", T) < 0 ||
+        emit_body(buf, g, 0, "r[j] =") < 0 ||
+        put(buf, "        }\n        for (; i0 < lo + n - (n %% 8); i0 += 8) {\n            for (int j = 0; j < 8; j++) {\n"
+                 "            const intptr_t i = i0 + j;\n") < 0 ||
+        emit_body(buf, g, 0, "r[j] +=") < 0 ||
+        put(buf, "            }\n        }\n        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));\n"
+                 "        for (; i0 < lo + n; i0++) {\n            const intptr_t i = i0;\n") < 0 ||
+        emit_body(buf, g, 0, "res +=") < 0 ||
+        put(buf, "        }\n    }\n    *stp |= st;\n    return res;\n}\n") < 0)
+        return -1;
+    if (put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
+                 "    if (n <= 128)\n        return fj_g%d_leaf(lo, n, data, stp);\n"
+                 "    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n    %s a = fj_g%d_pw(lo, n2, data, stp);\n"
+                 "    return a + fj_g%d_pw(lo + n2, n - n2, data, stp);\n}\n", T, gi, gi, T, gi, gi) < 0)
+        return -1;
+    if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0;\n"
+                 "    feclearexcept(FJ_FPE);\n    %s total = fj_g%d_pw(start, end - start, data, &st);\n"
+                 "    %s r = (%s)0 + total;\n", gi, T, gi, T, T) < 0)
+        return -1;
+    if (op->code == FJN_RMEAN &&
+        put(buf, "    r = (%s)((double)r / (double)(int64_t)(end - start));\n", T) < 0)
+        return -1;
+    return put(buf, "    *(%s *)data[%d] = r;\n    return st | fetestexcept(FJ_FPE);\n}\n"
+                    "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n"
+                    "{\n    (void)nd; (void)shape; (void)data; (void)strides;\n    return 2;\n}\n",
+               T, slot, gi);
+}
+
+int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
+{
+    int nslot = g->nin + g->nout;
+    if (g->pw >= 0)
+        return emit_pairwise_group(buf, g, gi);
+    /* flat */
+    if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0;\n", gi) <
+            0 ||
+        emit_flat_decls(buf, g) < 0)
+        return -1;
+    if (emit_reduce_init(buf, g) < 0 ||
+        put(buf, "    feclearexcept(FJ_FPE);\n    for (intptr_t i = start; i < end; i++) {\n        {\n") < 0 ||
+        emit_body(buf, g, 0, NULL) < 0 || put(buf, "        }\n    }\n") < 0 || emit_reduce_store(buf, g) < 0 ||
+        put(buf, "    return st | fetestexcept(FJ_FPE);\n}\n") < 0)
         return -1;
     /* strided */
     if (put(buf,
@@ -443,7 +608,8 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
         if (put(buf, "    const intptr_t s%d = nd > 0 ? strides[%d * nd + nd - 1] : 0;\n", k, k) < 0)
             return -1;
     }
-    if (put(buf, "    feclearexcept(FJ_FPE);\n    for (intptr_t o = 0; o < outer; o++) {\n") < 0)
+    if (emit_reduce_init(buf, g) < 0 ||
+        put(buf, "    feclearexcept(FJ_FPE);\n    for (intptr_t o = 0; o < outer; o++) {\n") < 0)
         return -1;
     for (int k = 0; k < nslot; k++) {
         if (k < g->nin && g->in[k].kind == FJN_IN_CONST)
@@ -452,10 +618,10 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
             put(buf, "        for (int k = 0; k + 1 < nd; k++) p%d += idx[k] * strides[%d * nd + k];\n", k, k) < 0)
             return -1;
     }
-    if (put(buf, "        for (intptr_t i = 0; i < inner; i++) {\n") < 0 || emit_body(buf, g, 1) < 0 ||
+    if (put(buf, "        for (intptr_t i = 0; i < inner; i++) {\n") < 0 || emit_body(buf, g, 1, NULL) < 0 ||
         put(buf, "        }\n        for (int k = nd - 2; k >= 0; k--) {\n"
-                 "            if (++idx[k] < shape[k]) break;\n            idx[k] = 0;\n        }\n    }\n"
-                 "    return st | fetestexcept(FJ_FPE);\n}\n") < 0)
+                 "            if (++idx[k] < shape[k]) break;\n            idx[k] = 0;\n        }\n    }\n") < 0 ||
+        emit_reduce_store(buf, g) < 0 || put(buf, "    return st | fetestexcept(FJ_FPE);\n}\n") < 0)
         return -1;
     return 0;
 }
