@@ -8,7 +8,7 @@ ASAN_ENV := LD_PRELOAD=$(LIBASAN) PYTHONMALLOC=malloc \
 	ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 .PHONY: all build install deps test demo debug asan test-asan bench memcheck valgrind clean fuzz \
-	cpython-tests
+	cpython-tests bench-native
 
 all: build
 
@@ -57,6 +57,16 @@ valgrind: debug
 
 bench: build
 	$(PY) bench/run_all.py
+
+# The native backend against NumPy, numexpr, Numba and torch.compile, with the
+# machine's triad bandwidth (issue #8; long: BENCH_NATIVE_FLAGS=--quick stops at 1e7).
+# Benchmark-only deps; torch is optional (its column is skipped if it cannot import).
+TORCH_VERSION ?= 2.13.0
+BENCH_NATIVE_FLAGS ?=
+bench-native: build
+	$(PY) -m pip install -q --disable-pip-version-check -r bench/native/requirements.txt
+	-$(PY) -m pip install -q --disable-pip-version-check torch==$(TORCH_VERSION)
+	$(PY) bench/native/bench_native.py $(BENCH_NATIVE_FLAGS)
 
 # The differential fuzzer, long run (docs/fuzzing.md): subprocess batches,
 # crashes bisected to their seed, findings minimized into tests/fuzz_regressions/.
