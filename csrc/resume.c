@@ -10,6 +10,7 @@
 */
 #include "resume.h"
 
+#include "evalframe.h"
 #include "trace.h"
 
 /* Stack entries consumed and produced by the generic break instructions. */
@@ -300,6 +301,8 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
     opts.qualname = name ? name : co->co_qualname;
     opts.firstlineno = co->co_firstlineno; /* f_lineno - co_firstlineno as in the original */
     result = fj_bc_assemble(co, &nl, &opts);
+    if (result != NULL && fj_evalframe_mark_code(result, FJ_CODE_ROLE_RESUME) < 0)
+        Py_CLEAR(result);
     *prefix = npre;
 done:
     fj_bc_free(&nl);
