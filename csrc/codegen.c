@@ -698,6 +698,49 @@ error:
     return NULL;
 }
 
+/* 1 if rebuilding Var 'v' reads a saved argument (saved_args), 0 if not, -1 on error. */
+static int uses_saved_arg(PyObject *v, int depth)
+{
+    fj_Var *vv = VAR(v);
+    if (v == NULL || depth > 64)
+        return depth > 64;
+    for (fj_Source *src = vv->source; src != NULL; src = src->parent) {
+        if (src->kind == FJ_SRC_LOCAL) {
+            int r = PyDict_Contains(saved_args, src->key);
+            if (r != 0)
+                return r;
+        }
+    }
+    if (vv->source != NULL && vv->kind != FJ_VAR_LIST && vv->kind != FJ_VAR_DICT)
+        return 0;
+    int r = 0;
+    switch (vv->kind) {
+    case FJ_VAR_TUPLE:
+    case FJ_VAR_LIST:
+    case FJ_VAR_CELL:
+        for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(vv->items); i++)
+            r = uses_saved_arg(PyList_GET_ITEM(vv->items, i), depth + 1);
+        return r;
+    case FJ_VAR_DICT: {
+        Py_ssize_t pos = 0;
+        PyObject *k, *val;
+        while (r == 0 && PyDict_Next(vv->items, &pos, &k, &val))
+            r = uses_saved_arg(val, depth + 1);
+        return r;
+    }
+    case FJ_VAR_FUNC:
+        if (vv->extra != NULL && (r = uses_saved_arg(vv->extra, depth + 1)) != 0)
+            return r;
+        if (vv->extra2 != NULL && (r = uses_saved_arg(vv->extra2, depth + 1)) != 0)
+            return r;
+        return vv->items != NULL ? uses_saved_arg(vv->items, depth + 1) : 0;
+    case FJ_VAR_METHOD:
+        return uses_saved_arg(vv->extra, depth + 1);
+    default:
+        return 0;
+    }
+}
+
 /* Emits 'op arg' with the position of original instruction 'in'. */
 static int emit_at(fj_Builder *b, const fj_Instr *in, int op, int arg)
 {
@@ -856,6 +899,25 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
         }
         else if (emit_value(&bc, (PyObject *)vv) < 0)
             goto done;
+    }
+    /* the entry values of reassigned arguments are gone in CPython by now:
+       drop them before the CPython part runs (a weakref or refcount it checks
+       sees what it would without framejit), unless the stack handed to the
+       resume function is rebuilt from them */
+    {
+        int needed = 0;
+        for (int i = 0; i < base && !needed; i++)
+            if ((needed = uses_saved_arg(top->stack[i], 0)) < 0)
+                goto done;
+        Py_ssize_t pos = 0;
+        PyObject *k, *tmp;
+        while (!needed && PyDict_Next(saved_args, &pos, &k, &tmp)) {
+            int ix = fj_builder_varname(b, tmp);
+            if (ix < 0 || fj_bc_emit(&b->il, DELETE_FAST, ix) < 0)
+                goto done;
+        }
+        if (!needed)
+            PyDict_Clear(saved_args);
     }
     int jump_label = -1;
     for (int k = plan->first; k <= plan->last; k++) {
