@@ -1556,7 +1556,9 @@ static int run_frame(fj_TFrame *fr)
             PyObject *v = POP(), *k = POP();
             fj_Var *dv = (fj_Var *)PEEK(arg);
             PyObject *key = fj_var_as_const(k);
-            int ok = key != NULL && fj_is_plain_constant(key) && dv->kind == FJ_VAR_DICT
+            /* the container can be an input: a resume function's saved stack */
+            int ok = key != NULL && fj_is_plain_constant(key) && dv->kind == FJ_VAR_DICT &&
+                             fj_trace_note_mutation(fr->tx, dv) == 0
                          ? PyDict_SetItem(dv->items, key, v)
                          : fj_unsupported("dict comprehension with a non-constant key");
             Py_DECREF(v);
@@ -1570,7 +1572,9 @@ static int run_frame(fj_TFrame *fr)
             PyObject *src = POP();
             fj_Var *dv = (fj_Var *)PEEK(arg), *sv = (fj_Var *)src;
             int ok = -1;
-            if (dv->kind == FJ_VAR_DICT && sv->kind == FJ_VAR_DICT)
+            if (dv->kind == FJ_VAR_DICT && fj_trace_note_mutation(fr->tx, dv) < 0)
+                ok = -1;
+            else if (dv->kind == FJ_VAR_DICT && sv->kind == FJ_VAR_DICT)
                 ok = PyDict_Update(dv->items, sv->items);
             else if (dv->kind == FJ_VAR_DICT && fj_var_as_const(src) &&
                      PyDict_CheckExact(fj_var_as_const(src))) {
@@ -1593,7 +1597,7 @@ static int run_frame(fj_TFrame *fr)
         case LIST_APPEND: {
             PyObject *v = POP();
             fj_Var *lv = (fj_Var *)PEEK(arg);
-            int ok = PyList_Append(lv->items, v);
+            int ok = fj_trace_note_mutation(fr->tx, lv) < 0 ? -1 : PyList_Append(lv->items, v);
             Py_DECREF(v);
             if (ok < 0)
                 goto error;
@@ -1602,7 +1606,7 @@ static int run_frame(fj_TFrame *fr)
         case LIST_EXTEND: {
             PyObject *src = POP();
             fj_Var *lv = (fj_Var *)PEEK(arg);
-            PyObject *items = var_items(fr, src);
+            PyObject *items = fj_trace_note_mutation(fr->tx, lv) < 0 ? NULL : var_items(fr, src);
             Py_DECREF(src);
             if (items == NULL)
                 goto error;

@@ -555,3 +555,29 @@ def test_big_sequence_repeat_is_not_modelled():
     # item by item in the tracer (memory exhausted, the process died).
     want, got = _both(_repeat, object(), 10000)
     assert got == want == (10000, True)
+
+
+_MERGE_INTO_SAVED_STACK = """
+class P:
+    __slots__ = "func", "args", "keywords"      # slot descriptors: graph breaks
+    def __init__(self, func, *args, **keywords):
+        self.func, self.args, self.keywords = func, args, keywords
+    def __call__(self, /, *args, **keywords):
+        keywords = {**self.keywords, **keywords}    # a break between BUILD_MAP and DICT_UPDATE
+        return self.func(*self.args, *args, **keywords)
+def capture(*args, **kw):
+    return args, kw
+p = P(capture, 1, 2, a=10, b=20)
+print([p(3, 4, b=30, c=40) for i in range(4)])
+"""
+
+
+def test_merge_into_dict_from_saved_stack(tmp_path):
+    # test_functools TestPartialPy (pure-Python partial.__call__): the dict
+    # being built by {**a, **b} reached a resume function as a saved stack
+    # value (an input); DICT_UPDATE into it was traced but not replayed, so
+    # the call got {}.  trace.c now records such updates (and LIST_APPEND,
+    # LIST_EXTEND, MAP_ADD into an input) as container mutations.
+    plain, run = _run_both(tmp_path, _MERGE_INTO_SAVED_STACK)
+    assert plain == run
+    assert plain[0] == 0 and "'c': 40" in plain[1]
