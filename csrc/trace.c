@@ -786,6 +786,12 @@ static PyObject *make_function(fj_TFrame *fr, int flags)
         fj_unsupported("MAKE_FUNCTION with a code object that is not a constant");
         goto done;
     }
+    if (annotations != NULL) {
+        /* not kept by the Var: a function rebuilt at a break would lose them
+           (functools.singledispatch register, update_wrapper) */
+        fj_unsupported("a function with annotations");
+        goto done;
+    }
     f = fj_var_new(FJ_VAR_FUNC, code, closure);
     if (f == NULL)
         goto done;
