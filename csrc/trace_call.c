@@ -387,6 +387,9 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
             return fj_unsupported("type() of %R", args[0]), NULL;
         return (PyObject *)fj_var_const(tp);
     }
+    if (fn == (PyObject *)&PyTuple_Type && n == 1 && nkw == 0 &&
+        ((fj_Var *)args[0])->kind == FJ_VAR_TUPLE) /* an exact tuple: tuple(t) is t */
+        return Py_NewRef(args[0]);
     if ((fn == (PyObject *)&PyTuple_Type || fn == (PyObject *)&PyList_Type) && n <= 1 &&
         nkw == 0) {
         PyObject *items = n ? fj_trace_var_items(fr, args[0]) : PyList_New(0);

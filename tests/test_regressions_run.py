@@ -581,3 +581,36 @@ def test_merge_into_dict_from_saved_stack(tmp_path):
     plain, run = _run_both(tmp_path, _MERGE_INTO_SAVED_STACK)
     assert plain == run
     assert plain[0] == 0 and "'c': 40" in plain[1]
+
+
+def _tuple_of_tuple(state):
+    args = tuple(state[1])
+    return args
+
+
+def test_tuple_of_tuple_is_the_same_object():
+    # test_functools TestPartialPy test_copy: partial.__setstate__ does
+    # args = tuple(args); the tracer built a new tuple, so copy.copy(p).args
+    # was not p.args.  tuple(t) of an exact tuple is t.
+    t = (["asdf"],)
+    want, got = _both(_tuple_of_tuple, (1, t))
+    assert want is t and got is t
+
+
+_FUNCTION_ANNOTATIONS = """
+def make():
+    def f(a: 'new annotation'):
+        pass
+    print("", end="")                   # a graph break: f is rebuilt by the break code
+    return f
+print([make().__annotations__ for i in range(3)])
+"""
+
+
+def test_function_made_at_break_keeps_annotations(tmp_path):
+    # test_functools test_default_update, singledispatch register with
+    # annotations: a function made in the frame was rebuilt at a break
+    # without its annotations.  Such functions are not modelled now.
+    plain, run = _run_both(tmp_path, _FUNCTION_ANNOTATIONS)
+    assert plain == run
+    assert "'new annotation'" in plain[1]
