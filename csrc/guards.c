@@ -423,7 +423,10 @@ static inline int leaf_check(Leaf *lf, PyObject *v, PyObject *source, PyObject *
     case LEAF_TYPE_MATCH:
         return (PyObject *)Py_TYPE(v) == lf->obj;
     case LEAF_ID_MATCH:
-        return v == lf->obj;
+        /* obj, or (obj NULL) the referent of the weak reference aux: a dead
+           referent fails, so a new object at the same address never passes */
+        return lf->obj != NULL ? v == lf->obj
+                               : v == PyWeakref_GET_OBJECT(lf->aux) && v != Py_None;
     case LEAF_EQUALS_MATCH:
         return equals_check(lf, v);
     case LEAF_NONE_MATCH:
@@ -745,7 +748,16 @@ int fj_guard_add_id_match(PyObject *mgr, PyObject *obj)
         Py_DECREF(r);
         return -1;
     }
-    lf->obj = Py_NewRef(obj);
+    /* a weak reference when the object takes one: a guard does not keep a
+       function or class alive (test_functools lru_cache weakrefs,
+       test_unittest testAssertRaisesRefcount) */
+    if (PyType_SUPPORTS_WEAKREFS(Py_TYPE(obj)) && !PyModule_Check(obj)) {
+        lf->aux = PyWeakref_NewRef(obj, NULL);
+        if (lf->aux == NULL)
+            PyErr_Clear();
+    }
+    if (lf->aux == NULL)
+        lf->obj = Py_NewRef(obj);
     lf->immutable = 1;
     lf->text = PyUnicode_FromFormat("___check_obj_id(%U, %zu)  # %U", m->source,
                                     (size_t)(uintptr_t)obj, r);
