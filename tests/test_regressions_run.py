@@ -616,3 +616,50 @@ def test_function_made_at_break_keeps_annotations(tmp_path):
     plain, run = _run_both(tmp_path, _FUNCTION_ANNOTATIONS)
     assert plain == run
     assert "'new annotation'" in plain[1]
+
+
+_REFCOUNT_OF_FUNCTION_MADE_HERE = """
+import sys
+def t():
+    def func():
+        pass
+    refcount = sys.getrefcount(func)       # a graph break; func is made in the frame
+    print("", end="")
+    return refcount, sys.getrefcount(func)
+print([t() for i in range(3)])
+"""
+
+
+def test_break_code_temporaries_are_dropped(tmp_path):
+    # test_unittest testAssertRaisesRefcount: the break code kept the
+    # function made in the frame in a temporary (___tmp_0) while the CPython
+    # part ran, so sys.getrefcount saw one more reference.  Temporaries the
+    # rest of the break code does not need are deleted before the CPython part.
+    plain, run = _run_both(tmp_path, _REFCOUNT_OF_FUNCTION_MADE_HERE)
+    assert plain == run
+    assert plain[0] == 0
+
+
+_GUARD_KEEPS_FUNCTION = """
+import gc, weakref
+def call(fn, x):
+    return fn(x)
+def t():
+    def f(x):
+        return x
+    call(f, 1)
+    call(f, 2)
+    r = weakref.ref(f)
+    del f
+    gc.collect()
+    return r() is None
+print([t() for i in range(3)])
+"""
+
+
+def test_guard_does_not_keep_function_alive(tmp_path):
+    # test_functools test_lru_cache_weakrefable: an ID_MATCH guard on a
+    # function argument held the function.  ID_MATCH now holds a weak
+    # reference when the object takes one (a dead referent fails the guard).
+    plain, run = _run_both(tmp_path, _GUARD_KEEPS_FUNCTION)
+    assert plain == run == (0, "[True, True, True]\n", "")
