@@ -145,8 +145,35 @@ static Leaf *leaf_new(int kind)
 
 /* repr(o), or "<T object>" when repr raises; cut to 'max' characters when
 ** max > 0.  New reference, NULL on error. */
+/* True if repr(o) runs none of the program's code (no __repr__ or
+** __getattribute__ of its classes: test_descr logs every attribute read of
+** a module subclass). */
+static int repr_is_safe(PyObject *o, int depth)
+{
+    PyTypeObject *t = Py_TYPE(o);
+    if (o == Py_None || o == Py_Ellipsis || t == &PyBool_Type || t == &PyLong_Type ||
+        t == &PyFloat_Type || t == &PyComplex_Type || t == &PyUnicode_Type ||
+        t == &PyBytes_Type || t == &PyModule_Type || t == &PyType_Type ||
+        t == &PyFunction_Type || t == &PyCFunction_Type || t == &PyCode_Type)
+        return 1;
+    if ((t == &PyTuple_Type || t == &PyList_Type) && depth < 4) {
+        for (Py_ssize_t i = 0; i < Py_SIZE(o); i++)
+            if (!repr_is_safe(PySequence_Fast_GET_ITEM(o, i), depth + 1))
+                return 0;
+        return 1;
+    }
+    /* a static (C) type's repr of an object without items of the program's */
+    return !(t->tp_flags & Py_TPFLAGS_HEAPTYPE) && t != &PyMethod_Type &&
+           !PyType_IsSubtype(t, &PyTuple_Type) &&
+           !PyType_IsSubtype(t, &PyList_Type) && !PyType_IsSubtype(t, &PyDict_Type) &&
+           !PyType_IsSubtype(t, &PySet_Type) && !PyType_IsSubtype(t, &PyFrozenSet_Type) &&
+           !PyType_IsSubtype(t, &PyModule_Type);
+}
+
 static PyObject *safe_repr(PyObject *o, Py_ssize_t max)
 {
+    if (!repr_is_safe(o, 0))
+        return PyUnicode_FromFormat("<%s object>", Py_TYPE(o)->tp_name);
     PyObject *r = PyObject_Repr(o);
     if (r == NULL) {
         PyErr_Clear();

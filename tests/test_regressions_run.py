@@ -663,3 +663,29 @@ def test_guard_does_not_keep_function_alive(tmp_path):
     # reference when the object takes one (a dead referent fails the guard).
     plain, run = _run_both(tmp_path, _GUARD_KEEPS_FUNCTION)
     assert plain == run == (0, "[True, True, True]\n", "")
+
+
+_MODULE_SUBCLASS = """
+import sys
+def t():
+    log = []
+    MT = type(sys)
+    class MM(MT):
+        def __getattribute__(self, name):
+            log.append(name)
+            return MT.__getattribute__(self, name)
+    a = MM("a")
+    a.foo = 12
+    x = a.foo
+    return log
+print([t() for i in range(3)])
+"""
+
+
+def test_guard_text_does_not_call_repr(tmp_path):
+    # test_descr test_module_subclasses: the ID_MATCH guard's text repr'd a
+    # module subclass instance, whose repr reads __loader__, __spec__, ...
+    # through the program's __getattribute__.  guards.c calls repr only on
+    # objects whose repr runs none of the program's code.
+    plain, run = _run_both(tmp_path, _MODULE_SUBCLASS)
+    assert plain == run == (0, "[['foo'], ['foo'], ['foo']]\n", "")
