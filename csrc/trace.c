@@ -768,6 +768,39 @@ static PyObject *make_iter(fj_TFrame *fr, PyObject *vo)
 /* ---------------------------------------------------------- functions */
 
 /* MAKE_FUNCTION: builds a FUNC Var from the code and the flagged parts. */
+/*
+** A store into the input container 'c' at 'key' that would drop an object
+** with a finalizer (__del__): replayed after the graph, the finalizer would
+** run later than in CPython (test_dict: a __del__ that clears the dict being
+** iterated).  Raises Unsupported and returns 1 then, else 0.
+*/
+static int replaces_finalizable(fj_Var *c, PyObject *key)
+{
+    if (c->source == NULL)
+        return 0;
+    PyObject *old = NULL;
+    if (c->kind == FJ_VAR_DICT)
+        old = PyDict_GetItemWithError(c->items, key);
+    else if (PyLong_CheckExact(key)) {
+        Py_ssize_t n = PyList_GET_SIZE(c->items), ix = PyLong_AsSsize_t(key);
+        if (ix < 0)
+            ix += n;
+        old = ix >= 0 && ix < n ? PyList_GET_ITEM(c->items, ix) : NULL;
+    }
+    PyErr_Clear();
+    if (old == NULL || !fj_Var_Check(old))
+        return 0;
+    PyObject *obj = ((fj_Var *)old)->obj;
+    if ((((fj_Var *)old)->kind != FJ_VAR_CONST && ((fj_Var *)old)->kind != FJ_VAR_OBJ) ||
+        obj == NULL)
+        return 0;
+    PyTypeObject *t = Py_TYPE(obj);
+    if (t->tp_finalize == NULL && t->tp_del == NULL)
+        return 0;
+    fj_unsupported("item assignment would finalize %s later than CPython", t->tp_name);
+    return 1;
+}
+
 static PyObject *make_function(fj_TFrame *fr, int flags)
 {
     PyObject *codev = POP();
@@ -1491,7 +1524,7 @@ static int run_frame(fj_TFrame *fr)
             int ok = -1;
             PyObject *key = fj_var_as_const(k);
             if ((ov->kind == FJ_VAR_LIST || ov->kind == FJ_VAR_DICT) && key != NULL &&
-                fj_trace_note_mutation(tx, ov) < 0)
+                (replaces_finalizable(ov, key) || fj_trace_note_mutation(tx, ov) < 0))
                 ; /* unsupported: raised */
             else if (ov->kind == FJ_VAR_DICT && key != NULL)
                 ok = PyDict_SetItem(ov->items, key, v);

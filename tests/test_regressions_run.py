@@ -689,3 +689,31 @@ def test_guard_text_does_not_call_repr(tmp_path):
     # objects whose repr runs none of the program's code.
     plain, run = _run_both(tmp_path, _MODULE_SUBCLASS)
     assert plain == run == (0, "[['foo'], ['foo'], ['foo']]\n", "")
+
+
+_DEL_CLEARS_ITERATED_DICT = """
+def t():
+    class X(int):
+        def __del__(self):
+            d.clear()
+    d = {i: X(i) for i in range(8)}
+    def iter_and_mutate():
+        for result in d.items():
+            if result[0] == 2:
+                d[2] = None             # frees X(2): its __del__ clears d
+    try:
+        iter_and_mutate()
+    except RuntimeError as e:
+        return str(e)
+print([t() for i in range(3)])
+"""
+
+
+def test_store_that_finalizes_runs_in_cpython(tmp_path):
+    # test_dict test_oob_indexing_dictiter_iternextitem: the store into the
+    # iterated dict was replayed after the loop, so X(2).__del__ ran late and
+    # "dictionary changed size during iteration" was never raised.  A store
+    # that would drop an object with a finalizer is not captured.
+    plain, run = _run_both(tmp_path, _DEL_CLEARS_ITERATED_DICT)
+    assert plain == run
+    assert "changed size" in plain[1]
