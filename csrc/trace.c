@@ -1882,9 +1882,13 @@ error:
 */
 static int uses_class_cell(PyCodeObject *co);
 
-/* Names that, in co_names, mean the code may read its own frame's locals. */
+/* Names that, in co_names, mean the code may read its own frame's locals;
+** and getrefcount: compiling a resume function between two reads of a
+** reference count adds references (guards and constants of the new code;
+** NumPy's test_for_reference_leak counts the references of 1). */
 static const char *const frame_readers[] = {"locals", "vars", "dir", "eval", "exec",
-                                            "_getframe", "currentframe", NULL};
+                                            "_getframe", "currentframe", "getrefcount",
+                                            NULL};
 
 static int reads_own_frame(PyCodeObject *co)
 {

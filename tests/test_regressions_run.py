@@ -717,3 +717,26 @@ def test_store_that_finalizes_runs_in_cpython(tmp_path):
     plain, run = _run_both(tmp_path, _DEL_CLEARS_ITERATED_DICT)
     assert plain == run
     assert "changed size" in plain[1]
+
+
+_REFCOUNT_ACROSS_BREAKS = """
+import sys
+import numpy as np
+def t():
+    dim = 1
+    beg = sys.getrefcount(dim)
+    np.zeros([dim] * 10)
+    ok1 = sys.getrefcount(dim) == beg
+    np.ones([dim] * 3)
+    return ok1, sys.getrefcount(dim) == beg
+print(t())
+"""
+
+
+def test_refcount_reader_is_not_split(tmp_path):
+    # NumPy test_numeric test_for_reference_leak: the frame was split at
+    # sys.getrefcount and its resume function compiled between the two
+    # counts; the new guards and code constants referenced 1.  Code naming
+    # getrefcount runs whole at a break.
+    plain, run = _run_both(tmp_path, _REFCOUNT_ACROSS_BREAKS)
+    assert plain == run == (0, "(True, True)\n", "")
