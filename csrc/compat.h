@@ -239,6 +239,15 @@ static inline PyObject **fj_frame_stack_base(fj_Frame *f)
 }
 #define FJ_FRAME_STACK_SIZE(f) ((f)->f_code->co_stacksize)
 
+/* Untracks the code's constant and name tuples that hold nothing the
+** garbage collector tracks (what a collection would do to them, 3.11). */
+static inline void fj_code_untrack_tuples(PyCodeObject *co)
+{
+    _PyTuple_MaybeUntrack(co->co_consts);
+    _PyTuple_MaybeUntrack(co->co_names);
+    _PyTuple_MaybeUntrack(co->co_localsplusnames);
+}
+
 /* Names and kinds of the fast-local slots (localsplus order). */
 #define FJ_FAST_LOCAL CO_FAST_LOCAL
 #define FJ_FAST_CELL CO_FAST_CELL

@@ -152,6 +152,7 @@ static int remember_code(PyCodeObject *co)
     PyObject *ref = PyWeakref_NewRef((PyObject *)co, NULL);
     if (ref == NULL)
         return -1;
+    PyObject_GC_UnTrack(ref); /* bookkeeping: not in gc.get_objects() (cache.c) */
     int r = PyList_Append(compiled_codes, ref);
     Py_DECREF(ref);
     return r;

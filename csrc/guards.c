@@ -1502,6 +1502,19 @@ static int manager_traverse(GuardManager *self, visitproc visit, void *arg)
     return 0;
 }
 
+void fj_guards_untrack(PyObject *root)
+{
+    if (root == NULL || !IS_MANAGER(root))
+        return;
+    GuardManager *m = (GuardManager *)root;
+    PyObject_GC_UnTrack(root);
+    for (Py_ssize_t i = 0; i < m->nleaves; i++)
+        if (m->leaves[i]->aux != NULL && PyWeakref_CheckRef(m->leaves[i]->aux))
+            PyObject_GC_UnTrack(m->leaves[i]->aux);
+    for (Py_ssize_t i = 0; i < m->nchildren; i++)
+        fj_guards_untrack((PyObject *)m->children[i]);
+}
+
 static int manager_clear(GuardManager *self)
 {
     /* Detach the arrays first: freeing a value may run user code. */
