@@ -1028,18 +1028,30 @@ int fj_guard_add_global_state(PyObject *root)
 {
     PyObject *mod = NULL, *var = NULL, *cur = NULL;
     Leaf *lf = NULL;
+    /* NumPy's error-state context variable, found once: later lookups would
+       go through builtins.__import__, which programs patch (test_unittest) */
+    static PyObject *extobj_var = NULL; /* strong, kept */
     if (check_root(root) < 0)
         return -1;
-    mod = PyImport_ImportModule("numpy._core._ufunc_config");
-    if (mod == NULL)
-        goto error;
-    var = PyObject_GetAttrString(mod, "_extobj_contextvar");
-    if (var == NULL)
-        goto error;
-    if (!PyContextVar_CheckExact(var)) {
-        PyErr_SetString(PyExc_TypeError, "numpy's _extobj_contextvar is not a ContextVar");
-        goto error;
+    if (extobj_var == NULL) {
+        PyObject *name = PyUnicode_FromString("numpy._core._ufunc_config");
+        mod = name ? PyImport_GetModule(name) : NULL;
+        if (mod == NULL && !PyErr_Occurred())
+            mod = PyImport_Import(name);
+        Py_XDECREF(name);
+        if (mod == NULL)
+            goto error;
+        var = PyObject_GetAttrString(mod, "_extobj_contextvar");
+        if (var == NULL)
+            goto error;
+        if (!PyContextVar_CheckExact(var)) {
+            PyErr_SetString(PyExc_TypeError, "numpy's _extobj_contextvar is not a ContextVar");
+            goto error;
+        }
+        extobj_var = Py_NewRef(var);
     }
+    else
+        var = Py_NewRef(extobj_var);
     if (PyContextVar_Get(var, NULL, &cur) < 0)
         goto error;
     lf = leaf_new(LEAF_GLOBAL_STATE);
@@ -1052,7 +1064,7 @@ int fj_guard_add_global_state(PyObject *root)
     lf->text = PyUnicode_FromString("___check_global_state()");
     if (lf->text == NULL)
         goto error;
-    Py_DECREF(mod);
+    Py_XDECREF(mod);
     return manager_add_leaf((GuardManager *)root, lf);
 error:
     leaf_free(lf);
