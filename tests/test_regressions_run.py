@@ -765,3 +765,25 @@ def test_compiling_adds_no_gc_objects(tmp_path):
     # collector cannot traverse, so they are untracked (cache.c, guards.c).
     plain, run = _run_both(tmp_path, _GC_OBJECT_COUNT)
     assert plain == run == (0, "[True, True, True]\n", "")
+
+
+_VOID_SCALAR_GUARD = """
+import numpy as np
+def same(a, b):
+    return a.dtype == b.dtype
+s = np.zeros((), dtype='V4')
+print([same(s[()], s) for i in range(3)])
+arr = np.zeros((1,), dtype=[('f1', 'i8'), ('f2', 'i8')])
+print([same(arr[0], arr[0,]) for i in range(3)])
+"""
+
+
+def test_void_scalar_guard_of_other_layout_fails(tmp_path):
+    # NumPy test_indexing test_broken_sequence_not_nd_index after
+    # test_void_scalar_empty_tuple: the EQUALS_MATCH guard on an unstructured
+    # np.void compared it with a structured one, and NumPy's == raised
+    # "Cannot compare structured with unstructured void arrays".  Scalars of
+    # non-equivalent dtypes now fail the guard; a comparison error is a miss.
+    plain, run = _run_both(tmp_path, _VOID_SCALAR_GUARD)
+    assert plain == run
+    assert plain[0] == 0
