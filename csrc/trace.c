@@ -358,7 +358,11 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
             return NULL;
         v = fj_var_const(value);
     }
-    else if (fj_is_plain_constant(value) || PyArray_IsScalar(value, Generic)) {
+    else if (fj_is_plain_constant(value) ||
+             (PyArray_IsScalar(value, Generic) && !PyArray_IsScalar(value, Void))) {
+        /* not np.void: a record of a structured array is a view that keeps
+           the whole array alive in the guard (NumPy test_multiarray
+           TestPickling test_roundtrip's weakrefs) */
         if (fj_guard_add_equals_match(mgr, value) < 0)
             return NULL;
         v = fj_var_const(value);

@@ -20,7 +20,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CPYTHON = ["test_grammar", "test_scope", "test_exceptions", "test_generators", "test_with",
            "test_contextlib", "test_list", "test_dict", "test_set", "test_tuple", "test_class",
            "test_descr", "test_functools", "test_itertools", "test_math", "test_unittest"]
-NUMPY = ["test_umath.py", "test_numeric.py", "test_shape_base.py"]
+NUMPY = ["test_umath.py", "test_numeric.py", "test_shape_base.py", "test_function_base.py",
+         "test_indexing.py", "test_multiarray.py"]
 
 
 def numpy_tests_dir():
