@@ -47,7 +47,8 @@ def parse_unittest(text):
     # the verdict line right after each "Ran N tests": OK (...) or FAILED (...)
     for verdict in re.findall(r"^Ran \d+ tests? in [^\n]*\n\s*\n((?:OK|FAILED)[^\n]*)$", text, re.M):
         for key in ("failures", "errors", "skipped"):
-            c[key] += sum(int(x) for x in re.findall(rf"\b{key}=(\d+)", verdict))
+            # not "expected failures=N" (expectedFailure tests that did fail)
+            c[key] += sum(int(x) for x in re.findall(rf"(?<!expected )\b{key}=(\d+)", verdict))
     return c
 
 
