@@ -280,6 +280,18 @@ fj_CacheEntry *fj_cache_add(PyCodeObject *co, PyObject *guard_manager, PyObject 
         Py_DECREF(e);
         return NULL;
     }
+    /* The entry lives in the code's extra slot, which the garbage collector
+       cannot traverse: tracking it, its guards, its weak reference, the new
+       code's tuples and the frame state finds no cycle and only shows
+       framejit's bookkeeping in gc.get_objects() (test_descr test_slots).
+       A dict is tracked again when a container is stored in it. */
+    PyObject_GC_UnTrack(e);
+    fj_guards_untrack(guard_manager);
+    if (e->own_code)
+        PyObject_GC_UnTrack(e->code);
+    else
+        fj_code_untrack_tuples((PyCodeObject *)code);
+    PyObject_GC_UnTrack(es->frame_state);
     memmove(es->entries + 1, es->entries, es->n * sizeof(*es->entries));
     es->entries[0] = e;
     es->n++;

@@ -13,6 +13,7 @@
 */
 #include "codegen.h"
 
+#include "evalframe.h"
 #include "graph.h"
 
 #define VAR(o) ((fj_Var *)(o))
@@ -860,6 +861,123 @@ error:
     return NULL;
 }
 
+/* Adds id(Var) -> Var to 'seen' for 'v' and every Var rebuilding it may emit. 0/-1. */
+static int reachable(PyObject *v, PyObject *seen, int depth)
+{
+    if (v == NULL || depth > 64)
+        return 0;
+    PyObject *key = PyLong_FromVoidPtr(v);
+    int had = key ? PyDict_Contains(seen, key) : -1;
+    if (had == 0)
+        had = PyDict_SetItem(seen, key, v);
+    Py_XDECREF(key);
+    if (had != 0)
+        return had < 0 ? -1 : 0;
+    fj_Var *vv = VAR(v);
+    switch (vv->kind) {
+    case FJ_VAR_TUPLE:
+    case FJ_VAR_LIST:
+    case FJ_VAR_CELL:
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
+            if (reachable(PyList_GET_ITEM(vv->items, i), seen, depth + 1) < 0)
+                return -1;
+        return 0;
+    case FJ_VAR_DICT: {
+        Py_ssize_t pos = 0;
+        PyObject *k, *val;
+        while (PyDict_Next(vv->items, &pos, &k, &val))
+            if (reachable(val, seen, depth + 1) < 0)
+                return -1;
+        return 0;
+    }
+    case FJ_VAR_FUNC:
+        return reachable(vv->extra, seen, depth + 1) < 0 ||
+                       reachable(vv->extra2, seen, depth + 1) < 0
+                   ? -1
+                   : reachable(vv->items, seen, depth + 1);
+    case FJ_VAR_METHOD:
+        return reachable(vv->extra, seen, depth + 1);
+    default:
+        return 0;
+    }
+}
+
+/* See the call in fj_codegen_break.  0 or -1. */
+static int drop_temporaries(BreakCtx *bc, fj_TFrame *top, int base, int have_outputs)
+{
+    fj_Builder *b = bc->b;
+    PyObject *seen = PyDict_New(), *keep_saved = PySet_New(NULL), *drop = PyList_New(0);
+    PyObject *needed_out = PySet_New(NULL);
+    int r = -1;
+    if (seen == NULL || keep_saved == NULL || drop == NULL || needed_out == NULL)
+        goto done;
+    for (int i = 0; i < base; i++)
+        if (reachable(top->stack[i], seen, 0) < 0)
+            goto done;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v, *tmp;
+    while (PyDict_Next(seen, &pos, &k, &v)) {
+        fj_Var *vv = VAR(v);
+        for (fj_Source *src = vv->source; src != NULL; src = src->parent)
+            if (src->kind == FJ_SRC_LOCAL && PySet_Add(keep_saved, src->key) < 0)
+                goto done;
+        if (vv->kind == FJ_VAR_NODE && PySet_Add(needed_out, vv->obj) < 0)
+            goto done;
+    }
+    /* the entry values of reassigned arguments */
+    pos = 0;
+    while (PyDict_Next(saved_args, &pos, &k, &tmp)) {
+        int keep = PySet_Contains(keep_saved, k);
+        if (keep < 0 || (!keep && PyList_Append(drop, k) < 0))
+            goto done;
+        if (!keep) {
+            int ix = fj_builder_varname(b, tmp);
+            if (ix < 0 || fj_bc_emit(&b->il, DELETE_FAST, ix) < 0)
+                goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(drop); i++)
+        if (PyDict_DelItem(saved_args, PyList_GET_ITEM(drop, i)) < 0)
+            goto done;
+    /* lists, dicts and functions made in the frame (memoized in ___tmp_<n>) */
+    if (PyList_SetSlice(drop, 0, PY_SSIZE_T_MAX, NULL) < 0)
+        goto done;
+    pos = 0;
+    while (PyDict_Next(bc->memo, &pos, &k, &tmp)) {
+        int keep = PyDict_Contains(seen, k);
+        if (keep < 0 || (!keep && PyList_Append(drop, k) < 0))
+            goto done;
+        if (!keep) {
+            int ix = fj_builder_varname(b, tmp);
+            if (ix < 0 || fj_bc_emit(&b->il, DELETE_FAST, ix) < 0)
+                goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(drop); i++)
+        if (PyDict_DelItem(bc->memo, PyList_GET_ITEM(drop, i)) < 0)
+            goto done;
+    /* graph outputs (all stored to ___graph_out_<i> by the break code) */
+    for (Py_ssize_t i = 0; have_outputs && i < PyList_GET_SIZE(bc->outputs); i++) {
+        int keep = PySet_Contains(needed_out, PyList_GET_ITEM(bc->outputs, i));
+        if (keep < 0)
+            goto done;
+        if (keep)
+            continue;
+        PyObject *name = out_name(i);
+        int ix = name ? fj_builder_varname(b, name) : -1;
+        Py_XDECREF(name);
+        if (ix < 0 || fj_bc_emit(&b->il, DELETE_FAST, ix) < 0)
+            goto done;
+    }
+    r = 0;
+done:
+    Py_XDECREF(seen);
+    Py_XDECREF(keep_saved);
+    Py_XDECREF(drop);
+    Py_XDECREF(needed_out);
+    return r;
+}
+
 /* Emits 'op arg' with the position of original instruction 'in'. */
 static int emit_at(fj_Builder *b, const fj_Instr *in, int op, int arg)
 {
@@ -1019,6 +1137,14 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
         else if (emit_value(&bc, (PyObject *)vv) < 0)
             goto done;
     }
+    /* The break code's own temporaries (entry values of reassigned
+       arguments, lists and functions made in the frame, graph outputs) hold
+       references CPython's frame would not: drop them before the CPython part
+       runs (a refcount or weakref it checks sees what it would without
+       framejit), except those the stack handed to the resume function is
+       rebuilt from after it. */
+    if (drop_temporaries(&bc, top, base, fn_name != NULL) < 0)
+        goto done;
     int jump_label = -1;
     for (int k = plan->first; k <= plan->last; k++) {
         const fj_Instr *in = &il->v[k];
@@ -1102,6 +1228,8 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
             goto done;
     }
     result = fj_builder_assemble(b, NULL);
+    if (result != NULL && fj_evalframe_mark_code(result, FJ_CODE_ROLE_BREAK) < 0)
+        Py_CLEAR(result);
 done:
     fj_builder_clear(b);
     Py_XDECREF(bc.memo);

@@ -206,6 +206,48 @@ static inline int fj_frame_swap_code(PyThreadState *ts, fj_Frame *f, PyCodeObjec
     return 0;
 }
 
+/*
+** The frame running on 'ts' (borrowed; NULL if none).  When the hook is
+** called, this is the frame that made the call (3.11: the frame of the
+** cframe that _PyEval_Vector runs under; the new frame is not linked yet).
+*/
+static inline fj_Frame *fj_thread_current_frame(PyThreadState *ts)
+{
+    return ts->cframe->current_frame;
+}
+/*
+** Hides 'caller' (the frame running on 'ts') from the frame the hook is
+** about to evaluate and from everything that frame runs: 3.11's eval loop
+** links a new frame to its cframe's current_frame on entry (frame->previous)
+** and asserts it is unchanged on exit, so while 'caller' is hidden the new
+** frame's f_back, sys._getframe, tracebacks and warnings see the caller's
+** caller.  Undone by fj_frame_unhide (same 'ts' and 'caller') after the
+** evaluation returns; 'caller' must stay suspended in between.
+*/
+static inline void fj_frame_hide(PyThreadState *ts, fj_Frame *caller)
+{
+    ts->cframe->current_frame = caller->previous;
+}
+static inline void fj_frame_unhide(PyThreadState *ts, fj_Frame *caller)
+{
+    ts->cframe->current_frame = caller;
+}
+/* The bottom slot of the frame's value stack, and its capacity. */
+static inline PyObject **fj_frame_stack_base(fj_Frame *f)
+{
+    return f->localsplus + f->f_code->co_nlocalsplus;
+}
+#define FJ_FRAME_STACK_SIZE(f) ((f)->f_code->co_stacksize)
+
+/* Untracks the code's constant and name tuples that hold nothing the
+** garbage collector tracks (what a collection would do to them, 3.11). */
+static inline void fj_code_untrack_tuples(PyCodeObject *co)
+{
+    _PyTuple_MaybeUntrack(co->co_consts);
+    _PyTuple_MaybeUntrack(co->co_names);
+    _PyTuple_MaybeUntrack(co->co_localsplusnames);
+}
+
 /* Names and kinds of the fast-local slots (localsplus order). */
 #define FJ_FAST_LOCAL CO_FAST_LOCAL
 #define FJ_FAST_CELL CO_FAST_CELL

@@ -152,6 +152,7 @@ static int remember_code(PyCodeObject *co)
     PyObject *ref = PyWeakref_NewRef((PyObject *)co, NULL);
     if (ref == NULL)
         return -1;
+    PyObject_GC_UnTrack(ref); /* bookkeeping: not in gc.get_objects() (cache.c) */
     int r = PyList_Append(compiled_codes, ref);
     Py_DECREF(ref);
     return r;
@@ -627,7 +628,7 @@ static PyObject *install_resume(PyCodeObject *co, const fj_InstrList *il, int in
         if (!transparent && rname == NULL)
             goto done;
         PyObject *rcode = fj_resume_code(orig, oil, oindex, nstack, nulls, argnames, rname,
-                                         &prefix);
+                                         transparent, &prefix);
         Py_XDECREF(rname);
         if (rcode == NULL)
             goto done;
@@ -735,15 +736,22 @@ static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyOb
     }
     for (int i = 0; i < base; i++)
         nulls[i] = ((fj_Var *)top->stack[i])->kind == FJ_VAR_NULL;
+    /* Run mode (transparent): every bound local is restored and handed on,
+    ** live or not, so the frames hold what the function's own frame would
+    ** (a traceback keeps them; `x = None` later frees x): the hook moves the
+    ** break frame's references to the resume frame (evalframe.c). */
+    int all = transparent_mode(c);
     if (fj_resume_liveness(co, il, plan->first, live) < 0)
         goto done;
     for (int i = 0; i < nl; i++)
-        restore[i] |= live[i];
+        restore[i] |= live[i] | all;
     for (int r = 0; r < plan->nresume; r++) {
         if (fj_resume_liveness(co, il, plan->resume[r], live) < 0)
             goto done;
-        for (int i = 0; i < nl; i++)
+        for (int i = 0; i < nl; i++) {
+            live[i] |= all;
             restore[i] |= live[i];
+        }
         if ((rargs[r] = bound_live_names(co, top, live)) == NULL)
             goto done;
         rnames[r] = install_resume(co, il, plan->resume[r], nstack, nulls, rargs[r],

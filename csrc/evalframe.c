@@ -43,9 +43,106 @@ static FJ_TLS int tls_busy = 0;
 static Py_ssize_t active_threads = 0;
 static fj_EvalFrameFunc previous_eval_frame = NULL;
 
+/* ------------------------------------------------------------ resume calls */
+
+/*
+** The code objects framejit makes carry their role in a code-extra slot of
+** their own (a small integer, nothing to free): break code (the code a split
+** frame runs) and resume code (the continuation it calls).
+*/
+static Py_ssize_t role_index = -1;
+
+static inline int code_role(PyCodeObject *co)
+{
+    return (int)(intptr_t)fj_code_get_extra(co, role_index);
+}
+
+int fj_evalframe_mark_code(PyObject *code, int role)
+{
+    if (role_index < 0)
+        return 0;
+    return fj_code_set_extra((PyCodeObject *)code, role_index, (void *)(intptr_t)role);
+}
+
+/*
+** The frame 'f' runs a resume function called by the break code of its
+** split function: returns that caller (suspended in the CALL whose result it
+** returns, its value stack [NULL, resume function, arguments...]), else NULL.
+** The layout is checked slot by slot, so anything else runs as usual.
+*/
+static fj_Frame *resume_caller(PyThreadState *ts, fj_Frame *f)
+{
+    PyFunctionObject *fn = FJ_FRAME_FUNC(f);
+    PyCodeObject *rc = (PyCodeObject *)fn->func_code;
+    if (code_role(rc) != FJ_CODE_ROLE_RESUME)
+        return NULL;
+    fj_Frame *caller = fj_thread_current_frame(ts);
+    if (caller == NULL || code_role(FJ_FRAME_CODE(caller)) != FJ_CODE_ROLE_BREAK)
+        return NULL;
+    int nargs = rc->co_argcount;
+    if (nargs + 2 > FJ_FRAME_STACK_SIZE(caller))
+        return NULL;
+    PyObject **stack = fj_frame_stack_base(caller), **args = FJ_FRAME_LOCALSPLUS(f);
+    if (stack[0] != NULL || stack[1] != (PyObject *)fn)
+        return NULL;
+    for (int i = 0; i < nargs; i++)
+        if (stack[2 + i] != args[i])
+            return NULL;
+    return caller;
+}
+
+/* True if 'name' (interned) names a fast local of 'co'. */
+static int has_local(PyCodeObject *co, PyObject *name, int from, int to)
+{
+    for (int i = from; i < to; i++)
+        if (fj_code_local_name(co, i) == name)
+            return 1;
+    return 0;
+}
+
+/*
+** A resume call is a tail call: the break code returns what the resume
+** function returns.  The references the break frame would keep during the
+** call go to the resume frame, which holds its own: the argument slots of
+** the caller's value stack become None, and the caller's locals passed as
+** arguments or made by the break code (names its function's code does not
+** have: ___tmp_0, ___res_0, ...) are cleared.  So `del x` / `x = None` in
+** the continuation frees x as it does without framejit.  Locals the
+** continuation does not read stay until the caller returns, as they would
+** in the function's own frame.
+*/
+static void hand_over_references(fj_Frame *caller, fj_Frame *f)
+{
+    PyCodeObject *rc = (PyCodeObject *)FJ_FRAME_FUNC(f)->func_code;
+    PyCodeObject *cc = FJ_FRAME_CODE(caller);
+    PyCodeObject *oc = (PyCodeObject *)FJ_FRAME_FUNC(caller)->func_code;
+    PyObject **stack = fj_frame_stack_base(caller), **locals = FJ_FRAME_LOCALSPLUS(caller);
+    for (int i = 0; i < rc->co_argcount; i++) {
+        PyObject *o = stack[2 + i];
+        stack[2 + i] = Py_NewRef(Py_None);
+        Py_DECREF(o); /* the resume frame holds its own reference */
+    }
+    for (int i = 0; i < FJ_CODE_NLOCALSPLUS(cc); i++) {
+        if (locals[i] == NULL || fj_code_local_kind(cc, i) != FJ_FAST_LOCAL)
+            continue;
+        PyObject *name = fj_code_local_name(cc, i);
+        if (has_local(rc, name, 0, rc->co_argcount) ||
+            !has_local(oc, name, 0, FJ_CODE_NLOCALSPLUS(oc)))
+            Py_CLEAR(locals[i]);
+    }
+}
+
 static inline PyObject *eval_default(PyThreadState *ts, fj_Frame *f, int throw_flag)
 {
-    return previous_eval_frame(ts, f, throw_flag);
+    fj_Frame *caller = throw_flag ? NULL : resume_caller(ts, f);
+    if (caller == NULL)
+        return previous_eval_frame(ts, f, throw_flag);
+    /* the resume frame takes the break frame's place on the call stack */
+    hand_over_references(caller, f);
+    fj_frame_hide(ts, caller);
+    PyObject *r = previous_eval_frame(ts, f, throw_flag);
+    fj_frame_unhide(ts, caller);
+    return r;
 }
 
 /* ------------------------------------------------------ frame wrapper type */
@@ -528,6 +625,13 @@ int fj_evalframe_init(PyObject *module)
 #if FJ_SUPPORTED
     if (PyModule_AddObjectRef(sub, "_CacheEntry", (PyObject *)fj_CacheEntry_Type) < 0)
         return -1;
+#endif
+#if FJ_SUPPORTED
+    role_index = fj_request_code_extra_index(NULL);
+    if (role_index < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "framejit: no code extra index available");
+        return -1;
+    }
 #endif
     PyTypeObject *st = (PyTypeObject *)PyType_FromSpec(&sentinel_spec);
     if (st == NULL)

@@ -37,6 +37,16 @@ PyObject *fj_skip_code_sentinel(void);
 /* framejit._C.RUN_ONLY (borrowed). */
 PyObject *fj_run_only_sentinel(void);
 
+/*
+** Roles of code objects framejit makes, seen by the hook: the break code of
+** a split frame and the resume code it calls.  A resume function called by
+** break code takes the break frame's place on the call stack (f_back,
+** sys._getframe, tracebacks) and its references (docs/cpython-tests.md).
+*/
+enum { FJ_CODE_ROLE_BREAK = 1, FJ_CODE_ROLE_RESUME = 2 };
+/* Marks the code object 'code' with 'role'.  0, or -1 with an exception. */
+int fj_evalframe_mark_code(PyObject *code, int role);
+
 /* Creates framejit._C.eval_frame and the frame-action sentinels. */
 int fj_evalframe_init(PyObject *module);
 

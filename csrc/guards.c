@@ -147,8 +147,35 @@ static Leaf *leaf_new(int kind)
 
 /* repr(o), or "<T object>" when repr raises; cut to 'max' characters when
 ** max > 0.  New reference, NULL on error. */
+/* True if repr(o) runs none of the program's code (no __repr__ or
+** __getattribute__ of its classes: test_descr logs every attribute read of
+** a module subclass). */
+static int repr_is_safe(PyObject *o, int depth)
+{
+    PyTypeObject *t = Py_TYPE(o);
+    if (o == Py_None || o == Py_Ellipsis || t == &PyBool_Type || t == &PyLong_Type ||
+        t == &PyFloat_Type || t == &PyComplex_Type || t == &PyUnicode_Type ||
+        t == &PyBytes_Type || t == &PyModule_Type || t == &PyType_Type ||
+        t == &PyFunction_Type || t == &PyCFunction_Type || t == &PyCode_Type)
+        return 1;
+    if ((t == &PyTuple_Type || t == &PyList_Type) && depth < 4) {
+        for (Py_ssize_t i = 0; i < Py_SIZE(o); i++)
+            if (!repr_is_safe(PySequence_Fast_GET_ITEM(o, i), depth + 1))
+                return 0;
+        return 1;
+    }
+    /* a static (C) type's repr of an object without items of the program's */
+    return !(t->tp_flags & Py_TPFLAGS_HEAPTYPE) && t != &PyMethod_Type &&
+           !PyType_IsSubtype(t, &PyTuple_Type) &&
+           !PyType_IsSubtype(t, &PyList_Type) && !PyType_IsSubtype(t, &PyDict_Type) &&
+           !PyType_IsSubtype(t, &PySet_Type) && !PyType_IsSubtype(t, &PyFrozenSet_Type) &&
+           !PyType_IsSubtype(t, &PyModule_Type);
+}
+
 static PyObject *safe_repr(PyObject *o, Py_ssize_t max)
 {
+    if (!repr_is_safe(o, 0))
+        return PyUnicode_FromFormat("<%s object>", Py_TYPE(o)->tp_name);
     PyObject *r = PyObject_Repr(o);
     if (r == NULL) {
         PyErr_Clear();
@@ -213,20 +240,31 @@ static int double_same(double a, double b)
 */
 static int numpy_scalar_same(PyObject *e, PyObject *v)
 {
-    PyArray_Descr *d = PyArray_DescrFromScalar(e);
-    if (d == NULL)
+    PyArray_Descr *d = PyArray_DescrFromScalar(e), *dv = PyArray_DescrFromScalar(v);
+    if (d == NULL || dv == NULL) {
+        Py_XDECREF(d);
+        Py_XDECREF(dv);
         return -1;
+    }
     int r;
     Py_ssize_t size = PyDataType_ELSIZE(d);
-    if ((d->kind == 'f' || d->kind == 'c') && size <= 32) {
+    if (!PyArray_EquivTypes(d, dv))
+        r = 0; /* np.void of another layout: == would raise (NumPy test_indexing) */
+    else if ((d->kind == 'f' || d->kind == 'c') && size <= 32) {
         char a[32], b[32];
         PyArray_ScalarAsCtype(e, a);
         PyArray_ScalarAsCtype(v, b);
         r = memcmp(a, b, (size_t)size) == 0;
     }
-    else
+    else {
         r = PyObject_RichCompareBool(v, e, Py_EQ);
+        if (r < 0) { /* a value the guard cannot compare is not the one it expects */
+            PyErr_Clear();
+            r = 0;
+        }
+    }
     Py_DECREF(d);
+    Py_DECREF(dv);
     return r;
 }
 
@@ -430,7 +468,10 @@ static inline int leaf_check(Leaf *lf, PyObject *v, PyObject *source, PyObject *
     case LEAF_TYPE_MATCH:
         return (PyObject *)Py_TYPE(v) == lf->obj;
     case LEAF_ID_MATCH:
-        return v == lf->obj;
+        /* obj, or (obj NULL) the referent of the weak reference aux: a dead
+           referent fails, so a new object at the same address never passes */
+        return lf->obj != NULL ? v == lf->obj
+                               : v == PyWeakref_GET_OBJECT(lf->aux) && v != Py_None;
     case LEAF_EQUALS_MATCH:
         return equals_check(lf, v);
     case LEAF_NONE_MATCH:
@@ -752,7 +793,16 @@ int fj_guard_add_id_match(PyObject *mgr, PyObject *obj)
         Py_DECREF(r);
         return -1;
     }
-    lf->obj = Py_NewRef(obj);
+    /* a weak reference when the object takes one: a guard does not keep a
+       function or class alive (test_functools lru_cache weakrefs,
+       test_unittest testAssertRaisesRefcount) */
+    if (PyType_SUPPORTS_WEAKREFS(Py_TYPE(obj)) && !PyModule_Check(obj)) {
+        lf->aux = PyWeakref_NewRef(obj, NULL);
+        if (lf->aux == NULL)
+            PyErr_Clear();
+    }
+    if (lf->aux == NULL)
+        lf->obj = Py_NewRef(obj);
     lf->immutable = 1;
     lf->text = PyUnicode_FromFormat("___check_obj_id(%U, %zu)  # %U", m->source,
                                     (size_t)(uintptr_t)obj, r);
@@ -997,18 +1047,30 @@ int fj_guard_add_global_state(PyObject *root)
 {
     PyObject *mod = NULL, *var = NULL, *cur = NULL;
     Leaf *lf = NULL;
+    /* NumPy's error-state context variable, found once: later lookups would
+       go through builtins.__import__, which programs patch (test_unittest) */
+    static PyObject *extobj_var = NULL; /* strong, kept */
     if (check_root(root) < 0)
         return -1;
-    mod = PyImport_ImportModule("numpy._core._ufunc_config");
-    if (mod == NULL)
-        goto error;
-    var = PyObject_GetAttrString(mod, "_extobj_contextvar");
-    if (var == NULL)
-        goto error;
-    if (!PyContextVar_CheckExact(var)) {
-        PyErr_SetString(PyExc_TypeError, "numpy's _extobj_contextvar is not a ContextVar");
-        goto error;
+    if (extobj_var == NULL) {
+        PyObject *name = PyUnicode_FromString("numpy._core._ufunc_config");
+        mod = name ? PyImport_GetModule(name) : NULL;
+        if (mod == NULL && !PyErr_Occurred())
+            mod = PyImport_Import(name);
+        Py_XDECREF(name);
+        if (mod == NULL)
+            goto error;
+        var = PyObject_GetAttrString(mod, "_extobj_contextvar");
+        if (var == NULL)
+            goto error;
+        if (!PyContextVar_CheckExact(var)) {
+            PyErr_SetString(PyExc_TypeError, "numpy's _extobj_contextvar is not a ContextVar");
+            goto error;
+        }
+        extobj_var = Py_NewRef(var);
     }
+    else
+        var = Py_NewRef(extobj_var);
     if (PyContextVar_Get(var, NULL, &cur) < 0)
         goto error;
     lf = leaf_new(LEAF_GLOBAL_STATE);
@@ -1021,7 +1083,7 @@ int fj_guard_add_global_state(PyObject *root)
     lf->text = PyUnicode_FromString("___check_global_state()");
     if (lf->text == NULL)
         goto error;
-    Py_DECREF(mod);
+    Py_XDECREF(mod);
     return manager_add_leaf((GuardManager *)root, lf);
 error:
     leaf_free(lf);
@@ -1525,6 +1587,19 @@ static int manager_traverse(GuardManager *self, visitproc visit, void *arg)
     for (Py_ssize_t i = 0; i < self->nchildren; i++)
         Py_VISIT(self->children[i]);
     return 0;
+}
+
+void fj_guards_untrack(PyObject *root)
+{
+    if (root == NULL || !IS_MANAGER(root))
+        return;
+    GuardManager *m = (GuardManager *)root;
+    PyObject_GC_UnTrack(root);
+    for (Py_ssize_t i = 0; i < m->nleaves; i++)
+        if (m->leaves[i]->aux != NULL && PyWeakref_CheckRef(m->leaves[i]->aux))
+            PyObject_GC_UnTrack(m->leaves[i]->aux);
+    for (Py_ssize_t i = 0; i < m->nchildren; i++)
+        fj_guards_untrack((PyObject *)m->children[i]);
 }
 
 static int manager_clear(GuardManager *self)

@@ -48,6 +48,15 @@ extern PyTypeObject *fj_RootGuardManager_Type;
 int fj_guards_check(PyObject *root, const fj_FrameView *view);
 
 /*
+** Takes the guard tree under 'root' (managers, ID_MATCH weak references)
+** off the garbage collector's list: a cache entry's guards are reachable only
+** from a code object's extra slot, which the collector cannot traverse, so
+** tracking them finds nothing and shows framejit's bookkeeping in
+** gc.get_objects() (test_descr test_slots counts objects).
+*/
+void fj_guards_untrack(PyObject *root);
+
+/*
 ** Like fj_guards_check, without side effects on fail counts.  Returns a new
 ** reference: None when all guards pass, otherwise a str naming the first
 ** failing guard in the printer's words (e.g. "L['n'] == 3").  NULL on error.

@@ -10,6 +10,7 @@
 */
 #include "resume.h"
 
+#include "evalframe.h"
 #include "trace.h"
 
 /* Stack entries consumed and produced by the generic break instructions. */
@@ -188,7 +189,7 @@ static int index_of_name(PyObject *list, PyObject *name)
 
 PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
                          const unsigned char *nulls, PyObject *argnames, PyObject *name,
-                         int *prefix)
+                         int clear_stack, int *prefix)
 {
     fj_InstrList nl;
     PyObject *orig_varnames = NULL, *varnames = NULL, *result = NULL;
@@ -257,8 +258,10 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
             in->arg = at;
         }
     }
-    /* prologue: [COPY_FREE_VARS], RESUME, the saved stack, JUMP_FORWARD to the resume point */
-    int npre = 2 + nstack + (nclosure > 0);
+    /* prologue: [COPY_FREE_VARS], RESUME, the saved stack, [DELETE_FAST ___stack<i>...],
+       JUMP_FORWARD to the resume point */
+    int nparams_stack = nparams - (int)PyTuple_GET_SIZE(argnames);
+    int npre = 2 + nstack + (nclosure > 0) + (clear_stack ? nparams_stack : 0);
     if (fj_bc_insert(&nl, 0, npre) < 0)
         goto done;
     int k = 0, param = 0;
@@ -274,6 +277,12 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
     for (int i = 0; i < nstack; i++, k++) {
         p[k].op = nulls[i] ? PUSH_NULL : LOAD_FAST;
         p[k].arg = nulls[i] ? 0 : param++;
+    }
+    /* the stack values are on the stack now: the parameters would keep them
+       alive after the code consumes them (CPython's frame does not) */
+    for (int i = 0; clear_stack && i < nparams_stack; i++, k++) {
+        p[k].op = DELETE_FAST;
+        p[k].arg = i;
     }
     p[k].op = JUMP_FORWARD;
     p[k].arg = 0;
@@ -300,6 +309,8 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
     opts.qualname = name ? name : co->co_qualname;
     opts.firstlineno = co->co_firstlineno; /* f_lineno - co_firstlineno as in the original */
     result = fj_bc_assemble(co, &nl, &opts);
+    if (result != NULL && fj_evalframe_mark_code(result, FJ_CODE_ROLE_RESUME) < 0)
+        Py_CLEAR(result);
     *prefix = npre;
 done:
     fj_bc_free(&nl);

@@ -52,11 +52,13 @@ int fj_resume_liveness(PyCodeObject *co, const fj_InstrList *il, int index,
 ** (tuple of local names).  Its co_name/co_qualname are the original's.  The
 ** original's cells and free variables become its free variables (cells
 ** first): the caller passes the frame's cells as its closure.
-** '*prefix' receives the number of instructions put before the original
-** ones.  Returns a new reference, NULL on error.
+** With 'clear_stack' the prologue deletes the ___stack<i> parameters once
+** it has pushed them (run mode: the stack values then live exactly as long
+** as without framejit).  '*prefix' receives the number of instructions put
+** before the original ones.  Returns a new reference, NULL on error.
 */
 PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
                          const unsigned char *nulls, PyObject *argnames, PyObject *name,
-                         int *prefix);
+                         int clear_stack, int *prefix);
 
 #endif

@@ -359,7 +359,11 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
             return NULL;
         v = fj_var_const(value);
     }
-    else if (fj_is_plain_constant(value) || PyArray_IsScalar(value, Generic)) {
+    else if (fj_is_plain_constant(value) ||
+             (PyArray_IsScalar(value, Generic) && !PyArray_IsScalar(value, Void))) {
+        /* not np.void: a record of a structured array is a view that keeps
+           the whole array alive in the guard (NumPy test_multiarray
+           TestPickling test_roundtrip's weakrefs) */
         if (fj_guard_add_equals_match(mgr, value) < 0)
             return NULL;
         v = fj_var_const(value);
@@ -789,6 +793,12 @@ static PyObject *make_function(fj_TFrame *fr, int flags)
     PyObject *code = fj_var_as_const(codev);
     if (code == NULL || !PyCode_Check(code)) {
         fj_unsupported("MAKE_FUNCTION with a code object that is not a constant");
+        goto done;
+    }
+    if (annotations != NULL) {
+        /* not kept by the Var: a function rebuilt at a break would lose them
+           (functools.singledispatch register, update_wrapper) */
+        fj_unsupported("a function with annotations");
         goto done;
     }
     f = fj_var_new(FJ_VAR_FUNC, code, closure);
@@ -1592,7 +1602,9 @@ static int run_frame(fj_TFrame *fr)
             PyObject *v = POP(), *k = POP();
             fj_Var *dv = (fj_Var *)PEEK(arg);
             PyObject *key = fj_var_as_const(k);
-            int ok = key != NULL && fj_is_plain_constant(key) && dv->kind == FJ_VAR_DICT
+            /* the container can be an input: a resume function's saved stack */
+            int ok = key != NULL && fj_is_plain_constant(key) && dv->kind == FJ_VAR_DICT &&
+                             fj_trace_note_mutation(fr->tx, dv) == 0
                          ? PyDict_SetItem(dv->items, key, v)
                          : fj_unsupported("dict comprehension with a non-constant key");
             Py_DECREF(v);
@@ -1606,7 +1618,9 @@ static int run_frame(fj_TFrame *fr)
             PyObject *src = POP();
             fj_Var *dv = (fj_Var *)PEEK(arg), *sv = (fj_Var *)src;
             int ok = -1;
-            if (dv->kind == FJ_VAR_DICT && sv->kind == FJ_VAR_DICT)
+            if (dv->kind == FJ_VAR_DICT && fj_trace_note_mutation(fr->tx, dv) < 0)
+                ok = -1;
+            else if (dv->kind == FJ_VAR_DICT && sv->kind == FJ_VAR_DICT)
                 ok = PyDict_Update(dv->items, sv->items);
             else if (dv->kind == FJ_VAR_DICT && fj_var_as_const(src) &&
                      PyDict_CheckExact(fj_var_as_const(src))) {
@@ -1629,7 +1643,7 @@ static int run_frame(fj_TFrame *fr)
         case LIST_APPEND: {
             PyObject *v = POP();
             fj_Var *lv = (fj_Var *)PEEK(arg);
-            int ok = PyList_Append(lv->items, v);
+            int ok = fj_trace_note_mutation(fr->tx, lv) < 0 ? -1 : PyList_Append(lv->items, v);
             Py_DECREF(v);
             if (ok < 0)
                 goto error;
@@ -1638,7 +1652,7 @@ static int run_frame(fj_TFrame *fr)
         case LIST_EXTEND: {
             PyObject *src = POP();
             fj_Var *lv = (fj_Var *)PEEK(arg);
-            PyObject *items = var_items(fr, src);
+            PyObject *items = fj_trace_note_mutation(fr->tx, lv) < 0 ? NULL : var_items(fr, src);
             Py_DECREF(src);
             if (items == NULL)
                 goto error;
@@ -1875,9 +1889,13 @@ error:
 */
 static int uses_class_cell(PyCodeObject *co);
 
-/* Names that, in co_names, mean the code may read its own frame's locals. */
+/* Names that, in co_names, mean the code may read its own frame's locals;
+** and getrefcount: compiling a resume function between two reads of a
+** reference count adds references (guards and constants of the new code;
+** NumPy's test_for_reference_leak counts the references of 1). */
 static const char *const frame_readers[] = {"locals", "vars", "dir", "eval", "exec",
-                                            "_getframe", "currentframe", NULL};
+                                            "_getframe", "currentframe", "getrefcount",
+                                            NULL};
 
 static int reads_own_frame(PyCodeObject *co)
 {

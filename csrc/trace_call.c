@@ -442,6 +442,9 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
             return fj_unsupported("type() of %R", args[0]), NULL;
         return (PyObject *)fj_var_const(tp);
     }
+    if (fn == (PyObject *)&PyTuple_Type && n == 1 && nkw == 0 &&
+        ((fj_Var *)args[0])->kind == FJ_VAR_TUPLE) /* an exact tuple: tuple(t) is t */
+        return Py_NewRef(args[0]);
     if ((fn == (PyObject *)&PyTuple_Type || fn == (PyObject *)&PyList_Type) && n <= 1 &&
         nkw == 0) {
         PyObject *items = n ? fj_trace_var_items(fr, args[0]) : PyList_New(0);
@@ -907,6 +910,44 @@ int fj_trace_setattr(fj_TFrame *fr, PyObject *objv, PyObject *name, PyObject *v)
     return r;
 }
 
+/*
+** True (Unsupported raised) if the input container 'c' holds an object with
+** a finalizer (__del__) as a key or item: a mutation replayed after the graph
+** that drops it would run the finalizer later than CPython does (test_dict:
+** a __del__ that clears the dict being iterated).
+*/
+static int finalizes(PyObject *o)
+{
+    if (fj_Var_Check(o)) {
+        fj_Var *v = (fj_Var *)o;
+        if ((v->kind != FJ_VAR_CONST && v->kind != FJ_VAR_OBJ) || v->obj == NULL)
+            return 0;
+        o = v->obj;
+    }
+    PyTypeObject *t = Py_TYPE(o);
+    if (t->tp_finalize == NULL && t->tp_del == NULL)
+        return 0;
+    fj_unsupported("mutating a container that holds a %s (its finalizer would run later than in CPython)",
+                   t->tp_name);
+    return 1;
+}
+
+static int holds_finalizable(fj_Var *c)
+{
+    if (c->kind == FJ_VAR_LIST) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(c->items); i++)
+            if (finalizes(PyList_GET_ITEM(c->items, i)))
+                return 1;
+        return 0;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(c->items, &pos, &k, &v))
+        if (finalizes(k) || finalizes(v))
+            return 1;
+    return 0;
+}
+
 int fj_trace_note_mutation(fj_Tracer *tx, fj_Var *c)
 {
     if (c->source == NULL)
@@ -915,6 +956,8 @@ int fj_trace_note_mutation(fj_Tracer *tx, fj_Var *c)
         return fj_unsupported("mutation of %R", (PyObject *)c);
     if (c->pos)
         return 0; /* already recorded: its final contents are replayed once */
+    if (holds_finalizable(c))
+        return -1;
     c->pos = 1;
     PyObject *eff = Py_BuildValue("(sOO)", "container", Py_None, (PyObject *)c);
     int r = eff == NULL || PyList_Append(tx->effects, eff) < 0 ||
