@@ -52,6 +52,7 @@ static void node_dealloc(fj_Node *n)
     Py_XDECREF(n->inputs);
     Py_XDECREF(n->kwnames);
     Py_XDECREF(n->example);
+    Py_XDECREF(n->ufunc);
     tp->tp_free((PyObject *)n);
     Py_DECREF(tp);
 }
@@ -427,7 +428,8 @@ fj_Node *fj_graph_call(PyObject *gobj, const fj_OpDef *op, PyObject *args, PyObj
     if (kwargs && PyDict_GET_SIZE(kwargs) == 0)
         kwargs = NULL;
     acc = PyList_New(0);
-    if (!acc || collect_inputs(g, args, acc, 0, &deep, PyList_GET_SIZE(g->nodes)) < 0)
+    /* depth -1: the arguments themselves are at depth 0 (not 'deep') */
+    if (!acc || collect_inputs(g, args, acc, -1, &deep, PyList_GET_SIZE(g->nodes)) < 0)
         goto error;
     if (kwargs) {
         Py_ssize_t pos = 0;
@@ -453,6 +455,8 @@ fj_Node *fj_graph_call(PyObject *gobj, const fj_OpDef *op, PyObject *args, PyObj
     n->deep = deep;
     n->target = Py_XNewRef(fj_op_target(op));
     n->args = Py_NewRef(args);
+    if (!deep && kwargs == NULL && m.vkind == FJ_VAL_ARRAY && m.ndim > 0)
+        n->ufunc = fj_op_ufunc(op, PyTuple_GET_SIZE(args));
     if (kwargs) {
         if (!(n->kwargs = PyDict_Copy(kwargs)))
             goto error;
@@ -607,6 +611,76 @@ done:
     return res;
 }
 
+/*
+** NumPy's temporary elision, for the graph's own temporaries.  In
+** `(a*b + c)*0.5` plain CPython, NumPy sees that `a*b` is referenced only by
+** the interpreter's stack and adds `c` into it instead of allocating (for
+** arrays of 256 KiB and more).  The runner keeps every value in 'env', which
+** defeats NumPy's check, so it does the same itself: when node 'n' is an
+** elementwise ufunc whose operand is a temporary the graph made, that dies
+** here and is referenced by 'env' alone, owns its C-contiguous data and has
+** the result's dtype and shape, the ufunc writes into it ('out=').  The
+** other operands must be exact ndarrays (C-contiguous, broadcasting into the
+** temporary's shape) or plain scalars, so nothing can override the ufunc and
+** the result is what NumPy returns without 'out' (same values, dtype, shape,
+** order, warnings).  Sets *res to the result (new reference) and returns 0,
+** or leaves *res NULL when the node does not qualify; -1 on error.
+*/
+#define FJ_ELIDE_MIN_BYTES (256 * 1024) /* NumPy's NPY_MIN_ELIDE_BYTES */
+
+static int reuse_temporary(fj_Node *n, PyObject **env, PyObject **res)
+{
+    static PyObject *out_kw = NULL;
+    Py_ssize_t nargs = PyTuple_GET_SIZE(n->args), at = n->index;
+    PyObject *argv[3], *tmp = NULL;
+    if (nargs > 2)
+        return 0;
+    for (Py_ssize_t j = 0; j < nargs; j++) {
+        PyObject *a = PyTuple_GET_ITEM(n->args, j);
+        if (!fj_Node_Check(a)) {
+            argv[j] = a;
+            continue;
+        }
+        fj_Node *in = (fj_Node *)a;
+        argv[j] = env[in->index];
+        if (argv[j] == NULL)
+            return 0;
+        if (tmp == NULL && in->kind == FJ_NODE_CALL && in->last_use == at && Py_REFCNT(argv[j]) == 1 &&
+            PyArray_CheckExact(argv[j]))
+            tmp = argv[j];
+    }
+    if (tmp == NULL)
+        return 0;
+    PyArrayObject *t = (PyArrayObject *)tmp;
+    int nd = PyArray_NDIM(t);
+    if (nd != n->ndim || PyArray_BASE(t) != NULL || PyArray_NBYTES(t) < FJ_ELIDE_MIN_BYTES ||
+        !PyArray_CHKFLAGS(t, NPY_ARRAY_OWNDATA | NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE | NPY_ARRAY_ALIGNED) ||
+        (PyArray_DESCR(t) != n->dtype && !PyArray_EquivTypes(PyArray_DESCR(t), n->dtype)))
+        return 0;
+    for (Py_ssize_t j = 0; j < nargs; j++) {
+        PyObject *o = argv[j];
+        if (o == tmp)
+            continue;
+        if (PyArray_CheckExact(o)) {
+            PyArrayObject *b = (PyArrayObject *)o;
+            int bd = PyArray_NDIM(b);
+            if (bd > nd || !PyArray_CHKFLAGS(b, NPY_ARRAY_C_CONTIGUOUS))
+                return 0;
+            for (int d = 1; d <= bd; d++)
+                if (PyArray_DIM(b, bd - d) != 1 && PyArray_DIM(b, bd - d) != PyArray_DIM(t, nd - d))
+                    return 0;
+        } else if (!(PyFloat_CheckExact(o) || PyLong_CheckExact(o) || PyBool_Check(o) ||
+                     PyComplex_CheckExact(o) || PyArray_CheckAnyScalarExact(o))) {
+            return 0;
+        }
+    }
+    if (out_kw == NULL && (out_kw = Py_BuildValue("(s)", "out")) == NULL)
+        return -1;
+    argv[nargs] = tmp;
+    *res = PyObject_Vectorcall(n->ufunc, argv, (size_t)nargs, out_kw);
+    return *res == NULL ? -1 : 0;
+}
+
 PyObject *fj_graph_run(PyObject *gobj, PyObject *const *inputs, Py_ssize_t ninputs)
 {
     fj_Graph *g = (fj_Graph *)gobj;
@@ -635,7 +709,9 @@ PyObject *fj_graph_run(PyObject *gobj, PyObject *const *inputs, Py_ssize_t ninpu
             env[i] = Py_NewRef(inputs[k++]);
             break;
         case FJ_NODE_CALL:
-            if (!(env[i] = fj_graph_run_node(n, env)))
+            if (n->ufunc != NULL && reuse_temporary(n, env, &env[i]) < 0)
+                goto done;
+            if (env[i] == NULL && !(env[i] = fj_graph_run_node(n, env)))
                 goto done;
             break;
         case FJ_NODE_OUTPUT:

@@ -36,6 +36,8 @@ typedef struct fj_Node {
     npy_intp shape[FJ_MAX_NDIM];
     int users;             /* number of later nodes using this one (each use counted once per node) */
     PyObject *example;     /* strong: trace-time value of a FJ_VAL_PYSCALAR node, else NULL */
+    PyObject *ufunc;       /* strong: the ufunc an elementwise call computes (fj_op_ufunc), else NULL:
+                              the runner may pass it a dead temporary operand as 'out' */
     /* runner bookkeeping */
     Py_ssize_t last_use;   /* index of the last node that uses this one; -1 if unused */
     PyObject *inputs;      /* strong: tuple of the distinct fj_Node this node reads */

@@ -430,6 +430,67 @@ PyObject *fj_op_target(const fj_OpDef *op)
     return fj_info[ROW_INDEX(op)].target;
 }
 
+PyObject *fj_op_ufunc(const fj_OpDef *op, Py_ssize_t nargs)
+{
+    static PyTypeObject *ufunc_type = NULL;
+    const char *name = NULL;
+    PyObject *u = NULL;
+    if (op->shape_rule != FJ_SH_BROADCAST || fj_numpy == NULL)
+        return NULL;
+    if (ufunc_type == NULL) {
+        PyObject *add = PyObject_GetAttrString(fj_numpy, "add");
+        if (add == NULL) {
+            PyErr_Clear();
+            return NULL;
+        }
+        ufunc_type = Py_TYPE(add); /* numpy.ufunc: a static type of NumPy's */
+        Py_DECREF(add);
+    }
+    switch (op->kind) {
+    case FJ_OP_FUNC:
+        if (op->module != NULL && strcmp(op->module, "numpy") == 0)
+            u = Py_XNewRef(fj_op_target(op));
+        break;
+    case FJ_OP_BINOP: /* ndarray's operators call these ufuncs (not '**': it has scalar fast paths) */
+        switch (op->code) {
+        case NB_ADD: name = "add"; break;
+        case NB_SUBTRACT: name = "subtract"; break;
+        case NB_MULTIPLY: name = "multiply"; break;
+        case NB_TRUE_DIVIDE: name = "true_divide"; break;
+        case NB_FLOOR_DIVIDE: name = "floor_divide"; break;
+        case NB_REMAINDER: name = "remainder"; break;
+        case NB_AND: name = "bitwise_and"; break;
+        case NB_OR: name = "bitwise_or"; break;
+        case NB_XOR: name = "bitwise_xor"; break;
+        case NB_LSHIFT: name = "left_shift"; break;
+        case NB_RSHIFT: name = "right_shift"; break;
+        }
+        break;
+    case FJ_OP_UNARY:
+        switch (op->code) {
+        case FJ_UNARY_NEG: name = "negative"; break;
+        case FJ_UNARY_POS: name = "positive"; break;
+        case FJ_UNARY_INVERT: name = "invert"; break;
+        case FJ_UNARY_ABS: name = "absolute"; break;
+        }
+        break;
+    }
+    if (name != NULL && (u = PyObject_GetAttrString(fj_numpy, name)) == NULL)
+        PyErr_Clear();
+    if (u == NULL || Py_TYPE(u) != ufunc_type)
+        goto no;
+    PyObject *nin = PyObject_GetAttrString(u, "nin"), *nout = PyObject_GetAttrString(u, "nout");
+    int ok = nin && nout && PyLong_AsSsize_t(nin) == nargs && PyLong_AsSsize_t(nout) == 1;
+    Py_XDECREF(nin);
+    Py_XDECREF(nout);
+    PyErr_Clear();
+    if (ok)
+        return u;
+no:
+    Py_XDECREF(u);
+    return NULL;
+}
+
 const char *fj_op_qualname(const fj_OpDef *op)
 {
     return fj_info[ROW_INDEX(op)].qualname;

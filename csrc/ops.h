@@ -136,6 +136,12 @@ const fj_OpDef *fj_ops_for_setitem(void);           /* operator.setitem on an ar
 
 /* The row's target: the callable, or the method / attribute name (str).  Borrowed (lives as long as the module). NULL if unresolved. */
 PyObject *fj_op_target(const fj_OpDef *op);
+/*
+** The NumPy ufunc (one output, 'nargs' inputs) that an elementwise row
+** computes, so a caller may pass it an 'out' array: new reference, or NULL
+** (no exception set) for every other row.
+*/
+PyObject *fj_op_ufunc(const fj_OpDef *op, Py_ssize_t nargs);
 /* "numpy.sin", "operator.add", or the method name: static storage. */
 const char *fj_op_qualname(const fj_OpDef *op);
 
