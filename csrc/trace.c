@@ -283,6 +283,9 @@ int fj_trace_specialize(fj_Tracer *tx)
 */
 #define FJ_MAX_INPUT_ITEMS 256
 
+/* Longest access path of an input (guards.c allows trees 200 deep). */
+#define FJ_MAX_SOURCE_DEPTH 64
+
 const fj_OpDef *fj_trace_ops_for(PyObject *v)
 {
     PyTypeObject *tp = Py_TYPE(v);
@@ -302,6 +305,15 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
     if (PyErr_Occurred())
         return NULL;
     fj_Var *v = NULL;
+    /* inputs are told apart by their access path, so an object that refers
+       to itself (signal._globals = globals()) would nest without end */
+    int depth = 0;
+    for (fj_Source *p = src; p != NULL; p = p->parent)
+        if (++depth > FJ_MAX_SOURCE_DEPTH) {
+            fj_unsupported("%.200U: access path more than %d steps long (an object that refers to itself?)",
+                           src->text, FJ_MAX_SOURCE_DEPTH);
+            return NULL;
+        }
     PyObject *mgr = fj_source_manager(tx->guards, src);
     if (mgr == NULL)
         return NULL;

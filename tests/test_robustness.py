@@ -303,3 +303,26 @@ def test_memory_flat_over_many_breaks():
     tracemalloc.stop()
     growth = sum(s.size_diff for s in after.compare_to(before, "filename"))
     assert growth < 64 * 1024, growth
+
+
+SELF_REF = {"x": 1.5}
+SELF_REF["d"] = SELF_REF
+
+
+def test_self_referencing_object_is_a_break_not_an_internal_error():
+    # signal._globals = globals() made guard paths nest without end
+    # (G['sys'].modules['signal'].__dict__['_globals']['_globals']...)
+    def f(a):
+        e = SELF_REF
+        for _ in range(100):
+            e = e["d"]
+        return a + e["x"]
+
+    framejit.reset()
+    a = np.arange(3.0)
+    cf = framejit.compile(f)
+    for _ in range(2):
+        np.testing.assert_array_equal(cf(a), f(a))
+    reasons = " ".join(framejit.counters["graph_break"])
+    assert "access path more than 64 steps long" in reasons
+    assert framejit.counters["stats"]["internal_errors"] == 0
