@@ -350,7 +350,6 @@ fj_Node *fj_graph_placeholder(PyObject *gobj, PyObject *name, PyObject *example)
         n->dtype = (PyArray_Descr *)Py_NewRef(PyArray_DESCR(a));
         n->ndim = PyArray_NDIM(a);
         if (n->ndim > 0) /* 0-d arrays may have no dims pointer */
-            if (n->ndim > 0)
             memcpy(n->shape, PyArray_DIMS(a), sizeof(npy_intp) * (size_t)n->ndim);
     } else if (PyArray_IsScalar(example, Generic)) {
         n->vkind = FJ_VAL_NPSCALAR;

@@ -317,6 +317,11 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
     PyObject *mgr = fj_source_manager(tx->guards, src);
     if (mgr == NULL)
         return NULL;
+    if (PyArray_CheckExact(value) && PyArray_NDIM((PyArrayObject *)value) > FJ_MAX_NDIM) {
+        fj_unsupported("%U has %d dimensions (framejit traces up to %d)", src->text,
+                       PyArray_NDIM((PyArrayObject *)value), FJ_MAX_NDIM);
+        return NULL;
+    }
     if (PyArray_CheckExact(value)) {
         PyObject *name = fj_source_placeholder_name(src);
         if (name == NULL)

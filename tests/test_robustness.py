@@ -326,3 +326,17 @@ def test_self_referencing_object_is_a_break_not_an_internal_error():
     reasons = " ".join(framejit.counters["graph_break"])
     assert "access path more than 64 steps long" in reasons
     assert framejit.counters["stats"]["internal_errors"] == 0
+
+
+def test_arrays_over_32_dims_are_a_break_not_an_internal_error():
+    def f(a):
+        return a + 1
+
+    framejit.reset()
+    a = np.ones((1,) * 40)
+    cf = framejit.compile(f)
+    for _ in range(2):
+        r = cf(a)
+        assert r.shape == a.shape and (r == 2).all()
+    assert any("has 40 dimensions" in k for k in framejit.counters["graph_break"])
+    assert framejit.counters["stats"]["internal_errors"] == 0
