@@ -430,7 +430,7 @@ PyObject *fj_op_target(const fj_OpDef *op)
     return fj_info[ROW_INDEX(op)].target;
 }
 
-PyObject *fj_op_ufunc(const fj_OpDef *op, Py_ssize_t nargs)
+static PyObject *lookup_ufunc(const fj_OpDef *op, Py_ssize_t nargs)
 {
     static PyTypeObject *ufunc_type = NULL;
     const char *name = NULL;
@@ -489,6 +489,23 @@ PyObject *fj_op_ufunc(const fj_OpDef *op, Py_ssize_t nargs)
 no:
     Py_XDECREF(u);
     return NULL;
+}
+
+/* fj_op_ufunc's answers per row and operand count (1 or 2): the ufunc
+   (strong), Py_None for "none", NULL for "not looked up yet". */
+static PyObject *ufunc_of_row[FJ_NROWS][2];
+
+PyObject *fj_op_ufunc(const fj_OpDef *op, Py_ssize_t nargs)
+{
+    Py_ssize_t row = op - fj_op_table;
+    if (row < 0 || row >= FJ_NROWS || nargs < 1 || nargs > 2)
+        return NULL;
+    PyObject **slot = &ufunc_of_row[row][nargs - 1];
+    if (*slot == NULL) {
+        PyObject *u = lookup_ufunc(op, nargs);
+        *slot = u != NULL ? u : Py_NewRef(Py_None);
+    }
+    return *slot == Py_None ? NULL : Py_NewRef(*slot);
 }
 
 const char *fj_op_qualname(const fj_OpDef *op)
