@@ -297,7 +297,23 @@ const fj_OpDef *fj_trace_ops_for(PyObject *v)
     return fj_ops_for_callable(v);
 }
 
+static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value);
+
+/*
+** Callers pass values borrowed from dicts, lists and frames; building guards
+** allocates, which can run a collection, whose gc.callbacks can run Python
+** that rebinds a global (hypothesis' gc_callback: `_gc_cumulative_time +=
+** ...`) and frees the value.  So the value is held for the whole call.
+*/
 fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
+{
+    Py_INCREF(value);
+    fj_Var *v = trace_input(tx, src, value);
+    Py_DECREF(value);
+    return v;
+}
+
+static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
 {
     PyObject *known = PyDict_GetItemWithError(tx->inputs, src->text);
     if (known != NULL)
@@ -437,6 +453,8 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
             PyObject *k = PyList_GET_ITEM(keys, i);
             fj_Source *isrc = fj_source_item(src, k);
             PyObject *val = PyDict_GetItemWithError(value, k);
+            if (val == NULL && !PyErr_Occurred())
+                fj_unsupported("%U changed while it was traced", src->text);
             fj_Var *iv = (isrc && val) ? fj_trace_input(tx, isrc, val) : NULL;
             Py_XDECREF(isrc);
             if (iv == NULL || PyDict_SetItem(items, k, (PyObject *)iv) < 0)
@@ -635,7 +653,9 @@ static PyObject *load_global(fj_TFrame *fr, PyObject *name)
         if (PyErr_Occurred())
             return NULL;
     }
-    PyObject *val = PyDict_GetItemWithError(fr->globals, name);
+    /* strong: making the source and the guards allocates, and a collection's
+       gc.callbacks may rebind the global meanwhile (see fj_trace_input) */
+    PyObject *val = Py_XNewRef(PyDict_GetItemWithError(fr->globals, name));
     fj_Source *src = NULL;
     if (val != NULL) {
         if (fr->globals_src == NULL)
@@ -646,7 +666,7 @@ static PyObject *load_global(fj_TFrame *fr, PyObject *name)
     else {
         if (PyErr_Occurred())
             return NULL;
-        val = PyDict_GetItemWithError(fr->builtins, name);
+        val = Py_XNewRef(PyDict_GetItemWithError(fr->builtins, name));
         if (val == NULL) {
             if (!PyErr_Occurred())
                 fj_unsupported("name '%U' is not defined", name);
@@ -654,19 +674,20 @@ static PyObject *load_global(fj_TFrame *fr, PyObject *name)
         }
         /* The global must stay absent for the builtin to be what is loaded. */
         if (fr->globals_src == NULL) {
-            if (fj_guard_add_global_absent(tx->guards, name) < 0)
-                return NULL;
-            src = fj_source_builtin(name);
+            if (fj_guard_add_global_absent(tx->guards, name) == 0)
+                src = fj_source_builtin(name);
         }
         else {
             fj_unsupported("builtin '%U' read from another module's function", name);
-            return NULL;
         }
     }
-    if (src == NULL)
+    if (src == NULL) {
+        Py_DECREF(val);
         return NULL;
+    }
     PyObject *v = (PyObject *)fj_trace_input(tx, src, val);
     Py_DECREF(src);
+    Py_DECREF(val);
     return v;
 }
 

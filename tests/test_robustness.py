@@ -340,3 +340,42 @@ def test_arrays_over_32_dims_are_a_break_not_an_internal_error():
         assert r.shape == a.shape and (r == 2).all()
     assert any("has 40 dimensions" in k for k in framejit.counters["graph_break"])
     assert framejit.counters["stats"]["internal_errors"] == 0
+
+
+GC_REBIND = r'''
+import gc, sys
+import numpy as np
+import framejit
+
+G_VAL = 1.5
+
+def rebind(phase, info):
+    global G_VAL
+    G_VAL = float(len(info)) + 0.25 * (phase == "start") + 1e-9 * id(info)  # a new float each time
+
+gc.callbacks.append(rebind)
+gc.set_threshold(1, 1, 1)
+
+def f(x):
+    return x * G_VAL + G_VAL
+
+x = np.arange(4.0)
+for i in range(300):
+    framejit.reset()
+    r = framejit.compile(f)(x)
+    assert r.shape == (4,)
+gc.callbacks.remove(rebind)
+print("ok")
+'''
+
+
+def test_gc_callback_rebinding_a_global_while_it_is_traced(tmp_path):
+    # hypothesis' gc_callback does `_gc_cumulative_time += ...`: a collection
+    # started by the tracer's own allocations freed the value it was guarding
+    import subprocess
+    p = tmp_path / "gc_rebind.py"
+    p.write_text(GC_REBIND)
+    r = subprocess.run([sys.executable, str(p)], capture_output=True, text=True, timeout=300,
+                       cwd=str(tmp_path), env={**__import__("os").environ,
+                                               "PYTHONPATH": str(__import__("pathlib").Path(framejit.__file__).parent.parent)})
+    assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])
