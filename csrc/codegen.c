@@ -902,20 +902,48 @@ static int reachable(PyObject *v, PyObject *seen, int depth)
     }
 }
 
+/* Deletes (DELETE_FAST) the temporary named by each value of 'names' whose
+   key is not in 'keep' (a set or dict), and forgets it.  0 or -1. */
+static int delete_unkept(fj_Builder *b, PyObject *names, PyObject *keep)
+{
+    PyObject *drop = PyList_New(0), *k, *tmp;
+    Py_ssize_t pos = 0;
+    int r = -1;
+    if (drop == NULL)
+        return -1;
+    while (PyDict_Next(names, &pos, &k, &tmp)) {
+        int kept = PySequence_Contains(keep, k);
+        if (kept < 0)
+            goto done;
+        if (kept)
+            continue;
+        int ix = fj_builder_varname(b, tmp);
+        if (PyList_Append(drop, k) < 0 || ix < 0 || fj_bc_emit(&b->il, DELETE_FAST, ix) < 0)
+            goto done;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(drop); i++)
+        if (PyDict_DelItem(names, PyList_GET_ITEM(drop, i)) < 0)
+            goto done;
+    r = 0;
+done:
+    Py_DECREF(drop);
+    return r;
+}
+
 /* See the call in fj_codegen_break.  0 or -1. */
 static int drop_temporaries(BreakCtx *bc, fj_TFrame *top, int base, int have_outputs)
 {
     fj_Builder *b = bc->b;
-    PyObject *seen = PyDict_New(), *keep_saved = PySet_New(NULL), *drop = PyList_New(0);
+    PyObject *seen = PyDict_New(), *keep_saved = PySet_New(NULL);
     PyObject *needed_out = PySet_New(NULL);
     int r = -1;
-    if (seen == NULL || keep_saved == NULL || drop == NULL || needed_out == NULL)
+    if (seen == NULL || keep_saved == NULL || needed_out == NULL)
         goto done;
     for (int i = 0; i < base; i++)
         if (reachable(top->stack[i], seen, 0) < 0)
             goto done;
     Py_ssize_t pos = 0;
-    PyObject *k, *v, *tmp;
+    PyObject *k, *v;
     while (PyDict_Next(seen, &pos, &k, &v)) {
         fj_Var *vv = VAR(v);
         for (fj_Source *src = vv->source; src != NULL; src = src->parent)
@@ -925,37 +953,11 @@ static int drop_temporaries(BreakCtx *bc, fj_TFrame *top, int base, int have_out
             goto done;
     }
     /* the entry values of reassigned arguments */
-    pos = 0;
-    while (PyDict_Next(saved_args, &pos, &k, &tmp)) {
-        int keep = PySet_Contains(keep_saved, k);
-        if (keep < 0 || (!keep && PyList_Append(drop, k) < 0))
-            goto done;
-        if (!keep) {
-            int ix = fj_builder_varname(b, tmp);
-            if (ix < 0 || fj_bc_emit(&b->il, DELETE_FAST, ix) < 0)
-                goto done;
-        }
-    }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(drop); i++)
-        if (PyDict_DelItem(saved_args, PyList_GET_ITEM(drop, i)) < 0)
-            goto done;
-    /* lists, dicts and functions made in the frame (memoized in ___tmp_<n>) */
-    if (PyList_SetSlice(drop, 0, PY_SSIZE_T_MAX, NULL) < 0)
+    if (delete_unkept(b, saved_args, keep_saved) < 0)
         goto done;
-    pos = 0;
-    while (PyDict_Next(bc->memo, &pos, &k, &tmp)) {
-        int keep = PyDict_Contains(seen, k);
-        if (keep < 0 || (!keep && PyList_Append(drop, k) < 0))
-            goto done;
-        if (!keep) {
-            int ix = fj_builder_varname(b, tmp);
-            if (ix < 0 || fj_bc_emit(&b->il, DELETE_FAST, ix) < 0)
-                goto done;
-        }
-    }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(drop); i++)
-        if (PyDict_DelItem(bc->memo, PyList_GET_ITEM(drop, i)) < 0)
-            goto done;
+    /* lists, dicts and functions made in the frame (memoized in ___tmp_<n>) */
+    if (delete_unkept(b, bc->memo, seen) < 0)
+        goto done;
     /* graph outputs (all stored to ___graph_out_<i> by the break code) */
     for (Py_ssize_t i = 0; have_outputs && i < PyList_GET_SIZE(bc->outputs); i++) {
         int keep = PySet_Contains(needed_out, PyList_GET_ITEM(bc->outputs, i));
@@ -973,7 +975,6 @@ static int drop_temporaries(BreakCtx *bc, fj_TFrame *top, int base, int have_out
 done:
     Py_XDECREF(seen);
     Py_XDECREF(keep_saved);
-    Py_XDECREF(drop);
     Py_XDECREF(needed_out);
     return r;
 }

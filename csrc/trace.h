@@ -205,6 +205,10 @@ PyObject *fj_var_to_graph_arg(PyObject *v);
 
 /* ---- trace_effects.c: mutations and objects made in the frame ---- */
 /* STORE_SUBSCR / DELETE_SUBSCR / DELETE_ATTR.  0, or -1 (Unsupported: a break). */
+/* Turns the Python error set now (raised by an operation run at trace
+   time, which CPython will raise again) into Unsupported naming 'what'.
+   Returns NULL. */
+PyObject *fj_trace_as_unsupported(const char *what);
 int fj_trace_store_subscr(fj_TFrame *fr, PyObject *o, PyObject *k, PyObject *v);
 int fj_trace_delete_subscr(fj_TFrame *fr, PyObject *o, PyObject *k);
 int fj_trace_delattr(fj_TFrame *fr, PyObject *objv, PyObject *name);

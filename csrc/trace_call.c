@@ -57,8 +57,7 @@ static int is_safe_const(PyObject *v)
     return 0;
 }
 
-/* Turns a Python error raised while folding into Unsupported (CPython will raise it). */
-static PyObject *fold_error(const char *what)
+PyObject *fj_trace_as_unsupported(const char *what)
 {
     if (PyErr_ExceptionMatches(fj_Unsupported))
         return NULL;
@@ -76,7 +75,7 @@ static PyObject *fold_error(const char *what)
 static PyObject *const_result(PyObject *r, const char *what)
 {
     if (r == NULL)
-        return fold_error(what);
+        return fj_trace_as_unsupported(what);
     if (PyArray_Check(r)) {
         /* an array folded from constants would be one mutable object shared by
            every call: let CPython make it */
@@ -289,7 +288,7 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
     }
     fj_Node *node = fj_graph_call(fr->tx->graph, op, targs, kwargs);
     if (node == NULL) {
-        fold_error(fj_op_qualname(op));
+        fj_trace_as_unsupported(fj_op_qualname(op));
         goto done;
     }
     if (op->flags & FJ_OPF_OUT) {
@@ -433,7 +432,7 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
             return fj_unsupported("isinstance() with unknown type"), NULL;
         int ok = PyObject_IsSubclass(tp, cls);
         if (ok < 0)
-            return fold_error("isinstance");
+            return fj_trace_as_unsupported("isinstance");
         return (PyObject *)fj_var_const(ok ? Py_True : Py_False);
     }
     if (fn == (PyObject *)&PyType_Type && n == 1) {
@@ -669,7 +668,7 @@ static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py
     if (self->kind == FJ_VAR_CONST && is_safe_const(self->obj)) {
         PyObject *bound = PyObject_GetAttr(self->obj, name);
         if (bound == NULL)
-            return fold_error("attribute lookup");
+            return fj_trace_as_unsupported("attribute lookup");
         PyObject *r = fold_call(bound, args, n, kwnames);
         Py_DECREF(bound);
         return r;
@@ -823,7 +822,7 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
         if (PyModule_Check(obj) || PyType_Check(obj) || is_safe_const(obj)) {
             PyObject *v = PyObject_GetAttr(obj, name);
             if (v == NULL)
-                return fold_error("attribute lookup");
+                return fj_trace_as_unsupported("attribute lookup");
             PyObject *r;
             if (is_safe_const(obj) && (PyCFunction_Check(v) || Py_TYPE(v) == &PyMethodDescr_Type ||
                                        PyObject_TypeCheck(v, &PyMethod_Type)))
@@ -863,7 +862,7 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
                    NULL;
         PyObject *v = PyObject_GetAttr(obj, name);
         if (v == NULL)
-            return fold_error("attribute lookup");
+            return fj_trace_as_unsupported("attribute lookup");
         PyObject *r = wrap_attr(fr, o, name, v);
         Py_DECREF(v);
         return r;
@@ -1257,7 +1256,7 @@ PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
         if (PySlice_Check(key)) {
             PyObject *items = PyObject_GetItem(o->items, key);
             if (items == NULL)
-                return fold_error("slicing");
+                return fj_trace_as_unsupported("slicing");
             PyObject *r = new_seq_var(o->kind, items);
             Py_DECREF(items);
             return r;
@@ -1267,7 +1266,7 @@ PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
     if (o->kind == FJ_VAR_DICT) {
         PyObject *v = PyDict_GetItemWithError(o->items, key);
         if (v == NULL)
-            return PyErr_Occurred() ? fold_error("dict lookup")
+            return PyErr_Occurred() ? fj_trace_as_unsupported("dict lookup")
                                     : (fj_unsupported("KeyError %R", key), NULL);
         return Py_NewRef(v);
     }
@@ -1276,7 +1275,7 @@ PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
         is_safe_const(key)) {
         PyObject *r = PyObject_GetItem(o->obj, key);
         if (r == NULL)
-            return fold_error("subscript");
+            return fj_trace_as_unsupported("subscript");
         if (!is_safe_const(r) && o->source == NULL) {
             Py_DECREF(r);
             return fj_unsupported("subscript giving a mutable value"), NULL;
@@ -1312,7 +1311,7 @@ PyObject *fj_trace_contains(fj_TFrame *fr, PyObject *item, PyObject *container, 
     }
     Py_DECREF(ci);
     if (found < 0)
-        return PyErr_ExceptionMatches(fj_Unsupported) ? NULL : fold_error("'in'");
+        return PyErr_ExceptionMatches(fj_Unsupported) ? NULL : fj_trace_as_unsupported("'in'");
     return (PyObject *)fj_var_const((found ^ invert) ? Py_True : Py_False);
 }
 
@@ -1325,7 +1324,7 @@ int fj_trace_truth(fj_TFrame *fr, PyObject *v)
             PyType_Check(vv->obj) || PyCFunction_Check(vv->obj)) {
             int t = PyObject_IsTrue(vv->obj);
             if (t < 0)
-                fold_error("truth test");
+                fj_trace_as_unsupported("truth test");
             return t;
         }
         return unsupported_obj("truth value of ", vv->obj, "");

@@ -33,20 +33,6 @@ static PyObject *none_var(void)
     return (PyObject *)fj_var_const(Py_None);
 }
 
-/* Turns a Python error raised at trace time into Unsupported (CPython raises it). NULL. */
-static PyObject *as_unsupported(const char *what)
-{
-    if (PyErr_ExceptionMatches(fj_Unsupported))
-        return NULL;
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
-    PyErr_NormalizeException(&et, &ev, &tb);
-    fj_unsupported("%s raises %s: %S", what, ((PyTypeObject *)et)->tp_name, ev ? ev : Py_None);
-    Py_XDECREF(et);
-    Py_XDECREF(ev);
-    Py_XDECREF(tb);
-    return NULL;
-}
 
 /* The plain constant a Var stands for (borrowed), or NULL (no exception). */
 static PyObject *plain_const(PyObject *v)
@@ -139,7 +125,7 @@ static Py_ssize_t list_index(PyObject *key, Py_ssize_t n, const char *what)
 {
     Py_ssize_t ix = PyLong_AsSsize_t(key);
     if (ix == -1 && PyErr_Occurred())
-        return (Py_ssize_t)(as_unsupported(what), -1);
+        return (Py_ssize_t)(fj_trace_as_unsupported(what), -1);
     if (ix < 0)
         ix += n;
     if (ix < 0 || ix >= n)
@@ -177,7 +163,7 @@ int fj_trace_store_subscr(fj_TFrame *fr, PyObject *o, PyObject *k, PyObject *v)
         }
         int r = PyObject_SetItem(ov->items, key, items);
         Py_DECREF(items);
-        return r < 0 ? (as_unsupported("slice assignment"), -1) : 0;
+        return r < 0 ? (fj_trace_as_unsupported("slice assignment"), -1) : 0;
     }
     return fj_unsupported("list assignment with key %R", k);
 }
@@ -193,7 +179,7 @@ int fj_trace_delete_subscr(fj_TFrame *fr, PyObject *o, PyObject *k)
     if (ov->kind == FJ_VAR_DICT) {
         int has = PyDict_Contains(ov->items, key);
         if (has < 0)
-            return (as_unsupported("del d[k]"), -1);
+            return (fj_trace_as_unsupported("del d[k]"), -1);
         if (!has)
             return fj_unsupported("del d[%R]: KeyError", k);
         if (fj_trace_note_mutation(fr->tx, ov) < 0)
@@ -209,7 +195,7 @@ int fj_trace_delete_subscr(fj_TFrame *fr, PyObject *o, PyObject *k)
     if (PySlice_Check(key)) {
         if (fj_trace_note_mutation(fr->tx, ov) < 0)
             return -1;
-        return PyObject_DelItem(ov->items, key) < 0 ? (as_unsupported("del xs[a:b]"), -1) : 0;
+        return PyObject_DelItem(ov->items, key) < 0 ? (fj_trace_as_unsupported("del xs[a:b]"), -1) : 0;
     }
     return fj_unsupported("list deletion with key %R", k);
 }
@@ -274,7 +260,7 @@ static PyObject *list_sort(fj_TFrame *fr, fj_Var *self, PyObject *const *args, P
     PyObject *perm = sort_permutation(consts, rev);
     Py_DECREF(consts);
     if (perm == NULL)
-        return as_unsupported("list.sort()");
+        return fj_trace_as_unsupported("list.sort()");
     if (fj_trace_note_mutation(fr->tx, self) < 0) {
         Py_DECREF(perm);
         return NULL;
@@ -306,7 +292,7 @@ static PyObject *list_remove(fj_TFrame *fr, fj_Var *self, PyObject *v)
             return fj_unsupported("list.remove() past an item that is not a plain constant"), NULL;
         int eq = ci == cv ? 1 : PyObject_RichCompareBool(ci, cv, Py_EQ);
         if (eq < 0)
-            return as_unsupported("list.remove()");
+            return fj_trace_as_unsupported("list.remove()");
         if (eq) {
             if (fj_trace_note_mutation(fr->tx, self) < 0 || PySequence_DelItem(self->items, i) < 0)
                 return NULL;
@@ -518,7 +504,7 @@ PyObject *fj_trace_dict_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyOb
         if (v != NULL)
             return Py_NewRef(v);
         if (PyErr_Occurred())
-            return as_unsupported("dict.get");
+            return fj_trace_as_unsupported("dict.get");
         return n == 2 ? Py_NewRef(args[1]) : none_var();
     }
     if (n == 0 && (str_is(name, "keys") || str_is(name, "values") || str_is(name, "items")))
@@ -529,7 +515,7 @@ PyObject *fj_trace_dict_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyOb
             return NULL;
         PyObject *v = PyDict_GetItemWithError(self->items, key);
         if (v == NULL && PyErr_Occurred())
-            return as_unsupported("dict lookup");
+            return fj_trace_as_unsupported("dict lookup");
         if (str_is(name, "pop")) {
             if (v == NULL) {
                 if (n == 2)
