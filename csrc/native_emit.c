@@ -108,7 +108,17 @@ PyObject *fjn_emit_prologue(void)
         "/* framejit native kernels (generated) */\n"
         "#include <stdint.h>\n#include <string.h>\n#include <fenv.h>\n"
         "#define FJ_FPE (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID)\n"
-        "static inline double fj_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }\n");
+        "#define FJ_FPE_SOFT (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW)\n"
+        "#define FJ_HARD " FJN_ST_HARD_STR "\n"
+        "static inline double fj_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }\n"
+        "/* the status: FJ_HARD (run through NumPy), else the FE_* conditions NumPy's loops would\n"
+        "   raise; invalid is computed from the operands (inv), not read from the flags, which\n"
+        "   vectorized signaling compares and speculated sqrt set spuriously (hardinv: a float to\n"
+        "   int cast, whose invalid only the flags tell, makes the invalid flag FJ_HARD) */\n"
+        "static inline int fj_ret(int st, int inv, int hardinv)\n{\n"
+        "    int f = fetestexcept(FJ_FPE);\n"
+        "    int r = (st ? FJ_HARD : 0) | (f & FJ_FPE_SOFT) | (inv ? FE_INVALID : 0);\n"
+        "    return (hardinv && (f & FE_INVALID)) ? (r | FJ_HARD) : r;\n}\n");
 }
 
 /* ---- expressions ---------------------------------------------------------- */
@@ -459,6 +469,40 @@ static int emit_reduce_store(PyObject *buf, const fjn_Group *g)
     return 0;
 }
 
+/* Does the group cast a float to an integer (whose invalid only the FE flag tells)? */
+static int has_float_int_cast(const fjn_Group *g)
+{
+    for (int m = 0; m < g->nops; m++) {
+        const fjn_Op *op = &g->ops[m];
+        if (op->code == FJN_CAST && fjt_info[op->argtype[0]].is_float && !fjt_info[op->type].is_float &&
+            op->type != FJT_BOOL)
+            return 1;
+    }
+    return 0;
+}
+
+/* NumPy's invalid condition of float member m, from its operands (not the FE
+   flag): a NaN result of + - * / from non-NaN operands, sqrt of a value < 0. */
+static int emit_invalid_check(PyObject *buf, const fjn_Group *g, const fjn_Op *op, int m)
+{
+    fjn_Expr A = {{0}}, B = {{0}};
+    if (!fjt_info[op->argtype[0]].is_float)
+        return 0;
+    operand_expr(g, op->arg[0], op->argtype[0], &A);
+    switch (op->code) {
+    case FJN_ADD:
+    case FJN_SUB:
+    case FJN_MUL:
+    case FJN_TDIV:
+        operand_expr(g, op->arg[1], op->argtype[1], &B);
+        return put(buf, "            inv |= __builtin_isnan(m%d) & !__builtin_isunordered(%s, %s);\n", m, A.s, B.s);
+    case FJN_SQRT:
+        return put(buf, "            inv |= __builtin_isless(%s, 0);\n", A.s);
+    default:
+        return 0;
+    }
+}
+
 /* The loop body: loads (by 'mode'), members, stores. mode 0: flat, 1: strided.
    'pwstmt' is the statement that takes the pairwise-summed value ("res +="). */
 static int emit_body(PyObject *buf, const fjn_Group *g, int mode, const char *pwstmt)
@@ -495,7 +539,8 @@ static int emit_body(PyObject *buf, const fjn_Group *g, int mode, const char *pw
                          op->argtype[0]);
             return -1;
         }
-        if (put(buf, "            const %s m%d = %s;\n", fjt_info[op->type].ctype, m, e) < 0)
+        if (put(buf, "            const %s m%d = %s;\n", fjt_info[op->type].ctype, m, e) < 0 ||
+            emit_invalid_check(buf, g, op, m) < 0)
             return -1;
     }
     for (int j = 0; j < g->nout; j++) {
@@ -582,8 +627,8 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
 {
     const fjn_Op *op = &g->ops[g->pw];
     const char *T = fjt_info[op->type].ctype;
-    int slot = g->nin + op->out;
-    if (put(buf, "\nstatic %s fj_g%d_leaf(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n    int st = 0;\n"
+    int slot = g->nin + op->out, hardinv = has_float_int_cast(g);
+    if (put(buf, "\nstatic %s fj_g%d_leaf(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n    int st = 0, inv = 0;\n"
                  "    %s res;\n", T, gi, T) < 0 ||
         emit_flat_decls(buf, g) < 0 ||
         put(buf, "    if (n < 8) {\n        res = 0;\n        for (intptr_t i = lo; i < lo + n; i++) {\n") < 0 ||
@@ -597,7 +642,7 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
         put(buf, "            }\n        }\n        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));\n"
                  "        for (; i0 < lo + n; i0++) {\n            const intptr_t i = i0;\n") < 0 ||
         emit_body(buf, g, 0, "res +=") < 0 ||
-        put(buf, "        }\n    }\n    *stp |= st;\n    return res;\n}\n") < 0)
+        put(buf, "        }\n    }\n    *stp |= (st ? 1 : 0) | (inv ? 4 : 0);\n    return res;\n}\n") < 0)
         return -1;
     if (put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
                  "    if (n <= 128)\n        return fj_g%d_leaf(lo, n, data, stp);\n"
@@ -608,9 +653,9 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
         /* over the last axis of C-contiguous operands: one pairwise sum per row
            (NumPy's order there); the host calls the strided entry for it */
         if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n"
-                     "{\n    (void)start; (void)end; (void)data;\n    return 2;\n}\n", gi) < 0 ||
+                     "{\n    (void)start; (void)end; (void)data;\n    return FJ_HARD;\n}\n", gi) < 0 ||
             put(buf, "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n"
-                     "{\n    int st = 0;\n    (void)strides;\n    intptr_t len = nd > 0 ? shape[nd - 1] : 1, rows = 1;\n"
+                     "{\n    int st = 0, inv = 0;\n    (void)strides;\n    intptr_t len = nd > 0 ? shape[nd - 1] : 1, rows = 1;\n"
                      "    for (int k = 0; k + 1 < nd; k++) rows *= shape[k];\n    %s *out = (%s *)data[%d];\n"
                      "    feclearexcept(FJ_FPE);\n    for (intptr_t q = 0; q < rows; q++) {\n"
                      "        %s total = fj_g%d_pw(q * len, len, data, &st);\n        %s r = (%s)0 + total;\n",
@@ -618,40 +663,42 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
             return -1;
         if (op->code == FJN_RMEAN && put(buf, "        r = (%s)((double)r / (double)(int64_t)len);\n", T) < 0)
             return -1;
-        return put(buf, "        out[q] = r;\n    }\n    return st | fetestexcept(FJ_FPE);\n}\n");
+        return put(buf, "        inv |= __builtin_isnan(r) && fetestexcept(FE_INVALID);\n        out[q] = r;\n    }\n"
+                        "    inv |= st & 4;\n    return fj_ret(st & 1, inv, %d);\n}\n", hardinv);
     }
-    if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0;\n"
+    if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0, inv = 0;\n"
                  "    feclearexcept(FJ_FPE);\n    %s total = fj_g%d_pw(start, end - start, data, &st);\n"
                  "    %s r = (%s)0 + total;\n", gi, T, gi, T, T) < 0)
         return -1;
     if (op->code == FJN_RMEAN &&
         put(buf, "    r = (%s)((double)r / (double)(int64_t)(end - start));\n", T) < 0)
         return -1;
-    return put(buf, "    *(%s *)data[%d] = r;\n    return st | fetestexcept(FJ_FPE);\n}\n"
+    return put(buf, "    inv = (st & 4) || (__builtin_isnan(r) && fetestexcept(FE_INVALID));\n"
+                    "    *(%s *)data[%d] = r;\n    return fj_ret(st & 1, inv, %d);\n}\n"
                     "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n"
-                    "{\n    (void)nd; (void)shape; (void)data; (void)strides;\n    return 2;\n}\n",
-               T, slot, gi);
+                    "{\n    (void)nd; (void)shape; (void)data; (void)strides;\n    return FJ_HARD;\n}\n",
+               T, slot, hardinv, gi);
 }
 
 int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
 {
-    int nslot = g->nin + g->nout;
+    int nslot = g->nin + g->nout, hardinv = has_float_int_cast(g);
     if (g->pw >= 0)
         return emit_pairwise_group(buf, g, gi);
     /* flat */
-    if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0;\n", gi) <
+    if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0, inv = 0;\n", gi) <
             0 ||
         emit_flat_decls(buf, g) < 0)
         return -1;
     if (emit_reduce_init(buf, g) < 0 ||
         put(buf, "    feclearexcept(FJ_FPE);\n    for (intptr_t i = start; i < end; i++) {\n        {\n") < 0 ||
         emit_body(buf, g, 0, NULL) < 0 || put(buf, "        }\n    }\n") < 0 || emit_reduce_store(buf, g) < 0 ||
-        put(buf, "    return st | fetestexcept(FJ_FPE);\n}\n") < 0)
+        put(buf, "    return fj_ret(st, inv, %d);\n}\n", hardinv) < 0)
         return -1;
     /* strided */
     if (put(buf,
             "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n{\n"
-            "    int st = 0;\n    intptr_t idx[64];\n    intptr_t inner = nd > 0 ? shape[nd - 1] : 1, outer = 1;\n"
+            "    int st = 0, inv = 0;\n    intptr_t idx[64];\n    intptr_t inner = nd > 0 ? shape[nd - 1] : 1, outer = 1;\n"
             "    for (int k = 0; k + 1 < nd; k++) { outer *= shape[k]; idx[k] = 0; }\n",
             gi) < 0 ||
         emit_consts(buf, g) < 0)
@@ -717,7 +764,7 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
     if (put(buf, "        for (intptr_t i = 0; i < inner; i++) {\n") < 0 || emit_body(buf, g, 1, NULL) < 0 ||
         put(buf, "        }\n        for (int k = nd - 2; k >= 0; k--) {\n"
                  "            if (++idx[k] < shape[k]) break;\n            idx[k] = 0;\n        }\n    }\n") < 0 ||
-        emit_reduce_store(buf, g) < 0 || put(buf, "    return st | fetestexcept(FJ_FPE);\n}\n") < 0)
+        emit_reduce_store(buf, g) < 0 || put(buf, "    return fj_ret(st, inv, %d);\n}\n", hardinv) < 0)
         return -1;
     return 0;
 }

@@ -672,3 +672,87 @@ def test_zz_suite_size():
         pytest.skip("only part of the suite ran")
     print("native differential suite:", _tally)
     assert _tally["fused_graphs"] >= 200, _tally
+
+
+# ---- the kernel path on NaN inputs and spurious FE flags (issue: benchmark fallbacks) ----
+
+def _plans_outcome(expr, args, params="x"):
+    """Like _plans_of, but compares the outcome (values and warnings) with NumPy's."""
+    plans = []
+
+    def capture(graph, example_inputs):
+        from framejit import native
+        p = native.backend(graph, example_inputs)
+        plans.append(p)
+        return p
+    fn = make_fn(expr, params)
+    framejit.reset()
+    cf = framejit.compile(fn, backend=capture)
+    exp = outcome(fn, args)
+    for _ in range(2):
+        got = outcome(cf, args)
+        assert got[0][0] == exp[0][0] == "ok", (got, exp)
+        same(got[0][1], exp[0][1])
+        assert got[1] == exp[1], f"{expr}: warnings {got[1]} vs NumPy {exp[1]}"
+    plans = [p for p in plans if isinstance(p, _C.NativePlan)]
+    assert plans, expr
+    return plans
+
+
+SPECULATION_CASES = ["np.sqrt(np.maximum(x, 0.0))", "np.sqrt(np.maximum((x * 2 + 1) * 0.5 - x, 0.0)) + x",
+                     "np.sqrt(np.where(x > 0, x, 0.0))", "np.maximum(x, 0.0) ** 0.5",
+                     "np.sqrt(np.abs(x)) * 2", "np.max(np.sqrt(np.maximum(x, 0.0)))"]
+
+
+@pytest.mark.parametrize("dt", ["f4", "f8"])
+@pytest.mark.parametrize("expr", SPECULATION_CASES)
+def test_sqrt_of_select_uses_kernel(expr, dt):
+    """sqrt after maximum/where on data with negatives: no spurious invalid (the
+    vectorized sqrt of the unselected value must not send the group to NumPy)."""
+    x = np.random.default_rng(3).standard_normal(5000).astype(dt)
+    for arg in (x, x.reshape(50, 100)[:, ::2]):
+        plans = _plans_outcome(expr, (arg,))
+        assert all(p.fallbacks == 0 for p in plans), expr
+
+
+NAN_CASES = ["np.maximum((x * x + 1) * 0.5 - x, 0.0)", "x > 0.5", "np.where(x > 0, x, 1.0)",
+             "np.minimum(x, 1.0) * 2", "np.maximum(x, x * 0.5) <= 0.25", "(x + 1) / (x * x + 1)",
+             "np.isnan(x) | (x >= 1)", "(x * 2 + 1).sum()", "np.sqrt(np.maximum(x, 0.0))"]
+
+
+@pytest.mark.parametrize("dt", ["f4", "f8"])
+@pytest.mark.parametrize("expr", NAN_CASES)
+def test_nan_inputs_use_kernel(expr, dt):
+    """Quiet NaNs in the input: NumPy warns about nothing, so the kernel runs."""
+    x = np.random.default_rng(4).standard_normal(3000).astype(dt)
+    x[[0, 17, 1234, 2999]] = np.nan
+    plans = _plans_outcome(expr, (x,))
+    assert all(p.fallbacks == 0 for p in plans), expr
+
+
+@pytest.mark.parametrize("expr,data_,warns", [
+    ("np.sqrt(x) + 1", [4.0, -1.0, 9.0], True),           # sqrt of a negative
+    ("(x - x) * 0 + x * np.inf", [1.0, np.inf, 0.0], True),  # inf - inf, 0 * inf
+    ("x / x", [1.0, 0.0, 2.0], True),                     # 0 / 0
+    ("(x * 1e-300) * 1e-300", [1.0, 2.0, 3.0], False),    # underflow: ignored by default
+])
+@pytest.mark.parametrize("dt", ["f4", "f8"])
+def test_genuine_conditions_follow_errstate(expr, data_, warns, dt):
+    """A condition NumPy warns about sends the group to NumPy (its warning); one
+    NumPy's errstate ignores keeps the kernel's (equal) values."""
+    x = np.array(data_ * 1000, dtype=dt)
+    plans = _plans_outcome(expr, (x,))
+    assert all((p.fallbacks > 0) == warns for p in plans), expr
+    with np.errstate(all="ignore"):
+        plans = _plans_outcome(expr, (x,))
+        assert all(p.fallbacks == 0 for p in plans), expr
+    with np.errstate(all="raise"):
+        fn = make_fn(expr, "x")
+        framejit.reset()
+        cf = framejit.compile(fn, backend="native")
+        got, exp = outcome(cf, (x,))[0], outcome(fn, (x,))[0]
+        assert got[0] == exp[0]
+        if exp[0] == "raise":
+            assert got[1:] == exp[1:]
+        else:
+            same(got[1], exp[1])
