@@ -11,9 +11,12 @@ the same kernels again.  See docs/native.md.
 Environment: ``CC`` (the compiler, default ``cc``), ``FRAMEJIT_CACHE_DIR``
 (default ``$XDG_CACHE_HOME/framejit/kernels`` or ``~/.cache/framejit/kernels``).
 Counters: ``framejit.counters["native"]``: graphs, graphs_unfused, groups,
-nodes_fused, kernels_compiled, kernels_loaded_from_cache, no_compiler.
+nodes_fused, kernels_compiled, kernels_loaded_from_cache, no_compiler,
+compiler_probes (runs of ``cc --version`` and the flag probe; 0 in a process
+that finds the compiler's probe remembered in the cache directory).
 """
 import hashlib
+import json
 import os
 import platform
 import shlex
@@ -32,6 +35,7 @@ MARCH = ["-march=native"]
 
 _toolchain = None       # (argv, version text, flags) or False when there is no compiler
 _toolchain_env = None   # the CC value _toolchain was found for
+_machine = None         # _machine_id(), read once per process
 _warned_no_cc = False
 
 
@@ -45,6 +49,9 @@ def cache_dir():
 
 def _machine_id():
     """The machine part of the cache key: architecture and (for -march=native) the CPU's flags."""
+    global _machine
+    if _machine is not None:
+        return _machine
     parts = [platform.machine()]
     try:
         with open("/proc/cpuinfo") as f:
@@ -55,11 +62,59 @@ def _machine_id():
                         break
     except OSError:
         pass
-    return "\n".join(parts)
+    _machine = "\n".join(parts)
+    return _machine
+
+
+def _compiler_identity(argv):
+    """What identifies the compiler 'argv' on disk without running it: each word
+    found on PATH as (resolved path, size, mtime); None when argv[0] is not found."""
+    ident = [argv]
+    for i, word in enumerate(argv):
+        exe = shutil.which(word)
+        if exe is None:
+            if i == 0:
+                return None
+            continue
+        real = os.path.realpath(exe)
+        try:
+            st = os.stat(real)
+        except OSError:
+            return None
+        ident.append([real, st.st_size, st.st_mtime_ns])
+    return ident
+
+
+def _toolchain_file(ident):
+    """The file in the cache directory remembering the probe of compiler 'ident'."""
+    key = hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:32]
+    return os.path.join(cache_dir(), f"toolchain_{key}.json")
+
+
+def _probe(argv):
+    """(version, flags) of compiler argv by running it (--version, a -march=native
+    probe), or None when it does not work."""
+    try:
+        out = subprocess.run(argv + ["--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    _counters()["compiler_probes"] += 1
+    version = (out.stdout or out.stderr).strip()
+    flags = list(CFLAGS)
+    if _accepts(argv, MARCH):
+        flags += MARCH
+    return version, flags
 
 
 def _find_toolchain():
-    """(argv, version, flags) of the C compiler, or False.  Found once per CC value."""
+    """(argv, version, flags) of the C compiler, or False.  Found once per CC value.
+
+    The probe (``cc --version`` and a test compile, tens of milliseconds) is
+    remembered in the cache directory under the compiler's identity (resolved
+    path, size, mtime), so a process whose kernels are all cached runs no
+    subprocess at all."""
     global _toolchain, _toolchain_env
     env = os.environ.get("CC")
     if _toolchain is not None and _toolchain_env == env:
@@ -68,19 +123,30 @@ def _find_toolchain():
     _toolchain = False
     candidates = [shlex.split(env)] if env else [["cc"], ["gcc"], ["clang"]]
     for argv in candidates:
-        if not argv or shutil.which(argv[0]) is None:
+        ident = argv and _compiler_identity(argv)
+        if not ident:
             continue
+        tfile = _toolchain_file(ident)
         try:
-            out = subprocess.run(argv + ["--version"], capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.SubprocessError):
+            with open(tfile) as f:
+                saved = json.load(f)
+            if saved["ident"] == ident:
+                _toolchain = (argv, saved["version"], saved["flags"])
+                break
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        probed = _probe(argv)
+        if probed is None:
             continue
-        if out.returncode != 0:
-            continue
-        version = (out.stdout or out.stderr).strip()
-        flags = list(CFLAGS)
-        if _accepts(argv, MARCH):
-            flags += MARCH
-        _toolchain = (argv, version, flags)
+        _toolchain = (argv, probed[0], probed[1])
+        try:
+            os.makedirs(os.path.dirname(tfile), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(suffix=".json", prefix=".fj_tmp_", dir=os.path.dirname(tfile))
+            with os.fdopen(fd, "w") as f:
+                json.dump({"ident": ident, "version": probed[0], "flags": probed[1]}, f)
+            os.replace(tmp, tfile)
+        except OSError:
+            pass
         break
     return _toolchain
 

@@ -419,7 +419,13 @@ def test_nothing_fuses_returns_graph():
 # ---- disk cache and no compiler (subprocesses) -----------------------------------------
 
 _SUB = textwrap.dedent("""
-    import json, warnings, numpy as np, framejit
+    import json, subprocess, warnings, numpy as np, framejit
+    runs = []
+    _run = subprocess.run
+    def counting_run(*a, **k):
+        runs.append(a[0] if a else k.get("args"))
+        return _run(*a, **k)
+    subprocess.run = counting_run
     def f(x, y):
         return (x * 2 + y) / 3, x > y
     with warnings.catch_warnings(record=True) as w:
@@ -430,7 +436,7 @@ _SUB = textwrap.dedent("""
         cf(x, y)
     e = f(x, y)
     ok = all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(r, e))
-    print(json.dumps({"ok": ok, "counters": dict(framejit.counters["native"]),
+    print(json.dumps({"ok": ok, "counters": dict(framejit.counters["native"]), "subprocesses": len(runs),
                       "warnings": [str(m.message) for m in w]}))
 """)
 
@@ -453,8 +459,28 @@ def test_disk_cache_second_process(tmp_path):
     assert second["ok"]
     assert second["counters"].get("kernels_compiled", 0) == 0
     assert second["counters"].get("kernels_loaded_from_cache") == 1
+    # the compiler's probe is remembered too: a fully cached process runs no subprocess
+    assert first["counters"].get("compiler_probes") == 1
+    assert second["counters"].get("compiler_probes", 0) == 0
+    assert second["subprocesses"] == 0
     files = os.listdir(tmp_path / "k")
     assert any(f.endswith(".so") for f in files) and not any(f.startswith(".fj_tmp") for f in files)
+    assert any(f.startswith("toolchain_") for f in files)
+    # another compiler identity (CC spelled differently) probes again, then is remembered
+    third = _run_sub(dict(env, CC="gcc"))
+    assert third["ok"] and third["counters"].get("compiler_probes") == 1
+    assert _run_sub(dict(env, CC="gcc"))["counters"].get("compiler_probes", 0) == 0
+
+
+def test_damaged_toolchain_file_probes_again(tmp_path):
+    env = {"FRAMEJIT_CACHE_DIR": str(tmp_path / "k")}
+    assert _run_sub(env)["ok"]
+    for f in os.listdir(tmp_path / "k"):
+        if f.startswith("toolchain_"):
+            (tmp_path / "k" / f).write_text("{not json")
+    again = _run_sub(env)
+    assert again["ok"] and again["counters"].get("compiler_probes") == 1
+    assert again["counters"].get("kernels_loaded_from_cache") == 1
 
 
 def test_no_compiler_falls_back_to_eager(tmp_path):
