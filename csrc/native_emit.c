@@ -111,6 +111,11 @@ PyObject *fjn_emit_prologue(void)
         "#define FJ_FPE_SOFT (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW)\n"
         "#define FJ_HARD " FJN_ST_HARD_STR "\n"
         "static inline double fj_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }\n"
+        "/* ordered integer keys of floats: a < b (not NaN) iff key(a) < key(b), -0.0 < 0.0 */\n"
+        "static inline int32_t fj_key32(float x) { int32_t b; memcpy(&b, &x, 4); return b ^ ((b >> 31) & INT32_MAX); }\n"
+        "static inline float fj_unkey32(int32_t k) { int32_t b = k ^ ((k >> 31) & INT32_MAX); float x; memcpy(&x, &b, 4); return x; }\n"
+        "static inline int64_t fj_key64(double x) { int64_t b; memcpy(&b, &x, 8); return b ^ ((b >> 63) & INT64_MAX); }\n"
+        "static inline double fj_unkey64(int64_t k) { int64_t b = k ^ ((k >> 63) & INT64_MAX); double x; memcpy(&x, &b, 8); return x; }\n"
         "/* the status: FJ_HARD (run through NumPy), else the FE_* conditions NumPy's loops would\n"
         "   raise; invalid is computed from the operands (inv), not read from the flags, which\n"
         "   vectorized signaling compares and speculated sqrt set spuriously (hardinv: a float to\n"
@@ -362,6 +367,10 @@ static int emit_reduce_init(PyObject *buf, const fjn_Group *g)
         }
         if (put(buf, "    %s r%d = %s;\n", fjt_info[op->type].ctype, m, init) < 0)
             return -1;
+        if ((op->code == FJN_RMAX || op->code == FJN_RMIN) && fjt_info[op->type].is_float &&
+            put(buf, "    %s k%d = fj_key%s(r%d);\n", op->type == FJT_F32 ? "int32_t" : "int64_t", m,
+                op->type == FJT_F32 ? "32" : "64", m) < 0)
+            return -1;
     }
     return 0;
 }
@@ -394,6 +403,8 @@ static int fjn_red_update(char *out, size_t cap, const fjn_Op *op, const char *a
         return -1;
     }
 }
+
+static int emit_acc_update(PyObject *buf, const fjn_Op *op, int m, const char *r);
 
 static int emit_reduce_step(PyObject *buf, const fjn_Group *g, const fjn_Op *op, int m, const char *pwstmt,
                             int mode)
@@ -432,21 +443,37 @@ static int emit_reduce_step(PyObject *buf, const fjn_Group *g, const fjn_Op *op,
         return -1;
     if (m == g->pw)
         return pwstmt ? put(buf, "            %s x%d;\n", pwstmt, m) : -1;
+    char r[32];
+    snprintf(r, sizeof r, "r%d", m);
+    return emit_acc_update(buf, op, m, r);
+}
+
+/* The update of accumulator 'r' of reduction member m over every axis with element x<m>. */
+static int emit_acc_update(PyObject *buf, const fjn_Op *op, int m, const char *r)
+{
+    const char *ct = fjt_info[op->type].ctype;
+    int isf = fjt_info[op->type].is_float;
     switch (op->code) {
     case FJN_RSUM:
         if (isf)
             return -1;
-        return put(buf, "            r%d = (%s)((uint64_t)r%d + (uint64_t)x%d);\n", m, ct, m, m);
+        return put(buf, "            %s = (%s)((uint64_t)%s + (uint64_t)x%d);\n", r, ct, r, m);
     case FJN_RMAX:
     case FJN_RMIN:
+        /* floats: the max / min of the elements' ordered integer keys (fj_key*,
+           kept in k<m>: an integer max / min reduction, which compilers vectorize;
+           the float compare-select is not); a NaN element is flagged (st: NumPy
+           decides, the payload is its order's) */
         if (isf)
-            return put(buf, "            r%d = __builtin_isnan(r%d) ? r%d : ((__builtin_isnan(x%d) | %s(x%d, r%d)) ? x%d : r%d);\n",
-                       m, m, m, m, op->code == FJN_RMAX ? "__builtin_isgreater" : "__builtin_isless", m, m, m, m);
-        return put(buf, "            r%d = x%d %c r%d ? x%d : r%d;\n", m, m, op->code == FJN_RMAX ? '>' : '<', m, m, m);
+            return put(buf, "            { const %s kx = fj_key%s(x%d); k%d = kx %c k%d ? kx : k%d; }\n"
+                            "            st |= (x%d != x%d) << 1;\n",
+                       op->type == FJT_F32 ? "int32_t" : "int64_t", op->type == FJT_F32 ? "32" : "64", m, m,
+                       op->code == FJN_RMAX ? '>' : '<', m, m, m, m);
+        return put(buf, "            %s = x%d %c %s ? x%d : %s;\n", r, m, op->code == FJN_RMAX ? '>' : '<', r, m, r);
     case FJN_RANY:
-        return put(buf, "            r%d |= (unsigned char)(x%d != 0);\n", m, m);
+        return put(buf, "            %s |= (unsigned char)(x%d != 0);\n", r, m);
     case FJN_RALL:
-        return put(buf, "            r%d &= (unsigned char)(x%d != 0);\n", m, m);
+        return put(buf, "            %s &= (unsigned char)(x%d != 0);\n", r, m);
     default:
         return -1;
     }
@@ -461,7 +488,8 @@ static int emit_reduce_store(PyObject *buf, const fjn_Group *g)
         if (!FJN_IS_REDUCTION(op->code) || m == g->pw || op->axis >= 0)
             continue;
         if ((op->code == FJN_RMAX || op->code == FJN_RMIN) && fjt_info[op->type].is_float &&
-            put(buf, "    st |= (__builtin_isnan(r%d) || r%d == 0) ? 2 : 0;\n", m, m) < 0)
+            put(buf, "    r%d = fj_unkey%s(k%d);\n    st |= (__builtin_isnan(r%d) || r%d == 0) ? 2 : 0;\n", m,
+                op->type == FJT_F32 ? "32" : "64", m, m, m) < 0)
             return -1;
         if (put(buf, "    *(%s *)data[%d] = r%d;\n", fjt_info[op->type].ctype, g->nin + op->out, m) < 0)
             return -1;

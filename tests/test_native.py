@@ -782,3 +782,24 @@ def test_genuine_conditions_follow_errstate(expr, data_, warns, dt):
             assert got[1:] == exp[1:]
         else:
             same(got[1], exp[1])
+
+
+@pytest.mark.parametrize("dt", ["f4", "f8"])
+@pytest.mark.parametrize("expr", ["np.max(x * 1.5 + 2)", "np.min(x * x - 3)", "x.max()", "np.min(x)",
+                                  "np.max(np.maximum(x, -0.5))", "(np.max(x), np.min(x), np.sum(x > 0))"])
+def test_float_max_min_kernel(expr, dt):
+    """Float max/min over every axis (ordered integer keys): NumPy's value and the kernel path."""
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 7, 31, 64, 100, 1001):
+        x = (rng.standard_normal(n) * 10).astype(dt)
+        if n > 2:
+            x[n // 2] = np.inf if "max" in expr else -np.inf
+        for arg in (x, -np.abs(x) - 1, np.abs(x) + 1):
+            plans = _plans_outcome(expr, (arg,))
+            assert all(p.fallbacks == 0 for p in plans), expr
+    x = (rng.standard_normal((30, 40)) * 10).astype(dt)
+    for arg in (x, x.T, x[:, ::3]):
+        _plans_outcome(expr, (arg,))
+    # NaN and zero results: NumPy's answer (through NumPy)
+    for arg in (np.array([1.0, np.nan, -2.0], dt), np.array([0.0, -0.0], dt), np.array([-0.0, 0.0], dt)):
+        _plans_outcome(expr, (arg,))
