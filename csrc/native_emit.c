@@ -509,6 +509,41 @@ static int has_float_int_cast(const fjn_Group *g)
     return 0;
 }
 
+static int has_invalid_check(const fjn_Op *op)
+{
+    switch (op->code) {
+    case FJN_ADD:
+    case FJN_SUB:
+    case FJN_MUL:
+    case FJN_TDIV:
+    case FJN_SQRT:
+        return fjt_info[op->argtype[0]].is_float;
+    default:
+        return 0;
+    }
+}
+
+/* The accumulators iv<m> of the members' invalid conditions, one per member
+   and as wide as the member's float (several conditions ORed into one
+   variable per iteration, or an int beside doubles, keep gcc 12 from
+   vectorizing the loop), and their fold into inv. */
+static int emit_inv_decls(PyObject *buf, const fjn_Group *g)
+{
+    for (int m = 0; m < g->nops; m++)
+        if (has_invalid_check(&g->ops[m]) &&
+            put(buf, "    %s iv%d = 0;\n", fjt_info[g->ops[m].argtype[0]].size == 4 ? "int32_t" : "int64_t", m) < 0)
+            return -1;
+    return 0;
+}
+
+static int emit_inv_fold(PyObject *buf, const fjn_Group *g)
+{
+    for (int m = 0; m < g->nops; m++)
+        if (has_invalid_check(&g->ops[m]) && put(buf, "    inv |= iv%d != 0;\n", m) < 0)
+            return -1;
+    return 0;
+}
+
 /* NumPy's invalid condition of float member m, from its operands (not the FE
    flag): a NaN result of + - * / from non-NaN operands, sqrt of a value < 0. */
 static int emit_invalid_check(PyObject *buf, const fjn_Group *g, const fjn_Op *op, int m)
@@ -523,9 +558,9 @@ static int emit_invalid_check(PyObject *buf, const fjn_Group *g, const fjn_Op *o
     case FJN_MUL:
     case FJN_TDIV:
         operand_expr(g, op->arg[1], op->argtype[1], &B);
-        return put(buf, "            inv |= __builtin_isnan(m%d) & !__builtin_isunordered(%s, %s);\n", m, A.s, B.s);
+        return put(buf, "            iv%d |= __builtin_isnan(m%d) & !__builtin_isunordered(%s, %s);\n", m, m, A.s, B.s);
     case FJN_SQRT:
-        return put(buf, "            inv |= __builtin_isless(%s, 0);\n", A.s);
+        return put(buf, "            iv%d |= __builtin_isless(%s, 0);\n", m, A.s);
     default:
         return 0;
     }
@@ -536,6 +571,7 @@ static int emit_invalid_check(PyObject *buf, const fjn_Group *g, const fjn_Op *o
 static int emit_body(PyObject *buf, const fjn_Group *g, int mode, const char *pwstmt)
 {
     char e[2048];
+
     for (int k = 0; k < g->nin; k++) {
         const fjn_Input *in = &g->in[k];
         const char *ct = fjt_info[in->type].ctype;
@@ -658,7 +694,7 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
     int slot = g->nin + op->out, hardinv = has_float_int_cast(g);
     if (put(buf, "\nstatic %s fj_g%d_leaf(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n    int st = 0, inv = 0;\n"
                  "    %s res;\n", T, gi, T) < 0 ||
-        emit_flat_decls(buf, g) < 0 ||
+        emit_flat_decls(buf, g) < 0 || emit_inv_decls(buf, g) < 0 ||
         put(buf, "    if (n < 8) {\n        res = 0;\n        for (intptr_t i = lo; i < lo + n; i++) {\n") < 0 ||
         emit_body(buf, g, 0, "res +=") < 0 ||
         put(buf, "        }\n    } else {\n        %s r[8];\n        intptr_t i0 = lo + 8;\n"
@@ -670,7 +706,8 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
         put(buf, "            }\n        }\n        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));\n"
                  "        for (; i0 < lo + n; i0++) {\n            const intptr_t i = i0;\n") < 0 ||
         emit_body(buf, g, 0, "res +=") < 0 ||
-        put(buf, "        }\n    }\n    *stp |= (st ? 1 : 0) | (inv ? 4 : 0);\n    return res;\n}\n") < 0)
+        put(buf, "        }\n    }\n") < 0 || emit_inv_fold(buf, g) < 0 ||
+        put(buf, "    *stp |= (st ? 1 : 0) | (inv ? 4 : 0);\n    return res;\n}\n") < 0)
         return -1;
     if (put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
                  "    if (n <= 128)\n        return fj_g%d_leaf(lo, n, data, stp);\n"
@@ -716,12 +753,12 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
     /* flat */
     if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0, inv = 0;\n", gi) <
             0 ||
-        emit_flat_decls(buf, g) < 0)
+        emit_flat_decls(buf, g) < 0 || emit_inv_decls(buf, g) < 0)
         return -1;
     if (emit_reduce_init(buf, g) < 0 ||
         put(buf, "    feclearexcept(FJ_FPE);\n    for (intptr_t i = start; i < end; i++) {\n        {\n") < 0 ||
         emit_body(buf, g, 0, NULL) < 0 || put(buf, "        }\n    }\n") < 0 || emit_reduce_store(buf, g) < 0 ||
-        put(buf, "    return fj_ret(st, inv, %d);\n}\n", hardinv) < 0)
+        emit_inv_fold(buf, g) < 0 || put(buf, "    return fj_ret(st, inv, %d);\n}\n", hardinv) < 0)
         return -1;
     /* strided */
     if (put(buf,
@@ -729,7 +766,7 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
             "    int st = 0, inv = 0;\n    intptr_t idx[64];\n    intptr_t inner = nd > 0 ? shape[nd - 1] : 1, outer = 1;\n"
             "    for (int k = 0; k + 1 < nd; k++) { outer *= shape[k]; idx[k] = 0; }\n",
             gi) < 0 ||
-        emit_consts(buf, g) < 0)
+        emit_consts(buf, g) < 0 || emit_inv_decls(buf, g) < 0)
         return -1;
     for (int k = 0; k < nslot; k++) {
         if (k < g->nin && g->in[k].kind == FJN_IN_CONST)
@@ -792,7 +829,8 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
     if (put(buf, "        for (intptr_t i = 0; i < inner; i++) {\n") < 0 || emit_body(buf, g, 1, NULL) < 0 ||
         put(buf, "        }\n        for (int k = nd - 2; k >= 0; k--) {\n"
                  "            if (++idx[k] < shape[k]) break;\n            idx[k] = 0;\n        }\n    }\n") < 0 ||
-        emit_reduce_store(buf, g) < 0 || put(buf, "    return fj_ret(st, inv, %d);\n}\n", hardinv) < 0)
+        emit_reduce_store(buf, g) < 0 || emit_inv_fold(buf, g) < 0 ||
+        put(buf, "    return fj_ret(st, inv, %d);\n}\n", hardinv) < 0)
         return -1;
     return 0;
 }
