@@ -1319,7 +1319,8 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
     for (int j = 0; status == 0 && g->has_axisred && j < g->nout; j++) {
         const fjn_Op *op = &g->ops[g->out_op[j]];
         npy_intp cnt = PyArray_SIZE(outs[j]);
-        if (!FJN_IS_REDUCTION(op->code) || op->axis < 0 || (op->type != FJT_F32 && op->type != FJT_F64))
+        if ((op->code != FJN_RMAX && op->code != FJN_RMIN) || op->axis < 0 ||
+            (op->type != FJT_F32 && op->type != FJT_F64))
             continue;
         for (npy_intp i = 0; i < cnt && status == 0; i++) {
             double v = op->type == FJT_F32 ? (double)((float *)PyArray_DATA(outs[j]))[i]

@@ -509,8 +509,14 @@ static int has_float_int_cast(const fjn_Group *g)
     return 0;
 }
 
+/* Whether emitted bodies compute the invalid conditions (0 only while the
+   pairwise sum's unchecked leaves are written). */
+static int fjn_checks = 1;
+
 static int has_invalid_check(const fjn_Op *op)
 {
+    if (!fjn_checks)
+        return 0;
     switch (op->code) {
     case FJN_ADD:
     case FJN_SUB:
@@ -549,7 +555,7 @@ static int emit_inv_fold(PyObject *buf, const fjn_Group *g)
 static int emit_invalid_check(PyObject *buf, const fjn_Group *g, const fjn_Op *op, int m)
 {
     fjn_Expr A = {{0}}, B = {{0}};
-    if (!fjt_info[op->argtype[0]].is_float)
+    if (!has_invalid_check(op))
         return 0;
     operand_expr(g, op->arg[0], op->argtype[0], &A);
     switch (op->code) {
@@ -692,28 +698,50 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
     const fjn_Op *op = &g->ops[g->pw];
     const char *T = fjt_info[op->type].ctype;
     int slot = g->nin + op->out, hardinv = has_float_int_cast(g);
-    if (put(buf, "\nstatic %s fj_g%d_leaf(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n    int st = 0, inv = 0;\n"
-                 "    %s res;\n", T, gi, T) < 0 ||
-        emit_flat_decls(buf, g) < 0 || emit_inv_decls(buf, g) < 0 ||
-        put(buf, "    if (n < 8) {\n        res = 0;\n        for (intptr_t i = lo; i < lo + n; i++) {\n") < 0 ||
-        emit_body(buf, g, 0, "res +=") < 0 ||
-        put(buf, "        }\n    } else {\n        %s r[8];\n        intptr_t i0 = lo + 8;\n"
-                 "        for (int j = 0; j < 8; j++) {\n            const intptr_t i = lo + j;\n", T) < 0 ||
-        emit_body(buf, g, 0, "r[j] =") < 0 ||
-        put(buf, "        }\n        for (; i0 < lo + n - (n %% 8); i0 += 8) {\n            for (int j = 0; j < 8; j++) {\n"
-                 "            const intptr_t i = i0 + j;\n") < 0 ||
-        emit_body(buf, g, 0, "r[j] +=") < 0 ||
-        put(buf, "            }\n        }\n        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));\n"
-                 "        for (; i0 < lo + n; i0++) {\n            const intptr_t i = i0;\n") < 0 ||
-        emit_body(buf, g, 0, "res +=") < 0 ||
-        put(buf, "        }\n    }\n") < 0 || emit_inv_fold(buf, g) < 0 ||
-        put(buf, "    *stp |= (st ? 1 : 0) | (inv ? 4 : 0);\n    return res;\n}\n") < 0)
-        return -1;
-    if (put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
-                 "    if (n <= 128)\n        return fj_g%d_leaf(lo, n, data, stp);\n"
-                 "    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n    %s a = fj_g%d_pw(lo, n2, data, stp);\n"
-                 "    return a + fj_g%d_pw(lo + n2, n - n2, data, stp);\n}\n", T, gi, gi, T, gi, gi) < 0)
-        return -1;
+    char s1[96], s2[96], s3[96];
+    /* two versions of the leaves: "" computes no invalid condition (the
+       per-element checks slow the 8-accumulator loop down 2-3x); "c" computes
+       them and whether an element is NaN, and runs only when the FE invalid
+       flag (set also spuriously by vectorized compares) says it may matter */
+    for (int checked = 0; checked < 2; checked++) {
+        const char *sfx = checked ? "c" : "";
+        fjn_checks = checked;
+        if (checked) {
+            snprintf(s1, sizeof s1, "en |= __builtin_isnan(x%d); res +=", g->pw);
+            snprintf(s2, sizeof s2, "en |= __builtin_isnan(x%d); r[j] =", g->pw);
+            snprintf(s3, sizeof s3, "en |= __builtin_isnan(x%d); r[j] +=", g->pw);
+        } else {
+            snprintf(s1, sizeof s1, "res +=");
+            snprintf(s2, sizeof s2, "r[j] =");
+            snprintf(s3, sizeof s3, "r[j] +=");
+        }
+        if (put(buf, "\nstatic %s fj_g%d_leaf%s(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
+                     "    int st = 0, inv = 0, en = 0;\n    %s res;\n", T, gi, sfx, T) < 0 ||
+            emit_flat_decls(buf, g) < 0 || emit_inv_decls(buf, g) < 0 ||
+            put(buf, "    if (n < 8) {\n        res = 0;\n        for (intptr_t i = lo; i < lo + n; i++) {\n") < 0 ||
+            emit_body(buf, g, 0, s1) < 0 ||
+            put(buf, "        }\n    } else {\n        %s r[8];\n        intptr_t i0 = lo + 8;\n"
+                     "        for (int j = 0; j < 8; j++) {\n            const intptr_t i = lo + j;\n", T) < 0 ||
+            emit_body(buf, g, 0, s2) < 0 ||
+            put(buf, "        }\n        for (; i0 < lo + n - (n %% 8); i0 += 8) {\n            for (int j = 0; j < 8; j++) {\n"
+                     "            const intptr_t i = i0 + j;\n") < 0 ||
+            emit_body(buf, g, 0, s3) < 0 ||
+            put(buf, "            }\n        }\n        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));\n"
+                     "        for (; i0 < lo + n; i0++) {\n            const intptr_t i = i0;\n") < 0 ||
+            emit_body(buf, g, 0, s1) < 0 ||
+            put(buf, "        }\n    }\n") < 0 || emit_inv_fold(buf, g) < 0 ||
+            put(buf, "    *stp |= (st ? 1 : 0) | (inv ? 4 : 0) | (en ? 8 : 0);\n    return res;\n}\n") < 0)
+            goto error;
+        if (put(buf, "\nstatic %s fj_g%d_pw%s(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
+                     "    if (n <= 128)\n        return fj_g%d_leaf%s(lo, n, data, stp);\n"
+                     "    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n    %s a = fj_g%d_pw%s(lo, n2, data, stp);\n"
+                     "    return a + fj_g%d_pw%s(lo + n2, n - n2, data, stp);\n}\n",
+                T, gi, sfx, gi, sfx, T, gi, sfx, gi, sfx) < 0)
+            goto error;
+    }
+    fjn_checks = 1;
+    /* invalid: a member's condition (bit 4 of the checked leaves), or the sum's
+       own inf - inf (a NaN total from no NaN element, bit 8) */
     if (op->axis >= 0) {
         /* over the last axis of C-contiguous operands: one pairwise sum per row
            (NumPy's order there); the host calls the strided entry for it */
@@ -728,8 +756,11 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
             return -1;
         if (op->code == FJN_RMEAN && put(buf, "        r = (%s)((double)r / (double)(int64_t)len);\n", T) < 0)
             return -1;
-        return put(buf, "        inv |= __builtin_isnan(r) && fetestexcept(FE_INVALID);\n        out[q] = r;\n    }\n"
-                        "    inv |= st & 4;\n    return fj_ret(st & 1, inv, %d);\n}\n", hardinv);
+        return put(buf, "        out[q] = r;\n    }\n"
+                        "    if (fetestexcept(FE_INVALID))\n        for (intptr_t q = 0; q < rows && !inv; q++) {\n"
+                        "            int sc = 0;\n            %s total = fj_g%d_pwc(q * len, len, data, &sc);\n"
+                        "            inv = (sc & 4) || (__builtin_isnan(total) && !(sc & 8));\n        }\n"
+                        "    return fj_ret(st & 1, inv, %d);\n}\n", T, gi, hardinv);
     }
     if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0, inv = 0;\n"
                  "    feclearexcept(FJ_FPE);\n    %s total = fj_g%d_pw(start, end - start, data, &st);\n"
@@ -738,11 +769,16 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
     if (op->code == FJN_RMEAN &&
         put(buf, "    r = (%s)((double)r / (double)(int64_t)(end - start));\n", T) < 0)
         return -1;
-    return put(buf, "    inv = (st & 4) || (__builtin_isnan(r) && fetestexcept(FE_INVALID));\n"
+    return put(buf, "    if (fetestexcept(FE_INVALID)) {\n        int sc = 0;\n"
+                    "        %s tc = fj_g%d_pwc(start, end - start, data, &sc);\n"
+                    "        inv = (sc & 4) || (__builtin_isnan(tc) && !(sc & 8));\n    }\n"
                     "    *(%s *)data[%d] = r;\n    return fj_ret(st & 1, inv, %d);\n}\n"
                     "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n"
                     "{\n    (void)nd; (void)shape; (void)data; (void)strides;\n    return FJ_HARD;\n}\n",
-               T, slot, hardinv, gi);
+               T, gi, T, slot, hardinv, gi);
+error:
+    fjn_checks = 1;
+    return -1;
 }
 
 int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)

@@ -743,7 +743,9 @@ def test_sqrt_of_select_uses_kernel(expr, dt):
 
 NAN_CASES = ["np.maximum((x * x + 1) * 0.5 - x, 0.0)", "x > 0.5", "np.where(x > 0, x, 1.0)",
              "np.minimum(x, 1.0) * 2", "np.maximum(x, x * 0.5) <= 0.25", "(x + 1) / (x * x + 1)",
-             "np.isnan(x) | (x >= 1)", "(x * 2 + 1).sum()", "np.sqrt(np.maximum(x, 0.0))"]
+             "np.isnan(x) | (x >= 1)", "(x * 2 + 1).sum()", "np.sqrt(np.maximum(x, 0.0))",
+             "np.sum(np.maximum(x, 0.5))", "np.mean(np.sqrt(np.maximum(x * 2, 0.0)))",
+             "np.sum(np.maximum(x.reshape(30, 100), 0.5), axis=-1)"]
 
 
 @pytest.mark.parametrize("dt", ["f4", "f8"])
@@ -761,6 +763,10 @@ def test_nan_inputs_use_kernel(expr, dt):
     ("(x - x) * 0 + x * np.inf", [1.0, np.inf, 0.0], True),  # inf - inf, 0 * inf
     ("x / x", [1.0, 0.0, 2.0], True),                     # 0 / 0
     ("(x * 1e-300) * 1e-300", [1.0, 2.0, 3.0], False),    # underflow: ignored by default
+    ("np.sum(x * 2)", [np.inf, 1.0, -np.inf], True),      # the sum's own inf - inf
+    ("np.sum(np.minimum(x, np.inf) * 2, axis=-1)", [np.inf, 1.0, -np.inf], True),
+    ("np.sum(np.sqrt(x))", [4.0, -1.0, 9.0], True),       # a member's invalid in a sum
+    ("np.mean(np.maximum(x, 1.0))", [np.nan, 1.0, 3.0], False),  # NaN element, no invalid
 ])
 @pytest.mark.parametrize("dt", ["f4", "f8"])
 def test_genuine_conditions_follow_errstate(expr, data_, warns, dt):
