@@ -15,15 +15,19 @@ nodes_fused, kernels_compiled, kernels_loaded_from_cache, no_compiler,
 compiler_probes (runs of ``cc --version`` and the flag probe; 0 in a process
 that finds the compiler's probe remembered in the cache directory).
 """
-import hashlib
-import json
+import marshal
 import os
-import platform
-import shlex
 import shutil
-import subprocess
-import tempfile
 import warnings
+
+try:  # the builtin module: hashlib loads OpenSSL (ms) for the same function
+    from _sha256 import sha256 as _sha256
+except ImportError:  # pragma: no cover
+    from hashlib import sha256 as _sha256
+
+# subprocess, tempfile and shlex are imported where the compiler runs or a
+# file is built, json not at all: a process whose kernels are all cached
+# never needs them (importing them cost several ms of its first backend call).
 
 from . import _C
 
@@ -52,7 +56,7 @@ def _machine_id():
     global _machine
     if _machine is not None:
         return _machine
-    parts = [platform.machine()]
+    parts = [os.uname().machine]
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -87,13 +91,14 @@ def _compiler_identity(argv):
 
 def _toolchain_file(ident):
     """The file in the cache directory remembering the probe of compiler 'ident'."""
-    key = hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:32]
-    return os.path.join(cache_dir(), f"toolchain_{key}.json")
+    key = _sha256(repr(ident).encode()).hexdigest()[:32]
+    return os.path.join(cache_dir(), f"toolchain_{key}.bin")
 
 
 def _probe(argv):
     """(version, flags) of compiler argv by running it (--version, a -march=native
     probe), or None when it does not work."""
+    import subprocess
     try:
         out = subprocess.run(argv + ["--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
@@ -121,6 +126,8 @@ def _find_toolchain():
         return _toolchain
     _toolchain_env = env
     _toolchain = False
+    if env:
+        import shlex
     candidates = [shlex.split(env)] if env else [["cc"], ["gcc"], ["clang"]]
     for argv in candidates:
         ident = argv and _compiler_identity(argv)
@@ -128,22 +135,23 @@ def _find_toolchain():
             continue
         tfile = _toolchain_file(ident)
         try:
-            with open(tfile) as f:
-                saved = json.load(f)
+            with open(tfile, "rb") as f:
+                saved = marshal.loads(f.read())
             if saved["ident"] == ident:
                 _toolchain = (argv, saved["version"], saved["flags"])
                 break
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, EOFError):
             pass
         probed = _probe(argv)
         if probed is None:
             continue
         _toolchain = (argv, probed[0], probed[1])
         try:
+            import tempfile
             os.makedirs(os.path.dirname(tfile), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(suffix=".json", prefix=".fj_tmp_", dir=os.path.dirname(tfile))
-            with os.fdopen(fd, "w") as f:
-                json.dump({"ident": ident, "version": probed[0], "flags": probed[1]}, f)
+            fd, tmp = tempfile.mkstemp(suffix=".bin", prefix=".fj_tmp_", dir=os.path.dirname(tfile))
+            with os.fdopen(fd, "wb") as f:
+                f.write(marshal.dumps({"ident": ident, "version": probed[0], "flags": probed[1]}))
             os.replace(tmp, tfile)
         except OSError:
             pass
@@ -152,6 +160,8 @@ def _find_toolchain():
 
 
 def _accepts(argv, flags):
+    import subprocess
+    import tempfile
     with tempfile.TemporaryDirectory(prefix="framejit-cc-") as d:
         src = os.path.join(d, "t.c")
         with open(src, "w") as f:
@@ -182,17 +192,20 @@ def _warn_no_compiler():
 def build(source, toolchain):
     """The path of the shared object built from 'source' (from the cache when it is there)."""
     argv, version, flags = toolchain
-    key = hashlib.sha256("\0".join([source, " ".join(flags), " ".join(argv), version,
+    key = _sha256("\0".join([source, " ".join(flags), " ".join(argv), version,
                                     _machine_id()]).encode()).hexdigest()
     d = cache_dir()
-    try:
-        os.makedirs(d, exist_ok=True)
-    except OSError:
-        d = tempfile.mkdtemp(prefix="framejit-kernels-")
     path = os.path.join(d, f"fj_{key[:40]}.so")
     if os.path.exists(path):
         _counters()["kernels_loaded_from_cache"] += 1
         return path
+    import subprocess
+    import tempfile
+    try:
+        os.makedirs(d, exist_ok=True)
+    except OSError:
+        d = tempfile.mkdtemp(prefix="framejit-kernels-")
+        path = os.path.join(d, f"fj_{key[:40]}.so")
     fd, tmp_c = tempfile.mkstemp(suffix=".c", prefix=".fj_tmp_", dir=d)
     tmp_so = tmp_c[:-2] + ".so"
     try:
