@@ -27,6 +27,7 @@
 #include "native.h"
 
 #include <dlfcn.h>
+#include <fenv.h>
 #include <math.h>
 #include <structmember.h>
 #include <pthread.h>
@@ -923,6 +924,34 @@ done:
     return result;
 }
 
+/* Does NumPy's error state ignore every FE_* condition of kernel status
+   'status' (np.geterr()[...] == "ignore"), so the kernel's values stand?
+   Asked only when a kernel reports something; errors count as "no". */
+static int status_ignored(int status)
+{
+    static const struct {
+        int bit;
+        const char *name;
+    } cats[] = {{FE_DIVBYZERO, "divide"}, {FE_OVERFLOW, "over"}, {FE_UNDERFLOW, "under"}, {FE_INVALID, "invalid"}};
+    int ok = 1;
+    if (status & ~(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID))
+        return 0;
+    PyObject *err = PyObject_CallMethod(fjn_numpy, "geterr", NULL);
+    if (!err || !PyDict_Check(err)) {
+        Py_XDECREF(err);
+        PyErr_Clear();
+        return 0;
+    }
+    for (size_t i = 0; ok && i < sizeof cats / sizeof cats[0]; i++) {
+        if (!(status & cats[i].bit))
+            continue;
+        PyObject *mode = PyDict_GetItemString(err, cats[i].name); /* borrowed */
+        ok = mode && PyUnicode_Check(mode) && PyUnicode_CompareWithASCIIString(mode, "ignore") == 0;
+    }
+    Py_DECREF(err);
+    return ok;
+}
+
 /* ---- running ---------------------------------------------------------------- */
 
 typedef struct {
@@ -1290,16 +1319,17 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
     for (int j = 0; status == 0 && g->has_axisred && j < g->nout; j++) {
         const fjn_Op *op = &g->ops[g->out_op[j]];
         npy_intp cnt = PyArray_SIZE(outs[j]);
-        if (!FJN_IS_REDUCTION(op->code) || op->axis < 0 || (op->type != FJT_F32 && op->type != FJT_F64))
+        if ((op->code != FJN_RMAX && op->code != FJN_RMIN) || op->axis < 0 ||
+            (op->type != FJT_F32 && op->type != FJT_F64))
             continue;
         for (npy_intp i = 0; i < cnt && status == 0; i++) {
             double v = op->type == FJT_F32 ? (double)((float *)PyArray_DATA(outs[j]))[i]
                                            : ((double *)PyArray_DATA(outs[j]))[i];
             if (v == 0 || isnan(v))
-                status = 2;
+                status = FJN_ST_HARD;
         }
     }
-    if (status != 0) {
+    if (status != 0 && !status_ignored(status)) {
         for (int j = 0; j < g->nout; j++)
             Py_CLEAR(outs[j]);
         goto unfused;

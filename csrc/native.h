@@ -23,6 +23,11 @@
 #define FJN_MAX_OPS 64 /* members of one group */
 #define FJN_MAX_IN 24  /* operands (group inputs) of one group */
 #define FJN_MAX_OUT 16 /* materialized values of one group */
+/* A kernel's status: 0, FJN_ST_HARD (run the group through NumPy), or FE_*
+   bits (fenv.h) of the conditions NumPy's loops would raise: the group runs
+   through NumPy unless np.geterr() ignores every one of them. */
+#define FJN_ST_HARD 0x10000
+#define FJN_ST_HARD_STR "0x10000"
 
 /* Value types a kernel computes with (canonical: int64 is one type whatever its NumPy type number). */
 enum {

@@ -108,7 +108,22 @@ PyObject *fjn_emit_prologue(void)
         "/* framejit native kernels (generated) */\n"
         "#include <stdint.h>\n#include <string.h>\n#include <fenv.h>\n"
         "#define FJ_FPE (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID)\n"
-        "static inline double fj_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }\n");
+        "#define FJ_FPE_SOFT (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW)\n"
+        "#define FJ_HARD " FJN_ST_HARD_STR "\n"
+        "static inline double fj_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }\n"
+        "/* ordered integer keys of floats: a < b (not NaN) iff key(a) < key(b), -0.0 < 0.0 */\n"
+        "static inline int32_t fj_key32(float x) { int32_t b; memcpy(&b, &x, 4); return b ^ ((b >> 31) & INT32_MAX); }\n"
+        "static inline float fj_unkey32(int32_t k) { int32_t b = k ^ ((k >> 31) & INT32_MAX); float x; memcpy(&x, &b, 4); return x; }\n"
+        "static inline int64_t fj_key64(double x) { int64_t b; memcpy(&b, &x, 8); return b ^ ((b >> 63) & INT64_MAX); }\n"
+        "static inline double fj_unkey64(int64_t k) { int64_t b = k ^ ((k >> 63) & INT64_MAX); double x; memcpy(&x, &b, 8); return x; }\n"
+        "/* the status: FJ_HARD (run through NumPy), else the FE_* conditions NumPy's loops would\n"
+        "   raise; invalid is computed from the operands (inv), not read from the flags, which\n"
+        "   vectorized signaling compares and speculated sqrt set spuriously (hardinv: a float to\n"
+        "   int cast, whose invalid only the flags tell, makes the invalid flag FJ_HARD) */\n"
+        "static inline int fj_ret(int st, int inv, int hardinv)\n{\n"
+        "    int f = fetestexcept(FJ_FPE);\n"
+        "    int r = (st ? FJ_HARD : 0) | (f & FJ_FPE_SOFT) | (inv ? FE_INVALID : 0);\n"
+        "    return (hardinv && (f & FE_INVALID)) ? (r | FJ_HARD) : r;\n}\n");
 }
 
 /* ---- expressions ---------------------------------------------------------- */
@@ -352,6 +367,10 @@ static int emit_reduce_init(PyObject *buf, const fjn_Group *g)
         }
         if (put(buf, "    %s r%d = %s;\n", fjt_info[op->type].ctype, m, init) < 0)
             return -1;
+        if ((op->code == FJN_RMAX || op->code == FJN_RMIN) && fjt_info[op->type].is_float &&
+            put(buf, "    %s k%d = fj_key%s(r%d);\n", op->type == FJT_F32 ? "int32_t" : "int64_t", m,
+                op->type == FJT_F32 ? "32" : "64", m) < 0)
+            return -1;
     }
     return 0;
 }
@@ -384,6 +403,8 @@ static int fjn_red_update(char *out, size_t cap, const fjn_Op *op, const char *a
         return -1;
     }
 }
+
+static int emit_acc_update(PyObject *buf, const fjn_Op *op, int m, const char *r);
 
 static int emit_reduce_step(PyObject *buf, const fjn_Group *g, const fjn_Op *op, int m, const char *pwstmt,
                             int mode)
@@ -422,21 +443,37 @@ static int emit_reduce_step(PyObject *buf, const fjn_Group *g, const fjn_Op *op,
         return -1;
     if (m == g->pw)
         return pwstmt ? put(buf, "            %s x%d;\n", pwstmt, m) : -1;
+    char r[32];
+    snprintf(r, sizeof r, "r%d", m);
+    return emit_acc_update(buf, op, m, r);
+}
+
+/* The update of accumulator 'r' of reduction member m over every axis with element x<m>. */
+static int emit_acc_update(PyObject *buf, const fjn_Op *op, int m, const char *r)
+{
+    const char *ct = fjt_info[op->type].ctype;
+    int isf = fjt_info[op->type].is_float;
     switch (op->code) {
     case FJN_RSUM:
         if (isf)
             return -1;
-        return put(buf, "            r%d = (%s)((uint64_t)r%d + (uint64_t)x%d);\n", m, ct, m, m);
+        return put(buf, "            %s = (%s)((uint64_t)%s + (uint64_t)x%d);\n", r, ct, r, m);
     case FJN_RMAX:
     case FJN_RMIN:
+        /* floats: the max / min of the elements' ordered integer keys (fj_key*,
+           kept in k<m>: an integer max / min reduction, which compilers vectorize;
+           the float compare-select is not); a NaN element is flagged (st: NumPy
+           decides, the payload is its order's) */
         if (isf)
-            return put(buf, "            r%d = __builtin_isnan(r%d) ? r%d : ((__builtin_isnan(x%d) | %s(x%d, r%d)) ? x%d : r%d);\n",
-                       m, m, m, m, op->code == FJN_RMAX ? "__builtin_isgreater" : "__builtin_isless", m, m, m, m);
-        return put(buf, "            r%d = x%d %c r%d ? x%d : r%d;\n", m, m, op->code == FJN_RMAX ? '>' : '<', m, m, m);
+            return put(buf, "            { const %s kx = fj_key%s(x%d); k%d = kx %c k%d ? kx : k%d; }\n"
+                            "            st |= (x%d != x%d) << 1;\n",
+                       op->type == FJT_F32 ? "int32_t" : "int64_t", op->type == FJT_F32 ? "32" : "64", m, m,
+                       op->code == FJN_RMAX ? '>' : '<', m, m, m, m);
+        return put(buf, "            %s = x%d %c %s ? x%d : %s;\n", r, m, op->code == FJN_RMAX ? '>' : '<', r, m, r);
     case FJN_RANY:
-        return put(buf, "            r%d |= (unsigned char)(x%d != 0);\n", m, m);
+        return put(buf, "            %s |= (unsigned char)(x%d != 0);\n", r, m);
     case FJN_RALL:
-        return put(buf, "            r%d &= (unsigned char)(x%d != 0);\n", m, m);
+        return put(buf, "            %s &= (unsigned char)(x%d != 0);\n", r, m);
     default:
         return -1;
     }
@@ -451,7 +488,8 @@ static int emit_reduce_store(PyObject *buf, const fjn_Group *g)
         if (!FJN_IS_REDUCTION(op->code) || m == g->pw || op->axis >= 0)
             continue;
         if ((op->code == FJN_RMAX || op->code == FJN_RMIN) && fjt_info[op->type].is_float &&
-            put(buf, "    st |= (__builtin_isnan(r%d) || r%d == 0) ? 2 : 0;\n", m, m) < 0)
+            put(buf, "    r%d = fj_unkey%s(k%d);\n    st |= (__builtin_isnan(r%d) || r%d == 0) ? 2 : 0;\n", m,
+                op->type == FJT_F32 ? "32" : "64", m, m, m) < 0)
             return -1;
         if (put(buf, "    *(%s *)data[%d] = r%d;\n", fjt_info[op->type].ctype, g->nin + op->out, m) < 0)
             return -1;
@@ -459,11 +497,87 @@ static int emit_reduce_store(PyObject *buf, const fjn_Group *g)
     return 0;
 }
 
+/* Does the group cast a float to an integer (whose invalid only the FE flag tells)? */
+static int has_float_int_cast(const fjn_Group *g)
+{
+    for (int m = 0; m < g->nops; m++) {
+        const fjn_Op *op = &g->ops[m];
+        if (op->code == FJN_CAST && fjt_info[op->argtype[0]].is_float && !fjt_info[op->type].is_float &&
+            op->type != FJT_BOOL)
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether emitted bodies compute the invalid conditions (0 only while the
+   pairwise sum's unchecked leaves are written). */
+static int fjn_checks = 1;
+
+static int has_invalid_check(const fjn_Op *op)
+{
+    if (!fjn_checks)
+        return 0;
+    switch (op->code) {
+    case FJN_ADD:
+    case FJN_SUB:
+    case FJN_MUL:
+    case FJN_TDIV:
+    case FJN_SQRT:
+        return fjt_info[op->argtype[0]].is_float;
+    default:
+        return 0;
+    }
+}
+
+/* The accumulators iv<m> of the members' invalid conditions, one per member
+   and as wide as the member's float (several conditions ORed into one
+   variable per iteration, or an int beside doubles, keep gcc 12 from
+   vectorizing the loop), and their fold into inv. */
+static int emit_inv_decls(PyObject *buf, const fjn_Group *g)
+{
+    for (int m = 0; m < g->nops; m++)
+        if (has_invalid_check(&g->ops[m]) &&
+            put(buf, "    %s iv%d = 0;\n", fjt_info[g->ops[m].argtype[0]].size == 4 ? "int32_t" : "int64_t", m) < 0)
+            return -1;
+    return 0;
+}
+
+static int emit_inv_fold(PyObject *buf, const fjn_Group *g)
+{
+    for (int m = 0; m < g->nops; m++)
+        if (has_invalid_check(&g->ops[m]) && put(buf, "    inv |= iv%d != 0;\n", m) < 0)
+            return -1;
+    return 0;
+}
+
+/* NumPy's invalid condition of float member m, from its operands (not the FE
+   flag): a NaN result of + - * / from non-NaN operands, sqrt of a value < 0. */
+static int emit_invalid_check(PyObject *buf, const fjn_Group *g, const fjn_Op *op, int m)
+{
+    fjn_Expr A = {{0}}, B = {{0}};
+    if (!has_invalid_check(op))
+        return 0;
+    operand_expr(g, op->arg[0], op->argtype[0], &A);
+    switch (op->code) {
+    case FJN_ADD:
+    case FJN_SUB:
+    case FJN_MUL:
+    case FJN_TDIV:
+        operand_expr(g, op->arg[1], op->argtype[1], &B);
+        return put(buf, "            iv%d |= __builtin_isnan(m%d) & !__builtin_isunordered(%s, %s);\n", m, m, A.s, B.s);
+    case FJN_SQRT:
+        return put(buf, "            iv%d |= __builtin_isless(%s, 0);\n", m, A.s);
+    default:
+        return 0;
+    }
+}
+
 /* The loop body: loads (by 'mode'), members, stores. mode 0: flat, 1: strided.
    'pwstmt' is the statement that takes the pairwise-summed value ("res +="). */
 static int emit_body(PyObject *buf, const fjn_Group *g, int mode, const char *pwstmt)
 {
     char e[2048];
+
     for (int k = 0; k < g->nin; k++) {
         const fjn_Input *in = &g->in[k];
         const char *ct = fjt_info[in->type].ctype;
@@ -495,7 +609,8 @@ static int emit_body(PyObject *buf, const fjn_Group *g, int mode, const char *pw
                          op->argtype[0]);
             return -1;
         }
-        if (put(buf, "            const %s m%d = %s;\n", fjt_info[op->type].ctype, m, e) < 0)
+        if (put(buf, "            const %s m%d = %s;\n", fjt_info[op->type].ctype, m, e) < 0 ||
+            emit_invalid_check(buf, g, op, m) < 0)
             return -1;
     }
     for (int j = 0; j < g->nout; j++) {
@@ -582,35 +697,58 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
 {
     const fjn_Op *op = &g->ops[g->pw];
     const char *T = fjt_info[op->type].ctype;
-    int slot = g->nin + op->out;
-    if (put(buf, "\nstatic %s fj_g%d_leaf(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n    int st = 0;\n"
-                 "    %s res;\n", T, gi, T) < 0 ||
-        emit_flat_decls(buf, g) < 0 ||
-        put(buf, "    if (n < 8) {\n        res = 0;\n        for (intptr_t i = lo; i < lo + n; i++) {\n") < 0 ||
-        emit_body(buf, g, 0, "res +=") < 0 ||
-        put(buf, "        }\n    } else {\n        %s r[8];\n        intptr_t i0 = lo + 8;\n"
-                 "        for (int j = 0; j < 8; j++) {\n            const intptr_t i = lo + j;\n", T) < 0 ||
-        emit_body(buf, g, 0, "r[j] =") < 0 ||
-        put(buf, "        }\n        for (; i0 < lo + n - (n %% 8); i0 += 8) {\n            for (int j = 0; j < 8; j++) {\n"
-                 "            const intptr_t i = i0 + j;\n") < 0 ||
-        emit_body(buf, g, 0, "r[j] +=") < 0 ||
-        put(buf, "            }\n        }\n        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));\n"
-                 "        for (; i0 < lo + n; i0++) {\n            const intptr_t i = i0;\n") < 0 ||
-        emit_body(buf, g, 0, "res +=") < 0 ||
-        put(buf, "        }\n    }\n    *stp |= st;\n    return res;\n}\n") < 0)
-        return -1;
-    if (put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
-                 "    if (n <= 128)\n        return fj_g%d_leaf(lo, n, data, stp);\n"
-                 "    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n    %s a = fj_g%d_pw(lo, n2, data, stp);\n"
-                 "    return a + fj_g%d_pw(lo + n2, n - n2, data, stp);\n}\n", T, gi, gi, T, gi, gi) < 0)
-        return -1;
+    int slot = g->nin + op->out, hardinv = has_float_int_cast(g);
+    char s1[96], s2[96], s3[96];
+    /* two versions of the leaves: "" computes no invalid condition (the
+       per-element checks slow the 8-accumulator loop down 2-3x); "c" computes
+       them and whether an element is NaN, and runs only when the FE invalid
+       flag (set also spuriously by vectorized compares) says it may matter */
+    for (int checked = 0; checked < 2; checked++) {
+        const char *sfx = checked ? "c" : "";
+        fjn_checks = checked;
+        if (checked) {
+            snprintf(s1, sizeof s1, "en |= __builtin_isnan(x%d); res +=", g->pw);
+            snprintf(s2, sizeof s2, "en |= __builtin_isnan(x%d); r[j] =", g->pw);
+            snprintf(s3, sizeof s3, "en |= __builtin_isnan(x%d); r[j] +=", g->pw);
+        } else {
+            snprintf(s1, sizeof s1, "res +=");
+            snprintf(s2, sizeof s2, "r[j] =");
+            snprintf(s3, sizeof s3, "r[j] +=");
+        }
+        if (put(buf, "\nstatic %s fj_g%d_leaf%s(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
+                     "    int st = 0, inv = 0, en = 0;\n    %s res;\n", T, gi, sfx, T) < 0 ||
+            emit_flat_decls(buf, g) < 0 || emit_inv_decls(buf, g) < 0 ||
+            put(buf, "    if (n < 8) {\n        res = 0;\n        for (intptr_t i = lo; i < lo + n; i++) {\n") < 0 ||
+            emit_body(buf, g, 0, s1) < 0 ||
+            put(buf, "        }\n    } else {\n        %s r[8];\n        intptr_t i0 = lo + 8;\n"
+                     "        for (int j = 0; j < 8; j++) {\n            const intptr_t i = lo + j;\n", T) < 0 ||
+            emit_body(buf, g, 0, s2) < 0 ||
+            put(buf, "        }\n        for (; i0 < lo + n - (n %% 8); i0 += 8) {\n            for (int j = 0; j < 8; j++) {\n"
+                     "            const intptr_t i = i0 + j;\n") < 0 ||
+            emit_body(buf, g, 0, s3) < 0 ||
+            put(buf, "            }\n        }\n        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));\n"
+                     "        for (; i0 < lo + n; i0++) {\n            const intptr_t i = i0;\n") < 0 ||
+            emit_body(buf, g, 0, s1) < 0 ||
+            put(buf, "        }\n    }\n") < 0 || emit_inv_fold(buf, g) < 0 ||
+            put(buf, "    *stp |= (st ? 1 : 0) | (inv ? 4 : 0) | (en ? 8 : 0);\n    return res;\n}\n") < 0)
+            goto error;
+        if (put(buf, "\nstatic %s fj_g%d_pw%s(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
+                     "    if (n <= 128)\n        return fj_g%d_leaf%s(lo, n, data, stp);\n"
+                     "    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n    %s a = fj_g%d_pw%s(lo, n2, data, stp);\n"
+                     "    return a + fj_g%d_pw%s(lo + n2, n - n2, data, stp);\n}\n",
+                T, gi, sfx, gi, sfx, T, gi, sfx, gi, sfx) < 0)
+            goto error;
+    }
+    fjn_checks = 1;
+    /* invalid: a member's condition (bit 4 of the checked leaves), or the sum's
+       own inf - inf (a NaN total from no NaN element, bit 8) */
     if (op->axis >= 0) {
         /* over the last axis of C-contiguous operands: one pairwise sum per row
            (NumPy's order there); the host calls the strided entry for it */
         if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n"
-                     "{\n    (void)start; (void)end; (void)data;\n    return 2;\n}\n", gi) < 0 ||
+                     "{\n    (void)start; (void)end; (void)data;\n    return FJ_HARD;\n}\n", gi) < 0 ||
             put(buf, "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n"
-                     "{\n    int st = 0;\n    (void)strides;\n    intptr_t len = nd > 0 ? shape[nd - 1] : 1, rows = 1;\n"
+                     "{\n    int st = 0, inv = 0;\n    (void)strides;\n    intptr_t len = nd > 0 ? shape[nd - 1] : 1, rows = 1;\n"
                      "    for (int k = 0; k + 1 < nd; k++) rows *= shape[k];\n    %s *out = (%s *)data[%d];\n"
                      "    feclearexcept(FJ_FPE);\n    for (intptr_t q = 0; q < rows; q++) {\n"
                      "        %s total = fj_g%d_pw(q * len, len, data, &st);\n        %s r = (%s)0 + total;\n",
@@ -618,43 +756,53 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
             return -1;
         if (op->code == FJN_RMEAN && put(buf, "        r = (%s)((double)r / (double)(int64_t)len);\n", T) < 0)
             return -1;
-        return put(buf, "        out[q] = r;\n    }\n    return st | fetestexcept(FJ_FPE);\n}\n");
+        return put(buf, "        out[q] = r;\n    }\n"
+                        "    if (fetestexcept(FE_INVALID))\n        for (intptr_t q = 0; q < rows && !inv; q++) {\n"
+                        "            int sc = 0;\n            %s total = fj_g%d_pwc(q * len, len, data, &sc);\n"
+                        "            inv = (sc & 4) || (__builtin_isnan(total) && !(sc & 8));\n        }\n"
+                        "    return fj_ret(st & 1, inv, %d);\n}\n", T, gi, hardinv);
     }
-    if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0;\n"
+    if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0, inv = 0;\n"
                  "    feclearexcept(FJ_FPE);\n    %s total = fj_g%d_pw(start, end - start, data, &st);\n"
                  "    %s r = (%s)0 + total;\n", gi, T, gi, T, T) < 0)
         return -1;
     if (op->code == FJN_RMEAN &&
         put(buf, "    r = (%s)((double)r / (double)(int64_t)(end - start));\n", T) < 0)
         return -1;
-    return put(buf, "    *(%s *)data[%d] = r;\n    return st | fetestexcept(FJ_FPE);\n}\n"
+    return put(buf, "    if (fetestexcept(FE_INVALID)) {\n        int sc = 0;\n"
+                    "        %s tc = fj_g%d_pwc(start, end - start, data, &sc);\n"
+                    "        inv = (sc & 4) || (__builtin_isnan(tc) && !(sc & 8));\n    }\n"
+                    "    *(%s *)data[%d] = r;\n    return fj_ret(st & 1, inv, %d);\n}\n"
                     "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n"
-                    "{\n    (void)nd; (void)shape; (void)data; (void)strides;\n    return 2;\n}\n",
-               T, slot, gi);
+                    "{\n    (void)nd; (void)shape; (void)data; (void)strides;\n    return FJ_HARD;\n}\n",
+               T, gi, T, slot, hardinv, gi);
+error:
+    fjn_checks = 1;
+    return -1;
 }
 
 int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
 {
-    int nslot = g->nin + g->nout;
+    int nslot = g->nin + g->nout, hardinv = has_float_int_cast(g);
     if (g->pw >= 0)
         return emit_pairwise_group(buf, g, gi);
     /* flat */
-    if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0;\n", gi) <
+    if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0, inv = 0;\n", gi) <
             0 ||
-        emit_flat_decls(buf, g) < 0)
+        emit_flat_decls(buf, g) < 0 || emit_inv_decls(buf, g) < 0)
         return -1;
     if (emit_reduce_init(buf, g) < 0 ||
         put(buf, "    feclearexcept(FJ_FPE);\n    for (intptr_t i = start; i < end; i++) {\n        {\n") < 0 ||
         emit_body(buf, g, 0, NULL) < 0 || put(buf, "        }\n    }\n") < 0 || emit_reduce_store(buf, g) < 0 ||
-        put(buf, "    return st | fetestexcept(FJ_FPE);\n}\n") < 0)
+        emit_inv_fold(buf, g) < 0 || put(buf, "    return fj_ret(st, inv, %d);\n}\n", hardinv) < 0)
         return -1;
     /* strided */
     if (put(buf,
             "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n{\n"
-            "    int st = 0;\n    intptr_t idx[64];\n    intptr_t inner = nd > 0 ? shape[nd - 1] : 1, outer = 1;\n"
+            "    int st = 0, inv = 0;\n    intptr_t idx[64];\n    intptr_t inner = nd > 0 ? shape[nd - 1] : 1, outer = 1;\n"
             "    for (int k = 0; k + 1 < nd; k++) { outer *= shape[k]; idx[k] = 0; }\n",
             gi) < 0 ||
-        emit_consts(buf, g) < 0)
+        emit_consts(buf, g) < 0 || emit_inv_decls(buf, g) < 0)
         return -1;
     for (int k = 0; k < nslot; k++) {
         if (k < g->nin && g->in[k].kind == FJN_IN_CONST)
@@ -717,7 +865,8 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
     if (put(buf, "        for (intptr_t i = 0; i < inner; i++) {\n") < 0 || emit_body(buf, g, 1, NULL) < 0 ||
         put(buf, "        }\n        for (int k = nd - 2; k >= 0; k--) {\n"
                  "            if (++idx[k] < shape[k]) break;\n            idx[k] = 0;\n        }\n    }\n") < 0 ||
-        emit_reduce_store(buf, g) < 0 || put(buf, "    return st | fetestexcept(FJ_FPE);\n}\n") < 0)
+        emit_reduce_store(buf, g) < 0 || emit_inv_fold(buf, g) < 0 ||
+        put(buf, "    return fj_ret(st, inv, %d);\n}\n", hardinv) < 0)
         return -1;
     return 0;
 }

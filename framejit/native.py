@@ -11,16 +11,23 @@ the same kernels again.  See docs/native.md.
 Environment: ``CC`` (the compiler, default ``cc``), ``FRAMEJIT_CACHE_DIR``
 (default ``$XDG_CACHE_HOME/framejit/kernels`` or ``~/.cache/framejit/kernels``).
 Counters: ``framejit.counters["native"]``: graphs, graphs_unfused, groups,
-nodes_fused, kernels_compiled, kernels_loaded_from_cache, no_compiler.
+nodes_fused, kernels_compiled, kernels_loaded_from_cache, no_compiler,
+compiler_probes (runs of ``cc --version`` and the flag probe; 0 in a process
+that finds the compiler's probe remembered in the cache directory).
 """
-import hashlib
+import marshal
 import os
-import platform
-import shlex
 import shutil
-import subprocess
-import tempfile
 import warnings
+
+try:  # the builtin module: hashlib loads OpenSSL (ms) for the same function
+    from _sha256 import sha256 as _sha256
+except ImportError:  # pragma: no cover
+    from hashlib import sha256 as _sha256
+
+# subprocess, tempfile and shlex are imported where the compiler runs or a
+# file is built, json not at all: a process whose kernels are all cached
+# never needs them (importing them cost several ms of its first backend call).
 
 from . import _C
 
@@ -32,6 +39,7 @@ MARCH = ["-march=native"]
 
 _toolchain = None       # (argv, version text, flags) or False when there is no compiler
 _toolchain_env = None   # the CC value _toolchain was found for
+_machine = None         # _machine_id(), read once per process
 _warned_no_cc = False
 
 
@@ -45,7 +53,10 @@ def cache_dir():
 
 def _machine_id():
     """The machine part of the cache key: architecture and (for -march=native) the CPU's flags."""
-    parts = [platform.machine()]
+    global _machine
+    if _machine is not None:
+        return _machine
+    parts = [os.uname().machine]
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -55,37 +66,102 @@ def _machine_id():
                         break
     except OSError:
         pass
-    return "\n".join(parts)
+    _machine = "\n".join(parts)
+    return _machine
+
+
+def _compiler_identity(argv):
+    """What identifies the compiler 'argv' on disk without running it: each word
+    found on PATH as (resolved path, size, mtime); None when argv[0] is not found."""
+    ident = [argv]
+    for i, word in enumerate(argv):
+        exe = shutil.which(word)
+        if exe is None:
+            if i == 0:
+                return None
+            continue
+        real = os.path.realpath(exe)
+        try:
+            st = os.stat(real)
+        except OSError:
+            return None
+        ident.append([real, st.st_size, st.st_mtime_ns])
+    return ident
+
+
+def _toolchain_file(ident):
+    """The file in the cache directory remembering the probe of compiler 'ident'."""
+    key = _sha256(repr(ident).encode()).hexdigest()[:32]
+    return os.path.join(cache_dir(), f"toolchain_{key}.bin")
+
+
+def _probe(argv):
+    """(version, flags) of compiler argv by running it (--version, a -march=native
+    probe), or None when it does not work."""
+    import subprocess
+    try:
+        out = subprocess.run(argv + ["--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    _counters()["compiler_probes"] += 1
+    version = (out.stdout or out.stderr).strip()
+    flags = list(CFLAGS)
+    if _accepts(argv, MARCH):
+        flags += MARCH
+    return version, flags
 
 
 def _find_toolchain():
-    """(argv, version, flags) of the C compiler, or False.  Found once per CC value."""
+    """(argv, version, flags) of the C compiler, or False.  Found once per CC value.
+
+    The probe (``cc --version`` and a test compile, tens of milliseconds) is
+    remembered in the cache directory under the compiler's identity (resolved
+    path, size, mtime), so a process whose kernels are all cached runs no
+    subprocess at all."""
     global _toolchain, _toolchain_env
     env = os.environ.get("CC")
     if _toolchain is not None and _toolchain_env == env:
         return _toolchain
     _toolchain_env = env
     _toolchain = False
+    if env:
+        import shlex
     candidates = [shlex.split(env)] if env else [["cc"], ["gcc"], ["clang"]]
     for argv in candidates:
-        if not argv or shutil.which(argv[0]) is None:
+        ident = argv and _compiler_identity(argv)
+        if not ident:
             continue
+        tfile = _toolchain_file(ident)
         try:
-            out = subprocess.run(argv + ["--version"], capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.SubprocessError):
+            with open(tfile, "rb") as f:
+                saved = marshal.loads(f.read())
+            if saved["ident"] == ident:
+                _toolchain = (argv, saved["version"], saved["flags"])
+                break
+        except (OSError, ValueError, KeyError, TypeError, EOFError):
+            pass
+        probed = _probe(argv)
+        if probed is None:
             continue
-        if out.returncode != 0:
-            continue
-        version = (out.stdout or out.stderr).strip()
-        flags = list(CFLAGS)
-        if _accepts(argv, MARCH):
-            flags += MARCH
-        _toolchain = (argv, version, flags)
+        _toolchain = (argv, probed[0], probed[1])
+        try:
+            import tempfile
+            os.makedirs(os.path.dirname(tfile), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(suffix=".bin", prefix=".fj_tmp_", dir=os.path.dirname(tfile))
+            with os.fdopen(fd, "wb") as f:
+                f.write(marshal.dumps({"ident": ident, "version": probed[0], "flags": probed[1]}))
+            os.replace(tmp, tfile)
+        except OSError:
+            pass
         break
     return _toolchain
 
 
 def _accepts(argv, flags):
+    import subprocess
+    import tempfile
     with tempfile.TemporaryDirectory(prefix="framejit-cc-") as d:
         src = os.path.join(d, "t.c")
         with open(src, "w") as f:
@@ -116,17 +192,20 @@ def _warn_no_compiler():
 def build(source, toolchain):
     """The path of the shared object built from 'source' (from the cache when it is there)."""
     argv, version, flags = toolchain
-    key = hashlib.sha256("\0".join([source, " ".join(flags), " ".join(argv), version,
+    key = _sha256("\0".join([source, " ".join(flags), " ".join(argv), version,
                                     _machine_id()]).encode()).hexdigest()
     d = cache_dir()
-    try:
-        os.makedirs(d, exist_ok=True)
-    except OSError:
-        d = tempfile.mkdtemp(prefix="framejit-kernels-")
     path = os.path.join(d, f"fj_{key[:40]}.so")
     if os.path.exists(path):
         _counters()["kernels_loaded_from_cache"] += 1
         return path
+    import subprocess
+    import tempfile
+    try:
+        os.makedirs(d, exist_ok=True)
+    except OSError:
+        d = tempfile.mkdtemp(prefix="framejit-kernels-")
+        path = os.path.join(d, f"fj_{key[:40]}.so")
     fd, tmp_c = tempfile.mkstemp(suffix=".c", prefix=".fj_tmp_", dir=d)
     tmp_so = tmp_c[:-2] + ".so"
     try:

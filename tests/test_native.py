@@ -419,7 +419,13 @@ def test_nothing_fuses_returns_graph():
 # ---- disk cache and no compiler (subprocesses) -----------------------------------------
 
 _SUB = textwrap.dedent("""
-    import json, warnings, numpy as np, framejit
+    import json, subprocess, warnings, numpy as np, framejit
+    runs = []
+    _run = subprocess.run
+    def counting_run(*a, **k):
+        runs.append(a[0] if a else k.get("args"))
+        return _run(*a, **k)
+    subprocess.run = counting_run
     def f(x, y):
         return (x * 2 + y) / 3, x > y
     with warnings.catch_warnings(record=True) as w:
@@ -430,7 +436,7 @@ _SUB = textwrap.dedent("""
         cf(x, y)
     e = f(x, y)
     ok = all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(r, e))
-    print(json.dumps({"ok": ok, "counters": dict(framejit.counters["native"]),
+    print(json.dumps({"ok": ok, "counters": dict(framejit.counters["native"]), "subprocesses": len(runs),
                       "warnings": [str(m.message) for m in w]}))
 """)
 
@@ -453,8 +459,28 @@ def test_disk_cache_second_process(tmp_path):
     assert second["ok"]
     assert second["counters"].get("kernels_compiled", 0) == 0
     assert second["counters"].get("kernels_loaded_from_cache") == 1
+    # the compiler's probe is remembered too: a fully cached process runs no subprocess
+    assert first["counters"].get("compiler_probes") == 1
+    assert second["counters"].get("compiler_probes", 0) == 0
+    assert second["subprocesses"] == 0
     files = os.listdir(tmp_path / "k")
     assert any(f.endswith(".so") for f in files) and not any(f.startswith(".fj_tmp") for f in files)
+    assert any(f.startswith("toolchain_") for f in files)
+    # another compiler identity (CC spelled differently) probes again, then is remembered
+    third = _run_sub(dict(env, CC="gcc"))
+    assert third["ok"] and third["counters"].get("compiler_probes") == 1
+    assert _run_sub(dict(env, CC="gcc"))["counters"].get("compiler_probes", 0) == 0
+
+
+def test_damaged_toolchain_file_probes_again(tmp_path):
+    env = {"FRAMEJIT_CACHE_DIR": str(tmp_path / "k")}
+    assert _run_sub(env)["ok"]
+    for f in os.listdir(tmp_path / "k"):
+        if f.startswith("toolchain_"):
+            (tmp_path / "k" / f).write_text("{not json")
+    again = _run_sub(env)
+    assert again["ok"] and again["counters"].get("compiler_probes") == 1
+    assert again["counters"].get("kernels_loaded_from_cache") == 1
 
 
 def test_no_compiler_falls_back_to_eager(tmp_path):
@@ -672,3 +698,114 @@ def test_zz_suite_size():
         pytest.skip("only part of the suite ran")
     print("native differential suite:", _tally)
     assert _tally["fused_graphs"] >= 200, _tally
+
+
+# ---- the kernel path on NaN inputs and spurious FE flags (issue: benchmark fallbacks) ----
+
+def _plans_outcome(expr, args, params="x"):
+    """Like _plans_of, but compares the outcome (values and warnings) with NumPy's."""
+    plans = []
+
+    def capture(graph, example_inputs):
+        from framejit import native
+        p = native.backend(graph, example_inputs)
+        plans.append(p)
+        return p
+    fn = make_fn(expr, params)
+    framejit.reset()
+    cf = framejit.compile(fn, backend=capture)
+    exp = outcome(fn, args)
+    for _ in range(2):
+        got = outcome(cf, args)
+        assert got[0][0] == exp[0][0] == "ok", (got, exp)
+        same(got[0][1], exp[0][1])
+        assert got[1] == exp[1], f"{expr}: warnings {got[1]} vs NumPy {exp[1]}"
+    plans = [p for p in plans if isinstance(p, _C.NativePlan)]
+    assert plans, expr
+    return plans
+
+
+SPECULATION_CASES = ["np.sqrt(np.maximum(x, 0.0))", "np.sqrt(np.maximum((x * 2 + 1) * 0.5 - x, 0.0)) + x",
+                     "np.sqrt(np.where(x > 0, x, 0.0))", "np.maximum(x, 0.0) ** 0.5",
+                     "np.sqrt(np.abs(x)) * 2", "np.max(np.sqrt(np.maximum(x, 0.0)))"]
+
+
+@pytest.mark.parametrize("dt", ["f4", "f8"])
+@pytest.mark.parametrize("expr", SPECULATION_CASES)
+def test_sqrt_of_select_uses_kernel(expr, dt):
+    """sqrt after maximum/where on data with negatives: no spurious invalid (the
+    vectorized sqrt of the unselected value must not send the group to NumPy)."""
+    x = np.random.default_rng(3).standard_normal(5000).astype(dt)
+    for arg in (x, x.reshape(50, 100)[:, ::2]):
+        plans = _plans_outcome(expr, (arg,))
+        assert all(p.fallbacks == 0 for p in plans), expr
+
+
+NAN_CASES = ["np.maximum((x * x + 1) * 0.5 - x, 0.0)", "x > 0.5", "np.where(x > 0, x, 1.0)",
+             "np.minimum(x, 1.0) * 2", "np.maximum(x, x * 0.5) <= 0.25", "(x + 1) / (x * x + 1)",
+             "np.isnan(x) | (x >= 1)", "(x * 2 + 1).sum()", "np.sqrt(np.maximum(x, 0.0))",
+             "np.sum(np.maximum(x, 0.5))", "np.mean(np.sqrt(np.maximum(x * 2, 0.0)))",
+             "np.sum(np.maximum(x.reshape(30, 100), 0.5), axis=-1)"]
+
+
+@pytest.mark.parametrize("dt", ["f4", "f8"])
+@pytest.mark.parametrize("expr", NAN_CASES)
+def test_nan_inputs_use_kernel(expr, dt):
+    """Quiet NaNs in the input: NumPy warns about nothing, so the kernel runs."""
+    x = np.random.default_rng(4).standard_normal(3000).astype(dt)
+    x[[0, 17, 1234, 2999]] = np.nan
+    plans = _plans_outcome(expr, (x,))
+    assert all(p.fallbacks == 0 for p in plans), expr
+
+
+@pytest.mark.parametrize("expr,data_,warns", [
+    ("np.sqrt(x) + 1", [4.0, -1.0, 9.0], True),           # sqrt of a negative
+    ("(x - x) * 0 + x * np.inf", [1.0, np.inf, 0.0], True),  # inf - inf, 0 * inf
+    ("x / x", [1.0, 0.0, 2.0], True),                     # 0 / 0
+    ("(x * 1e-300) * 1e-300", [1.0, 2.0, 3.0], False),    # underflow: ignored by default
+    ("np.sum(x * 2)", [np.inf, 1.0, -np.inf], True),      # the sum's own inf - inf
+    ("np.sum(np.minimum(x, np.inf) * 2, axis=-1)", [np.inf, 1.0, -np.inf], True),
+    ("np.sum(np.sqrt(x))", [4.0, -1.0, 9.0], True),       # a member's invalid in a sum
+    ("np.mean(np.maximum(x, 1.0))", [np.nan, 1.0, 3.0], False),  # NaN element, no invalid
+])
+@pytest.mark.parametrize("dt", ["f4", "f8"])
+def test_genuine_conditions_follow_errstate(expr, data_, warns, dt):
+    """A condition NumPy warns about sends the group to NumPy (its warning); one
+    NumPy's errstate ignores keeps the kernel's (equal) values."""
+    x = np.array(data_ * 1000, dtype=dt)
+    plans = _plans_outcome(expr, (x,))
+    assert all((p.fallbacks > 0) == warns for p in plans), expr
+    with np.errstate(all="ignore"):
+        plans = _plans_outcome(expr, (x,))
+        assert all(p.fallbacks == 0 for p in plans), expr
+    with np.errstate(all="raise"):
+        fn = make_fn(expr, "x")
+        framejit.reset()
+        cf = framejit.compile(fn, backend="native")
+        got, exp = outcome(cf, (x,))[0], outcome(fn, (x,))[0]
+        assert got[0] == exp[0]
+        if exp[0] == "raise":
+            assert got[1:] == exp[1:]
+        else:
+            same(got[1], exp[1])
+
+
+@pytest.mark.parametrize("dt", ["f4", "f8"])
+@pytest.mark.parametrize("expr", ["np.max(x * 1.5 + 2)", "np.min(x * x - 3)", "x.max()", "np.min(x)",
+                                  "np.max(np.maximum(x, -0.5))", "(np.max(x), np.min(x), np.sum(x > 0))"])
+def test_float_max_min_kernel(expr, dt):
+    """Float max/min over every axis (ordered integer keys): NumPy's value and the kernel path."""
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 7, 31, 64, 100, 1001):
+        x = (rng.standard_normal(n) * 10).astype(dt)
+        if n > 2:
+            x[n // 2] = np.inf if "max" in expr else -np.inf
+        for arg in (x, -np.abs(x) - 1, np.abs(x) + 1):
+            plans = _plans_outcome(expr, (arg,))
+            assert all(p.fallbacks == 0 for p in plans), expr
+    x = (rng.standard_normal((30, 40)) * 10).astype(dt)
+    for arg in (x, x.T, x[:, ::3]):
+        _plans_outcome(expr, (arg,))
+    # NaN and zero results: NumPy's answer (through NumPy)
+    for arg in (np.array([1.0, np.nan, -2.0], dt), np.array([0.0, -0.0], dt), np.array([-0.0, 0.0], dt)):
+        _plans_outcome(expr, (arg,))

@@ -283,7 +283,7 @@ def run_mode(args):
     try:
         backends.lookup("native")
         have["native"] = True
-        threads, thread_min = framejit._C.native_config(threads=nth)
+        threads, thread_min = framejit._C.native_config(threads=nth)[:2]
         notes.append(f"native backend: threads={threads}, thread_min={thread_min} elements")
     except ValueError as e:
         have["native"] = False
