@@ -248,6 +248,13 @@ static inline void fj_code_untrack_tuples(PyCodeObject *co)
     _PyTuple_MaybeUntrack(co->co_localsplusnames);
 }
 
+/* True if dict 'd' stores its values in a split table (keys shared with
+** other instances' __dict__; 3.11: ma_values is set). */
+static inline int fj_dict_is_split(PyObject *d)
+{
+    return ((PyDictObject *)d)->ma_values != NULL;
+}
+
 /* Names and kinds of the fast-local slots (localsplus order). */
 #define FJ_FAST_LOCAL CO_FAST_LOCAL
 #define FJ_FAST_CELL CO_FAST_CELL

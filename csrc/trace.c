@@ -137,6 +137,7 @@ fj_Var *fj_var_new(fj_VarKind kind, PyObject *obj, PyObject *items)
     v->source = NULL;
     v->pos = 0;
     v->from_input = 0;
+    v->split_dict = 0;
     v->dynamic = 0;
     PyObject_GC_Track(v);
     return v;
@@ -466,8 +467,10 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
             return NULL;
         v = fj_var_new(FJ_VAR_DICT, NULL, items);
         Py_DECREF(items);
-        if (v != NULL)
+        if (v != NULL) {
             v->from_input = 1;
+            v->split_dict = fj_dict_is_split(value);
+        }
     }
     else if (PyModule_Check(value) || PyFunction_Check(value) || PyCFunction_Check(value) ||
              PyType_Check(value) || PyArray_DescrCheck(value) ||

@@ -668,3 +668,33 @@ def test_global_deletes_are_replayed():
     globals().pop("OLDG", None)
     got, plain = run_differential(delete_existing, lambda: (np.arange(3.0),))
     assert got == plain and got[0][0][1][1][1] == "NameError"
+
+
+def test_split_table_dict_mutation_runs_in_cpython():
+    # an instance __dict__ shares its keys (a split table); replaying a
+    # popitem as clear()+update() gave it another layout than CPython's own
+    # popitem (test_dict test_splittable_popitem checks sys.getsizeof)
+    import sys
+    import framejit
+
+    class C:
+        pass
+
+    def make():
+        a, b = C(), C()
+        a.x, a.y, a.z = 1, 2, 3
+        b.x, b.y, b.z = 4, 5, 6
+        return a.__dict__, b.__dict__
+
+    def f(d, x):
+        item = d.popitem()
+        return item, x + 1
+
+    cf = framejit.compile(f)
+    for _ in range(3):
+        (a, _), (a2, _) = make(), make()
+        plain_size = sys.getsizeof(a)
+        want = f(a, np.ones(2))
+        got = cf(a2, np.ones(2))
+        assert got[0] == want[0] and list(a2) == list(a) == ["x", "y"]
+        assert sys.getsizeof(a2) == sys.getsizeof(a) != plain_size
