@@ -8,6 +8,10 @@ Phases (each after a warm-up, RSS printed at checkpoints):
             a framejit.reset() every 50 calls (recompiles past the entries)
   compile   10,000 compiles of a 3-op function, each followed by
             framejit.reset()
+  breaks    10,000 calls of a function with a graph break (graph, the
+            break in CPython, the resume function's graph), and 10,000
+            compiles of it (each call after a framejit.reset(): the break
+            code and resume function made anew)
 Then a shorter pass of the same under tracemalloc (Python-level
 allocations, which RSS hides behind the allocator's pools).
 
@@ -97,6 +101,25 @@ def compiles(n):
         framejit.reset()
 
 
+def brk(x):
+    y = x * 2 + 1
+    str(y.shape)  # graph break: str() of a tuple runs in CPython
+    return y - x
+
+
+def breaks(n):
+    cf = framejit.compile(brk, backend="eager")
+    for _ in range(n):
+        cf(X)
+
+
+def break_compiles(n):
+    cf = framejit.compile(brk, backend="eager")
+    for _ in range(n):
+        cf(X)
+        framejit.reset()
+
+
 def phase(name, fn, n, checkpoints=5):
     fn(max(n // 20, 1))  # warm-up: caches, pools, interned strings
     gc.collect()
@@ -148,6 +171,10 @@ def main():
     ok &= phase("miss", misses, 10_000 // scale)
     ok &= phase("recompile", recompiles, 10_000 // scale)
     ok &= phase("compile", compiles, 10_000 // scale)
+    framejit.reset()
+    np.testing.assert_allclose(framejit.compile(brk)(X), brk(X))
+    ok &= phase("breaks", breaks, 10_000 // scale)
+    ok &= phase("brk-comp", break_compiles, 10_000 // scale)
     print("tracemalloc (Python allocations):")
     framejit.reset()
     cf = framejit.compile(f3, backend="eager")
@@ -156,6 +183,8 @@ def main():
     ok &= traced("miss", misses, 2_000 // scale)
     ok &= traced("recompile", recompiles, 2_000 // scale)
     ok &= traced("compile", compiles, 2_000 // scale)
+    ok &= traced("breaks", breaks, 2_000 // scale)
+    ok &= traced("brk-comp", break_compiles, 2_000 // scale)
     framejit.reset()
     print(f"memcheck: {'OK' if ok else 'FAILED'} (RSS at end {rss_mb():.1f} MB)")
     return 0 if ok else 1
