@@ -227,9 +227,11 @@ static inline fj_Frame *fj_thread_current_frame(PyThreadState *ts)
 static inline void fj_frame_hide(PyThreadState *ts, fj_Frame *caller)
 {
     ts->cframe->current_frame = caller->previous;
+    ts->recursion_remaining++; /* the hidden frame's level of the recursion limit */
 }
 static inline void fj_frame_unhide(PyThreadState *ts, fj_Frame *caller)
 {
+    ts->recursion_remaining--;
     ts->cframe->current_frame = caller;
 }
 /* The bottom slot of the frame's value stack, and its capacity. */

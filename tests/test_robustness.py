@@ -379,3 +379,39 @@ def test_gc_callback_rebinding_a_global_while_it_is_traced(tmp_path):
                        cwd=str(tmp_path), env={**__import__("os").environ,
                                                "PYTHONPATH": str(__import__("pathlib").Path(framejit.__file__).parent.parent)})
     assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])
+
+
+def test_recursion_through_a_graph_break_counts_once_per_level():
+    # the break frame is hidden while its resume function runs (a tail
+    # call); it used to keep its level of the recursion limit too, so
+    # RecursionError came at half CPython's depth
+    from breakhelpers import opaque
+
+    def f(x, n):
+        y = x + 1
+        opaque(n)  # graph break
+        z = y * 2
+        if n == 0:
+            return z
+        return f(x, n - 1)
+
+    def depth(fn):
+        lo, hi = 1, 3000
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            try:
+                fn(np.ones(3), mid)
+                lo = mid
+            except RecursionError:
+                hi = mid - 1
+        return lo
+
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(600)
+    try:
+        framejit.reset()
+        plain = depth(f)
+        compiled = depth(framejit.compile(f))
+    finally:
+        sys.setrecursionlimit(old)
+    assert plain - 10 <= compiled <= plain + 10, (plain, compiled)
