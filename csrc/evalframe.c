@@ -113,9 +113,11 @@ static int has_local(PyCodeObject *co, PyObject *name, int from, int to)
 */
 static void hand_over_references(fj_Frame *caller, fj_Frame *f)
 {
-    PyCodeObject *rc = (PyCodeObject *)FJ_FRAME_FUNC(f)->func_code;
+    /* held: clearing a local below may run a finalizer, which may rebind
+       either function's __code__ */
+    PyCodeObject *rc = (PyCodeObject *)Py_NewRef(FJ_FRAME_FUNC(f)->func_code);
     PyCodeObject *cc = FJ_FRAME_CODE(caller);
-    PyCodeObject *oc = (PyCodeObject *)FJ_FRAME_FUNC(caller)->func_code;
+    PyCodeObject *oc = (PyCodeObject *)Py_NewRef(FJ_FRAME_FUNC(caller)->func_code);
     PyObject **stack = fj_frame_stack_base(caller), **locals = FJ_FRAME_LOCALSPLUS(caller);
     for (int i = 0; i < rc->co_argcount; i++) {
         PyObject *o = stack[2 + i];
@@ -130,6 +132,8 @@ static void hand_over_references(fj_Frame *caller, fj_Frame *f)
             !has_local(oc, name, 0, FJ_CODE_NLOCALSPLUS(oc)))
             Py_CLEAR(locals[i]);
     }
+    Py_DECREF(rc);
+    Py_DECREF(oc);
 }
 
 static inline PyObject *eval_default(PyThreadState *ts, fj_Frame *f, int throw_flag)
