@@ -136,7 +136,6 @@ fj_Var *fj_var_new(fj_VarKind kind, PyObject *obj, PyObject *items)
     v->extra = v->extra2 = NULL;
     v->source = NULL;
     v->pos = 0;
-    v->from_input = 0;
     v->split_dict = 0;
     v->dynamic = 0;
     PyObject_GC_Track(v);
@@ -429,8 +428,6 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
         }
         v = fj_var_new(PyTuple_CheckExact(value) ? FJ_VAR_TUPLE : FJ_VAR_LIST, NULL, items);
         Py_DECREF(items);
-        if (v != NULL)
-            v->from_input = 1;
     }
     else if (PyDict_CheckExact(value) && PyDict_GET_SIZE(value) <= FJ_MAX_INPUT_ITEMS) {
         PyObject *keys = PyDict_Keys(value);
@@ -467,10 +464,8 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
             return NULL;
         v = fj_var_new(FJ_VAR_DICT, NULL, items);
         Py_DECREF(items);
-        if (v != NULL) {
-            v->from_input = 1;
+        if (v != NULL)
             v->split_dict = fj_dict_is_split(value);
-        }
     }
     else if (PyModule_Check(value) || PyFunction_Check(value) || PyCFunction_Check(value) ||
              PyType_Check(value) || PyArray_DescrCheck(value) ||

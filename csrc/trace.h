@@ -50,7 +50,6 @@ typedef struct fj_Var {
     fj_Source *source;   /* strong or NULL: where an input value came from */
     Py_ssize_t pos;      /* ITER: position; CELL: 1 once a free cell of the top frame was set;
                             LIST/DICT from an input: 1 once mutated (a side effect) */
-    int from_input;      /* containers read from an input: mutation is unsupported */
     int split_dict;      /* an input dict whose storage is a split table (an instance __dict__) */
     int dynamic;         /* NODE whose shape or value depends on a dynamic input */
 } fj_Var;

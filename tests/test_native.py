@@ -581,8 +581,8 @@ def test_float_sum_last_axis(shape, dt):
     check("x.sum(-1)", [(x,)], params="x")
 
 
-def _plans_of(expr, args, params="x"):
-    """Runs expr compiled (twice) and returns the NativePlans made, after checking the results."""
+def _compile_capturing(expr, params):
+    """(plain function, compiled with the native backend, list the backend's results go to)."""
     plans = []
 
     def capture(graph, example_inputs):
@@ -592,7 +592,12 @@ def _plans_of(expr, args, params="x"):
         return p
     fn = make_fn(expr, params)
     framejit.reset()
-    cf = framejit.compile(fn, backend=capture)
+    return fn, framejit.compile(fn, backend=capture), plans
+
+
+def _plans_of(expr, args, params="x"):
+    """Runs expr compiled (twice) and returns the NativePlans made, after checking the results."""
+    fn, cf, plans = _compile_capturing(expr, params)
     for _ in range(2):
         same(cf(*args), fn(*args))
     return [p for p in plans if isinstance(p, _C.NativePlan)]
@@ -704,16 +709,7 @@ def test_zz_suite_size():
 
 def _plans_outcome(expr, args, params="x"):
     """Like _plans_of, but compares the outcome (values and warnings) with NumPy's."""
-    plans = []
-
-    def capture(graph, example_inputs):
-        from framejit import native
-        p = native.backend(graph, example_inputs)
-        plans.append(p)
-        return p
-    fn = make_fn(expr, params)
-    framejit.reset()
-    cf = framejit.compile(fn, backend=capture)
+    fn, cf, plans = _compile_capturing(expr, params)
     exp = outcome(fn, args)
     for _ in range(2):
         got = outcome(cf, args)
