@@ -509,9 +509,12 @@ static int has_float_int_cast(const fjn_Group *g)
     return 0;
 }
 
-/* Whether emitted bodies compute the invalid conditions (0 only while the
-   pairwise sum's unchecked leaves are written). */
+/* Whether emitted bodies compute the invalid conditions (0 while the
+   unchecked loops are written: the pairwise sum's leaves, the fast loops of
+   flat / strided kernels), and whether a body only computes them (1 for the
+   checking loops, which store nothing and update no accumulator). */
 static int fjn_checks = 1;
+static int fjn_checkonly = 0;
 
 static int has_invalid_check(const fjn_Op *op)
 {
@@ -527,6 +530,17 @@ static int has_invalid_check(const fjn_Op *op)
     default:
         return 0;
     }
+}
+
+/* Does any member of the group have an invalid condition to compute? */
+static int group_has_checks(const fjn_Group *g)
+{
+    int saved = fjn_checks, r = 0;
+    fjn_checks = 1;
+    for (int m = 0; m < g->nops && !r; m++)
+        r = has_invalid_check(&g->ops[m]);
+    fjn_checks = saved;
+    return r;
 }
 
 /* The accumulators iv<m> of the members' invalid conditions, one per member
@@ -600,6 +614,8 @@ static int emit_body(PyObject *buf, const fjn_Group *g, int mode, const char *pw
             continue;
         }
         if (FJN_IS_REDUCTION(op->code)) {
+            if (fjn_checkonly)
+                continue;
             if (emit_reduce_step(buf, g, op, m, pwstmt, mode) < 0)
                 return -1;
             continue;
@@ -613,7 +629,7 @@ static int emit_body(PyObject *buf, const fjn_Group *g, int mode, const char *pw
             emit_invalid_check(buf, g, op, m) < 0)
             return -1;
     }
-    for (int j = 0; j < g->nout; j++) {
+    for (int j = 0; j < g->nout && !fjn_checkonly; j++) {
         int m = g->out_op[j];
         const char *ct = fjt_info[g->ops[m].type].ctype;
         int slot = g->nin + j;
@@ -781,20 +797,74 @@ error:
     return -1;
 }
 
+/*
+** Invalid conditions cost as much as the arithmetic (two compares per float
+** member and element), so the fast loop of a kernel computes none.  The FE
+** invalid flag is set by every genuine invalid operation (and spuriously by
+** vectorized signaling compares of NaN or a speculated sqrt), so after each
+** block (flat: FJN_BLOCK elements; strided: one row) a set flag runs a
+** checking loop over that block, whose data is still in cache: it recomputes
+** the members and their exact invalid conditions, and stores nothing.  A
+** group that casts a float to an integer needs no check (fj_ret makes any
+** invalid flag hard there).
+*/
+#define FJN_BLOCK 4096
+
+/* The check after a block of the fast loop ('lo' .. 'hi', body form 'mode'). */
+static int emit_block_check(PyObject *buf, const fjn_Group *g, int mode, const char *lo, const char *hi)
+{
+    int r;
+    if (put(buf, "        if (fetestexcept(FE_INVALID)) {\n            if (!inv) {\n"
+                 "            for (intptr_t i = %s; i < %s; i++) {\n", lo, hi) < 0)
+        return -1;
+    fjn_checkonly = 1;
+    r = emit_body(buf, g, mode, NULL);
+    fjn_checkonly = 0;
+    if (r < 0 || put(buf, "            }\n") < 0 || emit_inv_fold(buf, g) < 0 ||
+        put(buf, "            }\n            feclearexcept(FE_INVALID);\n        }\n") < 0)
+        return -1;
+    return 0;
+}
+
+static int emit_group_loops(PyObject *buf, const fjn_Group *g, int gi, int checks);
+
 int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
 {
-    int nslot = g->nin + g->nout, hardinv = has_float_int_cast(g);
     if (g->pw >= 0)
         return emit_pairwise_group(buf, g, gi);
+    int checks = group_has_checks(g) && !has_float_int_cast(g);
+    int r = emit_group_loops(buf, g, gi, checks);
+    fjn_checks = 1;
+    fjn_checkonly = 0;
+    return r;
+}
+
+static int emit_group_loops(PyObject *buf, const fjn_Group *g, int gi, int checks)
+{
+    int nslot = g->nin + g->nout, hardinv = has_float_int_cast(g);
     /* flat */
     if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0, inv = 0;\n", gi) <
             0 ||
-        emit_flat_decls(buf, g) < 0 || emit_inv_decls(buf, g) < 0)
+        emit_flat_decls(buf, g) < 0 || (checks && emit_inv_decls(buf, g) < 0))
         return -1;
-    if (emit_reduce_init(buf, g) < 0 ||
-        put(buf, "    feclearexcept(FJ_FPE);\n    for (intptr_t i = start; i < end; i++) {\n        {\n") < 0 ||
-        emit_body(buf, g, 0, NULL) < 0 || put(buf, "        }\n    }\n") < 0 || emit_reduce_store(buf, g) < 0 ||
-        emit_inv_fold(buf, g) < 0 || put(buf, "    return fj_ret(st, inv, %d);\n}\n", hardinv) < 0)
+    if (emit_reduce_init(buf, g) < 0 || put(buf, "    feclearexcept(FJ_FPE);\n") < 0)
+        return -1;
+    fjn_checks = 0;
+    if (checks) {
+        if (put(buf, "    for (intptr_t b = start; b < end; b += %d) {\n"
+                     "        const intptr_t be = end - b > %d ? b + %d : end;\n"
+                     "        for (intptr_t i = b; i < be; i++) {\n", FJN_BLOCK, FJN_BLOCK, FJN_BLOCK) < 0 ||
+            emit_body(buf, g, 0, NULL) < 0 || put(buf, "        }\n") < 0)
+            return -1;
+        fjn_checks = 1;
+        if (emit_block_check(buf, g, 0, "b", "be") < 0 || put(buf, "    }\n") < 0)
+            return -1;
+    } else if (put(buf, "    for (intptr_t i = start; i < end; i++) {\n        {\n") < 0 ||
+               emit_body(buf, g, 0, NULL) < 0 || put(buf, "        }\n    }\n") < 0) {
+        return -1;
+    }
+    fjn_checks = 1;
+    if (emit_reduce_store(buf, g) < 0 || put(buf, "    return fj_ret(st, inv, %d);\n}\n", hardinv) < 0)
         return -1;
     /* strided */
     if (put(buf,
@@ -802,7 +872,7 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
             "    int st = 0, inv = 0;\n    intptr_t idx[64];\n    intptr_t inner = nd > 0 ? shape[nd - 1] : 1, outer = 1;\n"
             "    for (int k = 0; k + 1 < nd; k++) { outer *= shape[k]; idx[k] = 0; }\n",
             gi) < 0 ||
-        emit_consts(buf, g) < 0 || emit_inv_decls(buf, g) < 0)
+        emit_consts(buf, g) < 0 || (checks && emit_inv_decls(buf, g) < 0))
         return -1;
     for (int k = 0; k < nslot; k++) {
         if (k < g->nin && g->in[k].kind == FJN_IN_CONST)
@@ -820,6 +890,7 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
             put(buf, "        for (int k = 0; k + 1 < nd; k++) p%d += idx[k] * strides[%d * nd + k];\n", k, k) < 0)
             return -1;
     }
+    fjn_checks = 0;
     if (g->has_axisred) {
         /* when every one-axis reduction reduces the innermost axis here (its
            output stride is 0 along the loop), accumulate in registers */
@@ -863,10 +934,14 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
             return -1;
     }
     if (put(buf, "        for (intptr_t i = 0; i < inner; i++) {\n") < 0 || emit_body(buf, g, 1, NULL) < 0 ||
-        put(buf, "        }\n        for (int k = nd - 2; k >= 0; k--) {\n"
+        put(buf, "        }\n") < 0)
+        return -1;
+    fjn_checks = 1;
+    if (checks && emit_block_check(buf, g, 1, "0", "inner") < 0)
+        return -1;
+    if (put(buf, "        for (int k = nd - 2; k >= 0; k--) {\n"
                  "            if (++idx[k] < shape[k]) break;\n            idx[k] = 0;\n        }\n    }\n") < 0 ||
-        emit_reduce_store(buf, g) < 0 || emit_inv_fold(buf, g) < 0 ||
-        put(buf, "    return fj_ret(st, inv, %d);\n}\n", hardinv) < 0)
+        emit_reduce_store(buf, g) < 0 || put(buf, "    return fj_ret(st, inv, %d);\n}\n", hardinv) < 0)
         return -1;
     return 0;
 }

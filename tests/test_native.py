@@ -754,6 +754,31 @@ def test_nan_inputs_use_kernel(expr, dt):
     assert all(p.fallbacks == 0 for p in plans), expr
 
 
+BLOCK_CASES = ["np.where(x > 0, x, 1.0) * (x - x)", "np.maximum(x, 0.5) - np.minimum(x, np.inf)",
+               "np.sqrt(np.maximum(x, 0.0)) - x"]
+
+
+@pytest.mark.parametrize("dt", ["f4", "f8"])
+@pytest.mark.parametrize("expr", BLOCK_CASES)
+def test_invalid_found_in_a_late_block(expr, dt):
+    """The fast loop computes no invalid condition; a set FE flag after a block
+    (4096 elements flat, one row strided) runs the checking loop over it.  A
+    NaN early (flag possibly set by a vectorized compare, no invalid: cleared)
+    must not hide a genuine inf - inf in a later block, flat or strided, and
+    NaNs alone in many blocks warn about nothing."""
+    n = 20000
+    x = np.linspace(-1.0, 3.0, n).astype(dt)
+    x[[5, 4100, 9000]] = np.nan
+    for arg in (x, x.reshape(100, 200)[:, ::-1], x.reshape(200, 100).T):
+        plans = _plans_outcome(expr, (arg,))
+        assert all(p.fallbacks == 0 for p in plans), expr
+    y = x.copy()
+    y[n - 7] = np.inf  # inf - inf (or inf - inf inside sqrt's operand) far after the NaNs
+    for arg in (y, y.reshape(100, 200)[:, ::-1], y.reshape(200, 100).T):
+        plans = _plans_outcome(expr, (arg,))
+        assert all(p.fallbacks > 0 for p in plans), expr
+
+
 @pytest.mark.parametrize("expr,data_,warns", [
     ("np.sqrt(x) + 1", [4.0, -1.0, 9.0], True),           # sqrt of a negative
     ("(x - x) * 0 + x * np.inf", [1.0, np.inf, 0.0], True),  # inf - inf, 0 * inf
