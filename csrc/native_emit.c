@@ -120,6 +120,18 @@ PyObject *fjn_emit_prologue(void)
         "   raise; invalid is computed from the operands (inv), not read from the flags, which\n"
         "   vectorized signaling compares and speculated sqrt set spuriously (hardinv: a float to\n"
         "   int cast, whose invalid only the flags tell, makes the invalid flag FJ_HARD) */\n"
+        "/* the leaves (start, length) of NumPy's pairwise sum over [lo, lo + n), in order, and the\n"
+        "   sum of leaf values ls in its tree order (numpy/_core/src/umath/loops_utils.h.src) */\n"
+        "static inline void fj_leaves(intptr_t lo, intptr_t n, intptr_t *llo, intptr_t *ln, int *nl)\n{\n"
+        "    if (n <= 128) { llo[*nl] = lo; ln[*nl] = n; ++*nl; return; }\n"
+        "    intptr_t n2 = n / 2;\n    n2 -= n2 % 8;\n"
+        "    fj_leaves(lo, n2, llo, ln, nl);\n    fj_leaves(lo + n2, n - n2, llo, ln, nl);\n}\n"
+        "static inline float fj_comb32(intptr_t n, const float *ls, int *k)\n{\n"
+        "    if (n <= 128) return ls[(*k)++];\n    intptr_t n2 = n / 2;\n    n2 -= n2 % 8;\n"
+        "    float a = fj_comb32(n2, ls, k);\n    return a + fj_comb32(n - n2, ls, k);\n}\n"
+        "static inline double fj_comb64(intptr_t n, const double *ls, int *k)\n{\n"
+        "    if (n <= 128) return ls[(*k)++];\n    intptr_t n2 = n / 2;\n    n2 -= n2 % 8;\n"
+        "    double a = fj_comb64(n2, ls, k);\n    return a + fj_comb64(n - n2, ls, k);\n}\n"
         "static inline int fj_ret(int st, int inv, int hardinv)\n{\n"
         "    int f = fetestexcept(FJ_FPE);\n"
         "    int r = (st ? FJ_HARD : 0) | (f & FJ_FPE_SOFT) | (inv ? FE_INVALID : 0);\n"
@@ -235,7 +247,13 @@ static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
     case FJN_MAX:
     case FJN_MIN: {
         const char *cmp = op->code == FJN_MAX ? "__builtin_isgreater" : "__builtin_isless";
-        if (isf)
+        int r1 = op->arg[1];
+        if (isf && r1 >= 0 && g->in[r1].kind == FJN_IN_CONST && !(g->in[r1].type == FJT_F64 && g->in[r1].dval != g->in[r1].dval))
+            /* the second operand is a constant, never NaN: "a is NaN or beats b"
+               is one unordered compare (a NaN a fails a <= b) */
+            W("(!%s(%s, %s) ? %s : %s)", op->code == FJN_MAX ? "__builtin_islessequal" : "__builtin_isgreaterequal", a,
+              b, a, b);
+        else if (isf)
             W("((__builtin_isnan(%s) | %s(%s, %s)) ? %s : %s)", a, cmp, a, b, a, b);
         else
             W("(%s %c %s ? %s : %s)", a, op->code == FJN_MAX ? '>' : '<', b, a, b);
@@ -699,6 +717,58 @@ static int emit_flat_decls(PyObject *buf, const fjn_Group *g)
 }
 
 /*
+** Four leaves of the pairwise sum at once (unchecked): one leaf's eight
+** accumulators form one dependency chain, so a leaf alone runs at the
+** latency of an add; four interleaved leaves run at its throughput.  Each
+** leaf's value is exactly the single leaf's (same elements, same order per
+** accumulator): the common multiple-of-8 length runs interleaved, then each
+** leaf finishes its own rest as fj_g<N>_leaf does.  Leaves have >= 64
+** elements here (fj_g<N>_pw calls it only inside a split range > 128).
+*/
+static int emit_leaf4(PyObject *buf, const fjn_Group *g, int gi)
+{
+    const char *T = fjt_info[g->ops[g->pw].type].ctype;
+    char stmt[64];
+    /* separate accumulator arrays and per-leaf code (no array indexed by the
+       leaf number), so the accumulators stay in registers */
+    if (put(buf, "\nstatic void fj_g%d_leaf4(const intptr_t *lo, const intptr_t *n, char *const *data, %s *res, int *stp)\n{\n"
+                 "    int st = 0, inv = 0, en = 0;\n    %s r0[8], r1[8], r2[8], r3[8];\n"
+                 "    const intptr_t l0 = lo[0], l1 = lo[1], l2 = lo[2], l3 = lo[3];\n", gi, T, T) < 0 ||
+        emit_flat_decls(buf, g) < 0 ||
+        put(buf, "    intptr_t m = n[0];\n    for (int q = 1; q < 4; q++) m = n[q] < m ? n[q] : m;\n    m -= m %% 8;\n"
+                 "    for (int j = 0; j < 8; j++) {\n") < 0)
+        return -1;
+    for (int q = 0; q < 4; q++) {
+        snprintf(stmt, sizeof stmt, "r%d[j] =", q);
+        if (put(buf, "        {\n            const intptr_t i = l%d + j;\n", q) < 0 || emit_body(buf, g, 0, stmt) < 0 ||
+            put(buf, "        }\n") < 0)
+            return -1;
+    }
+    if (put(buf, "    }\n    for (intptr_t k = 8; k < m; k += 8)\n        for (int j = 0; j < 8; j++) {\n") < 0)
+        return -1;
+    for (int q = 0; q < 4; q++) {
+        snprintf(stmt, sizeof stmt, "r%d[j] +=", q);
+        if (put(buf, "        {\n            const intptr_t i = l%d + k + j;\n", q) < 0 ||
+            emit_body(buf, g, 0, stmt) < 0 || put(buf, "        }\n") < 0)
+            return -1;
+    }
+    if (put(buf, "        }\n") < 0)
+        return -1;
+    for (int q = 0; q < 4; q++) {
+        snprintf(stmt, sizeof stmt, "r%d[j] +=", q);
+        if (put(buf, "    {\n        const intptr_t e8 = l%d + n[%d] - n[%d] %% 8;\n"
+                     "        for (intptr_t i0 = l%d + m; i0 < e8; i0 += 8)\n            for (int j = 0; j < 8; j++) {\n"
+                     "            const intptr_t i = i0 + j;\n", q, q, q, q) < 0 ||
+            emit_body(buf, g, 0, stmt) < 0 ||
+            put(buf, "            }\n        %s s = ((r%d[0] + r%d[1]) + (r%d[2] + r%d[3])) + ((r%d[4] + r%d[5]) + (r%d[6] + r%d[7]));\n"
+                     "        for (intptr_t i = e8; i < l%d + n[%d]; i++) {\n", T, q, q, q, q, q, q, q, q, q, q) < 0 ||
+            emit_body(buf, g, 0, "s +=") < 0 || put(buf, "        }\n        res[%d] = s;\n    }\n", q) < 0)
+            return -1;
+    }
+    return put(buf, "    (void)inv; (void)en;\n    *stp |= st ? 1 : 0;\n}\n");
+}
+
+/*
 ** A group with a float sum or mean: NumPy's order, which is
 ** out = 0 + pairwise_sum(all elements in memory order), pairwise_sum being
 ** NumPy's (numpy/_core/src/umath/loops_utils.h.src): blocks of at most 128
@@ -748,7 +818,25 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
             put(buf, "        }\n    }\n") < 0 || emit_inv_fold(buf, g) < 0 ||
             put(buf, "    *stp |= (st ? 1 : 0) | (inv ? 4 : 0) | (en ? 8 : 0);\n    return res;\n}\n") < 0)
             goto error;
-        if (put(buf, "\nstatic %s fj_g%d_pw%s(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
+        if (!checked && emit_leaf4(buf, g, gi) < 0)
+            goto error;
+        if (!checked &&
+            (put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
+                      "    if (n <= 128)\n        return fj_g%d_leaf(lo, n, data, stp);\n"
+                      "    if (n <= 4096) {\n"
+                      "        intptr_t llo[64], ln[64];\n        %s ls[64];\n        int nl = 0, q = 0, k = 0;\n",
+                 T, gi, gi, T) < 0 ||
+             put(buf, "        fj_leaves(lo, n, llo, ln, &nl);\n"
+                      "        for (; q + 4 <= nl; q += 4)\n            fj_g%d_leaf4(llo + q, ln + q, data, ls + q, stp);\n"
+                      "        for (; q < nl; q++)\n            ls[q] = fj_g%d_leaf(llo[q], ln[q], data, stp);\n"
+                      "        return fj_comb%s(n, ls, &k);\n    }\n",
+                 gi, gi, op->type == FJT_F32 ? "32" : "64") < 0 ||
+             put(buf, "    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n    %s a = fj_g%d_pw(lo, n2, data, stp);\n"
+                      "    return a + fj_g%d_pw(lo + n2, n - n2, data, stp);\n}\n",
+                 T, gi, gi) < 0))
+            goto error;
+        if (checked &&
+            put(buf, "\nstatic %s fj_g%d_pw%s(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
                      "    if (n <= 128)\n        return fj_g%d_leaf%s(lo, n, data, stp);\n"
                      "    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n    %s a = fj_g%d_pw%s(lo, n2, data, stp);\n"
                      "    return a + fj_g%d_pw%s(lo + n2, n - n2, data, stp);\n}\n",
