@@ -25,6 +25,7 @@
 ** and the disk cache (framejit/native.py), graphs (graph.c).
 */
 #include "native.h"
+#include "native_pool.h"
 
 #include <dlfcn.h>
 #include <fenv.h>
@@ -1291,8 +1292,7 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
             continue;
         }
         Py_INCREF(n->dtype);
-        outs[j] = (PyArrayObject *)PyArray_NewFromDescr(&PyArray_Type, n->dtype, red ? 0 : nd, shape, NULL, NULL,
-                                                         fortran ? NPY_ARRAY_F_CONTIGUOUS : 0, NULL);
+        outs[j] = fjn_pool_new_array(n->dtype, red ? 0 : nd, shape, fortran ? NPY_ARRAY_F_CONTIGUOUS : 0);
         if (!outs[j])
             goto error;
         data[g->nin + j] = PyArray_DATA(outs[j]);
@@ -1566,6 +1566,9 @@ static PyMethodDef native_functions[] = {
      "native_plan(graph) -> (NativePlan, C source) or (None, None) when nothing fuses."},
     {"native_config", (PyCFunction)(void (*)(void))native_config, METH_VARARGS | METH_KEYWORDS,
      "native_config(threads=None, thread_min=None, float_axis_minmax=None) -> the three settings"},
+    {"native_pool", (PyCFunction)(void (*)(void))fjn_pool_config, METH_VARARGS | METH_KEYWORDS,
+     "native_pool(limit=None) -> dict: the output buffer pool's figures; limit sets its byte limit "
+     "(0 frees what it holds and turns it off)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1578,6 +1581,8 @@ int fj_native_init(PyObject *module)
     fjn_threads = ncpu > 1 ? (ncpu > 16 ? 16 : (int)ncpu) : 1;
     if (!(env && *env) && fjn_threads > 8)
         fjn_threads = 8;
+    if (fjn_pool_init() < 0)
+        return -1;
     fjn_PlanType = (PyTypeObject *)PyType_FromSpec(&plan_spec);
     if (!fjn_PlanType || PyModule_AddObjectRef(module, "NativePlan", (PyObject *)fjn_PlanType) < 0)
         return -1;
