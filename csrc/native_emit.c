@@ -632,8 +632,14 @@ static int emit_body(PyObject *buf, const fjn_Group *g, int mode, const char *pw
             continue;
         }
         if (FJN_IS_REDUCTION(op->code)) {
-            if (fjn_checkonly)
+            if (fjn_checkonly) {
+                /* the pairwise-summed operand: is it NaN (fj_g<N>_chk) */
+                fjn_Expr A = {{0}};
+                operand_expr(g, op->arg[0], op->argtype[0], &A);
+                if (m == g->pw && put(buf, "            en |= __builtin_isnan(%s);\n", A.s) < 0)
+                    return -1;
                 continue;
+            }
             if (emit_reduce_step(buf, g, op, m, pwstmt, mode) < 0)
                 return -1;
             continue;
@@ -729,22 +735,15 @@ static int emit_leaf4(PyObject *buf, const fjn_Group *g, int gi)
 {
     const char *T = fjt_info[g->ops[g->pw].type].ctype;
     char stmt[64];
-    /* separate accumulator arrays and per-leaf code (no array indexed by the
-       leaf number), so the accumulators stay in registers */
+    /* separate accumulator arrays (no array indexed by the leaf number), so the
+       accumulators stay in registers; r = -0.0 as in fj_g<N>_leaf (n >= 8 here) */
     if (put(buf, "\nstatic void fj_g%d_leaf4(const intptr_t *lo, const intptr_t *n, char *const *data, %s *res, int *stp)\n{\n"
-                 "    int st = 0, inv = 0, en = 0;\n    %s r0[8], r1[8], r2[8], r3[8];\n"
-                 "    const intptr_t l0 = lo[0], l1 = lo[1], l2 = lo[2], l3 = lo[3];\n", gi, T, T) < 0 ||
+                 "    int st = 0;\n    %s r0[8], r1[8], r2[8], r3[8];\n"
+                 "    for (int j = 0; j < 8; j++) r0[j] = r1[j] = r2[j] = r3[j] = -(%s)0;\n"
+                 "    const intptr_t l0 = lo[0], l1 = lo[1], l2 = lo[2], l3 = lo[3];\n", gi, T, T, T) < 0 ||
         emit_flat_decls(buf, g) < 0 ||
         put(buf, "    intptr_t m = n[0];\n    for (int q = 1; q < 4; q++) m = n[q] < m ? n[q] : m;\n    m -= m %% 8;\n"
-                 "    for (int j = 0; j < 8; j++) {\n") < 0)
-        return -1;
-    for (int q = 0; q < 4; q++) {
-        snprintf(stmt, sizeof stmt, "r%d[j] =", q);
-        if (put(buf, "        {\n            const intptr_t i = l%d + j;\n", q) < 0 || emit_body(buf, g, 0, stmt) < 0 ||
-            put(buf, "        }\n") < 0)
-            return -1;
-    }
-    if (put(buf, "    }\n    for (intptr_t k = 8; k < m; k += 8)\n        for (int j = 0; j < 8; j++) {\n") < 0)
+                 "    for (intptr_t k = 0; k < m; k += 8)\n        for (int j = 0; j < 8; j++) {\n") < 0)
         return -1;
     for (int q = 0; q < 4; q++) {
         snprintf(stmt, sizeof stmt, "r%d[j] +=", q);
@@ -752,20 +751,10 @@ static int emit_leaf4(PyObject *buf, const fjn_Group *g, int gi)
             emit_body(buf, g, 0, stmt) < 0 || put(buf, "        }\n") < 0)
             return -1;
     }
-    if (put(buf, "        }\n") < 0)
-        return -1;
-    for (int q = 0; q < 4; q++) {
-        snprintf(stmt, sizeof stmt, "r%d[j] +=", q);
-        if (put(buf, "    {\n        const intptr_t e8 = l%d + n[%d] - n[%d] %% 8;\n"
-                     "        for (intptr_t i0 = l%d + m; i0 < e8; i0 += 8)\n            for (int j = 0; j < 8; j++) {\n"
-                     "            const intptr_t i = i0 + j;\n", q, q, q, q) < 0 ||
-            emit_body(buf, g, 0, stmt) < 0 ||
-            put(buf, "            }\n        %s s = ((r%d[0] + r%d[1]) + (r%d[2] + r%d[3])) + ((r%d[4] + r%d[5]) + (r%d[6] + r%d[7]));\n"
-                     "        for (intptr_t i = e8; i < l%d + n[%d]; i++) {\n", T, q, q, q, q, q, q, q, q, q, q) < 0 ||
-            emit_body(buf, g, 0, "s +=") < 0 || put(buf, "        }\n        res[%d] = s;\n    }\n", q) < 0)
-            return -1;
-    }
-    return put(buf, "    (void)inv; (void)en;\n    *stp |= st ? 1 : 0;\n}\n");
+    return put(buf, "        }\n    *stp |= st ? 1 : 0;\n"
+                    "    res[0] = fj_g%d_rest(l0, n[0], m, r0, data, stp);\n    res[1] = fj_g%d_rest(l1, n[1], m, r1, data, stp);\n"
+                    "    res[2] = fj_g%d_rest(l2, n[2], m, r2, data, stp);\n    res[3] = fj_g%d_rest(l3, n[3], m, r3, data, stp);\n}\n",
+               gi, gi, gi, gi);
 }
 
 /*
@@ -784,68 +773,62 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
     const fjn_Op *op = &g->ops[g->pw];
     const char *T = fjt_info[op->type].ctype;
     int slot = g->nin + op->out, hardinv = has_float_int_cast(g);
-    char s1[96], s2[96], s3[96];
-    /* two versions of the leaves: "" computes no invalid condition (the
-       per-element checks slow the 8-accumulator loop down 2-3x); "c" computes
-       them and whether an element is NaN, and runs only when the FE invalid
-       flag (set also spuriously by vectorized compares) says it may matter */
-    for (int checked = 0; checked < 2; checked++) {
-        const char *sfx = checked ? "c" : "";
-        fjn_checks = checked;
-        if (checked) {
-            snprintf(s1, sizeof s1, "en |= __builtin_isnan(x%d); res +=", g->pw);
-            snprintf(s2, sizeof s2, "en |= __builtin_isnan(x%d); r[j] =", g->pw);
-            snprintf(s3, sizeof s3, "en |= __builtin_isnan(x%d); r[j] +=", g->pw);
-        } else {
-            snprintf(s1, sizeof s1, "res +=");
-            snprintf(s2, sizeof s2, "r[j] =");
-            snprintf(s3, sizeof s3, "r[j] +=");
-        }
-        if (put(buf, "\nstatic %s fj_g%d_leaf%s(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
-                     "    int st = 0, inv = 0, en = 0;\n    %s res;\n", T, gi, sfx, T) < 0 ||
-            emit_flat_decls(buf, g) < 0 || emit_inv_decls(buf, g) < 0 ||
-            put(buf, "    if (n < 8) {\n        res = 0;\n        for (intptr_t i = lo; i < lo + n; i++) {\n") < 0 ||
-            emit_body(buf, g, 0, s1) < 0 ||
-            put(buf, "        }\n    } else {\n        %s r[8];\n        intptr_t i0 = lo + 8;\n"
-                     "        for (int j = 0; j < 8; j++) {\n            const intptr_t i = lo + j;\n", T) < 0 ||
-            emit_body(buf, g, 0, s2) < 0 ||
-            put(buf, "        }\n        for (; i0 < lo + n - (n %% 8); i0 += 8) {\n            for (int j = 0; j < 8; j++) {\n"
-                     "            const intptr_t i = i0 + j;\n") < 0 ||
-            emit_body(buf, g, 0, s3) < 0 ||
-            put(buf, "            }\n        }\n        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));\n"
-                     "        for (; i0 < lo + n; i0++) {\n            const intptr_t i = i0;\n") < 0 ||
-            emit_body(buf, g, 0, s1) < 0 ||
-            put(buf, "        }\n    }\n") < 0 || emit_inv_fold(buf, g) < 0 ||
-            put(buf, "    *stp |= (st ? 1 : 0) | (inv ? 4 : 0) | (en ? 8 : 0);\n    return res;\n}\n") < 0)
-            goto error;
-        if (!checked && emit_leaf4(buf, g, gi) < 0)
-            goto error;
-        if (!checked &&
-            (put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
-                      "    if (n <= 128)\n        return fj_g%d_leaf(lo, n, data, stp);\n"
-                      "    if (n <= 4096) {\n"
-                      "        intptr_t llo[64], ln[64];\n        %s ls[64];\n        int nl = 0, q = 0, k = 0;\n",
-                 T, gi, gi, T) < 0 ||
-             put(buf, "        fj_leaves(lo, n, llo, ln, &nl);\n"
-                      "        for (; q + 4 <= nl; q += 4)\n            fj_g%d_leaf4(llo + q, ln + q, data, ls + q, stp);\n"
-                      "        for (; q < nl; q++)\n            ls[q] = fj_g%d_leaf(llo[q], ln[q], data, stp);\n"
-                      "        return fj_comb%s(n, ls, &k);\n    }\n",
-                 gi, gi, op->type == FJT_F32 ? "32" : "64") < 0 ||
-             put(buf, "    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n    %s a = fj_g%d_pw(lo, n2, data, stp);\n"
-                      "    return a + fj_g%d_pw(lo + n2, n - n2, data, stp);\n}\n",
-                 T, gi, gi) < 0))
-            goto error;
-        if (checked &&
-            put(buf, "\nstatic %s fj_g%d_pw%s(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
-                     "    if (n <= 128)\n        return fj_g%d_leaf%s(lo, n, data, stp);\n"
-                     "    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n    %s a = fj_g%d_pw%s(lo, n2, data, stp);\n"
-                     "    return a + fj_g%d_pw%s(lo + n2, n - n2, data, stp);\n}\n",
-                T, gi, sfx, gi, sfx, T, gi, sfx, gi, sfx) < 0)
-            goto error;
-    }
+    /* A leaf is NumPy's: n < 8: res = 0, res += x[i]; else r[j] = x[j] for the
+       first eight, r[j] += x[i0 + j] per further block of eight, res = the
+       tree of r, res += x[i] for the rest.  Written here with r[j] = -0.0
+       (n >= 8; -0.0 + x == x for every x, signed zeros and NaNs included) or
+       +0.0 (n < 8: the tree of +0.0 is the 0 NumPy starts from), so one loop
+       does all blocks, and fj_g<N>_rest continues a leaf from any block (the
+       4-leaf form finishes each leaf with it).  No invalid condition is
+       computed here (the per-element checks slow the 8-accumulator loop down
+       2-3x): fj_g<N>_chk computes them, and whether an element is NaN, in a
+       plain loop (both are independent of the order), only when the FE
+       invalid flag (set also spuriously by vectorized compares) says they
+       may matter. */
+    fjn_checks = 0;
+    if (put(buf, "\nstatic %s fj_g%d_rest(intptr_t lo, intptr_t n, intptr_t k, const %s *ri, char *const *data, int *stp)\n{\n"
+                 "    int st = 0;\n    %s r[8];\n    for (int j = 0; j < 8; j++) r[j] = ri[j];\n",
+            T, gi, T, T) < 0 ||
+        emit_flat_decls(buf, g) < 0 ||
+        put(buf, "    intptr_t i0 = lo + k;\n    for (; i0 < lo + n - (n %% 8); i0 += 8) {\n"
+                 "        for (int j = 0; j < 8; j++) {\n            const intptr_t i = i0 + j;\n") < 0 ||
+        emit_body(buf, g, 0, "r[j] +=") < 0 ||
+        put(buf, "        }\n    }\n    %s res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));\n"
+                 "    for (; i0 < lo + n; i0++) {\n        const intptr_t i = i0;\n", T) < 0 ||
+        emit_body(buf, g, 0, "res +=") < 0 ||
+        put(buf, "    }\n    *stp |= st ? 1 : 0;\n    return res;\n}\n") < 0 ||
+        put(buf, "\nstatic %s fj_g%d_leaf(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
+                 "    %s r[8];\n    for (int j = 0; j < 8; j++) r[j] = n < 8 ? (%s)0 : -(%s)0;\n"
+                 "    return fj_g%d_rest(lo, n, 0, r, data, stp);\n}\n", T, gi, T, T, T, gi) < 0 ||
+        emit_leaf4(buf, g, gi) < 0 ||
+        put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
+                 "    if (n <= 128)\n        return fj_g%d_leaf(lo, n, data, stp);\n"
+                 "    if (n <= 4096) {\n"
+                 "        intptr_t llo[64], ln[64];\n        %s ls[64];\n        int nl = 0, q = 0, k = 0;\n",
+            T, gi, gi, T) < 0 ||
+        put(buf, "        fj_leaves(lo, n, llo, ln, &nl);\n"
+                 "        for (; q + 4 <= nl; q += 4)\n            fj_g%d_leaf4(llo + q, ln + q, data, ls + q, stp);\n"
+                 "        for (; q < nl; q++)\n            ls[q] = fj_g%d_leaf(llo[q], ln[q], data, stp);\n"
+                 "        return fj_comb%s(n, ls, &k);\n    }\n",
+            gi, gi, op->type == FJT_F32 ? "32" : "64") < 0 ||
+        put(buf, "    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n    %s a = fj_g%d_pw(lo, n2, data, stp);\n"
+                 "    return a + fj_g%d_pw(lo + n2, n - n2, data, stp);\n}\n",
+            T, gi, gi) < 0)
+        goto error;
+    /* the checks: bit 4 a member's invalid condition, bit 8 a NaN element */
     fjn_checks = 1;
-    /* invalid: a member's condition (bit 4 of the checked leaves), or the sum's
-       own inf - inf (a NaN total from no NaN element, bit 8) */
+    fjn_checkonly = 1;
+    if (put(buf, "\nstatic int fj_g%d_chk(intptr_t lo, intptr_t n, char *const *data)\n{\n    int st = 0, inv = 0, en = 0;\n",
+            gi) < 0 ||
+        emit_flat_decls(buf, g) < 0 || emit_inv_decls(buf, g) < 0 ||
+        put(buf, "    for (intptr_t i = lo; i < lo + n; i++) {\n") < 0 || emit_body(buf, g, 0, NULL) < 0 ||
+        put(buf, "    }\n") < 0 || emit_inv_fold(buf, g) < 0 ||
+        put(buf, "    (void)st;\n    return (inv ? 4 : 0) | (en ? 8 : 0);\n}\n") < 0)
+        goto error;
+    fjn_checkonly = 0;
+    /* invalid: a member's condition, or the sum's own inf - inf (a NaN total
+       from no NaN element; whether the total is NaN depends on the order, so
+       it is the fast pass's total that tells) */
     if (op->axis >= 0) {
         /* over the last axis of C-contiguous operands: one pairwise sum per row
            (NumPy's order there); the host calls the strided entry for it */
@@ -862,9 +845,9 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
             return -1;
         return put(buf, "        out[q] = r;\n    }\n"
                         "    if (fetestexcept(FE_INVALID))\n        for (intptr_t q = 0; q < rows && !inv; q++) {\n"
-                        "            int sc = 0;\n            %s total = fj_g%d_pwc(q * len, len, data, &sc);\n"
-                        "            inv = (sc & 4) || (__builtin_isnan(total) && !(sc & 8));\n        }\n"
-                        "    return fj_ret(st & 1, inv, %d);\n}\n", T, gi, hardinv);
+                        "            int sc = fj_g%d_chk(q * len, len, data), d = 0;\n"
+                        "            inv = (sc & 4) || (!(sc & 8) && __builtin_isnan(fj_g%d_pw(q * len, len, data, &d)));\n"
+                        "        }\n    return fj_ret(st & 1, inv, %d);\n}\n", gi, gi, hardinv);
     }
     if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0, inv = 0;\n"
                  "    feclearexcept(FJ_FPE);\n    %s total = fj_g%d_pw(start, end - start, data, &st);\n"
@@ -873,15 +856,15 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
     if (op->code == FJN_RMEAN &&
         put(buf, "    r = (%s)((double)r / (double)(int64_t)(end - start));\n", T) < 0)
         return -1;
-    return put(buf, "    if (fetestexcept(FE_INVALID)) {\n        int sc = 0;\n"
-                    "        %s tc = fj_g%d_pwc(start, end - start, data, &sc);\n"
-                    "        inv = (sc & 4) || (__builtin_isnan(tc) && !(sc & 8));\n    }\n"
+    return put(buf, "    if (fetestexcept(FE_INVALID)) {\n        int sc = fj_g%d_chk(start, end - start, data);\n"
+                    "        inv = (sc & 4) || (__builtin_isnan(total) && !(sc & 8));\n    }\n"
                     "    *(%s *)data[%d] = r;\n    return fj_ret(st & 1, inv, %d);\n}\n"
                     "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n"
                     "{\n    (void)nd; (void)shape; (void)data; (void)strides;\n    return FJ_HARD;\n}\n",
-               T, gi, T, slot, hardinv, gi);
+               gi, T, slot, hardinv, gi);
 error:
     fjn_checks = 1;
+    fjn_checkonly = 0;
     return -1;
 }
 
