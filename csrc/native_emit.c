@@ -106,7 +106,7 @@ PyObject *fjn_emit_prologue(void)
 {
     return PyUnicode_FromString(
         "/* framejit native kernels (generated) */\n"
-        "#include <stdint.h>\n#include <string.h>\n#include <fenv.h>\n"
+        "#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n#include <fenv.h>\n"
         "#define FJ_FPE (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID)\n"
         "#define FJ_FPE_SOFT (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW)\n"
         "#define FJ_HARD " FJN_ST_HARD_STR "\n"
@@ -120,18 +120,84 @@ PyObject *fjn_emit_prologue(void)
         "   raise; invalid is computed from the operands (inv), not read from the flags, which\n"
         "   vectorized signaling compares and speculated sqrt set spuriously (hardinv: a float to\n"
         "   int cast, whose invalid only the flags tell, makes the invalid flag FJ_HARD) */\n"
-        "/* the leaves (start, length) of NumPy's pairwise sum over [lo, lo + n), in order, and the\n"
-        "   sum of leaf values ls in its tree order (numpy/_core/src/umath/loops_utils.h.src) */\n"
-        "static inline void fj_leaves(intptr_t lo, intptr_t n, intptr_t *llo, intptr_t *ln, int *nl)\n{\n"
-        "    if (n <= 128) { llo[*nl] = lo; ln[*nl] = n; ++*nl; return; }\n"
-        "    intptr_t n2 = n / 2;\n    n2 -= n2 % 8;\n"
-        "    fj_leaves(lo, n2, llo, ln, nl);\n    fj_leaves(lo + n2, n - n2, llo, ln, nl);\n}\n"
-        "static inline float fj_comb32(intptr_t n, const float *ls, int *k)\n{\n"
-        "    if (n <= 128) return ls[(*k)++];\n    intptr_t n2 = n / 2;\n    n2 -= n2 % 8;\n"
-        "    float a = fj_comb32(n2, ls, k);\n    return a + fj_comb32(n - n2, ls, k);\n}\n"
-        "static inline double fj_comb64(intptr_t n, const double *ls, int *k)\n{\n"
-        "    if (n <= 128) return ls[(*k)++];\n    intptr_t n2 = n / 2;\n    n2 -= n2 % 8;\n"
-        "    double a = fj_comb64(n2, ls, k);\n    return a + fj_comb64(n - n2, ls, k);\n}\n"
+        "/* NumPy's pairwise sum of a contiguous x[0..n) (numpy/_core/src/umath/loops_utils.h.src),\n"
+        "   value for value: leaves of at most 128 elements (r[j] = x[j], r[j] += x[i + j] per block\n"
+        "   of 8, the tree ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest added one\n"
+        "   by one; fewer than 8: 0 + x[0] + ...), longer runs split at a multiple of 8.  A node whose\n"
+        "   two children are split into two leaves each, all four of whole blocks, runs its four\n"
+        "   leaves together, each leaf's eight accumulators a vector (GCC / clang vector extensions,\n"
+        "   lowered to what the target has): one leaf's accumulators are one chain of dependent\n"
+        "   adds, four interleaved run at the adds' throughput; each leaf's adds are its own. */\n"
+        "typedef float fj_v8f __attribute__((vector_size(32)));\n"
+        "typedef double fj_v8d __attribute__((vector_size(64)));\n"
+        "#define FJ_PWS(T, V, S) \\\n"
+        "static inline T fj_leaf##S(const T *x, intptr_t n) \\\n"
+        "{ \\\n"
+        "    T r[8], res; \\\n"
+        "    intptr_t i; \\\n"
+        "    if (n < 8) { \\\n"
+        "        res = 0; \\\n"
+        "        for (i = 0; i < n; i++) res += x[i]; \\\n"
+        "        return res; \\\n"
+        "    } \\\n"
+        "    for (int j = 0; j < 8; j++) r[j] = x[j]; \\\n"
+        "    for (i = 8; i < n - n % 8; i += 8) \\\n"
+        "        for (int j = 0; j < 8; j++) r[j] += x[i + j]; \\\n"
+        "    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])); \\\n"
+        "    for (; i < n; i++) res += x[i]; \\\n"
+        "    return res; \\\n"
+        "} \\\n"
+        "static inline V fj_ld##S(const T *p) \\\n"
+        "{ \\\n"
+        "    V v; \\\n"
+        "    memcpy(&v, p, sizeof v); \\\n"
+        "    return v; \\\n"
+        "} \\\n"
+        "static inline T fj_tree##S(V r) \\\n"
+        "{ \\\n"
+        "    return ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])); \\\n"
+        "} \\\n"
+        "/* four leaves of whole blocks of 8 (each >= 64 elements) starting at a, b, c, d */ \\\n"
+        "static inline void fj_leaf4##S(const T *a, intptr_t na, const T *b, intptr_t nb, const T *c, intptr_t nc, \\\n"
+        "                                const T *d, intptr_t nd, T *res) \\\n"
+        "{ \\\n"
+        "    V ra = fj_ld##S(a), rb = fj_ld##S(b), rc = fj_ld##S(c), rd = fj_ld##S(d); \\\n"
+        "    intptr_t m = na < nb ? na : nb; \\\n"
+        "    m = nc < m ? nc : m; \\\n"
+        "    m = nd < m ? nd : m; \\\n"
+        "    for (intptr_t k = 8; k < m; k += 8) { \\\n"
+        "        ra += fj_ld##S(a + k); \\\n"
+        "        rb += fj_ld##S(b + k); \\\n"
+        "        rc += fj_ld##S(c + k); \\\n"
+        "        rd += fj_ld##S(d + k); \\\n"
+        "    } \\\n"
+        "    for (intptr_t k = m; k < na; k += 8) ra += fj_ld##S(a + k); \\\n"
+        "    for (intptr_t k = m; k < nb; k += 8) rb += fj_ld##S(b + k); \\\n"
+        "    for (intptr_t k = m; k < nc; k += 8) rc += fj_ld##S(c + k); \\\n"
+        "    for (intptr_t k = m; k < nd; k += 8) rd += fj_ld##S(d + k); \\\n"
+        "    res[0] = fj_tree##S(ra); \\\n"
+        "    res[1] = fj_tree##S(rb); \\\n"
+        "    res[2] = fj_tree##S(rc); \\\n"
+        "    res[3] = fj_tree##S(rd); \\\n"
+        "} \\\n"
+        "static T fj_pws##S(const T *x, intptr_t n) \\\n"
+        "{ \\\n"
+        "    if (n <= 128) return fj_leaf##S(x, n); \\\n"
+        "    intptr_t n2 = n / 2; \\\n"
+        "    n2 -= n2 % 8; \\\n"
+        "    intptr_t m2 = n - n2, a2 = n2 / 2, b2 = m2 / 2; \\\n"
+        "    a2 -= a2 % 8; \\\n"
+        "    b2 -= b2 % 8; \\\n"
+        "    if (n2 > 128 && m2 > 128 && n2 - a2 <= 128 && m2 - b2 <= 128 && m2 % 8 == 0) { \\\n"
+        "        T l[4]; \\\n"
+        "        fj_leaf4##S(x, a2, x + a2, n2 - a2, x + n2, b2, x + n2 + b2, m2 - b2, l); \\\n"
+        "        return (l[0] + l[1]) + (l[2] + l[3]); \\\n"
+        "    } \\\n"
+        "    T s = fj_pws##S(x, n2); \\\n"
+        "    return s + fj_pws##S(x + n2, m2); \\\n"
+        "}\n"
+        "FJ_PWS(float, fj_v8f, 32)\n"
+        "FJ_PWS(double, fj_v8d, 64)\n"
         "static inline int fj_ret(int st, int inv, int hardinv)\n{\n"
         "    int f = fetestexcept(FJ_FPE);\n"
         "    int r = (st ? FJ_HARD : 0) | (f & FJ_FPE_SOFT) | (inv ? FE_INVALID : 0);\n"
@@ -723,41 +789,6 @@ static int emit_flat_decls(PyObject *buf, const fjn_Group *g)
 }
 
 /*
-** Four leaves of the pairwise sum at once (unchecked): one leaf's eight
-** accumulators form one dependency chain, so a leaf alone runs at the
-** latency of an add; four interleaved leaves run at its throughput.  Each
-** leaf's value is exactly the single leaf's (same elements, same order per
-** accumulator): the common multiple-of-8 length runs interleaved, then each
-** leaf finishes its own rest as fj_g<N>_leaf does.  Leaves have >= 64
-** elements here (fj_g<N>_pw calls it only inside a split range > 128).
-*/
-static int emit_leaf4(PyObject *buf, const fjn_Group *g, int gi)
-{
-    const char *T = fjt_info[g->ops[g->pw].type].ctype;
-    char stmt[64];
-    /* separate accumulator arrays (no array indexed by the leaf number), so the
-       accumulators stay in registers; r = -0.0 as in fj_g<N>_leaf (n >= 8 here) */
-    if (put(buf, "\nstatic void fj_g%d_leaf4(const intptr_t *lo, const intptr_t *n, char *const *data, %s *res, int *stp)\n{\n"
-                 "    int st = 0;\n    %s r0[8], r1[8], r2[8], r3[8];\n"
-                 "    for (int j = 0; j < 8; j++) r0[j] = r1[j] = r2[j] = r3[j] = -(%s)0;\n"
-                 "    const intptr_t l0 = lo[0], l1 = lo[1], l2 = lo[2], l3 = lo[3];\n", gi, T, T, T) < 0 ||
-        emit_flat_decls(buf, g) < 0 ||
-        put(buf, "    intptr_t m = n[0];\n    for (int q = 1; q < 4; q++) m = n[q] < m ? n[q] : m;\n    m -= m %% 8;\n"
-                 "    for (intptr_t k = 0; k < m; k += 8)\n        for (int j = 0; j < 8; j++) {\n") < 0)
-        return -1;
-    for (int q = 0; q < 4; q++) {
-        snprintf(stmt, sizeof stmt, "r%d[j] +=", q);
-        if (put(buf, "        {\n            const intptr_t i = l%d + k + j;\n", q) < 0 ||
-            emit_body(buf, g, 0, stmt) < 0 || put(buf, "        }\n") < 0)
-            return -1;
-    }
-    return put(buf, "        }\n    *stp |= st ? 1 : 0;\n"
-                    "    res[0] = fj_g%d_rest(l0, n[0], m, r0, data, stp);\n    res[1] = fj_g%d_rest(l1, n[1], m, r1, data, stp);\n"
-                    "    res[2] = fj_g%d_rest(l2, n[2], m, r2, data, stp);\n    res[3] = fj_g%d_rest(l3, n[3], m, r3, data, stp);\n}\n",
-               gi, gi, gi, gi);
-}
-
-/*
 ** A group with a float sum or mean: NumPy's order, which is
 ** out = 0 + pairwise_sum(all elements in memory order), pairwise_sum being
 ** NumPy's (numpy/_core/src/umath/loops_utils.h.src): blocks of at most 128
@@ -773,46 +804,28 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
     const fjn_Op *op = &g->ops[g->pw];
     const char *T = fjt_info[op->type].ctype;
     int slot = g->nin + op->out, hardinv = has_float_int_cast(g);
-    /* A leaf is NumPy's: n < 8: res = 0, res += x[i]; else r[j] = x[j] for the
-       first eight, r[j] += x[i0 + j] per further block of eight, res = the
-       tree of r, res += x[i] for the rest.  Written here with r[j] = -0.0
-       (n >= 8; -0.0 + x == x for every x, signed zeros and NaNs included) or
-       +0.0 (n < 8: the tree of +0.0 is the 0 NumPy starts from), so one loop
-       does all blocks, and fj_g<N>_rest continues a leaf from any block (the
-       4-leaf form finishes each leaf with it).  No invalid condition is
-       computed here (the per-element checks slow the 8-accumulator loop down
-       2-3x): fj_g<N>_chk computes them, and whether an element is NaN, in a
+    /* The group's elements of a run of at most 4096 (a subtree of NumPy's
+       recursion) are computed by a plain loop (fj_g<N>_fill: vectorized like
+       any flat kernel; it also stores the group's other outputs) into a
+       buffer, which fj_pws* sums in NumPy's order (see the prologue); longer
+       runs split as NumPy's recursion does.  No invalid condition is computed
+       here: fj_g<N>_chk computes them, and whether an element is NaN, in a
        plain loop (both are independent of the order), only when the FE
        invalid flag (set also spuriously by vectorized compares) says they
        may matter. */
+    const char *S = op->type == FJT_F32 ? "32" : "64";
     fjn_checks = 0;
-    if (put(buf, "\nstatic %s fj_g%d_rest(intptr_t lo, intptr_t n, intptr_t k, const %s *ri, char *const *data, int *stp)\n{\n"
-                 "    int st = 0;\n    %s r[8];\n    for (int j = 0; j < 8; j++) r[j] = ri[j];\n",
-            T, gi, T, T) < 0 ||
+    if (put(buf, "\nstatic void fj_g%d_fill(intptr_t lo, intptr_t n, char *const *data, %s *restrict xb, int *stp)\n{\n"
+                 "    int st = 0;\n", gi, T) < 0 ||
         emit_flat_decls(buf, g) < 0 ||
-        put(buf, "    intptr_t i0 = lo + k;\n    for (; i0 < lo + n - (n %% 8); i0 += 8) {\n"
-                 "        for (int j = 0; j < 8; j++) {\n            const intptr_t i = i0 + j;\n") < 0 ||
-        emit_body(buf, g, 0, "r[j] +=") < 0 ||
-        put(buf, "        }\n    }\n    %s res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));\n"
-                 "    for (; i0 < lo + n; i0++) {\n        const intptr_t i = i0;\n", T) < 0 ||
-        emit_body(buf, g, 0, "res +=") < 0 ||
-        put(buf, "    }\n    *stp |= st ? 1 : 0;\n    return res;\n}\n") < 0 ||
-        put(buf, "\nstatic %s fj_g%d_leaf(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
-                 "    %s r[8];\n    for (int j = 0; j < 8; j++) r[j] = n < 8 ? (%s)0 : -(%s)0;\n"
-                 "    return fj_g%d_rest(lo, n, 0, r, data, stp);\n}\n", T, gi, T, T, T, gi) < 0 ||
-        emit_leaf4(buf, g, gi) < 0 ||
-        put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
-                 "    if (n <= 128)\n        return fj_g%d_leaf(lo, n, data, stp);\n"
-                 "    if (n <= 4096) {\n"
-                 "        intptr_t llo[64], ln[64];\n        %s ls[64];\n        int nl = 0, q = 0, k = 0;\n",
-            T, gi, gi, T) < 0 ||
-        put(buf, "        fj_leaves(lo, n, llo, ln, &nl);\n"
-                 "        for (; q + 4 <= nl; q += 4)\n            fj_g%d_leaf4(llo + q, ln + q, data, ls + q, stp);\n"
-                 "        for (; q < nl; q++)\n            ls[q] = fj_g%d_leaf(llo[q], ln[q], data, stp);\n"
-                 "        return fj_comb%s(n, ls, &k);\n    }\n",
-            gi, gi, op->type == FJT_F32 ? "32" : "64") < 0 ||
-        put(buf, "    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n    %s a = fj_g%d_pw(lo, n2, data, stp);\n"
-                 "    return a + fj_g%d_pw(lo + n2, n - n2, data, stp);\n}\n",
+        put(buf, "    for (intptr_t i = lo; i < lo + n; i++) {\n") < 0 ||
+        emit_body(buf, g, 0, "xb[i - lo] =") < 0 ||
+        put(buf, "    }\n    *stp |= st ? 1 : 0;\n}\n") < 0 ||
+        put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp, %s *xb)\n{\n"
+                 "    if (n <= 4096) {\n        fj_g%d_fill(lo, n, data, xb, stp);\n        return fj_pws%s(xb, n);\n    }\n",
+            T, gi, T, gi, S) < 0 ||
+        put(buf, "    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n    %s a = fj_g%d_pw(lo, n2, data, stp, xb);\n"
+                 "    return a + fj_g%d_pw(lo + n2, n - n2, data, stp, xb);\n}\n",
             T, gi, gi) < 0)
         goto error;
     /* the checks: bit 4 a member's invalid condition, bit 8 a NaN element */
@@ -837,21 +850,25 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
             put(buf, "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n"
                      "{\n    int st = 0, inv = 0;\n    (void)strides;\n    intptr_t len = nd > 0 ? shape[nd - 1] : 1, rows = 1;\n"
                      "    for (int k = 0; k + 1 < nd; k++) rows *= shape[k];\n    %s *out = (%s *)data[%d];\n"
-                     "    feclearexcept(FJ_FPE);\n    for (intptr_t q = 0; q < rows; q++) {\n"
-                     "        %s total = fj_g%d_pw(q * len, len, data, &st);\n        %s r = (%s)0 + total;\n",
-                gi, T, T, slot, T, gi, T, T) < 0)
+                     "    %s *xb = (%s *)malloc(4096 * sizeof(%s));\n    if (!xb)\n        return FJ_HARD;\n",
+                gi, T, T, slot, T, T, T) < 0 ||
+            put(buf, "    feclearexcept(FJ_FPE);\n    for (intptr_t q = 0; q < rows; q++) {\n"
+                     "        %s total = fj_g%d_pw(q * len, len, data, &st, xb);\n        %s r = (%s)0 + total;\n",
+                T, gi, T, T) < 0)
             return -1;
         if (op->code == FJN_RMEAN && put(buf, "        r = (%s)((double)r / (double)(int64_t)len);\n", T) < 0)
             return -1;
         return put(buf, "        out[q] = r;\n    }\n"
                         "    if (fetestexcept(FE_INVALID))\n        for (intptr_t q = 0; q < rows && !inv; q++) {\n"
                         "            int sc = fj_g%d_chk(q * len, len, data), d = 0;\n"
-                        "            inv = (sc & 4) || (!(sc & 8) && __builtin_isnan(fj_g%d_pw(q * len, len, data, &d)));\n"
-                        "        }\n    return fj_ret(st & 1, inv, %d);\n}\n", gi, gi, hardinv);
+                        "            inv = (sc & 4) || (!(sc & 8) && __builtin_isnan(fj_g%d_pw(q * len, len, data, &d, xb)));\n"
+                        "        }\n    free(xb);\n    return fj_ret(st & 1, inv, %d);\n}\n", gi, gi, hardinv);
     }
     if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0, inv = 0;\n"
-                 "    feclearexcept(FJ_FPE);\n    %s total = fj_g%d_pw(start, end - start, data, &st);\n"
-                 "    %s r = (%s)0 + total;\n", gi, T, gi, T, T) < 0)
+                 "    %s *xb = (%s *)malloc(4096 * sizeof(%s));\n    if (!xb)\n        return FJ_HARD;\n",
+            gi, T, T, T) < 0 ||
+        put(buf, "    feclearexcept(FJ_FPE);\n    %s total = fj_g%d_pw(start, end - start, data, &st, xb);\n"
+                 "    free(xb);\n    %s r = (%s)0 + total;\n", T, gi, T, T) < 0)
         return -1;
     if (op->code == FJN_RMEAN &&
         put(buf, "    r = (%s)((double)r / (double)(int64_t)(end - start));\n", T) < 0)
