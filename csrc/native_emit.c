@@ -110,6 +110,15 @@ PyObject *fjn_emit_prologue(void)
         "#define FJ_FPE (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID)\n"
         "#define FJ_FPE_SOFT (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW)\n"
         "#define FJ_HARD " FJN_ST_HARD_STR "\n"
+        "/* the kernels' float arithmetic is SSE/AVX on x86-64, whose flags are MXCSR's (the\n"
+        "   FE_* bits are MXCSR's bits there): reading and clearing MXCSR alone costs a fraction\n"
+        "   of glibc's fe*except, which also stores and reloads the x87 environment */\n"
+        "#if defined(__x86_64__) && defined(__SSE2__)\n"
+        "_Static_assert(FE_INVALID == 0x01 && FE_DIVBYZERO == 0x04 && FE_OVERFLOW == 0x08 && FE_UNDERFLOW == 0x10,\n"
+        "               \"FE_* bits are not MXCSR's\");\n"
+        "static inline int fj_fetest(int m) { return (int)(__builtin_ia32_stmxcsr() & (unsigned)m); }\n"
+        "static inline void fj_feclear(int m) { __builtin_ia32_ldmxcsr(__builtin_ia32_stmxcsr() & ~(unsigned)m); }\n"
+        "#else\n#define fj_fetest fetestexcept\n#define fj_feclear feclearexcept\n#endif\n"
         "static inline double fj_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }\n"
         "/* ordered integer keys of floats: a < b (not NaN) iff key(a) < key(b), -0.0 < 0.0 */\n"
         "static inline int32_t fj_key32(float x) { int32_t b; memcpy(&b, &x, 4); return b ^ ((b >> 31) & INT32_MAX); }\n"
@@ -199,7 +208,7 @@ PyObject *fjn_emit_prologue(void)
         "FJ_PWS(float, fj_v8f, 32)\n"
         "FJ_PWS(double, fj_v8d, 64)\n"
         "static inline int fj_ret(int st, int inv, int hardinv)\n{\n"
-        "    int f = fetestexcept(FJ_FPE);\n"
+        "    int f = fj_fetest(FJ_FPE);\n"
         "    int r = (st ? FJ_HARD : 0) | (f & FJ_FPE_SOFT) | (inv ? FE_INVALID : 0);\n"
         "    return (hardinv && (f & FE_INVALID)) ? (r | FJ_HARD) : r;\n}\n");
 }
@@ -850,30 +859,31 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
             put(buf, "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n"
                      "{\n    int st = 0, inv = 0;\n    (void)strides;\n    intptr_t len = nd > 0 ? shape[nd - 1] : 1, rows = 1;\n"
                      "    for (int k = 0; k + 1 < nd; k++) rows *= shape[k];\n    %s *out = (%s *)data[%d];\n"
-                     "    %s *xb = (%s *)malloc(4096 * sizeof(%s));\n    if (!xb)\n        return FJ_HARD;\n",
+                     "    %s sb[512], *xb = len <= 512 ? sb : (%s *)malloc(4096 * sizeof(%s));\n    if (!xb)\n        return FJ_HARD;\n",
                 gi, T, T, slot, T, T, T) < 0 ||
-            put(buf, "    feclearexcept(FJ_FPE);\n    for (intptr_t q = 0; q < rows; q++) {\n"
+            put(buf, "    fj_feclear(FJ_FPE);\n    for (intptr_t q = 0; q < rows; q++) {\n"
                      "        %s total = fj_g%d_pw(q * len, len, data, &st, xb);\n        %s r = (%s)0 + total;\n",
                 T, gi, T, T) < 0)
             return -1;
         if (op->code == FJN_RMEAN && put(buf, "        r = (%s)((double)r / (double)(int64_t)len);\n", T) < 0)
             return -1;
         return put(buf, "        out[q] = r;\n    }\n"
-                        "    if (fetestexcept(FE_INVALID))\n        for (intptr_t q = 0; q < rows && !inv; q++) {\n"
+                        "    if (fj_fetest(FE_INVALID))\n        for (intptr_t q = 0; q < rows && !inv; q++) {\n"
                         "            int sc = fj_g%d_chk(q * len, len, data), d = 0;\n"
                         "            inv = (sc & 4) || (!(sc & 8) && __builtin_isnan(fj_g%d_pw(q * len, len, data, &d, xb)));\n"
-                        "        }\n    free(xb);\n    return fj_ret(st & 1, inv, %d);\n}\n", gi, gi, hardinv);
+                        "        }\n    if (xb != sb)\n        free(xb);\n    return fj_ret(st & 1, inv, %d);\n}\n", gi, gi, hardinv);
     }
     if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0, inv = 0;\n"
-                 "    %s *xb = (%s *)malloc(4096 * sizeof(%s));\n    if (!xb)\n        return FJ_HARD;\n",
+                 "    %s sb[512], *xb = end - start <= 512 ? sb : (%s *)malloc(4096 * sizeof(%s));\n"
+                 "    if (!xb)\n        return FJ_HARD;\n",
             gi, T, T, T) < 0 ||
-        put(buf, "    feclearexcept(FJ_FPE);\n    %s total = fj_g%d_pw(start, end - start, data, &st, xb);\n"
-                 "    free(xb);\n    %s r = (%s)0 + total;\n", T, gi, T, T) < 0)
+        put(buf, "    fj_feclear(FJ_FPE);\n    %s total = fj_g%d_pw(start, end - start, data, &st, xb);\n"
+                 "    if (xb != sb)\n        free(xb);\n    %s r = (%s)0 + total;\n", T, gi, T, T) < 0)
         return -1;
     if (op->code == FJN_RMEAN &&
         put(buf, "    r = (%s)((double)r / (double)(int64_t)(end - start));\n", T) < 0)
         return -1;
-    return put(buf, "    if (fetestexcept(FE_INVALID)) {\n        int sc = fj_g%d_chk(start, end - start, data);\n"
+    return put(buf, "    if (fj_fetest(FE_INVALID)) {\n        int sc = fj_g%d_chk(start, end - start, data);\n"
                     "        inv = (sc & 4) || (__builtin_isnan(total) && !(sc & 8));\n    }\n"
                     "    *(%s *)data[%d] = r;\n    return fj_ret(st & 1, inv, %d);\n}\n"
                     "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n"
@@ -902,14 +912,14 @@ error:
 static int emit_block_check(PyObject *buf, const fjn_Group *g, int mode, const char *lo, const char *hi)
 {
     int r;
-    if (put(buf, "        if (fetestexcept(FE_INVALID)) {\n            if (!inv) {\n"
+    if (put(buf, "        if (fj_fetest(FE_INVALID)) {\n            if (!inv) {\n"
                  "            for (intptr_t i = %s; i < %s; i++) {\n", lo, hi) < 0)
         return -1;
     fjn_checkonly = 1;
     r = emit_body(buf, g, mode, NULL);
     fjn_checkonly = 0;
     if (r < 0 || put(buf, "            }\n") < 0 || emit_inv_fold(buf, g) < 0 ||
-        put(buf, "            }\n            feclearexcept(FE_INVALID);\n        }\n") < 0)
+        put(buf, "            }\n            fj_feclear(FE_INVALID);\n        }\n") < 0)
         return -1;
     return 0;
 }
@@ -935,7 +945,7 @@ static int emit_group_loops(PyObject *buf, const fjn_Group *g, int gi, int check
             0 ||
         emit_flat_decls(buf, g) < 0 || (checks && emit_inv_decls(buf, g) < 0))
         return -1;
-    if (emit_reduce_init(buf, g) < 0 || put(buf, "    feclearexcept(FJ_FPE);\n") < 0)
+    if (emit_reduce_init(buf, g) < 0 || put(buf, "    fj_feclear(FJ_FPE);\n") < 0)
         return -1;
     fjn_checks = 0;
     if (checks) {
@@ -969,7 +979,7 @@ static int emit_group_loops(PyObject *buf, const fjn_Group *g, int gi, int check
             return -1;
     }
     if (emit_reduce_init(buf, g) < 0 ||
-        put(buf, "    feclearexcept(FJ_FPE);\n    for (intptr_t o = 0; o < outer; o++) {\n") < 0)
+        put(buf, "    fj_feclear(FJ_FPE);\n    for (intptr_t o = 0; o < outer; o++) {\n") < 0)
         return -1;
     for (int k = 0; k < nslot; k++) {
         if (k < g->nin && g->in[k].kind == FJN_IN_CONST)
