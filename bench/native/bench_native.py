@@ -62,10 +62,10 @@ KERNELS = ("c3", "c5", "c7", "c10", "rsum", "rmax")
 OPS = {"c3": 3, "c5": 5, "c7": 7, "c10": 10, "rsum": 6, "rmax": 3}
 REDUCTIONS = ("rsum", "rmax")
 SIZES_FULL = (10**3, 10**4, 10**5, 10**6, 10**7, 10**8)
-VARIANTS = ("numpy", "numexpr", "numba", "torch", "eager", "native")
-LABEL = {"numpy": "NumPy", "numexpr": "numexpr", "numba": "Numba", "torch": "torch.compile",
-         "eager": "fj eager", "native": "fj native"}
-FUSED = ("numexpr", "numba", "torch", "native")
+VARIANTS = ("numpy", "numexpr", "numba", "numba_ieee", "torch", "eager", "native")
+LABEL = {"numpy": "NumPy", "numexpr": "numexpr", "numba": "Numba", "numba_ieee": "Numba, no fastmath",
+         "torch": "torch.compile", "eager": "fj eager", "native": "fj native"}
+FUSED = ("numexpr", "numba", "numba_ieee", "torch", "native")
 
 # the native backend's knobs (framejit/native.py, csrc/native.c): threads are
 # set with framejit._C.native_config(threads=N) (default: the cpu count, at
@@ -122,8 +122,11 @@ def ne_expressions(dtype):
             "rmax": "max(a*b + c)"}
 
 
-def numba_kernels(np_dtype, parallel):
-    """@njit loops; constants closed over as np_dtype scalars (typed as such)."""
+def numba_kernels(np_dtype, parallel, fastmath=True):
+    """@njit loops; constants closed over as np_dtype scalars (typed as such).
+    fastmath=False: the reductions without reassociation (the "Numba, no
+    fastmath" column, reductions only: an IEEE loop in one order, as NumPy's
+    and the native backend's sums are)."""
     import numpy as np
     from numba import njit, prange
 
@@ -132,7 +135,7 @@ def numba_kernels(np_dtype, parallel):
     jit = njit(parallel=parallel)
     # reductions: allow reassociation so the serial loop can vectorize
     # (NumPy's pairwise sum reassociates too); accumulate in float64
-    rjit = njit(parallel=parallel, fastmath=True)
+    rjit = njit(parallel=parallel, fastmath=fastmath)
 
     @jit
     def c3(a, b, c):
@@ -264,9 +267,9 @@ def run_mode(args):
     try:
         import numba
         numba.set_num_threads(nth)
-        have["numba"] = True
+        have["numba"] = have["numba_ieee"] = True
     except Exception as e:  # noqa: BLE001 - any import failure skips the column
-        have["numba"] = False
+        have["numba"] = have["numba_ieee"] = False
         notes.append(f"Numba unavailable: {e!r}")
     torch = None
     if not args.no_torch:
@@ -299,6 +302,7 @@ def run_mode(args):
     for dtype in args.dtypes:
         npdt = np.dtype(dtype).type
         nbk = numba_kernels(npdt, parallel=(mode == "all")) if have["numba"] else {}
+        nbk_ieee = numba_kernels(npdt, parallel=(mode == "all"), fastmath=False) if have["numba"] else {}
         exprs = ne_expressions(dtype)
         consts = {"h": npdt(0.5), "z": npdt(0.0), "one": npdt(1.0), "two": npdt(2.0)}
         for n in args.sizes:
@@ -314,6 +318,8 @@ def run_mode(args):
                          "eager": (lambda f=fj_eager[kernel]: f(a, b, c))}
                 if have["numba"]:
                     calls["numba"] = lambda f=nbk[kernel]: f(a, b, c)
+                    if kernel in REDUCTIONS:
+                        calls["numba_ieee"] = lambda f=nbk_ieee[kernel]: f(a, b, c)
                 if have["torch"]:
                     calls["torch"] = lambda f=tcomp[kernel]: f(ta, tb, tc)
                 if have["native"]:
@@ -488,7 +494,7 @@ def table(mode_res, triad_gbs, fresh_gbs, markdown_title):
             if v in ns:
                 cells.append(f"{base / ns[v]:.2f}" + ("!" if v in row["errors"] else ""))
             else:
-                cells.append("ERR")
+                cells.append("ERR" if v in row["errors"] else "-")
         print(f"| {row['kernel']} | {row['dtype']} | {row['n']:.0e} | {fmt_time(base)} | "
               + " | ".join(cells) + " |")
     errs = [(row, v, m) for row in mode_res["results"] for v, m in row["errors"].items()]
@@ -533,7 +539,7 @@ def targets(modes, triads, comp):
     for mname, m in modes.items():
         if not m["have"].get("native"):
             continue
-        for peer in ("numexpr", "numba"):
+        for peer in ("numexpr", "numba", "numba_ieee"):
             if not m["have"].get(peer):
                 continue
             rows = [r for r in m["results"] if "native" in r["ns"] and peer in r["ns"]]
