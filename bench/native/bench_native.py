@@ -16,7 +16,11 @@ interleaved within a round, all in one process per thread mode:
 
     NumPy        the plain function
     numexpr      ne.evaluate of the same expression (one call)
-    Numba        @njit loop over prange (serial loop when parallel=False)
+    Numba        @njit loop over prange (serial loop when parallel=False);
+                 reductions with fastmath=True (reassociated, so they vectorize)
+    Numba, no fastmath   the reductions only, fastmath=False: an IEEE loop in
+                 one order (NumPy's and the native backend's sums keep NumPy's
+                 pairwise order bit for bit)
     torch        torch.compile(default backend = inductor) of the same function
                  in torch ops, on torch.from_numpy inputs
     fj eager     framejit.compile(f, backend="eager")
