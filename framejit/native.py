@@ -20,10 +20,11 @@ import os
 import shutil
 import warnings
 
-try:  # the builtin module: hashlib loads OpenSSL (ms) for the same function
-    from _sha256 import sha256 as _sha256
+try:  # already loaded by `random` (which NumPy imports): no import cost at all;
+    # _sha256 costs a dlopen (0.3 ms), hashlib loads OpenSSL (ms)
+    from _sha512 import sha512 as _hash
 except ImportError:  # pragma: no cover
-    from hashlib import sha256 as _sha256
+    from hashlib import sha512 as _hash
 
 # subprocess, tempfile and shlex are imported where the compiler runs or a
 # file is built, json not at all: a process whose kernels are all cached
@@ -96,7 +97,7 @@ def _compiler_identity(argv):
 
 def _toolchain_file(ident):
     """The file in the cache directory remembering the probe of compiler 'ident'."""
-    key = _sha256(repr((ident, CFLAGS, MARCH, NO_PRE)).encode()).hexdigest()[:32]
+    key = _hash(repr((ident, CFLAGS, MARCH, NO_PRE)).encode()).hexdigest()[:32]
     return os.path.join(cache_dir(), f"toolchain_{key}.bin")
 
 
@@ -199,7 +200,7 @@ def _warn_no_compiler():
 def build(source, toolchain):
     """The path of the shared object built from 'source' (from the cache when it is there)."""
     argv, version, flags = toolchain
-    key = _sha256("\0".join([source, " ".join(flags), " ".join(argv), version,
+    key = _hash("\0".join([source, " ".join(flags), " ".join(argv), version,
                                     _machine_id()]).encode()).hexdigest()
     d = cache_dir()
     path = os.path.join(d, f"fj_{key[:40]}.so")
