@@ -26,6 +26,7 @@
 */
 #include "native.h"
 #include "native_pool.h"
+#include "native_threads.h"
 
 #include <dlfcn.h>
 #include <fenv.h>
@@ -39,7 +40,7 @@
 /* ---- configuration ------------------------------------------------------- */
 
 static int fjn_threads = 1;                    /* threads for large flat loops */
-static Py_ssize_t fjn_thread_min = 1 << 20;    /* elements before threads are used */
+static Py_ssize_t fjn_thread_min = 1 << 16;    /* elements before threads are used (native_threads.c) */
 static Py_ssize_t fjn_nogil_min = 1 << 14;     /* elements before the GIL is released */
 /* Float max/min over one axis: exact (zero and NaN results go to NumPy) but
    slower than NumPy's SIMD loops here, so off (native_config(float_axis_minmax=True)). */
@@ -962,14 +963,14 @@ typedef struct {
     int status;
 } fjn_Work;
 
-static void *fjn_worker(void *arg)
+static void flat_task(void *arg, int t)
 {
-    fjn_Work *w = arg;
-    w->status = w->fn(w->start, w->end, w->data);
-    return NULL;
+    fjn_Work *w = &((fjn_Work *)arg)[t];
+    w->status = w->start < w->end ? w->fn(w->start, w->end, w->data) : 0;
 }
 
-/* Runs a flat kernel over [0, n), in threads when large.  The kernel's status. */
+/* Runs a flat kernel over [0, n), split over the worker threads when large
+   (csrc/native_threads.c).  The kernels' statuses ORed. */
 static int run_flat(fjn_flat_fn fn, Py_ssize_t n, char *const *data)
 {
     int nt = fjn_threads;
@@ -978,8 +979,6 @@ static int run_flat(fjn_flat_fn fn, Py_ssize_t n, char *const *data)
     if (nt > 16)
         nt = 16;
     fjn_Work work[16];
-    pthread_t tid[16];
-    int started[16] = {0};
     Py_ssize_t chunk = (n + nt - 1) / nt;
     chunk = (chunk + 63) & ~(Py_ssize_t)63;
     int status = 0;
@@ -989,17 +988,10 @@ static int run_flat(fjn_flat_fn fn, Py_ssize_t n, char *const *data)
         work[t].end = (t + 1) * chunk < n ? (t + 1) * chunk : n;
         work[t].data = data;
         work[t].status = 0;
-        if (t > 0 && work[t].start < work[t].end)
-            started[t] = pthread_create(&tid[t], NULL, fjn_worker, &work[t]) == 0;
     }
+    fjn_parallel(flat_task, work, nt);
     for (int t = 0; t < nt; t++)
-        if (!started[t] && work[t].start < work[t].end)
-            fjn_worker(&work[t]);
-    for (int t = 0; t < nt; t++) {
-        if (started[t])
-            pthread_join(tid[t], NULL);
         status |= work[t].status;
-    }
     return status;
 }
 
@@ -1012,14 +1004,14 @@ typedef struct {
     int status;
 } fjn_SWork;
 
-static void *fjn_sworker(void *arg)
+static void strided_task(void *arg, int t)
 {
-    fjn_SWork *w = arg;
-    w->status = w->fn(w->nd, w->shape, w->data, w->strides);
-    return NULL;
+    fjn_SWork *w = &((fjn_SWork *)arg)[t];
+    w->status = w->shape[0] > 0 ? w->fn(w->nd, w->shape, w->data, w->strides) : 0;
 }
 
-/* Runs a strided kernel, in threads (splitting the first axis) when large.  The kernel's status. */
+/* Runs a strided kernel, split along the first axis over the worker threads
+   when large.  The kernels' statuses ORed. */
 static int run_strided(fjn_strided_fn fn, int nd, const npy_intp *shape, char *const *data, int nslot,
                        const npy_intp *strides, npy_intp size)
 {
@@ -1031,8 +1023,7 @@ static int run_strided(fjn_strided_fn fn, int nd, const npy_intp *shape, char *c
     if (nt > shape[0])
         nt = (int)shape[0];
     fjn_SWork *work = PyMem_RawMalloc(sizeof(fjn_SWork) * (size_t)nt);
-    pthread_t tid[16];
-    int started[16] = {0}, status = 0;
+    int status = 0;
     if (!work)
         return fn(nd, shape, data, strides);
     npy_intp chunk = (shape[0] + nt - 1) / nt;
@@ -1048,17 +1039,10 @@ static int run_strided(fjn_strided_fn fn, int nd, const npy_intp *shape, char *c
             w->data[k] = data[k] ? data[k] + lo * strides[k * nd] : NULL;
         w->strides = strides;
         w->status = 0;
-        if (t > 0 && hi > lo)
-            started[t] = pthread_create(&tid[t], NULL, fjn_sworker, w) == 0;
     }
+    fjn_parallel(strided_task, work, nt);
     for (int t = 0; t < nt; t++)
-        if (!started[t] && work[t].shape[0] > 0)
-            fjn_sworker(&work[t]);
-    for (int t = 0; t < nt; t++) {
-        if (started[t])
-            pthread_join(tid[t], NULL);
         status |= work[t].status;
-    }
     PyMem_RawFree(work);
     return status;
 }
@@ -1561,11 +1545,20 @@ static PyObject *native_config(PyObject *mod, PyObject *args, PyObject *kw)
     return Py_BuildValue("(inO)", fjn_threads, fjn_thread_min, fjn_float_axis_minmax ? Py_True : Py_False);
 }
 
+static PyObject *native_workers(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    return PyLong_FromLong(fjn_parallel_workers());
+}
+
 static PyMethodDef native_functions[] = {
     {"native_plan", (PyCFunction)native_plan, METH_O,
      "native_plan(graph) -> (NativePlan, C source) or (None, None) when nothing fuses."},
     {"native_config", (PyCFunction)(void (*)(void))native_config, METH_VARARGS | METH_KEYWORDS,
      "native_config(threads=None, thread_min=None, float_axis_minmax=None) -> the three settings"},
+    {"native_workers", (PyCFunction)native_workers, METH_NOARGS,
+     "native_workers() -> the number of worker threads started (csrc/native_threads.c)"},
     {"native_pool", (PyCFunction)(void (*)(void))fjn_pool_config, METH_VARARGS | METH_KEYWORDS,
      "native_pool(limit=None) -> dict: the output buffer pool's figures; limit sets its byte limit "
      "(0 frees what it holds and turns it off)"},
