@@ -225,6 +225,7 @@ typedef struct {
     PyObject *source;  /* strong str */
     int loaded;
     Py_ssize_t fallbacks; /* group runs that went through NumPy instead of their kernel */
+    Py_ssize_t split_reductions; /* group runs whose reductions were split over threads */
     vectorcallfunc vectorcall;
 } fjn_Plan;
 
@@ -812,6 +813,7 @@ static PyObject *plan_new_from_graph(PyObject *graph)
     p->source = NULL;
     p->loaded = 0;
     p->fallbacks = 0;
+    p->split_reductions = 0;
     p->output = NULL;
     p->nph = 0;
     p->vectorcall = NULL;
@@ -1047,6 +1049,251 @@ static int run_strided(fjn_strided_fn fn, int nd, const npy_intp *shape, char *c
     return status;
 }
 
+typedef union {
+    double d;
+    long long i;
+    unsigned char b;
+    char raw[16];
+} fjn_Scalar;
+
+/* ---- reductions in parallel ----------------------------------------------------
+**
+** Reductions over every axis of a flat group are exact in any split except
+** the float sum / mean, which must follow NumPy's pairwise tree:
+**  - others (integer sums, max / min, any / all): each chunk's kernel writes
+**    its partial results into its own slots, combined here in chunk order
+**    (integer sums wrap as the kernels' do; a float max / min is exact, a
+**    chunk's zero or NaN already made the chunk's status hard);
+**  - float sum / mean: the range is split at the top nodes of NumPy's
+**    recursion (n2 = n / 2 rounded down to a multiple of 8, as the kernel's
+**    own recursion), each subtree's total computed by fj_g<N>_part, and the
+**    totals added back up the same tree: the same additions in the same
+**    order as one thread.  Whether an invalid happened is decided once over
+**    the whole range (fj_g<N>_check) when a part saw the flag or the total
+**    is NaN (the combining adds here raise no flag anyone reads).
+*/
+
+static int red_kind_ok(const fjn_Op *op)
+{
+    switch (op->code) {
+    case FJN_RSUM:
+        return op->type != FJT_F32 && op->type != FJT_F64;
+    case FJN_RMAX:
+    case FJN_RMIN:
+    case FJN_RANY:
+    case FJN_RALL:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Can the group's reductions run in chunks (every axis, no float sum)? */
+static int red_parallel_ok(const fjn_Group *g)
+{
+    if (g->pw >= 0 || g->has_axisred)
+        return 0;
+    for (int m = 0; m < g->nops; m++)
+        if (FJN_IS_REDUCTION(g->ops[m].code) && !red_kind_ok(&g->ops[m]))
+            return 0;
+    return 1;
+}
+
+typedef struct {
+    fjn_flat_fn fn;
+    Py_ssize_t start, end;
+    char *data[FJN_MAX_IN + FJN_MAX_OUT];
+    fjn_Scalar red[FJN_MAX_OUT]; /* this chunk's reduction results */
+    int status;
+} fjn_RWork;
+
+static void red_task(void *arg, int t)
+{
+    fjn_RWork *w = &((fjn_RWork *)arg)[t];
+    w->status = w->fn(w->start, w->end, w->data);
+}
+
+static int is_unsigned_type(int t)
+{
+    return t == FJT_BOOL || t == FJT_U8 || t == FJT_U16 || t == FJT_U32 || t == FJT_U64;
+}
+
+/* A kernel value of type t as a double / as a 64-bit integer (two's complement). */
+static double val_d(const void *p, int t)
+{
+    return t == FJT_F32 ? (double)*(const float *)p : *(const double *)p;
+}
+
+static long long val_i(const void *p, int t)
+{
+    switch (t) {
+    case FJT_BOOL:
+    case FJT_U8: return *(const uint8_t *)p;
+    case FJT_I8: return *(const int8_t *)p;
+    case FJT_I16: return *(const int16_t *)p;
+    case FJT_U16: return *(const uint16_t *)p;
+    case FJT_I32: return *(const int32_t *)p;
+    case FJT_U32: return *(const uint32_t *)p;
+    default: return *(const long long *)p;
+    }
+}
+
+/* Combines chunk b's result into 'acc' (both of op's type). */
+static void red_combine(const fjn_Op *op, void *acc, const void *b)
+{
+    int t = op->type, sz = fjn_type_size(t);
+    if (t == FJT_F32 || t == FJT_F64) { /* max / min: no NaN here (its chunk is hard) */
+        double x = val_d(acc, t), y = val_d(b, t);
+        int take = op->code == FJN_RMAX ? y > x : y < x;
+        if (take)
+            memcpy(acc, b, (size_t)sz);
+        return;
+    }
+    long long x = val_i(acc, t), y = val_i(b, t);
+    unsigned long long ux = (unsigned long long)x, uy = (unsigned long long)y, r;
+    int uns = is_unsigned_type(t);
+    switch (op->code) {
+    case FJN_RSUM:
+        r = ux + uy; /* wraps like the kernel's (uint64_t) additions */
+        break;
+    case FJN_RMAX:
+        r = (uns ? uy > ux : y > x) ? uy : ux;
+        break;
+    case FJN_RMIN:
+        r = (uns ? uy < ux : y < x) ? uy : ux;
+        break;
+    case FJN_RANY:
+        r = (ux != 0) | (uy != 0);
+        break;
+    default: /* FJN_RALL */
+        r = (ux != 0) & (uy != 0);
+        break;
+    }
+    memcpy(acc, &r, (size_t)sz); /* little-endian: the low bytes */
+}
+
+static int run_red_parallel(fjn_Group *g, Py_ssize_t n, char *const *data)
+{
+    int nt = fjn_threads > 16 ? 16 : fjn_threads, nslot = g->nin + g->nout, status = 0;
+    fjn_RWork *work = PyMem_RawMalloc(sizeof(fjn_RWork) * (size_t)nt);
+    if (!work)
+        return g->flat(0, n, data);
+    Py_ssize_t chunk = (n + nt - 1) / nt;
+    chunk = (chunk + 63) & ~(Py_ssize_t)63;
+    for (int t = 0; t < nt; t++) {
+        fjn_RWork *w = &work[t];
+        w->fn = g->flat;
+        w->start = t * chunk < n ? t * chunk : n;
+        w->end = (t + 1) * chunk < n ? (t + 1) * chunk : n;
+        memcpy(w->data, data, sizeof(char *) * (size_t)nslot);
+        for (int j = 0; j < g->nout; j++)
+            if (FJN_IS_REDUCTION(g->ops[g->out_op[j]].code))
+                w->data[g->nin + j] = w->red[j].raw;
+    }
+    fjn_parallel(red_task, work, nt);
+    for (int t = 0; t < nt; t++)
+        status |= work[t].status;
+    if (status == 0)
+        for (int j = 0; j < g->nout; j++) {
+            const fjn_Op *op = &g->ops[g->out_op[j]];
+            if (!FJN_IS_REDUCTION(op->code))
+                continue;
+            char acc[16];
+            memcpy(acc, work[0].red[j].raw, 16);
+            for (int t = 1; t < nt; t++)
+                red_combine(op, acc, work[t].red[j].raw);
+            memcpy(data[g->nin + j], acc, (size_t)fjn_type_size(op->type));
+        }
+    PyMem_RawFree(work);
+    return status;
+}
+
+typedef struct {
+    fjn_part_fn fn;
+    Py_ssize_t lo, n;
+    char *const *data;
+    double total[1]; /* room for a float or a double, aligned */
+    int status;
+} fjn_PWork;
+
+static void pw_task(void *arg, int t)
+{
+    fjn_PWork *w = &((fjn_PWork *)arg)[t];
+    w->status = w->fn(w->lo, w->n, w->data, w->total);
+}
+
+static int run_pw_parallel(fjn_Group *g, Py_ssize_t n, char *const *data)
+{
+    const fjn_Op *op = &g->ops[g->pw];
+    int f32 = op->type == FJT_F32, cnt = 1, status = 0;
+    fjn_PWork work[16];
+    Py_ssize_t lo[16] = {0}, len[16] = {n};
+    /* split every node while there are threads for twice as many (a node of
+       more than 128 elements splits exactly as NumPy's recursion does) */
+    while (cnt * 2 <= fjn_threads && cnt * 2 <= 16) {
+        Py_ssize_t nlo[16], nlen[16];
+        for (int k = 0; k < cnt; k++) {
+            if (len[k] <= 128)
+                return g->flat(0, n, data);
+            Py_ssize_t n2 = len[k] / 2;
+            n2 -= n2 % 8;
+            nlo[2 * k] = lo[k];
+            nlen[2 * k] = n2;
+            nlo[2 * k + 1] = lo[k] + n2;
+            nlen[2 * k + 1] = len[k] - n2;
+        }
+        cnt *= 2;
+        memcpy(lo, nlo, sizeof(Py_ssize_t) * (size_t)cnt);
+        memcpy(len, nlen, sizeof(Py_ssize_t) * (size_t)cnt);
+    }
+    for (int k = 0; k < cnt; k++) {
+        work[k].fn = g->part;
+        work[k].lo = lo[k];
+        work[k].n = len[k];
+        work[k].data = data;
+        work[k].status = 0;
+    }
+    fjn_parallel(pw_task, work, cnt);
+    /* the totals back up the tree: left + right at every level */
+    float tf[16];
+    double td[16];
+    for (int k = 0; k < cnt; k++) {
+        status |= work[k].status;
+        if (f32)
+            memcpy(&tf[k], work[k].total, sizeof(float));
+        else
+            td[k] = work[k].total[0];
+    }
+    for (int c = cnt; c > 1; c /= 2)
+        for (int k = 0; k < c / 2; k++) {
+            if (f32)
+                tf[k] = tf[2 * k] + tf[2 * k + 1];
+            else
+                td[k] = td[2 * k] + td[2 * k + 1];
+        }
+    int nan = f32 ? isnan(tf[0]) : isnan(td[0]);
+    int maybe = (status & FE_INVALID) != 0;
+    status &= ~FE_INVALID;
+    if (maybe || nan) {
+        int sc = g->check(0, n, data);
+        if ((sc & 4) || (nan && !(sc & 8)))
+            status |= FE_INVALID;
+    }
+    char *out = data[g->nin + op->out];
+    if (f32) {
+        float r = 0.0f + tf[0];
+        if (op->code == FJN_RMEAN)
+            r = (float)((double)r / (double)(int64_t)n);
+        memcpy(out, &r, sizeof r);
+    } else {
+        double r = 0.0 + td[0];
+        if (op->code == FJN_RMEAN)
+            r = r / (double)(int64_t)n;
+        memcpy(out, &r, sizeof r);
+    }
+    return status;
+}
+
 /* Runs group 'g' node by node through NumPy (the eager runner's way).  0 or -1. */
 static int run_group_unfused(fjn_Plan *p, fjn_Group *g, PyObject **env)
 {
@@ -1108,13 +1355,6 @@ static void fill_identity(PyArrayObject *a, const fjn_Op *op)
         }
     }
 }
-
-typedef union {
-    double d;
-    long long i;
-    unsigned char b;
-    char raw[16];
-} fjn_Scalar;
 
 /* Runs group 'g'.  0 or -1 with an exception. */
 static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
@@ -1287,13 +1527,23 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
     if (size > 0 || g->has_red) {
         int flat = (all_c || (fortran && all_f)) && !g->has_axisred;
         if (size >= fjn_nogil_min) {
+            int split = 0;
             Py_BEGIN_ALLOW_THREADS
-            if (g->has_red)
+            int par = flat && fjn_threads > 1 && size >= fjn_thread_min;
+            if (g->has_red && par && g->pw >= 0 && g->part && g->ops[g->pw].axis < 0) {
+                status = run_pw_parallel(g, size, data);
+                split = 1;
+            } else if (g->has_red && par && red_parallel_ok(g)) {
+                status = run_red_parallel(g, size, data);
+                split = 1;
+            }
+            else if (g->has_red)
                 status = flat ? g->flat(0, size, data) : g->strided(nd, shape, data, strides);
             else
                 status = flat ? run_flat(g->flat, size, data)
                               : run_strided(g->strided, nd, shape, data, nslot, strides, size);
             Py_END_ALLOW_THREADS
+            p->split_reductions += split;
         } else {
             status = flat ? g->flat(0, size, data) : g->strided(nd, shape, data, strides);
         }
@@ -1422,6 +1672,12 @@ static PyObject *plan_load(fjn_Plan *p, PyObject *path)
         *(void **)&g->flat = dlsym(h, name);
         snprintf(name, sizeof name, "fj_g%d_strided", gi);
         *(void **)&g->strided = dlsym(h, name);
+        snprintf(name, sizeof name, "fj_g%d_part", gi); /* float sums over every axis only */
+        *(void **)&g->part = dlsym(h, name);
+        snprintf(name, sizeof name, "fj_g%d_check", gi);
+        *(void **)&g->check = dlsym(h, name);
+        if (!g->part || !g->check)
+            g->part = NULL, g->check = NULL;
         if (!g->flat || !g->strided) {
             PyErr_Format(PyExc_OSError, "framejit native: %S lacks the kernels of group %d", path, gi);
             return NULL;
@@ -1485,6 +1741,8 @@ static PyGetSetDef plan_getset[] = {
 static PyMemberDef plan_members[] = {
     {"fallbacks", T_PYSSIZET, offsetof(fjn_Plan, fallbacks), READONLY,
      "group runs that went through NumPy instead of their kernel (flags, inputs or layouts)"},
+    {"split_reductions", T_PYSSIZET, offsetof(fjn_Plan, split_reductions), READONLY,
+     "group runs whose reductions over every axis were split over the worker threads"},
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(fjn_Plan, vectorcall), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };

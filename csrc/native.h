@@ -75,6 +75,13 @@ typedef struct {
 
 typedef int (*fjn_flat_fn)(Py_ssize_t start, Py_ssize_t end, char *const *data);
 typedef int (*fjn_strided_fn)(int ndim, const Py_ssize_t *shape, char *const *data, const Py_ssize_t *strides);
+/* A float sum's group over every axis, split at NumPy's recursion for threads:
+   part(lo, n) stores the pairwise total of the subtree [lo, lo + n) in *total
+   and returns a status (FE_INVALID meaning "the flag was set: check");
+   check(lo, n) returns 4 if a member's invalid condition holds, | 8 if an
+   element is NaN. */
+typedef int (*fjn_part_fn)(Py_ssize_t lo, Py_ssize_t n, char *const *data, void *total);
+typedef int (*fjn_check_fn)(Py_ssize_t lo, Py_ssize_t n, char *const *data);
 
 typedef struct {
     int nops, nin, nout;
@@ -92,6 +99,8 @@ typedef struct {
     /* filled by _load */
     fjn_flat_fn flat;
     fjn_strided_fn strided;
+    fjn_part_fn part;   /* float sum / mean over every axis only (else NULL) */
+    fjn_check_fn check;
 } fjn_Group;
 
 /* Type helpers (native_emit.c). */

@@ -883,12 +883,23 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
     if (op->code == FJN_RMEAN &&
         put(buf, "    r = (%s)((double)r / (double)(int64_t)(end - start));\n", T) < 0)
         return -1;
-    return put(buf, "    if (fj_fetest(FE_INVALID)) {\n        int sc = fj_g%d_chk(start, end - start, data);\n"
+    if (put(buf, "    if (fj_fetest(FE_INVALID)) {\n        int sc = fj_g%d_chk(start, end - start, data);\n"
                     "        inv = (sc & 4) || (__builtin_isnan(total) && !(sc & 8));\n    }\n"
                     "    *(%s *)data[%d] = r;\n    return fj_ret(st & 1, inv, %d);\n}\n"
                     "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n"
                     "{\n    (void)nd; (void)shape; (void)data; (void)strides;\n    return FJ_HARD;\n}\n",
-               gi, T, slot, hardinv, gi);
+               gi, T, slot, hardinv, gi) < 0)
+        return -1;
+    /* the parallel form (native.c run_pw_parallel): a subtree's raw total */
+    if (put(buf, "\nint fj_g%d_part(intptr_t lo, intptr_t n, char *const *data, void *total)\n{\n    int st = 0;\n"
+                 "    %s sb[512], *xb = n <= 512 ? sb : (%s *)malloc(4096 * sizeof(%s));\n"
+                 "    if (!xb)\n        return FJ_HARD;\n", gi, T, T, T) < 0 ||
+        put(buf, "    fj_feclear(FJ_FPE);\n    %s t = fj_g%d_pw(lo, n, data, &st, xb);\n    if (xb != sb)\n        free(xb);\n"
+                 "    memcpy(total, &t, sizeof t);\n    return fj_ret(st & 1, fj_fetest(FE_INVALID) != 0, %d);\n}\n"
+                 "\nint fj_g%d_check(intptr_t lo, intptr_t n, char *const *data)\n{\n    return fj_g%d_chk(lo, n, data);\n}\n",
+            T, gi, hardinv, gi, gi) < 0)
+        return -1;
+    return 0;
 error:
     fjn_checks = 1;
     fjn_checkonly = 0;

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import framejit
-from framejit import _C
+from framejit import _C, backends
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -101,3 +101,100 @@ print("child", os.WEXITSTATUS(st))
                          env=dict(os.environ))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[-1] == "0", out.stdout + out.stderr
+
+
+def _same(got, exp):
+    assert type(got) is type(exp), (type(got), type(exp))
+    if isinstance(exp, tuple):
+        assert len(got) == len(exp)
+        for g, e in zip(got, exp):
+            _same(g, e)
+        return
+    got, exp = np.asarray(got), np.asarray(exp)
+    assert got.dtype == exp.dtype and got.shape == exp.shape
+    assert got.tobytes() == exp.tobytes() or (np.isnan(exp).all() and np.isnan(got).all()), (got, exp)
+
+
+def _outcome(fn, args):
+    import warnings
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = fn(*args)
+    return r, sorted({str(x.message) for x in w})
+
+
+REDUCTIONS = [
+    lambda x: np.sum(x * 1.5 + 0.25),
+    lambda x: (x - 1).mean(),
+    lambda x: (x * 2, np.sum(np.maximum(x, 0.0))),
+    lambda x: np.max(x * 3 - 1),
+    lambda x: np.min(np.abs(x) + 1),
+    lambda x: (np.any(x > 2.5), np.all(x > -10), np.sum(x > 0)),
+]
+
+
+@pytest.mark.parametrize("threads", [2, 3, 4, 8])
+@pytest.mark.parametrize("dt", ["f4", "f8"])
+@pytest.mark.parametrize("k", range(len(REDUCTIONS)))
+def test_reductions_split_over_workers_equal_numpy(k, dt, threads):
+    """Reductions over every axis run in chunks (float sums split at NumPy's
+    pairwise recursion, then added back up its tree): every bit equals NumPy."""
+    saved = _C.native_config()
+    _C.native_config(threads=threads, thread_min=2048)
+    plans = []
+    real = backends.lookup("native")
+    framejit.reset()
+    try:
+        fn = REDUCTIONS[k]
+        f = framejit.compile(fn, backend=lambda g, ex: plans.append(real(g, ex)) or plans[-1])
+        rng = np.random.default_rng(k)
+        for n in (2048, 5001, 65536, 100_003, 262_147):
+            x = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(dt)
+            exp = _outcome(fn, (x,))
+            for _ in range(2):
+                got = _outcome(f, (x,))
+                _same(got[0], exp[0])
+                assert got[1] == exp[1]
+        native = [p for p in plans if isinstance(p, _C.NativePlan)]
+        assert native and sum(p.split_reductions for p in native) > 0  # the split path ran
+        assert all(p.fallbacks == 0 for p in native)
+    finally:
+        _C.native_config(threads=saved[0], thread_min=saved[1])
+
+
+@pytest.mark.parametrize("dt", ["i1", "i4", "i8", "u8"])
+def test_integer_reductions_wrap_across_chunks(dt):
+    saved = _C.native_config()
+    _C.native_config(threads=4, thread_min=2048)
+    framejit.reset()
+    try:
+        fn = lambda x: (np.sum(x * 3), np.max(x), np.min(x - 1))  # noqa: E731
+        f = framejit.compile(fn, backend="native")
+        info = np.iinfo(dt)
+        x = np.random.default_rng(1).integers(info.min // 2, info.max // 2, 100_000, dtype=dt, endpoint=True)
+        _same(f(x), fn(x))
+        _same(f(x[::-1].copy()), fn(x[::-1].copy()))
+    finally:
+        _C.native_config(threads=saved[0], thread_min=saved[1])
+
+
+def test_inf_minus_inf_only_when_chunks_are_added():
+    """+inf in the first half, -inf in the second: each chunk's total is fine, the
+    combining add makes NaN: NumPy's invalid warning, NumPy's value; a zero
+    float max in one chunk only runs the group through NumPy (exact value)."""
+    saved = _C.native_config()
+    _C.native_config(threads=2, thread_min=2048)
+    try:
+        x = np.ones(100_000)
+        x[10], x[90_000] = np.inf, -np.inf
+        fn = lambda v: np.sum(v * 2)  # noqa: E731
+        f = framejit.compile(fn, backend="native")
+        got, exp = _outcome(f, (x,)), _outcome(fn, (x,))
+        assert np.isnan(got[0]) and np.isnan(exp[0]) and got[1] == exp[1] and exp[1]
+        y = -np.abs(np.linspace(-1, 1, 100_001))
+        fm = lambda v: np.max(v * 2)  # noqa: E731
+        g = framejit.compile(fm, backend="native")
+        _same(g(y), fm(y))
+        _same(g(y[:50_000].copy()), fm(y[:50_000].copy()))
+    finally:
+        _C.native_config(threads=saved[0], thread_min=saved[1])
