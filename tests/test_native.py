@@ -18,14 +18,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _cache_dir(tmp_path_factory):
-    old = os.environ.get("FRAMEJIT_CACHE_DIR")
-    os.environ["FRAMEJIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernels"))
+def _cache_dir(native_kernel_cache):
+    """Every test here builds into a fresh kernel cache (conftest.py)."""
     yield
-    if old is None:
-        os.environ.pop("FRAMEJIT_CACHE_DIR", None)
-    else:
-        os.environ["FRAMEJIT_CACHE_DIR"] = old
 
 
 # ---- comparison helpers -----------------------------------------------------

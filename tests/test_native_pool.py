@@ -26,14 +26,9 @@ N = MIN // 8 * 2  # float64 elements: twice the pool's minimum
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _cache_dir(tmp_path_factory):
-    old = os.environ.get("FRAMEJIT_CACHE_DIR")
-    os.environ["FRAMEJIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernels"))
+def _cache_dir(native_kernel_cache):
+    """Every test here builds into a fresh kernel cache (conftest.py)."""
     yield
-    if old is None:
-        os.environ.pop("FRAMEJIT_CACHE_DIR", None)
-    else:
-        os.environ["FRAMEJIT_CACHE_DIR"] = old
 
 
 @pytest.fixture(autouse=True)

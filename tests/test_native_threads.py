@@ -14,17 +14,12 @@ from framejit import _C, backends
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _cache_dir(tmp_path_factory):
-    old = os.environ.get("FRAMEJIT_CACHE_DIR")
-    os.environ["FRAMEJIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("kernels"))
+def _threads(native_kernel_cache):
+    """A fresh kernel cache (conftest.py); four threads from 1024 elements."""
     saved = _C.native_config()
     _C.native_config(threads=4, thread_min=1 << 10)
     yield
     _C.native_config(threads=saved[0], thread_min=saved[1])
-    if old is None:
-        os.environ.pop("FRAMEJIT_CACHE_DIR", None)
-    else:
-        os.environ["FRAMEJIT_CACHE_DIR"] = old
 
 
 def chain(a, b):
