@@ -514,8 +514,10 @@ def table(mode_res, triad_gbs, fresh_gbs, markdown_title):
         print(f"Fraction of the triad bandwidth ({triad_gbs:.1f} GB/s, {mode_res['threads']} "
               "thread(s)), inputs read once + outputs written once.  The triad with its output "
               f"malloc'ed in each pass (as every column here returns a new array) reached "
-              f"{fresh_gbs:.1f} GB/s = {100 * fresh_gbs / triad_gbs:.0f}%: the ceiling for the "
-              "elementwise rows; at 1e7, 3-4 arrays of 40-80 MB partly stay in the 480 MiB L3 "
+              f"{fresh_gbs:.1f} GB/s = {100 * fresh_gbs / triad_gbs:.0f}%: the ceiling for "
+              "elementwise rows whose output memory the allocator maps anew on each call (the "
+              "native backend reuses its large output buffers: docs/native.md, Output buffer "
+              "pool); at 1e7, 3-4 arrays of 40-80 MB partly stay in the 480 MiB L3 "
               "(reductions there can pass 100%).")
         print()
         cols_bw = ["numpy"] + [v for v in FUSED if have.get(v)]
