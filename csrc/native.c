@@ -1193,7 +1193,9 @@ static int run_red_parallel(fjn_Group *g, Py_ssize_t n, char *const *data)
     fjn_parallel(red_task, work, nt);
     for (int t = 0; t < nt; t++)
         status |= work[t].status;
-    if (status == 0)
+    /* combined whenever the results may be kept: soft flags (an underflow,
+       or a divide NumPy's errstate ignores) keep the kernel's values */
+    if (!(status & FJN_ST_HARD))
         for (int j = 0; j < g->nout; j++) {
             const fjn_Op *op = &g->ops[g->out_op[j]];
             if (!FJN_IS_REDUCTION(op->code))
@@ -1251,18 +1253,26 @@ static int run_pw_parallel(fjn_Group *g, Py_ssize_t n, char *const *data)
         work[k].lo = lo[k];
         work[k].n = len[k];
         work[k].data = data;
+        work[k].total[0] = 0;
         work[k].status = 0;
     }
     fjn_parallel(pw_task, work, cnt);
-    /* the totals back up the tree: left + right at every level */
-    float tf[16];
-    double td[16];
+    /* the totals back up the tree: left + right at every level.  These adds
+       (and the mean's division) run here: their overflow / underflow are
+       the kernel's conditions too, read from the flags (volatile keeps the
+       arithmetic between the clear and the test) */
+    volatile float tf[16];
+    volatile double td[16];
+    feclearexcept(FE_ALL_EXCEPT);
     for (int k = 0; k < cnt; k++) {
         status |= work[k].status;
-        if (f32)
-            memcpy(&tf[k], work[k].total, sizeof(float));
-        else
+        if (f32) {
+            float v;
+            memcpy(&v, work[k].total, sizeof(float));
+            tf[k] = v;
+        } else {
             td[k] = work[k].total[0];
+        }
     }
     for (int c = cnt; c > 1; c /= 2)
         for (int k = 0; k < c / 2; k++) {
@@ -1291,6 +1301,7 @@ static int run_pw_parallel(fjn_Group *g, Py_ssize_t n, char *const *data)
             r = r / (double)(int64_t)n;
         memcpy(out, &r, sizeof r);
     }
+    status |= fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW);
     return status;
 }
 

@@ -28,6 +28,9 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <string.h>
 #include <unistd.h>
 #ifdef __linux__
@@ -70,8 +73,7 @@ static void *fjp_malloc(void *ctx, size_t size)
                 best = k;
         if (best >= 0) {
             void *p = fjp.ptr[best];
-            /* the block keeps its own size: NumPy passes the array's nbytes to free,
-               and a smaller request is at most 1/8 short of it */
+            /* fjp.size is the block's capacity (fjp_free), at least 'size' */
             fjp.held -= fjp.size[best];
             memmove(&fjp.ptr[best], &fjp.ptr[best + 1], (size_t)(fjp.n - best - 1) * sizeof fjp.ptr[0]);
             memmove(&fjp.size[best], &fjp.size[best + 1], (size_t)(fjp.n - best - 1) * sizeof fjp.size[0]);
@@ -107,8 +109,20 @@ static void *fjp_realloc(void *ctx, void *ptr, size_t new_size)
     return realloc(ptr, new_size ? new_size : 1);
 }
 
-/* 'size' is the array's byte count; a pooled block may be up to 1/8 larger
-   than that, which the pool then under-counts (harmless: free() knows). */
+/* The block's real capacity: what malloc gave (never less than what was
+   asked for it), not the byte count NumPy passes to free, which is the
+   array's and may be smaller than the block it reuses (so the pool never
+   trusts it for a block's size; without glibc it must). */
+static size_t capacity(void *ptr, size_t size)
+{
+#if defined(__GLIBC__)
+    size_t c = malloc_usable_size(ptr);
+    return c >= size ? c : size;
+#else
+    return size;
+#endif
+}
+
 static void fjp_free(void *ctx, void *ptr, size_t size)
 {
     (void)ctx;
@@ -118,6 +132,7 @@ static void fjp_free(void *ctx, void *ptr, size_t size)
         free(ptr);
         return;
     }
+    size = capacity(ptr, size);
     pthread_mutex_lock(&fjp.lock);
     if (size > fjp.limit) {
         pthread_mutex_unlock(&fjp.lock);
@@ -155,6 +170,11 @@ PyArrayObject *fjn_pool_new_array(PyArray_Descr *descr, int nd, npy_intp *shape,
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     PyObject *mine = PyDataMem_SetHandler(old);
+    if (!mine) {
+        /* never leave the pool's handler installed for NumPy's other arrays */
+        PyErr_Clear();
+        mine = PyDataMem_SetHandler(NULL);
+    }
     Py_DECREF(old);
     if (!mine) {
         Py_XDECREF(et);

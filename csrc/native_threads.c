@@ -18,9 +18,12 @@
 **
 ** Not responsible for: splitting work or combining results (native.c).
 */
+#define _POSIX_C_SOURCE 200809L /* pthread_sigmask, sigfillset under -std=c11 */
 #include "native_threads.h"
 
+#include <fenv.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +37,7 @@ static struct {
     unsigned long gen;
     void (*fn)(void *, int);
     void *arg;
+    fenv_t env; /* the caller's floating-point environment, for the job's tasks */
     int ntasks, next, pending;
     int atfork;
 } P = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
@@ -52,14 +56,19 @@ static void after_fork_child(void)
 }
 
 /* Takes and runs tasks of the current job until none is left (P.m held on
-   entry and on return). */
-static void take_tasks(void)
+   entry and on return).  A worker first takes the caller's floating-point
+   environment (rounding, flush-to-zero: a library loaded later may have
+   changed the caller's), so every chunk computes as the caller would. */
+static void take_tasks(int worker)
 {
     while (P.next < P.ntasks) {
         int t = P.next++;
         void (*fn)(void *, int) = P.fn;
         void *arg = P.arg;
+        fenv_t env = P.env;
         pthread_mutex_unlock(&P.m);
+        if (worker)
+            fesetenv(&env);
         fn(arg, t);
         pthread_mutex_lock(&P.m);
         if (--P.pending == 0)
@@ -77,7 +86,7 @@ static void *worker(void *gen0)
         while (P.gen == seen)
             pthread_cond_wait(&P.go, &P.m);
         seen = P.gen;
-        take_tasks();
+        take_tasks(1);
     }
     return NULL;
 }
@@ -91,18 +100,24 @@ static void start_workers(int want)
     }
     if (want > FJNT_MAX)
         want = FJNT_MAX;
+    /* workers block every signal (they inherit the mask): signals go to the
+       threads that handle them, as without the pool */
+    sigset_t all, saved;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
     while (P.nworkers < want) {
         pthread_t tid;
         pthread_attr_t attr;
         if (pthread_attr_init(&attr) != 0)
-            return;
+            break;
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         int rc = pthread_create(&tid, &attr, worker, (void *)(uintptr_t)P.gen);
         pthread_attr_destroy(&attr);
         if (rc != 0)
-            return;
+            break;
         P.nworkers++;
     }
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
 }
 
 void fjn_parallel(void (*fn)(void *arg, int t), void *arg, int n)
@@ -114,6 +129,7 @@ void fjn_parallel(void (*fn)(void *arg, int t), void *arg, int n)
     }
     pthread_mutex_lock(&P.m);
     start_workers(n - 1);
+    fegetenv(&P.env);
     P.fn = fn;
     P.arg = arg;
     P.ntasks = n;
@@ -124,7 +140,7 @@ void fjn_parallel(void (*fn)(void *arg, int t), void *arg, int n)
     pthread_mutex_unlock(&P.m);
     fn(arg, 0);
     pthread_mutex_lock(&P.m);
-    take_tasks(); /* tasks no worker took (too few workers, or they are slow to wake) */
+    take_tasks(0); /* tasks no worker took (too few workers, or they are slow to wake) */
     while (P.pending > 0)
         pthread_cond_wait(&P.done, &P.m);
     P.fn = NULL;

@@ -67,7 +67,8 @@ def test_blocks_are_reused_and_never_handed_out_twice():
     del kept
     gc.collect()
     held = _C.native_pool()
-    assert held["held_blocks"] == 3 and held["held_bytes"] == 3 * N * 8
+    # counted by the blocks' real capacity (malloc_usable_size): a few bytes over
+    assert held["held_blocks"] == 3 and 3 * N * 8 <= held["held_bytes"] < 3 * N * 8 + 3 * 4096
     hits0 = held["hits"]
     r1 = f(a, b)
     r2 = f(a, b)

@@ -193,3 +193,52 @@ def test_inf_minus_inf_only_when_chunks_are_added():
         _same(g(y[:50_000].copy()), fm(y[:50_000].copy()))
     finally:
         _C.native_config(threads=saved[0], thread_min=saved[1])
+
+
+def test_split_reductions_keep_results_when_numpy_ignores_a_flag():
+    """Found by review: a split integer/float max whose chunks raised only a
+    condition NumPy ignores (underflow by default, divide under errstate)
+    returned an unwritten result."""
+    saved = _C.native_config()
+    _C.native_config(threads=2, thread_min=2048)
+    framejit.reset()
+    try:
+        n = 1 << 17
+        a = np.linspace(0.5, 2, n)
+        b = np.linspace(1, 3, n)
+        a[5] = b[5] = 1e-160  # a product that underflows: ignored by default
+        fm = lambda x, y: np.max(x * y)  # noqa: E731
+        f = framejit.compile(fm, backend="native")
+        for k in range(1, 4):
+            _same(f(a * k, b), fm(a * k, b))
+        b[77] = 0.0
+        fd = lambda x, y: (np.max(x / y), np.any(x / y > 1e300))  # noqa: E731
+        g = framejit.compile(fd, backend="native")
+        with np.errstate(divide="ignore"):
+            for k in range(1, 4):
+                _same(g(a * k, b), fd(a * k, b))
+    finally:
+        _C.native_config(threads=saved[0], thread_min=saved[1])
+
+
+@pytest.mark.parametrize("dt", ["f4", "f8"])
+def test_overflow_made_by_the_combining_adds_warns(dt):
+    """Found by review: two finite subtree totals whose sum overflows: NumPy
+    warns "overflow encountered in reduce" (and raises under over="raise")."""
+    saved = _C.native_config()
+    _C.native_config(threads=2, thread_min=2048)
+    framejit.reset()
+    try:
+        big = float(np.finfo(dt).max) / 1.5
+        a = np.ones(1 << 17, dtype=dt)
+        a[0] = a[-1] = big
+        for fn in (lambda x: np.sum(x * 1.0), lambda x: np.mean(x - 1.0)):
+            f = framejit.compile(fn, backend="native")
+            got, exp = _outcome(f, (a,)), _outcome(fn, (a,))
+            _same(got[0], exp[0])
+            assert got[1] == exp[1] and exp[1], (got[1], exp[1])
+            with np.errstate(over="raise"):
+                with pytest.raises(FloatingPointError, match="overflow"):
+                    f(a)
+    finally:
+        _C.native_config(threads=saved[0], thread_min=saved[1])
