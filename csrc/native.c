@@ -1070,7 +1070,10 @@ typedef union {
 **    totals added back up the same tree: the same additions in the same
 **    order as one thread.  Whether an invalid happened is decided once over
 **    the whole range (fj_g<N>_check) when a part saw the flag or the total
-**    is NaN (the combining adds here raise no flag anyone reads).
+**    is NaN; an overflow / underflow of the combining adds and the mean's
+**    division is read from this thread's flags.
+** Chunk results are combined unless a chunk's status is hard: conditions
+** NumPy's errstate ignores keep the kernel's values, as in one thread.
 */
 
 static int red_kind_ok(const fjn_Op *op)
