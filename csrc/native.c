@@ -965,6 +965,15 @@ typedef struct {
     int status;
 } fjn_Work;
 
+/* Chunk t of nt over [0, n): equal parts rounded up to 64 elements (whole
+   cache lines and vectors); the last ones may be short or empty. */
+static void chunk_of(Py_ssize_t n, int nt, int t, Py_ssize_t *lo, Py_ssize_t *hi)
+{
+    Py_ssize_t chunk = ((n + nt - 1) / nt + 63) & ~(Py_ssize_t)63;
+    *lo = t * chunk < n ? t * chunk : n;
+    *hi = (t + 1) * chunk < n ? (t + 1) * chunk : n;
+}
+
 static void flat_task(void *arg, int t)
 {
     fjn_Work *w = &((fjn_Work *)arg)[t];
@@ -981,13 +990,10 @@ static int run_flat(fjn_flat_fn fn, Py_ssize_t n, char *const *data)
     if (nt > 16)
         nt = 16;
     fjn_Work work[16];
-    Py_ssize_t chunk = (n + nt - 1) / nt;
-    chunk = (chunk + 63) & ~(Py_ssize_t)63;
     int status = 0;
     for (int t = 0; t < nt; t++) {
         work[t].fn = fn;
-        work[t].start = t * chunk < n ? t * chunk : n;
-        work[t].end = (t + 1) * chunk < n ? (t + 1) * chunk : n;
+        chunk_of(n, nt, t, &work[t].start, &work[t].end);
         work[t].data = data;
         work[t].status = 0;
     }
@@ -1181,13 +1187,10 @@ static int run_red_parallel(fjn_Group *g, Py_ssize_t n, char *const *data)
     fjn_RWork *work = PyMem_RawMalloc(sizeof(fjn_RWork) * (size_t)nt);
     if (!work)
         return g->flat(0, n, data);
-    Py_ssize_t chunk = (n + nt - 1) / nt;
-    chunk = (chunk + 63) & ~(Py_ssize_t)63;
     for (int t = 0; t < nt; t++) {
         fjn_RWork *w = &work[t];
         w->fn = g->flat;
-        w->start = t * chunk < n ? t * chunk : n;
-        w->end = (t + 1) * chunk < n ? (t + 1) * chunk : n;
+        chunk_of(n, nt, t, &w->start, &w->end);
         memcpy(w->data, data, sizeof(char *) * (size_t)nslot);
         for (int j = 0; j < g->nout; j++)
             if (FJN_IS_REDUCTION(g->ops[g->out_op[j]].code))

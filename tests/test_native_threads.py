@@ -1,6 +1,7 @@
 """The native backend's worker threads (csrc/native_threads.c): started once,
 reused by every parallel kernel, correct under concurrent callers and after
 fork().  Results are compared with NumPy bit for bit."""
+import contextlib
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 
 import framejit
 from framejit import _C, backends
+from native_compare import outcome, same
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -98,24 +100,24 @@ print("child", os.WEXITSTATUS(st))
     assert out.stdout.split()[-1] == "0", out.stdout + out.stderr
 
 
-def _same(got, exp):
-    assert type(got) is type(exp), (type(got), type(exp))
-    if isinstance(exp, tuple):
-        assert len(got) == len(exp)
-        for g, e in zip(got, exp):
-            _same(g, e)
-        return
-    got, exp = np.asarray(got), np.asarray(exp)
-    assert got.dtype == exp.dtype and got.shape == exp.shape
-    assert got.tobytes() == exp.tobytes() or (np.isnan(exp).all() and np.isnan(got).all()), (got, exp)
+@contextlib.contextmanager
+def native_threads(threads, thread_min=2048):
+    """The native backend on 'threads' threads from 'thread_min' elements, with
+    fresh compiles (framejit.reset); the settings restored afterwards."""
+    saved = _C.native_config()
+    _C.native_config(threads=threads, thread_min=thread_min)
+    framejit.reset()
+    try:
+        yield
+    finally:
+        _C.native_config(threads=saved[0], thread_min=saved[1])
 
 
-def _outcome(fn, args):
-    import warnings
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        r = fn(*args)
-    return r, sorted({str(x.message) for x in w})
+def same_outcome(got, exp):
+    """Both returned (no exception), the same value bit for bit and the same warnings."""
+    assert got[0][0] == exp[0][0] == "ok", (got, exp)
+    same(got[0][1], exp[0][1])
+    assert got[1] == exp[1], (got[1], exp[1])
 
 
 REDUCTIONS = [
@@ -134,75 +136,57 @@ REDUCTIONS = [
 def test_reductions_split_over_workers_equal_numpy(k, dt, threads):
     """Reductions over every axis run in chunks (float sums split at NumPy's
     pairwise recursion, then added back up its tree): every bit equals NumPy."""
-    saved = _C.native_config()
-    _C.native_config(threads=threads, thread_min=2048)
     plans = []
     real = backends.lookup("native")
-    framejit.reset()
-    try:
+    with native_threads(threads):
         fn = REDUCTIONS[k]
         f = framejit.compile(fn, backend=lambda g, ex: plans.append(real(g, ex)) or plans[-1])
         rng = np.random.default_rng(k)
         for n in (2048, 5001, 65536, 100_003, 262_147):
             x = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4, n)).astype(dt)
-            exp = _outcome(fn, (x,))
+            exp = outcome(fn, (x,))
             for _ in range(2):
-                got = _outcome(f, (x,))
-                _same(got[0], exp[0])
-                assert got[1] == exp[1]
+                same_outcome(outcome(f, (x,)), exp)
         native = [p for p in plans if isinstance(p, _C.NativePlan)]
         assert native and sum(p.split_reductions for p in native) > 0  # the split path ran
         assert all(p.fallbacks == 0 for p in native)
-    finally:
-        _C.native_config(threads=saved[0], thread_min=saved[1])
 
 
 @pytest.mark.parametrize("dt", ["i1", "i4", "i8", "u8"])
 def test_integer_reductions_wrap_across_chunks(dt):
-    saved = _C.native_config()
-    _C.native_config(threads=4, thread_min=2048)
-    framejit.reset()
-    try:
+    with native_threads(4):
         fn = lambda x: (np.sum(x * 3), np.max(x), np.min(x - 1))  # noqa: E731
         f = framejit.compile(fn, backend="native")
         info = np.iinfo(dt)
         x = np.random.default_rng(1).integers(info.min // 2, info.max // 2, 100_000, dtype=dt, endpoint=True)
-        _same(f(x), fn(x))
-        _same(f(x[::-1].copy()), fn(x[::-1].copy()))
-    finally:
-        _C.native_config(threads=saved[0], thread_min=saved[1])
+        same(f(x), fn(x))
+        same(f(x[::-1].copy()), fn(x[::-1].copy()))
 
 
 def test_inf_minus_inf_only_when_chunks_are_added():
     """+inf in the first half, -inf in the second: each chunk's total is fine, the
     combining add makes NaN: NumPy's invalid warning, NumPy's value; a zero
     float max in one chunk only runs the group through NumPy (exact value)."""
-    saved = _C.native_config()
-    _C.native_config(threads=2, thread_min=2048)
-    try:
+    with native_threads(2):
         x = np.ones(100_000)
         x[10], x[90_000] = np.inf, -np.inf
         fn = lambda v: np.sum(v * 2)  # noqa: E731
         f = framejit.compile(fn, backend="native")
-        got, exp = _outcome(f, (x,)), _outcome(fn, (x,))
-        assert np.isnan(got[0]) and np.isnan(exp[0]) and got[1] == exp[1] and exp[1]
+        got, exp = outcome(f, (x,)), outcome(fn, (x,))
+        same_outcome(got, exp)
+        assert np.isnan(got[0][1]) and exp[1]
         y = -np.abs(np.linspace(-1, 1, 100_001))
         fm = lambda v: np.max(v * 2)  # noqa: E731
         g = framejit.compile(fm, backend="native")
-        _same(g(y), fm(y))
-        _same(g(y[:50_000].copy()), fm(y[:50_000].copy()))
-    finally:
-        _C.native_config(threads=saved[0], thread_min=saved[1])
+        same(g(y), fm(y))
+        same(g(y[:50_000].copy()), fm(y[:50_000].copy()))
 
 
 def test_split_reductions_keep_results_when_numpy_ignores_a_flag():
     """Found by review: a split integer/float max whose chunks raised only a
     condition NumPy ignores (underflow by default, divide under errstate)
     returned an unwritten result."""
-    saved = _C.native_config()
-    _C.native_config(threads=2, thread_min=2048)
-    framejit.reset()
-    try:
+    with native_threads(2):
         n = 1 << 17
         a = np.linspace(0.5, 2, n)
         b = np.linspace(1, 3, n)
@@ -210,35 +194,28 @@ def test_split_reductions_keep_results_when_numpy_ignores_a_flag():
         fm = lambda x, y: np.max(x * y)  # noqa: E731
         f = framejit.compile(fm, backend="native")
         for k in range(1, 4):
-            _same(f(a * k, b), fm(a * k, b))
+            same(f(a * k, b), fm(a * k, b))
         b[77] = 0.0
         fd = lambda x, y: (np.max(x / y), np.any(x / y > 1e300))  # noqa: E731
         g = framejit.compile(fd, backend="native")
         with np.errstate(divide="ignore"):
             for k in range(1, 4):
-                _same(g(a * k, b), fd(a * k, b))
-    finally:
-        _C.native_config(threads=saved[0], thread_min=saved[1])
+                same(g(a * k, b), fd(a * k, b))
 
 
 @pytest.mark.parametrize("dt", ["f4", "f8"])
 def test_overflow_made_by_the_combining_adds_warns(dt):
     """Found by review: two finite subtree totals whose sum overflows: NumPy
     warns "overflow encountered in reduce" (and raises under over="raise")."""
-    saved = _C.native_config()
-    _C.native_config(threads=2, thread_min=2048)
-    framejit.reset()
-    try:
+    with native_threads(2):
         big = float(np.finfo(dt).max) / 1.5
         a = np.ones(1 << 17, dtype=dt)
         a[0] = a[-1] = big
         for fn in (lambda x: np.sum(x * 1.0), lambda x: np.mean(x - 1.0)):
             f = framejit.compile(fn, backend="native")
-            got, exp = _outcome(f, (a,)), _outcome(fn, (a,))
-            _same(got[0], exp[0])
-            assert got[1] == exp[1] and exp[1], (got[1], exp[1])
+            exp = outcome(fn, (a,))
+            same_outcome(outcome(f, (a,)), exp)
+            assert exp[1]
             with np.errstate(over="raise"):
                 with pytest.raises(FloatingPointError, match="overflow"):
                     f(a)
-    finally:
-        _C.native_config(threads=saved[0], thread_min=saved[1])
