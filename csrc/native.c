@@ -1380,7 +1380,7 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
     char *data[FJN_MAX_IN + FJN_MAX_OUT];
     npy_intp strides[(FJN_MAX_IN + FJN_MAX_OUT) * FJ_MAX_NDIM];
     npy_intp shape[FJ_MAX_NDIM];
-    fjn_Scalar sbuf[FJN_MAX_IN];
+    fjn_Scalar sbuf[FJN_MAX_IN], obuf[FJN_MAX_OUT];
     PyArrayObject *outs[FJN_MAX_OUT] = {0};
     int all_c = !g->has_partial, all_f = g->fortran_ok, fortran = 0, status;
     npy_intp size = 1;
@@ -1532,6 +1532,14 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
             data[g->nin + j] = PyArray_DATA(outs[j]);
             continue;
         }
+        if (red && n->vkind == FJ_VAL_NPSCALAR) {
+            /* a NumPy scalar result: the kernel writes a local, which becomes the
+               scalar (no 0-d array made and dropped per call) */
+            data[g->nin + j] = obuf[j].raw;
+            for (int ax = 0; ax < nd; ax++)
+                strides[(g->nin + j) * nd + ax] = 0;
+            continue;
+        }
         Py_INCREF(n->dtype);
         outs[j] = fjn_pool_new_array(n->dtype, red ? 0 : nd, shape, fortran ? NPY_ARRAY_F_CONTIGUOUS : 0);
         if (!outs[j])
@@ -1569,10 +1577,10 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
        order) or a NaN (the payload does) somewhere: NumPy decides */
     for (int j = 0; status == 0 && g->has_axisred && j < g->nout; j++) {
         const fjn_Op *op = &g->ops[g->out_op[j]];
-        npy_intp cnt = PyArray_SIZE(outs[j]);
         if ((op->code != FJN_RMAX && op->code != FJN_RMIN) || op->axis < 0 ||
             (op->type != FJT_F32 && op->type != FJT_F64))
             continue;
+        npy_intp cnt = PyArray_SIZE(outs[j]);
         for (npy_intp i = 0; i < cnt && status == 0; i++) {
             double v = op->type == FJT_F32 ? (double)((float *)PyArray_DATA(outs[j]))[i]
                                            : ((double *)PyArray_DATA(outs[j]))[i];
@@ -1589,7 +1597,9 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
         fj_Node *n = plan_node(p, g->ops[g->out_op[j]].node);
         PyObject *v = (PyObject *)outs[j];
         outs[j] = NULL;
-        if (n->vkind == FJ_VAL_NPSCALAR)
+        if (!v)
+            v = PyArray_Scalar(obuf[j].raw, n->dtype, NULL);
+        else if (n->vkind == FJ_VAL_NPSCALAR)
             v = PyArray_Return((PyArrayObject *)v);
         if (!v)
             goto error;

@@ -85,16 +85,25 @@ int fjn_type_size(int t)
 
 static int put(PyObject *buf, const char *fmt, ...)
 {
-    char small[512];
+    char small[1024], *text = small;
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof small) {
-        PyErr_SetString(PyExc_SystemError, "framejit native: generated line too long");
+    if (n < 0) {
+        PyErr_SetString(PyExc_SystemError, "framejit native: cannot format a generated line");
         return -1;
     }
-    PyObject *s = PyUnicode_FromStringAndSize(small, n);
+    if ((size_t)n >= sizeof small) {
+        if (!(text = PyMem_Malloc((size_t)n + 1)))
+            return PyErr_NoMemory(), -1;
+        va_start(ap, fmt);
+        vsnprintf(text, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    PyObject *s = PyUnicode_FromStringAndSize(text, n);
+    if (text != small)
+        PyMem_Free(text);
     if (!s)
         return -1;
     int r = PyList_Append(buf, s);
@@ -118,7 +127,11 @@ PyObject *fjn_emit_prologue(void)
         "               \"FE_* bits are not MXCSR's\");\n"
         "static inline int fj_fetest(int m) { return (int)(__builtin_ia32_stmxcsr() & (unsigned)m); }\n"
         "static inline void fj_feclear(int m) { __builtin_ia32_ldmxcsr(__builtin_ia32_stmxcsr() & ~(unsigned)m); }\n"
-        "#else\n#define fj_fetest fetestexcept\n#define fj_feclear feclearexcept\n#endif\n"
+        "/* round to nearest, no flush-to-zero, no denormals-are-zero (the float sums' leaves start\n"
+        "   at -0.0, which is NumPy's first element for every value in that mode only) */\n"
+        "static inline int fj_fpstd(void) { return (__builtin_ia32_stmxcsr() & 0xE040u) == 0; }\n"
+        "#else\n#define fj_fetest fetestexcept\n#define fj_feclear feclearexcept\n"
+        "static inline int fj_fpstd(void) { return fegetround() == FE_TONEAREST; }\n#endif\n"
         "static inline double fj_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }\n"
         "/* ordered integer keys of floats: a < b (not NaN) iff key(a) < key(b), -0.0 < 0.0 */\n"
         "static inline int32_t fj_key32(float x) { int32_t b; memcpy(&b, &x, 4); return b ^ ((b >> 31) & INT32_MAX); }\n"
@@ -129,84 +142,8 @@ PyObject *fjn_emit_prologue(void)
         "   raise; invalid is computed from the operands (inv), not read from the flags, which\n"
         "   vectorized signaling compares and speculated sqrt set spuriously (hardinv: a float to\n"
         "   int cast, whose invalid only the flags tell, makes the invalid flag FJ_HARD) */\n"
-        "/* NumPy's pairwise sum of a contiguous x[0..n) (numpy/_core/src/umath/loops_utils.h.src),\n"
-        "   value for value: leaves of at most 128 elements (r[j] = x[j], r[j] += x[i + j] per block\n"
-        "   of 8, the tree ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest added one\n"
-        "   by one; fewer than 8: 0 + x[0] + ...), longer runs split at a multiple of 8.  A node whose\n"
-        "   two children are split into two leaves each, all four of whole blocks, runs its four\n"
-        "   leaves together, each leaf's eight accumulators a vector (GCC / clang vector extensions,\n"
-        "   lowered to what the target has): one leaf's accumulators are one chain of dependent\n"
-        "   adds, four interleaved run at the adds' throughput; each leaf's adds are its own. */\n"
-        "typedef float fj_v8f __attribute__((vector_size(32)));\n"
-        "typedef double fj_v8d __attribute__((vector_size(64)));\n"
-        "#define FJ_PWS(T, V, S) \\\n"
-        "static inline T fj_leaf##S(const T *x, intptr_t n) \\\n"
-        "{ \\\n"
-        "    T r[8], res; \\\n"
-        "    intptr_t i; \\\n"
-        "    if (n < 8) { \\\n"
-        "        res = 0; \\\n"
-        "        for (i = 0; i < n; i++) res += x[i]; \\\n"
-        "        return res; \\\n"
-        "    } \\\n"
-        "    for (int j = 0; j < 8; j++) r[j] = x[j]; \\\n"
-        "    for (i = 8; i < n - n % 8; i += 8) \\\n"
-        "        for (int j = 0; j < 8; j++) r[j] += x[i + j]; \\\n"
-        "    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])); \\\n"
-        "    for (; i < n; i++) res += x[i]; \\\n"
-        "    return res; \\\n"
-        "} \\\n"
-        "static inline V fj_ld##S(const T *p) \\\n"
-        "{ \\\n"
-        "    V v; \\\n"
-        "    memcpy(&v, p, sizeof v); \\\n"
-        "    return v; \\\n"
-        "} \\\n"
-        "static inline T fj_tree##S(V r) \\\n"
-        "{ \\\n"
-        "    return ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])); \\\n"
-        "} \\\n"
-        "/* four leaves of whole blocks of 8 (each >= 64 elements) starting at a, b, c, d */ \\\n"
-        "static inline void fj_leaf4##S(const T *a, intptr_t na, const T *b, intptr_t nb, const T *c, intptr_t nc, \\\n"
-        "                                const T *d, intptr_t nd, T *res) \\\n"
-        "{ \\\n"
-        "    V ra = fj_ld##S(a), rb = fj_ld##S(b), rc = fj_ld##S(c), rd = fj_ld##S(d); \\\n"
-        "    intptr_t m = na < nb ? na : nb; \\\n"
-        "    m = nc < m ? nc : m; \\\n"
-        "    m = nd < m ? nd : m; \\\n"
-        "    for (intptr_t k = 8; k < m; k += 8) { \\\n"
-        "        ra += fj_ld##S(a + k); \\\n"
-        "        rb += fj_ld##S(b + k); \\\n"
-        "        rc += fj_ld##S(c + k); \\\n"
-        "        rd += fj_ld##S(d + k); \\\n"
-        "    } \\\n"
-        "    for (intptr_t k = m; k < na; k += 8) ra += fj_ld##S(a + k); \\\n"
-        "    for (intptr_t k = m; k < nb; k += 8) rb += fj_ld##S(b + k); \\\n"
-        "    for (intptr_t k = m; k < nc; k += 8) rc += fj_ld##S(c + k); \\\n"
-        "    for (intptr_t k = m; k < nd; k += 8) rd += fj_ld##S(d + k); \\\n"
-        "    res[0] = fj_tree##S(ra); \\\n"
-        "    res[1] = fj_tree##S(rb); \\\n"
-        "    res[2] = fj_tree##S(rc); \\\n"
-        "    res[3] = fj_tree##S(rd); \\\n"
-        "} \\\n"
-        "static T fj_pws##S(const T *x, intptr_t n) \\\n"
-        "{ \\\n"
-        "    if (n <= 128) return fj_leaf##S(x, n); \\\n"
-        "    intptr_t n2 = n / 2; \\\n"
-        "    n2 -= n2 % 8; \\\n"
-        "    intptr_t m2 = n - n2, a2 = n2 / 2, b2 = m2 / 2; \\\n"
-        "    a2 -= a2 % 8; \\\n"
-        "    b2 -= b2 % 8; \\\n"
-        "    if (n2 > 128 && m2 > 128 && n2 - a2 <= 128 && m2 - b2 <= 128 && m2 % 8 == 0) { \\\n"
-        "        T l[4]; \\\n"
-        "        fj_leaf4##S(x, a2, x + a2, n2 - a2, x + n2, b2, x + n2 + b2, m2 - b2, l); \\\n"
-        "        return (l[0] + l[1]) + (l[2] + l[3]); \\\n"
-        "    } \\\n"
-        "    T s = fj_pws##S(x, n2); \\\n"
-        "    return s + fj_pws##S(x + n2, m2); \\\n"
-        "}\n"
-        "FJ_PWS(float, fj_v8f, 32)\n"
-        "FJ_PWS(double, fj_v8d, 64)\n"
+        "/* the tree of a leaf of NumPy's pairwise sum over its eight accumulators */\n"
+        "#define FJ_TREE(r) (((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])))\n"
         "static inline int fj_ret(int st, int inv, int hardinv)\n{\n"
         "    int f = fj_fetest(FJ_FPE);\n"
         "    int r = (st ? FJ_HARD : 0) | (f & FJ_FPE_SOFT) | (inv ? FE_INVALID : 0);\n"
@@ -808,34 +745,83 @@ static int emit_flat_decls(PyObject *buf, const fjn_Group *g)
 ** divides as numpy.mean does: by the element count as an intp, in double
 ** (float32: the double quotient rounded to float).
 */
+/* One copy of the body for element 'idx' (an expression of i0, k, j), the
+   pairwise-summed value taken by 'pwstmt'. */
+static int emit_body_at(PyObject *buf, const fjn_Group *g, const char *idx, const char *pwstmt)
+{
+    return put(buf, "        {\n            const intptr_t i = %s;\n", idx) < 0 || emit_body(buf, g, 0, pwstmt) < 0 ||
+                   put(buf, "        }\n") < 0
+               ? -1
+               : 0;
+}
+
 static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
 {
     const fjn_Op *op = &g->ops[g->pw];
     const char *T = fjt_info[op->type].ctype;
     int slot = g->nin + op->out, hardinv = has_float_int_cast(g);
-    /* The group's elements of a run of at most 4096 (a subtree of NumPy's
-       recursion) are computed by a plain loop (fj_g<N>_fill: vectorized like
-       any flat kernel; it also stores the group's other outputs) into a
-       buffer, which fj_pws* sums in NumPy's order (see the prologue); longer
-       runs split as NumPy's recursion does.  No invalid condition is computed
+    /* The group's elements are computed inside NumPy's leaves (no buffer):
+       a leaf's eight accumulators start at -0.0 (-0.0 + x is x, bit for bit,
+       so the first block's adds are NumPy's r[j] = x[j]), fj_g<N>_acc adds
+       whole blocks of 8 into them (the loop over the 8 lanes is what gcc's
+       SLP vectorizer turns into vector adds: one chain per leaf), fj_g<N>_tail
+       adds the rest one by one, and a node whose two children split into
+       two leaves each, all four of whole blocks, runs its four leaves in one
+       loop (four independent chains of adds: the adds' throughput, not their
+       latency).  Every element is visited once, in the leaves, which also
+       store the group's other outputs.  No invalid condition is computed
        here: fj_g<N>_chk computes them, and whether an element is NaN, in a
        plain loop (both are independent of the order), only when the FE
        invalid flag (set also spuriously by vectorized compares) says they
        may matter. */
-    const char *S = op->type == FJT_F32 ? "32" : "64";
     fjn_checks = 0;
-    if (put(buf, "\nstatic void fj_g%d_fill(intptr_t lo, intptr_t n, char *const *data, %s *restrict xb, int *stp)\n{\n"
-                 "    int st = 0;\n", gi, T) < 0 ||
+    if (put(buf, "\nstatic __attribute__((noinline)) void fj_g%d_acc(intptr_t b, intptr_t nb, char *const *data, "
+                 "%s *restrict rp, int *stp)\n{\n    int st = 0;\n    %s r[8];\n    memcpy(r, rp, sizeof r);\n",
+            gi, T, T) < 0 ||
         emit_flat_decls(buf, g) < 0 ||
-        put(buf, "    for (intptr_t i = lo; i < lo + n; i++) {\n") < 0 ||
-        emit_body(buf, g, 0, "xb[i - lo] =") < 0 ||
-        put(buf, "    }\n    *stp |= st ? 1 : 0;\n}\n") < 0 ||
-        put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp, %s *xb)\n{\n"
-                 "    if (n <= 4096) {\n        fj_g%d_fill(lo, n, data, xb, stp);\n        return fj_pws%s(xb, n);\n    }\n",
-            T, gi, T, gi, S) < 0 ||
-        put(buf, "    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n    %s a = fj_g%d_pw(lo, n2, data, stp, xb);\n"
-                 "    return a + fj_g%d_pw(lo + n2, n - n2, data, stp, xb);\n}\n",
-            T, gi, gi) < 0)
+        put(buf, "    for (intptr_t i0 = b; i0 < b + nb; i0 += 8)\n    for (int j = 0; j < 8; j++)\n") < 0 ||
+        emit_body_at(buf, g, "i0 + j", "r[j] +=") < 0 ||
+        put(buf, "    memcpy(rp, r, sizeof r);\n    *stp |= st ? 1 : 0;\n}\n") < 0)
+        goto error;
+    if (put(buf, "\nstatic __attribute__((noinline)) %s fj_g%d_tail(intptr_t i0, intptr_t e, char *const *data, %s res, "
+                 "int *stp)\n{\n    int st = 0;\n", T, gi, T) < 0 ||
+        emit_flat_decls(buf, g) < 0 || put(buf, "    for (; i0 < e; i0++)\n") < 0 ||
+        emit_body_at(buf, g, "i0", "res +=") < 0 || put(buf, "    *stp |= st ? 1 : 0;\n    return res;\n}\n") < 0)
+        goto error;
+    if (put(buf, "\nstatic %s fj_g%d_leaf(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
+                 "    %s r[8], res = 0;\n    intptr_t w = n - n %% 8;\n"
+                 "    if (n >= 8) {\n        for (int j = 0; j < 8; j++) r[j] = -0.0;\n"
+                 "        fj_g%d_acc(lo, w, data, r, stp);\n        res = FJ_TREE(r);\n    }\n"
+                 "    return w < n ? fj_g%d_tail(lo + w, lo + n, data, res, stp) : res;\n}\n",
+            T, gi, T, gi, gi) < 0)
+        goto error;
+    if (put(buf, "\nstatic void fj_g%d_leaf4(intptr_t a, intptr_t na, intptr_t b, intptr_t nb, intptr_t c, intptr_t nc, "
+                 "intptr_t d, intptr_t nd, char *const *data, %s *res, int *stp)\n{\n    int st = 0;\n"
+                 "    %s ra[8], rb[8], rc[8], rd[8];\n    for (int j = 0; j < 8; j++) ra[j] = rb[j] = rc[j] = rd[j] = -0.0;\n"
+                 "    intptr_t m = na < nb ? na : nb;\n    m = nc < m ? nc : m;\n    m = nd < m ? nd : m;\n",
+            gi, T, T) < 0 ||
+        emit_flat_decls(buf, g) < 0 ||
+        put(buf, "    for (intptr_t k = 0; k < m; k += 8)\n    for (int j = 0; j < 8; j++) {\n") < 0 ||
+        emit_body_at(buf, g, "a + k + j", "ra[j] +=") < 0 || emit_body_at(buf, g, "b + k + j", "rb[j] +=") < 0 ||
+        emit_body_at(buf, g, "c + k + j", "rc[j] +=") < 0 || emit_body_at(buf, g, "d + k + j", "rd[j] +=") < 0 ||
+        put(buf, "    }\n    *stp |= st ? 1 : 0;\n"
+                 "    if (m < na) fj_g%d_acc(a + m, na - m, data, ra, stp);\n"
+                 "    if (m < nb) fj_g%d_acc(b + m, nb - m, data, rb, stp);\n"
+                 "    if (m < nc) fj_g%d_acc(c + m, nc - m, data, rc, stp);\n"
+                 "    if (m < nd) fj_g%d_acc(d + m, nd - m, data, rd, stp);\n"
+                 "    res[0] = FJ_TREE(ra);\n    res[1] = FJ_TREE(rb);\n    res[2] = FJ_TREE(rc);\n"
+                 "    res[3] = FJ_TREE(rd);\n}\n", gi, gi, gi, gi) < 0)
+        goto error;
+    /* NumPy's recursion (pairwise_sum in numpy/_core/src/umath/loops_utils.h.src) */
+    if (put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
+                 "    if (n <= 128)\n        return fj_g%d_leaf(lo, n, data, stp);\n"
+                 "    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n"
+                 "    intptr_t m2 = n - n2, a2 = n2 / 2, b2 = m2 / 2;\n    a2 -= a2 %% 8;\n    b2 -= b2 %% 8;\n"
+                 "    if (n2 > 128 && m2 > 128 && n2 - a2 <= 128 && m2 - b2 <= 128 && m2 %% 8 == 0) {\n"
+                 "        %s l[4];\n        fj_g%d_leaf4(lo, a2, lo + a2, n2 - a2, lo + n2, b2, lo + n2 + b2, m2 - b2, "
+                 "data, l, stp);\n        return (l[0] + l[1]) + (l[2] + l[3]);\n    }\n"
+                 "    %s s = fj_g%d_pw(lo, n2, data, stp);\n    return s + fj_g%d_pw(lo + n2, m2, data, stp);\n}\n",
+            T, gi, gi, T, gi, T, gi, gi) < 0)
         goto error;
     /* the checks: bit 4 a member's invalid condition, bit 8 a NaN element */
     fjn_checks = 1;
@@ -857,12 +843,11 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
         if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n"
                      "{\n    (void)start; (void)end; (void)data;\n    return FJ_HARD;\n}\n", gi) < 0 ||
             put(buf, "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n"
-                     "{\n    int st = 0, inv = 0;\n    (void)strides;\n    intptr_t len = nd > 0 ? shape[nd - 1] : 1, rows = 1;\n"
-                     "    for (int k = 0; k + 1 < nd; k++) rows *= shape[k];\n    %s *out = (%s *)data[%d];\n"
-                     "    %s sb[512], *xb = len <= 512 ? sb : (%s *)malloc(4096 * sizeof(%s));\n    if (!xb)\n        return FJ_HARD;\n",
-                gi, T, T, slot, T, T, T) < 0 ||
+                     "{\n    int st = 0, inv = 0;\n    (void)strides;\n    if (!fj_fpstd())\n        return FJ_HARD;\n    intptr_t len = nd > 0 ? shape[nd - 1] : 1, rows = 1;\n"
+                     "    for (int k = 0; k + 1 < nd; k++) rows *= shape[k];\n    %s *out = (%s *)data[%d];\n",
+                gi, T, T, slot) < 0 ||
             put(buf, "    fj_feclear(FJ_FPE);\n    for (intptr_t q = 0; q < rows; q++) {\n"
-                     "        %s total = fj_g%d_pw(q * len, len, data, &st, xb);\n        %s r = (%s)0 + total;\n",
+                     "        %s total = fj_g%d_pw(q * len, len, data, &st);\n        %s r = (%s)0 + total;\n",
                 T, gi, T, T) < 0)
             return -1;
         if (op->code == FJN_RMEAN && put(buf, "        r = (%s)((double)r / (double)(int64_t)len);\n", T) < 0)
@@ -870,15 +855,13 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
         return put(buf, "        out[q] = r;\n    }\n"
                         "    if (fj_fetest(FE_INVALID))\n        for (intptr_t q = 0; q < rows && !inv; q++) {\n"
                         "            int sc = fj_g%d_chk(q * len, len, data), d = 0;\n"
-                        "            inv = (sc & 4) || (!(sc & 8) && __builtin_isnan(fj_g%d_pw(q * len, len, data, &d, xb)));\n"
-                        "        }\n    if (xb != sb)\n        free(xb);\n    return fj_ret(st & 1, inv, %d);\n}\n", gi, gi, hardinv);
+                        "            inv = (sc & 4) || (!(sc & 8) && __builtin_isnan(fj_g%d_pw(q * len, len, data, &d)));\n"
+                        "        }\n    return fj_ret(st & 1, inv, %d);\n}\n", gi, gi, hardinv);
     }
     if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0, inv = 0;\n"
-                 "    %s sb[512], *xb = end - start <= 512 ? sb : (%s *)malloc(4096 * sizeof(%s));\n"
-                 "    if (!xb)\n        return FJ_HARD;\n",
-            gi, T, T, T) < 0 ||
-        put(buf, "    fj_feclear(FJ_FPE);\n    %s total = fj_g%d_pw(start, end - start, data, &st, xb);\n"
-                 "    if (xb != sb)\n        free(xb);\n    %s r = (%s)0 + total;\n", T, gi, T, T) < 0)
+                 "    if (!fj_fpstd())\n        return FJ_HARD;\n", gi) < 0 ||
+        put(buf, "    fj_feclear(FJ_FPE);\n    %s total = fj_g%d_pw(start, end - start, data, &st);\n"
+                 "    %s r = (%s)0 + total;\n", T, gi, T, T) < 0)
         return -1;
     if (op->code == FJN_RMEAN &&
         put(buf, "    r = (%s)((double)r / (double)(int64_t)(end - start));\n", T) < 0)
@@ -892,9 +875,8 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
         return -1;
     /* the parallel form (native.c run_pw_parallel): a subtree's raw total */
     if (put(buf, "\nint fj_g%d_part(intptr_t lo, intptr_t n, char *const *data, void *total)\n{\n    int st = 0;\n"
-                 "    %s sb[512], *xb = n <= 512 ? sb : (%s *)malloc(4096 * sizeof(%s));\n"
-                 "    if (!xb)\n        return FJ_HARD;\n", gi, T, T, T) < 0 ||
-        put(buf, "    fj_feclear(FJ_FPE);\n    %s t = fj_g%d_pw(lo, n, data, &st, xb);\n    if (xb != sb)\n        free(xb);\n"
+                 "    if (!fj_fpstd())\n        return FJ_HARD;\n", gi) < 0 ||
+        put(buf, "    fj_feclear(FJ_FPE);\n    %s t = fj_g%d_pw(lo, n, data, &st);\n"
                  "    memcpy(total, &t, sizeof t);\n    return fj_ret(st & 1, fj_fetest(FE_INVALID) != 0, %d);\n}\n"
                  "\nint fj_g%d_check(intptr_t lo, intptr_t n, char *const *data)\n{\n    return fj_g%d_chk(lo, n, data);\n}\n",
             T, gi, hardinv, gi, gi) < 0)

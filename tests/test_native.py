@@ -540,6 +540,91 @@ def test_float_sum_interleaved_leaves(dt):
 
 
 @pytest.mark.parametrize("dt", ["f8", "f4"])
+def test_float_sum_every_size(dt):
+    """The leaves sum computed elements in place (accumulators start at -0.0):
+    every size 0..1100 and around the 4-leaf and 4096 boundaries, with -0.0,
+    +0.0, subnormals, infinities and NaN in the first block of a leaf, bit for
+    bit with NumPy, through one dynamic-shape kernel."""
+    framejit.reset()
+    fn = make_fn("(np.sum(x * 1.5 + 0.25), np.sum(np.maximum(x, 0.0)), x.mean(), np.sum(x))", "x")
+    cf = framejit.compile(fn, backend="native", dynamic=True)
+    tiny = np.finfo(dt).smallest_subnormal
+    sizes = list(range(0, 1101)) + [4088, 4095, 4096, 4097, 4104, 8191, 8192, 8193, 12289, 65537]
+    for n in sizes:
+        x = (RNG.standard_normal(n) * 10.0 ** RNG.integers(-3, 3, n)).astype(dt)
+        if n % 5 == 1:
+            x[:8] = -0.0
+        elif n % 5 == 2:
+            x[: min(n, 136)] = np.where(np.arange(min(n, 136)) % 2, -0.0, 0.0)
+        elif n % 5 == 3:
+            x[:4] = tiny
+            x[-3:] = -tiny
+        if n % 97 == 5:
+            x[n // 2] = np.inf
+        if n % 89 == 7:
+            x[n // 3] = np.nan
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            same(cf(x), fn(x))
+    assert framejit.counters["native"]["nodes_fused"] > 0
+
+
+def _set_fp_mode(rounding=None, mxcsr_or=0):
+    """Sets the C rounding mode (fesetround) and/or MXCSR bits (x86-64); returns a restore function."""
+    import ctypes
+    import ctypes.util
+    import platform
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    old = libm.fegetround()
+    if rounding is not None:
+        assert libm.fesetround(rounding) == 0
+    restore_mx = None
+    if mxcsr_or:
+        if platform.machine() not in ("x86_64", "AMD64"):
+            libm.fesetround(old)
+            pytest.skip("MXCSR is x86-64's")
+        env = (ctypes.c_ubyte * 64)()
+        assert libm.fegetenv(ctypes.byref(env)) == 0
+        saved = bytes(env)
+        # glibc's x86-64 fenv_t: the x87 environment (28 bytes), then MXCSR
+        mx = int.from_bytes(saved[28:32], "little") | mxcsr_or
+        env2 = (ctypes.c_ubyte * 64).from_buffer_copy(saved[:28] + mx.to_bytes(4, "little") + saved[32:])
+        assert libm.fesetenv(ctypes.byref(env2)) == 0
+        restore_mx = saved
+
+    def restore():
+        if restore_mx is not None:
+            libm.fesetenv(ctypes.byref((ctypes.c_ubyte * 64).from_buffer_copy(restore_mx)))
+        libm.fesetround(old)
+    return restore
+
+
+@pytest.mark.parametrize("mode", ["downward", "upward", "towardzero", "ftz_daz"])
+def test_float_sum_non_default_fp_modes(mode):
+    """Under another rounding mode or with flush-to-zero / denormals-are-zero
+    the float sums run through NumPy (their leaves start at -0.0, NumPy's first
+    element only when rounding to nearest); elementwise kernels stay native
+    and round as NumPy's loops do."""
+    rounding = {"downward": 0x400, "upward": 0x800, "towardzero": 0xC00}.get(mode)
+    tiny = np.finfo("f8").smallest_subnormal
+    x = np.array([0.0, -0.0, 1e-300, -1e-300, tiny, 3 * tiny, 0.1, -0.3] * 40)
+    fns = {e: make_fn(e, "x") for e in ("np.sum(x * 0.1)", "x * 0.1 + x * 0.3", "(x + 0.0).mean()",
+                                        "np.sum(x - x)", "np.sum(np.abs(x) * 0.0)",
+                                        "(np.abs(x) * 0.0).mean()")}
+    framejit.reset()
+    cfs = {e: framejit.compile(f, backend="native") for e, f in fns.items()}
+    for e, cf in cfs.items():
+        same(cf(x), fns[e](x))   # compiled in the default mode
+    restore = _set_fp_mode(rounding, 0x8040 if mode == "ftz_daz" else 0)
+    try:
+        results = [(cfs[e](x), fns[e](x)) for e in fns]
+    finally:
+        restore()
+    for got, exp in results:
+        same(got, exp)
+    assert (np.sum(np.array([1.0, 1e-17])) == 1.0)  # default mode restored
+
+@pytest.mark.parametrize("dt", ["f8", "f4"])
 @pytest.mark.parametrize("shape", [(3, 5), (4, 200), (7, 1000), (2, 9000), (50, 129), (1, 20000), (300, 7), (2, 3, 130),
                                    (4, 0), (0, 5)])
 def test_float_sum_last_axis(shape, dt):
