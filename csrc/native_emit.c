@@ -142,6 +142,84 @@ PyObject *fjn_emit_prologue(void)
         "   raise; invalid is computed from the operands (inv), not read from the flags, which\n"
         "   vectorized signaling compares and speculated sqrt set spuriously (hardinv: a float to\n"
         "   int cast, whose invalid only the flags tell, makes the invalid flag FJ_HARD) */\n"
+        "/* NumPy's pairwise sum of a contiguous x[0..n) (numpy/_core/src/umath/loops_utils.h.src),\n"
+        "   value for value: leaves of at most 128 elements (r[j] = x[j], r[j] += x[i + j] per block\n"
+        "   of 8, the tree ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)), then the rest added one\n"
+        "   by one; fewer than 8: 0 + x[0] + ...), longer runs split at a multiple of 8.  A node whose\n"
+        "   two children are split into two leaves each, all four of whole blocks, runs its four\n"
+        "   leaves together, each leaf's eight accumulators a vector (GCC / clang vector extensions,\n"
+        "   lowered to what the target has): one leaf's accumulators are one chain of dependent\n"
+        "   adds, four interleaved run at the adds' throughput; each leaf's adds are its own.  float32\n"
+        "   sums compute their elements into a buffer this sums (faster for float32 than summing\n"
+        "   inside the leaves, which float64 sums do: see docs/native.md) */\n"
+        "typedef float fj_v8f __attribute__((vector_size(32)));\n"
+        "#define FJ_PWS(T, V, S) \\\n"
+        "static inline T fj_leaf##S(const T *x, intptr_t n) \\\n"
+        "{ \\\n"
+        "    T r[8], res; \\\n"
+        "    intptr_t i; \\\n"
+        "    if (n < 8) { \\\n"
+        "        res = 0; \\\n"
+        "        for (i = 0; i < n; i++) res += x[i]; \\\n"
+        "        return res; \\\n"
+        "    } \\\n"
+        "    for (int j = 0; j < 8; j++) r[j] = x[j]; \\\n"
+        "    for (i = 8; i < n - n % 8; i += 8) \\\n"
+        "        for (int j = 0; j < 8; j++) r[j] += x[i + j]; \\\n"
+        "    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])); \\\n"
+        "    for (; i < n; i++) res += x[i]; \\\n"
+        "    return res; \\\n"
+        "} \\\n"
+        "static inline V fj_ld##S(const T *p) \\\n"
+        "{ \\\n"
+        "    V v; \\\n"
+        "    memcpy(&v, p, sizeof v); \\\n"
+        "    return v; \\\n"
+        "} \\\n"
+        "static inline T fj_tree##S(V r) \\\n"
+        "{ \\\n"
+        "    return ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])); \\\n"
+        "} \\\n"
+        "/* four leaves of whole blocks of 8 (each >= 64 elements) starting at a, b, c, d */ \\\n"
+        "static inline void fj_leaf4##S(const T *a, intptr_t na, const T *b, intptr_t nb, const T *c, intptr_t nc, \\\n"
+        "                                const T *d, intptr_t nd, T *res) \\\n"
+        "{ \\\n"
+        "    V ra = fj_ld##S(a), rb = fj_ld##S(b), rc = fj_ld##S(c), rd = fj_ld##S(d); \\\n"
+        "    intptr_t m = na < nb ? na : nb; \\\n"
+        "    m = nc < m ? nc : m; \\\n"
+        "    m = nd < m ? nd : m; \\\n"
+        "    for (intptr_t k = 8; k < m; k += 8) { \\\n"
+        "        ra += fj_ld##S(a + k); \\\n"
+        "        rb += fj_ld##S(b + k); \\\n"
+        "        rc += fj_ld##S(c + k); \\\n"
+        "        rd += fj_ld##S(d + k); \\\n"
+        "    } \\\n"
+        "    for (intptr_t k = m; k < na; k += 8) ra += fj_ld##S(a + k); \\\n"
+        "    for (intptr_t k = m; k < nb; k += 8) rb += fj_ld##S(b + k); \\\n"
+        "    for (intptr_t k = m; k < nc; k += 8) rc += fj_ld##S(c + k); \\\n"
+        "    for (intptr_t k = m; k < nd; k += 8) rd += fj_ld##S(d + k); \\\n"
+        "    res[0] = fj_tree##S(ra); \\\n"
+        "    res[1] = fj_tree##S(rb); \\\n"
+        "    res[2] = fj_tree##S(rc); \\\n"
+        "    res[3] = fj_tree##S(rd); \\\n"
+        "} \\\n"
+        "static T fj_pws##S(const T *x, intptr_t n) \\\n"
+        "{ \\\n"
+        "    if (n <= 128) return fj_leaf##S(x, n); \\\n"
+        "    intptr_t n2 = n / 2; \\\n"
+        "    n2 -= n2 % 8; \\\n"
+        "    intptr_t m2 = n - n2, a2 = n2 / 2, b2 = m2 / 2; \\\n"
+        "    a2 -= a2 % 8; \\\n"
+        "    b2 -= b2 % 8; \\\n"
+        "    if (n2 > 128 && m2 > 128 && n2 - a2 <= 128 && m2 - b2 <= 128 && m2 % 8 == 0) { \\\n"
+        "        T l[4]; \\\n"
+        "        fj_leaf4##S(x, a2, x + a2, n2 - a2, x + n2, b2, x + n2 + b2, m2 - b2, l); \\\n"
+        "        return (l[0] + l[1]) + (l[2] + l[3]); \\\n"
+        "    } \\\n"
+        "    T s = fj_pws##S(x, n2); \\\n"
+        "    return s + fj_pws##S(x + n2, m2); \\\n"
+        "}\n"
+        "FJ_PWS(float, fj_v8f, 32)\n"
         "/* the tree of a leaf of NumPy's pairwise sum over its eight accumulators */\n"
         "#define FJ_TREE(r) (((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])))\n"
         "static inline int fj_ret(int st, int inv, int hardinv)\n{\n"
@@ -760,7 +838,7 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
     const fjn_Op *op = &g->ops[g->pw];
     const char *T = fjt_info[op->type].ctype;
     int slot = g->nin + op->out, hardinv = has_float_int_cast(g);
-    /* The group's elements are computed inside NumPy's leaves (no buffer):
+    /* float64: the group's elements are computed inside NumPy's leaves (no buffer):
        a leaf's eight accumulators start at -0.0 (-0.0 + x is x, bit for bit,
        so the first block's adds are NumPy's r[j] = x[j]), fj_g<N>_acc adds
        whole blocks of 8 into them (the loop over the 8 lanes is what gcc's
@@ -775,6 +853,28 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
        invalid flag (set also spuriously by vectorized compares) says they
        may matter. */
     fjn_checks = 0;
+    if (op->type == FJT_F32) {
+        /* float32: the group's elements of a run of at most 4096 (a subtree of
+           NumPy's recursion) are computed by a plain loop (fj_g<N>_fill, which
+           also stores the group's other outputs) into a buffer, which the
+           prologue's fj_pws32 sums in NumPy's order */
+        if (put(buf, "\nstatic void fj_g%d_fill(intptr_t lo, intptr_t n, char *const *data, %s *restrict xb, int *stp)\n"
+                     "{\n    int st = 0;\n", gi, T) < 0 ||
+            emit_flat_decls(buf, g) < 0 || put(buf, "    for (intptr_t i = lo; i < lo + n; i++) {\n") < 0 ||
+            emit_body(buf, g, 0, "xb[i - lo] =") < 0 || put(buf, "    }\n    *stp |= st ? 1 : 0;\n}\n") < 0 ||
+            put(buf, "\nstatic %s fj_g%d_pwb(intptr_t lo, intptr_t n, char *const *data, int *stp, %s *xb)\n{\n"
+                     "    if (n <= 4096) {\n        fj_g%d_fill(lo, n, data, xb, stp);\n        return fj_pws32(xb, n);\n"
+                     "    }\n    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n    %s a = fj_g%d_pwb(lo, n2, data, stp, xb);\n"
+                     "    return a + fj_g%d_pwb(lo + n2, n - n2, data, stp, xb);\n}\n",
+                T, gi, T, gi, T, gi, gi) < 0 ||
+            put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
+                     "    %s sb[512], *xb = n <= 512 ? sb : (%s *)malloc(4096 * sizeof(%s));\n"
+                     "    if (!xb) {\n        *stp |= 1;\n        return 0;\n    }\n"
+                     "    %s s = fj_g%d_pwb(lo, n, data, stp, xb);\n    if (xb != sb)\n        free(xb);\n"
+                     "    return s;\n}\n", T, gi, T, T, T, T, gi) < 0)
+            goto error;
+        goto checks;
+    }
     if (put(buf, "\nstatic __attribute__((noinline)) void fj_g%d_acc(intptr_t b, intptr_t nb, char *const *data, "
                  "%s *restrict rp, int *stp)\n{\n    int st = 0;\n    %s r[8];\n    memcpy(r, rp, sizeof r);\n",
             gi, T, T) < 0 ||
@@ -823,6 +923,7 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
                  "    %s s = fj_g%d_pw(lo, n2, data, stp);\n    return s + fj_g%d_pw(lo + n2, m2, data, stp);\n}\n",
             T, gi, gi, T, gi, T, gi, gi) < 0)
         goto error;
+checks:
     /* the checks: bit 4 a member's invalid condition, bit 8 a NaN element */
     fjn_checks = 1;
     fjn_checkonly = 1;
