@@ -8,7 +8,7 @@ ASAN_ENV := LD_PRELOAD=$(LIBASAN) PYTHONMALLOC=malloc \
 	ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 .PHONY: all build install deps test demo debug asan test-asan bench memcheck valgrind clean fuzz \
-	cpython-tests bench-native
+	cpython-tests bench-native test-native-default
 
 all: build
 
@@ -35,6 +35,12 @@ asan:
 	FRAMEJIT_BUILD=asan $(PY) setup.py -q build_ext --inplace --force
 
 # The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+# The whole suite with the native backend as the default (every graph of
+# every test compiled to C kernels, cached in ~/.cache/framejit/kernels or
+# $FRAMEJIT_CACHE_DIR): long on a cold cache, not part of make test.
+test-native-default: install
+	FRAMEJIT_BACKEND=native $(PY) -m pytest tests -p no:cacheprovider
+
 test-asan: deps asan
 	$(ASAN_ENV) $(PY) -m pytest -x tests -p no:cacheprovider
 	$(PY) setup.py -q build_ext --inplace --force

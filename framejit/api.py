@@ -4,7 +4,7 @@ import functools
 import sys
 import warnings
 
-from . import _C
+from . import _C, config
 from ._C import eval_frame
 
 counters = collections.defaultdict(collections.Counter)
@@ -36,8 +36,12 @@ def _resolve_backend(backend):
     return backends.lookup(backend)
 
 
-def compile(fn=None, *, backend="eager", fullgraph=False, dynamic=None, callback=None):
+def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None, callback=None):
     """Compile 'fn' with framejit; usable as ``@compile`` or ``@compile(...)``.
+
+    'backend' is a registered name ("native", "eager", ...) or a callable
+    ``backend(graph, example_inputs)``; None means ``framejit.config.backend``
+    (default "native", read when compile() is called).
 
     The result is a wrapper that sets this thread's eval-frame callback for
     the duration of each call (restoring the previous one in a ``finally``),
@@ -50,6 +54,8 @@ def compile(fn=None, *, backend="eager", fullgraph=False, dynamic=None, callback
         raise TypeError(f"framejit.compile expects a callable, not {type(fn).__name__}")
     if dynamic not in (None, True, False):
         raise TypeError(f"framejit.compile: dynamic must be None, True or False, not {dynamic!r}")
+    if backend is None:
+        backend = config.backend
     backend_fn = _resolve_backend(backend)  # an unknown name fails here, on any Python
     if not is_supported():
         _warn_unsupported()

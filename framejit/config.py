@@ -1,4 +1,13 @@
 """framejit configuration: plain module attributes, read at compile time."""
+import os
+
+#: the backend of ``framejit.compile(fn)`` without ``backend=``: "native"
+#: (fused C kernels, docs/native.md; "eager" with one warning when there is no
+#: C compiler), or any registered name.  The environment variable
+#: FRAMEJIT_BACKEND sets it at import (the test suite runs with "eager"
+#: except its native-backend files; ``make test-native-default`` runs it all
+#: with "native").
+backend = os.environ.get("FRAMEJIT_BACKEND") or "native"
 
 #: cache entries per code object before the code goes run-only
 recompile_limit = 8

@@ -1,7 +1,16 @@
+import os
+
 import pytest
 
-import framejit
-from framejit._C import eval_frame
+# The suite compiles with the eager backend unless told otherwise: the
+# native backend's own files (test_native*.py) ask for it by name, and
+# `make test-native-default` runs everything with FRAMEJIT_BACKEND=native
+# (compiling C for thousands of graphs: a long run, not `make test`).
+# Set before framejit is imported; inherited by the subprocesses tests start.
+os.environ.setdefault("FRAMEJIT_BACKEND", "eager")
+
+import framejit  # noqa: E402
+from framejit._C import eval_frame  # noqa: E402
 
 # In tests an internal compiler error is a failure, not a silent fallback.
 framejit.config.raise_internal_errors = True
