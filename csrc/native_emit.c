@@ -222,6 +222,10 @@ PyObject *fjn_emit_prologue(void)
         "FJ_PWS(float, fj_v8f, 32)\n"
         "/* the tree of a leaf of NumPy's pairwise sum over its eight accumulators */\n"
         "#define FJ_TREE(r) (((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])))\n"
+        "/* float64 sums of at most this many elements run four leaves per loop (in cache: four\n"
+        "   chains of adds at once); longer ones one leaf at a time (from memory: three input\n"
+        "   streams, not twelve, which the prefetchers follow better) */\n"
+        "#define FJ_IL_MAX 32768\n"
         "static inline int fj_ret(int st, int inv, int hardinv)\n{\n"
         "    int f = fj_fetest(FJ_FPE);\n"
         "    int r = (st ? FJ_HARD : 0) | (f & FJ_FPE_SOFT) | (inv ? FE_INVALID : 0);\n"
@@ -867,9 +871,9 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
                      "    }\n    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n    %s a = fj_g%d_pwb(lo, n2, data, stp, xb);\n"
                      "    return a + fj_g%d_pwb(lo + n2, n - n2, data, stp, xb);\n}\n",
                 T, gi, T, gi, T, gi, gi) < 0 ||
-            put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
+            put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp, int il)\n{\n"
                      "    %s sb[512], *xb = n <= 512 ? sb : (%s *)malloc(4096 * sizeof(%s));\n"
-                     "    if (!xb) {\n        *stp |= 1;\n        return 0;\n    }\n"
+                     "    (void)il;\n    if (!xb) {\n        *stp |= 1;\n        return 0;\n    }\n"
                      "    %s s = fj_g%d_pwb(lo, n, data, stp, xb);\n    if (xb != sb)\n        free(xb);\n"
                      "    return s;\n}\n", T, gi, T, T, T, T, gi) < 0)
             goto error;
@@ -913,14 +917,14 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
                  "    res[3] = FJ_TREE(rd);\n}\n", gi, gi, gi, gi) < 0)
         goto error;
     /* NumPy's recursion (pairwise_sum in numpy/_core/src/umath/loops_utils.h.src) */
-    if (put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp)\n{\n"
+    if (put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp, int il)\n{\n"
                  "    if (n <= 128)\n        return fj_g%d_leaf(lo, n, data, stp);\n"
                  "    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n"
                  "    intptr_t m2 = n - n2, a2 = n2 / 2, b2 = m2 / 2;\n    a2 -= a2 %% 8;\n    b2 -= b2 %% 8;\n"
-                 "    if (n2 > 128 && m2 > 128 && n2 - a2 <= 128 && m2 - b2 <= 128 && m2 %% 8 == 0) {\n"
+                 "    if (il && n2 > 128 && m2 > 128 && n2 - a2 <= 128 && m2 - b2 <= 128 && m2 %% 8 == 0) {\n"
                  "        %s l[4];\n        fj_g%d_leaf4(lo, a2, lo + a2, n2 - a2, lo + n2, b2, lo + n2 + b2, m2 - b2, "
                  "data, l, stp);\n        return (l[0] + l[1]) + (l[2] + l[3]);\n    }\n"
-                 "    %s s = fj_g%d_pw(lo, n2, data, stp);\n    return s + fj_g%d_pw(lo + n2, m2, data, stp);\n}\n",
+                 "    %s s = fj_g%d_pw(lo, n2, data, stp, il);\n    return s + fj_g%d_pw(lo + n2, m2, data, stp, il);\n}\n",
             T, gi, gi, T, gi, T, gi, gi) < 0)
         goto error;
 checks:
@@ -948,7 +952,7 @@ checks:
                      "    for (int k = 0; k + 1 < nd; k++) rows *= shape[k];\n    %s *out = (%s *)data[%d];\n",
                 gi, T, T, slot) < 0 ||
             put(buf, "    fj_feclear(FJ_FPE);\n    for (intptr_t q = 0; q < rows; q++) {\n"
-                     "        %s total = fj_g%d_pw(q * len, len, data, &st);\n        %s r = (%s)0 + total;\n",
+                     "        %s total = fj_g%d_pw(q * len, len, data, &st, len <= FJ_IL_MAX);\n        %s r = (%s)0 + total;\n",
                 T, gi, T, T) < 0)
             return -1;
         if (op->code == FJN_RMEAN && put(buf, "        r = (%s)((double)r / (double)(int64_t)len);\n", T) < 0)
@@ -956,12 +960,12 @@ checks:
         return put(buf, "        out[q] = r;\n    }\n"
                         "    if (fj_fetest(FE_INVALID))\n        for (intptr_t q = 0; q < rows && !inv; q++) {\n"
                         "            int sc = fj_g%d_chk(q * len, len, data), d = 0;\n"
-                        "            inv = (sc & 4) || (!(sc & 8) && __builtin_isnan(fj_g%d_pw(q * len, len, data, &d)));\n"
+                        "            inv = (sc & 4) || (!(sc & 8) && __builtin_isnan(fj_g%d_pw(q * len, len, data, &d, len <= FJ_IL_MAX)));\n"
                         "        }\n    return fj_ret(st & 1, inv, %d);\n}\n", gi, gi, hardinv);
     }
     if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0, inv = 0;\n"
                  "    if (!fj_fpstd())\n        return FJ_HARD;\n", gi) < 0 ||
-        put(buf, "    fj_feclear(FJ_FPE);\n    %s total = fj_g%d_pw(start, end - start, data, &st);\n"
+        put(buf, "    fj_feclear(FJ_FPE);\n    %s total = fj_g%d_pw(start, end - start, data, &st, end - start <= FJ_IL_MAX);\n"
                  "    %s r = (%s)0 + total;\n", T, gi, T, T) < 0)
         return -1;
     if (op->code == FJN_RMEAN &&
@@ -977,7 +981,7 @@ checks:
     /* the parallel form (native.c run_pw_parallel): a subtree's raw total */
     if (put(buf, "\nint fj_g%d_part(intptr_t lo, intptr_t n, char *const *data, void *total)\n{\n    int st = 0;\n"
                  "    if (!fj_fpstd())\n        return FJ_HARD;\n", gi) < 0 ||
-        put(buf, "    fj_feclear(FJ_FPE);\n    %s t = fj_g%d_pw(lo, n, data, &st);\n"
+        put(buf, "    fj_feclear(FJ_FPE);\n    %s t = fj_g%d_pw(lo, n, data, &st, n <= FJ_IL_MAX);\n"
                  "    memcpy(total, &t, sizeof t);\n    return fj_ret(st & 1, fj_fetest(FE_INVALID) != 0, %d);\n}\n"
                  "\nint fj_g%d_check(intptr_t lo, intptr_t n, char *const *data)\n{\n    return fj_g%d_chk(lo, n, data);\n}\n",
             T, gi, hardinv, gi, gi) < 0)

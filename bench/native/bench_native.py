@@ -43,7 +43,7 @@ backend call on a captured graph).  Then the issue's targets, MET / NOT MET.
 
 Run: python3 bench/native/bench_native.py [--quick] [--modes one,all]
      [--sizes 1e3,1e6] [--kernels c5,rsum] [--dtypes float64] [--no-torch]
-     [--json FILE]
+     [--json FILE] [--report FILE]
 """
 import argparse
 import json
@@ -571,8 +571,8 @@ def targets(modes, triads, comp):
             wb = [(x, r) for x, r in big if x < 1.0]
             worst = min(rel, key=lambda t: t[0])
             label = {"numba_same": "Numba computing NumPy's results (elementwise loops; reductions without fastmath)",
-                     "numba": "(information) Numba with fastmath reductions (reassociated: not NumPy's sums)"}.get(
-                         peer, LABEL[peer])
+                     "numba": "(information) Numba with fastmath reductions (reassociated: not NumPy's sums)",
+                     "numexpr": LABEL["numexpr"]}[peer]
             verdict = ("not a target" if peer == "numba" else
                        f"**{'MET' if not worse else 'NOT MET'}**")
             lines.append(
@@ -629,6 +629,8 @@ def main():
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--no-compile-times", action="store_true")
     p.add_argument("--json", default=None, help="write all results here")
+    p.add_argument("--report", default=None, metavar="JSON",
+                   help="print the tables and targets of a --json file again (no run)")
     p.add_argument("--mode", default=None, help=argparse.SUPPRESS)   # child
     p.add_argument("--out", default=None, help=argparse.SUPPRESS)    # child
     args = p.parse_args()
@@ -642,6 +644,11 @@ def main():
         args.round_ms = 20.0 if args.quick else 50.0
     if args.mode:
         return run_mode(args)
+    if args.report:
+        with open(args.report) as fh:
+            saved = json.load(fh)
+        report(saved["modes"], saved["triad_gbs"], saved["compile"])
+        return 0
 
     import platform
     import numpy as np
@@ -707,15 +714,20 @@ def main():
                       f"{' / '.join(f'{x:.1f}' for x in v['reuse_proc_ms'])} | {v['ok']} |")
             for note in comp.get("notes", []):
                 print(f"- {note}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"modes": modes, "triad_gbs": triads, "compile": comp}, fh, indent=1)
+    report(modes, triads, comp)
+    print(f"\nload average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return 0
+
+
+def report(modes, triads, comp):
+    """The per-mode tables and the targets."""
     for mode, m in modes.items():
         table(m, triads[mode], triads[mode + "_fresh"], f"{'One core' if mode == 'one' else 'All cores'} "
               f"({m['threads']} thread{'s' if m['threads'] > 1 else ''})")
     targets(modes, triads, comp)
-    print(f"\nload average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"modes": modes, "triad_gbs": triads, "compile": comp}, fh, indent=1)
-    return 0
 
 
 if __name__ == "__main__":
