@@ -1288,11 +1288,22 @@ static int run_pw_parallel(fjn_Group *g, Py_ssize_t n, char *const *data)
                 td[k] = td[2 * k] + td[2 * k + 1];
         }
     int nan = f32 ? isnan(tf[0]) : isnan(td[0]);
-    int maybe = (status & FE_INVALID) != 0;
+    /* invalid raised by a part or a combining add (an inf - inf always
+       raises it; quiet NaN operands never do; vectorized compares may,
+       spuriously): a member's invalid condition is genuine; without NaN
+       elements, a NaN total is an inf - inf of the sum; with NaN elements
+       and infinite ones (or overflowed partial sums), whether NumPy's adds
+       also met an inf - inf only NumPy can tell; NaN elements among finite
+       ones never make one */
+    int maybe = (status & FE_INVALID) != 0 || fetestexcept(FE_INVALID) != 0;
     status &= ~FE_INVALID;
-    if (maybe || nan) {
+    if (maybe) {
         int sc = g->check(0, n, data);
-        if ((sc & 4) || (nan && !(sc & 8)))
+        if (sc & 4)
+            status |= FE_INVALID;
+        else if ((sc & 8) && ((sc & 16) || (status & FE_OVERFLOW) || fetestexcept(FE_OVERFLOW)))
+            status |= FJN_ST_HARD; /* NaN and infinite (or overflowed) values */
+        else if (nan && !(sc & 8))
             status |= FE_INVALID;
     }
     char *out = data[g->nin + op->out];

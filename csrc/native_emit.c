@@ -221,6 +221,9 @@ PyObject *fjn_emit_prologue(void)
         "}\n"
         "FJ_PWS(float, fj_v8f, 32)\n"
         "/* the tree of a leaf of NumPy's pairwise sum over its eight accumulators */\n"
+        "/* a function whose loops are not worth vectorizing (gcc; others vectorize it) */\n"
+        "#if defined(__GNUC__) && !defined(__clang__)\n#define FJ_NOVEC __attribute__((optimize(\"no-tree-vectorize\")))\n"
+        "#else\n#define FJ_NOVEC\n#endif\n"
         "#define FJ_TREE(r) (((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])))\n"
         "/* float64 sums of at most this many elements run four leaves per loop (in cache: four\n"
         "   chains of adds at once); longer ones one leaf at a time (from memory: three input\n"
@@ -730,7 +733,8 @@ static int emit_body(PyObject *buf, const fjn_Group *g, int mode, const char *pw
                 /* the pairwise-summed operand: is it NaN (fj_g<N>_chk) */
                 fjn_Expr A = {{0}};
                 operand_expr(g, op->arg[0], op->argtype[0], &A);
-                if (m == g->pw && put(buf, "            en |= __builtin_isnan(%s);\n", A.s) < 0)
+                if (m == g->pw && put(buf, "            en |= __builtin_isnan(%s);\n            ei |= __builtin_isinf(%s);\n",
+                                      A.s, A.s) < 0)
                     return -1;
                 continue;
             }
@@ -931,12 +935,12 @@ checks:
     /* the checks: bit 4 a member's invalid condition, bit 8 a NaN element */
     fjn_checks = 1;
     fjn_checkonly = 1;
-    if (put(buf, "\nstatic int fj_g%d_chk(intptr_t lo, intptr_t n, char *const *data)\n{\n    int st = 0, inv = 0, en = 0;\n",
+    if (put(buf, "\nstatic int fj_g%d_chk(intptr_t lo, intptr_t n, char *const *data)\n{\n    int st = 0, inv = 0, en = 0, ei = 0;\n",
             gi) < 0 ||
         emit_flat_decls(buf, g) < 0 || emit_inv_decls(buf, g) < 0 ||
         put(buf, "    for (intptr_t i = lo; i < lo + n; i++) {\n") < 0 || emit_body(buf, g, 0, NULL) < 0 ||
         put(buf, "    }\n") < 0 || emit_inv_fold(buf, g) < 0 ||
-        put(buf, "    (void)st;\n    return (inv ? 4 : 0) | (en ? 8 : 0);\n}\n") < 0)
+        put(buf, "    (void)st;\n    return (inv ? 4 : 0) | (en ? 8 : 0) | (ei ? 16 : 0);\n}\n") < 0)
         goto error;
     fjn_checkonly = 0;
     /* invalid: a member's condition, or the sum's own inf - inf (a NaN total
@@ -960,6 +964,8 @@ checks:
         return put(buf, "        out[q] = r;\n    }\n"
                         "    if (fj_fetest(FE_INVALID))\n        for (intptr_t q = 0; q < rows && !inv; q++) {\n"
                         "            int sc = fj_g%d_chk(q * len, len, data), d = 0;\n"
+                        "            if ((sc & 8) && !(sc & 4) && ((sc & 16) || fj_fetest(FE_OVERFLOW)))\n"
+                        "                st |= 1; /* NaN and infinite elements: did NumPy's adds meet inf - inf too? */\n"
                         "            inv = (sc & 4) || (!(sc & 8) && __builtin_isnan(fj_g%d_pw(q * len, len, data, &d, len <= FJ_IL_MAX)));\n"
                         "        }\n    return fj_ret(st & 1, inv, %d);\n}\n", gi, gi, hardinv);
     }
@@ -972,6 +978,8 @@ checks:
         put(buf, "    r = (%s)((double)r / (double)(int64_t)(end - start));\n", T) < 0)
         return -1;
     if (put(buf, "    if (fj_fetest(FE_INVALID)) {\n        int sc = fj_g%d_chk(start, end - start, data);\n"
+                    "        if ((sc & 8) && !(sc & 4) && ((sc & 16) || fj_fetest(FE_OVERFLOW)))\n"
+                    "            st |= 1; /* NaN and infinite elements: did NumPy's adds meet inf - inf too? */\n"
                     "        inv = (sc & 4) || (__builtin_isnan(total) && !(sc & 8));\n    }\n"
                     "    *(%s *)data[%d] = r;\n    return fj_ret(st & 1, inv, %d);\n}\n"
                     "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n"
@@ -1062,12 +1070,17 @@ static int emit_group_loops(PyObject *buf, const fjn_Group *g, int gi, int check
     fjn_checks = 1;
     if (emit_reduce_store(buf, g) < 0 || put(buf, "    return fj_ret(st, inv, %d);\n}\n", hardinv) < 0)
         return -1;
-    /* strided */
+    /* strided.  An elementwise group's rows whose operands are all contiguous
+       along the row (broadcast scalars aside) run the flat kernel on the row
+       (vectorized once, there); the other rows run the scalar loop here,
+       which is not vectorized (FJ_NOVEC: half of a kernel's compile time
+       went into vectorizing it for unknown strides) */
+    int rows = !g->has_red;
     if (put(buf,
-            "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n{\n"
-            "    int st = 0, inv = 0;\n    intptr_t idx[64];\n    intptr_t inner = nd > 0 ? shape[nd - 1] : 1, outer = 1;\n"
+            "\n%sint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n{\n"
+            "    int st = 0, inv = 0, acc = 0;\n    intptr_t idx[64];\n    intptr_t inner = nd > 0 ? shape[nd - 1] : 1, outer = 1;\n"
             "    for (int k = 0; k + 1 < nd; k++) { outer *= shape[k]; idx[k] = 0; }\n",
-            gi) < 0 ||
+            rows ? "FJ_NOVEC " : "", gi) < 0 ||
         emit_consts(buf, g) < 0 || (checks && emit_inv_decls(buf, g) < 0))
         return -1;
     for (int k = 0; k < nslot; k++) {
@@ -1129,15 +1142,42 @@ static int emit_group_loops(PyObject *buf, const fjn_Group *g, int gi, int check
         if (put(buf, "        } else\n") < 0)
             return -1;
     }
+    if (rows) {
+        /* the row's operands contiguous: the flat kernel on it (it clears the
+           FE flags first: the soft ones raised so far are kept in acc; its
+           own status, invalid included, too, so its invalid flag is cleared) */
+        if (put(buf, "        if (inner > 0") < 0)
+            return -1;
+        for (int k = 0; k < nslot; k++) {
+            if (k < g->nin && g->in[k].kind == FJN_IN_CONST)
+                continue;
+            int scalar = k < g->nin && g->in[k].bcast == 0;
+            int t = k < g->nin ? g->in[k].type : g->ops[g->out_op[k - g->nin]].type;
+            if (put(buf, scalar ? " && s%d == 0" : " && s%d == %d", k, fjt_info[t].size) < 0)
+                return -1;
+        }
+        if (put(buf, ") {\n            char *const rp[%d] = {", nslot) < 0)
+            return -1;
+        for (int k = 0; k < nslot; k++) {
+            int cst = k < g->nin && g->in[k].kind == FJN_IN_CONST;
+            if (put(buf, cst ? "%sNULL" : "%sp%d", k ? ", " : "", k) < 0)
+                return -1;
+        }
+        if (put(buf, "};\n            acc |= fj_fetest(FJ_FPE_SOFT);\n            acc |= fj_g%d_flat(0, inner, rp);\n"
+                     "            fj_feclear(FE_INVALID);\n        } else {\n", gi) < 0)
+            return -1;
+    }
     if (put(buf, "        for (intptr_t i = 0; i < inner; i++) {\n") < 0 || emit_body(buf, g, 1, NULL) < 0 ||
         put(buf, "        }\n") < 0)
         return -1;
     fjn_checks = 1;
     if (checks && emit_block_check(buf, g, 1, "0", "inner") < 0)
         return -1;
+    if (rows && put(buf, "        }\n") < 0)
+        return -1;
     if (put(buf, "        for (int k = nd - 2; k >= 0; k--) {\n"
                  "            if (++idx[k] < shape[k]) break;\n            idx[k] = 0;\n        }\n    }\n") < 0 ||
-        emit_reduce_store(buf, g) < 0 || put(buf, "    return fj_ret(st, inv, %d);\n}\n", hardinv) < 0)
+        emit_reduce_store(buf, g) < 0 || put(buf, "    return fj_ret(st, inv, %d) | acc;\n}\n", hardinv) < 0)
         return -1;
     return 0;
 }

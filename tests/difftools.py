@@ -61,5 +61,25 @@ def check_differential(fn, args_list, expect_graph=True, backend="eager"):
             f"{dict(framejit.counters['unsupported'])}")
 
 
+def clone(a):
+    """A copy of 'a' with its exact layout (strides, negative ones included,
+    and its alignment), so compiled and plain runs see the same memory order;
+    ``a.copy()`` would make every input C-contiguous.  Non-arrays as they are."""
+    if not isinstance(a, np.ndarray):
+        return a
+    if (type(a) is not np.ndarray or a.ndim == 0 or a.size == 0 or a.dtype.hasobject
+            or a.flags.c_contiguous or a.flags.f_contiguous):
+        return a.copy(order="K")  # an ordinary array owning its data, same order
+    lo = sum(s * (n - 1) for s, n in zip(a.strides, a.shape) if s < 0)
+    hi = sum(s * (n - 1) for s, n in zip(a.strides, a.shape) if s > 0) + a.itemsize
+    buf = np.empty(hi - lo + 64, np.uint8)
+    pad = -buf.ctypes.data % 64  # as aligned as a fresh NumPy array
+    out = np.ndarray(a.shape, a.dtype, buffer=buf, offset=pad - lo, strides=a.strides)
+    out[...] = a
+    if not a.flags.writeable:
+        out.flags.writeable = False
+    return out
+
+
 def _copy(args):
-    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+    return tuple(clone(a) for a in args)

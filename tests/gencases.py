@@ -591,4 +591,5 @@ def cached(seed):
 
 
 def _copy(args):
-    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+    from difftools import clone
+    return tuple(clone(a) for a in args)

@@ -14,7 +14,7 @@ import pytest
 
 import framejit
 from framejit._C import eval_frame
-from difftools import same
+from difftools import same, clone
 import breakhelpers
 from breakhelpers import opaque, opaque_scale, raises, total
 
@@ -28,7 +28,7 @@ def run_both(fn, args):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             try:
-                r = ("ok", f(*[a.copy() if isinstance(a, np.ndarray) else a for a in args]))
+                r = ("ok", f(*[clone(a) for a in args]))
             except Exception as e:  # noqa: BLE001
                 r = ("raise", type(e), str(e), _user_frames(e))
         return r, out.getvalue()

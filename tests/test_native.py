@@ -13,6 +13,7 @@ import pytest
 
 import framejit
 from framejit import _C
+from difftools import clone
 from native_compare import outcome, same
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -48,9 +49,9 @@ def check(expr, arg_sets, params="x, y", fused=None, dynamic=None):
     fn = make_fn(expr, params)
     cf = framejit.compile(fn, backend="native", dynamic=dynamic)
     for args in arg_sets:
-        exp = outcome(fn, [a.copy() if isinstance(a, np.ndarray) else a for a in args])
+        exp = outcome(fn, [clone(a) for a in args])
         for _ in range(2):
-            got = outcome(cf, [a.copy() if isinstance(a, np.ndarray) else a for a in args])
+            got = outcome(cf, [clone(a) for a in args])
             assert got[0][0] == exp[0][0], f"{expr}{tuple(map(repr, args))}: {got} vs {exp}"
             if exp[0][0] == "ok":
                 same(got[0][1], exp[0][1])
@@ -809,6 +810,29 @@ def test_nan_inputs_use_kernel(expr, dt):
     assert all(p.fallbacks == 0 for p in plans), expr
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dt", ["f4", "f8"])
+def test_sum_nan_elements_and_inf_minus_inf(threads, dt):
+    """NaN elements and an inf - inf inside NumPy's tree (in another subtree,
+    or in a lane before the NaN arrives): NumPy warns "invalid", with the
+    same NaN total; NaN elements alone warn about nothing."""
+    old = _C.native_config()
+    try:
+        _C.native_config(threads=threads, thread_min=1000)
+        for n in (300, 5000, 40000):
+            x = np.linspace(1.0, 2.0, n).astype(dt)
+            x[0], x[8], x[n - 7] = np.inf, -np.inf, np.nan   # lane 0 of the first leaf: inf + -inf
+            check("np.sum(x * 2)", [(x,)], params="x", fused=True)
+            check("np.mean(np.maximum(x, 0.5))", [(x,)], params="x", fused=True)
+            y = x.copy()
+            y[0], y[n // 2], y[8] = np.inf, np.nan, 1.0        # one infinity, a NaN: no invalid
+            check("np.sum(x * 2)", [(y,)], params="x", fused=True)
+            with np.errstate(all="raise"):
+                check("np.sum(x * 2)", [(x,), (y,)], params="x", fused=True)
+    finally:
+        _C.native_config(threads=old[0], thread_min=old[1], float_axis_minmax=old[2])
+
+
 BLOCK_CASES = ["np.where(x > 0, x, 1.0) * (x - x)", "np.maximum(x, 0.5) - np.minimum(x, np.inf)",
                "np.sqrt(np.maximum(x, 0.0)) - x"]
 
@@ -864,6 +888,28 @@ def test_genuine_conditions_follow_errstate(expr, data_, warns, dt):
             assert got[1:] == exp[1:]
         else:
             same(got[1], exp[1])
+
+
+@pytest.mark.parametrize("dt", ["f4", "f8"])
+@pytest.mark.parametrize("row,value", [(0, "big"), (1, "tiny"), (2, -1.0), (4, 0.0), (None, None)])
+def test_row_contiguous_strided_conditions(row, value, dt):
+    """A strided elementwise group whose rows are contiguous runs the flat kernel
+    row by row: a condition raised in any one row (overflow, underflow, invalid,
+    divide) is reported as NumPy reports it, under every errstate."""
+    fi = np.finfo(dt)
+    base = (RNG.standard_normal((5, 40)) + 3.0).astype(dt)
+    if row is not None:
+        base[row, 3] = {"big": fi.max / 2, "tiny": fi.tiny * 4}.get(value, value)
+    views = [base[:, :37], base[1:, 2:], base[::2, 5:30], base[:, :37][::-1]]
+    for expr in ("x * 4 + np.sqrt(x)", "(x * x) * 1e-30 / x", "np.maximum(x, 0.5) * x - 1"):
+        check(expr, [(v,) for v in views], params="x")
+        for mode in ("ignore", "raise", "warn"):
+            with np.errstate(all=mode):
+                check(expr, [(v,) for v in views], params="x")
+    if row is None:  # clean data: the row-contiguous view runs the kernel
+        clean = (np.abs(RNG.standard_normal((5, 40))) + 1.0).astype(dt)
+        plans = _plans_outcome("x * 4 + np.sqrt(x)", (clean[:, :37],))
+        assert plans and all(p.fallbacks == 0 for p in plans)
 
 
 @pytest.mark.parametrize("dt", ["f4", "f8"])
