@@ -11,7 +11,7 @@ the same kernels again.  See docs/native.md.
 Environment: ``CC`` (the compiler, default ``cc``), ``FRAMEJIT_CACHE_DIR``
 (default ``$XDG_CACHE_HOME/framejit/kernels`` or ``~/.cache/framejit/kernels``).
 Counters: ``framejit.counters["native"]``: graphs, graphs_unfused, groups,
-nodes_fused, kernels_compiled, kernels_loaded_from_cache, no_compiler,
+nodes_fused, kernels_compiled, kernels_loaded_from_cache, no_compiler, backend_failures,
 compiler_probes (runs of ``cc --version`` and the flag probe; 0 in a process
 that finds the compiler's probe remembered in the cache directory).
 """
@@ -239,11 +239,44 @@ def build(source, toolchain):
 
 
 def backend(graph, example_inputs):
-    """The native backend: a NativePlan running fused kernels, or the graph itself (eager)."""
+    """The native backend: a NativePlan running fused kernels, or the graph itself (eager).
+
+    A failure to plan, build or load the kernels (a bug of this backend, or a
+    compiler that rejects the generated C) runs that graph with the eager
+    backend: a RuntimeWarning once per process, the reason in the
+    ``framejit`` log, counters["native"]["backend_failures"].  With
+    ``framejit.config.raise_internal_errors`` (the test suite) it raises."""
     toolchain = _find_toolchain()
     if not toolchain:
         _warn_no_compiler()
         return graph
+    try:
+        return _plan(graph, toolchain)
+    except Exception as e:  # noqa: BLE001 - any failure here must not fail the user's call
+        from . import config
+        if config.raise_internal_errors:
+            raise
+        _backend_failed(e)
+        return graph
+
+
+_warned_failure = False
+
+
+def _backend_failed(exc):
+    global _warned_failure
+    import logging
+    _counters()["backend_failures"] += 1
+    text = f"{type(exc).__name__}: {exc}"
+    logging.getLogger("framejit").warning("native backend failed on a graph, which runs eager: %s", text)
+    if not _warned_failure:
+        _warned_failure = True
+        warnings.warn(f"framejit native backend failed on a graph, which runs with the eager backend "
+                      f"(later failures are counted in framejit.counters['native']['backend_failures'] "
+                      f"and logged): {text[:500]}", RuntimeWarning, stacklevel=3)
+
+
+def _plan(graph, toolchain):
     c = _counters()
     c["graphs"] += 1
     plan, source = _C.native_plan(graph)

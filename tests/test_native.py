@@ -444,6 +444,35 @@ def test_no_compiler_falls_back_to_eager(tmp_path):
     assert res["counters"].get("kernels_compiled", 0) == 0
 
 
+def test_backend_failure_runs_eager(monkeypatch):
+    """A failure while planning or building kernels (a compiler that rejects
+    the generated C, a bug) runs that graph eagerly: exact results, one
+    RuntimeWarning per process, the reason logged and counted; with
+    config.raise_internal_errors (the suite's setting) it raises instead."""
+    from framejit import native
+
+    def broken(source, toolchain):
+        raise RuntimeError("framejit native: the C compiler failed (cc):\nerror: simulated")
+    monkeypatch.setattr(native, "build", broken)
+    monkeypatch.setattr(native, "_warned_failure", False)
+    fn = make_fn("np.sum(x * 2 + 1) + x", "x")
+    x = data("f8", (50,), special=False)
+    framejit.reset()
+    with pytest.raises(framejit.BackendCompilerFailed, match="simulated"):
+        framejit.compile(fn, backend="native")(x)
+    monkeypatch.setattr(framejit.config, "raise_internal_errors", False)
+    for k in range(2):
+        framejit.reset()
+        cf = framejit.compile(fn, backend="native")
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            got = cf(x)
+        same(got, fn(x))
+        msgs = [str(m.message) for m in w if "native backend failed" in str(m.message)]
+        assert len(msgs) == (1 if k == 0 else 0) and "simulated" in msgs[0] if k == 0 else not msgs
+        assert framejit.counters["native"]["backend_failures"] == 1
+
+
 # ---- reductions fused with the elementwise work they consume ---------------------------
 
 REDUCTIONS = [
