@@ -224,6 +224,7 @@ typedef struct {
     fjn_Group *groups; /* PyMem */
     PyObject *source;  /* strong str */
     int loaded;
+    void *dl;             /* dlopen handle of the kernels, closed with the plan */
     Py_ssize_t fallbacks; /* group runs that went through NumPy instead of their kernel */
     Py_ssize_t split_reductions; /* group runs whose reductions were split over threads */
     vectorcallfunc vectorcall;
@@ -812,6 +813,7 @@ static PyObject *plan_new_from_graph(PyObject *graph)
     p->ngroups = 0;
     p->source = NULL;
     p->loaded = 0;
+    p->dl = NULL;
     p->fallbacks = 0;
     p->split_reductions = 0;
     p->output = NULL;
@@ -1683,11 +1685,15 @@ static void plan_dealloc(fjn_Plan *p)
     Py_XDECREF(p->graph);
     Py_XDECREF(p->nodes);
     Py_XDECREF(p->source);
+    /* no call of this plan is running (a call holds a reference), so no
+       worker runs its kernels; dlopen counts the plans sharing one file */
+    if (p->dl)
+        dlclose(p->dl);
     PyObject_Free(p);
     Py_DECREF(tp);
 }
 
-/* plan._load(path): dlopens the built kernels (kept loaded for the process). */
+/* plan._load(path): dlopens the built kernels (closed when the plan goes). */
 static PyObject *plan_load(fjn_Plan *p, PyObject *path)
 {
     PyObject *bytes = NULL;
@@ -1701,6 +1707,11 @@ static PyObject *plan_load(fjn_Plan *p, PyObject *path)
         return NULL;
     }
     Py_DECREF(bytes);
+    if (p->dl) { /* loaded again: keep one handle */
+        p->loaded = 0;
+        dlclose(p->dl);
+    }
+    p->dl = h;
     for (int gi = 0; gi < p->ngroups; gi++) {
         fjn_Group *g = &p->groups[gi];
         char name[64];

@@ -874,12 +874,7 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
                      "    if (n <= 4096) {\n        fj_g%d_fill(lo, n, data, xb, stp);\n        return fj_pws32(xb, n);\n"
                      "    }\n    intptr_t n2 = n / 2;\n    n2 -= n2 %% 8;\n    %s a = fj_g%d_pwb(lo, n2, data, stp, xb);\n"
                      "    return a + fj_g%d_pwb(lo + n2, n - n2, data, stp, xb);\n}\n",
-                T, gi, T, gi, T, gi, gi) < 0 ||
-            put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp, int il)\n{\n"
-                     "    %s sb[512], *xb = n <= 512 ? sb : (%s *)malloc(4096 * sizeof(%s));\n"
-                     "    (void)il;\n    if (!xb) {\n        *stp |= 1;\n        return 0;\n    }\n"
-                     "    %s s = fj_g%d_pwb(lo, n, data, stp, xb);\n    if (xb != sb)\n        free(xb);\n"
-                     "    return s;\n}\n", T, gi, T, T, T, T, gi) < 0)
+                T, gi, T, gi, T, gi, gi) < 0)
             goto error;
         goto checks;
     }
@@ -946,6 +941,23 @@ checks:
     /* invalid: a member's condition, or the sum's own inf - inf (a NaN total
        from no NaN element; whether the total is NaN depends on the order, so
        it is the fast pass's total that tells) */
+    /* the calls of the pairwise recursion: float32 passes a buffer of 4096
+       the entry allocates once (stack up to 512 elements), float64 the
+       four-leaves flag */
+    int f32 = op->type == FJT_F32;
+    const char *xbfree = f32 ? "    if (xb != sb)\n        free(xb);\n" : "";
+    char rowcall[160], rowcheck[160], flatcall[160], partcall[160];
+    if (f32) {
+        snprintf(rowcall, sizeof rowcall, "fj_g%d_pwb(q * len, len, data, &st, xb)", gi);
+        snprintf(rowcheck, sizeof rowcheck, "fj_g%d_pwb(q * len, len, data, &d, xb)", gi);
+        snprintf(flatcall, sizeof flatcall, "fj_g%d_pwb(start, end - start, data, &st, xb)", gi);
+        snprintf(partcall, sizeof partcall, "fj_g%d_pwb(lo, n, data, &st, xb)", gi);
+    } else {
+        snprintf(rowcall, sizeof rowcall, "fj_g%d_pw(q * len, len, data, &st, len <= FJ_IL_MAX)", gi);
+        snprintf(rowcheck, sizeof rowcheck, "fj_g%d_pw(q * len, len, data, &d, len <= FJ_IL_MAX)", gi);
+        snprintf(flatcall, sizeof flatcall, "fj_g%d_pw(start, end - start, data, &st, end - start <= FJ_IL_MAX)", gi);
+        snprintf(partcall, sizeof partcall, "fj_g%d_pw(lo, n, data, &st, n <= FJ_IL_MAX)", gi);
+    }
     if (op->axis >= 0) {
         /* over the last axis of C-contiguous operands: one pairwise sum per row
            (NumPy's order there); the host calls the strided entry for it */
@@ -955,9 +967,11 @@ checks:
                      "{\n    int st = 0, inv = 0;\n    (void)strides;\n    if (!fj_fpstd())\n        return FJ_HARD;\n    intptr_t len = nd > 0 ? shape[nd - 1] : 1, rows = 1;\n"
                      "    for (int k = 0; k + 1 < nd; k++) rows *= shape[k];\n    %s *out = (%s *)data[%d];\n",
                 gi, T, T, slot) < 0 ||
+            (f32 && put(buf, "    %s sb[512], *xb = len <= 512 ? sb : (%s *)malloc(4096 * sizeof(%s));\n"
+                             "    if (!xb)\n        return FJ_HARD;\n", T, T, T) < 0) ||
             put(buf, "    fj_feclear(FJ_FPE);\n    for (intptr_t q = 0; q < rows; q++) {\n"
-                     "        %s total = fj_g%d_pw(q * len, len, data, &st, len <= FJ_IL_MAX);\n        %s r = (%s)0 + total;\n",
-                T, gi, T, T) < 0)
+                     "        %s total = %s;\n        %s r = (%s)0 + total;\n",
+                T, rowcall, T, T) < 0)
             return -1;
         if (op->code == FJN_RMEAN && put(buf, "        r = (%s)((double)r / (double)(int64_t)len);\n", T) < 0)
             return -1;
@@ -966,13 +980,15 @@ checks:
                         "            int sc = fj_g%d_chk(q * len, len, data), d = 0;\n"
                         "            if ((sc & 8) && !(sc & 4) && ((sc & 16) || fj_fetest(FE_OVERFLOW)))\n"
                         "                st |= 1; /* NaN and infinite elements: did NumPy's adds meet inf - inf too? */\n"
-                        "            inv = (sc & 4) || (!(sc & 8) && __builtin_isnan(fj_g%d_pw(q * len, len, data, &d, len <= FJ_IL_MAX)));\n"
-                        "        }\n    return fj_ret(st & 1, inv, %d);\n}\n", gi, gi, hardinv);
+                        "            inv = (sc & 4) || (!(sc & 8) && __builtin_isnan(%s));\n"
+                        "        }\n%s    return fj_ret(st & 1, inv, %d);\n}\n", gi, rowcheck, xbfree, hardinv);
     }
     if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0, inv = 0;\n"
                  "    if (!fj_fpstd())\n        return FJ_HARD;\n", gi) < 0 ||
-        put(buf, "    fj_feclear(FJ_FPE);\n    %s total = fj_g%d_pw(start, end - start, data, &st, end - start <= FJ_IL_MAX);\n"
-                 "    %s r = (%s)0 + total;\n", T, gi, T, T) < 0)
+        (f32 && put(buf, "    %s sb[512], *xb = end - start <= 512 ? sb : (%s *)malloc(4096 * sizeof(%s));\n"
+                         "    if (!xb)\n        return FJ_HARD;\n", T, T, T) < 0) ||
+        put(buf, "    fj_feclear(FJ_FPE);\n    %s total = %s;\n%s"
+                 "    %s r = (%s)0 + total;\n", T, flatcall, xbfree, T, T) < 0)
         return -1;
     if (op->code == FJN_RMEAN &&
         put(buf, "    r = (%s)((double)r / (double)(int64_t)(end - start));\n", T) < 0)
@@ -989,10 +1005,12 @@ checks:
     /* the parallel form (native.c run_pw_parallel): a subtree's raw total */
     if (put(buf, "\nint fj_g%d_part(intptr_t lo, intptr_t n, char *const *data, void *total)\n{\n    int st = 0;\n"
                  "    if (!fj_fpstd())\n        return FJ_HARD;\n", gi) < 0 ||
-        put(buf, "    fj_feclear(FJ_FPE);\n    %s t = fj_g%d_pw(lo, n, data, &st, n <= FJ_IL_MAX);\n"
+        (f32 && put(buf, "    %s sb[512], *xb = n <= 512 ? sb : (%s *)malloc(4096 * sizeof(%s));\n"
+                         "    if (!xb)\n        return FJ_HARD;\n", T, T, T) < 0) ||
+        put(buf, "    fj_feclear(FJ_FPE);\n    %s t = %s;\n%s"
                  "    memcpy(total, &t, sizeof t);\n    return fj_ret(st & 1, fj_fetest(FE_INVALID) != 0, %d);\n}\n"
                  "\nint fj_g%d_check(intptr_t lo, intptr_t n, char *const *data)\n{\n    return fj_g%d_chk(lo, n, data);\n}\n",
-            T, gi, hardinv, gi, gi) < 0)
+            T, partcall, xbfree, hardinv, gi, gi) < 0)
         return -1;
     return 0;
 error:

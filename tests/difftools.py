@@ -62,14 +62,17 @@ def check_differential(fn, args_list, expect_graph=True, backend="eager"):
 
 
 def clone(a):
-    """A copy of 'a' with its exact layout (strides, negative ones included,
-    and its alignment), so compiled and plain runs see the same memory order;
+    """A copy of 'a' with its layout (strides, negative ones included, and
+    read-only-ness; always aligned), so compiled and plain runs see the same memory order;
     ``a.copy()`` would make every input C-contiguous.  Non-arrays as they are."""
     if not isinstance(a, np.ndarray):
         return a
     if (type(a) is not np.ndarray or a.ndim == 0 or a.size == 0 or a.dtype.hasobject
             or a.flags.c_contiguous or a.flags.f_contiguous):
-        return a.copy(order="K")  # an ordinary array owning its data, same order
+        out = a.copy(order="K")  # an ordinary array owning its data, same order
+        if not a.flags.writeable and isinstance(out, np.ndarray):
+            out.flags.writeable = False
+        return out
     lo = sum(s * (n - 1) for s, n in zip(a.strides, a.shape) if s < 0)
     hi = sum(s * (n - 1) for s, n in zip(a.strides, a.shape) if s > 0) + a.itemsize
     buf = np.empty(hi - lo + 64, np.uint8)

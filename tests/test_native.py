@@ -444,6 +444,32 @@ def test_no_compiler_falls_back_to_eager(tmp_path):
     assert res["counters"].get("kernels_compiled", 0) == 0
 
 
+def test_kernels_unloaded_with_their_plan(native_kernel_cache):
+    """A plan's shared object is dlclosed when the plan goes (after
+    framejit.reset()): a program making many distinct kernels does not keep
+    every one mapped (tests/test_memory.py under the native default)."""
+    import gc
+    before = set(os.listdir(native_kernel_cache))
+    fn = make_fn("np.sqrt(x * 7.25 + 3.5) - x * 0.125", "x")
+    framejit.reset()
+    cf = framejit.compile(fn, backend="native")
+    x = data("f8", (40,), special=False) ** 2
+    same(cf(x), fn(x))
+    new = [f for f in set(os.listdir(native_kernel_cache)) - before if f.endswith(".so")]
+    assert len(new) == 1
+
+    def mapped():
+        with open("/proc/self/maps") as fh:
+            return new[0] in fh.read()
+    if not os.path.exists("/proc/self/maps"):
+        pytest.skip("no /proc/self/maps")
+    assert mapped()
+    del cf
+    framejit.reset()
+    gc.collect()
+    assert not mapped()
+
+
 def test_backend_failure_runs_eager(monkeypatch):
     """A failure while planning or building kernels (a compiler that rejects
     the generated C, a bug) runs that graph eagerly: exact results, one

@@ -773,10 +773,11 @@ def _nan_blind():
 
 def _canon(x):
     if x.dtype.kind in "fc" and x.size and _nan_blind():
-        nan = np.isnan(x)
-        if nan.any():
+        parts = (x,) if x.dtype.kind == "f" else (x.real, x.imag)
+        if any(np.isnan(p).any() for p in parts):
             x = x.copy()
-            x[nan] = np.nan
+            for p in ((x,) if x.dtype.kind == "f" else (x.real, x.imag)):
+                p[np.isnan(p)] = np.nan  # each part's NaN canonical, its other bits kept
     return x
 
 
