@@ -1077,8 +1077,8 @@ typedef union {
 **    own recursion), each subtree's total computed by fj_g<N>_part, and the
 **    totals added back up the same tree: the same additions in the same
 **    order as one thread.  Whether an invalid happened is decided once over
-**    the whole range (fj_g<N>_check) when a part saw the flag or the total
-**    is NaN; an overflow / underflow of the combining adds and the mean's
+**    the whole range (fj_g<N>_check) when a part or a combining add raised
+**    the flag; an overflow / underflow of the combining adds and the mean's
 **    division is read from this thread's flags.
 ** Chunk results are combined unless a chunk's status is hard: conditions
 ** NumPy's errstate ignores keep the kernel's values, as in one thread.
@@ -1290,24 +1290,12 @@ static int run_pw_parallel(fjn_Group *g, Py_ssize_t n, char *const *data)
                 td[k] = td[2 * k] + td[2 * k + 1];
         }
     int nan = f32 ? isnan(tf[0]) : isnan(td[0]);
-    /* invalid raised by a part or a combining add (an inf - inf always
-       raises it; quiet NaN operands never do; vectorized compares may,
-       spuriously): a member's invalid condition is genuine; without NaN
-       elements, a NaN total is an inf - inf of the sum; with NaN elements
-       and infinite ones (or overflowed partial sums), whether NumPy's adds
-       also met an inf - inf only NumPy can tell; NaN elements among finite
-       ones never make one */
+    /* invalid raised by a part or a combining add: the kernel's fj_suminv
+       decides, as for one thread (the generated prologue explains it) */
     int maybe = (status & FE_INVALID) != 0 || fetestexcept(FE_INVALID) != 0;
     status &= ~FE_INVALID;
-    if (maybe) {
-        int sc = g->check(0, n, data);
-        if (sc & 4)
-            status |= FE_INVALID;
-        else if ((sc & 8) && ((sc & 16) || (status & FE_OVERFLOW) || fetestexcept(FE_OVERFLOW)))
-            status |= FJN_ST_HARD; /* NaN and infinite (or overflowed) values */
-        else if (nan && !(sc & 8))
-            status |= FE_INVALID;
-    }
+    if (maybe)
+        status |= g->check(0, n, data, nan, (status & FE_OVERFLOW) || fetestexcept(FE_OVERFLOW));
     char *out = data[g->nin + op->out];
     if (f32) {
         float r = 0.0f + tf[0];

@@ -78,10 +78,10 @@ typedef int (*fjn_strided_fn)(int ndim, const Py_ssize_t *shape, char *const *da
 /* A float sum's group over every axis, split at NumPy's recursion for threads:
    part(lo, n) stores the pairwise total of the subtree [lo, lo + n) in *total
    and returns a status (FE_INVALID meaning "the flag was set: check");
-   check(lo, n) returns 4 if a member's invalid condition holds, | 8 if an
-   element is NaN. */
+   check(lo, n, nan, ovf) decides the invalid over [lo, lo + n) as one
+   thread would (the prologue's fj_suminv). */
 typedef int (*fjn_part_fn)(Py_ssize_t lo, Py_ssize_t n, char *const *data, void *total);
-typedef int (*fjn_check_fn)(Py_ssize_t lo, Py_ssize_t n, char *const *data);
+typedef int (*fjn_check_fn)(Py_ssize_t lo, Py_ssize_t n, char *const *data, int nan, int ovf);
 
 typedef struct {
     int nops, nin, nout;

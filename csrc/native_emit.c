@@ -229,6 +229,17 @@ PyObject *fjn_emit_prologue(void)
         "   chains of adds at once); longer ones one leaf at a time (from memory: three input\n"
         "   streams, not twelve, which the prefetchers follow better) */\n"
         "#define FJ_IL_MAX 32768\n"
+        "/* a float sum's invalid, once the FE invalid flag was raised (by an add's inf - inf, which\n"
+        "   always raises it, by a member's invalid operation, or spuriously by a vectorized compare\n"
+        "   of a NaN), from fj_g<N>_chk's bits (4: a member's invalid condition, 8: a NaN element,\n"
+        "   16: an infinite element), whether the total is NaN and whether an overflow was raised:\n"
+        "   without NaN elements a NaN total is an inf - inf of the sum; with NaN and infinite\n"
+        "   elements (or overflowed partial sums) whether NumPy's adds also met an inf - inf only\n"
+        "   NumPy tells (FJ_HARD); NaN elements among finite ones never make one */\n"
+        "static inline int fj_suminv(int sc, int nan, int ovf)\n{\n"
+        "    if (sc & 4)\n        return FE_INVALID;\n"
+        "    if (sc & 8)\n        return (sc & 16) || ovf ? FJ_HARD : 0;\n"
+        "    return nan ? FE_INVALID : 0;\n}\n"
         "static inline int fj_ret(int st, int inv, int hardinv)\n{\n"
         "    int f = fj_fetest(FJ_FPE);\n"
         "    int r = (st ? FJ_HARD : 0) | (f & FJ_FPE_SOFT) | (inv ? FE_INVALID : 0);\n"
@@ -964,7 +975,7 @@ checks:
         if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n"
                      "{\n    (void)start; (void)end; (void)data;\n    return FJ_HARD;\n}\n", gi) < 0 ||
             put(buf, "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n"
-                     "{\n    int st = 0, inv = 0;\n    (void)strides;\n    if (!fj_fpstd())\n        return FJ_HARD;\n    intptr_t len = nd > 0 ? shape[nd - 1] : 1, rows = 1;\n"
+                     "{\n    int st = 0;\n    (void)strides;\n    if (!fj_fpstd())\n        return FJ_HARD;\n    intptr_t len = nd > 0 ? shape[nd - 1] : 1, rows = 1;\n"
                      "    for (int k = 0; k + 1 < nd; k++) rows *= shape[k];\n    %s *out = (%s *)data[%d];\n",
                 gi, T, T, slot) < 0 ||
             (f32 && put(buf, "    %s sb[512], *xb = len <= 512 ? sb : (%s *)malloc(4096 * sizeof(%s));\n"
@@ -975,15 +986,14 @@ checks:
             return -1;
         if (op->code == FJN_RMEAN && put(buf, "        r = (%s)((double)r / (double)(int64_t)len);\n", T) < 0)
             return -1;
-        return put(buf, "        out[q] = r;\n    }\n"
-                        "    if (fj_fetest(FE_INVALID))\n        for (intptr_t q = 0; q < rows && !inv; q++) {\n"
+        return put(buf, "        out[q] = r;\n    }\n    int v = 0;\n"
+                        "    if (fj_fetest(FE_INVALID))\n        for (intptr_t q = 0; q < rows && !v; q++) {\n"
                         "            int sc = fj_g%d_chk(q * len, len, data), d = 0;\n"
-                        "            if ((sc & 8) && !(sc & 4) && ((sc & 16) || fj_fetest(FE_OVERFLOW)))\n"
-                        "                st |= 1; /* NaN and infinite elements: did NumPy's adds meet inf - inf too? */\n"
-                        "            inv = (sc & 4) || (!(sc & 8) && __builtin_isnan(%s));\n"
-                        "        }\n%s    return fj_ret(st & 1, inv, %d);\n}\n", gi, rowcheck, xbfree, hardinv);
+                        "            v = fj_suminv(sc, !(sc & 12) && __builtin_isnan(%s), fj_fetest(FE_OVERFLOW) != 0);\n"
+                        "        }\n%s    return fj_ret((st & 1) || v == FJ_HARD, v == FE_INVALID, %d);\n}\n",
+                   gi, rowcheck, xbfree, hardinv);
     }
-    if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0, inv = 0;\n"
+    if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0;\n"
                  "    if (!fj_fpstd())\n        return FJ_HARD;\n", gi) < 0 ||
         (f32 && put(buf, "    %s sb[512], *xb = end - start <= 512 ? sb : (%s *)malloc(4096 * sizeof(%s));\n"
                          "    if (!xb)\n        return FJ_HARD;\n", T, T, T) < 0) ||
@@ -993,11 +1003,9 @@ checks:
     if (op->code == FJN_RMEAN &&
         put(buf, "    r = (%s)((double)r / (double)(int64_t)(end - start));\n", T) < 0)
         return -1;
-    if (put(buf, "    if (fj_fetest(FE_INVALID)) {\n        int sc = fj_g%d_chk(start, end - start, data);\n"
-                    "        if ((sc & 8) && !(sc & 4) && ((sc & 16) || fj_fetest(FE_OVERFLOW)))\n"
-                    "            st |= 1; /* NaN and infinite elements: did NumPy's adds meet inf - inf too? */\n"
-                    "        inv = (sc & 4) || (__builtin_isnan(total) && !(sc & 8));\n    }\n"
-                    "    *(%s *)data[%d] = r;\n    return fj_ret(st & 1, inv, %d);\n}\n"
+    if (put(buf, "    int v = fj_fetest(FE_INVALID) ? fj_suminv(fj_g%d_chk(start, end - start, data), "
+                    "__builtin_isnan(total), fj_fetest(FE_OVERFLOW) != 0) : 0;\n"
+                    "    *(%s *)data[%d] = r;\n    return fj_ret((st & 1) || v == FJ_HARD, v == FE_INVALID, %d);\n}\n"
                     "\nint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n"
                     "{\n    (void)nd; (void)shape; (void)data; (void)strides;\n    return FJ_HARD;\n}\n",
                gi, T, slot, hardinv, gi) < 0)
@@ -1009,7 +1017,8 @@ checks:
                          "    if (!xb)\n        return FJ_HARD;\n", T, T, T) < 0) ||
         put(buf, "    fj_feclear(FJ_FPE);\n    %s t = %s;\n%s"
                  "    memcpy(total, &t, sizeof t);\n    return fj_ret(st & 1, fj_fetest(FE_INVALID) != 0, %d);\n}\n"
-                 "\nint fj_g%d_check(intptr_t lo, intptr_t n, char *const *data)\n{\n    return fj_g%d_chk(lo, n, data);\n}\n",
+                 "\nint fj_g%d_check(intptr_t lo, intptr_t n, char *const *data, int nan, int ovf)\n{\n"
+                 "    return fj_suminv(fj_g%d_chk(lo, n, data), nan, ovf);\n}\n",
             T, partcall, xbfree, hardinv, gi, gi) < 0)
         return -1;
     return 0;
@@ -1161,9 +1170,9 @@ static int emit_group_loops(PyObject *buf, const fjn_Group *g, int gi, int check
             return -1;
     }
     if (rows) {
-        /* the row's operands contiguous: the flat kernel on it (it clears the
-           FE flags first: the soft ones raised so far are kept in acc; its
-           own status, invalid included, too, so its invalid flag is cleared) */
+        /* the row's operands contiguous: the flat kernel on it (its status,
+           its FE flags included, goes into acc: rows of one call all take this
+           path or all the scalar one; its invalid flag is then cleared) */
         if (put(buf, "        if (inner > 0") < 0)
             return -1;
         for (int k = 0; k < nslot; k++) {
@@ -1181,7 +1190,7 @@ static int emit_group_loops(PyObject *buf, const fjn_Group *g, int gi, int check
             if (put(buf, cst ? "%sNULL" : "%sp%d", k ? ", " : "", k) < 0)
                 return -1;
         }
-        if (put(buf, "};\n            acc |= fj_fetest(FJ_FPE_SOFT);\n            acc |= fj_g%d_flat(0, inner, rp);\n"
+        if (put(buf, "};\n            acc |= fj_g%d_flat(0, inner, rp);\n"
                      "            fj_feclear(FE_INVALID);\n        } else {\n", gi) < 0)
             return -1;
     }

@@ -773,11 +773,9 @@ def _nan_blind():
 
 def _canon(x):
     if x.dtype.kind in "fc" and x.size and _nan_blind():
-        parts = (x,) if x.dtype.kind == "f" else (x.real, x.imag)
-        if any(np.isnan(p).any() for p in parts):
-            x = x.copy()
-            for p in ((x,) if x.dtype.kind == "f" else (x.real, x.imag)):
-                p[np.isnan(p)] = np.nan  # each part's NaN canonical, its other bits kept
+        x = x.copy()
+        for part in ((x,) if x.dtype.kind == "f" else (x.real, x.imag)):
+            part[np.isnan(part)] = np.nan  # each part's NaN canonical, its other bits kept
     return x
 
 
