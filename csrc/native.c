@@ -26,6 +26,7 @@
 */
 #include "native.h"
 #include "native_pool.h"
+#include "native_stream.h"
 #include "native_threads.h"
 
 #include <dlfcn.h>
@@ -227,6 +228,7 @@ typedef struct {
     void *dl;             /* dlopen handle of the kernels, closed with the plan */
     Py_ssize_t fallbacks; /* group runs that went through NumPy instead of their kernel */
     Py_ssize_t split_reductions; /* group runs whose reductions were split over threads */
+    Py_ssize_t streamed;         /* group runs whose outputs were written with streaming stores */
     vectorcallfunc vectorcall;
 } fjn_Plan;
 
@@ -816,6 +818,7 @@ static PyObject *plan_new_from_graph(PyObject *graph)
     p->dl = NULL;
     p->fallbacks = 0;
     p->split_reductions = 0;
+    p->streamed = 0;
     p->output = NULL;
     p->nph = 0;
     p->vectorcall = NULL;
@@ -964,6 +967,7 @@ typedef struct {
     fjn_flat_fn fn;
     Py_ssize_t start, end;
     char *const *data;
+    const fjn_Stream *stream; /* NULL: ordinary stores */
     int status;
 } fjn_Work;
 
@@ -979,16 +983,19 @@ static void chunk_of(Py_ssize_t n, int nt, int t, Py_ssize_t *lo, Py_ssize_t *hi
 static void flat_task(void *arg, int t)
 {
     fjn_Work *w = &((fjn_Work *)arg)[t];
-    w->status = w->start < w->end ? w->fn(w->start, w->end, w->data) : 0;
+    w->status = w->start >= w->end ? 0
+                : w->stream        ? fjn_run_streamed(w->fn, w->start, w->end, w->data, w->stream)
+                                   : w->fn(w->start, w->end, w->data);
 }
 
 /* Runs a flat kernel over [0, n), split over the worker threads when large
-   (csrc/native_threads.c).  The kernels' statuses ORed. */
-static int run_flat(fjn_flat_fn fn, Py_ssize_t n, char *const *data)
+   (csrc/native_threads.c), its outputs written with streaming stores when
+   'stream' is not NULL (csrc/native_stream.c).  The kernels' statuses ORed. */
+static int run_flat(fjn_flat_fn fn, Py_ssize_t n, char *const *data, const fjn_Stream *stream)
 {
     int nt = fjn_threads;
     if (nt <= 1 || n < fjn_thread_min)
-        return fn(0, n, data);
+        return stream ? fjn_run_streamed(fn, 0, n, data, stream) : fn(0, n, data);
     if (nt > 16)
         nt = 16;
     fjn_Work work[16];
@@ -997,12 +1004,38 @@ static int run_flat(fjn_flat_fn fn, Py_ssize_t n, char *const *data)
         work[t].fn = fn;
         chunk_of(n, nt, t, &work[t].start, &work[t].end);
         work[t].data = data;
+        work[t].stream = stream;
         work[t].status = 0;
     }
     fjn_parallel(flat_task, work, nt);
     for (int t = 0; t < nt; t++)
         status |= work[t].status;
     return status;
+}
+
+/* The streaming description of an elementwise group's flat run over 'size'
+   elements, filled in 'st', when the run moves at least fjn_stream_min bytes
+   (array inputs read + outputs written); else NULL. */
+static const fjn_Stream *stream_for(const fjn_Group *g, Py_ssize_t size, PyArrayObject *const *outs,
+                                    fjn_Stream *st)
+{
+    Py_ssize_t row = 0;
+    if (g->has_red || !fjn_stream_available() || size <= 0)
+        return NULL;
+    for (int k = 0; k < g->nin; k++)
+        if (g->in[k].kind != FJN_IN_CONST && g->in[k].bcast)
+            row += fjn_type_size(g->in[k].type);
+    for (int j = 0; j < g->nout; j++) {
+        if (!outs[j])
+            return NULL;
+        st->isz[j] = (int)PyArray_ITEMSIZE(outs[j]);
+        row += st->isz[j];
+    }
+    if (row <= 0 || size < (fjn_stream_min + row - 1) / row)
+        return NULL;
+    st->nin = g->nin;
+    st->nout = g->nout;
+    return st;
 }
 
 typedef struct {
@@ -1552,6 +1585,9 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
     status = 0;
     if (size > 0 || g->has_red) {
         int flat = (all_c || (fortran && all_f)) && !g->has_axisred;
+        fjn_Stream stb;
+        const fjn_Stream *stream = flat ? stream_for(g, size, outs, &stb) : NULL;
+        p->streamed += stream != NULL;
         if (size >= fjn_nogil_min) {
             int split = 0;
             Py_BEGIN_ALLOW_THREADS
@@ -1566,10 +1602,12 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
             else if (g->has_red)
                 status = flat ? g->flat(0, size, data) : g->strided(nd, shape, data, strides);
             else
-                status = flat ? run_flat(g->flat, size, data)
+                status = flat ? run_flat(g->flat, size, data, stream)
                               : run_strided(g->strided, nd, shape, data, nslot, strides, size);
             Py_END_ALLOW_THREADS
             p->split_reductions += split;
+        } else if (stream) {
+            status = fjn_run_streamed(g->flat, 0, size, data, stream);
         } else {
             status = flat ? g->flat(0, size, data) : g->strided(nd, shape, data, strides);
         }
@@ -1778,6 +1816,8 @@ static PyGetSetDef plan_getset[] = {
 static PyMemberDef plan_members[] = {
     {"fallbacks", T_PYSSIZET, offsetof(fjn_Plan, fallbacks), READONLY,
      "group runs that went through NumPy instead of their kernel (flags, inputs or layouts)"},
+    {"streamed", T_PYSSIZET, offsetof(fjn_Plan, streamed), READONLY,
+     "group runs whose outputs were written with streaming (non-temporal) stores"},
     {"split_reductions", T_PYSSIZET, offsetof(fjn_Plan, split_reductions), READONLY,
      "group runs whose reductions over every axis were split over the worker threads"},
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(fjn_Plan, vectorcall), READONLY, NULL},
@@ -1811,14 +1851,26 @@ static PyObject *native_plan(PyObject *mod, PyObject *graph)
     return r;
 }
 
-/* native_config(threads=None, thread_min=None, float_axis_minmax=None) -> (threads, thread_min,
-   float_axis_minmax): reads / sets the knobs (new reference, NULL on error). */
+/* native_config(threads=None, thread_min=None, float_axis_minmax=None, stream_min=None) ->
+   (threads, thread_min, float_axis_minmax, stream_min): reads / sets the knobs (new reference,
+   NULL on error).  stream_min: bytes an elementwise run moves before its outputs are written
+   with streaming stores (csrc/native_stream.c); -1 when the machine has none. */
 static PyObject *native_config(PyObject *mod, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"threads", "thread_min", "float_axis_minmax", NULL};
-    PyObject *t = Py_None, *m = Py_None, *f = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO:native_config", kwlist, &t, &m, &f))
+    static char *kwlist[] = {"threads", "thread_min", "float_axis_minmax", "stream_min", NULL};
+    PyObject *t = Py_None, *m = Py_None, *f = Py_None, *sm = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOO:native_config", kwlist, &t, &m, &f, &sm))
         return NULL;
+    if (sm != Py_None) {
+        Py_ssize_t v = PyLong_AsSsize_t(sm);
+        if (v == -1 && PyErr_Occurred())
+            return NULL;
+        if (v < 0) {
+            PyErr_Format(PyExc_ValueError, "native_config: stream_min must be >= 0 bytes, not %zd", v);
+            return NULL;
+        }
+        fjn_stream_min = v;
+    }
     if (f != Py_None) {
         int v = PyObject_IsTrue(f);
         if (v < 0)
@@ -1837,7 +1889,8 @@ static PyObject *native_config(PyObject *mod, PyObject *args, PyObject *kw)
             return NULL;
         fjn_thread_min = v < 1 ? 1 : v;
     }
-    return Py_BuildValue("(inO)", fjn_threads, fjn_thread_min, fjn_float_axis_minmax ? Py_True : Py_False);
+    return Py_BuildValue("(inOn)", fjn_threads, fjn_thread_min, fjn_float_axis_minmax ? Py_True : Py_False,
+                         fjn_stream_available() ? fjn_stream_min : (Py_ssize_t)-1);
 }
 
 static PyObject *native_workers(PyObject *mod, PyObject *unused)
@@ -1851,7 +1904,7 @@ static PyMethodDef native_functions[] = {
     {"native_plan", (PyCFunction)native_plan, METH_O,
      "native_plan(graph) -> (NativePlan, C source) or (None, None) when nothing fuses."},
     {"native_config", (PyCFunction)(void (*)(void))native_config, METH_VARARGS | METH_KEYWORDS,
-     "native_config(threads=None, thread_min=None, float_axis_minmax=None) -> the three settings"},
+     "native_config(threads=None, thread_min=None, float_axis_minmax=None, stream_min=None) -> the four settings"},
     {"native_workers", (PyCFunction)native_workers, METH_NOARGS,
      "native_workers() -> the number of worker threads started (csrc/native_threads.c)"},
     {"native_pool", (PyCFunction)(void (*)(void))fjn_pool_config, METH_VARARGS | METH_KEYWORDS,
@@ -1869,6 +1922,7 @@ int fj_native_init(PyObject *module)
     fjn_threads = ncpu > 1 ? (ncpu > 16 ? 16 : (int)ncpu) : 1;
     if (!(env && *env) && fjn_threads > 8)
         fjn_threads = 8;
+    fjn_stream_init();
     if (fjn_pool_init() < 0)
         return -1;
     fjn_PlanType = (PyTypeObject *)PyType_FromSpec(&plan_spec);

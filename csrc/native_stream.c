@@ -1,0 +1,141 @@
+/*
+** native_stream.c: streaming stores for large elementwise outputs.
+**
+** A kernel that writes a fresh output with ordinary stores first reads
+** every output cache line from memory (the write-allocate, or read for
+** ownership) and writes it back later: for an output larger than the
+** caches, c3 = (a*b + c)*0.5 moves five arrays' worth of bytes for four.
+** Non-temporal stores write whole lines without reading them.  The kernels
+** are not changed for this (their source, and so the disk cache, are the
+** same): the flat kernel runs over blocks of a few KiB with its output
+** pointers redirected to a staging buffer in L1, and each block is copied
+** out with non-temporal stores.  The block's first element of output 0 is
+** kept 64-byte aligned, so its copies are whole lines; other outputs may
+** start mid-line (their head and tail bytes are ordinary stores).
+**
+** Used only from fjn_stream_min bytes moved per call (array inputs read +
+** outputs written; default half the last-level cache, 24 MiB when it is not
+** known): below that the working set is served from the cache, the output
+** lines are still cached from their last use (writing them costs no memory
+** read) and stay there for whatever reads the result next; streaming them
+** out was up to 20% slower there.  Figures: docs/native.md, "Streaming
+** stores".
+*/
+#include "native_stream.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <emmintrin.h>
+#define FJ_HAVE_NT 1
+#else
+#define FJ_HAVE_NT 0
+#endif
+
+#include <unistd.h>
+
+Py_ssize_t fjn_stream_min = (Py_ssize_t)24 << 20;
+
+int fjn_stream_available(void)
+{
+    return FJ_HAVE_NT;
+}
+
+void fjn_stream_init(void)
+{
+    /* half the last-level cache: a working set that size is mostly served
+       from the cache, and its output still there for the next reader */
+    long llc = -1;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    if (llc <= 0)
+        llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    if (llc > 0)
+        fjn_stream_min = (Py_ssize_t)(llc / 2);
+}
+
+#if FJ_HAVE_NT
+/* Copies n bytes from s (staging, any alignment) to d with non-temporal
+   stores for d's whole 16-byte units; the unaligned head and the tail are
+   ordinary stores. */
+static void nt_copy(char *d, const char *s, size_t n)
+{
+    size_t h = (size_t)(-(uintptr_t)d & 15);
+    if (h > n)
+        h = n;
+    memcpy(d, s, h);
+    d += h, s += h, n -= h;
+    for (; n >= 64; n -= 64, d += 64, s += 64) {
+        __m128i x0 = _mm_loadu_si128((const __m128i *)s), x1 = _mm_loadu_si128((const __m128i *)(s + 16));
+        __m128i x2 = _mm_loadu_si128((const __m128i *)(s + 32)), x3 = _mm_loadu_si128((const __m128i *)(s + 48));
+        _mm_stream_si128((__m128i *)d, x0);
+        _mm_stream_si128((__m128i *)(d + 16), x1);
+        _mm_stream_si128((__m128i *)(d + 32), x2);
+        _mm_stream_si128((__m128i *)(d + 48), x3);
+    }
+    for (; n >= 16; n -= 16, d += 16, s += 16)
+        _mm_stream_si128((__m128i *)d, _mm_loadu_si128((const __m128i *)s));
+    memcpy(d, s, n);
+}
+#endif
+
+/* Staging for all of a block's outputs together (L1-resident). */
+#define FJ_STAGE_BYTES (16 << 10)
+
+int fjn_run_streamed(fjn_flat_fn fn, Py_ssize_t start, Py_ssize_t end, char *const *data, const fjn_Stream *s)
+{
+#if FJ_HAVE_NT
+    _Alignas(64) char stage[FJ_STAGE_BYTES];
+    char *d2[FJN_MAX_IN + FJN_MAX_OUT];
+    char *q[FJN_MAX_OUT];
+    int row = 0, status = 0;
+    for (int j = 0; j < s->nout; j++)
+        row += s->isz[j];
+    if (row <= 0 || row > FJ_STAGE_BYTES / 64)
+        return fn(start, end, data);
+    /* block: a multiple of 64 elements (whole lines of every output) */
+    Py_ssize_t blk = (FJ_STAGE_BYTES / row) & ~(Py_ssize_t)63;
+    for (int j = 0, off = 0; j < s->nout; j++) {
+        q[j] = stage + off;
+        off += (int)(blk * s->isz[j]);
+        off = (off + 63) & ~63;
+        if (off > FJ_STAGE_BYTES) { /* the rounding up left no room: ordinary stores */
+            return fn(start, end, data);
+        }
+    }
+    memcpy(d2, data, sizeof(char *) * (size_t)(s->nin + s->nout));
+    /* head: ordinary stores up to output 0's first 64-byte boundary (when its
+       elements can reach one) */
+    Py_ssize_t b = start;
+    {
+        uintptr_t a = (uintptr_t)(data[s->nin] + start * s->isz[0]);
+        size_t gap = (size_t)(-a & 63);
+        if (gap % (size_t)s->isz[0] == 0) {
+            Py_ssize_t h = (Py_ssize_t)(gap / (size_t)s->isz[0]);
+            b = end - start < h ? end : start + h;
+        }
+        if (b > start)
+            status |= fn(start, b, data);
+    }
+    for (; end - b >= blk; b += blk) {
+        /* the kernel indexes its outputs from element b: point them at the
+           staging buffer, b elements back (the kernel only touches [b, b+blk)) */
+        for (int j = 0; j < s->nout; j++)
+            d2[s->nin + j] = (char *)((uintptr_t)q[j] - (uintptr_t)b * (uintptr_t)s->isz[j]);
+        status |= fn(b, b + blk, d2);
+        for (int j = 0; j < s->nout; j++)
+            nt_copy(data[s->nin + j] + b * s->isz[j], q[j], (size_t)blk * (size_t)s->isz[j]);
+    }
+    if (b < end)
+        status |= fn(b, end, data);
+    _mm_sfence(); /* the streamed lines are visible before the result is used (or a thread joined) */
+    return status;
+#else
+    (void)s;
+    return fn(start, end, data);
+#endif
+}

@@ -1,0 +1,35 @@
+/*
+** native_stream.h: streaming (non-temporal) stores of the `native`
+** backend's large elementwise outputs (see native_stream.c).
+*/
+#ifndef FJ_NATIVE_STREAM_H
+#define FJ_NATIVE_STREAM_H
+
+#include "native.h"
+
+/* Bytes an elementwise call must move (array inputs read + outputs written)
+   before its outputs are streamed; native_config(stream_min=...). */
+extern Py_ssize_t fjn_stream_min;
+
+/* What a streamed flat call needs besides the kernel's arguments. */
+typedef struct {
+    int nin, nout;          /* the kernel's data[]: nin inputs, then nout outputs */
+    int isz[FJN_MAX_OUT];   /* itemsize of each output */
+} fjn_Stream;
+
+/* Sets the default fjn_stream_min from the cache sizes (module init). */
+void fjn_stream_init(void);
+
+/* 1 when this machine has streaming stores (x86-64), else 0: then
+   fjn_run_streamed is never called. */
+int fjn_stream_available(void);
+
+/* Runs the flat kernel 'fn' over [start, end) with every output written
+   through streaming stores: the kernel computes blocks into a small staging
+   buffer (its output pointers redirected there), which is then copied to
+   the output with non-temporal stores, so the output's cache lines are
+   never read for ownership.  The kernels' statuses ORed, as run_flat does
+   for threads.  Ends with a store fence. */
+int fjn_run_streamed(fjn_flat_fn fn, Py_ssize_t start, Py_ssize_t end, char *const *data, const fjn_Stream *s);
+
+#endif

@@ -1,0 +1,200 @@
+"""Streaming stores of large elementwise outputs (csrc/native_stream.c).
+
+Above native_config()[3] bytes moved per call, a flat elementwise kernel runs
+over blocks with its outputs redirected to a staging buffer, copied out with
+non-temporal stores.  The tests force it on small arrays (stream_min=0) and
+compare with NumPy bit for bit: values, dtype, order, warnings and errors, at
+sizes around the block, cache-line and alignment boundaries, with several
+outputs of different item sizes, scalar and F-ordered inputs, and threads."""
+import numpy as np
+import pytest
+
+import framejit
+from framejit import _C
+from difftools import clone
+from native_compare import outcome, same
+
+HAVE_NT = _C.native_config()[3] >= 0
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _cache_dir(native_kernel_cache):
+    yield
+
+
+@pytest.fixture
+def streaming():
+    """Streaming forced on (from 0 bytes); the settings restored afterwards."""
+    old = _C.native_config()
+    _C.native_config(stream_min=0)
+    yield
+    _C.native_config(threads=old[0], thread_min=old[1], float_axis_minmax=old[2],
+                     stream_min=old[3] if old[3] >= 0 else None)
+
+
+_count = [0]
+
+
+def compile_capturing(expr, params):
+    """(plain function, native-compiled function, the NativePlans it made)."""
+    _count[0] += 1
+    src = f"def stream_case_{_count[0]}({params}):\n    return {expr}\n"
+    ns = {"np": np}
+    exec(compile(src, f"<stream case {_count[0]}: {expr}>", "exec"), ns)
+    fn = ns[f"stream_case_{_count[0]}"]
+    plans = []
+
+    def capture(graph, example_inputs):
+        from framejit import native
+        p = native.backend(graph, example_inputs)
+        plans.append(p)
+        return p
+    framejit.reset()
+    return fn, framejit.compile(fn, backend=capture), plans
+
+
+def check(expr, arg_sets, params="x, y"):
+    """Each argument set: the compiled function's outcome (twice) equals
+    NumPy's.  Returns the plans made."""
+    fn, cf, plans = compile_capturing(expr, params)
+    for args in arg_sets:
+        exp = outcome(fn, [clone(a) for a in args])
+        for _ in range(2):
+            got = outcome(cf, [clone(a) for a in args])
+            assert got[0][0] == exp[0][0], f"{expr}: {got} vs {exp}"
+            if exp[0][0] == "ok":
+                same(got[0][1], exp[0][1])
+            else:
+                assert got[0][1:] == exp[0][1:]
+            assert got[1] == exp[1], f"{expr}: warnings {got[1]} vs NumPy {exp[1]}"
+    return [p for p in plans if isinstance(p, _C.NativePlan)]
+
+
+def streamed(plans):
+    return sum(p.streamed for p in plans)
+
+
+def values(dt, n, seed=0, special=False):
+    rng = np.random.default_rng(seed + n)
+    if np.dtype(dt).kind == "f":
+        x = (rng.standard_normal(n) * 8).astype(dt)
+        if special and n >= 8:
+            x[rng.integers(0, n, 4)] = [np.nan, np.inf, -np.inf, -0.0]
+        return x
+    if np.dtype(dt).kind == "b":
+        return rng.integers(0, 2, n).astype(bool)
+    info = np.iinfo(dt)
+    return rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+
+
+# sizes around the staging block (2048 float64 / 4096 float32 / 16384 bytes
+# of one-byte outputs), whole cache lines (64 elements) and short tails
+SIZES = [1, 7, 63, 64, 65, 511, 2047, 2048, 2049, 4095, 4096, 4097, 6211, 16383, 16384, 16385, 40009]
+
+
+@pytest.mark.skipif(not HAVE_NT, reason="no streaming stores on this machine")
+@pytest.mark.parametrize("dt", ["f8", "f4"])
+def test_float_chain_every_boundary(streaming, dt):
+    sets = [(values(dt, n, special=True), values(dt, n, 1)) for n in SIZES]
+    plans = check("np.sqrt(np.maximum((x * y + 1.5) * 0.5 - x, 0.0)) + y", sets)
+    assert streamed(plans) > 0
+
+
+@pytest.mark.skipif(not HAVE_NT, reason="no streaming stores on this machine")
+@pytest.mark.parametrize("dt", ["i1", "u2", "i4", "i8", "u8"])
+def test_integers_wrap_and_divide(streaming, dt):
+    sets = []
+    for n in (65, 2049, 16385, 40009):
+        x, y = values(dt, n), values(dt, n, 1)
+        y[y == 0] = 3
+        sets.append((x, y))
+        y = y.copy()
+        y[::7] = 0  # NumPy's integer division by zero: 0 and a warning
+        sets.append((x, y))
+    plans = check("x * y + x // y - (x % y)", sets)
+    assert streamed(plans) > 0
+
+
+@pytest.mark.skipif(not HAVE_NT, reason="no streaming stores on this machine")
+def test_several_outputs_of_different_item_sizes(streaming):
+    """Outputs of 8, 1, 1 and 4 bytes: one staging area each, the later ones
+    copied out from mid-line starts."""
+    sets = [(values("f8", n, special=True), values("f8", n, 2)) for n in (3, 64, 2047, 2049, 8191, 20011)]
+    plans = check("(x * 2.0 + y, x > y, (x * 3).astype(np.int8), (x - y).astype(np.float32))", sets)
+    assert streamed(plans) > 0
+
+
+@pytest.mark.skipif(not HAVE_NT, reason="no streaming stores on this machine")
+def test_bool_output_and_scalar_inputs(streaming):
+    sets = [(values("f4", n, special=True), np.float32(0.25)) for n in (1, 100, 16383, 16385, 50001)]
+    plans = check("np.logical_and(x > y, x < 3.0) | np.isnan(x)", sets)
+    assert streamed(plans) > 0
+
+
+@pytest.mark.skipif(not HAVE_NT, reason="no streaming stores on this machine")
+def test_fortran_order_and_broadcast_scalar(streaming):
+    m = values("f8", 301 * 97).reshape(301, 97)
+    sets = [(m.T, m.T * 0.5), (np.asfortranarray(m), np.asfortranarray(m)[::1])]
+    plans = check("x * 3.0 - y + 1.0", sets)
+    assert streamed(plans) > 0
+
+
+@pytest.mark.skipif(not HAVE_NT, reason="no streaming stores on this machine")
+def test_warnings_and_errstate_raise(streaming):
+    """Invalid and divide flags are the kernel's as without streaming: the
+    same warnings, and under errstate(all='raise') the same exception."""
+    x = values("f8", 9001, special=True)
+    y = values("f8", 9001, 3)
+    y[::5] = 0.0
+    check("np.sqrt(x) / y", [(x, y)])
+    fn, cf, plans = compile_capturing("np.sqrt(x) / y", "x, y")
+    with np.errstate(all="raise"):
+        exp = outcome(fn, (x, y))
+        got = outcome(cf, (x, y))
+    assert exp[0][0] == "raise" and got[0][:2] == exp[0][:2]
+
+
+@pytest.mark.skipif(not HAVE_NT, reason="no streaming stores on this machine")
+@pytest.mark.parametrize("threads", [2, 3])
+def test_threads(streaming, threads):
+    old = _C.native_config()
+    _C.native_config(threads=threads, thread_min=1000)
+    try:
+        sets = [(values("f8", n, special=True), values("f8", n, 4)) for n in (1000, 10007, 100003)]
+        plans = check("(x * y + 1.0) * 0.5 - x", sets)
+        assert streamed(plans) > 0
+        sets = [(values("f4", n), values("f4", n, 5)) for n in (4099, 65537)]
+        plans = check("(x * 2.0 + y, (x > y))", sets)
+        assert streamed(plans) > 0
+    finally:
+        _C.native_config(threads=old[0], thread_min=old[1])
+
+
+def test_not_streamed_below_the_threshold_or_with_reductions():
+    """The default threshold is positive (half the last-level cache when the
+    system tells it); small calls, reductions and strided groups use ordinary
+    stores."""
+    if HAVE_NT:
+        assert _C.native_config()[3] > 0
+    x = values("f8", 5000)
+    plans = check("x * 2.0 + y", [(x, x)])
+    assert plans and streamed(plans) == 0
+    old = _C.native_config()
+    if HAVE_NT:
+        _C.native_config(stream_min=0)
+    try:
+        plans = check("np.sum(x * 2.0 + y)", [(x, x)])
+        assert plans and streamed(plans) == 0
+        m = values("f8", 100 * 60).reshape(100, 60)
+        plans = check("x * 2.0 + y", [(m[:, ::2], m[:, 1::2])])
+        assert plans and streamed(plans) == 0
+    finally:
+        if HAVE_NT:
+            _C.native_config(stream_min=old[3])
+
+
+def test_stream_min_validated():
+    with pytest.raises(ValueError, match="stream_min must be >= 0"):
+        _C.native_config(stream_min=-1)
+    with pytest.raises(TypeError):
+        _C.native_config(stream_min="big")
