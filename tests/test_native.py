@@ -580,8 +580,9 @@ def test_float_sum_pairwise(n, dt):
 
 @pytest.mark.parametrize("dt", ["f8", "f4"])
 def test_float_sum_interleaved_leaves(dt):
-    """Subtrees of 129..4096 elements run four pairwise leaves interleaved (leaves
-    of unequal sizes: the common part together, each one's rest alone); the
+    """Subtrees of 129..4096 elements run four pairwise leaves interleaved when
+    the summed expression is cheap (leaves of unequal sizes: the common part
+    together, each one's rest alone), else one at a time; the
     subtree-size boundary; a side output the interleaved leaves store; a
     maximum with a constant (one unordered compare) before the sum."""
     for n in (130, 383, 513, 520, 1031, 2049, 4095, 4096, 4097, 4103, 8191, 12345, 33333):
@@ -589,6 +590,8 @@ def test_float_sum_interleaved_leaves(dt):
         x[n // 3] = -0.0
         check("np.sum(x * 1.5 + 0.25)", [(x,)], params="x", fused=True)
         check("(x * 2, np.sum(np.maximum(x * 2 - 1, 0.0)))", [(x,)], params="x", fused=True)
+        # more than FJN_IL_OPS members: one leaf at a time
+        check("np.sum(np.maximum((x * 1.5 + 0.25) * 0.5 - x, 0.0))", [(x,)], params="x", fused=True)
         x[n // 2] = np.nan
         check("np.sum(np.minimum(x, 0.5)) + np.sum(np.maximum(x, -0.5))", [(x,)], params="x", fused=True)
         check("np.maximum(x, np.nan) + np.minimum(x, -np.inf) + np.maximum(x, -0.0) * np.minimum(x, 0.0)",
