@@ -1022,16 +1022,18 @@ static const fjn_Stream *stream_for(const fjn_Group *g, Py_ssize_t size, PyArray
     Py_ssize_t row = 0;
     if (g->has_red || !fjn_stream_available() || size <= 0)
         return NULL;
-    for (int k = 0; k < g->nin; k++)
-        if (g->in[k].kind != FJN_IN_CONST && g->in[k].bcast)
-            row += fjn_type_size(g->in[k].type);
+    for (int k = 0; k < g->nin; k++) {
+        st->step[k] = g->in[k].kind != FJN_IN_CONST && g->in[k].bcast ? fjn_type_size(g->in[k].type) : 0;
+        row += st->step[k];
+    }
     for (int j = 0; j < g->nout; j++) {
         if (!outs[j])
             return NULL;
         st->isz[j] = (int)PyArray_ITEMSIZE(outs[j]);
         row += st->isz[j];
     }
-    if (row <= 0 || size < (fjn_stream_min + row - 1) / row)
+    /* size * row >= fjn_stream_min, without overflow */
+    if (row <= 0 || size < fjn_stream_min / row + (fjn_stream_min % row != 0))
         return NULL;
     st->nin = g->nin;
     st->nout = g->nout;
@@ -1416,7 +1418,7 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
     npy_intp shape[FJ_MAX_NDIM];
     fjn_Scalar sbuf[FJN_MAX_IN], obuf[FJN_MAX_OUT];
     PyArrayObject *outs[FJN_MAX_OUT] = {0};
-    int all_c = !g->has_partial, all_f = g->fortran_ok, fortran = 0, status;
+    int all_c = !g->has_partial, all_f = g->fortran_ok, fortran = 0, status, streamed = 0;
     npy_intp size = 1;
     for (int i = 0; i < nd; i++)
         shape[i] = 1;
@@ -1587,7 +1589,7 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
         int flat = (all_c || (fortran && all_f)) && !g->has_axisred;
         fjn_Stream stb;
         const fjn_Stream *stream = flat ? stream_for(g, size, outs, &stb) : NULL;
-        p->streamed += stream != NULL;
+        streamed = stream != NULL;
         if (size >= fjn_nogil_min) {
             int split = 0;
             Py_BEGIN_ALLOW_THREADS
@@ -1632,6 +1634,7 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
             Py_CLEAR(outs[j]);
         goto unfused;
     }
+    p->streamed += streamed; /* counted when the kernel's results are kept */
     for (int j = 0; j < g->nout; j++) {
         fj_Node *n = plan_node(p, g->ops[g->out_op[j]].node);
         PyObject *v = (PyObject *)outs[j];
@@ -1861,34 +1864,35 @@ static PyObject *native_config(PyObject *mod, PyObject *args, PyObject *kw)
     PyObject *t = Py_None, *m = Py_None, *f = Py_None, *sm = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOO:native_config", kwlist, &t, &m, &f, &sm))
         return NULL;
+    Py_ssize_t smv = -2;
     if (sm != Py_None) {
-        Py_ssize_t v = PyLong_AsSsize_t(sm);
-        if (v == -1 && PyErr_Occurred())
+        smv = PyLong_AsSsize_t(sm);
+        if (smv == -1 && PyErr_Occurred())
             return NULL;
-        if (v < 0) {
-            PyErr_Format(PyExc_ValueError, "native_config: stream_min must be >= 0 bytes, not %zd", v);
+        /* -1 is what native_config() reads where there are no streaming stores */
+        if (smv < 0 && !(smv == -1 && !fjn_stream_available())) {
+            PyErr_Format(PyExc_ValueError, "native_config: stream_min must be >= 0 bytes, not %zd", smv);
             return NULL;
         }
-        fjn_stream_min = v;
     }
-    if (f != Py_None) {
-        int v = PyObject_IsTrue(f);
-        if (v < 0)
-            return NULL;
-        fjn_float_axis_minmax = v;
-    }
-    if (t != Py_None) {
-        long v = PyLong_AsLong(t);
-        if (v == -1 && PyErr_Occurred())
-            return NULL;
-        fjn_threads = v < 1 ? 1 : v > 16 ? 16 : (int)v;
-    }
-    if (m != Py_None) {
-        Py_ssize_t v = PyLong_AsSsize_t(m);
-        if (v == -1 && PyErr_Occurred())
-            return NULL;
-        fjn_thread_min = v < 1 ? 1 : v;
-    }
+    /* every argument converted before any is applied: an error changes nothing */
+    int fv = -1;
+    long tv = 0;
+    Py_ssize_t mv = 0;
+    if (f != Py_None && (fv = PyObject_IsTrue(f)) < 0)
+        return NULL;
+    if (t != Py_None && (tv = PyLong_AsLong(t)) == -1 && PyErr_Occurred())
+        return NULL;
+    if (m != Py_None && (mv = PyLong_AsSsize_t(m)) == -1 && PyErr_Occurred())
+        return NULL;
+    if (f != Py_None)
+        fjn_float_axis_minmax = fv;
+    if (t != Py_None)
+        fjn_threads = tv < 1 ? 1 : tv > 16 ? 16 : (int)tv;
+    if (m != Py_None)
+        fjn_thread_min = mv < 1 ? 1 : mv;
+    if (smv >= 0)
+        fjn_stream_min = smv;
     return Py_BuildValue("(inOn)", fjn_threads, fjn_thread_min, fjn_float_axis_minmax ? Py_True : Py_False,
                          fjn_stream_available() ? fjn_stream_min : (Py_ssize_t)-1);
 }

@@ -7,9 +7,9 @@
 ** caches, c3 = (a*b + c)*0.5 moves five arrays' worth of bytes for four.
 ** Non-temporal stores write whole lines without reading them.  The kernels
 ** are not changed for this (their source, and so the disk cache, are the
-** same): the flat kernel runs over blocks of a few KiB with its output
-** pointers redirected to a staging buffer in L1, and each block is copied
-** out with non-temporal stores.  The block's first element of output 0 is
+** same): the flat kernel runs on blocks of a few KiB as runs of their own
+** (inputs advanced to the block, outputs pointed at a staging buffer in
+** L1), and each block is copied out with non-temporal stores.  The block's first element of output 0 is
 ** kept 64-byte aligned, so its copies are whole lines; other outputs may
 ** start mid-line (their head and tail bytes are ordinary stores).
 **
@@ -24,6 +24,7 @@
 #include "native_stream.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -35,7 +36,8 @@
 
 #include <unistd.h>
 
-Py_ssize_t fjn_stream_min = (Py_ssize_t)24 << 20;
+#define FJ_STREAM_DEFAULT ((Py_ssize_t)24 << 20)
+Py_ssize_t fjn_stream_min = FJ_STREAM_DEFAULT;
 
 int fjn_stream_available(void)
 {
@@ -44,18 +46,14 @@ int fjn_stream_available(void)
 
 void fjn_stream_init(void)
 {
-    /* half the last-level cache: a working set that size is mostly served
-       from the cache, and its output still there for the next reader */
-    long llc = -1;
+    /* half the L3: a working set that size is mostly served from the cache,
+       and its output still there for the next reader.  At least 8 MiB; 24 MiB
+       when the L3 is not known (an L2's half is where streaming loses) */
+    long l3 = -1;
 #ifdef _SC_LEVEL3_CACHE_SIZE
-    llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
 #endif
-#ifdef _SC_LEVEL2_CACHE_SIZE
-    if (llc <= 0)
-        llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#endif
-    if (llc > 0)
-        fjn_stream_min = (Py_ssize_t)(llc / 2);
+    fjn_stream_min = l3 <= 0 ? FJ_STREAM_DEFAULT : l3 / 2 < (8L << 20) ? (Py_ssize_t)8 << 20 : (Py_ssize_t)(l3 / 2);
 }
 
 #if FJ_HAVE_NT
@@ -89,7 +87,6 @@ static void nt_copy(char *d, const char *s, size_t n)
 int fjn_run_streamed(fjn_flat_fn fn, Py_ssize_t start, Py_ssize_t end, char *const *data, const fjn_Stream *s)
 {
 #if FJ_HAVE_NT
-    _Alignas(64) char stage[FJ_STAGE_BYTES];
     char *d2[FJN_MAX_IN + FJN_MAX_OUT];
     char *q[FJN_MAX_OUT];
     int row = 0, status = 0;
@@ -99,15 +96,20 @@ int fjn_run_streamed(fjn_flat_fn fn, Py_ssize_t start, Py_ssize_t end, char *con
         return fn(start, end, data);
     /* block: a multiple of 64 elements (whole lines of every output) */
     Py_ssize_t blk = (FJ_STAGE_BYTES / row) & ~(Py_ssize_t)63;
+    /* the staging buffer on the heap: a Python thread's stack may be 32 KiB */
+    char *stage = aligned_alloc(64, FJ_STAGE_BYTES);
+    if (!stage)
+        return fn(start, end, data);
     for (int j = 0, off = 0; j < s->nout; j++) {
         q[j] = stage + off;
         off += (int)(blk * s->isz[j]);
         off = (off + 63) & ~63;
         if (off > FJ_STAGE_BYTES) { /* the rounding up left no room: ordinary stores */
+            free(stage);
             return fn(start, end, data);
         }
+        d2[s->nin + j] = q[j];
     }
-    memcpy(d2, data, sizeof(char *) * (size_t)(s->nin + s->nout));
     /* head: ordinary stores up to output 0's first 64-byte boundary (when its
        elements can reach one) */
     Py_ssize_t b = start;
@@ -122,17 +124,18 @@ int fjn_run_streamed(fjn_flat_fn fn, Py_ssize_t start, Py_ssize_t end, char *con
             status |= fn(start, b, data);
     }
     for (; end - b >= blk; b += blk) {
-        /* the kernel indexes its outputs from element b: point them at the
-           staging buffer, b elements back (the kernel only touches [b, b+blk)) */
-        for (int j = 0; j < s->nout; j++)
-            d2[s->nin + j] = (char *)((uintptr_t)q[j] - (uintptr_t)b * (uintptr_t)s->isz[j]);
-        status |= fn(b, b + blk, d2);
+        /* the block as a run of its own: inputs from element b, outputs to
+           the staging buffer */
+        for (int k = 0; k < s->nin; k++)
+            d2[k] = data[k] && s->step[k] ? data[k] + b * s->step[k] : data[k];
+        status |= fn(0, blk, d2);
         for (int j = 0; j < s->nout; j++)
             nt_copy(data[s->nin + j] + b * s->isz[j], q[j], (size_t)blk * (size_t)s->isz[j]);
     }
     if (b < end)
         status |= fn(b, end, data);
     _mm_sfence(); /* the streamed lines are visible before the result is used (or a thread joined) */
+    free(stage);
     return status;
 #else
     (void)s;

@@ -14,6 +14,7 @@ extern Py_ssize_t fjn_stream_min;
 /* What a streamed flat call needs besides the kernel's arguments. */
 typedef struct {
     int nin, nout;          /* the kernel's data[]: nin inputs, then nout outputs */
+    int step[FJN_MAX_IN];   /* bytes per element of each input: its itemsize, 0 for one loaded once */
     int isz[FJN_MAX_OUT];   /* itemsize of each output */
 } fjn_Stream;
 
@@ -25,11 +26,11 @@ void fjn_stream_init(void);
 int fjn_stream_available(void);
 
 /* Runs the flat kernel 'fn' over [start, end) with every output written
-   through streaming stores: the kernel computes blocks into a small staging
-   buffer (its output pointers redirected there), which is then copied to
-   the output with non-temporal stores, so the output's cache lines are
-   never read for ownership.  The kernels' statuses ORed, as run_flat does
-   for threads.  Ends with a store fence. */
+   through streaming stores: the kernel computes each block as a run of its
+   own (inputs advanced to the block, outputs pointed at a small staging
+   buffer), which is then copied to the output with non-temporal stores, so
+   the output's cache lines are never read for ownership.  The kernels'
+   statuses ORed, as run_flat does for threads.  Ends with a store fence. */
 int fjn_run_streamed(fjn_flat_fn fn, Py_ssize_t start, Py_ssize_t end, char *const *data, const fjn_Stream *s);
 
 #endif

@@ -198,3 +198,64 @@ def test_stream_min_validated():
         _C.native_config(stream_min=-1)
     with pytest.raises(TypeError):
         _C.native_config(stream_min="big")
+
+
+def test_huge_stream_min_never_streams():
+    """stream_min near sys.maxsize: no overflow in the threshold test (it
+    had turned streaming on for every run)."""
+    import sys
+    old = _C.native_config()
+    try:
+        x = values("f8", 3000)
+        for sm in (2**62, sys.maxsize - 8, sys.maxsize):
+            if HAVE_NT:
+                _C.native_config(stream_min=sm)
+            plans = check("x * 2.0 + y", [(x, x)])
+            assert plans and streamed(plans) == 0
+    finally:
+        if HAVE_NT:
+            _C.native_config(stream_min=old[3])
+
+
+@pytest.mark.skipif(not HAVE_NT, reason="no streaming stores on this machine")
+def test_thread_with_the_smallest_stack(streaming):
+    """A Python thread with threading.stack_size(32768) runs a streamed call
+    itself (one native thread): the staging buffer is not on its stack (a
+    16 KiB stack buffer crashed it)."""
+    import threading
+    fn, cf, plans = compile_capturing("x * 2.0 + y", "x, y")
+    x = values("f8", 20011)
+    out = []
+    old_threads = _C.native_config()[0]
+    old_size = threading.stack_size(32768)
+    try:
+        _C.native_config(threads=1)
+        t = threading.Thread(target=lambda: out.append(cf(x, x)))
+        t.start()
+        t.join()
+    finally:
+        threading.stack_size(old_size)
+        _C.native_config(threads=old_threads)
+    assert len(out) == 1
+    same(out[0], fn(x, x))
+    assert streamed([p for p in plans if isinstance(p, _C.NativePlan)]) > 0
+
+
+@pytest.mark.skipif(not HAVE_NT, reason="no streaming stores on this machine")
+def test_streamed_counts_kept_results_only(streaming):
+    """A run whose kernel reports a condition NumPy must decide (integer
+    division by zero) goes through NumPy: counted as a fallback, not as
+    streamed."""
+    x = values("i8", 5000)
+    y = np.zeros(5000, dtype=np.int64)
+    plans = check("x // y", [(x, y)])
+    assert plans and sum(p.fallbacks for p in plans) > 0 and streamed(plans) == 0
+
+
+def test_native_config_changes_nothing_on_error():
+    old = _C.native_config()
+    with pytest.raises(TypeError):
+        _C.native_config(stream_min=0, threads="x")
+    with pytest.raises(TypeError):
+        _C.native_config(threads=3, thread_min="y")
+    assert _C.native_config() == old
