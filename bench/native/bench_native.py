@@ -29,7 +29,11 @@ interleaved within a round, all in one process per thread mode:
                  cell below its peer by less than the band is reported as
                  "at" the peer (the run cannot tell it from equal), and the
                  strict count (faster or equal) is printed beside it; a run
-                 whose band exceeds 5% shows nothing for such cells
+                 whose band exceeds 5% shows nothing for such cells.  Runs
+                 with per-round times (session 5 on) decide each cell below
+                 1.00x by a paired sign test over its rounds instead: native
+                 is "slower" when it lost so many of the back-to-back rounds
+                 that equal speed would do so with p < 0.05
     torch        torch.compile(default backend = inductor) of the same function
                  in torch ops, on torch.from_numpy inputs
     torch.compile (NumPy fn)   torch.compile (inductor) of the NumPy function
@@ -44,6 +48,8 @@ counts to 1, torch.set_num_threads(1), numba.set_num_threads(1) and the
 native backend's framejit._C.native_config(threads=1) (and Numba compiles
 the serial loop);  "all" uses os.cpu_count() threads everywhere.
 
+Each round times every variant once (reps calls each, back to back), the
+round's first variant rotating from round to round.
 Reported: time per call, speedup over NumPy (NumPy time / its time: above 1
 is faster), and for kernels on >= 1e7 elements the fraction of the measured
 STREAM-like triad bandwidth (bench/native/stream.py, same thread count,
@@ -390,14 +396,20 @@ def time_row(kernel, dtype, n, calls, args):
     reps = max(1, min(20000, int(args.round_ms * 1e6 / one)))
     rounds = args.rounds if n < 10**8 else max(2, args.rounds // 2)
     best = {k: math.inf for k in live}
+    per_round = {k: [] for k in live}
     r = range(reps)
-    for _ in range(rounds):
-        for name, fn in live.items():
+    order = list(live.items())
+    for i in range(rounds):
+        # each round starts at the next variant: no variant always follows
+        # the same one (whose temporaries and heap state it would inherit)
+        for name, fn in order[i % len(order):] + order[:i % len(order)]:
             t0 = perf()
             for _ in r:
                 fn()
-            best[name] = min(best[name], (perf() - t0) / reps)
-    return {"ns": best, "errors": errors, "reps": reps, "rounds": rounds}
+            t = (perf() - t0) / reps
+            per_round[name].append(t)
+            best[name] = min(best[name], t)
+    return {"ns": best, "rounds_ns": per_round, "errors": errors, "reps": reps, "rounds": rounds}
 
 
 def fmt_time(ns):
@@ -557,6 +569,20 @@ def table(mode_res, triad_gbs, fresh_gbs, markdown_title):
             print(f"| {row['kernel']} | {row['dtype']} | {row['n']:.0e} | " + " | ".join(cells) + " |")
 
 
+def slower_p(r, peer_key):
+    """Paired sign test over a cell's rounds (each round times the variants
+    back to back): the probability, were native and the peer equally fast,
+    of native winning this few rounds or fewer.  None without per-round
+    times (runs before session 5) or with fewer than 5 rounds."""
+    a = r.get("rounds_ns", {}).get("native")
+    b = r.get("rounds_ns", {}).get(peer_key)
+    if not a or not b or len(a) != len(b) or len(a) < 5:
+        return None
+    n = len(a)
+    wins = sum(x <= y for x, y in zip(a, b))
+    return sum(math.comb(n, k) for k in range(wins + 1)) / 2 ** n
+
+
 def noise_band(m):
     """The timing noise of a mode's run, from its A/A control: the same Numba
     function timed as two columns ("numba" or "numba_ieee", and "numba_aa")
@@ -621,7 +647,17 @@ def targets(modes, triads, comp):
             worst = min(rel, key=lambda t: t[0])
             band = noise_band(m)
             quiet = band is not None and band <= MAX_TIE_BAND
-            under = [(x, r) for x, r in worse if not quiet or x < 1.0 - band]
+
+            def peer_key(r):
+                return ("numba" if peer == "numba_same" and r["kernel"] not in REDUCTIONS else key)
+            tests = [slower_p(r, peer_key(r)) for _, r in worse]
+            if worse and all(t is not None for t in tests):
+                # per cell: slower only when the paired rounds say so (sign test, p < 0.05)
+                under = [(x, r) for (x, r), t in zip(worse, tests) if t < 0.05]
+                paired = True
+            else:
+                under = [(x, r) for x, r in worse if not quiet or x < 1.0 - band]
+                paired = False
             label = {"numba_same": "Numba computing NumPy's results (elementwise loops; reductions without fastmath)",
                      "numba": "(information) Numba with fastmath reductions (reassociated: not NumPy's sums)",
                      "numexpr": LABEL["numexpr"]}[peer]
@@ -629,9 +665,17 @@ def targets(modes, triads, comp):
                 verdict = "not a target"
             elif not worse:
                 verdict = "**MET**"
+            elif not under and paired:
+                verdict = (f"**MET** (the {len(worse)} cell(s) below 1.00x by their best round are not "
+                           f"slower by their paired rounds: sign test p >= 0.05 in each, "
+                           f"{', '.join(f'{t:.2f}' for t in tests)}: at, not below)")
             elif not under:
                 verdict = (f"**MET** (the {len(worse)} cell(s) below 1.00x are within the A/A "
                            f"noise band, {100 * band:.1f}%: at, not below)")
+            elif paired:
+                verdict = (f"**NOT MET** ({len(under)} cell(s) slower in their paired rounds, sign test "
+                           f"p < 0.05: " + ", ".join(f"{r['kernel']} {r['dtype']} {r['n']:.0e}"
+                                                      for _, r in under) + ")")
             elif quiet:
                 verdict = f"**NOT MET** ({len(under)} cell(s) below the A/A noise band {100 * band:.1f}%)"
             elif band is not None:
