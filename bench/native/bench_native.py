@@ -520,6 +520,16 @@ def compile_times(repeats=3):
 
 # ------------------------------------------------------------------ parent: report
 
+def l3_text():
+    """This machine's L3 size as the system reports it (getconf)."""
+    try:
+        out = subprocess.run(["getconf", "LEVEL3_CACHE_SIZE"], capture_output=True, text=True, timeout=5).stdout
+        size = int(out.strip() or 0)
+    except (OSError, ValueError, subprocess.SubprocessError):
+        size = 0
+    return f"{size >> 20} MiB" if size > 0 else "(size unknown)"
+
+
 def table(mode_res, triad_gbs, fresh_gbs, markdown_title):
     print()
     print(f"### {markdown_title}")
@@ -554,7 +564,7 @@ def table(mode_res, triad_gbs, fresh_gbs, markdown_title):
               f"{fresh_gbs:.1f} GB/s = {100 * fresh_gbs / triad_gbs:.0f}%: the ceiling for "
               "elementwise rows whose output memory the allocator maps anew on each call (the "
               "native backend reuses its large output buffers: docs/native.md, Output buffer "
-              "pool); at 1e7, 3-4 arrays of 40-80 MB partly stay in the 480 MiB L3 "
+              f"pool); at 1e7, 3-4 arrays of 40-80 MB partly stay in the {l3_text()} L3 "
               "(reductions there can pass 100%).")
         print()
         cols_bw = ["numpy"] + [v for v in FUSED if have.get(v)]
@@ -695,7 +705,7 @@ def targets(modes, triads, comp):
         label = "1e8"
         if not rows:
             rows = [r for r in m["results"] if r["n"] >= 10**7 and "native" in r["ns"]]
-            label = "1e7 (in the 480 MiB L3 or not: see notes)"
+            label = f"1e7 (in the {l3_text()} L3 or not: see notes)"
         if rows:
             fr = [bytes_moved(r["kernel"], r["n"], 4 if r["dtype"] == "float32" else 8)
                   / r["ns"]["native"] / triads[mname] for r in rows]
