@@ -47,3 +47,19 @@ def outcome(fn, args):
         except Exception as e:  # noqa: BLE001 - compared with NumPy's
             r = ("raise", type(e), str(e))
     return r, sorted((x.category.__name__, str(x.message)) for x in w)
+
+
+def same_outcomes(fn, cf, arg_sets, label, clone):
+    """Each argument set: the compiled function's outcome, on a first and a
+    warm call, equals the plain function's (value or exception, warnings).
+    Inputs are copied with 'clone' (tests/difftools.py) for every call."""
+    for args in arg_sets:
+        exp = outcome(fn, [clone(a) for a in args])
+        for _ in range(2):
+            got = outcome(cf, [clone(a) for a in args])
+            assert got[0][0] == exp[0][0], f"{label}{tuple(map(repr, args))}: {got} vs {exp}"
+            if exp[0][0] == "ok":
+                same(got[0][1], exp[0][1])
+            else:
+                assert got[0][1:] == exp[0][1:]
+            assert got[1] == exp[1], f"{label}: warnings {got[1]} vs NumPy {exp[1]}"

@@ -14,7 +14,7 @@ import pytest
 import framejit
 from framejit import _C
 from difftools import clone
-from native_compare import outcome, same
+from native_compare import outcome, same, same_outcomes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -48,16 +48,7 @@ def check(expr, arg_sets, params="x, y", fused=None, dynamic=None):
     framejit.reset()
     fn = make_fn(expr, params)
     cf = framejit.compile(fn, backend="native", dynamic=dynamic)
-    for args in arg_sets:
-        exp = outcome(fn, [clone(a) for a in args])
-        for _ in range(2):
-            got = outcome(cf, [clone(a) for a in args])
-            assert got[0][0] == exp[0][0], f"{expr}{tuple(map(repr, args))}: {got} vs {exp}"
-            if exp[0][0] == "ok":
-                same(got[0][1], exp[0][1])
-            else:
-                assert got[0][1:] == exp[0][1:]
-            assert got[1] == exp[1], f"{expr}: warnings {got[1]} vs NumPy {exp[1]}"
+    same_outcomes(fn, cf, arg_sets, expr, clone)
     n = framejit.counters["native"]["nodes_fused"]
     _tally["checks"] += 1
     _tally["fused_graphs"] += n > 0

@@ -12,7 +12,7 @@ import pytest
 import framejit
 from framejit import _C
 from difftools import clone
-from native_compare import outcome, same
+from native_compare import outcome, same, same_outcomes
 
 HAVE_NT = _C.native_config()[3] >= 0
 
@@ -57,16 +57,7 @@ def check(expr, arg_sets, params="x, y"):
     """Each argument set: the compiled function's outcome (twice) equals
     NumPy's.  Returns the plans made."""
     fn, cf, plans = compile_capturing(expr, params)
-    for args in arg_sets:
-        exp = outcome(fn, [clone(a) for a in args])
-        for _ in range(2):
-            got = outcome(cf, [clone(a) for a in args])
-            assert got[0][0] == exp[0][0], f"{expr}: {got} vs {exp}"
-            if exp[0][0] == "ok":
-                same(got[0][1], exp[0][1])
-            else:
-                assert got[0][1:] == exp[0][1:]
-            assert got[1] == exp[1], f"{expr}: warnings {got[1]} vs NumPy {exp[1]}"
+    same_outcomes(fn, cf, arg_sets, expr, clone)
     return [p for p in plans if isinstance(p, _C.NativePlan)]
 
 
