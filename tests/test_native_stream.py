@@ -250,3 +250,25 @@ def test_native_config_changes_nothing_on_error():
     with pytest.raises(TypeError):
         _C.native_config(threads=3, thread_min="y")
     assert _C.native_config() == old
+
+
+def test_environment_sets_the_threshold():
+    """FRAMEJIT_NATIVE_STREAM_MIN (bytes) read at import; a non-number is ignored."""
+    import os
+    import subprocess
+    import sys
+    code = "from framejit import _C; print(_C.native_config()[3])"
+
+    def read(value):
+        env = dict(os.environ)
+        env.pop("FRAMEJIT_NATIVE_STREAM_MIN", None)
+        if value is not None:
+            env["FRAMEJIT_NATIVE_STREAM_MIN"] = value
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        return int(out.stdout.strip())
+    default = read(None)
+    assert read("lots") == default and read("-5") == default
+    if HAVE_NT:
+        assert default > 0 and read("12345") == 12345 and read("0") == 0
+    else:
+        assert default == -1 and read("12345") == -1
