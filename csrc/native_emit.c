@@ -921,25 +921,23 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
     for (int m = 0; m < g->nops; m++)
         il_ok += !FJN_IS_REDUCTION(g->ops[m].code);
     il_ok = il_ok <= FJN_IL_OPS;
-    if ((il_ok &&
-         put(buf, "\nstatic void fj_g%d_leaf4(intptr_t a, intptr_t na, intptr_t b, intptr_t nb, intptr_t c, intptr_t nc, "
-                 "intptr_t d, intptr_t nd, char *const *data, %s *res, int *stp)\n{\n    int st = 0;\n"
-                 "    %s ra[8], rb[8], rc[8], rd[8];\n    for (int j = 0; j < 8; j++) ra[j] = rb[j] = rc[j] = rd[j] = -0.0;\n"
-                 "    intptr_t m = na < nb ? na : nb;\n    m = nc < m ? nc : m;\n    m = nd < m ? nd : m;\n",
-             gi, T, T) < 0) ||
-        (il_ok && emit_flat_decls(buf, g) < 0) ||
-        (il_ok && put(buf, "    for (intptr_t k = 0; k < m; k += 8)\n    for (int j = 0; j < 8; j++) {\n") < 0) ||
-        (il_ok && emit_body_at(buf, g, "a + k + j", "ra[j] +=") < 0) ||
-        (il_ok && emit_body_at(buf, g, "b + k + j", "rb[j] +=") < 0) ||
-        (il_ok && emit_body_at(buf, g, "c + k + j", "rc[j] +=") < 0) ||
-        (il_ok && emit_body_at(buf, g, "d + k + j", "rd[j] +=") < 0) ||
-        (il_ok && put(buf, "    }\n    *stp |= st ? 1 : 0;\n"
-                 "    if (m < na) fj_g%d_acc(a + m, na - m, data, ra, stp);\n"
-                 "    if (m < nb) fj_g%d_acc(b + m, nb - m, data, rb, stp);\n"
-                 "    if (m < nc) fj_g%d_acc(c + m, nc - m, data, rc, stp);\n"
-                 "    if (m < nd) fj_g%d_acc(d + m, nd - m, data, rd, stp);\n"
-                 "    res[0] = FJ_TREE(ra);\n    res[1] = FJ_TREE(rb);\n    res[2] = FJ_TREE(rc);\n"
-                 "    res[3] = FJ_TREE(rd);\n}\n", gi, gi, gi, gi) < 0))
+    if (il_ok &&
+        (put(buf, "\nstatic void fj_g%d_leaf4(intptr_t a, intptr_t na, intptr_t b, intptr_t nb, intptr_t c, intptr_t nc, "
+                  "intptr_t d, intptr_t nd, char *const *data, %s *res, int *stp)\n{\n    int st = 0;\n"
+                  "    %s ra[8], rb[8], rc[8], rd[8];\n    for (int j = 0; j < 8; j++) ra[j] = rb[j] = rc[j] = rd[j] = -0.0;\n"
+                  "    intptr_t m = na < nb ? na : nb;\n    m = nc < m ? nc : m;\n    m = nd < m ? nd : m;\n",
+             gi, T, T) < 0 ||
+         emit_flat_decls(buf, g) < 0 ||
+         put(buf, "    for (intptr_t k = 0; k < m; k += 8)\n    for (int j = 0; j < 8; j++) {\n") < 0 ||
+         emit_body_at(buf, g, "a + k + j", "ra[j] +=") < 0 || emit_body_at(buf, g, "b + k + j", "rb[j] +=") < 0 ||
+         emit_body_at(buf, g, "c + k + j", "rc[j] +=") < 0 || emit_body_at(buf, g, "d + k + j", "rd[j] +=") < 0 ||
+         put(buf, "    }\n    *stp |= st ? 1 : 0;\n"
+                  "    if (m < na) fj_g%d_acc(a + m, na - m, data, ra, stp);\n"
+                  "    if (m < nb) fj_g%d_acc(b + m, nb - m, data, rb, stp);\n"
+                  "    if (m < nc) fj_g%d_acc(c + m, nc - m, data, rc, stp);\n"
+                  "    if (m < nd) fj_g%d_acc(d + m, nd - m, data, rd, stp);\n"
+                  "    res[0] = FJ_TREE(ra);\n    res[1] = FJ_TREE(rb);\n    res[2] = FJ_TREE(rc);\n"
+                  "    res[3] = FJ_TREE(rd);\n}\n", gi, gi, gi, gi) < 0))
         goto error;
     /* NumPy's recursion (pairwise_sum in numpy/_core/src/umath/loops_utils.h.src) */
     if (put(buf, "\nstatic %s fj_g%d_pw(intptr_t lo, intptr_t n, char *const *data, int *stp, int il)\n{\n"

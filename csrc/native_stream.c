@@ -9,23 +9,25 @@
 ** are not changed for this (their source, and so the disk cache, are the
 ** same): the flat kernel runs on blocks of a few KiB as runs of their own
 ** (inputs advanced to the block, outputs pointed at a staging buffer in
-** L1), and each block is copied out with non-temporal stores.  The block's first element of output 0 is
-** kept 64-byte aligned, so its copies are whole lines; other outputs may
-** start mid-line (their head and tail bytes are ordinary stores).
+** L1), and each block is copied out with non-temporal stores.  The block's
+** first element of output 0 is kept 64-byte aligned, so its copies are
+** whole lines; other outputs may start mid-line (their head and tail bytes
+** are ordinary stores).
 **
 ** Used only from fjn_stream_min bytes moved per call (array inputs read +
-** outputs written; default half the last-level cache, 24 MiB when it is not
-** known): below that the working set is served from the cache, the output
-** lines are still cached from their last use (writing them costs no memory
-** read) and stay there for whatever reads the result next; streaming them
-** out was up to 20% slower there.  Figures: docs/native.md, "Streaming
-** stores".
+** outputs written; default half the L3, at least 8 MiB, 24 MiB when the L3
+** is not known; FRAMEJIT_NATIVE_STREAM_MIN or native_config(stream_min=)):
+** below that the working set is served from the cache, the output lines
+** are still cached from their last use (writing them costs no memory read)
+** and stay there for whatever reads the result next; streaming them out was
+** up to 20% slower there.  Figures: docs/native.md, "Streaming stores".
 */
 #include "native_stream.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <emmintrin.h>
@@ -33,8 +35,6 @@
 #else
 #define FJ_HAVE_NT 0
 #endif
-
-#include <unistd.h>
 
 #define FJ_STREAM_DEFAULT ((Py_ssize_t)24 << 20)
 Py_ssize_t fjn_stream_min = FJ_STREAM_DEFAULT;
