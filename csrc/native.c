@@ -708,6 +708,12 @@ static int finish_groups(fjn_Builder *b)
                 g->fortran_ok = 0;
         if (g->has_partial)
             g->fortran_ok = 0;
+        g->row_bytes = 0; /* the streaming threshold's measure (stream_for) */
+        for (int k = 0; k < g->nin; k++)
+            if (g->in[k].kind != FJN_IN_CONST && g->in[k].bcast)
+                g->row_bytes += fjn_type_size(g->in[k].type);
+        for (int j = 0; j < g->nout && g->nout <= FJN_MAX_OUT; j++)
+            g->row_bytes += fjn_type_size(g->ops[g->out_op[j]].type);
     }
     /* groups with too many outputs become node steps */
     for (Py_ssize_t s = 0; s < p->nsteps; s++) {
@@ -1015,26 +1021,23 @@ static int run_flat(fjn_flat_fn fn, Py_ssize_t n, char *const *data, const fjn_S
 
 /* The streaming description of an elementwise group's flat run over 'size'
    elements, filled in 'st', when the run moves at least fjn_stream_min bytes
-   (array inputs read + outputs written); else NULL. */
+   (g->row_bytes per element); else NULL.  The common answer, no, costs one
+   division. */
 static const fjn_Stream *stream_for(const fjn_Group *g, Py_ssize_t size, PyArrayObject *const *outs,
                                     fjn_Stream *st)
 {
-    Py_ssize_t row = 0;
-    if (g->has_red || !fjn_stream_available() || size <= 0)
+    Py_ssize_t row = g->row_bytes;
+    /* size * row >= fjn_stream_min, without overflow */
+    if (g->has_red || row <= 0 || size <= 0 || size < fjn_stream_min / row + (fjn_stream_min % row != 0) ||
+        !fjn_stream_available())
         return NULL;
-    for (int k = 0; k < g->nin; k++) {
+    for (int k = 0; k < g->nin; k++)
         st->step[k] = g->in[k].kind != FJN_IN_CONST && g->in[k].bcast ? fjn_type_size(g->in[k].type) : 0;
-        row += st->step[k];
-    }
     for (int j = 0; j < g->nout; j++) {
         if (!outs[j])
             return NULL;
         st->isz[j] = (int)PyArray_ITEMSIZE(outs[j]);
-        row += st->isz[j];
     }
-    /* size * row >= fjn_stream_min, without overflow */
-    if (row <= 0 || size < fjn_stream_min / row + (fjn_stream_min % row != 0))
-        return NULL;
     st->nin = g->nin;
     st->nout = g->nout;
     return st;
