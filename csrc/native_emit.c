@@ -133,6 +133,21 @@ PyObject *fjn_emit_prologue(void)
         "#else\n#define fj_fetest fetestexcept\n#define fj_feclear feclearexcept\n"
         "static inline int fj_fpstd(void) { return fegetround() == FE_TONEAREST; }\n#endif\n"
         "static inline double fj_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }\n"
+        "/* c ? a : b as bit operations: the select of a group with a sqrt or a float to int cast\n"
+        "   (gcc turns op(c ? x : k) into c ? op(x) : op(k) for a constant k, computing op on the\n"
+        "   lanes NumPy does not: a sqrt of a negative, a cast of a NaN raise invalid there) */\n"
+        "static inline double fj_bsel64(int c, double a, double b)\n"
+        "{ uint64_t x, y, m = (uint64_t)0 - (uint64_t)(c != 0); memcpy(&x, &a, 8); memcpy(&y, &b, 8);\n"
+        "  x = (x & m) | (y & ~m); memcpy(&a, &x, 8); return a; }\n"
+        "static inline float fj_bsel32(int c, float a, float b)\n"
+        "{ uint32_t x, y, m = (uint32_t)0 - (uint32_t)(c != 0); memcpy(&x, &a, 4); memcpy(&y, &b, 4);\n"
+        "  x = (x & m) | (y & ~m); memcpy(&a, &x, 4); return a; }\n"
+        "/* isfinite / isinf from the exponent bits: gcc vectorizes __builtin_isfinite as a\n"
+        "   signaling compare, which raises invalid for a NaN (NumPy's isfinite does not) */\n"
+        "static inline int fj_fin64(double a) { uint64_t x; memcpy(&x, &a, 8); return (x & 0x7ff0000000000000ULL) != 0x7ff0000000000000ULL; }\n"
+        "static inline int fj_fin32(float a) { uint32_t x; memcpy(&x, &a, 4); return (x & 0x7f800000u) != 0x7f800000u; }\n"
+        "static inline int fj_inf64(double a) { uint64_t x; memcpy(&x, &a, 8); return (x & 0x7fffffffffffffffULL) == 0x7ff0000000000000ULL; }\n"
+        "static inline int fj_inf32(float a) { uint32_t x; memcpy(&x, &a, 4); return (x & 0x7fffffffu) == 0x7f800000u; }\n"
         "/* ordered integer keys of floats: a < b (not NaN) iff key(a) < key(b), -0.0 < 0.0 */\n"
         "static inline int32_t fj_key32(float x) { int32_t b; memcpy(&b, &x, 4); return b ^ ((b >> 31) & INT32_MAX); }\n"
         "static inline float fj_unkey32(int32_t k) { int32_t b = k ^ ((k >> 31) & INT32_MAX); float x; memcpy(&x, &b, 4); return x; }\n"
@@ -274,6 +289,28 @@ static void operand_expr(const fjn_Group *g, int ref, int to, fjn_Expr *e)
         snprintf(e->s, sizeof e->s, "((%s)%s)", fjt_info[to].ctype, name);
 }
 
+static int has_float_int_cast(const fjn_Group *g)
+{
+    for (int m = 0; m < g->nops; m++) {
+        const fjn_Op *op = &g->ops[m];
+        if (op->code == FJN_CAST && fjt_info[op->argtype[0]].is_float && !fjt_info[op->type].is_float &&
+            op->type != FJT_BOOL)
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether the group's float selects are written as bit operations (fj_bsel*): it has a
+   member that raises invalid on values NumPy would not give it, if gcc computed it on
+   both arms of a select (a float sqrt, a float to int cast) */
+static int bitwise_selects(const fjn_Group *g)
+{
+    for (int m = 0; m < g->nops; m++)
+        if (g->ops[m].code == FJN_SQRT && fjt_info[g->ops[m].argtype[0]].is_float)
+            return 1;
+    return has_float_int_cast(g);
+}
+
 /* Writes the expression of member 'op' into 'out'.  0, or -1 (unsupported: a bug in native.c). */
 static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
 {
@@ -356,16 +393,22 @@ static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
     case FJN_MIN: {
         const char *cmp = op->code == FJN_MAX ? "__builtin_isgreater" : "__builtin_isless";
         int r1 = op->arg[1];
+        char cond[sizeof A.s * 4];
         if (isf && r1 >= 0 && g->in[r1].kind == FJN_IN_CONST && !(g->in[r1].type == FJT_F64 && g->in[r1].dval != g->in[r1].dval))
             /* the second operand is a constant, never NaN: "a is NaN or beats b"
                is one unordered compare (a NaN a fails a <= b) */
-            W("(!%s(%s, %s) ? %s : %s)", op->code == FJN_MAX ? "__builtin_islessequal" : "__builtin_isgreaterequal", a,
-              b, a, b);
-        else if (isf)
-            W("((__builtin_isnan(%s) | %s(%s, %s)) ? %s : %s)", a, cmp, a, b, a, b);
+            snprintf(cond, sizeof cond, "!%s(%s, %s)",
+                     op->code == FJN_MAX ? "__builtin_islessequal" : "__builtin_isgreaterequal", a, b);
         else
-            W("(%s %c %s ? %s : %s)", a, op->code == FJN_MAX ? '>' : '<', b, a, b);
-        return 0;
+            snprintf(cond, sizeof cond, "(__builtin_isnan(%s) | %s(%s, %s))", a, cmp, a, b);
+        int n;
+        if (isf && bitwise_selects(g))
+            n = W("fj_bsel%s(%s, %s, %s)", t == FJT_F32 ? "32" : "64", cond, a, b);
+        else if (isf)
+            n = W("(%s ? %s : %s)", cond, a, b);
+        else
+            n = W("(%s %c %s ? %s : %s)", a, op->code == FJN_MAX ? '>' : '<', b, a, b);
+        return n >= 0 && (size_t)n < cap ? 0 : -1;
     }
     case FJN_LT:
     case FJN_LE:
@@ -419,13 +462,16 @@ static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
     case FJN_ISNAN:
         return isf ? (W("((unsigned char)(__builtin_isnan(%s) != 0))", a), 0) : -1;
     case FJN_ISINF:
-        return isf ? (W("((unsigned char)(__builtin_isinf(%s) != 0))", a), 0) : -1;
+        return isf ? (W("((unsigned char)fj_inf%s(%s))", t == FJT_F32 ? "32" : "64", a), 0) : -1;
     case FJN_ISFINITE:
-        return isf ? (W("((unsigned char)(__builtin_isfinite(%s) != 0))", a), 0) : -1;
+        return isf ? (W("((unsigned char)fj_fin%s(%s))", t == FJT_F32 ? "32" : "64", a), 0) : -1;
     case FJN_SIGNBIT:
         return isf ? (W("((unsigned char)(__builtin_signbit(%s) != 0))", a), 0) : -1;
     case FJN_WHERE:
-        W("(%s ? %s : %s)", a, b, c);
+        if (fjt_info[rt].is_float && bitwise_selects(g))
+            W("fj_bsel%s(%s, %s, %s)", rt == FJT_F32 ? "32" : "64", a, b, c);
+        else
+            W("(%s ? %s : %s)", a, b, c);
         return 0;
     case FJN_FLOORDIV:
     case FJN_MOD:
@@ -624,17 +670,6 @@ static int emit_reduce_store(PyObject *buf, const fjn_Group *g)
 }
 
 /* Does the group cast a float to an integer (whose invalid only the FE flag tells)? */
-static int has_float_int_cast(const fjn_Group *g)
-{
-    for (int m = 0; m < g->nops; m++) {
-        const fjn_Op *op = &g->ops[m];
-        if (op->code == FJN_CAST && fjt_info[op->argtype[0]].is_float && !fjt_info[op->type].is_float &&
-            op->type != FJT_BOOL)
-            return 1;
-    }
-    return 0;
-}
-
 /* Whether emitted bodies compute the invalid conditions (0 while the
    unchecked loops are written: the pairwise sum's leaves, the fast loops of
    flat / strided kernels), and whether a body only computes them (1 for the

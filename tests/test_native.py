@@ -724,6 +724,59 @@ def test_kernels_used_not_fallbacks(expr, dt):
         assert all(p.fallbacks == 0 for p in plans), expr
 
 
+BSEL_CASES = ["np.sqrt(np.maximum(x, 0.0))", "np.sqrt(np.where(x > 0, x, 0.0)) + x",
+              "np.sqrt(np.minimum(x, 4.0) + 1.0)", "np.where(np.isfinite(x), x, 0.0).astype(np.int64)",
+              "np.maximum(x, -3.0).astype(np.int32)", "np.sqrt(np.maximum(np.minimum(x, 9.0), 0.0))"]
+
+
+def _numpy_warns(expr, x):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        make_fn(expr, "x")(x)
+    return bool(w)
+
+
+@pytest.mark.parametrize("expr", BSEL_CASES)
+@pytest.mark.parametrize("dt", ["f8", "f4"])
+def test_selects_feeding_sqrt_or_cast_are_bitwise(expr, dt):
+    """A select feeding a sqrt or a float to int cast is written as bit operations
+    (fj_bsel*), so gcc cannot compute the sqrt / cast on the lanes the select drops
+    (their invalid flag reran every block with its checks, or sent a cast's group
+    through NumPy); isfinite is an exponent test, not a signaling compare that
+    raises invalid for NaN.  Values and warnings are NumPy's; a group runs its
+    kernel unless NumPy itself warns (a real invalid: NumPy's values and warning)."""
+    special = data(dt, (4, 300))
+    special[0, :4] = [np.nan, -np.inf, np.inf, -0.0]
+    clean = np.abs(data(dt, (4, 300), special=False)) + 1
+    clean[0, :3] = [np.nan, -0.0, -0.5]
+    for x in (special, clean, special.T):
+        plans = _plans_outcome(expr, (x,))
+        assert plans, expr
+        if not _numpy_warns(expr, x):
+            assert all(p.fallbacks == 0 for p in plans), (expr, [p.fallbacks for p in plans])
+        src = "".join(p.source for p in plans)
+        assert "= fj_bsel" + ("32" if dt == "f4" else "64") + "(" in src, expr
+    assert not _numpy_warns(expr, clean) or "astype" in expr
+
+
+@pytest.mark.parametrize("dt", ["f8", "f4"])
+def test_isfinite_isinf_bits(dt):
+    info = np.finfo(dt)
+    x = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, info.max, -info.max, info.tiny, info.tiny / 4,
+                  1.0, -1.0], dtype=dt)
+    x = np.tile(x, 40)
+    for expr in ("np.isfinite(x)", "np.isinf(x)", "np.isfinite(x) & ~np.isinf(x * 0.5)", "np.where(np.isinf(x), 1.0, x)"):
+        plans = _plans_outcome(expr, (x,))
+        assert plans and all(p.fallbacks == 0 for p in plans), expr
+        assert not _numpy_warns(expr, x)
+
+
+def test_select_without_sqrt_or_cast_stays_a_ternary():
+    """Only groups with a sqrt or a float to int cast pay for bit-operation selects."""
+    plans = _plans_of("np.maximum(x * 2, 0.0) + 1", (data("f8", (50,)),))
+    assert plans and "fj_bsel64(" not in plans[0].source.split("fj_bsel32(int c")[1]
+
+
 def test_softmax_like():
     x = data("f8", (8, 33), special=False)
     check("np.exp(x - x.max(axis=-1, keepdims=True)) / np.exp(x - x.max(axis=-1, keepdims=True)).sum(axis=-1, keepdims=True)",
