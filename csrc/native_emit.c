@@ -133,9 +133,11 @@ PyObject *fjn_emit_prologue(void)
         "#else\n#define fj_fetest fetestexcept\n#define fj_feclear feclearexcept\n"
         "static inline int fj_fpstd(void) { return fegetround() == FE_TONEAREST; }\n#endif\n"
         "static inline double fj_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }\n"
-        "/* c ? a : b as bit operations: the select of a group with a sqrt or a float to int cast\n"
-        "   (gcc turns op(c ? x : k) into c ? op(x) : op(k) for a constant k, computing op on the\n"
-        "   lanes NumPy does not: a sqrt of a negative, a cast of a NaN raise invalid there) */\n"
+        "/* c ? a : b as bit operations: the select of a group with a sqrt or a float to int cast.\n"
+        "   An optimizer may turn op(c ? x : k), k constant, into c ? op(x) : op(k) (gcc's partial\n"
+        "   redundancy elimination does: the build passes -fno-tree-pre where it can), computing\n"
+        "   op on lanes NumPy does not: a sqrt of a negative, a cast of a NaN raise invalid there,\n"
+        "   and every block reruns with its checks.  Bit operations cannot be split that way */\n"
         "static inline double fj_bsel64(int c, double a, double b)\n"
         "{ uint64_t x, y, m = (uint64_t)0 - (uint64_t)(c != 0); memcpy(&x, &a, 8); memcpy(&y, &b, 8);\n"
         "  x = (x & m) | (y & ~m); memcpy(&a, &x, 8); return a; }\n"
@@ -148,6 +150,8 @@ PyObject *fjn_emit_prologue(void)
         "static inline int fj_fin32(float a) { uint32_t x; memcpy(&x, &a, 4); return (x & 0x7f800000u) != 0x7f800000u; }\n"
         "static inline int fj_inf64(double a) { uint64_t x; memcpy(&x, &a, 8); return (x & 0x7fffffffffffffffULL) == 0x7ff0000000000000ULL; }\n"
         "static inline int fj_inf32(float a) { uint32_t x; memcpy(&x, &a, 4); return (x & 0x7fffffffu) == 0x7f800000u; }\n"
+        "static inline uint64_t fj_b64(double a) { uint64_t x; memcpy(&x, &a, 8); return x; }\n"
+        "static inline uint64_t fj_b32(float a) { uint32_t x; memcpy(&x, &a, 4); return x; }\n"
         "/* ordered integer keys of floats: a < b (not NaN) iff key(a) < key(b), -0.0 < 0.0 */\n"
         "static inline int32_t fj_key32(float x) { int32_t b; memcpy(&b, &x, 4); return b ^ ((b >> 31) & INT32_MAX); }\n"
         "static inline float fj_unkey32(int32_t k) { int32_t b = k ^ ((k >> 31) & INT32_MAX); float x; memcpy(&x, &b, 4); return x; }\n"
@@ -1112,6 +1116,46 @@ static int emit_block_check(PyObject *buf, const fjn_Group *g, int mode, const c
 
 static int emit_group_loops(PyObject *buf, const fjn_Group *g, int gi, int checks);
 
+/* Whether the flat loop of a group with a float to int cast (whose invalid flag is
+   hard: a cast's invalid only the flag tells) confirms a set flag block by block
+   with fj_g<N>_hinv; reductions aside (their checks are the sum's own) */
+static int hinv_blocks(const fjn_Group *g)
+{
+    return has_float_int_cast(g) && !g->has_red;
+}
+
+/* fj_g<N>_hinv(b, be, data): the members over elements b .. be-1 again, in scalar
+   code (FJ_NOVEC: scalar compares are the quiet ucomis, where gcc's vectorized ones
+   were signaling and raised invalid for any NaN), storing nothing (every member's
+   value goes into a sink, so none is dropped); 1 when invalid was raised, i.e. by a
+   cast of a NaN or out of range value or an invalid operation NumPy meets too.  The
+   flag is cleared before and after. */
+static int emit_hinv(PyObject *buf, const fjn_Group *g, int gi)
+{
+    int r;
+    if (put(buf, "\nFJ_NOVEC static int fj_g%d_hinv(intptr_t b, intptr_t be, char *const *data)\n{\n"
+                 "    int st = 0;\n    uint64_t sk = 0;\n", gi) < 0 ||
+        emit_flat_decls(buf, g) < 0 ||
+        put(buf, "    fj_feclear(FE_INVALID);\n    for (intptr_t i = b; i < be; i++) {\n") < 0)
+        return -1;
+    fjn_checks = 0;
+    fjn_checkonly = 1;
+    r = emit_body(buf, g, 0, NULL);
+    fjn_checkonly = 0;
+    fjn_checks = 1;
+    if (r < 0)
+        return -1;
+    for (int m = 0; m < g->nops; m++) {
+        int t = g->ops[m].type;
+        if (put(buf, t == FJT_F64 ? "            sk ^= fj_b64(m%d);\n" : t == FJT_F32 ? "            sk ^= fj_b32(m%d);\n"
+                                                                             : "            sk ^= (uint64_t)m%d;\n",
+                m) < 0)
+            return -1;
+    }
+    return put(buf, "    }\n    volatile uint64_t keep = sk;\n    (void)keep;\n    (void)st;\n"
+                    "    const int r = fj_fetest(FE_INVALID) != 0;\n    fj_feclear(FE_INVALID);\n    return r;\n}\n");
+}
+
 int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
 {
     if (g->pw >= 0)
@@ -1125,10 +1169,11 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
 
 static int emit_group_loops(PyObject *buf, const fjn_Group *g, int gi, int checks)
 {
-    int nslot = g->nin + g->nout, hardinv = has_float_int_cast(g);
+    int nslot = g->nin + g->nout, hardinv = has_float_int_cast(g), hb = hinv_blocks(g);
     /* flat */
-    if (put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0, inv = 0;\n", gi) <
-            0 ||
+    if ((hb && emit_hinv(buf, g, gi) < 0) ||
+        put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0, inv = 0%s;\n",
+            gi, hb ? ", hard = 0" : "") < 0 ||
         emit_flat_decls(buf, g) < 0 || (checks && emit_inv_decls(buf, g) < 0))
         return -1;
     if (emit_reduce_init(buf, g) < 0 || put(buf, "    fj_feclear(FJ_FPE);\n") < 0)
@@ -1143,12 +1188,21 @@ static int emit_group_loops(PyObject *buf, const fjn_Group *g, int gi, int check
         fjn_checks = 1;
         if (emit_block_check(buf, g, 0, "b", "be") < 0 || put(buf, "    }\n") < 0)
             return -1;
+    } else if (hb) {
+        if (put(buf, "    for (intptr_t b = start; b < end; b += %d) {\n"
+                     "        const intptr_t be = end - b > %d ? b + %d : end;\n"
+                     "        for (intptr_t i = b; i < be; i++) {\n", FJN_BLOCK, FJN_BLOCK, FJN_BLOCK) < 0 ||
+            emit_body(buf, g, 0, NULL) < 0 ||
+            put(buf, "        }\n        if (fj_fetest(FE_INVALID))\n            hard |= fj_g%d_hinv(b, be, data);\n    }\n",
+                gi) < 0)
+            return -1;
     } else if (put(buf, "    for (intptr_t i = start; i < end; i++) {\n        {\n") < 0 ||
                emit_body(buf, g, 0, NULL) < 0 || put(buf, "        }\n    }\n") < 0) {
         return -1;
     }
     fjn_checks = 1;
-    if (emit_reduce_store(buf, g) < 0 || put(buf, "    return fj_ret(st, inv, %d);\n}\n", hardinv) < 0)
+    if (emit_reduce_store(buf, g) < 0 ||
+        put(buf, hb ? "    return fj_ret(st | hard, inv, %d);\n}\n" : "    return fj_ret(st, inv, %d);\n}\n", hardinv) < 0)
         return -1;
     /* strided.  An elementwise group's rows whose operands are all contiguous
        along the row (broadcast scalars aside) run the flat kernel on the row

@@ -771,6 +771,42 @@ def test_isfinite_isinf_bits(dt):
         assert not _numpy_warns(expr, x)
 
 
+CAST_NAN_CASES = ["np.where(x > 0, x, 0.0).astype(np.int64)", "np.where(x < 5, x, 0.0).astype(np.int32)",
+                  "(x > 0).astype(np.int64) + np.where(x >= 1, x, 2.0).astype(np.int16)",
+                  "np.where(x != x, 1.0, x).astype(np.int8)", "np.maximum(x, 0.0).astype(np.int64)"]
+
+
+@pytest.mark.parametrize("expr", CAST_NAN_CASES)
+@pytest.mark.parametrize("dt", ["f8", "f4"])
+def test_cast_groups_confirm_invalid_in_scalar_code(expr, dt):
+    """A group with a float to int cast confirms a block's invalid flag in scalar code
+    (fj_g<N>_hinv): the vectorized compares of NaN raised it spuriously and sent the
+    group through NumPy; a real invalid (the cast of maximum(NaN, 0)) still does."""
+    x = np.linspace(-3, 3, 9000).astype(dt)
+    x[::7] = np.nan
+    for arg in (x, x.reshape(90, 100)[:, ::2], x[::-1]):
+        plans = _plans_outcome(expr, (arg,))
+        assert plans and "fj_g0_hinv(b, be, data)" in plans[0].source, expr
+        if not _numpy_warns(expr, arg):
+            assert all(p.fallbacks == 0 for p in plans), (expr, [p.fallbacks for p in plans])
+        else:
+            assert all(p.fallbacks > 0 for p in plans), expr
+
+
+@pytest.mark.parametrize("dt", ["f8", "f4"])
+def test_out_of_range_casts_one_value_at_a_time(dt):
+    """Each out of range value alone in an array (1.0 elsewhere): the vectorized cast
+    and the scalar confirmation must agree with NumPy on values and on its warning."""
+    vals = [-1.0, -300.0, 300.0, 70000.0, -70000.0, 3e9, -3e9, 1e10, -1e10, 2.0 ** 63, -2.0 ** 63, 2.0 ** 64,
+            -1.5, -0.0, 255.5, 4294967295.0, 4294967296.0, np.inf, np.nan]
+    for it in ("i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8"):
+        expr = f"np.where(x > 0, x, x * 2).astype(np.{np.dtype(it).name})"
+        for v in vals:
+            x = np.full(64, v, dt)
+            x[::5] = 1.0
+            _plans_outcome(expr, (x,))
+
+
 def test_select_without_sqrt_or_cast_stays_a_ternary():
     """Only groups with a sqrt or a float to int cast pay for bit-operation selects."""
     plans = _plans_of("np.maximum(x * 2, 0.0) + 1", (data("f8", (50,)),))
