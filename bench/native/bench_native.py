@@ -33,7 +33,11 @@ interleaved within a round, all in one process per thread mode:
                  with per-round times (session 5 on) decide each cell below
                  1.00x by a paired sign test over its rounds instead: native
                  is "slower" when it lost so many of the back-to-back rounds
-                 that equal speed would do so with p < 0.05
+                 that equal speed would do so with p < 0.05.  With
+                 --procs K (K >= 5) each mode runs in K processes and the
+                 test is across them instead (see merge_procs: a process's
+                 memory placement biases all its rounds alike), each process
+                 voting with the median of its paired rounds
     torch        torch.compile(default backend = inductor) of the same function
                  in torch ops, on torch.from_numpy inputs
     torch.compile (NumPy fn)   torch.compile (inductor) of the NumPy function
@@ -61,7 +65,7 @@ backend call on a captured graph).  Then the issue's targets, MET / NOT MET.
 
 Run: python3 bench/native/bench_native.py [--quick] [--modes one,all]
      [--sizes 1e3,1e6] [--kernels c5,rsum] [--dtypes float64] [--no-torch]
-     [--json FILE] [--report FILE]
+     [--procs K] [--json FILE] [--report FILE]
 """
 import argparse
 import json
@@ -579,7 +583,51 @@ def table(mode_res, triad_gbs, fresh_gbs, markdown_title):
             print(f"| {row['kernel']} | {row['dtype']} | {row['n']:.0e} | " + " | ".join(cells) + " |")
 
 
+def merge_procs(runs):
+    """One mode's results from several child processes: per cell, each
+    variant's best time over all of them, and each process's per-round times
+    kept apart ("proc_rounds_ns"), for slower_p.  Why: where the arrays and
+    the outputs land in memory is fixed for a process's life and moves a
+    memory-bound cell by a few percent, the same way in every round of that
+    process (session 5: twelve processes of one 1e5 cell averaged 1.003x,
+    each consistently above or below 1 by up to 6-11%), so rounds within one
+    process are not independent samples of "is native slower"."""
+    merged = runs[0]
+    if len(runs) == 1:
+        return merged
+    for i, row in enumerate(merged["results"]):
+        rows = [run["results"][i] for run in runs]
+        row["ns"] = {v: min(r["ns"][v] for r in rows if v in r["ns"])
+                     for v in row["ns"] if all(v in r["ns"] for r in rows)}
+        row["proc_rounds_ns"] = [r.get("rounds_ns", {}) for r in rows]
+        row["errors"] = {v: msg for r in reversed(rows) for v, msg in r.get("errors", {}).items()}
+    merged["procs"] = len(runs)
+    return merged
+
+
+def _sign_p(wins, n):
+    """P(at most 'wins' wins in n fair coin flips)."""
+    return sum(math.comb(n, k) for k in range(wins + 1)) / 2 ** n
+
+
 def slower_p(r, peer_key):
+    """With results from several processes (--procs >= 5): the sign test across
+    processes, each process's vote being the median over its rounds of native's
+    time / the peer's in the same round (native wins the process when <= 1).
+    Otherwise the paired sign test over the cell's rounds."""
+    procs = r.get("proc_rounds_ns")
+    if procs and len(procs) >= 5:
+        meds = []
+        for rn in procs:
+            a, b = rn.get("native"), rn.get(peer_key)
+            if not a or not b or len(a) != len(b):
+                return None
+            meds.append(statistics.median(x / y for x, y in zip(a, b)))
+        return _sign_p(sum(m <= 1.0 for m in meds), len(meds))
+    return slower_p_rounds(r, peer_key)
+
+
+def slower_p_rounds(r, peer_key):
     """Paired sign test over a cell's rounds (each round times the variants
     back to back): the probability, were native and the peer equally fast,
     of native winning this few rounds or fewer.  None without per-round
@@ -588,9 +636,7 @@ def slower_p(r, peer_key):
     b = r.get("rounds_ns", {}).get(peer_key)
     if not a or not b or len(a) != len(b) or len(a) < 5:
         return None
-    n = len(a)
-    wins = sum(x <= y for x, y in zip(a, b))
-    return sum(math.comb(n, k) for k in range(wins + 1)) / 2 ** n
+    return _sign_p(sum(x <= y for x, y in zip(a, b)), len(a))
 
 
 def noise_band(m):
@@ -671,19 +717,21 @@ def targets(modes, triads, comp):
             label = {"numba_same": "Numba computing NumPy's results (elementwise loops; reductions without fastmath)",
                      "numba": "(information) Numba with fastmath reductions (reassociated: not NumPy's sums)",
                      "numexpr": LABEL["numexpr"]}[peer]
+            unit = (f"{m['procs']} processes (median paired round of each)" if m.get("procs", 1) >= 5
+                    else "paired rounds")
             if peer == "numba":
                 verdict = "not a target"
             elif not worse:
                 verdict = "**MET**"
             elif not under and paired:
                 verdict = (f"**MET** (the {len(worse)} cell(s) below 1.00x by their best round are not "
-                           f"slower by their paired rounds: sign test p >= 0.05 in each, "
+                           f"slower by their {unit}: sign test p >= 0.05 in each, "
                            f"{', '.join(f'{t:.2f}' for t in tests)}: at, not below)")
             elif not under:
                 verdict = (f"**MET** (the {len(worse)} cell(s) below 1.00x are within the A/A "
                            f"noise band, {100 * band:.1f}%: at, not below)")
             elif paired:
-                verdict = (f"**NOT MET** ({len(under)} cell(s) slower in their paired rounds, sign test "
+                verdict = (f"**NOT MET** ({len(under)} cell(s) slower by their {unit}, sign test "
                            f"p < 0.05: " + ", ".join(f"{r['kernel']} {r['dtype']} {r['n']:.0e}"
                                                       for _, r in under) + ")")
             elif quiet:
@@ -746,6 +794,9 @@ def main():
     p.add_argument("--round-ms", type=float, default=None, help="NumPy time per round")
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--no-compile-times", action="store_true")
+    p.add_argument("--procs", type=int, default=1,
+                   help="child processes per mode (each times every cell; with >= 5 a cell's "
+                        "'slower' is decided across processes: see merge_procs)")
     p.add_argument("--json", default=None, help="write all results here")
     p.add_argument("--report", default=None, metavar="JSON",
                    help="print the tables and targets of a --json file again (no run)")
@@ -796,14 +847,22 @@ def main():
                "--sizes", ",".join(str(s) for s in args.sizes), "--kernels", ",".join(args.kernels),
                "--dtypes", ",".join(args.dtypes), "--rounds", str(args.rounds),
                "--round-ms", str(args.round_ms)] + (["--no-torch"] if args.no_torch else [])
-        print("| kernel | dtype | n | NumPy | " + " | ".join(LABEL[v] for v in VARIANTS[1:]) + " |", flush=True)
-        rc = subprocess.call(cmd, env=thread_env(mode), cwd=ROOT)
-        if rc:
-            print(f"mode {mode}: child exited {rc}")
+        runs = []
+        for k in range(args.procs):
+            if args.procs > 1:
+                print(f"\nprocess {k + 1} of {args.procs}", flush=True)
+            print("| kernel | dtype | n | NumPy | " + " | ".join(LABEL[v] for v in VARIANTS[1:]) + " |", flush=True)
+            rc = subprocess.call(cmd, env=thread_env(mode), cwd=ROOT)
+            if rc:
+                print(f"mode {mode}: child exited {rc}")
+                break
+            with open(out) as fh:
+                runs.append(json.load(fh))
+        if os.path.exists(out):
+            os.unlink(out)
+        if len(runs) < args.procs:
             continue
-        with open(out) as fh:
-            modes[mode] = json.load(fh)
-        os.unlink(out)
+        modes[mode] = merge_procs(runs)
         # the triad again after the mode's run: on a shared machine the
         # bandwidth moves; the better of the two is the reference
         tri2, fresh2 = stream.measure(nth), stream.measure(nth, fresh=True)
