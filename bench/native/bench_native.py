@@ -52,8 +52,9 @@ counts to 1, torch.set_num_threads(1), numba.set_num_threads(1) and the
 native backend's framejit._C.native_config(threads=1) (and Numba compiles
 the serial loop);  "all" uses os.cpu_count() threads everywhere.
 
-Each round times every variant once (reps calls each, back to back), the
-round's first variant rotating from round to round.
+Each round times every variant once (reps calls each, back to back), in
+an order shuffled from round to round (seeded): a variant inherits the
+caches and heap its predecessor leaves, so none may always follow the same.
 Reported: time per call, speedup over NumPy (NumPy time / its time: above 1
 is faster), and for kernels on >= 1e7 elements the fraction of the measured
 STREAM-like triad bandwidth (bench/native/stream.py, same thread count,
@@ -71,6 +72,7 @@ import argparse
 import json
 import math
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -404,9 +406,13 @@ def time_row(kernel, dtype, n, calls, args):
     r = range(reps)
     order = list(live.items())
     for i in range(rounds):
-        # each round starts at the next variant: no variant always follows
-        # the same one (whose temporaries and heap state it would inherit)
-        for name, fn in order[i % len(order):] + order[:i % len(order)]:
+        # each round in its own (seeded) random order: a variant inherits the
+        # caches and heap state its predecessor leaves (NumPy's and eager's
+        # temporaries), so no variant may always follow the same one.  Rotating
+        # the start (session 5) did not do that: a rotation keeps every
+        # variant's predecessor, and the A/A pair read 0.70-0.95 at 1e6
+        random.Random(7919 * i + 17).shuffle(order)
+        for name, fn in order:
             t0 = perf()
             for _ in r:
                 fn()
