@@ -52,9 +52,10 @@ counts to 1, torch.set_num_threads(1), numba.set_num_threads(1) and the
 native backend's framejit._C.native_config(threads=1) (and Numba compiles
 the serial loop);  "all" uses os.cpu_count() threads everywhere.
 
-Each round times every variant once (reps calls each, back to back), in
-an order shuffled from round to round (seeded): a variant inherits the
-caches and heap its predecessor leaves, so none may always follow the same.
+Each round times every variant once (reps calls each, back to back, after
+one untimed call), in an order shuffled from round to round (seeded, and
+per process with --procs): a variant inherits the caches and heap its
+predecessor leaves, which the untimed call absorbs and the shuffle spreads.
 Reported: time per call, speedup over NumPy (NumPy time / its time: above 1
 is faster), and for kernels on >= 1e7 elements the fraction of the measured
 STREAM-like triad bandwidth (bench/native/stream.py, same thread count,
@@ -406,13 +407,18 @@ def time_row(kernel, dtype, n, calls, args):
     r = range(reps)
     order = list(live.items())
     for i in range(rounds):
-        # each round in its own (seeded) random order: a variant inherits the
+        # each round in its own (seeded; --procs: per process) random order: a variant inherits the
         # caches and heap state its predecessor leaves (NumPy's and eager's
         # temporaries), so no variant may always follow the same one.  Rotating
         # the start (session 5) did not do that: a rotation keeps every
         # variant's predecessor, and the A/A pair read 0.70-0.95 at 1e6
-        random.Random(7919 * i + 17).shuffle(order)
+        random.Random(7919 * i + 104729 * args.seed + 17).shuffle(order)
         for name, fn in order:
+            # and one untimed call first: it takes the heap state and the page
+            # faults the predecessor left (after NumPy's or eager's temporaries
+            # the next variant's calls were 10-25% slower at 1e6), so the timed
+            # calls follow the variant's own
+            fn()
             t0 = perf()
             for _ in r:
                 fn()
@@ -808,6 +814,7 @@ def main():
                    help="print the tables and targets of a --json file again (no run)")
     p.add_argument("--mode", default=None, help=argparse.SUPPRESS)   # child
     p.add_argument("--out", default=None, help=argparse.SUPPRESS)    # child
+    p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)   # child: the process's index
     args = p.parse_args()
     args.sizes = ([int(float(s)) for s in args.sizes.split(",")] if args.sizes
                   else [s for s in SIZES_FULL if not (args.quick and s > 10**7)])
@@ -858,7 +865,7 @@ def main():
             if args.procs > 1:
                 print(f"\nprocess {k + 1} of {args.procs}", flush=True)
             print("| kernel | dtype | n | NumPy | " + " | ".join(LABEL[v] for v in VARIANTS[1:]) + " |", flush=True)
-            rc = subprocess.call(cmd, env=thread_env(mode), cwd=ROOT)
+            rc = subprocess.call(cmd + ["--seed", str(k)], env=thread_env(mode), cwd=ROOT)
             if rc:
                 print(f"mode {mode}: child exited {rc}")
                 break
