@@ -304,15 +304,26 @@ static int has_float_int_cast(const fjn_Group *g)
     return 0;
 }
 
-/* Whether the group's float selects are written as bit operations (fj_bsel*): it has a
-   member that raises invalid on values NumPy would not give it, if gcc computed it on
-   both arms of a select (a float sqrt, a float to int cast) */
-static int bitwise_selects(const fjn_Group *g)
+/* Whether member m's value reaches, through the members after it, one that raises
+   invalid on values NumPy would not give it, were it computed on both arms of a
+   select (a float sqrt, a float to int cast): then a float select at m is written
+   as bit operations (fj_bsel*); other selects stay a compare and a blend */
+static int feeds_invalid_op(const fjn_Group *g, int m)
 {
-    for (int m = 0; m < g->nops; m++)
-        if (g->ops[m].code == FJN_SQRT && fjt_info[g->ops[m].argtype[0]].is_float)
+    unsigned char reach[FJN_MAX_OPS] = {0};
+    reach[m] = 1;
+    for (int k = m + 1; k < g->nops; k++) {
+        const fjn_Op *op = &g->ops[k];
+        for (int j = 0; j < op->nargs && !reach[k]; j++)
+            reach[k] = op->arg[j] < 0 && reach[-op->arg[j] - 1];
+        if (!reach[k])
+            continue;
+        if ((op->code == FJN_SQRT && fjt_info[op->argtype[0]].is_float) ||
+            (op->code == FJN_CAST && fjt_info[op->argtype[0]].is_float && !fjt_info[op->type].is_float &&
+             op->type != FJT_BOOL))
             return 1;
-    return has_float_int_cast(g);
+    }
+    return 0;
 }
 
 /* Writes the expression of member 'op' into 'out'.  0, or -1 (unsupported: a bug in native.c). */
@@ -406,7 +417,7 @@ static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
         else
             snprintf(cond, sizeof cond, "(__builtin_isnan(%s) | %s(%s, %s))", a, cmp, a, b);
         int n;
-        if (isf && bitwise_selects(g))
+        if (isf && feeds_invalid_op(g, (int)(op - g->ops)))
             n = W("fj_bsel%s(%s, %s, %s)", t == FJT_F32 ? "32" : "64", cond, a, b);
         else if (isf)
             n = W("(%s ? %s : %s)", cond, a, b);
@@ -472,7 +483,7 @@ static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
     case FJN_SIGNBIT:
         return isf ? (W("((unsigned char)(__builtin_signbit(%s) != 0))", a), 0) : -1;
     case FJN_WHERE:
-        if (fjt_info[rt].is_float && bitwise_selects(g))
+        if (fjt_info[rt].is_float && feeds_invalid_op(g, (int)(op - g->ops)))
             W("fj_bsel%s(%s, %s, %s)", rt == FJT_F32 ? "32" : "64", a, b, c);
         else
             W("(%s ? %s : %s)", a, b, c);

@@ -808,9 +808,15 @@ def test_out_of_range_casts_one_value_at_a_time(dt):
 
 
 def test_select_without_sqrt_or_cast_stays_a_ternary():
-    """Only groups with a sqrt or a float to int cast pay for bit-operation selects."""
+    """Only selects whose value reaches a sqrt or a float to int cast pay for bit
+    operations; the others stay a compare and a blend."""
     plans = _plans_of("np.maximum(x * 2, 0.0) + 1", (data("f8", (50,)),))
-    assert plans and "fj_bsel64(" not in plans[0].source.split("fj_bsel32(int c")[1]
+    assert plans and "= fj_bsel64(" not in plans[0].source
+    # c10's shape: the maximum feeds the sqrt, the where after it does not
+    plans = _plans_of("np.where(np.sqrt(np.maximum(x, 0.0)) + x > 1.0, x, 2.0) * 2.0", (data("f4", (50,)),))
+    src = plans[0].source
+    assert "= fj_bsel32(!__builtin_islessequal(" in src
+    assert "? v0 : ((float)v" in src or "? v0 : v" in src, src[src.index("fj_g0_flat"):][:1500]
 
 
 def test_softmax_like():
