@@ -1129,10 +1129,11 @@ static int emit_group_loops(PyObject *buf, const fjn_Group *g, int gi, int check
 
 /* Whether the flat loop of a group with a float to int cast (whose invalid flag is
    hard: a cast's invalid only the flag tells) confirms a set flag block by block
-   with fj_g<N>_hinv; reductions aside (their checks are the sum's own) */
+   with fj_g<N>_hinv (which skips the reductions: integer sums, max / min, any / all
+   raise no invalid; float sums are emit_pairwise_group's) */
 static int hinv_blocks(const fjn_Group *g)
 {
-    return has_float_int_cast(g) && !g->has_red;
+    return has_float_int_cast(g);
 }
 
 /* fj_g<N>_hinv(b, be, data): the members over elements b .. be-1 again, in scalar
@@ -1158,6 +1159,8 @@ static int emit_hinv(PyObject *buf, const fjn_Group *g, int gi)
         return -1;
     for (int m = 0; m < g->nops; m++) {
         int t = g->ops[m].type;
+        if (FJN_IS_REDUCTION(g->ops[m].code))
+            continue; /* not computed here */
         if (put(buf, t == FJT_F64 ? "            sk ^= fj_b64(m%d);\n" : t == FJT_F32 ? "            sk ^= fj_b32(m%d);\n"
                                                                              : "            sk ^= (uint64_t)m%d;\n",
                 m) < 0)

@@ -773,7 +773,9 @@ def test_isfinite_isinf_bits(dt):
 
 CAST_NAN_CASES = ["np.where(x > 0, x, 0.0).astype(np.int64)", "np.where(x < 5, x, 0.0).astype(np.int32)",
                   "(x > 0).astype(np.int64) + np.where(x >= 1, x, 2.0).astype(np.int16)",
-                  "np.where(x != x, 1.0, x).astype(np.int8)", "np.maximum(x, 0.0).astype(np.int64)"]
+                  "np.where(x != x, 1.0, x).astype(np.int8)", "np.maximum(x, 0.0).astype(np.int64)",
+                  "np.max(np.where(x > 0, x, 0.0).astype(np.int64))", "np.where(x > 0, x, 0.0).astype(np.int32).sum()",
+                  "np.any(np.where(x > 0, x, 0.0).astype(np.int8))", "np.max(x.astype(np.int64))"]
 
 
 @pytest.mark.parametrize("expr", CAST_NAN_CASES)
@@ -787,6 +789,10 @@ def test_cast_groups_confirm_invalid_in_scalar_code(expr, dt):
     for arg in (x, x.reshape(90, 100)[:, ::2], x[::-1]):
         plans = _plans_outcome(expr, (arg,))
         assert plans and "fj_g0_hinv(b, be, data)" in plans[0].source, expr
+        # a group with a reduction runs non-contiguous operands through its vectorized
+        # strided loop, which still reads the flag (correct, through NumPy)
+        if arg is not x and any(r in expr for r in ("np.max(", "sum()", "np.any(")):
+            continue
         if not _numpy_warns(expr, arg):
             assert all(p.fallbacks == 0 for p in plans), (expr, [p.fallbacks for p in plans])
         else:
