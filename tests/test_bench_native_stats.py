@@ -52,3 +52,28 @@ def test_merge_keeps_errors_and_single_run():
     a = {"results": [dict(_row([10] * 5, [10] * 5), errors={"numexpr": "wrong result"})], "notes": [], "have": {}}
     b = {"results": [_row([10] * 5, [10] * 5)], "notes": [], "have": {}}
     assert bn.merge_procs([a, b])["results"][0]["errors"] == {"numexpr": "wrong result"}
+
+
+def test_holm():
+    assert bn.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert bn.holm([0.001] + [0.5] * 23) == pytest.approx([0.024] + [1.0] * 23)
+    assert bn.holm([]) == []
+
+
+def test_report_tests_every_cell_across_processes(capsys):
+    # 24 cells at parity, one of which native lost in all 10 processes
+    def run(k):
+        rows = []
+        for c in range(24):
+            lose = c == 3 or (c + k) % 2 == 0
+            rows.append(dict(_row([10.2 if lose else 9.8] * 15, [10.0] * 15), n=10 ** (3 + c % 4), kernel=f"k{c}"))
+        return {"results": rows, "notes": [], "have": {"native": True, "numba": True, "numba_ieee": True, "numexpr": False},
+                "threads": 1}
+    m = bn.merge_procs([run(k) for k in range(10)])
+    bn.targets({"one": m}, {"one": 10.0, "one_fresh": 8.0}, None)
+    out = capsys.readouterr().out
+    assert "NOT MET" in out and "1 slower: k3" in out
+    m = bn.merge_procs([run(k) for k in range(5)])
+    bn.targets({"one": m}, {"one": 10.0, "one_fresh": 8.0}, None)
+    out = capsys.readouterr().out
+    assert "none slower at 5%" in out and "lost in every process in: k3" in out

@@ -37,7 +37,11 @@ interleaved within a round, all in one process per thread mode:
                  --procs K (K >= 5) each mode runs in K processes and the
                  test is across them instead (see merge_procs: a process's
                  memory placement biases all its rounds alike), each process
-                 voting with the median of its paired rounds
+                 voting with the median of its paired rounds; then every cell of
+                 the mode is tested (not only those below 1.00x by their best
+                 round) and the p-values are Holm-adjusted over the cells
+                 (24 cells at parity would otherwise give about even odds of
+                 one "slower" by chance); K >= 9 gives the test power there
     torch        torch.compile(default backend = inductor) of the same function
                  in torch ops, on torch.from_numpy inputs
     torch.compile (NumPy fn)   torch.compile (inductor) of the NumPy function
@@ -622,6 +626,19 @@ def _sign_p(wins, n):
     return sum(math.comb(n, k) for k in range(wins + 1)) / 2 ** n
 
 
+def holm(ps):
+    """Holm's step-down adjustment of p-values (same order as given): the
+    chance that any of the family's true "equal" cells is called slower stays
+    at the level used, however many cells are tested."""
+    order = sorted(range(len(ps)), key=lambda i: ps[i])
+    adj = [1.0] * len(ps)
+    run = 0.0
+    for rank, i in enumerate(order):
+        run = max(run, min(1.0, (len(ps) - rank) * ps[i]))
+        adj[i] = run
+    return adj
+
+
 def slower_p(r, peer_key):
     """With results from several processes (--procs >= 5): the sign test across
     processes, each process's vote being the median over its rounds of native's
@@ -731,8 +748,24 @@ def targets(modes, triads, comp):
                      "numexpr": LABEL["numexpr"]}[peer]
             unit = (f"{m['procs']} processes (median paired round of each)" if m.get("procs", 1) >= 5
                     else "paired rounds")
+            multi = m.get("procs", 1) >= 5
+            procp = [slower_p(r, peer_key(r)) for _, r in rel] if multi else []
             if peer == "numba":
                 verdict = "not a target"
+            elif multi and all(t is not None for t in procp):
+                # every cell tested (not only those below 1.00x by their best round),
+                # the family's error rate held at 5% by Holm's step-down
+                adj = holm(procp)
+                under = [r for (_, r), a in zip(rel, adj) if a < 0.05]
+                lost = [r for (_, r), t in zip(rel, procp) if t <= 0.5 ** m["procs"]]
+                verdict = (f"**{'NOT MET' if under else 'MET'}** (each of the {len(rel)} cells tested across "
+                           f"{unit}, one-sided sign test, Holm-adjusted over the cells: "
+                           + (f"{len(under)} slower: " + ", ".join(f"{r['kernel']} {r['dtype']} {r['n']:.0e}"
+                                                                   for r in under)
+                              if under else "none slower at 5%")
+                           + (f"; native's median lost in every process in: "
+                              + ", ".join(f"{r['kernel']} {r['dtype']} {r['n']:.0e}" for r in lost)
+                              if lost and not under else "") + ")")
             elif not worse:
                 verdict = "**MET**"
             elif not under and paired:
