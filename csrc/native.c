@@ -714,11 +714,6 @@ static int finish_groups(fjn_Builder *b)
                 g->row_bytes += fjn_type_size(g->in[k].type);
         for (int j = 0; j < g->nout && g->nout <= FJN_MAX_OUT; j++)
             g->row_bytes += fjn_type_size(g->ops[g->out_op[j]].type);
-        g->heavy = 0;
-        for (int m = 0; m < g->nops; m++) {
-            int c = g->ops[m].code, fl = g->ops[m].type == FJT_F32 || g->ops[m].type == FJT_F64;
-            g->heavy |= fl && (c == FJN_SQRT || c == FJN_TDIV || c == FJN_RECIP);
-        }
     }
     /* groups with too many outputs become node steps */
     for (Py_ssize_t s = 0; s < p->nsteps; s++) {
@@ -1032,15 +1027,9 @@ static const fjn_Stream *stream_for(const fjn_Group *g, Py_ssize_t size, PyArray
                                     fjn_Stream *st)
 {
     Py_ssize_t row = g->row_bytes;
-    /* a group with a sqrt or a division is slower per element than memory is
-       while its arrays fit in the L3, and the staging copy then costs more than
-       the write-allocate it saves (c10 float64 at 1e6, 32 MB: 3% slower
-       streamed; at 1e7 1-3% faster): twice the threshold (the whole L3 by
-       default) */
-    Py_ssize_t min = !g->heavy ? fjn_stream_min
-                     : fjn_stream_min <= PY_SSIZE_T_MAX / 2 ? 2 * fjn_stream_min : PY_SSIZE_T_MAX;
-    /* size * row >= min, without overflow */
-    if (g->has_red || row <= 0 || size <= 0 || size < min / row + (min % row != 0) || !fjn_stream_available())
+    /* size * row >= fjn_stream_min, without overflow */
+    if (g->has_red || row <= 0 || size <= 0 || size < fjn_stream_min / row + (fjn_stream_min % row != 0) ||
+        !fjn_stream_available())
         return NULL;
     for (int k = 0; k < g->nin; k++)
         st->step[k] = g->in[k].kind != FJN_IN_CONST && g->in[k].bcast ? fjn_type_size(g->in[k].type) : 0;

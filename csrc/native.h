@@ -97,7 +97,6 @@ typedef struct {
     int pw;                           /* member index of a float sum/mean (NumPy's pairwise order), or -1 */
     int has_axisred;                  /* has reductions over one axis: strided kernel, C order only */
     int row_bytes;                    /* bytes per element a flat run moves: array inputs + outputs */
-    int heavy;                        /* has a float sqrt or division: streams from twice the threshold */
     /* filled by _load */
     fjn_flat_fn flat;
     fjn_strided_fn strided;
