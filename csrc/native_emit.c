@@ -133,11 +133,12 @@ PyObject *fjn_emit_prologue(void)
         "#else\n#define fj_fetest fetestexcept\n#define fj_feclear feclearexcept\n"
         "static inline int fj_fpstd(void) { return fegetround() == FE_TONEAREST; }\n#endif\n"
         "static inline double fj_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }\n"
-        "/* c ? a : b as bit operations: the select of a group with a sqrt or a float to int cast.\n"
-        "   An optimizer may turn op(c ? x : k), k constant, into c ? op(x) : op(k) (gcc's partial\n"
-        "   redundancy elimination does: the build passes -fno-tree-pre where it can), computing\n"
-        "   op on lanes NumPy does not: a sqrt of a negative, a cast of a NaN raise invalid there,\n"
-        "   and every block reruns with its checks.  Bit operations cannot be split that way */\n"
+        "/* c ? a : b as bit operations, for a float select whose value reaches a sqrt or a float\n"
+        "   to int cast.  An optimizer may turn op(c ? x : k), k constant, into c ? op(x) : op(k)\n"
+        "   (gcc's partial redundancy elimination does: the build passes -fno-tree-pre where it\n"
+        "   can), computing op on lanes NumPy does not: a sqrt of a negative or a cast of a NaN\n"
+        "   raises invalid there (every block then reruns with its checks, a cast's group goes\n"
+        "   through NumPy).  Bit operations cannot be split that way */\n"
         "static inline double fj_bsel64(int c, double a, double b)\n"
         "{ uint64_t x, y, m = (uint64_t)0 - (uint64_t)(c != 0); memcpy(&x, &a, 8); memcpy(&y, &b, 8);\n"
         "  x = (x & m) | (y & ~m); memcpy(&a, &x, 8); return a; }\n"
@@ -293,6 +294,7 @@ static void operand_expr(const fjn_Group *g, int ref, int to, fjn_Expr *e)
         snprintf(e->s, sizeof e->s, "((%s)%s)", fjt_info[to].ctype, name);
 }
 
+/* Does the group cast a float to an integer (whose invalid only the FE flag tells)? */
 static int has_float_int_cast(const fjn_Group *g)
 {
     for (int m = 0; m < g->nops; m++) {
@@ -684,7 +686,6 @@ static int emit_reduce_store(PyObject *buf, const fjn_Group *g)
     return 0;
 }
 
-/* Does the group cast a float to an integer (whose invalid only the FE flag tells)? */
 /* Whether emitted bodies compute the invalid conditions (0 while the
    unchecked loops are written: the pairwise sum's leaves, the fast loops of
    flat / strided kernels), and whether a body only computes them (1 for the
