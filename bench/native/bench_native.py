@@ -411,11 +411,12 @@ def time_row(kernel, dtype, n, calls, args):
     r = range(reps)
     order = list(live.items())
     for i in range(rounds):
-        # each round in its own (seeded; --procs: per process) random order: a variant inherits the
-        # caches and heap state its predecessor leaves (NumPy's and eager's
-        # temporaries), so no variant may always follow the same one.  Rotating
-        # the start (session 5) did not do that: a rotation keeps every
-        # variant's predecessor, and the A/A pair read 0.70-0.95 at 1e6
+        # each round in its own random order (seeded; per process with --procs):
+        # a variant inherits the caches and heap state its predecessor leaves
+        # (NumPy's and eager's temporaries), so no variant may always follow
+        # the same one.  Rotating the start (session 5) did not do that: a
+        # rotation keeps every variant's predecessor, and the A/A pair read
+        # 0.70-0.95 at 1e6
         random.Random(7919 * i + 104729 * args.seed + 17).shuffle(order)
         for name, fn in order:
             # and one untimed call first: it takes the heap state and the page
