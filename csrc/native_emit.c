@@ -294,15 +294,18 @@ static void operand_expr(const fjn_Group *g, int ref, int to, fjn_Expr *e)
         snprintf(e->s, sizeof e->s, "((%s)%s)", fjt_info[to].ctype, name);
 }
 
-/* Does the group cast a float to an integer (whose invalid only the FE flag tells)? */
+/* Is member op a cast of a float to an integer (whose invalid only the FE flag tells)? */
+static int is_float_int_cast(const fjn_Op *op)
+{
+    return op->code == FJN_CAST && fjt_info[op->argtype[0]].is_float && !fjt_info[op->type].is_float &&
+           op->type != FJT_BOOL;
+}
+
 static int has_float_int_cast(const fjn_Group *g)
 {
-    for (int m = 0; m < g->nops; m++) {
-        const fjn_Op *op = &g->ops[m];
-        if (op->code == FJN_CAST && fjt_info[op->argtype[0]].is_float && !fjt_info[op->type].is_float &&
-            op->type != FJT_BOOL)
+    for (int m = 0; m < g->nops; m++)
+        if (is_float_int_cast(&g->ops[m]))
             return 1;
-    }
     return 0;
 }
 
@@ -320,9 +323,7 @@ static int feeds_invalid_op(const fjn_Group *g, int m)
             reach[k] = op->arg[j] < 0 && reach[-op->arg[j] - 1];
         if (!reach[k])
             continue;
-        if ((op->code == FJN_SQRT && fjt_info[op->argtype[0]].is_float) ||
-            (op->code == FJN_CAST && fjt_info[op->argtype[0]].is_float && !fjt_info[op->type].is_float &&
-             op->type != FJT_BOOL))
+        if ((op->code == FJN_SQRT && fjt_info[op->argtype[0]].is_float) || is_float_int_cast(op))
             return 1;
     }
     return 0;
@@ -1128,21 +1129,15 @@ static int emit_block_check(PyObject *buf, const fjn_Group *g, int mode, const c
 
 static int emit_group_loops(PyObject *buf, const fjn_Group *g, int gi, int checks);
 
-/* Whether the flat loop of a group with a float to int cast (whose invalid flag is
-   hard: a cast's invalid only the flag tells) confirms a set flag block by block
-   with fj_g<N>_hinv (which skips the reductions: integer sums, max / min, any / all
-   raise no invalid; float sums are emit_pairwise_group's) */
-static int hinv_blocks(const fjn_Group *g)
-{
-    return has_float_int_cast(g);
-}
-
-/* fj_g<N>_hinv(b, be, data): the members over elements b .. be-1 again, in scalar
+/* The flat loop of a group with a float to int cast (whose invalid flag is hard: a
+   cast's invalid only the flag tells) confirms a set flag block by block with
+   fj_g<N>_hinv(b, be, data): the members over elements b .. be-1 again, in scalar
    code (FJ_NOVEC: scalar compares are the quiet ucomis, where gcc's vectorized ones
    were signaling and raised invalid for any NaN), storing nothing (every member's
    value goes into a sink, so none is dropped); 1 when invalid was raised, i.e. by a
    cast of a NaN or out of range value or an invalid operation NumPy meets too.  The
-   flag is cleared before and after. */
+   flag is cleared before and after.  Reductions are skipped (integer sums, max / min,
+   any / all raise no invalid; float sums are emit_pairwise_group's). */
 static int emit_hinv(PyObject *buf, const fjn_Group *g, int gi)
 {
     int r;
@@ -1184,7 +1179,7 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
 
 static int emit_group_loops(PyObject *buf, const fjn_Group *g, int gi, int checks)
 {
-    int nslot = g->nin + g->nout, hardinv = has_float_int_cast(g), hb = hinv_blocks(g);
+    int nslot = g->nin + g->nout, hardinv = has_float_int_cast(g), hb = hardinv;
     /* flat */
     if ((hb && emit_hinv(buf, g, gi) < 0) ||
         put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0, inv = 0%s;\n",
