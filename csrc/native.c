@@ -30,6 +30,7 @@
 #include "native_threads.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <fenv.h>
 #include <math.h>
 #include <structmember.h>
@@ -1920,14 +1921,26 @@ static PyMethodDef native_functions[] = {
     {NULL, NULL, 0, NULL},
 };
 
+int fjn_env_count(const char *name, Py_ssize_t *out)
+{
+    const char *env = getenv(name);
+    char *end = NULL;
+    if (!env || !*env || *env == '-')
+        return 0;
+    errno = 0;
+    unsigned long long v = strtoull(env, &end, 10);
+    if (!end || *end != '\0')
+        return 0;
+    *out = errno == ERANGE || v > (unsigned long long)PY_SSIZE_T_MAX ? PY_SSIZE_T_MAX : (Py_ssize_t)v;
+    return 1;
+}
+
 int fj_native_init(PyObject *module)
 {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *env = getenv("FRAMEJIT_NATIVE_THREADS"); /* an explicit thread count */
-    if (env && *env)
-        ncpu = atol(env);
+    Py_ssize_t ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int explicit = fjn_env_count("FRAMEJIT_NATIVE_THREADS", &ncpu); /* an explicit thread count */
     fjn_threads = ncpu > 1 ? (ncpu > 16 ? 16 : (int)ncpu) : 1;
-    if (!(env && *env) && fjn_threads > 8)
+    if (!explicit && fjn_threads > 8)
         fjn_threads = 8;
     fjn_stream_init();
     if (fjn_pool_init() < 0)

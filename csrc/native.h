@@ -117,6 +117,11 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi);
 /* The common prologue of every kernel file (new reference str, NULL on error). */
 PyObject *fjn_emit_prologue(void);
 
+/* The environment variable 'name' as a count of bytes / threads: 1 with *out set
+   when it is a non-negative decimal integer (clamped to PY_SSIZE_T_MAX), else 0 (unset,
+   empty or not a number: the caller keeps its default). */
+int fjn_env_count(const char *name, Py_ssize_t *out);
+
 /* Adds NativePlan and native_plan() to framejit._C.  -1 on error. */
 int fj_native_init(PyObject *module);
 

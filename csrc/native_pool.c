@@ -25,6 +25,7 @@
 ** Not responsible for: which arrays come here (native.c decides).
 */
 #include "native_pool.h"
+#include "native.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -231,9 +232,9 @@ int fjn_pool_init(void)
     size_t lim = ram / 8;
     if (lim > ((size_t)4 << 30))
         lim = (size_t)4 << 30;
-    const char *env = getenv("FRAMEJIT_NATIVE_POOL_BYTES");
-    if (env && *env)
-        lim = (size_t)strtoull(env, NULL, 10);
+    Py_ssize_t env;
+    if (fjn_env_count("FRAMEJIT_NATIVE_POOL_BYTES", &env))
+        lim = (size_t)env;
     fjp.limit = lim;
     fjp_capsule = PyCapsule_New(&fjp_handler, "mem_handler", NULL);
     return fjp_capsule ? 0 : -1;

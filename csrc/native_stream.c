@@ -55,13 +55,7 @@ void fjn_stream_init(void)
 #endif
     fjn_stream_min = l3 <= 0 ? FJ_STREAM_DEFAULT : l3 / 2 < (8L << 20) ? (Py_ssize_t)8 << 20 : (Py_ssize_t)(l3 / 2);
     /* FRAMEJIT_NATIVE_STREAM_MIN=bytes overrides (a non-number is ignored) */
-    const char *env = getenv("FRAMEJIT_NATIVE_STREAM_MIN");
-    if (env && *env) {
-        char *end = NULL;
-        long long v = strtoll(env, &end, 10);
-        if (end && *end == '\0' && v >= 0)
-            fjn_stream_min = v > (long long)PY_SSIZE_T_MAX ? PY_SSIZE_T_MAX : (Py_ssize_t)v;
-    }
+    fjn_env_count("FRAMEJIT_NATIVE_STREAM_MIN", &fjn_stream_min);
 }
 
 #if FJ_HAVE_NT

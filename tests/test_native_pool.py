@@ -163,3 +163,30 @@ print(grown)
                          env=dict(os.environ))
     assert out.returncode == 0, out.stderr
     assert int(out.stdout.split()[-1]) < 4 * N * 8 // 1024, out.stdout
+
+
+def test_environment_variables_parsed_alike():
+    """FRAMEJIT_NATIVE_POOL_BYTES and FRAMEJIT_NATIVE_THREADS are read at import by the
+    same parser as FRAMEJIT_NATIVE_STREAM_MIN: a non-negative decimal integer, anything
+    else ignored (the default kept; a bad pool value used to turn the pool off)."""
+    import os
+    import subprocess
+    import sys
+    code = "from framejit import _C; print(_C.native_pool()['limit'], _C.native_config()[0])"
+
+    def read(pool=None, threads=None):
+        env = dict(os.environ)
+        for k, v in (("FRAMEJIT_NATIVE_POOL_BYTES", pool), ("FRAMEJIT_NATIVE_THREADS", threads)):
+            env.pop(k, None)
+            if v is not None:
+                env[k] = v
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        return tuple(int(x) for x in out.stdout.split())
+    default = read()
+    assert default[0] > 0 and default[1] >= 1
+    assert read(pool="lots", threads="many") == default
+    assert read(pool="-1", threads="-2") == default and read(pool="12x") == default
+    assert read(pool="12345", threads="3") == (12345, 3)
+    assert read(pool="0", threads="0") == (0, 1)
+    assert read(threads="99") == (default[0], 16)
+    assert read(pool="99999999999999999999999")[0] == sys.maxsize
