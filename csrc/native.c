@@ -1908,11 +1908,37 @@ static PyObject *native_workers(PyObject *mod, PyObject *unused)
     return PyLong_FromLong(fjn_parallel_workers());
 }
 
+/* native_stream_width(width=None) -> int: the bytes per streaming store of the
+   copy out of the staging buffer (csrc/native_stream.c); width (16, 32 or 64)
+   selects the widest this CPU has up to it.  0: no streaming stores. */
+static PyObject *native_stream_width(PyObject *mod, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"width", NULL};
+    PyObject *wo = Py_None;
+    (void)mod;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:native_stream_width", kwlist, &wo))
+        return NULL;
+    if (wo != Py_None) {
+        long w = PyLong_Check(wo) ? PyLong_AsLong(wo) : -1;
+        if (w == -1 && PyErr_Occurred())
+            PyErr_Clear(); /* too large: the message below */
+        if (PyBool_Check(wo) || (w != 16 && w != 32 && w != 64)) {
+            PyErr_Format(PyExc_ValueError, "native_stream_width: width must be 16, 32 or 64 bytes, not %R", wo);
+            return NULL;
+        }
+        fjn_stream_set_width((int)w);
+    }
+    return PyLong_FromLong(fjn_stream_width());
+}
+
 static PyMethodDef native_functions[] = {
     {"native_plan", (PyCFunction)native_plan, METH_O,
      "native_plan(graph) -> (NativePlan, C source) or (None, None) when nothing fuses."},
     {"native_config", (PyCFunction)(void (*)(void))native_config, METH_VARARGS | METH_KEYWORDS,
      "native_config(threads=None, thread_min=None, float_axis_minmax=None, stream_min=None) -> the four settings"},
+    {"native_stream_width", (PyCFunction)(void (*)(void))native_stream_width, METH_VARARGS | METH_KEYWORDS,
+     "native_stream_width(width=None) -> bytes per streaming store (16, 32 or 64; 0: none); width selects "
+     "the widest this CPU has up to it"},
     {"native_workers", (PyCFunction)native_workers, METH_NOARGS,
      "native_workers() -> the number of worker threads started (csrc/native_threads.c)"},
     {"native_pool", (PyCFunction)(void (*)(void))fjn_pool_config, METH_VARARGS | METH_KEYWORDS,

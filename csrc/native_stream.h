@@ -31,6 +31,12 @@ int fjn_stream_available(void);
    buffer), which is then copied to the output with non-temporal stores, so
    the output's cache lines are never read for ownership.  The kernels'
    statuses ORed, as run_flat does for threads.  Ends with a store fence. */
+/* The streaming copy: the widest store this CPU has of at most 'want' bytes
+   (16, 32 or 64); returns the width chosen, 0 without streaming stores.
+   fjn_stream_init selects 64. */
+int fjn_stream_set_width(int want);
+/* The width in use (0 without streaming stores). */
+int fjn_stream_width(void);
 int fjn_run_streamed(fjn_flat_fn fn, Py_ssize_t start, Py_ssize_t end, char *const *data, const fjn_Stream *s);
 
 #endif

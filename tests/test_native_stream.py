@@ -22,14 +22,22 @@ def _cache_dir(native_kernel_cache):
     yield
 
 
-@pytest.fixture
-def streaming():
-    """Streaming forced on (from 0 bytes); the settings restored afterwards."""
+@pytest.fixture(params=[16, 32, 64], ids=lambda w: f"{w}B")
+def streaming(request):
+    """Streaming forced on (from 0 bytes), its copy out of the staging buffer
+    with stores of 16, 32 or 64 bytes (a width this CPU lacks is skipped); the
+    settings restored afterwards."""
     old = _C.native_config()
+    old_width = _C.native_stream_width()
+    if HAVE_NT and _C.native_stream_width(request.param) != request.param:
+        _C.native_stream_width(old_width)
+        pytest.skip(f"no {request.param}-byte streaming stores on this CPU")
     _C.native_config(stream_min=0)
-    yield
+    yield request.param
     _C.native_config(threads=old[0], thread_min=old[1], float_axis_minmax=old[2],
                      stream_min=old[3] if old[3] >= 0 else None)
+    if HAVE_NT:
+        _C.native_stream_width(old_width)
 
 
 _count = [0]
@@ -272,3 +280,26 @@ def test_environment_sets_the_threshold():
         assert default > 0 and read("12345") == 12345 and read("0") == 0
     else:
         assert default == -1 and read("12345") == -1
+
+
+def test_stream_width_selected_and_validated():
+    """native_stream_width: the widest copy this CPU has (64 bytes with AVX-512F),
+    a request narrows it; anything but 16, 32 or 64 is a ValueError naming it,
+    and changes nothing."""
+    width = _C.native_stream_width()
+    try:
+        if not HAVE_NT:
+            assert width == 0 and _C.native_stream_width(64) == 0
+            return
+        assert width in (16, 32, 64)
+        assert _C.native_stream_width(16) == 16 and _C.native_stream_width() == 16
+        narrow = _C.native_stream_width(32)
+        widest = _C.native_stream_width(64)
+        assert narrow in (16, 32) and widest >= narrow and widest == width
+        for bad in (0, 8, 48, 128, -16, 2**70, True, 32.0, "64"):
+            with pytest.raises(ValueError, match=r"native_stream_width: width must be 16, 32 or 64 bytes, not"):
+                _C.native_stream_width(bad)
+            assert _C.native_stream_width() == widest
+    finally:
+        if HAVE_NT:
+            _C.native_stream_width(width)
