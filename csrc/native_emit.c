@@ -240,10 +240,14 @@ PyObject *fjn_emit_prologue(void)
         "    return s + fj_pws##S(x + n2, m2); \\\n"
         "}\n"
         "FJ_PWS(float, fj_v8f, 32)\n"
-        "/* the tree of a leaf of NumPy's pairwise sum over its eight accumulators */\n"
         "/* a function whose loops are not worth vectorizing (gcc; others vectorize it) */\n"
         "#if defined(__GNUC__) && !defined(__clang__)\n#define FJ_NOVEC __attribute__((optimize(\"no-tree-vectorize\")))\n"
-        "#else\n#define FJ_NOVEC\n#endif\n"
+        "/* a scalar loop compiled at -O1 (an elementwise group's strided rows: -O3 made them no\n"
+        "   faster, for a fifth of the file's compile time); no contraction into FMAs, as on the\n"
+        "   command line (NumPy rounds a * b before adding) */\n"
+        "#define FJ_COLD __attribute__((optimize(\"O1\", \"fp-contract=off\")))\n"
+        "#else\n#define FJ_NOVEC\n#define FJ_COLD\n#endif\n"
+        "/* the tree of a leaf of NumPy's pairwise sum over its eight accumulators */\n"
         "#define FJ_TREE(r) (((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])))\n"
         "/* float64 sums of at most this many elements run four leaves per loop (in cache: four\n"
         "   chains of adds at once); longer ones one leaf at a time (from memory: three input\n"
@@ -1217,14 +1221,18 @@ static int emit_group_loops(PyObject *buf, const fjn_Group *g, int gi, int check
     /* strided.  An elementwise group's rows whose operands are all contiguous
        along the row (broadcast scalars aside) run the flat kernel on the row
        (vectorized once, there); the other rows run the scalar loop here,
-       which is not vectorized (FJ_NOVEC: half of a kernel's compile time
-       went into vectorizing it for unknown strides) */
+       which is not vectorized (half of a kernel's compile time went into
+       vectorizing it for unknown strides) and is compiled at -O1 (FJ_COLD:
+       -O3's unswitching and peeling of these loops took another fifth of
+       the file's compile time, c5 float64 140 -> 110 ms, c10 163 -> 134 ms,
+       and the rows ran no faster: x[::2] chains of 1e5, c3 and c7, within
+       1%) */
     int rows = !g->has_red;
     if (put(buf,
             "\n%sint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n{\n"
             "    int st = 0, inv = 0, acc = 0;\n    intptr_t idx[64];\n    intptr_t inner = nd > 0 ? shape[nd - 1] : 1, outer = 1;\n"
             "    for (int k = 0; k + 1 < nd; k++) { outer *= shape[k]; idx[k] = 0; }\n",
-            rows ? "FJ_NOVEC " : "", gi) < 0 ||
+            rows ? "FJ_COLD " : "", gi) < 0 ||
         emit_consts(buf, g) < 0 || (checks && emit_inv_decls(buf, g) < 0))
         return -1;
     for (int k = 0; k < nslot; k++) {
