@@ -230,6 +230,7 @@ typedef struct {
     Py_ssize_t fallbacks; /* group runs that went through NumPy instead of their kernel */
     Py_ssize_t split_reductions; /* group runs whose reductions were split over threads */
     Py_ssize_t streamed;         /* group runs whose outputs were written with streaming stores */
+    Py_ssize_t row_runs;         /* group runs whose rows ran the flat kernel with inputs constant along them */
     vectorcallfunc vectorcall;
 } fjn_Plan;
 
@@ -826,6 +827,7 @@ static PyObject *plan_new_from_graph(PyObject *graph)
     p->fallbacks = 0;
     p->split_reductions = 0;
     p->streamed = 0;
+    p->row_runs = 0;
     p->output = NULL;
     p->nph = 0;
     p->vectorcall = NULL;
@@ -1044,9 +1046,131 @@ static const fjn_Stream *stream_for(const fjn_Group *g, Py_ssize_t size, PyArray
     return st;
 }
 
+/* ---- rows with an input constant along them ------------------------------------
+**
+** The strided kernel runs a row on the flat (vectorized) kernel only when every
+** operand is contiguous along it; a partly broadcast input that is constant
+** along the rows (stride 0 on the last axis: x * w[:, None], x - m with m of
+** keepdims shape) sends every row to its scalar loop.  Such rows run here
+** instead: the flat kernel on chunks of at most FJN_ROW_CHUNK elements of each
+** row, each constant input pointed at a buffer holding its row's value
+** repeated (filled once per row), the other operands at the chunk.  The
+** kernel computes the same operations on the same values, so the results are
+** the strided kernel's; each call clears the FE flags and returns its own, so
+** the statuses ORed are the conditions of the whole run.  A row costs a call
+** and a fill (about 25 ns), so rows whose length times the group's operations
+** is below FJN_ROW_WORK keep the scalar loop: against it, rows ran 0.56x at 32
+** elements of x * w (one operation), 1.0x at 1000 and 1.1x at 10000; 1.2x
+** from 64 elements of a seven-operation chain with a sqrt, 1.6x at 10000
+** (docs/native.md, "Rows with an input constant along them"). */
+#define FJN_ROW_CHUNK 1024
+#define FJN_ROW_WORK 512
+
+static int slot_size(const fjn_Group *g, int k)
+{
+    return fjn_type_size(k < g->nin ? g->in[k].type : g->ops[g->out_op[k - g->nin]].type);
+}
+
+/* 1 when the rows of this call take run_rows: an elementwise group of at least
+   two axes, rows of at least FJN_ROW_WORK / (its operations) elements, every
+   operand contiguous along the row or (an input) constant along it, at least
+   one of those. */
+static int rows_ok(const fjn_Group *g, int nd, const npy_intp *shape, char *const *data, const npy_intp *strides,
+                   int nslot)
+{
+    int zero = 0;
+    if (g->has_red || nd < 2 || shape[nd - 1] * g->nops < FJN_ROW_WORK)
+        return 0;
+    for (int k = 0; k < nslot; k++) {
+        npy_intp st = strides[k * nd + nd - 1];
+        if (!data[k])
+            continue; /* a constant of the source */
+        if (k < g->nin && g->in[k].bcast == 0) {
+            if (st != 0)
+                return 0;
+        } else if (st == 0 && k < g->nin) {
+            zero = 1;
+        } else if (st != slot_size(g, k)) {
+            return 0;
+        }
+    }
+    return zero;
+}
+
+/* The rows of [nd, shape] (rows_ok) on the flat kernel; 'data' at the first
+   element.  -1 when the buffer could not be allocated (nothing ran). */
+static int run_rows(const fjn_Group *g, int nd, const npy_intp *shape, char *const *data, const npy_intp *strides,
+                    int nslot)
+{
+    npy_intp inner = shape[nd - 1], outer = 1, idx[FJ_MAX_NDIM];
+    npy_intp ch = inner < FJN_ROW_CHUNK ? inner : FJN_ROW_CHUNK;
+    int zk[FJN_MAX_IN], nz = 0, status = 0;
+    for (int k = 0; k < g->nin && k < nslot; k++)
+        if (data[k] && g->in[k].bcast != 0 && strides[k * nd + nd - 1] == 0)
+            zk[nz++] = k;
+    /* 8 bytes per element: the widest item */
+    char *buf = PyMem_RawMalloc((size_t)nz * (size_t)ch * 8);
+    if (!buf)
+        return -1;
+    for (int a = 0; a + 1 < nd; a++) {
+        outer *= shape[a];
+        idx[a] = 0;
+    }
+    char *rp[FJN_MAX_IN + FJN_MAX_OUT], *row[FJN_MAX_IN + FJN_MAX_OUT];
+    for (npy_intp o = 0; o < outer; o++) {
+        for (int k = 0; k < nslot; k++) {
+            row[k] = data[k];
+            for (int a = 0; data[k] && a + 1 < nd; a++)
+                row[k] += idx[a] * strides[k * nd + a];
+            rp[k] = row[k];
+        }
+        for (int z = 0; z < nz; z++) {
+            /* the row's value repeated: one item, then doubling copies (a few
+               memcpy calls, not one store per element) */
+            int k = zk[z];
+            size_t isz = (size_t)slot_size(g, k), have = isz, need = (size_t)ch * isz;
+            char *b = buf + (size_t)z * (size_t)ch * 8;
+            memcpy(b, row[k], isz);
+            while (have < need) {
+                size_t m = need - have < have ? need - have : have;
+                memcpy(b + have, b, m);
+                have += m;
+            }
+            rp[k] = b;
+        }
+        for (npy_intp c = 0; c < inner; c += ch) {
+            npy_intp len = inner - c < ch ? inner - c : ch;
+            status |= g->flat(0, len, rp);
+            for (int k = 0; k < nslot; k++) /* the contiguous operands to the next chunk */
+                if (rp[k])
+                    rp[k] += len * strides[k * nd + nd - 1];
+        }
+        for (int a = nd - 2; a >= 0; a--) {
+            if (++idx[a] < shape[a])
+                break;
+            idx[a] = 0;
+        }
+    }
+    PyMem_RawFree(buf);
+    return status;
+}
+
+/* An elementwise group's strided run of one thread: run_rows when its rows
+   qualify, else the strided kernel. */
+static int strided_or_rows(const fjn_Group *g, int nd, const npy_intp *shape, char *const *data,
+                           const npy_intp *strides, int nslot)
+{
+    if (rows_ok(g, nd, shape, data, strides, nslot)) {
+        int st = run_rows(g, nd, shape, data, strides, nslot);
+        if (st != -1)
+            return st;
+    }
+    return g->strided(nd, shape, data, strides);
+}
+
 typedef struct {
-    fjn_strided_fn fn;
-    int nd;
+    const fjn_Group *g;
+    int nd, nslot;
     npy_intp shape[FJ_MAX_NDIM];
     char *data[FJN_MAX_IN + FJN_MAX_OUT];
     const npy_intp *strides;
@@ -1056,17 +1180,17 @@ typedef struct {
 static void strided_task(void *arg, int t)
 {
     fjn_SWork *w = &((fjn_SWork *)arg)[t];
-    w->status = w->shape[0] > 0 ? w->fn(w->nd, w->shape, w->data, w->strides) : 0;
+    w->status = w->shape[0] > 0 ? strided_or_rows(w->g, w->nd, w->shape, w->data, w->strides, w->nslot) : 0;
 }
 
-/* Runs a strided kernel, split along the first axis over the worker threads
-   when large.  The kernels' statuses ORed. */
-static int run_strided(fjn_strided_fn fn, int nd, const npy_intp *shape, char *const *data, int nslot,
+/* Runs an elementwise group's strided form (strided_or_rows), split along the
+   first axis over the worker threads when large.  The statuses ORed. */
+static int run_strided(const fjn_Group *g, int nd, const npy_intp *shape, char *const *data, int nslot,
                        const npy_intp *strides, npy_intp size)
 {
     int nt = fjn_threads;
     if (nt <= 1 || size < fjn_thread_min || nd < 1 || shape[0] < 2)
-        return fn(nd, shape, data, strides);
+        return strided_or_rows(g, nd, shape, data, strides, nslot);
     if (nt > 16)
         nt = 16;
     if (nt > shape[0])
@@ -1074,14 +1198,15 @@ static int run_strided(fjn_strided_fn fn, int nd, const npy_intp *shape, char *c
     fjn_SWork *work = PyMem_RawMalloc(sizeof(fjn_SWork) * (size_t)nt);
     int status = 0;
     if (!work)
-        return fn(nd, shape, data, strides);
+        return strided_or_rows(g, nd, shape, data, strides, nslot);
     npy_intp chunk = (shape[0] + nt - 1) / nt;
     for (int t = 0; t < nt; t++) {
         fjn_SWork *w = &work[t];
         npy_intp lo = t * chunk < shape[0] ? t * chunk : shape[0];
         npy_intp hi = (t + 1) * chunk < shape[0] ? (t + 1) * chunk : shape[0];
-        w->fn = fn;
+        w->g = g;
         w->nd = nd;
+        w->nslot = nslot;
         memcpy(w->shape, shape, sizeof(npy_intp) * (size_t)nd);
         w->shape[0] = hi - lo;
         for (int k = 0; k < nslot; k++)
@@ -1422,7 +1547,7 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
     npy_intp shape[FJ_MAX_NDIM];
     fjn_Scalar sbuf[FJN_MAX_IN], obuf[FJN_MAX_OUT];
     PyArrayObject *outs[FJN_MAX_OUT] = {0};
-    int all_c = !g->has_partial, all_f = g->fortran_ok, fortran = 0, status, streamed = 0;
+    int all_c = !g->has_partial, all_f = g->fortran_ok, fortran = 0, status, streamed = 0, rows = 0;
     npy_intp size = 1;
     for (int i = 0; i < nd; i++)
         shape[i] = 1;
@@ -1594,6 +1719,7 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
         fjn_Stream stb;
         const fjn_Stream *stream = flat ? stream_for(g, size, outs, &stb) : NULL;
         streamed = stream != NULL;
+        rows = !flat && rows_ok(g, nd, shape, data, strides, nslot);
         if (size >= fjn_nogil_min) {
             int split = 0;
             Py_BEGIN_ALLOW_THREADS
@@ -1609,13 +1735,15 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
                 status = flat ? g->flat(0, size, data) : g->strided(nd, shape, data, strides);
             else
                 status = flat ? run_flat(g->flat, size, data, stream)
-                              : run_strided(g->strided, nd, shape, data, nslot, strides, size);
+                              : run_strided(g, nd, shape, data, nslot, strides, size);
             Py_END_ALLOW_THREADS
             p->split_reductions += split;
         } else if (stream) {
             status = fjn_run_streamed(g->flat, 0, size, data, stream);
-        } else {
+        } else if (g->has_red) {
             status = flat ? g->flat(0, size, data) : g->strided(nd, shape, data, strides);
+        } else {
+            status = flat ? g->flat(0, size, data) : strided_or_rows(g, nd, shape, data, strides, nslot);
         }
     }
     /* a float max/min over one axis with a zero (the sign depends on NumPy's
@@ -1639,6 +1767,7 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
         goto unfused;
     }
     p->streamed += streamed; /* counted when the kernel's results are kept */
+    p->row_runs += rows;
     for (int j = 0; j < g->nout; j++) {
         fj_Node *n = plan_node(p, g->ops[g->out_op[j]].node);
         PyObject *v = (PyObject *)outs[j];
@@ -1823,6 +1952,9 @@ static PyGetSetDef plan_getset[] = {
 static PyMemberDef plan_members[] = {
     {"fallbacks", T_PYSSIZET, offsetof(fjn_Plan, fallbacks), READONLY,
      "group runs that went through NumPy instead of their kernel (flags, inputs or layouts)"},
+    {"row_runs", T_PYSSIZET, offsetof(fjn_Plan, row_runs), READONLY,
+     "group runs whose rows ran the flat (vectorized) kernel with a partly broadcast input constant along "
+     "them (x * w[:, None]); counted when the results are kept"},
     {"streamed", T_PYSSIZET, offsetof(fjn_Plan, streamed), READONLY,
      "group runs whose outputs were written with streaming (non-temporal) stores"},
     {"split_reductions", T_PYSSIZET, offsetof(fjn_Plan, split_reductions), READONLY,
@@ -1919,16 +2051,44 @@ static PyObject *native_stream_width(PyObject *mod, PyObject *args, PyObject *kw
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:native_stream_width", kwlist, &wo))
         return NULL;
     if (wo != Py_None) {
-        long w = PyLong_Check(wo) ? PyLong_AsLong(wo) : -1;
+        if (PyBool_Check(wo)) {
+            PyErr_Format(PyExc_TypeError, "native_stream_width: width must be an integer (16, 32 or 64), not %R", wo);
+            return NULL;
+        }
+        PyObject *idx = PyNumber_Index(wo); /* ints and NumPy integers; TypeError for the rest */
+        if (!idx)
+            return NULL;
+        long w = PyLong_AsLong(idx);
+        Py_DECREF(idx);
         if (w == -1 && PyErr_Occurred())
             PyErr_Clear(); /* too large: the message below */
-        if (PyBool_Check(wo) || (w != 16 && w != 32 && w != 64)) {
+        if (w != 16 && w != 32 && w != 64) {
             PyErr_Format(PyExc_ValueError, "native_stream_width: width must be 16, 32 or 64 bytes, not %R", wo);
             return NULL;
         }
         fjn_stream_set_width((int)w);
     }
     return PyLong_FromLong(fjn_stream_width());
+}
+
+/* _native_stream_copy(dst, src): copies the bytes of src into dst (writable,
+   contiguous, the same length) with the streaming copy in use (tests: every
+   alignment of the destination at every width).  False without streaming
+   stores (dst unchanged). */
+static PyObject *native_stream_copy(PyObject *mod, PyObject *args)
+{
+    Py_buffer d, s;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "w*y*:_native_stream_copy", &d, &s))
+        return NULL;
+    PyObject *r = NULL;
+    if (d.len != s.len)
+        PyErr_Format(PyExc_ValueError, "_native_stream_copy: dst has %zd bytes, src %zd", d.len, s.len);
+    else
+        r = PyBool_FromLong(fjn_stream_copy((char *)d.buf, (const char *)s.buf, (size_t)d.len) == 0);
+    PyBuffer_Release(&d);
+    PyBuffer_Release(&s);
+    return r;
 }
 
 static PyMethodDef native_functions[] = {
@@ -1939,6 +2099,8 @@ static PyMethodDef native_functions[] = {
     {"native_stream_width", (PyCFunction)(void (*)(void))native_stream_width, METH_VARARGS | METH_KEYWORDS,
      "native_stream_width(width=None) -> bytes per streaming store (16, 32 or 64; 0: none); width selects "
      "the widest this CPU has up to it"},
+    {"_native_stream_copy", (PyCFunction)native_stream_copy, METH_VARARGS,
+     "_native_stream_copy(dst, src) -> bool: src's bytes into dst with the streaming copy (tests)"},
     {"native_workers", (PyCFunction)native_workers, METH_NOARGS,
      "native_workers() -> the number of worker threads started (csrc/native_threads.c)"},
     {"native_pool", (PyCFunction)(void (*)(void))fjn_pool_config, METH_VARARGS | METH_KEYWORDS,

@@ -158,6 +158,23 @@ int fjn_stream_width(void)
     return FJ_HAVE_NT ? stream_width : 0;
 }
 
+int fjn_stream_copy(char *d, const char *s, size_t n)
+{
+#if FJ_HAVE_NT
+#ifdef FJ_NT_DISPATCH
+    void (*copy)(char *, const char *, size_t) = __atomic_load_n(&nt_copy_fn, __ATOMIC_RELAXED);
+#else
+    void (*copy)(char *, const char *, size_t) = nt_copy_fn;
+#endif
+    copy(d, s, n);
+    _mm_sfence();
+    return 0;
+#else
+    (void)d, (void)s, (void)n;
+    return -1;
+#endif
+}
+
 /* Staging for all of a block's outputs together (L1-resident). */
 #define FJ_STAGE_BYTES (16 << 10)
 

@@ -25,18 +25,22 @@ void fjn_stream_init(void);
    fjn_run_streamed is never called. */
 int fjn_stream_available(void);
 
-/* Runs the flat kernel 'fn' over [start, end) with every output written
-   through streaming stores: the kernel computes each block as a run of its
-   own (inputs advanced to the block, outputs pointed at a small staging
-   buffer), which is then copied to the output with non-temporal stores, so
-   the output's cache lines are never read for ownership.  The kernels'
-   statuses ORed, as run_flat does for threads.  Ends with a store fence. */
 /* The streaming copy: the widest store this CPU has of at most 'want' bytes
    (16, 32 or 64); returns the width chosen, 0 without streaming stores.
    fjn_stream_init selects 64. */
 int fjn_stream_set_width(int want);
 /* The width in use (0 without streaming stores). */
 int fjn_stream_width(void);
+/* Copies n bytes from s to d with the streaming copy in use and a store
+   fence (for tests: every alignment of d); -1 without streaming stores. */
+int fjn_stream_copy(char *d, const char *s, size_t n);
+
+/* Runs the flat kernel 'fn' over [start, end) with every output written
+   through streaming stores: the kernel computes each block as a run of its
+   own (inputs advanced to the block, outputs pointed at a small staging
+   buffer), which is then copied to the output with non-temporal stores, so
+   the output's cache lines are never read for ownership.  The kernels'
+   statuses ORed, as run_flat does for threads.  Ends with a store fence. */
 int fjn_run_streamed(fjn_flat_fn fn, Py_ssize_t start, Py_ssize_t end, char *const *data, const fjn_Stream *s);
 
 #endif

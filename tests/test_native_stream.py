@@ -15,6 +15,8 @@ from difftools import clone
 from native_compare import outcome, same, same_outcomes
 
 HAVE_NT = _C.native_config()[3] >= 0
+# the width selected at import: the widest streaming store this CPU has
+WIDEST = _C.native_stream_width()
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -29,9 +31,10 @@ def streaming(request):
     settings restored afterwards."""
     old = _C.native_config()
     old_width = _C.native_stream_width()
-    if HAVE_NT and _C.native_stream_width(request.param) != request.param:
-        _C.native_stream_width(old_width)
-        pytest.skip(f"no {request.param}-byte streaming stores on this CPU")
+    if HAVE_NT:
+        if request.param > WIDEST:
+            pytest.skip(f"no {request.param}-byte streaming stores on this CPU")
+        assert _C.native_stream_width(request.param) == request.param
     _C.native_config(stream_min=0)
     yield request.param
     _C.native_config(threads=old[0], thread_min=old[1], float_axis_minmax=old[2],
@@ -283,23 +286,70 @@ def test_environment_sets_the_threshold():
 
 
 def test_stream_width_selected_and_validated():
-    """native_stream_width: the widest copy this CPU has (64 bytes with AVX-512F),
-    a request narrows it; anything but 16, 32 or 64 is a ValueError naming it,
-    and changes nothing."""
+    """native_stream_width: the widest copy this CPU has (64 bytes with AVX-512F,
+    32 with AVX) selected at import; a width selects the widest up to it (and
+    back); an integer other than 16, 32 or 64 is a ValueError, anything else a
+    TypeError, naming it, and changes nothing."""
+    import os
+    import subprocess
+    import sys
+    code = "from framejit import _C; print(_C.native_stream_width())"
+    fresh = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                               env=dict(os.environ)).stdout)
+    assert fresh == WIDEST
     width = _C.native_stream_width()
     try:
         if not HAVE_NT:
             assert width == 0 and _C.native_stream_width(64) == 0
             return
-        assert width in (16, 32, 64)
+        assert WIDEST in (16, 32, 64)
         assert _C.native_stream_width(16) == 16 and _C.native_stream_width() == 16
-        narrow = _C.native_stream_width(32)
-        widest = _C.native_stream_width(64)
-        assert narrow in (16, 32) and widest >= narrow and widest == width
-        for bad in (0, 8, 48, 128, -16, 2**70, True, 32.0, "64"):
+        assert _C.native_stream_width(32) == min(WIDEST, 32)
+        assert _C.native_stream_width(np.int64(64)) == WIDEST == _C.native_stream_width()
+        for bad in (0, 8, 48, 128, -16, 2**70, np.int32(17)):
             with pytest.raises(ValueError, match=r"native_stream_width: width must be 16, 32 or 64 bytes, not"):
                 _C.native_stream_width(bad)
-            assert _C.native_stream_width() == widest
+            assert _C.native_stream_width() == WIDEST
+        for bad in (True, 32.0, "64", b"x"):
+            with pytest.raises(TypeError):
+                _C.native_stream_width(bad)
+            assert _C.native_stream_width() == WIDEST
     finally:
         if HAVE_NT:
             _C.native_stream_width(width)
+
+
+@pytest.mark.skipif(not HAVE_NT, reason="no streaming stores on this machine")
+@pytest.mark.parametrize("width", [16, 32, 64])
+def test_stream_copy_every_alignment(width):
+    """The streaming copy at each width, to every destination offset in a
+    cache line and lengths around the store widths: the whole-unit stores,
+    the ordinary head (up to the first aligned unit, capped at the length)
+    and tail, and nothing outside the destination touched."""
+    if width > WIDEST:
+        pytest.skip(f"no {width}-byte streaming stores on this CPU")
+    old = _C.native_stream_width()
+    try:
+        assert _C.native_stream_width(width) == width
+        rng = np.random.default_rng(width)
+        lengths = [0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 200, 1000, 4096 + 37]
+        buf = bytearray(64 * 3 + max(lengths) + 64)
+        base = np.frombuffer(buf, np.uint8).ctypes.data
+        for offset in range(64):
+            start = (-base) % 64 + 64 + offset
+            for n in lengths:
+                src = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
+                buf[:] = b"\xa5" * len(buf)
+                assert _C._native_stream_copy(memoryview(buf)[start:start + n], src) is True
+                assert (base + start) % 64 == offset
+                assert buf[start:start + n] == src, (offset, n)
+                assert buf[:start] == b"\xa5" * start and buf[start + n:] == b"\xa5" * (len(buf) - start - n)
+    finally:
+        _C.native_stream_width(old)
+
+
+def test_stream_copy_arguments():
+    with pytest.raises(ValueError, match="dst has 3 bytes, src 4"):
+        _C._native_stream_copy(bytearray(3), b"abcd")
+    with pytest.raises(TypeError):
+        _C._native_stream_copy(b"abc", b"abc")  # dst read-only
