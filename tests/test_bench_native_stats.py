@@ -77,3 +77,16 @@ def test_report_tests_every_cell_across_processes(capsys):
     bn.targets({"one": m}, {"one": 10.0, "one_fresh": 8.0}, None)
     out = capsys.readouterr().out
     assert "none slower at 5%" in out and "lost in every process in: k3" in out
+
+
+def test_bandwidth_uses_natives_best_of_its_own_calls():
+    """At 1e8 the bandwidth figure takes native's best of BW_CALLS calls
+    ("bw_ns", as the triad's best of 10 passes); without it the best round;
+    merging processes keeps the best of their bw_ns."""
+    row = {"ns": {"native": 3.0, "numba": 2.0}, "bw_ns": {"native": 2.5}}
+    assert bn.bw_time(row, "native") == 2.5 and bn.bw_time(row, "numba") == 2.0
+    assert bn.bw_time({"ns": {"native": 3.0}}, "native") == 3.0
+    runs = [{"results": [{"ns": {"native": t}, "rounds_ns": {"native": [t]}, "bw_ns": {"native": b}}]}
+            for t, b in ((3.0, 2.9), (2.8, 2.6), (3.1, 2.7))]
+    merged = bn.merge_procs(runs)
+    assert merged["results"][0]["bw_ns"] == {"native": 2.6} and merged["results"][0]["ns"] == {"native": 2.8}
