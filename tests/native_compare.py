@@ -63,3 +63,29 @@ def same_outcomes(fn, cf, arg_sets, label, clone):
             else:
                 assert got[0][1:] == exp[0][1:]
             assert got[1] == exp[1], f"{label}: warnings {got[1]} vs NumPy {exp[1]}"
+
+
+_cases = [0]
+
+
+def compile_capturing(expr, params, tag="case"):
+    """(plain function, native-compiled function, the list the backend's
+    plans go into) for a function of 'params' returning 'expr' (NumPy as
+    np); each call makes a new function (its own code object), after
+    framejit.reset()."""
+    import framejit
+    _cases[0] += 1
+    name = f"{tag}_{_cases[0]}"
+    src = f"def {name}({params}):\n    return {expr}\n"
+    ns = {"np": np}
+    exec(compile(src, f"<{tag} {_cases[0]}: {expr}>", "exec"), ns)
+    fn = ns[name]
+    plans = []
+
+    def capture(graph, example_inputs):
+        from framejit import native
+        p = native.backend(graph, example_inputs)
+        plans.append(p)
+        return p
+    framejit.reset()
+    return fn, framejit.compile(fn, backend=capture), plans

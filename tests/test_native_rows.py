@@ -14,7 +14,7 @@ import pytest
 import framejit
 from framejit import _C
 from difftools import clone
-from native_compare import same_outcomes
+from native_compare import compile_capturing, same_outcomes
 
 ROW_WORK = 512    # FJN_ROW_WORK: row length x the group's operations
 CHUNK = 1024      # FJN_ROW_CHUNK
@@ -27,27 +27,13 @@ def _cache_dir(native_kernel_cache):
     yield
 
 
-_count = [0]
 _last_plans = []
 
 
 def check(expr, arg_sets, params="x, w"):
     """Each argument set: the compiled function's outcome (twice) equals
     NumPy's.  Returns the group runs that took the row path."""
-    _count[0] += 1
-    src = f"def rows_case_{_count[0]}({params}):\n    return {expr}\n"
-    ns = {"np": np}
-    exec(compile(src, f"<rows case {_count[0]}: {expr}>", "exec"), ns)
-    fn = ns[f"rows_case_{_count[0]}"]
-    plans = []
-
-    def capture(graph, example_inputs):
-        from framejit import native
-        p = native.backend(graph, example_inputs)
-        plans.append(p)
-        return p
-    framejit.reset()
-    cf = framejit.compile(fn, backend=capture)
+    fn, cf, plans = compile_capturing(expr, params, "rows_case")
     same_outcomes(fn, cf, arg_sets, expr, clone)
     _last_plans[:] = [p for p in plans if isinstance(p, _C.NativePlan)]
     return sum(p.row_runs for p in plans if isinstance(p, _C.NativePlan))

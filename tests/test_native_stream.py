@@ -12,6 +12,7 @@ import pytest
 import framejit
 from framejit import _C
 from difftools import clone
+import native_compare
 from native_compare import outcome, same, same_outcomes
 
 HAVE_NT = _C.native_config()[3] >= 0
@@ -43,25 +44,9 @@ def streaming(request):
         _C.native_stream_width(old_width)
 
 
-_count = [0]
-
-
 def compile_capturing(expr, params):
     """(plain function, native-compiled function, the NativePlans it made)."""
-    _count[0] += 1
-    src = f"def stream_case_{_count[0]}({params}):\n    return {expr}\n"
-    ns = {"np": np}
-    exec(compile(src, f"<stream case {_count[0]}: {expr}>", "exec"), ns)
-    fn = ns[f"stream_case_{_count[0]}"]
-    plans = []
-
-    def capture(graph, example_inputs):
-        from framejit import native
-        p = native.backend(graph, example_inputs)
-        plans.append(p)
-        return p
-    framejit.reset()
-    return fn, framejit.compile(fn, backend=capture), plans
+    return native_compare.compile_capturing(expr, params, "stream_case")
 
 
 def check(expr, arg_sets, params="x, y"):
