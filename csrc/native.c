@@ -1156,11 +1156,12 @@ static int run_rows(const fjn_Group *g, int nd, const npy_intp *shape, char *con
 }
 
 /* An elementwise group's strided run of one thread: run_rows when its rows
-   qualify, else the strided kernel. */
+   qualify ('rows': rows_ok of the call, which splitting the first axis keeps),
+   else the strided kernel. */
 static int strided_or_rows(const fjn_Group *g, int nd, const npy_intp *shape, char *const *data,
-                           const npy_intp *strides, int nslot)
+                           const npy_intp *strides, int nslot, int rows)
 {
-    if (rows_ok(g, nd, shape, data, strides, nslot)) {
+    if (rows) {
         int st = run_rows(g, nd, shape, data, strides, nslot);
         if (st != -1)
             return st;
@@ -1170,7 +1171,7 @@ static int strided_or_rows(const fjn_Group *g, int nd, const npy_intp *shape, ch
 
 typedef struct {
     const fjn_Group *g;
-    int nd, nslot;
+    int nd, nslot, rows;
     npy_intp shape[FJ_MAX_NDIM];
     char *data[FJN_MAX_IN + FJN_MAX_OUT];
     const npy_intp *strides;
@@ -1180,17 +1181,17 @@ typedef struct {
 static void strided_task(void *arg, int t)
 {
     fjn_SWork *w = &((fjn_SWork *)arg)[t];
-    w->status = w->shape[0] > 0 ? strided_or_rows(w->g, w->nd, w->shape, w->data, w->strides, w->nslot) : 0;
+    w->status = w->shape[0] > 0 ? strided_or_rows(w->g, w->nd, w->shape, w->data, w->strides, w->nslot, w->rows) : 0;
 }
 
 /* Runs an elementwise group's strided form (strided_or_rows), split along the
    first axis over the worker threads when large.  The statuses ORed. */
 static int run_strided(const fjn_Group *g, int nd, const npy_intp *shape, char *const *data, int nslot,
-                       const npy_intp *strides, npy_intp size)
+                       const npy_intp *strides, npy_intp size, int rows)
 {
     int nt = fjn_threads;
     if (nt <= 1 || size < fjn_thread_min || nd < 1 || shape[0] < 2)
-        return strided_or_rows(g, nd, shape, data, strides, nslot);
+        return strided_or_rows(g, nd, shape, data, strides, nslot, rows);
     if (nt > 16)
         nt = 16;
     if (nt > shape[0])
@@ -1198,7 +1199,7 @@ static int run_strided(const fjn_Group *g, int nd, const npy_intp *shape, char *
     fjn_SWork *work = PyMem_RawMalloc(sizeof(fjn_SWork) * (size_t)nt);
     int status = 0;
     if (!work)
-        return strided_or_rows(g, nd, shape, data, strides, nslot);
+        return strided_or_rows(g, nd, shape, data, strides, nslot, rows);
     npy_intp chunk = (shape[0] + nt - 1) / nt;
     for (int t = 0; t < nt; t++) {
         fjn_SWork *w = &work[t];
@@ -1207,6 +1208,7 @@ static int run_strided(const fjn_Group *g, int nd, const npy_intp *shape, char *
         w->g = g;
         w->nd = nd;
         w->nslot = nslot;
+        w->rows = rows;
         memcpy(w->shape, shape, sizeof(npy_intp) * (size_t)nd);
         w->shape[0] = hi - lo;
         for (int k = 0; k < nslot; k++)
@@ -1735,7 +1737,7 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
                 status = flat ? g->flat(0, size, data) : g->strided(nd, shape, data, strides);
             else
                 status = flat ? run_flat(g->flat, size, data, stream)
-                              : run_strided(g, nd, shape, data, nslot, strides, size);
+                              : run_strided(g, nd, shape, data, nslot, strides, size, rows);
             Py_END_ALLOW_THREADS
             p->split_reductions += split;
         } else if (stream) {
@@ -1743,7 +1745,7 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
         } else if (g->has_red) {
             status = flat ? g->flat(0, size, data) : g->strided(nd, shape, data, strides);
         } else {
-            status = flat ? g->flat(0, size, data) : strided_or_rows(g, nd, shape, data, strides, nslot);
+            status = flat ? g->flat(0, size, data) : strided_or_rows(g, nd, shape, data, strides, nslot, rows);
         }
     }
     /* a float max/min over one axis with a zero (the sign depends on NumPy's
