@@ -66,13 +66,20 @@ void fjn_stream_init(void)
 /* Copies n bytes from s (staging, any alignment) to d with non-temporal
    stores for d's whole 16-byte units; the unaligned head and the tail are
    ordinary stores. */
+/* The ordinary-store head of a copy: the bytes before d's first 'unit'-aligned
+   address (at most n); the pointers and the count advanced past them. */
+static inline void nt_head(char **d, const char **s, size_t *n, size_t unit)
+{
+    size_t h = (size_t)(-(uintptr_t)*d & (unit - 1));
+    if (h > *n)
+        h = *n;
+    memcpy(*d, *s, h);
+    *d += h, *s += h, *n -= h;
+}
+
 static void nt_copy(char *d, const char *s, size_t n)
 {
-    size_t h = (size_t)(-(uintptr_t)d & 15);
-    if (h > n)
-        h = n;
-    memcpy(d, s, h);
-    d += h, s += h, n -= h;
+    nt_head(&d, &s, &n, 16);
     for (; n >= 64; n -= 64, d += 64, s += 64) {
         __m128i x0 = _mm_loadu_si128((const __m128i *)s), x1 = _mm_loadu_si128((const __m128i *)(s + 16));
         __m128i x2 = _mm_loadu_si128((const __m128i *)(s + 32)), x3 = _mm_loadu_si128((const __m128i *)(s + 48));
@@ -91,11 +98,7 @@ static void nt_copy(char *d, const char *s, size_t n)
    instructions of the SSE copy. */
 __attribute__((target("avx"))) static void nt_copy_avx(char *d, const char *s, size_t n)
 {
-    size_t h = (size_t)(-(uintptr_t)d & 31);
-    if (h > n)
-        h = n;
-    memcpy(d, s, h);
-    d += h, s += h, n -= h;
+    nt_head(&d, &s, &n, 32);
     for (; n >= 64; n -= 64, d += 64, s += 64) {
         __m256i x0 = _mm256_loadu_si256((const __m256i *)s), x1 = _mm256_loadu_si256((const __m256i *)(s + 32));
         _mm256_stream_si256((__m256i *)d, x0);
@@ -109,11 +112,7 @@ __attribute__((target("avx"))) static void nt_copy_avx(char *d, const char *s, s
 /* The same with 64-byte stores (AVX-512F): one store per cache line. */
 __attribute__((target("avx512f"))) static void nt_copy_avx512(char *d, const char *s, size_t n)
 {
-    size_t h = (size_t)(-(uintptr_t)d & 63);
-    if (h > n)
-        h = n;
-    memcpy(d, s, h);
-    d += h, s += h, n -= h;
+    nt_head(&d, &s, &n, 64);
     for (; n >= 64; n -= 64, d += 64, s += 64)
         _mm512_stream_si512((void *)d, _mm512_loadu_si512((const void *)s));
     memcpy(d, s, n);
@@ -121,7 +120,18 @@ __attribute__((target("avx512f"))) static void nt_copy_avx512(char *d, const cha
 #define FJ_NT_DISPATCH 1
 #endif
 
-static void (*nt_copy_fn)(char *, const char *, size_t) = nt_copy;
+typedef void (*nt_copy_t)(char *, const char *, size_t);
+static nt_copy_t nt_copy_fn = nt_copy;
+
+/* The copy in use (fjn_stream_set_width may change it from another thread). */
+static nt_copy_t nt_current(void)
+{
+#ifdef FJ_NT_DISPATCH
+    return __atomic_load_n(&nt_copy_fn, __ATOMIC_RELAXED);
+#else
+    return nt_copy_fn;
+#endif
+}
 #endif
 
 /* Selects the widest copy this CPU runs of at most 'want' bytes per store (16,
@@ -132,7 +142,7 @@ static void (*nt_copy_fn)(char *, const char *, size_t) = nt_copy;
 int fjn_stream_set_width(int want)
 {
 #if FJ_HAVE_NT
-    void (*fn)(char *, const char *, size_t) = nt_copy;
+    nt_copy_t fn = nt_copy;
     int w = 16;
 #ifdef FJ_NT_DISPATCH
     __builtin_cpu_init();
@@ -161,12 +171,7 @@ int fjn_stream_width(void)
 int fjn_stream_copy(char *d, const char *s, size_t n)
 {
 #if FJ_HAVE_NT
-#ifdef FJ_NT_DISPATCH
-    void (*copy)(char *, const char *, size_t) = __atomic_load_n(&nt_copy_fn, __ATOMIC_RELAXED);
-#else
-    void (*copy)(char *, const char *, size_t) = nt_copy_fn;
-#endif
-    copy(d, s, n);
+    nt_current()(d, s, n);
     _mm_sfence();
     return 0;
 #else
@@ -192,11 +197,7 @@ int fjn_run_streamed(fjn_flat_fn fn, Py_ssize_t start, Py_ssize_t end, char *con
     Py_ssize_t blk = (FJ_STAGE_BYTES / row) & ~(Py_ssize_t)63;
     /* the staging buffer on the heap: a Python thread's stack may be 32 KiB */
     char *stage = aligned_alloc(64, FJ_STAGE_BYTES);
-#ifdef FJ_NT_DISPATCH
-    void (*copy)(char *, const char *, size_t) = __atomic_load_n(&nt_copy_fn, __ATOMIC_RELAXED);
-#else
-    void (*copy)(char *, const char *, size_t) = nt_copy_fn;
-#endif
+    nt_copy_t copy = nt_current();
     if (!stage)
         return fn(start, end, data);
     for (int j = 0, off = 0; j < s->nout; j++) {
