@@ -18,7 +18,9 @@
 typedef enum {
     FJ_STRATEGY_DEFAULT = 0, /* offer the frame to the callback on a miss */
     FJ_STRATEGY_SKIP = 1,    /* never offer again; run as it is */
-    FJ_STRATEGY_RUN_ONLY = 2 /* use cached entries; a miss runs as it is */
+    FJ_STRATEGY_RUN_ONLY = 2, /* use cached entries; a miss runs as it is */
+    FJ_STRATEGY_UNLESS_ARRAYS = 3 /* run as it is unless an input is an array
+                                     (fj_view_has_arrays); then as DEFAULT */
 } fj_Strategy;
 
 typedef struct {

@@ -558,11 +558,67 @@ static PyObject *finish(Compiler *c, PyCodeObject *co, PyObject *new_code, fj_Tr
     return Py_BuildValue("(OOO)", new_code, tx->guards, cid);
 }
 
+/* 1 if an array flowed into the trace: an input of the frame (arguments,
+   free variables) or a graph input the trace read. */
+static int trace_saw_arrays(fj_Tracer *tx, PyCodeObject *co)
+{
+    return PyList_GET_SIZE(tx->placeholders) > 0 || fj_view_has_arrays(co, &tx->view);
+}
+
+/* The frame runs whole in CPython for inputs like these (guards of the failed
+   trace); with no array among its inputs, for every input without arrays
+   (UNLESS_ARRAYS: no guards). */
+static PyObject *run_whole(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject *cid)
+{
+    if (remember_code(co) < 0) /* framejit.reset() forgets the mark too */
+        return NULL;
+    if (!trace_saw_arrays(tx, co))
+        return Py_NewRef(fj_unless_arrays_sentinel());
+    return Py_BuildValue("(OOO)", (PyObject *)co, tx->guards, cid);
+}
+
+/*
+** The trace captured no graph operation before it returned ('at_break' 0)
+** or before its graph break: rewriting the frame would gain nothing, and
+** would change what the program can observe (identities of values the trace
+** rebuilt, tracebacks, introspection), so the frame runs its own code
+** (docs/cpython-tests.md, "A frame that captures nothing runs its own
+** code").  Without array inputs the code is marked UNLESS_ARRAYS: later
+** calls cost the hook one scan of the arguments and no guards.  With array
+** inputs, a return runs the original code under the trace's guards (other
+** inputs are traced again) and a code that only ever ran as it is gets
+** SKIP_CODE the second time; a break with array inputs is split as usual
+** (returns NULL without an exception), so the continuation can capture.
+*/
+static PyObject *no_graph(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject *cid,
+                          int at_break, PyObject *reason)
+{
+    int arrays = trace_saw_arrays(tx, co);
+    if (arrays && at_break)
+        return NULL;
+    PyObject *h = hook_call(c, "no_graph", "(OOOO)", (PyObject *)co, cid,
+                            arrays ? Py_True : Py_False, reason ? reason : Py_None);
+    if (h == NULL)
+        return NULL;
+    Py_DECREF(h);
+    if (!arrays)
+        return remember_code(co) < 0 ? NULL : Py_NewRef(fj_unless_arrays_sentinel());
+    fj_ExtraState *es = fj_cache_get(co);
+    int captured = 0;
+    for (Py_ssize_t i = 0; es != NULL && i < es->n; i++)
+        captured |= !es->entries[i]->own_code;
+    if (es != NULL && es->n > 0 && !captured)
+        return Py_NewRef(fj_skip_code_sentinel());
+    return run_whole(c, co, tx, cid);
+}
+
 /* The traced frame returned: graph call, rebuilt return value. New ref. */
 static PyObject *finish_return(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject *cid)
 {
     PyObject *ret = tx->top->retval, *outputs = NULL, *fn_name = NULL, *new_code = NULL;
     PyObject *result = NULL;
+    if (fj_graph_num_calls(tx->graph) == 0)
+        return no_graph(c, co, tx, cid, 0, NULL);
     if ((outputs = fj_codegen_outputs(ret, tx)) == NULL)
         goto done;
     if (install_graph(c, tx, co, outputs, cid, &fn_name) < 0)
@@ -726,6 +782,10 @@ static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyOb
     fj_TFrame *top = tx->top;
     int nl = top->nlocals;
     PyObject *result = NULL, *outputs = NULL, *fn_name = NULL, *new_code = NULL;
+    if (fj_graph_num_calls(tx->graph) == 0) {
+        if ((result = no_graph(c, co, tx, cid, 1, NULL)) != NULL || PyErr_Occurred())
+            return result;
+    }
     PyObject *rnames[2] = {NULL, NULL}, *rargs[2] = {NULL, NULL};
     unsigned char *restore = PyMem_Calloc(nl ? nl : 1, 1), *live = PyMem_Calloc(nl ? nl : 1, 1);
     int base = top->sp - plan->npop, nstack = base + plan->npush;
@@ -782,13 +842,6 @@ done:
     return result;
 }
 
-/* The frame runs whole in CPython for inputs like these (guards of the failed trace). */
-static PyObject *run_whole(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject *cid)
-{
-    if (remember_code(co) < 0)
-        return NULL;
-    return Py_BuildValue("(OOO)", (PyObject *)co, tx->guards, cid);
-}
 
 /* Takes the pending fj_Unsupported as its message (new ref str), or NULL. */
 static PyObject *take_reason(void)
@@ -836,6 +889,10 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
     fj_bc_init(&il);
     if (fj_frame_wrapper_view(frame, &view, &co) < 0)
         return NULL;
+    /* module and class bodies (no CO_OPTIMIZED: LOAD_NAME, run once) are
+       never captured */
+    if (!(co->co_flags & CO_OPTIMIZED))
+        return Py_NewRef(fj_skip_code_sentinel());
     int skip = should_skip(c, co);
     if (skip < 0)
         Py_RETURN_NONE;
@@ -945,6 +1002,12 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
         PyObject *reason = take_reason();
         if (reason == NULL)
             goto done;
+        if (!c->fullgraph && fj_graph_num_calls(tx.graph) == 0 && !trace_saw_arrays(&tx, co)) {
+            /* nothing captured and no array in sight: no restart, no split */
+            result = no_graph(c, co, &tx, cid, 1, reason);
+            Py_DECREF(reason);
+            goto done;
+        }
         int bindex = tx.break_index;
         int lineno = bindex >= 0 && bindex < il.n ? il.v[bindex].line : -1;
         int resumable = 0;

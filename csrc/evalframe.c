@@ -10,16 +10,21 @@
 **                             store a cache entry at the front and run it
 **   framejit._C.SKIP_CODE     never offer this code again; run it as it is
 **   framejit._C.RUN_ONLY      from now on use cached entries only
+**   framejit._C.UNLESS_ARRAYS run it as it is, and offer it again only when
+**                             an argument or free variable holds an array
+**                             (its trace captured no graph operation)
 */
 #include "evalframe.h"
 
 #include "cache.h"
+#include "fj_numpy.h"
 #include "guards.h"
 
 #include <stdbool.h>
 
 static PyObject *skip_code_sentinel = NULL; /* strong */
 static PyObject *run_only_sentinel = NULL;  /* strong */
+static PyObject *unless_arrays_sentinel = NULL; /* strong */
 static PyTypeObject *frame_wrapper_type = NULL;
 
 #if FJ_SUPPORTED
@@ -326,6 +331,50 @@ static int code_is_compatible(PyCodeObject *orig, PyCodeObject *code)
     return 1;
 }
 
+static inline int is_array(PyObject *o)
+{
+    return o != NULL && (PyArray_Check(o) || PyArray_IsScalar(o, Generic));
+}
+
+/*
+** True if one of the inputs of the fresh frame 'view' of 'co' is a NumPy
+** array or scalar: an argument, an item of *args, a value of **kwargs, or
+** the contents of a free variable (TorchDynamo's has_tensor_in_frame).  It
+** reads only the frame's slots and the exact types' items, never program
+** code.  (An array library other than NumPy joins here: issue 19.)
+*/
+int fj_view_has_arrays(PyCodeObject *co, const fj_FrameView *view)
+{
+    int nargs = co->co_argcount + co->co_kwonlyargcount;
+    int varargs = !!(co->co_flags & CO_VARARGS), varkw = !!(co->co_flags & CO_VARKEYWORDS);
+    for (int i = 0; i < nargs && i < view->nlocalsplus; i++)
+        if (is_array(view->localsplus[i]))
+            return 1;
+    if (varargs && nargs < view->nlocalsplus) {
+        PyObject *t = view->localsplus[nargs];
+        if (t != NULL && PyTuple_CheckExact(t))
+            for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(t); k++)
+                if (is_array(PyTuple_GET_ITEM(t, k)))
+                    return 1;
+    }
+    if (varkw && nargs + varargs < view->nlocalsplus) {
+        PyObject *d = view->localsplus[nargs + varargs], *key, *value;
+        Py_ssize_t pos = 0;
+        if (d != NULL && PyDict_CheckExact(d))
+            while (PyDict_Next(d, &pos, &key, &value))
+                if (is_array(value))
+                    return 1;
+    }
+    PyObject *closure = view->closure;
+    if (closure != NULL && PyTuple_Check(closure))
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(closure); k++) {
+            PyObject *cell = PyTuple_GET_ITEM(closure, k);
+            if (PyCell_Check(cell) && is_array(PyCell_GET(cell)))
+                return 1;
+        }
+    return 0;
+}
+
 /* Runs 'code' for the fresh frame 'f' (its code when swapping is impossible). */
 static PyObject *run_code(PyThreadState *ts, fj_Frame *f, PyCodeObject *code, int throw_flag)
 {
@@ -359,10 +408,13 @@ static PyCodeObject *offer_frame(PyObject *callback, fj_Frame *f, fj_ExtraState 
     if (result == Py_None) {
         run = (PyCodeObject *)Py_NewRef(co);
     }
-    else if (result == skip_code_sentinel || result == run_only_sentinel) {
+    else if (result == skip_code_sentinel || result == run_only_sentinel ||
+             result == unless_arrays_sentinel) {
         if ((es = fj_cache_get_or_create(co)) == NULL)
             goto done;
-        es->strategy = result == skip_code_sentinel ? FJ_STRATEGY_SKIP : FJ_STRATEGY_RUN_ONLY;
+        es->strategy = result == skip_code_sentinel   ? FJ_STRATEGY_SKIP
+                       : result == run_only_sentinel ? FJ_STRATEGY_RUN_ONLY
+                                                     : FJ_STRATEGY_UNLESS_ARRAYS;
         run = (PyCodeObject *)Py_NewRef(co);
     }
     else if (PyTuple_Check(result) &&
@@ -415,6 +467,12 @@ static PyObject *fj_eval_frame(PyThreadState *ts, fj_Frame *f, int throw_flag)
         (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) ||
         !fj_frame_is_fresh(f))
         return eval_default(ts, f, throw_flag);
+    if (es != NULL && es->strategy == FJ_STRATEGY_UNLESS_ARRAYS) {
+        fj_FrameView view;
+        view_of_frame(f, &view);
+        if (!fj_view_has_arrays(co, &view))
+            return eval_default(ts, f, throw_flag);
+    }
 
     tls_busy = 1;
     if (es != NULL && es->n > 0) {
@@ -536,6 +594,10 @@ static PyObject *reset_code_py(PyObject *mod, PyObject *code)
 {
     Py_RETURN_NONE;
 }
+int fj_view_has_arrays(PyCodeObject *co, const fj_FrameView *view)
+{
+    return 0;
+}
 
 #endif
 
@@ -604,10 +666,16 @@ PyObject *fj_run_only_sentinel(void)
     return run_only_sentinel;
 }
 
+PyObject *fj_unless_arrays_sentinel(void)
+{
+    return unless_arrays_sentinel;
+}
+
 static PyObject *sentinel_repr(PyObject *self)
 {
-    return PyUnicode_FromString(self == skip_code_sentinel ? "framejit._C.SKIP_CODE"
-                                                           : "framejit._C.RUN_ONLY");
+    return PyUnicode_FromString(self == skip_code_sentinel  ? "framejit._C.SKIP_CODE"
+                                : self == run_only_sentinel ? "framejit._C.RUN_ONLY"
+                                                            : "framejit._C.UNLESS_ARRAYS");
 }
 static PyType_Slot sentinel_slots[] = {{Py_tp_repr, sentinel_repr}, {0, NULL}};
 static PyType_Spec sentinel_spec = {"framejit._C.FrameAction", sizeof(PyObject), 0,
@@ -642,10 +710,12 @@ int fj_evalframe_init(PyObject *module)
         return -1;
     skip_code_sentinel = PyType_GenericAlloc(st, 0);
     run_only_sentinel = PyType_GenericAlloc(st, 0);
+    unless_arrays_sentinel = PyType_GenericAlloc(st, 0);
     Py_DECREF(st);
-    if (skip_code_sentinel == NULL || run_only_sentinel == NULL ||
+    if (skip_code_sentinel == NULL || run_only_sentinel == NULL || unless_arrays_sentinel == NULL ||
         PyModule_AddObjectRef(module, "SKIP_CODE", skip_code_sentinel) < 0 ||
-        PyModule_AddObjectRef(module, "RUN_ONLY", run_only_sentinel) < 0)
+        PyModule_AddObjectRef(module, "RUN_ONLY", run_only_sentinel) < 0 ||
+        PyModule_AddObjectRef(module, "UNLESS_ARRAYS", unless_arrays_sentinel) < 0)
         return -1;
     /* Make `import framejit._C.eval_frame` work too. */
     PyObject *modules = PyImport_GetModuleDict();

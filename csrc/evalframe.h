@@ -36,6 +36,14 @@ PyObject *fj_swap_callback(PyObject *callback);
 PyObject *fj_skip_code_sentinel(void);
 /* framejit._C.RUN_ONLY (borrowed). */
 PyObject *fj_run_only_sentinel(void);
+/* framejit._C.UNLESS_ARRAYS (borrowed). */
+PyObject *fj_unless_arrays_sentinel(void);
+/*
+** 1 if an input of the fresh frame 'view' of 'co' (an argument, an item of
+** *args or **kwargs, a free variable's contents) is a NumPy array or scalar,
+** else 0.  Runs no program code; never fails.
+*/
+int fj_view_has_arrays(PyCodeObject *co, const fj_FrameView *view);
 
 /*
 ** Roles of code objects framejit makes, seen by the hook: the break code of

@@ -80,6 +80,22 @@ class Hooks:
         if self.recorders:
             self._record(("compile", code, compile_id, guards.format(), graph))
 
+    def no_graph(self, code, compile_id, arrays, reason):
+        """The trace captured no graph operation (before its graph break for
+        'reason', if not None): the frame runs its own code, unguarded and
+        offered again only when an input is an array if 'arrays' is false."""
+        counters["frames"]["no_graph"] += 1
+        if self.recorders:
+            self._record(("no_graph", code, compile_id, bool(arrays), reason))
+        if logs.on("graph_breaks"):
+            then = ("under guards; other inputs are traced again" if arrays else
+                    "until an input is an array")
+            before = f" before a graph break ({reason})" if reason is not None else ""
+            logs.log("graph_breaks", compile_id,
+                     f"No graph operation captured in {_name(code)} "
+                     f"({code.co_filename}:{code.co_firstlineno}){before}: it runs its own "
+                     f"code, {then}")
+
     def recompiling(self, code, compile_id, failures):
         """A frame with cache entries is compiled again; 'failures' lists
         (compile_id, failed guard text) of every entry tried."""

@@ -74,7 +74,7 @@ def explain(fn, backend="eager"):
                 guards.append((cid, code.co_name, gtext))
                 if graph is not None and getattr(graph, "num_calls", 0) > 0:
                     graphs.append((cid, code.co_name, graph))
-            else:
+            elif ev[0] == "break":
                 _, code, cid, reason, line, resumed = ev
                 breaks.append(dict(compile_id=cid, function=code.co_name, file=code.co_filename,
                                    line=line, reason=reason, resumed=resumed))

@@ -27,7 +27,7 @@ import threading
 USAGE = ("usage: python -m framejit run [--summary] [--backend NAME] SCRIPT [ARGS...]\n"
          "       python -m framejit run [--summary] [--backend NAME] -m MODULE [ARGS...]")
 
-_STAT_ORDER = ("frames_offered", "frames_skipped", "frames_compiled", "frames_broken",
+_STAT_ORDER = ("frames_offered", "frames_skipped", "frames_compiled", "frames_no_graph", "frames_broken",
                "frames_not_captured", "unique_graphs", "calls_captured", "recompiles",
                "recompile_limit_hit", "internal_errors")
 

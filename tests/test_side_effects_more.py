@@ -390,8 +390,10 @@ def test_dynamic_dims_that_meet_are_guarded_equal():
     text = "\n".join(cap.lines)
     assert "DIMS_EQUAL: L['y'].shape[0] == L['x'].shape[0]" in text, text
     assert "DIMS_EQUAL: L['y'].shape[1] == L['x'].shape[1]" in text, text
-    # equal sizes share one dynamic entry: (6,6), (5,5) and (7,7) are cache hits
-    assert text.count("GUARDS:") == 4, text
+    # equal sizes share one dynamic entry: (6,6), (5,5) and (7,7) are cache
+    # hits; the resume function after the (3,3)/(5,5) break captures nothing
+    # (y / x raises), so it runs its own code and logs no guards
+    assert text.count("GUARDS:") == 3, text
 
 
 def test_symbolic_int_with_a_narrow_integer_array_is_pinned():

@@ -1,0 +1,13 @@
+"""Recursive Fibonacci: a call-bound pure-Python program."""
+
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+def main():
+    assert fib(29) == 514229
+
+
+if __name__ == "__main__":
+    main()
