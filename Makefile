@@ -8,7 +8,7 @@ ASAN_ENV := LD_PRELOAD=$(LIBASAN) PYTHONMALLOC=malloc \
 	ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 .PHONY: all build install deps test demo debug asan test-asan bench memcheck valgrind clean fuzz \
-	cpython-tests bench-native test-native-default
+	cpython-tests numpy-tests bench-native test-native-default
 
 all: build
 
@@ -89,4 +89,10 @@ clean:
 # CPython's and NumPy's own tests, plain and under `python -m framejit run`
 # (long; not in make test): docs/cpython-tests.md.
 cpython-tests: build
-	$(PY) tools/cpython_tests.py
+	$(PY) tools/cpython_tests.py --all --timeout 900
+
+# NumPy's whole suite and SciPy's optimize/interpolate/signal/sparse.linalg/stats
+# suites, plain and under `python -m framejit run` (long; docs/cpython-tests.md).
+numpy-tests: build
+	$(PY) -m pip install -q --disable-pip-version-check scipy pytest hypothesis
+	$(PY) tools/cpython_tests.py --numpy-all --scipy --timeout 7200

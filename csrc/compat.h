@@ -155,6 +155,13 @@ static inline void *fj_code_get_extra(PyCodeObject *co, Py_ssize_t index)
     return ce->ce_extras[index];
 }
 #define fj_code_set_extra(co, index, v) _PyCode_SetExtra((PyObject *)(co), (index), (v))
+/* The code's extra slot 'index' for a value with no free function (NULL when
+   the code has no room for it yet: set it once with fj_code_set_extra). */
+static inline void **fj_code_extra_slot(PyCodeObject *co, Py_ssize_t index)
+{
+    fj_CodeExtra *ce = (fj_CodeExtra *)co->co_extra;
+    return ce == NULL || index >= ce->ce_size ? NULL : &ce->ce_extras[index];
+}
 #define fj_request_code_extra_index(free) _PyEval_RequestCodeExtraIndex(free)
 
 static inline fj_EvalFrameFunc fj_get_eval_frame(PyInterpreterState *interp)
@@ -166,6 +173,9 @@ static inline void fj_set_eval_frame(PyInterpreterState *interp, fj_EvalFrameFun
     _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)f);
 }
 #define fj_default_eval_frame ((fj_EvalFrameFunc)_PyEval_EvalFrameDefault)
+/* Nonzero once the runtime is finalizing (readable without the GIL). */
+#define fj_is_finalizing() _Py_IsFinalizing()
+
 
 /* Nonzero while thread 'ts' has a trace or profile function
 ** (sys.settrace/setprofile, PyEval_SetTrace/SetProfile). */

@@ -898,6 +898,10 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
         Py_RETURN_NONE;
     if (skip)
         return Py_NewRef(fj_skip_code_sentinel());
+    /* before the program imports NumPy nothing can be captured (and the
+       tracer needs NumPy's API table: fj_numpy.h) */
+    if (!fj_numpy_try())
+        return remember_code(co) < 0 ? NULL : Py_NewRef(fj_unless_arrays_sentinel());
 
     /* compile id: frame id assigned on first compile, compile count per code */
     PyObject *fid = PyDict_GetItemString(state, "_frame_id");

@@ -19,6 +19,7 @@
 #include "cache.h"
 #include "fj_numpy.h"
 #include "guards.h"
+#include "rearm.h"
 
 #include <stdbool.h>
 
@@ -43,6 +44,9 @@ static PyTypeObject *frame_wrapper_type = NULL;
 static FJ_TLS PyObject *tls_callback = NULL; /* strong */
 /* Nonzero while our callback or guards run on this thread. */
 static FJ_TLS int tls_busy = 0;
+
+static PyObject *fj_eval_frame(PyThreadState *ts, fj_Frame *f, int throw_flag);
+#define fj_eval_frame_ptr ((fj_EvalFrameFunc)fj_eval_frame)
 
 /* Threads with a callback set; the hook is installed while this is > 0. */
 static Py_ssize_t active_threads = 0;
@@ -345,6 +349,8 @@ static inline int is_array(PyObject *o)
 */
 int fj_view_has_arrays(PyCodeObject *co, const fj_FrameView *view)
 {
+    if (!fj_numpy_loaded()) /* no array exists before NumPy is imported */
+        return 0;
     int nargs = co->co_argcount + co->co_kwonlyargcount;
     int varargs = !!(co->co_flags & CO_VARARGS), varkw = !!(co->co_flags & CO_VARKEYWORDS);
     for (int i = 0; i < nargs && i < view->nlocalsplus; i++)
@@ -454,24 +460,275 @@ done:
     return run;
 }
 
+/* ---------------------------------------------------------- quiet regions */
+
+/*
+** Quiet regions (docs/cpython-tests.md, "Quiet regions").  On 3.11 the hook
+** itself costs a pure-Python call about half its time: with an eval-frame
+** function set, CPython does not inline Python-to-Python calls.  A code that
+** runs its own code (SKIP or UNLESS_ARRAYS), whose every observed callee,
+** transitively, ran its own code too, and whose last executions met no code
+** that was new to the hook, is "quiet": when the hook sees a fresh frame of
+** a quiet code with no array input, it takes itself off the interpreter for
+** that frame's evaluation, so the whole subtree runs at plain speed, and
+** puts itself back after.
+**
+** What is learned, per code, in a code-extra word of its own (no
+** allocation, nothing to free):
+**   TAINTED  the code was seen calling code that ran compiled code, or a
+**            tainted code (sticky: never quiet);
+**   DIRTY    during its current execution a callee was offered to the
+**            callback (code new to the hook, or a guard miss), or a dirty
+**            callee returned: at its return the clean count restarts, and
+**            a quiet code loses quiet and gains a strike;
+**   CLEAN    consecutive executions without either; quiet after
+**            FJ_QUIET_AFTER << STRIKES of them (a code whose callees keep
+**            changing, such as a test runner's dispatch loop, backs off);
+**   CALLS    entries while quiet: every FJ_QUIET_PROBE-th one is observed
+**            with the hook on, its whole subtree included (no region starts
+**            inside it), so code below that is new or starts capturing is
+**            seen within a few calls.
+** A quiet region only ever costs compiles, never behaviour: the frames in it
+** run their own code, exactly as without framejit.  Regions are used only
+** while this thread is the only one with a callback (another thread's
+** frames would run without the hook meanwhile).
+*/
+#define FJ_QUIET_TAINTED ((uintptr_t)1)
+#define FJ_QUIET_ON ((uintptr_t)2)
+#define FJ_QUIET_DIRTY ((uintptr_t)4)
+#define FJ_QUIET_STRIKE ((uintptr_t)8) /* 3 bits */
+#define FJ_QUIET_STRIKES ((uintptr_t)7 * FJ_QUIET_STRIKE)
+#define FJ_QUIET_CLEAN ((uintptr_t)64) /* 13 bits */
+#define FJ_QUIET_CLEANS ((uintptr_t)8191 * FJ_QUIET_CLEAN)
+#define FJ_QUIET_CALL ((uintptr_t)1 << 19)
+#define FJ_QUIET_AFTER 32
+#define FJ_QUIET_PROBE 16 /* power of two */
+static Py_ssize_t quiet_index = -1;
+/* Nonzero while an observed entry of a quiet code runs on this thread. */
+static FJ_TLS int tls_probing = 0;
+
+static inline uintptr_t quiet_word(PyCodeObject *co)
+{
+    return (uintptr_t)fj_code_get_extra(co, quiet_index);
+}
+
+static inline void quiet_set(PyCodeObject *co, uintptr_t w)
+{
+    void **slot = fj_code_extra_slot(co, quiet_index);
+    if (slot != NULL)
+        *slot = (void *)w;
+    else if (fj_code_set_extra(co, quiet_index, (void *)w) < 0)
+        PyErr_Clear(); /* no room: the code is simply never quiet */
+}
+
+/* Sets 'bits' in the word of the caller's code. */
+static inline void quiet_mark_caller(fj_Frame *caller, uintptr_t bits)
+{
+    if (caller == NULL)
+        return;
+    PyCodeObject *pc = FJ_FRAME_CODE(caller);
+    uintptr_t pw = quiet_word(pc);
+    if ((pw & bits) != bits) {
+        if (bits & FJ_QUIET_TAINTED)
+            pw &= ~FJ_QUIET_ON;
+        quiet_set(pc, pw | bits);
+    }
+}
+
+/* True if code 'co' (its ExtraState 'es') only ever runs its own code. */
+static inline int runs_own_code(fj_ExtraState *es)
+{
+    return es != NULL &&
+           (es->strategy == FJ_STRATEGY_SKIP || es->strategy == FJ_STRATEGY_UNLESS_ARRAYS);
+}
+
+/*
+** Quiet tails.  A frame that runs for long (a main loop, a scheduler's run)
+** never returns often enough to become quiet itself; its calls pay the hook
+** each.  So each evaluation the hook makes keeps an activation record, and
+** after FJ_TAIL_AFTER consecutive clean callee returns (the callee ran its
+** own code, was not offered, met nothing new) in a frame that runs its own
+** code, the hook takes itself off for the rest of that frame's evaluation.
+** A timer (rearm.c) puts it back FJ_REARM_DELAY_MS later, so the rest of the
+** frame is observed again for FJ_TAIL_AFTER calls: code that is new or
+** starts capturing below it is seen within that delay.
+*/
+#define FJ_TAIL_AFTER 256
+typedef struct fj_Activation {
+    struct fj_Activation *up; /* the enclosing evaluation on this thread */
+    fj_Frame *frame;          /* borrowed: the frame being evaluated */
+    unsigned clean;           /* consecutive clean callee returns */
+    unsigned long epoch;      /* tail_epoch when the hook went off for it */
+    int off;                  /* the hook went off for the rest of this frame */
+} fj_Activation;
+static FJ_TLS fj_Activation *tls_act = NULL;
+static unsigned long tail_epoch = 0;
+
+/* Pending call (rearm.c): the hook back on after a quiet tail. */
+static int tail_rearm(void *unused)
+{
+    (void)unused;
+    tail_epoch++;
+    if (active_threads > 0)
+        fj_set_eval_frame(PyInterpreterState_Get(), fj_eval_frame_ptr);
+    return 0;
+}
+
+/* A callee of the frame of 'act' returned; 'clean' as above. */
+static void tail_count(fj_Activation *act, PyCodeObject *pc, int clean)
+{
+    if (!clean) {
+        act->clean = 0;
+        return;
+    }
+    if (act->off && act->epoch != tail_epoch) { /* the timer put the hook back */
+        act->off = 0;
+        act->clean = 0;
+    }
+    if (act->off || ++act->clean < FJ_TAIL_AFTER || active_threads != 1 || tls_probing ||
+        (quiet_word(pc) & FJ_QUIET_TAINTED) || !runs_own_code(fj_cache_get(pc)))
+        return;
+    fj_set_eval_frame(PyInterpreterState_Get(), previous_eval_frame);
+    act->off = 1;
+    act->epoch = tail_epoch;
+    fj_rearm_after(tail_rearm);
+}
+
+/*
+** A frame of 'co' called by 'caller' (NULL at the bottom) returned; it ran
+** compiled code itself if 'compiled', and was offered to the callback if
+** 'offered'.  Updates the words of 'co' and of the caller's code.
+*/
+static void quiet_learn(fj_Frame *caller, PyCodeObject *co, int compiled, int offered)
+{
+    uintptr_t w = quiet_word(co);
+    if (caller != NULL && tls_act != NULL && tls_act->frame == caller)
+        tail_count(tls_act, FJ_FRAME_CODE(caller),
+                   !compiled && !offered && !(w & (FJ_QUIET_TAINTED | FJ_QUIET_DIRTY)));
+    if (compiled || (w & FJ_QUIET_TAINTED)) {
+        quiet_mark_caller(caller, FJ_QUIET_TAINTED);
+        return;
+    }
+    if (offered)
+        quiet_mark_caller(caller, FJ_QUIET_DIRTY);
+    if (w & FJ_QUIET_DIRTY) {
+        w &= ~(FJ_QUIET_DIRTY | FJ_QUIET_CLEANS);
+        if ((w & FJ_QUIET_ON) && (w & FJ_QUIET_STRIKES) != FJ_QUIET_STRIKES)
+            w += FJ_QUIET_STRIKE;
+        quiet_set(co, w & ~FJ_QUIET_ON);
+        quiet_mark_caller(caller, FJ_QUIET_DIRTY);
+        return;
+    }
+    if ((w & FJ_QUIET_ON) || !runs_own_code(fj_cache_get(co)))
+        return;
+    if ((w & FJ_QUIET_CLEANS) != FJ_QUIET_CLEANS)
+        w += FJ_QUIET_CLEAN;
+    uintptr_t need = (uintptr_t)FJ_QUIET_AFTER << ((w & FJ_QUIET_STRIKES) / FJ_QUIET_STRIKE);
+    if ((w & FJ_QUIET_CLEANS) / FJ_QUIET_CLEAN >= (need < 8191 ? need : 8191))
+        w |= FJ_QUIET_ON;
+    quiet_set(co, w);
+}
+
+/* Evaluates 'f' with the hook off the interpreter (only while this thread
+   is the only one with a callback), then puts the hook back. */
+static PyObject *run_hook_off(PyThreadState *ts, fj_Frame *f, int throw_flag)
+{
+    PyInterpreterState *interp = ts->interp;
+    fj_set_eval_frame(interp, previous_eval_frame);
+    PyObject *r = eval_default(ts, f, throw_flag);
+    /* back on unless every callback went away meanwhile (fj_swap_callback) */
+    if (active_threads > 0)
+        fj_set_eval_frame(interp, fj_eval_frame_ptr);
+    return r;
+}
+
+/*
+** Runs the fresh frame 'f' of quiet code 'co' with the hook off, unless this
+** entry is one to observe.  Returns 1 with '*result' set (NULL on error)
+** when it ran the frame, 0 when the frame should be handled as usual.
+*/
+static int quiet_run(PyThreadState *ts, fj_Frame *f, PyCodeObject *co, PyObject **result)
+{
+    uintptr_t w = quiet_word(co);
+    if ((w & (FJ_QUIET_ON | FJ_QUIET_TAINTED)) != FJ_QUIET_ON || active_threads != 1)
+        return 0;
+    if (tls_probing) /* inside an observed entry: observe the whole subtree */
+        return 0;
+    w += FJ_QUIET_CALL;
+    quiet_set(co, w);
+    if (((w / FJ_QUIET_CALL) & (FJ_QUIET_PROBE - 1)) == 0) {
+        tls_probing = 1;
+        *result = eval_default(ts, f, 0);
+        tls_probing = 0;
+        return 1;
+    }
+    *result = run_hook_off(ts, f, 0);
+    return 1;
+}
+
+/*
+** Deep recursion.  Without a hook, 3.11 runs a Python-to-Python call in the
+** same C activation; with one, every call nests a C activation (ours and
+** the eval loop's), so a recursion CPython survives (a high
+** sys.setrecursionlimit) could overflow the C stack.  Once this thread's C
+** stack is half used, the hook steps aside for the frame's whole subtree
+** (its calls are inlined again), so only CPython's own limits apply.
+*/
+#if defined(__linux__)
+#include <pthread.h>
+static FJ_TLS uintptr_t tls_stack_half = 0; /* 0: not read yet */
+
+static int stack_is_deep(void)
+{
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    if (tls_stack_half == 0) {
+        pthread_attr_t attr;
+        void *lo = NULL;
+        size_t size = 0;
+        tls_stack_half = 1; /* unknown: never deep */
+        if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+            if (pthread_attr_getstack(&attr, &lo, &size) == 0 && lo != NULL)
+                tls_stack_half = (uintptr_t)lo + size / 2;
+            pthread_attr_destroy(&attr);
+        }
+    }
+    return here < tls_stack_half;
+}
+#else
+static int stack_is_deep(void)
+{
+    return 0;
+}
+#endif
+
 /* ------------------------------------------------------------- the hook */
 
-static PyObject *fj_eval_frame(PyThreadState *ts, fj_Frame *f, int throw_flag)
+/*
+** The hook's decision for frame 'f' of 'co' (the callback is set and not
+** busy).  Sets '*compiled' when the frame runs code other than its own and
+** '*offered' when it was offered to the callback.
+*/
+static PyObject *dispatch(PyThreadState *ts, fj_Frame *f, PyCodeObject *co, int throw_flag,
+                          PyObject *callback, int *compiled, int *offered)
 {
-    PyObject *callback = tls_callback;
-    if (callback == NULL || tls_busy || throw_flag)
-        return eval_default(ts, f, throw_flag);
-    PyCodeObject *co = FJ_FRAME_CODE(f);
     fj_ExtraState *es = fj_cache_get(co);
     if ((es != NULL && es->strategy == FJ_STRATEGY_SKIP) ||
-        (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) ||
-        !fj_frame_is_fresh(f))
+        (co->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) || throw_flag ||
+        !fj_frame_is_fresh(f)) {
+        PyObject *r;
+        if (es != NULL && !throw_flag && fj_frame_is_fresh(f) && quiet_run(ts, f, co, &r))
+            return r;
         return eval_default(ts, f, throw_flag);
+    }
     if (es != NULL && es->strategy == FJ_STRATEGY_UNLESS_ARRAYS) {
         fj_FrameView view;
         view_of_frame(f, &view);
-        if (!fj_view_has_arrays(co, &view))
+        if (!fj_view_has_arrays(co, &view)) {
+            PyObject *r;
+            if (quiet_run(ts, f, co, &r))
+                return r;
             return eval_default(ts, f, throw_flag);
+        }
     }
 
     tls_busy = 1;
@@ -482,6 +739,7 @@ static PyObject *fj_eval_frame(PyThreadState *ts, fj_Frame *f, int throw_flag)
         if (hit != NULL) {
             PyCodeObject *code =
                 (PyCodeObject *)Py_NewRef(hit->own_code ? (PyObject *)co : hit->code);
+            *compiled = !hit->own_code;
             Py_DECREF(hit);
             tls_busy = 0;
             PyObject *r = run_code(ts, f, code, throw_flag);
@@ -499,13 +757,36 @@ static PyObject *fj_eval_frame(PyThreadState *ts, fj_Frame *f, int throw_flag)
         return eval_default(ts, f, throw_flag);
     }
     Py_INCREF(callback); /* the callback may replace itself */
+    *offered = 1;
     PyCodeObject *code = offer_frame(callback, f, es);
     Py_DECREF(callback);
     tls_busy = 0;
     if (code == NULL)
         return NULL;
+    *compiled = code != co;
     PyObject *r = run_code(ts, f, code, throw_flag);
     Py_DECREF(code);
+    return r;
+}
+
+static PyObject *fj_eval_frame(PyThreadState *ts, fj_Frame *f, int throw_flag)
+{
+    PyObject *callback = tls_callback;
+    if (callback == NULL || tls_busy)
+        return eval_default(ts, f, throw_flag);
+    if (active_threads == 1 && stack_is_deep())
+        return run_hook_off(ts, f, throw_flag);
+    fj_Frame *caller = fj_thread_current_frame(ts);
+    PyCodeObject *co = (PyCodeObject *)Py_NewRef(FJ_FRAME_CODE(f));
+    int compiled = 0, offered = 0;
+    fj_Activation act = {tls_act, f, 0, 0, 0};
+    tls_act = &act;
+    PyObject *r = dispatch(ts, f, co, throw_flag, callback, &compiled, &offered);
+    tls_act = act.up;
+    if (act.off && active_threads > 0) /* the rest of the frame ran with the hook off */
+        fj_set_eval_frame(ts->interp, fj_eval_frame_ptr);
+    quiet_learn(caller, co, compiled, offered);
+    Py_DECREF(co);
     return r;
 }
 
@@ -700,7 +981,10 @@ int fj_evalframe_init(PyObject *module)
 #endif
 #if FJ_SUPPORTED
     role_index = fj_request_code_extra_index(NULL);
-    if (role_index < 0) {
+    quiet_index = fj_request_code_extra_index(NULL);
+    if (fj_rearm_init() < 0)
+        return -1;
+    if (role_index < 0 || quiet_index < 0) {
         PyErr_SetString(PyExc_RuntimeError, "framejit: no code extra index available");
         return -1;
     }

@@ -13,6 +13,7 @@
 ** Not responsible for: what an operation does or what it produces (ops.c),
 ** tracing bytecode or deciding graph breaks (the tracer).
 */
+#include "fj_numpy.h"
 #include "graph.h"
 
 #include <math.h>
@@ -1111,6 +1112,8 @@ done:
 
 static PyObject *graph_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
 {
+    if (fj_numpy_ensure() < 0) /* fj_numpy.h: loaded lazily */
+        return NULL;
     if (PyTuple_GET_SIZE(args) || (kw && PyDict_GET_SIZE(kw))) {
         PyErr_SetString(PyExc_TypeError, "Graph() takes no arguments");
         return NULL;

@@ -1695,6 +1695,8 @@ static PyObject *mgr_add_dict_version(PyObject *self, PyObject *d)
 }
 static PyObject *mgr_add_tensor_match(PyObject *self, PyObject *args, PyObject *kwds)
 {
+    if (fj_numpy_ensure() < 0) /* fj_numpy.h: loaded lazily */
+        return NULL;
     static char *kwlist[] = {"example", "dynamic_dims", NULL};
     PyObject *example, *dyn = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:add_tensor_match", kwlist, &example, &dyn))

@@ -26,6 +26,39 @@ static struct PyModuleDef fj_module_def = {
     .m_size = -1,
 };
 
+int fj_numpy_ensure(void)
+{
+    if (fj_numpy_loaded())
+        return 0;
+    return _import_array() < 0 ? -1 : 0;
+}
+
+int fj_numpy_try(void)
+{
+    if (fj_numpy_loaded())
+        return 1;
+    /* only once NumPy's import finished: loading the table from inside it
+       would import its C core out of order */
+    PyObject *modules = PyImport_GetModuleDict();
+    PyObject *np = PyDict_GetItemString(modules, "numpy");
+    if (np == NULL)
+        return 0;
+    PyObject *spec = PyObject_GetAttrString(np, "__spec__");
+    PyObject *busy = spec && spec != Py_None ? PyObject_GetAttrString(spec, "_initializing")
+                                              : NULL;
+    int initializing = busy != NULL && PyObject_IsTrue(busy) == 1;
+    Py_XDECREF(spec);
+    Py_XDECREF(busy);
+    PyErr_Clear();
+    if (initializing)
+        return 0;
+    if (fj_numpy_ensure() < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+}
+
 PyMODINIT_FUNC PyInit__C(void);
 
 PyMODINIT_FUNC PyInit__C(void)
@@ -33,8 +66,9 @@ PyMODINIT_FUNC PyInit__C(void)
     PyObject *m = PyModule_Create(&fj_module_def);
     if (m == NULL)
         return NULL;
-    if (_import_array() < 0)
-        goto error;
+    /* NumPy's API table is loaded lazily (fj_numpy.h), now only if the
+       program already imported NumPy */
+    (void)fj_numpy_try();
     if (PyModule_AddIntConstant(m, "SUPPORTED", FJ_SUPPORTED) < 0)
         goto error;
     if (fj_guards_init(m) < 0 || fj_cache_init(m) < 0 || fj_evalframe_init(m) < 0 ||

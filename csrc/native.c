@@ -24,6 +24,7 @@
 ** Not responsible for: the C text of kernels (native_emit.c), the compiler
 ** and the disk cache (framejit/native.py), graphs (graph.c).
 */
+#include "fj_numpy.h"
 #include "native.h"
 #include "native_pool.h"
 #include "native_stream.h"
@@ -1986,6 +1987,8 @@ static PyType_Spec plan_spec = {
 /* native_plan(graph) -> (NativePlan, source) or (None, None).  New reference, NULL on error. */
 static PyObject *native_plan(PyObject *mod, PyObject *graph)
 {
+    if (fj_numpy_ensure() < 0) /* fj_numpy.h: loaded lazily */
+        return NULL;
     PyObject *r = plan_new_from_graph(graph);
     if (r && PyTuple_GET_ITEM(r, 0) != Py_None)
         ((fjn_Plan *)PyTuple_GET_ITEM(r, 0))->vectorcall = plan_vectorcall;
@@ -2079,6 +2082,8 @@ static PyObject *native_stream_width(PyObject *mod, PyObject *args, PyObject *kw
    stores (dst unchanged). */
 static PyObject *native_stream_copy(PyObject *mod, PyObject *args)
 {
+    if (fj_numpy_ensure() < 0) /* fj_numpy.h: loaded lazily */
+        return NULL;
     Py_buffer d, s;
     (void)mod;
     if (!PyArg_ParseTuple(args, "w*y*:_native_stream_copy", &d, &s))

@@ -15,6 +15,7 @@
 **
 ** Adding a NumPy function is one row in fj_op_table below.
 */
+#include "fj_numpy.h"
 #include "ops.h"
 #include "graph.h"
 
@@ -1292,6 +1293,8 @@ PyObject *fj_ops_static_attr(fj_Node *n, PyObject *name)
 /* _C._op_rows() -> list of (name, kind, qualname): the table, for tests. */
 static PyObject *py_op_rows(PyObject *self, PyObject *unused)
 {
+    if (fj_numpy_ensure() < 0) /* fj_numpy.h: loaded lazily */
+        return NULL;
     static const char *kinds[] = {"?", "func", "method", "binop", "inplace", "compare", "unary", "attr", "getitem"};
     if (ops_ready() < 0)
         return NULL;
@@ -1310,6 +1313,8 @@ static PyObject *py_op_rows(PyObject *self, PyObject *unused)
 /* _C._op_cache_clear(): forgets the cached dtype resolutions. */
 static PyObject *py_op_cache_clear(PyObject *self, PyObject *unused)
 {
+    if (fj_numpy_ensure() < 0) /* fj_numpy.h: loaded lazily */
+        return NULL;
     if (fj_dtype_cache)
         PyDict_Clear(fj_dtype_cache);
     Py_RETURN_NONE;

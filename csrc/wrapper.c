@@ -4,6 +4,7 @@
 #include "wrapper.h"
 
 #include "evalframe.h"
+#include "fj_numpy.h"
 
 #include <stddef.h>
 #include <structmember.h>
@@ -20,6 +21,8 @@ static PyObject *cf_vectorcall(PyObject *self, PyObject *const *args, size_t nar
                                PyObject *kwnames)
 {
     CompiledFunction *cf = (CompiledFunction *)self;
+    if (!fj_numpy_loaded())
+        (void)fj_numpy_try(); /* the hook sees arrays only once the table is loaded */
     PyObject *prior = fj_swap_callback(cf->callback);
     if (prior == NULL)
         return NULL;

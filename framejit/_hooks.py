@@ -85,6 +85,8 @@ class Hooks:
         'reason', if not None): the frame runs its own code, unguarded and
         offered again only when an input is an array if 'arrays' is false."""
         counters["frames"]["no_graph"] += 1
+        if reason is not None:
+            counters["graph_break"][reason] += 1
         if self.recorders:
             self._record(("no_graph", code, compile_id, bool(arrays), reason))
         if logs.on("graph_breaks"):

@@ -3,9 +3,20 @@
 a table of the counts: tests run, failures, errors, skipped.
 
     python tools/cpython_tests.py [--timeout S] [--only NAME ...] [--verbose]
+    python tools/cpython_tests.py --all [--plain-limit 300]   # every module of Lib/test
+    python tools/cpython_tests.py --numpy-all [--scipy]       # pytest --pyargs numpy (scipy)
 
-Exit status 1 when a module does worse under framejit than plain (more
-failures or errors, fewer tests run, a crash or a timeout).  See
+--all runs CPython's whole regression suite (test.libregrtest's list), one
+process per module through regrtest (`python -m test -v NAME`, no `-u`
+resources: modules that need network, GUI, audio... are skipped by regrtest
+itself and listed as excluded with its reason); a module that takes longer
+than --plain-limit seconds plain is excluded as slow.  --numpy-all runs
+NumPy's whole suite (and with --scipy SciPy's optimize, interpolate,
+signal, sparse.linalg and stats suites) as one pytest process each.
+
+Exit status 1 when a module is not identical under framejit (other counts
+of tests run, failures, errors or skips, another exit status, a crash or a
+timeout).  See
 docs/cpython-tests.md.
 """
 import argparse
@@ -29,9 +40,23 @@ def numpy_tests_dir():
     return os.path.join(os.path.dirname(numpy.__file__), "_core", "tests")
 
 
+def all_cpython_modules():
+    """Every module of CPython's regression suite, as regrtest lists them."""
+    from test.libregrtest.findtests import findtests
+    return findtests()
+
+
+SCIPY = ["scipy.optimize", "scipy.interpolate", "scipy.signal", "scipy.sparse.linalg",
+         "scipy.stats"]
+
+
 def commands(name):
     """(plain argv, framejit argv) for one module."""
-    if name.endswith(".py"):
+    if name.startswith("regrtest:"):
+        args = ["-m", "test", "-v", name.split(":", 1)[1]]
+    elif name.startswith("pyargs:"):
+        args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "--pyargs", name.split(":", 1)[1]]
+    elif name.endswith(".py"):
         path = os.path.join(numpy_tests_dir(), name)
         args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", path]
     else:
@@ -65,6 +90,13 @@ def parse_pytest(text):
             "errors": errors, "skipped": skipped}
 
 
+def resource_denied(text):
+    """regrtest's reason for skipping a whole module (a resource not enabled,
+    a platform or build requirement), or None."""
+    m = re.search(r"^(\S+) skipped -- (.*)$", text, re.M)
+    return m.group(2).strip() if m else None
+
+
 def parse_summary(text):
     out = {}
     for key in ("frames_offered", "frames_compiled", "frames_broken", "frames_not_captured",
@@ -93,24 +125,48 @@ def main():
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--logdir", default=os.path.join(ROOT, "build", "cpython-tests"))
+    ap.add_argument("--all", action="store_true", help="every module of Lib/test (regrtest)")
+    ap.add_argument("--plain-limit", type=float, default=300,
+                    help="--all: exclude modules slower than this plain (seconds)")
+    ap.add_argument("--numpy-all", action="store_true", help="pytest --pyargs numpy")
+    ap.add_argument("--scipy", action="store_true", help="with --numpy-all: SciPy's suites")
     a = ap.parse_args()
-    names = a.only or CPYTHON + NUMPY
+    if a.all:
+        names = ["regrtest:" + m for m in all_cpython_modules()]
+    elif a.numpy_all:
+        names = ["pyargs:numpy"] + (["pyargs:" + m for m in SCIPY] if a.scipy else [])
+    else:
+        names = a.only or CPYTHON + NUMPY
+    excluded = []
     os.makedirs(a.logdir, exist_ok=True)
     rows, worse = [], []
     for name in names:
         plain_argv, fj_argv = commands(name)
         parse = parse_pytest if name.endswith(".py") else parse_unittest
+        if name.startswith("pyargs:"):
+            parse = parse_pytest
         res = {}
         for mode, argv in (("plain", plain_argv), ("framejit", fj_argv)):
-            rc, out, secs = run(argv, a.timeout)
-            with open(os.path.join(a.logdir, f"{name}.{mode}.log"), "w") as f:
+            limit = min(a.timeout, a.plain_limit) if a.all and mode == "plain" else a.timeout
+            rc, out, secs = run(argv, limit)
+            with open(os.path.join(a.logdir, f"{name.replace(':', '_')}.{mode}.log"), "w") as f:
                 f.write(" ".join(argv) + "\n" + out)
             res[mode] = (rc, parse(out), secs, out)
+            if mode == "plain" and name.startswith("regrtest:"):
+                why = ("slower than %.0f s plain" % a.plain_limit if rc == "timeout"
+                       else resource_denied(out) if parse(out) is None else None)
+                if why:
+                    excluded.append((name, why))
+                    print(f"{name:30s} excluded: {why}", flush=True)
+                    break
+        if "framejit" not in res:
+            continue
         p, j = res["plain"][1], res["framejit"][1]
         s = parse_summary(res["framejit"][3])
+        # identical: the same counts and the same exit status
         bad = (j is None or res["framejit"][0] == "timeout" or p is None
-               or j["run"] < p["run"] or j["failures"] > p["failures"]
-               or j["errors"] > p["errors"])
+               or any(j[k] != p[k] for k in ("run", "failures", "errors", "skipped"))
+               or res["framejit"][0] != res["plain"][0])
         if bad:
             worse.append(name)
         rows.append((name, p, j, res["plain"][2], res["framejit"][2], res["framejit"][0], s, bad))
@@ -118,7 +174,7 @@ def main():
         print(f"{name:22s} plain {fmt(p):16s} framejit {fmt(j):16s} "
               f"{res['plain'][2]:6.1f}s {res['framejit'][2]:6.1f}s "
               f"compiled={s['frames_compiled']} graphs={s['unique_graphs']} "
-              f"ierr={s['internal_errors']} {'WORSE' if bad else 'ok'}", flush=True)
+              f"ierr={s['internal_errors']} {'DIFFERS' if bad else 'same'}", flush=True)
     print()
     print("| module | plain run/fail/err/skip | framejit run/fail/err/skip | plain s | framejit s "
           "| frames offered | compiled | broken | not captured | graphs | internal errors | |")
@@ -128,10 +184,14 @@ def main():
         jtxt = "timeout" if rc == "timeout" else fmt(j)
         print(f"| {name} | {fmt(p)} | {jtxt} | {ps:.1f} | {js:.1f} | {s['frames_offered']} | "
               f"{s['frames_compiled']} | {s['frames_broken']} | {s['frames_not_captured']} | "
-              f"{s['unique_graphs']} | {s['internal_errors']} | {'WORSE' if bad else 'ok'} |")
+              f"{s['unique_graphs']} | {s['internal_errors']} | {'DIFFERS' if bad else 'same'} |")
+    if excluded:
+        print("\nexcluded:")
+        for name, why in excluded:
+            print(f"- {name}: {why}")
     print(f"\nlogs: {a.logdir}")
     if worse:
-        print("worse under framejit: " + ", ".join(worse))
+        print("differ under framejit: " + ", ".join(worse))
     return 1 if worse else 0
 
 

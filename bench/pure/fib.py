@@ -6,7 +6,7 @@ def fib(n):
 
 
 def main():
-    assert fib(29) == 514229
+    assert fib(32) == 2178309
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ def words(n):
 
 def main():
     total = 0
-    for _ in range(50):
+    for _ in range(150):
         ps = list(primes(20000))
         total += sum(a * b - c for a, b, c in windows(ps, 3))
         counts = {}

@@ -57,7 +57,7 @@ def advance(system, dt, steps):
 def main():
     system = bodies()
     e0 = energy(system)
-    advance(system, 0.01, 60000)
+    advance(system, 0.01, 150000)
     assert abs(energy(system) - e0) < 1e-3
 
 

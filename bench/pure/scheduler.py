@@ -189,9 +189,9 @@ def build():
 
 def main():
     total = 0
-    for _ in range(12):
+    for _ in range(30):
         total += build().run(40000)
-    assert total == 480000, total
+    assert total == 1200000, total
 
 
 if __name__ == "__main__":

@@ -1,0 +1,195 @@
+"""Quiet regions and deep recursion (csrc/evalframe.c; docs/cpython-tests.md,
+"Quiet regions"): codes that only run their own code, and everything they
+call, run with the hook off the interpreter; code below them that starts
+capturing is found by the periodic observed entry; deep recursion never
+overflows the C stack because of the hook."""
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import framejit
+from framejit import config, run
+from framejit._C import eval_frame
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def whole_program():
+    """This thread runs as under ``python -m framejit run`` (every frame offered)."""
+    framejit.reset()
+    old = config.skip_stdlib, config.warn_recompile_limit
+    config.skip_stdlib = False
+    config.warn_recompile_limit = False       # as `run` does
+    calls = []
+
+    def counting(gm, example_inputs):
+        def fn(*args):
+            calls.append(1)
+            return gm(*args)
+        return fn
+    prev = eval_frame.set_eval_frame(run.make_compiler(counting))
+    try:
+        yield calls
+    finally:
+        eval_frame.set_eval_frame(prev)
+        config.skip_stdlib, config.warn_recompile_limit = old
+        framejit.reset()
+
+
+STATE = {"x": None}
+
+
+def leaf(x):
+    if x is None:
+        return 0.0
+    return float((np.sin(x) + 1).sum())
+
+
+def mid():
+    return leaf(STATE["x"])
+
+
+def top():
+    return mid() + 1.0
+
+
+def test_capture_below_a_quiet_code_is_found_by_an_observed_entry(whole_program):
+    calls = whole_program
+    STATE["x"] = None
+    for _ in range(40):
+        assert top() == 1.0                 # top and mid become quiet
+    assert calls == []
+    x = np.linspace(0, 1, 8)
+    want = float((np.sin(x) + 1).sum()) + 1.0
+    STATE["x"] = x
+    results = [top() for _ in range(40)]
+    assert results == [want] * 40           # identical, compiled or not
+    # within one probe period (16 entries of top) leaf is offered with its
+    # array, compiled, and taints mid and top: from then on every call runs
+    # the graph
+    assert 20 <= len(calls) <= 40, dict(framejit.counters["frames"])
+    before = len(calls)
+    for _ in range(10):
+        top()
+    assert len(calls) == before + 10
+
+
+def pure(n):
+    return n if n < 2 else pure(n - 1) + pure(n - 2)
+
+
+def test_pure_recursion_is_not_compiled_and_correct(whole_program):
+    for _ in range(3):
+        assert pure(18) == 2584
+    assert eval_frame._debug_get_cache_entry_list(pure.__code__) == []
+    assert framejit.counters["frames"]["no_graph"] >= 1
+
+
+def test_threads_with_callbacks_do_not_use_quiet_regions(whole_program):
+    out = {}
+    comp = run.make_compiler()
+
+    def body(k):
+        prev = eval_frame.set_eval_frame(comp)
+        try:
+            out[k] = [pure(12) for _ in range(20)]
+        finally:
+            eval_frame.set_eval_frame(prev)
+    ts = [threading.Thread(target=body, args=(k,)) for k in range(3)]
+    for t in ts:
+        t.start()
+    for _ in range(20):
+        assert pure(12) == 144
+    for t in ts:
+        t.join()
+    assert all(v == [144] * 20 for v in out.values())
+
+
+_DEEP = """
+import sys
+sys.setrecursionlimit(300000)
+def r(n):
+    return 0 if n == 0 else 1 + r(n - 1)
+print(r(200000))
+"""
+
+
+def test_deep_recursion_does_not_overflow_the_c_stack(tmp_path):
+    # with a hook every Python call nests a C activation; CPython alone
+    # inlines them.  The hook steps aside once half the C stack is used.
+    script = tmp_path / "deep.py"
+    script.write_text(_DEEP)
+    env = dict(os.environ, PYTHONPATH=_ROOT)
+    outs = []
+    for pre in ([], ["-m", "framejit", "run"]):
+        r = subprocess.run([sys.executable] + pre + [str(script)], capture_output=True,
+                           text=True, env=env, timeout=300)
+        outs.append((r.returncode, r.stdout))
+    assert outs[0] == outs[1] == (0, "200000\n")
+
+
+def deep_sum(n, x):
+    return x.sum() if n == 0 else deep_sum(n - 1, x)
+
+
+@pytest.mark.filterwarnings("ignore:framejit. deep_sum:RuntimeWarning")
+def test_deep_recursion_with_arrays_under_compile():
+    framejit.reset()
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(120000)
+    try:
+        x = np.ones(3)
+        assert framejit.compile(deep_sum)(100000, x) == 3.0
+    finally:
+        sys.setrecursionlimit(old)
+        framejit.reset()
+
+
+def helper(i):
+    return i * 2
+
+
+def array_step(x):
+    if x is None:
+        return 0
+    return np.sin(x) + 1
+
+
+def array_step_compiled():
+    return bool(eval_frame._debug_get_cache_entry_list(array_step.__code__))
+
+
+def long_loop(n_pure, limit):
+    sys.intern("long_loop")     # a break before any array: the frame runs its own code
+    for i in range(n_pure):
+        helper(i)               # 256 clean callee returns: the hook steps aside
+    x = STATE["x"]
+    deadline = time.monotonic() + limit
+    n = 0
+    while True:
+        array_step(x)           # hidden until the timer puts the hook back
+        n += 1
+        if array_step_compiled() or time.monotonic() > deadline:
+            return n
+
+
+def test_quiet_tail_is_observed_again_after_the_timer(whole_program):
+    calls = whole_program
+    STATE["x"] = None
+    long_loop(10, 0)                         # first call: offered, traced, nothing captured
+    assert not array_step_compiled()
+    x = STATE["x"] = np.linspace(0, 1, 4)
+    n = long_loop(1000, 30.0)
+    assert array_step_compiled(), "array_step was never offered inside the quiet tail"
+    assert n >= 1
+    # once array_step captured, long_loop is tainted: every later call compiled
+    before = len(calls)
+    for _ in range(5):
+        assert np.array_equal(long_loop(1000, 0) and array_step(x), np.sin(x) + 1)
+    assert len(calls) >= before + 5
