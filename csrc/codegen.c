@@ -22,9 +22,9 @@
 static _Thread_local int out_for_break = 0;
 
 /*
-** Instances made in the frame may refer to themselves: walks over them
-** visit each once.  visit_begin: 1 first visit (marked), 0 already being
-** visited, -1 on error; visit_end unmarks.
+** The tuples being built (two-phase mode, see build_container): one met
+** again while its items are built contains itself.  visit_begin: 1 first
+** visit (marked), 0 already being visited, -1 on error; visit_end unmarks.
 */
 static _Thread_local PyObject *visiting = NULL;
 
@@ -48,7 +48,72 @@ static void visit_end(PyObject *v)
     Py_XDECREF(key);
 }
 
-static int collect(PyObject *v, PyObject *out)
+/*
+** Values are graphs, not trees: a list made in the frame may be shared
+** ('data = [data, data]', exponential as a tree) or contain itself
+** ('a.append(a)').  Every walk over values visits each container once.
+*/
+#define FJ_MAX_VALUE_DEPTH 100 /* deeper values are not rebuilt (a break), see emit_rebuild */
+
+/* Adds id(v) to 'set': 1 when it was not there, 0 when it was, -1 on error. */
+static int mark_once(PyObject *set, PyObject *v)
+{
+    PyObject *key = PyLong_FromVoidPtr(v);
+    int has = key ? PySet_Contains(set, key) : -1;
+    if (has == 0 && PySet_Add(set, key) < 0)
+        has = -1;
+    Py_XDECREF(key);
+    return has < 0 ? -1 : !has;
+}
+
+/* One walk of fj_codegen_outputs / fj_codegen_break_outputs. */
+typedef struct {
+    PyObject *out;  /* borrowed: the list of fj_Node being filled */
+    PyObject *done; /* strong set: id(Var) of containers walked (or being walked) */
+    PyObject *path; /* strong set: id(Var) of the containers on the current path */
+    int cyclic;     /* a container was met again on its own path */
+    int depth;
+} Collect;
+
+static int collect(Collect *c, PyObject *v);
+
+/* Walks the Vars 'items' (a list, or the values of a dict) of container 'v', once. */
+static int collect_items(Collect *c, PyObject *v, PyObject *items)
+{
+    PyObject *key = PyLong_FromVoidPtr(v);
+    if (key == NULL)
+        return -1;
+    int on_path = PySet_Contains(c->path, key);
+    int first = on_path == 0 ? mark_once(c->done, v) : 0;
+    int r = on_path < 0 || first < 0 ? -1 : 0;
+    if (on_path == 1)
+        c->cyclic = 1;
+    if (r == 0 && first == 1) {
+        if (c->depth >= FJ_MAX_VALUE_DEPTH)
+            r = fj_unsupported("a value made in the frame nests deeper than %d levels",
+                               FJ_MAX_VALUE_DEPTH);
+        else if (PySet_Add(c->path, key) < 0)
+            r = -1;
+        c->depth++;
+        if (PyDict_Check(items)) {
+            Py_ssize_t pos = 0;
+            PyObject *k, *val;
+            while (r == 0 && PyDict_Next(items, &pos, &k, &val))
+                r = collect(c, val);
+        }
+        else {
+            for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(items); i++)
+                r = collect(c, PyList_GET_ITEM(items, i));
+        }
+        c->depth--;
+        if (PySet_Discard(c->path, key) < 0)
+            r = -1;
+    }
+    Py_DECREF(key);
+    return r;
+}
+
+static int collect(Collect *c, PyObject *v)
 {
     fj_Var *vv = VAR(v);
     switch (vv->kind) {
@@ -56,59 +121,58 @@ static int collect(PyObject *v, PyObject *out)
         fj_Node *n = (fj_Node *)vv->obj;
         if (vv->source != NULL || n->kind == FJ_NODE_PLACEHOLDER)
             return 0;
-        int has = PySequence_Contains(out, (PyObject *)n);
+        int has = PySequence_Contains(c->out, (PyObject *)n);
         if (has < 0)
             return -1;
-        return has ? 0 : PyList_Append(out, (PyObject *)n);
+        return has ? 0 : PyList_Append(c->out, (PyObject *)n);
     }
     case FJ_VAR_CONST:
     case FJ_VAR_OBJ:
         return 0;
     case FJ_VAR_CELL:
         if (out_for_break) /* the frame's cells are restored: their contents count */
-            return PyList_GET_SIZE(vv->items) ? collect(PyList_GET_ITEM(vv->items, 0), out) : 0;
+            return collect_items(c, v, vv->items);
         return fj_unsupported("cannot return %R from a compiled frame", v);
     case FJ_VAR_FUNC:
         if (out_for_break)
-            return (vv->extra ? collect(vv->extra, out) : 0) < 0 ||
-                           (vv->extra2 ? collect(vv->extra2, out) : 0) < 0
+            return (vv->extra ? collect(c, vv->extra) : 0) < 0 ||
+                           (vv->extra2 ? collect(c, vv->extra2) : 0) < 0
                        ? -1
                        : 0;
         return fj_unsupported("cannot return %R from a compiled frame", v);
     case FJ_VAR_TUPLE:
     case FJ_VAR_LIST:
+    case FJ_VAR_DICT:
         if (vv->source != NULL && !vv->pos) /* an input as it was: reloaded */
             return 0;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
-            if (collect(PyList_GET_ITEM(vv->items, i), out) < 0)
-                return -1;
-        return 0;
-    case FJ_VAR_DICT: {
-        if (vv->source != NULL && !vv->pos)
-            return 0;
-        Py_ssize_t pos = 0;
-        PyObject *k, *val;
-        while (PyDict_Next(vv->items, &pos, &k, &val))
-            if (collect(val, out) < 0)
-                return -1;
-        return 0;
-    }
-    case FJ_VAR_INST: {
-        /* an instance made in the frame: its attributes (once: it may refer to itself) */
-        int first = visit_begin(v);
-        if (first <= 0)
-            return first;
-        Py_ssize_t pos = 0;
-        PyObject *k, *val;
-        int r = 0;
-        while (r == 0 && PyDict_Next(vv->extra, &pos, &k, &val))
-            r = collect(val, out);
-        visit_end(v);
-        return r;
-    }
+        return collect_items(c, v, vv->items);
+    case FJ_VAR_INST:
+        /* an instance made in the frame: its attributes */
+        return collect_items(c, v, vv->extra);
     default:
         return fj_unsupported("cannot return %R from a compiled frame", v);
     }
+}
+
+static int collect_init(Collect *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->out = PyList_New(0);
+    c->done = PySet_New(NULL);
+    c->path = PySet_New(NULL);
+    return c->out && c->done && c->path ? 0 : -1;
+}
+
+/* Ends a walk: returns the outputs list (new ref) or NULL when 'r' < 0.  The
+** rebuild code needs to know whether a value contains itself: tx->cyclic_values. */
+static PyObject *collect_end(Collect *c, fj_Tracer *tx, int r)
+{
+    PyObject *out = r < 0 ? NULL : Py_XNewRef(c->out);
+    tx->cyclic_values = c->cyclic;
+    Py_XDECREF(c->out);
+    Py_XDECREF(c->done);
+    Py_XDECREF(c->path);
+    return out;
 }
 
 /* True for a free cell of the top frame that the trace set (STORE_DEREF). */
@@ -121,18 +185,14 @@ static int dirty_free_cell(PyObject *v)
 PyObject *fj_codegen_outputs(PyObject *ret, fj_Tracer *tx)
 {
     fj_TFrame *top = tx->top;
-    PyObject *out = PyList_New(0);
-    if (out != NULL && collect(ret, out) < 0)
-        Py_CLEAR(out);
-    for (Py_ssize_t i = 0; out != NULL && i < PyList_GET_SIZE(tx->effects); i++)
-        if (collect(PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2), out) < 0)
-            Py_CLEAR(out);
-    for (int i = 0; out != NULL && top != NULL && i < top->nlocals; i++) {
-        if (dirty_free_cell(top->locals[i]) &&
-            collect(PyList_GET_ITEM(VAR(top->locals[i])->items, 0), out) < 0)
-            Py_CLEAR(out);
-    }
-    return out;
+    Collect c;
+    int r = collect_init(&c) < 0 ? -1 : collect(&c, ret);
+    for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(tx->effects); i++)
+        r = collect(&c, PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2));
+    for (int i = 0; r == 0 && top != NULL && i < top->nlocals; i++)
+        if (dirty_free_cell(top->locals[i]))
+            r = collect(&c, PyList_GET_ITEM(VAR(top->locals[i])->items, 0));
+    return collect_end(&c, tx, r);
 }
 
 #define EMIT(op, arg)                                                                              \
@@ -283,6 +343,105 @@ done:
     return r;
 }
 
+/*
+** Set while one code object is emitted (from tx->cyclic_values): a value
+** contains itself, so lists and dicts are made empty and kept (memo) before
+** their items are built, then filled (LIST_EXTEND / DICT_UPDATE); a tuple
+** met again while its own items are built cannot be made and is a break.
+*/
+static _Thread_local int two_phase = 0;
+
+/* Pushes the items of 'vv' (a TUPLE/LIST Var: each item; a DICT Var: key,
+   value pairs) with 'item', then builds them: BUILD_TUPLE/LIST/MAP n. */
+static int emit_items(fj_Builder *b, fj_Var *vv, int build_op, int (*item)(void *, PyObject *),
+                      void *ctx)
+{
+    Py_ssize_t n;
+    if (vv->kind == FJ_VAR_DICT) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *val;
+        while (PyDict_Next(vv->items, &pos, &k, &val))
+            if (fj_builder_load_const(b, k) < 0 || item(ctx, val) < 0)
+                return -1;
+        n = PyDict_GET_SIZE(vv->items);
+    }
+    else {
+        n = PyList_GET_SIZE(vv->items);
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (item(ctx, PyList_GET_ITEM(vv->items, i)) < 0)
+                return -1;
+    }
+    return fj_bc_emit(&b->il, build_op, (int)n) < 0 ? -1 : 0;
+}
+
+/*
+** A tuple, list or dict made in the frame ('vv', no source), with 'item'
+** pushing each item; 'memo' (a callback storing the container on the stack in
+** a temporary that later loads reuse) runs once it exists: after the build,
+** or in two-phase mode after the empty container is made (its items may then
+** load it).  0, or -1 (Unsupported for a tuple that contains itself).
+*/
+static int build_container(fj_Builder *b, fj_Var *vv, int (*item)(void *, PyObject *), void *ctx,
+                           int (*memo)(void *, PyObject *))
+{
+    static const int build_ops[] = {[FJ_VAR_TUPLE] = BUILD_TUPLE, [FJ_VAR_LIST] = BUILD_LIST,
+                                    [FJ_VAR_DICT] = BUILD_MAP};
+    int op = build_ops[vv->kind];
+    if (!two_phase)
+        return emit_items(b, vv, op, item, ctx) < 0 || memo(ctx, (PyObject *)vv) < 0 ? -1 : 0;
+    int r;
+    if (vv->kind == FJ_VAR_TUPLE) {
+        /* items before the tuple: it must not be met again while they are built */
+        int first = visit_begin((PyObject *)vv);
+        if (first <= 0)
+            return first < 0 ? -1
+                             : fj_unsupported("a tuple made in the frame contains itself");
+        r = emit_items(b, vv, op, item, ctx) < 0 || memo(ctx, (PyObject *)vv) < 0 ? -1 : 0;
+        visit_end((PyObject *)vv);
+        return r;
+    }
+    /* [] or {}; kept; its items (which may load it); LIST_EXTEND / DICT_UPDATE */
+    int list = vv->kind == FJ_VAR_LIST;
+    if (fj_bc_emit(&b->il, op, 0) < 0 || memo(ctx, (PyObject *)vv) < 0 ||
+        emit_items(b, vv, list ? BUILD_TUPLE : BUILD_MAP, item, ctx) < 0 ||
+        fj_bc_emit(&b->il, list ? LIST_EXTEND : DICT_UPDATE, 1) < 0)
+        return -1;
+    return 0;
+}
+
+typedef struct {
+    fj_Builder *b;
+    PyCodeObject *co;
+    PyObject *outputs;
+} RebuildCtx;
+
+static int rebuild_item(void *ctx, PyObject *v)
+{
+    RebuildCtx *rc = ctx;
+    return emit_rebuild(rc->b, rc->co, v, rc->outputs);
+}
+
+static int rebuild_memo(void *ctx, PyObject *v)
+{
+    return memo_store(((RebuildCtx *)ctx)->b, v);
+}
+
+/* A tuple, list or dict made in the frame, built once (memo_store). */
+static int emit_container(fj_Builder *b, PyCodeObject *co, fj_Var *vv, PyObject *outputs)
+{
+    static _Thread_local int depth = 0;
+    if (depth > FJ_MAX_VALUE_DEPTH)
+        return fj_unsupported("a value made in the frame nests deeper than %d levels",
+                              FJ_MAX_VALUE_DEPTH);
+    if (two_phase && preloaded == NULL)
+        return fj_unsupported("a value that contains itself rebuilt without a memo");
+    RebuildCtx rc = {b, co, outputs};
+    depth++;
+    int r = build_container(b, vv, rebuild_item, &rc, rebuild_memo);
+    depth--;
+    return r;
+}
+
 static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *outputs)
 {
     fj_Var *vv = VAR(v);
@@ -312,31 +471,9 @@ static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
         return r < 0 ? -1 : 0;
     }
     case FJ_VAR_TUPLE:
-    case FJ_VAR_LIST: {
-        static _Thread_local int depth = 0;
-        Py_ssize_t n = PyList_GET_SIZE(vv->items);
-        if (depth > 100)
-            return fj_unsupported("value %R nests too deep (a cycle?)", v);
-        depth++;
-        int r = 0;
-        for (Py_ssize_t i = 0; r == 0 && i < n; i++)
-            r = emit_rebuild(b, co, PyList_GET_ITEM(vv->items, i), outputs);
-        depth--;
-        if (r < 0)
-            return -1;
-        EMIT(vv->kind == FJ_VAR_TUPLE ? BUILD_TUPLE : BUILD_LIST, (int)n);
-        return vv->kind == FJ_VAR_LIST ? memo_store(b, v) : 0;
-    }
-    case FJ_VAR_DICT: {
-        Py_ssize_t pos = 0;
-        PyObject *k, *val;
-        while (PyDict_Next(vv->items, &pos, &k, &val)) {
-            if (fj_builder_load_const(b, k) < 0 || emit_rebuild(b, co, val, outputs) < 0)
-                return -1;
-        }
-        EMIT(BUILD_MAP, (int)PyDict_GET_SIZE(vv->items));
-        return memo_store(b, v);
-    }
+    case FJ_VAR_LIST:
+    case FJ_VAR_DICT:
+        return emit_container(b, co, vv, outputs);
     case FJ_VAR_INST:
         return emit_instance(b, co, vv, outputs);
     default:
@@ -403,7 +540,7 @@ static PyObject *unstable_roots(fj_Tracer *tx, PyCodeObject *co)
 
 /* Loads into temporaries the values under 'v' read through a source an effect changes. 0/-1. */
 static int preload_walk(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *roots,
-                        PyObject *outputs)
+                        PyObject *outputs, PyObject *walked)
 {
     fj_Var *vv = VAR(v);
     if (vv->source != NULL && vv->kind != FJ_VAR_CELL &&
@@ -435,41 +572,42 @@ static int preload_walk(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
         if (!((vv->kind == FJ_VAR_LIST || vv->kind == FJ_VAR_DICT) && vv->pos))
             return 0;
     }
+    if (vv->kind != FJ_VAR_CONST && vv->kind != FJ_VAR_NODE) {
+        int first = mark_once(walked, v); /* each container once (shared, or containing itself) */
+        if (first <= 0)
+            return first;
+    }
     switch (vv->kind) {
     case FJ_VAR_TUPLE:
     case FJ_VAR_LIST:
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
-            if (preload_walk(b, co, PyList_GET_ITEM(vv->items, i), roots, outputs) < 0)
+            if (preload_walk(b, co, PyList_GET_ITEM(vv->items, i), roots, outputs, walked) < 0)
                 return -1;
         return 0;
     case FJ_VAR_DICT: {
         Py_ssize_t pos = 0;
         PyObject *k, *val;
         while (PyDict_Next(vv->items, &pos, &k, &val))
-            if (preload_walk(b, co, val, roots, outputs) < 0)
+            if (preload_walk(b, co, val, roots, outputs, walked) < 0)
                 return -1;
         return 0;
     }
     case FJ_VAR_CELL:
         return PyList_GET_SIZE(vv->items)
-                   ? preload_walk(b, co, PyList_GET_ITEM(vv->items, 0), roots, outputs)
+                   ? preload_walk(b, co, PyList_GET_ITEM(vv->items, 0), roots, outputs, walked)
                    : 0;
     case FJ_VAR_FUNC:
-        if (vv->extra && preload_walk(b, co, vv->extra, roots, outputs) < 0)
+        if (vv->extra && preload_walk(b, co, vv->extra, roots, outputs, walked) < 0)
             return -1;
-        return vv->extra2 ? preload_walk(b, co, vv->extra2, roots, outputs) : 0;
+        return vv->extra2 ? preload_walk(b, co, vv->extra2, roots, outputs, walked) : 0;
     case FJ_VAR_METHOD:
-        return preload_walk(b, co, vv->extra, roots, outputs);
+        return preload_walk(b, co, vv->extra, roots, outputs, walked);
     case FJ_VAR_INST: {
-        int first = visit_begin(v);
-        if (first <= 0)
-            return first;
         Py_ssize_t pos = 0;
         PyObject *k, *val;
         int r = 0;
         while (r == 0 && PyDict_Next(vv->extra, &pos, &k, &val))
-            r = preload_walk(b, co, val, roots, outputs);
-        visit_end(v);
+            r = preload_walk(b, co, val, roots, outputs, walked);
         return r;
     }
     default:
@@ -535,18 +673,18 @@ static int emit_effects(fj_Builder *b, PyCodeObject *co, fj_Tracer *tx, PyObject
         return -1;
     if (PyList_GET_SIZE(tx->effects) == 0 && !has_dirty_cells(tx->top))
         return 0;
-    PyObject *roots = unstable_roots(tx, co);
-    if (roots == NULL)
-        return -1;
-    int r = 0;
+    PyObject *roots = unstable_roots(tx, co), *walked = PySet_New(NULL);
+    int r = roots == NULL || walked == NULL ? -1 : 0;
     for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(tx->effects); i++)
-        r = preload_walk(b, co, PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2), roots, outputs);
+        r = preload_walk(b, co, PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2), roots, outputs,
+                         walked);
     for (int i = 0; r == 0 && tx->top && i < tx->top->nlocals; i++)
         if (dirty_free_cell(tx->top->locals[i]))
-            r = preload_walk(b, co, tx->top->locals[i], roots, outputs);
+            r = preload_walk(b, co, tx->top->locals[i], roots, outputs, walked);
     for (Py_ssize_t i = 0; r == 0 && later && i < PyList_GET_SIZE(later); i++)
-        r = preload_walk(b, co, PyList_GET_ITEM(later, i), roots, outputs);
-    Py_DECREF(roots);
+        r = preload_walk(b, co, PyList_GET_ITEM(later, i), roots, outputs, walked);
+    Py_XDECREF(roots);
+    Py_XDECREF(walked);
     for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(tx->effects); i++) {
         PyObject *eff = PyList_GET_ITEM(tx->effects, i);
         PyObject *kind = PyTuple_GET_ITEM(eff, 0);
@@ -662,6 +800,7 @@ PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_Tracer *
     PyObject *result = NULL;
     int firstline = co->co_firstlineno;
     memset(b, 0, sizeof(*b));
+    two_phase = tx->cyclic_values;
     if (fj_builder_init(b, co) < 0)
         goto done;
     if (emit_prologue(b, co, &firstline) < 0)
@@ -699,6 +838,7 @@ assemble:
 done:
     fj_builder_clear(b);
     Py_CLEAR(preloaded);
+    two_phase = 0;
     return result;
 }
 
@@ -764,108 +904,93 @@ static int emit_function(BreakCtx *bc, fj_Var *f)
     return 0;
 }
 
-static int emit_value_items(BreakCtx *bc, fj_Var *vv)
+static int value_item(void *ctx, PyObject *v)
 {
-    if (vv->kind == FJ_VAR_DICT) {
-        Py_ssize_t pos = 0;
-        PyObject *k, *val;
-        while (PyDict_Next(vv->items, &pos, &k, &val)) {
-            if (fj_builder_load_const(bc->b, k) < 0 || emit_value(bc, val) < 0)
-                return -1;
-        }
-        return fj_bc_emit(&bc->b->il, BUILD_MAP, (int)PyDict_GET_SIZE(vv->items)) < 0 ? -1 : 0;
-    }
-    Py_ssize_t n = PyList_GET_SIZE(vv->items);
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (emit_value(bc, PyList_GET_ITEM(vv->items, i)) < 0)
-            return -1;
-    return fj_bc_emit(&bc->b->il, vv->kind == FJ_VAR_TUPLE ? BUILD_TUPLE : BUILD_LIST, (int)n) < 0
-               ? -1
-               : 0;
+    return emit_value(ctx, v);
+}
+
+/* Keeps the value on the stack in a new ___tmp_<n> (COPY 1; STORE_FAST) that
+   later loads of Var 'v' reuse.  0 or -1. */
+static int value_memo(void *ctx, PyObject *v)
+{
+    BreakCtx *bc = ctx;
+    PyObject *key = PyLong_FromVoidPtr(v);
+    PyObject *tmp = key ? PyUnicode_FromFormat("___tmp_%zd", PyDict_GET_SIZE(bc->memo)) : NULL;
+    int r = tmp == NULL || PyDict_SetItem(bc->memo, key, tmp) < 0 ||
+                    (preloaded != NULL && PyDict_SetItem(preloaded, key, tmp) < 0) ||
+                    fj_bc_emit(&bc->b->il, COPY, 1) < 0 || fj_builder_store_fast(bc->b, tmp) < 0
+                ? -1
+                : 0;
+    Py_XDECREF(key);
+    Py_XDECREF(tmp);
+    return r;
 }
 
 static int emit_value(BreakCtx *bc, PyObject *v)
 {
     fj_Var *vv = VAR(v);
-    /* functions too: made once, so the cell that holds one and an attribute
-    ** store on it see the same object (test.support.bigmemtest's wrapper.size) */
-    int mutable = ((vv->kind == FJ_VAR_LIST || vv->kind == FJ_VAR_DICT) && vv->source == NULL) ||
-                  vv->kind == FJ_VAR_FUNC;
-    if (!mutable) {
-        if (vv->kind == FJ_VAR_TUPLE && vv->source == NULL)
-            return emit_value_items(bc, vv);
+    /* containers made in the frame and functions are made once, so every
+    ** place that holds one sees the same object (the CPython part may mutate
+    ** it; the cell that holds a function and an attribute store on it:
+    ** test.support.bigmemtest's wrapper.size) */
+    int made = ((vv->kind == FJ_VAR_LIST || vv->kind == FJ_VAR_DICT || vv->kind == FJ_VAR_TUPLE) &&
+                vv->source == NULL) ||
+               vv->kind == FJ_VAR_FUNC;
+    if (!made)
         return emit_rebuild(bc->b, bc->co, v, bc->outputs);
-    }
     PyObject *key = PyLong_FromVoidPtr(v);
     if (key == NULL)
         return -1;
     PyObject *tmp = PyDict_GetItemWithError(bc->memo, key);
     if (tmp == NULL && !PyErr_Occurred() && preloaded != NULL) /* built by emit_rebuild */
         tmp = PyDict_GetItemWithError(preloaded, key);
-    if (tmp != NULL) {
-        Py_DECREF(key);
-        return fj_builder_load_fast(bc->b, tmp) < 0 ? -1 : 0;
-    }
-    tmp = PyUnicode_FromFormat("___tmp_%zd", PyDict_GET_SIZE(bc->memo));
-    int r = -1;
-    if (tmp != NULL && PyDict_SetItem(bc->memo, key, tmp) == 0 &&
-        (preloaded == NULL || PyDict_SetItem(preloaded, key, tmp) == 0) &&
-        (vv->kind == FJ_VAR_FUNC ? emit_function(bc, vv) : emit_value_items(bc, vv)) == 0 &&
-        fj_bc_emit(&bc->b->il, COPY, 1) >= 0 && fj_builder_store_fast(bc->b, tmp) >= 0)
-        r = 0;
-    Py_XDECREF(tmp);
     Py_DECREF(key);
-    return r;
+    if (tmp != NULL)
+        return fj_builder_load_fast(bc->b, tmp) < 0 ? -1 : 0;
+    if (PyErr_Occurred())
+        return -1;
+    if (vv->kind == FJ_VAR_FUNC)
+        return emit_function(bc, vv) < 0 || value_memo(bc, v) < 0 ? -1 : 0;
+    return build_container(bc->b, vv, value_item, bc, value_memo);
 }
 
-static int collect_all(PyObject *v, PyObject *out)
+static int collect_all(Collect *c, PyObject *v)
 {
     fj_Var *vv = VAR(v);
     if (vv->kind == FJ_VAR_NULL)
         return 0;
     if (vv->kind == FJ_VAR_METHOD) /* (method, self): the break code reloads it from self */
-        return collect(vv->extra, out);
-    return collect(v, out);
+        return collect(c, vv->extra);
+    return collect(c, v);
 }
-
-static PyObject *break_outputs(fj_Tracer *tx, const unsigned char *restore);
 
 PyObject *fj_codegen_break_outputs(fj_Tracer *tx, const unsigned char *restore)
 {
-    out_for_break = 1;
-    PyObject *r = break_outputs(tx, restore);
-    out_for_break = 0;
-    return r;
-}
-
-static PyObject *break_outputs(fj_Tracer *tx, const unsigned char *restore)
-{
     fj_TFrame *top = tx->top;
-    PyObject *out = PyList_New(0);
-    if (out == NULL)
-        return NULL;
-    for (int i = 0; i < top->nlocals; i++) {
+    Collect c;
+    out_for_break = 1;
+    int r = collect_init(&c);
+    for (int i = 0; r == 0 && i < top->nlocals; i++) {
         PyObject *v = top->locals[i];
-        if (v != NULL && (restore[i] || VAR(v)->kind == FJ_VAR_CELL) && collect_all(v, out) < 0)
-            goto error;
+        if (v != NULL && (restore[i] || VAR(v)->kind == FJ_VAR_CELL))
+            r = collect_all(&c, v);
     }
-    for (int i = 0; i < top->sp; i++)
-        if (collect_all(top->stack[i], out) < 0)
-            goto error;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tx->effects); i++)
-        if (collect_all(PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2), out) < 0)
-            goto error;
-    return out;
-error:
-    Py_DECREF(out);
-    return NULL;
+    for (int i = 0; r == 0 && i < top->sp; i++)
+        r = collect_all(&c, top->stack[i]);
+    for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(tx->effects); i++)
+        r = collect_all(&c, PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2));
+    out_for_break = 0;
+    return collect_end(&c, tx, r);
 }
 
 /* Adds id(Var) -> Var to 'seen' for 'v' and every Var rebuilding it may emit. 0/-1. */
 static int reachable(PyObject *v, PyObject *seen, int depth)
 {
-    if (v == NULL || depth > 64)
+    if (v == NULL)
         return 0;
+    if (depth > 4 * FJ_MAX_VALUE_DEPTH) /* cutting the walk short would drop a needed temporary */
+        return fj_unsupported("a value made in the frame nests deeper than %d levels",
+                              4 * FJ_MAX_VALUE_DEPTH);
     PyObject *key = PyLong_FromVoidPtr(v);
     int had = key ? PyDict_Contains(seen, key) : -1;
     if (had == 0)
@@ -1040,6 +1165,7 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
     int firstline = co->co_firstlineno;
     BreakCtx bc = {b, co, outputs, NULL, top};
     memset(b, 0, sizeof(*b));
+    two_phase = tx->cyclic_values;
     if ((bc.memo = PyDict_New()) == NULL || fj_builder_init(b, co) < 0)
         goto done;
     if (emit_prologue(b, co, &firstline) < 0 || fj_bc_emit(&b->il, RESUME, 0) < 0)
@@ -1238,5 +1364,6 @@ done:
     Py_XDECREF(pre0);
     Py_CLEAR(saved_args);
     Py_CLEAR(preloaded);
+    two_phase = 0;
     return result;
 }

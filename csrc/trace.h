@@ -98,6 +98,8 @@ typedef struct fj_Tracer {
     /* Restart support: stop the top frame before instruction 'stop_at'. */
     int stop_at;             /* -1: run to the end */
     struct fj_TFrame *top;   /* owned: the top frame, kept after the run */
+    int cyclic_values;       /* set by fj_codegen_*outputs: a value to rebuild contains
+                                itself, so containers are made empty then filled */
 } fj_Tracer;
 
 /*
