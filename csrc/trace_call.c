@@ -71,7 +71,74 @@ PyObject *fj_trace_as_unsupported(const char *what)
     return NULL;
 }
 
-/* A CONST Var for the new reference 'r' (stolen), or NULL (folding error). */
+/*
+** The Var for 'r', a value an operation folded at trace time made.  An
+** immutable value is a CONST.  A list, dict or tuple of them is a container
+** Var, so the code rebuilds a new object on every call (as CPython makes
+** one): a mutable value is never a code constant (s.split('/') then
+** del parts[-1] would change the constant).  'memo' (id -> Var) keeps
+** shared and self-containing parts one Var.  Other mutable objects (sets,
+** bytearrays, iterators...) are Unsupported.  New ref, NULL on error.
+*/
+static PyObject *folded_var(PyObject *r, PyObject *memo, int depth)
+{
+    if (is_safe_const(r) || PyType_Check(r) || PyModule_Check(r) || PyCFunction_Check(r) ||
+        Py_TYPE(r) == &PyMethodDescr_Type)
+        return (PyObject *)fj_var_const(r);
+    int list = PyList_CheckExact(r), tuple = PyTuple_CheckExact(r), dict = PyDict_CheckExact(r);
+    if (!list && !tuple && !dict)
+        return unsupported_obj("folding makes a mutable ", (PyObject *)Py_TYPE(r), " object"), NULL;
+    if (depth > 100)
+        return fj_unsupported("a folded value nests too deep"), NULL;
+    PyObject *key = PyLong_FromVoidPtr(r);
+    if (key == NULL)
+        return NULL;
+    PyObject *seen = PyDict_GetItemWithError(memo, key);
+    if (seen != NULL || PyErr_Occurred()) {
+        Py_DECREF(key);
+        return Py_XNewRef(seen);
+    }
+    PyObject *items = dict ? PyDict_New() : PyList_New(0);
+    fj_Var *v = items ? fj_var_new(dict ? FJ_VAR_DICT : list ? FJ_VAR_LIST : FJ_VAR_TUPLE, NULL,
+                                   items)
+                      : NULL;
+    if (v == NULL || PyDict_SetItem(memo, key, (PyObject *)v) < 0)
+        goto error;
+    if (dict) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *val;
+        while (PyDict_Next(r, &pos, &k, &val)) {
+            if (!fj_is_plain_constant(k)) {
+                unsupported_obj("folding makes a dict with key ", k, "");
+                goto error;
+            }
+            PyObject *iv = folded_var(val, memo, depth + 1);
+            int bad = iv == NULL || PyDict_SetItem(items, k, iv) < 0;
+            Py_XDECREF(iv);
+            if (bad)
+                goto error;
+        }
+    }
+    else {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(r); i++) {
+            PyObject *iv = folded_var(PySequence_Fast_GET_ITEM(r, i), memo, depth + 1);
+            int bad = iv == NULL || PyList_Append(items, iv) < 0;
+            Py_XDECREF(iv);
+            if (bad)
+                goto error;
+        }
+    }
+    Py_DECREF(key);
+    Py_DECREF(items);
+    return (PyObject *)v;
+error:
+    Py_DECREF(key);
+    Py_XDECREF(items);
+    Py_XDECREF(v);
+    return NULL;
+}
+
+/* The Var for the new reference 'r' (stolen), made by folding 'what', or NULL. */
 static PyObject *const_result(PyObject *r, const char *what)
 {
     if (r == NULL)
@@ -82,9 +149,11 @@ static PyObject *const_result(PyObject *r, const char *what)
         Py_DECREF(r);
         return fj_unsupported("%s makes an array from constants", what), NULL;
     }
-    fj_Var *v = fj_var_const(r);
+    PyObject *memo = PyDict_New();
+    PyObject *v = memo ? folded_var(r, memo, 0) : NULL;
+    Py_XDECREF(memo);
     Py_DECREF(r);
-    return (PyObject *)v;
+    return v;
 }
 
 static int has_node(PyObject *v)
