@@ -460,6 +460,16 @@ static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
         return emit_source(b, co, vv->source);
     switch (vv->kind) {
     case FJ_VAR_CONST:
+        if (PySlice_Check(vv->obj)) {
+            /* a new slice on each call, as CPython makes (and unhashable: no constant) */
+            PySliceObject *sl = (PySliceObject *)vv->obj;
+            return fj_builder_load_const(b, sl->start) < 0 ||
+                           fj_builder_load_const(b, sl->stop) < 0 ||
+                           fj_builder_load_const(b, sl->step) < 0 ||
+                           fj_bc_emit(&b->il, BUILD_SLICE, 3) < 0
+                       ? -1
+                       : 0;
+        }
         return fj_builder_load_const(b, vv->obj) < 0 ? -1 : 0;
     case FJ_VAR_NODE: {
         Py_ssize_t i = PySequence_Index(outputs, vv->obj);
@@ -626,14 +636,14 @@ static int emit_container_replay(fj_Builder *b, PyCodeObject *co, fj_Var *c, PyO
         for (Py_ssize_t i = 0; i < n; i++)
             if (emit_rebuild(b, co, PyList_GET_ITEM(c->items, i), outputs) < 0)
                 return -1;
-        PyObject *all = PySlice_New(NULL, NULL, NULL);
-        int r = all == NULL || fj_bc_emit(&b->il, BUILD_LIST, (int)n) < 0 ||
-                        emit_rebuild(b, co, (PyObject *)c, outputs) < 0 ||
-                        fj_builder_load_const(b, all) < 0 || fj_bc_emit(&b->il, STORE_SUBSCR, 0) < 0
-                    ? -1
-                    : 0;
-        Py_XDECREF(all);
-        return r;
+        /* [:] made by BUILD_SLICE: a slice is unhashable, never a code constant */
+        return fj_bc_emit(&b->il, BUILD_LIST, (int)n) < 0 ||
+                       emit_rebuild(b, co, (PyObject *)c, outputs) < 0 ||
+                       fj_builder_load_const(b, Py_None) < 0 ||
+                       fj_builder_load_const(b, Py_None) < 0 ||
+                       fj_bc_emit(&b->il, BUILD_SLICE, 2) < 0 || fj_bc_emit(&b->il, STORE_SUBSCR, 0) < 0
+                   ? -1
+                   : 0;
     }
     PyObject *clear = PyUnicode_FromString("clear"), *update = PyUnicode_FromString("update");
     int r = -1;
@@ -766,6 +776,25 @@ static int emit_graph_call(fj_Builder *b, PyCodeObject *co, PyObject *fn_name,
     return 0;
 }
 
+/*
+** The replacement code must be hashable like any code object (hash(f_code),
+** code objects in sets and dict keys, the logging hooks): hash(code) hashes
+** co_consts.  Unhashable values (lists, slices, arrays) are never loaded as
+** constants: they are rebuilt on each call (BUILD_LIST, BUILD_SLICE) or
+** loaded from their source.  Anything else that got in is a break: returns
+** 'code', or NULL with Unsupported (the reference to 'code' is stolen).
+*/
+static PyObject *hashable_code(PyObject *code)
+{
+    if (code == NULL || PyObject_Hash(code) != -1)
+        return code;
+    Py_DECREF(code);
+    if (!PyErr_ExceptionMatches(PyExc_TypeError))
+        return NULL;
+    PyErr_Clear();
+    return fj_unsupported("the rewritten code would hold an unhashable constant"), NULL;
+}
+
 /* Copies the original's instructions before its first RESUME (cell setup). */
 static int emit_prologue(fj_Builder *b, PyCodeObject *co, int *firstline)
 {
@@ -834,7 +863,7 @@ PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_Tracer *
         goto done;
 assemble:
     (void)firstline;
-    result = fj_builder_assemble(b, NULL);
+    result = hashable_code(fj_builder_assemble(b, NULL));
 done:
     fj_builder_clear(b);
     Py_CLEAR(preloaded);
@@ -1354,7 +1383,7 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
         if (emit_resume_call(b, nargs) < 0)
             goto done;
     }
-    result = fj_builder_assemble(b, NULL);
+    result = hashable_code(fj_builder_assemble(b, NULL));
     if (result != NULL && fj_evalframe_mark_code(result, FJ_CODE_ROLE_BREAK) < 0)
         Py_CLEAR(result);
 done:

@@ -217,3 +217,69 @@ def test_deep_nesting_is_bounded():
         return y, data
     check(f, X, 300, expect_graph=False)  # too deep to rebuild: the frame runs as is
     check(f, X, 20)
+
+
+# ----------------------------------------------------- 3. mutable values are made on each call
+
+def test_split_then_mutate():
+    def f(x, s):
+        y = np.sin(x) + 1
+        parts = s.split("/")
+        del parts[-1]
+        return y, parts
+    check(f, X, "a/b/c", calls=3)
+
+
+def test_folded_list_returned_is_fresh():
+    def f(x):
+        y = np.sin(x) + 1
+        parts = "a/b/c".split("/")
+        parts.append(len(parts))
+        return y, parts, "a b".split()
+    cf = check(f, X)
+    assert cf(X)[1] is not cf(X)[1]
+
+
+def test_folded_dict_and_nested_list():
+    def f(x):
+        y = np.sin(x) + 1
+        d = str.maketrans("ab", "cd")
+        d[0] = 1
+        rows = divmod(7, 2), "x,y".split(",")
+        rows[1].append("z")
+        return y, d, rows
+    check(f, X, calls=3)
+
+
+def test_folded_set_is_not_a_constant():
+    def f(x, s):
+        y = np.sin(x) + 1
+        chars = set(s)
+        chars.add("!")
+        return y, sorted(chars)
+    check(f, X, "abc", expect_graph=False, calls=3)
+
+
+# ----------------------------------------------------- 10. rewritten code is hashable
+
+def caller_code_hash():
+    code = sys._getframe(1).f_code  # the rewritten frame's code (a graph break runs this)
+    return hash(code) == hash(code) and code in {code}
+
+
+def test_code_hashable_with_slice_replay():
+    def f(x, lst):
+        y = np.sin(x) + 1
+        lst.append(1)
+        s = slice(1, 2)
+        return y, s, caller_code_hash()
+    check(f, X, [1])
+
+
+def test_code_hashable_with_mutated_input():
+    def f(x, lst):
+        y = np.sin(x) + 1
+        lst[0] = 5
+        parts = "a/b".split("/")
+        return y, parts, caller_code_hash(), lst
+    check(f, X, [1, 2])
