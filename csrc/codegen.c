@@ -486,6 +486,15 @@ static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
         return emit_container(b, co, vv, outputs);
     case FJ_VAR_INST:
         return emit_instance(b, co, vv, outputs);
+    case FJ_VAR_METHOD:
+        if (vv->pos) /* the method of a (method, self) pair is no value of its own */
+            return fj_unsupported("cannot rebuild %R after the graph", v);
+        /* a bound method value (LOAD_ATTR of a function of self's class): self.name
+           makes the same bound method, as CPython's attribute read did */
+        return emit_rebuild(b, co, vv->extra, outputs) < 0 ||
+                       fj_builder_load_attr(b, vv->obj) < 0
+                   ? -1
+                   : 0;
     default:
         return fj_unsupported("cannot rebuild %R after the graph", v);
     }
@@ -1284,7 +1293,8 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
             if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0)
                 goto done;
         }
-        else if (vv->kind == FJ_VAR_METHOD && i + 1 < top->sp && top->stack[i + 1] == vv->extra) {
+        else if (vv->kind == FJ_VAR_METHOD && vv->pos && i + 1 < top->sp &&
+                 top->stack[i + 1] == vv->extra) {
             /* (method, self) from LOAD_METHOD: load it again */
             if (emit_value(&bc, vv->extra) < 0 || fj_builder_load_method(b, vv->obj) < 0)
                 goto done;

@@ -49,6 +49,7 @@ typedef struct fj_Var {
     PyObject *extra2;    /* strong or NULL (FUNC: kwdefaults) */
     fj_Source *source;   /* strong or NULL: where an input value came from */
     Py_ssize_t pos;      /* ITER: position; CELL: 1 once a free cell of the top frame was set;
+                            METHOD: 1 for the method of a LOAD_METHOD (method, self) pair;
                             LIST/DICT from an input: 1 once mutated (a side effect) */
     int split_dict;      /* an input dict whose storage is a split table (an instance __dict__) */
     int dynamic;         /* NODE whose shape or value depends on a dynamic input */

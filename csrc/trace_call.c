@@ -1095,7 +1095,14 @@ int fj_trace_load_method(fj_TFrame *fr, PyObject *obj, PyObject *name, PyObject 
     if (m == NULL)
         return -1;
     if (VAR(m)->kind == FJ_VAR_METHOD && VAR(m)->extra == obj) {
-        out[0] = m;
+        /* marked as the first half of a (method, self) pair: break code
+           reloads the pair with LOAD_METHOD (a bound method value followed by
+           its self, as in 'o.f = o.m', is not such a pair) */
+        out[0] = method_var(obj, name);
+        Py_DECREF(m);
+        if (out[0] == NULL)
+            return -1;
+        VAR(out[0])->pos = 1;
         out[1] = Py_NewRef(obj);
     }
     else {

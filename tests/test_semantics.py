@@ -283,3 +283,44 @@ def test_code_hashable_with_mutated_input():
         parts = "a/b".split("/")
         return y, parts, caller_code_hash(), lst
     check(f, X, [1, 2])
+
+
+# ----------------------------------------------------- 5. a bound method stored on its object
+
+class Holder:
+    def m(self):
+        return 7
+
+
+def test_bound_method_stored_on_its_object():
+    def f(x, a):
+        y = np.sin(x) + 1
+        a.f = a.m
+        return y, a.f(), type(a.f).__name__, a.f.__self__ is a
+    check(f, X, Holder())
+
+
+def test_bound_method_stored_is_bound_after_call():
+    def f(x, a):
+        y = np.sin(x) + 1
+        a.f = a.m
+        return y
+    framejit.reset()
+    cf = framejit.compile(f)
+    for _ in range(2):
+        a = Holder()
+        cf(X, a)
+        assert a.f.__self__ is a and a.f.__func__ is Holder.m and a.f() == 7
+
+
+def test_savetxt_in_compiled_frame(tmp_path):
+    def f(x, path):
+        y = np.sin(x) + 1
+        np.savetxt(path, y)
+        return y
+    framejit.reset()
+    cf = framejit.compile(f)
+    for i in range(2):
+        p = tmp_path / f"out{i}.txt"
+        np.testing.assert_array_equal(cf(X, str(p)), f(X, str(p)))
+        np.testing.assert_allclose(np.loadtxt(p), np.sin(X) + 1)
