@@ -748,6 +748,10 @@ static PyObject *var_items(fj_TFrame *fr, PyObject *vo)
         PyObject *out = PyList_New(0);
         while (out != NULL) {
             PyObject *next = NULL;
+            if (fj_trace_iter_step(v) < 0) {
+                Py_CLEAR(out);
+                break;
+            }
             if (v->pos >= PyList_GET_SIZE(v->items))
                 break;
             next = PyList_GET_ITEM(v->items, v->pos++);
@@ -790,6 +794,38 @@ PyObject *fj_trace_var_items(fj_TFrame *fr, PyObject *v);
 PyObject *fj_trace_var_items(fj_TFrame *fr, PyObject *v)
 {
     return var_items(fr, v);
+}
+
+static PyObject *make_iter(fj_TFrame *fr, PyObject *vo);
+
+PyObject *fj_trace_make_iter(fj_TFrame *fr, PyObject *vo)
+{
+    return make_iter(fr, vo);
+}
+
+int fj_trace_iter_step(fj_Var *it)
+{
+    if (it->extra == NULL)
+        return 0;
+    Py_ssize_t n = PyList_GET_SIZE(it->items);
+    Py_ssize_t i = it->pos < n ? it->pos : n;
+    PyObject *feed = PyList_GET_ITEM(it->extra, i);
+    if (feed == Py_None)
+        return fj_unsupported("a zip() advanced again after it was exhausted");
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(feed); k++) {
+        PyObject *step = PyTuple_GET_ITEM(feed, k);
+        fj_Var *arg = (fj_Var *)PyTuple_GET_ITEM(step, 0);
+        Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(step, 1));
+        if (arg->pos != at || at >= PyList_GET_SIZE(arg->items) ||
+            PyList_GET_ITEM(arg->items, at) != PyTuple_GET_ITEM(step, 2))
+            return fj_unsupported("an iterator given to zip() was used elsewhere meanwhile");
+        if (fj_trace_iter_step(arg) < 0)
+            return -1;
+        arg->pos++;
+    }
+    if (i == n) /* the end: CPython's zip would take from the iterators again */
+        return PyList_SetItem(it->extra, i, Py_NewRef(Py_None));
+    return 0;
 }
 
 static PyObject *make_iter(fj_TFrame *fr, PyObject *vo)
@@ -1842,6 +1878,8 @@ static int run_frame(fj_TFrame *fr)
                 fj_unsupported("FOR_ITER over %R", (PyObject *)it);
                 goto error;
             }
+            if (fj_trace_iter_step(it) < 0)
+                goto error;
             if (it->pos < PyList_GET_SIZE(it->items)) {
                 PUSH(Py_NewRef(PyList_GET_ITEM(it->items, it->pos++)));
             }

@@ -30,7 +30,8 @@ typedef enum {
     FJ_VAR_TUPLE, /* items: list of Var */
     FJ_VAR_LIST,  /* items: list of Var */
     FJ_VAR_DICT,  /* items: dict of constant key -> Var */
-    FJ_VAR_ITER,  /* items: list of Var (or obj: a range), pos: next index */
+    FJ_VAR_ITER,  /* items: list of Var (or obj: a range), pos: next index;
+                     extra: zip's lazy steps (see fj_trace_iter_step) or NULL */
     FJ_VAR_FUNC,  /* obj: code; items: closure tuple Var (or NULL); extra: defaults, kwdefaults */
     FJ_VAR_CELL,  /* items: list [contents Var] (empty when unbound) */
     FJ_VAR_METHOD,/* obj: method name; extra: self Var */
@@ -168,6 +169,16 @@ int fj_trace_init(PyObject *module);
 /* ---- trace_call.c: calls, attributes, subscripts, operators ---- */
 typedef struct fj_TFrame fj_TFrame;
 
+/* iter(v) for a Var (GET_ITER): an ITER Var, new ref (a list's shares its items). */
+PyObject *fj_trace_make_iter(fj_TFrame *fr, PyObject *v);
+/*
+** Before an ITER Var 'it' is advanced (or found exhausted): an iterator made
+** by zip() (extra: a list, entry i a tuple of (ITER Var, pos, item) steps
+** for row i, entry n for the end) advances its arguments now, lazily and in
+** the order CPython's zip takes from them.  0, or -1 (Unsupported when an
+** argument was used elsewhere in between).
+*/
+int fj_trace_iter_step(fj_Var *it);
 /* Calls 'fn' with 'args' (array of n Var) and kwnames (tuple or NULL): new ref. */
 PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n,
                         PyObject *kwnames);

@@ -438,6 +438,95 @@ static PyObject *iter_of_items(PyObject *items) /* items: new list (stolen) */
     return r;
 }
 
+/*
+** zip(*args): an ITER Var of the rows, computed now as CPython's zip takes
+** them (round robin over the argument iterators, stopping at the first
+** exhausted one, after taking from those before it), so zip(it, it) pairs
+** consecutive items.  The argument iterators are advanced lazily, row by
+** row, through the steps in the result's 'extra' (fj_trace_iter_step).
+** New ref, NULL on error.
+*/
+static PyObject *zip_iter(fj_TFrame *fr, PyObject *const *args, Py_ssize_t n)
+{
+    PyObject *its = PyList_New(0), *virt = PyDict_New(), *rows = PyList_New(0);
+    PyObject *feeds = PyList_New(0), *result = NULL;
+    if (its == NULL || virt == NULL || rows == NULL || feeds == NULL)
+        goto done;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *it = fj_trace_make_iter(fr, args[k]);
+        int bad = it == NULL || PyList_Append(its, it) < 0;
+        Py_XDECREF(it);
+        if (bad)
+            goto done;
+    }
+    for (int end = n == 0; !end;) {
+        PyObject *row = PyList_New(0), *feed = PyList_New(0);
+        int bad = row == NULL || feed == NULL;
+        for (Py_ssize_t k = 0; !bad && k < n; k++) {
+            fj_Var *it = VAR(PyList_GET_ITEM(its, k));
+            if (it->extra != NULL) {
+                fj_unsupported("zip() over a zip()");
+                bad = 1;
+                break;
+            }
+            /* where this iterator is after the rows so far (one iterator may be
+               given twice: zip(it, it)) */
+            PyObject *key = PyLong_FromVoidPtr(it);
+            PyObject *vp = key ? PyDict_GetItemWithError(virt, key) : NULL;
+            Py_ssize_t at = vp ? PyLong_AsSsize_t(vp) : it->pos;
+            PyObject *next_at = NULL, *step = NULL;
+            if (key == NULL || PyErr_Occurred()) {
+                bad = 1;
+            }
+            else if (at >= PyList_GET_SIZE(it->items)) {
+                end = 1;
+            }
+            else {
+                PyObject *item = PyList_GET_ITEM(it->items, at);
+                next_at = PyLong_FromSsize_t(at + 1);
+                step = next_at ? Py_BuildValue("(OnO)", (PyObject *)it, at, item) : NULL;
+                bad = step == NULL || PyDict_SetItem(virt, key, next_at) < 0 ||
+                      PyList_Append(feed, step) < 0 || PyList_Append(row, item) < 0;
+            }
+            Py_XDECREF(key);
+            Py_XDECREF(next_at);
+            Py_XDECREF(step);
+            if (end)
+                break;
+        }
+        PyObject *t = bad ? NULL : PyList_AsTuple(feed);
+        if (t == NULL || PyList_Append(feeds, t) < 0)
+            bad = 1;
+        Py_XDECREF(t);
+        if (!bad && !end) {
+            PyObject *rv = new_seq_var(FJ_VAR_TUPLE, row);
+            bad = rv == NULL || PyList_Append(rows, rv) < 0;
+            Py_XDECREF(rv);
+        }
+        Py_XDECREF(row);
+        Py_XDECREF(feed);
+        if (bad)
+            goto done;
+    }
+    if (n == 0) { /* zip(): empty, takes from nothing */
+        PyObject *none = PyTuple_New(0);
+        int bad = none == NULL || PyList_Append(feeds, none) < 0;
+        Py_XDECREF(none);
+        if (bad)
+            goto done;
+    }
+    fj_Var *z = fj_var_new(FJ_VAR_ITER, NULL, rows);
+    if (z != NULL)
+        z->extra = Py_NewRef(feeds);
+    result = (PyObject *)z;
+done:
+    Py_XDECREF(its);
+    Py_XDECREF(virt);
+    Py_XDECREF(rows);
+    Py_XDECREF(feeds);
+    return result;
+}
+
 /* The Python type a Var's runtime value will have (borrowed), or NULL. */
 static PyObject *var_type(PyObject *v)
 {
@@ -566,38 +655,8 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
         }
         return iter_of_items(items);
     }
-    if (fn == (PyObject *)&PyZip_Type && nkw == 0) {
-        PyObject *lists = PyList_New(n);
-        Py_ssize_t len = PY_SSIZE_T_MAX;
-        for (Py_ssize_t k = 0; lists && k < n; k++) {
-            PyObject *items = fj_trace_var_items(fr, args[k]);
-            if (items == NULL) {
-                Py_CLEAR(lists);
-                return NULL;
-            }
-            if (PyList_GET_SIZE(items) < len)
-                len = PyList_GET_SIZE(items);
-            PyList_SET_ITEM(lists, k, items);
-        }
-        if (lists == NULL)
-            return NULL;
-        if (n == 0)
-            len = 0;
-        PyObject *out = PyList_New(len);
-        for (Py_ssize_t i = 0; out && i < len; i++) {
-            PyObject *row = PyList_New(n);
-            for (Py_ssize_t k = 0; row && k < n; k++)
-                PyList_SET_ITEM(row, k, Py_NewRef(PyList_GET_ITEM(PyList_GET_ITEM(lists, k), i)));
-            PyObject *t = row ? new_seq_var(FJ_VAR_TUPLE, row) : NULL;
-            Py_XDECREF(row);
-            if (t == NULL)
-                Py_CLEAR(out);
-            else
-                PyList_SET_ITEM(out, i, t);
-        }
-        Py_DECREF(lists);
-        return iter_of_items(out);
-    }
+    if (fn == (PyObject *)&PyZip_Type && nkw == 0)
+        return zip_iter(fr, args, n);
     if (fn == (PyObject *)&PyReversed_Type && n == 1 && nkw == 0) {
         PyObject *items = fj_trace_var_items(fr, args[0]);
         if (items == NULL || PyList_Reverse(items) < 0) {

@@ -324,3 +324,47 @@ def test_savetxt_in_compiled_frame(tmp_path):
         p = tmp_path / f"out{i}.txt"
         np.testing.assert_array_equal(cf(X, str(p)), f(X, str(p)))
         np.testing.assert_allclose(np.loadtxt(p), np.sin(X) + 1)
+
+
+# ----------------------------------------------------- 6. zip takes from its iterators lazily
+
+def test_zip_one_iterator_twice():
+    def f(x, lst):
+        y = np.sin(x) + 1
+        it = iter(lst)
+        return y, list(zip(it, it))
+    check(f, X, [1, 2, 3, 4, 5])
+
+
+@pytest.mark.parametrize("lst", [[1, 2, 3, 4], [1, 2, 3, 4, 5, 6, 7], []])
+def test_zip_consumption_order(lst):
+    def f(x, lst):
+        y = np.sin(x) + 1
+        it = iter(lst)
+        a = list(zip(it, [10, 20]))   # takes one more from 'it' than it pairs
+        b = list(zip([30], it))       # stops on the list first: takes nothing extra
+        return y, a, b, list(it)
+    check(f, X, lst)
+
+
+def test_zip_partly_consumed():
+    def f(x, lst):
+        y = np.sin(x) + 1
+        it = iter(lst)
+        out = []
+        for a, b in zip(it, it):
+            out.append(a + b)
+            if a > 2:
+                break
+        return y, out, list(it)
+    check(f, X, [1, 2, 3, 4, 5, 6, 7])
+
+
+def test_zip_iterator_used_meanwhile():
+    def f(x, lst):
+        y = np.sin(x) + 1
+        it = iter(lst)
+        z = zip(it, it, it)
+        first = next(it)
+        return y, first, list(z)
+    check(f, X, [1, 2, 3, 4, 5, 6, 7], expect_graph=False)  # next() may run the frame as is
