@@ -558,6 +558,15 @@ static PyObject *var_type(PyObject *v)
     }
 }
 
+/* 1 when 'tp' (or a base) defines __class__ (other than object's descriptor), 0 if not, -1. */
+static int overrides_class_attr(PyTypeObject *tp)
+{
+    static PyObject *name = NULL;
+    if (name == NULL && (name = PyUnicode_InternFromString("__class__")) == NULL)
+        return -1;
+    return _PyType_Lookup(tp, name) != _PyType_Lookup(&PyBaseObject_Type, name);
+}
+
 /* Handles a call of a builtin; returns NULL with no exception if not handled. */
 static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n,
                               PyObject *kwnames)
@@ -591,6 +600,15 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
         int ok = PyObject_IsSubclass(tp, cls);
         if (ok < 0)
             return fj_trace_as_unsupported("isinstance");
+        /* when type(obj) is not a subclass, CPython's isinstance reads
+           obj.__class__: a class that overrides it (a property) would run
+           its code, which the tracer does not */
+        int over = ok ? 0 : overrides_class_attr((PyTypeObject *)tp);
+        if (over != 0)
+            return over < 0 ? NULL
+                            : (unsupported_obj("isinstance() of an instance of ", tp,
+                                               ", which overrides __class__"),
+                               NULL);
         return (PyObject *)fj_var_const(ok ? Py_True : Py_False);
     }
     if (fn == (PyObject *)&PyType_Type && n == 1) {

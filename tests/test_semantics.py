@@ -368,3 +368,38 @@ def test_zip_iterator_used_meanwhile():
         first = next(it)
         return y, first, list(z)
     check(f, X, [1, 2, 3, 4, 5, 6, 7], expect_graph=False)  # next() may run the frame as is
+
+
+# ----------------------------------------------------- 7. isinstance and a __class__ override
+
+class PoseAsInt:
+    reads = []
+
+    @property
+    def __class__(self):
+        PoseAsInt.reads.append(1)  # program code: must run when CPython runs it
+        return int
+
+
+class PoseAsIntChild(PoseAsInt):
+    pass
+
+
+@pytest.mark.parametrize("cls", [PoseAsInt, PoseAsIntChild])
+def test_isinstance_reads_class_property(cls):
+    def f(x, o):
+        y = np.sin(x) + 1
+        n0 = len(PoseAsInt.reads)
+        r = isinstance(o, int), isinstance(o, (str, int)), isinstance(o, PoseAsInt)
+        return y, r, len(PoseAsInt.reads) - n0  # __class__ read as often as in CPython
+    check(f, X, make_args=lambda: (X.copy(), cls()))
+
+
+def test_isinstance_plain_class_still_folds():
+    class Plain:
+        pass
+
+    def f(x, o):
+        y = np.sin(x) + 1
+        return y, isinstance(o, Plain), isinstance(o, int)
+    check(f, X, make_args=lambda: (X.copy(), Plain()))
