@@ -642,6 +642,12 @@ static int emit_container_replay(fj_Builder *b, PyCodeObject *co, fj_Var *c, PyO
 {
     if (c->kind == FJ_VAR_LIST) {
         Py_ssize_t n = PyList_GET_SIZE(c->items);
+        if (fj_trace_list_resized(c) && n == PyLong_AsSsize_t(c->extra2))
+            /* lst[:] = <as many items> does not resize: the append then pop
+               (or pop then append) the program made would be invisible */
+            return fj_unsupported("%U grew or shrank and came back to its length: "
+                                  "replaying its final contents would hide that",
+                                  c->source->text);
         for (Py_ssize_t i = 0; i < n; i++)
             if (emit_rebuild(b, co, PyList_GET_ITEM(c->items, i), outputs) < 0)
                 return -1;

@@ -28,7 +28,7 @@ typedef enum {
     FJ_VAR_CONST, /* obj: a known Python object (immutable value, module, function, class...) */
     FJ_VAR_NODE,  /* obj: the fj_Node of an array or NumPy scalar in the graph */
     FJ_VAR_TUPLE, /* items: list of Var */
-    FJ_VAR_LIST,  /* items: list of Var */
+    FJ_VAR_LIST,  /* items: list of Var; an input's, once mutated: see fj_trace_list_resized */
     FJ_VAR_DICT,  /* items: dict of constant key -> Var */
     FJ_VAR_ITER,  /* items: list of Var (or obj: a range), pos: next index;
                      extra: zip's lazy steps (see fj_trace_iter_step) or NULL */
@@ -198,6 +198,14 @@ int fj_trace_alias_guards(fj_Tracer *tx);
 ** in the frame need nothing.  0, or -1 with fj_Unsupported.
 */
 int fj_trace_note_mutation(fj_Tracer *tx, fj_Var *c);
+/*
+** True when the mutated input list 'c' changed length at some point of the
+** trace (extra2: its length before the first mutation; extra: True once a
+** later mutation saw another length).  Replaying its final contents with
+** the same length as before would hide those resizes (an append then a pop
+** that list.sort must detect as "list modified during sort").
+*/
+int fj_trace_list_resized(fj_Var *c);
 /* LOAD_METHOD: pushes (method-or-NULL, self-or-callable) into out[0], out[1]. */
 int fj_trace_load_method(fj_TFrame *fr, PyObject *obj, PyObject *name, PyObject **out);
 /* BINARY_OP oparg / COMPARE_OP / unary ops / subscripts (new refs). */

@@ -1099,8 +1099,14 @@ int fj_trace_note_mutation(fj_Tracer *tx, fj_Var *c)
         return 0; /* made in the frame: rebuilt after the graph if it escapes */
     if (c->kind != FJ_VAR_LIST && c->kind != FJ_VAR_DICT)
         return fj_unsupported("mutation of %R", (PyObject *)c);
-    if (c->pos)
-        return 0; /* already recorded: its final contents are replayed once */
+    if (c->pos) {
+        /* already recorded: its final contents are replayed once; note when its
+           length has changed meanwhile (see FJ_VAR_LIST in fj_trace_list_resized) */
+        if (c->kind == FJ_VAR_LIST && c->extra == NULL &&
+            PyList_GET_SIZE(c->items) != PyLong_AsSsize_t(c->extra2))
+            c->extra = Py_NewRef(Py_True);
+        return 0;
+    }
     if (holds_finalizable(c))
         return -1;
     if (c->split_dict)
@@ -1110,6 +1116,8 @@ int fj_trace_note_mutation(fj_Tracer *tx, fj_Var *c)
         return fj_unsupported("mutation of %U, a dict sharing its keys with other instances' __dict__",
                               c->source->text);
     c->pos = 1;
+    if (c->kind == FJ_VAR_LIST && (c->extra2 = PyLong_FromSsize_t(PyList_GET_SIZE(c->items))) == NULL)
+        return -1;
     PyObject *eff = Py_BuildValue("(sOO)", "container", Py_None, (PyObject *)c);
     int r = eff == NULL || PyList_Append(tx->effects, eff) < 0 ||
                     PyList_Append(tx->mutated, (PyObject *)c) < 0
@@ -1117,6 +1125,12 @@ int fj_trace_note_mutation(fj_Tracer *tx, fj_Var *c)
                 : 0;
     Py_XDECREF(eff);
     return r;
+}
+
+int fj_trace_list_resized(fj_Var *c)
+{
+    return c->kind == FJ_VAR_LIST && c->pos && c->extra2 != NULL &&
+           (c->extra != NULL || PyList_GET_SIZE(c->items) != PyLong_AsSsize_t(c->extra2));
 }
 
 int fj_trace_alias_guards(fj_Tracer *tx)

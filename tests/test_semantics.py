@@ -403,3 +403,39 @@ def test_isinstance_plain_class_still_folds():
         y = np.sin(x) + 1
         return y, isinstance(o, Plain), isinstance(o, int)
     check(f, X, make_args=lambda: (X.copy(), Plain()))
+
+
+# ----------------------------------------------------- 8. mutations a list's observers must see
+
+def test_append_pop_in_sort_key_is_detected():
+    def f(x, lst):
+        y = np.sin(x) + 1
+        L = list(lst)
+
+        def key(v):
+            z = np.cos(x) + 1  # the key function's frame has a graph too
+            L.append(z)
+            L.pop()
+            return v
+        L.sort(key=key)
+        return y, L
+    check(f, X, [3, 1, 2])
+
+
+@pytest.mark.parametrize("ops", ["append-pop", "pop-append", "insert-remove", "same-length"])
+def test_input_list_mutation_pairs(ops):
+    def f(x, L, ops):
+        y = np.sin(x) + 1
+        if ops == "append-pop":
+            L.append(1)
+            L.pop()
+        elif ops == "pop-append":
+            v = L.pop()
+            L.append(v)
+        elif ops == "insert-remove":
+            L.insert(0, 9)
+            L.remove(9)
+        else:
+            L[0] = 7
+        return y, L, len(L)
+    check(f, X, [3, 1, 2], ops)
