@@ -442,6 +442,125 @@ static int emit_container(fj_Builder *b, PyCodeObject *co, fj_Var *vv, PyObject 
     return r;
 }
 
+/*
+** Constants and identity (fj_trace_identity).  While one code object is
+** emitted: 'cur_tx' is the tracer, 'fresh_memo' maps id() of a computed
+** value (FJ_ID_FRESH) to the temporary that holds the object made for it,
+** so every place holding it within a call gets one object, a new one on
+** each call, as CPython makes.
+*/
+static _Thread_local fj_Tracer *cur_tx = NULL;
+static _Thread_local PyObject *fresh_memo = NULL;
+
+static int const_identity(PyObject *obj)
+{
+    fj_Var *tmp = fj_var_const(obj);
+    int k = tmp == NULL ? -1 : cur_tx ? fj_trace_identity(cur_tx, (PyObject *)tmp, obj)
+                                       : FJ_ID_SHARED;
+    Py_XDECREF(tmp);
+    return k;
+}
+
+/*
+** Pushes a new object equal to the computed value 'obj' (FJ_ID_FRESH): a
+** code constant would be one object for every call (and the code object
+** interns name-like strings, making 'x' + str(n) the literal 'x1').
+**   str, bytes: LOAD_CONST obj[:1]; LOAD_CONST obj[1:]; BINARY_OP +
+**   int, float, complex: LOAD_CONST -obj; UNARY_NEGATIVE (bit-exact)
+**   tuple: its items (constants, or made the same way); BUILD_TUPLE n
+** 0, or -1 (Unsupported for an item of unknown identity).
+*/
+static int emit_fresh(fj_Builder *b, PyObject *obj, int depth)
+{
+    PyObject *key = PyLong_FromVoidPtr(obj), *tmp = NULL, *a = NULL, *c = NULL;
+    int r = -1;
+    if (key == NULL)
+        return -1;
+    if (fresh_memo != NULL && (tmp = PyDict_GetItemWithError(fresh_memo, key)) != NULL) {
+        Py_DECREF(key);
+        return fj_builder_load_fast(b, tmp) < 0 ? -1 : 0;
+    }
+    if (PyErr_Occurred() || depth > FJ_MAX_VALUE_DEPTH)
+        goto done;
+    if (PyUnicode_CheckExact(obj) || PyBytes_CheckExact(obj)) {
+        Py_ssize_t n = PyObject_Length(obj);
+        a = PySequence_GetSlice(obj, 0, 1);
+        c = a ? PySequence_GetSlice(obj, 1, n) : NULL;
+        if (c == NULL || fj_builder_load_const(b, a) < 0 || fj_builder_load_const(b, c) < 0 ||
+            fj_bc_emit(&b->il, BINARY_OP, NB_ADD) < 0)
+            goto done;
+    }
+    else if (PyTuple_CheckExact(obj)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(obj); i++) {
+            PyObject *item = PyTuple_GET_ITEM(obj, i);
+            int k = const_identity(item);
+            if (k < 0)
+                goto done;
+            if (k == FJ_ID_UNKNOWN) {
+                fj_unsupported("a tuple made in the frame holds an input's object");
+                goto done;
+            }
+            if ((k == FJ_ID_FRESH ? emit_fresh(b, item, depth + 1)
+                                  : fj_builder_load_const(b, item)) < 0)
+                goto done;
+        }
+        if (fj_bc_emit(&b->il, BUILD_TUPLE, (int)PyTuple_GET_SIZE(obj)) < 0)
+            goto done;
+    }
+    else {
+        if ((a = PyNumber_Negative(obj)) == NULL || fj_builder_load_const(b, a) < 0 ||
+            fj_bc_emit(&b->il, UNARY_NEGATIVE, 0) < 0)
+            goto done;
+    }
+    if (fresh_memo != NULL) {
+        tmp = PyUnicode_FromFormat("___fresh_%zd", PyDict_GET_SIZE(fresh_memo));
+        if (tmp == NULL || fj_bc_emit(&b->il, COPY, 1) < 0 || fj_builder_store_fast(b, tmp) < 0 ||
+            PyDict_SetItem(fresh_memo, key, tmp) < 0) {
+            Py_XDECREF(tmp);
+            goto done;
+        }
+        Py_DECREF(tmp);
+    }
+    r = 0;
+done:
+    Py_DECREF(key);
+    Py_XDECREF(a);
+    Py_XDECREF(c);
+    return r;
+}
+
+/* A CONST Var: from its source when its identity is the input's, a new
+   object when computed, else the constant itself.  0 or -1. */
+static int emit_const(fj_Builder *b, PyCodeObject *co, fj_Var *vv)
+{
+    int k = cur_tx ? fj_trace_identity(cur_tx, (PyObject *)vv, vv->obj) : FJ_ID_SHARED;
+    if (k < 0)
+        return -1;
+    if (vv->source != NULL && (k != FJ_ID_SHARED || !fj_is_plain_constant(vv->obj)))
+        return emit_source(b, co, vv->source);
+    if (k == FJ_ID_UNKNOWN) {
+        PyObject *r = fj_trace_safe_repr(vv->obj);
+        if (r != NULL)
+            fj_unsupported("%U is an input's object reached through an operation: its "
+                           "identity is not known",
+                           r);
+        Py_XDECREF(r);
+        return -1;
+    }
+    if (k == FJ_ID_FRESH)
+        return emit_fresh(b, vv->obj, 0);
+    if (PySlice_Check(vv->obj)) {
+        /* a new slice on each call, as CPython makes (and unhashable: no constant) */
+        PySliceObject *sl = (PySliceObject *)vv->obj;
+        return fj_builder_load_const(b, sl->start) < 0 || fj_builder_load_const(b, sl->stop) < 0 ||
+                       fj_builder_load_const(b, sl->step) < 0 ||
+                       fj_bc_emit(&b->il, BUILD_SLICE, 3) < 0
+                   ? -1
+                   : 0;
+    }
+    return fj_builder_load_const(b, vv->obj) < 0 ? -1 : 0;
+}
+
 static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *outputs)
 {
     fj_Var *vv = VAR(v);
@@ -454,23 +573,11 @@ static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
         if (PyErr_Occurred())
             return -1;
     }
-    if (vv->kind == FJ_VAR_CONST && fj_is_plain_constant(vv->obj))
-        return fj_builder_load_const(b, vv->obj) < 0 ? -1 : 0;
+    if (vv->kind == FJ_VAR_CONST)
+        return emit_const(b, co, vv);
     if (vv->source != NULL)
         return emit_source(b, co, vv->source);
     switch (vv->kind) {
-    case FJ_VAR_CONST:
-        if (PySlice_Check(vv->obj)) {
-            /* a new slice on each call, as CPython makes (and unhashable: no constant) */
-            PySliceObject *sl = (PySliceObject *)vv->obj;
-            return fj_builder_load_const(b, sl->start) < 0 ||
-                           fj_builder_load_const(b, sl->stop) < 0 ||
-                           fj_builder_load_const(b, sl->step) < 0 ||
-                           fj_bc_emit(&b->il, BUILD_SLICE, 3) < 0
-                       ? -1
-                       : 0;
-        }
-        return fj_builder_load_const(b, vv->obj) < 0 ? -1 : 0;
     case FJ_VAR_NODE: {
         Py_ssize_t i = PySequence_Index(outputs, vv->obj);
         if (i < 0)
@@ -562,8 +669,14 @@ static int preload_walk(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
                         PyObject *outputs, PyObject *walked)
 {
     fj_Var *vv = VAR(v);
-    if (vv->source != NULL && vv->kind != FJ_VAR_CELL &&
-        !(vv->kind == FJ_VAR_CONST && fj_is_plain_constant(vv->obj))) {
+    int loaded_as_const = 0; /* emit_const loads it with LOAD_CONST */
+    if (vv->kind == FJ_VAR_CONST && fj_is_plain_constant(vv->obj)) {
+        int k = cur_tx ? fj_trace_identity(cur_tx, v, vv->obj) : FJ_ID_SHARED;
+        if (k < 0)
+            return -1;
+        loaded_as_const = k == FJ_ID_SHARED;
+    }
+    if (vv->source != NULL && vv->kind != FJ_VAR_CELL && !loaded_as_const) {
         /* unstable when any link of the chain is something an effect changes
            (a cell is not a value: its contents are walked below) */
         int hit = 0;
@@ -845,7 +958,8 @@ PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_Tracer *
     int firstline = co->co_firstlineno;
     memset(b, 0, sizeof(*b));
     two_phase = tx->cyclic_values;
-    if (fj_builder_init(b, co) < 0)
+    cur_tx = tx;
+    if ((fresh_memo = PyDict_New()) == NULL || fj_builder_init(b, co) < 0)
         goto done;
     if (emit_prologue(b, co, &firstline) < 0)
         goto done;
@@ -882,7 +996,9 @@ assemble:
 done:
     fj_builder_clear(b);
     Py_CLEAR(preloaded);
+    Py_CLEAR(fresh_memo);
     two_phase = 0;
+    cur_tx = NULL;
     return result;
 }
 
@@ -1205,11 +1321,14 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
 {
     fj_Builder bb, *b = &bb;
     fj_TFrame *top = tx->top;
-    PyObject *result = NULL, *memo0 = NULL, *pre0 = NULL;
+    PyObject *result = NULL, *memo0 = NULL, *pre0 = NULL, *fresh0 = NULL;
     int firstline = co->co_firstlineno;
     BreakCtx bc = {b, co, outputs, NULL, top};
     memset(b, 0, sizeof(*b));
     two_phase = tx->cyclic_values;
+    cur_tx = tx;
+    if ((fresh_memo = PyDict_New()) == NULL)
+        goto done;
     if ((bc.memo = PyDict_New()) == NULL || fj_builder_init(b, co) < 0)
         goto done;
     if (emit_prologue(b, co, &firstline) < 0 || fj_bc_emit(&b->il, RESUME, 0) < 0)
@@ -1334,7 +1453,8 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
        first built in one branch's code are built again in the other's */
     memo0 = PyDict_Copy(bc.memo);
     pre0 = preloaded ? PyDict_Copy(preloaded) : NULL;
-    if (memo0 == NULL || (preloaded != NULL && pre0 == NULL))
+    fresh0 = PyDict_Copy(fresh_memo);
+    if (memo0 == NULL || (preloaded != NULL && pre0 == NULL) || fresh0 == NULL)
         goto done;
     for (int r = 0; r < plan->nresume; r++) {
         if (r == 1) {
@@ -1344,6 +1464,8 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
                 Py_SETREF(preloaded, pre0);
                 pre0 = NULL;
             }
+            Py_SETREF(fresh_memo, fresh0);
+            fresh0 = NULL;
         }
         if (r == 1 && fj_bc_place_label(&b->il, jump_label) < 0)
             goto done;
@@ -1409,6 +1531,9 @@ done:
     Py_XDECREF(pre0);
     Py_CLEAR(saved_args);
     Py_CLEAR(preloaded);
+    Py_CLEAR(fresh_memo);
+    Py_XDECREF(fresh0);
     two_phase = 0;
+    cur_tx = NULL;
     return result;
 }

@@ -100,6 +100,8 @@ typedef struct fj_Tracer {
     /* Restart support: stop the top frame before instruction 'stop_at'. */
     int stop_at;             /* -1: run to the end */
     struct fj_TFrame *top;   /* owned: the top frame, kept after the run */
+    PyObject *literal_ids;   /* strong set or NULL (built on first use): id() of the code's
+                                constants, nested ones too (fj_trace_identity) */
     int cyclic_values;       /* set by fj_codegen_*outputs: a value to rebuild contains
                                 itself, so containers are made empty then filled */
 } fj_Tracer;
@@ -155,6 +157,28 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value);
 int fj_trace_specialize(fj_Tracer *tx);
 /* The tracer running now (only one runs at a time per thread). */
 extern _Thread_local fj_Tracer *fj_current_tracer;
+
+/*
+** What the identity of the object Var 'v' stands for at run time is, for a
+** CONST Var (or a pinned symbolic scalar) whose trace-time object is 'obj':
+**   FJ_ID_SHARED   the same object on every call: None, bools, small ints,
+**                  '' and one-character latin-1 strings, b'' and one-byte
+**                  bytes, () (CPython caches them), objects that are not
+**                  values (types, functions, modules...), and literals: the
+**                  very constants of the traced code;
+**   FJ_ID_FRESH    an int, float, complex, str, bytes or tuple the trace
+**                  computed: CPython makes a new (equal) object on each call,
+**                  distinct from every other object;
+**   FJ_ID_UNKNOWN  a value read from an input (guarded by value, not by
+**                  identity) or an operation's result that is an input's
+**                  object itself (s.strip() returning s).
+** 'is' on values of known identity is their trace-time identity; a value of
+** unknown identity is loaded from its source or is a break.  -1 on error.
+*/
+enum { FJ_ID_SHARED, FJ_ID_FRESH, FJ_ID_UNKNOWN };
+int fj_trace_identity(fj_Tracer *tx, PyObject *v, PyObject *obj);
+/* True for the objects CPython caches (FJ_ID_SHARED by value). */
+int fj_is_cached_value(PyObject *o);
 
 /* The name of opcode 'op' (static storage), for messages and logs. */
 const char *fj_trace_opname(int op);

@@ -104,9 +104,9 @@ def check(fn, *args, expect_graph=True, calls=2, make_args=None):
 
 
 def _shared_by_cpython(o):
-    # objects CPython itself hands out again (caches, literals, singletons)
-    return (isinstance(o, int) and -5 <= o <= 256) or (isinstance(o, (str, bytes)) and len(o) <= 1) \
-        or o == () or (isinstance(o, str) and sys.intern(o) is o)
+    # objects CPython caches: the same object whenever the value is made
+    return (type(o) is int and -5 <= o <= 256) or (type(o) in (str, bytes) and len(o) <= 1) \
+        or (type(o) is tuple and not o)
 
 
 # ----------------------------------------------------- 1. values containing themselves
@@ -493,3 +493,134 @@ def test_bound_cell_read_after_break_still_splits():
         c = c + 1
         return y, c, g()
     check(f, X, 1)
+
+
+# ----------------------------------------------------- 4. identity of values made at run time
+
+K = "aaa"
+KX = "x1"
+T = (1, 2)
+
+
+def test_folded_repeat_is_the_literal():
+    def f(x):
+        y = np.sin(x) + 1
+        s = "a" * 3  # folded by CPython's compiler: the interned literal
+        return y, s is K, s
+    check(f, X)
+
+
+def test_tuple_of_list_is_new():
+    def f(x, lst):
+        y = np.sin(x) + 1
+        t = tuple(lst)
+        return y, t is T, t, [t, t]
+    check(f, X, [1, 2])
+
+
+def test_computed_string_is_not_the_literal():
+    def f(x, n):
+        y = np.sin(x) + 1
+        s = "x" + str(n)
+        d = {id(s): s}
+        return y, s is KX, id(s) in d, d[id(s)] is s, [s, s], s
+    check(f, X, 1, calls=3)
+
+
+def test_computed_numbers_are_new_objects():
+    def f(x, n):
+        y = np.sin(x) + 1
+        big = n * 1000
+        fl = n / 3
+        c = complex(n, -0.0)
+        b = ("ab" + str(n)).encode()
+        return y, [big, big, fl, fl, c, b], big is n * 1000
+    check(f, X, 7, calls=3)
+
+
+def test_input_string_keeps_its_identity():
+    def f(x, s):
+        y = np.sin(x) + 1
+        t = s
+        return y, t, [s, t]
+    framejit.reset()
+    cf = framejit.compile(f)
+    for _ in range(3):
+        s = "".join(["ab", "cd"])  # equal, not identical, on each call
+        _, t, lst = cf(X, s)
+        assert t is s and lst[0] is s and lst[1] is s
+
+
+def test_operation_returning_its_input():
+    def f(x, s):
+        y = np.sin(x) + 1
+        u = s.strip()  # s itself when there is nothing to strip
+        return y, u is s, u
+    check(f, X, "abc")
+    framejit.reset()
+    cf = framejit.compile(f)
+    for _ in range(2):
+        s = "".join(["ab", "c"])
+        assert cf(X, s)[2] is s
+
+
+def test_shape_tuple_is_new_each_call():
+    def f(x):
+        y = np.sin(x) + 1
+        return y, x.shape, divmod(7, 2)
+    check(f, X, calls=3)
+
+
+# ----------------------------------------------------- generated: identity, sharing, self-reference
+
+# Each statement makes v<i> from the inputs (x array, n int, s str, lst list) and earlier v<j>.
+_STMTS = [
+    "v{i} = 'x' + str(n)",
+    "v{i} = s * 2",
+    "v{i} = s.upper()",
+    "v{i} = s.strip()",
+    "v{i} = tuple(lst)",
+    "v{i} = s.split('/')",
+    "v{i} = n * 1000",
+    "v{i} = n / 3",
+    "v{i} = x.shape",
+    "v{i} = divmod(n, 3)",
+    "v{i} = v{j}",
+    "v{i} = (v{j}, v{k})",
+    "v{i} = [v{j}, v{k}]",
+    "v{i} = {{'a': v{j}, 'b': v{k}}}",
+    "v{i} = []; v{i}.append(v{i}); v{i}.append(v{j})",
+    "v{i} = {{}}; v{i}['me'] = v{i}",
+    "v{i} = [v{j}]; v{i} = [v{i}, v{i}]",
+    "v{i} = 'lit'",
+    "v{i} = ()",
+    "v{i} = lst; v{i}.append(v{j})",
+]
+
+
+@st.composite
+def identity_programs(draw):
+    n = draw(st.integers(1, 7))
+    lines = ["def f(x, n, s, lst):", "    y = np.sin(x) + 1", "    v0 = y"]
+    for i in range(1, n + 1):
+        t = draw(st.sampled_from(_STMTS))
+        j, k = draw(st.integers(0, i - 1)), draw(st.integers(0, i - 1))
+        lines += ["    " + part.strip() for part in t.format(i=i, j=j, k=k).split(";")]
+    a, b = draw(st.integers(0, n)), draw(st.integers(0, n))
+    lines.append(f"    same = v{a} is v{b}")
+    lines.append(f"    ids = {{id(v{a}): 'a'}}.get(id(v{b}))")
+    lines.append(f"    return y, [{', '.join(f'v{i}' for i in range(n + 1))}], same, ids")
+    return "\n".join(lines)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(src=identity_programs(), n=st.integers(-3, 400), s=st.sampled_from(["a/b", "ab", " q ", ""]))
+def test_generated_identity_programs(src, n, s):
+    ns = {"np": np}
+    exec(compile(src, "<identity>", "exec"), ns)
+    f = ns["f"]
+    try:
+        check(f, X, n, s, [1, 2], calls=3, expect_graph=False)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n{src}") from None
