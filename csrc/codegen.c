@@ -71,6 +71,7 @@ typedef struct {
     PyObject *out;  /* borrowed: the list of fj_Node being filled */
     PyObject *done; /* strong set: id(Var) of containers walked (or being walked) */
     PyObject *path; /* strong set: id(Var) of the containers on the current path */
+    PyObject *shared; /* strong set: id(Var) of containers met more than once */
     int cyclic;     /* a container was met again on its own path */
     int depth;
 } Collect;
@@ -85,7 +86,7 @@ static int collect_items(Collect *c, PyObject *v, PyObject *items)
         return -1;
     int on_path = PySet_Contains(c->path, key);
     int first = on_path == 0 ? mark_once(c->done, v) : 0;
-    int r = on_path < 0 || first < 0 ? -1 : 0;
+    int r = on_path < 0 || first < 0 || (first == 0 && PySet_Add(c->shared, key) < 0) ? -1 : 0;
     if (on_path == 1)
         c->cyclic = 1;
     if (r == 0 && first == 1) {
@@ -160,7 +161,8 @@ static int collect_init(Collect *c)
     c->out = PyList_New(0);
     c->done = PySet_New(NULL);
     c->path = PySet_New(NULL);
-    return c->out && c->done && c->path ? 0 : -1;
+    c->shared = PySet_New(NULL);
+    return c->out && c->done && c->path && c->shared ? 0 : -1;
 }
 
 /* Ends a walk: returns the outputs list (new ref) or NULL when 'r' < 0.  The
@@ -169,6 +171,8 @@ static PyObject *collect_end(Collect *c, fj_Tracer *tx, int r)
 {
     PyObject *out = r < 0 ? NULL : Py_XNewRef(c->out);
     tx->cyclic_values = c->cyclic;
+    Py_XSETREF(tx->shared_values, r < 0 ? NULL : Py_XNewRef(c->shared));
+    Py_XDECREF(c->shared);
     Py_XDECREF(c->out);
     Py_XDECREF(c->done);
     Py_XDECREF(c->path);
@@ -351,6 +355,16 @@ done:
 */
 static _Thread_local int two_phase = 0;
 
+/*
+** Constants and identity (fj_trace_identity).  While one code object is
+** emitted: 'cur_tx' is the tracer, 'fresh_memo' maps id() of a computed
+** value (FJ_ID_FRESH) to the temporary that holds the object made for it,
+** so every place holding it within a call gets one object, a new one on
+** each call, as CPython makes.
+*/
+static _Thread_local fj_Tracer *cur_tx = NULL;
+static _Thread_local PyObject *fresh_memo = NULL;
+
 /* Pushes the items of 'vv' (a TUPLE/LIST Var: each item; a DICT Var: key,
    value pairs) with 'item', then builds them: BUILD_TUPLE/LIST/MAP n. */
 static int emit_items(fj_Builder *b, fj_Var *vv, int build_op, int (*item)(void *, PyObject *),
@@ -421,9 +435,24 @@ static int rebuild_item(void *ctx, PyObject *v)
     return emit_rebuild(rc->b, rc->co, v, rc->outputs);
 }
 
+/* A tuple needs a memo only when the value holds it in more than one place. */
+static int memo_needed(PyObject *v)
+{
+    if (VAR(v)->kind != FJ_VAR_TUPLE || two_phase)
+        return 1;
+    PyObject *key = PyLong_FromVoidPtr(v);
+    int shared = key == NULL ? -1
+                 : cur_tx == NULL || cur_tx->shared_values == NULL
+                     ? 1
+                     : PySet_Contains(cur_tx->shared_values, key);
+    Py_XDECREF(key);
+    return shared;
+}
+
 static int rebuild_memo(void *ctx, PyObject *v)
 {
-    return memo_store(((RebuildCtx *)ctx)->b, v);
+    int need = memo_needed(v);
+    return need <= 0 ? need : memo_store(((RebuildCtx *)ctx)->b, v);
 }
 
 /* A tuple, list or dict made in the frame, built once (memo_store). */
@@ -442,15 +471,6 @@ static int emit_container(fj_Builder *b, PyCodeObject *co, fj_Var *vv, PyObject 
     return r;
 }
 
-/*
-** Constants and identity (fj_trace_identity).  While one code object is
-** emitted: 'cur_tx' is the tracer, 'fresh_memo' maps id() of a computed
-** value (FJ_ID_FRESH) to the temporary that holds the object made for it,
-** so every place holding it within a call gets one object, a new one on
-** each call, as CPython makes.
-*/
-static _Thread_local fj_Tracer *cur_tx = NULL;
-static _Thread_local PyObject *fresh_memo = NULL;
 
 static int const_identity(PyObject *obj)
 {
@@ -1074,6 +1094,9 @@ static int value_item(void *ctx, PyObject *v)
 static int value_memo(void *ctx, PyObject *v)
 {
     BreakCtx *bc = ctx;
+    int need = memo_needed(v);
+    if (need <= 0)
+        return need;
     PyObject *key = PyLong_FromVoidPtr(v);
     PyObject *tmp = key ? PyUnicode_FromFormat("___tmp_%zd", PyDict_GET_SIZE(bc->memo)) : NULL;
     int r = tmp == NULL || PyDict_SetItem(bc->memo, key, tmp) < 0 ||

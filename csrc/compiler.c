@@ -260,6 +260,7 @@ static void tracer_clear(fj_Tracer *tx)
     Py_CLEAR(tx->effects);
     Py_CLEAR(tx->global_overlay);
     Py_CLEAR(tx->literal_ids);
+    Py_CLEAR(tx->shared_values);
     Py_CLEAR(tx->mutated);
 }
 

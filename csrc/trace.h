@@ -102,6 +102,8 @@ typedef struct fj_Tracer {
     struct fj_TFrame *top;   /* owned: the top frame, kept after the run */
     PyObject *literal_ids;   /* strong set or NULL (built on first use): id() of the code's
                                 constants, nested ones too (fj_trace_identity) */
+    PyObject *shared_values; /* strong set or NULL, set with cyclic_values: id() of the
+                                containers a value holds in more than one place */
     int cyclic_values;       /* set by fj_codegen_*outputs: a value to rebuild contains
                                 itself, so containers are made empty then filled */
 } fj_Tracer;
