@@ -22,9 +22,9 @@
 static _Thread_local int out_for_break = 0;
 
 /*
-** Instances made in the frame may refer to themselves: walks over them
-** visit each once.  visit_begin: 1 first visit (marked), 0 already being
-** visited, -1 on error; visit_end unmarks.
+** The tuples being built (two-phase mode, see build_container): one met
+** again while its items are built contains itself.  visit_begin: 1 first
+** visit (marked), 0 already being visited, -1 on error; visit_end unmarks.
 */
 static _Thread_local PyObject *visiting = NULL;
 
@@ -48,7 +48,73 @@ static void visit_end(PyObject *v)
     Py_XDECREF(key);
 }
 
-static int collect(PyObject *v, PyObject *out)
+/*
+** Values are graphs, not trees: a list made in the frame may be shared
+** ('data = [data, data]', exponential as a tree) or contain itself
+** ('a.append(a)').  Every walk over values visits each container once.
+*/
+#define FJ_MAX_VALUE_DEPTH 100 /* deeper values are not rebuilt (a break), see emit_rebuild */
+
+/* Adds id(v) to 'set': 1 when it was not there, 0 when it was, -1 on error. */
+static int mark_once(PyObject *set, PyObject *v)
+{
+    PyObject *key = PyLong_FromVoidPtr(v);
+    int has = key ? PySet_Contains(set, key) : -1;
+    if (has == 0 && PySet_Add(set, key) < 0)
+        has = -1;
+    Py_XDECREF(key);
+    return has < 0 ? -1 : !has;
+}
+
+/* One walk of fj_codegen_outputs / fj_codegen_break_outputs. */
+typedef struct {
+    PyObject *out;  /* borrowed: the list of fj_Node being filled */
+    PyObject *done; /* strong set: id(Var) of containers walked (or being walked) */
+    PyObject *path; /* strong set: id(Var) of the containers on the current path */
+    PyObject *shared; /* strong set: id(Var) of containers met more than once */
+    int cyclic;     /* a container was met again on its own path */
+    int depth;
+} Collect;
+
+static int collect(Collect *c, PyObject *v);
+
+/* Walks the Vars 'items' (a list, or the values of a dict) of container 'v', once. */
+static int collect_items(Collect *c, PyObject *v, PyObject *items)
+{
+    PyObject *key = PyLong_FromVoidPtr(v);
+    if (key == NULL)
+        return -1;
+    int on_path = PySet_Contains(c->path, key);
+    int first = on_path == 0 ? mark_once(c->done, v) : 0;
+    int r = on_path < 0 || first < 0 || (first == 0 && PySet_Add(c->shared, key) < 0) ? -1 : 0;
+    if (on_path == 1)
+        c->cyclic = 1;
+    if (r == 0 && first == 1) {
+        if (c->depth >= FJ_MAX_VALUE_DEPTH)
+            r = fj_unsupported("a value made in the frame nests deeper than %d levels",
+                               FJ_MAX_VALUE_DEPTH);
+        else if (PySet_Add(c->path, key) < 0)
+            r = -1;
+        c->depth++;
+        if (PyDict_Check(items)) {
+            Py_ssize_t pos = 0;
+            PyObject *k, *val;
+            while (r == 0 && PyDict_Next(items, &pos, &k, &val))
+                r = collect(c, val);
+        }
+        else {
+            for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(items); i++)
+                r = collect(c, PyList_GET_ITEM(items, i));
+        }
+        c->depth--;
+        if (PySet_Discard(c->path, key) < 0)
+            r = -1;
+    }
+    Py_DECREF(key);
+    return r;
+}
+
+static int collect(Collect *c, PyObject *v)
 {
     fj_Var *vv = VAR(v);
     switch (vv->kind) {
@@ -56,59 +122,61 @@ static int collect(PyObject *v, PyObject *out)
         fj_Node *n = (fj_Node *)vv->obj;
         if (vv->source != NULL || n->kind == FJ_NODE_PLACEHOLDER)
             return 0;
-        int has = PySequence_Contains(out, (PyObject *)n);
+        int has = PySequence_Contains(c->out, (PyObject *)n);
         if (has < 0)
             return -1;
-        return has ? 0 : PyList_Append(out, (PyObject *)n);
+        return has ? 0 : PyList_Append(c->out, (PyObject *)n);
     }
     case FJ_VAR_CONST:
     case FJ_VAR_OBJ:
         return 0;
     case FJ_VAR_CELL:
         if (out_for_break) /* the frame's cells are restored: their contents count */
-            return PyList_GET_SIZE(vv->items) ? collect(PyList_GET_ITEM(vv->items, 0), out) : 0;
+            return collect_items(c, v, vv->items);
         return fj_unsupported("cannot return %R from a compiled frame", v);
     case FJ_VAR_FUNC:
         if (out_for_break)
-            return (vv->extra ? collect(vv->extra, out) : 0) < 0 ||
-                           (vv->extra2 ? collect(vv->extra2, out) : 0) < 0
+            return (vv->extra ? collect(c, vv->extra) : 0) < 0 ||
+                           (vv->extra2 ? collect(c, vv->extra2) : 0) < 0
                        ? -1
                        : 0;
         return fj_unsupported("cannot return %R from a compiled frame", v);
     case FJ_VAR_TUPLE:
     case FJ_VAR_LIST:
+    case FJ_VAR_DICT:
         if (vv->source != NULL && !vv->pos) /* an input as it was: reloaded */
             return 0;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
-            if (collect(PyList_GET_ITEM(vv->items, i), out) < 0)
-                return -1;
-        return 0;
-    case FJ_VAR_DICT: {
-        if (vv->source != NULL && !vv->pos)
-            return 0;
-        Py_ssize_t pos = 0;
-        PyObject *k, *val;
-        while (PyDict_Next(vv->items, &pos, &k, &val))
-            if (collect(val, out) < 0)
-                return -1;
-        return 0;
-    }
-    case FJ_VAR_INST: {
-        /* an instance made in the frame: its attributes (once: it may refer to itself) */
-        int first = visit_begin(v);
-        if (first <= 0)
-            return first;
-        Py_ssize_t pos = 0;
-        PyObject *k, *val;
-        int r = 0;
-        while (r == 0 && PyDict_Next(vv->extra, &pos, &k, &val))
-            r = collect(val, out);
-        visit_end(v);
-        return r;
-    }
+        return collect_items(c, v, vv->items);
+    case FJ_VAR_INST:
+        /* an instance made in the frame: its attributes */
+        return collect_items(c, v, vv->extra);
     default:
         return fj_unsupported("cannot return %R from a compiled frame", v);
     }
+}
+
+static int collect_init(Collect *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->out = PyList_New(0);
+    c->done = PySet_New(NULL);
+    c->path = PySet_New(NULL);
+    c->shared = PySet_New(NULL);
+    return c->out && c->done && c->path && c->shared ? 0 : -1;
+}
+
+/* Ends a walk: returns the outputs list (new ref) or NULL when 'r' < 0.  The
+** rebuild code needs to know whether a value contains itself: tx->cyclic_values. */
+static PyObject *collect_end(Collect *c, fj_Tracer *tx, int r)
+{
+    PyObject *out = r < 0 ? NULL : Py_XNewRef(c->out);
+    tx->cyclic_values = c->cyclic;
+    Py_XSETREF(tx->shared_values, r < 0 ? NULL : Py_XNewRef(c->shared));
+    Py_XDECREF(c->shared);
+    Py_XDECREF(c->out);
+    Py_XDECREF(c->done);
+    Py_XDECREF(c->path);
+    return out;
 }
 
 /* True for a free cell of the top frame that the trace set (STORE_DEREF). */
@@ -121,18 +189,14 @@ static int dirty_free_cell(PyObject *v)
 PyObject *fj_codegen_outputs(PyObject *ret, fj_Tracer *tx)
 {
     fj_TFrame *top = tx->top;
-    PyObject *out = PyList_New(0);
-    if (out != NULL && collect(ret, out) < 0)
-        Py_CLEAR(out);
-    for (Py_ssize_t i = 0; out != NULL && i < PyList_GET_SIZE(tx->effects); i++)
-        if (collect(PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2), out) < 0)
-            Py_CLEAR(out);
-    for (int i = 0; out != NULL && top != NULL && i < top->nlocals; i++) {
-        if (dirty_free_cell(top->locals[i]) &&
-            collect(PyList_GET_ITEM(VAR(top->locals[i])->items, 0), out) < 0)
-            Py_CLEAR(out);
-    }
-    return out;
+    Collect c;
+    int r = collect_init(&c) < 0 ? -1 : collect(&c, ret);
+    for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(tx->effects); i++)
+        r = collect(&c, PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2));
+    for (int i = 0; r == 0 && top != NULL && i < top->nlocals; i++)
+        if (dirty_free_cell(top->locals[i]))
+            r = collect(&c, PyList_GET_ITEM(VAR(top->locals[i])->items, 0));
+    return collect_end(&c, tx, r);
 }
 
 #define EMIT(op, arg)                                                                              \
@@ -283,6 +347,240 @@ done:
     return r;
 }
 
+/*
+** Set while one code object is emitted (from tx->cyclic_values): a value
+** contains itself, so lists and dicts are made empty and kept (memo) before
+** their items are built, then filled (LIST_EXTEND / DICT_UPDATE); a tuple
+** met again while its own items are built cannot be made and is a break.
+*/
+static _Thread_local int two_phase = 0;
+
+/*
+** Constants and identity (fj_trace_identity).  While one code object is
+** emitted: 'cur_tx' is the tracer, 'fresh_memo' maps id() of a computed
+** value (FJ_ID_FRESH) to the temporary that holds the object made for it,
+** so every place holding it within a call gets one object, a new one on
+** each call, as CPython makes.
+*/
+static _Thread_local fj_Tracer *cur_tx = NULL;
+static _Thread_local PyObject *fresh_memo = NULL;
+
+/* Pushes the items of 'vv' (a TUPLE/LIST Var: each item; a DICT Var: key,
+   value pairs) with 'item', then builds them: BUILD_TUPLE/LIST/MAP n. */
+static int emit_items(fj_Builder *b, fj_Var *vv, int build_op, int (*item)(void *, PyObject *),
+                      void *ctx)
+{
+    Py_ssize_t n;
+    if (vv->kind == FJ_VAR_DICT) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *val;
+        while (PyDict_Next(vv->items, &pos, &k, &val))
+            if (fj_builder_load_const(b, k) < 0 || item(ctx, val) < 0)
+                return -1;
+        n = PyDict_GET_SIZE(vv->items);
+    }
+    else {
+        n = PyList_GET_SIZE(vv->items);
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (item(ctx, PyList_GET_ITEM(vv->items, i)) < 0)
+                return -1;
+    }
+    return fj_bc_emit(&b->il, build_op, (int)n) < 0 ? -1 : 0;
+}
+
+/*
+** A tuple, list or dict made in the frame ('vv', no source), with 'item'
+** pushing each item; 'memo' (a callback storing the container on the stack in
+** a temporary that later loads reuse) runs once it exists: after the build,
+** or in two-phase mode after the empty container is made (its items may then
+** load it).  0, or -1 (Unsupported for a tuple that contains itself).
+*/
+static int build_container(fj_Builder *b, fj_Var *vv, int (*item)(void *, PyObject *), void *ctx,
+                           int (*memo)(void *, PyObject *))
+{
+    static const int build_ops[] = {[FJ_VAR_TUPLE] = BUILD_TUPLE, [FJ_VAR_LIST] = BUILD_LIST,
+                                    [FJ_VAR_DICT] = BUILD_MAP};
+    int op = build_ops[vv->kind];
+    if (!two_phase)
+        return emit_items(b, vv, op, item, ctx) < 0 || memo(ctx, (PyObject *)vv) < 0 ? -1 : 0;
+    int r;
+    if (vv->kind == FJ_VAR_TUPLE) {
+        /* items before the tuple: it must not be met again while they are built */
+        int first = visit_begin((PyObject *)vv);
+        if (first <= 0)
+            return first < 0 ? -1
+                             : fj_unsupported("a tuple made in the frame contains itself");
+        r = emit_items(b, vv, op, item, ctx) < 0 || memo(ctx, (PyObject *)vv) < 0 ? -1 : 0;
+        visit_end((PyObject *)vv);
+        return r;
+    }
+    /* [] or {}; kept; its items (which may load it); LIST_EXTEND / DICT_UPDATE */
+    int list = vv->kind == FJ_VAR_LIST;
+    if (fj_bc_emit(&b->il, op, 0) < 0 || memo(ctx, (PyObject *)vv) < 0 ||
+        emit_items(b, vv, list ? BUILD_TUPLE : BUILD_MAP, item, ctx) < 0 ||
+        fj_bc_emit(&b->il, list ? LIST_EXTEND : DICT_UPDATE, 1) < 0)
+        return -1;
+    return 0;
+}
+
+typedef struct {
+    fj_Builder *b;
+    PyCodeObject *co;
+    PyObject *outputs;
+} RebuildCtx;
+
+static int rebuild_item(void *ctx, PyObject *v)
+{
+    RebuildCtx *rc = ctx;
+    return emit_rebuild(rc->b, rc->co, v, rc->outputs);
+}
+
+/* A tuple needs a memo only when the value holds it in more than one place. */
+static int memo_needed(PyObject *v)
+{
+    if (VAR(v)->kind != FJ_VAR_TUPLE || two_phase)
+        return 1;
+    PyObject *key = PyLong_FromVoidPtr(v);
+    int shared = key == NULL ? -1
+                 : cur_tx == NULL || cur_tx->shared_values == NULL
+                     ? 1
+                     : PySet_Contains(cur_tx->shared_values, key);
+    Py_XDECREF(key);
+    return shared;
+}
+
+static int rebuild_memo(void *ctx, PyObject *v)
+{
+    int need = memo_needed(v);
+    return need <= 0 ? need : memo_store(((RebuildCtx *)ctx)->b, v);
+}
+
+/* A tuple, list or dict made in the frame, built once (memo_store). */
+static int emit_container(fj_Builder *b, PyCodeObject *co, fj_Var *vv, PyObject *outputs)
+{
+    static _Thread_local int depth = 0;
+    if (depth > FJ_MAX_VALUE_DEPTH)
+        return fj_unsupported("a value made in the frame nests deeper than %d levels",
+                              FJ_MAX_VALUE_DEPTH);
+    if (two_phase && preloaded == NULL)
+        return fj_unsupported("a value that contains itself rebuilt without a memo");
+    RebuildCtx rc = {b, co, outputs};
+    depth++;
+    int r = build_container(b, vv, rebuild_item, &rc, rebuild_memo);
+    depth--;
+    return r;
+}
+
+
+static int const_identity(PyObject *obj)
+{
+    fj_Var *tmp = fj_var_const(obj);
+    int k = tmp == NULL ? -1 : cur_tx ? fj_trace_identity(cur_tx, (PyObject *)tmp, obj)
+                                       : FJ_ID_SHARED;
+    Py_XDECREF(tmp);
+    return k;
+}
+
+/*
+** Pushes a new object equal to the computed value 'obj' (FJ_ID_FRESH): a
+** code constant would be one object for every call (and the code object
+** interns name-like strings, making 'x' + str(n) the literal 'x1').
+**   str, bytes: LOAD_CONST obj[:1]; LOAD_CONST obj[1:]; BINARY_OP +
+**   int, float, complex: LOAD_CONST -obj; UNARY_NEGATIVE (bit-exact)
+**   tuple: its items (constants, or made the same way); BUILD_TUPLE n
+** 0, or -1 (Unsupported for an item of unknown identity).
+*/
+static int emit_fresh(fj_Builder *b, PyObject *obj, int depth)
+{
+    PyObject *key = PyLong_FromVoidPtr(obj), *tmp = NULL, *a = NULL, *c = NULL;
+    int r = -1;
+    if (key == NULL)
+        return -1;
+    if (fresh_memo != NULL && (tmp = PyDict_GetItemWithError(fresh_memo, key)) != NULL) {
+        Py_DECREF(key);
+        return fj_builder_load_fast(b, tmp) < 0 ? -1 : 0;
+    }
+    if (PyErr_Occurred() || depth > FJ_MAX_VALUE_DEPTH)
+        goto done;
+    if (PyUnicode_CheckExact(obj) || PyBytes_CheckExact(obj)) {
+        Py_ssize_t n = PyObject_Length(obj);
+        a = PySequence_GetSlice(obj, 0, 1);
+        c = a ? PySequence_GetSlice(obj, 1, n) : NULL;
+        if (c == NULL || fj_builder_load_const(b, a) < 0 || fj_builder_load_const(b, c) < 0 ||
+            fj_bc_emit(&b->il, BINARY_OP, NB_ADD) < 0)
+            goto done;
+    }
+    else if (PyTuple_CheckExact(obj)) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(obj); i++) {
+            PyObject *item = PyTuple_GET_ITEM(obj, i);
+            int k = const_identity(item);
+            if (k < 0)
+                goto done;
+            if (k == FJ_ID_UNKNOWN) {
+                fj_unsupported("a tuple made in the frame holds an input's object");
+                goto done;
+            }
+            if ((k == FJ_ID_FRESH ? emit_fresh(b, item, depth + 1)
+                                  : fj_builder_load_const(b, item)) < 0)
+                goto done;
+        }
+        if (fj_bc_emit(&b->il, BUILD_TUPLE, (int)PyTuple_GET_SIZE(obj)) < 0)
+            goto done;
+    }
+    else {
+        if ((a = PyNumber_Negative(obj)) == NULL || fj_builder_load_const(b, a) < 0 ||
+            fj_bc_emit(&b->il, UNARY_NEGATIVE, 0) < 0)
+            goto done;
+    }
+    if (fresh_memo != NULL) {
+        tmp = PyUnicode_FromFormat("___fresh_%zd", PyDict_GET_SIZE(fresh_memo));
+        if (tmp == NULL || fj_bc_emit(&b->il, COPY, 1) < 0 || fj_builder_store_fast(b, tmp) < 0 ||
+            PyDict_SetItem(fresh_memo, key, tmp) < 0) {
+            Py_XDECREF(tmp);
+            goto done;
+        }
+        Py_DECREF(tmp);
+    }
+    r = 0;
+done:
+    Py_DECREF(key);
+    Py_XDECREF(a);
+    Py_XDECREF(c);
+    return r;
+}
+
+/* A CONST Var: from its source when its identity is the input's, a new
+   object when computed, else the constant itself.  0 or -1. */
+static int emit_const(fj_Builder *b, PyCodeObject *co, fj_Var *vv)
+{
+    int k = cur_tx ? fj_trace_identity(cur_tx, (PyObject *)vv, vv->obj) : FJ_ID_SHARED;
+    if (k < 0)
+        return -1;
+    if (vv->source != NULL && (k != FJ_ID_SHARED || !fj_is_plain_constant(vv->obj)))
+        return emit_source(b, co, vv->source);
+    if (k == FJ_ID_UNKNOWN) {
+        PyObject *r = fj_trace_safe_repr(vv->obj);
+        if (r != NULL)
+            fj_unsupported("%U is an input's object reached through an operation: its "
+                           "identity is not known",
+                           r);
+        Py_XDECREF(r);
+        return -1;
+    }
+    if (k == FJ_ID_FRESH)
+        return emit_fresh(b, vv->obj, 0);
+    if (PySlice_Check(vv->obj)) {
+        /* a new slice on each call, as CPython makes (and unhashable: no constant) */
+        PySliceObject *sl = (PySliceObject *)vv->obj;
+        return fj_builder_load_const(b, sl->start) < 0 || fj_builder_load_const(b, sl->stop) < 0 ||
+                       fj_builder_load_const(b, sl->step) < 0 ||
+                       fj_bc_emit(&b->il, BUILD_SLICE, 3) < 0
+                   ? -1
+                   : 0;
+    }
+    return fj_builder_load_const(b, vv->obj) < 0 ? -1 : 0;
+}
+
 static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *outputs)
 {
     fj_Var *vv = VAR(v);
@@ -295,13 +593,11 @@ static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
         if (PyErr_Occurred())
             return -1;
     }
-    if (vv->kind == FJ_VAR_CONST && fj_is_plain_constant(vv->obj))
-        return fj_builder_load_const(b, vv->obj) < 0 ? -1 : 0;
+    if (vv->kind == FJ_VAR_CONST)
+        return emit_const(b, co, vv);
     if (vv->source != NULL)
         return emit_source(b, co, vv->source);
     switch (vv->kind) {
-    case FJ_VAR_CONST:
-        return fj_builder_load_const(b, vv->obj) < 0 ? -1 : 0;
     case FJ_VAR_NODE: {
         Py_ssize_t i = PySequence_Index(outputs, vv->obj);
         if (i < 0)
@@ -312,33 +608,20 @@ static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
         return r < 0 ? -1 : 0;
     }
     case FJ_VAR_TUPLE:
-    case FJ_VAR_LIST: {
-        static _Thread_local int depth = 0;
-        Py_ssize_t n = PyList_GET_SIZE(vv->items);
-        if (depth > 100)
-            return fj_unsupported("value %R nests too deep (a cycle?)", v);
-        depth++;
-        int r = 0;
-        for (Py_ssize_t i = 0; r == 0 && i < n; i++)
-            r = emit_rebuild(b, co, PyList_GET_ITEM(vv->items, i), outputs);
-        depth--;
-        if (r < 0)
-            return -1;
-        EMIT(vv->kind == FJ_VAR_TUPLE ? BUILD_TUPLE : BUILD_LIST, (int)n);
-        return vv->kind == FJ_VAR_LIST ? memo_store(b, v) : 0;
-    }
-    case FJ_VAR_DICT: {
-        Py_ssize_t pos = 0;
-        PyObject *k, *val;
-        while (PyDict_Next(vv->items, &pos, &k, &val)) {
-            if (fj_builder_load_const(b, k) < 0 || emit_rebuild(b, co, val, outputs) < 0)
-                return -1;
-        }
-        EMIT(BUILD_MAP, (int)PyDict_GET_SIZE(vv->items));
-        return memo_store(b, v);
-    }
+    case FJ_VAR_LIST:
+    case FJ_VAR_DICT:
+        return emit_container(b, co, vv, outputs);
     case FJ_VAR_INST:
         return emit_instance(b, co, vv, outputs);
+    case FJ_VAR_METHOD:
+        if (vv->pos) /* the method of a (method, self) pair is no value of its own */
+            return fj_unsupported("cannot rebuild %R after the graph", v);
+        /* a bound method value (LOAD_ATTR of a function of self's class): self.name
+           makes the same bound method, as CPython's attribute read did */
+        return emit_rebuild(b, co, vv->extra, outputs) < 0 ||
+                       fj_builder_load_attr(b, vv->obj) < 0
+                   ? -1
+                   : 0;
     default:
         return fj_unsupported("cannot rebuild %R after the graph", v);
     }
@@ -403,11 +686,17 @@ static PyObject *unstable_roots(fj_Tracer *tx, PyCodeObject *co)
 
 /* Loads into temporaries the values under 'v' read through a source an effect changes. 0/-1. */
 static int preload_walk(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *roots,
-                        PyObject *outputs)
+                        PyObject *outputs, PyObject *walked)
 {
     fj_Var *vv = VAR(v);
-    if (vv->source != NULL && vv->kind != FJ_VAR_CELL &&
-        !(vv->kind == FJ_VAR_CONST && fj_is_plain_constant(vv->obj))) {
+    int loaded_as_const = 0; /* emit_const loads it with LOAD_CONST */
+    if (vv->kind == FJ_VAR_CONST && fj_is_plain_constant(vv->obj)) {
+        int k = cur_tx ? fj_trace_identity(cur_tx, v, vv->obj) : FJ_ID_SHARED;
+        if (k < 0)
+            return -1;
+        loaded_as_const = k == FJ_ID_SHARED;
+    }
+    if (vv->source != NULL && vv->kind != FJ_VAR_CELL && !loaded_as_const) {
         /* unstable when any link of the chain is something an effect changes
            (a cell is not a value: its contents are walked below) */
         int hit = 0;
@@ -435,41 +724,42 @@ static int preload_walk(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
         if (!((vv->kind == FJ_VAR_LIST || vv->kind == FJ_VAR_DICT) && vv->pos))
             return 0;
     }
+    if (vv->kind != FJ_VAR_CONST && vv->kind != FJ_VAR_NODE) {
+        int first = mark_once(walked, v); /* each container once (shared, or containing itself) */
+        if (first <= 0)
+            return first;
+    }
     switch (vv->kind) {
     case FJ_VAR_TUPLE:
     case FJ_VAR_LIST:
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
-            if (preload_walk(b, co, PyList_GET_ITEM(vv->items, i), roots, outputs) < 0)
+            if (preload_walk(b, co, PyList_GET_ITEM(vv->items, i), roots, outputs, walked) < 0)
                 return -1;
         return 0;
     case FJ_VAR_DICT: {
         Py_ssize_t pos = 0;
         PyObject *k, *val;
         while (PyDict_Next(vv->items, &pos, &k, &val))
-            if (preload_walk(b, co, val, roots, outputs) < 0)
+            if (preload_walk(b, co, val, roots, outputs, walked) < 0)
                 return -1;
         return 0;
     }
     case FJ_VAR_CELL:
         return PyList_GET_SIZE(vv->items)
-                   ? preload_walk(b, co, PyList_GET_ITEM(vv->items, 0), roots, outputs)
+                   ? preload_walk(b, co, PyList_GET_ITEM(vv->items, 0), roots, outputs, walked)
                    : 0;
     case FJ_VAR_FUNC:
-        if (vv->extra && preload_walk(b, co, vv->extra, roots, outputs) < 0)
+        if (vv->extra && preload_walk(b, co, vv->extra, roots, outputs, walked) < 0)
             return -1;
-        return vv->extra2 ? preload_walk(b, co, vv->extra2, roots, outputs) : 0;
+        return vv->extra2 ? preload_walk(b, co, vv->extra2, roots, outputs, walked) : 0;
     case FJ_VAR_METHOD:
-        return preload_walk(b, co, vv->extra, roots, outputs);
+        return preload_walk(b, co, vv->extra, roots, outputs, walked);
     case FJ_VAR_INST: {
-        int first = visit_begin(v);
-        if (first <= 0)
-            return first;
         Py_ssize_t pos = 0;
         PyObject *k, *val;
         int r = 0;
         while (r == 0 && PyDict_Next(vv->extra, &pos, &k, &val))
-            r = preload_walk(b, co, val, roots, outputs);
-        visit_end(v);
+            r = preload_walk(b, co, val, roots, outputs, walked);
         return r;
     }
     default:
@@ -485,17 +775,23 @@ static int emit_container_replay(fj_Builder *b, PyCodeObject *co, fj_Var *c, PyO
 {
     if (c->kind == FJ_VAR_LIST) {
         Py_ssize_t n = PyList_GET_SIZE(c->items);
+        if (fj_trace_list_resized(c) && n == PyLong_AsSsize_t(c->extra2))
+            /* lst[:] = <as many items> does not resize: the append then pop
+               (or pop then append) the program made would be invisible */
+            return fj_unsupported("%U grew or shrank and came back to its length: "
+                                  "replaying its final contents would hide that",
+                                  c->source->text);
         for (Py_ssize_t i = 0; i < n; i++)
             if (emit_rebuild(b, co, PyList_GET_ITEM(c->items, i), outputs) < 0)
                 return -1;
-        PyObject *all = PySlice_New(NULL, NULL, NULL);
-        int r = all == NULL || fj_bc_emit(&b->il, BUILD_LIST, (int)n) < 0 ||
-                        emit_rebuild(b, co, (PyObject *)c, outputs) < 0 ||
-                        fj_builder_load_const(b, all) < 0 || fj_bc_emit(&b->il, STORE_SUBSCR, 0) < 0
-                    ? -1
-                    : 0;
-        Py_XDECREF(all);
-        return r;
+        /* [:] made by BUILD_SLICE: a slice is unhashable, never a code constant */
+        return fj_bc_emit(&b->il, BUILD_LIST, (int)n) < 0 ||
+                       emit_rebuild(b, co, (PyObject *)c, outputs) < 0 ||
+                       fj_builder_load_const(b, Py_None) < 0 ||
+                       fj_builder_load_const(b, Py_None) < 0 ||
+                       fj_bc_emit(&b->il, BUILD_SLICE, 2) < 0 || fj_bc_emit(&b->il, STORE_SUBSCR, 0) < 0
+                   ? -1
+                   : 0;
     }
     PyObject *clear = PyUnicode_FromString("clear"), *update = PyUnicode_FromString("update");
     int r = -1;
@@ -535,18 +831,18 @@ static int emit_effects(fj_Builder *b, PyCodeObject *co, fj_Tracer *tx, PyObject
         return -1;
     if (PyList_GET_SIZE(tx->effects) == 0 && !has_dirty_cells(tx->top))
         return 0;
-    PyObject *roots = unstable_roots(tx, co);
-    if (roots == NULL)
-        return -1;
-    int r = 0;
+    PyObject *roots = unstable_roots(tx, co), *walked = PySet_New(NULL);
+    int r = roots == NULL || walked == NULL ? -1 : 0;
     for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(tx->effects); i++)
-        r = preload_walk(b, co, PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2), roots, outputs);
+        r = preload_walk(b, co, PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2), roots, outputs,
+                         walked);
     for (int i = 0; r == 0 && tx->top && i < tx->top->nlocals; i++)
         if (dirty_free_cell(tx->top->locals[i]))
-            r = preload_walk(b, co, tx->top->locals[i], roots, outputs);
+            r = preload_walk(b, co, tx->top->locals[i], roots, outputs, walked);
     for (Py_ssize_t i = 0; r == 0 && later && i < PyList_GET_SIZE(later); i++)
-        r = preload_walk(b, co, PyList_GET_ITEM(later, i), roots, outputs);
-    Py_DECREF(roots);
+        r = preload_walk(b, co, PyList_GET_ITEM(later, i), roots, outputs, walked);
+    Py_XDECREF(roots);
+    Py_XDECREF(walked);
     for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(tx->effects); i++) {
         PyObject *eff = PyList_GET_ITEM(tx->effects, i);
         PyObject *kind = PyTuple_GET_ITEM(eff, 0);
@@ -628,6 +924,25 @@ static int emit_graph_call(fj_Builder *b, PyCodeObject *co, PyObject *fn_name,
     return 0;
 }
 
+/*
+** The replacement code must be hashable like any code object (hash(f_code),
+** code objects in sets and dict keys, the logging hooks): hash(code) hashes
+** co_consts.  Unhashable values (lists, slices, arrays) are never loaded as
+** constants: they are rebuilt on each call (BUILD_LIST, BUILD_SLICE) or
+** loaded from their source.  Anything else that got in is a break: returns
+** 'code', or NULL with Unsupported (the reference to 'code' is stolen).
+*/
+static PyObject *hashable_code(PyObject *code)
+{
+    if (code == NULL || PyObject_Hash(code) != -1)
+        return code;
+    Py_DECREF(code);
+    if (!PyErr_ExceptionMatches(PyExc_TypeError))
+        return NULL;
+    PyErr_Clear();
+    return fj_unsupported("the rewritten code would hold an unhashable constant"), NULL;
+}
+
 /* Copies the original's instructions before its first RESUME (cell setup). */
 static int emit_prologue(fj_Builder *b, PyCodeObject *co, int *firstline)
 {
@@ -662,7 +977,9 @@ PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_Tracer *
     PyObject *result = NULL;
     int firstline = co->co_firstlineno;
     memset(b, 0, sizeof(*b));
-    if (fj_builder_init(b, co) < 0)
+    two_phase = tx->cyclic_values;
+    cur_tx = tx;
+    if ((fresh_memo = PyDict_New()) == NULL || fj_builder_init(b, co) < 0)
         goto done;
     if (emit_prologue(b, co, &firstline) < 0)
         goto done;
@@ -695,10 +1012,13 @@ PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_Tracer *
         goto done;
 assemble:
     (void)firstline;
-    result = fj_builder_assemble(b, NULL);
+    result = hashable_code(fj_builder_assemble(b, NULL));
 done:
     fj_builder_clear(b);
     Py_CLEAR(preloaded);
+    Py_CLEAR(fresh_memo);
+    two_phase = 0;
+    cur_tx = NULL;
     return result;
 }
 
@@ -764,108 +1084,96 @@ static int emit_function(BreakCtx *bc, fj_Var *f)
     return 0;
 }
 
-static int emit_value_items(BreakCtx *bc, fj_Var *vv)
+static int value_item(void *ctx, PyObject *v)
 {
-    if (vv->kind == FJ_VAR_DICT) {
-        Py_ssize_t pos = 0;
-        PyObject *k, *val;
-        while (PyDict_Next(vv->items, &pos, &k, &val)) {
-            if (fj_builder_load_const(bc->b, k) < 0 || emit_value(bc, val) < 0)
-                return -1;
-        }
-        return fj_bc_emit(&bc->b->il, BUILD_MAP, (int)PyDict_GET_SIZE(vv->items)) < 0 ? -1 : 0;
-    }
-    Py_ssize_t n = PyList_GET_SIZE(vv->items);
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (emit_value(bc, PyList_GET_ITEM(vv->items, i)) < 0)
-            return -1;
-    return fj_bc_emit(&bc->b->il, vv->kind == FJ_VAR_TUPLE ? BUILD_TUPLE : BUILD_LIST, (int)n) < 0
-               ? -1
-               : 0;
+    return emit_value(ctx, v);
+}
+
+/* Keeps the value on the stack in a new ___tmp_<n> (COPY 1; STORE_FAST) that
+   later loads of Var 'v' reuse.  0 or -1. */
+static int value_memo(void *ctx, PyObject *v)
+{
+    BreakCtx *bc = ctx;
+    int need = memo_needed(v);
+    if (need <= 0)
+        return need;
+    PyObject *key = PyLong_FromVoidPtr(v);
+    PyObject *tmp = key ? PyUnicode_FromFormat("___tmp_%zd", PyDict_GET_SIZE(bc->memo)) : NULL;
+    int r = tmp == NULL || PyDict_SetItem(bc->memo, key, tmp) < 0 ||
+                    (preloaded != NULL && PyDict_SetItem(preloaded, key, tmp) < 0) ||
+                    fj_bc_emit(&bc->b->il, COPY, 1) < 0 || fj_builder_store_fast(bc->b, tmp) < 0
+                ? -1
+                : 0;
+    Py_XDECREF(key);
+    Py_XDECREF(tmp);
+    return r;
 }
 
 static int emit_value(BreakCtx *bc, PyObject *v)
 {
     fj_Var *vv = VAR(v);
-    /* functions too: made once, so the cell that holds one and an attribute
-    ** store on it see the same object (test.support.bigmemtest's wrapper.size) */
-    int mutable = ((vv->kind == FJ_VAR_LIST || vv->kind == FJ_VAR_DICT) && vv->source == NULL) ||
-                  vv->kind == FJ_VAR_FUNC;
-    if (!mutable) {
-        if (vv->kind == FJ_VAR_TUPLE && vv->source == NULL)
-            return emit_value_items(bc, vv);
+    /* containers made in the frame and functions are made once, so every
+    ** place that holds one sees the same object (the CPython part may mutate
+    ** it; the cell that holds a function and an attribute store on it:
+    ** test.support.bigmemtest's wrapper.size) */
+    int made = ((vv->kind == FJ_VAR_LIST || vv->kind == FJ_VAR_DICT || vv->kind == FJ_VAR_TUPLE) &&
+                vv->source == NULL) ||
+               vv->kind == FJ_VAR_FUNC;
+    if (!made)
         return emit_rebuild(bc->b, bc->co, v, bc->outputs);
-    }
     PyObject *key = PyLong_FromVoidPtr(v);
     if (key == NULL)
         return -1;
     PyObject *tmp = PyDict_GetItemWithError(bc->memo, key);
     if (tmp == NULL && !PyErr_Occurred() && preloaded != NULL) /* built by emit_rebuild */
         tmp = PyDict_GetItemWithError(preloaded, key);
-    if (tmp != NULL) {
-        Py_DECREF(key);
-        return fj_builder_load_fast(bc->b, tmp) < 0 ? -1 : 0;
-    }
-    tmp = PyUnicode_FromFormat("___tmp_%zd", PyDict_GET_SIZE(bc->memo));
-    int r = -1;
-    if (tmp != NULL && PyDict_SetItem(bc->memo, key, tmp) == 0 &&
-        (preloaded == NULL || PyDict_SetItem(preloaded, key, tmp) == 0) &&
-        (vv->kind == FJ_VAR_FUNC ? emit_function(bc, vv) : emit_value_items(bc, vv)) == 0 &&
-        fj_bc_emit(&bc->b->il, COPY, 1) >= 0 && fj_builder_store_fast(bc->b, tmp) >= 0)
-        r = 0;
-    Py_XDECREF(tmp);
     Py_DECREF(key);
-    return r;
+    if (tmp != NULL)
+        return fj_builder_load_fast(bc->b, tmp) < 0 ? -1 : 0;
+    if (PyErr_Occurred())
+        return -1;
+    if (vv->kind == FJ_VAR_FUNC)
+        return emit_function(bc, vv) < 0 || value_memo(bc, v) < 0 ? -1 : 0;
+    return build_container(bc->b, vv, value_item, bc, value_memo);
 }
 
-static int collect_all(PyObject *v, PyObject *out)
+static int collect_all(Collect *c, PyObject *v)
 {
     fj_Var *vv = VAR(v);
     if (vv->kind == FJ_VAR_NULL)
         return 0;
     if (vv->kind == FJ_VAR_METHOD) /* (method, self): the break code reloads it from self */
-        return collect(vv->extra, out);
-    return collect(v, out);
+        return collect(c, vv->extra);
+    return collect(c, v);
 }
-
-static PyObject *break_outputs(fj_Tracer *tx, const unsigned char *restore);
 
 PyObject *fj_codegen_break_outputs(fj_Tracer *tx, const unsigned char *restore)
 {
-    out_for_break = 1;
-    PyObject *r = break_outputs(tx, restore);
-    out_for_break = 0;
-    return r;
-}
-
-static PyObject *break_outputs(fj_Tracer *tx, const unsigned char *restore)
-{
     fj_TFrame *top = tx->top;
-    PyObject *out = PyList_New(0);
-    if (out == NULL)
-        return NULL;
-    for (int i = 0; i < top->nlocals; i++) {
+    Collect c;
+    out_for_break = 1;
+    int r = collect_init(&c);
+    for (int i = 0; r == 0 && i < top->nlocals; i++) {
         PyObject *v = top->locals[i];
-        if (v != NULL && (restore[i] || VAR(v)->kind == FJ_VAR_CELL) && collect_all(v, out) < 0)
-            goto error;
+        if (v != NULL && (restore[i] || VAR(v)->kind == FJ_VAR_CELL))
+            r = collect_all(&c, v);
     }
-    for (int i = 0; i < top->sp; i++)
-        if (collect_all(top->stack[i], out) < 0)
-            goto error;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tx->effects); i++)
-        if (collect_all(PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2), out) < 0)
-            goto error;
-    return out;
-error:
-    Py_DECREF(out);
-    return NULL;
+    for (int i = 0; r == 0 && i < top->sp; i++)
+        r = collect_all(&c, top->stack[i]);
+    for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(tx->effects); i++)
+        r = collect_all(&c, PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2));
+    out_for_break = 0;
+    return collect_end(&c, tx, r);
 }
 
 /* Adds id(Var) -> Var to 'seen' for 'v' and every Var rebuilding it may emit. 0/-1. */
 static int reachable(PyObject *v, PyObject *seen, int depth)
 {
-    if (v == NULL || depth > 64)
+    if (v == NULL)
         return 0;
+    if (depth > 4 * FJ_MAX_VALUE_DEPTH) /* cutting the walk short would drop a needed temporary */
+        return fj_unsupported("a value made in the frame nests deeper than %d levels",
+                              4 * FJ_MAX_VALUE_DEPTH);
     PyObject *key = PyLong_FromVoidPtr(v);
     int had = key ? PyDict_Contains(seen, key) : -1;
     if (had == 0)
@@ -1036,10 +1344,14 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
 {
     fj_Builder bb, *b = &bb;
     fj_TFrame *top = tx->top;
-    PyObject *result = NULL, *memo0 = NULL, *pre0 = NULL;
+    PyObject *result = NULL, *memo0 = NULL, *pre0 = NULL, *fresh0 = NULL;
     int firstline = co->co_firstlineno;
     BreakCtx bc = {b, co, outputs, NULL, top};
     memset(b, 0, sizeof(*b));
+    two_phase = tx->cyclic_values;
+    cur_tx = tx;
+    if ((fresh_memo = PyDict_New()) == NULL)
+        goto done;
     if ((bc.memo = PyDict_New()) == NULL || fj_builder_init(b, co) < 0)
         goto done;
     if (emit_prologue(b, co, &firstline) < 0 || fj_bc_emit(&b->il, RESUME, 0) < 0)
@@ -1129,7 +1441,8 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
             if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0)
                 goto done;
         }
-        else if (vv->kind == FJ_VAR_METHOD && i + 1 < top->sp && top->stack[i + 1] == vv->extra) {
+        else if (vv->kind == FJ_VAR_METHOD && vv->pos && i + 1 < top->sp &&
+                 top->stack[i + 1] == vv->extra) {
             /* (method, self) from LOAD_METHOD: load it again */
             if (emit_value(&bc, vv->extra) < 0 || fj_builder_load_method(b, vv->obj) < 0)
                 goto done;
@@ -1163,7 +1476,8 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
        first built in one branch's code are built again in the other's */
     memo0 = PyDict_Copy(bc.memo);
     pre0 = preloaded ? PyDict_Copy(preloaded) : NULL;
-    if (memo0 == NULL || (preloaded != NULL && pre0 == NULL))
+    fresh0 = PyDict_Copy(fresh_memo);
+    if (memo0 == NULL || (preloaded != NULL && pre0 == NULL) || fresh0 == NULL)
         goto done;
     for (int r = 0; r < plan->nresume; r++) {
         if (r == 1) {
@@ -1173,6 +1487,8 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
                 Py_SETREF(preloaded, pre0);
                 pre0 = NULL;
             }
+            Py_SETREF(fresh_memo, fresh0);
+            fresh0 = NULL;
         }
         if (r == 1 && fj_bc_place_label(&b->il, jump_label) < 0)
             goto done;
@@ -1228,7 +1544,7 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
         if (emit_resume_call(b, nargs) < 0)
             goto done;
     }
-    result = fj_builder_assemble(b, NULL);
+    result = hashable_code(fj_builder_assemble(b, NULL));
     if (result != NULL && fj_evalframe_mark_code(result, FJ_CODE_ROLE_BREAK) < 0)
         Py_CLEAR(result);
 done:
@@ -1238,5 +1554,9 @@ done:
     Py_XDECREF(pre0);
     Py_CLEAR(saved_args);
     Py_CLEAR(preloaded);
+    Py_CLEAR(fresh_memo);
+    Py_XDECREF(fresh0);
+    two_phase = 0;
+    cur_tx = NULL;
     return result;
 }

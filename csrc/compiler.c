@@ -259,6 +259,8 @@ static void tracer_clear(fj_Tracer *tx)
     Py_CLEAR(tx->dyn_inputs);
     Py_CLEAR(tx->effects);
     Py_CLEAR(tx->global_overlay);
+    Py_CLEAR(tx->literal_ids);
+    Py_CLEAR(tx->shared_values);
     Py_CLEAR(tx->mutated);
 }
 
@@ -796,6 +798,13 @@ static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyOb
     }
     for (int i = 0; i < base; i++)
         nulls[i] = ((fj_Var *)top->stack[i])->kind == FJ_VAR_NULL;
+    /* cell variables the resume functions would see unbound (as free variables) */
+    for (int i = 0; i < nl; i++) {
+        fj_Var *cell = (fj_Var *)top->locals[i];
+        live[i] = cell == NULL || (cell->kind == FJ_VAR_CELL && PyList_GET_SIZE(cell->items) == 0);
+    }
+    if (fj_resume_cells_ok(co, il, plan->first, live) < 0)
+        goto done;
     /* Run mode (transparent): every bound local is restored and handed on,
     ** live or not, so the frames hold what the function's own frame would
     ** (a traceback keeps them; `x = None` later frees x): the hook moves the

@@ -59,6 +59,23 @@ static int in_loop(const fj_InstrList *il, int index)
     return 0;
 }
 
+int fj_resume_cells_ok(PyCodeObject *co, const fj_InstrList *il, int first,
+                       const unsigned char *unbound)
+{
+    for (int k = first; k < il->n; k++) {
+        const fj_Instr *in = &il->v[k];
+        if (in->op != LOAD_DEREF && in->op != DELETE_DEREF)
+            continue;
+        if (in->arg >= FJ_CODE_NLOCALSPLUS(co) || !(fj_code_local_kind(co, in->arg) & FJ_FAST_CELL))
+            continue; /* a free variable: NameError in the resume function as here */
+        if (in->op == DELETE_DEREF || unbound[in->arg])
+            return fj_unsupported("cell variable %U may be unbound after the break (a resume "
+                                  "function would raise NameError, not UnboundLocalError)",
+                                  fj_code_local_name(co, in->arg));
+    }
+    return 0;
+}
+
 int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_BreakPlan *plan)
 {
     memset(plan, 0, sizeof(*plan));

@@ -39,6 +39,18 @@ typedef struct {
 int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_BreakPlan *plan);
 
 /*
+** The resume functions see the frame's cell variables as free variables, so
+** reading or deleting one that is unbound there raises NameError ("free
+** variable") where CPython raises UnboundLocalError.  Returns 0 when no
+** instruction from 'first' on can do that: none deletes a cell variable
+** (DELETE_DEREF) and none reads one that 'unbound' (per fast-local slot,
+** 0/1) marks unbound at the break.  Otherwise -1 with fj_Unsupported (the
+** frame then runs whole in CPython).
+*/
+int fj_resume_cells_ok(PyCodeObject *co, const fj_InstrList *il, int first,
+                       const unsigned char *unbound);
+
+/*
 ** Fast locals live at instruction 'index' (read on some path before being
 ** written).  Fills live[0..nlocalsplus) with 0/1.  Returns 0, -1 on error.
 */

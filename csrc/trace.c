@@ -174,6 +174,89 @@ int fj_is_plain_constant(PyObject *v)
            PyBytes_CheckExact(v);
 }
 
+int fj_is_cached_value(PyObject *o)
+{
+    if (o == Py_None || o == Py_Ellipsis || o == Py_NotImplemented || PyBool_Check(o))
+        return 1;
+    if (PyLong_CheckExact(o)) {
+        int overflow = 0;
+        long v = PyLong_AsLongAndOverflow(o, &overflow);
+        return !overflow && v >= -5 && v <= 256;
+    }
+    if (PyUnicode_CheckExact(o))
+        return PyUnicode_GET_LENGTH(o) == 0 ||
+               (PyUnicode_GET_LENGTH(o) == 1 && PyUnicode_READ_CHAR(o, 0) < 256);
+    if (PyBytes_CheckExact(o))
+        return PyBytes_GET_SIZE(o) <= 1;
+    if (PyTuple_CheckExact(o))
+        return PyTuple_GET_SIZE(o) == 0;
+    return 0;
+}
+
+/* Values: objects whose identity CPython does not keep across equal results. */
+static int is_value_object(PyObject *o)
+{
+    return (PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyComplex_CheckExact(o) ||
+            PyUnicode_CheckExact(o) || PyBytes_CheckExact(o) || PyTuple_CheckExact(o)) &&
+           !fj_is_cached_value(o);
+}
+
+/* Adds id() of 'consts' items (nested tuples, frozensets, code objects' constants). */
+static int add_literal_ids(PyObject *ids, PyObject *consts, int depth)
+{
+    if (depth > 20)
+        return 0;
+    PyObject *seq = PySequence_Fast(consts, "constants");
+    if (seq == NULL)
+        return -1;
+    int r = 0;
+    for (Py_ssize_t i = 0; r == 0 && i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *c = PySequence_Fast_GET_ITEM(seq, i), *key = PyLong_FromVoidPtr(c);
+        r = key == NULL || PySet_Add(ids, key) < 0 ? -1 : 0;
+        Py_XDECREF(key);
+        if (r == 0 && (PyTuple_CheckExact(c) || PyFrozenSet_CheckExact(c)))
+            r = add_literal_ids(ids, c, depth + 1);
+        else if (r == 0 && PyCode_Check(c))
+            r = add_literal_ids(ids, ((PyCodeObject *)c)->co_consts, depth + 1);
+    }
+    Py_DECREF(seq);
+    return r;
+}
+
+/* 1 if 'obj' is the object of an input Var (any read source), 0 if not, -1. */
+static int is_input_object(fj_Tracer *tx, PyObject *obj)
+{
+    Py_ssize_t pos = 0;
+    PyObject *text, *var;
+    while (tx->inputs != NULL && PyDict_Next(tx->inputs, &pos, &text, &var))
+        if (((fj_Var *)var)->obj == obj && ((fj_Var *)var)->kind == FJ_VAR_CONST)
+            return 1;
+    return 0;
+}
+
+int fj_trace_identity(fj_Tracer *tx, PyObject *v, PyObject *obj)
+{
+    fj_Var *vv = (fj_Var *)v;
+    if (!is_value_object(obj))
+        return FJ_ID_SHARED;
+    if (vv->kind != FJ_VAR_CONST || vv->source != NULL)
+        return FJ_ID_UNKNOWN;
+    if (tx->literal_ids == NULL) {
+        if ((tx->literal_ids = PySet_New(NULL)) == NULL ||
+            add_literal_ids(tx->literal_ids, tx->code->co_consts, 0) < 0) {
+            Py_CLEAR(tx->literal_ids);
+            return -1;
+        }
+    }
+    PyObject *key = PyLong_FromVoidPtr(obj);
+    int lit = key ? PySet_Contains(tx->literal_ids, key) : -1;
+    Py_XDECREF(key);
+    if (lit != 0)
+        return lit < 0 ? -1 : FJ_ID_SHARED;
+    int in = is_input_object(tx, obj);
+    return in < 0 ? -1 : in ? FJ_ID_UNKNOWN : FJ_ID_FRESH;
+}
+
 /* Records a dynamic input (for fj_trace_specialize). 0 or -1. */
 static int note_dynamic(fj_Tracer *tx, fj_Var *v, PyObject *value)
 {
@@ -748,6 +831,10 @@ static PyObject *var_items(fj_TFrame *fr, PyObject *vo)
         PyObject *out = PyList_New(0);
         while (out != NULL) {
             PyObject *next = NULL;
+            if (fj_trace_iter_step(v) < 0) {
+                Py_CLEAR(out);
+                break;
+            }
             if (v->pos >= PyList_GET_SIZE(v->items))
                 break;
             next = PyList_GET_ITEM(v->items, v->pos++);
@@ -790,6 +877,38 @@ PyObject *fj_trace_var_items(fj_TFrame *fr, PyObject *v);
 PyObject *fj_trace_var_items(fj_TFrame *fr, PyObject *v)
 {
     return var_items(fr, v);
+}
+
+static PyObject *make_iter(fj_TFrame *fr, PyObject *vo);
+
+PyObject *fj_trace_make_iter(fj_TFrame *fr, PyObject *vo)
+{
+    return make_iter(fr, vo);
+}
+
+int fj_trace_iter_step(fj_Var *it)
+{
+    if (it->extra == NULL)
+        return 0;
+    Py_ssize_t n = PyList_GET_SIZE(it->items);
+    Py_ssize_t i = it->pos < n ? it->pos : n;
+    PyObject *feed = PyList_GET_ITEM(it->extra, i);
+    if (feed == Py_None)
+        return fj_unsupported("a zip() advanced again after it was exhausted");
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(feed); k++) {
+        PyObject *step = PyTuple_GET_ITEM(feed, k);
+        fj_Var *arg = (fj_Var *)PyTuple_GET_ITEM(step, 0);
+        Py_ssize_t at = PyLong_AsSsize_t(PyTuple_GET_ITEM(step, 1));
+        if (arg->pos != at || at >= PyList_GET_SIZE(arg->items) ||
+            PyList_GET_ITEM(arg->items, at) != PyTuple_GET_ITEM(step, 2))
+            return fj_unsupported("an iterator given to zip() was used elsewhere meanwhile");
+        if (fj_trace_iter_step(arg) < 0)
+            return -1;
+        arg->pos++;
+    }
+    if (i == n) /* the end: CPython's zip would take from the iterators again */
+        return PyList_SetItem(it->extra, i, Py_NewRef(Py_None));
+    return 0;
 }
 
 static PyObject *make_iter(fj_TFrame *fr, PyObject *vo)
@@ -1502,8 +1621,17 @@ static int run_frame(fj_TFrame *fr)
             PyObject *ca = fj_var_as_const(a), *cb = fj_var_as_const(b);
             if (a == b)
                 same = 1;
-            else if (ca != NULL && cb != NULL)
-                same = ca == cb;
+            else if (ca != NULL && cb != NULL) {
+                /* by trace-time identity only when it is the run-time one */
+                int ka = fj_trace_identity(fr->tx, a, ca), kb = fj_trace_identity(fr->tx, b, cb);
+                if (ka < 0 || kb < 0) {
+                    Py_DECREF(a);
+                    Py_DECREF(b);
+                    goto error;
+                }
+                if (ka != FJ_ID_UNKNOWN && kb != FJ_ID_UNKNOWN)
+                    same = ca == cb;
+            }
             else if ((ca == Py_None && cb == NULL && vb->kind != FJ_VAR_OBJ) ||
                      (cb == Py_None && ca == NULL && va->kind != FJ_VAR_OBJ))
                 same = 0; /* a made value (array, container) is never None */
@@ -1842,6 +1970,8 @@ static int run_frame(fj_TFrame *fr)
                 fj_unsupported("FOR_ITER over %R", (PyObject *)it);
                 goto error;
             }
+            if (fj_trace_iter_step(it) < 0)
+                goto error;
             if (it->pos < PyList_GET_SIZE(it->items)) {
                 PUSH(Py_NewRef(PyList_GET_ITEM(it->items, it->pos++)));
             }

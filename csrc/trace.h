@@ -28,9 +28,10 @@ typedef enum {
     FJ_VAR_CONST, /* obj: a known Python object (immutable value, module, function, class...) */
     FJ_VAR_NODE,  /* obj: the fj_Node of an array or NumPy scalar in the graph */
     FJ_VAR_TUPLE, /* items: list of Var */
-    FJ_VAR_LIST,  /* items: list of Var */
+    FJ_VAR_LIST,  /* items: list of Var; an input's, once mutated: see fj_trace_list_resized */
     FJ_VAR_DICT,  /* items: dict of constant key -> Var */
-    FJ_VAR_ITER,  /* items: list of Var (or obj: a range), pos: next index */
+    FJ_VAR_ITER,  /* items: list of Var (or obj: a range), pos: next index;
+                     extra: zip's lazy steps (see fj_trace_iter_step) or NULL */
     FJ_VAR_FUNC,  /* obj: code; items: closure tuple Var (or NULL); extra: defaults, kwdefaults */
     FJ_VAR_CELL,  /* items: list [contents Var] (empty when unbound) */
     FJ_VAR_METHOD,/* obj: method name; extra: self Var */
@@ -49,6 +50,7 @@ typedef struct fj_Var {
     PyObject *extra2;    /* strong or NULL (FUNC: kwdefaults) */
     fj_Source *source;   /* strong or NULL: where an input value came from */
     Py_ssize_t pos;      /* ITER: position; CELL: 1 once a free cell of the top frame was set;
+                            METHOD: 1 for the method of a LOAD_METHOD (method, self) pair;
                             LIST/DICT from an input: 1 once mutated (a side effect) */
     int split_dict;      /* an input dict whose storage is a split table (an instance __dict__) */
     int dynamic;         /* NODE whose shape or value depends on a dynamic input */
@@ -98,6 +100,12 @@ typedef struct fj_Tracer {
     /* Restart support: stop the top frame before instruction 'stop_at'. */
     int stop_at;             /* -1: run to the end */
     struct fj_TFrame *top;   /* owned: the top frame, kept after the run */
+    PyObject *literal_ids;   /* strong set or NULL (built on first use): id() of the code's
+                                constants, nested ones too (fj_trace_identity) */
+    PyObject *shared_values; /* strong set or NULL, set with cyclic_values: id() of the
+                                containers a value holds in more than one place */
+    int cyclic_values;       /* set by fj_codegen_*outputs: a value to rebuild contains
+                                itself, so containers are made empty then filled */
 } fj_Tracer;
 
 /*
@@ -152,6 +160,28 @@ int fj_trace_specialize(fj_Tracer *tx);
 /* The tracer running now (only one runs at a time per thread). */
 extern _Thread_local fj_Tracer *fj_current_tracer;
 
+/*
+** What the identity of the object Var 'v' stands for at run time is, for a
+** CONST Var (or a pinned symbolic scalar) whose trace-time object is 'obj':
+**   FJ_ID_SHARED   the same object on every call: None, bools, small ints,
+**                  '' and one-character latin-1 strings, b'' and one-byte
+**                  bytes, () (CPython caches them), objects that are not
+**                  values (types, functions, modules...), and literals: the
+**                  very constants of the traced code;
+**   FJ_ID_FRESH    an int, float, complex, str, bytes or tuple the trace
+**                  computed: CPython makes a new (equal) object on each call,
+**                  distinct from every other object;
+**   FJ_ID_UNKNOWN  a value read from an input (guarded by value, not by
+**                  identity) or an operation's result that is an input's
+**                  object itself (s.strip() returning s).
+** 'is' on values of known identity is their trace-time identity; a value of
+** unknown identity is loaded from its source or is a break.  -1 on error.
+*/
+enum { FJ_ID_SHARED, FJ_ID_FRESH, FJ_ID_UNKNOWN };
+int fj_trace_identity(fj_Tracer *tx, PyObject *v, PyObject *obj);
+/* True for the objects CPython caches (FJ_ID_SHARED by value). */
+int fj_is_cached_value(PyObject *o);
+
 /* The name of opcode 'op' (static storage), for messages and logs. */
 const char *fj_trace_opname(int op);
 /* True for None, Ellipsis, bool, int, float, str, complex, bytes (exact types). */
@@ -165,6 +195,16 @@ int fj_trace_init(PyObject *module);
 /* ---- trace_call.c: calls, attributes, subscripts, operators ---- */
 typedef struct fj_TFrame fj_TFrame;
 
+/* iter(v) for a Var (GET_ITER): an ITER Var, new ref (a list's shares its items). */
+PyObject *fj_trace_make_iter(fj_TFrame *fr, PyObject *v);
+/*
+** Before an ITER Var 'it' is advanced (or found exhausted): an iterator made
+** by zip() (extra: a list, entry i a tuple of (ITER Var, pos, item) steps
+** for row i, entry n for the end) advances its arguments now, lazily and in
+** the order CPython's zip takes from them.  0, or -1 (Unsupported when an
+** argument was used elsewhere in between).
+*/
+int fj_trace_iter_step(fj_Var *it);
 /* Calls 'fn' with 'args' (array of n Var) and kwnames (tuple or NULL): new ref. */
 PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n,
                         PyObject *kwnames);
@@ -184,6 +224,14 @@ int fj_trace_alias_guards(fj_Tracer *tx);
 ** in the frame need nothing.  0, or -1 with fj_Unsupported.
 */
 int fj_trace_note_mutation(fj_Tracer *tx, fj_Var *c);
+/*
+** True when the mutated input list 'c' changed length at some point of the
+** trace (extra2: its length before the first mutation; extra: True once a
+** later mutation saw another length).  Replaying its final contents with
+** the same length as before would hide those resizes (an append then a pop
+** that list.sort must detect as "list modified during sort").
+*/
+int fj_trace_list_resized(fj_Var *c);
 /* LOAD_METHOD: pushes (method-or-NULL, self-or-callable) into out[0], out[1]. */
 int fj_trace_load_method(fj_TFrame *fr, PyObject *obj, PyObject *name, PyObject **out);
 /* BINARY_OP oparg / COMPARE_OP / unary ops / subscripts (new refs). */

@@ -71,7 +71,74 @@ PyObject *fj_trace_as_unsupported(const char *what)
     return NULL;
 }
 
-/* A CONST Var for the new reference 'r' (stolen), or NULL (folding error). */
+/*
+** The Var for 'r', a value an operation folded at trace time made.  An
+** immutable value is a CONST.  A list, dict or tuple of them is a container
+** Var, so the code rebuilds a new object on every call (as CPython makes
+** one): a mutable value is never a code constant (s.split('/') then
+** del parts[-1] would change the constant).  'memo' (id -> Var) keeps
+** shared and self-containing parts one Var.  Other mutable objects (sets,
+** bytearrays, iterators...) are Unsupported.  New ref, NULL on error.
+*/
+static PyObject *folded_var(PyObject *r, PyObject *memo, int depth)
+{
+    if (is_safe_const(r) || PyType_Check(r) || PyModule_Check(r) || PyCFunction_Check(r) ||
+        Py_TYPE(r) == &PyMethodDescr_Type)
+        return (PyObject *)fj_var_const(r);
+    int list = PyList_CheckExact(r), tuple = PyTuple_CheckExact(r), dict = PyDict_CheckExact(r);
+    if (!list && !tuple && !dict)
+        return unsupported_obj("folding makes a mutable ", (PyObject *)Py_TYPE(r), " object"), NULL;
+    if (depth > 100)
+        return fj_unsupported("a folded value nests too deep"), NULL;
+    PyObject *key = PyLong_FromVoidPtr(r);
+    if (key == NULL)
+        return NULL;
+    PyObject *seen = PyDict_GetItemWithError(memo, key);
+    if (seen != NULL || PyErr_Occurred()) {
+        Py_DECREF(key);
+        return Py_XNewRef(seen);
+    }
+    PyObject *items = dict ? PyDict_New() : PyList_New(0);
+    fj_Var *v = items ? fj_var_new(dict ? FJ_VAR_DICT : list ? FJ_VAR_LIST : FJ_VAR_TUPLE, NULL,
+                                   items)
+                      : NULL;
+    if (v == NULL || PyDict_SetItem(memo, key, (PyObject *)v) < 0)
+        goto error;
+    if (dict) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *val;
+        while (PyDict_Next(r, &pos, &k, &val)) {
+            if (!fj_is_plain_constant(k)) {
+                unsupported_obj("folding makes a dict with key ", k, "");
+                goto error;
+            }
+            PyObject *iv = folded_var(val, memo, depth + 1);
+            int bad = iv == NULL || PyDict_SetItem(items, k, iv) < 0;
+            Py_XDECREF(iv);
+            if (bad)
+                goto error;
+        }
+    }
+    else {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(r); i++) {
+            PyObject *iv = folded_var(PySequence_Fast_GET_ITEM(r, i), memo, depth + 1);
+            int bad = iv == NULL || PyList_Append(items, iv) < 0;
+            Py_XDECREF(iv);
+            if (bad)
+                goto error;
+        }
+    }
+    Py_DECREF(key);
+    Py_DECREF(items);
+    return (PyObject *)v;
+error:
+    Py_DECREF(key);
+    Py_XDECREF(items);
+    Py_XDECREF(v);
+    return NULL;
+}
+
+/* The Var for the new reference 'r' (stolen), made by folding 'what', or NULL. */
 static PyObject *const_result(PyObject *r, const char *what)
 {
     if (r == NULL)
@@ -82,9 +149,11 @@ static PyObject *const_result(PyObject *r, const char *what)
         Py_DECREF(r);
         return fj_unsupported("%s makes an array from constants", what), NULL;
     }
-    fj_Var *v = fj_var_const(r);
+    PyObject *memo = PyDict_New();
+    PyObject *v = memo ? folded_var(r, memo, 0) : NULL;
+    Py_XDECREF(memo);
     Py_DECREF(r);
-    return (PyObject *)v;
+    return v;
 }
 
 static int has_node(PyObject *v)
@@ -369,6 +438,95 @@ static PyObject *iter_of_items(PyObject *items) /* items: new list (stolen) */
     return r;
 }
 
+/*
+** zip(*args): an ITER Var of the rows, computed now as CPython's zip takes
+** them (round robin over the argument iterators, stopping at the first
+** exhausted one, after taking from those before it), so zip(it, it) pairs
+** consecutive items.  The argument iterators are advanced lazily, row by
+** row, through the steps in the result's 'extra' (fj_trace_iter_step).
+** New ref, NULL on error.
+*/
+static PyObject *zip_iter(fj_TFrame *fr, PyObject *const *args, Py_ssize_t n)
+{
+    PyObject *its = PyList_New(0), *virt = PyDict_New(), *rows = PyList_New(0);
+    PyObject *feeds = PyList_New(0), *result = NULL;
+    if (its == NULL || virt == NULL || rows == NULL || feeds == NULL)
+        goto done;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *it = fj_trace_make_iter(fr, args[k]);
+        int bad = it == NULL || PyList_Append(its, it) < 0;
+        Py_XDECREF(it);
+        if (bad)
+            goto done;
+    }
+    for (int end = n == 0; !end;) {
+        PyObject *row = PyList_New(0), *feed = PyList_New(0);
+        int bad = row == NULL || feed == NULL;
+        for (Py_ssize_t k = 0; !bad && k < n; k++) {
+            fj_Var *it = VAR(PyList_GET_ITEM(its, k));
+            if (it->extra != NULL) {
+                fj_unsupported("zip() over a zip()");
+                bad = 1;
+                break;
+            }
+            /* where this iterator is after the rows so far (one iterator may be
+               given twice: zip(it, it)) */
+            PyObject *key = PyLong_FromVoidPtr(it);
+            PyObject *vp = key ? PyDict_GetItemWithError(virt, key) : NULL;
+            Py_ssize_t at = vp ? PyLong_AsSsize_t(vp) : it->pos;
+            PyObject *next_at = NULL, *step = NULL;
+            if (key == NULL || PyErr_Occurred()) {
+                bad = 1;
+            }
+            else if (at >= PyList_GET_SIZE(it->items)) {
+                end = 1;
+            }
+            else {
+                PyObject *item = PyList_GET_ITEM(it->items, at);
+                next_at = PyLong_FromSsize_t(at + 1);
+                step = next_at ? Py_BuildValue("(OnO)", (PyObject *)it, at, item) : NULL;
+                bad = step == NULL || PyDict_SetItem(virt, key, next_at) < 0 ||
+                      PyList_Append(feed, step) < 0 || PyList_Append(row, item) < 0;
+            }
+            Py_XDECREF(key);
+            Py_XDECREF(next_at);
+            Py_XDECREF(step);
+            if (end)
+                break;
+        }
+        PyObject *t = bad ? NULL : PyList_AsTuple(feed);
+        if (t == NULL || PyList_Append(feeds, t) < 0)
+            bad = 1;
+        Py_XDECREF(t);
+        if (!bad && !end) {
+            PyObject *rv = new_seq_var(FJ_VAR_TUPLE, row);
+            bad = rv == NULL || PyList_Append(rows, rv) < 0;
+            Py_XDECREF(rv);
+        }
+        Py_XDECREF(row);
+        Py_XDECREF(feed);
+        if (bad)
+            goto done;
+    }
+    if (n == 0) { /* zip(): empty, takes from nothing */
+        PyObject *none = PyTuple_New(0);
+        int bad = none == NULL || PyList_Append(feeds, none) < 0;
+        Py_XDECREF(none);
+        if (bad)
+            goto done;
+    }
+    fj_Var *z = fj_var_new(FJ_VAR_ITER, NULL, rows);
+    if (z != NULL)
+        z->extra = Py_NewRef(feeds);
+    result = (PyObject *)z;
+done:
+    Py_XDECREF(its);
+    Py_XDECREF(virt);
+    Py_XDECREF(rows);
+    Py_XDECREF(feeds);
+    return result;
+}
+
 /* The Python type a Var's runtime value will have (borrowed), or NULL. */
 static PyObject *var_type(PyObject *v)
 {
@@ -398,6 +556,15 @@ static PyObject *var_type(PyObject *v)
     default:
         return NULL;
     }
+}
+
+/* 1 when 'tp' (or a base) defines __class__ (other than object's descriptor), 0 if not, -1. */
+static int overrides_class_attr(PyTypeObject *tp)
+{
+    static PyObject *name = NULL;
+    if (name == NULL && (name = PyUnicode_InternFromString("__class__")) == NULL)
+        return -1;
+    return _PyType_Lookup(tp, name) != _PyType_Lookup(&PyBaseObject_Type, name);
 }
 
 /* Handles a call of a builtin; returns NULL with no exception if not handled. */
@@ -433,6 +600,15 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
         int ok = PyObject_IsSubclass(tp, cls);
         if (ok < 0)
             return fj_trace_as_unsupported("isinstance");
+        /* when type(obj) is not a subclass, CPython's isinstance reads
+           obj.__class__: a class that overrides it (a property) would run
+           its code, which the tracer does not */
+        int over = ok ? 0 : overrides_class_attr((PyTypeObject *)tp);
+        if (over != 0)
+            return over < 0 ? NULL
+                            : (unsupported_obj("isinstance() of an instance of ", tp,
+                                               ", which overrides __class__"),
+                               NULL);
         return (PyObject *)fj_var_const(ok ? Py_True : Py_False);
     }
     if (fn == (PyObject *)&PyType_Type && n == 1) {
@@ -497,38 +673,8 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
         }
         return iter_of_items(items);
     }
-    if (fn == (PyObject *)&PyZip_Type && nkw == 0) {
-        PyObject *lists = PyList_New(n);
-        Py_ssize_t len = PY_SSIZE_T_MAX;
-        for (Py_ssize_t k = 0; lists && k < n; k++) {
-            PyObject *items = fj_trace_var_items(fr, args[k]);
-            if (items == NULL) {
-                Py_CLEAR(lists);
-                return NULL;
-            }
-            if (PyList_GET_SIZE(items) < len)
-                len = PyList_GET_SIZE(items);
-            PyList_SET_ITEM(lists, k, items);
-        }
-        if (lists == NULL)
-            return NULL;
-        if (n == 0)
-            len = 0;
-        PyObject *out = PyList_New(len);
-        for (Py_ssize_t i = 0; out && i < len; i++) {
-            PyObject *row = PyList_New(n);
-            for (Py_ssize_t k = 0; row && k < n; k++)
-                PyList_SET_ITEM(row, k, Py_NewRef(PyList_GET_ITEM(PyList_GET_ITEM(lists, k), i)));
-            PyObject *t = row ? new_seq_var(FJ_VAR_TUPLE, row) : NULL;
-            Py_XDECREF(row);
-            if (t == NULL)
-                Py_CLEAR(out);
-            else
-                PyList_SET_ITEM(out, i, t);
-        }
-        Py_DECREF(lists);
-        return iter_of_items(out);
-    }
+    if (fn == (PyObject *)&PyZip_Type && nkw == 0)
+        return zip_iter(fr, args, n);
     if (fn == (PyObject *)&PyReversed_Type && n == 1 && nkw == 0) {
         PyObject *items = fj_trace_var_items(fr, args[0]);
         if (items == NULL || PyList_Reverse(items) < 0) {
@@ -953,8 +1099,14 @@ int fj_trace_note_mutation(fj_Tracer *tx, fj_Var *c)
         return 0; /* made in the frame: rebuilt after the graph if it escapes */
     if (c->kind != FJ_VAR_LIST && c->kind != FJ_VAR_DICT)
         return fj_unsupported("mutation of %R", (PyObject *)c);
-    if (c->pos)
-        return 0; /* already recorded: its final contents are replayed once */
+    if (c->pos) {
+        /* already recorded: its final contents are replayed once; note when its
+           length has changed meanwhile (see FJ_VAR_LIST in fj_trace_list_resized) */
+        if (c->kind == FJ_VAR_LIST && c->extra == NULL &&
+            PyList_GET_SIZE(c->items) != PyLong_AsSsize_t(c->extra2))
+            c->extra = Py_NewRef(Py_True);
+        return 0;
+    }
     if (holds_finalizable(c))
         return -1;
     if (c->split_dict)
@@ -964,6 +1116,8 @@ int fj_trace_note_mutation(fj_Tracer *tx, fj_Var *c)
         return fj_unsupported("mutation of %U, a dict sharing its keys with other instances' __dict__",
                               c->source->text);
     c->pos = 1;
+    if (c->kind == FJ_VAR_LIST && (c->extra2 = PyLong_FromSsize_t(PyList_GET_SIZE(c->items))) == NULL)
+        return -1;
     PyObject *eff = Py_BuildValue("(sOO)", "container", Py_None, (PyObject *)c);
     int r = eff == NULL || PyList_Append(tx->effects, eff) < 0 ||
                     PyList_Append(tx->mutated, (PyObject *)c) < 0
@@ -971,6 +1125,12 @@ int fj_trace_note_mutation(fj_Tracer *tx, fj_Var *c)
                 : 0;
     Py_XDECREF(eff);
     return r;
+}
+
+int fj_trace_list_resized(fj_Var *c)
+{
+    return c->kind == FJ_VAR_LIST && c->pos && c->extra2 != NULL &&
+           (c->extra != NULL || PyList_GET_SIZE(c->items) != PyLong_AsSsize_t(c->extra2));
 }
 
 int fj_trace_alias_guards(fj_Tracer *tx)
@@ -1026,7 +1186,14 @@ int fj_trace_load_method(fj_TFrame *fr, PyObject *obj, PyObject *name, PyObject 
     if (m == NULL)
         return -1;
     if (VAR(m)->kind == FJ_VAR_METHOD && VAR(m)->extra == obj) {
-        out[0] = m;
+        /* marked as the first half of a (method, self) pair: break code
+           reloads the pair with LOAD_METHOD (a bound method value followed by
+           its self, as in 'o.f = o.m', is not such a pair) */
+        out[0] = method_var(obj, name);
+        Py_DECREF(m);
+        if (out[0] == NULL)
+            return -1;
+        VAR(out[0])->pos = 1;
         out[1] = Py_NewRef(obj);
     }
     else {
