@@ -177,6 +177,10 @@ static inline int fj_thread_traced(PyThreadState *ts)
 /* The globals dict's version tag, bumped by every change to the dict. */
 #define FJ_DICT_VERSION(d) (((PyDictObject *)(d))->ma_version_tag)
 
+/* Nonzero when every key of dict 'd' is an exact str (3.11's unicode-keys
+** table): looking a str up in it compares str to str, never a key's __eq__. */
+#define FJ_DICT_STR_KEYS_ONLY(d) DK_IS_UNICODE(((PyDictObject *)(d))->ma_keys)
+
 /*
 ** Makes a fresh frame run 'code' instead of its own code, keeping its
 ** function (so closure, globals, builtins and defaults stay the frame's) and

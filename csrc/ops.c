@@ -200,7 +200,10 @@ typedef struct {
 
 static fj_OpInfo fj_info[FJ_NROWS];
 static int fj_ops_ready;
-static PyObject *fj_by_callable; /* strong: dict callable -> row index */
+/* strong: dict id(callable) -> row index.  Keyed by identity: a lookup of
+   a program object must not run its __hash__ or __eq__ (a weakref.ref hashes
+   its referent, and raises once it died); the targets are held by fj_info. */
+static PyObject *fj_by_callable;
 static PyObject *fj_by_method;   /* strong: dict str -> row index */
 static PyObject *fj_by_attr;     /* strong: dict str -> row index */
 static const fj_OpDef *fj_by_binop[32];
@@ -282,9 +285,13 @@ static int ops_ready(void)
                 Py_CLEAR(idx);
                 continue;
             }
-            int has = PyDict_Contains(fj_by_callable, info->target);
-            if (has < 0 || (!has && PyDict_SetItem(fj_by_callable, info->target, idx) < 0))
+            PyObject *id = PyLong_FromVoidPtr(info->target);
+            int has = id ? PyDict_Contains(fj_by_callable, id) : -1;
+            if (has < 0 || (!has && PyDict_SetItem(fj_by_callable, id, idx) < 0)) {
+                Py_XDECREF(id);
                 goto error;
+            }
+            Py_DECREF(id);
         } else {
             snprintf(info->qualname, sizeof info->qualname, "ndarray.%s", op->attr);
             info->target = PyUnicode_InternFromString(op->attr);
@@ -346,7 +353,14 @@ const fj_OpDef *fj_ops_for_callable(PyObject *fn)
         PyErr_Clear();
         return NULL;
     }
-    return lookup_in(fj_by_callable, fn);
+    PyObject *id = PyLong_FromVoidPtr(fn);
+    if (id == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    const fj_OpDef *op = lookup_in(fj_by_callable, id);
+    Py_DECREF(id);
+    return op;
 }
 
 const fj_OpDef *fj_ops_for_method(PyObject *name)
