@@ -1246,7 +1246,15 @@ int fj_guard_add_tensor_match(PyObject *mgr, PyObject *example, PyObject *dynami
         goto error;
     lf->aux = Py_NewRef((PyObject *)PyArray_DESCR(a));
     qual = PyType_GetQualName(Py_TYPE(example));
-    dtype = qual ? PyObject_Str(lf->aux) : NULL;
+    /* a builtin dtype is named after its scalar type (float64): str(dtype) is
+       NumPy's Python code, which uses builtins the program may have patched */
+    PyArray_Descr *descr = PyArray_DESCR(a);
+    const char *tn = descr->typeobj->tp_name;
+    if (qual != NULL && PyTypeNum_ISNUMBER(descr->type_num) && PyArray_ISNBO(descr->byteorder) &&
+        strncmp(tn, "numpy.", 6) == 0)
+        dtype = PyUnicode_FromString(tn + 6);
+    else
+        dtype = qual ? PyObject_Str(lf->aux) : NULL;
     size = dtype ? dims_repr(lf->shape, lf->shape, ndim) : NULL;
     stride = size ? dims_repr(lf->strides, lf->layout >= 0 ? lf->strides : lf->shape, ndim) : NULL;
     if (stride == NULL)

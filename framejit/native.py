@@ -32,6 +32,14 @@ except ImportError:  # pragma: no cover
 
 from . import _C
 
+# Builtins bound at import: framejit's code runs while the program's frames
+# compile, when the program may have patched builtins (len, isinstance, open...).
+from builtins import (  # noqa: A004
+    EOFError, Exception, ImportError, KeyError, OSError, RuntimeError,
+    RuntimeWarning, TypeError, ValueError, enumerate, len, list, open, repr, sum,
+    type
+)
+
 #: flags of every kernel build (part of the cache key).  -ffp-contract=off:
 #: no fused multiply-add, so a*b+c rounds twice as NumPy's loops do.
 CFLAGS = ["-O3", "-std=c11", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off",
