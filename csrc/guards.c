@@ -23,12 +23,14 @@
 ** (a dead referent fails the leaf); only objects that take no weak reference
 ** (NumPy ufuncs, dtypes, scalars) and values the guard owns are strong.
 **
-** Reentrancy: an attribute fetch may still run a __getattr__ or a
-** descriptor.  Children and leaves live in arrays of pointers, loops re-read
-** array and length on every step and every fetched value is a strong
-** reference, so code that adds guards, or rebinds the values being checked,
-** cannot make a check touch freed memory.  Reordering only happens in the
-** outermost check of a manager.
+** Attributes are read only when that runs no program code (safe_getattr).
+**
+** Reentrancy: no program code runs, but a check may still free objects
+** (a weak reference's callback, a gc callback).  Children and leaves live in
+** arrays of pointers, loops re-read array and length on every step and every
+** fetched value is a strong reference, so code that adds guards, or rebinds
+** the values being checked, cannot make a check touch freed memory.
+** Reordering only happens in the outermost check of a manager.
 */
 #include "fj_numpy.h"
 #include "guards.h"
@@ -207,7 +209,7 @@ static int repr_is_safe(PyObject *o, int depth)
     PyTypeObject *t = Py_TYPE(o);
     if (o == Py_None || o == Py_Ellipsis || t == &PyBool_Type || t == &PyLong_Type ||
         t == &PyFloat_Type || t == &PyComplex_Type || t == &PyUnicode_Type ||
-        t == &PyBytes_Type || t == &PyModule_Type || t == &PyType_Type ||
+        t == &PyBytes_Type || t == &PyType_Type ||
         t == &PyFunction_Type || t == &PyCFunction_Type || t == &PyCode_Type)
         return 1;
     if ((t == &PyTuple_Type || t == &PyList_Type) && depth < 4) {
@@ -247,17 +249,51 @@ static PyObject *bigint_text(PyObject *o)
     return r;
 }
 
+/*
+** "<module 'name' from 'file'>" read from the module's dict: repr(module) is
+** importlib's Python code, which reads __file__ through the module's
+** __getattr__ and uses builtins.  New reference, NULL on error.
+*/
+static PyObject *module_text(PyObject *o)
+{
+    PyObject *d = PyModule_GetDict(o), *name = NULL, *file = NULL; /* borrowed */
+    PyObject *name_key = PyUnicode_FromString("__name__");
+    PyObject *file_key = name_key ? PyUnicode_FromString("__file__") : NULL;
+    PyObject *r = NULL;
+    if (file_key != NULL) {
+        if (d == NULL || fj_guards_dict_get(d, name_key, &name) <= 0 || !PyUnicode_CheckExact(name))
+            name = NULL;
+        if (d == NULL || fj_guards_dict_get(d, file_key, &file) <= 0 || !PyUnicode_CheckExact(file))
+            file = NULL;
+        PyErr_Clear();
+        r = name == NULL   ? PyUnicode_FromString("<module>")
+            : file == NULL ? PyUnicode_FromFormat("<module %R>", name)
+                           : PyUnicode_FromFormat("<module %R from %R>", name, file);
+    }
+    Py_XDECREF(name_key);
+    Py_XDECREF(file_key);
+    return r;
+}
+
 static PyObject *safe_repr(PyObject *o, Py_ssize_t max)
 {
+    PyObject *r;
     if (PyLong_CheckExact(o) && _PyLong_NumBits(o) > INT_TEXT_MAX_BITS)
         return bigint_text(o);
+    if (PyModule_CheckExact(o)) {
+        r = module_text(o);
+        goto cut;
+    }
     if (!repr_is_safe(o, 0))
         return PyUnicode_FromFormat("<%s object>", Py_TYPE(o)->tp_name);
-    PyObject *r = PyObject_Repr(o);
+    r = PyObject_Repr(o);
     if (r == NULL) {
         PyErr_Clear();
         return PyUnicode_FromFormat("<%s object>", Py_TYPE(o)->tp_name);
     }
+cut:
+    if (r == NULL)
+        return NULL;
     if (max > 0 && PyUnicode_GET_LENGTH(r) > max && max > 3) {
         PyObject *cut = PyUnicode_Substring(r, 0, max - 3);
         Py_DECREF(r);
@@ -546,6 +582,100 @@ int fj_guards_dict_get(PyObject *d, PyObject *key, PyObject **out)
 {
     int r = dict_lookup(d, key, 0, out);
     return r == 1 ? 1 : r < 0 ? -1 : 0;
+}
+
+/*
+** True if reading the descriptor 'd' (found on a type) runs only C code:
+** slots, getsets, methods, functions (they bind), static methods, class
+** methods of a function, and a property read from the class (it returns
+** itself).  A property read from an instance, or any descriptor class of
+** the program's, runs the program's code.  -1 on error.
+*/
+static int descr_is_safe(PyObject *d, int on_class)
+{
+    static PyObject *func_name = NULL; /* strong, interned "__func__" */
+    PyTypeObject *t = Py_TYPE(d);
+    if (t->tp_descr_get == NULL || t == &PyMemberDescr_Type || t == &PyGetSetDescr_Type ||
+        t == &PyMethodDescr_Type || t == &PyClassMethodDescr_Type || t == &PyWrapperDescr_Type ||
+        t == &PyFunction_Type || t == &PyStaticMethod_Type)
+        return 1;
+    if (t == &PyProperty_Type)
+        return on_class;
+    if (t == &PyClassMethod_Type) {
+        /* 3.11's classmethod chains to the __get__ of what it wraps */
+        if (func_name == NULL && (func_name = PyUnicode_InternFromString("__func__")) == NULL)
+            return -1;
+        PyObject *f = PyObject_GenericGetAttr(d, func_name); /* a member: C */
+        if (f == NULL)
+            return -1;
+        int ok = PyFunction_Check(f) || Py_TYPE(f)->tp_descr_get == NULL;
+        Py_DECREF(f);
+        return ok;
+    }
+    return 0;
+}
+
+/*
+** getattr(o, name) when it runs none of the program's code: 1 with *out a
+** new reference, 0 when missing or when only the program's code could tell
+** (a __getattr__ or __getattribute__, a property, a descriptor class of the
+** program's, a module's __getattr__, an instance dict with odd keys), -1 on
+** error.
+*/
+static int safe_getattr(PyObject *o, PyObject *name, PyObject **out)
+{
+    PyTypeObject *tp = Py_TYPE(o);
+    getattrofunc ga = tp->tp_getattro;
+    if (!PyUnicode_CheckExact(name))
+        return 0;
+    if (ga == PyModule_Type.tp_getattro) {
+        PyObject *descr = _PyType_Lookup(tp, name);
+        if (descr == NULL) {
+            /* the module's dict, never its __getattr__ */
+            PyObject *d = PyModule_GetDict(o), *v = NULL; /* borrowed */
+            int r = d != NULL ? dict_lookup(d, name, 0, &v) : 0;
+            if (r == 1)
+                *out = Py_NewRef(v);
+            return r == 1 ? 1 : r < 0 ? -1 : 0;
+        }
+        int safe = descr_is_safe(descr, 0);
+        if (safe <= 0)
+            return safe;
+    }
+    else if (ga == PyType_Type.tp_getattro) {
+        PyObject *meta = _PyType_Lookup(tp, name);
+        PyObject *attr = _PyType_Lookup((PyTypeObject *)o, name);
+        if (meta == NULL && attr == NULL)
+            return 0;
+        int safe = meta != NULL ? descr_is_safe(meta, 0) : 1;
+        if (safe > 0 && attr != NULL)
+            safe = descr_is_safe(attr, 1);
+        if (safe <= 0)
+            return safe;
+    }
+    else if (ga == PyObject_GenericGetAttr) {
+        PyObject *descr = _PyType_Lookup(tp, name);
+        int safe = descr != NULL ? descr_is_safe(descr, 0) : 1;
+        if (safe <= 0)
+            return safe;
+        PyObject **slot = fj_instance_dict_slot(o);
+        if (slot != NULL && *slot != NULL && !FJ_DICT_STR_KEYS_ONLY(*slot))
+            return 0; /* a key of the program's could answer to the name */
+    }
+    else
+        return 0; /* a custom getattro (a proxy, __getattr__, __getattribute__) */
+    *out = PyObject_GetAttr(o, name); /* from here, C code only */
+    if (*out != NULL)
+        return 1;
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+        return -1;
+    PyErr_Clear();
+    return 0;
+}
+
+int fj_guards_getattr(PyObject *o, PyObject *name, PyObject **out)
+{
+    return safe_getattr(o, name, out);
 }
 
 /* Sets *reason (verbose checks) to "<src>: <what differed>". */
@@ -1452,7 +1582,7 @@ static int is_lookup_error(void)
 /* The value of child 'c' given its parent's value ('keys_pinned': the
 ** parent's keys_pinned).  1 with *out a new reference, 0 when it is missing
 ** or reading it would run the program's code (__getitem__ of a mapping, a
-** key's __eq__: the guard fails), -1 on error. */
+** key's __eq__, a __getattr__ or property: the guard fails), -1 on error. */
 static inline int fetch(GuardManager *c, PyObject *parent, int keys_pinned,
                         const fj_FrameView *view, PyObject **out)
 {
@@ -1478,8 +1608,7 @@ static inline int fetch(GuardManager *c, PyObject *parent, int keys_pinned,
         goto borrowed;
     }
     case ACC_ATTR:
-        v = PyObject_GetAttr(parent, c->key);
-        goto owned;
+        return safe_getattr(parent, c->key, out);
     case ACC_ITEM:
         d = parent;
         goto dict;
@@ -1517,15 +1646,6 @@ borrowed:
     if (v == NULL)
         return 0;
     *out = Py_NewRef(v);
-    return 1;
-owned:
-    if (v == NULL) {
-        if (!is_lookup_error())
-            return -1;
-        PyErr_Clear();
-        return 0;
-    }
-    *out = v;
     return 1;
 }
 

@@ -151,6 +151,15 @@ Py_ssize_t fj_guards_num_leaves(PyObject *root);
 */
 int fj_guards_dict_get(PyObject *d, PyObject *key, PyObject **out);
 
+/*
+** getattr(o, name) the way guards read it: only when that runs none of the
+** program's code (module dicts, plain instance dicts and class attributes,
+** C slots and getsets; never a __getattr__, a property of an instance or a
+** descriptor class of the program's).  1 with *out a new reference, 0 when
+** missing or not knowable without that code, -1 on error.
+*/
+int fj_guards_getattr(PyObject *o, PyObject *name, PyObject **out);
+
 /* Adds the guard types and helpers to framejit._C. Returns -1 on error. */
 int fj_guards_init(PyObject *module);
 

@@ -187,9 +187,14 @@ PyObject *fj_source_eval(fj_Source *src, const fj_FrameView *view)
             PyErr_Format(PyExc_NameError, "%U is empty", src->text);
         Py_XINCREF(r);
         break;
-    case FJ_SRC_ATTR:
-        r = PyObject_GetAttr(parent, src->key);
+    case FJ_SRC_ATTR: {
+        int found = fj_guards_getattr(parent, src->key, &r);
+        if (found == 0)
+            PyErr_Format(PyExc_AttributeError, "%U is missing", src->text);
+        if (found <= 0)
+            r = NULL;
         break;
+    }
     case FJ_SRC_ITEM: {
         /* read as the guards read it: no program __getitem__, __hash__, __eq__ */
         int found = fj_guards_dict_get(parent, src->key, &r);

@@ -310,3 +310,59 @@ def test_patched_builtin_not_called_while_compiling(name, monkeypatch):
     assert np.array_equal(r1, np.cos(X) * 2) and np.array_equal(r2, np.cos(X) * 3)
     assert framejit.counters["stats"]["unique_graphs"] >= 1
     assert calls == []
+
+
+# ------------------------------- attribute reads run no program code
+
+class Plain:
+    def __init__(self, k):
+        self.k = k
+
+
+class Lazy:
+    reads = 0
+
+    def __getattr__(self, name):
+        Lazy.reads += 1
+        return 5
+
+
+class Prop:
+    reads = 0
+
+    @property
+    def k(self):
+        Prop.reads += 1
+        return 7
+
+
+def attr_fn(x, o):
+    return np.sin(x) + o.k
+
+
+@pytest.mark.parametrize("odd", [Lazy, Prop])
+def test_attribute_guards_run_no_getattr_or_property(odd):
+    def counts(fn):
+        odd.reads = 0
+        for o in (Plain(1), Plain(1), odd(), Plain(2), odd()):
+            fn(X, o)
+        return odd.reads
+    plain = counts(attr_fn)
+    framejit.reset()
+    assert counts(framejit.compile(attr_fn, backend="eager")) == plain
+    differential(attr_fn, [(X, Plain(1)), (X, odd()), (X, Plain(3)), (X, odd())])
+
+
+def test_module_getattr_not_run_by_guards():
+    m = types.ModuleType("lazy_mod")
+    m.k = 1
+    calls = []
+    m.__getattr__ = lambda name: calls.append(name) or 9
+
+    def fn(x):
+        return np.sin(x) + m.k
+    cf = framejit.compile(fn, backend="eager")
+    assert np.array_equal(cf(X), fn(X))
+    del m.k
+    assert np.array_equal(cf(X), np.sin(X) + 9)
+    assert calls == ["k"]  # the program's own read, not a guard's
