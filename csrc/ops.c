@@ -717,8 +717,31 @@ static PyObject *standin(PyObject *o)
     return Py_NewRef(o);
 }
 
+/*
+** Swaps warnings.filters for 'filters' (a new reference, stolen) and tells
+** the C warnings machinery; *old receives the previous list (new ref).
+** What warnings.catch_warnings + simplefilter do, without their Python
+** code (which calls builtins the program may have patched).  0 or -1.
+*/
+static int swap_warning_filters(PyObject *filters, PyObject **old)
+{
+    if (filters == NULL)
+        return -1;
+    if (old != NULL && (*old = PyObject_GetAttrString(fj_warnings, "filters")) == NULL) {
+        Py_DECREF(filters);
+        return -1;
+    }
+    int r = PyObject_SetAttrString(fj_warnings, "filters", filters);
+    Py_DECREF(filters);
+    PyObject *done = r < 0 ? NULL : PyObject_CallMethod(fj_warnings, "_filters_mutated", NULL);
+    Py_XDECREF(done);
+    if (done == NULL && old != NULL)
+        Py_CLEAR(*old);
+    return done == NULL ? -1 : 0;
+}
+
 /* Calls 'fn' (a method name when 'is_method') inside numpy.errstate(all=
-   'ignore') and warnings.catch_warnings() with warnings ignored.  New ref. */
+   'ignore') with warnings ignored (warnings.filters swapped).  New ref. */
 static PyObject *call_quietly(PyObject *fn, int is_attr, int is_method, PyObject *args, PyObject *kwargs)
 {
     PyObject *es = NULL, *cw = NULL, *res = NULL, *tmp = NULL;
@@ -733,36 +756,32 @@ static PyObject *call_quietly(PyObject *fn, int is_attr, int is_method, PyObject
     Py_CLEAR(tmp);
     if (!es)
         goto error;
-    cw = PyObject_CallMethod(fj_warnings, "catch_warnings", NULL);
-    if (!cw)
-        goto error;
     if (!(tmp = PyObject_CallMethod(es, "__enter__", NULL)))
         goto error;
     Py_CLEAR(tmp);
-    if (!(tmp = PyObject_CallMethod(cw, "__enter__", NULL))) {
+    /* cw: the program's warnings.filters, put back below */
+    if (swap_warning_filters(Py_BuildValue("[(sOOOi)]", "ignore", Py_None, PyExc_Warning,
+                                           Py_None, 0),
+                             &cw) < 0) {
         PyErr_Fetch(&et, &ev, &tb);
         Py_XDECREF(PyObject_CallMethod(es, "__exit__", "OOO", Py_None, Py_None, Py_None));
         PyErr_Restore(et, ev, tb);
         goto error;
     }
-    Py_CLEAR(tmp);
-    tmp = PyObject_CallMethod(fj_warnings, "simplefilter", "s", "ignore");
-    if (tmp) {
-        Py_CLEAR(tmp);
-        if (is_attr) {
-            res = PyObject_GetAttr(PyTuple_GET_ITEM(args, 0), fn);
-        } else if (is_method) {
-            PyObject *m = PyObject_GetAttr(PyTuple_GET_ITEM(args, 0), fn);
-            PyObject *rest = m ? PyTuple_GetSlice(args, 1, PyTuple_GET_SIZE(args)) : NULL;
-            res = rest ? PyObject_Call(m, rest, kwargs) : NULL;
-            Py_XDECREF(m);
-            Py_XDECREF(rest);
-        } else {
-            res = PyObject_Call(fn, args, kwargs);
-        }
+    if (is_attr) {
+        res = PyObject_GetAttr(PyTuple_GET_ITEM(args, 0), fn);
+    } else if (is_method) {
+        PyObject *m = PyObject_GetAttr(PyTuple_GET_ITEM(args, 0), fn);
+        PyObject *rest = m ? PyTuple_GetSlice(args, 1, PyTuple_GET_SIZE(args)) : NULL;
+        res = rest ? PyObject_Call(m, rest, kwargs) : NULL;
+        Py_XDECREF(m);
+        Py_XDECREF(rest);
+    } else {
+        res = PyObject_Call(fn, args, kwargs);
     }
     PyErr_Fetch(&et, &ev, &tb);
-    Py_XDECREF(PyObject_CallMethod(cw, "__exit__", "OOO", Py_None, Py_None, Py_None));
+    if (swap_warning_filters(Py_NewRef(cw), NULL) < 0)
+        PyErr_WriteUnraisable(fj_warnings);
     Py_XDECREF(PyObject_CallMethod(es, "__exit__", "OOO", Py_None, Py_None, Py_None));
     if (et) {
         PyErr_Restore(et, ev, tb);

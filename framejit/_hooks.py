@@ -25,10 +25,10 @@ from builtins import (  # noqa: A004
 )
 
 
-# The stdlib functions the skip rules use, bound at import (a program may
-# patch os.path.realpath); the paths that never change are computed here too,
-# so a compile runs no sysconfig code.
-_realpath = os.path.realpath
+# What the skip rules use, bound at import: realpath is C (os.path.realpath
+# is Python that calls builtins, and programs patch it); the paths that never
+# change are computed here, so a compile runs no sysconfig code.
+_realpath = _C.realpath
 _SEP = os.sep
 _modules = sys.modules
 
@@ -56,10 +56,7 @@ def _skip_prefixes():
         f = getattr(m, "__file__", None) if m else None
         if type(f) is str:
             dirs.add(_dir_of(f))  # as the module's code objects spell it
-            try:
-                dirs.add(_dir_of(_realpath(f)))
-            except Exception:  # a broken os (patched by the program): the spelling above
-                pass
+            dirs.add(_dir_of(_realpath(f)))
     return tuple(sorted(dirs)), _SITE_DIRS
 
 
@@ -188,10 +185,7 @@ class Hooks:
             return True
         path = fname
         if not fname.startswith("<") and not fname.startswith(skip_dirs):
-            try:
-                path = _realpath(fname)
-            except Exception:  # the program broke what realpath uses: its spelling
-                pass
+            path = _realpath(fname)
         skip = path.startswith(skip_dirs)
         if skip and path.startswith(site_dirs):
             # inside site-packages: skip only the known libraries
@@ -208,12 +202,7 @@ class Hooks:
             return True
         if fname.startswith("<"):
             return False
-        if fname.startswith(_HERE):
-            return True
-        try:
-            return _realpath(fname).startswith(_HERE)
-        except Exception:  # the program broke what realpath uses
-            return False
+        return fname.startswith(_HERE) or _realpath(fname).startswith(_HERE)
 
     def count_graph(self, ncalls):
         counters["stats"]["unique_graphs"] += 1

@@ -275,13 +275,10 @@ def test_leaves_hold_weak_references():
 
 # ------------------------------------ 5. patched builtins and stdlib
 
-# isinstance and getattr: still called by stdlib code the compile path runs
-# (posixpath.realpath of a new file, warnings.catch_warnings in the op
-# table's evaluation), not by framejit's own Python code
-STDLIB_USES = pytest.mark.xfail(reason="stdlib code on the compile path uses it", strict=False)
-PATCHED = ["len", pytest.param("isinstance", marks=STDLIB_USES), "bool",
-           pytest.param("getattr", marks=STDLIB_USES), "sorted", "set", "tuple", "any", "repr",
-           "callable", "print", "open", "str", "type"]
+PATCHED = ["len", "isinstance", "issubclass", "bool", "int", "float", "getattr", "hasattr",
+           "sorted", "set", "frozenset", "tuple", "list", "dict", "any", "all", "repr", "callable",
+           "print", "open", "str", "type", "id", "hash", "iter", "next", "min", "max",
+           "enumerate", "zip", "range", "sum", "format", "vars", "__import__"]
 
 
 def graph_fn(x, n):
