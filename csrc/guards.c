@@ -16,14 +16,14 @@
 ** Soundness: a guard runs none of the program's code.  Leaves compare
 ** exact builtin values (None, bool, int, float, str, bytes, complex, tuples
 ** and sets of those) with C comparisons, everything else by identity; dict
-** reads never call a key's __eq__ or __hash__ (dict_lookup); a check that
+** reads never call a key's __eq__ or __hash__ (fj_dict_lookup); a check that
 ** cannot be decided without the program's code fails, so the frame
 ** recompiles or runs as it is.  Leaves keep no program object alive: classes,
 ** modules, functions and other objects are held through weak references
 ** (a dead referent fails the leaf); only objects that take no weak reference
 ** (NumPy ufuncs, dtypes, scalars) and values the guard owns are strong.
 **
-** Attributes are read only when that runs no program code (safe_getattr).
+** Attributes are read only when that runs no program code (fj_safe_getattr).
 **
 ** Reentrancy: no program code runs, but a check may still free objects
 ** (a weak reference's callback, a gc callback).  Children and leaves live in
@@ -33,6 +33,7 @@
 ** Reordering only happens in the outermost check of a manager.
 */
 #include "fj_numpy.h"
+#include "guard_values.h"
 #include "guards.h"
 #include "source.h"
 
@@ -69,7 +70,7 @@ enum {
     LEAF_TENSOR_MATCH,    /* ndarray: type obj, dtype aux, ndim n, shape, strides */
     LEAF_GLOBAL_STATE,    /* contextvar obj holds aux */
     LEAF_GLOBAL_ABSENT,   /* root only: name obj is not in the frame's globals (v) */
-    LEAF_NOT_IN,          /* v equals (fast_eq) none of the values in the tuple obj */
+    LEAF_NOT_IN,          /* v equals (fj_value_same) none of the values in the tuple obj */
     LEAF_NO_ALIASING,     /* root only: the sources in tuple obj are distinct objects */
     LEAF_DIMS_EQUAL,      /* root only: arrays at sources obj[0], obj[1]: size of dim ival == of dim n */
 };
@@ -79,26 +80,10 @@ static const char *const leaf_names[] = {
     "DIMS_EQUAL",
 };
 
-/*
-** How a value is compared, chosen from the expected value at build time.
-** Every kind but EQ_NONE is compared by C code alone (fast_eq and friends).
-*/
-enum {
-    EQ_NONE = -1, /* not comparable without the program's code: identity only */
-    EQ_NUMPY,     /* a NumPy scalar (numpy_scalar_same); EQUALS_MATCH only */
-    EQ_INT,       /* exact int fitting a long long (ival) */
-    EQ_BIGINT,    /* exact int (digit compare: no str conversion, no user code) */
-    EQ_FLOAT,     /* exact float (dval), by bit pattern */
-    EQ_STR,       /* exact str */
-    EQ_IDENTITY,  /* True, False, None, Ellipsis */
-    EQ_TUPLE,     /* exact tuple of value kinds */
-    EQ_VALUE,     /* exact bytes or complex */
-    EQ_SET,       /* exact set or frozenset of value kinds (aux: dict item -> item); EQUALS_MATCH only */
-};
 
 /* DICT_KEYS: how the key at each position is matched (the bytes in aux). */
 enum {
-    KEY_VALUE = 'v', /* a value kind: fast_eq */
+    KEY_VALUE = 'v', /* a value kind: fj_value_same */
     KEY_WEAK = 'w',  /* identity with the referent of the weak reference in obj */
     KEY_SAME = 'i',  /* identity with obj's item (an object that takes no weak reference) */
 };
@@ -199,160 +184,14 @@ static inline PyObject *leaf_target(Leaf *lf)
     return o == Py_None ? NULL : o;
 }
 
-/* repr(o), or "<T object>" when repr raises; cut to 'max' characters when
-** max > 0.  New reference, NULL on error. */
-/* True if repr(o) runs none of the program's code (no __repr__ or
-** __getattribute__ of its classes: test_descr logs every attribute read of
-** a module subclass). */
-static int repr_is_safe(PyObject *o, int depth)
-{
-    PyTypeObject *t = Py_TYPE(o);
-    if (o == Py_None || o == Py_Ellipsis || t == &PyBool_Type || t == &PyLong_Type ||
-        t == &PyFloat_Type || t == &PyComplex_Type || t == &PyUnicode_Type ||
-        t == &PyBytes_Type || t == &PyType_Type ||
-        t == &PyFunction_Type || t == &PyCFunction_Type || t == &PyCode_Type)
-        return 1;
-    if ((t == &PyTuple_Type || t == &PyList_Type) && depth < 4) {
-        for (Py_ssize_t i = 0; i < Py_SIZE(o); i++)
-            if (!repr_is_safe(PySequence_Fast_GET_ITEM(o, i), depth + 1))
-                return 0;
-        return 1;
-    }
-    /* a static (C) type's repr of an object without items of the program's */
-    return !(t->tp_flags & Py_TPFLAGS_HEAPTYPE) && t != &PyMethod_Type &&
-           !PyType_IsSubtype(t, &PyTuple_Type) &&
-           !PyType_IsSubtype(t, &PyList_Type) && !PyType_IsSubtype(t, &PyDict_Type) &&
-           !PyType_IsSubtype(t, &PySet_Type) && !PyType_IsSubtype(t, &PyFrozenSet_Type) &&
-           !PyType_IsSubtype(t, &PyModule_Type);
-}
 
-/*
-** Ints past this many bits print in hex, cut in the middle: their decimal
-** repr is slow and raises ValueError past sys.get_int_max_str_digits().
-*/
-#define INT_TEXT_MAX_BITS 256
 
-/* "0x1234...cdef (N bits)" for a huge exact int.  New reference, NULL on error. */
-static PyObject *bigint_text(PyObject *o)
-{
-    size_t bits = _PyLong_NumBits(o);
-    PyObject *hex = PyNumber_ToBase(o, 16); /* power-of-two bases have no digit limit */
-    if (hex == NULL)
-        return NULL;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(hex);
-    PyObject *head = PyUnicode_Substring(hex, 0, 20 < n ? 20 : n);
-    PyObject *tail = head ? PyUnicode_Substring(hex, n > 8 ? n - 8 : n, n) : NULL;
-    PyObject *r = tail ? PyUnicode_FromFormat("%U...%U (%zu bits)", head, tail, bits) : NULL;
-    Py_DECREF(hex);
-    Py_XDECREF(head);
-    Py_XDECREF(tail);
-    return r;
-}
-
-/*
-** "<module 'name' from 'file'>" read from the module's dict: repr(module) is
-** importlib's Python code, which reads __file__ through the module's
-** __getattr__ and uses builtins.  New reference, NULL on error.
-*/
-static PyObject *module_text(PyObject *o)
-{
-    PyObject *d = PyModule_GetDict(o), *name = NULL, *file = NULL; /* borrowed */
-    PyObject *name_key = PyUnicode_FromString("__name__");
-    PyObject *file_key = name_key ? PyUnicode_FromString("__file__") : NULL;
-    PyObject *r = NULL;
-    if (file_key != NULL) {
-        if (d == NULL || fj_guards_dict_get(d, name_key, &name) <= 0 || !PyUnicode_CheckExact(name))
-            name = NULL;
-        if (d == NULL || fj_guards_dict_get(d, file_key, &file) <= 0 || !PyUnicode_CheckExact(file))
-            file = NULL;
-        PyErr_Clear();
-        r = name == NULL   ? PyUnicode_FromString("<module>")
-            : file == NULL ? PyUnicode_FromFormat("<module %R>", name)
-                           : PyUnicode_FromFormat("<module %R from %R>", name, file);
-    }
-    Py_XDECREF(name_key);
-    Py_XDECREF(file_key);
-    return r;
-}
-
-static PyObject *safe_repr(PyObject *o, Py_ssize_t max)
-{
-    PyObject *r;
-    if (PyLong_CheckExact(o) && _PyLong_NumBits(o) > INT_TEXT_MAX_BITS)
-        return bigint_text(o);
-    if (PyModule_CheckExact(o)) {
-        r = module_text(o);
-        goto cut;
-    }
-    if (!repr_is_safe(o, 0))
-        return PyUnicode_FromFormat("<%s object>", Py_TYPE(o)->tp_name);
-    r = PyObject_Repr(o);
-    if (r == NULL) {
-        PyErr_Clear();
-        return PyUnicode_FromFormat("<%s object>", Py_TYPE(o)->tp_name);
-    }
-cut:
-    if (r == NULL)
-        return NULL;
-    if (max > 0 && PyUnicode_GET_LENGTH(r) > max && max > 3) {
-        PyObject *cut = PyUnicode_Substring(r, 0, max - 3);
-        Py_DECREF(r);
-        if (cut == NULL)
-            return NULL;
-        r = PyUnicode_FromFormat("%U...", cut);
-        Py_DECREF(cut);
-    }
-    return r;
-}
-
-PyObject *fj_guards_value_text(PyObject *o, Py_ssize_t max)
-{
-    return safe_repr(o, max);
-}
-
-/* Equality of two exact str objects (no user code). */
-static int unicode_eq(PyObject *a, PyObject *b)
-{
-    Py_ssize_t n = PyUnicode_GET_LENGTH(a);
-    if (PyUnicode_GET_LENGTH(b) != n || PyUnicode_KIND(a) != PyUnicode_KIND(b))
-        return 0;
-    return memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * PyUnicode_KIND(a)) == 0;
-}
-
-/*
-** The EQ_* kind of 'v' when it is an exact builtin value a guard compares
-** with C code alone, else EQ_NONE.  'depth' bounds nested tuples.
-*/
-static int value_kind(PyObject *v, int depth)
-{
-    PyTypeObject *t = Py_TYPE(v);
-    if (v == Py_None || v == Py_True || v == Py_False || v == Py_Ellipsis)
-        return EQ_IDENTITY;
-    if (t == &PyLong_Type) {
-        int overflow = 0;
-        (void)PyLong_AsLongLongAndOverflow(v, &overflow);
-        return overflow ? EQ_BIGINT : EQ_INT;
-    }
-    if (t == &PyFloat_Type)
-        return EQ_FLOAT;
-    if (t == &PyUnicode_Type)
-        return EQ_STR;
-    if (t == &PyBytes_Type || t == &PyComplex_Type)
-        return EQ_VALUE;
-    if (t == &PyTuple_Type && depth < 8) {
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v); i++)
-            if (value_kind(PyTuple_GET_ITEM(v, i), depth + 1) == EQ_NONE)
-                return EQ_NONE;
-        return EQ_TUPLE;
-    }
-    return EQ_NONE;
-}
 
 /* The EQ_* kind of an EQUALS_MATCH value: a value kind, a set of them, a
 ** NumPy scalar, or EQ_NONE (refused: comparing it would run program code). */
 static int eq_kind_of(PyObject *v)
 {
-    int k = value_kind(v, 0);
+    int k = fj_value_kind(v, 0);
     if (k != EQ_NONE)
         return k;
     if (PyAnySet_CheckExact(v)) {
@@ -360,7 +199,7 @@ static int eq_kind_of(PyObject *v)
         PyObject *item;
         Py_hash_t hash;
         while (_PySet_NextEntry(v, &pos, &item, &hash))
-            if (value_kind(item, 0) == EQ_NONE)
+            if (fj_value_kind(item, 0) == EQ_NONE)
                 return EQ_NONE;
         return EQ_SET;
     }
@@ -369,16 +208,10 @@ static int eq_kind_of(PyObject *v)
     return EQ_NONE;
 }
 
-/* Floats match by bit pattern: -0.0 is not 0.0 (x * s differs in sign) and
-** a NaN matches the same NaN (no recompile on every call). */
-static int double_same(double a, double b)
-{
-    return memcmp(&a, &b, sizeof(double)) == 0;
-}
 
 /*
 ** Equality of two objects of the same NumPy scalar type: floating and
-** complex kinds by bit pattern (as double_same), others by ==.  1, 0, -1.
+** complex kinds by bit pattern (as fj_double_same), others by ==.  1, 0, -1.
 */
 static int numpy_scalar_same(PyObject *e, PyObject *v)
 {
@@ -410,48 +243,10 @@ static int numpy_scalar_same(PyObject *e, PyObject *v)
     return r;
 }
 
-/*
-** v matches the expected value 'e' of a value kind (value_kind != EQ_NONE):
-** same exact type and equal, floats and complex by bit pattern.  1, 0 or
-** -1 (memory error).  Runs no program code whatever 'v' is.
-*/
-static int fast_eq(PyObject *e, PyObject *v)
-{
-    if (e == v)
-        return 1;
-    PyTypeObject *t = Py_TYPE(e);
-    if (Py_TYPE(v) != t)
-        return 0;
-    if (t == &PyLong_Type)
-        return PyObject_RichCompareBool(e, v, Py_EQ); /* int compare: no user code */
-    if (t == &PyFloat_Type)
-        return double_same(PyFloat_AS_DOUBLE(e), PyFloat_AS_DOUBLE(v));
-    if (t == &PyUnicode_Type)
-        return unicode_eq(e, v);
-    if (t == &PyBytes_Type)
-        return PyBytes_GET_SIZE(e) == PyBytes_GET_SIZE(v) &&
-               memcmp(PyBytes_AS_STRING(e), PyBytes_AS_STRING(v), (size_t)PyBytes_GET_SIZE(e)) == 0;
-    if (t == &PyComplex_Type) {
-        Py_complex a = ((PyComplexObject *)e)->cval, b = ((PyComplexObject *)v)->cval;
-        return double_same(a.real, b.real) && double_same(a.imag, b.imag);
-    }
-    if (t == &PyTuple_Type) {
-        Py_ssize_t n = PyTuple_GET_SIZE(e);
-        if (PyTuple_GET_SIZE(v) != n)
-            return 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int r = fast_eq(PyTuple_GET_ITEM(e, i), PyTuple_GET_ITEM(v, i));
-            if (r <= 0)
-                return r;
-        }
-        return 1;
-    }
-    return 0; /* True, False, None, Ellipsis: identity only */
-}
 
 /*
 ** EQUALS_MATCH on a set: v is a set of the same exact type and size whose
-** every item is a value kind matching (fast_eq) an item of the expected set.
+** every item is a value kind matching (fj_value_same) an item of the expected set.
 ** lf->aux maps each expected item to itself, so the lookup hashes and
 ** compares only exact builtin values.  1, 0 or -1.
 */
@@ -464,12 +259,12 @@ static int set_same(Leaf *lf, PyObject *v)
     PyObject *item;
     Py_hash_t hash;
     while (_PySet_NextEntry(v, &pos, &item, &hash)) {
-        if (value_kind(item, 0) == EQ_NONE)
+        if (fj_value_kind(item, 0) == EQ_NONE)
             return 0;
         PyObject *want = PyDict_GetItemWithError(lf->aux, item);
         if (want == NULL)
             return PyErr_Occurred() ? -1 : 0;
-        int r = fast_eq(want, item);
+        int r = fj_value_same(want, item);
         if (r <= 0)
             return r;
     }
@@ -492,15 +287,15 @@ static int equals_check(Leaf *lf, PyObject *v)
         return !overflow && x == lf->ival;
     }
     case EQ_FLOAT:
-        return Py_TYPE(v) == &PyFloat_Type && double_same(PyFloat_AS_DOUBLE(v), lf->dval);
+        return Py_TYPE(v) == &PyFloat_Type && fj_double_same(PyFloat_AS_DOUBLE(v), lf->dval);
     case EQ_STR:
-        return Py_TYPE(v) == &PyUnicode_Type && unicode_eq(e, v);
+        return Py_TYPE(v) == &PyUnicode_Type && fj_unicode_eq(e, v);
     case EQ_IDENTITY:
         return 0;
     case EQ_BIGINT:
     case EQ_TUPLE:
     case EQ_VALUE:
-        return fast_eq(e, v);
+        return fj_value_same(e, v);
     case EQ_SET:
         return set_same(lf, v);
     case EQ_NUMPY:
@@ -527,7 +322,7 @@ static int dict_keys_check(Leaf *lf, PyObject *v)
         if (i >= n)
             return 0; /* defensive: nothing that runs here can grow the dict */
         PyObject *e = PyTuple_GET_ITEM(keys, i);
-        int r = modes[i] == KEY_VALUE ? fast_eq(e, k)
+        int r = modes[i] == KEY_VALUE ? fj_value_same(e, k)
                 : modes[i] == KEY_WEAK ? k == PyWeakref_GET_OBJECT(e) && k != Py_None
                                        : k == e;
         i++;
@@ -537,146 +332,6 @@ static int dict_keys_check(Leaf *lf, PyObject *v)
     return i == n;
 }
 
-/* dict_lookup's answers besides 1 (found) and -1 (error). */
-#define LOOKUP_ABSENT 0
-#define LOOKUP_UNKNOWN 2 /* only the program's code (a key's __eq__ or __hash__) could tell */
-
-/*
-** d[key] for a dict, without running program code: 1 with *out borrowed,
-** LOOKUP_ABSENT, LOOKUP_UNKNOWN or -1.  A lookup compares 'key' with the
-** keys of equal hash: that runs no program code when 'keys_pinned' (a
-** DICT_KEYS leaf just matched every key by value) or when 'key' is a str and
-** every key is a str; otherwise the dict is scanned, value keys matched by
-** C comparisons, and another key of the same hash makes the answer unknown.
-*/
-static int dict_lookup(PyObject *d, PyObject *key, int keys_pinned, PyObject **out)
-{
-    if (!PyDict_CheckExact(d) || value_kind(key, 0) == EQ_NONE)
-        return LOOKUP_UNKNOWN; /* a __getitem__, or hashing the key, would run code */
-    if (keys_pinned || (PyUnicode_CheckExact(key) && FJ_DICT_STR_KEYS_ONLY(d))) {
-        *out = PyDict_GetItemWithError(d, key);
-        return *out != NULL ? 1 : PyErr_Occurred() ? -1 : LOOKUP_ABSENT;
-    }
-    Py_hash_t h = PyObject_Hash(key); /* a value kind: a builtin hash */
-    if (h == -1)
-        return -1;
-    Py_ssize_t pos = 0;
-    PyObject *k, *val;
-    Py_hash_t kh;
-    while (_PyDict_Next(d, &pos, &k, &val, &kh)) {
-        if (kh != h)
-            continue;
-        /* two builtin values compare in C (1 == 1.0 == True, as the dict does) */
-        int r = k == key                      ? 1
-                : value_kind(k, 0) != EQ_NONE ? PyObject_RichCompareBool(k, key, Py_EQ)
-                                              : LOOKUP_UNKNOWN;
-        if (r == 1)
-            *out = val;
-        if (r != 0)
-            return r;
-    }
-    return LOOKUP_ABSENT;
-}
-
-int fj_guards_dict_get(PyObject *d, PyObject *key, PyObject **out)
-{
-    int r = dict_lookup(d, key, 0, out);
-    return r == 1 ? 1 : r < 0 ? -1 : 0;
-}
-
-/*
-** True if reading the descriptor 'd' (found on a type) runs only C code:
-** slots, getsets, methods, functions (they bind), static methods, class
-** methods of a function, and a property read from the class (it returns
-** itself).  A property read from an instance, or any descriptor class of
-** the program's, runs the program's code.  -1 on error.
-*/
-static int descr_is_safe(PyObject *d, int on_class)
-{
-    static PyObject *func_name = NULL; /* strong, interned "__func__" */
-    PyTypeObject *t = Py_TYPE(d);
-    if (t->tp_descr_get == NULL || t == &PyMemberDescr_Type || t == &PyGetSetDescr_Type ||
-        t == &PyMethodDescr_Type || t == &PyClassMethodDescr_Type || t == &PyWrapperDescr_Type ||
-        t == &PyFunction_Type || t == &PyStaticMethod_Type)
-        return 1;
-    if (t == &PyProperty_Type)
-        return on_class;
-    if (t == &PyClassMethod_Type) {
-        /* 3.11's classmethod chains to the __get__ of what it wraps */
-        if (func_name == NULL && (func_name = PyUnicode_InternFromString("__func__")) == NULL)
-            return -1;
-        PyObject *f = PyObject_GenericGetAttr(d, func_name); /* a member: C */
-        if (f == NULL)
-            return -1;
-        int ok = PyFunction_Check(f) || Py_TYPE(f)->tp_descr_get == NULL;
-        Py_DECREF(f);
-        return ok;
-    }
-    return 0;
-}
-
-/*
-** getattr(o, name) when it runs none of the program's code: 1 with *out a
-** new reference, 0 when missing or when only the program's code could tell
-** (a __getattr__ or __getattribute__, a property, a descriptor class of the
-** program's, a module's __getattr__, an instance dict with odd keys), -1 on
-** error.
-*/
-static int safe_getattr(PyObject *o, PyObject *name, PyObject **out)
-{
-    PyTypeObject *tp = Py_TYPE(o);
-    getattrofunc ga = tp->tp_getattro;
-    if (!PyUnicode_CheckExact(name))
-        return 0;
-    if (ga == PyModule_Type.tp_getattro) {
-        PyObject *descr = _PyType_Lookup(tp, name);
-        if (descr == NULL) {
-            /* the module's dict, never its __getattr__ */
-            PyObject *d = PyModule_GetDict(o), *v = NULL; /* borrowed */
-            int r = d != NULL ? dict_lookup(d, name, 0, &v) : 0;
-            if (r == 1)
-                *out = Py_NewRef(v);
-            return r == 1 ? 1 : r < 0 ? -1 : 0;
-        }
-        int safe = descr_is_safe(descr, 0);
-        if (safe <= 0)
-            return safe;
-    }
-    else if (ga == PyType_Type.tp_getattro) {
-        PyObject *meta = _PyType_Lookup(tp, name);
-        PyObject *attr = _PyType_Lookup((PyTypeObject *)o, name);
-        if (meta == NULL && attr == NULL)
-            return 0;
-        int safe = meta != NULL ? descr_is_safe(meta, 0) : 1;
-        if (safe > 0 && attr != NULL)
-            safe = descr_is_safe(attr, 1);
-        if (safe <= 0)
-            return safe;
-    }
-    else if (ga == PyObject_GenericGetAttr) {
-        PyObject *descr = _PyType_Lookup(tp, name);
-        int safe = descr != NULL ? descr_is_safe(descr, 0) : 1;
-        if (safe <= 0)
-            return safe;
-        PyObject **slot = fj_instance_dict_slot(o);
-        if (slot != NULL && *slot != NULL && !FJ_DICT_STR_KEYS_ONLY(*slot))
-            return 0; /* a key of the program's could answer to the name */
-    }
-    else
-        return 0; /* a custom getattro (a proxy, __getattr__, __getattribute__) */
-    *out = PyObject_GetAttr(o, name); /* from here, C code only */
-    if (*out != NULL)
-        return 1;
-    if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-        return -1;
-    PyErr_Clear();
-    return 0;
-}
-
-int fj_guards_getattr(PyObject *o, PyObject *name, PyObject **out)
-{
-    return safe_getattr(o, name, out);
-}
 
 /* Sets *reason (verbose checks) to "<src>: <what differed>". */
 static void tensor_reason(PyObject **reason, PyObject *source, const char *fmt, ...)
@@ -794,7 +449,7 @@ static inline int leaf_check(Leaf *lf, PyObject *v, PyObject *source, PyObject *
         return global_state_check(lf);
     case LEAF_NOT_IN:
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(lf->obj); i++) {
-            int eq = fast_eq(PyTuple_GET_ITEM(lf->obj, i), v);
+            int eq = fj_value_same(PyTuple_GET_ITEM(lf->obj, i), v);
             if (eq != 0)
                 return eq < 0 ? -1 : 0;
         }
@@ -803,8 +458,8 @@ static inline int leaf_check(Leaf *lf, PyObject *v, PyObject *source, PyObject *
         PyObject *found = NULL;
         if (v == NULL)
             return 0;
-        int r = dict_lookup(v, lf->obj, 0, &found);
-        return r < 0 ? -1 : r == LOOKUP_ABSENT;
+        int r = fj_dict_lookup(v, lf->obj, 0, &found);
+        return r < 0 ? -1 : r == FJ_LOOKUP_ABSENT;
     }
     }
     PyErr_SetString(PyExc_SystemError, "framejit: unknown guard kind");
@@ -865,7 +520,7 @@ static int same_path(GuardManager *c, int acc, Py_ssize_t index, PyObject *key)
         if (c->key == key)
             return 1;
         /* no program __eq__, even while building */
-        return value_kind(c->key, 0) != EQ_NONE ? fast_eq(c->key, key) : 0;
+        return fj_value_kind(c->key, 0) != EQ_NONE ? fj_value_same(c->key, key) : 0;
     }
 }
 
@@ -1026,7 +681,7 @@ PyObject *fj_guard_item(PyObject *mgr, PyObject *key)
     if (check_valued(mgr) < 0)
         return NULL;
     GuardManager *m = (GuardManager *)mgr;
-    PyObject *r = safe_repr(key, 0);
+    PyObject *r = fj_guards_value_text(key, 0);
     if (r == NULL)
         return NULL;
     PyObject *source = PyUnicode_FromFormat("%U[%U]", m->source, r);
@@ -1099,7 +754,7 @@ int fj_guard_add_id_match(PyObject *mgr, PyObject *obj)
     if (check_valued(mgr) < 0)
         return -1;
     GuardManager *m = (GuardManager *)mgr;
-    PyObject *r = safe_repr(obj, 60);
+    PyObject *r = fj_guards_value_text(obj, 60);
     if (r == NULL)
         return -1;
     Leaf *lf = leaf_new(LEAF_ID_MATCH);
@@ -1140,7 +795,7 @@ int fj_guard_add_equals_match(PyObject *mgr, PyObject *value)
                      Py_TYPE(value)->tp_name);
         return -1;
     }
-    PyObject *r = safe_repr(value, 0);
+    PyObject *r = fj_guards_value_text(value, 0);
     if (r == NULL)
         return -1;
     Leaf *lf = leaf_new(LEAF_EQUALS_MATCH);
@@ -1220,7 +875,7 @@ int fj_guard_add_sequence_length(PyObject *mgr, Py_ssize_t n)
 }
 
 /*
-** Keys of builtin value kinds are matched by value (fast_eq); any other key
+** Keys of builtin value kinds are matched by value (fj_value_same); any other key
 ** by identity, through a weak reference when it takes one.  (The tracer pins
 ** only dicts whose keys are plain constants.)
 */
@@ -1234,7 +889,7 @@ int fj_guard_add_dict_keys(PyObject *mgr, PyObject *keys)
     list = PySequence_List(keys);
     if (list == NULL)
         goto error;
-    r = safe_repr(list, 0);
+    r = fj_guards_value_text(list, 0);
     if (r == NULL)
         goto error;
     lf = leaf_new(LEAF_DICT_KEYS);
@@ -1248,7 +903,7 @@ int fj_guard_add_dict_keys(PyObject *mgr, PyObject *keys)
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *k = PyList_GET_ITEM(list, i), *e = k;
         char mode = KEY_VALUE;
-        if (value_kind(k, 0) == EQ_NONE) {
+        if (fj_value_kind(k, 0) == EQ_NONE) {
             mode = PyType_SUPPORTS_WEAKREFS(Py_TYPE(k)) ? KEY_WEAK : KEY_SAME;
             e = mode == KEY_WEAK ? PyWeakref_NewRef(k, NULL) : Py_NewRef(k);
             if (e == NULL)
@@ -1548,7 +1203,7 @@ int fj_guard_add_not_in(PyObject *mgr, PyObject *values)
         return -1;
     }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(values); i++) {
-        if (value_kind(PyTuple_GET_ITEM(values, i), 0) == EQ_NONE) {
+        if (fj_value_kind(PyTuple_GET_ITEM(values, i), 0) == EQ_NONE) {
             PyErr_SetString(PyExc_TypeError, "add_not_in compares builtin values only");
             return -1;
         }
@@ -1608,7 +1263,7 @@ static inline int fetch(GuardManager *c, PyObject *parent, int keys_pinned,
         goto borrowed;
     }
     case ACC_ATTR:
-        return safe_getattr(parent, c->key, out);
+        return fj_safe_getattr(parent, c->key, out);
     case ACC_ITEM:
         d = parent;
         goto dict;
@@ -1634,7 +1289,7 @@ static inline int fetch(GuardManager *c, PyObject *parent, int keys_pinned,
 dict:
     if (d == NULL)
         return 0;
-    switch (dict_lookup(d, c->key, keys_pinned && c->acc == ACC_ITEM, &v)) {
+    switch (fj_dict_lookup(d, c->key, keys_pinned && c->acc == ACC_ITEM, &v)) {
     case 1:
         break;
     case -1:
@@ -1804,7 +1459,7 @@ static int check_children(GuardManager *m, PyObject *v, CheckCtx *ctx)
                from that dict (not from the module's __getattr__) */
             if (r > 0 && d != NULL) {
                 PyObject *in_dict = NULL;
-                if (c->acc != ACC_ATTR || (dict_lookup(d, c->key, 0, &in_dict) == 1 && in_dict == cv))
+                if (c->acc != ACC_ATTR || (fj_dict_lookup(d, c->key, 0, &in_dict) == 1 && in_dict == cv))
                     c->seen_version = tag;
                 PyErr_Clear(); /* not in the dict, or an odd key: just no skip */
             }
