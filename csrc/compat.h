@@ -188,6 +188,23 @@ static inline int fj_thread_traced(PyThreadState *ts)
 #define FJ_DICT_VERSION(d) (((PyDictObject *)(d))->ma_version_tag)
 
 /*
+** The slot holding obj's instance __dict__ (possibly NULL inside), or NULL
+** when its type has none.  Never creates the dict: 3.11 keeps a managed
+** dict's slot at a fixed offset before the object and the attributes in an
+** inline values array until a dict is asked for.
+*/
+static inline PyObject **fj_instance_dict_slot(PyObject *obj)
+{
+    if (Py_TYPE(obj)->tp_flags & Py_TPFLAGS_MANAGED_DICT)
+        return ((PyObject **)obj) - 3;
+    return _PyObject_GetDictPtr(obj);
+}
+
+/* Nonzero when every key of dict 'd' is an exact str (3.11's unicode-keys
+** table): looking a str up in it compares str to str, never a key's __eq__. */
+#define FJ_DICT_STR_KEYS_ONLY(d) DK_IS_UNICODE(((PyDictObject *)(d))->ma_keys)
+
+/*
 ** Makes a fresh frame run 'code' instead of its own code, keeping its
 ** function (so closure, globals, builtins and defaults stay the frame's) and
 ** its argument slots.  'code' must have the same argument layout as the

@@ -476,8 +476,17 @@ static int update_dynamic(Compiler *c, PyObject *state, const fj_FrameView *view
                     Py_DECREF(cur);
                     return -1;
                 }
-                msg = PyUnicode_FromFormat("automatic dynamic: %U changed %R -> %R, now a symbolic int",
-                                           text, old, cur);
+                /* the guard printer's text: a huge int's repr raises ValueError */
+                PyObject *a = fj_guards_value_text(old, 60), *b = a ? fj_guards_value_text(cur, 60) : NULL;
+                msg = b ? PyUnicode_FromFormat("automatic dynamic: %U changed %U -> %U, now a symbolic int",
+                                               text, a, b)
+                        : NULL;
+                Py_XDECREF(a);
+                Py_XDECREF(b);
+                if (msg == NULL) {
+                    Py_DECREF(cur);
+                    return -1;
+                }
             }
         }
         else if (PyTuple_Check(old) && PyArray_CheckExact(cur) &&

@@ -13,14 +13,27 @@
 ** Not responsible for: choosing guards (the tracer does), running them at the
 ** right time (evalframe.c / cache.c), or CPython layout details (compat.h).
 **
-** Reentrancy: a leaf may run user code (__eq__, __getattr__).  Children and
-** leaves live in arrays of pointers, loops re-read array and length on every
-** step and every fetched value is a strong reference, so user code that adds
-** guards, or rebinds the values being checked, cannot make a check touch
-** freed memory.  Reordering only happens in the outermost check of a
-** manager.
+** Soundness: a guard runs none of the program's code.  Leaves compare
+** exact builtin values (None, bool, int, float, str, bytes, complex, tuples
+** and sets of those) with C comparisons, everything else by identity; dict
+** reads never call a key's __eq__ or __hash__ (fj_dict_lookup); a check that
+** cannot be decided without the program's code fails, so the frame
+** recompiles or runs as it is.  Leaves keep no program object alive: classes,
+** modules, functions and other objects are held through weak references
+** (a dead referent fails the leaf); only objects that take no weak reference
+** (NumPy ufuncs, dtypes, scalars) and values the guard owns are strong.
+**
+** Attributes are read only when that runs no program code (fj_safe_getattr).
+**
+** Reentrancy: no program code runs, but a check may still free objects
+** (a weak reference's callback, a gc callback).  Children and leaves live in
+** arrays of pointers, loops re-read array and length on every step and every
+** fetched value is a strong reference, so code that adds guards, or rebinds
+** the values being checked, cannot make a check touch freed memory.
+** Reordering only happens in the outermost check of a manager.
 */
 #include "fj_numpy.h"
+#include "guard_values.h"
 #include "guards.h"
 #include "source.h"
 
@@ -52,12 +65,12 @@ enum {
     LEAF_EQUALS_MATCH,    /* type(v) is type(obj) and v == obj */
     LEAF_NONE_MATCH,      /* v is None */
     LEAF_SEQUENCE_LENGTH, /* exact list/tuple, len(v) == n */
-    LEAF_DICT_KEYS,       /* dict, keys in order equal the tuple obj */
+    LEAF_DICT_KEYS,       /* dict, keys in order match the tuple obj; aux: bytes of KEY_* per key */
     LEAF_DICT_VERSION,    /* dict, version tag == version */
     LEAF_TENSOR_MATCH,    /* ndarray: type obj, dtype aux, ndim n, shape, strides */
     LEAF_GLOBAL_STATE,    /* contextvar obj holds aux */
     LEAF_GLOBAL_ABSENT,   /* root only: name obj is not in the frame's globals (v) */
-    LEAF_NOT_IN,          /* v equals (same type and ==) none of the tuple obj */
+    LEAF_NOT_IN,          /* v equals (fj_value_same) none of the values in the tuple obj */
     LEAF_NO_ALIASING,     /* root only: the sources in tuple obj are distinct objects */
     LEAF_DIMS_EQUAL,      /* root only: arrays at sources obj[0], obj[1]: size of dim ival == of dim n */
 };
@@ -67,22 +80,20 @@ static const char *const leaf_names[] = {
     "DIMS_EQUAL",
 };
 
-/* EQUALS_MATCH fast paths, chosen from the expected value at build time. */
+
+/* DICT_KEYS: how the key at each position is matched (the bytes in aux). */
 enum {
-    EQ_GENERIC,  /* same type, then PyObject_RichCompareBool */
-    EQ_INT,      /* exact int fitting a long long (ival) */
-    EQ_BIGINT,   /* exact int (compare cannot run user code) */
-    EQ_FLOAT,    /* exact float (dval); NaN never equal */
-    EQ_STR,      /* exact str */
-    EQ_IDENTITY, /* True, False, None */
-    EQ_TUPLE,    /* exact tuple of the kinds above */
+    KEY_VALUE = 'v', /* a value kind: fj_value_same */
+    KEY_WEAK = 'w',  /* identity with the referent of the weak reference in obj */
+    KEY_SAME = 'i',  /* identity with obj's item (an object that takes no weak reference) */
 };
 
 typedef struct {
     int kind;      /* LEAF_* */
     int eq_kind;   /* EQ_*, EQUALS_MATCH only */
     int immutable; /* passes again while the value's binding is unchanged */
-    PyObject *obj;  /* strong, meaning per kind (see the enum) */
+    PyObject *obj;  /* strong or NULL, meaning per kind (see the enum) */
+    PyObject *ref;  /* strong or NULL: a weak reference standing for obj (leaf_target) */
     PyObject *aux;  /* strong or NULL */
     PyObject *text; /* strong str: the printer's text without "KIND: " */
     Py_ssize_t n;
@@ -101,6 +112,7 @@ typedef struct GuardManager {
     int depth;            /* 0 for the root */
     int busy;             /* checks of this manager in progress */
     int skippable;        /* only immutable leaves, no accessors */
+    int keys_pinned;      /* a DICT_KEYS leaf matching every key by value: item reads are safe */
     Py_ssize_t index;     /* ACC_LOCAL, ACC_CLOSURE, ACC_INDEX */
     PyObject *key;        /* strong or NULL: name, item key, or int index */
     PyObject *source;     /* strong str, e.g. "L['x'].shape" */
@@ -126,6 +138,7 @@ static void leaf_free(Leaf *lf)
     if (lf == NULL)
         return;
     Py_CLEAR(lf->obj);
+    Py_CLEAR(lf->ref);
     Py_CLEAR(lf->aux);
     Py_CLEAR(lf->text);
     PyMem_Free(lf->shape);
@@ -145,98 +158,60 @@ static Leaf *leaf_new(int kind)
     return lf;
 }
 
-/* repr(o), or "<T object>" when repr raises; cut to 'max' characters when
-** max > 0.  New reference, NULL on error. */
-/* True if repr(o) runs none of the program's code (no __repr__ or
-** __getattribute__ of its classes: test_descr logs every attribute read of
-** a module subclass). */
-static int repr_is_safe(PyObject *o, int depth)
+/*
+** Makes 'lf' stand for the program object 'o' without keeping it alive: a
+** weak reference in lf->ref, or a strong lf->obj for static types (never
+** freed) and objects that take no weak reference.  0, or -1 with an
+** exception set.
+*/
+static int leaf_hold(Leaf *lf, PyObject *o)
 {
-    PyTypeObject *t = Py_TYPE(o);
-    if (o == Py_None || o == Py_Ellipsis || t == &PyBool_Type || t == &PyLong_Type ||
-        t == &PyFloat_Type || t == &PyComplex_Type || t == &PyUnicode_Type ||
-        t == &PyBytes_Type || t == &PyModule_Type || t == &PyType_Type ||
-        t == &PyFunction_Type || t == &PyCFunction_Type || t == &PyCode_Type)
-        return 1;
-    if ((t == &PyTuple_Type || t == &PyList_Type) && depth < 4) {
-        for (Py_ssize_t i = 0; i < Py_SIZE(o); i++)
-            if (!repr_is_safe(PySequence_Fast_GET_ITEM(o, i), depth + 1))
-                return 0;
-        return 1;
+    int is_static_type = PyType_Check(o) && !(((PyTypeObject *)o)->tp_flags & Py_TPFLAGS_HEAPTYPE);
+    if (!is_static_type && PyType_SUPPORTS_WEAKREFS(Py_TYPE(o))) {
+        lf->ref = PyWeakref_NewRef(o, NULL);
+        return lf->ref == NULL ? -1 : 0;
     }
-    /* a static (C) type's repr of an object without items of the program's */
-    return !(t->tp_flags & Py_TPFLAGS_HEAPTYPE) && t != &PyMethod_Type &&
-           !PyType_IsSubtype(t, &PyTuple_Type) &&
-           !PyType_IsSubtype(t, &PyList_Type) && !PyType_IsSubtype(t, &PyDict_Type) &&
-           !PyType_IsSubtype(t, &PySet_Type) && !PyType_IsSubtype(t, &PyFrozenSet_Type) &&
-           !PyType_IsSubtype(t, &PyModule_Type);
+    lf->obj = Py_NewRef(o);
+    return 0;
 }
 
-static PyObject *safe_repr(PyObject *o, Py_ssize_t max)
+/* The object 'lf' stands for (see leaf_hold); borrowed.  NULL once it died. */
+static inline PyObject *leaf_target(Leaf *lf)
 {
-    if (!repr_is_safe(o, 0))
-        return PyUnicode_FromFormat("<%s object>", Py_TYPE(o)->tp_name);
-    PyObject *r = PyObject_Repr(o);
-    if (r == NULL) {
-        PyErr_Clear();
-        return PyUnicode_FromFormat("<%s object>", Py_TYPE(o)->tp_name);
-    }
-    if (max > 0 && PyUnicode_GET_LENGTH(r) > max) {
-        PyObject *cut = PyUnicode_Substring(r, 0, max - 3);
-        Py_DECREF(r);
-        if (cut == NULL)
-            return NULL;
-        r = PyUnicode_FromFormat("%U...", cut);
-        Py_DECREF(cut);
-    }
-    return r;
+    if (lf->obj != NULL)
+        return lf->obj;
+    PyObject *o = PyWeakref_GET_OBJECT(lf->ref);
+    return o == Py_None ? NULL : o;
 }
 
-/* Equality of two exact str objects (no user code). */
-static int unicode_eq(PyObject *a, PyObject *b)
+
+
+
+/* The EQ_* kind of an EQUALS_MATCH value: a value kind, a set of them, a
+** NumPy scalar, or EQ_NONE (refused: comparing it would run program code). */
+static int eq_kind_of(PyObject *v)
 {
-    Py_ssize_t n = PyUnicode_GET_LENGTH(a);
-    if (PyUnicode_GET_LENGTH(b) != n || PyUnicode_KIND(a) != PyUnicode_KIND(b))
-        return 0;
-    return memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * PyUnicode_KIND(a)) == 0;
+    int k = fj_value_kind(v, 0);
+    if (k != EQ_NONE)
+        return k;
+    if (PyAnySet_CheckExact(v)) {
+        Py_ssize_t pos = 0;
+        PyObject *item;
+        Py_hash_t hash;
+        while (_PySet_NextEntry(v, &pos, &item, &hash))
+            if (fj_value_kind(item, 0) == EQ_NONE)
+                return EQ_NONE;
+        return EQ_SET;
+    }
+    if (PyArray_IsScalar(v, Generic))
+        return EQ_NUMPY;
+    return EQ_NONE;
 }
 
-/* The EQ_* kind of an expected value; 'depth' bounds nested tuples. */
-static int eq_kind_of(PyObject *v, int depth)
-{
-    PyTypeObject *t = Py_TYPE(v);
-    if (v == Py_None || v == Py_True || v == Py_False)
-        return EQ_IDENTITY;
-    if (t == &PyLong_Type) {
-        int overflow = 0;
-        (void)PyLong_AsLongLongAndOverflow(v, &overflow);
-        return overflow ? EQ_BIGINT : EQ_INT;
-    }
-    if (t == &PyFloat_Type)
-        return EQ_FLOAT;
-    if (t == &PyUnicode_Type)
-        return EQ_STR;
-    if (t == &PyTuple_Type && depth < 8) {
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v); i++)
-            if (eq_kind_of(PyTuple_GET_ITEM(v, i), depth + 1) == EQ_GENERIC)
-                return EQ_GENERIC;
-        return EQ_TUPLE;
-    }
-    return EQ_GENERIC;
-}
-
-/* e == v for an expected value 'e' whose kind is not EQ_GENERIC: 1, 0 or -1.
-** Runs no user code. */
-/* Floats match by bit pattern: -0.0 is not 0.0 (x * s differs in sign) and
-** a NaN matches the same NaN (no recompile on every call). */
-static int double_same(double a, double b)
-{
-    return memcmp(&a, &b, sizeof(double)) == 0;
-}
 
 /*
 ** Equality of two objects of the same NumPy scalar type: floating and
-** complex kinds by bit pattern (as double_same), others by ==.  1, 0, -1.
+** complex kinds by bit pattern (as fj_double_same), others by ==.  1, 0, -1.
 */
 static int numpy_scalar_same(PyObject *e, PyObject *v)
 {
@@ -268,31 +243,32 @@ static int numpy_scalar_same(PyObject *e, PyObject *v)
     return r;
 }
 
-static int fast_eq(PyObject *e, PyObject *v)
+
+/*
+** EQUALS_MATCH on a set: v is a set of the same exact type and size whose
+** every item is a value kind matching (fj_value_same) an item of the expected set.
+** lf->aux maps each expected item to itself, so the lookup hashes and
+** compares only exact builtin values.  1, 0 or -1.
+*/
+static int set_same(Leaf *lf, PyObject *v)
 {
-    if (e == v)
-        return 1;
-    PyTypeObject *t = Py_TYPE(e);
-    if (Py_TYPE(v) != t)
+    PyObject *e = lf->obj;
+    if (Py_TYPE(v) != Py_TYPE(e) || PySet_GET_SIZE(v) != PySet_GET_SIZE(e))
         return 0;
-    if (t == &PyLong_Type)
-        return PyObject_RichCompareBool(e, v, Py_EQ); /* int compare: no user code */
-    if (t == &PyFloat_Type)
-        return double_same(PyFloat_AS_DOUBLE(e), PyFloat_AS_DOUBLE(v));
-    if (t == &PyUnicode_Type)
-        return unicode_eq(e, v);
-    if (t == &PyTuple_Type) {
-        Py_ssize_t n = PyTuple_GET_SIZE(e);
-        if (PyTuple_GET_SIZE(v) != n)
+    Py_ssize_t pos = 0;
+    PyObject *item;
+    Py_hash_t hash;
+    while (_PySet_NextEntry(v, &pos, &item, &hash)) {
+        if (fj_value_kind(item, 0) == EQ_NONE)
             return 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int r = fast_eq(PyTuple_GET_ITEM(e, i), PyTuple_GET_ITEM(v, i));
-            if (r <= 0)
-                return r;
-        }
-        return 1;
+        PyObject *want = PyDict_GetItemWithError(lf->aux, item);
+        if (want == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        int r = fj_value_same(want, item);
+        if (r <= 0)
+            return r;
     }
-    return 0; /* True, False, None: identity only */
+    return 1;
 }
 
 static int equals_check(Leaf *lf, PyObject *v)
@@ -311,38 +287,32 @@ static int equals_check(Leaf *lf, PyObject *v)
         return !overflow && x == lf->ival;
     }
     case EQ_FLOAT:
-        return Py_TYPE(v) == &PyFloat_Type && double_same(PyFloat_AS_DOUBLE(v), lf->dval);
+        return Py_TYPE(v) == &PyFloat_Type && fj_double_same(PyFloat_AS_DOUBLE(v), lf->dval);
     case EQ_STR:
-        return Py_TYPE(v) == &PyUnicode_Type && unicode_eq(e, v);
+        return Py_TYPE(v) == &PyUnicode_Type && fj_unicode_eq(e, v);
     case EQ_IDENTITY:
         return 0;
     case EQ_BIGINT:
     case EQ_TUPLE:
-        return fast_eq(e, v);
-    default: {
-        if (Py_TYPE(v) != Py_TYPE(e))
-            return 0;
-        if (PyComplex_CheckExact(v)) {
-            Py_complex a = ((PyComplexObject *)e)->cval, b = ((PyComplexObject *)v)->cval;
-            return double_same(a.real, b.real) && double_same(a.imag, b.imag);
-        }
-        if (PyArray_IsScalar(v, Generic))
-            return numpy_scalar_same(e, v);
-        Py_INCREF(e);
-        Py_INCREF(v);
-        int r = PyObject_RichCompareBool(v, e, Py_EQ);
-        Py_DECREF(v);
-        Py_DECREF(e);
-        return r;
+    case EQ_VALUE:
+        return fj_value_same(e, v);
+    case EQ_SET:
+        return set_same(lf, v);
+    case EQ_NUMPY:
+        return Py_TYPE(v) == Py_TYPE(e) && numpy_scalar_same(e, v);
     }
-    }
+    PyErr_SetString(PyExc_SystemError, "framejit: bad EQUALS_MATCH kind");
+    return -1;
 }
 
+/* DICT_KEYS: v is a dict whose keys, in order, match the KEY_* entries of
+** the leaf.  No key's __eq__ or __hash__ runs.  1, 0 or -1. */
 static int dict_keys_check(Leaf *lf, PyObject *v)
 {
     if (!PyDict_Check(v))
         return 0;
     PyObject *keys = lf->obj;
+    const char *modes = PyBytes_AS_STRING(lf->aux);
     Py_ssize_t n = PyTuple_GET_SIZE(keys);
     if (PyDict_GET_SIZE(v) != n)
         return 0;
@@ -350,25 +320,18 @@ static int dict_keys_check(Leaf *lf, PyObject *v)
     PyObject *k, *val;
     while (PyDict_Next(v, &pos, &k, &val)) {
         if (i >= n)
-            return 0; /* the dict grew under a user __eq__ */
-        PyObject *e = PyTuple_GET_ITEM(keys, i++);
-        if (k == e)
-            continue;
-        if (PyUnicode_CheckExact(k) && PyUnicode_CheckExact(e)) {
-            if (!unicode_eq(k, e))
-                return 0;
-            continue;
-        }
-        Py_INCREF(k);
-        Py_INCREF(e);
-        int r = PyObject_RichCompareBool(k, e, Py_EQ);
-        Py_DECREF(e);
-        Py_DECREF(k);
+            return 0; /* defensive: nothing that runs here can grow the dict */
+        PyObject *e = PyTuple_GET_ITEM(keys, i);
+        int r = modes[i] == KEY_VALUE ? fj_value_same(e, k)
+                : modes[i] == KEY_WEAK ? k == PyWeakref_GET_OBJECT(e) && k != Py_None
+                                       : k == e;
+        i++;
         if (r <= 0)
             return r;
     }
     return i == n;
 }
+
 
 /* Sets *reason (verbose checks) to "<src>: <what differed>". */
 static void tensor_reason(PyObject **reason, PyObject *source, const char *fmt, ...)
@@ -392,10 +355,10 @@ static void tensor_reason(PyObject **reason, PyObject *source, const char *fmt, 
 /* 'reason' is NULL on the fast path. */
 static int tensor_check(Leaf *lf, PyObject *v, PyObject *source, PyObject **reason)
 {
-    PyTypeObject *tp = (PyTypeObject *)lf->obj;
+    PyTypeObject *tp = (PyTypeObject *)leaf_target(lf);
     if (Py_TYPE(v) != tp) {
-        tensor_reason(reason, source, "expected type %s, actual %s", tp->tp_name,
-                      Py_TYPE(v)->tp_name);
+        tensor_reason(reason, source, "expected type %s, actual %s",
+                      tp ? tp->tp_name : "(a class that died)", Py_TYPE(v)->tp_name);
         return 0;
     }
     PyArrayObject *a = (PyArrayObject *)v;
@@ -466,12 +429,10 @@ static inline int leaf_check(Leaf *lf, PyObject *v, PyObject *source, PyObject *
 {
     switch (lf->kind) {
     case LEAF_TYPE_MATCH:
-        return (PyObject *)Py_TYPE(v) == lf->obj;
+        /* a dead referent (NULL) fails: a new object at its address never passes */
+        return (PyObject *)Py_TYPE(v) == leaf_target(lf);
     case LEAF_ID_MATCH:
-        /* obj, or (obj NULL) the referent of the weak reference aux: a dead
-           referent fails, so a new object at the same address never passes */
-        return lf->obj != NULL ? v == lf->obj
-                               : v == PyWeakref_GET_OBJECT(lf->aux) && v != Py_None;
+        return v == leaf_target(lf);
     case LEAF_EQUALS_MATCH:
         return equals_check(lf, v);
     case LEAF_NONE_MATCH:
@@ -488,20 +449,18 @@ static inline int leaf_check(Leaf *lf, PyObject *v, PyObject *source, PyObject *
         return global_state_check(lf);
     case LEAF_NOT_IN:
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(lf->obj); i++) {
-            PyObject *item = PyTuple_GET_ITEM(lf->obj, i);
-            if (Py_TYPE(item) != Py_TYPE(v))
-                continue;
-            int eq = PyObject_RichCompareBool(v, item, Py_EQ);
+            int eq = fj_value_same(PyTuple_GET_ITEM(lf->obj, i), v);
             if (eq != 0)
                 return eq < 0 ? -1 : 0;
         }
         return 1;
-    case LEAF_GLOBAL_ABSENT:
-        if (v == NULL || !PyDict_Check(v))
+    case LEAF_GLOBAL_ABSENT: {
+        PyObject *found = NULL;
+        if (v == NULL)
             return 0;
-        if (PyDict_GetItemWithError(v, lf->obj) != NULL)
-            return 0;
-        return PyErr_Occurred() ? -1 : 1;
+        int r = fj_dict_lookup(v, lf->obj, 0, &found);
+        return r < 0 ? -1 : r == FJ_LOOKUP_ABSENT;
+    }
     }
     PyErr_SetString(PyExc_SystemError, "framejit: unknown guard kind");
     return -1;
@@ -516,6 +475,13 @@ static void manager_changed(GuardManager *m)
     for (Py_ssize_t i = 0; ok && i < m->nleaves; i++)
         ok = m->leaves[i]->immutable;
     m->skippable = ok;
+    m->keys_pinned = 0;
+    for (Py_ssize_t i = 0; i < m->nleaves; i++) {
+        Leaf *lf = m->leaves[i];
+        if (lf->kind == LEAF_DICT_KEYS &&
+            strspn(PyBytes_AS_STRING(lf->aux), "v") == (size_t)PyBytes_GET_SIZE(lf->aux))
+            m->keys_pinned = 1;
+    }
     m->seen_version = 0;
 }
 
@@ -553,9 +519,8 @@ static int same_path(GuardManager *c, int acc, Py_ssize_t index, PyObject *key)
     default:
         if (c->key == key)
             return 1;
-        if (Py_TYPE(c->key) != Py_TYPE(key))
-            return 0;
-        return PyObject_RichCompareBool(c->key, key, Py_EQ);
+        /* no program __eq__, even while building */
+        return fj_value_kind(c->key, 0) != EQ_NONE ? fj_value_same(c->key, key) : 0;
     }
 }
 
@@ -716,7 +681,7 @@ PyObject *fj_guard_item(PyObject *mgr, PyObject *key)
     if (check_valued(mgr) < 0)
         return NULL;
     GuardManager *m = (GuardManager *)mgr;
-    PyObject *r = safe_repr(key, 0);
+    PyObject *r = fj_guards_value_text(key, 0);
     if (r == NULL)
         return NULL;
     PyObject *source = PyUnicode_FromFormat("%U[%U]", m->source, r);
@@ -765,7 +730,11 @@ int fj_guard_add_type_match(PyObject *mgr, PyObject *tp)
         Py_DECREF(qual);
         return -1;
     }
-    lf->obj = Py_NewRef(tp);
+    if (leaf_hold(lf, tp) < 0) {
+        Py_DECREF(qual);
+        leaf_free(lf);
+        return -1;
+    }
     /* An object's __class__ can only be reassigned between heap types (and
     ** module subclasses): a static type stays put while the binding does. */
     lf->immutable =
@@ -785,7 +754,7 @@ int fj_guard_add_id_match(PyObject *mgr, PyObject *obj)
     if (check_valued(mgr) < 0)
         return -1;
     GuardManager *m = (GuardManager *)mgr;
-    PyObject *r = safe_repr(obj, 60);
+    PyObject *r = fj_guards_value_text(obj, 60);
     if (r == NULL)
         return -1;
     Leaf *lf = leaf_new(LEAF_ID_MATCH);
@@ -794,15 +763,13 @@ int fj_guard_add_id_match(PyObject *mgr, PyObject *obj)
         return -1;
     }
     /* a weak reference when the object takes one: a guard does not keep a
-       function or class alive (test_functools lru_cache weakrefs,
+       function, class or module alive (test_functools lru_cache weakrefs,
        test_unittest testAssertRaisesRefcount) */
-    if (PyType_SUPPORTS_WEAKREFS(Py_TYPE(obj)) && !PyModule_Check(obj)) {
-        lf->aux = PyWeakref_NewRef(obj, NULL);
-        if (lf->aux == NULL)
-            PyErr_Clear();
+    if (leaf_hold(lf, obj) < 0) {
+        Py_DECREF(r);
+        leaf_free(lf);
+        return -1;
     }
-    if (lf->aux == NULL)
-        lf->obj = Py_NewRef(obj);
     lf->immutable = 1;
     lf->text = PyUnicode_FromFormat("___check_obj_id(%U, %zu)  # %U", m->source,
                                     (size_t)(uintptr_t)obj, r);
@@ -819,7 +786,16 @@ int fj_guard_add_equals_match(PyObject *mgr, PyObject *value)
     if (check_valued(mgr) < 0)
         return -1;
     GuardManager *m = (GuardManager *)mgr;
-    PyObject *r = safe_repr(value, 0);
+    int kind = eq_kind_of(value);
+    if (kind == EQ_NONE) {
+        PyErr_Format(PyExc_TypeError,
+                     "EQUALS_MATCH compares builtin values (None, bool, int, float, str, bytes, "
+                     "complex, tuples and sets of them) and NumPy scalars, not %.100s: comparing "
+                     "it would run the program's code (use ID_MATCH)",
+                     Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    PyObject *r = fj_guards_value_text(value, 0);
     if (r == NULL)
         return -1;
     Leaf *lf = leaf_new(LEAF_EQUALS_MATCH);
@@ -828,8 +804,23 @@ int fj_guard_add_equals_match(PyObject *mgr, PyObject *value)
         return -1;
     }
     lf->obj = Py_NewRef(value);
-    lf->eq_kind = eq_kind_of(value, 0);
-    lf->immutable = lf->eq_kind != EQ_GENERIC;
+    lf->eq_kind = kind;
+    /* a set changes in place; a NumPy scalar is kept out as before */
+    lf->immutable = kind != EQ_NUMPY && !(kind == EQ_SET && PySet_CheckExact(value));
+    if (kind == EQ_SET) {
+        lf->aux = PyDict_New();
+        Py_ssize_t pos = 0;
+        PyObject *item;
+        Py_hash_t hash;
+        while (lf->aux != NULL && _PySet_NextEntry(value, &pos, &item, &hash))
+            if (PyDict_SetItem(lf->aux, item, item) < 0)
+                Py_CLEAR(lf->aux);
+        if (lf->aux == NULL) {
+            Py_DECREF(r);
+            leaf_free(lf);
+            return -1;
+        }
+    }
     if (lf->eq_kind == EQ_INT) {
         int overflow = 0;
         lf->ival = PyLong_AsLongLongAndOverflow(value, &overflow);
@@ -883,6 +874,11 @@ int fj_guard_add_sequence_length(PyObject *mgr, Py_ssize_t n)
     return manager_add_leaf(m, lf);
 }
 
+/*
+** Keys of builtin value kinds are matched by value (fj_value_same); any other key
+** by identity, through a weak reference when it takes one.  (The tracer pins
+** only dicts whose keys are plain constants.)
+*/
 int fj_guard_add_dict_keys(PyObject *mgr, PyObject *keys)
 {
     PyObject *tuple = NULL, *list = NULL, *r = NULL;
@@ -890,18 +886,34 @@ int fj_guard_add_dict_keys(PyObject *mgr, PyObject *keys)
     if (check_valued(mgr) < 0)
         return -1;
     GuardManager *m = (GuardManager *)mgr;
-    tuple = PySequence_Tuple(keys);
-    if (tuple == NULL)
-        goto error;
-    list = PySequence_List(tuple);
+    list = PySequence_List(keys);
     if (list == NULL)
         goto error;
-    r = safe_repr(list, 0);
+    r = fj_guards_value_text(list, 0);
     if (r == NULL)
         goto error;
     lf = leaf_new(LEAF_DICT_KEYS);
     if (lf == NULL)
         goto error;
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    tuple = PyTuple_New(n);
+    lf->aux = PyBytes_FromStringAndSize(NULL, n);
+    if (tuple == NULL || lf->aux == NULL)
+        goto error;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PyList_GET_ITEM(list, i), *e = k;
+        char mode = KEY_VALUE;
+        if (fj_value_kind(k, 0) == EQ_NONE) {
+            mode = PyType_SUPPORTS_WEAKREFS(Py_TYPE(k)) ? KEY_WEAK : KEY_SAME;
+            e = mode == KEY_WEAK ? PyWeakref_NewRef(k, NULL) : Py_NewRef(k);
+            if (e == NULL)
+                goto error;
+        }
+        else
+            Py_INCREF(e);
+        PyTuple_SET_ITEM(tuple, i, e);
+        PyBytes_AS_STRING(lf->aux)[i] = mode;
+    }
     lf->obj = Py_NewRef(tuple);
     lf->text = PyUnicode_FromFormat("list(%U.keys()) == %U", m->source, r);
     if (lf->text == NULL)
@@ -1015,10 +1027,19 @@ int fj_guard_add_tensor_match(PyObject *mgr, PyObject *example, PyObject *dynami
             break;
         }
     }
-    lf->obj = Py_NewRef((PyObject *)Py_TYPE(example));
+    if (leaf_hold(lf, (PyObject *)Py_TYPE(example)) < 0)
+        goto error;
     lf->aux = Py_NewRef((PyObject *)PyArray_DESCR(a));
     qual = PyType_GetQualName(Py_TYPE(example));
-    dtype = qual ? PyObject_Str(lf->aux) : NULL;
+    /* a builtin dtype is named after its scalar type (float64): str(dtype) is
+       NumPy's Python code, which uses builtins the program may have patched */
+    PyArray_Descr *descr = PyArray_DESCR(a);
+    const char *tn = descr->typeobj->tp_name;
+    if (qual != NULL && PyTypeNum_ISNUMBER(descr->type_num) && PyArray_ISNBO(descr->byteorder) &&
+        strncmp(tn, "numpy.", 6) == 0)
+        dtype = PyUnicode_FromString(tn + 6);
+    else
+        dtype = qual ? PyObject_Str(lf->aux) : NULL;
     size = dtype ? dims_repr(lf->shape, lf->shape, ndim) : NULL;
     stride = size ? dims_repr(lf->strides, lf->layout >= 0 ? lf->strides : lf->shape, ndim) : NULL;
     if (stride == NULL)
@@ -1181,6 +1202,12 @@ int fj_guard_add_not_in(PyObject *mgr, PyObject *values)
         PyErr_SetString(PyExc_TypeError, "add_not_in expects a tuple");
         return -1;
     }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(values); i++) {
+        if (fj_value_kind(PyTuple_GET_ITEM(values, i), 0) == EQ_NONE) {
+            PyErr_SetString(PyExc_TypeError, "add_not_in compares builtin values only");
+            return -1;
+        }
+    }
     Leaf *lf = leaf_new(LEAF_NOT_IN);
     if (lf == NULL)
         return -1;
@@ -1207,10 +1234,12 @@ static int is_lookup_error(void)
            PyErr_ExceptionMatches(PyExc_KeyError) || PyErr_ExceptionMatches(PyExc_IndexError);
 }
 
-/* The value of child 'c' given its parent's value.  1 with *out a new
-** reference, 0 when it is missing (the guard fails), -1 on error. */
-static inline int fetch(GuardManager *c, PyObject *parent, const fj_FrameView *view,
-                        PyObject **out)
+/* The value of child 'c' given its parent's value ('keys_pinned': the
+** parent's keys_pinned).  1 with *out a new reference, 0 when it is missing
+** or reading it would run the program's code (__getitem__ of a mapping, a
+** key's __eq__, a __getattr__ or property: the guard fails), -1 on error. */
+static inline int fetch(GuardManager *c, PyObject *parent, int keys_pinned,
+                        const fj_FrameView *view, PyObject **out)
 {
     PyObject *v = NULL, *d = NULL;
     switch (c->acc) {
@@ -1234,15 +1263,10 @@ static inline int fetch(GuardManager *c, PyObject *parent, const fj_FrameView *v
         goto borrowed;
     }
     case ACC_ATTR:
-        v = PyObject_GetAttr(parent, c->key);
-        goto owned;
+        return fj_safe_getattr(parent, c->key, out);
     case ACC_ITEM:
-        if (PyDict_CheckExact(parent)) {
-            d = parent;
-            goto dict;
-        }
-        v = PyObject_GetItem(parent, c->key);
-        goto owned;
+        d = parent;
+        goto dict;
     case ACC_INDEX: {
         Py_ssize_t i = c->index;
         if (PyList_CheckExact(parent) || PyTuple_CheckExact(parent)) {
@@ -1252,10 +1276,8 @@ static inline int fetch(GuardManager *c, PyObject *parent, const fj_FrameView *v
             if (i >= 0 && i < n)
                 v = PyList_CheckExact(parent) ? PyList_GET_ITEM(parent, i)
                                               : PyTuple_GET_ITEM(parent, i);
-            goto borrowed;
         }
-        v = PyObject_GetItem(parent, c->key);
-        goto owned;
+        goto borrowed; /* other sequences: their __getitem__ is not run */
     }
     case ACC_TYPE:
         v = (PyObject *)Py_TYPE(parent);
@@ -1267,22 +1289,18 @@ static inline int fetch(GuardManager *c, PyObject *parent, const fj_FrameView *v
 dict:
     if (d == NULL)
         return 0;
-    v = PyDict_GetItemWithError(d, c->key);
-    if (v == NULL && PyErr_Occurred())
+    switch (fj_dict_lookup(d, c->key, keys_pinned && c->acc == ACC_ITEM, &v)) {
+    case 1:
+        break;
+    case -1:
         return -1;
+    default:
+        return 0;
+    }
 borrowed:
     if (v == NULL)
         return 0;
     *out = Py_NewRef(v);
-    return 1;
-owned:
-    if (v == NULL) {
-        if (!is_lookup_error())
-            return -1;
-        PyErr_Clear();
-        return 0;
-    }
-    *out = v;
     return 1;
 }
 
@@ -1434,16 +1452,16 @@ static int check_children(GuardManager *m, PyObject *v, CheckCtx *ctx)
                 continue;
             }
         }
-        r = fetch(c, v, ctx->view, &cv);
+        r = fetch(c, v, m->keys_pinned, ctx->view, &cv);
         if (r > 0) {
             r = manager_check(c, cv, ctx);
             /* a module attribute vouched for by its __dict__ only when it came
                from that dict (not from the module's __getattr__) */
             if (r > 0 && d != NULL) {
-                if (c->acc != ACC_ATTR || PyDict_GetItemWithError(d, c->key) == cv)
+                PyObject *in_dict = NULL;
+                if (c->acc != ACC_ATTR || (fj_dict_lookup(d, c->key, 0, &in_dict) == 1 && in_dict == cv))
                     c->seen_version = tag;
-                else
-                    PyErr_Clear(); /* not in the dict, or an odd key: just no skip */
+                PyErr_Clear(); /* not in the dict, or an odd key: just no skip */
             }
             Py_DECREF(cv);
         }
@@ -1582,6 +1600,7 @@ static int manager_traverse(GuardManager *self, visitproc visit, void *arg)
     Py_VISIT(self->key);
     for (Py_ssize_t i = 0; i < self->nleaves; i++) {
         Py_VISIT(self->leaves[i]->obj);
+        Py_VISIT(self->leaves[i]->ref);
         Py_VISIT(self->leaves[i]->aux);
     }
     for (Py_ssize_t i = 0; i < self->nchildren; i++)
@@ -1596,8 +1615,8 @@ void fj_guards_untrack(PyObject *root)
     GuardManager *m = (GuardManager *)root;
     PyObject_GC_UnTrack(root);
     for (Py_ssize_t i = 0; i < m->nleaves; i++)
-        if (m->leaves[i]->aux != NULL && PyWeakref_CheckRef(m->leaves[i]->aux))
-            PyObject_GC_UnTrack(m->leaves[i]->aux);
+        if (m->leaves[i]->ref != NULL && PyObject_GC_IsTracked(m->leaves[i]->ref))
+            PyObject_GC_UnTrack(m->leaves[i]->ref);
     for (Py_ssize_t i = 0; i < m->nchildren; i++)
         fj_guards_untrack((PyObject *)m->children[i]);
 }

@@ -6,7 +6,9 @@
 ** (frame local by index, global by name, builtin by name, attribute, item,
 ** index, closure cell, type of), and whose leaves are checks (TYPE_MATCH,
 ** ID_MATCH, EQUALS_MATCH, NONE_MATCH, SEQUENCE_LENGTH, DICT_KEYS,
-** DICT_VERSION, TENSOR_MATCH, GLOBAL_STATE); the fast check, the verbose
+** DICT_VERSION, TENSOR_MATCH, GLOBAL_STATE, GLOBAL_ABSENT, NOT_IN,
+** NO_ALIASING, DIMS_EQUAL), none of which runs the program's code or keeps
+** its objects alive; the fast check, the verbose
 ** check that names the failing guard, fail-count reordering of accessors,
 ** dict-version skipping, and the printer used by the `guards` log.
 **
@@ -94,15 +96,23 @@ PyObject *fj_guard_index(PyObject *mgr, Py_ssize_t i);
 PyObject *fj_guard_type_of(PyObject *mgr);
 
 /*
-** Leaves: checks on the value of 'mgr'.  They hold strong references to
-** their arguments.  Return 0, or -1 with an exception set.
+** Leaves: checks on the value of 'mgr'.  Return 0, or -1 with an exception
+** set.  No leaf runs the program's code when checked, and none keeps a
+** program object alive: classes, modules, functions and other objects are
+** held through weak references (the leaf fails once the object died); only
+** builtin values and objects that take no weak reference are held strongly.
+** "Builtin values" below: None, bool, Ellipsis and exact int, float, str,
+** bytes, complex, and tuples of them, compared in C (floats by bit pattern).
 */
 int fj_guard_add_type_match(PyObject *mgr, PyObject *tp);   /* type(v) is tp */
 int fj_guard_add_id_match(PyObject *mgr, PyObject *obj);    /* v is obj */
-int fj_guard_add_equals_match(PyObject *mgr, PyObject *value); /* same type, == */
+/* same exact type and equal: a builtin value, an exact set/frozenset of them, or a
+   NumPy scalar; any other value raises TypeError (comparing it would run its __eq__) */
+int fj_guard_add_equals_match(PyObject *mgr, PyObject *value);
 int fj_guard_add_none_match(PyObject *mgr);                 /* v is None */
 int fj_guard_add_sequence_length(PyObject *mgr, Py_ssize_t n); /* exact list/tuple, len n */
-int fj_guard_add_dict_keys(PyObject *mgr, PyObject *keys);  /* dict, keys equal in order */
+/* dict whose keys, in order, equal 'keys': builtin values by value, others by identity */
+int fj_guard_add_dict_keys(PyObject *mgr, PyObject *keys);
 int fj_guard_add_dict_version(PyObject *mgr, PyObject *d);  /* dict unchanged since */
 /*
 ** numpy.ndarray of exactly type(example), same dtype, ndim, shape, strides;
@@ -114,7 +124,8 @@ int fj_guard_add_tensor_match(PyObject *mgr, PyObject *example, PyObject *dynami
 int fj_guard_add_global_state(PyObject *root);
 /* Root only: the frame's globals have no 'name' (so the builtin is what loads). */
 int fj_guard_add_global_absent(PyObject *root, PyObject *name);
-/* v equals (same type and ==) none of 'values' (a tuple): e.g. a dynamic int is not 0 or 1. */
+/* v equals (same type, equal) none of 'values' (a tuple of builtin values): e.g. a
+   dynamic int is not 0 or 1. */
 int fj_guard_add_not_in(PyObject *mgr, PyObject *values);
 /* Root only: the values at 'sources' (a tuple of 2..16 fj_Source) are distinct objects. */
 int fj_guard_add_no_aliasing(PyObject *root, PyObject *sources);
@@ -122,9 +133,32 @@ int fj_guard_add_no_aliasing(PyObject *root, PyObject *sources);
 int fj_guard_add_dims_equal(PyObject *root, PyObject *src_a, int dim_a, PyObject *src_b, int dim_b);
 
 /* The printer: "GUARDS:" then one line per leaf.  New reference, NULL on error. */
+/*
+** The printer's text for a value: its repr when that runs none of the
+** program's code (else "<T object>"), ints past 256 bits in cut hex (their
+** decimal repr can raise ValueError), cut to 'max' characters when max > 3.
+** New reference, NULL on error.
+*/
+PyObject *fj_guards_value_text(PyObject *o, Py_ssize_t max);
 PyObject *fj_guards_format(PyObject *root);
 /* Number of leaves in the tree of 'root' (-1 with an exception if not a root). */
 Py_ssize_t fj_guards_num_leaves(PyObject *root);
+
+/*
+** d[key] the way guards read it, running none of the program's code (no
+** __getitem__ of a dict subclass, no key's __hash__ or __eq__): 1 with *out
+** borrowed, 0 when missing or not knowable without that code, -1 on error.
+*/
+int fj_guards_dict_get(PyObject *d, PyObject *key, PyObject **out);
+
+/*
+** getattr(o, name) the way guards read it: only when that runs none of the
+** program's code (module dicts, plain instance dicts and class attributes,
+** C slots and getsets; never a __getattr__, a property of an instance or a
+** descriptor class of the program's).  1 with *out a new reference, 0 when
+** missing or not knowable without that code, -1 on error.
+*/
+int fj_guards_getattr(PyObject *o, PyObject *name, PyObject **out);
 
 /* Adds the guard types and helpers to framejit._C. Returns -1 on error. */
 int fj_guards_init(PyObject *module);

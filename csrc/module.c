@@ -2,8 +2,13 @@
 ** module.c: the framejit._C extension module.
 **
 ** Responsible for: creating the module and asking each subsystem to add its
-** names (each subsystem's fj_<part>_init).  Holds no state of its own.
+** names (each subsystem's fj_<part>_init), and _C.realpath for framejit's
+** Python hooks.  Holds no state of its own.
 */
+#define _DEFAULT_SOURCE /* realpath(3) */
+#include <limits.h>
+#include <stdlib.h>
+
 #define FJ_NUMPY_IMPORT
 #include "fj_numpy.h"
 
@@ -19,11 +24,39 @@
 #include "trace.h"
 #include "wrapper.h"
 
+/*
+** realpath(path) -> str: the canonical path of an existing file, or 'path'
+** unchanged when it cannot be resolved.  The skip rules run while a
+** program's frame compiles; os.path.realpath is Python code that calls
+** builtins (isinstance, ...) the program may have patched.  New reference.
+*/
+static PyObject *fj_realpath(PyObject *self, PyObject *path)
+{
+    PyObject *bytes = NULL;
+    char buf[PATH_MAX];
+    if (!PyUnicode_Check(path)) {
+        PyErr_SetString(PyExc_TypeError, "realpath expects a str");
+        return NULL;
+    }
+    if (!PyUnicode_FSConverter(path, &bytes))
+        return NULL;
+    const char *r = realpath(PyBytes_AS_STRING(bytes), buf);
+    Py_DECREF(bytes);
+    return r != NULL ? PyUnicode_DecodeFSDefault(r) : Py_NewRef(path);
+}
+
+static PyMethodDef fj_module_methods[] = {
+    {"realpath", fj_realpath, METH_O,
+     "realpath(path) -> canonical path of an existing file, else path (C: runs no Python)"},
+    {NULL},
+};
+
 static struct PyModuleDef fj_module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "framejit._C",
     .m_doc = "framejit's C core: eval-frame hook, cache, guards, tracer, codegen.",
     .m_size = -1,
+    .m_methods = fj_module_methods,
 };
 
 int fj_numpy_ensure(void)

@@ -201,7 +201,10 @@ typedef struct {
 
 static fj_OpInfo fj_info[FJ_NROWS];
 static int fj_ops_ready;
-static PyObject *fj_by_callable; /* strong: dict callable -> row index */
+/* strong: dict id(callable) -> row index.  Keyed by identity: a lookup of
+   a program object must not run its __hash__ or __eq__ (a weakref.ref hashes
+   its referent, and raises once it died); the targets are held by fj_info. */
+static PyObject *fj_by_callable;
 static PyObject *fj_by_method;   /* strong: dict str -> row index */
 static PyObject *fj_by_attr;     /* strong: dict str -> row index */
 static const fj_OpDef *fj_by_binop[32];
@@ -283,9 +286,13 @@ static int ops_ready(void)
                 Py_CLEAR(idx);
                 continue;
             }
-            int has = PyDict_Contains(fj_by_callable, info->target);
-            if (has < 0 || (!has && PyDict_SetItem(fj_by_callable, info->target, idx) < 0))
+            PyObject *id = PyLong_FromVoidPtr(info->target);
+            int has = id ? PyDict_Contains(fj_by_callable, id) : -1;
+            if (has < 0 || (!has && PyDict_SetItem(fj_by_callable, id, idx) < 0)) {
+                Py_XDECREF(id);
                 goto error;
+            }
+            Py_DECREF(id);
         } else {
             snprintf(info->qualname, sizeof info->qualname, "ndarray.%s", op->attr);
             info->target = PyUnicode_InternFromString(op->attr);
@@ -347,7 +354,14 @@ const fj_OpDef *fj_ops_for_callable(PyObject *fn)
         PyErr_Clear();
         return NULL;
     }
-    return lookup_in(fj_by_callable, fn);
+    PyObject *id = PyLong_FromVoidPtr(fn);
+    if (id == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    const fj_OpDef *op = lookup_in(fj_by_callable, id);
+    Py_DECREF(id);
+    return op;
 }
 
 const fj_OpDef *fj_ops_for_method(PyObject *name)
@@ -704,8 +718,31 @@ static PyObject *standin(PyObject *o)
     return Py_NewRef(o);
 }
 
+/*
+** Swaps warnings.filters for 'filters' (a new reference, stolen) and tells
+** the C warnings machinery; *old receives the previous list (new ref).
+** What warnings.catch_warnings + simplefilter do, without their Python
+** code (which calls builtins the program may have patched).  0 or -1.
+*/
+static int swap_warning_filters(PyObject *filters, PyObject **old)
+{
+    if (filters == NULL)
+        return -1;
+    if (old != NULL && (*old = PyObject_GetAttrString(fj_warnings, "filters")) == NULL) {
+        Py_DECREF(filters);
+        return -1;
+    }
+    int r = PyObject_SetAttrString(fj_warnings, "filters", filters);
+    Py_DECREF(filters);
+    PyObject *done = r < 0 ? NULL : PyObject_CallMethod(fj_warnings, "_filters_mutated", NULL);
+    Py_XDECREF(done);
+    if (done == NULL && old != NULL)
+        Py_CLEAR(*old);
+    return done == NULL ? -1 : 0;
+}
+
 /* Calls 'fn' (a method name when 'is_method') inside numpy.errstate(all=
-   'ignore') and warnings.catch_warnings() with warnings ignored.  New ref. */
+   'ignore') with warnings ignored (warnings.filters swapped).  New ref. */
 static PyObject *call_quietly(PyObject *fn, int is_attr, int is_method, PyObject *args, PyObject *kwargs)
 {
     PyObject *es = NULL, *cw = NULL, *res = NULL, *tmp = NULL;
@@ -720,36 +757,32 @@ static PyObject *call_quietly(PyObject *fn, int is_attr, int is_method, PyObject
     Py_CLEAR(tmp);
     if (!es)
         goto error;
-    cw = PyObject_CallMethod(fj_warnings, "catch_warnings", NULL);
-    if (!cw)
-        goto error;
     if (!(tmp = PyObject_CallMethod(es, "__enter__", NULL)))
         goto error;
     Py_CLEAR(tmp);
-    if (!(tmp = PyObject_CallMethod(cw, "__enter__", NULL))) {
+    /* cw: the program's warnings.filters, put back below */
+    if (swap_warning_filters(Py_BuildValue("[(sOOOi)]", "ignore", Py_None, PyExc_Warning,
+                                           Py_None, 0),
+                             &cw) < 0) {
         PyErr_Fetch(&et, &ev, &tb);
         Py_XDECREF(PyObject_CallMethod(es, "__exit__", "OOO", Py_None, Py_None, Py_None));
         PyErr_Restore(et, ev, tb);
         goto error;
     }
-    Py_CLEAR(tmp);
-    tmp = PyObject_CallMethod(fj_warnings, "simplefilter", "s", "ignore");
-    if (tmp) {
-        Py_CLEAR(tmp);
-        if (is_attr) {
-            res = PyObject_GetAttr(PyTuple_GET_ITEM(args, 0), fn);
-        } else if (is_method) {
-            PyObject *m = PyObject_GetAttr(PyTuple_GET_ITEM(args, 0), fn);
-            PyObject *rest = m ? PyTuple_GetSlice(args, 1, PyTuple_GET_SIZE(args)) : NULL;
-            res = rest ? PyObject_Call(m, rest, kwargs) : NULL;
-            Py_XDECREF(m);
-            Py_XDECREF(rest);
-        } else {
-            res = PyObject_Call(fn, args, kwargs);
-        }
+    if (is_attr) {
+        res = PyObject_GetAttr(PyTuple_GET_ITEM(args, 0), fn);
+    } else if (is_method) {
+        PyObject *m = PyObject_GetAttr(PyTuple_GET_ITEM(args, 0), fn);
+        PyObject *rest = m ? PyTuple_GetSlice(args, 1, PyTuple_GET_SIZE(args)) : NULL;
+        res = rest ? PyObject_Call(m, rest, kwargs) : NULL;
+        Py_XDECREF(m);
+        Py_XDECREF(rest);
+    } else {
+        res = PyObject_Call(fn, args, kwargs);
     }
     PyErr_Fetch(&et, &ev, &tb);
-    Py_XDECREF(PyObject_CallMethod(cw, "__exit__", "OOO", Py_None, Py_None, Py_None));
+    if (swap_warning_filters(Py_NewRef(cw), NULL) < 0)
+        PyErr_WriteUnraisable(fj_warnings);
     Py_XDECREF(PyObject_CallMethod(es, "__exit__", "OOO", Py_None, Py_None, Py_None));
     if (et) {
         PyErr_Restore(et, ev, tb);

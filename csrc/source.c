@@ -172,13 +172,14 @@ PyObject *fj_source_eval(fj_Source *src, const fj_FrameView *view)
         Py_XINCREF(r);
         break;
     case FJ_SRC_GLOBAL:
-    case FJ_SRC_BUILTIN:
-        r = PyDict_GetItemWithError(src->kind == FJ_SRC_GLOBAL ? view->globals : view->builtins,
-                                   src->key);
-        if (r == NULL && !PyErr_Occurred())
+    case FJ_SRC_BUILTIN: {
+        PyObject *d = src->kind == FJ_SRC_GLOBAL ? view->globals : view->builtins;
+        int found = d != NULL ? fj_guards_dict_get(d, src->key, &r) : 0;
+        if (found == 0)
             PyErr_Format(PyExc_NameError, "%U is not defined", src->text);
-        Py_XINCREF(r);
+        r = found > 0 ? Py_NewRef(r) : NULL;
         break;
+    }
     case FJ_SRC_CLOSURE:
         if (view->closure != NULL && src->index < PyTuple_GET_SIZE(view->closure))
             r = PyCell_GET(PyTuple_GET_ITEM(view->closure, src->index));
@@ -186,14 +187,28 @@ PyObject *fj_source_eval(fj_Source *src, const fj_FrameView *view)
             PyErr_Format(PyExc_NameError, "%U is empty", src->text);
         Py_XINCREF(r);
         break;
-    case FJ_SRC_ATTR:
-        r = PyObject_GetAttr(parent, src->key);
+    case FJ_SRC_ATTR: {
+        int found = fj_guards_getattr(parent, src->key, &r);
+        if (found == 0)
+            PyErr_Format(PyExc_AttributeError, "%U is missing", src->text);
+        if (found <= 0)
+            r = NULL;
         break;
-    case FJ_SRC_ITEM:
-        r = PyObject_GetItem(parent, src->key);
+    }
+    case FJ_SRC_ITEM: {
+        /* read as the guards read it: no program __getitem__, __hash__, __eq__ */
+        int found = fj_guards_dict_get(parent, src->key, &r);
+        if (found == 0)
+            PyErr_Format(PyExc_KeyError, "%U is missing", src->text);
+        r = found > 0 ? Py_NewRef(r) : NULL;
         break;
+    }
     case FJ_SRC_INDEX:
-        r = PySequence_GetItem(parent, src->index);
+        if ((PyList_CheckExact(parent) || PyTuple_CheckExact(parent)) && src->index >= 0 &&
+            src->index < Py_SIZE(parent))
+            r = Py_NewRef(PySequence_Fast_GET_ITEM(parent, src->index));
+        else
+            PyErr_Format(PyExc_IndexError, "%U is missing", src->text);
         break;
     }
     Py_XDECREF(parent);

@@ -17,6 +17,9 @@ from .logs import set_logs
 from .exc import Unsupported, BackendCompilerFailed, FramejitError
 from .backends import register_backend, list_backends
 from .explain import explain, ExplainOutput
+# imported now, not on the first native compile: a module imported while the
+# program's frame compiles would bind builtins the program may have patched
+from . import native as _native  # noqa: F401
 
 __all__ = ["compile", "reset", "counters", "config", "set_logs", "eval_frame", "is_supported",
            "Unsupported", "BackendCompilerFailed", "FramejitError", "register_backend",

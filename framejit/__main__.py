@@ -6,6 +6,12 @@
 (see framejit/run.py)."""
 import sys
 
+# Builtins bound at import: framejit's code runs while the program's frames
+# compile, when the program may have patched builtins (len, isinstance, open...).
+from builtins import (  # noqa: A004
+    print
+)
+
 
 def _main(argv):
     if not argv or argv[0] in ("-h", "--help"):

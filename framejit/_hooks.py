@@ -17,27 +17,50 @@ from . import _C, config, logs
 from .api import counters
 from .exc import BackendCompilerFailed, FramejitError, Unsupported
 
+# Builtins bound at import: framejit's code runs while the program's frames
+# compile, when the program may have patched builtins (len, isinstance, open...).
+from builtins import (  # noqa: A004
+    RuntimeWarning, any, bool, frozenset, getattr, id, int, property, repr, set,
+    sorted, tuple, type
+)
+
+
+# What the skip rules use, bound at import: realpath is C (os.path.realpath
+# is Python that calls builtins, and programs patch it); the paths that never
+# change are computed here, so a compile runs no sysconfig code.
+_realpath = _C.realpath
+_SEP = os.sep
+_modules = sys.modules
+
+
+def _dir_of(path):
+    """The directory of 'path' with a trailing separator, by str methods only."""
+    return path.rpartition(_SEP)[0] + _SEP
+
+
+_PATHS = sysconfig.get_paths()
+_STDLIB_DIRS = frozenset(_realpath(_PATHS[k]) + _SEP for k in ("stdlib", "platstdlib")
+                         if _PATHS.get(k))
+# site-packages of the stdlib tree is not stdlib: keep user packages compilable
+_SITE_DIRS = tuple(sorted({_realpath(_PATHS[k]) + _SEP for k in ("purelib", "platlib")
+                           if _PATHS.get(k)}))
+
 
 def _skip_prefixes():
-    dirs = set()
-    for key in ("stdlib", "platstdlib"):
-        p = sysconfig.get_paths().get(key)
-        if p:
-            dirs.add(os.path.realpath(p) + os.sep)
-    here = os.path.dirname(os.path.realpath(__file__)) + os.sep
-    dirs.add(here)
+    """(skip dirs, site dirs).  Called on the first compile (the test runners
+    may be imported after framejit); uses only what was bound at import."""
+    dirs = set(_STDLIB_DIRS)
+    dirs.add(_HERE)
     for mod in ("numpy", "_pytest", "pytest", "pluggy", "hypothesis", "torch"):
-        m = sys.modules.get(mod)
+        m = _modules.get(mod)
         f = getattr(m, "__file__", None) if m else None
-        if f:
-            dirs.add(os.path.dirname(os.path.realpath(f)) + os.sep)
-    # site-packages of the stdlib tree is not stdlib: keep user packages compilable
-    site = {os.path.realpath(p) + os.sep for p in (sysconfig.get_paths().get("purelib"),
-                                                 sysconfig.get_paths().get("platlib")) if p}
-    return tuple(sorted(dirs)), tuple(sorted(site))
+        if type(f) is str:
+            dirs.add(_dir_of(f))  # as the module's code objects spell it
+            dirs.add(_dir_of(_realpath(f)))
+    return tuple(sorted(dirs)), _SITE_DIRS
 
 
-_HERE = os.path.dirname(os.path.realpath(__file__)) + os.sep
+_HERE = os.path.dirname(_realpath(__file__)) + os.sep
 _RUN_MODE_SKIP_FROZEN = frozenset({"<frozen importlib._bootstrap>",
                                    "<frozen importlib._bootstrap_external>",
                                    "<frozen zipimport>"})
@@ -178,11 +201,13 @@ class Hooks:
         skip_dirs, site_dirs = self._skip
         if fname.startswith("<frozen "):  # frozen stdlib modules
             return True
-        path = os.path.realpath(fname) if not fname.startswith("<") else fname
-        skip = any(path.startswith(d) for d in skip_dirs)
-        if skip and any(path.startswith(s) for s in site_dirs):
+        path = fname
+        if not fname.startswith("<") and not fname.startswith(skip_dirs):
+            path = _realpath(fname)
+        skip = path.startswith(skip_dirs)
+        if skip and path.startswith(site_dirs):
             # inside site-packages: skip only the known libraries
-            skip = any(path.startswith(d) for d in skip_dirs if d.startswith(tuple(site_dirs)))
+            skip = path.startswith(tuple([d for d in skip_dirs if d.startswith(site_dirs)]))
         return skip
 
     def _run_mode_skip(self, fname):
@@ -195,7 +220,7 @@ class Hooks:
             return True
         if fname.startswith("<"):
             return False
-        return os.path.realpath(fname).startswith(_HERE)
+        return fname.startswith(_HERE) or _realpath(fname).startswith(_HERE)
 
     def count_graph(self, ncalls):
         counters["stats"]["unique_graphs"] += 1

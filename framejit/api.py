@@ -7,6 +7,13 @@ import warnings
 from . import _C, config
 from ._C import eval_frame
 
+# Builtins bound at import: framejit's code runs while the program's frames
+# compile, when the program may have patched builtins (len, isinstance, open...).
+from builtins import (  # noqa: A004
+    AttributeError, IndexError, RuntimeWarning, TypeError, bool, callable, id, int,
+    isinstance, set, sorted, tuple, type
+)
+
 counters = collections.defaultdict(collections.Counter)
 
 _warned_unsupported = False

@@ -1,5 +1,11 @@
 """The backend registry: a backend is ``backend(graph, example_inputs) -> callable``."""
 
+# Builtins bound at import: framejit's code runs while the program's frames
+# compile, when the program may have patched builtins (len, isinstance, open...).
+from builtins import (  # noqa: A004
+    KeyError, TypeError, ValueError, callable, isinstance, sorted, str, type
+)
+
 _registry = {}
 
 
@@ -39,7 +45,7 @@ register_backend("eager", _eager)
 
 
 def _native(graph, example_inputs):
-    from . import native
+    from . import native  # imported by framejit/__init__.py: no import runs here
     return native.backend(graph, example_inputs)
 
 

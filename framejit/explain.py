@@ -9,6 +9,13 @@ import os
 from . import api
 from ._hooks import hooks
 
+# Builtins bound at import: framejit's code runs while the program's frames
+# compile, when the program may have patched builtins (len, isinstance, open...).
+from builtins import (  # noqa: A004
+    TypeError, callable, dict, enumerate, getattr, isinstance, len, property, str,
+    sum, type, zip
+)
+
 
 class ExplainOutput:
     def __init__(self, result, graphs, breaks, guards):

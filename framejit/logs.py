@@ -8,6 +8,12 @@ import logging
 import os
 import sys
 
+# Builtins bound at import: framejit's code runs while the program's frames
+# compile, when the program may have patched builtins (len, isinstance, open...).
+from builtins import (  # noqa: A004
+    ValueError, set, sorted, str
+)
+
 CHANNELS = ("bytecode", "guards", "graph", "graph_code", "graph_breaks", "recompiles",
             "recompiles_verbose", "dynamic", "trace_bytecode")
 

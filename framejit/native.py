@@ -30,7 +30,16 @@ except ImportError:  # pragma: no cover
 # file is built, json not at all: a process whose kernels are all cached
 # never needs them (importing them cost several ms of its first backend call).
 
-from . import _C
+from . import _C, config
+from .api import counters as _all_counters
+
+# Builtins bound at import: framejit's code runs while the program's frames
+# compile, when the program may have patched builtins (len, isinstance, open...).
+from builtins import (  # noqa: A004
+    EOFError, Exception, ImportError, KeyError, OSError, RuntimeError,
+    RuntimeWarning, TypeError, ValueError, enumerate, len, list, open, repr, sum,
+    type
+)
 
 #: flags of every kernel build (part of the cache key).  -ffp-contract=off:
 #: no fused multiply-add, so a*b+c rounds twice as NumPy's loops do.
@@ -183,8 +192,7 @@ def _accepts(argv, flags):
 
 
 def _counters():
-    from .api import counters
-    return counters["native"]
+    return _all_counters["native"]
 
 
 def _warn_no_compiler():
@@ -253,7 +261,6 @@ def backend(graph, example_inputs):
     try:
         return _plan(graph, toolchain)
     except Exception as e:  # noqa: BLE001 - any failure here must not fail the user's call
-        from . import config
         if config.raise_internal_errors:
             raise
         _backend_failed(e)

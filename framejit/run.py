@@ -24,6 +24,13 @@ import runpy
 import sys
 import threading
 
+# Builtins bound at import: framejit's code runs while the program's frames
+# compile, when the program may have patched builtins (len, isinstance, open...).
+from builtins import (  # noqa: A004
+    BaseException, KeyboardInterrupt, SystemExit, dict, len, list, print, set,
+    sorted, sum, type
+)
+
 USAGE = ("usage: python -m framejit run [--summary] [--backend NAME] SCRIPT [ARGS...]\n"
          "       python -m framejit run [--summary] [--backend NAME] -m MODULE [ARGS...]")
 
