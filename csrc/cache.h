@@ -40,6 +40,12 @@ typedef struct {
     Py_ssize_t cap;
     PyObject *frame_state; /* strong: per-code dict handed to the callback */
     fj_Strategy strategy;
+    /* the compile driver's counters, C values (ints in frame_state would
+       hold shared small ints: sys.getrefcount(1) would change) */
+    long frame_id;  /* compile-id frame number + 1; 0 until the first compile */
+    long compiles;  /* compiles of this code so far */
+    int before_numpy; /* UNLESS_ARRAYS given before NumPy was loaded, untraced:
+                         offered once more when it is (evalframe.c) */
 } fj_ExtraState;
 
 /* The code's ExtraState, or NULL when it has none. Borrowed. */

@@ -139,13 +139,6 @@ static PyObject *fetch_exception(void)
     return ev;
 }
 
-static PyObject *frame_state_int(PyObject *state, const char *key, long dflt)
-{
-    PyObject *v = PyDict_GetItemString(state, key);
-    if (v != NULL)
-        return Py_NewRef(v);
-    return PyLong_FromLong(dflt);
-}
 
 static int remember_code(PyCodeObject *co)
 {
@@ -918,32 +911,21 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
         return Py_NewRef(fj_skip_code_sentinel());
     /* before the program imports NumPy nothing can be captured (and the
        tracer needs NumPy's API table: fj_numpy.h) */
-    if (!fj_numpy_try())
-        return remember_code(co) < 0 ? NULL : Py_NewRef(fj_unless_arrays_sentinel());
+    if (!fj_numpy_try()) {
+        fj_ExtraState *pes = fj_cache_get_or_create(co);
+        if (pes == NULL || remember_code(co) < 0)
+            return NULL;
+        pes->before_numpy = 1;
+        return Py_NewRef(fj_unless_arrays_sentinel());
+    }
 
     /* compile id: frame id assigned on first compile, compile count per code */
-    PyObject *fid = PyDict_GetItemString(state, "_frame_id");
-    long frame_id;
-    if (fid == NULL) {
-        frame_id = next_frame_id++;
-        PyObject *o = PyLong_FromLong(frame_id);
-        if (o == NULL || PyDict_SetItemString(state, "_frame_id", o) < 0) {
-            Py_XDECREF(o);
-            return NULL;
-        }
-        Py_DECREF(o);
-    }
-    else
-        frame_id = PyLong_AsLong(fid);
-    PyObject *ncomp = frame_state_int(state, "_compiles", 0);
-    long compile_no = ncomp ? PyLong_AsLong(ncomp) : 0;
-    Py_XDECREF(ncomp);
-    PyObject *next = PyLong_FromLong(compile_no + 1);
-    if (next == NULL || PyDict_SetItemString(state, "_compiles", next) < 0) {
-        Py_XDECREF(next);
+    fj_ExtraState *ces = fj_cache_get_or_create(co);
+    if (ces == NULL)
         return NULL;
-    }
-    Py_DECREF(next);
+    if (ces->frame_id == 0)
+        ces->frame_id = ++next_frame_id;
+    long frame_id = ces->frame_id - 1, compile_no = ces->compiles++;
     /* a recompile: say which guard failed in each entry, stop past the limit */
     PyObject *failures = NULL;
     fj_ExtraState *es = fj_cache_get(co);

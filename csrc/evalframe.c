@@ -347,9 +347,31 @@ static inline int is_array(PyObject *o)
 ** reads only the frame's slots and the exact types' items, never program
 ** code.  (An array library other than NumPy joins here: issue 19.)
 */
+/*
+** 1 once NumPy's API table is loaded.  Until then, each time sys.modules
+** changed (its version tag: one compare per call) it looks whether the
+** program has finished importing NumPy and loads the table, so arrays are
+** seen from the first call after the import, not from the next compile.
+*/
+static int numpy_ready(void)
+{
+    static uint64_t modules_seen = 0;
+    if (fj_numpy_loaded())
+        return 1;
+    PyObject *modules = PyImport_GetModuleDict();
+    if (modules == NULL || FJ_DICT_VERSION(modules) == modules_seen)
+        return 0;
+    modules_seen = FJ_DICT_VERSION(modules);
+    int busy = tls_busy;
+    tls_busy = 1; /* loading imports NumPy's C core: no frame is offered meanwhile */
+    int r = fj_numpy_try();
+    tls_busy = busy;
+    return r;
+}
+
 int fj_view_has_arrays(PyCodeObject *co, const fj_FrameView *view)
 {
-    if (!fj_numpy_loaded()) /* no array exists before NumPy is imported */
+    if (!numpy_ready()) /* no array exists before NumPy is imported */
         return 0;
     int nargs = co->co_argcount + co->co_kwonlyargcount;
     int varargs = !!(co->co_flags & CO_VARARGS), varkw = !!(co->co_flags & CO_VARKEYWORDS);
@@ -719,6 +741,12 @@ static PyObject *dispatch(PyThreadState *ts, fj_Frame *f, PyCodeObject *co, int 
         if (es != NULL && !throw_flag && fj_frame_is_fresh(f) && quiet_run(ts, f, co, &r))
             return r;
         return eval_default(ts, f, throw_flag);
+    }
+    if (es != NULL && es->strategy == FJ_STRATEGY_UNLESS_ARRAYS && es->before_numpy &&
+        numpy_ready()) {
+        /* marked untraced before the program imported NumPy: trace it now */
+        es->before_numpy = 0;
+        es->strategy = FJ_STRATEGY_DEFAULT;
     }
     if (es != NULL && es->strategy == FJ_STRATEGY_UNLESS_ARRAYS) {
         fj_FrameView view;

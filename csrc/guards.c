@@ -821,12 +821,17 @@ int fj_guard_add_equals_match(PyObject *mgr, PyObject *value)
             return -1;
         }
     }
+    /* ints and floats are kept as C values, not as the program's objects:
+       holding a small int would change what sys.getrefcount(1) says */
     if (lf->eq_kind == EQ_INT) {
         int overflow = 0;
         lf->ival = PyLong_AsLongLongAndOverflow(value, &overflow);
+        Py_CLEAR(lf->obj);
     }
-    else if (lf->eq_kind == EQ_FLOAT)
+    else if (lf->eq_kind == EQ_FLOAT) {
         lf->dval = PyFloat_AS_DOUBLE(value);
+        Py_CLEAR(lf->obj);
+    }
     lf->text = PyUnicode_FromFormat("%U == %U", m->source, r);
     Py_DECREF(r);
     if (lf->text == NULL) {

@@ -647,22 +647,29 @@ static PyObject *sig_of(PyObject *o)
         }
         return t;
     }
-    if (PyObject_Hash(o) == -1)
+    /* A constant: the key never holds the program's object (a shared small
+       int or string held by the cache would change what sys.getrefcount
+       says, and keep it alive) and never runs its code (__hash__, __eq__).
+       Builtin scalars and NumPy scalars are keyed by type and repr (C code;
+       ints in hex: no digit limit, and NaNs then match); singletons and
+       dtypes by themselves; anything else is not cached. */
+    PyTypeObject *t = Py_TYPE(o);
+    if (o == Py_None || o == Py_True || o == Py_False || o == Py_Ellipsis ||
+        PyArray_DescrCheck(o) || (PyType_Check(o) && (t == &PyType_Type || PyArray_DescrCheck(o))))
+        return PyTuple_Pack(2, (PyObject *)t, o);
+    PyObject *r = NULL;
+    if (t == &PyLong_Type)
+        r = PyNumber_ToBase(o, 16);
+    else if (t == &PyFloat_Type || t == &PyComplex_Type || t == &PyUnicode_Type ||
+             t == &PyBytes_Type || (PyArray_IsScalar(o, Generic) && PyArray_IsScalar(o, Number)))
+        r = PyObject_Repr(o);
+    else {
+        PyErr_SetString(PyExc_TypeError, "not a value constant");
         return NULL;
-    /* NaN-like constants are unequal to themselves: key them by their repr
-       so they hit the cache instead of adding an entry per call */
-    PyObject *eq = PyObject_RichCompare(o, o, Py_EQ);
-    int same = eq ? PyObject_IsTrue(eq) : -1;
-    Py_XDECREF(eq);
-    if (same < 0)
-        return NULL;
-    if (!same) {
-        PyObject *r = PyObject_Repr(o);
-        PyObject *t = r ? PyTuple_Pack(2, (PyObject *)Py_TYPE(o), r) : NULL;
-        Py_XDECREF(r);
-        return t;
     }
-    return PyTuple_Pack(2, (PyObject *)Py_TYPE(o), o);
+    PyObject *key = r ? PyTuple_Pack(2, (PyObject *)t, r) : NULL;
+    Py_XDECREF(r);
+    return key;
 }
 
 /* A stand-in for 'o': nodes become ones of shape (1,)*ndim (NumPy scalars
