@@ -184,6 +184,17 @@ static inline int fj_thread_traced(PyThreadState *ts)
     return ts->c_tracefunc != NULL || ts->c_profilefunc != NULL;
 }
 
+/* If the exact int 'v' has at most one digit, stores its value in '*out'
+   and returns 1 (no call); else 0.  (3.11's PyLongObject layout.) */
+static inline int fj_long_compact(PyObject *v, long long *out)
+{
+    Py_ssize_t size = Py_SIZE(v);
+    if (size < -1 || size > 1)
+        return 0;
+    *out = (long long)size * (long long)((PyLongObject *)v)->ob_digit[0];
+    return 1;
+}
+
 /* The globals dict's version tag, bumped by every change to the dict. */
 #define FJ_DICT_VERSION(d) (((PyDictObject *)(d))->ma_version_tag)
 

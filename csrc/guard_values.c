@@ -196,9 +196,13 @@ int fj_value_same(PyObject *e, PyObject *v)
 */
 int fj_dict_lookup(PyObject *d, PyObject *key, int keys_pinned, PyObject **out)
 {
-    if (!PyDict_CheckExact(d) || fj_value_kind(key, 0) == EQ_NONE)
-        return FJ_LOOKUP_UNKNOWN; /* a __getitem__, or hashing the key, would run code */
-    if (keys_pinned || (PyUnicode_CheckExact(key) && FJ_DICT_STR_KEYS_ONLY(d))) {
+    if (!PyDict_CheckExact(d))
+        return FJ_LOOKUP_UNKNOWN; /* a __getitem__ would run code */
+    /* the common case first: a str key in a dict of str keys (globals) */
+    int fast = PyUnicode_CheckExact(key) && (keys_pinned || FJ_DICT_STR_KEYS_ONLY(d));
+    if (!fast && fj_value_kind(key, 0) == EQ_NONE)
+        return FJ_LOOKUP_UNKNOWN; /* hashing the key would run code */
+    if (fast || keys_pinned) {
         *out = PyDict_GetItemWithError(d, key);
         return *out != NULL ? 1 : PyErr_Occurred() ? -1 : FJ_LOOKUP_ABSENT;
     }

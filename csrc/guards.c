@@ -280,6 +280,9 @@ static int equals_check(Leaf *lf, PyObject *v)
     case EQ_INT: {
         if (Py_TYPE(v) != &PyLong_Type)
             return 0;
+        long long small;
+        if (fj_long_compact(v, &small))
+            return small == lf->ival;
         int overflow = 0;
         long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
         if (x == -1 && PyErr_Occurred())
