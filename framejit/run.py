@@ -4,6 +4,10 @@ offered to framejit.
     python -m framejit run [--summary] [--backend NAME] SCRIPT [ARGS...]
     python -m framejit run [--summary] [--backend NAME] -m MODULE [ARGS...]
 
+``--preload=MOD[,MOD...]`` imports modules before the program (a test aid:
+with ``--preload=numpy`` every frame of a program that never imports NumPy
+is still traced once; tools/cpython_tests.py --all --preload numpy).
+
 The program runs as ``python SCRIPT`` / ``python -m MODULE`` would run it
 (runpy: ``__main__``, ``sys.argv``, ``sys.path[0]``), with this thread's
 eval-frame callback set to a framejit Compiler for the whole run and
@@ -39,6 +43,9 @@ _STAT_ORDER = ("frames_offered", "frames_skipped", "frames_compiled", "frames_no
                "recompile_limit_hit", "internal_errors")
 
 
+_PRELOAD = []   # --preload: modules imported before the program (a test aid)
+
+
 def _parse(argv):
     """(summary, backend, module_or_None, target, args); raises SystemExit(2) on bad usage."""
     summary, backend = False, "eager"
@@ -47,6 +54,8 @@ def _parse(argv):
         a = argv[i]
         if a == "--summary":
             summary = True
+        elif a.startswith("--preload="):
+            _PRELOAD.extend(m for m in a.split("=", 1)[1].split(",") if m)
         elif a == "--backend" and i + 1 < len(argv):
             i += 1
             backend = argv[i]
@@ -167,6 +176,10 @@ def main(argv):
     else:
         sys.argv = [target] + list(args)
         sys.path[0] = os.path.dirname(os.path.realpath(target))
+    for mod in _PRELOAD:
+        # --preload=numpy: NumPy is loaded before the program, so every frame
+        # is traced once (a test of the tracer on code that captures nothing)
+        __import__(mod)
     config.skip_stdlib = False
     config.transparent = True  # no new globals, original names in tracebacks
     config.warn_internal_errors = False

@@ -193,3 +193,24 @@ def test_skip_policy_switch():
         assert not h.should_skip(co_user)
     finally:
         framejit.config.skip_stdlib = old
+
+
+_PURE = """
+import sys
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+print(fib(15), 'numpy' in sys.modules)
+"""
+
+
+def test_pure_program_does_not_import_numpy_and_preload_traces_it(tmp_path):
+    script = tmp_path / "pure.py"
+    script.write_text(_PURE)
+    plain = _run([str(script)], tmp_path, framejit=False)
+    run = _run(["--summary", str(script)], tmp_path)
+    assert plain.stdout == run.stdout == "610 False\n"
+    assert "frames_no_graph        0" in run.stderr     # nothing traced without NumPy
+    pre = _run(["--summary", "--preload=numpy", str(script)], tmp_path)
+    assert pre.stdout == "610 True\n"
+    assert "frames_no_graph        0" not in pre.stderr  # traced once, ran as is
+    assert "frames_compiled        0" in pre.stderr

@@ -50,6 +50,9 @@ SCIPY = ["scipy.optimize", "scipy.interpolate", "scipy.signal", "scipy.sparse.li
          "scipy.stats"]
 
 
+PRELOAD = []   # --preload: passed to `framejit run --preload=...`
+
+
 def commands(name):
     """(plain argv, framejit argv) for one module."""
     if name.startswith("regrtest:"):
@@ -61,7 +64,8 @@ def commands(name):
         args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", path]
     else:
         args = ["-m", "unittest", f"test.{name}"]
-    return [sys.executable] + args, [sys.executable, "-m", "framejit", "run", "--summary"] + args
+    pre = ["--preload=" + ",".join(PRELOAD)] if PRELOAD else []
+    return [sys.executable] + args, [sys.executable, "-m", "framejit", "run", "--summary"] + pre + args
 
 
 def parse_unittest(text):
@@ -130,7 +134,10 @@ def main():
                     help="--all: exclude modules slower than this plain (seconds)")
     ap.add_argument("--numpy-all", action="store_true", help="pytest --pyargs numpy")
     ap.add_argument("--scipy", action="store_true", help="with --numpy-all: SciPy's suites")
+    ap.add_argument("--preload", default="",
+                    help="modules `framejit run` imports first (numpy: every frame is traced)")
     a = ap.parse_args()
+    PRELOAD.extend(m for m in a.preload.split(",") if m)
     if a.all:
         names = ["regrtest:" + m for m in all_cpython_modules()]
     elif a.numpy_all:
