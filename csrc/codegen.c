@@ -28,16 +28,13 @@ static _Thread_local int out_for_break = 0;
 */
 static _Thread_local PyObject *visiting = NULL;
 
+static int mark_once(PyObject *set, PyObject *v);
+
 static int visit_begin(PyObject *v)
 {
     if (visiting == NULL && (visiting = PySet_New(NULL)) == NULL)
         return -1;
-    PyObject *key = PyLong_FromVoidPtr(v);
-    int has = key ? PySet_Contains(visiting, key) : -1;
-    if (has == 0 && PySet_Add(visiting, key) < 0)
-        has = -1;
-    Py_XDECREF(key);
-    return has < 0 ? -1 : !has;
+    return mark_once(visiting, v);
 }
 
 static void visit_end(PyObject *v)
