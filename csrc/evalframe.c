@@ -21,6 +21,7 @@
 #include "guards.h"
 #include "rearm.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 
 static PyObject *skip_code_sentinel = NULL; /* strong */
@@ -361,7 +362,12 @@ static int numpy_ready(void)
     PyObject *modules = PyImport_GetModuleDict();
     if (modules == NULL || FJ_DICT_VERSION(modules) == modules_seen)
         return 0;
-    modules_seen = FJ_DICT_VERSION(modules);
+    PyObject *np = PyDict_GetItemString(modules, "numpy");
+    if (np == NULL || !PyModule_CheckExact(np)) {
+        modules_seen = FJ_DICT_VERSION(modules); /* not imported (or lazily): look again on change */
+        return 0;
+    }
+    /* imported, maybe still importing: look again on the next call */
     int busy = tls_busy;
     tls_busy = 1; /* loading imports NumPy's C core: no frame is offered meanwhile */
     int r = fj_numpy_try();
@@ -586,13 +592,42 @@ typedef struct fj_Activation {
 static FJ_TLS fj_Activation *tls_act = NULL;
 static unsigned long tail_epoch = 0;
 
-/* Pending call (rearm.c): the hook back on after a quiet tail. */
+/*
+** Stepping aside.  While 'stepped_aside' is set the interpreter's function
+** is previous_eval_frame because a quiet region, a quiet tail or a deep
+** stack took the hook off; step_back puts it back.  The hook steps aside
+** only if it is the interpreter's function (a hook chained over framejit
+** stays), and steps back only if nothing replaced previous_eval_frame
+** meanwhile.  fj_swap_callback steps back whenever a callback is set (a
+** framejit.compile'd function called inside a region, a thread starting):
+** the region then goes on with the hook on.
+*/
+static int stepped_aside = 0;
+
+static int step_aside(PyInterpreterState *interp)
+{
+    if (stepped_aside || fj_get_eval_frame(interp) != fj_eval_frame_ptr)
+        return 0;
+    fj_set_eval_frame(interp, previous_eval_frame);
+    stepped_aside = 1;
+    return 1;
+}
+
+static void step_back(PyInterpreterState *interp)
+{
+    if (!stepped_aside)
+        return;
+    stepped_aside = 0;
+    if (active_threads > 0 && fj_get_eval_frame(interp) == previous_eval_frame)
+        fj_set_eval_frame(interp, fj_eval_frame_ptr);
+}
+
+/* rearm.c, with the GIL: the hook back on after a quiet tail. */
 static int tail_rearm(void *unused)
 {
     (void)unused;
     tail_epoch++;
-    if (active_threads > 0)
-        fj_set_eval_frame(PyInterpreterState_Get(), fj_eval_frame_ptr);
+    step_back(PyInterpreterState_Get());
     return 0;
 }
 
@@ -608,9 +643,9 @@ static void tail_count(fj_Activation *act, PyCodeObject *pc, int clean)
         act->clean = 0;
     }
     if (act->off || ++act->clean < FJ_TAIL_AFTER || active_threads != 1 || tls_probing ||
-        (quiet_word(pc) & FJ_QUIET_TAINTED) || !runs_own_code(fj_cache_get(pc)))
+        (quiet_word(pc) & FJ_QUIET_TAINTED) || !runs_own_code(fj_cache_get(pc)) ||
+        !step_aside(PyInterpreterState_Get()))
         return;
-    fj_set_eval_frame(PyInterpreterState_Get(), previous_eval_frame);
     act->off = 1;
     act->epoch = tail_epoch;
     fj_rearm_after(tail_rearm);
@@ -624,7 +659,10 @@ static void tail_count(fj_Activation *act, PyCodeObject *pc, int clean)
 static void quiet_learn(fj_Frame *caller, PyCodeObject *co, int compiled, int offered)
 {
     uintptr_t w = quiet_word(co);
-    if (caller != NULL && tls_act != NULL && tls_act->frame == caller)
+    /* the record must lie above this C frame (stack-switching libraries
+       such as greenlet could leave tls_act pointing elsewhere) */
+    if (caller != NULL && tls_act != NULL &&
+        (uintptr_t)tls_act > (uintptr_t)__builtin_frame_address(0) && tls_act->frame == caller)
         tail_count(tls_act, FJ_FRAME_CODE(caller),
                    !compiled && !offered && !(w & (FJ_QUIET_TAINTED | FJ_QUIET_DIRTY)));
     if (compiled || (w & FJ_QUIET_TAINTED)) {
@@ -655,12 +693,10 @@ static void quiet_learn(fj_Frame *caller, PyCodeObject *co, int compiled, int of
    is the only one with a callback), then puts the hook back. */
 static PyObject *run_hook_off(PyThreadState *ts, fj_Frame *f, int throw_flag)
 {
-    PyInterpreterState *interp = ts->interp;
-    fj_set_eval_frame(interp, previous_eval_frame);
+    if (!step_aside(ts->interp))
+        return eval_default(ts, f, throw_flag);
     PyObject *r = eval_default(ts, f, throw_flag);
-    /* back on unless every callback went away meanwhile (fj_swap_callback) */
-    if (active_threads > 0)
-        fj_set_eval_frame(interp, fj_eval_frame_ptr);
+    step_back(ts->interp);
     return r;
 }
 
@@ -697,7 +733,6 @@ static int quiet_run(PyThreadState *ts, fj_Frame *f, PyCodeObject *co, PyObject 
 ** (its calls are inlined again), so only CPython's own limits apply.
 */
 #if defined(__linux__)
-#include <pthread.h>
 static FJ_TLS uintptr_t tls_stack_half = 0; /* 0: not read yet */
 
 static int stack_is_deep(void)
@@ -743,7 +778,7 @@ static PyObject *dispatch(PyThreadState *ts, fj_Frame *f, PyCodeObject *co, int 
         return eval_default(ts, f, throw_flag);
     }
     if (es != NULL && es->strategy == FJ_STRATEGY_UNLESS_ARRAYS && es->before_numpy &&
-        numpy_ready()) {
+        numpy_ready() && (es = fj_cache_get(co)) != NULL) {
         /* marked untraced before the program imported NumPy: trace it now */
         es->before_numpy = 0;
         es->strategy = FJ_STRATEGY_DEFAULT;
@@ -811,11 +846,28 @@ static PyObject *fj_eval_frame(PyThreadState *ts, fj_Frame *f, int throw_flag)
     tls_act = &act;
     PyObject *r = dispatch(ts, f, co, throw_flag, callback, &compiled, &offered);
     tls_act = act.up;
-    if (act.off && active_threads > 0) /* the rest of the frame ran with the hook off */
-        fj_set_eval_frame(ts->interp, fj_eval_frame_ptr);
+    if (act.off) /* the rest of the frame ran with the hook off */
+        step_back(ts->interp);
     quiet_learn(caller, co, compiled, offered);
     Py_DECREF(co);
     return r;
+}
+
+/*
+** In a forked child only the forking thread exists: it alone may have a
+** callback, and a region or tail that stepped aside will not return there
+** to step back (a multiprocessing child started from a main loop).
+*/
+static void after_fork_child(void)
+{
+    active_threads = tls_callback != NULL ? 1 : 0; /* NULL when off */
+    tls_act = NULL;
+    tls_probing = 0;
+    if (stepped_aside) {
+        stepped_aside = 0;
+        if (active_threads > 0)
+            fj_set_eval_frame(PyInterpreterState_Main(), fj_eval_frame_ptr);
+    }
 }
 
 /* ----------------------------------------------------- module functions */
@@ -840,7 +892,10 @@ PyObject *fj_swap_callback(PyObject *callback)
         /* Put back what was there, unless someone chained over us since. */
         if (fj_get_eval_frame(interp) == fj_eval_frame)
             fj_set_eval_frame(interp, previous_eval_frame);
+        stepped_aside = 0; /* the interpreter has previous_eval_frame either way */
     }
+    if (now_on && stepped_aside) /* a callback must see its frames: hook back on */
+        step_back(interp);
     return old; /* the reference tls_callback held */
 }
 
@@ -1012,6 +1067,10 @@ int fj_evalframe_init(PyObject *module)
     quiet_index = fj_request_code_extra_index(NULL);
     if (fj_rearm_init() < 0)
         return -1;
+    if (pthread_atfork(NULL, NULL, after_fork_child) != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "framejit: pthread_atfork failed");
+        return -1;
+    }
     if (role_index < 0 || quiet_index < 0) {
         PyErr_SetString(PyExc_RuntimeError, "framejit: no code extra index available");
         return -1;

@@ -203,7 +203,7 @@ static int eq_kind_of(PyObject *v)
                 return EQ_NONE;
         return EQ_SET;
     }
-    if (PyArray_IsScalar(v, Generic))
+    if (fj_numpy_try() && PyArray_IsScalar(v, Generic)) /* no table: no NumPy scalar yet */
         return EQ_NUMPY;
     return EQ_NONE;
 }

@@ -66,30 +66,52 @@ int fj_numpy_ensure(void)
     return _import_array() < 0 ? -1 : 0;
 }
 
+/* sys.modules[name] when it is a module object, else NULL (borrowed). */
+static PyObject *loaded_module(PyObject *modules, const char *name)
+{
+    PyObject *m = PyDict_GetItemString(modules, name);
+    return m != NULL && PyModule_CheckExact(m) ? m : NULL;
+}
+
+/*
+** Runs no program code: NumPy must be a real module whose import has
+** finished (its spec's _initializing, read from the spec's __dict__, not
+** through getattr: a lazily loaded module would load on any attribute read),
+** and its C core must be in sys.modules already; the table comes from the
+** core module's dict, with the version checks import_array makes, and no
+** import (builtins.__import__ may be the program's).  The pending
+** exception, if any, is kept.
+*/
 int fj_numpy_try(void)
 {
     if (fj_numpy_loaded())
         return 1;
-    /* only once NumPy's import finished: loading the table from inside it
-       would import its C core out of order */
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    int ok = 0;
     PyObject *modules = PyImport_GetModuleDict();
-    PyObject *np = PyDict_GetItemString(modules, "numpy");
-    if (np == NULL)
-        return 0;
-    PyObject *spec = PyObject_GetAttrString(np, "__spec__");
-    PyObject *busy = spec && spec != Py_None ? PyObject_GetAttrString(spec, "_initializing")
-                                              : NULL;
-    int initializing = busy != NULL && PyObject_IsTrue(busy) == 1;
-    Py_XDECREF(spec);
-    Py_XDECREF(busy);
-    PyErr_Clear();
-    if (initializing)
-        return 0;
-    if (fj_numpy_ensure() < 0) {
-        PyErr_Clear();
-        return 0;
+    PyObject *np = modules ? loaded_module(modules, "numpy") : NULL;
+    PyObject *spec = np ? PyDict_GetItemString(PyModule_GetDict(np), "__spec__") : NULL;
+    PyObject *sd = spec && spec != Py_None ? PyObject_GenericGetDict(spec, NULL) : NULL;
+    int busy = sd != NULL && PyDict_GetItemString(sd, "_initializing") == Py_True;
+    Py_XDECREF(sd);
+    PyObject *core = np && !busy ? loaded_module(modules, "numpy._core._multiarray_umath") : NULL;
+    if (np && !busy && core == NULL)
+        core = loaded_module(modules, "numpy.core._multiarray_umath");
+    PyObject *capsule = core ? PyDict_GetItemString(PyModule_GetDict(core), "_ARRAY_API") : NULL;
+    void **api = capsule && PyCapsule_CheckExact(capsule) ? PyCapsule_GetPointer(capsule, NULL)
+                                                           : NULL;
+    if (api != NULL) {
+        PyArray_API = api;
+        PyArray_RUNTIME_VERSION = (int)PyArray_GetNDArrayCFeatureVersion();
+        ok = NPY_VERSION >= PyArray_GetNDArrayCVersion() &&
+             NPY_FEATURE_VERSION <= PyArray_RUNTIME_VERSION;
+        if (!ok)
+            PyArray_API = NULL; /* fj_numpy_ensure reports the mismatch */
     }
-    return 1;
+    PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    return ok;
 }
 
 PyMODINIT_FUNC PyInit__C(void);

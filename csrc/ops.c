@@ -655,8 +655,9 @@ static PyObject *sig_of(PyObject *o)
        dtypes by themselves; anything else is not cached. */
     PyTypeObject *t = Py_TYPE(o);
     if (o == Py_None || o == Py_True || o == Py_False || o == Py_Ellipsis ||
-        PyArray_DescrCheck(o) || (PyType_Check(o) && (t == &PyType_Type || PyArray_DescrCheck(o))))
-        return PyTuple_Pack(2, (PyObject *)t, o);
+        PyArray_DescrCheck(o) ||
+        (t == &PyType_Type && !(((PyTypeObject *)o)->tp_flags & Py_TPFLAGS_HEAPTYPE)))
+        return PyTuple_Pack(2, (PyObject *)t, o); /* static types (np.float32) live forever */
     PyObject *r = NULL;
     if (t == &PyLong_Type)
         r = PyNumber_ToBase(o, 16);

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <time.h>
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -61,7 +62,13 @@ void fj_rearm_after(int (*fn)(void *))
         pthread_cond_destroy(&cv);
         pthread_cond_init(&cv, &ca);
         pthread_condattr_destroy(&ca);
+        /* the thread takes no signal: process-directed signals go to the
+           program's threads as before */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
         started = pthread_create(&thread, NULL, timer_main, NULL) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
     if (started && armed == NULL) {
         armed = fn;

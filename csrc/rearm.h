@@ -19,9 +19,10 @@
 #define FJ_REARM_DELAY_MS 10
 
 /*
-** Arms the timer: 'fn' runs (once) about FJ_REARM_DELAY_MS from now, unless
-** it is already armed.  Never fails: when no thread can be started, 'fn'
-** simply never runs.  Called with the GIL held.
+** Arms the timer: 'fn' runs (once, with the GIL, on the timer's thread)
+** about FJ_REARM_DELAY_MS from now, unless it is already armed.  Never
+** fails: when no thread can be started, 'fn' simply never runs.  Called
+** with the GIL held.
 */
 void fj_rearm_after(int (*fn)(void *));
 

@@ -193,3 +193,161 @@ def test_quiet_tail_is_observed_again_after_the_timer(whole_program):
     for _ in range(5):
         assert np.array_equal(long_loop(1000, 0) and array_step(x), np.sin(x) + 1)
     assert len(calls) >= before + 5
+
+
+# ---------------------------------------------------------------- review fixes
+# Programs run under `python -m framejit run`, compared with plain Python.
+
+def _run_both(tmp_path, program):
+    script = tmp_path / "prog.py"
+    script.write_text(program)
+    env = dict(os.environ, PYTHONPATH=_ROOT)
+    outs = []
+    for pre in ([], ["-m", "framejit", "run"]):
+        r = subprocess.run([sys.executable] + pre + [str(script)], capture_output=True,
+                           text=True, env=env, timeout=300)
+        outs.append((r.returncode, r.stdout, r.stderr[-2000:]))
+    return outs
+
+
+_COMPILED_IN_REGION = """
+import numpy as np, framejit
+calls = []
+def backend(gm, example_inputs):
+    calls.append(1)
+    return gm
+@framejit.compile(backend=backend)
+def g(x):
+    return x * 2 + 1
+def f(use):
+    if use:
+        return g(np.ones(3))
+    return 0
+def main():
+    for i in range(400):       # f quiet, main's tail quiet
+        f(False)
+    f(True)
+main()
+for i in range(300):
+    f(False)
+f(True)
+print("backend calls:", len(calls))
+"""
+
+
+def test_compiled_function_inside_a_quiet_region_is_compiled(tmp_path):
+    # setting a callback (the framejit.compile wrapper) steps the hook back on
+    plain, run = _run_both(tmp_path, _COMPILED_IN_REGION)
+    assert plain[:2] == run[:2] == (0, "backend calls: 1\n")
+
+
+_LAZY_NUMPY = """
+import importlib.util, sys
+spec = importlib.util.find_spec("numpy")
+loader = importlib.util.LazyLoader(spec.loader)
+spec.loader = loader
+module = importlib.util.module_from_spec(spec)
+sys.modules["numpy"] = module
+loader.exec_module(module)
+def f():
+    return 1
+for i in range(50):
+    f()
+print("numpy really loaded:", "numpy._core.multiarray" in sys.modules)
+"""
+
+
+def test_lazily_imported_numpy_is_not_loaded_by_framejit(tmp_path):
+    plain, run = _run_both(tmp_path, _LAZY_NUMPY)
+    assert plain[:2] == run[:2] == (0, "numpy really loaded: False\n")
+
+
+_CHAINED = """
+import ctypes, sys
+from framejit._C import eval_frame
+from framejit import run
+import framejit
+framejit.config.skip_stdlib = False
+seen = []
+def pure(n):
+    return n + 1
+def loop(k):
+    t = 0
+    for i in range(k):
+        t += pure(i)
+    return t
+prev = eval_frame.set_eval_frame(run.make_compiler())
+try:
+    for _ in range(50):
+        loop(400)             # regions and tails step the hook aside and back
+    get = ctypes.pythonapi._PyInterpreterState_GetEvalFrameFunc
+    get.restype = ctypes.c_void_p
+    get.argtypes = [ctypes.c_void_p]
+    interp = ctypes.pythonapi.PyInterpreterState_Get
+    interp.restype = ctypes.c_void_p
+    print("hook on while a callback is set:", get(interp()) != ctypes.cast(
+        ctypes.pythonapi._PyEval_EvalFrameDefault, ctypes.c_void_p).value)
+finally:
+    eval_frame.set_eval_frame(prev)
+print(loop(10))
+"""
+
+
+def test_hook_is_back_on_after_regions_and_tails(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text(_CHAINED)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=_ROOT), timeout=300)
+    assert (r.returncode, r.stdout) == (0, "hook on while a callback is set: True\n55\n"), r.stderr
+
+
+_EQUALS_BEFORE_NUMPY = """
+import sys
+from framejit import _C
+try:
+    _C.RootGuardManager().local(0, "x").add_equals_match((object(),))
+except TypeError as e:
+    print("TypeError", "numpy" in sys.modules)
+"""
+
+
+def test_guard_builders_work_before_numpy_is_loaded(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text(_EQUALS_BEFORE_NUMPY)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=_ROOT), timeout=120)
+    assert (r.returncode, r.stdout) == (0, "TypeError False\n"), r.stderr
+
+
+_FORK_FROM_TAIL = """
+import os, sys
+import numpy as np
+def helper(i):
+    return i
+def step(x):
+    return np.sin(x) + 1
+def main():
+    sys.intern("main")
+    for i in range(2000):
+        helper(i)              # main's tail goes quiet: the hook steps aside
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        from framejit._C import eval_frame
+        x = np.ones(3)
+        for _ in range(3):
+            step(x)
+        os.write(w, b"1" if eval_frame._debug_get_cache_entry_list(step.__code__) else b"0")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    print("ok", os.read(r, 1).decode())
+main()
+"""
+
+
+def test_fork_from_a_quiet_tail(tmp_path):
+    # the child does not return to the frame that stepped aside: the fork
+    # handler puts the hook back, so the child's array code is compiled
+    plain, run = _run_both(tmp_path, _FORK_FROM_TAIL)
+    assert plain[:2] == (0, "ok 0\n")
+    assert run[:2] == (0, "ok 1\n"), run
