@@ -134,6 +134,7 @@ def main():
                     help="--all: exclude modules slower than this plain (seconds)")
     ap.add_argument("--numpy-all", action="store_true", help="pytest --pyargs numpy")
     ap.add_argument("--scipy", action="store_true", help="with --numpy-all: SciPy's suites")
+    ap.add_argument("--jobs", type=int, default=1, help="modules run at once")
     ap.add_argument("--preload", default="",
                     help="modules `framejit run` imports first (numpy: every frame is traced)")
     a = ap.parse_args()
@@ -147,11 +148,11 @@ def main():
     excluded = []
     os.makedirs(a.logdir, exist_ok=True)
     rows, worse = [], []
-    for name in names:
+
+    def one(name):
+        """(name, plain result, framejit result) or (name, reason excluded)."""
         plain_argv, fj_argv = commands(name)
-        parse = parse_pytest if name.endswith(".py") else parse_unittest
-        if name.startswith("pyargs:"):
-            parse = parse_pytest
+        parse = parse_pytest if name.endswith(".py") or name.startswith("pyargs:") else parse_unittest
         res = {}
         for mode, argv in (("plain", plain_argv), ("framejit", fj_argv)):
             limit = min(a.timeout, a.plain_limit) if a.all and mode == "plain" else a.timeout
@@ -163,25 +164,31 @@ def main():
                 why = ("slower than %.0f s plain" % a.plain_limit if rc == "timeout"
                        else resource_denied(out) if parse(out) is None else None)
                 if why:
-                    excluded.append((name, why))
-                    print(f"{name:30s} excluded: {why}", flush=True)
-                    break
-        if "framejit" not in res:
-            continue
-        p, j = res["plain"][1], res["framejit"][1]
-        s = parse_summary(res["framejit"][3])
-        # identical: the same counts and the same exit status
-        bad = (j is None or res["framejit"][0] == "timeout" or p is None
-               or any(j[k] != p[k] for k in ("run", "failures", "errors", "skipped"))
-               or res["framejit"][0] != res["plain"][0])
-        if bad:
-            worse.append(name)
-        rows.append((name, p, j, res["plain"][2], res["framejit"][2], res["framejit"][0], s, bad))
-        fmt = lambda c: "crash" if c is None else f"{c['run']}/{c['failures']}/{c['errors']}/{c['skipped']}"  # noqa: E731
-        print(f"{name:22s} plain {fmt(p):16s} framejit {fmt(j):16s} "
-              f"{res['plain'][2]:6.1f}s {res['framejit'][2]:6.1f}s "
-              f"compiled={s['frames_compiled']} graphs={s['unique_graphs']} "
-              f"ierr={s['internal_errors']} {'DIFFERS' if bad else 'same'}", flush=True)
+                    return name, why
+        return name, res
+
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max(1, a.jobs)) as pool:
+        for name, res in pool.map(one, names):
+            if isinstance(res, str):
+                excluded.append((name, res))
+                print(f"{name:30s} excluded: {res}", flush=True)
+                continue
+            p, j = res["plain"][1], res["framejit"][1]
+            s = parse_summary(res["framejit"][3])
+            # identical: the same counts and the same exit status
+            bad = (j is None or res["framejit"][0] == "timeout" or p is None
+                   or any(j[k] != p[k] for k in ("run", "failures", "errors", "skipped"))
+                   or res["framejit"][0] != res["plain"][0])
+            if bad:
+                worse.append(name)
+            rows.append((name, p, j, res["plain"][2], res["framejit"][2], res["framejit"][0], s,
+                         bad))
+            fmt = lambda c: "crash" if c is None else f"{c['run']}/{c['failures']}/{c['errors']}/{c['skipped']}"  # noqa: E731
+            print(f"{name:22s} plain {fmt(p):16s} framejit {fmt(j):16s} "
+                  f"{res['plain'][2]:6.1f}s {res['framejit'][2]:6.1f}s "
+                  f"compiled={s['frames_compiled']} graphs={s['unique_graphs']} "
+                  f"ierr={s['internal_errors']} {'DIFFERS' if bad else 'same'}", flush=True)
     print()
     print("| module | plain run/fail/err/skip | framejit run/fail/err/skip | plain s | framejit s "
           "| frames offered | compiled | broken | not captured | graphs | internal errors | |")
