@@ -89,7 +89,7 @@ clean:
 # CPython's and NumPy's own tests, plain and under `python -m framejit run`
 # (long; not in make test): docs/cpython-tests.md.
 cpython-tests: build
-	$(PY) tools/cpython_tests.py --all --timeout 900
+	$(PY) tools/cpython_tests.py --all --jobs 2 --timeout 900
 
 # NumPy's whole suite and SciPy's optimize/interpolate/signal/sparse.linalg/stats
 # suites, plain and under `python -m framejit run` (long; docs/cpython-tests.md).
