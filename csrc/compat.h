@@ -154,7 +154,33 @@ static inline void *fj_code_get_extra(PyCodeObject *co, Py_ssize_t index)
         return NULL;
     return ce->ce_extras[index];
 }
-#define fj_code_set_extra(co, index, v) _PyCode_SetExtra((PyObject *)(co), (index), (v))
+/*
+** Sets the code's extra slot 'index' to 'v' (the old value goes to its free
+** function).  0, or -1 with an exception.  The extra array is grown only to
+** index + 1, not to the number of indices registered so far as
+** _PyCode_SetExtra grows it: code_dealloc calls the free function of every
+** index below the array's size, even for an empty slot, so arrays sized by
+** framejit would make CPython call free functions registered later by other
+** code (test_code registers a Python one, which then ran during the final
+** garbage collection and crashed) on every code object framejit touched.
+*/
+static inline int fj_code_set_extra(PyCodeObject *co, Py_ssize_t index, void *v)
+{
+    fj_CodeExtra *ce = (fj_CodeExtra *)co->co_extra;
+    if (index >= 0 && (ce == NULL || ce->ce_size <= index)) {
+        Py_ssize_t old = ce == NULL ? 0 : ce->ce_size;
+        ce = PyMem_Realloc(ce, sizeof(fj_CodeExtra) + (size_t)index * sizeof(void *));
+        if (ce == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = old; i <= index; i++)
+            ce->ce_extras[i] = NULL;
+        ce->ce_size = index + 1;
+        co->co_extra = ce;
+    }
+    return _PyCode_SetExtra((PyObject *)co, index, v);
+}
 /* The code's extra slot 'index' for a value with no free function (NULL when
    the code has no room for it yet: set it once with fj_code_set_extra). */
 static inline void **fj_code_extra_slot(PyCodeObject *co, Py_ssize_t index)

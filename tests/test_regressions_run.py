@@ -817,3 +817,36 @@ def test_guard_does_not_keep_structured_array_alive(tmp_path):
     # the array alive.  np.void inputs are not folded to constants.
     plain, run = _run_both(tmp_path, _STRUCTURED_RECORD_KEEPS_ARRAY)
     assert plain == run == (0, "freed\n", "")
+
+
+_CODE_EXTRA_FREEFUNC = """
+import ctypes
+py = ctypes.pythonapi
+freefunc = ctypes.CFUNCTYPE(None, ctypes.c_voidp)
+Request = py._PyEval_RequestCodeExtraIndex
+Request.argtypes = (freefunc,)
+Request.restype = ctypes.c_ssize_t
+FREED = []
+def myfree(ptr):
+    global LAST
+    LAST = ptr
+FREE_FUNC = freefunc(myfree)
+INDEX = Request(FREE_FUNC)
+def work(n):
+    return [str(i) for i in range(n)]
+class K:
+    def m(self, n):
+        return work(n)
+for _ in range(50):
+    K().m(5)
+print("done")
+"""
+
+
+def test_code_extra_free_function_registered_later_is_not_called_at_exit(tmp_path):
+    # test_code: a free function registered after framejit's indices ran
+    # (with an empty slot) for every code object framejit had given an extra
+    # array, during the final garbage collection, and crashed: framejit
+    # grows the array only to its own index (compat.h fj_code_set_extra)
+    plain, run = _run_both(tmp_path, _CODE_EXTRA_FREEFUNC)
+    assert plain == run == (0, "done\n", "")
