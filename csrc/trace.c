@@ -665,6 +665,45 @@ static PyObject *load_local(fj_TFrame *fr, int i)
     return Py_NewRef(v);
 }
 
+/*
+** True (Unsupported raised) if rebinding or deleting local slot i may drop
+** the last reference to a known object with a finalizer (__del__, an open
+** file, a generator) or with weak references (their callbacks): CPython runs
+** that code at the store, while a captured store is only replayed when the
+** graph's frame hands its locals on, after the effects traced after it.
+** Values made in the frame (lists, dicts, arrays) have neither.
+*/
+static int drops_finalizable(fj_TFrame *fr, int i)
+{
+    PyObject *v = fr->locals[i];
+    PyObject *o = NULL;
+    if (v == NULL) {
+        if (fr->lazy_args && i < code_nargs(fr->code) && i < fr->tx->view.nlocalsplus)
+            o = fr->tx->view.localsplus[i];
+    } else if (fj_Var_Check(v)) {
+        fj_Var *var = (fj_Var *)v;
+        if (var->kind == FJ_VAR_CONST || var->kind == FJ_VAR_OBJ)
+            o = var->obj;
+    }
+    if (o == NULL)
+        return 0;
+    /* still held by the frame (the resume prologue's `LOAD_FAST ___stack0;
+       DELETE_FAST ___stack0`, `b = o; del o`): nothing is dropped */
+    for (int k = 0; v != NULL && k < fr->sp; k++)
+        if (fr->stack[k] == v)
+            return 0;
+    for (int k = 0; v != NULL && k < fr->nlocals; k++)
+        if (k != i && fr->locals[k] == v)
+            return 0;
+    PyTypeObject *t = Py_TYPE(o);
+    int weak = PyType_SUPPORTS_WEAKREFS(t) && *PyObject_GET_WEAKREFS_LISTPTR(o) != NULL;
+    if (t->tp_finalize == NULL && t->tp_del == NULL && !weak)
+        return 0;
+    fj_unsupported("rebinding or deleting local '%U', a %s with a %s: CPython runs it at the store",
+                   local_name(fr, i), t->tp_name, weak ? "weak reference" : "finalizer");
+    return 1;
+}
+
 static void store_local(fj_TFrame *fr, int i, PyObject *v) /* steals v */
 {
     fr->touched[i] = 1;
@@ -1365,6 +1404,8 @@ static int run_frame(fj_TFrame *fr)
             break;
         }
         case STORE_FAST:
+            if (drops_finalizable(fr, arg))
+                goto error;
             store_local(fr, arg, POP());
             break;
         case DELETE_FAST:
@@ -1373,6 +1414,8 @@ static int run_frame(fj_TFrame *fr)
                                local_name(fr, arg));
                 goto error;
             }
+            if (drops_finalizable(fr, arg))
+                goto error;
             Py_CLEAR(fr->locals[arg]);
             fr->touched[arg] = 1;
             break;
