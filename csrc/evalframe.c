@@ -152,6 +152,9 @@ static inline PyObject *eval_default(PyThreadState *ts, fj_Frame *f, int throw_f
         return previous_eval_frame(ts, f, throw_flag);
     /* the resume frame takes the break frame's place on the call stack */
     hand_over_references(caller, f);
+    /* the function's frame object (kept by a callee, a traceback or a
+       debugger before the break) goes on as the resume frame's */
+    fj_frame_move_frame_object(caller, f);
     fj_frame_hide(ts, caller);
     PyObject *r = previous_eval_frame(ts, f, throw_flag);
     fj_frame_unhide(ts, caller);
