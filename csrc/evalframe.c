@@ -803,7 +803,11 @@ static PyObject *dispatch(PyThreadState *ts, fj_Frame *f, PyCodeObject *co, int 
 static PyObject *fj_eval_frame(PyThreadState *ts, fj_Frame *f, int throw_flag)
 {
     PyObject *callback = tls_callback;
-    if (callback == NULL || tls_busy)
+    /* under a trace or profile function every frame runs its own code, cached
+       compiled code included (framejit.compile's callback stays set while a
+       tracer runs; run mode puts its callback aside): the tracer sees the
+       function's lines, not break code and resume functions */
+    if (callback == NULL || tls_busy || fj_thread_traced(ts))
         return eval_default(ts, f, throw_flag);
     if (active_threads == 1 && stack_is_deep())
         return run_hook_off(ts, f, throw_flag);

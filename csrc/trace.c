@@ -2099,12 +2099,15 @@ error:
 static int uses_class_cell(PyCodeObject *co);
 
 /* Names that, in co_names, mean the code may read its own frame's locals;
-** and getrefcount: compiling a resume function between two reads of a
+** getrefcount: compiling a resume function between two reads of a
 ** reference count adds references (guards and constants of the new code;
-** NumPy's test_for_reference_leak counts the references of 1). */
+** NumPy's test_for_reference_leak counts the references of 1); settrace and
+** setprofile: a tracer set in the frame sees no event of the frame itself
+** in CPython, but the resume function's frame starts after the break and a
+** tracer sees its call, lines and return. */
 static const char *const frame_readers[] = {"locals", "vars", "dir", "eval", "exec",
                                             "_getframe", "currentframe", "getrefcount",
-                                            NULL};
+                                            "settrace", "setprofile", NULL};
 
 static int reads_own_frame(PyCodeObject *co)
 {
