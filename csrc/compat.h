@@ -298,6 +298,26 @@ static inline void fj_frame_unhide(PyThreadState *ts, fj_Frame *caller)
     ts->recursion_remaining--;
     ts->cframe->current_frame = caller;
 }
+/*
+** Moves the frame object of 'from' (a suspended frame; none: nothing to do)
+** to 'to' (a frame not evaluated yet, with no frame object), so that a frame
+** object taken from 'from' (sys._getframe(1) in a callee, a traceback, a
+** debugger) now reads 'to': its f_lineno, f_lasti, f_locals and f_back follow
+** 'to', and 'to' takes ownership of it when it is cleared (3.11:
+** frame->frame_obj and frame_obj->f_frame point at each other; f_locals is
+** rebuilt from 'to' on the next access).
+*/
+static inline void fj_frame_move_frame_object(fj_Frame *from, fj_Frame *to)
+{
+    PyFrameObject *fo = from->frame_obj;
+    if (fo == NULL || to->frame_obj != NULL)
+        return;
+    assert(fo->f_frame == from);
+    from->frame_obj = NULL;
+    to->frame_obj = fo;
+    fo->f_frame = to;
+    fo->f_fast_as_locals = 0;
+}
 /* The bottom slot of the frame's value stack, and its capacity. */
 static inline PyObject **fj_frame_stack_base(fj_Frame *f)
 {

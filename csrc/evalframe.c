@@ -153,6 +153,9 @@ static inline PyObject *eval_default(PyThreadState *ts, fj_Frame *f, int throw_f
         return previous_eval_frame(ts, f, throw_flag);
     /* the resume frame takes the break frame's place on the call stack */
     hand_over_references(caller, f);
+    /* the function's frame object (kept by a callee, a traceback or a
+       debugger before the break) goes on as the resume frame's */
+    fj_frame_move_frame_object(caller, f);
     fj_frame_hide(ts, caller);
     PyObject *r = previous_eval_frame(ts, f, throw_flag);
     fj_frame_unhide(ts, caller);
@@ -835,7 +838,11 @@ static PyObject *dispatch(PyThreadState *ts, fj_Frame *f, PyCodeObject *co, int 
 static PyObject *fj_eval_frame(PyThreadState *ts, fj_Frame *f, int throw_flag)
 {
     PyObject *callback = tls_callback;
-    if (callback == NULL || tls_busy)
+    /* under a trace or profile function every frame runs its own code, cached
+       compiled code included (framejit.compile's callback stays set while a
+       tracer runs; run mode puts its callback aside): the tracer sees the
+       function's lines, not break code and resume functions */
+    if (callback == NULL || tls_busy || fj_thread_traced(ts))
         return eval_default(ts, f, throw_flag);
     if (active_threads == 1 && stack_is_deep())
         return run_hook_off(ts, f, throw_flag);

@@ -665,6 +665,45 @@ static PyObject *load_local(fj_TFrame *fr, int i)
     return Py_NewRef(v);
 }
 
+/*
+** True (Unsupported raised) if rebinding or deleting local slot i may drop
+** the last reference to a known object with a finalizer (__del__, an open
+** file, a generator) or with weak references (their callbacks): CPython runs
+** that code at the store, while a captured store is only replayed when the
+** graph's frame hands its locals on, after the effects traced after it.
+** Values made in the frame (lists, dicts, arrays) have neither.
+*/
+static int drops_finalizable(fj_TFrame *fr, int i)
+{
+    PyObject *v = fr->locals[i];
+    PyObject *o = NULL;
+    if (v == NULL) {
+        if (fr->lazy_args && i < code_nargs(fr->code) && i < fr->tx->view.nlocalsplus)
+            o = fr->tx->view.localsplus[i];
+    } else if (fj_Var_Check(v)) {
+        fj_Var *var = (fj_Var *)v;
+        if (var->kind == FJ_VAR_CONST || var->kind == FJ_VAR_OBJ)
+            o = var->obj;
+    }
+    if (o == NULL)
+        return 0;
+    /* still held by the frame (the resume prologue's `LOAD_FAST ___stack0;
+       DELETE_FAST ___stack0`, `b = o; del o`): nothing is dropped */
+    for (int k = 0; v != NULL && k < fr->sp; k++)
+        if (fr->stack[k] == v)
+            return 0;
+    for (int k = 0; v != NULL && k < fr->nlocals; k++)
+        if (k != i && fr->locals[k] == v)
+            return 0;
+    PyTypeObject *t = Py_TYPE(o);
+    int weak = PyType_SUPPORTS_WEAKREFS(t) && *PyObject_GET_WEAKREFS_LISTPTR(o) != NULL;
+    if (t->tp_finalize == NULL && t->tp_del == NULL && !weak)
+        return 0;
+    fj_unsupported("rebinding or deleting local '%U', a %s with a %s: CPython runs it at the store",
+                   local_name(fr, i), t->tp_name, weak ? "weak reference" : "finalizer");
+    return 1;
+}
+
 static void store_local(fj_TFrame *fr, int i, PyObject *v) /* steals v */
 {
     fr->touched[i] = 1;
@@ -1365,6 +1404,8 @@ static int run_frame(fj_TFrame *fr)
             break;
         }
         case STORE_FAST:
+            if (drops_finalizable(fr, arg))
+                goto error;
             store_local(fr, arg, POP());
             break;
         case DELETE_FAST:
@@ -1373,6 +1414,8 @@ static int run_frame(fj_TFrame *fr)
                                local_name(fr, arg));
                 goto error;
             }
+            if (drops_finalizable(fr, arg))
+                goto error;
             Py_CLEAR(fr->locals[arg]);
             fr->touched[arg] = 1;
             break;
@@ -2056,12 +2099,15 @@ error:
 static int uses_class_cell(PyCodeObject *co);
 
 /* Names that, in co_names, mean the code may read its own frame's locals;
-** and getrefcount: compiling a resume function between two reads of a
+** getrefcount: compiling a resume function between two reads of a
 ** reference count adds references (guards and constants of the new code;
-** NumPy's test_for_reference_leak counts the references of 1). */
+** NumPy's test_for_reference_leak counts the references of 1); settrace and
+** setprofile: a tracer set in the frame sees no event of the frame itself
+** in CPython, but the resume function's frame starts after the break and a
+** tracer sees its call, lines and return. */
 static const char *const frame_readers[] = {"locals", "vars", "dir", "eval", "exec",
                                             "_getframe", "currentframe", "getrefcount",
-                                            NULL};
+                                            "settrace", "setprofile", NULL};
 
 static int reads_own_frame(PyCodeObject *co)
 {
