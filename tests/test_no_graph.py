@@ -193,3 +193,35 @@ def test_has_arrays_reads_varargs_kwargs_and_closures():
     ci = framejit.compile(inner)
     assert ci() == 1
     assert entries(inner) == []
+
+
+def test_code_compiled_from_strings_does_not_warn():
+    # namedtuple and dataclass methods are exec'd: a new code object per
+    # class, each traced once; they capture nothing, so no guards, no
+    # recompiles and no recompile-limit warnings (they flooded the output)
+    import collections
+    import dataclasses
+    import warnings
+    from framejit import config, run
+    old = config.skip_stdlib
+    config.skip_stdlib = False
+    prev = eval_frame.set_eval_frame(run.make_compiler())
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for i in range(40):
+                P = collections.namedtuple(f"P{i}", "x y")
+                p = P(i, np.ones(2) * i)._replace(x=i + 1)
+
+                @dataclasses.dataclass
+                class D:
+                    a: int
+                    b: object
+
+                d = D(i, i)
+                assert d == D(i, i) and p.x == i + 1 and repr(d).startswith("test_")
+    finally:
+        eval_frame.set_eval_frame(prev)
+        config.skip_stdlib = old
+    assert [str(w.message) for w in caught if "framejit" in str(w.message)] == []
+    assert framejit.counters["stats"]["recompile_limit_hit"] == 0
