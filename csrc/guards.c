@@ -1042,7 +1042,8 @@ int fj_guard_add_tensor_match(PyObject *mgr, PyObject *example, PyObject *dynami
     /* a builtin dtype is named after its scalar type (float64): str(dtype) is
        NumPy's Python code, which uses builtins the program may have patched */
     PyArray_Descr *descr = PyArray_DESCR(a);
-    const char *tn = descr->typeobj->tp_name;
+    /* a user dtype (NumPy's new DType API) may have no scalar type */
+    const char *tn = descr->typeobj != NULL ? descr->typeobj->tp_name : "";
     if (qual != NULL && PyTypeNum_ISNUMBER(descr->type_num) && PyArray_ISNBO(descr->byteorder) &&
         strncmp(tn, "numpy.", 6) == 0)
         dtype = PyUnicode_FromString(tn + 6);

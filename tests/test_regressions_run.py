@@ -850,3 +850,23 @@ def test_code_extra_free_function_registered_later_is_not_called_at_exit(tmp_pat
     # grows the array only to its own index (compat.h fj_code_set_extra)
     plain, run = _run_both(tmp_path, _CODE_EXTRA_FREEFUNC)
     assert plain == run == (0, "done\n", "")
+
+
+def test_array_of_a_user_dtype_without_scalar_type():
+    # NumPy's test_custom_dtypes: a new-style user DType (the scaled float
+    # test dtype) has no scalar type object (descr->typeobj is NULL); the
+    # TENSOR_MATCH printer read its name and crashed
+    import numpy as np
+    mod = __import__("numpy._core._multiarray_umath", fromlist=["_get_sfloat_dtype"])
+    SF = mod._get_sfloat_dtype()
+
+    def casts(a):
+        na = a.astype(SF(-1.))
+        return -1 * na.view(np.float64)
+    a = np.array([1., 2., 3.]).view(SF(1.))
+    want = casts(a)
+    framejit.reset()
+    cf = framejit.compile(casts)
+    for _ in range(2):
+        got = cf(a)
+        assert np.array_equal(got, want) and got.dtype == want.dtype

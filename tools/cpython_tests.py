@@ -24,6 +24,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -113,10 +114,13 @@ def parse_summary(text):
 def run(argv, timeout):
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    # pytest runs from a neutral directory: framejit's own pytest settings
+    # (addopts = -q) would make -qq and hide the summary line
+    cwd = tempfile.gettempdir() if "pytest" in argv else ROOT
     t0 = time.time()
     try:
         r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env,
-                           cwd=ROOT)
+                           cwd=cwd)
         return r.returncode, r.stdout + r.stderr, time.time() - t0
     except subprocess.TimeoutExpired as e:
         out = (e.stdout or b"").decode(errors="replace") + (e.stderr or b"").decode(errors="replace")
