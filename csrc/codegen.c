@@ -934,7 +934,10 @@ static PyObject *hashable_code(PyObject *code)
     if (code == NULL || PyObject_Hash(code) != -1)
         return code;
     Py_DECREF(code);
-    if (!PyErr_ExceptionMatches(PyExc_TypeError))
+    /* TypeError for lists and the like; any other exception from a
+       constant's own hash (a generic NumPy timedelta64 raises ValueError)
+       means the same */
+    if (PyErr_ExceptionMatches(PyExc_MemoryError))
         return NULL;
     PyErr_Clear();
     return fj_unsupported("the rewritten code would hold an unhashable constant"), NULL;

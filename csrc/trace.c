@@ -416,6 +416,13 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
     PyObject *mgr = fj_source_manager(tx->guards, src);
     if (mgr == NULL)
         return NULL;
+    if (PyArray_Check(value) && PyDataType_REFCHK(PyArray_DESCR((PyArrayObject *)value))) {
+        /* its items are the program's objects: ops on it run their code, and
+           the graph's metadata would keep its dtype alive */
+        fj_unsupported("%U is an array of Python objects (dtype %R): not captured", src->text,
+                       (PyObject *)PyArray_DESCR((PyArrayObject *)value));
+        return NULL;
+    }
     if (PyArray_CheckExact(value) && PyArray_NDIM((PyArrayObject *)value) > FJ_MAX_NDIM) {
         fj_unsupported("%U has %d dimensions (framejit traces up to %d)", src->text,
                        PyArray_NDIM((PyArrayObject *)value), FJ_MAX_NDIM);

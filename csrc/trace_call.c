@@ -11,6 +11,8 @@
 
 #include "fj_numpy.h"
 #include "graph.h"
+#include "guard_values.h"
+#include "guards.h"
 
 PyObject *fj_trace_var_items(fj_TFrame *fr, PyObject *v); /* trace.c */
 
@@ -275,6 +277,44 @@ PyObject *fj_trace_graph_call(fj_TFrame *fr, const struct fj_OpDef *op, PyObject
     return graph_call(fr, op, args, n, kwnames);
 }
 
+/*
+** True if the graph argument 'a' holds none of the program's objects: nodes,
+** builtin values (fj_value_kind), dtypes, static types, NumPy scalars,
+** slices, Ellipsis, and tuples/lists/dicts of these.  Anything else (an
+** object, an object array's items, a class of the program's) would be run
+** by the op at trace time (its __len__, __array__, __eq__ ...) and kept
+** alive by the graph: sys.getrefcount and weak references would tell.
+*/
+static int graph_arg_is_value(PyObject *a, int depth)
+{
+    if (depth > 32)
+        return 0;
+    if (fj_Node_Check(a) || a == Py_Ellipsis || fj_value_kind(a, 0) != EQ_NONE ||
+        PyArray_DescrCheck(a) || PyArray_IsScalar(a, Generic) ||
+        (PyType_Check(a) && !(((PyTypeObject *)a)->tp_flags & Py_TPFLAGS_HEAPTYPE)))
+        return 1;
+    if (PySlice_Check(a)) {
+        PySliceObject *sl = (PySliceObject *)a;
+        return graph_arg_is_value(sl->start, depth + 1) &&
+               graph_arg_is_value(sl->stop, depth + 1) && graph_arg_is_value(sl->step, depth + 1);
+    }
+    if (PyTuple_CheckExact(a) || PyList_CheckExact(a)) {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(a); i++)
+            if (!graph_arg_is_value(PySequence_Fast_GET_ITEM(a, i), depth + 1))
+                return 0;
+        return 1;
+    }
+    if (PyDict_CheckExact(a)) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(a, &pos, &k, &v))
+            if (!PyUnicode_CheckExact(k) || !graph_arg_is_value(v, depth + 1))
+                return 0;
+        return 1;
+    }
+    return 0;
+}
+
 static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args,
                             Py_ssize_t n, PyObject *kwnames)
 {
@@ -355,9 +395,21 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
                 goto done;
         }
     }
+    if (!graph_arg_is_value(targs, 0) || (kwargs != NULL && !graph_arg_is_value(kwargs, 0))) {
+        fj_unsupported("an argument of %s holds an object of the program's: the op would run "
+                       "its code while tracing and the graph would keep it alive",
+                       fj_op_qualname(op));
+        goto done;
+    }
     fj_Node *node = fj_graph_call(fr->tx->graph, op, targs, kwargs);
     if (node == NULL) {
         fj_trace_as_unsupported(fj_op_qualname(op));
+        goto done;
+    }
+    if (node->dtype != NULL && PyDataType_REFCHK(node->dtype)) {
+        /* an array of Python objects made in the frame: as for inputs (trace.c) */
+        fj_unsupported("%s makes an array of Python objects (dtype %R): not captured",
+                       fj_op_qualname(op), (PyObject *)node->dtype);
         goto done;
     }
     if (op->flags & FJ_OPF_OUT) {
@@ -966,9 +1018,30 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
     if (o->kind == FJ_VAR_CONST) {
         PyObject *obj = o->obj;
         if (PyModule_Check(obj) || PyType_Check(obj) || is_safe_const(obj)) {
-            PyObject *v = PyObject_GetAttr(obj, name);
-            if (v == NULL)
+            /* read the way guards read: never a module's __getattr__ (NumPy's
+               deprecated aliases warn from theirs), a metaclass property or
+               any other code of the program's */
+            PyObject *v = NULL;
+            int got = fj_guards_getattr(obj, name, &v);
+            if (got < 0)
                 return fj_trace_as_unsupported("attribute lookup");
+            if (got == 0) {
+                /* named without repr(): a module's repr reads its __file__,
+                   through its __getattr__ */
+                PyObject *label = PyModule_Check(obj)  ? PyModule_GetNameObject(obj)
+                                  : PyType_Check(obj) ? PyType_GetQualName((PyTypeObject *)obj)
+                                                      : PyUnicode_FromString(Py_TYPE(obj)->tp_name);
+                if (label == NULL) {
+                    PyErr_Clear();
+                    if ((label = PyUnicode_FromString("?")) == NULL)
+                        return NULL;
+                }
+                fj_unsupported("attribute %U of %s %U is not readable without running the "
+                               "program's code (a module __getattr__, a property, a metaclass)",
+                               name, PyModule_Check(obj) ? "module" : "type", label);
+                Py_DECREF(label);
+                return NULL;
+            }
             PyObject *r;
             if (is_safe_const(obj) && (PyCFunction_Check(v) || Py_TYPE(v) == &PyMethodDescr_Type ||
                                        PyObject_TypeCheck(v, &PyMethod_Type)))
@@ -1470,13 +1543,41 @@ PyObject *fj_trace_contains(fj_TFrame *fr, PyObject *item, PyObject *container, 
         return PyErr_Occurred() ? NULL
                                 : (fj_unsupported("'in' test of a non-constant value"), NULL);
     int found = -1;
+    /* hashing or comparing anything but builtin values would run the
+       program's code (__hash__, __eq__) while tracing */
+    if (fj_value_kind(ci, 0) == EQ_NONE) {
+        fj_unsupported("'in' test of %.100s, which only its own code can compare",
+                       Py_TYPE(ci)->tp_name);
+        Py_DECREF(ci);
+        return NULL;
+    }
     if (c->kind == FJ_VAR_DICT) {
         found = PyDict_Contains(c->items, ci);
     }
     else {
         PyObject *cc = deep_const(container);
-        if (cc != NULL) {
-            found = PySequence_Contains(cc, ci);
+        if (cc != NULL && (PyTuple_CheckExact(cc) || PyList_CheckExact(cc) ||
+                           PyFrozenSet_CheckExact(cc) || PySet_CheckExact(cc))) {
+            PyObject *fast = PySequence_Fast(cc, "in");
+            for (Py_ssize_t k = 0; fast && k < PySequence_Fast_GET_SIZE(fast); k++)
+                if (fj_value_kind(PySequence_Fast_GET_ITEM(fast, k), 0) == EQ_NONE) {
+                    Py_CLEAR(fast);
+                    fj_unsupported("'in' test on a container holding objects only their own "
+                                   "code can compare");
+                }
+            if (fast != NULL) {
+                found = PySequence_Contains(cc, ci);
+                Py_DECREF(fast);
+            }
+            Py_DECREF(cc);
+        }
+        else if (cc != NULL) {
+            /* str, bytes and range answer in C; any other container's
+               __contains__ is code of its own */
+            if (PyUnicode_CheckExact(cc) || PyBytes_CheckExact(cc) || PyRange_Check(cc))
+                found = PySequence_Contains(cc, ci);
+            else
+                fj_unsupported("'in' test on %.100s", Py_TYPE(cc)->tp_name);
             Py_DECREF(cc);
         }
         else if (!PyErr_Occurred())
