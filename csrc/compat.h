@@ -199,6 +199,17 @@ static inline void fj_set_eval_frame(PyInterpreterState *interp, fj_EvalFrameFun
     _PyInterpreterState_SetEvalFrameFunc(interp, (_PyFrameEvalFunction)f);
 }
 #define fj_default_eval_frame ((fj_EvalFrameFunc)_PyEval_EvalFrameDefault)
+/* Makes the thread state 'ts', created by another thread, the calling
+   thread's (its thread ids), before the calling thread first takes the GIL
+   with it (3.11 records the creating thread's ids). */
+static inline void fj_tstate_adopt(PyThreadState *ts)
+{
+    ts->thread_id = PyThread_get_thread_ident();
+#ifdef PY_HAVE_THREAD_NATIVE_ID
+    ts->native_thread_id = PyThread_get_thread_native_id();
+#endif
+}
+
 /* Nonzero once the runtime is finalizing (readable without the GIL). */
 #define fj_is_finalizing() _Py_IsFinalizing()
 

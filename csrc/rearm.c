@@ -15,10 +15,15 @@ static int started = 0;          /* the thread runs (in this process) */
 static int (*armed)(void *) = NULL; /* the function to schedule, NULL when idle */
 static int stopping = 0;         /* the interpreter is exiting */
 static pthread_t thread;
+/* The timer thread's thread state, made by fj_rearm_after with the GIL held
+   (made on the timer thread by PyGILState_Ensure, its allocation went
+   through tracemalloc's hook without the GIL and crashed test_tracemalloc) */
+static PyThreadState *timer_ts = NULL;
 
 static void *timer_main(void *unused)
 {
     (void)unused;
+    fj_tstate_adopt(timer_ts);
     pthread_mutex_lock(&mu);
     while (!stopping) {
         if (armed == NULL) {
@@ -43,9 +48,9 @@ static void *timer_main(void *unused)
            not make 3.11's main thread look at its pending calls: it sets the
            eval breaker only if the *calling* thread can run them.)  Asking
            for the GIL makes the running thread drop it at its next check. */
-        PyGILState_STATE g = PyGILState_Ensure();
+        PyEval_RestoreThread(timer_ts);
         (void)fn(NULL);
-        PyGILState_Release(g);
+        (void)PyEval_SaveThread();
         pthread_mutex_lock(&mu);
     }
     pthread_mutex_unlock(&mu);
@@ -55,7 +60,9 @@ static void *timer_main(void *unused)
 void fj_rearm_after(int (*fn)(void *))
 {
     pthread_mutex_lock(&mu);
-    if (!started && !stopping) {
+    if (!started && !stopping && timer_ts == NULL)
+        timer_ts = PyThreadState_New(PyInterpreterState_Get());
+    if (!started && !stopping && timer_ts != NULL) {
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -91,6 +98,11 @@ static PyObject *rearm_stop(PyObject *mod, PyObject *unused)
         Py_END_ALLOW_THREADS
     }
     started = 0;
+    if (timer_ts != NULL) {
+        PyThreadState_Clear(timer_ts);
+        PyThreadState_Delete(timer_ts);
+        timer_ts = NULL;
+    }
     Py_RETURN_NONE;
 }
 
@@ -103,6 +115,7 @@ static void rearm_child(void)
     cv = c;
     started = 0;
     armed = NULL;
+    timer_ts = NULL; /* the child's runtime deleted the states of the other threads */
 }
 
 static PyMethodDef stop_def = {"_rearm_stop", rearm_stop, METH_NOARGS,

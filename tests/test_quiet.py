@@ -351,3 +351,17 @@ def test_fork_from_a_quiet_tail(tmp_path):
     plain, run = _run_both(tmp_path, _FORK_FROM_TAIL)
     assert plain[:2] == (0, "ok 0\n")
     assert run[:2] == (0, "ok 1\n"), run
+
+
+def test_timer_thread_with_tracemalloc_on(tmp_path):
+    # the timer's thread state was made with PyGILState_Ensure on the timer
+    # thread: its allocation went through tracemalloc's hook without the GIL
+    # and crashed CPython's own test_tracemalloc under run --preload=numpy
+    # (when the timer fired while tracemalloc traced: timing-dependent, so
+    # this exercises the path rather than reproducing the crash each run)
+    pytest.importorskip("test.test_tracemalloc")
+    env = dict(os.environ, PYTHONPATH=_ROOT)
+    r = subprocess.run([sys.executable, "-m", "framejit", "run", "--preload=numpy", "-m", "test",
+                        "test_tracemalloc"], capture_output=True, text=True, env=env,
+                       timeout=600, cwd=str(tmp_path))
+    assert r.returncode == 0 and "Result: SUCCESS" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
