@@ -223,7 +223,7 @@ static int tracer_init(Compiler *c, fj_Tracer *tx, const fj_FrameView *view, PyC
     }
     tx->frame_state = state;
     if ((tx->effects = PyList_New(0)) == NULL || (tx->global_overlay = PyDict_New()) == NULL ||
-        (tx->mutated = PyList_New(0)) == NULL)
+        (tx->mutated = PyList_New(0)) == NULL || (tx->made = PyList_New(0)) == NULL)
         return -1;
     tx->log_trace = hook_enabled(c, "trace_bytecode");
     if (tx->log_trace && (tx->log_fn = PyObject_GetAttrString(c->hooks, "log")) == NULL)
@@ -242,6 +242,10 @@ static int tracer_init(Compiler *c, fj_Tracer *tx, const fj_FrameView *view, PyC
 static void tracer_clear(fj_Tracer *tx)
 {
     fj_trace_free(tx);
+    Py_CLEAR(tx->effects); /* holds Vars: gone before they are cleared */
+    Py_CLEAR(tx->global_overlay);
+    Py_CLEAR(tx->mutated);
+    fj_trace_clear_made(tx);
     Py_CLEAR(tx->graph);
     Py_CLEAR(tx->guards);
     Py_CLEAR(tx->inputs);

@@ -139,7 +139,25 @@ fj_Var *fj_var_new(fj_VarKind kind, PyObject *obj, PyObject *items)
     v->split_dict = 0;
     v->dynamic = 0;
     PyObject_GC_Track(v);
+    fj_Tracer *tx = fj_current_tracer;
+    if (tx != NULL && tx->made != NULL && kind != FJ_VAR_CONST && kind != FJ_VAR_NODE &&
+        kind != FJ_VAR_NULL && PyList_Append(tx->made, (PyObject *)v) < 0) {
+        Py_DECREF(v);
+        return NULL;
+    }
     return v;
+}
+
+void fj_trace_clear_made(fj_Tracer *tx)
+{
+    PyObject *made = tx->made;
+    tx->made = NULL;
+    if (made == NULL)
+        return;
+    /* break the cycles: every Var clears what it holds, then the list goes */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(made); i++)
+        var_clear((fj_Var *)PyList_GET_ITEM(made, i));
+    Py_DECREF(made);
 }
 
 fj_Var *fj_var_const(PyObject *obj)

@@ -106,6 +106,10 @@ typedef struct fj_Tracer {
                                 containers a value holds in more than one place */
     int cyclic_values;       /* set by fj_codegen_*outputs: a value to rebuild contains
                                 itself, so containers are made empty then filled */
+    PyObject *made;          /* strong list or NULL: the Vars made while this tracer ran
+                                that can hold Vars; cleared with the tracer, so reference
+                                cycles among them (self.loop = self) are not left to the
+                                program's garbage collections (test_gc counts them) */
 } fj_Tracer;
 
 /*
@@ -159,6 +163,8 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value);
 int fj_trace_specialize(fj_Tracer *tx);
 /* The tracer running now (only one runs at a time per thread). */
 extern _Thread_local fj_Tracer *fj_current_tracer;
+/* Clears the Vars in tx->made (see fj_Tracer) and drops the list. */
+void fj_trace_clear_made(fj_Tracer *tx);
 
 /*
 ** What the identity of the object Var 'v' stands for at run time is, for a

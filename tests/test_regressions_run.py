@@ -982,3 +982,34 @@ def test_in_test_runs_no_program_eq():
         calls.clear()
         got, found = cf(x, K())
         assert found is False and len(calls) == plain[-1]
+
+
+def test_tracing_leaves_no_reference_cycles():
+    # CPython's test_gc under run --preload=numpy: tracing `self.loop = self`
+    # made Vars that held each other; a later gc.collect() found them too
+    # (it counts what it collects)
+    import gc
+    from framejit import config, run
+    from framejit._C import eval_frame
+
+    class Looped:
+        def __init__(self, i):
+            self.i = i
+            self.loop = self
+
+    old = config.skip_stdlib
+    config.skip_stdlib = False
+    framejit.reset()
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    prev = eval_frame.set_eval_frame(run.make_compiler())
+    try:
+        Looped(666)                   # traced (first call), then garbage
+        n = gc.collect()
+    finally:
+        eval_frame.set_eval_frame(prev)
+        config.skip_stdlib = old
+        if was:
+            gc.enable()
+    assert n == 1                     # the instance (its __dict__ is inlined), as plain
