@@ -984,32 +984,33 @@ def test_in_test_runs_no_program_eq():
         assert found is False and len(calls) == plain[-1]
 
 
-def test_tracing_leaves_no_reference_cycles():
+_TRACE_CYCLES = """
+import gc
+import numpy as np
+import framejit
+from framejit import config, run
+from framejit._C import eval_frame
+class Looped(object):
+    def __init__(self, i):
+        self.i = i
+        self.loop = self
+config.skip_stdlib = False
+prev = eval_frame.set_eval_frame(run.make_compiler())
+gc.collect()
+gc.disable()
+Looped(666)                       # traced (first call), then garbage
+n = gc.collect()
+eval_frame.set_eval_frame(prev)
+print(n)
+"""
+
+
+def test_tracing_leaves_no_reference_cycles(tmp_path):
     # CPython's test_gc under run --preload=numpy: tracing `self.loop = self`
-    # made Vars that held each other; a later gc.collect() found them too
-    # (it counts what it collects)
-    import gc
-    from framejit import config, run
-    from framejit._C import eval_frame
-
-    class Looped:
-        def __init__(self, i):
-            self.i = i
-            self.loop = self
-
-    old = config.skip_stdlib
-    config.skip_stdlib = False
-    framejit.reset()
-    gc.collect()
-    was = gc.isenabled()
-    gc.disable()
-    prev = eval_frame.set_eval_frame(run.make_compiler())
-    try:
-        Looped(666)                   # traced (first call), then garbage
-        n = gc.collect()
-    finally:
-        eval_frame.set_eval_frame(prev)
-        config.skip_stdlib = old
-        if was:
-            gc.enable()
-    assert n == 1                     # the instance (its __dict__ is inlined), as plain
+    # made Vars that held each other; the program's next gc.collect() found
+    # them too (test_gc counts what a collection finds)
+    script = tmp_path / "prog.py"
+    script.write_text(_TRACE_CYCLES)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=_ROOT), timeout=120)
+    assert (r.returncode, r.stdout) == (0, "1\n"), r.stderr
