@@ -120,18 +120,26 @@ print(r(200000))
 """
 
 
+def _script(tmp_path, program, pre=(), timeout=300):
+    """(returncode, stdout, stderr tail) of 'program' run as a script with
+    'pre' after the interpreter (e.g. -m framejit run)."""
+    script = tmp_path / "prog.py"
+    script.write_text(program)
+    r = subprocess.run([sys.executable, *pre, str(script)], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=_ROOT), timeout=timeout)
+    return r.returncode, r.stdout, r.stderr[-2000:]
+
+
+def _run_both(tmp_path, program):
+    """The script's result under python and under python -m framejit run."""
+    return [_script(tmp_path, program, pre) for pre in ((), ("-m", "framejit", "run"))]
+
+
 def test_deep_recursion_does_not_overflow_the_c_stack(tmp_path):
     # with a hook every Python call nests a C activation; CPython alone
     # inlines them.  The hook steps aside once half the C stack is used.
-    script = tmp_path / "deep.py"
-    script.write_text(_DEEP)
-    env = dict(os.environ, PYTHONPATH=_ROOT)
-    outs = []
-    for pre in ([], ["-m", "framejit", "run"]):
-        r = subprocess.run([sys.executable] + pre + [str(script)], capture_output=True,
-                           text=True, env=env, timeout=300)
-        outs.append((r.returncode, r.stdout))
-    assert outs[0] == outs[1] == (0, "200000\n")
+    plain, run = _run_both(tmp_path, _DEEP)
+    assert plain[:2] == run[:2] == (0, "200000\n")
 
 
 def deep_sum(n, x):
@@ -197,18 +205,6 @@ def test_quiet_tail_is_observed_again_after_the_timer(whole_program):
 
 # ---------------------------------------------------------------- review fixes
 # Programs run under `python -m framejit run`, compared with plain Python.
-
-def _run_both(tmp_path, program):
-    script = tmp_path / "prog.py"
-    script.write_text(program)
-    env = dict(os.environ, PYTHONPATH=_ROOT)
-    outs = []
-    for pre in ([], ["-m", "framejit", "run"]):
-        r = subprocess.run([sys.executable] + pre + [str(script)], capture_output=True,
-                           text=True, env=env, timeout=300)
-        outs.append((r.returncode, r.stdout, r.stderr[-2000:]))
-    return outs
-
 
 _COMPILED_IN_REGION = """
 import numpy as np, framejit
@@ -294,11 +290,8 @@ print(loop(10))
 
 
 def test_hook_is_back_on_after_regions_and_tails(tmp_path):
-    script = tmp_path / "prog.py"
-    script.write_text(_CHAINED)
-    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=_ROOT), timeout=300)
-    assert (r.returncode, r.stdout) == (0, "hook on while a callback is set: True\n55\n"), r.stderr
+    rc, out, err = _script(tmp_path, _CHAINED)
+    assert (rc, out) == (0, "hook on while a callback is set: True\n55\n"), err
 
 
 _EQUALS_BEFORE_NUMPY = """
@@ -312,11 +305,8 @@ except TypeError as e:
 
 
 def test_guard_builders_work_before_numpy_is_loaded(tmp_path):
-    script = tmp_path / "prog.py"
-    script.write_text(_EQUALS_BEFORE_NUMPY)
-    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=_ROOT), timeout=120)
-    assert (r.returncode, r.stdout) == (0, "TypeError False\n"), r.stderr
+    rc, out, err = _script(tmp_path, _EQUALS_BEFORE_NUMPY)
+    assert (rc, out) == (0, "TypeError False\n"), err
 
 
 _FORK_FROM_TAIL = """
