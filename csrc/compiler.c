@@ -573,16 +573,21 @@ static int trace_saw_arrays(fj_Tracer *tx, PyCodeObject *co)
     return PyList_GET_SIZE(tx->placeholders) > 0 || fj_view_has_arrays(co, &tx->view);
 }
 
-/* The frame runs whole in CPython for inputs like these (guards of the failed
-   trace); with no array among its inputs, for every input without arrays
-   (UNLESS_ARRAYS: no guards). */
-static PyObject *run_whole(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject *cid)
+/* The frame runs whole in CPython for inputs like these (guards of the
+   trace); when no array flowed into the trace ('arrays' 0), for every input
+   without arrays (UNLESS_ARRAYS: no guards). */
+static PyObject *run_as_is(PyCodeObject *co, fj_Tracer *tx, PyObject *cid, int arrays)
 {
     if (remember_code(co) < 0) /* framejit.reset() forgets the mark too */
         return NULL;
-    if (!trace_saw_arrays(tx, co))
+    if (!arrays)
         return Py_NewRef(fj_unless_arrays_sentinel());
     return Py_BuildValue("(OOO)", (PyObject *)co, tx->guards, cid);
+}
+
+static PyObject *run_whole(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject *cid)
+{
+    return run_as_is(co, tx, cid, trace_saw_arrays(tx, co));
 }
 
 /*
@@ -609,15 +614,13 @@ static PyObject *no_graph(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject
     if (h == NULL)
         return NULL;
     Py_DECREF(h);
-    if (!arrays)
-        return remember_code(co) < 0 ? NULL : Py_NewRef(fj_unless_arrays_sentinel());
-    fj_ExtraState *es = fj_cache_get(co);
+    fj_ExtraState *es = arrays ? fj_cache_get(co) : NULL;
     int captured = 0;
     for (Py_ssize_t i = 0; es != NULL && i < es->n; i++)
         captured |= !es->entries[i]->own_code;
     if (es != NULL && es->n > 0 && !captured)
         return Py_NewRef(fj_skip_code_sentinel());
-    return run_whole(c, co, tx, cid);
+    return run_as_is(co, tx, cid, arrays);
 }
 
 /* The traced frame returned: graph call, rebuilt return value. New ref. */
