@@ -104,6 +104,9 @@ typedef struct {
     npy_intp *strides; /* PyMem, n entries */
     int layout;        /* TENSOR_MATCH with dynamic dims: C/F-contiguity flags to match
                           instead of strides; -1 when strides are checked */
+    const void *dtype_id; /* TENSOR_MATCH: the builtin dtype singleton the array had
+                             (NumPy keeps those for the process), compared by address
+                             only, never dereferenced; NULL for other dtypes */
 } Leaf;
 
 typedef struct GuardManager {
@@ -366,7 +369,7 @@ static int tensor_check(Leaf *lf, PyObject *v, PyObject *source, PyObject **reas
     }
     PyArrayObject *a = (PyArrayObject *)v;
     PyArray_Descr *d = PyArray_DESCR(a), *want = (PyArray_Descr *)lf->aux;
-    if (d != want && !PyArray_EquivTypes(d, want)) {
+    if ((const void *)d != lf->dtype_id && !PyArray_EquivTypes(d, want)) {
         tensor_reason(reason, source, "dtype mismatch. expected %S, actual %S", (PyObject *)want,
                       (PyObject *)d);
         return 0;
@@ -960,6 +963,41 @@ int fj_guard_add_dict_version(PyObject *mgr, PyObject *d)
     return manager_add_leaf(m, lf);
 }
 
+/* TENSOR_MATCH keeps the dtype by value, never the program's dtype object:
+** a guard must not move sys.getrefcount of np.dtype('int32') or keep a
+** structured dtype alive (NumPy's test___array___refcount counts it).  A
+** builtin singleton is matched by address first (it lives as long as NumPy);
+** any other dtype, and a mismatch, is compared for equivalence with a private
+** copy.  A dtype NumPy cannot copy (a new-style user DType) is held. */
+static int tensor_hold_dtype(Leaf *lf, PyArray_Descr *descr)
+{
+    lf->dtype_id = NULL;
+#if NPY_ABI_VERSION >= 0x02000000
+    const int builtin_types = NPY_NTYPES_LEGACY;
+#else
+    const int builtin_types = NPY_NTYPES;
+#endif
+    if (descr->type_num >= 0 && descr->type_num < builtin_types) {
+        PyArray_Descr *canon = PyArray_DescrFromType(descr->type_num);
+        if (canon == NULL)
+            return -1;
+        if (canon == descr)
+            lf->dtype_id = descr;
+        Py_DECREF(canon);
+    }
+#if NPY_ABI_VERSION >= 0x02000000
+    if (!PyDataType_ISLEGACY(descr)) { /* PyArray_DescrNew refuses new-style DTypes */
+        lf->aux = Py_NewRef((PyObject *)descr);
+        return 0;
+    }
+#endif
+    PyArray_Descr *copy = PyArray_DescrNew(descr);
+    if (copy == NULL)
+        return -1;
+    lf->aux = (PyObject *)copy;
+    return 0;
+}
+
 /* "[4, None]": the entries of 'v' (n of them), None where shape[i] < 0.
 ** New reference, NULL on error. */
 static PyObject *dims_repr(const npy_intp *v, const npy_intp *shape, Py_ssize_t n)
@@ -1037,7 +1075,8 @@ int fj_guard_add_tensor_match(PyObject *mgr, PyObject *example, PyObject *dynami
     }
     if (leaf_hold(lf, (PyObject *)Py_TYPE(example)) < 0)
         goto error;
-    lf->aux = Py_NewRef((PyObject *)PyArray_DESCR(a));
+    if (tensor_hold_dtype(lf, PyArray_DESCR(a)) < 0)
+        goto error;
     qual = PyType_GetQualName(Py_TYPE(example));
     /* a builtin dtype is named after its scalar type (float64): str(dtype) is
        NumPy's Python code, which uses builtins the program may have patched */

@@ -273,6 +273,62 @@ def test_leaves_hold_weak_references():
     assert not r.check([make_class()(), None, m, {}])
 
 
+DTYPES = [np.dtype(np.int32), np.dtype(">f8"), np.dtype("<U3"), np.dtype("M8[s]"),
+          np.dtype([("a", "<i4"), ("b", "<f8")]), np.dtype(">i4")]
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=str)
+def test_tensor_match_holds_no_dtype(dt):
+    """TENSOR_MATCH matches the dtype by value: the program's dtype object
+    (a builtin singleton or one it made) keeps its reference count."""
+    a = np.zeros(2, dtype=dt)
+    before = sys.getrefcount(dt)
+    r = _C.RootGuardManager()
+    r.local(0, "a").add_tensor_match(a)
+    assert sys.getrefcount(dt) == before
+    assert r.check([a]) and r.check([np.zeros(2, dtype=dt)])
+    del r
+    assert sys.getrefcount(dt) == before
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=str)
+def test_tensor_match_tells_dtypes_apart(dt):
+    r = _C.RootGuardManager()
+    r.local(0, "a").add_tensor_match(np.zeros(2, dtype=dt))
+    for other in DTYPES + [np.dtype("<f8"), np.dtype("<U4"), np.dtype("M8[ms]"),
+                           np.dtype([("a", "<i4"), ("c", "<f8")]), np.dtype("<i4")]:
+        b = np.zeros(2, dtype=other)
+        assert r.check([b]) == (other == dt and b.shape == (2,)), other
+    # an equal dtype built again (not the singleton) passes
+    assert r.check([np.zeros(2, dtype=np.dtype(dt.str if dt.fields is None else dt.descr))])
+
+
+def test_array_refcount_of_dtype_across_compiles():
+    """NumPy's test___array___refcount: np.array(obj) calls obj.__array__,
+    whose frame compiles once per new class (its break at the ndarray
+    method runs it whole, under a TENSOR_MATCH on self.val); the dtype's
+    count stays.  (A graph's example values are arrays of the dtype and
+    hold it like any array does; none is made here.)"""
+    def run():
+        class MyArray:
+            def __init__(self, dtype):
+                self.val = np.array([-1], dtype=dtype)
+
+            def __array__(self, dtype=None, copy=None):
+                return self.val.__array__(dtype=dtype, copy=copy)
+        plain = MyArray.__array__
+        MyArray.__array__ = framejit.compile(plain, backend="eager")
+        dt = np.dtype(np.int32)
+        old = sys.getrefcount(dt)
+        vals = [np.array(MyArray(dt)).tolist(), np.array(MyArray(dt), dtype=dt).tolist()]
+        return old, sys.getrefcount(dt), vals, plain
+    for _ in range(3):
+        old, new, vals, plain = run()
+        assert vals == [[-1], [-1]]
+        assert new == old
+    assert len(_C.eval_frame._debug_get_cache_entry_list(plain.__code__)) >= 1
+
+
 # ------------------------------------ 5. patched builtins and stdlib
 
 PATCHED = ["len", "isinstance", "issubclass", "bool", "int", "float", "getattr", "hasattr",
