@@ -1,6 +1,8 @@
 """``python -m framejit run`` against ``python`` on pure-Python programs
 (issue 17): each program's CPU time (user + system of the child process)
-under both, in alternating runs, as a ratio of medians; the start-up that
+under both, in alternating runs, as a ratio of medians (without NumPy, where
+``run`` keeps its hook dormant, and with NumPy imported first, where the
+hook is awake); the start-up that
 ``run`` adds (an empty program); and CPython unittest modules, whose time
 under ``run`` should be at most 1.1x plain plus that start-up.
 
@@ -17,7 +19,10 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-PROGRAMS = ("fib.py", "scheduler.py", "nbody.py", "json_rt.py", "gens.py")
+PROGRAMS = ("fib.py", "scheduler.py", "nbody.py", "json_rt.py", "gens.py", "deepcopy.py")
+# The same programs with NumPy imported first (bench/pure/with_numpy.py):
+# the hook is awake, so this measures it; without NumPy `run` is dormant.
+AWAKE = ("fib.py", "scheduler.py", "nbody.py", "json_rt.py", "gens.py")
 UNITTESTS = ("test.test_heapq", "test.test_bisect", "test.test_textwrap", "test.test_statistics")
 
 
@@ -63,6 +68,15 @@ def main():
         met = r / p <= 1.10
         ok &= met
         print(f"{name:16s} {p * 1e3:7.0f}ms {r * 1e3:7.0f}ms {r / p:7.3f}  "
+              f"{'MET' if met else 'NOT MET'}", flush=True)
+    print(f"\nwith NumPy imported first (the hook awake)")
+    wrap = os.path.join(HERE, "pure", "with_numpy.py")
+    for name in AWAKE[:2] if quick else AWAKE:
+        prog = os.path.join(HERE, "pure", name)
+        p, r = alternate([py, wrap, prog], run + [wrap, prog], rounds, env)
+        met = r / p <= 1.10
+        ok &= met
+        print(f"{'+numpy ' + name:16s} {p * 1e3:7.0f}ms {r * 1e3:7.0f}ms {r / p:7.3f}  "
               f"{'MET' if met else 'NOT MET'}", flush=True)
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write("pass\n")

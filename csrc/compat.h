@@ -35,6 +35,9 @@
 #endif
 #include <internal/pycore_opcode.h>
 #include <internal/pycore_dict.h>
+/* objimpl.h, included by Python.h before Py_BUILD_CORE, defines its own */
+#undef _PyGC_FINALIZED
+#include <internal/pycore_runtime.h> /* _PyRuntime.audit_hook_head */
 #include <opcode.h> /* 3.11 opcode numbers (LOAD_FAST, ...) and NB_* BINARY_OP args */
 #undef Py_BUILD_CORE
 #else
@@ -209,6 +212,77 @@ static inline void fj_tstate_adopt(PyThreadState *ts)
     ts->native_thread_id = PyThread_get_thread_native_id();
 #endif
 }
+
+/*
+** Watching imports: a C audit hook (PySys_AddAuditHook) sees the "import"
+** event raised when a module is first loaded.  Python code cannot see a C
+** hook, but every audited operation (id(), open(), sys._getframe, ...) pays
+** for it, so the watcher takes itself out of the runtime's hook list once
+** it is done (fj_unwatch_imports) and puts the same entry back if asked to
+** watch again: no second "sys.addaudithook" event.  The entry is never
+** freed while unlinked (kept in 'fj_audit_retired', reachable), and it is
+** unlinked without freeing from inside its own call, where CPython's walk
+** of the list still reads its 'next'.
+**
+** 3.11: the list is _PyRuntime.audit_hook_head, entries _Py_AuditHookEntry,
+** changed only with the GIL held.  Defined in the one file that defines
+** FJ_IMPORT_WATCH before its includes (evalframe.c).
+*/
+#ifdef FJ_IMPORT_WATCH
+typedef int (*fj_ImportWatch)(PyObject *name); /* 1: done watching */
+static fj_ImportWatch fj_import_watch = NULL;
+static _Py_AuditHookEntry *fj_audit_retired = NULL;
+
+static inline void fj_unwatch_imports(void);
+static int fj_audit_import(const char *event, PyObject *args, void *data)
+{
+    (void)data;
+    if (fj_import_watch == NULL || strcmp(event, "import") != 0)
+        return 0;
+    if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) < 1 ||
+        !PyUnicode_Check(PyTuple_GET_ITEM(args, 0)))
+        return 0;
+    if (fj_import_watch(PyTuple_GET_ITEM(args, 0)))
+        fj_unwatch_imports();
+    return 0;
+}
+
+/* Calls 'watch' with the name of each module loaded from now on, until it
+   returns 1 or fj_unwatch_imports.  0, or -1 with an exception. */
+static inline int fj_watch_imports(fj_ImportWatch watch)
+{
+    fj_import_watch = watch;
+    for (_Py_AuditHookEntry *e = _PyRuntime.audit_hook_head; e != NULL; e = e->next)
+        if (e->hookCFunction == fj_audit_import)
+            return 0;
+    if (fj_audit_retired != NULL) { /* relinked at the tail, where it was added */
+        _Py_AuditHookEntry **tail = &_PyRuntime.audit_hook_head;
+        while (*tail != NULL)
+            tail = &(*tail)->next;
+        fj_audit_retired->next = NULL;
+        *tail = fj_audit_retired;
+        fj_audit_retired = NULL;
+        return 0;
+    }
+    if (PySys_AddAuditHook(fj_audit_import, NULL) < 0) {
+        fj_import_watch = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static inline void fj_unwatch_imports(void)
+{
+    fj_import_watch = NULL;
+    for (_Py_AuditHookEntry **p = &_PyRuntime.audit_hook_head; *p != NULL; p = &(*p)->next) {
+        if ((*p)->hookCFunction == fj_audit_import) {
+            fj_audit_retired = *p;
+            *p = (*p)->next; /* the retired entry keeps its 'next' for a walk in progress */
+            return;
+        }
+    }
+}
+#endif /* FJ_IMPORT_WATCH */
 
 /* Nonzero once the runtime is finalizing (readable without the GIL). */
 #define fj_is_finalizing() _Py_IsFinalizing()

@@ -14,6 +14,7 @@
 **                             an argument or free variable holds an array
 **                             (its trace captured no graph operation)
 */
+#define FJ_IMPORT_WATCH /* compat.h: the import watcher is defined here */
 #include "evalframe.h"
 
 #include "cache.h"
@@ -607,6 +608,52 @@ static unsigned long tail_epoch = 0;
 */
 static int stepped_aside = 0;
 
+/*
+** Dormant (run mode): until the program imports an array library (NumPy,
+** torch) no frame can hold an array, so no frame can capture a graph: the
+** hook is off the interpreter altogether (stepped aside), and CPython runs
+** and specializes as without framejit (it does not specialize Python calls
+** while any hook is set: test_dis's test_loop_quicken).  compat.h's import
+** watcher wakes it when such an import starts; setting a callback other than
+** the one that went dormant (a framejit.compile'd function) wakes it too.
+** step_back does nothing while dormant.
+*/
+static int dormant = 0;
+static const void *dormant_callback = NULL; /* identity only, never dereferenced */
+static PyObject *wake_names = NULL;        /* strong tuple of str, while dormant */
+
+static void step_back(PyInterpreterState *interp);
+
+static void wake_up(void)
+{
+    if (!dormant)
+        return;
+    dormant = 0;
+    dormant_callback = NULL;
+    Py_CLEAR(wake_names);
+    fj_unwatch_imports();
+    step_back(PyInterpreterState_Get());
+}
+
+/* compat.h's import watcher: a module is being loaded.  1 when done. */
+static int wake_on_import(PyObject *name)
+{
+    if (!dormant || wake_names == NULL)
+        return 1;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(name);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(wake_names); i++) {
+        PyObject *w = PyTuple_GET_ITEM(wake_names, i);
+        Py_ssize_t wn = PyUnicode_GET_LENGTH(w);
+        if (n < wn || PyUnicode_Tailmatch(name, w, 0, wn, -1) != 1)
+            continue;
+        if (n == wn || PyUnicode_READ_CHAR(name, wn) == '.') {
+            wake_up();
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int step_aside(PyInterpreterState *interp)
 {
     if (stepped_aside || fj_get_eval_frame(interp) != fj_eval_frame_ptr)
@@ -618,7 +665,7 @@ static int step_aside(PyInterpreterState *interp)
 
 static void step_back(PyInterpreterState *interp)
 {
-    if (!stepped_aside)
+    if (!stepped_aside || dormant)
         return;
     stepped_aside = 0;
     if (active_threads > 0 && fj_get_eval_frame(interp) == previous_eval_frame)
@@ -870,7 +917,7 @@ static void after_fork_child(void)
     active_threads = tls_callback != NULL ? 1 : 0; /* NULL when off */
     tls_act = NULL;
     tls_probing = 0;
-    if (stepped_aside) {
+    if (stepped_aside && !dormant) {
         stepped_aside = 0;
         if (active_threads > 0)
             fj_set_eval_frame(PyInterpreterState_Main(), fj_eval_frame_ptr);
@@ -890,10 +937,15 @@ PyObject *fj_swap_callback(PyObject *callback)
     int was_on = callback_is_on(old), now_on = callback_is_on(callback);
     tls_callback = now_on ? Py_NewRef(callback) : NULL;
     PyInterpreterState *interp = PyThreadState_Get()->interp;
+    if (now_on && dormant && (const void *)callback != dormant_callback)
+        wake_up(); /* a framejit.compile'd function: its frames must be seen */
     if (!was_on && now_on && active_threads++ == 0) {
         fj_EvalFrameFunc cur = fj_get_eval_frame(interp);
         previous_eval_frame = cur == fj_eval_frame ? fj_default_eval_frame : cur;
-        fj_set_eval_frame(interp, fj_eval_frame);
+        if (dormant)
+            stepped_aside = 1; /* on when it wakes */
+        else
+            fj_set_eval_frame(interp, fj_eval_frame);
     }
     else if (was_on && !now_on && --active_threads == 0) {
         /* Put back what was there, unless someone chained over us since. */
@@ -915,6 +967,64 @@ static PyObject *set_eval_frame_py(PyObject *mod, PyObject *callback)
         return NULL;
     }
     return fj_swap_callback(callback);
+}
+
+/* _sleep_until_import(callback, names): see "Dormant".  Goes dormant if
+   'callback' is the calling thread's, the hook is on the interpreter, and
+   no module named in 'names' (or a submodule) is in sys.modules.  True if it
+   did. */
+static PyObject *sleep_until_import_py(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "_sleep_until_import(callback, names: tuple of str)");
+        return NULL;
+    }
+    PyObject *names = args[1];
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++)
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(names, i)) ||
+            PyUnicode_GET_LENGTH(PyTuple_GET_ITEM(names, i)) == 0) {
+            PyErr_SetString(PyExc_TypeError, "_sleep_until_import: names must be non-empty str");
+            return NULL;
+        }
+    PyInterpreterState *interp = PyThreadState_Get()->interp;
+    if (dormant || stepped_aside || args[0] != tls_callback || tls_callback == NULL ||
+        fj_get_eval_frame(interp) != fj_eval_frame_ptr)
+        Py_RETURN_FALSE;
+    /* a loaded library, or one of its submodules, means arrays may exist */
+    PyObject *modules = PyImport_GetModuleDict(), *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(modules, &pos, &key, &value)) {
+        if (!PyUnicode_CheckExact(key))
+            continue;
+        Py_ssize_t n = PyUnicode_GET_LENGTH(key);
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+            PyObject *w = PyTuple_GET_ITEM(names, i);
+            Py_ssize_t wn = PyUnicode_GET_LENGTH(w);
+            if (n >= wn && PyUnicode_Tailmatch(key, w, 0, wn, -1) == 1 &&
+                (n == wn || PyUnicode_READ_CHAR(key, wn) == '.'))
+                Py_RETURN_FALSE;
+        }
+    }
+    if (fj_watch_imports(wake_on_import) < 0)
+        return NULL;
+    wake_names = Py_NewRef(names);
+    dormant = 1;
+    dormant_callback = tls_callback;
+    step_aside(interp);
+    Py_RETURN_TRUE;
+}
+
+/* _dormant(): True while the hook waits for an array library (run mode). */
+static PyObject *dormant_py(PyObject *mod, PyObject *unused)
+{
+    return PyBool_FromLong(dormant);
+}
+
+/* _wake(): ends dormancy (the hook back on if a callback is set). */
+static PyObject *wake_py(PyObject *mod, PyObject *unused)
+{
+    wake_up();
+    Py_RETURN_NONE;
 }
 
 static PyObject *skip_code_py(PyObject *mod, PyObject *code)
@@ -962,6 +1072,18 @@ static PyObject *skip_code_py(PyObject *mod, PyObject *code)
     Py_RETURN_NONE;
 }
 static PyObject *reset_code_py(PyObject *mod, PyObject *code)
+{
+    Py_RETURN_NONE;
+}
+static PyObject *sleep_until_import_py(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_RETURN_FALSE;
+}
+static PyObject *dormant_py(PyObject *mod, PyObject *unused)
+{
+    Py_RETURN_FALSE;
+}
+static PyObject *wake_py(PyObject *mod, PyObject *unused)
 {
     Py_RETURN_NONE;
 }
@@ -1022,6 +1144,16 @@ static PyMethodDef eval_frame_methods[] = {
     {NULL},
 };
 
+/* framejit._C, not eval_frame (whose names are exactly torch's). */
+static PyMethodDef dormant_methods[] = {
+    {"_sleep_until_import", (PyCFunction)(void (*)(void))sleep_until_import_py, METH_FASTCALL,
+     "_sleep_until_import(callback, names) -> bool: run mode: the hook off the interpreter "
+     "until a module in names (or a submodule) is imported (see evalframe.c, Dormant)."},
+    {"_dormant", dormant_py, METH_NOARGS, "_dormant() -> bool: the hook waits for an import."},
+    {"_wake", wake_py, METH_NOARGS, "_wake(): the hook back on now, if it was dormant."},
+    {NULL},
+};
+
 static struct PyModuleDef eval_frame_def = {
     PyModuleDef_HEAD_INIT, "framejit._C.eval_frame",
     "The frame-evaluation hook and the per-code cache.", -1, eval_frame_methods,
@@ -1054,6 +1186,8 @@ static PyType_Spec sentinel_spec = {"framejit._C.FrameAction", sizeof(PyObject),
 
 int fj_evalframe_init(PyObject *module)
 {
+    if (PyModule_AddFunctions(module, dormant_methods) < 0)
+        return -1;
     PyObject *sub = PyModule_Create(&eval_frame_def);
     if (sub == NULL)
         return -1;

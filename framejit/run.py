@@ -17,6 +17,11 @@ excepted: framejit/_hooks.py).  Threads started with ``threading.Thread``
 get the same callback (``Thread._bootstrap_inner`` is wrapped); threads made
 with ``_thread.start_new_thread`` directly run uncompiled.
 
+Until the program imports NumPy or torch (ARRAY_MODULES) the hook is off
+the interpreter: no frame can hold an array before that, and the program
+runs (and CPython specializes its calls) exactly as under ``python``.  The
+import wakes it; frames entered from then on are offered.
+
 The exit status and output are the program's: ``SystemExit`` passes
 through, an uncaught exception prints its traceback (without framejit's
 frames) and exits 1.  ``--summary`` prints framejit's counters to stderr
@@ -44,6 +49,10 @@ _STAT_ORDER = ("frames_offered", "frames_skipped", "frames_compiled", "frames_no
 
 
 _PRELOAD = []   # --preload: modules imported before the program (a test aid)
+#: Until the program imports one of these (or a submodule), no array can
+#: exist, so no frame can capture a graph: the hook stays off the interpreter
+#: (csrc/evalframe.c, "Dormant") and the program runs exactly as under python.
+ARRAY_MODULES = ("numpy", "torch")
 
 
 def _parse(argv):
@@ -129,12 +138,16 @@ def _wrap_tracing():
     return undo
 
 
-def format_summary(counters):
-    """The --summary text for framejit.counters."""
+def format_summary(counters, dormant=False):
+    """The --summary text for framejit.counters; 'dormant': the program
+    never imported an array library (ARRAY_MODULES)."""
     stats = dict(counters.get("stats", {}))
     for k, v in counters.get("frames", {}).items():
         stats["frames_" + k] = v
     lines = ["framejit summary:"]
+    if dormant:
+        lines.append(f"  no {' or '.join(ARRAY_MODULES)} imported: the hook stayed off "
+                     "(every frame ran as under python)")
     for k in _STAT_ORDER:
         lines.append(f"  {k:22s} {stats.get(k, 0)}")
     for k in sorted(set(stats) - set(_STAT_ORDER)):
@@ -168,6 +181,7 @@ def main(argv):
     """Runs the program described by 'argv' (the words after ``run``)."""
     summary, backend, is_module, target, args = _parse(argv)
     from . import config, api
+    from . import _C
     from ._C import eval_frame
     compiler = make_compiler(backend)
     if is_module:
@@ -186,8 +200,10 @@ def main(argv):
     config.warn_recompile_limit = False
     undo_threads = _wrap_threads(compiler)
     prev = eval_frame.set_eval_frame(compiler)
+    _C._sleep_until_import(compiler, ARRAY_MODULES)
     undo_tracing = _wrap_tracing()
     status = 0
+    dormant = False
     try:
         try:
             # the interpreter's __main__ starts with an empty __annotations__
@@ -199,12 +215,14 @@ def main(argv):
                 runpy.run_path(target, init_globals=init, run_name="__main__")
         finally:
             undo_tracing()
+            dormant = _C._dormant()
+            _C._wake()
             eval_frame.set_eval_frame(prev)
             undo_threads()
     except SystemExit:
         if summary:
             sys.stdout.flush()
-            print(format_summary(api.counters), file=sys.stderr)
+            print(format_summary(api.counters, dormant), file=sys.stderr)
         raise
     except KeyboardInterrupt:
         raise
@@ -213,5 +231,5 @@ def main(argv):
         status = 1
     if summary:
         sys.stdout.flush()
-        print(format_summary(api.counters), file=sys.stderr)
+        print(format_summary(api.counters, dormant), file=sys.stderr)
     return status

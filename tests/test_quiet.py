@@ -138,7 +138,8 @@ def _run_both(tmp_path, program):
 def test_deep_recursion_does_not_overflow_the_c_stack(tmp_path):
     # with a hook every Python call nests a C activation; CPython alone
     # inlines them.  The hook steps aside once half the C stack is used.
-    plain, run = _run_both(tmp_path, _DEEP)
+    # (NumPy imported: without it the hook is dormant, off the interpreter.)
+    plain, run = _run_both(tmp_path, "import numpy\n" + _DEEP)
     assert plain[:2] == run[:2] == (0, "200000\n")
 
 

@@ -167,16 +167,21 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _run_both(tmp_path, program, timeout=120):
-    """(plain result, framejit run result) of 'program' as (rc, stdout, stderr)."""
+    """(plain result, framejit run result) of 'program' as (rc, stdout, stderr).
+
+    A program that never imports NumPy runs with the hook dormant under
+    ``run`` (off the interpreter): it is also run with ``--preload=numpy``,
+    where every frame is traced, and must give the same result there."""
     script = tmp_path / "prog.py"
     script.write_text(program)
     env = dict(os.environ, PYTHONPATH=_ROOT)
     out = []
-    for pre in ([], ["-m", "framejit", "run"]):
+    for pre in ([], ["-m", "framejit", "run"], ["-m", "framejit", "run", "--preload=numpy"]):
         r = subprocess.run([sys.executable] + pre + [str(script)], capture_output=True,
                            text=True, env=env, timeout=timeout, cwd=str(tmp_path))
         out.append((r.returncode, r.stdout, r.stderr))
-    return out
+    assert out[2] == out[1], "run --preload=numpy differs from run"
+    return out[:2]
 
 
 _BIG_LIST = """
