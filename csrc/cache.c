@@ -122,7 +122,34 @@ static void extra_state_free(void *p)
         Py_DECREF(entries[i]);
     PyMem_Free(entries);
     Py_XDECREF(fs);
+    fj_dynamic_clear(&es->dyn);
     PyMem_Free(es);
+}
+
+PyObject *fj_cache_guard_failures(fj_ExtraState *es, const fj_FrameView *view)
+{
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t i = 0; out && i < es->n; i++) {
+        fj_CacheEntry *e = es->entries[i];
+        PyObject *text = fj_guards_check_verbose(e->guard_manager, view);
+        if (text == NULL) { /* a guard raised: that is its failure */
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyErr_NormalizeException(&type, &value, &tb);
+            text = value ? PyUnicode_FromFormat("(guard raised %R)", value) : NULL;
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+        }
+        else if (text == Py_None)
+            Py_SETREF(text, PyUnicode_FromString("(passes now)"));
+        PyObject *pair = text ? PyTuple_Pack(2, e->compile_id, text) : NULL;
+        Py_XDECREF(text);
+        if (pair == NULL || PyList_Append(out, pair) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(pair);
+    }
+    return out;
 }
 
 fj_ExtraState *fj_cache_get(PyCodeObject *co)

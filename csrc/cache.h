@@ -13,6 +13,7 @@
 #ifndef FJ_CACHE_H
 #define FJ_CACHE_H
 
+#include "dynamic.h"
 #include "guards.h"
 
 typedef enum {
@@ -46,6 +47,7 @@ typedef struct {
     long compiles;  /* compiles of this code so far */
     int before_numpy; /* UNLESS_ARRAYS given before NumPy was loaded, untraced:
                          offered once more when it is (evalframe.c) */
+    fj_DynState dyn;  /* automatic dynamic: what earlier compiles saw (dynamic.h) */
 } fj_ExtraState;
 
 /* The code's ExtraState, or NULL when it has none. Borrowed. */
@@ -53,6 +55,11 @@ fj_ExtraState *fj_cache_get(PyCodeObject *co);
 
 /* The code's ExtraState, created empty if missing. Borrowed; NULL on error. */
 fj_ExtraState *fj_cache_get_or_create(PyCodeObject *co);
+
+/* Why each entry of 'es' misses the frame 'view' (a recompile's
+   diagnosis): a new list of (compile_id, text of the first failing guard),
+   "(passes now)" or "(guard raised ...)".  NULL on error. */
+PyObject *fj_cache_guard_failures(fj_ExtraState *es, const fj_FrameView *view);
 
 /* Drops the code's ExtraState (entries, frame state, strategy). */
 void fj_cache_reset(PyCodeObject *co);

@@ -13,7 +13,6 @@
 */
 #include "codegen.h"
 
-#include "evalframe.h"
 #include "graph.h"
 
 #define VAR(o) ((fj_Var *)(o))
@@ -1545,8 +1544,6 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
             goto done;
     }
     result = hashable_code(fj_builder_assemble(b, NULL));
-    if (result != NULL && fj_evalframe_mark_code(result, FJ_CODE_ROLE_BREAK) < 0)
-        Py_CLEAR(result);
 done:
     fj_builder_clear(b);
     Py_XDECREF(bc.memo);

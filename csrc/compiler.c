@@ -24,6 +24,7 @@
 
 #include "cache.h"
 #include "codegen.h"
+#include "config.h"
 #include "evalframe.h"
 #include "fj_numpy.h"
 #include "graph.h"
@@ -37,6 +38,7 @@ typedef struct {
     PyObject *marked;  /* strong dict: id(array) -> dims asked for by mark_dynamic */
     int fullgraph;
     int dynamic;       /* -1: automatic, 0: never, 1: every int and dim */
+    fj_Config cfg;     /* framejit.config as read by this compiler (config.h) */
 } Compiler;
 
 static PyTypeObject *compiler_type = NULL;
@@ -48,30 +50,13 @@ static long next_fn_id = 0;
 static PyObject *display_names = NULL;
 static PyObject *installed = NULL; /* strong list of (globals, name): globals framejit added */
 static PyObject *compiled_codes = NULL; /* strong list of weakrefs to code objects with entries */
-static PyObject *resume_cache = NULL;  /* strong dict: (orig code, index, nulls, argnames) -> (code, n) */
-/* strong dict: resume code -> (orig code, prefix length, log name resume_in_<name>_at_<line>) */
-static PyObject *resume_origin = NULL;
-static long next_resume_id = 1;
-static const int fj_max_restarts = 100;
 
 /* ------------------------------------------------------------- hooks */
 
+/* Whether log 'channel' is on (c->cfg, refreshed at the start of each compile). */
 static int hook_enabled(Compiler *c, const char *channel)
 {
-    PyObject *enabled = PyObject_GetAttrString(c->hooks, "enabled");
-    if (enabled == NULL) {
-        PyErr_Clear();
-        return 0;
-    }
-    PyObject *key = PyUnicode_FromString(channel);
-    int r = key ? PySequence_Contains(enabled, key) : -1;
-    Py_XDECREF(key);
-    Py_DECREF(enabled);
-    if (r < 0) {
-        PyErr_Clear();
-        return 0;
-    }
-    return r;
+    return (c->cfg.channels & fj_config_channel(channel)) != 0;
 }
 
 /* Calls hooks.<name>(*args); returns a new reference or NULL. */
@@ -197,7 +182,7 @@ static PyObject *example_inputs(fj_Tracer *tx)
 /* ----------------------------------------------------------- compile */
 
 static int tracer_init(Compiler *c, fj_Tracer *tx, const fj_FrameView *view, PyCodeObject *co,
-                       PyObject *cid, int stop_at, PyObject *state)
+                       PyObject *cid, int stop_at, fj_ExtraState *es)
 {
     memset(tx, 0, sizeof(*tx));
     tx->view = *view;
@@ -207,7 +192,7 @@ static int tracer_init(Compiler *c, fj_Tracer *tx, const fj_FrameView *view, PyC
     tx->inputs = PyDict_New();
     tx->placeholders = PyList_New(0);
     tx->budget = 200000;
-    tx->inline_depth_limit = 8;
+    tx->inline_depth_limit = c->cfg.inline_depth_limit;
     tx->compile_id = cid;
     tx->stop_at = stop_at;
     tx->break_index = -1;
@@ -216,12 +201,9 @@ static int tracer_init(Compiler *c, fj_Tracer *tx, const fj_FrameView *view, PyC
             return -1;
         tx->all_dynamic = c->dynamic == 1;
         tx->marked = c->marked;
-        PyObject *di = PyDict_GetItemString(state, "_dyn_ints");
-        PyObject *dd = PyDict_GetItemString(state, "_dyn_dims");
-        tx->dyn_ints = di;
-        tx->dyn_dims = dd;
+        tx->dyn_ints = es->dyn.ints;
+        tx->dyn_dims = es->dyn.dims;
     }
-    tx->frame_state = state;
     if ((tx->effects = PyList_New(0)) == NULL || (tx->global_overlay = PyDict_New()) == NULL ||
         (tx->mutated = PyList_New(0)) == NULL || (tx->made = PyList_New(0)) == NULL)
         return -1;
@@ -231,12 +213,7 @@ static int tracer_init(Compiler *c, fj_Tracer *tx, const fj_FrameView *view, PyC
     if (tx->graph == NULL || tx->guards == NULL || tx->inputs == NULL ||
         tx->placeholders == NULL || fj_guard_add_global_state(tx->guards) < 0)
         return -1;
-    PyObject *limit = PyObject_GetAttrString(c->hooks, "inline_depth_limit");
-    if (limit == NULL)
-        return -1;
-    tx->inline_depth_limit = (int)PyLong_AsLong(limit);
-    Py_DECREF(limit);
-    return PyErr_Occurred() ? -1 : 0;
+    return 0;
 }
 
 static void tracer_clear(fj_Tracer *tx)
@@ -277,13 +254,6 @@ static int display_name(PyObject *obj, PyObject *name)
 }
 
 /*
-** Hands the graph (outputs 'outputs') to the backend.  Sets *fn_name to the
-** compiled callable (new ref; the new code loads it as a constant, so the
-** program's globals do not change: doctest iterates over a module's __dict__
-** while its functions compile) or leaves it NULL when the graph has no
-** calls.  Returns 0, -1 on error.
-*/
-/*
 ** Installs 'obj' as global 'name' (new ref, or NULL) of 'globals', remembered
 ** so reset() takes it away again.  Steals 'name'.  Returns the name.
 */
@@ -306,16 +276,16 @@ static PyObject *install_global(PyObject *globals, PyObject *obj, PyObject *name
 ** the new code and resume code keeps the original's name (run mode). */
 static int transparent_mode(Compiler *c)
 {
-    PyObject *t = PyObject_GetAttrString(c->hooks, "transparent");
-    int r = t ? PyObject_IsTrue(t) : 0;
-    Py_XDECREF(t);
-    if (r < 0 || t == NULL) {
-        PyErr_Clear();
-        r = 0;
-    }
-    return r;
+    return c->cfg.transparent;
 }
 
+/*
+** Hands the graph (outputs 'outputs') to the backend.  Sets *fn_name to the
+** compiled callable (new ref; the new code loads it as a constant, so the
+** program's globals do not change: doctest iterates over a module's __dict__
+** while its functions compile) or leaves it NULL when the graph has no
+** calls.  Returns 0, -1 on error.
+*/
 static int install_graph(Compiler *c, fj_Tracer *tx, PyCodeObject *co, PyObject *outputs,
                          PyObject *cid, PyObject **fn_name)
 {
@@ -375,170 +345,22 @@ done:
     return rc;
 }
 
-/*
-** Remembers, in the frame state, the ints and array shapes this compile
-** read from its inputs, so a recompile can tell which of them changed
-** (automatic dynamic).  0 or -1.
-*/
-static int record_seen(fj_Tracer *tx)
+/* A recompile: automatic dynamic compares the inputs with what earlier
+   compiles saw (dynamic.c) and logs each change on the 'dynamic' channel. */
+static int update_dynamic(Compiler *c, fj_ExtraState *es, const fj_FrameView *view,
+                          PyObject *cid)
 {
-    PyObject *seen = PyDict_GetItemString(tx->frame_state, "_seen");
-    if (seen == NULL) {
-        if ((seen = PyDict_New()) == NULL ||
-            PyDict_SetItemString(tx->frame_state, "_seen", seen) < 0) {
-            Py_XDECREF(seen);
-            return -1;
-        }
-        Py_DECREF(seen);
-    }
-    Py_ssize_t pos = 0;
-    PyObject *text, *var;
-    while (PyDict_Next(tx->inputs, &pos, &text, &var)) {
-        fj_Var *v = (fj_Var *)var;
-        if (v->source == NULL)
-            continue;
-        PyObject *value = fj_source_eval(v->source, &tx->view), *rec = NULL;
-        if (value == NULL) {
-            PyErr_Clear();
-            continue;
-        }
-        if (PyLong_CheckExact(value))
-            rec = Py_NewRef(value);
-        else if (PyArray_CheckExact(value)) {
-            PyArrayObject *a = (PyArrayObject *)value;
-            rec = PyTuple_New(PyArray_NDIM(a));
-            for (int d = 0; rec && d < PyArray_NDIM(a); d++) {
-                PyObject *o = PyLong_FromSsize_t(PyArray_DIM(a, d));
-                if (o == NULL)
-                    Py_CLEAR(rec);
-                else
-                    PyTuple_SET_ITEM(rec, d, o);
-            }
-        }
-        Py_DECREF(value);
-        if (rec == NULL) {
-            if (PyErr_Occurred())
-                return -1;
-            continue;
-        }
-        PyObject *pair = PyTuple_Pack(2, (PyObject *)v->source, rec);
-        Py_DECREF(rec);
-        if (pair == NULL || PyDict_SetItem(seen, text, pair) < 0) {
-            Py_XDECREF(pair);
-            return -1;
-        }
-        Py_DECREF(pair);
-    }
-    return 0;
-}
-
-/*
-** On a recompile, compares the inputs with what earlier compiles saw and
-** marks those that changed as dynamic: an int becomes symbolic, a changed
-** array dimension stops being guarded.  Logs on the 'dynamic' channel.
-*/
-static int update_dynamic(Compiler *c, PyObject *state, const fj_FrameView *view, PyObject *cid)
-{
-    PyObject *seen = PyDict_GetItemString(state, "_seen");
-    if (c->dynamic == 0 || seen == NULL)
+    if (c->dynamic == 0)
         return 0;
-    PyObject *ints = PyDict_GetItemString(state, "_dyn_ints");
-    PyObject *dims = PyDict_GetItemString(state, "_dyn_dims");
-    if (ints == NULL) {
-        if ((ints = PySet_New(NULL)) == NULL || PyDict_SetItemString(state, "_dyn_ints", ints) < 0)
-            return -1;
-        Py_DECREF(ints);
+    PyObject *messages = PyList_New(0);
+    if (messages == NULL || fj_dynamic_update(&es->dyn, view, messages) < 0) {
+        Py_XDECREF(messages);
+        return -1;
     }
-    if (dims == NULL) {
-        if ((dims = PyDict_New()) == NULL || PyDict_SetItemString(state, "_dyn_dims", dims) < 0)
-            return -1;
-        Py_DECREF(dims);
-    }
-    Py_ssize_t pos = 0;
-    PyObject *text, *pair;
-    while (PyDict_Next(seen, &pos, &text, &pair)) {
-        fj_Source *src = (fj_Source *)PyTuple_GET_ITEM(pair, 0);
-        PyObject *old = PyTuple_GET_ITEM(pair, 1);
-        PyObject *cur = fj_source_eval(src, view);
-        if (cur == NULL) {
-            PyErr_Clear();
-            continue;
-        }
-        PyObject *msg = NULL;
-        if (PyLong_CheckExact(old) && PyLong_CheckExact(cur)) {
-            int same = PyObject_RichCompareBool(old, cur, Py_EQ);
-            int known = PySet_Contains(ints, text);
-            if (same == 0 && known == 0) {
-                if (PySet_Add(ints, text) < 0) {
-                    Py_DECREF(cur);
-                    return -1;
-                }
-                /* the guard printer's text: a huge int's repr raises ValueError */
-                PyObject *a = fj_guards_value_text(old, 60), *b = a ? fj_guards_value_text(cur, 60) : NULL;
-                msg = b ? PyUnicode_FromFormat("automatic dynamic: %U changed %U -> %U, now a symbolic int",
-                                               text, a, b)
-                        : NULL;
-                Py_XDECREF(a);
-                Py_XDECREF(b);
-                if (msg == NULL) {
-                    Py_DECREF(cur);
-                    return -1;
-                }
-            }
-        }
-        else if (PyTuple_Check(old) && PyArray_CheckExact(cur) &&
-                 PyArray_NDIM((PyArrayObject *)cur) == PyTuple_GET_SIZE(old)) {
-            PyArrayObject *a = (PyArrayObject *)cur;
-            PyObject *have = PyDict_GetItemWithError(dims, text);
-            PyObject *list = have ? PySequence_List(have) : PyList_New(0);
-            if (list == NULL) {
-                Py_DECREF(cur);
-                return -1;
-            }
-            int changed = 0;
-            for (int d = 0; d < PyArray_NDIM(a); d++) {
-                if (PyLong_AsSsize_t(PyTuple_GET_ITEM(old, d)) == PyArray_DIM(a, d))
-                    continue;
-                PyObject *dobj = PyLong_FromLong(d);
-                int in = dobj ? PySequence_Contains(list, dobj) : -1;
-                if (in == 0) {
-                    in = PyList_Append(list, dobj);
-                    changed = 1;
-                }
-                Py_XDECREF(dobj);
-                if (in < 0) {
-                    Py_DECREF(list);
-                    Py_DECREF(cur);
-                    return -1;
-                }
-            }
-            if (changed) {
-                PyObject *t = PyList_AsTuple(list);
-                if (t == NULL || PyDict_SetItem(dims, text, t) < 0) {
-                    Py_XDECREF(t);
-                    Py_DECREF(list);
-                    Py_DECREF(cur);
-                    return -1;
-                }
-                PyObject *shape = PyObject_GetAttrString(cur, "shape");
-                msg = shape ? PyUnicode_FromFormat("automatic dynamic: %U size %R -> %R, dims %R "
-                                                   "now dynamic",
-                                                   text, old, shape, t)
-                            : NULL;
-                Py_XDECREF(shape);
-                Py_DECREF(t);
-            }
-            Py_DECREF(list);
-        }
-        Py_DECREF(cur);
-        if (msg != NULL) {
-            if (hook_enabled(c, "dynamic"))
-                hook_log(c, "dynamic", cid, msg);
-            Py_DECREF(msg);
-        }
-        else if (PyErr_Occurred())
-            return -1;
-    }
+    if (hook_enabled(c, "dynamic"))
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(messages); i++)
+            hook_log(c, "dynamic", cid, PyList_GET_ITEM(messages, i));
+    Py_DECREF(messages);
     return 0;
 }
 
@@ -546,9 +368,8 @@ static int update_dynamic(Compiler *c, PyObject *state, const fj_FrameView *view
 static PyObject *finish(Compiler *c, PyCodeObject *co, PyObject *new_code, fj_Tracer *tx,
                         PyObject *cid)
 {
-    if (c->dynamic != 0 && record_seen(tx) < 0)
-        return NULL;
-    if (fj_trace_alias_guards(tx) < 0)
+    fj_ExtraState *es = fj_cache_get(co); /* made by compile_frame */
+    if (c->dynamic != 0 && es != NULL && fj_dynamic_record(&es->dyn, tx->inputs, &tx->view) < 0)
         return NULL;
     if (hook_enabled(c, "bytecode")) {
         PyObject *text = hook_call(c, "format_code", "(sOO)", "MODIFIED BYTECODE", new_code,
@@ -571,6 +392,14 @@ static PyObject *finish(Compiler *c, PyCodeObject *co, PyObject *new_code, fj_Tr
 static int trace_saw_arrays(fj_Tracer *tx, PyCodeObject *co)
 {
     return PyList_GET_SIZE(tx->placeholders) > 0 || fj_view_has_arrays(co, &tx->view);
+}
+
+/* SKIP_CODE: the code is never offered again, until framejit.reset(). */
+static PyObject *skip_code(PyCodeObject *co)
+{
+    if (remember_code(co) < 0)
+        return NULL;
+    return Py_NewRef(fj_skip_code_sentinel());
 }
 
 /* The frame runs whole in CPython for inputs like these (guards of the
@@ -619,7 +448,7 @@ static PyObject *no_graph(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject
     for (Py_ssize_t i = 0; es != NULL && i < es->n; i++)
         captured |= !es->entries[i]->own_code;
     if (es != NULL && es->n > 0 && !captured)
-        return Py_NewRef(fj_skip_code_sentinel());
+        return skip_code(co);
     return run_as_is(co, tx, cid, arrays);
 }
 
@@ -630,6 +459,9 @@ static PyObject *finish_return(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyO
     PyObject *result = NULL;
     if (fj_graph_num_calls(tx->graph) == 0)
         return no_graph(c, co, tx, cid, 0, NULL);
+    /* every guard is in the tree before any code is generated */
+    if (fj_trace_alias_guards(tx) < 0)
+        return NULL;
     if ((outputs = fj_codegen_outputs(ret, tx)) == NULL)
         goto done;
     if (install_graph(c, tx, co, outputs, cid, &fn_name) < 0)
@@ -659,58 +491,16 @@ static PyObject *install_resume(PyCodeObject *co, const fj_InstrList *il, int in
                                 const unsigned char *nulls, PyObject *argnames, PyObject *globals,
                                 int named, int transparent)
 {
-    PyCodeObject *orig = co;
-    const fj_InstrList *oil = il;
-    fj_InstrList mapped;
-    PyObject *key = NULL, *entry = NULL, *name = NULL, *fn = NULL, *nullb = NULL;
-    fj_bc_init(&mapped);
-    int oindex = index;
-    PyObject *origin = PyDict_GetItemWithError(resume_origin, (PyObject *)co);
-    if (origin != NULL) {
-        orig = (PyCodeObject *)PyTuple_GET_ITEM(origin, 0);
-        oindex = index - (int)PyLong_AsLong(PyTuple_GET_ITEM(origin, 1));
-        if (fj_bc_decode(orig, &mapped) < 0)
-            goto done;
-        oil = &mapped;
+    fj_ResumeRef ref;
+    PyObject *name = NULL, *fn = NULL;
+    if (fj_resume_get(co, il, index, nstack, nulls, argnames, transparent, &ref) < 0)
+        return NULL;
+    /* the hook tells a resume call from its break code by these roles */
+    if (fj_evalframe_mark_code(ref.code, FJ_CODE_ROLE_RESUME) < 0) {
+        Py_DECREF(ref.code);
+        return NULL;
     }
-    else if (PyErr_Occurred())
-        goto done;
-    if (oindex < 0 || oindex >= oil->n) {
-        PyErr_SetString(PyExc_SystemError, "framejit: resume point outside the original code");
-        goto done;
-    }
-    nullb = PyBytes_FromStringAndSize((const char *)nulls, nstack);
-    key = nullb ? Py_BuildValue("(OiOOi)", (PyObject *)orig, oindex, nullb, argnames, transparent)
-                : NULL;
-    if (key == NULL)
-        goto done;
-    entry = Py_XNewRef(PyDict_GetItemWithError(resume_cache, key));
-    if (entry == NULL) {
-        if (PyErr_Occurred())
-            goto done;
-        int prefix = 0;
-        PyObject *rname = transparent ? NULL
-                                      : PyUnicode_FromFormat("resume_in_%U_at_%d", orig->co_name,
-                                                             oil->v[oindex].line);
-        if (!transparent && rname == NULL)
-            goto done;
-        PyObject *rcode = fj_resume_code(orig, oil, oindex, nstack, nulls, argnames, rname,
-                                         transparent, &prefix);
-        Py_XDECREF(rname);
-        if (rcode == NULL)
-            goto done;
-        PyObject *org = Py_BuildValue("(OiN)", (PyObject *)orig, prefix,
-                                      PyUnicode_FromFormat("resume_in_%U_at_%d", orig->co_name,
-                                                           oil->v[oindex].line));
-        entry = org ? Py_BuildValue("(Ol)", rcode, next_resume_id++) : NULL;
-        int bad = entry == NULL || PyDict_SetItem(resume_cache, key, entry) < 0 ||
-                  PyDict_SetItem(resume_origin, rcode, org) < 0;
-        Py_DECREF(rcode);
-        Py_XDECREF(org);
-        if (bad)
-            goto done;
-    }
-    PyCodeObject *rcode = (PyCodeObject *)PyTuple_GET_ITEM(entry, 0);
+    PyCodeObject *rcode = (PyCodeObject *)ref.code;
     if (FJ_CODE_NFREEVARS(rcode) > 0) {
         /* a closure: the break code makes the function from the frame's cells */
         PyObject *fv = PyCode_GetFreevars(rcode);
@@ -718,27 +508,22 @@ static PyObject *install_resume(PyCodeObject *co, const fj_InstrList *il, int in
         Py_XDECREF(fv);
         goto done;
     }
-    fn = PyFunction_New(PyTuple_GET_ITEM(entry, 0), globals);
+    fn = PyFunction_New(ref.code, globals);
     if (fn == NULL)
         goto done;
     if (!transparent) {
         /* the global __resume_at_<offset>_<n> (seeds/000) */
         name = install_global(globals, fn,
-                              PyUnicode_FromFormat("__resume_at_%d_%ld", oil->v[oindex].offset * 2,
-                                                   PyLong_AsLong(PyTuple_GET_ITEM(entry, 1))));
+                              PyUnicode_FromFormat("__resume_at_%d_%ld", ref.offset, ref.id));
         goto done;
     }
-    if (named && display_name(fn, PyUnicode_FromFormat(
-                     "__resume_at_%d_%ld", oil->v[oindex].offset * 2,
-                     PyLong_AsLong(PyTuple_GET_ITEM(entry, 1)))) < 0)
+    if (named && display_name(fn, PyUnicode_FromFormat("__resume_at_%d_%ld", ref.offset,
+                                                        ref.id)) < 0)
         goto done;
     name = Py_NewRef(fn);
 done:
-    fj_bc_free(&mapped);
-    Py_XDECREF(key);
-    Py_XDECREF(entry);
+    Py_DECREF(ref.code);
     Py_XDECREF(fn);
-    Py_XDECREF(nullb);
     return name;
 }
 
@@ -761,31 +546,6 @@ static PyObject *bound_live_names(PyCodeObject *co, fj_TFrame *top, const unsign
     return t;
 }
 
-/* [(compile_id, text of the first failing guard)] for every entry of 'es'. */
-static PyObject *guard_failures(fj_ExtraState *es, const fj_FrameView *view)
-{
-    PyObject *out = PyList_New(0);
-    for (Py_ssize_t i = 0; out && i < es->n; i++) {
-        fj_CacheEntry *e = es->entries[i];
-        PyObject *text = fj_guards_check_verbose(e->guard_manager, view);
-        if (text == NULL) {
-            /* a guard raised: report it as the failure */
-            PyObject *exc = fetch_exception();
-            text = exc ? PyUnicode_FromFormat("(guard raised %R)", exc) : NULL;
-            Py_XDECREF(exc);
-        }
-        else if (text == Py_None) {
-            Py_SETREF(text, PyUnicode_FromString("(passes now)"));
-        }
-        PyObject *pair = text ? PyTuple_Pack(2, e->compile_id, text) : NULL;
-        Py_XDECREF(text);
-        if (pair == NULL || PyList_Append(out, pair) < 0)
-            Py_CLEAR(out);
-        Py_XDECREF(pair);
-    }
-    return out;
-}
-
 /* The trace stopped at the planned break: prefix graph, CPython part, resume calls. */
 static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject *cid,
                               const fj_InstrList *il, const fj_BreakPlan *plan)
@@ -797,6 +557,9 @@ static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyOb
         if ((result = no_graph(c, co, tx, cid, 1, NULL)) != NULL || PyErr_Occurred())
             return result;
     }
+    /* every guard is in the tree before any code is generated */
+    if (fj_trace_alias_guards(tx) < 0)
+        return NULL;
     PyObject *rnames[2] = {NULL, NULL}, *rargs[2] = {NULL, NULL};
     unsigned char *restore = PyMem_Calloc(nl ? nl : 1, 1), *live = PyMem_Calloc(nl ? nl : 1, 1);
     int base = top->sp - plan->npop, nstack = base + plan->npush;
@@ -843,7 +606,7 @@ static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyOb
     if (install_graph(c, tx, co, outputs, cid, &fn_name) < 0)
         goto done;
     new_code = fj_codegen_break(co, il, tx, fn_name, outputs, plan, restore, rnames, rargs);
-    if (new_code == NULL)
+    if (new_code == NULL || fj_evalframe_mark_code(new_code, FJ_CODE_ROLE_BREAK) < 0)
         goto done;
     result = finish(c, co, new_code, tx, cid);
 done:
@@ -895,7 +658,7 @@ static PyObject *run_whole_after(Compiler *c, PyCodeObject *co, fj_Tracer *tx, P
 ** Compiles the frame behind wrapper 'frame'.  Returns the callback result
 ** (new reference) or NULL on a user-facing error (fullgraph, backend).
 */
-static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
+static PyObject *compile_frame(Compiler *c, PyObject *frame)
 {
     fj_FrameView view;
     fj_Tracer tx;
@@ -908,14 +671,15 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
     if (fj_frame_wrapper_view(frame, &view, &co) < 0)
         return NULL;
     /* module and class bodies (no CO_OPTIMIZED: LOAD_NAME, run once) are
-       never captured */
+       never captured, whatever the config (not remembered: exec'd code
+       would grow the list without bound) */
     if (!(co->co_flags & CO_OPTIMIZED))
         return Py_NewRef(fj_skip_code_sentinel());
     int skip = should_skip(c, co);
     if (skip < 0)
         Py_RETURN_NONE;
     if (skip)
-        return Py_NewRef(fj_skip_code_sentinel());
+        return skip_code(co);
     /* before the program imports NumPy nothing can be captured (and the
        tracer needs NumPy's API table: fj_numpy.h) */
     if (!fj_numpy_try()) {
@@ -937,16 +701,9 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
     PyObject *failures = NULL;
     fj_ExtraState *es = fj_cache_get(co);
     if (es != NULL && es->n > 0) {
-        if ((failures = guard_failures(es, &view)) == NULL)
+        if ((failures = fj_cache_guard_failures(es, &view)) == NULL)
             return NULL;
-        PyObject *lim = PyObject_GetAttrString(c->hooks, "recompile_limit");
-        long limit = lim ? PyLong_AsLong(lim) : -1;
-        Py_XDECREF(lim);
-        if (PyErr_Occurred()) {
-            Py_DECREF(failures);
-            return NULL;
-        }
-        if (es->n >= limit) {
+        if (es->n >= c->cfg.recompile_limit) {
             PyObject *h = hook_call(c, "recompile_limit_hit", "(OO)", (PyObject *)co, failures);
             Py_DECREF(failures);
             if (h == NULL)
@@ -964,7 +721,7 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
         PyObject *h = cid0 ? hook_call(c, "recompiling", "(OOO)", (PyObject *)co, cid0, failures)
                            : NULL;
         Py_DECREF(failures);
-        if (h == NULL || update_dynamic(c, state, &view, cid0) < 0) {
+        if (h == NULL || update_dynamic(c, ces, &view, cid0) < 0) {
             Py_XDECREF(h);
             Py_XDECREF(cid0);
             fj_bc_free(&il);
@@ -975,9 +732,9 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
     }
 
     int stop_at = -1;
-    for (int attempt = 0; attempt < fj_max_restarts; attempt++) {
+    for (int attempt = 0; attempt < c->cfg.max_restarts; attempt++) {
         Py_XSETREF(cid, make_compile_id(frame_id, compile_no, attempt));
-        if (cid == NULL || tracer_init(c, &tx, &view, co, cid, stop_at, state) < 0)
+        if (cid == NULL || tracer_init(c, &tx, &view, co, cid, stop_at, ces) < 0)
             goto done;
         if (attempt == 0 && hook_enabled(c, "bytecode")) {
             PyObject *text =
@@ -1006,7 +763,7 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
             Py_XDECREF(exc);
             if (h != NULL) {
                 Py_DECREF(h);
-                result = Py_NewRef(fj_skip_code_sentinel());
+                result = skip_code(co);
             }
             goto done;
         }
@@ -1025,12 +782,13 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
         if (stop_at < 0 && !c->fullgraph) {
             /* in a resume function, a break in its prologue (reading the saved
                stack) cannot be resumed from the original code */
-            PyObject *origin = PyDict_GetItemWithError(resume_origin, (PyObject *)co);
-            if (origin == NULL && PyErr_Occurred()) {
+            fj_ResumeOrigin origin;
+            int is_resume = fj_resume_origin((PyObject *)co, &origin);
+            if (is_resume < 0) {
                 Py_DECREF(reason);
                 goto done;
             }
-            if (origin != NULL && bindex < PyLong_AsLong(PyTuple_GET_ITEM(origin, 1)))
+            if (is_resume && bindex < origin.prefix)
                 fj_unsupported("graph break in the prologue of a resume function");
             else if (fj_resume_plan(co, &il, bindex, &plan) == 0)
                 resumable = 1;
@@ -1062,7 +820,17 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, PyObject *state)
         stop_at = plan.first;
         tracer_clear(&tx);
     }
-    PyErr_Format(PyExc_RuntimeError, "framejit: %U restarted too often", co->co_name);
+    /* config.max_restarts traces, each stopped at a break: the frame runs as
+       it is from now on (torch skips a frame past its restart limit too) */
+    if (hook_enabled(c, "graph_breaks")) {
+        PyObject *msg = PyUnicode_FromFormat("%U (%U:%d) was traced %d times, each ending at a graph "
+                                             "break (config.max_restarts): it runs its own code",
+                                             co->co_name, co->co_filename, co->co_firstlineno,
+                                             c->cfg.max_restarts);
+        hook_log(c, "graph_breaks", cid, msg);
+        Py_XDECREF(msg);
+    }
+    result = skip_code(co);
 done:
     if (result == NULL && PyErr_Occurred()) {
         /* errors meant for the user (framejit.FramejitError: fullgraph, a
@@ -1079,7 +847,7 @@ done:
             Py_XDECREF(exc);
             if (h != NULL) {
                 Py_DECREF(h);
-                result = Py_NewRef(fj_skip_code_sentinel());
+                result = skip_code(co);
             }
         }
     }
@@ -1105,7 +873,9 @@ static PyObject *compiler_call(Compiler *self, PyObject *args, PyObject *kwargs)
         Py_RETURN_NONE;
     if (!PyDict_Check(state))
         return PyErr_Format(PyExc_TypeError, "frame_state must be a dict");
-    return compile_frame(self, frame, state);
+    if (fj_config_refresh(&self->cfg, self->hooks) < 0)
+        return NULL;
+    return compile_frame(self, frame);
 }
 
 static int compiler_init(Compiler *self, PyObject *args, PyObject *kwargs)
@@ -1208,109 +978,26 @@ static PyObject *reset_state(PyObject *mod, PyObject *unused)
         return NULL;
     next_frame_id = 0;
     next_fn_id = 0;
-    next_resume_id = 1;
-    PyDict_Clear(resume_cache);
-    PyDict_Clear(resume_origin);
+    fj_resume_reset();
     Py_RETURN_NONE;
 }
 
 /* ----------------------------------------- run mode: tracers turn framejit off */
 
-/* Key, in the thread's state dict, of the callback put aside while traced. */
-#define FJ_HELD_KEY "framejit.held_callback"
-
-/*
-** After a trace/profile function changed: while one is set on this thread
-** the eval-frame callback is off (held in the thread's state dict); it comes
-** back once both are cleared ('release': put it back now).  0 or -1.
-*/
-static int sync_tracer_switch(int release)
-{
-    PyObject *tdict = PyThreadState_GetDict();
-    if (tdict == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "framejit: no thread state dict");
-        return -1;
-    }
-    PyObject *held = PyDict_GetItemString(tdict, FJ_HELD_KEY); /* borrowed */
-    int traced = !release && fj_thread_traced(PyThreadState_Get());
-    if (traced && held == NULL) {
-        PyObject *prev = fj_swap_callback(Py_None);
-        int r = prev ? PyDict_SetItemString(tdict, FJ_HELD_KEY, prev) : -1;
-        Py_XDECREF(prev);
-        return r;
-    }
-    if (!traced && held != NULL) {
-        PyObject *cur = fj_swap_callback(held);
-        Py_XDECREF(cur);
-        if (cur == NULL)
-            return -1;
-        return PyDict_DelItemString(tdict, FJ_HELD_KEY);
-    }
-    return 0;
-}
-
-/* sys.settrace/sys.setprofile as run mode installs them: 'orig' is the
-** original.  A C function, so the tracer sees no frame of its own. */
-static PyObject *tracer_switch_call(PyObject *orig, PyObject *function)
-{
-    PyObject *r = PyObject_CallOneArg(orig, function);
-    if (r == NULL || sync_tracer_switch(0) < 0) {
-        Py_XDECREF(r);
-        return NULL;
-    }
-    return r;
-}
-
-static PyMethodDef tracer_switch_defs[2] = {
-    {"settrace", (PyCFunction)tracer_switch_call, METH_O,
-     "sys.settrace; framejit is off on this thread while a trace function is set."},
-    {"setprofile", (PyCFunction)tracer_switch_call, METH_O,
-     "sys.setprofile; framejit is off on this thread while a profile function is set."},
-};
-
-/* _tracer_switch(orig): the wrapper of sys.settrace or sys.setprofile. New ref. */
-static PyObject *tracer_switch(PyObject *mod, PyObject *orig)
-{
-    if (!PyCallable_Check(orig)) {
-        PyErr_SetString(PyExc_TypeError, "_tracer_switch expects a callable");
-        return NULL;
-    }
-    PyObject *name = PyObject_GetAttrString(orig, "__name__");
-    if (name == NULL)
-        PyErr_Clear();
-    int profile = name && PyUnicode_Check(name) &&
-                  PyUnicode_CompareWithASCIIString(name, "setprofile") == 0;
-    Py_XDECREF(name);
-    return PyCFunction_NewEx(&tracer_switch_defs[profile], orig, NULL);
-}
-
-/* _tracer_release(): this thread's held callback, if any, is set again. */
-static PyObject *tracer_release(PyObject *mod, PyObject *unused)
-{
-    if (sync_tracer_switch(1) < 0)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
 /* _resume_log_name(code): resume_in_<name>_at_<line> for resume code, else None. */
 static PyObject *resume_log_name(PyObject *mod, PyObject *code)
 {
-    PyObject *origin = PyDict_GetItemWithError(resume_origin, code);
-    if (origin == NULL)
-        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    return Py_NewRef(PyTuple_GET_ITEM(origin, 2));
+    fj_ResumeOrigin origin;
+    int r = fj_resume_origin(code, &origin);
+    if (r < 0)
+        return NULL;
+    return Py_NewRef(r ? origin.log_name : Py_None);
 }
 
 static PyMethodDef compiler_methods[] = {
     {"_resume_log_name", resume_log_name, METH_O,
      "_resume_log_name(code): the name the logs give resume code "
      "(resume_in_<function>_at_<line>; its co_name is the original's), else None."},
-    {"_tracer_switch", tracer_switch, METH_O,
-     "_tracer_switch(orig): a sys.settrace/sys.setprofile replacement that turns the "
-     "thread's eval-frame callback off while a trace or profile function is set "
-     "(python -m framejit run)."},
-    {"_tracer_release", tracer_release, METH_NOARGS,
-     "Puts back the callback this thread holds aside because of a tracer."},
     {"_reset_state", reset_state, METH_NOARGS,
      "Forget every cache entry and compiled function framejit installed."},
     {NULL},
@@ -1339,10 +1026,7 @@ int fj_compiler_init(PyObject *module)
     if (installed == NULL)
         return -1;
     compiled_codes = PyList_New(0);
-    resume_cache = PyDict_New();
-    resume_origin = PyDict_New();
-    if (display_names == NULL || compiled_codes == NULL || resume_cache == NULL ||
-        resume_origin == NULL)
+    if (display_names == NULL || compiled_codes == NULL || fj_resume_init() < 0)
         return -1;
     return PyModule_AddFunctions(module, compiler_methods);
 }

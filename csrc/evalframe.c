@@ -346,13 +346,6 @@ static inline int is_array(PyObject *o)
 }
 
 /*
-** True if one of the inputs of the fresh frame 'view' of 'co' is a NumPy
-** array or scalar: an argument, an item of *args, a value of **kwargs, or
-** the contents of a free variable (TorchDynamo's has_tensor_in_frame).  It
-** reads only the frame's slots and the exact types' items, never program
-** code.  (An array library other than NumPy joins here: issue 19.)
-*/
-/*
 ** 1 once NumPy's API table is loaded.  Until then, each time sys.modules
 ** changed (its version tag: one compare per call) it looks whether the
 ** program has finished importing NumPy and loads the table, so arrays are
@@ -379,6 +372,13 @@ static int numpy_ready(void)
     return r;
 }
 
+/*
+** True if one of the inputs of the fresh frame 'view' of 'co' is a NumPy
+** array or scalar: an argument, an item of *args, a value of **kwargs, or
+** the contents of a free variable (TorchDynamo's has_tensor_in_frame).  It
+** reads only the frame's slots and the exact types' items, never program
+** code.  (An array library other than NumPy joins here: issue 19.)
+*/
 int fj_view_has_arrays(PyCodeObject *co, const fj_FrameView *view)
 {
     if (!numpy_ready()) /* no array exists before NumPy is imported */

@@ -14,12 +14,14 @@
 
 #include "bytecode.h"
 #include "compiler.h"
+#include "config.h"
 #include "cache.h"
 #include "evalframe.h"
 #include "graph.h"
 #include "guards.h"
 #include "native.h"
 #include "ops.h"
+#include "runmode.h"
 #include "source.h"
 #include "trace.h"
 #include "wrapper.h"
@@ -128,7 +130,7 @@ PyMODINIT_FUNC PyInit__C(void)
         goto error;
     if (fj_guards_init(m) < 0 || fj_cache_init(m) < 0 || fj_evalframe_init(m) < 0 ||
         fj_bytecode_init(m) < 0 || fj_graph_init(m) < 0 || fj_ops_init(m) < 0 ||
-        fj_source_init(m) < 0 || fj_trace_init(m) < 0 || fj_compiler_init(m) < 0 ||
+        fj_source_init(m) < 0 || fj_trace_init(m) < 0 || fj_compiler_init(m) < 0 || fj_config_init(m) < 0 || fj_runmode_init(m) < 0 ||
         fj_wrapper_init(m) < 0 || fj_native_init(m) < 0)
         goto error;
     return m;

@@ -10,7 +10,6 @@
 */
 #include "resume.h"
 
-#include "evalframe.h"
 #include "trace.h"
 
 /* Stack entries consumed and produced by the generic break instructions. */
@@ -326,8 +325,6 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
     opts.qualname = name ? name : co->co_qualname;
     opts.firstlineno = co->co_firstlineno; /* f_lineno - co_firstlineno as in the original */
     result = fj_bc_assemble(co, &nl, &opts);
-    if (result != NULL && fj_evalframe_mark_code(result, FJ_CODE_ROLE_RESUME) < 0)
-        Py_CLEAR(result);
     *prefix = npre;
 done:
     fj_bc_free(&nl);
@@ -338,4 +335,110 @@ done:
     Py_XDECREF(closure);
     Py_XDECREF(empty);
     return result;
+}
+
+/* ---------------------------------------------------------- the cache */
+
+/* strong dict: (orig code, index, nulls, argnames, transparent) -> (code, id) */
+static PyObject *resume_cache = NULL;
+/* strong dict: resume code -> (orig code, prefix, log name resume_in_<name>_at_<line>) */
+static PyObject *resume_origins = NULL;
+static long next_resume_id = 1;
+
+int fj_resume_origin(PyObject *code, fj_ResumeOrigin *out)
+{
+    PyObject *origin = PyDict_GetItemWithError(resume_origins, code);
+    if (origin == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    out->orig = (PyCodeObject *)PyTuple_GET_ITEM(origin, 0);
+    out->prefix = (int)PyLong_AsLong(PyTuple_GET_ITEM(origin, 1));
+    out->log_name = PyTuple_GET_ITEM(origin, 2);
+    return 1;
+}
+
+/* Makes the resume code for point 'oindex' of the original 'orig' and
+   records it under 'key'.  The cache's entry (code, id), new; NULL on error. */
+static PyObject *make_resume(PyCodeObject *orig, const fj_InstrList *oil, int oindex, int nstack,
+                             const unsigned char *nulls, PyObject *argnames, int transparent,
+                             PyObject *key)
+{
+    int prefix = 0;
+    PyObject *log_name = PyUnicode_FromFormat("resume_in_%U_at_%d", orig->co_name,
+                                              oil->v[oindex].line);
+    if (log_name == NULL)
+        return NULL;
+    PyObject *rcode = fj_resume_code(orig, oil, oindex, nstack, nulls, argnames,
+                                     transparent ? NULL : log_name, transparent, &prefix);
+    PyObject *org = rcode ? Py_BuildValue("(OiO)", (PyObject *)orig, prefix, log_name) : NULL;
+    PyObject *entry = org ? Py_BuildValue("(Ol)", rcode, next_resume_id) : NULL;
+    Py_DECREF(log_name);
+    if (entry == NULL || PyDict_SetItem(resume_cache, key, entry) < 0 ||
+        PyDict_SetItem(resume_origins, rcode, org) < 0)
+        Py_CLEAR(entry);
+    else
+        next_resume_id++;
+    Py_XDECREF(rcode);
+    Py_XDECREF(org);
+    return entry;
+}
+
+int fj_resume_get(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
+                  const unsigned char *nulls, PyObject *argnames, int transparent,
+                  fj_ResumeRef *out)
+{
+    PyCodeObject *orig = co;
+    const fj_InstrList *oil = il;
+    fj_InstrList mapped;
+    PyObject *key = NULL, *entry = NULL, *nullb = NULL;
+    int rc = -1, oindex = index;
+    fj_bc_init(&mapped);
+    fj_ResumeOrigin origin;
+    int is_resume = fj_resume_origin((PyObject *)co, &origin);
+    if (is_resume < 0)
+        goto done;
+    if (is_resume) {
+        orig = origin.orig;
+        oindex = index - origin.prefix;
+        if (fj_bc_decode(orig, &mapped) < 0)
+            goto done;
+        oil = &mapped;
+    }
+    if (oindex < 0 || oindex >= oil->n) {
+        PyErr_SetString(PyExc_SystemError, "framejit: resume point outside the original code");
+        goto done;
+    }
+    nullb = PyBytes_FromStringAndSize((const char *)nulls, nstack);
+    key = nullb ? Py_BuildValue("(OiOOi)", (PyObject *)orig, oindex, nullb, argnames, transparent)
+                : NULL;
+    if (key == NULL)
+        goto done;
+    entry = Py_XNewRef(PyDict_GetItemWithError(resume_cache, key));
+    if (entry == NULL && !PyErr_Occurred())
+        entry = make_resume(orig, oil, oindex, nstack, nulls, argnames, transparent, key);
+    if (entry == NULL)
+        goto done;
+    out->code = Py_NewRef(PyTuple_GET_ITEM(entry, 0));
+    out->id = PyLong_AsLong(PyTuple_GET_ITEM(entry, 1));
+    out->offset = oil->v[oindex].offset * 2;
+    rc = 0;
+done:
+    fj_bc_free(&mapped);
+    Py_XDECREF(key);
+    Py_XDECREF(entry);
+    Py_XDECREF(nullb);
+    return rc;
+}
+
+void fj_resume_reset(void)
+{
+    next_resume_id = 1;
+    PyDict_Clear(resume_cache);
+    PyDict_Clear(resume_origins);
+}
+
+int fj_resume_init(void)
+{
+    resume_cache = PyDict_New();
+    resume_origins = PyDict_New();
+    return resume_cache != NULL && resume_origins != NULL ? 0 : -1;
 }

@@ -73,4 +73,40 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
                          const unsigned char *nulls, PyObject *argnames, PyObject *name,
                          int clear_stack, int *prefix);
 
+/*
+** The resume functions made so far, one per resume point: the cache and the
+** map from each resume code back to the code it continues.
+*/
+typedef struct {
+    PyObject *code; /* strong: the resume code */
+    long id;        /* n of __resume_at_<offset>_<n>, unique per resume code */
+    int offset;     /* byte offset of the resume point in the original code */
+} fj_ResumeRef;
+
+/*
+** The resume code for a break of 'co' at instruction 'index' of 'il' (the
+** arguments as fj_resume_code's).  When 'co' is itself resume code the
+** point is mapped back to the original, so breaks in resume functions make
+** functions that resume the original code.  Made once per (original code,
+** point, nulls, argnames, transparent).  0 with 'out' filled, -1 on error.
+*/
+int fj_resume_get(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
+                  const unsigned char *nulls, PyObject *argnames, int transparent,
+                  fj_ResumeRef *out);
+
+typedef struct {
+    PyCodeObject *orig; /* borrowed: the code it continues */
+    int prefix;         /* instructions of its prologue, before the original ones */
+    PyObject *log_name; /* borrowed str: resume_in_<name>_at_<line> */
+} fj_ResumeOrigin;
+
+/* 1 with 'out' filled if 'code' is resume code made by fj_resume_get, 0 if
+   not, -1 on error. */
+int fj_resume_origin(PyObject *code, fj_ResumeOrigin *out);
+
+/* Forgets every resume function (framejit.reset()); ids start again at 1. */
+void fj_resume_reset(void);
+
+int fj_resume_init(void);
+
 #endif

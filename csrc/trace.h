@@ -88,7 +88,6 @@ typedef struct fj_Tracer {
     int all_dynamic;         /* compile(dynamic=True): every int and dim (but 0/1) */
     PyObject *dyn_inputs;    /* strong list of (Var, value): inputs made dynamic */
     int specialized;         /* the trace needed concrete values: dynamic inputs pinned */
-    PyObject *frame_state;   /* borrowed: the code's frame_state dict */
     /* Side effects replayed after the graph (docs/side-effects.md). */
     PyObject *effects;       /* strong list in program order: ("global", name, Var),
                                 ("attr", name, Var, object Var), ("container", None, Var),

@@ -18,8 +18,6 @@ PyObject *fj_trace_var_items(fj_TFrame *fr, PyObject *v); /* trace.c */
 
 #define VAR(o) ((fj_Var *)(o))
 
-/* True if str 'u' equals the ASCII string 's' (PyUnicode_EqualToUTF8 is 3.13+). */
-
 /* fj_unsupported("<before><repr of o><after>") without running o's __repr__. */
 static int unsupported_obj(const char *before, PyObject *o, const char *after)
 {
@@ -31,6 +29,7 @@ static int unsupported_obj(const char *before, PyObject *o, const char *after)
     return -1;
 }
 
+/* True if str 'u' equals the ASCII string 's' (PyUnicode_EqualToUTF8 is 3.13+). */
 static int str_is(PyObject *u, const char *s)
 {
     return PyUnicode_CompareWithASCIIString(u, s) == 0;

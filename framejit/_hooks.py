@@ -159,6 +159,10 @@ class Hooks:
     def inline_depth_limit(self):
         return int(config.inline_depth_limit)
 
+    @property
+    def max_restarts(self):
+        return int(config.max_restarts)
+
     def log(self, channel, compile_id, text):
         logs.log(channel, compile_id, text)
 

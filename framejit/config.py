@@ -1,5 +1,11 @@
-"""framejit configuration: plain module attributes, read at compile time."""
+"""framejit configuration: module attributes, read at compile time.
+
+The C core keeps them in a struct (csrc/config.h) that it refills only
+after an attribute is set here: setting one calls framejit._C._config_changed.
+"""
 import os
+import sys
+import types
 
 #: the backend of ``framejit.compile(fn)`` without ``backend=``: "native"
 #: (fused C kernels, docs/native.md; "eager" with one warning when there is no
@@ -13,7 +19,8 @@ backend = os.environ.get("FRAMEJIT_BACKEND") or "native"
 recompile_limit = 8
 #: depth of user functions inlined into one graph
 inline_depth_limit = 8
-#: attempts at tracing a frame before giving up on it
+#: traces of one frame (each restart stops before the instruction that broke)
+#: before it runs uncompiled
 max_restarts = 100
 #: re-raise internal compiler errors instead of running the frame uncompiled (tests)
 raise_internal_errors = False
@@ -36,3 +43,20 @@ warn_recompile_limit = True
 #: globals or inspects tracebacks sees nothing of framejit.  Off by default:
 #: the visible names are how the logs and the seeds describe the system.
 transparent = False
+
+
+class _ConfigModule(types.ModuleType):
+    """framejit.config: setting an attribute tells the C core to read again."""
+
+    def __setattr__(self, name, value):
+        types.ModuleType.__setattr__(self, name, value)
+        from . import _C  # not at import: config is imported before _C
+        _C._config_changed()
+
+    def __delattr__(self, name):
+        types.ModuleType.__delattr__(self, name)
+        from . import _C
+        _C._config_changed()
+
+
+sys.modules[__name__].__class__ = _ConfigModule

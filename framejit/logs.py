@@ -39,6 +39,8 @@ def set_logs(*channels, **flags):
         raise ValueError(f"unknown framejit log channel(s) {unknown}; known: {', '.join(CHANNELS)}, all")
     enabled.clear()
     enabled.update(wanted)
+    from . import _C   # the C core reads the channels once per change
+    _C._config_changed()
     if enabled:
         logger.setLevel(logging.DEBUG)
         if not logger.handlers:

@@ -1,3 +1,4 @@
+import logging
 import os
 
 import pytest
@@ -36,3 +37,25 @@ def native_kernel_cache(tmp_path_factory):
         os.environ.pop("FRAMEJIT_CACHE_DIR", None)
     else:
         os.environ["FRAMEJIT_CACHE_DIR"] = old
+
+
+class LogCapture(logging.Handler):
+    """The messages of framejit's loggers (set_logs sends them there)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+@pytest.fixture
+def logs():
+    """A LogCapture on the 'framejit' logger; channels off again afterwards."""
+    cap = LogCapture()
+    logger = logging.getLogger("framejit")
+    logger.addHandler(cap)
+    yield cap
+    logger.removeHandler(cap)
+    framejit.set_logs()

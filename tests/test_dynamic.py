@@ -1,5 +1,4 @@
 """Recompiles, the recompile limit and automatic dynamic shapes (issue #5)."""
-import logging
 import warnings
 
 import numpy as np
@@ -19,25 +18,6 @@ def seed004(x, n):
 
 def graphs():
     return framejit.counters["stats"]["unique_graphs"]
-
-
-class LogCapture(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-
-@pytest.fixture
-def logs():
-    cap = LogCapture()
-    logger = logging.getLogger("framejit")
-    logger.addHandler(cap)
-    yield cap
-    logger.removeHandler(cap)
-    framejit.set_logs()
 
 
 def test_seed004_guards_log(logs):

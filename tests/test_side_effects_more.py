@@ -9,7 +9,6 @@ touched: arrays (and the arrays views were taken from), lists, dicts, sets,
 instance __dict__s and module globals."""
 import contextlib
 import io
-import logging
 
 import numpy as np
 import pytest
@@ -355,23 +354,12 @@ def test_unsound_effects_break_and_behave_like_cpython(fn, make):
 
 # ------------------------------------------- dynamic dims meeting in the graph
 
-class LogCapture(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-
-def test_dynamic_dims_that_meet_are_guarded_equal():
+def test_dynamic_dims_that_meet_are_guarded_equal(logs):
     # fuzz 30030: y / x with both dims dynamic, an effect traced before it
     def f(x, y, obj):
         obj.val = x.sum()
         return y / x
-    cap = LogCapture()
-    logger = logging.getLogger("framejit")
-    logger.addHandler(cap)
+    cap = logs
     try:
         framejit.reset()
         framejit.set_logs("guards")
@@ -385,7 +373,6 @@ def test_dynamic_dims_that_meet_are_guarded_equal():
             want = outcome(f, (x, y, b))
             assert snap(got) == snap(want) and snap(a) == snap(b)
     finally:
-        logger.removeHandler(cap)
         framejit.set_logs()
     text = "\n".join(cap.lines)
     assert "DIMS_EQUAL: L['y'].shape[0] == L['x'].shape[0]" in text, text
