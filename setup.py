@@ -34,17 +34,21 @@ else:
     raise SystemExit(f"FRAMEJIT_BUILD must be release, debug or asan, not {mode!r}")
 
 # CPython 3.11 is supported; elsewhere a stub module imports fine and
-# everything runs uncompiled (csrc/unsupported.c).
+# everything runs uncompiled (csrc/runtime/unsupported.c).
 if sys.version_info[:2] == (3, 11):
-    sources = sorted(f for f in glob.glob("csrc/*.c") if not f.endswith("unsupported.c"))
+    sources = sorted(f for f in glob.glob("csrc/**/*.c", recursive=True)
+                     if not f.endswith("unsupported.c"))
 else:
-    sources = ["csrc/unsupported.c"]
+    sources = ["csrc/runtime/unsupported.c"]
+# csrc/ is grouped by stage (docs/architecture.md); every folder is on the
+# include path, so a file includes another by its name alone
+include_dirs = sorted({os.path.dirname(f) for f in glob.glob("csrc/**/*.h", recursive=True)})
 
 ext = Extension(
     "framejit._C",
     sources=sources,
-    depends=sorted(glob.glob("csrc/*.h")),
-    include_dirs=["csrc", numpy.get_include()],
+    depends=sorted(glob.glob("csrc/**/*.h", recursive=True)),
+    include_dirs=include_dirs + [numpy.get_include()],
     define_macros=macros,
     extra_compile_args=compile_args,
     extra_link_args=link_args,

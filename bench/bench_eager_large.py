@@ -3,7 +3,7 @@
 The eager runner keeps every value until its last use, which used to defeat
 NumPy's temporary elision (an operand referenced only by the interpreter's
 stack is reused as the output, for arrays of 256 KiB and more).  The runner
-now does the same reuse itself (csrc/graph.c, reuse_temporary).  This
+now does the same reuse itself (csrc/graph/graph.c, reuse_temporary).  This
 measures plain CPython+NumPy against framejit.compile(f) (eager) on chains
 of elementwise operations, float64, side by side and interleaved, best of N
 rounds, and prints time per call and the ratio (eager / plain: below 1 is

@@ -1,6 +1,6 @@
 """framejit configuration: module attributes, read at compile time.
 
-The C core keeps them in a struct (csrc/config.h) that it refills only
+The C core keeps them in a struct (csrc/runtime/config.h) that it refills only
 after an attribute is set here: setting one calls framejit._C._config_changed.
 """
 import os

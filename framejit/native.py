@@ -1,7 +1,7 @@
 """The ``native`` backend: fused C kernels compiled with the system C compiler.
 
-The engine is C (csrc/native.c: partitioning and the per-call runner;
-csrc/native_emit.c: the kernel source).  This module is the toolchain
+The engine is C (csrc/backends/native/native.c: partitioning and the per-call runner;
+csrc/backends/native/native_emit.c: the kernel source).  This module is the toolchain
 side, run once per graph at backend-call time, never per call: it finds
 the C compiler, builds the generated source into a shared object, and keeps
 built objects in an on-disk cache keyed by a hash of the source, the flags,

@@ -51,7 +51,7 @@ _STAT_ORDER = ("frames_offered", "frames_skipped", "frames_compiled", "frames_no
 _PRELOAD = []   # --preload: modules imported before the program (a test aid)
 #: Until the program imports one of these (or a submodule), no array can
 #: exist, so no frame can capture a graph: the hook stays off the interpreter
-#: (csrc/evalframe.c, "Dormant") and the program runs exactly as under python.
+#: (csrc/runtime/evalframe.c, "Dormant") and the program runs exactly as under python.
 ARRAY_MODULES = ("numpy", "torch")
 
 
@@ -126,7 +126,7 @@ def _wrap_tracing():
     (framejit._C._tracer_switch), so tracers see no frame of framejit's.
     Returns a function that undoes the patch.  (Tracers set from C with
     PyEval_SetTrace/SetProfile, e.g. cProfile, only stop new compiles:
-    csrc/compiler.c.)"""
+    csrc/driver/compiler.c.)"""
     from . import _C
     orig_settrace, orig_setprofile = sys.settrace, sys.setprofile
     sys.settrace = _C._tracer_switch(orig_settrace)

@@ -1,4 +1,4 @@
-"""Tests of the bytecode layer (csrc/bytecode*.c) through framejit._C._bc_*.
+"""Tests of the bytecode layer (csrc/bytecode/) through framejit._C._testing.bc_*.
 
 Differential against CPython 3.11 itself: the standard library round trip
 must give back CPython's bytes, decoding must agree with `dis`, and
@@ -70,7 +70,7 @@ def test_stdlib_roundtrip_is_exact():
         for co in walk_code(top):
             ncode += 1
             try:
-                new = _C._bc_roundtrip(co)
+                new = _C._testing.bc_roundtrip(co)
             except Exception as e:  # noqa: BLE001 - collect every failure
                 bad.append((path, co.co_qualname, repr(e)))
                 continue
@@ -84,7 +84,7 @@ def test_stdlib_roundtrip_is_exact():
 
 def test_roundtrip_keeps_everything_else():
     co = textwrap.wrap.__code__
-    new = _C._bc_roundtrip(co)
+    new = _C._testing.bc_roundtrip(co)
     for f in ("co_argcount", "co_posonlyargcount", "co_kwonlyargcount", "co_nlocals",
               "co_flags", "co_names", "co_consts", "co_varnames", "co_cellvars",
               "co_freevars", "co_filename", "co_name", "co_qualname", "co_firstlineno"):
@@ -97,7 +97,7 @@ def test_roundtrip_runs():
     ns = {}
     exec(SAMPLES_SRC, ns)
     co = ns["comprehensions"].__code__
-    f = types.FunctionType(_C._bc_roundtrip(co), ns)
+    f = types.FunctionType(_C._testing.bc_roundtrip(co), ns)
     assert f(5) == ns["comprehensions"](5)
 
 
@@ -240,7 +240,7 @@ def expected_from_dis(co):
 
 @pytest.mark.parametrize("co", sample_codes(), ids=lambda c: c.co_qualname)
 def test_decode_matches_dis(co):
-    got = _C._bc_decode(co)
+    got = _C._testing.bc_decode(co)
     exp = expected_from_dis(co)
     assert len(got) == len(exp)
     start_to_index = {e[1]: k for k, e in enumerate(exp)}
@@ -256,7 +256,7 @@ def test_decode_matches_dis(co):
         else:
             assert handler == (start_to_index[e[6][0]], e[6][1], e[6][2])
     # Roundtrip of the same sample is exact too.
-    new = _C._bc_roundtrip(co)
+    new = _C._testing.bc_roundtrip(co)
     assert [getattr(new, f) for f in FIELDS] == [getattr(co, f) for f in FIELDS]
 
 
@@ -267,28 +267,28 @@ def test_big_function_uses_extended_arg():
     assert len(co.co_consts) > 256 and co.co_nlocals > 256
     ops = [i.opname for i in dis.get_instructions(co)]
     assert "EXTENDED_ARG" in ops
-    decoded = _C._bc_decode(co)
+    decoded = _C._testing.bc_decode(co)
     # Folded args above 255, including long forward and backward jumps.
     assert any(d[2] > 255 for d in decoded if d[1] == OP["LOAD_CONST"])
     backward = {OP[n] for n in dis.opmap if "BACKWARD" in n}
     assert any(d[2] > 255 for d in decoded if d[1] in backward)
     assert any(d[2] > 255 for d in decoded if d[1] == OP["POP_JUMP_FORWARD_IF_FALSE"])
-    assert _C._bc_roundtrip(co).co_code == co.co_code
+    assert _C._testing.bc_roundtrip(co).co_code == co.co_code
 
 
 def test_reassemble_from_decoded_tuples():
-    """Decode -> Python tuples -> _bc_assemble reproduces the code object."""
+    """Decode -> Python tuples -> bc_assemble reproduces the code object."""
     for co in sample_codes():
         instrs = [(op, arg, target, pos, handler)
-                  for (_, op, arg, target, pos, handler) in _C._bc_decode(co)]
-        new = _C._bc_assemble(co, instrs)
+                  for (_, op, arg, target, pos, handler) in _C._testing.bc_decode(co)]
+        new = _C._testing.bc_assemble(co, instrs)
         assert [getattr(new, f) for f in FIELDS] == [getattr(co, f) for f in FIELDS], \
             co.co_qualname
 
 
 def test_stackdepth_matches_cpython():
     for co in sample_codes():
-        assert _C._bc_stackdepth(co) == co.co_stacksize
+        assert _C._testing.bc_stackdepth(co) == co.co_stacksize
 
 
 # ------------------------------------------------------- hand-assembled code
@@ -305,7 +305,7 @@ def template(x):
 
 
 def test_assemble_add_one():
-    co = _C._bc_assemble(template.__code__, [
+    co = _C._testing.bc_assemble(template.__code__, [
         (OP["RESUME"], 0, None, 10),
         (OP["LOAD_FAST"], 0, None, 11),
         (OP["LOAD_CONST"], 1, None, 11),
@@ -345,7 +345,7 @@ def loop_instrs(back_op):
 
 @pytest.mark.parametrize("back_op", ["JUMP_BACKWARD", "JUMP_FORWARD"])
 def test_assemble_loop(back_op):
-    co = _C._bc_assemble(template.__code__, loop_instrs(OP[back_op]),
+    co = _C._testing.bc_assemble(template.__code__, loop_instrs(OP[back_op]),
                          consts=(0,), names=("range",), varnames=("n", "s", "i"))
     f = types.FunctionType(co, {"__builtins__": __builtins__})
     assert f(10) == 45 and f(0) == 0
@@ -388,7 +388,7 @@ def test_assemble_try_except_by_hand():
         (OP["POP_EXCEPT"], 0, None, None),
         (OP["RERAISE"], 1, None, None),
     ]
-    co = _C._bc_assemble(template.__code__, instrs, consts=(None, 10, -1),
+    co = _C._testing.bc_assemble(template.__code__, instrs, consts=(None, 10, -1),
                          names=("ZeroDivisionError",))
     f = types.FunctionType(co, {"__builtins__": __builtins__})
     assert f(3) == 3
@@ -406,8 +406,8 @@ def test_assemble_generated_function_with_extended_args():
     ns = {}
     exec(compile(big_function_source(20, 300), "<big>", "exec"), ns)
     co = ns["big"].__code__
-    instrs = [(op, arg, t, None, h) for (_, op, arg, t, _, h) in _C._bc_decode(co)]
-    new = _C._bc_assemble(co, instrs)  # no positions at all
+    instrs = [(op, arg, t, None, h) for (_, op, arg, t, _, h) in _C._testing.bc_decode(co)]
+    new = _C._testing.bc_assemble(co, instrs)  # no positions at all
     assert new.co_code == co.co_code
     assert all(ln is None for _, _, ln in new.co_lines())
     f = types.FunctionType(new, {})
@@ -420,12 +420,12 @@ def test_insert_nops_keeps_jumps_and_handlers():
     for name, args in (("loops", (50,)), ("trys", (0,)), ("trys", (4,)),
                        ("comprehensions", (6,))):
         f = ns[name]
-        n = len(_C._bc_decode(f.__code__))
+        n = len(_C._testing.bc_decode(f.__code__))
         for at in (1, n // 3, n // 2, n - 1):
-            co = _C._bc_insert_nops(f.__code__, at, 3)
+            co = _C._testing.bc_insert_nops(f.__code__, at, 3)
             g = types.FunctionType(co, ns)
             assert g(*args) == f(*args)
-            assert len(_C._bc_decode(co)) == n + 3
+            assert len(_C._testing.bc_decode(co)) == n + 3
             run_dis(co)
 
 
@@ -436,8 +436,8 @@ def test_varnames_growth_remaps_cells_and_frees():
     inner = outer(10)
     # Outer has a cell 'y' after its varnames; adding locals shifts it.
     oco = outer.__code__
-    new_outer = _C._bc_assemble(
-        oco, [(op, arg, t, p, h) for (_, op, arg, t, p, h) in _C._bc_decode(oco)],
+    new_outer = _C._testing.bc_assemble(
+        oco, [(op, arg, t, p, h) for (_, op, arg, t, p, h) in _C._testing.bc_decode(oco)],
         varnames=oco.co_varnames + ("extra1", "extra2"))
     assert new_outer.co_varnames == oco.co_varnames + ("extra1", "extra2")
     assert new_outer.co_cellvars == oco.co_cellvars
@@ -445,15 +445,15 @@ def test_varnames_growth_remaps_cells_and_frees():
     assert g(1) == inner(1)
     # Inner's free variables also move.
     ico = inner.__code__
-    new_inner = _C._bc_assemble(
-        ico, [(op, arg, t, p, h) for (_, op, arg, t, p, h) in _C._bc_decode(ico)],
+    new_inner = _C._testing.bc_assemble(
+        ico, [(op, arg, t, p, h) for (_, op, arg, t, p, h) in _C._testing.bc_decode(ico)],
         varnames=ico.co_varnames + ("extra",))
     fresh = outer(10)
     h = types.FunctionType(new_inner, ns, None, fresh.__defaults__, fresh.__closure__)
     h.__kwdefaults__ = fresh.__kwdefaults__
     assert h(5) == outer(10)(5) == 26
     assert h(5) == 31  # the shared cell was updated through the remapped STORE_DEREF
-    derefs = [d for d in _C._bc_decode(new_inner) if d[1] == OP["LOAD_DEREF"]]
+    derefs = [d for d in _C._testing.bc_decode(new_inner) if d[1] == OP["LOAD_DEREF"]]
     assert all(d[2] >= len(new_inner.co_varnames) for d in derefs)
 
 
@@ -472,7 +472,7 @@ def test_builder_loop_labels_and_interning():
         ("label", "end"), ("line", 5), ("load", "s"), ("const", 0), ("const", 0.0),
         ("op", OP["BUILD_TUPLE"], 3), ("op", OP["RETURN_VALUE"], 0),
     ]
-    co = _C._bc_build(template.__code__, steps)
+    co = _C._testing.bc_build(template.__code__, steps)
     assert co.co_varnames == ("x", "s", "i")
     assert co.co_consts == (None, 0, 0.0)  # 0 reused, 0.0 kept apart
     assert co.co_names == ("range",)
@@ -494,7 +494,7 @@ def test_builder_handler_method_call_kwnames():
         ("op", OP["POP_TOP"], 0), ("op", OP["POP_EXCEPT"], 0),
         ("const", "caught"), ("op", OP["RETURN_VALUE"], 0),
     ]
-    co = _C._bc_build(template.__code__, steps)
+    co = _C._testing.bc_build(template.__code__, steps)
     f = types.FunctionType(co, {})
     assert f("a,b,c") == ["a", "b,c"]
     assert f(42) == "caught"  # AttributeError raised inside, caught
@@ -513,11 +513,11 @@ def test_builder_deref():
     steps = [("op", OP["COPY_FREE_VARS"], 1), ("op", OP["RESUME"], 0),
              ("deref", OP["LOAD_DEREF"], "y"), ("const", 1), ("op", OP["BINARY_OP"], 0),
              ("op", OP["RETURN_VALUE"], 0)]
-    co = _C._bc_build(inner.__code__, steps)
+    co = _C._testing.bc_build(inner.__code__, steps)
     g = types.FunctionType(co, {}, None, None, inner.__closure__)
     assert g() == 8
     with pytest.raises(ValueError, match="not a cell or free variable"):
-        _C._bc_build(inner.__code__, [("deref", OP["LOAD_DEREF"], "nope")])
+        _C._testing.bc_build(inner.__code__, [("deref", OP["LOAD_DEREF"], "nope")])
 
 
 # ------------------------------------------------------------------- errors
@@ -540,25 +540,25 @@ def test_builder_deref():
 ])
 def test_assemble_errors(instrs, msg):
     with pytest.raises(ValueError, match=msg):
-        _C._bc_assemble(template.__code__, instrs)
+        _C._testing.bc_assemble(template.__code__, instrs)
 
 
 def test_build_errors():
     with pytest.raises(ValueError, match="unplaced label"):
-        _C._bc_build(template.__code__, [("jump", OP["JUMP_FORWARD"], "x")])
+        _C._testing.bc_build(template.__code__, [("jump", OP["JUMP_FORWARD"], "x")])
     with pytest.raises(ValueError, match="after the last instruction"):
-        _C._bc_build(template.__code__, [("jump", OP["JUMP_FORWARD"], "x"), ("label", "x")])
+        _C._testing.bc_build(template.__code__, [("jump", OP["JUMP_FORWARD"], "x"), ("label", "x")])
     with pytest.raises(ValueError, match="placed twice"):
-        _C._bc_build(template.__code__, [("label", "x"), ("op", OP["NOP"], 0),
+        _C._testing.bc_build(template.__code__, [("label", "x"), ("op", OP["NOP"], 0),
                                          ("label", "x")])
     with pytest.raises(ValueError, match="unknown build step"):
-        _C._bc_build(template.__code__, [("frobnicate",)])
+        _C._testing.bc_build(template.__code__, [("frobnicate",)])
     with pytest.raises(TypeError):
-        _C._bc_decode("not code")
+        _C._testing.bc_decode("not code")
     with pytest.raises(TypeError):
-        _C._bc_assemble(template.__code__, [], bogus=1)
+        _C._testing.bc_assemble(template.__code__, [], bogus=1)
     with pytest.raises(TypeError, match="varnames must hold only str"):
-        _C._bc_assemble(template.__code__, [(OP["RETURN_VALUE"], 0, None, None)],
+        _C._testing.bc_assemble(template.__code__, [(OP["RETURN_VALUE"], 0, None, None)],
                         varnames=("x", 3))
 
 
@@ -571,19 +571,19 @@ def test_build_errors():
 def test_decode_errors(code, msg):
     co = template.__code__.replace(co_code=code, co_linetable=b"", co_exceptiontable=b"")
     with pytest.raises(ValueError, match=msg):
-        _C._bc_decode(co)
+        _C._testing.bc_decode(co)
     with pytest.raises(ValueError, match=msg):
-        _C._bc_roundtrip(co)
+        _C._testing.bc_roundtrip(co)
 
 
 def test_malformed_tables():
     co = template.__code__
     with pytest.raises(ValueError, match="co_exceptiontable"):
-        _C._bc_decode(co.replace(co_exceptiontable=b"\x80\x00"))
+        _C._testing.bc_decode(co.replace(co_exceptiontable=b"\x80\x00"))
     with pytest.raises(ValueError, match="co_exceptiontable"):
-        _C._bc_decode(co.replace(co_exceptiontable=b"\x80\x00\x01\x7f\x00"))
+        _C._testing.bc_decode(co.replace(co_exceptiontable=b"\x80\x00\x01\x7f\x00"))
     with pytest.raises(ValueError, match="co_linetable"):
-        _C._bc_decode(co.replace(co_linetable=b"\x01"))
+        _C._testing.bc_decode(co.replace(co_linetable=b"\x01"))
 
 
 def test_no_leak_on_repeat():
@@ -592,9 +592,9 @@ def test_no_leak_on_repeat():
     co = sample_codes()[0]
     def cycle():
         for _ in range(2000):
-            _C._bc_roundtrip(co)
+            _C._testing.bc_roundtrip(co)
             try:
-                _C._bc_assemble(template.__code__, [(OP["POP_TOP"], 0, None, None)])
+                _C._testing.bc_assemble(template.__code__, [(OP["POP_TOP"], 0, None, None)])
             except ValueError:
                 pass
     cycle()

@@ -1,4 +1,4 @@
-"""framejit.config as the C core reads it (csrc/config.c): the values are
+"""framejit.config as the C core reads it (csrc/runtime/config.c): the values are
 read once per change (setting an attribute or set_logs tells the core), and
 every setting in config.py is wired."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""The dormant hook (csrc/evalframe.c, "Dormant"; framejit/run.py):
+"""The dormant hook (csrc/runtime/evalframe.c, "Dormant"; framejit/run.py):
 under ``python -m framejit run`` the hook is off the interpreter until the
 program imports NumPy or torch, so a program without arrays runs exactly as
 under ``python`` (CPython specializes Python-to-Python calls, which it does

@@ -1,4 +1,4 @@
-"""The eval-frame hook and the per-code cache (csrc/evalframe.c, csrc/cache.c)."""
+"""The eval-frame hook and the per-code cache (csrc/runtime/evalframe.c, csrc/runtime/cache.c)."""
 import sys
 import threading
 import traceback

@@ -1,10 +1,10 @@
-"""The differential fuzzer (tools/fuzz.py, issue #7): a bounded, deterministic
-run in CI, plus checks of the fuzzer's own parts (comparison, minimizer,
-regression writer, subprocess bisection of crashes).
+"""The differential fuzzer (tools/fuzz.py): a bounded, deterministic run in
+CI, plus checks of the fuzzer's own parts (comparison, minimizer, regression
+writer, subprocess bisection of crashes).
 
-The CI run includes closures and lambdas over locals (cell variables) since
-their bugs were fixed; open findings are pinned as strict xfails in
-tests/fuzz_regressions/; `make fuzz` runs the long run."""
+Every construct the generator knows is in the CI run; an open finding would
+be pinned as a strict xfail in tests/fuzz_regressions/ (none is open);
+`make fuzz` runs the long run."""
 import os
 import subprocess
 import sys
@@ -20,7 +20,6 @@ import fuzz  # noqa: E402
 import framejit  # noqa: E402
 
 N_PROGRAMS = 4000
-fuzz.AVOID_OPEN_CRASHES = True   # an open crash (test_fuzz_166) would kill pytest
 CHUNK = 500
 
 

@@ -1,4 +1,4 @@
-"""Tests of the guard trees (csrc/guards.c): accessors, leaves, the printer,
+"""Tests of the guard trees (csrc/guards/guards.c): accessors, leaves, the printer,
 verbose reasons, fail-fast reordering, dict-version skipping, TENSOR_MATCH
 edge cases, hostile objects, and reference/leak hygiene."""
 import gc

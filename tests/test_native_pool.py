@@ -1,4 +1,4 @@
-"""The native backend's output buffer pool (csrc/native_pool.c).
+"""The native backend's output buffer pool (csrc/backends/native/native_pool.c).
 
 Outputs of at least 4 MiB get their memory through a NumPy memory handler
 whose free keeps the block for the next output of that size, so a function

@@ -1,4 +1,4 @@
-"""Rows with an input constant along them (csrc/native.c, run_rows).
+"""Rows with an input constant along them (csrc/backends/native/native.c, run_rows).
 
 A partly broadcast input whose last-axis stride is 0 (x * w[:, None], a
 keepdims mean) used to send every row of the strided form to its scalar

@@ -1,4 +1,4 @@
-"""Streaming stores of large elementwise outputs (csrc/native_stream.c).
+"""Streaming stores of large elementwise outputs (csrc/backends/native/native_stream.c).
 
 Above native_config()[3] bytes moved per call, a flat elementwise kernel runs
 over blocks with its outputs redirected to a staging buffer, copied out with
@@ -325,7 +325,7 @@ def test_stream_copy_every_alignment(width):
             for n in lengths:
                 src = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
                 buf[:] = b"\xa5" * len(buf)
-                assert _C._native_stream_copy(memoryview(buf)[start:start + n], src) is True
+                assert _C._testing.native_stream_copy(memoryview(buf)[start:start + n], src) is True
                 assert (base + start) % 64 == offset
                 assert buf[start:start + n] == src, (offset, n)
                 assert buf[:start] == b"\xa5" * start and buf[start + n:] == b"\xa5" * (len(buf) - start - n)
@@ -335,6 +335,6 @@ def test_stream_copy_every_alignment(width):
 
 def test_stream_copy_arguments():
     with pytest.raises(ValueError, match="dst has 3 bytes, src 4"):
-        _C._native_stream_copy(bytearray(3), b"abcd")
+        _C._testing.native_stream_copy(bytearray(3), b"abcd")
     with pytest.raises(TypeError):
-        _C._native_stream_copy(b"abc", b"abc")  # dst read-only
+        _C._testing.native_stream_copy(b"abc", b"abc")  # dst read-only

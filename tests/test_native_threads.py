@@ -1,4 +1,4 @@
-"""The native backend's worker threads (csrc/native_threads.c): started once,
+"""The native backend's worker threads (csrc/backends/native/native_threads.c): started once,
 reused by every parallel kernel, correct under concurrent callers and after
 fork().  Results are compared with NumPy bit for bit."""
 import contextlib

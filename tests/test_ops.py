@@ -547,14 +547,14 @@ def test_unknown_targets():
 
 
 def test_every_row_available():
-    rows = _C._op_rows()
+    rows = _C._testing.op_rows()
     assert len(rows) > 150
     missing = [r for r in rows if not r[3]]
     assert missing == []
 
 
 def test_dtype_cache_is_consistent():
-    _C._op_cache_clear()
+    _C._testing.op_cache_clear()
     a = make((2, 3), "int8")
     for _ in range(3):
         check(operator.add, (a, 1))
@@ -620,7 +620,7 @@ def test_creation_cost_does_not_grow_with_size():
 
 
 def test_creation_dtype_cache_keys_on_dtype():
-    _C._op_cache_clear()
+    _C._testing.op_cache_clear()
     for dt in (np.int8, np.float32, None, "u2", np.int8):
         for n in (3, 5):
             kw = {} if dt is None else {"dtype": dt}
@@ -677,7 +677,7 @@ def test_arange(args, dtype):
 
 def test_arange_float_lengths_fuzz():
     rng = np.random.default_rng(5)
-    _C._op_cache_clear()
+    _C._testing.op_cache_clear()
     for _ in range(400):
         start = float(rng.integers(-20, 20)) * float(rng.choice([1, 0.1, 0.3, 1 / 7]))
         step = float(rng.choice([0.1, 0.2, 0.3, 1 / 3, 0.7, -0.1, -0.25, 1e-2]))

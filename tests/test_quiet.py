@@ -1,4 +1,4 @@
-"""Quiet regions and deep recursion (csrc/evalframe.c; docs/cpython-tests.md,
+"""Quiet regions and deep recursion (csrc/runtime/evalframe.c; docs/cpython-tests.md,
 "Quiet regions"): codes that only run their own code, and everything they
 call, run with the hook off the interpreter; code below them that starts
 capturing is found by the periodic observed entry; deep recursion never

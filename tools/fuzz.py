@@ -50,9 +50,10 @@ import framejit  # noqa: E402
 
 REGRESSION_DIR = os.path.join(ROOT, "tests", "fuzz_regressions")
 
-# Leave out constructs whose open bug crashes the interpreter (pinned by
-# tests/fuzz_regressions/test_fuzz_166.py: a symbolic int inside a shape tuple).
-# --avoid-open-crashes; CI sets it (a crash would kill pytest).
+# Leave out constructs whose open bug crashes the interpreter
+# (--avoid-open-crashes).  None is open now: the one construct it leaves out,
+# a symbolic int inside a shape tuple, crashed until it was fixed
+# (tests/fuzz_regressions/test_fuzz_166.py); the switch stays for the next one.
 AVOID_OPEN_CRASHES = False
 
 # ======================================================================

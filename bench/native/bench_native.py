@@ -102,7 +102,7 @@ LABEL = {"numpy": "NumPy", "numexpr": "numexpr", "numba": "Numba", "numba_ieee":
          "torch": "torch.compile", "eager": "fj eager", "native": "fj native"}
 FUSED = ("numexpr", "numba", "numba_ieee", "torch", "torch_np", "native")
 
-# the native backend's knobs (framejit/native.py, csrc/native.c): threads are
+# the native backend's knobs (framejit/native.py, csrc/backends/native/native.c): threads are
 # set with framejit._C.native_config(threads=N) (default: the cpu count, at
 # most 8), the kernel cache directory with this variable
 NATIVE_CACHE_ENV = "FRAMEJIT_CACHE_DIR"

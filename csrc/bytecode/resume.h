@@ -61,7 +61,9 @@ int fj_resume_liveness(PyCodeObject *co, const fj_InstrList *il, int index,
 ** The code object of a function that resumes 'co' at instruction 'index'
 ** of its decoded list 'il': parameters are ___stack<i> for each stack slot
 ** not marked in 'nulls' (nstack slots, bottom first), then 'argnames'
-** (tuple of local names).  Its co_name/co_qualname are the original's.  The
+** (tuple of local names).  Its co_name/co_qualname are 'name' (the logs'
+** resume_in_<f>_at_<line>), or the original's when 'name' is NULL (run
+** mode's transparent names).  The
 ** original's cells and free variables become its free variables (cells
 ** first): the caller passes the frame's cells as its closure.
 ** With 'clear_stack' the prologue deletes the ___stack<i> parameters once

@@ -10,9 +10,10 @@
 **
 ** Not responsible for: policy (what to run), which lives in evalframe.c.
 **
-** Supported: CPython 3.11 (FJ_SUPPORTED == 1).  On other versions the
-** extension still builds and imports; FJ_SUPPORTED is 0 and the hook is
-** never installed, so everything runs uncompiled (framejit warns once).
+** Supported: CPython 3.11 (FJ_SUPPORTED == 1).  On other versions setup.py
+** builds only csrc/runtime/unsupported.c: framejit._C imports, SUPPORTED is
+** 0, no hook is installed and everything runs uncompiled (framejit warns
+** once).
 */
 #ifndef FJ_COMPAT_H
 #define FJ_COMPAT_H

@@ -123,6 +123,8 @@ PyObject *fjn_emit_prologue(void);
 int fjn_env_count(const char *name, Py_ssize_t *out);
 
 /* Adds NativePlan and native_plan() to framejit._C.  -1 on error. */
-int fj_native_init(PyObject *module);
+/* Adds the backend's functions to the module and its test hooks to
+   'testing' (framejit._C._testing). */
+int fj_native_init(PyObject *module, PyObject *testing);
 
 #endif

@@ -183,6 +183,7 @@ int fj_ops_shape(const fj_OpDef *op, PyObject *args, fj_Bound *b, fj_Meta *out);
 int fj_ops_axis_error(const char *fmt, ...);
 
 /* Adds this subsystem's names to framejit._C. Returns -1 on error. */
-int fj_ops_init(PyObject *module);
+/* Adds the op table's test hooks to 'testing' (framejit._C._testing). */
+int fj_ops_init(PyObject *testing);
 
 #endif

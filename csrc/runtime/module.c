@@ -128,10 +128,19 @@ PyMODINIT_FUNC PyInit__C(void)
     (void)fj_numpy_try();
     if (PyModule_AddIntConstant(m, "SUPPORTED", FJ_SUPPORTED) < 0)
         goto error;
+    /* framejit._C._testing: entry points for tests and benchmarks only, out
+       of the production module's names */
+    PyObject *testing = PyModule_New("framejit._C._testing");
+    if (testing == NULL || PyModule_AddObjectRef(m, "_testing", testing) < 0 ||
+        PyDict_SetItemString(PyImport_GetModuleDict(), "framejit._C._testing", testing) < 0) {
+        Py_XDECREF(testing);
+        goto error;
+    }
+    Py_DECREF(testing); /* the module holds it */
     if (fj_guards_init(m) < 0 || fj_cache_init(m) < 0 || fj_evalframe_init(m) < 0 ||
-        fj_bytecode_init(m) < 0 || fj_graph_init(m) < 0 || fj_ops_init(m) < 0 ||
+        fj_bytecode_init(testing) < 0 || fj_graph_init(m) < 0 || fj_ops_init(testing) < 0 ||
         fj_source_init(m) < 0 || fj_trace_init(m) < 0 || fj_compiler_init(m) < 0 || fj_config_init(m) < 0 || fj_runmode_init(m) < 0 ||
-        fj_wrapper_init(m) < 0 || fj_native_init(m) < 0)
+        fj_wrapper_init(m) < 0 || fj_native_init(m, testing) < 0)
         goto error;
     return m;
 error:

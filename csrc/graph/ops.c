@@ -1331,7 +1331,7 @@ PyObject *fj_ops_static_attr(fj_Node *n, PyObject *name)
 
 /* ---- Python surface ----------------------------------------------------- */
 
-/* _C._op_rows() -> list of (name, kind, qualname): the table, for tests. */
+/* _C._testing.op_rows() -> list of (name, kind, qualname): the table, for tests. */
 static PyObject *py_op_rows(PyObject *self, PyObject *unused)
 {
     if (fj_numpy_ensure() < 0) /* fj_numpy.h: loaded lazily */
@@ -1351,7 +1351,7 @@ static PyObject *py_op_rows(PyObject *self, PyObject *unused)
     return l;
 }
 
-/* _C._op_cache_clear(): forgets the cached dtype resolutions. */
+/* _C._testing.op_cache_clear(): forgets the cached dtype resolutions. */
 static PyObject *py_op_cache_clear(PyObject *self, PyObject *unused)
 {
     if (fj_numpy_ensure() < 0) /* fj_numpy.h: loaded lazily */
@@ -1362,8 +1362,8 @@ static PyObject *py_op_cache_clear(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef ops_methods[] = {
-    {"_op_rows", py_op_rows, METH_NOARGS, "The op table rows: (name, kind, target, available)."},
-    {"_op_cache_clear", py_op_cache_clear, METH_NOARGS, "Forget the cached dtype resolutions."},
+    {"op_rows", py_op_rows, METH_NOARGS, "The op table rows: (name, kind, target, available)."},
+    {"op_cache_clear", py_op_cache_clear, METH_NOARGS, "Forget the cached dtype resolutions."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -2111,15 +2111,14 @@ error:
 /* ----------------------------------------------------------- top level */
 
 /*
-** True for code whose graph breaks cannot be split yet (issue #7): module
-** and class bodies (no CO_NEWLOCALS: names live in a dict), code with
-** a __class__ free variable (zero-argument super() reads the frame's first
-** local, which a resume function does not have there) and code with an
-** argument that is also a cell (the break code reloads it with LOAD_FAST,
-** which after MAKE_CELL is the cell, not its contents), and code that may
-** look at its own frame's locals (locals(), vars(), dir(), eval/exec without
-** a namespace, sys._getframe, inspect.currentframe: a resume function has
-** only the live locals, test_scope testLocalsFunction).
+** True for code whose graph breaks are not split (it then runs whole in
+** CPython): module and class bodies (no CO_NEWLOCALS: names live in a
+** dict), code with a __class__ free variable (zero-argument super() reads
+** the frame's first local, which a resume function does not have there),
+** and code that may look at its own frame (frame_readers above: locals(),
+** vars(), dir(), eval/exec without a namespace, sys._getframe,
+** inspect.currentframe see only a resume function's live locals;
+** getrefcount, settrace, setprofile).
 */
 static int uses_class_cell(PyCodeObject *co);
 

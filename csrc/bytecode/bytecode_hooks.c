@@ -1,8 +1,8 @@
 /*
 ** bytecode_hooks.c: Python-visible test hooks of the bytecode layer.
 **
-** Responsible for: framejit._C._bc_decode, _bc_roundtrip, _bc_assemble,
-** _bc_stackdepth, _bc_insert_nops and _bc_build, thin wrappers that let tests/test_bytecode.py
+** Responsible for: framejit._C._testing.bc_decode, bc_roundtrip, bc_assemble,
+** bc_stackdepth, bc_insert_nops and bc_build, thin wrappers that let tests/test_bytecode.py
 ** drive bytecode.c and bytecode_builder.c, and fj_bytecode_init.
 **
 ** Not responsible for: any bytecode logic (bytecode.c, bytecode_builder.c).
@@ -29,7 +29,7 @@ static PyObject *check_code(PyObject *o)
     return o;
 }
 
-/* _bc_decode(code) -> [(offset_bytes, op, arg, target|None,
+/* bc_decode(code) -> [(offset_bytes, op, arg, target|None,
 **   (line, end_line, col, end_col), (handler, depth, lasti)|None)].
 ** offset_bytes is that of the opcode itself (after EXTENDED_ARGs), as dis
 ** reports it.  New reference, NULL on error. */
@@ -68,7 +68,7 @@ error:
     return NULL;
 }
 
-/* _bc_roundtrip(code) -> code: decode then assemble on itself.  New reference. */
+/* bc_roundtrip(code) -> code: decode then assemble on itself.  New reference. */
 static PyObject *bc_roundtrip(PyObject *self, PyObject *arg)
 {
     fj_InstrList il;
@@ -80,7 +80,7 @@ static PyObject *bc_roundtrip(PyObject *self, PyObject *arg)
     return res;
 }
 
-/* _bc_insert_nops(code, at, count) -> code: decode, fj_bc_insert 'count'
+/* bc_insert_nops(code, at, count) -> code: decode, fj_bc_insert 'count'
 ** NOPs before instruction 'at' (with the position of the instruction they
 ** precede, so the line table stays monotonic), assemble.  New reference. */
 static PyObject *bc_insert_nops(PyObject *self, PyObject *args)
@@ -89,7 +89,7 @@ static PyObject *bc_insert_nops(PyObject *self, PyObject *args)
     int at, count;
     fj_InstrList il;
     fj_bc_init(&il);
-    if (!PyArg_ParseTuple(args, "Oii:_bc_insert_nops", &co, &at, &count) ||
+    if (!PyArg_ParseTuple(args, "Oii:bc_insert_nops", &co, &at, &count) ||
         check_code(co) == NULL || fj_bc_decode((PyCodeObject *)co, &il) < 0)
         return NULL;
     PyObject *res = NULL;
@@ -105,7 +105,7 @@ static PyObject *bc_insert_nops(PyObject *self, PyObject *args)
     return res;
 }
 
-/* _bc_stackdepth(code) -> int: the stack depth the assembler computes. */
+/* bc_stackdepth(code) -> int: the stack depth the assembler computes. */
 static PyObject *bc_stackdepth(PyObject *self, PyObject *arg)
 {
     fj_InstrList il;
@@ -135,7 +135,7 @@ static int get_opt_int(PyObject *o, int *out)
     return 0;
 }
 
-/* Fills 'o' from keyword arguments of _bc_assemble/_bc_build.  0 or -1. */
+/* Fills 'o' from keyword arguments of bc_assemble/bc_build.  0 or -1. */
 static int opts_from_kwargs(PyObject *kw, fj_AsmOpts *o)
 {
     fj_bc_opts_init(o);
@@ -231,7 +231,7 @@ static int get_handler(PyObject *h, fj_Instr *in)
     return 0;
 }
 
-/* _bc_assemble(template, [(op, arg, target|None, pos|None[, handler|None])],
+/* bc_assemble(template, [(op, arg, target|None, pos|None[, handler|None])],
 ** **overrides) -> code.  New reference, NULL on error. */
 static PyObject *bc_assemble(PyObject *self, PyObject *args, PyObject *kw)
 {
@@ -239,7 +239,7 @@ static PyObject *bc_assemble(PyObject *self, PyObject *args, PyObject *kw)
     fj_InstrList il;
     fj_AsmOpts o;
     fj_bc_init(&il);
-    if (!PyArg_ParseTuple(args, "OO:_bc_assemble", &tmpl, &instrs))
+    if (!PyArg_ParseTuple(args, "OO:bc_assemble", &tmpl, &instrs))
         return NULL;
     if (check_code(tmpl) == NULL || opts_from_kwargs(kw, &o) < 0)
         return NULL;
@@ -297,7 +297,7 @@ static int label_for(fj_Builder *b, PyObject *labels, PyObject *key)
     return l;
 }
 
-/* Runs one _bc_build step 't' on 'b'.  0, or -1 with an exception set. */
+/* Runs one bc_build step 't' on 'b'.  0, or -1 with an exception set. */
 static int build_step(fj_Builder *b, PyObject *labels, PyObject *t)
 {
     Py_ssize_t n = PyTuple_Check(t) ? PyTuple_GET_SIZE(t) : 0;
@@ -398,7 +398,7 @@ arity:
 #undef NEED
 }
 
-/* _bc_build(template, steps, **overrides) -> code: drives fj_Builder.  Steps:
+/* bc_build(template, steps, **overrides) -> code: drives fj_Builder.  Steps:
 ** ("op", op, arg), ("jump", op, label), ("label", label), ("const", v),
 ** ("global", name, push_null), ("attr", name), ("method", name),
 ** ("load", name), ("store", name), ("deref", op, name),
@@ -410,7 +410,7 @@ static PyObject *bc_build(PyObject *self, PyObject *args, PyObject *kw)
     fj_Builder b;
     fj_AsmOpts o;
     memset(&b, 0, sizeof(b));
-    if (!PyArg_ParseTuple(args, "OO:_bc_build", &tmpl, &steps))
+    if (!PyArg_ParseTuple(args, "OO:bc_build", &tmpl, &steps))
         return NULL;
     if (check_code(tmpl) == NULL || opts_from_kwargs(kw, &o) < 0)
         return NULL;
@@ -432,13 +432,13 @@ error:
 }
 
 static PyMethodDef bc_methods[] = {
-    {"_bc_decode", bc_decode, METH_O, "Decode a code object into instruction tuples."},
-    {"_bc_roundtrip", bc_roundtrip, METH_O, "Decode and re-assemble a code object."},
-    {"_bc_insert_nops", bc_insert_nops, METH_VARARGS, "Insert NOPs into a code object."},
-    {"_bc_stackdepth", bc_stackdepth, METH_O, "The stack depth the assembler computes."},
-    {"_bc_assemble", (PyCFunction)(void (*)(void))bc_assemble, METH_VARARGS | METH_KEYWORDS,
+    {"bc_decode", bc_decode, METH_O, "Decode a code object into instruction tuples."},
+    {"bc_roundtrip", bc_roundtrip, METH_O, "Decode and re-assemble a code object."},
+    {"bc_insert_nops", bc_insert_nops, METH_VARARGS, "Insert NOPs into a code object."},
+    {"bc_stackdepth", bc_stackdepth, METH_O, "The stack depth the assembler computes."},
+    {"bc_assemble", (PyCFunction)(void (*)(void))bc_assemble, METH_VARARGS | METH_KEYWORDS,
      "Assemble instruction tuples on a template code object."},
-    {"_bc_build", (PyCFunction)(void (*)(void))bc_build, METH_VARARGS | METH_KEYWORDS,
+    {"bc_build", (PyCFunction)(void (*)(void))bc_build, METH_VARARGS | METH_KEYWORDS,
      "Build a code object through the builder API."},
     {NULL, NULL, 0, NULL},
 };

@@ -280,11 +280,12 @@ static int transparent_mode(Compiler *c)
 }
 
 /*
-** Hands the graph (outputs 'outputs') to the backend.  Sets *fn_name to the
-** compiled callable (new ref; the new code loads it as a constant, so the
-** program's globals do not change: doctest iterates over a module's __dict__
-** while its functions compile) or leaves it NULL when the graph has no
-** calls.  Returns 0, -1 on error.
+** Hands the graph (outputs 'outputs') to the backend.  Sets *fn_name to
+** what the new code loads to call it (new ref): the name of the global
+** __compiled_fn_N it installs, or in transparent mode (run) the compiled
+** callable itself, a constant of the new code, so the program's globals do
+** not change (doctest iterates over a module's __dict__ while its functions
+** compile); NULL when the graph has no calls.  Returns 0, -1 on error.
 */
 static int install_graph(Compiler *c, fj_Tracer *tx, PyCodeObject *co, PyObject *outputs,
                          PyObject *cid, PyObject **fn_name)

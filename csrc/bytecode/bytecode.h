@@ -29,7 +29,9 @@
 #include "compat.h"
 
 /* Adds this subsystem's test hooks (_bc_*) to framejit._C. -1 on error. */
-int fj_bytecode_init(PyObject *module);
+/* Adds the bytecode test hooks (bc_decode, bc_assemble, ...) to 'testing'
+   (framejit._C._testing). */
+int fj_bytecode_init(PyObject *testing);
 
 #if FJ_SUPPORTED
 

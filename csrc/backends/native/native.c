@@ -999,8 +999,8 @@ static void flat_task(void *arg, int t)
 }
 
 /* Runs a flat kernel over [0, n), split over the worker threads when large
-   (csrc/native_threads.c), its outputs written with streaming stores when
-   'stream' is not NULL (csrc/native_stream.c).  The kernels' statuses ORed. */
+   (csrc/backends/native/native_threads.c), its outputs written with streaming stores when
+   'stream' is not NULL (csrc/backends/native/native_stream.c).  The kernels' statuses ORed. */
 static int run_flat(fjn_flat_fn fn, Py_ssize_t n, char *const *data, const fjn_Stream *stream)
 {
     int nt = fjn_threads;
@@ -1998,7 +1998,7 @@ static PyObject *native_plan(PyObject *mod, PyObject *graph)
 /* native_config(threads=None, thread_min=None, float_axis_minmax=None, stream_min=None) ->
    (threads, thread_min, float_axis_minmax, stream_min): reads / sets the knobs (new reference,
    NULL on error).  stream_min: bytes an elementwise run moves before its outputs are written
-   with streaming stores (csrc/native_stream.c); -1 when the machine has none. */
+   with streaming stores (csrc/backends/native/native_stream.c); -1 when the machine has none. */
 static PyObject *native_config(PyObject *mod, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"threads", "thread_min", "float_axis_minmax", "stream_min", NULL};
@@ -2046,7 +2046,7 @@ static PyObject *native_workers(PyObject *mod, PyObject *unused)
 }
 
 /* native_stream_width(width=None) -> int: the bytes per streaming store of the
-   copy out of the staging buffer (csrc/native_stream.c); width (16, 32 or 64)
+   copy out of the staging buffer (csrc/backends/native/native_stream.c); width (16, 32 or 64)
    selects the widest this CPU has up to it.  0: no streaming stores. */
 static PyObject *native_stream_width(PyObject *mod, PyObject *args, PyObject *kwds)
 {
@@ -2106,13 +2106,18 @@ static PyMethodDef native_functions[] = {
     {"native_stream_width", (PyCFunction)(void (*)(void))native_stream_width, METH_VARARGS | METH_KEYWORDS,
      "native_stream_width(width=None) -> bytes per streaming store (16, 32 or 64; 0: none); width selects "
      "the widest this CPU has up to it"},
-    {"_native_stream_copy", (PyCFunction)native_stream_copy, METH_VARARGS,
-     "_native_stream_copy(dst, src) -> bool: src's bytes into dst with the streaming copy (tests)"},
     {"native_workers", (PyCFunction)native_workers, METH_NOARGS,
-     "native_workers() -> the number of worker threads started (csrc/native_threads.c)"},
+     "native_workers() -> the number of worker threads started (csrc/backends/native/native_threads.c)"},
     {"native_pool", (PyCFunction)(void (*)(void))fjn_pool_config, METH_VARARGS | METH_KEYWORDS,
      "native_pool(limit=None) -> dict: the output buffer pool's figures; limit sets its byte limit "
      "(0 frees what it holds and turns it off)"},
+    {NULL, NULL, 0, NULL},
+};
+
+/* framejit._C._testing */
+static PyMethodDef native_testing[] = {
+    {"native_stream_copy", (PyCFunction)native_stream_copy, METH_VARARGS,
+     "native_stream_copy(dst, src) -> bool: src's bytes into dst with the streaming copy"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2130,8 +2135,10 @@ int fjn_env_count(const char *name, Py_ssize_t *out)
     return 1;
 }
 
-int fj_native_init(PyObject *module)
+int fj_native_init(PyObject *module, PyObject *testing)
 {
+    if (PyModule_AddFunctions(testing, native_testing) < 0)
+        return -1;
     Py_ssize_t ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int explicit = fjn_env_count("FRAMEJIT_NATIVE_THREADS", &ncpu); /* an explicit thread count */
     fjn_threads = ncpu > 1 ? (ncpu > 16 ? 16 : (int)ncpu) : 1;
