@@ -7,7 +7,7 @@ LIBASAN := $(shell gcc -print-file-name=libasan.so)
 ASAN_ENV := LD_PRELOAD=$(LIBASAN) PYTHONMALLOC=malloc \
 	ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-.PHONY: all build install deps test demo debug asan test-asan bench memcheck valgrind clean fuzz \
+.PHONY: all build install deps test demo debug asan test-asan test-debug bench memcheck valgrind clean fuzz \
 	cpython-tests numpy-tests bench-native test-native-default
 
 all: build
@@ -43,6 +43,14 @@ test-native-default: install
 
 test-asan: deps asan
 	$(ASAN_ENV) $(PY) -m pytest -x tests -p no:cacheprovider
+	$(PY) setup.py -q build_ext --inplace --force
+
+# The whole suite on the debug build: asserts and the invariant checkers
+# (graph.c graph_verify, guards.c fj_guards_verify, bytecode.c
+# verify_depths: every graph, guard tree and assembled code object the
+# compiler makes is checked).  Long; not part of make test.
+test-debug: deps debug
+	$(PY) -m pytest -x tests -p no:cacheprovider
 	$(PY) setup.py -q build_ext --inplace --force
 
 # Memory stays flat over many warm and cold calls (long; not in make test).

@@ -458,6 +458,71 @@ error:
 
 /* ---- stack depth ------------------------------------------------------- */
 
+#ifndef NDEBUG
+/*
+** Debug builds: every instruction reachable from the entry or from an
+** exception handler is reached at one stack depth from all its
+** predecessors, never below zero, and RETURN_VALUE leaves an empty stack.
+** 0, or -1 with SystemError naming the instruction.
+*/
+static int verify_depths(const fj_InstrList *il)
+{
+    int n = il->n, nwork = 0, rc = -1;
+    int *depth = PyMem_Malloc(sizeof(int) * (size_t)(n ? n : 1));
+    int *work = PyMem_Malloc(sizeof(int) * (size_t)(2 * n + 1));
+    if (depth == NULL || work == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (int k = 0; k < n; k++)
+        depth[k] = -1;
+#define REACH(at, d)                                                                          \
+    do {                                                                                      \
+        if (depth[at] < 0) {                                                                  \
+            depth[at] = (d);                                                                  \
+            work[nwork++] = (at);                                                             \
+        }                                                                                     \
+        else if (depth[at] != (d)) {                                                          \
+            PyErr_Format(PyExc_SystemError,                                                   \
+                         "bytecode: instruction %d reached at stack depths %d and %d", (at),  \
+                         depth[at], (d));                                                     \
+            goto done;                                                                        \
+        }                                                                                     \
+    } while (0)
+    if (n > 0)
+        REACH(0, 0);
+    while (nwork > 0) {
+        int i = work[--nwork], d = depth[i];
+        const fj_Instr *in = &il->v[i];
+        int eff = fj_opcode_stack_effect(in->op, in->arg, 0);
+        if (in->exc_target >= 0 && in->exc_target < n)
+            REACH(in->exc_target, in->exc_depth + in->exc_lasti + 1);
+        if (fj_opcode_jump_dir(in->op) && in->target >= 0 && in->target < n) {
+            int jd = d + fj_opcode_stack_effect(in->op, in->arg, 1);
+            if (jd < 0) {
+                PyErr_Format(PyExc_SystemError, "bytecode: the jump at instruction %d leaves "
+                             "the stack below zero", i);
+                goto done;
+            }
+            REACH(in->target, jd);
+        }
+        if (d + eff < 0 || (in->op == RETURN_VALUE && d != 1)) {
+            PyErr_Format(PyExc_SystemError, "bytecode: stack depth %d at instruction %d (opcode "
+                         "%d) is wrong for it", d, i, in->op);
+            goto done;
+        }
+        if (!fj_opcode_no_fallthrough(in->op) && i + 1 < n)
+            REACH(i + 1, d + eff);
+    }
+#undef REACH
+    rc = 0;
+done:
+    PyMem_Free(depth);
+    PyMem_Free(work);
+    return rc;
+}
+#endif
+
 /* Records that instruction 'i' can start at depth 'd' and queues it if that
 ** is deeper than seen before.  '*maxd' tracks the maximum depth. */
 static void depth_push(int *depth, char *queued, int *work, int *nwork, int *maxd, int i, int d)
@@ -964,6 +1029,10 @@ PyObject *fj_bc_assemble(PyCodeObject *tmpl, fj_InstrList *il, const fj_AsmOpts 
     int stacksize = fj_bc_stackdepth(il);
     if (stacksize < 0)
         goto error;
+#ifndef NDEBUG
+    if (verify_depths(il) < 0)
+        goto error;
+#endif
     linetable = PyBytes_FromStringAndSize((const char *)lt.b, lt.n);
     exctable = PyBytes_FromStringAndSize((const char *)et.b, et.n);
     if (linetable == NULL || exctable == NULL)

@@ -369,6 +369,10 @@ static int update_dynamic(Compiler *c, fj_ExtraState *es, const fj_FrameView *vi
 static PyObject *finish(Compiler *c, PyCodeObject *co, PyObject *new_code, fj_Tracer *tx,
                         PyObject *cid)
 {
+#ifndef NDEBUG
+    if (fj_guards_verify(tx->guards) < 0) /* the tree is complete now (debug builds) */
+        return NULL;
+#endif
     fj_ExtraState *es = fj_cache_get(co); /* made by compile_frame */
     if (c->dynamic != 0 && es != NULL && fj_dynamic_record(&es->dyn, tx->inputs, &tx->view) < 0)
         return NULL;

@@ -483,6 +483,82 @@ error:
     return NULL;
 }
 
+#ifndef NDEBUG
+/*
+** The graph's invariants (debug builds, after its output node is added):
+** node i sits at index i; names are unique; placeholders precede calls and
+** the one output node is last; a call has an op row and metadata; every
+** node an argument holds is an earlier node of this graph and listed in
+** 'inputs' once; 'users' and 'last_use' agree with the later nodes' inputs.
+** SystemError naming the broken invariant, or 0.
+*/
+static int graph_verify(fj_Graph *g)
+{
+    Py_ssize_t nn = PyList_GET_SIZE(g->nodes);
+    PyObject *names = PySet_New(NULL), *acc = NULL;
+    int *users = PyMem_Calloc(nn ? (size_t)nn : 1, sizeof(int));
+    Py_ssize_t *last = PyMem_Malloc((nn ? (size_t)nn : 1) * sizeof(Py_ssize_t));
+    const char *bad = NULL;
+    Py_ssize_t at = -1;
+    if (names == NULL || users == NULL || last == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int seen_call = 0;
+    for (Py_ssize_t i = 0; i < nn && bad == NULL; i++) {
+        fj_Node *n = (fj_Node *)PyList_GET_ITEM(g->nodes, i);
+        at = i;
+        last[i] = -1;
+        int dup = PySet_Contains(names, n->name);
+        if (dup < 0 || PySet_Add(names, n->name) < 0)
+            goto done;
+        int deep = 0;
+        Py_XSETREF(acc, PyList_New(0));
+        if (acc == NULL || collect_inputs(g, n->args, acc, 0, &deep, i) < 0)
+            goto done;
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (n->kwargs != NULL && PyDict_Next(n->kwargs, &pos, &k, &v))
+            if (collect_inputs(g, v, acc, 1, &deep, i) < 0)
+                goto done;
+        if (n->index != i)
+            bad = "node index differs from its position";
+        else if (dup)
+            bad = "two nodes share a name";
+        else if (n->kind == FJ_NODE_PLACEHOLDER && seen_call)
+            bad = "a placeholder after a call";
+        else if (n->kind == FJ_NODE_OUTPUT && i != nn - 1)
+            bad = "the output node is not last";
+        else if (n->kind == FJ_NODE_CALL && n->op == NULL)
+            bad = "a call without its op row";
+        else if (n->inputs == NULL || PyTuple_GET_SIZE(n->inputs) != PyList_GET_SIZE(acc))
+            bad = "inputs do not list the nodes its arguments hold";
+        seen_call |= n->kind == FJ_NODE_CALL;
+        for (Py_ssize_t j = 0; bad == NULL && j < PyList_GET_SIZE(acc); j++) {
+            fj_Node *in = (fj_Node *)PyList_GET_ITEM(acc, j);
+            users[in->index]++;
+            last[in->index] = i;
+        }
+    }
+    if (bad == NULL && nn > 0 && ((fj_Node *)PyList_GET_ITEM(g->nodes, nn - 1))->kind != FJ_NODE_OUTPUT)
+        bad = "no output node at the end";
+    for (Py_ssize_t i = 0; bad == NULL && i < nn; i++) {
+        fj_Node *n = (fj_Node *)PyList_GET_ITEM(g->nodes, i);
+        at = i;
+        if (n->users != users[i] || n->last_use != last[i])
+            bad = "users or last_use disagree with the later nodes";
+    }
+    if (bad != NULL)
+        PyErr_Format(PyExc_SystemError, "framejit: graph invariant broken at node %zd: %s", at, bad);
+done:
+    Py_XDECREF(names);
+    Py_XDECREF(acc);
+    PyMem_Free(users);
+    PyMem_Free(last);
+    return PyErr_Occurred() ? -1 : 0;
+}
+#endif
+
 int fj_graph_output(PyObject *gobj, PyObject *outputs)
 {
     fj_Graph *g = (fj_Graph *)gobj;
@@ -514,7 +590,11 @@ int fj_graph_output(PyObject *gobj, PyObject *outputs)
     }
     g->has_output = 1;
     Py_DECREF(acc);
+#ifndef NDEBUG
+    return graph_verify(g);
+#else
     return 0;
+#endif
 error:
     Py_XDECREF(n);
     Py_XDECREF(acc);

@@ -1550,6 +1550,51 @@ static int manager_check(GuardManager *m, PyObject *v, CheckCtx *ctx)
     return r;
 }
 
+/* One manager of the tree and its subtree (fj_guards_verify). */
+static const char *manager_verify(GuardManager *m, int depth)
+{
+    if (!IS_MANAGER((PyObject *)m))
+        return "a child is not a guard manager";
+    if (m->depth != depth)
+        return "a manager's depth is not its parent's plus one";
+    if (m->source == NULL || !PyUnicode_Check(m->source))
+        return "a manager without its source text";
+    if (m->nleaves > m->leaves_cap || m->nchildren > m->children_cap)
+        return "more leaves or children than allocated";
+    if (m->busy != 0)
+        return "a manager still marked busy after its checks";
+    int immutable = m->nchildren == 0 && m->nleaves > 0;
+    for (Py_ssize_t i = 0; i < m->nleaves; i++) {
+        Leaf *lf = m->leaves[i];
+        if (lf == NULL || lf->kind < LEAF_TYPE_MATCH || lf->kind > LEAF_DIMS_EQUAL)
+            return "a leaf of no known kind";
+        if (lf->text == NULL || !PyUnicode_Check(lf->text))
+            return "a leaf without its printed text";
+        immutable &= lf->immutable;
+    }
+    if (m->skippable != immutable)
+        return "'skippable' disagrees with the leaves and children";
+    for (Py_ssize_t i = 0; i < m->nchildren; i++) {
+        const char *bad = manager_verify(m->children[i], depth + 1);
+        if (bad != NULL)
+            return bad;
+    }
+    return NULL;
+}
+
+int fj_guards_verify(PyObject *root)
+{
+    if (!PyObject_TypeCheck(root, fj_RootGuardManager_Type)) {
+        PyErr_SetString(PyExc_SystemError, "framejit: guard tree root is not a RootGuardManager");
+        return -1;
+    }
+    const char *bad = manager_verify((GuardManager *)root, 0);
+    if (bad == NULL)
+        return 0;
+    PyErr_Format(PyExc_SystemError, "framejit: guard tree invariant broken: %s", bad);
+    return -1;
+}
+
 int fj_guards_check(PyObject *root, const fj_FrameView *view)
 {
     if (check_root(root) < 0)

@@ -49,6 +49,11 @@ extern PyTypeObject *fj_RootGuardManager_Type;
 */
 int fj_guards_check(PyObject *root, const fj_FrameView *view);
 
+/* The tree's invariants (debug builds check every tree the compiler makes):
+   depths, source texts, known leaf kinds with their text, 'skippable'
+   matching its leaves.  0, or -1 with SystemError naming what is broken. */
+int fj_guards_verify(PyObject *root);
+
 /*
 ** Takes the guard tree under 'root' (managers, ID_MATCH weak references)
 ** off the garbage collector's list: a cache entry's guards are reachable only
