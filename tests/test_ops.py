@@ -222,8 +222,10 @@ def test_where_scalars_and_one_arg():
     c = make((2, 3), "bool")
     check(np.where, (c, make((2, 3), "int8"), 1))
     check(np.where, (c, 1.5, 0))
-    with pytest.raises(TypeError, match="where"):
+    with pytest.raises(TypeError, match="where: the one-argument form"):
         build(np.where, (c,))
+    with pytest.raises(TypeError, match="where: the one-argument form"):
+        build(np.where, (c, make((2, 3), "int8")))
 
 
 @pytest.mark.parametrize("dtype", ["int8", "int64", "uint8", "float16", "float32", "float64"])
@@ -298,6 +300,10 @@ def test_reduction_errors():
         build(np.max, (make((0, 3), "float64"),), {"axis": 0})
     with pytest.raises(ValueError, match="empty sequence"):
         build("argmin", (make((0, 3), "float64"),))
+    for target, ufunc in [(np.max, "maximum"), (np.amax, "maximum"), ("max", "maximum"),
+                          (np.min, "minimum"), (np.amin, "minimum"), ("min", "minimum")]:
+        with pytest.raises(ValueError, match=f"reduction operation {ufunc} which has no identity"):
+            build(target, (make((0, 3), "float64"),), {"axis": 0})
     with pytest.raises(TypeError, match="out"):
         build(np.sum, (a,), {"out": a})
     with pytest.raises(TypeError, match="unexpected keyword"):

@@ -26,16 +26,27 @@
 /* ---- the table ---------------------------------------------------------- */
 
 #define UFUNC_KW "dtype,where?,casting,order?,subok?,signature?"
-#define UF1(n) {n, FJ_OP_FUNC, "numpy", n, 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "x,out," UFUNC_KW, FJ_OPF_OUT}
-#define UF2(n) {n, FJ_OP_FUNC, "numpy", n, 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "x1,x2,out," UFUNC_KW, FJ_OPF_OUT}
-#define BINOP(n, code, sym) {n, FJ_OP_BINOP, "operator", n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "a,b", 0}
+/* ufuncs: numpy.<n> is the ufunc itself; with UF1K/UF2K a fused kernel computes it ('fused': FJN_*) */
+#define UFN(n, nin, params, fused)                                                                           \
+    {n, FJ_OP_FUNC, "numpy", n, 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, nin, params ",out," UFUNC_KW,           \
+     FJ_OPF_OUT | FJ_OPF_UFUNC, n, fused}
+#define UF1(n) UFN(n, 1, "x", 0)
+#define UF2(n) UFN(n, 2, "x1,x2", 0)
+#define UF1K(n, fused) UFN(n, 1, "x", fused)
+#define UF2K(n, fused) UFN(n, 2, "x1,x2", fused)
+/* operators: 'ufunc' is the ufunc ndarray's operator runs, 'fused' the kernel's code (0: none) */
+#define BINOP(n, code, sym, ufunc, fused)                                                                    \
+    {n, FJ_OP_BINOP, "operator", n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "a,b", FJ_OPF_UFUNC, ufunc, fused}
 #define INPLACE(n, code, sym) {n, FJ_OP_INPLACE, "operator", n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "a,b", 0}
-#define CMP(n, code, sym) {n, FJ_OP_COMPARE, "operator", n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "a,b", 0}
-#define UNARY(n, mod, code, sym) {n, FJ_OP_UNARY, mod, n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "a", 0}
-/* reductions: as numpy functions (first param 'a') and as methods ('self') */
-#define RED(n, rule, params, flags)                                                   \
-    {n, FJ_OP_FUNC, "numpy", n, 0, NULL, rule, FJ_DT_RUN, 1, "a," params, flags},     \
-    {n, FJ_OP_METHOD, NULL, n, 0, NULL, rule, FJ_DT_RUN, 1, "self," params, flags}
+#define CMP(n, code, sym, ufunc, fused)                                                                      \
+    {n, FJ_OP_COMPARE, "operator", n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "a,b", 0, ufunc, fused}
+#define UNARY(n, mod, code, sym, ufunc, fused)                                                               \
+    {n, FJ_OP_UNARY, mod, n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "a", FJ_OPF_UFUNC, ufunc, fused}
+/* reductions: as numpy functions (first param 'a') and as methods ('self'); the trailing
+   columns are the flags, then (where they apply) the ufunc reduced with and the fused code */
+#define RED(n, rule, params, ...)                                                          \
+    {n, FJ_OP_FUNC, "numpy", n, 0, NULL, rule, FJ_DT_RUN, 1, "a," params, __VA_ARGS__},    \
+    {n, FJ_OP_METHOD, NULL, n, 0, NULL, rule, FJ_DT_RUN, 1, "self," params, __VA_ARGS__}
 #define SUM_P "axis,dtype,out?,keepdims,initial?,where?"
 #define MEAN_P "axis,dtype,out?,keepdims,where?"
 #define STD_P "axis,dtype,out?,ddof,keepdims,where?,mean?,correction"
@@ -76,11 +87,15 @@
 
 static const fj_OpDef fj_op_table[] = {
     /* Python operators (BINARY_OP, COMPARE_OP, unary opcodes) */
-    BINOP("add", NB_ADD, "+"), BINOP("sub", NB_SUBTRACT, "-"), BINOP("mul", NB_MULTIPLY, "*"),
-    BINOP("truediv", NB_TRUE_DIVIDE, "/"), BINOP("floordiv", NB_FLOOR_DIVIDE, "//"),
-    BINOP("mod", NB_REMAINDER, "%"), BINOP("pow", NB_POWER, "**"),
-    BINOP("and_", NB_AND, "&"), BINOP("or_", NB_OR, "|"), BINOP("xor", NB_XOR, "^"),
-    BINOP("lshift", NB_LSHIFT, "<<"), BINOP("rshift", NB_RSHIFT, ">>"),
+    BINOP("add", NB_ADD, "+", "add", FJN_ADD), BINOP("sub", NB_SUBTRACT, "-", "subtract", FJN_SUB),
+    BINOP("mul", NB_MULTIPLY, "*", "multiply", FJN_MUL),
+    BINOP("truediv", NB_TRUE_DIVIDE, "/", "true_divide", FJN_TDIV),
+    BINOP("floordiv", NB_FLOOR_DIVIDE, "//", "floor_divide", FJN_FLOORDIV),
+    BINOP("mod", NB_REMAINDER, "%", "remainder", FJN_MOD),
+    {"pow", FJ_OP_BINOP, "operator", "pow", NB_POWER, "**", FJ_SH_BROADCAST, FJ_DT_RUN, 2, "a,b", 0, "power", FJN_POW},
+    BINOP("and_", NB_AND, "&", "bitwise_and", FJN_BAND), BINOP("or_", NB_OR, "|", "bitwise_or", FJN_BOR),
+    BINOP("xor", NB_XOR, "^", "bitwise_xor", FJN_BXOR),
+    BINOP("lshift", NB_LSHIFT, "<<", "left_shift", 0), BINOP("rshift", NB_RSHIFT, ">>", "right_shift", 0),
     {"matmul", FJ_OP_BINOP, "operator", "matmul", NB_MATRIX_MULTIPLY, "@", FJ_SH_MATMUL, FJ_DT_RUN, 2, "a,b", 0},
     INPLACE("iadd", NB_INPLACE_ADD, "+="), INPLACE("isub", NB_INPLACE_SUBTRACT, "-="),
     INPLACE("imul", NB_INPLACE_MULTIPLY, "*="), INPLACE("itruediv", NB_INPLACE_TRUE_DIVIDE, "/="),
@@ -89,18 +104,24 @@ static const fj_OpDef fj_op_table[] = {
     INPLACE("ior", NB_INPLACE_OR, "|="), INPLACE("ixor", NB_INPLACE_XOR, "^="),
     INPLACE("ilshift", NB_INPLACE_LSHIFT, "<<="), INPLACE("irshift", NB_INPLACE_RSHIFT, ">>="),
     {"imatmul", FJ_OP_INPLACE, "operator", "imatmul", NB_INPLACE_MATRIX_MULTIPLY, "@=", FJ_SH_MATMUL, FJ_DT_RUN, 2, "a,b", 0},
-    CMP("lt", Py_LT, "<"), CMP("le", Py_LE, "<="), CMP("eq", Py_EQ, "=="),
-    CMP("ne", Py_NE, "!="), CMP("gt", Py_GT, ">"), CMP("ge", Py_GE, ">="),
-    UNARY("neg", "operator", FJ_UNARY_NEG, "-"), UNARY("pos", "operator", FJ_UNARY_POS, "+"),
-    UNARY("invert", "operator", FJ_UNARY_INVERT, "~"), UNARY("abs", "builtins", FJ_UNARY_ABS, NULL),
+    CMP("lt", Py_LT, "<", "less", FJN_LT), CMP("le", Py_LE, "<=", "less_equal", FJN_LE),
+    CMP("eq", Py_EQ, "==", "equal", FJN_EQ), CMP("ne", Py_NE, "!=", "not_equal", FJN_NE),
+    CMP("gt", Py_GT, ">", "greater", FJN_GT), CMP("ge", Py_GE, ">=", "greater_equal", FJN_GE),
+    UNARY("neg", "operator", FJ_UNARY_NEG, "-", "negative", FJN_NEG),
+    UNARY("pos", "operator", FJ_UNARY_POS, "+", "positive", FJN_POS),
+    UNARY("invert", "operator", FJ_UNARY_INVERT, "~", "invert", FJN_INVERT),
+    UNARY("abs", "builtins", FJ_UNARY_ABS, NULL, "absolute", FJN_ABS),
     /* unary ufuncs */
     UF1("sin"), UF1("cos"), UF1("tan"), UF1("arcsin"), UF1("arccos"), UF1("arctan"),
     UF1("sinh"), UF1("cosh"), UF1("tanh"), UF1("arcsinh"), UF1("arccosh"), UF1("arctanh"),
     UF1("exp"), UF1("exp2"), UF1("expm1"), UF1("log"), UF1("log1p"), UF1("log2"), UF1("log10"),
-    UF1("sqrt"), UF1("cbrt"), UF1("square"), UF1("reciprocal"), UF1("abs"), UF1("absolute"),
-    UF1("fabs"), UF1("sign"), UF1("floor"), UF1("ceil"), UF1("trunc"), UF1("rint"),
-    UF1("negative"), UF1("positive"), UF1("invert"), UF1("bitwise_not"), UF1("logical_not"),
-    UF1("isnan"), UF1("isinf"), UF1("isfinite"), UF1("signbit"), UF1("conjugate"), UF1("conj"),
+    UF1K("sqrt", FJN_SQRT), UF1("cbrt"), UF1K("square", FJN_SQUARE), UF1K("reciprocal", FJN_RECIP),
+    UF1K("abs", FJN_ABS), UF1K("absolute", FJN_ABS), UF1K("fabs", FJN_ABS), UF1("sign"),
+    UF1K("floor", FJN_FLOOR), UF1K("ceil", FJN_CEIL), UF1K("trunc", FJN_TRUNC), UF1K("rint", FJN_RINT),
+    UF1K("negative", FJN_NEG), UF1K("positive", FJN_POS), UF1K("invert", FJN_INVERT),
+    UF1K("bitwise_not", FJN_INVERT), UF1K("logical_not", FJN_LNOT),
+    UF1K("isnan", FJN_ISNAN), UF1K("isinf", FJN_ISINF), UF1K("isfinite", FJN_ISFINITE),
+    UF1K("signbit", FJN_SIGNBIT), UF1("conjugate"), UF1("conj"),
     UF1("deg2rad"), UF1("rad2deg"), UF1("degrees"), UF1("radians"), UF1("spacing"),
     {"round", FJ_OP_FUNC, "numpy", "round", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "a,decimals,out?", 0},
     {"around", FJ_OP_FUNC, "numpy", "around", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "a,decimals,out?", 0},
@@ -108,31 +129,36 @@ static const fj_OpDef fj_op_table[] = {
     {"real", FJ_OP_FUNC, "numpy", "real", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "val", 0},
     {"imag", FJ_OP_FUNC, "numpy", "imag", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 1, "val", 0},
     /* binary ufuncs */
-    UF2("add"), UF2("subtract"), UF2("multiply"), UF2("divide"), UF2("true_divide"),
-    UF2("floor_divide"), UF2("power"), UF2("float_power"), UF2("remainder"), UF2("mod"),
-    UF2("fmod"), UF2("maximum"), UF2("minimum"), UF2("fmax"), UF2("fmin"), UF2("arctan2"),
+    UF2K("add", FJN_ADD), UF2K("subtract", FJN_SUB), UF2K("multiply", FJN_MUL), UF2K("divide", FJN_TDIV),
+    UF2K("true_divide", FJN_TDIV), UF2K("floor_divide", FJN_FLOORDIV), UF2("power"), UF2("float_power"),
+    UF2K("remainder", FJN_MOD), UF2K("mod", FJN_MOD), UF2("fmod"), UF2K("maximum", FJN_MAX),
+    UF2K("minimum", FJN_MIN), UF2("fmax"), UF2("fmin"), UF2("arctan2"),
     UF2("hypot"), UF2("logaddexp"), UF2("logaddexp2"), UF2("copysign"), UF2("nextafter"),
-    UF2("bitwise_and"), UF2("bitwise_or"), UF2("bitwise_xor"), UF2("left_shift"),
-    UF2("right_shift"), UF2("logical_and"), UF2("logical_or"), UF2("logical_xor"),
-    UF2("equal"), UF2("not_equal"), UF2("less"), UF2("less_equal"), UF2("greater"),
-    UF2("greater_equal"), UF2("heaviside"), UF2("gcd"), UF2("lcm"), UF2("ldexp"),
+    UF2K("bitwise_and", FJN_BAND), UF2K("bitwise_or", FJN_BOR), UF2K("bitwise_xor", FJN_BXOR),
+    UF2("left_shift"), UF2("right_shift"), UF2K("logical_and", FJN_LAND), UF2K("logical_or", FJN_LOR),
+    UF2K("logical_xor", FJN_LXOR), UF2K("equal", FJN_EQ), UF2K("not_equal", FJN_NE), UF2K("less", FJN_LT),
+    UF2K("less_equal", FJN_LE), UF2K("greater", FJN_GT), UF2K("greater_equal", FJN_GE),
+    UF2("heaviside"), UF2("gcd"), UF2("lcm"), UF2("ldexp"),
     /* selection */
-    {"where", FJ_OP_FUNC, "numpy", "where", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 3, "condition,x,y", 0},
+    {"where", FJ_OP_FUNC, "numpy", "where", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 3, "condition,x,y", FJ_OPF_SELECT,
+     NULL, FJN_WHERE},
     {"clip", FJ_OP_FUNC, "numpy", "clip", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 6, "a,a_min,a_max,out?,min,max,dtype,casting", 0},
     {"clip", FJ_OP_METHOD, NULL, "clip", 0, NULL, FJ_SH_BROADCAST, FJ_DT_RUN, 3, "self,min,max,out?,dtype,casting", 0},
     /* reductions */
-    RED("sum", FJ_SH_REDUCE, SUM_P, FJ_OPF_AXIS0D), RED("prod", FJ_SH_REDUCE, SUM_P, FJ_OPF_AXIS0D),
-    RED("mean", FJ_SH_REDUCE, MEAN_P, 0), RED("std", FJ_SH_REDUCE, STD_P, 0),
+    RED("sum", FJ_SH_REDUCE, SUM_P, FJ_OPF_AXIS0D, "add", FJN_RSUM),
+    RED("prod", FJ_SH_REDUCE, SUM_P, FJ_OPF_AXIS0D, "multiply", 0),
+    RED("mean", FJ_SH_REDUCE, MEAN_P, 0, NULL, FJN_RMEAN), RED("std", FJ_SH_REDUCE, STD_P, 0),
     RED("var", FJ_SH_REDUCE, STD_P, 0),
-    RED("max", FJ_SH_REDUCE, MAX_P, FJ_OPF_NO_IDENTITY | FJ_OPF_AXIS0D),
-    RED("min", FJ_SH_REDUCE, MAX_P, FJ_OPF_NO_IDENTITY | FJ_OPF_AXIS0D),
+    RED("max", FJ_SH_REDUCE, MAX_P, FJ_OPF_NO_IDENTITY | FJ_OPF_AXIS0D, "maximum", FJN_RMAX),
+    RED("min", FJ_SH_REDUCE, MAX_P, FJ_OPF_NO_IDENTITY | FJ_OPF_AXIS0D, "minimum", FJN_RMIN),
     {"amax", FJ_OP_FUNC, "numpy", "amax", 0, NULL, FJ_SH_REDUCE, FJ_DT_RUN, 1, "a," MAX_P,
-     FJ_OPF_NO_IDENTITY | FJ_OPF_AXIS0D},
+     FJ_OPF_NO_IDENTITY | FJ_OPF_AXIS0D, "maximum", FJN_RMAX},
     {"amin", FJ_OP_FUNC, "numpy", "amin", 0, NULL, FJ_SH_REDUCE, FJ_DT_RUN, 1, "a," MAX_P,
-     FJ_OPF_NO_IDENTITY | FJ_OPF_AXIS0D},
+     FJ_OPF_NO_IDENTITY | FJ_OPF_AXIS0D, "minimum", FJN_RMIN},
     RED("argmax", FJ_SH_ARGREDUCE, ARG_P, FJ_OPF_NO_IDENTITY | FJ_OPF_ARGMSG),
     RED("argmin", FJ_SH_ARGREDUCE, ARG_P, FJ_OPF_NO_IDENTITY | FJ_OPF_ARGMSG),
-    RED("any", FJ_SH_REDUCE, ANY_P, FJ_OPF_AXIS0D), RED("all", FJ_SH_REDUCE, ANY_P, FJ_OPF_AXIS0D),
+    RED("any", FJ_SH_REDUCE, ANY_P, FJ_OPF_AXIS0D, "logical_or", FJN_RANY),
+    RED("all", FJ_SH_REDUCE, ANY_P, FJ_OPF_AXIS0D, "logical_and", FJN_RALL),
     /* linear algebra */
     {"matmul", FJ_OP_FUNC, "numpy", "matmul", 0, NULL, FJ_SH_MATMUL, FJ_DT_RUN, 2, "x1,x2,out?," UFUNC_KW, 0},
     {"dot", FJ_OP_FUNC, "numpy", "dot", 0, NULL, FJ_SH_DOT, FJ_DT_RUN, 2, "a,b,out?", 0},
@@ -151,7 +177,8 @@ static const fj_OpDef fj_op_table[] = {
     {"concatenate", FJ_OP_FUNC, "numpy", "concatenate", 0, NULL, FJ_SH_CONCATENATE, FJ_DT_RUN, 1, "arrays,axis,out?,dtype,casting", 0},
     {"stack", FJ_OP_FUNC, "numpy", "stack", 0, NULL, FJ_SH_STACK, FJ_DT_RUN, 1, "arrays,axis,out?,dtype,casting", 0},
     {"broadcast_to", FJ_OP_FUNC, "numpy", "broadcast_to", 0, NULL, FJ_SH_BROADCAST_TO, FJ_DT_SAME, 1, "array,shape,subok?", 0},
-    {"astype", FJ_OP_METHOD, NULL, "astype", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "self,dtype,order,casting,subok?,copy", 0},
+    {"astype", FJ_OP_METHOD, NULL, "astype", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "self,dtype,order,casting,subok?,copy", 0,
+     NULL, FJN_CAST},
     {"astype", FJ_OP_FUNC, "numpy", "astype", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "x,dtype,copy,device?", 0},
     /* flattening and copies */
     {"ravel", FJ_OP_FUNC, "numpy", "ravel", 0, NULL, FJ_SH_RAVEL, FJ_DT_RUN, 1, "a,order", 0},
@@ -243,6 +270,18 @@ static int parse_params(const fj_OpDef *op, fj_OpInfo *info)
     return 0;
 }
 
+#ifndef NDEBUG
+/* A row's columns agree with what their readers rely on (debug builds). */
+static int row_consistent(const fj_OpDef *op)
+{
+    int f = op->fused;
+    int elementwise = f && !FJN_IS_REDUCTION(f) && f != FJN_WHERE && f != FJN_CAST && f != FJN_POW;
+    return (!(op->flags & FJ_OPF_UFUNC) || (op->ufunc && op->shape_rule == FJ_SH_BROADCAST)) &&
+           (!elementwise || op->ufunc) &&
+           ((op->flags & (FJ_OPF_NO_IDENTITY | FJ_OPF_ARGMSG)) != FJ_OPF_NO_IDENTITY || op->ufunc);
+}
+#endif
+
 /* Resolves every row's target and builds the lookup dicts.  0 or -1. */
 static int ops_ready(void)
 {
@@ -269,6 +308,7 @@ static int ops_ready(void)
     for (Py_ssize_t i = 0; i < FJ_NROWS; i++) {
         const fj_OpDef *op = &fj_op_table[i];
         fj_OpInfo *info = &fj_info[i];
+        assert(row_consistent(op));
         if (parse_params(op, info) < 0)
             goto error;
         idx = PyLong_FromSsize_t(i);
@@ -445,12 +485,14 @@ PyObject *fj_op_target(const fj_OpDef *op)
     return fj_info[ROW_INDEX(op)].target;
 }
 
+/* The ufunc of an FJ_OPF_UFUNC row, by its 'ufunc' column, when it takes
+   'nargs' inputs and gives one output: new reference, or NULL (no
+   exception set) for every other row. */
 static PyObject *lookup_ufunc(const fj_OpDef *op, Py_ssize_t nargs)
 {
     static PyTypeObject *ufunc_type = NULL;
-    const char *name = NULL;
     PyObject *u = NULL;
-    if (op->shape_rule != FJ_SH_BROADCAST || fj_numpy == NULL)
+    if (!(op->flags & FJ_OPF_UFUNC) || fj_numpy == NULL)
         return NULL;
     if (ufunc_type == NULL) {
         PyObject *add = PyObject_GetAttrString(fj_numpy, "add");
@@ -461,36 +503,7 @@ static PyObject *lookup_ufunc(const fj_OpDef *op, Py_ssize_t nargs)
         ufunc_type = Py_TYPE(add); /* numpy.ufunc: a static type of NumPy's */
         Py_DECREF(add);
     }
-    switch (op->kind) {
-    case FJ_OP_FUNC:
-        if (op->module != NULL && strcmp(op->module, "numpy") == 0)
-            u = Py_XNewRef(fj_op_target(op));
-        break;
-    case FJ_OP_BINOP: /* ndarray's operators call these ufuncs (not '**': it has scalar fast paths) */
-        switch (op->code) {
-        case NB_ADD: name = "add"; break;
-        case NB_SUBTRACT: name = "subtract"; break;
-        case NB_MULTIPLY: name = "multiply"; break;
-        case NB_TRUE_DIVIDE: name = "true_divide"; break;
-        case NB_FLOOR_DIVIDE: name = "floor_divide"; break;
-        case NB_REMAINDER: name = "remainder"; break;
-        case NB_AND: name = "bitwise_and"; break;
-        case NB_OR: name = "bitwise_or"; break;
-        case NB_XOR: name = "bitwise_xor"; break;
-        case NB_LSHIFT: name = "left_shift"; break;
-        case NB_RSHIFT: name = "right_shift"; break;
-        }
-        break;
-    case FJ_OP_UNARY:
-        switch (op->code) {
-        case FJ_UNARY_NEG: name = "negative"; break;
-        case FJ_UNARY_POS: name = "positive"; break;
-        case FJ_UNARY_INVERT: name = "invert"; break;
-        case FJ_UNARY_ABS: name = "absolute"; break;
-        }
-        break;
-    }
-    if (name != NULL && (u = PyObject_GetAttrString(fj_numpy, name)) == NULL)
+    if ((u = PyObject_GetAttrString(fj_numpy, op->ufunc)) == NULL)
         PyErr_Clear();
     if (u == NULL || Py_TYPE(u) != ufunc_type)
         goto no;

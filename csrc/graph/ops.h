@@ -16,6 +16,7 @@
 #ifndef FJ_OPS_H
 #define FJ_OPS_H
 #include "fj_numpy.h"
+#include "fused_ops.h"
 
 #define FJ_MAX_NDIM 32 /* NumPy 2's NPY_MAXDIMS is 64; we track up to 32 */
 
@@ -83,12 +84,20 @@ enum {
                                   metadata is args[0]'s and no Var ever holds the node's value */
 #define FJ_OPF_OUT 0x40        /* ufunc: 'out' may be an array node, written into and returned
                                   (same_kind casting, its shape the broadcast result's) */
+#define FJ_OPF_UFUNC 0x80      /* the row is its 'ufunc' called on its operands (the target is that ufunc, or
+                                  an operator ndarray runs with it), so the runner may call the ufunc with
+                                  'out' (fj_op_ufunc); not comparisons (ndarray's have fallbacks of their
+                                  own) nor '**' (scalar fast paths) */
+#define FJ_OPF_SELECT 0x100    /* where(condition, x, y): x and y are required (the one-argument form is
+                                  nonzero's, whose shape depends on the data) */
 
 /*
 ** One row.  'params' lists the positional parameter names in order,
 ** comma separated (the array itself included, 'self' for methods); a name
 ** ending in '?' is accepted only when absent or None (e.g. 'out?'), one
 ** ending in '!' only positionally.  Any keyword not in 'params' is an error.
+** Backends know an operation by its row's columns ('ufunc', 'fused',
+** 'flags'), never by its name.
 */
 typedef struct fj_OpDef {
     const char *name;   /* node-name stem: "add" gives nodes add, add_1, ... */
@@ -102,6 +111,11 @@ typedef struct fj_OpDef {
     int nin;            /* operands taking part in broadcasting (FJ_SH_BROADCAST) */
     const char *params;
     int flags;          /* FJ_OPF_* */
+    const char *ufunc;  /* numpy.<ufunc> computing the row's elements (elementwise rows, in-place operators
+                           excepted), or the ufunc a reduction reduces with (sum: add, max: maximum); else NULL */
+    int fused;          /* FJN_* (fused_ops.h): what a fused kernel computes for the row, 0 if it never fuses;
+                           an elementwise code other than FJN_WHERE and FJN_CAST comes with a 'ufunc', whose
+                           loops give the kernel's types */
 } fj_OpDef;
 
 /* Result kinds (fj_Node.vkind). */

@@ -202,7 +202,7 @@ static int too_many_dims(const fj_OpDef *op, int nd)
 static int sh_broadcast(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
 {
     int seen = 0;
-    if (strcmp(op->name, "where") == 0 && (!b->v[1] || !b->v[2])) {
+    if ((op->flags & FJ_OPF_SELECT) && (!b->v[1] || !b->v[2])) {
         PyErr_Format(PyExc_TypeError, "%s: the one-argument form (data-dependent shape) is not supported", QN(op));
         return -1;
     }
@@ -257,8 +257,7 @@ static int sh_reduce(const fj_OpDef *op, fj_Bound *b, fj_Meta *out, int allow_tu
                 else
                     PyErr_Format(PyExc_ValueError,
                                  "%s: zero-size array to reduction operation %s which has no identity", QN(op),
-                                 strcmp(op->name, "max") == 0 || strcmp(op->name, "amax") == 0 ? "maximum"
-                                                                                                : "minimum");
+                                 op->ufunc);
                 return -1;
             }
         }

@@ -51,90 +51,17 @@ static int fjn_float_axis_minmax = 0;
 
 /* ---- classification of nodes -------------------------------------------- */
 
-typedef struct {
-    const char *name; /* op row name (operators) or numpy attribute (functions) */
-    int code;
-    int nargs;
-    const char *ufunc; /* numpy ufunc resolving the loop dtypes; NULL: where / astype */
-} fjn_Map;
-
-static const fjn_Map fjn_operator_map[] = {
-    {"add", FJN_ADD, 2, "add"}, {"sub", FJN_SUB, 2, "subtract"}, {"mul", FJN_MUL, 2, "multiply"},
-    {"truediv", FJN_TDIV, 2, "true_divide"}, {"floordiv", FJN_FLOORDIV, 2, "floor_divide"},
-    {"mod", FJN_MOD, 2, "remainder"}, {"and_", FJN_BAND, 2, "bitwise_and"}, {"or_", FJN_BOR, 2, "bitwise_or"},
-    {"xor", FJN_BXOR, 2, "bitwise_xor"}, {"lt", FJN_LT, 2, "less"}, {"le", FJN_LE, 2, "less_equal"},
-    {"eq", FJN_EQ, 2, "equal"}, {"ne", FJN_NE, 2, "not_equal"}, {"gt", FJN_GT, 2, "greater"},
-    {"ge", FJN_GE, 2, "greater_equal"}, {"neg", FJN_NEG, 1, "negative"}, {"pos", FJN_POS, 1, "positive"},
-    {"invert", FJN_INVERT, 1, "invert"}, {"abs", FJN_ABS, 1, "absolute"}, {NULL, 0, 0, NULL},
-};
-
-static const fjn_Map fjn_numpy_map[] = {
-    {"add", FJN_ADD, 2, "add"}, {"subtract", FJN_SUB, 2, "subtract"}, {"multiply", FJN_MUL, 2, "multiply"},
-    {"divide", FJN_TDIV, 2, "true_divide"}, {"true_divide", FJN_TDIV, 2, "true_divide"},
-    {"floor_divide", FJN_FLOORDIV, 2, "floor_divide"}, {"remainder", FJN_MOD, 2, "remainder"},
-    {"mod", FJN_MOD, 2, "remainder"}, {"negative", FJN_NEG, 1, "negative"}, {"positive", FJN_POS, 1, "positive"},
-    {"absolute", FJN_ABS, 1, "absolute"}, {"abs", FJN_ABS, 1, "absolute"}, {"fabs", FJN_ABS, 1, "fabs"},
-    {"square", FJN_SQUARE, 1, "square"}, {"reciprocal", FJN_RECIP, 1, "reciprocal"}, {"sqrt", FJN_SQRT, 1, "sqrt"},
-    {"maximum", FJN_MAX, 2, "maximum"}, {"minimum", FJN_MIN, 2, "minimum"}, {"less", FJN_LT, 2, "less"},
-    {"less_equal", FJN_LE, 2, "less_equal"}, {"equal", FJN_EQ, 2, "equal"}, {"not_equal", FJN_NE, 2, "not_equal"},
-    {"greater", FJN_GT, 2, "greater"}, {"greater_equal", FJN_GE, 2, "greater_equal"},
-    {"logical_and", FJN_LAND, 2, "logical_and"}, {"logical_or", FJN_LOR, 2, "logical_or"},
-    {"logical_xor", FJN_LXOR, 2, "logical_xor"}, {"logical_not", FJN_LNOT, 1, "logical_not"},
-    {"bitwise_and", FJN_BAND, 2, "bitwise_and"}, {"bitwise_or", FJN_BOR, 2, "bitwise_or"},
-    {"bitwise_xor", FJN_BXOR, 2, "bitwise_xor"}, {"invert", FJN_INVERT, 1, "invert"},
-    {"bitwise_not", FJN_INVERT, 1, "invert"}, {"isnan", FJN_ISNAN, 1, "isnan"}, {"isinf", FJN_ISINF, 1, "isinf"},
-    {"isfinite", FJN_ISFINITE, 1, "isfinite"}, {"signbit", FJN_SIGNBIT, 1, "signbit"},
-    {"floor", FJN_FLOOR, 1, "floor"}, {"ceil", FJN_CEIL, 1, "ceil"}, {"trunc", FJN_TRUNC, 1, "trunc"},
-    {"rint", FJN_RINT, 1, "rint"}, {"where", FJN_WHERE, 3, NULL}, {NULL, 0, 0, NULL},
-};
-
-/* reductions over every axis, as numpy functions or ndarray methods (one argument: the array) */
-static const fjn_Map fjn_reduce_map[] = {
-    {"sum", FJN_RSUM, 1, NULL}, {"max", FJN_RMAX, 1, NULL}, {"amax", FJN_RMAX, 1, NULL},
-    {"min", FJN_RMIN, 1, NULL}, {"amin", FJN_RMIN, 1, NULL}, {"any", FJN_RANY, 1, NULL},
-    {"all", FJN_RALL, 1, NULL}, {"mean", FJN_RMEAN, 1, NULL}, {NULL, 0, 0, NULL},
-};
-
 static PyObject *fjn_numpy; /* strong: the numpy module */
 
-static const fjn_Map *find_map(const fjn_Map *m, const char *name)
+/* The fused code of call node 'n': its row's (fj_OpDef.fused), or 0 when its
+   operation never fuses.  Keywords only go with reductions (axis, keepdims:
+   checked by fjn_classify). */
+static int node_code(fj_Node *n)
 {
-    for (; m->name; m++)
-        if (strcmp(m->name, name) == 0)
-            return m;
-    return NULL;
-}
-
-/* The mapping row of call node 'n', or NULL when its operation never fuses. */
-static const fjn_Map *node_map(fj_Node *n)
-{
-    static const fjn_Map astype = {"astype", FJN_CAST, 2, NULL};
     const fj_OpDef *op = n->op;
-    if (n->kind != FJ_NODE_CALL || op == NULL)
-        return NULL;
-    if (n->kwargs != NULL) { /* only reductions, with axis / keepdims (checked by fjn_classify) */
-        const fjn_Map *m = (op->kind == FJ_OP_METHOD || (op->kind == FJ_OP_FUNC && op->module &&
-                                                         strcmp(op->module, "numpy") == 0))
-                               ? find_map(fjn_reduce_map, op->attr)
-                               : NULL;
-        return m;
-    }
-    switch (op->kind) {
-    case FJ_OP_BINOP:
-    case FJ_OP_COMPARE:
-    case FJ_OP_UNARY:
-        return find_map(fjn_operator_map, op->name);
-    case FJ_OP_FUNC:
-        if (op->module && strcmp(op->module, "numpy") == 0) {
-            const fjn_Map *m = find_map(fjn_numpy_map, op->attr);
-            return m ? m : find_map(fjn_reduce_map, op->attr);
-        }
-        return NULL;
-    case FJ_OP_METHOD:
-        return strcmp(op->attr, "astype") == 0 ? &astype : find_map(fjn_reduce_map, op->attr);
-    default:
-        return NULL;
-    }
+    if (n->kind != FJ_NODE_CALL || op == NULL || (n->kwargs != NULL && !FJN_IS_REDUCTION(op->fused)))
+        return 0;
+    return op->fused;
 }
 
 /* Which operation types each fused code accepts (its loop type 't'). */
@@ -318,21 +245,15 @@ static int operand_info(PyObject *a, int *type, int *kind)
 }
 
 /*
-** Decides whether call node 'n' fuses: fills 'op' (code, nargs, argtype,
-** type; arg refs are filled by the caller).  Returns 1 (fuses), 0 (does not),
-** -1 on a real error (memory).
-*/
-/*
 ** arr ** 2, arr ** 0.5, arr ** -1 with a constant exponent: NumPy's
 ** ndarray.__pow__ runs square / sqrt / reciprocal for these (its fast scalar
-** power; the warnings name those ufuncs), so they fuse as such.  1 if it
-** fuses (op filled), 0 if not.
+** power; the warnings name those ufuncs), so they fuse as such.  'n' is a
+** node of code FJN_POW (so without keywords).  1 if it fuses (op filled), 0
+** if not.
 */
 static int classify_pow(fj_Node *n, fjn_Op *op)
 {
-    const fj_OpDef *d = n->op;
-    if (d == NULL || d->kind != FJ_OP_BINOP || strcmp(d->name, "pow") != 0 || n->kwargs != NULL ||
-        PyTuple_GET_SIZE(n->args) != 2 || n->vkind != FJ_VAL_ARRAY)
+    if (PyTuple_GET_SIZE(n->args) != 2 || n->vkind != FJ_VAL_ARRAY)
         return 0;
     PyObject *a = PyTuple_GET_ITEM(n->args, 0), *e = PyTuple_GET_ITEM(n->args, 1);
     if (!fj_Node_Check(a) || ((fj_Node *)a)->vkind != FJ_VAL_ARRAY || !(PyLong_CheckExact(e) || PyFloat_CheckExact(e)))
@@ -406,23 +327,33 @@ static int reduction_axis(fj_Node *n, int *axis, int *keepdims)
     return 1;
 }
 
+/*
+** Decides whether call node 'n' fuses: fills 'op' (code, nargs, argtype,
+** type; arg refs are filled by the caller).  Returns 1 (fuses), 0 (does not),
+** -1 on a real error (memory).
+*/
 static int fjn_classify(fj_Node *n, fjn_Op *op)
 {
-    const fjn_Map *m = node_map(n);
-    if (!m)
+    int code = node_code(n);
+    if (code == FJN_POW)
         return classify_pow(n, op);
+    if (code == 0)
+        return 0;
+    const fj_OpDef *row = n->op;
     PyObject *types = NULL, *ufunc = NULL, *res = NULL;
     int r = 0, axis = -1, keepdims = 0;
-    if (FJN_IS_REDUCTION(m->code)) {
+    /* the operands, and astype's dtype after its one operand */
+    Py_ssize_t nargs = row->nin + (code == FJN_CAST);
+    if (FJN_IS_REDUCTION(code)) {
         if (!reduction_axis(n, &axis, &keepdims) || (n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_NPSCALAR))
             return 0;
-    } else if ((n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_NPSCALAR) || PyTuple_GET_SIZE(n->args) != m->nargs) {
+    } else if ((n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_NPSCALAR) || PyTuple_GET_SIZE(n->args) != nargs) {
         return 0;
     }
     memset(op, 0, sizeof *op);
     op->node = n->index;
-    op->code = m->code;
-    op->nargs = m->code == FJN_CAST ? 1 : m->nargs;
+    op->code = code;
+    op->nargs = row->nin;
     op->type = fjn_type_of_descr(n->dtype);
     op->out = -1;
     op->axis = axis;
@@ -433,7 +364,7 @@ static int fjn_classify(fj_Node *n, fjn_Op *op)
     for (int i = 0; i < op->nargs; i++)
         if (!operand_info(PyTuple_GET_ITEM(n->args, i), &otype[i], &okind[i]))
             return 0;
-    if (FJN_IS_REDUCTION(m->code)) {
+    if (FJN_IS_REDUCTION(code)) {
         /* exact in any order: integer sums (wrap), max/min (a float result of
            zero or NaN runs through NumPy: there the order decides), any/all;
            float sum and mean follow NumPy's pairwise order (native_emit.c). */
@@ -441,14 +372,14 @@ static int fjn_classify(fj_Node *n, fjn_Op *op)
         int tf = t == FJT_F32 || t == FJT_F64;
         if (okind[0] != FJN_IN_ARRAY || (axis < 0 && n->vkind != FJ_VAL_NPSCALAR))
             return 0;
-        op->argtype[0] = m->code == FJN_RSUM ? rt : t;
+        op->argtype[0] = code == FJN_RSUM ? rt : t;
         /* over one axis: only the kinds exact in any order; a float max/min
            whose result holds a zero or a NaN runs through NumPy (run_group) */
-        if (axis >= 0 && tf && (m->code == FJN_RSUM || m->code == FJN_RMEAN))
+        if (axis >= 0 && tf && (code == FJN_RSUM || code == FJN_RMEAN))
             return axis == ((fj_Node *)PyTuple_GET_ITEM(n->args, 0))->ndim - 1 && rt == t; /* rows: pairwise */
-        if (axis >= 0 && ((tf && !fjn_float_axis_minmax) || m->code == FJN_RMEAN))
+        if (axis >= 0 && ((tf && !fjn_float_axis_minmax) || code == FJN_RMEAN))
             return 0;
-        switch (m->code) {
+        switch (code) {
         case FJN_RSUM:
             return tf ? rt == t : (rt == FJT_I64 || rt == FJT_U64);
         case FJN_RMEAN:
@@ -460,13 +391,13 @@ static int fjn_classify(fj_Node *n, fjn_Op *op)
             return rt == FJT_BOOL;
         }
     }
-    if (m->code == FJN_CAST) {
+    if (code == FJN_CAST) {
         if (fj_Node_Check(PyTuple_GET_ITEM(n->args, 1)) || okind[0] == FJN_IN_CONST)
             return 0;
         op->argtype[0] = otype[0];
         return okind[0] != FJN_IN_PYSCALAR;
     }
-    if (m->code == FJN_WHERE) {
+    if (code == FJN_WHERE) {
         op->argtype[0] = FJT_BOOL;
         op->argtype[1] = op->argtype[2] = op->type;
     } else {
@@ -485,7 +416,7 @@ static int fjn_classify(fj_Node *n, fjn_Op *op)
             PyTuple_SET_ITEM(types, i, Py_NewRef(t));
         }
         PyTuple_SET_ITEM(types, op->nargs, Py_NewRef(Py_None));
-        ufunc = PyObject_GetAttrString(fjn_numpy, m->ufunc);
+        ufunc = PyObject_GetAttrString(fjn_numpy, row->ufunc);
         res = ufunc ? PyObject_CallMethod(ufunc, "resolve_dtypes", "(O)", types) : NULL;
         if (!res || !PyTuple_Check(res) || PyTuple_GET_SIZE(res) != op->nargs + 1) {
             PyErr_Clear(); /* NumPy has no such loop: not fused (the eager path reports it) */

@@ -18,6 +18,7 @@
 */
 #ifndef FJ_NATIVE_H
 #define FJ_NATIVE_H
+#include "fused_ops.h" /* FJN_* codes: what a kernel computes, named by each op row (fj_OpDef.fused) */
 #include "graph.h"
 
 #define FJN_MAX_OPS 64 /* members of one group */
@@ -34,17 +35,6 @@ enum {
     FJT_NONE = 0, FJT_BOOL, FJT_I8, FJT_I16, FJT_I32, FJT_I64,
     FJT_U8, FJT_U16, FJT_U32, FJT_U64, FJT_F32, FJT_F64, FJT_COUNT
 };
-
-/* Fused operations. */
-enum {
-    FJN_ADD = 1, FJN_SUB, FJN_MUL, FJN_TDIV, FJN_NEG, FJN_POS, FJN_ABS, FJN_SQUARE, FJN_RECIP, FJN_SQRT,
-    FJN_MAX, FJN_MIN, FJN_LT, FJN_LE, FJN_EQ, FJN_NE, FJN_GT, FJN_GE, FJN_LAND, FJN_LOR, FJN_LXOR, FJN_LNOT,
-    FJN_BAND, FJN_BOR, FJN_BXOR, FJN_INVERT, FJN_ISNAN, FJN_ISINF, FJN_ISFINITE, FJN_SIGNBIT, FJN_FLOOR,
-    FJN_CEIL, FJN_TRUNC, FJN_RINT, FJN_WHERE, FJN_CAST, FJN_FLOORDIV, FJN_MOD,
-    /* reductions over every axis (their result is a 0-d value, always materialized) */
-    FJN_RSUM, FJN_RMAX, FJN_RMIN, FJN_RANY, FJN_RALL, FJN_RMEAN,
-};
-#define FJN_IS_REDUCTION(code) ((code) >= FJN_RSUM)
 
 /* Kinds of group inputs. */
 enum { FJN_IN_ARRAY = 1, FJN_IN_NPSCALAR, FJN_IN_PYSCALAR, FJN_IN_CONST };
