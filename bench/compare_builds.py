@@ -1,0 +1,111 @@
+"""Two builds of framejit side by side: warm-call overhead and compile time.
+
+    python3 bench/compare_builds.py OLD_DIR NEW_DIR [--rounds N]
+
+Each DIR is a checkout with its extension built in place (for example
+``git worktree add /tmp/old <rev> && cd /tmp/old && python3 setup.py
+build_ext --inplace``).  Every round runs one measuring process per build,
+alternating which goes first, so both see the same machine; the table gives
+the median over rounds of each figure and the ratio NEW / OLD.
+
+Figures (eager backend, np.ones(4), so the overhead shows):
+- warm 1-op / 20-op: ns per call of a compiled function minus the plain call
+  (bench/bench_compile.py's np1 and np20), best of 5 loops in the process;
+- compile 1-op / 20-op: µs of the first call after framejit.reset() minus a
+  plain call, median of 60 compiles;
+- hooked call: ns per call of a pure-Python function with the hook on and
+  its code cached as run-as-is (``framejit.compile`` of a function with no
+  array work).
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+MEASURE = r'''
+import json, statistics, sys, time
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[2])
+import numpy as np
+import framejit
+from bench_compile import np1, np20
+perf = time.perf_counter_ns
+x = np.ones(4)
+
+def per_call(fn, n=20000):
+    best = None
+    for _ in range(5):
+        t = perf()
+        for _ in range(n):
+            fn(x)
+        d = (perf() - t) / n
+        best = d if best is None or d < best else best
+    return best
+
+def compile_us(fn, n=60):
+    plain = per_call(fn, 2000)
+    out = []
+    for _ in range(n):
+        framejit.reset()
+        cf = framejit.compile(fn, backend="eager")
+        t = perf()
+        cf(x)
+        out.append((perf() - t - plain) / 1e3)
+    return statistics.median(out)
+
+def pure(v):
+    return v
+
+res = {}
+for name, fn in (("1-op", np1), ("20-op", np20)):
+    cf = framejit.compile(fn, backend="eager")
+    cf(x)
+    res["warm " + name + " (ns)"] = per_call(cf) - per_call(fn)
+    res["compile " + name + " (us)"] = compile_us(fn)
+cp = framejit.compile(pure, backend="eager")
+cp(x)
+res["hooked pure call (ns)"] = per_call(cp) - per_call(pure)
+print(json.dumps(res))
+'''
+
+
+def run(build, env):
+    r = subprocess.run([sys.executable, "-c", MEASURE, build, HERE], capture_output=True,
+                       text=True, env=env, cwd=build)
+    if r.returncode != 0:
+        raise RuntimeError(f"{build}: {r.stderr[-2000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main():
+    argv = sys.argv[1:]
+    rounds = 5
+    if "--rounds" in argv:
+        i = argv.index("--rounds")
+        rounds = int(argv[i + 1])
+        del argv[i:i + 2]
+    args = [a for a in argv if not a.startswith("--")]
+    if len(args) != 2:
+        print(__doc__)
+        return 2
+    old, new = (os.path.abspath(a) for a in args)
+    env = dict(os.environ, FRAMEJIT_BACKEND="eager")
+    got = {old: [], new: []}
+    for i in range(rounds):
+        for b in ((old, new) if i % 2 == 0 else (new, old)):
+            got[b].append(run(b, dict(env, PYTHONPATH=b)))
+    keys = list(got[old][0])
+    print(f"median of {rounds} alternating rounds; OLD={old} NEW={new}")
+    print(f"{'figure':26s} {'old':>10s} {'new':>10s} {'new/old':>8s}")
+    for k in keys:
+        o = statistics.median(r[k] for r in got[old])
+        n = statistics.median(r[k] for r in got[new])
+        print(f"{k:26s} {o:10.1f} {n:10.1f} {n / o if o else float('nan'):8.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
