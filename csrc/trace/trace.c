@@ -609,9 +609,7 @@ static int push(fj_TFrame *fr, PyObject *v) /* steals v */
     return 0;
 }
 
-/* A Var of 'kind' holding 'obj' (CONST) or 'items', a new reference it
-   consumes (NULL: the error is set).  New reference or NULL. */
-static fj_Var *var_taking(fj_VarKind kind, PyObject *ref)
+fj_Var *fj_var_take(fj_VarKind kind, PyObject *ref)
 {
     if (ref == NULL)
         return NULL;
@@ -784,7 +782,7 @@ static fj_Var *new_cell(PyObject *contents) /* contents borrowed, may be NULL */
         return NULL;
     if (contents)
         PyList_SET_ITEM(items, 0, Py_NewRef(contents));
-    return var_taking(FJ_VAR_CELL, items);
+    return fj_var_take(FJ_VAR_CELL, items);
 }
 
 /* ------------------------------------------------------------ globals */
@@ -851,7 +849,7 @@ static PyObject *build_seq(fj_TFrame *fr, fj_VarKind kind, int n)
         return NULL;
     for (int i = n - 1; i >= 0; i--)
         PyList_SET_ITEM(items, i, POP());
-    return (PyObject *)var_taking(kind, items);
+    return (PyObject *)fj_var_take(kind, items);
 }
 
 /* The items of a sequence-like Var as a new list of Vars, or NULL with Unsupported. */
@@ -1035,7 +1033,7 @@ static PyObject *make_iter(fj_TFrame *fr, PyObject *vo)
         fj_Var *it = fj_var_new(FJ_VAR_ITER, NULL, v->items);
         return (PyObject *)it;
     }
-    return (PyObject *)var_taking(FJ_VAR_ITER, var_items(fr, vo));
+    return (PyObject *)fj_var_take(FJ_VAR_ITER, var_items(fr, vo));
 }
 
 /* ---------------------------------------------------------- functions */
@@ -1212,6 +1210,16 @@ static int bind_args(fj_TFrame *fr, PyObject *const *args, Py_ssize_t nargs, PyO
 /* ------------------------------------------------------------- the loop */
 
 static int run_frame(fj_TFrame *fr);
+
+int fj_trace_self_args(PyObject **stack, PyObject *self, PyObject *const *args, Py_ssize_t n)
+{
+    if (n + 1 > FJ_MAX_METHOD_ARGS)
+        return fj_unsupported("too many arguments");
+    stack[0] = self;
+    for (Py_ssize_t i = 0; i < n; i++)
+        stack[i + 1] = args[i];
+    return 0;
+}
 
 PyObject *fj_trace_inline(fj_TFrame *parent, PyObject *fn, PyObject *const *args,
                           Py_ssize_t nargs, PyObject *kwnames)
@@ -1598,14 +1606,9 @@ static int run_frame(fj_TFrame *fr)
             else if (VAR(v)->kind == FJ_VAR_ITER || VAR(v)->kind == FJ_VAR_METHOD ||
                      VAR(v)->kind == FJ_VAR_CELL || VAR(v)->kind == FJ_VAR_NULL)
                 fj_unsupported("global store of %R", v);
-            else {
-                PyObject *eff = Py_BuildValue("(sOO)", "global", name, v);
-                ok = eff == NULL || PyList_Append(tx->effects, eff) < 0 ||
-                             PyDict_SetItem(tx->global_overlay, name, v) < 0
-                         ? -1
-                         : 0;
-                Py_XDECREF(eff);
-            }
+            else
+                ok = fj_trace_record_store(tx, Py_BuildValue("(sOO)", "global", name, v), NULL,
+                                           name, v);
             Py_DECREF(v);
             if (ok < 0)
                 goto error;
@@ -1632,13 +1635,9 @@ static int run_frame(fj_TFrame *fr)
                 goto error;
             Py_DECREF(cur);
             fj_Var *gone = fj_var_new(FJ_VAR_NULL, NULL, NULL), *nv = fj_var_const(Py_None);
-            PyObject *eff = gone && nv ? Py_BuildValue("(sOO)", "delglobal", name, (PyObject *)nv)
-                                       : NULL;
-            int ok = eff == NULL || PyList_Append(tx->effects, eff) < 0 ||
-                             PyDict_SetItem(tx->global_overlay, name, (PyObject *)gone) < 0
-                         ? -1
-                         : 0;
-            Py_XDECREF(eff);
+            int ok = fj_trace_record_store(
+                tx, gone && nv ? Py_BuildValue("(sOO)", "delglobal", name, (PyObject *)nv) : NULL,
+                NULL, name, (PyObject *)gone);
             Py_XDECREF(gone);
             Py_XDECREF(nv);
             if (ok < 0)
@@ -1849,7 +1848,7 @@ static int run_frame(fj_TFrame *fr)
                     fj_unsupported("dict with a key that is not a plain constant");
                 goto error;
             }
-            PUSH(var_taking(FJ_VAR_DICT, d));
+            PUSH(fj_var_take(FJ_VAR_DICT, d));
             break;
         }
         case MAP_ADD: /* [dict, ..., key, value] */
@@ -1883,7 +1882,7 @@ static int run_frame(fj_TFrame *fr)
             Py_DECREF(start);
             Py_DECREF(stop);
             Py_XDECREF(step);
-            PUSH(var_taking(FJ_VAR_CONST, sl));
+            PUSH(fj_var_take(FJ_VAR_CONST, sl));
             break;
         }
         case FORMAT_VALUE: {
@@ -1908,7 +1907,7 @@ static int run_frame(fj_TFrame *fr)
                 fj_unsupported("f-string of a value that is not a plain constant");
             Py_DECREF(v);
             Py_XDECREF(spec);
-            PUSH(var_taking(FJ_VAR_CONST, r));
+            PUSH(fj_var_take(FJ_VAR_CONST, r));
             break;
         }
         case BUILD_STRING: {
@@ -1931,7 +1930,7 @@ static int run_frame(fj_TFrame *fr)
             Py_DECREF(parts);
             if (s == NULL && bad)
                 fj_unsupported("string built from values that are not constants");
-            PUSH(var_taking(FJ_VAR_CONST, s));
+            PUSH(fj_var_take(FJ_VAR_CONST, s));
             break;
         }
         case UNPACK_SEQUENCE: {
@@ -1966,7 +1965,7 @@ static int run_frame(fj_TFrame *fr)
             }
             for (Py_ssize_t k = n - 1; k >= n - after; k--)
                 PUSH(Py_NewRef(PyList_GET_ITEM(items, k)));
-            fj_Var *mv = var_taking(FJ_VAR_LIST, PyList_GetSlice(items, before, n - after));
+            fj_Var *mv = fj_var_take(FJ_VAR_LIST, PyList_GetSlice(items, before, n - after));
             if (mv == NULL) {
                 Py_DECREF(items);
                 goto error;
