@@ -761,6 +761,24 @@ static int reuse_temporary(fj_Node *n, PyObject **env, PyObject **res)
     return *res == NULL ? -1 : 0;
 }
 
+PyObject **fj_env_new(PyObject **small, Py_ssize_t n)
+{
+    if (n <= FJ_ENV_SMALL) {
+        memset(small, 0, sizeof(PyObject *) * (size_t)n);
+        return small;
+    }
+    PyObject **env = PyMem_Calloc((size_t)n, sizeof(PyObject *));
+    return env ? env : (PyObject **)PyErr_NoMemory();
+}
+
+void fj_env_free(PyObject **env, PyObject **small, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_XDECREF(env[i]);
+    if (env != small)
+        PyMem_Free(env);
+}
+
 PyObject *fj_graph_run(PyObject *gobj, PyObject *const *inputs, Py_ssize_t ninputs)
 {
     fj_Graph *g = (fj_Graph *)gobj;
@@ -775,13 +793,9 @@ PyObject *fj_graph_run(PyObject *gobj, PyObject *const *inputs, Py_ssize_t ninpu
                      ninputs);
         return NULL;
     }
-    PyObject *small[64]; /* most graphs: no allocation per call */
-    if (nnodes + 1 <= (Py_ssize_t)(sizeof(small) / sizeof(small[0]))) {
-        env = small;
-        memset(env, 0, sizeof(PyObject *) * (size_t)(nnodes + 1));
-    }
-    else if (!(env = PyMem_Calloc((size_t)nnodes + 1, sizeof(PyObject *))))
-        return PyErr_NoMemory();
+    PyObject *small[FJ_ENV_SMALL];
+    if ((env = fj_env_new(small, nnodes + 1)) == NULL)
+        return NULL;
     for (Py_ssize_t i = 0; i < nnodes; i++) {
         fj_Node *n = (fj_Node *)PyList_GET_ITEM(g->nodes, i);
         switch (n->kind) {
@@ -809,10 +823,7 @@ PyObject *fj_graph_run(PyObject *gobj, PyObject *const *inputs, Py_ssize_t ninpu
         }
     }
 done:
-    for (Py_ssize_t i = 0; i < nnodes; i++)
-        Py_XDECREF(env[i]);
-    if (env != small)
-        PyMem_Free(env);
+    fj_env_free(env, small, nnodes);
     return result;
 }
 

@@ -32,6 +32,7 @@
 ** the values being checked, cannot make a check touch freed memory.
 ** Reordering only happens in the outermost check of a manager.
 */
+#include "fj_array.h"
 #include "fj_numpy.h"
 #include "guard_values.h"
 #include "guards.h"
@@ -494,17 +495,12 @@ static void manager_changed(GuardManager *m)
 /* Appends 'lf' to m (stealing it: freed on error).  0 or -1. */
 static int manager_add_leaf(GuardManager *m, Leaf *lf)
 {
-    if (m->nleaves == m->leaves_cap) {
-        Py_ssize_t cap = m->leaves_cap ? m->leaves_cap * 2 : 2;
-        Leaf **p = PyMem_Realloc(m->leaves, cap * sizeof(*p));
-        if (p == NULL) {
-            leaf_free(lf);
-            PyErr_NoMemory();
-            return -1;
-        }
-        m->leaves = p;
-        m->leaves_cap = cap;
+    Leaf **leaves = fj_array_grow(m->leaves, m->nleaves, &m->leaves_cap, sizeof(*leaves), 2);
+    if (leaves == NULL) {
+        leaf_free(lf);
+        return -1;
     }
+    m->leaves = leaves;
     m->leaves[m->nleaves++] = lf;
     manager_changed(m);
     return 0;
@@ -551,16 +547,11 @@ static PyObject *manager_child(GuardManager *m, int acc, Py_ssize_t index, PyObj
         PyErr_Format(PyExc_RecursionError, "guard tree deeper than %d at %U", MAX_DEPTH, source);
         goto error;
     }
-    if (m->nchildren == m->children_cap) {
-        Py_ssize_t cap = m->children_cap ? m->children_cap * 2 : 4;
-        GuardManager **p = PyMem_Realloc(m->children, cap * sizeof(*p));
-        if (p == NULL) {
-            PyErr_NoMemory();
-            goto error;
-        }
-        m->children = p;
-        m->children_cap = cap;
-    }
+    GuardManager **children =
+        fj_array_grow(m->children, m->nchildren, &m->children_cap, sizeof(*children), 4);
+    if (children == NULL)
+        goto error;
+    m->children = children;
     c = (GuardManager *)GuardManager_Type->tp_alloc(GuardManager_Type, 0);
     if (c == NULL)
         goto error;

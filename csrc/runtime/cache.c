@@ -8,6 +8,7 @@
 ** pointers.
 */
 #include "cache.h"
+#include "fj_array.h"
 
 #include <string.h>
 
@@ -283,16 +284,10 @@ fj_CacheEntry *fj_cache_add(PyCodeObject *co, PyObject *guard_manager, PyObject 
     fj_ExtraState *es = fj_cache_get_or_create(co);
     if (es == NULL)
         return NULL;
-    if (es->n == es->cap) {
-        Py_ssize_t cap = es->cap ? es->cap * 2 : 4;
-        fj_CacheEntry **p = PyMem_Realloc(es->entries, cap * sizeof(*p));
-        if (p == NULL) {
-            PyErr_NoMemory();
-            return NULL;
-        }
-        es->entries = p;
-        es->cap = cap;
-    }
+    fj_CacheEntry **entries = fj_array_grow(es->entries, es->n, &es->cap, sizeof(*entries), 4);
+    if (entries == NULL)
+        return NULL;
+    es->entries = entries;
     fj_CacheEntry *e = PyObject_GC_New(fj_CacheEntry, fj_CacheEntry_Type);
     if (e == NULL)
         return NULL;
