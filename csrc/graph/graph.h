@@ -87,6 +87,12 @@ PyObject *fj_graph_run_node(fj_Node *n, PyObject **env);
    their values in 'env': new reference, NULL on error. */
 PyObject *fj_graph_resolve(PyObject *o, PyObject **env);
 /*
+** A new tuple (when 'tuple') or list of f(item, ctx) for each item of the
+** tuple or list 'seq' (graph arguments nest in them).  NULL when f gives
+** NULL (with its error, if any) or on a memory error.
+*/
+PyObject *fj_map_items(PyObject *seq, int tuple, PyObject *(*f)(PyObject *, void *), void *ctx);
+/*
 ** The 'env' of one run (a strong value or NULL per node): 'small' (an array
 ** of FJ_ENV_SMALL slots on the runner's stack) when n slots fit, else a
 ** PyMem array; all NULL.  NULL with MemoryError.  fj_env_free releases the

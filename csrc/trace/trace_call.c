@@ -170,24 +170,9 @@ static int has_node(PyObject *v)
     return 0;
 }
 
-/* A new tuple or list, as the TUPLE or LIST Var 'vv', of conv(item) for each
-   of its items; NULL when one gives NULL (conv's error, if any, is set). */
-static PyObject *map_items(fj_Var *vv, PyObject *(*conv)(PyObject *))
+static PyObject *graph_arg_item(PyObject *v, void *unused)
 {
-    Py_ssize_t n = PyList_GET_SIZE(vv->items);
-    PyObject *out = vv->kind == FJ_VAR_TUPLE ? PyTuple_New(n) : PyList_New(n);
-    for (Py_ssize_t i = 0; out && i < n; i++) {
-        PyObject *c = conv(PyList_GET_ITEM(vv->items, i));
-        if (c == NULL) {
-            Py_CLEAR(out);
-            break;
-        }
-        if (vv->kind == FJ_VAR_TUPLE)
-            PyTuple_SET_ITEM(out, i, c);
-        else
-            PyList_SET_ITEM(out, i, c);
-    }
-    return out;
+    return fj_var_to_graph_arg(v);
 }
 
 PyObject *fj_var_to_graph_arg(PyObject *v)
@@ -199,7 +184,7 @@ PyObject *fj_var_to_graph_arg(PyObject *v)
         return Py_NewRef(vv->obj);
     case FJ_VAR_TUPLE:
     case FJ_VAR_LIST:
-        return map_items(vv, fj_var_to_graph_arg);
+        return fj_map_items(vv->items, vv->kind == FJ_VAR_TUPLE, graph_arg_item, NULL);
     default:
         fj_unsupported("%R cannot be passed to an array operation", v);
         return NULL;
@@ -1338,6 +1323,13 @@ static int is_static_type(PyObject *v)
     return PyType_CheckExact(v) && !(((PyTypeObject *)v)->tp_flags & Py_TPFLAGS_HEAPTYPE);
 }
 
+static PyObject *deep_const(PyObject *v);
+
+static PyObject *deep_const_item(PyObject *v, void *unused)
+{
+    return deep_const(v);
+}
+
 /* A Var's value as a plain constant, converting known tuples of constants. New ref or NULL. */
 static PyObject *deep_const(PyObject *v)
 {
@@ -1345,7 +1337,7 @@ static PyObject *deep_const(PyObject *v)
     if (vv->kind == FJ_VAR_CONST)
         return is_safe_const(vv->obj) || is_static_type(vv->obj) ? Py_NewRef(vv->obj) : NULL;
     if (vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST)
-        return map_items(vv, deep_const);
+        return fj_map_items(vv->items, vv->kind == FJ_VAR_TUPLE, deep_const_item, NULL);
     return NULL;
 }
 
