@@ -922,13 +922,19 @@ static int compiler_init(Compiler *self, PyObject *args, PyObject *kwargs)
     return 0;
 }
 
+static int compiler_clear(Compiler *self)
+{
+    Py_CLEAR(self->backend);
+    Py_CLEAR(self->hooks);
+    Py_CLEAR(self->marked);
+    return 0;
+}
+
 static void compiler_dealloc(Compiler *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
-    Py_CLEAR(self->backend);
-    Py_CLEAR(self->hooks);
-    Py_CLEAR(self->marked);
+    compiler_clear(self);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
@@ -939,14 +945,6 @@ static int compiler_traverse(Compiler *self, visitproc visit, void *arg)
     Py_VISIT(self->backend);
     Py_VISIT(self->hooks);
     Py_VISIT(self->marked);
-    return 0;
-}
-
-static int compiler_clear(Compiler *self)
-{
-    Py_CLEAR(self->backend);
-    Py_CLEAR(self->hooks);
-    Py_CLEAR(self->marked);
     return 0;
 }
 

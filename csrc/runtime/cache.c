@@ -21,14 +21,20 @@ static Py_ssize_t extra_index = -1;
 
 /* ---------------------------------------------------------------- entries */
 
-static void cacheentry_dealloc(fj_CacheEntry *self)
+static int cacheentry_clear(fj_CacheEntry *self)
 {
-    PyTypeObject *tp = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
     Py_CLEAR(self->guard_manager);
     Py_CLEAR(self->code);
     Py_CLEAR(self->compile_id);
     Py_CLEAR(self->owner);
+    return 0;
+}
+
+static void cacheentry_dealloc(fj_CacheEntry *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    cacheentry_clear(self);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
@@ -40,15 +46,6 @@ static int cacheentry_traverse(fj_CacheEntry *self, visitproc visit, void *arg)
     Py_VISIT(self->code);
     Py_VISIT(self->compile_id);
     Py_VISIT(self->owner);
-    return 0;
-}
-
-static int cacheentry_clear(fj_CacheEntry *self)
-{
-    Py_CLEAR(self->guard_manager);
-    Py_CLEAR(self->code);
-    Py_CLEAR(self->compile_id);
-    Py_CLEAR(self->owner);
     return 0;
 }
 
