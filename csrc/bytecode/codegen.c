@@ -460,34 +460,30 @@ static int emit_container(fj_Builder *b, PyCodeObject *co, fj_Var *vv, PyObject 
 */
 static int emit_instance(fj_Builder *b, PyCodeObject *co, fj_Var *inst, PyObject *outputs)
 {
+    if (preloaded == NULL)
+        return fj_unsupported("an instance made in the frame rebuilt without a memo");
     PyObject *new_fn = PyObject_GetAttrString((PyObject *)&PyBaseObject_Type, "__new__");
-    PyObject *key = PyLong_FromVoidPtr(inst), *tmp = NULL;
-    int r = -1;
-    if (new_fn == NULL || key == NULL)
-        goto done;
-    if (preloaded == NULL) {
-        fj_unsupported("an instance made in the frame rebuilt without a memo");
-        goto done;
-    }
-    if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 || fj_builder_load_const(b, new_fn) < 0 ||
-        emit_rebuild(b, co, inst->extra2, outputs) < 0 || fj_builder_call(b, 1, NULL) < 0 ||
-        memo_store(b, (PyObject *)inst) < 0)
-        goto done;
-    if (PyDict_GET_SIZE(inst->extra) > 0) {
-        RebuildCtx rc = {b, co, outputs};
-        tmp = Py_XNewRef(PyDict_GetItemWithError(preloaded, key));
-        if (tmp == NULL || fj_builder_load_fast(b, tmp) < 0 ||
-            emit_named(b, LOAD_ATTR, "__dict__") < 0 || emit_named(b, LOAD_METHOD, "update") < 0 ||
-            emit_items(b, inst->extra, BUILD_MAP, rebuild_item, &rc) < 0 ||
-            fj_builder_call(b, 1, NULL) < 0 || fj_bc_emit(&b->il, POP_TOP, 0) < 0)
-            goto done;
-    }
-    r = 0;
-done:
+    int r = new_fn == NULL || fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 ||
+                    fj_builder_load_const(b, new_fn) < 0 ||
+                    emit_rebuild(b, co, inst->extra2, outputs) < 0 ||
+                    fj_builder_call(b, 1, NULL) < 0 || memo_store(b, (PyObject *)inst) < 0
+                ? -1
+                : 0;
     Py_XDECREF(new_fn);
+    if (r < 0 || PyDict_GET_SIZE(inst->extra) == 0)
+        return r;
+    /* the temporary memo_store kept it in (borrowed from 'preloaded') */
+    PyObject *key = PyLong_FromVoidPtr(inst);
+    PyObject *tmp = key ? PyDict_GetItemWithError(preloaded, key) : NULL;
     Py_XDECREF(key);
-    Py_XDECREF(tmp);
-    return r;
+    RebuildCtx rc = {b, co, outputs};
+    return tmp == NULL || fj_builder_load_fast(b, tmp) < 0 ||
+                   emit_named(b, LOAD_ATTR, "__dict__") < 0 ||
+                   emit_named(b, LOAD_METHOD, "update") < 0 ||
+                   emit_items(b, inst->extra, BUILD_MAP, rebuild_item, &rc) < 0 ||
+                   fj_builder_call(b, 1, NULL) < 0 || fj_bc_emit(&b->il, POP_TOP, 0) < 0
+               ? -1
+               : 0;
 }
 
 
