@@ -166,6 +166,15 @@ fj_Var *fj_var_node(PyObject *node)
     return fj_var_new(FJ_VAR_NODE, node, NULL);
 }
 
+fj_Var *fj_var_take(fj_VarKind kind, PyObject *ref)
+{
+    if (ref == NULL)
+        return NULL;
+    fj_Var *v = kind == FJ_VAR_CONST ? fj_var_const(ref) : fj_var_new(kind, NULL, ref);
+    Py_DECREF(ref);
+    return v;
+}
+
 int fj_unsupported(const char *fmt, ...)
 {
     va_list va;
@@ -607,15 +616,6 @@ static int push(fj_TFrame *fr, PyObject *v) /* steals v */
     }
     fr->stack[fr->sp++] = v;
     return 0;
-}
-
-fj_Var *fj_var_take(fj_VarKind kind, PyObject *ref)
-{
-    if (ref == NULL)
-        return NULL;
-    fj_Var *v = kind == FJ_VAR_CONST ? fj_var_const(ref) : fj_var_new(kind, NULL, ref);
-    Py_DECREF(ref);
-    return v;
 }
 
 #define POP() (fr->stack[--fr->sp])

@@ -781,7 +781,7 @@ PyObject *fj_trace_set_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObj
     return r < 0 ? NULL : none_var();
 }
 
-/* ------------------------------------------------------ attribute deletes */
+/* ------------------------------------------ attribute stores and deletes */
 
 int fj_trace_record_store(fj_Tracer *tx, PyObject *eff, PyObject *objv, PyObject *name,
                           PyObject *value)
