@@ -116,40 +116,41 @@ int fj_builder_deref(fj_Builder *b, PyObject *name)
     return -1;
 }
 
+/* Emits 'op' with 'arg', or passes on the -1 of the table lookup that gave it. */
+static int emit_indexed(fj_Builder *b, int op, int arg)
+{
+    return arg < 0 ? -1 : fj_bc_emit(&b->il, op, arg);
+}
+
 int fj_builder_load_const(fj_Builder *b, PyObject *v)
 {
-    int i = fj_builder_const(b, v);
-    return i < 0 ? -1 : fj_bc_emit(&b->il, LOAD_CONST, i);
+    return emit_indexed(b, LOAD_CONST, fj_builder_const(b, v));
 }
 
 int fj_builder_load_global(fj_Builder *b, PyObject *name, int push_null)
 {
     int i = fj_builder_name(b, name);
-    return i < 0 ? -1 : fj_bc_emit(&b->il, LOAD_GLOBAL, (i << 1) | (push_null != 0));
+    return emit_indexed(b, LOAD_GLOBAL, i < 0 ? -1 : (i << 1) | (push_null != 0));
 }
 
 int fj_builder_load_attr(fj_Builder *b, PyObject *name)
 {
-    int i = fj_builder_name(b, name);
-    return i < 0 ? -1 : fj_bc_emit(&b->il, LOAD_ATTR, i);
+    return emit_indexed(b, LOAD_ATTR, fj_builder_name(b, name));
 }
 
 int fj_builder_load_method(fj_Builder *b, PyObject *name)
 {
-    int i = fj_builder_name(b, name);
-    return i < 0 ? -1 : fj_bc_emit(&b->il, LOAD_METHOD, i);
+    return emit_indexed(b, LOAD_METHOD, fj_builder_name(b, name));
 }
 
 int fj_builder_load_fast(fj_Builder *b, PyObject *name)
 {
-    int i = fj_builder_varname(b, name);
-    return i < 0 ? -1 : fj_bc_emit(&b->il, LOAD_FAST, i);
+    return emit_indexed(b, LOAD_FAST, fj_builder_varname(b, name));
 }
 
 int fj_builder_store_fast(fj_Builder *b, PyObject *name)
 {
-    int i = fj_builder_varname(b, name);
-    return i < 0 ? -1 : fj_bc_emit(&b->il, STORE_FAST, i);
+    return emit_indexed(b, STORE_FAST, fj_builder_varname(b, name));
 }
 
 int fj_builder_call(fj_Builder *b, int nargs, PyObject *kwnames)

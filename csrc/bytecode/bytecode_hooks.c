@@ -29,6 +29,14 @@ static PyObject *check_code(PyObject *o)
     return o;
 }
 
+/* Decodes the code object 'co' into 'il' (initialized here).  0, or -1 with
+   an exception (a TypeError for another object). */
+static int decode_code(PyObject *co, fj_InstrList *il)
+{
+    fj_bc_init(il);
+    return check_code(co) == NULL || fj_bc_decode((PyCodeObject *)co, il) < 0 ? -1 : 0;
+}
+
 /* bc_decode(code) -> [(offset_bytes, op, arg, target|None,
 **   (line, end_line, col, end_col), (handler, depth, lasti)|None)].
 ** offset_bytes is that of the opcode itself (after EXTENDED_ARGs), as dis
@@ -37,8 +45,7 @@ static PyObject *bc_decode(PyObject *self, PyObject *arg)
 {
     fj_InstrList il;
     PyObject *list = NULL, *item = NULL;
-    fj_bc_init(&il);
-    if (check_code(arg) == NULL || fj_bc_decode((PyCodeObject *)arg, &il) < 0)
+    if (decode_code(arg, &il) < 0)
         return NULL;
     list = PyList_New(il.n);
     if (list == NULL)
@@ -72,8 +79,7 @@ error:
 static PyObject *bc_roundtrip(PyObject *self, PyObject *arg)
 {
     fj_InstrList il;
-    fj_bc_init(&il);
-    if (check_code(arg) == NULL || fj_bc_decode((PyCodeObject *)arg, &il) < 0)
+    if (decode_code(arg, &il) < 0)
         return NULL;
     PyObject *res = fj_bc_assemble((PyCodeObject *)arg, &il, NULL);
     fj_bc_free(&il);
@@ -88,9 +94,8 @@ static PyObject *bc_insert_nops(PyObject *self, PyObject *args)
     PyObject *co;
     int at, count;
     fj_InstrList il;
-    fj_bc_init(&il);
     if (!PyArg_ParseTuple(args, "Oii:bc_insert_nops", &co, &at, &count) ||
-        check_code(co) == NULL || fj_bc_decode((PyCodeObject *)co, &il) < 0)
+        decode_code(co, &il) < 0)
         return NULL;
     PyObject *res = NULL;
     if (fj_bc_insert(&il, at, count) == 0) {
@@ -109,8 +114,7 @@ static PyObject *bc_insert_nops(PyObject *self, PyObject *args)
 static PyObject *bc_stackdepth(PyObject *self, PyObject *arg)
 {
     fj_InstrList il;
-    fj_bc_init(&il);
-    if (check_code(arg) == NULL || fj_bc_decode((PyCodeObject *)arg, &il) < 0)
+    if (decode_code(arg, &il) < 0)
         return NULL;
     int d = fj_bc_stackdepth(&il);
     fj_bc_free(&il);
@@ -331,30 +335,25 @@ static int build_step(fj_Builder *b, PyObject *labels, PyObject *t)
             return -1;
         return fj_bc_place_label(&b->il, x);
     }
-    if (!strcmp(k, "const")) {
-        NEED(2);
-        return fj_builder_load_const(b, A(1)) < 0 ? -1 : 0;
-    }
     if (!strcmp(k, "global")) {
         NEED(3);
         int pn = PyObject_IsTrue(A(2));
         return pn < 0 || fj_builder_load_global(b, A(1), pn) < 0 ? -1 : 0;
     }
-    if (!strcmp(k, "attr")) {
-        NEED(2);
-        return fj_builder_load_attr(b, A(1)) < 0 ? -1 : 0;
-    }
-    if (!strcmp(k, "method")) {
-        NEED(2);
-        return fj_builder_load_method(b, A(1)) < 0 ? -1 : 0;
-    }
-    if (!strcmp(k, "load")) {
-        NEED(2);
-        return fj_builder_load_fast(b, A(1)) < 0 ? -1 : 0;
-    }
-    if (!strcmp(k, "store")) {
-        NEED(2);
-        return fj_builder_store_fast(b, A(1)) < 0 ? -1 : 0;
+    /* the builder's emitters of one constant or name */
+    static const struct {
+        const char *kind;
+        int (*emit)(fj_Builder *, PyObject *);
+    } one_arg[] = {
+        {"const", fj_builder_load_const}, {"attr", fj_builder_load_attr},
+        {"method", fj_builder_load_method}, {"load", fj_builder_load_fast},
+        {"store", fj_builder_store_fast},
+    };
+    for (size_t i = 0; i < sizeof one_arg / sizeof one_arg[0]; i++) {
+        if (!strcmp(k, one_arg[i].kind)) {
+            NEED(2);
+            return one_arg[i].emit(b, A(1)) < 0 ? -1 : 0;
+        }
     }
     if (!strcmp(k, "deref")) {
         NEED(3);

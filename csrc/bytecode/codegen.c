@@ -266,6 +266,24 @@ static PyObject *out_name(Py_ssize_t i)
     return PyUnicode_FromFormat("___graph_out_%zd", i);
 }
 
+/* Emits 'op' (LOAD_ATTR, LOAD_METHOD) with the name 'name'.  0 or -1. */
+static int emit_named(fj_Builder *b, int op, const char *name)
+{
+    PyObject *s = PyUnicode_FromString(name);
+    int ix = s ? fj_builder_name(b, s) : -1;
+    Py_XDECREF(s);
+    return ix < 0 || fj_bc_emit(&b->il, op, ix) < 0 ? -1 : 0;
+}
+
+/* Emits 'op' (LOAD_FAST, STORE_FAST, DELETE_FAST) on the local 'name', a new
+   reference it consumes (NULL: the error is set).  0 or -1. */
+static int emit_fast(fj_Builder *b, int op, PyObject *name)
+{
+    int ix = name ? fj_builder_varname(b, name) : -1;
+    Py_XDECREF(name);
+    return ix < 0 || fj_bc_emit(&b->il, op, ix) < 0 ? -1 : 0;
+}
+
 /* Emits code that pushes the runtime value of Var 'v'. */
 /*
 ** Side effects change what a source loads: a global the trace stored, a
@@ -278,68 +296,36 @@ static _Thread_local PyObject *preloaded = NULL;
 static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *outputs);
 
 /*
+** Keeps the value on the stack in a new temporary <prefix><n> (n: the size
+** of 'memo'), which 'memo' and, when not NULL, 'also' map 'key' to: emits
+** COPY 1; STORE_FAST <prefix><n>.  0 or -1.
+*/
+static int keep_in_temp(fj_Builder *b, const char *prefix, PyObject *memo, PyObject *also,
+                        PyObject *key)
+{
+    PyObject *tmp = PyUnicode_FromFormat("%s%zd", prefix, PyDict_GET_SIZE(memo));
+    int r = tmp == NULL || PyDict_SetItem(memo, key, tmp) < 0 ||
+                    (also != NULL && PyDict_SetItem(also, key, tmp) < 0) ||
+                    fj_bc_emit(&b->il, COPY, 1) < 0 || fj_builder_store_fast(b, tmp) < 0
+                ? -1
+                : 0;
+    Py_XDECREF(tmp);
+    return r;
+}
+
+/*
 ** Lists, dicts and instances made in the frame are built once: the first
-** build is kept in a temporary registered in 'preloaded', so a value held in
-** two places (returned and stored into an input) is one object.  Emits
-** COPY 1; STORE_FAST ___pre_<n>.  0 or -1.
+** build is kept in a temporary ___pre_<n> registered in 'preloaded', so a
+** value held in two places (returned and stored into an input) is one
+** object.  0 or -1.
 */
 static int memo_store(fj_Builder *b, PyObject *v)
 {
     if (preloaded == NULL)
         return 0;
     PyObject *key = PyLong_FromVoidPtr(v);
-    PyObject *tmp = key ? PyUnicode_FromFormat("___pre_%zd", PyDict_GET_SIZE(preloaded)) : NULL;
-    int r = tmp == NULL || fj_bc_emit(&b->il, COPY, 1) < 0 || fj_builder_store_fast(b, tmp) < 0 ||
-                    PyDict_SetItem(preloaded, key, tmp) < 0
-                ? -1
-                : 0;
+    int r = key ? keep_in_temp(b, "___pre_", preloaded, NULL, key) : -1;
     Py_XDECREF(key);
-    Py_XDECREF(tmp);
-    return r;
-}
-
-/*
-** An instance of a plain class made in the frame: object.__new__(cls), kept
-** (so its attributes may refer back to it), then its __dict__ filled in the
-** order the trace set it: tmp.__dict__.update({...}).  0 or -1.
-*/
-static int emit_instance(fj_Builder *b, PyCodeObject *co, fj_Var *inst, PyObject *outputs)
-{
-    PyObject *new_fn = PyObject_GetAttrString((PyObject *)&PyBaseObject_Type, "__new__");
-    PyObject *dict = PyUnicode_FromString("__dict__"), *update = PyUnicode_FromString("update");
-    PyObject *key = PyLong_FromVoidPtr(inst), *tmp = NULL;
-    int r = -1;
-    if (new_fn == NULL || dict == NULL || update == NULL || key == NULL)
-        goto done;
-    if (preloaded == NULL) {
-        fj_unsupported("an instance made in the frame rebuilt without a memo");
-        goto done;
-    }
-    if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 || fj_builder_load_const(b, new_fn) < 0 ||
-        emit_rebuild(b, co, inst->extra2, outputs) < 0 || fj_builder_call(b, 1, NULL) < 0 ||
-        memo_store(b, (PyObject *)inst) < 0)
-        goto done;
-    if (PyDict_GET_SIZE(inst->extra) > 0) {
-        tmp = Py_XNewRef(PyDict_GetItemWithError(preloaded, key));
-        if (tmp == NULL || fj_builder_load_fast(b, tmp) < 0 || fj_builder_load_attr(b, dict) < 0 ||
-            fj_builder_load_method(b, update) < 0)
-            goto done;
-        Py_ssize_t pos = 0;
-        PyObject *k, *val;
-        while (PyDict_Next(inst->extra, &pos, &k, &val))
-            if (fj_builder_load_const(b, k) < 0 || emit_rebuild(b, co, val, outputs) < 0)
-                goto done;
-        if (fj_bc_emit(&b->il, BUILD_MAP, (int)PyDict_GET_SIZE(inst->extra)) < 0 ||
-            fj_builder_call(b, 1, NULL) < 0 || fj_bc_emit(&b->il, POP_TOP, 0) < 0)
-            goto done;
-    }
-    r = 0;
-done:
-    Py_XDECREF(new_fn);
-    Py_XDECREF(dict);
-    Py_XDECREF(update);
-    Py_XDECREF(key);
-    Py_XDECREF(tmp);
     return r;
 }
 
@@ -361,24 +347,24 @@ static _Thread_local int two_phase = 0;
 static _Thread_local fj_Tracer *cur_tx = NULL;
 static _Thread_local PyObject *fresh_memo = NULL;
 
-/* Pushes the items of 'vv' (a TUPLE/LIST Var: each item; a DICT Var: key,
-   value pairs) with 'item', then builds them: BUILD_TUPLE/LIST/MAP n. */
-static int emit_items(fj_Builder *b, fj_Var *vv, int build_op, int (*item)(void *, PyObject *),
+/* Pushes 'items' (a list of Vars: each; a dict of constant keys to Vars:
+   key, value pairs) with 'item', then builds them: BUILD_TUPLE/LIST/MAP n. */
+static int emit_items(fj_Builder *b, PyObject *items, int build_op, int (*item)(void *, PyObject *),
                       void *ctx)
 {
     Py_ssize_t n;
-    if (vv->kind == FJ_VAR_DICT) {
+    if (PyDict_Check(items)) {
         Py_ssize_t pos = 0;
         PyObject *k, *val;
-        while (PyDict_Next(vv->items, &pos, &k, &val))
+        while (PyDict_Next(items, &pos, &k, &val))
             if (fj_builder_load_const(b, k) < 0 || item(ctx, val) < 0)
                 return -1;
-        n = PyDict_GET_SIZE(vv->items);
+        n = PyDict_GET_SIZE(items);
     }
     else {
-        n = PyList_GET_SIZE(vv->items);
+        n = PyList_GET_SIZE(items);
         for (Py_ssize_t i = 0; i < n; i++)
-            if (item(ctx, PyList_GET_ITEM(vv->items, i)) < 0)
+            if (item(ctx, PyList_GET_ITEM(items, i)) < 0)
                 return -1;
     }
     return fj_bc_emit(&b->il, build_op, (int)n) < 0 ? -1 : 0;
@@ -398,7 +384,7 @@ static int build_container(fj_Builder *b, fj_Var *vv, int (*item)(void *, PyObje
                                     [FJ_VAR_DICT] = BUILD_MAP};
     int op = build_ops[vv->kind];
     if (!two_phase)
-        return emit_items(b, vv, op, item, ctx) < 0 || memo(ctx, (PyObject *)vv) < 0 ? -1 : 0;
+        return emit_items(b, vv->items, op, item, ctx) < 0 || memo(ctx, (PyObject *)vv) < 0 ? -1 : 0;
     int r;
     if (vv->kind == FJ_VAR_TUPLE) {
         /* items before the tuple: it must not be met again while they are built */
@@ -406,14 +392,14 @@ static int build_container(fj_Builder *b, fj_Var *vv, int (*item)(void *, PyObje
         if (first <= 0)
             return first < 0 ? -1
                              : fj_unsupported("a tuple made in the frame contains itself");
-        r = emit_items(b, vv, op, item, ctx) < 0 || memo(ctx, (PyObject *)vv) < 0 ? -1 : 0;
+        r = emit_items(b, vv->items, op, item, ctx) < 0 || memo(ctx, (PyObject *)vv) < 0 ? -1 : 0;
         visit_end((PyObject *)vv);
         return r;
     }
     /* [] or {}; kept; its items (which may load it); LIST_EXTEND / DICT_UPDATE */
     int list = vv->kind == FJ_VAR_LIST;
     if (fj_bc_emit(&b->il, op, 0) < 0 || memo(ctx, (PyObject *)vv) < 0 ||
-        emit_items(b, vv, list ? BUILD_TUPLE : BUILD_MAP, item, ctx) < 0 ||
+        emit_items(b, vv->items, list ? BUILD_TUPLE : BUILD_MAP, item, ctx) < 0 ||
         fj_bc_emit(&b->il, list ? LIST_EXTEND : DICT_UPDATE, 1) < 0)
         return -1;
     return 0;
@@ -465,6 +451,39 @@ static int emit_container(fj_Builder *b, PyCodeObject *co, fj_Var *vv, PyObject 
     int r = build_container(b, vv, rebuild_item, &rc, rebuild_memo);
     depth--;
     return r;
+}
+
+/*
+** An instance of a plain class made in the frame: object.__new__(cls), kept
+** (so its attributes may refer back to it), then its __dict__ filled in the
+** order the trace set it: tmp.__dict__.update({...}).  0 or -1.
+*/
+static int emit_instance(fj_Builder *b, PyCodeObject *co, fj_Var *inst, PyObject *outputs)
+{
+    if (preloaded == NULL)
+        return fj_unsupported("an instance made in the frame rebuilt without a memo");
+    PyObject *new_fn = PyObject_GetAttrString((PyObject *)&PyBaseObject_Type, "__new__");
+    int r = new_fn == NULL || fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 ||
+                    fj_builder_load_const(b, new_fn) < 0 ||
+                    emit_rebuild(b, co, inst->extra2, outputs) < 0 ||
+                    fj_builder_call(b, 1, NULL) < 0 || memo_store(b, (PyObject *)inst) < 0
+                ? -1
+                : 0;
+    Py_XDECREF(new_fn);
+    if (r < 0 || PyDict_GET_SIZE(inst->extra) == 0)
+        return r;
+    /* the temporary memo_store kept it in (borrowed from 'preloaded') */
+    PyObject *key = PyLong_FromVoidPtr(inst);
+    PyObject *tmp = key ? PyDict_GetItemWithError(preloaded, key) : NULL;
+    Py_XDECREF(key);
+    RebuildCtx rc = {b, co, outputs};
+    return tmp == NULL || fj_builder_load_fast(b, tmp) < 0 ||
+                   emit_named(b, LOAD_ATTR, "__dict__") < 0 ||
+                   emit_named(b, LOAD_METHOD, "update") < 0 ||
+                   emit_items(b, inst->extra, BUILD_MAP, rebuild_item, &rc) < 0 ||
+                   fj_builder_call(b, 1, NULL) < 0 || fj_bc_emit(&b->il, POP_TOP, 0) < 0
+               ? -1
+               : 0;
 }
 
 
@@ -528,15 +547,8 @@ static int emit_fresh(fj_Builder *b, PyObject *obj, int depth)
             fj_bc_emit(&b->il, UNARY_NEGATIVE, 0) < 0)
             goto done;
     }
-    if (fresh_memo != NULL) {
-        tmp = PyUnicode_FromFormat("___fresh_%zd", PyDict_GET_SIZE(fresh_memo));
-        if (tmp == NULL || fj_bc_emit(&b->il, COPY, 1) < 0 || fj_builder_store_fast(b, tmp) < 0 ||
-            PyDict_SetItem(fresh_memo, key, tmp) < 0) {
-            Py_XDECREF(tmp);
-            goto done;
-        }
-        Py_DECREF(tmp);
-    }
+    if (fresh_memo != NULL && keep_in_temp(b, "___fresh_", fresh_memo, NULL, key) < 0)
+        goto done;
     r = 0;
 done:
     Py_DECREF(key);
@@ -596,12 +608,7 @@ static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
     switch (vv->kind) {
     case FJ_VAR_NODE: {
         Py_ssize_t i = PySequence_Index(outputs, vv->obj);
-        if (i < 0)
-            return -1;
-        PyObject *name = out_name(i);
-        int r = name ? fj_builder_load_fast(b, name) : -1;
-        Py_XDECREF(name);
-        return r < 0 ? -1 : 0;
+        return i < 0 ? -1 : emit_fast(b, LOAD_FAST, out_name(i));
     }
     case FJ_VAR_TUPLE:
     case FJ_VAR_LIST:
@@ -732,10 +739,12 @@ static int preload_walk(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
             if (preload_walk(b, co, PyList_GET_ITEM(vv->items, i), roots, outputs, walked) < 0)
                 return -1;
         return 0;
-    case FJ_VAR_DICT: {
+    case FJ_VAR_DICT:
+    case FJ_VAR_INST: {
+        /* a dict's items, an instance's attributes */
+        PyObject *d = vv->kind == FJ_VAR_DICT ? vv->items : vv->extra, *k, *val;
         Py_ssize_t pos = 0;
-        PyObject *k, *val;
-        while (PyDict_Next(vv->items, &pos, &k, &val))
+        while (PyDict_Next(d, &pos, &k, &val))
             if (preload_walk(b, co, val, roots, outputs, walked) < 0)
                 return -1;
         return 0;
@@ -750,14 +759,6 @@ static int preload_walk(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
         return vv->extra2 ? preload_walk(b, co, vv->extra2, roots, outputs, walked) : 0;
     case FJ_VAR_METHOD:
         return preload_walk(b, co, vv->extra, roots, outputs, walked);
-    case FJ_VAR_INST: {
-        Py_ssize_t pos = 0;
-        PyObject *k, *val;
-        int r = 0;
-        while (r == 0 && PyDict_Next(vv->extra, &pos, &k, &val))
-            r = preload_walk(b, co, val, roots, outputs, walked);
-        return r;
-    }
     default:
         return 0;
     }
@@ -769,19 +770,17 @@ static int preload_walk(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
 */
 static int emit_container_replay(fj_Builder *b, PyCodeObject *co, fj_Var *c, PyObject *outputs)
 {
+    RebuildCtx rc = {b, co, outputs};
     if (c->kind == FJ_VAR_LIST) {
-        Py_ssize_t n = PyList_GET_SIZE(c->items);
-        if (fj_trace_list_resized(c) && n == PyLong_AsSsize_t(c->extra2))
+        if (fj_trace_list_resized(c) &&
+            PyList_GET_SIZE(c->items) == PyLong_AsSsize_t(c->extra2))
             /* lst[:] = <as many items> does not resize: the append then pop
                (or pop then append) the program made would be invisible */
             return fj_unsupported("%U grew or shrank and came back to its length: "
                                   "replaying its final contents would hide that",
                                   c->source->text);
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (emit_rebuild(b, co, PyList_GET_ITEM(c->items, i), outputs) < 0)
-                return -1;
         /* [:] made by BUILD_SLICE: a slice is unhashable, never a code constant */
-        return fj_bc_emit(&b->il, BUILD_LIST, (int)n) < 0 ||
+        return emit_items(b, c->items, BUILD_LIST, rebuild_item, &rc) < 0 ||
                        emit_rebuild(b, co, (PyObject *)c, outputs) < 0 ||
                        fj_builder_load_const(b, Py_None) < 0 ||
                        fj_builder_load_const(b, Py_None) < 0 ||
@@ -789,29 +788,17 @@ static int emit_container_replay(fj_Builder *b, PyCodeObject *co, fj_Var *c, PyO
                    ? -1
                    : 0;
     }
-    PyObject *clear = PyUnicode_FromString("clear"), *update = PyUnicode_FromString("update");
-    int r = -1;
-    if (clear == NULL || update == NULL)
-        goto done;
     /* build the new contents first: they may read the old ones */
-    Py_ssize_t pos = 0;
-    PyObject *k, *val;
-    while (PyDict_Next(c->items, &pos, &k, &val)) {
-        if (fj_builder_load_const(b, k) < 0 || emit_rebuild(b, co, val, outputs) < 0)
-            goto done;
-    }
-    if (fj_bc_emit(&b->il, BUILD_MAP, (int)PyDict_GET_SIZE(c->items)) < 0 ||
-        emit_rebuild(b, co, (PyObject *)c, outputs) < 0 || fj_builder_load_method(b, clear) < 0 ||
-        fj_builder_call(b, 0, NULL) < 0 || fj_bc_emit(&b->il, POP_TOP, 0) < 0 ||
-        emit_rebuild(b, co, (PyObject *)c, outputs) < 0 || fj_builder_load_method(b, update) < 0 ||
-        fj_bc_emit(&b->il, SWAP, 2) < 0 || fj_bc_emit(&b->il, SWAP, 3) < 0 ||
-        fj_builder_call(b, 1, NULL) < 0 || fj_bc_emit(&b->il, POP_TOP, 0) < 0)
-        goto done;
-    r = 0;
-done:
-    Py_XDECREF(clear);
-    Py_XDECREF(update);
-    return r;
+    return emit_items(b, c->items, BUILD_MAP, rebuild_item, &rc) < 0 ||
+                   emit_rebuild(b, co, (PyObject *)c, outputs) < 0 ||
+                   emit_named(b, LOAD_METHOD, "clear") < 0 || fj_builder_call(b, 0, NULL) < 0 ||
+                   fj_bc_emit(&b->il, POP_TOP, 0) < 0 ||
+                   emit_rebuild(b, co, (PyObject *)c, outputs) < 0 ||
+                   emit_named(b, LOAD_METHOD, "update") < 0 || fj_bc_emit(&b->il, SWAP, 2) < 0 ||
+                   fj_bc_emit(&b->il, SWAP, 3) < 0 || fj_builder_call(b, 1, NULL) < 0 ||
+                   fj_bc_emit(&b->il, POP_TOP, 0) < 0
+               ? -1
+               : 0;
 }
 
 /*
@@ -910,13 +897,9 @@ static int emit_graph_call(fj_Builder *b, PyCodeObject *co, PyObject *fn_name,
     if (fj_builder_call(b, (int)nin, NULL) < 0 ||
         fj_bc_emit(&b->il, UNPACK_SEQUENCE, (int)nout) < 0)
         return -1;
-    for (Py_ssize_t i = 0; store && i < nout; i++) {
-        PyObject *name = out_name(i);
-        int r = name ? fj_builder_store_fast(b, name) : -1;
-        Py_XDECREF(name);
-        if (r < 0)
+    for (Py_ssize_t i = 0; store && i < nout; i++)
+        if (emit_fast(b, STORE_FAST, out_name(i)) < 0)
             return -1;
-    }
     return 0;
 }
 
@@ -943,7 +926,7 @@ static PyObject *hashable_code(PyObject *code)
 }
 
 /* Copies the original's instructions before its first RESUME (cell setup). */
-static int emit_prologue(fj_Builder *b, PyCodeObject *co, int *firstline)
+static int emit_prologue(fj_Builder *b, PyCodeObject *co)
 {
     fj_InstrList orig;
     fj_bc_init(&orig);
@@ -952,12 +935,9 @@ static int emit_prologue(fj_Builder *b, PyCodeObject *co, int *firstline)
     int r = 0;
     for (int i = 0; i < orig.n; i++) {
         fj_Instr *in = &orig.v[i];
-        if (in->op == RESUME) {
-            fj_bc_set_pos(&b->il, in->line, in->end_line, in->col, in->end_col);
-            *firstline = in->line;
-            break;
-        }
         fj_bc_set_pos(&b->il, in->line, in->end_line, in->col, in->end_col);
+        if (in->op == RESUME)
+            break;
         if (fj_bc_emit(&b->il, in->op, in->arg) < 0) {
             r = -1;
             break;
@@ -967,6 +947,32 @@ static int emit_prologue(fj_Builder *b, PyCodeObject *co, int *firstline)
     return r;
 }
 
+/*
+** Starts the code that replaces 'co' (traced by 'tx'): the thread's emission
+** state (two_phase, cur_tx, fresh_memo), builder 'b', the original prologue
+** and RESUME 0.  0 or -1; codegen_end ends it either way.
+*/
+static int codegen_begin(fj_Builder *b, PyCodeObject *co, fj_Tracer *tx)
+{
+    memset(b, 0, sizeof(*b));
+    two_phase = tx->cyclic_values;
+    cur_tx = tx;
+    if ((fresh_memo = PyDict_New()) == NULL || fj_builder_init(b, co) < 0 ||
+        emit_prologue(b, co) < 0)
+        return -1;
+    return fj_bc_emit(&b->il, RESUME, 0);
+}
+
+/* Ends what codegen_begin started: frees the builder and the emission state. */
+static void codegen_end(fj_Builder *b)
+{
+    fj_builder_clear(b);
+    Py_CLEAR(preloaded);
+    Py_CLEAR(fresh_memo);
+    two_phase = 0;
+    cur_tx = NULL;
+}
+
 PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_Tracer *tx,
                                 PyObject *outputs, PyObject *ret)
 {
@@ -974,15 +980,7 @@ PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_Tracer *
     PyObject *placeholders = tx->placeholders;
     fj_Builder bb, *b = &bb;
     PyObject *result = NULL;
-    int firstline = co->co_firstlineno;
-    memset(b, 0, sizeof(*b));
-    two_phase = tx->cyclic_values;
-    cur_tx = tx;
-    if ((fresh_memo = PyDict_New()) == NULL || fj_builder_init(b, co) < 0)
-        goto done;
-    if (emit_prologue(b, co, &firstline) < 0)
-        goto done;
-    if (fj_bc_emit(&b->il, RESUME, 0) < 0)
+    if (codegen_begin(b, co, tx) < 0)
         goto done;
     Py_ssize_t nout = PyList_GET_SIZE(outputs);
     if (fn_name != NULL) {
@@ -1010,14 +1008,9 @@ PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_Tracer *
     if (emit_rebuild(b, co, ret, outputs) < 0 || fj_bc_emit(&b->il, RETURN_VALUE, 0) < 0)
         goto done;
 assemble:
-    (void)firstline;
     result = hashable_code(fj_builder_assemble(b, NULL));
 done:
-    fj_builder_clear(b);
-    Py_CLEAR(preloaded);
-    Py_CLEAR(fresh_memo);
-    two_phase = 0;
-    cur_tx = NULL;
+    codegen_end(b);
     return result;
 }
 
@@ -1097,14 +1090,8 @@ static int value_memo(void *ctx, PyObject *v)
     if (need <= 0)
         return need;
     PyObject *key = PyLong_FromVoidPtr(v);
-    PyObject *tmp = key ? PyUnicode_FromFormat("___tmp_%zd", PyDict_GET_SIZE(bc->memo)) : NULL;
-    int r = tmp == NULL || PyDict_SetItem(bc->memo, key, tmp) < 0 ||
-                    (preloaded != NULL && PyDict_SetItem(preloaded, key, tmp) < 0) ||
-                    fj_bc_emit(&bc->b->il, COPY, 1) < 0 || fj_builder_store_fast(bc->b, tmp) < 0
-                ? -1
-                : 0;
+    int r = key ? keep_in_temp(bc->b, "___tmp_", bc->memo, preloaded, key) : -1;
     Py_XDECREF(key);
-    Py_XDECREF(tmp);
     return r;
 }
 
@@ -1224,8 +1211,7 @@ static int delete_unkept(fj_Builder *b, PyObject *names, PyObject *keep)
             goto done;
         if (kept)
             continue;
-        int ix = fj_builder_varname(b, tmp);
-        if (PyList_Append(drop, k) < 0 || ix < 0 || fj_bc_emit(&b->il, DELETE_FAST, ix) < 0)
+        if (emit_fast(b, DELETE_FAST, Py_NewRef(tmp)) < 0 || PyList_Append(drop, k) < 0)
             goto done;
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(drop); i++)
@@ -1268,14 +1254,7 @@ static int drop_temporaries(BreakCtx *bc, fj_TFrame *top, int base, int have_out
     /* graph outputs (all stored to ___graph_out_<i> by the break code) */
     for (Py_ssize_t i = 0; have_outputs && i < PyList_GET_SIZE(bc->outputs); i++) {
         int keep = PySet_Contains(needed_out, PyList_GET_ITEM(bc->outputs, i));
-        if (keep < 0)
-            goto done;
-        if (keep)
-            continue;
-        PyObject *name = out_name(i);
-        int ix = name ? fj_builder_varname(b, name) : -1;
-        Py_XDECREF(name);
-        if (ix < 0 || fj_bc_emit(&b->il, DELETE_FAST, ix) < 0)
+        if (keep < 0 || (!keep && emit_fast(b, DELETE_FAST, out_name(i)) < 0))
             goto done;
     }
     r = 0;
@@ -1344,16 +1323,8 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
     fj_Builder bb, *b = &bb;
     fj_TFrame *top = tx->top;
     PyObject *result = NULL, *memo0 = NULL, *pre0 = NULL, *fresh0 = NULL;
-    int firstline = co->co_firstlineno;
     BreakCtx bc = {b, co, outputs, NULL, top};
-    memset(b, 0, sizeof(*b));
-    two_phase = tx->cyclic_values;
-    cur_tx = tx;
-    if ((fresh_memo = PyDict_New()) == NULL)
-        goto done;
-    if ((bc.memo = PyDict_New()) == NULL || fj_builder_init(b, co) < 0)
-        goto done;
-    if (emit_prologue(b, co, &firstline) < 0 || fj_bc_emit(&b->il, RESUME, 0) < 0)
+    if (codegen_begin(b, co, tx) < 0 || (bc.memo = PyDict_New()) == NULL)
         goto done;
     /* keep the entry values of arguments the trace reassigned */
     if ((saved_args = PyDict_New()) == NULL)
@@ -1491,13 +1462,9 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
         }
         if (r == 1 && fj_bc_place_label(&b->il, jump_label) < 0)
             goto done;
-        for (int j = plan->npush - 1; j >= 0; j--) {
-            PyObject *name = PyUnicode_FromFormat("___res_%d", j);
-            int rr = name ? fj_builder_store_fast(b, name) : -1;
-            Py_XDECREF(name);
-            if (rr < 0)
+        for (int j = plan->npush - 1; j >= 0; j--)
+            if (emit_fast(b, STORE_FAST, PyUnicode_FromFormat("___res_%d", j)) < 0)
                 goto done;
-        }
         int nargs = 0;
         if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0)
             goto done;
@@ -1526,14 +1493,9 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
                 goto done;
             nargs++;
         }
-        for (int j = 0; j < plan->npush; j++) {
-            PyObject *name = PyUnicode_FromFormat("___res_%d", j);
-            int rr = name ? fj_builder_load_fast(b, name) : -1;
-            Py_XDECREF(name);
-            if (rr < 0)
+        for (int j = 0; j < plan->npush; j++, nargs++)
+            if (emit_fast(b, LOAD_FAST, PyUnicode_FromFormat("___res_%d", j)) < 0)
                 goto done;
-            nargs++;
-        }
         PyObject *names = resume_args[r];
         for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(names); j++) {
             if (fj_builder_load_fast(b, PyTuple_GET_ITEM(names, j)) < 0)
@@ -1545,15 +1507,11 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
     }
     result = hashable_code(fj_builder_assemble(b, NULL));
 done:
-    fj_builder_clear(b);
+    codegen_end(b);
     Py_XDECREF(bc.memo);
     Py_XDECREF(memo0);
     Py_XDECREF(pre0);
-    Py_CLEAR(saved_args);
-    Py_CLEAR(preloaded);
-    Py_CLEAR(fresh_memo);
     Py_XDECREF(fresh0);
-    two_phase = 0;
-    cur_tx = NULL;
+    Py_CLEAR(saved_args);
     return result;
 }

@@ -457,22 +457,34 @@ static PyObject *no_graph(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject
     return run_as_is(co, tx, cid, arrays);
 }
 
-/* The traced frame returned: graph call, rebuilt return value. New ref. */
-static PyObject *finish_return(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject *cid)
+/* What the break code needs beyond the graph (finish_break's plan). */
+typedef struct {
+    const fj_InstrList *il;
+    const fj_BreakPlan *plan;
+    const unsigned char *restore;
+    PyObject *const *resume_names; /* borrowed: install_resume's results */
+    PyObject *const *resume_args;  /* borrowed: the names each resume function takes */
+} BreakCode;
+
+/*
+** Hands the graph of 'outputs' (a new reference it consumes; NULL: the
+** error is set) to the backend, then emits the new code (the graph call
+** and the return value; with 'brk', the break code) and finishes.  New ref
+** or NULL.
+*/
+static PyObject *emit_and_finish(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject *cid,
+                                 PyObject *outputs, const BreakCode *brk)
 {
-    PyObject *ret = tx->top->retval, *outputs = NULL, *fn_name = NULL, *new_code = NULL;
-    PyObject *result = NULL;
-    if (fj_graph_num_calls(tx->graph) == 0)
-        return no_graph(c, co, tx, cid, 0, NULL);
-    /* every guard is in the tree before any code is generated */
-    if (fj_trace_alias_guards(tx) < 0)
-        return NULL;
-    if ((outputs = fj_codegen_outputs(ret, tx)) == NULL)
+    PyObject *fn_name = NULL, *new_code = NULL, *result = NULL;
+    if (outputs == NULL || install_graph(c, tx, co, outputs, cid, &fn_name) < 0)
         goto done;
-    if (install_graph(c, tx, co, outputs, cid, &fn_name) < 0)
-        goto done;
-    new_code = fj_codegen_graph_call(co, fn_name, tx, outputs, ret);
-    if (new_code == NULL)
+    if (brk == NULL)
+        new_code = fj_codegen_graph_call(co, fn_name, tx, outputs, tx->top->retval);
+    else
+        new_code = fj_codegen_break(co, brk->il, tx, fn_name, outputs, brk->plan, brk->restore,
+                                    brk->resume_names, brk->resume_args);
+    if (new_code == NULL ||
+        (brk != NULL && fj_evalframe_mark_code(new_code, FJ_CODE_ROLE_BREAK) < 0))
         goto done;
     result = finish(c, co, new_code, tx, cid);
 done:
@@ -480,6 +492,17 @@ done:
     Py_XDECREF(fn_name);
     Py_XDECREF(new_code);
     return result;
+}
+
+/* The traced frame returned: graph call, rebuilt return value. New ref. */
+static PyObject *finish_return(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject *cid)
+{
+    if (fj_graph_num_calls(tx->graph) == 0)
+        return no_graph(c, co, tx, cid, 0, NULL);
+    /* every guard is in the tree before any code is generated */
+    if (fj_trace_alias_guards(tx) < 0)
+        return NULL;
+    return emit_and_finish(c, co, tx, cid, fj_codegen_outputs(tx->top->retval, tx), NULL);
 }
 
 /*
@@ -557,7 +580,7 @@ static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyOb
 {
     fj_TFrame *top = tx->top;
     int nl = top->nlocals;
-    PyObject *result = NULL, *outputs = NULL, *fn_name = NULL, *new_code = NULL;
+    PyObject *result = NULL;
     if (fj_graph_num_calls(tx->graph) == 0) {
         if ((result = no_graph(c, co, tx, cid, 1, NULL)) != NULL || PyErr_Occurred())
             return result;
@@ -606,14 +629,8 @@ static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyOb
         if (rnames[r] == NULL)
             goto done;
     }
-    if ((outputs = fj_codegen_break_outputs(tx, restore)) == NULL)
-        goto done;
-    if (install_graph(c, tx, co, outputs, cid, &fn_name) < 0)
-        goto done;
-    new_code = fj_codegen_break(co, il, tx, fn_name, outputs, plan, restore, rnames, rargs);
-    if (new_code == NULL || fj_evalframe_mark_code(new_code, FJ_CODE_ROLE_BREAK) < 0)
-        goto done;
-    result = finish(c, co, new_code, tx, cid);
+    BreakCode brk = {il, plan, restore, rnames, rargs};
+    result = emit_and_finish(c, co, tx, cid, fj_codegen_break_outputs(tx, restore), &brk);
 done:
     PyMem_Free(restore);
     PyMem_Free(live);
@@ -622,9 +639,6 @@ done:
         Py_XDECREF(rnames[r]);
         Py_XDECREF(rargs[r]);
     }
-    Py_XDECREF(outputs);
-    Py_XDECREF(fn_name);
-    Py_XDECREF(new_code);
     return result;
 }
 
@@ -908,13 +922,19 @@ static int compiler_init(Compiler *self, PyObject *args, PyObject *kwargs)
     return 0;
 }
 
+static int compiler_clear(Compiler *self)
+{
+    Py_CLEAR(self->backend);
+    Py_CLEAR(self->hooks);
+    Py_CLEAR(self->marked);
+    return 0;
+}
+
 static void compiler_dealloc(Compiler *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
-    Py_CLEAR(self->backend);
-    Py_CLEAR(self->hooks);
-    Py_CLEAR(self->marked);
+    compiler_clear(self);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
@@ -925,14 +945,6 @@ static int compiler_traverse(Compiler *self, visitproc visit, void *arg)
     Py_VISIT(self->backend);
     Py_VISIT(self->hooks);
     Py_VISIT(self->marked);
-    return 0;
-}
-
-static int compiler_clear(Compiler *self)
-{
-    Py_CLEAR(self->backend);
-    Py_CLEAR(self->hooks);
-    Py_CLEAR(self->marked);
     return 0;
 }
 

@@ -340,35 +340,24 @@ fj_Node *fj_graph_placeholder(PyObject *gobj, PyObject *name, PyObject *example)
     n = node_alloc(FJ_NODE_PLACEHOLDER);
     if (!n)
         return NULL;
-    if (PyArray_Check(example)) {
-        PyArrayObject *a = (PyArrayObject *)example;
-        if (PyArray_NDIM(a) > FJ_MAX_NDIM) {
-            PyErr_Format(PyExc_ValueError, "framejit: arrays with more than %d dimensions are not traced",
-                         FJ_MAX_NDIM);
-            goto error;
-        }
-        n->vkind = FJ_VAL_ARRAY;
-        n->dtype = (PyArray_Descr *)Py_NewRef(PyArray_DESCR(a));
-        n->ndim = PyArray_NDIM(a);
-        if (n->ndim > 0) /* 0-d arrays may have no dims pointer */
-            memcpy(n->shape, PyArray_DIMS(a), sizeof(npy_intp) * (size_t)n->ndim);
-    } else if (PyArray_IsScalar(example, Generic)) {
-        n->vkind = FJ_VAL_NPSCALAR;
-        n->dtype = PyArray_DescrFromScalar(example);
-        if (!n->dtype)
-            goto error;
-    } else if (PyBool_Check(example) || PyLong_CheckExact(example) || PyFloat_CheckExact(example)) {
-        /* a symbolic Python scalar (automatic dynamic): the example is its trace-time value */
-        n->vkind = FJ_VAL_PYSCALAR;
-        n->dtype = PyArray_DescrFromType(PyBool_Check(example) ? NPY_BOOL
-                                         : PyLong_CheckExact(example) ? NPY_LONG : NPY_DOUBLE);
-        n->example = Py_NewRef(example);
-        if (!n->dtype)
-            goto error;
-    } else {
+    if (PyArray_Check(example) && PyArray_NDIM((PyArrayObject *)example) > FJ_MAX_NDIM) {
+        PyErr_Format(PyExc_ValueError, "framejit: arrays with more than %d dimensions are not traced",
+                     FJ_MAX_NDIM);
+        goto error;
+    }
+    /* a Python scalar is a symbolic one (automatic dynamic): the example is its trace-time value */
+    int known = fj_value_meta(example, &n->vkind, &n->dtype, &n->example);
+    if (known < 0)
+        goto error;
+    if (!known) {
         PyErr_Format(PyExc_TypeError, "framejit: a placeholder example must be an ndarray or a NumPy scalar, not %.100s",
                      Py_TYPE(example)->tp_name);
         goto error;
+    }
+    if (n->vkind == FJ_VAL_ARRAY) {
+        n->ndim = PyArray_NDIM((PyArrayObject *)example);
+        if (n->ndim > 0) /* 0-d arrays may have no dims pointer */
+            memcpy(n->shape, PyArray_DIMS((PyArrayObject *)example), sizeof(npy_intp) * (size_t)n->ndim);
     }
     n->name = unique_name(g, name);
     if (!n->name)
@@ -609,6 +598,29 @@ Py_ssize_t fj_graph_num_calls(PyObject *g)
 
 /* ---- running ------------------------------------------------------------ */
 
+PyObject *fj_map_items(PyObject *seq, int tuple, PyObject *(*f)(PyObject *, void *), void *ctx)
+{
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
+    PyObject *r = tuple ? PyTuple_New(len) : PyList_New(len);
+    for (Py_ssize_t i = 0; r && i < len; i++) {
+        PyObject *v = f(PySequence_Fast_GET_ITEM(seq, i), ctx);
+        if (!v) {
+            Py_CLEAR(r);
+            break;
+        }
+        if (tuple)
+            PyTuple_SET_ITEM(r, i, v);
+        else
+            PyList_SET_ITEM(r, i, v);
+    }
+    return r;
+}
+
+static PyObject *resolve_item(PyObject *o, void *env)
+{
+    return fj_graph_resolve(o, env);
+}
+
 /* 'o' with nodes replaced by their values in env (new reference). */
 PyObject *fj_graph_resolve(PyObject *o, PyObject **env)
 {
@@ -621,22 +633,8 @@ PyObject *fj_graph_resolve(PyObject *o, PyObject **env)
         }
         return Py_NewRef(v);
     }
-    if (PyTuple_Check(o) || PyList_Check(o)) {
-        Py_ssize_t len = PySequence_Fast_GET_SIZE(o);
-        PyObject *r = PyTuple_Check(o) ? PyTuple_New(len) : PyList_New(len);
-        for (Py_ssize_t i = 0; r && i < len; i++) {
-            PyObject *v = fj_graph_resolve(PySequence_Fast_GET_ITEM(o, i), env);
-            if (!v) {
-                Py_CLEAR(r);
-                break;
-            }
-            if (PyTuple_Check(r))
-                PyTuple_SET_ITEM(r, i, v);
-            else
-                PyList_SET_ITEM(r, i, v);
-        }
-        return r;
-    }
+    if (PyTuple_Check(o) || PyList_Check(o))
+        return fj_map_items(o, PyTuple_Check(o), resolve_item, env);
     return Py_NewRef(o);
 }
 
@@ -761,6 +759,24 @@ static int reuse_temporary(fj_Node *n, PyObject **env, PyObject **res)
     return *res == NULL ? -1 : 0;
 }
 
+PyObject **fj_env_new(PyObject **small, Py_ssize_t n)
+{
+    if (n <= FJ_ENV_SMALL) {
+        memset(small, 0, sizeof(PyObject *) * (size_t)n);
+        return small;
+    }
+    PyObject **env = PyMem_Calloc((size_t)n, sizeof(PyObject *));
+    return env ? env : (PyObject **)PyErr_NoMemory();
+}
+
+void fj_env_free(PyObject **env, PyObject **small, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_XDECREF(env[i]);
+    if (env != small)
+        PyMem_Free(env);
+}
+
 PyObject *fj_graph_run(PyObject *gobj, PyObject *const *inputs, Py_ssize_t ninputs)
 {
     fj_Graph *g = (fj_Graph *)gobj;
@@ -775,13 +791,9 @@ PyObject *fj_graph_run(PyObject *gobj, PyObject *const *inputs, Py_ssize_t ninpu
                      ninputs);
         return NULL;
     }
-    PyObject *small[64]; /* most graphs: no allocation per call */
-    if (nnodes + 1 <= (Py_ssize_t)(sizeof(small) / sizeof(small[0]))) {
-        env = small;
-        memset(env, 0, sizeof(PyObject *) * (size_t)(nnodes + 1));
-    }
-    else if (!(env = PyMem_Calloc((size_t)nnodes + 1, sizeof(PyObject *))))
-        return PyErr_NoMemory();
+    PyObject *small[FJ_ENV_SMALL];
+    if ((env = fj_env_new(small, nnodes + 1)) == NULL)
+        return NULL;
     for (Py_ssize_t i = 0; i < nnodes; i++) {
         fj_Node *n = (fj_Node *)PyList_GET_ITEM(g->nodes, i);
         switch (n->kind) {
@@ -809,10 +821,7 @@ PyObject *fj_graph_run(PyObject *gobj, PyObject *const *inputs, Py_ssize_t ninpu
         }
     }
 done:
-    for (Py_ssize_t i = 0; i < nnodes; i++)
-        Py_XDECREF(env[i]);
-    if (env != small)
-        PyMem_Free(env);
+    fj_env_free(env, small, nnodes);
     return result;
 }
 

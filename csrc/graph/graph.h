@@ -86,6 +86,21 @@ PyObject *fj_graph_run_node(fj_Node *n, PyObject **env);
 /* 'o' (a node, a constant, or tuples/lists of them) with nodes replaced by
    their values in 'env': new reference, NULL on error. */
 PyObject *fj_graph_resolve(PyObject *o, PyObject **env);
+/*
+** A new tuple (when 'tuple') or list of f(item, ctx) for each item of the
+** tuple or list 'seq' (graph arguments nest in them).  NULL when f gives
+** NULL (with its error, if any) or on a memory error.
+*/
+PyObject *fj_map_items(PyObject *seq, int tuple, PyObject *(*f)(PyObject *, void *), void *ctx);
+/*
+** The 'env' of one run (a strong value or NULL per node): 'small' (an array
+** of FJ_ENV_SMALL slots on the runner's stack) when n slots fit, else a
+** PyMem array; all NULL.  NULL with MemoryError.  fj_env_free releases the
+** first n values and the array.
+*/
+#define FJ_ENV_SMALL 64 /* most graphs: no allocation per call */
+PyObject **fj_env_new(PyObject **small, Py_ssize_t n);
+void fj_env_free(PyObject **env, PyObject **small, Py_ssize_t n);
 /* Python source of the graph (new reference str, NULL on error). */
 PyObject *fj_graph_code(PyObject *g);
 /* The tabular listing (new reference str, NULL on error). */

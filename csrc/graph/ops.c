@@ -686,6 +686,13 @@ static PyObject *sig_of(PyObject *o)
     return key;
 }
 
+static PyObject *standin(PyObject *o);
+
+static PyObject *standin_item(PyObject *o, void *unused)
+{
+    return standin(o);
+}
+
 /* A stand-in for 'o': nodes become ones of shape (1,)*ndim (NumPy scalars
    for NPSCALAR nodes), containers are mapped, constants kept.  New ref. */
 static PyObject *standin(PyObject *o)
@@ -718,24 +725,8 @@ static PyObject *standin(PyObject *o)
             return PyArray_Return((PyArrayObject *)arr);
         return arr;
     }
-    if (PyTuple_Check(o) || PyList_Check(o)) {
-        Py_ssize_t len = PySequence_Fast_GET_SIZE(o);
-        PyObject *t = PyTuple_Check(o) ? PyTuple_New(len) : PyList_New(len);
-        if (!t)
-            return NULL;
-        for (Py_ssize_t i = 0; i < len; i++) {
-            PyObject *s = standin(PySequence_Fast_GET_ITEM(o, i));
-            if (!s) {
-                Py_DECREF(t);
-                return NULL;
-            }
-            if (PyTuple_Check(t))
-                PyTuple_SET_ITEM(t, i, s);
-            else
-                PyList_SET_ITEM(t, i, s);
-        }
-        return t;
-    }
+    if (PyTuple_Check(o) || PyList_Check(o))
+        return fj_map_items(o, PyTuple_Check(o), standin_item, NULL);
     return Py_NewRef(o);
 }
 
@@ -909,26 +900,17 @@ static int infer_by_running(const fj_OpDef *op, PyObject *args, PyObject *kwargs
     res = call_quietly(fj_op_target(op), op->kind == FJ_OP_ATTR, op->kind == FJ_OP_METHOD, sargs, skw);
     if (!res)
         goto error;
-    if (PyArray_Check(res)) {
-        out->vkind = FJ_VAL_ARRAY;
-        out->dtype = (PyArray_Descr *)Py_NewRef(PyArray_DESCR((PyArrayObject *)res));
-    } else if (PyArray_IsScalar(res, Generic)) {
-        out->vkind = FJ_VAL_NPSCALAR;
-        out->dtype = PyArray_DescrFromScalar(res);
-        if (!out->dtype)
-            goto error;
-    } else if (PyBool_Check(res) || PyLong_CheckExact(res) || PyFloat_CheckExact(res)) {
-        /* arithmetic on Python scalars (symbolic ints): never cached, the
-           value is the point */
-        out->vkind = FJ_VAL_PYSCALAR;
-        out->dtype = PyArray_DescrFromType(PyBool_Check(res) ? NPY_BOOL
-                                           : PyLong_CheckExact(res) ? NPY_LONG : NPY_DOUBLE);
-        out->example = Py_NewRef(res);
-        Py_CLEAR(key);
-    } else {
+    int known = fj_value_meta(res, &out->vkind, &out->dtype, &out->example);
+    if (known < 0)
+        goto error;
+    if (!known) {
         PyErr_Format(PyExc_TypeError, "result of type %.100s is not an array", Py_TYPE(res)->tp_name);
         goto error;
     }
+    if (out->vkind == FJ_VAL_PYSCALAR)
+        /* arithmetic on Python scalars (symbolic ints): never cached, the
+           value is the point */
+        Py_CLEAR(key);
     if (key) {
         if (PyDict_GET_SIZE(fj_dtype_cache) > 20000)
             PyDict_Clear(fj_dtype_cache);
@@ -1231,6 +1213,26 @@ static int setitem_cast_check(const fj_OpDef *op, fj_Bound *b)
     }
     Py_DECREF(r);
     return 0;
+}
+
+int fj_value_meta(PyObject *v, int *vkind, PyArray_Descr **dtype, PyObject **example)
+{
+    if (PyArray_Check(v)) {
+        *vkind = FJ_VAL_ARRAY;
+        *dtype = (PyArray_Descr *)Py_NewRef(PyArray_DESCR((PyArrayObject *)v));
+    } else if (PyArray_IsScalar(v, Generic)) {
+        *vkind = FJ_VAL_NPSCALAR;
+        *dtype = PyArray_DescrFromScalar(v);
+    } else if (PyBool_Check(v) || PyLong_CheckExact(v) || PyFloat_CheckExact(v)) {
+        *vkind = FJ_VAL_PYSCALAR;
+        *dtype = PyArray_DescrFromType(PyBool_Check(v)       ? NPY_BOOL
+                                       : PyLong_CheckExact(v) ? NPY_LONG
+                                                              : NPY_DOUBLE);
+        *example = Py_NewRef(v);
+    } else {
+        return 0;
+    }
+    return *dtype == NULL ? -1 : 1;
 }
 
 int fj_ops_infer(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Meta *out)

@@ -170,6 +170,15 @@ const char *fj_op_qualname(const fj_OpDef *op);
 int fj_ops_infer(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Meta *out);
 
 /*
+** The value kind of 'v' (FJ_VAL_*) into *vkind, its dtype (a new reference)
+** into *dtype and, for a Python scalar, 'v' itself (a new reference) into
+** *example: an ndarray (its dtype; ndim and shape are the caller's), a
+** NumPy scalar, or a Python bool, int or float (dtype bool, long, double).
+** 1; 0 for a value of another type (nothing set); -1 with an exception.
+*/
+int fj_value_meta(PyObject *v, int *vkind, PyArray_Descr **dtype, PyObject **example);
+
+/*
 ** Static attributes of an array node that are not graph nodes: 'shape'
 ** (tuple of ints), 'ndim', 'size', 'itemsize', 'nbytes' (int), 'dtype'.
 ** Returns a new reference, or NULL without an exception when 'name' is not

@@ -34,6 +34,18 @@ static void fmt_shape(char *buf, size_t n, int nd, const npy_intp *sh)
         pos += (size_t)snprintf(buf + pos, n - pos, nd == 1 ? ",)" : ")");
 }
 
+/* Raises ValueError with 'fmt' (its three %s: the op's name, then the two
+   shapes).  Returns -1. */
+static int shapes_error(const fj_OpDef *op, const char *fmt, int nd1, const npy_intp *sh1, int nd2,
+                        const npy_intp *sh2)
+{
+    char s1[256], s2[256];
+    fmt_shape(s1, sizeof s1, nd1, sh1);
+    fmt_shape(s2, sizeof s2, nd2, sh2);
+    PyErr_Format(PyExc_ValueError, fmt, QN(op), s1, s2);
+    return -1;
+}
+
 static int is_scalar_const(PyObject *o)
 {
     return PyLong_Check(o) || PyFloat_Check(o) || PyComplex_Check(o) || PyArray_IsScalar(o, Generic);
@@ -80,12 +92,8 @@ static int broadcast_into(const fj_OpDef *op, int *ond, npy_intp *osh, int nd, c
         else if (a == 1)
             res[i] = bb;
         else {
-            char s1[256], s2[256];
-            fmt_shape(s1, sizeof s1, *ond, osh);
-            fmt_shape(s2, sizeof s2, nd, sh);
-            PyErr_Format(PyExc_ValueError, "%s: operands could not be broadcast together with shapes %s %s",
-                         QN(op), s1, s2);
-            return -1;
+            return shapes_error(op, "%s: operands could not be broadcast together with shapes %s %s",
+                                *ond, osh, nd, sh);
         }
     }
     *ond = rn;
@@ -93,16 +101,25 @@ static int broadcast_into(const fj_OpDef *op, int *ond, npy_intp *osh, int nd, c
     return 0;
 }
 
+/* An int (not a bool) into *v (OverflowError beyond Py_ssize_t); anything
+   else is a TypeError "'<type>' object cannot be interpreted as an
+   integer<what>".  0 or -1. */
+static int int_arg(const fj_OpDef *op, PyObject *o, const char *what, Py_ssize_t *v)
+{
+    if (!PyIndex_Check(o) || PyBool_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: '%.100s' object cannot be interpreted as an integer%s", QN(op),
+                     Py_TYPE(o)->tp_name, what);
+        return -1;
+    }
+    *v = PyNumber_AsSsize_t(o, PyExc_OverflowError);
+    return *v == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
 /* Normalizes an axis index against ndim.  0 or -1 (TypeError/AxisError). */
 static int norm_axis(const fj_OpDef *op, PyObject *ax, int ndim, int *out)
 {
-    if (!PyIndex_Check(ax) || PyBool_Check(ax)) {
-        PyErr_Format(PyExc_TypeError, "%s: '%.100s' object cannot be interpreted as an integer axis", QN(op),
-                     Py_TYPE(ax)->tp_name);
-        return -1;
-    }
-    Py_ssize_t v = PyNumber_AsSsize_t(ax, PyExc_OverflowError);
-    if (v == -1 && PyErr_Occurred())
+    Py_ssize_t v;
+    if (int_arg(op, ax, " axis", &v) < 0)
         return -1;
     if (v < -ndim || v >= ndim)
         return fj_ops_axis_error("%s: axis %zd is out of bounds for array of dimension %d", QN(op), v, ndim);
@@ -120,8 +137,8 @@ static int axis_mask(const fj_OpDef *op, PyObject *axis, int ndim, int allow_tup
     }
     if (ndim == 0 && (op->flags & FJ_OPF_AXIS0D) && PyIndex_Check(axis) && !PyBool_Check(axis)) {
         /* NumPy's legacy: an int axis 0 or -1 on a 0-d input selects nothing */
-        Py_ssize_t v = PyNumber_AsSsize_t(axis, PyExc_OverflowError);
-        if (v == -1 && PyErr_Occurred())
+        Py_ssize_t v;
+        if (int_arg(op, axis, " axis", &v) < 0)
             return -1;
         if (v == 0 || v == -1)
             return 0;
@@ -154,8 +171,8 @@ static int axis_mask(const fj_OpDef *op, PyObject *axis, int ndim, int allow_tup
 static int int_seq(const fj_OpDef *op, PyObject *o, const char *what, npy_intp *dims, int *n)
 {
     if (PyIndex_Check(o) && !PyBool_Check(o)) {
-        Py_ssize_t v = PyNumber_AsSsize_t(o, PyExc_OverflowError);
-        if (v == -1 && PyErr_Occurred())
+        Py_ssize_t v;
+        if (int_arg(op, o, "", &v) < 0)
             return -1;
         dims[0] = v;
         *n = 1;
@@ -178,8 +195,8 @@ static int int_seq(const fj_OpDef *op, PyObject *o, const char *what, npy_intp *
                          Py_TYPE(it)->tp_name);
             return -1;
         }
-        Py_ssize_t v = PyNumber_AsSsize_t(it, PyExc_OverflowError);
-        if (v == -1 && PyErr_Occurred())
+        Py_ssize_t v;
+        if (int_arg(op, it, "", &v) < 0)
             return -1;
         dims[i] = v;
     }
@@ -272,98 +289,104 @@ static int sh_reduce(const fj_OpDef *op, fj_Bound *b, fj_Meta *out, int allow_tu
     return 0;
 }
 
-static int core_mismatch(const fj_OpDef *op, int nda, const npy_intp *a, int ndb, const npy_intp *b)
-{
-    char s1[256], s2[256];
-    fmt_shape(s1, sizeof s1, nda, a);
-    fmt_shape(s2, sizeof s2, ndb, b);
-    PyErr_Format(PyExc_ValueError, "%s: shapes %s and %s not aligned (core dimensions mismatch)", QN(op), s1, s2);
-    return -1;
-}
+/* The shapes of the two operands of matmul/dot: a (nda dims) and bb (ndb dims). */
+typedef struct {
+    int nda, ndb;
+    npy_intp a[FJ_MAX_NDIM], bb[FJ_MAX_NDIM];
+} TwoShapes;
 
-/* The shapes of the two operands of matmul/dot.  0, or -1 with an exception. */
-static int two_operand_shapes(const fj_OpDef *op, fj_Bound *b, int *nda, npy_intp *a, int *ndb,
-                              npy_intp *bb)
+/*
+** Reads the shapes of matmul/dot's two operands into 's' and checks their
+** core dimension (a's last against b's second to last, or only one).  0; 1
+** when an operand is 0-d (no core dimension: the caller decides); or -1 with
+** an exception.
+*/
+static int core_operands(const fj_OpDef *op, fj_Bound *b, TwoShapes *s)
 {
     if (!b->v[0] || !b->v[1]) {
         PyErr_Format(PyExc_TypeError, "%s: needs two operands", QN(op));
         return -1;
     }
-    if (operand_shape(op, b->v[0], nda, a) < 0 || operand_shape(op, b->v[1], ndb, bb) < 0)
+    if (operand_shape(op, b->v[0], &s->nda, s->a) < 0 ||
+        operand_shape(op, b->v[1], &s->ndb, s->bb) < 0)
         return -1;
+    if (s->nda == 0 || s->ndb == 0)
+        return 1;
+    if (s->a[s->nda - 1] != (s->ndb >= 2 ? s->bb[s->ndb - 2] : s->bb[0]))
+        return shapes_error(op, "%s: shapes %s and %s not aligned (core dimensions mismatch)", s->nda,
+                            s->a, s->ndb, s->bb);
     return 0;
 }
 
 static int sh_matmul(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
 {
-    int nda, ndb;
-    npy_intp a[FJ_MAX_NDIM], bb[FJ_MAX_NDIM];
-    if (two_operand_shapes(op, b, &nda, a, &ndb, bb) < 0)
-        return -1;
-    if (nda == 0 || ndb == 0) {
+    TwoShapes s;
+    int r = core_operands(op, b, &s);
+    if (r > 0)
         PyErr_Format(PyExc_ValueError, "%s: input operand %d does not have enough dimensions", QN(op),
-                     nda == 0 ? 0 : 1);
+                     s.nda == 0 ? 0 : 1);
+    if (r != 0)
         return -1;
-    }
     /* core: a (..., n, k), b (..., k, m); 1-D operands get a 1 added */
-    npy_intp n = nda >= 2 ? a[nda - 2] : 1, ka = a[nda - 1];
-    npy_intp kb = ndb >= 2 ? bb[ndb - 2] : bb[0], m = ndb >= 2 ? bb[ndb - 1] : 1;
-    if (ka != kb)
-        return core_mismatch(op, nda, a, ndb, bb);
     int bnd = 0;
     npy_intp bsh[FJ_MAX_NDIM];
-    if (nda > 2 && broadcast_into(op, &bnd, bsh, nda - 2, a) < 0)
+    if (s.nda > 2 && broadcast_into(op, &bnd, bsh, s.nda - 2, s.a) < 0)
         return -1;
-    if (ndb > 2 && broadcast_into(op, &bnd, bsh, ndb - 2, bb) < 0)
+    if (s.ndb > 2 && broadcast_into(op, &bnd, bsh, s.ndb - 2, s.bb) < 0)
         return -1;
     out->ndim = bnd;
     memcpy(out->shape, bsh, sizeof(npy_intp) * (size_t)bnd);
-    if (nda >= 2)
-        out->shape[out->ndim++] = n;
-    if (ndb >= 2)
-        out->shape[out->ndim++] = m;
+    if (s.nda >= 2)
+        out->shape[out->ndim++] = s.a[s.nda - 2];
+    if (s.ndb >= 2)
+        out->shape[out->ndim++] = s.bb[s.ndb - 1];
     return 0;
 }
 
 static int sh_dot(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
 {
-    int nda, ndb;
-    npy_intp a[FJ_MAX_NDIM], bb[FJ_MAX_NDIM];
-    if (two_operand_shapes(op, b, &nda, a, &ndb, bb) < 0)
+    TwoShapes s;
+    int r = core_operands(op, b, &s);
+    if (r < 0)
         return -1;
-    if (nda == 0 || ndb == 0) { /* multiply by a scalar */
-        out->ndim = nda ? nda : ndb;
-        memcpy(out->shape, nda ? a : bb, sizeof(npy_intp) * (size_t)out->ndim);
+    if (r > 0) { /* multiply by a scalar */
+        out->ndim = s.nda ? s.nda : s.ndb;
+        memcpy(out->shape, s.nda ? s.a : s.bb, sizeof(npy_intp) * (size_t)out->ndim);
         return 0;
     }
-    npy_intp kb = ndb >= 2 ? bb[ndb - 2] : bb[0];
-    if (a[nda - 1] != kb)
-        return core_mismatch(op, nda, a, ndb, bb);
     out->ndim = 0;
-    for (int i = 0; i < nda - 1; i++)
-        out->shape[out->ndim++] = a[i];
-    if (ndb >= 2) {
-        if (too_many_dims(op, nda + ndb - 2) < 0)
+    for (int i = 0; i < s.nda - 1; i++)
+        out->shape[out->ndim++] = s.a[i];
+    if (s.ndb >= 2) {
+        if (too_many_dims(op, s.nda + s.ndb - 2) < 0)
             return -1;
-        for (int i = 0; i < ndb - 2; i++)
-            out->shape[out->ndim++] = bb[i];
-        out->shape[out->ndim++] = bb[ndb - 1];
+        for (int i = 0; i < s.ndb - 2; i++)
+            out->shape[out->ndim++] = s.bb[i];
+        out->shape[out->ndim++] = s.bb[s.ndb - 1];
     }
     return 0;
 }
 
-static int sh_reshape(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+/* reshape, broadcast_to: the array (b->v[0], returned, borrowed) and the
+   shape argument (b->v[1]: an int or ints) into dims[*n].  NULL on error. */
+static fj_Node *array_and_shape(const fj_OpDef *op, fj_Bound *b, npy_intp *dims, int *n)
 {
     fj_Node *a = array_node(op, b->v[0]);
-    npy_intp dims[FJ_MAX_NDIM];
-    int n, unknown = -1;
     if (!a)
-        return -1;
+        return NULL;
     if (!b->v[1]) {
         PyErr_Format(PyExc_TypeError, "%s: missing the shape argument", QN(op));
-        return -1;
+        return NULL;
     }
-    if (int_seq(op, b->v[1], "shape", dims, &n) < 0)
+    return int_seq(op, b->v[1], "shape", dims, n) < 0 ? NULL : a;
+}
+
+static int sh_reshape(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    npy_intp dims[FJ_MAX_NDIM];
+    int n, unknown = -1;
+    fj_Node *a = array_and_shape(op, b, dims, &n);
+    if (!a)
         return -1;
     npy_intp size = 1, known = 1;
     for (int i = 0; i < a->ndim; i++)
@@ -610,16 +633,10 @@ static int sh_stack(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
 
 static int sh_broadcast_to(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
 {
-    fj_Node *a = array_node(op, b->v[0]);
     npy_intp dims[FJ_MAX_NDIM];
     int n;
+    fj_Node *a = array_and_shape(op, b, dims, &n);
     if (!a)
-        return -1;
-    if (!b->v[1]) {
-        PyErr_Format(PyExc_TypeError, "%s: missing the shape argument", QN(op));
-        return -1;
-    }
-    if (int_seq(op, b->v[1], "shape", dims, &n) < 0)
         return -1;
     for (int i = 0; i < n; i++) {
         if (dims[i] < 0) {
@@ -634,14 +651,11 @@ static int sh_broadcast_to(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
     }
     for (int i = 0; i < a->ndim; i++) {
         npy_intp s = a->shape[i], t = dims[n - a->ndim + i];
-        if (s != t && s != 1) {
-            char s1[256], s2[256];
-            fmt_shape(s1, sizeof s1, a->ndim, a->shape);
-            fmt_shape(s2, sizeof s2, n, dims);
-            PyErr_Format(PyExc_ValueError, "%s: operands could not be broadcast together with remapped shapes "
-                         "[original->remapped]: %s and requested shape %s", QN(op), s1, s2);
-            return -1;
-        }
+        if (s != t && s != 1)
+            return shapes_error(op,
+                                "%s: operands could not be broadcast together with remapped shapes "
+                                "[original->remapped]: %s and requested shape %s",
+                                a->ndim, a->shape, n, dims);
     }
     out->ndim = n;
     memcpy(out->shape, dims, sizeof(npy_intp) * (size_t)n);
@@ -824,13 +838,8 @@ static int size_arg(const fj_OpDef *op, PyObject *o, const char *what, npy_intp 
         PyErr_Format(PyExc_TypeError, "%s: %s must be a constant, not a traced value", QN(op), what);
         return -1;
     }
-    if (!PyIndex_Check(o) || PyBool_Check(o)) {
-        PyErr_Format(PyExc_TypeError, "%s: '%.100s' object cannot be interpreted as an integer", QN(op),
-                     Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    Py_ssize_t x = PyNumber_AsSsize_t(o, PyExc_OverflowError);
-    if (x == -1 && PyErr_Occurred())
+    Py_ssize_t x;
+    if (int_arg(op, o, "", &x) < 0)
         return -1;
     *v = x;
     return 0;
@@ -888,14 +897,9 @@ static int check_fill(const fj_OpDef *op, PyObject *fill, const fj_Meta *out)
         npy_intp t = out->shape[out->ndim - nd + i];
         ok = sh[i] == t || sh[i] == 1;
     }
-    if (!ok) {
-        char s1[256], s2[256];
-        fmt_shape(s1, sizeof s1, nd, sh);
-        fmt_shape(s2, sizeof s2, out->ndim, out->shape);
-        PyErr_Format(PyExc_ValueError, "%s: could not broadcast input array from shape %s into shape %s", QN(op),
-                     s1, s2);
-        return -1;
-    }
+    if (!ok)
+        return shapes_error(op, "%s: could not broadcast input array from shape %s into shape %s", nd,
+                            sh, out->ndim, out->shape);
     return 0;
 }
 
@@ -1166,12 +1170,8 @@ static int sh_setitem(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
             ok = v == s || v == 1;
         }
         if (!ok) {
-            char s1[256], s2[256];
-            fmt_shape(s1, sizeof s1, vnd, vsh);
-            fmt_shape(s2, sizeof s2, sel.ndim, sel.shape);
-            PyErr_Format(PyExc_ValueError, "%s: could not broadcast input array from shape %s into shape %s",
-                         QN(op), s1, s2);
-            return -1;
+            return shapes_error(op, "%s: could not broadcast input array from shape %s into shape %s",
+                                vnd, vsh, sel.ndim, sel.shape);
         }
     }
     out->vkind = FJ_VAL_ARRAY;
@@ -1186,13 +1186,10 @@ static int check_inplace(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
     if (op->kind == FJ_OP_INPLACE && fj_Node_Check(b->v[0]) && ((fj_Node *)b->v[0])->vkind == FJ_VAL_ARRAY) {
         fj_Node *a = (fj_Node *)b->v[0];
         if (a->ndim != out->ndim || memcmp(a->shape, out->shape, sizeof(npy_intp) * (size_t)a->ndim) != 0) {
-            char s1[256], s2[256];
-            fmt_shape(s1, sizeof s1, a->ndim, a->shape);
-            fmt_shape(s2, sizeof s2, out->ndim, out->shape);
-            PyErr_Format(PyExc_ValueError,
-                         "%s: non-broadcastable output operand with shape %s doesn't match the broadcast shape %s",
-                         QN(op), s1, s2);
-            return -1;
+            return shapes_error(op,
+                                "%s: non-broadcastable output operand with shape %s doesn't match the "
+                                "broadcast shape %s",
+                                a->ndim, a->shape, out->ndim, out->shape);
         }
     }
     return 0;

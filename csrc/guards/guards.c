@@ -32,6 +32,7 @@
 ** the values being checked, cannot make a check touch freed memory.
 ** Reordering only happens in the outermost check of a manager.
 */
+#include "fj_array.h"
 #include "fj_numpy.h"
 #include "guard_values.h"
 #include "guards.h"
@@ -494,17 +495,12 @@ static void manager_changed(GuardManager *m)
 /* Appends 'lf' to m (stealing it: freed on error).  0 or -1. */
 static int manager_add_leaf(GuardManager *m, Leaf *lf)
 {
-    if (m->nleaves == m->leaves_cap) {
-        Py_ssize_t cap = m->leaves_cap ? m->leaves_cap * 2 : 2;
-        Leaf **p = PyMem_Realloc(m->leaves, cap * sizeof(*p));
-        if (p == NULL) {
-            leaf_free(lf);
-            PyErr_NoMemory();
-            return -1;
-        }
-        m->leaves = p;
-        m->leaves_cap = cap;
+    Leaf **leaves = fj_array_grow(m->leaves, m->nleaves, &m->leaves_cap, sizeof(*leaves), 2);
+    if (leaves == NULL) {
+        leaf_free(lf);
+        return -1;
     }
+    m->leaves = leaves;
     m->leaves[m->nleaves++] = lf;
     manager_changed(m);
     return 0;
@@ -551,16 +547,11 @@ static PyObject *manager_child(GuardManager *m, int acc, Py_ssize_t index, PyObj
         PyErr_Format(PyExc_RecursionError, "guard tree deeper than %d at %U", MAX_DEPTH, source);
         goto error;
     }
-    if (m->nchildren == m->children_cap) {
-        Py_ssize_t cap = m->children_cap ? m->children_cap * 2 : 4;
-        GuardManager **p = PyMem_Realloc(m->children, cap * sizeof(*p));
-        if (p == NULL) {
-            PyErr_NoMemory();
-            goto error;
-        }
-        m->children = p;
-        m->children_cap = cap;
-    }
+    GuardManager **children =
+        fj_array_grow(m->children, m->nchildren, &m->children_cap, sizeof(*children), 4);
+    if (children == NULL)
+        goto error;
+    m->children = children;
     c = (GuardManager *)GuardManager_Type->tp_alloc(GuardManager_Type, 0);
     if (c == NULL)
         goto error;
@@ -577,24 +568,25 @@ error:
     return NULL;
 }
 
+/* TypeError "<expected>, not <type of o>" (o may be NULL).  Returns -1. */
+static int wrong_type(const char *expected, PyObject *o)
+{
+    PyErr_Format(PyExc_TypeError, "%s, not %.100s", expected, o ? Py_TYPE(o)->tp_name : "NULL");
+    return -1;
+}
+
 static int check_root(PyObject *root)
 {
-    if (root == NULL || !fj_RootGuardManager_Check(root)) {
-        PyErr_Format(PyExc_TypeError, "expected a RootGuardManager, not %.100s",
-                     root ? Py_TYPE(root)->tp_name : "NULL");
-        return -1;
-    }
+    if (root == NULL || !fj_RootGuardManager_Check(root))
+        return wrong_type("expected a RootGuardManager", root);
     return 0;
 }
 
 /* A non-root manager (one that has a value).  0 or -1. */
 static int check_valued(PyObject *mgr)
 {
-    if (mgr == NULL || !IS_MANAGER(mgr)) {
-        PyErr_Format(PyExc_TypeError, "expected a GuardManager, not %.100s",
-                     mgr ? Py_TYPE(mgr)->tp_name : "NULL");
-        return -1;
-    }
+    if (mgr == NULL || !IS_MANAGER(mgr))
+        return wrong_type("expected a GuardManager", mgr);
     if (((GuardManager *)mgr)->acc == ACC_ROOT) {
         PyErr_SetString(PyExc_TypeError, "the root guard manager has no value: add this guard "
                                          "under local(), global_(), builtin() or closure_cell()");
@@ -605,11 +597,8 @@ static int check_valued(PyObject *mgr)
 
 static int check_name(PyObject *name)
 {
-    if (name == NULL || !PyUnicode_Check(name)) {
-        PyErr_Format(PyExc_TypeError, "guard name must be a str, not %.100s",
-                     name ? Py_TYPE(name)->tp_name : "NULL");
-        return -1;
-    }
+    if (name == NULL || !PyUnicode_Check(name))
+        return wrong_type("guard name must be a str", name);
     return 0;
 }
 
@@ -634,44 +623,41 @@ PyObject *fj_guard_root_new(void)
     return (PyObject *)r;
 }
 
-PyObject *fj_guard_local(PyObject *root, Py_ssize_t index, PyObject *name)
+/*
+** The child of the root read by accessor 'acc' (LOCAL, CLOSURE: at slot
+** 'index', which 'what' names in the error for a negative one; GLOBAL,
+** BUILTIN: by 'name' alone), printed as 'fmt' of the name.  Borrowed.
+*/
+static PyObject *root_child(PyObject *root, int acc, Py_ssize_t index, PyObject *name,
+                            const char *what, const char *fmt)
 {
     if (check_root(root) < 0 || check_name(name) < 0)
         return NULL;
     if (index < 0) {
-        PyErr_SetString(PyExc_ValueError, "local slot index must be >= 0");
+        PyErr_Format(PyExc_ValueError, "%s index must be >= 0", what);
         return NULL;
     }
-    return manager_child((GuardManager *)root, ACC_LOCAL, index, name,
-                         PyUnicode_FromFormat("L[%R]", name));
+    return manager_child((GuardManager *)root, acc, index, name, PyUnicode_FromFormat(fmt, name));
+}
+
+PyObject *fj_guard_local(PyObject *root, Py_ssize_t index, PyObject *name)
+{
+    return root_child(root, ACC_LOCAL, index, name, "local slot", "L[%R]");
 }
 
 PyObject *fj_guard_global(PyObject *root, PyObject *name)
 {
-    if (check_root(root) < 0 || check_name(name) < 0)
-        return NULL;
-    return manager_child((GuardManager *)root, ACC_GLOBAL, 0, name,
-                         PyUnicode_FromFormat("G[%R]", name));
+    return root_child(root, ACC_GLOBAL, 0, name, NULL, "G[%R]");
 }
 
 PyObject *fj_guard_builtin(PyObject *root, PyObject *name)
 {
-    if (check_root(root) < 0 || check_name(name) < 0)
-        return NULL;
-    return manager_child((GuardManager *)root, ACC_BUILTIN, 0, name,
-                         PyUnicode_FromFormat("G['__builtins__'][%R]", name));
+    return root_child(root, ACC_BUILTIN, 0, name, NULL, "G['__builtins__'][%R]");
 }
 
 PyObject *fj_guard_closure_cell(PyObject *root, Py_ssize_t index, PyObject *name)
 {
-    if (check_root(root) < 0 || check_name(name) < 0)
-        return NULL;
-    if (index < 0) {
-        PyErr_SetString(PyExc_ValueError, "closure cell index must be >= 0");
-        return NULL;
-    }
-    return manager_child((GuardManager *)root, ACC_CLOSURE, index, name,
-                         PyUnicode_FromFormat("L[%R]", name));
+    return root_child(root, ACC_CLOSURE, index, name, "closure cell", "L[%R]");
 }
 
 PyObject *fj_guard_attr(PyObject *mgr, PyObject *name)
@@ -718,73 +704,70 @@ PyObject *fj_guard_type_of(PyObject *mgr)
 
 /* ---------------------------------------------------------------- adders */
 
+/* Gives leaf 'lf' its text (a new reference it consumes; NULL: the error is
+   set) and adds it to 'm'; frees the leaf when either fails.  0 or -1. */
+static int add_leaf_text(GuardManager *m, Leaf *lf, PyObject *text)
+{
+    if (text == NULL) {
+        leaf_free(lf);
+        return -1;
+    }
+    lf->text = text;
+    return manager_add_leaf(m, lf);
+}
+
+/*
+** A leaf of 'kind' on 'obj' by identity, printed as 'fmt' of the source,
+** id(obj) and 'comment' (borrowed).  It holds obj through a weak reference
+** when obj takes one (leaf_hold): a guard does not keep a function, class or
+** module alive (test_functools lru_cache weakrefs, test_unittest
+** testAssertRaisesRefcount).  0 or -1.
+*/
+static int add_identity_leaf(GuardManager *m, int kind, PyObject *obj, int immutable,
+                             const char *fmt, PyObject *comment)
+{
+    Leaf *lf = leaf_new(kind);
+    if (lf == NULL)
+        return -1;
+    if (leaf_hold(lf, obj) < 0) {
+        leaf_free(lf);
+        return -1;
+    }
+    lf->immutable = immutable;
+    return add_leaf_text(m, lf,
+                         PyUnicode_FromFormat(fmt, m->source, (size_t)(uintptr_t)obj, comment));
+}
+
 int fj_guard_add_type_match(PyObject *mgr, PyObject *tp)
 {
     if (check_valued(mgr) < 0)
         return -1;
-    if (!PyType_Check(tp)) {
-        PyErr_Format(PyExc_TypeError, "TYPE_MATCH expects a type, not %.100s", Py_TYPE(tp)->tp_name);
-        return -1;
-    }
-    GuardManager *m = (GuardManager *)mgr;
+    if (!PyType_Check(tp))
+        return wrong_type("TYPE_MATCH expects a type", tp);
     PyTypeObject *t = (PyTypeObject *)tp;
     PyObject *qual = PyType_GetQualName(t);
     if (qual == NULL)
         return -1;
-    Leaf *lf = leaf_new(LEAF_TYPE_MATCH);
-    if (lf == NULL) {
-        Py_DECREF(qual);
-        return -1;
-    }
-    if (leaf_hold(lf, tp) < 0) {
-        Py_DECREF(qual);
-        leaf_free(lf);
-        return -1;
-    }
     /* An object's __class__ can only be reassigned between heap types (and
     ** module subclasses): a static type stays put while the binding does. */
-    lf->immutable =
-        !(t->tp_flags & Py_TPFLAGS_HEAPTYPE) && !PyType_IsSubtype(t, &PyModule_Type);
-    lf->text = PyUnicode_FromFormat("___check_type_id(%U, %zu)  # type: %U", m->source,
-                                    (size_t)(uintptr_t)tp, qual);
+    int immutable = !(t->tp_flags & Py_TPFLAGS_HEAPTYPE) && !PyType_IsSubtype(t, &PyModule_Type);
+    int r = add_identity_leaf((GuardManager *)mgr, LEAF_TYPE_MATCH, tp, immutable,
+                              "___check_type_id(%U, %zu)  # type: %U", qual);
     Py_DECREF(qual);
-    if (lf->text == NULL) {
-        leaf_free(lf);
-        return -1;
-    }
-    return manager_add_leaf(m, lf);
+    return r;
 }
 
 int fj_guard_add_id_match(PyObject *mgr, PyObject *obj)
 {
     if (check_valued(mgr) < 0)
         return -1;
-    GuardManager *m = (GuardManager *)mgr;
     PyObject *r = fj_guards_value_text(obj, 60);
     if (r == NULL)
         return -1;
-    Leaf *lf = leaf_new(LEAF_ID_MATCH);
-    if (lf == NULL) {
-        Py_DECREF(r);
-        return -1;
-    }
-    /* a weak reference when the object takes one: a guard does not keep a
-       function, class or module alive (test_functools lru_cache weakrefs,
-       test_unittest testAssertRaisesRefcount) */
-    if (leaf_hold(lf, obj) < 0) {
-        Py_DECREF(r);
-        leaf_free(lf);
-        return -1;
-    }
-    lf->immutable = 1;
-    lf->text = PyUnicode_FromFormat("___check_obj_id(%U, %zu)  # %U", m->source,
-                                    (size_t)(uintptr_t)obj, r);
+    int ok = add_identity_leaf((GuardManager *)mgr, LEAF_ID_MATCH, obj, 1,
+                               "___check_obj_id(%U, %zu)  # %U", r);
     Py_DECREF(r);
-    if (lf->text == NULL) {
-        leaf_free(lf);
-        return -1;
-    }
-    return manager_add_leaf(m, lf);
+    return ok;
 }
 
 int fj_guard_add_equals_match(PyObject *mgr, PyObject *value)
@@ -838,13 +821,9 @@ int fj_guard_add_equals_match(PyObject *mgr, PyObject *value)
         lf->dval = PyFloat_AS_DOUBLE(value);
         Py_CLEAR(lf->obj);
     }
-    lf->text = PyUnicode_FromFormat("%U == %U", m->source, r);
+    PyObject *text = PyUnicode_FromFormat("%U == %U", m->source, r);
     Py_DECREF(r);
-    if (lf->text == NULL) {
-        leaf_free(lf);
-        return -1;
-    }
-    return manager_add_leaf(m, lf);
+    return add_leaf_text(m, lf, text);
 }
 
 int fj_guard_add_none_match(PyObject *mgr)
@@ -856,12 +835,7 @@ int fj_guard_add_none_match(PyObject *mgr)
     if (lf == NULL)
         return -1;
     lf->immutable = 1;
-    lf->text = PyUnicode_FromFormat("%U is None", m->source);
-    if (lf->text == NULL) {
-        leaf_free(lf);
-        return -1;
-    }
-    return manager_add_leaf(m, lf);
+    return add_leaf_text(m, lf, PyUnicode_FromFormat("%U is None", m->source));
 }
 
 int fj_guard_add_sequence_length(PyObject *mgr, Py_ssize_t n)
@@ -877,12 +851,7 @@ int fj_guard_add_sequence_length(PyObject *mgr, Py_ssize_t n)
     if (lf == NULL)
         return -1;
     lf->n = n;
-    lf->text = PyUnicode_FromFormat("len(%U) == %zd", m->source, n);
-    if (lf->text == NULL) {
-        leaf_free(lf);
-        return -1;
-    }
-    return manager_add_leaf(m, lf);
+    return add_leaf_text(m, lf, PyUnicode_FromFormat("len(%U) == %zd", m->source, n));
 }
 
 /*
@@ -945,22 +914,16 @@ int fj_guard_add_dict_version(PyObject *mgr, PyObject *d)
 {
     if (check_valued(mgr) < 0)
         return -1;
-    if (!PyDict_Check(d)) {
-        PyErr_Format(PyExc_TypeError, "DICT_VERSION expects a dict, not %.100s", Py_TYPE(d)->tp_name);
-        return -1;
-    }
+    if (!PyDict_Check(d))
+        return wrong_type("DICT_VERSION expects a dict", d);
     GuardManager *m = (GuardManager *)mgr;
     Leaf *lf = leaf_new(LEAF_DICT_VERSION);
     if (lf == NULL)
         return -1;
     lf->version = FJ_DICT_VERSION(d);
-    lf->text = PyUnicode_FromFormat("___dict_version(%U) == %llu", m->source,
-                                    (unsigned long long)lf->version);
-    if (lf->text == NULL) {
-        leaf_free(lf);
-        return -1;
-    }
-    return manager_add_leaf(m, lf);
+    return add_leaf_text(m, lf,
+                         PyUnicode_FromFormat("___dict_version(%U) == %llu", m->source,
+                                              (unsigned long long)lf->version));
 }
 
 /* TENSOR_MATCH keeps the dtype by value, never the program's dtype object:
@@ -1024,11 +987,8 @@ int fj_guard_add_tensor_match(PyObject *mgr, PyObject *example, PyObject *dynami
     if (check_valued(mgr) < 0)
         return -1;
     GuardManager *m = (GuardManager *)mgr;
-    if (!PyArray_Check(example)) {
-        PyErr_Format(PyExc_TypeError, "TENSOR_MATCH expects a numpy.ndarray, not %.100s",
-                     Py_TYPE(example)->tp_name);
-        return -1;
-    }
+    if (!PyArray_Check(example))
+        return wrong_type("TENSOR_MATCH expects a numpy.ndarray", example);
     PyArrayObject *a = (PyArrayObject *)example;
     Py_ssize_t ndim = PyArray_NDIM(a);
     lf = leaf_new(LEAF_TENSOR_MATCH);
@@ -1170,12 +1130,7 @@ int fj_guard_add_global_absent(PyObject *root, PyObject *name)
     if (lf == NULL)
         return -1;
     lf->obj = Py_NewRef(name);
-    lf->text = PyUnicode_FromFormat("%R not in G", name);
-    if (lf->text == NULL) {
-        leaf_free(lf);
-        return -1;
-    }
-    return manager_add_leaf((GuardManager *)root, lf);
+    return add_leaf_text((GuardManager *)root, lf, PyUnicode_FromFormat("%R not in G", name));
 }
 
 int fj_guard_add_no_aliasing(PyObject *root, PyObject *sources)
@@ -1200,15 +1155,11 @@ int fj_guard_add_no_aliasing(PyObject *root, PyObject *sources)
         Py_XDECREF(t);
     }
     PyObject *joined = sep && strs ? PyUnicode_Join(sep, strs) : NULL;
-    lf->text = joined ? PyUnicode_FromFormat("___check_no_aliasing(%U)", joined) : NULL;
+    PyObject *text = joined ? PyUnicode_FromFormat("___check_no_aliasing(%U)", joined) : NULL;
     Py_XDECREF(sep);
     Py_XDECREF(strs);
     Py_XDECREF(joined);
-    if (lf->text == NULL) {
-        leaf_free(lf);
-        return -1;
-    }
-    return manager_add_leaf((GuardManager *)root, lf);
+    return add_leaf_text((GuardManager *)root, lf, text);
 }
 
 int fj_guard_add_dims_equal(PyObject *root, PyObject *src_a, int dim_a, PyObject *src_b, int dim_b)
@@ -1260,12 +1211,8 @@ int fj_guard_add_not_in(PyObject *mgr, PyObject *values)
     if (lf == NULL)
         return -1;
     lf->obj = Py_NewRef(values);
-    lf->text = PyUnicode_FromFormat("%U not in %R", ((GuardManager *)mgr)->source, values);
-    if (lf->text == NULL) {
-        leaf_free(lf);
-        return -1;
-    }
-    return manager_add_leaf((GuardManager *)mgr, lf);
+    return add_leaf_text((GuardManager *)mgr, lf,
+                         PyUnicode_FromFormat("%U not in %R", ((GuardManager *)mgr)->source, values));
 }
 
 /* ----------------------------------------------------------------- check */

@@ -8,6 +8,7 @@
 ** pointers.
 */
 #include "cache.h"
+#include "fj_array.h"
 
 #include <string.h>
 
@@ -20,14 +21,20 @@ static Py_ssize_t extra_index = -1;
 
 /* ---------------------------------------------------------------- entries */
 
-static void cacheentry_dealloc(fj_CacheEntry *self)
+static int cacheentry_clear(fj_CacheEntry *self)
 {
-    PyTypeObject *tp = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
     Py_CLEAR(self->guard_manager);
     Py_CLEAR(self->code);
     Py_CLEAR(self->compile_id);
     Py_CLEAR(self->owner);
+    return 0;
+}
+
+static void cacheentry_dealloc(fj_CacheEntry *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    cacheentry_clear(self);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
@@ -39,15 +46,6 @@ static int cacheentry_traverse(fj_CacheEntry *self, visitproc visit, void *arg)
     Py_VISIT(self->code);
     Py_VISIT(self->compile_id);
     Py_VISIT(self->owner);
-    return 0;
-}
-
-static int cacheentry_clear(fj_CacheEntry *self)
-{
-    Py_CLEAR(self->guard_manager);
-    Py_CLEAR(self->code);
-    Py_CLEAR(self->compile_id);
-    Py_CLEAR(self->owner);
     return 0;
 }
 
@@ -283,16 +281,10 @@ fj_CacheEntry *fj_cache_add(PyCodeObject *co, PyObject *guard_manager, PyObject 
     fj_ExtraState *es = fj_cache_get_or_create(co);
     if (es == NULL)
         return NULL;
-    if (es->n == es->cap) {
-        Py_ssize_t cap = es->cap ? es->cap * 2 : 4;
-        fj_CacheEntry **p = PyMem_Realloc(es->entries, cap * sizeof(*p));
-        if (p == NULL) {
-            PyErr_NoMemory();
-            return NULL;
-        }
-        es->entries = p;
-        es->cap = cap;
-    }
+    fj_CacheEntry **entries = fj_array_grow(es->entries, es->n, &es->cap, sizeof(*entries), 4);
+    if (entries == NULL)
+        return NULL;
+    es->entries = entries;
     fj_CacheEntry *e = PyObject_GC_New(fj_CacheEntry, fj_CacheEntry_Type);
     if (e == NULL)
         return NULL;

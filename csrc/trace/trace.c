@@ -38,15 +38,21 @@ const char *fj_trace_opname(int op)
 
 /* ---------------------------------------------------------------- Vars */
 
-static void var_dealloc(fj_Var *self)
+static int var_clear(fj_Var *self)
 {
-    PyTypeObject *tp = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
     Py_CLEAR(self->obj);
     Py_CLEAR(self->items);
     Py_CLEAR(self->extra);
     Py_CLEAR(self->extra2);
     Py_CLEAR(self->source);
+    return 0;
+}
+
+static void var_dealloc(fj_Var *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    var_clear(self);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
@@ -59,16 +65,6 @@ static int var_traverse(fj_Var *self, visitproc visit, void *arg)
     Py_VISIT(self->extra);
     Py_VISIT(self->extra2);
     Py_VISIT(self->source);
-    return 0;
-}
-
-static int var_clear(fj_Var *self)
-{
-    Py_CLEAR(self->obj);
-    Py_CLEAR(self->items);
-    Py_CLEAR(self->extra);
-    Py_CLEAR(self->extra2);
-    Py_CLEAR(self->source);
     return 0;
 }
 
@@ -168,6 +164,15 @@ fj_Var *fj_var_const(PyObject *obj)
 fj_Var *fj_var_node(PyObject *node)
 {
     return fj_var_new(FJ_VAR_NODE, node, NULL);
+}
+
+fj_Var *fj_var_take(fj_VarKind kind, PyObject *ref)
+{
+    if (ref == NULL)
+        return NULL;
+    fj_Var *v = kind == FJ_VAR_CONST ? fj_var_const(ref) : fj_var_new(kind, NULL, ref);
+    Py_DECREF(ref);
+    return v;
 }
 
 int fj_unsupported(const char *fmt, ...)
@@ -616,6 +621,7 @@ static int push(fj_TFrame *fr, PyObject *v) /* steals v */
 #define POP() (fr->stack[--fr->sp])
 #define TOP() (fr->stack[fr->sp - 1])
 #define PEEK(n) (fr->stack[fr->sp - (n)])
+/* Pushes 'v' (a new reference it consumes); NULL (the error is set) goes to error. */
 #define PUSH(v)                                                                                    \
     do {                                                                                           \
         if (push(fr, (PyObject *)(v)) < 0)                                                         \
@@ -776,9 +782,7 @@ static fj_Var *new_cell(PyObject *contents) /* contents borrowed, may be NULL */
         return NULL;
     if (contents)
         PyList_SET_ITEM(items, 0, Py_NewRef(contents));
-    fj_Var *c = fj_var_new(FJ_VAR_CELL, NULL, items);
-    Py_DECREF(items);
-    return c;
+    return fj_var_take(FJ_VAR_CELL, items);
 }
 
 /* ------------------------------------------------------------ globals */
@@ -845,13 +849,57 @@ static PyObject *build_seq(fj_TFrame *fr, fj_VarKind kind, int n)
         return NULL;
     for (int i = n - 1; i >= 0; i--)
         PyList_SET_ITEM(items, i, POP());
-    fj_Var *v = fj_var_new(kind, NULL, items);
-    Py_DECREF(items);
-    return (PyObject *)v;
+    return (PyObject *)fj_var_take(kind, items);
 }
 
 /* The items of a sequence-like Var as a new list of Vars, or NULL with Unsupported. */
 static PyObject *var_items(fj_TFrame *fr, PyObject *v);
+
+/* MAP_ADD: dv[k] = v for the DICT Var 'dv' (the container can be an input:
+   a resume function's saved stack), 'k' a plain constant.  0 or -1. */
+static int map_add(fj_TFrame *fr, fj_Var *dv, PyObject *k, PyObject *v)
+{
+    PyObject *key = fj_var_as_const(k);
+    return key != NULL && fj_is_plain_constant(key) && dv->kind == FJ_VAR_DICT &&
+                   fj_trace_note_mutation(fr->tx, dv) == 0
+               ? PyDict_SetItem(dv->items, key, v)
+               : fj_unsupported("dict comprehension with a non-constant key");
+}
+
+/* DICT_UPDATE / DICT_MERGE: the DICT Var 'dv' updated from 'src', a DICT
+   Var or a constant dict.  0 or -1. */
+static int dict_update(fj_TFrame *fr, fj_Var *dv, PyObject *src)
+{
+    if (dv->kind == FJ_VAR_DICT && fj_trace_note_mutation(fr->tx, dv) < 0)
+        return -1;
+    if (dv->kind == FJ_VAR_DICT && VAR(src)->kind == FJ_VAR_DICT)
+        return PyDict_Update(dv->items, VAR(src)->items);
+    PyObject *d = fj_var_as_const(src), *key, *val;
+    if (dv->kind != FJ_VAR_DICT || d == NULL || !PyDict_CheckExact(d))
+        return fj_unsupported("dict update from %R", src);
+    Py_ssize_t pos = 0;
+    int ok = 0;
+    while (ok == 0 && PyDict_Next(d, &pos, &key, &val)) {
+        fj_Var *cv = fj_var_const(val);
+        ok = cv ? PyDict_SetItem(dv->items, key, (PyObject *)cv) : -1;
+        Py_XDECREF(cv);
+    }
+    return ok;
+}
+
+/* LIST_APPEND (the item 'src') / LIST_EXTEND ('extend': the items of the
+   Var 'src') on the list Var 'lv'.  0 or -1. */
+static int list_add(fj_TFrame *fr, fj_Var *lv, PyObject *src, int extend)
+{
+    if (fj_trace_note_mutation(fr->tx, lv) < 0)
+        return -1;
+    if (!extend)
+        return PyList_Append(lv->items, src);
+    PyObject *items = var_items(fr, src);
+    int ok = items ? PyList_SetSlice(lv->items, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, items) : -1;
+    Py_XDECREF(items);
+    return ok;
+}
 
 static PyObject *const_items(PyObject *obj)
 {
@@ -985,12 +1033,7 @@ static PyObject *make_iter(fj_TFrame *fr, PyObject *vo)
         fj_Var *it = fj_var_new(FJ_VAR_ITER, NULL, v->items);
         return (PyObject *)it;
     }
-    PyObject *items = var_items(fr, vo);
-    if (items == NULL)
-        return NULL;
-    fj_Var *it = fj_var_new(FJ_VAR_ITER, NULL, items);
-    Py_DECREF(items);
-    return (PyObject *)it;
+    return (PyObject *)fj_var_take(FJ_VAR_ITER, var_items(fr, vo));
 }
 
 /* ---------------------------------------------------------- functions */
@@ -1167,6 +1210,16 @@ static int bind_args(fj_TFrame *fr, PyObject *const *args, Py_ssize_t nargs, PyO
 /* ------------------------------------------------------------- the loop */
 
 static int run_frame(fj_TFrame *fr);
+
+int fj_trace_self_args(PyObject **stack, PyObject *self, PyObject *const *args, Py_ssize_t n)
+{
+    if (n + 1 > FJ_MAX_METHOD_ARGS)
+        return fj_unsupported("too many arguments");
+    stack[0] = self;
+    for (Py_ssize_t i = 0; i < n; i++)
+        stack[i + 1] = args[i];
+    return 0;
+}
 
 PyObject *fj_trace_inline(fj_TFrame *parent, PyObject *fn, PyObject *const *args,
                           Py_ssize_t nargs, PyObject *kwnames)
@@ -1357,6 +1410,15 @@ static void log_instruction(fj_TFrame *fr, fj_Instr *in)
     PyErr_Clear();
 }
 
+/* Pops a, pushes 'call' (an expression using a_; a new reference or NULL). */
+#define POP1_APPLY(call)                                                                           \
+    do {                                                                                           \
+        PyObject *a_ = POP();                                                                      \
+        PyObject *r_ = (call);                                                                     \
+        Py_DECREF(a_);                                                                             \
+        PUSH(r_);                                                                                  \
+    } while (0)
+
 /* Pops b and a, pushes 'call' (an expression using a_ and b_; a new reference or NULL). */
 #define POP2_APPLY(call)                                                                           \
     do {                                                                                           \
@@ -1364,9 +1426,33 @@ static void log_instruction(fj_TFrame *fr, fj_Instr *in)
         PyObject *r_ = (call);                                                                     \
         Py_DECREF(a_);                                                                             \
         Py_DECREF(b_);                                                                             \
-        if (r_ == NULL)                                                                            \
-            goto error;                                                                            \
         PUSH(r_);                                                                                  \
+    } while (0)
+
+/* 'v is None' for a Var: 1 or 0, or -1 (Unsupported: an input object
+   whose identity is not guarded). */
+static int var_is_none(PyObject *v)
+{
+    PyObject *c = fj_var_as_const(v);
+    if (c == Py_None)
+        return 1;
+    if (c != NULL || VAR(v)->kind != FJ_VAR_OBJ)
+        return 0;
+    return fj_unsupported("'is None' test on a value whose identity is not known");
+}
+
+/* Pops n values (1 to 3; o_[0] the top), runs 'call' (an int expression
+   using them: 0, or -1 with an exception), then drops them. */
+#define POPN_RUN(n, call)                                                                          \
+    do {                                                                                           \
+        PyObject *o_[3];                                                                           \
+        for (int k_ = 0; k_ < (n); k_++)                                                           \
+            o_[k_] = POP();                                                                        \
+        int ok_ = (call);                                                                          \
+        for (int k_ = 0; k_ < (n); k_++)                                                           \
+            Py_DECREF(o_[k_]);                                                                     \
+        if (ok_ < 0)                                                                               \
+            goto error;                                                                            \
     } while (0)
 
 /* Jump to instruction index 't'. */
@@ -1421,13 +1507,9 @@ static int run_frame(fj_TFrame *fr)
         case LOAD_CONST:
             PUSH(fj_var_const(PyTuple_GET_ITEM(co->co_consts, arg)));
             break;
-        case LOAD_FAST: {
-            PyObject *v = load_local(fr, arg);
-            if (v == NULL)
-                goto error;
-            PUSH(v);
+        case LOAD_FAST:
+            PUSH(load_local(fr, arg));
             break;
-        }
         case STORE_FAST:
             if (drops_finalizable(fr, arg))
                 goto error;
@@ -1476,10 +1558,7 @@ static int run_frame(fj_TFrame *fr)
                 fj_unsupported("LOAD_DEREF of a non-cell");
                 goto error;
             }
-            PyObject *v = cell_get(fr, cell, arg);
-            if (v == NULL)
-                goto error;
-            PUSH(v);
+            PUSH(cell_get(fr, cell, arg));
             break;
         }
         case STORE_DEREF: {
@@ -1514,10 +1593,7 @@ static int run_frame(fj_TFrame *fr)
             PyObject *name = PyTuple_GET_ITEM(co->co_names, arg >> 1);
             if (arg & 1)
                 PUSH(Py_NewRef(null_var));
-            PyObject *v = load_global(fr, name);
-            if (v == NULL)
-                goto error;
-            PUSH(v);
+            PUSH(load_global(fr, name));
             break;
         }
         case STORE_GLOBAL: {
@@ -1530,28 +1606,17 @@ static int run_frame(fj_TFrame *fr)
             else if (VAR(v)->kind == FJ_VAR_ITER || VAR(v)->kind == FJ_VAR_METHOD ||
                      VAR(v)->kind == FJ_VAR_CELL || VAR(v)->kind == FJ_VAR_NULL)
                 fj_unsupported("global store of %R", v);
-            else {
-                PyObject *eff = Py_BuildValue("(sOO)", "global", name, v);
-                ok = eff == NULL || PyList_Append(tx->effects, eff) < 0 ||
-                             PyDict_SetItem(tx->global_overlay, name, v) < 0
-                         ? -1
-                         : 0;
-                Py_XDECREF(eff);
-            }
+            else
+                ok = fj_trace_record_store(tx, Py_BuildValue("(sOO)", "global", name, v), NULL,
+                                           name, v);
             Py_DECREF(v);
             if (ok < 0)
                 goto error;
             break;
         }
-        case STORE_ATTR: {
-            PyObject *obj = POP(), *v = POP();
-            int ok = fj_trace_setattr(fr, obj, PyTuple_GET_ITEM(co->co_names, arg), v);
-            Py_DECREF(obj);
-            Py_DECREF(v);
-            if (ok < 0)
-                goto error;
+        case STORE_ATTR: /* [value, obj] */
+            POPN_RUN(2, fj_trace_setattr(fr, o_[0], PyTuple_GET_ITEM(co->co_names, arg), o_[1]));
             break;
-        }
         case DELETE_GLOBAL: {
             /* del name: replayed after the graph; the name must exist now (read, so guarded) */
             PyObject *name = PyTuple_GET_ITEM(co->co_names, arg);
@@ -1570,13 +1635,9 @@ static int run_frame(fj_TFrame *fr)
                 goto error;
             Py_DECREF(cur);
             fj_Var *gone = fj_var_new(FJ_VAR_NULL, NULL, NULL), *nv = fj_var_const(Py_None);
-            PyObject *eff = gone && nv ? Py_BuildValue("(sOO)", "delglobal", name, (PyObject *)nv)
-                                       : NULL;
-            int ok = eff == NULL || PyList_Append(tx->effects, eff) < 0 ||
-                             PyDict_SetItem(tx->global_overlay, name, (PyObject *)gone) < 0
-                         ? -1
-                         : 0;
-            Py_XDECREF(eff);
+            int ok = fj_trace_record_store(
+                tx, gone && nv ? Py_BuildValue("(sOO)", "delglobal", name, (PyObject *)nv) : NULL,
+                NULL, name, (PyObject *)gone);
             Py_XDECREF(gone);
             Py_XDECREF(nv);
             if (ok < 0)
@@ -1586,15 +1647,9 @@ static int run_frame(fj_TFrame *fr)
         case DELETE_DEREF:
             fj_unsupported("%s (a side effect outside the frame)", fj_trace_opname(op));
             goto error;
-        case LOAD_ATTR: {
-            PyObject *obj = POP();
-            PyObject *r = fj_trace_getattr(fr, obj, PyTuple_GET_ITEM(co->co_names, arg));
-            Py_DECREF(obj);
-            if (r == NULL)
-                goto error;
-            PUSH(r);
+        case LOAD_ATTR:
+            POP1_APPLY(fj_trace_getattr(fr, a_, PyTuple_GET_ITEM(co->co_names, arg)));
             break;
-        }
         case LOAD_METHOD: {
             PyObject *obj = POP();
             PyObject *out[2] = {NULL, NULL};
@@ -1620,8 +1675,6 @@ static int run_frame(fj_TFrame *fr)
             Py_XDECREF(kw);
             for (int k = 0; k < arg + 2; k++)
                 Py_DECREF(POP());
-            if (r == NULL)
-                goto error;
             PUSH(r);
             break;
         }
@@ -1661,18 +1714,12 @@ static int run_frame(fj_TFrame *fr)
             Py_DECREF(posargs);
             Py_DECREF(fn);
             Py_DECREF(nullv);
-            if (r == NULL)
-                goto error;
             PUSH(r);
             break;
         }
-        case MAKE_FUNCTION: {
-            PyObject *f = make_function(fr, arg);
-            if (f == NULL)
-                goto error;
-            PUSH(f);
+        case MAKE_FUNCTION:
+            PUSH(make_function(fr, arg));
             break;
-        }
         case RETURN_VALUE:
             fr->retval = POP();
             return 0;
@@ -1746,45 +1793,21 @@ static int run_frame(fj_TFrame *fr)
         }
         case UNARY_NEGATIVE:
         case UNARY_POSITIVE:
-        case UNARY_INVERT: {
-            PyObject *a = POP();
-            PyObject *r = fj_trace_unary(fr, op, a);
-            Py_DECREF(a);
-            if (r == NULL)
-                goto error;
-            PUSH(r);
+        case UNARY_INVERT:
+            POP1_APPLY(fj_trace_unary(fr, op, a_));
             break;
-        }
         case BINARY_SUBSCR:
             POP2_APPLY(fj_trace_getitem(fr, a_, b_));
             break;
-        case STORE_SUBSCR: {
-            PyObject *k = POP(), *o = POP(), *v = POP();
-            int ok = fj_trace_store_subscr(fr, o, k, v);
-            Py_DECREF(k);
-            Py_DECREF(o);
-            Py_DECREF(v);
-            if (ok < 0)
-                goto error;
+        case STORE_SUBSCR: /* [value, obj, key] */
+            POPN_RUN(3, fj_trace_store_subscr(fr, o_[1], o_[0], o_[2]));
             break;
-        }
-        case DELETE_SUBSCR: {
-            PyObject *k = POP(), *o = POP();
-            int ok = fj_trace_delete_subscr(fr, o, k);
-            Py_DECREF(k);
-            Py_DECREF(o);
-            if (ok < 0)
-                goto error;
+        case DELETE_SUBSCR: /* [obj, key] */
+            POPN_RUN(2, fj_trace_delete_subscr(fr, o_[1], o_[0]));
             break;
-        }
-        case DELETE_ATTR: {
-            PyObject *o = POP();
-            int ok = fj_trace_delattr(fr, o, PyTuple_GET_ITEM(co->co_names, arg));
-            Py_DECREF(o);
-            if (ok < 0)
-                goto error;
+        case DELETE_ATTR:
+            POPN_RUN(1, fj_trace_delattr(fr, o_[0], PyTuple_GET_ITEM(co->co_names, arg)));
             break;
-        }
         case BUILD_TUPLE:
             PUSH(build_seq(fr, FJ_VAR_TUPLE, arg));
             break;
@@ -1825,75 +1848,20 @@ static int run_frame(fj_TFrame *fr)
                     fj_unsupported("dict with a key that is not a plain constant");
                 goto error;
             }
-            fj_Var *dv = fj_var_new(FJ_VAR_DICT, NULL, d);
-            Py_DECREF(d);
-            PUSH(dv);
+            PUSH(fj_var_take(FJ_VAR_DICT, d));
             break;
         }
-        case MAP_ADD: {
-            PyObject *v = POP(), *k = POP();
-            fj_Var *dv = (fj_Var *)PEEK(arg);
-            PyObject *key = fj_var_as_const(k);
-            /* the container can be an input: a resume function's saved stack */
-            int ok = key != NULL && fj_is_plain_constant(key) && dv->kind == FJ_VAR_DICT &&
-                             fj_trace_note_mutation(fr->tx, dv) == 0
-                         ? PyDict_SetItem(dv->items, key, v)
-                         : fj_unsupported("dict comprehension with a non-constant key");
-            Py_DECREF(v);
-            Py_DECREF(k);
-            if (ok < 0)
-                goto error;
+        case MAP_ADD: /* [dict, ..., key, value] */
+            POPN_RUN(2, map_add(fr, (fj_Var *)PEEK(arg), o_[1], o_[0]));
             break;
-        }
         case DICT_UPDATE:
-        case DICT_MERGE: {
-            PyObject *src = POP();
-            fj_Var *dv = (fj_Var *)PEEK(arg), *sv = (fj_Var *)src;
-            int ok = -1;
-            if (dv->kind == FJ_VAR_DICT && fj_trace_note_mutation(fr->tx, dv) < 0)
-                ok = -1;
-            else if (dv->kind == FJ_VAR_DICT && sv->kind == FJ_VAR_DICT)
-                ok = PyDict_Update(dv->items, sv->items);
-            else if (dv->kind == FJ_VAR_DICT && fj_var_as_const(src) &&
-                     PyDict_CheckExact(fj_var_as_const(src))) {
-                PyObject *d = fj_var_as_const(src), *key, *val;
-                Py_ssize_t pos = 0;
-                ok = 0;
-                while (ok == 0 && PyDict_Next(d, &pos, &key, &val)) {
-                    fj_Var *cv = fj_var_const(val);
-                    ok = cv ? PyDict_SetItem(dv->items, key, (PyObject *)cv) : -1;
-                    Py_XDECREF(cv);
-                }
-            }
-            else
-                fj_unsupported("dict update from %R", src);
-            Py_DECREF(src);
-            if (ok < 0)
-                goto error;
+        case DICT_MERGE:
+            POPN_RUN(1, dict_update(fr, (fj_Var *)PEEK(arg), o_[0]));
             break;
-        }
-        case LIST_APPEND: {
-            PyObject *v = POP();
-            fj_Var *lv = (fj_Var *)PEEK(arg);
-            int ok = fj_trace_note_mutation(fr->tx, lv) < 0 ? -1 : PyList_Append(lv->items, v);
-            Py_DECREF(v);
-            if (ok < 0)
-                goto error;
+        case LIST_APPEND:
+        case LIST_EXTEND:
+            POPN_RUN(1, list_add(fr, (fj_Var *)PEEK(arg), o_[0], op == LIST_EXTEND));
             break;
-        }
-        case LIST_EXTEND: {
-            PyObject *src = POP();
-            fj_Var *lv = (fj_Var *)PEEK(arg);
-            PyObject *items = fj_trace_note_mutation(fr->tx, lv) < 0 ? NULL : var_items(fr, src);
-            Py_DECREF(src);
-            if (items == NULL)
-                goto error;
-            int ok = PyList_SetSlice(lv->items, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, items);
-            Py_DECREF(items);
-            if (ok < 0)
-                goto error;
-            break;
-        }
         case LIST_TO_TUPLE: {
             fj_Var *lv = (fj_Var *)POP();
             fj_Var *t = fj_var_new(FJ_VAR_TUPLE, NULL, lv->items);
@@ -1914,11 +1882,7 @@ static int run_frame(fj_TFrame *fr)
             Py_DECREF(start);
             Py_DECREF(stop);
             Py_XDECREF(step);
-            if (sl == NULL)
-                goto error;
-            fj_Var *v = fj_var_const(sl);
-            Py_DECREF(sl);
-            PUSH(v);
+            PUSH(fj_var_take(FJ_VAR_CONST, sl));
             break;
         }
         case FORMAT_VALUE: {
@@ -1943,11 +1907,7 @@ static int run_frame(fj_TFrame *fr)
                 fj_unsupported("f-string of a value that is not a plain constant");
             Py_DECREF(v);
             Py_XDECREF(spec);
-            if (r == NULL)
-                goto error;
-            fj_Var *rv = fj_var_const(r);
-            Py_DECREF(r);
-            PUSH(rv);
+            PUSH(fj_var_take(FJ_VAR_CONST, r));
             break;
         }
         case BUILD_STRING: {
@@ -1968,14 +1928,9 @@ static int run_frame(fj_TFrame *fr)
             PyObject *s = !bad && empty ? PyUnicode_Join(empty, parts) : NULL;
             Py_XDECREF(empty);
             Py_DECREF(parts);
-            if (s == NULL) {
-                if (bad)
-                    fj_unsupported("string built from values that are not constants");
-                goto error;
-            }
-            fj_Var *sv = fj_var_const(s);
-            Py_DECREF(s);
-            PUSH(sv);
+            if (s == NULL && bad)
+                fj_unsupported("string built from values that are not constants");
+            PUSH(fj_var_take(FJ_VAR_CONST, s));
             break;
         }
         case UNPACK_SEQUENCE: {
@@ -2010,9 +1965,7 @@ static int run_frame(fj_TFrame *fr)
             }
             for (Py_ssize_t k = n - 1; k >= n - after; k--)
                 PUSH(Py_NewRef(PyList_GET_ITEM(items, k)));
-            PyObject *mid = PyList_GetSlice(items, before, n - after);
-            fj_Var *mv = mid ? fj_var_new(FJ_VAR_LIST, NULL, mid) : NULL;
-            Py_XDECREF(mid);
+            fj_Var *mv = fj_var_take(FJ_VAR_LIST, PyList_GetSlice(items, before, n - after));
             if (mv == NULL) {
                 Py_DECREF(items);
                 goto error;
@@ -2023,15 +1976,9 @@ static int run_frame(fj_TFrame *fr)
             Py_DECREF(items);
             break;
         }
-        case GET_ITER: {
-            PyObject *v = POP();
-            PyObject *it = make_iter(fr, v);
-            Py_DECREF(v);
-            if (it == NULL)
-                goto error;
-            PUSH(it);
+        case GET_ITER:
+            POP1_APPLY(make_iter(fr, a_));
             break;
-        }
         case FOR_ITER: {
             fj_Var *it = (fj_Var *)TOP();
             if (it->kind != FJ_VAR_ITER) {
@@ -2057,32 +2004,22 @@ static int run_frame(fj_TFrame *fr)
         case POP_JUMP_FORWARD_IF_TRUE:
         case POP_JUMP_BACKWARD_IF_TRUE:
         case POP_JUMP_FORWARD_IF_FALSE:
-        case POP_JUMP_BACKWARD_IF_FALSE: {
-            PyObject *v = POP();
-            int t = fj_trace_truth(fr, v);
-            Py_DECREF(v);
-            if (t < 0)
-                goto error;
-            int want = op == POP_JUMP_FORWARD_IF_TRUE || op == POP_JUMP_BACKWARD_IF_TRUE;
-            if (t == want)
-                JUMPTO(in->target);
-            break;
-        }
+        case POP_JUMP_BACKWARD_IF_FALSE:
         case POP_JUMP_FORWARD_IF_NONE:
         case POP_JUMP_BACKWARD_IF_NONE:
         case POP_JUMP_FORWARD_IF_NOT_NONE:
         case POP_JUMP_BACKWARD_IF_NOT_NONE: {
+            /* jumps when the popped value's truth, or its being None, is the one named */
+            int none = op == POP_JUMP_FORWARD_IF_NONE || op == POP_JUMP_BACKWARD_IF_NONE ||
+                       op == POP_JUMP_FORWARD_IF_NOT_NONE || op == POP_JUMP_BACKWARD_IF_NOT_NONE;
+            int want = op == POP_JUMP_FORWARD_IF_TRUE || op == POP_JUMP_BACKWARD_IF_TRUE ||
+                       op == POP_JUMP_FORWARD_IF_NONE || op == POP_JUMP_BACKWARD_IF_NONE;
             PyObject *v = POP();
-            fj_Var *vv = (fj_Var *)v;
-            PyObject *c = fj_var_as_const(v);
-            int is_none = c == Py_None ? 1 : (c != NULL || vv->kind != FJ_VAR_OBJ) ? 0 : -1;
+            int t = none ? var_is_none(v) : fj_trace_truth(fr, v);
             Py_DECREF(v);
-            if (is_none < 0) {
-                fj_unsupported("'is None' test on a value whose identity is not known");
+            if (t < 0)
                 goto error;
-            }
-            int want = op == POP_JUMP_FORWARD_IF_NONE || op == POP_JUMP_BACKWARD_IF_NONE;
-            if (is_none == want)
+            if (t == want)
                 JUMPTO(in->target);
             break;
         }

@@ -146,6 +146,9 @@ int fj_trace_is_arg_slot(struct fj_TFrame *fr, int i);
 fj_Var *fj_var_new(fj_VarKind kind, PyObject *obj, PyObject *items);
 fj_Var *fj_var_const(PyObject *obj);
 fj_Var *fj_var_node(PyObject *node);
+/* A Var of 'kind' holding 'ref' as its obj (CONST) or its items (other kinds),
+   a new reference it consumes (NULL: the error is set, and passed on). */
+fj_Var *fj_var_take(fj_VarKind kind, PyObject *ref);
 
 /*
 ** Wraps the input value 'value' read from 'src', adding the guards that pin
@@ -255,6 +258,8 @@ PyObject *fj_trace_graph_call(fj_TFrame *fr, const struct fj_OpDef *op, PyObject
                               Py_ssize_t n, PyObject *kwnames);
 /* Converts a Var into a graph argument: node, constant, or tuple/list of them. New ref. */
 PyObject *fj_var_to_graph_arg(PyObject *v);
+/* True if 'v' is, or holds in tuples and lists, a NODE Var of a dynamic shape. */
+int fj_trace_any_dynamic(PyObject *v);
 
 /* ---- trace_effects.c: mutations and objects made in the frame ---- */
 /* STORE_SUBSCR / DELETE_SUBSCR / DELETE_ATTR.  0, or -1 (Unsupported: a break). */
@@ -265,6 +270,22 @@ PyObject *fj_trace_as_unsupported(const char *what);
 int fj_trace_store_subscr(fj_TFrame *fr, PyObject *o, PyObject *k, PyObject *v);
 int fj_trace_delete_subscr(fj_TFrame *fr, PyObject *o, PyObject *k);
 int fj_trace_delattr(fj_TFrame *fr, PyObject *objv, PyObject *name);
+/*
+** Before an attribute store or delete ('verb') on 'objv': Unsupported unless
+** it is an input object whose attribute 'name' lives in its __dict__
+** (generic attribute access, no data descriptor of that name); 'outside'
+** ends the message for any other value.  0 or -1.
+*/
+int fj_trace_attr_in_dict(PyObject *objv, PyObject *name, const char *verb, const char *outside);
+/*
+** Records the side effect 'eff' of a store or delete (a new reference it
+** consumes; NULL: the error is set) and what later loads see: 'name' bound
+** to 'value' (a NULL Var: deleted) in tx->global_overlay, or with 'objv' (an
+** input object) in its attribute model (extra, made on its first mutation,
+** when the object joins tx->mutated for the aliasing guards).  0 or -1.
+*/
+int fj_trace_record_store(fj_Tracer *tx, PyObject *eff, PyObject *objv, PyObject *name,
+                          PyObject *value);
 /*
 ** An op that writes into an input array (in-place operator, setitem, out=):
 ** Unsupported when that input is read-only now (CPython raises; TENSOR_MATCH
@@ -335,5 +356,14 @@ struct fj_TFrame {
 */
 PyObject *fj_trace_inline(fj_TFrame *parent, PyObject *fn, PyObject *const *args,
                           Py_ssize_t nargs, PyObject *kwnames);
+
+/* The most arguments, self included, of a method call the tracer makes. */
+#define FJ_MAX_METHOD_ARGS 32
+/*
+** Fills 'stack' (FJ_MAX_METHOD_ARGS slots) with 'self' then args[0..n), the
+** arguments of a method called through its class.  0, or -1 (Unsupported:
+** too many arguments).
+*/
+int fj_trace_self_args(PyObject **stack, PyObject *self, PyObject *const *args, Py_ssize_t n);
 
 #endif

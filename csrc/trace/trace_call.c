@@ -170,6 +170,11 @@ static int has_node(PyObject *v)
     return 0;
 }
 
+static PyObject *graph_arg_item(PyObject *v, void *unused)
+{
+    return fj_var_to_graph_arg(v);
+}
+
 PyObject *fj_var_to_graph_arg(PyObject *v)
 {
     fj_Var *vv = VAR(v);
@@ -178,63 +183,54 @@ PyObject *fj_var_to_graph_arg(PyObject *v)
     case FJ_VAR_CONST:
         return Py_NewRef(vv->obj);
     case FJ_VAR_TUPLE:
-    case FJ_VAR_LIST: {
-        Py_ssize_t n = PyList_GET_SIZE(vv->items);
-        PyObject *out = vv->kind == FJ_VAR_TUPLE ? PyTuple_New(n) : PyList_New(n);
-        for (Py_ssize_t i = 0; out && i < n; i++) {
-            PyObject *a = fj_var_to_graph_arg(PyList_GET_ITEM(vv->items, i));
-            if (a == NULL) {
-                Py_CLEAR(out);
-                break;
-            }
-            if (vv->kind == FJ_VAR_TUPLE)
-                PyTuple_SET_ITEM(out, i, a);
-            else
-                PyList_SET_ITEM(out, i, a);
-        }
-        return out;
-    }
+    case FJ_VAR_LIST:
+        return fj_map_items(vv->items, vv->kind == FJ_VAR_TUPLE, graph_arg_item, NULL);
     default:
         fj_unsupported("%R cannot be passed to an array operation", v);
         return NULL;
     }
 }
 
-/*
-** Appends a call of 'op' to the graph with Var arguments args[0..n) of which
-** the last len(kwnames) are keywords.  Returns a NODE Var (new ref) or NULL.
-*/
-static int any_dynamic(PyObject *v)
+/* pred(v) for a NODE Var 'v'; for a tuple or list, 1 when 'pred' holds for
+   a NODE Var nested in it (through tuples and lists), else 0. */
+static int any_node(PyObject *v, int (*pred)(fj_Var *))
 {
     fj_Var *vv = VAR(v);
     if (vv->kind == FJ_VAR_NODE)
-        return vv->dynamic;
+        return pred(vv);
     if (vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST) {
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
-            if (any_dynamic(PyList_GET_ITEM(vv->items, i)))
+            if (any_node(PyList_GET_ITEM(vv->items, i), pred))
                 return 1;
     }
     return 0;
 }
 
+static int node_dynamic(fj_Var *node)
+{
+    return node->dynamic;
+}
+
 /* True for a symbolic Python int/float/bool (a Python-scalar graph node). */
+static int node_pyscalar(fj_Var *node)
+{
+    return ((fj_Node *)node->obj)->vkind == FJ_VAL_PYSCALAR;
+}
+
+int fj_trace_any_dynamic(PyObject *v)
+{
+    return any_node(v, node_dynamic);
+}
+
 static int is_pyscalar(PyObject *v)
 {
-    return VAR(v)->kind == FJ_VAR_NODE && ((fj_Node *)VAR(v)->obj)->vkind == FJ_VAL_PYSCALAR;
+    return VAR(v)->kind == FJ_VAR_NODE && node_pyscalar(VAR(v));
 }
 
 /* True if a Python-scalar node sits somewhere in 'v'. */
 static int has_pyscalar(PyObject *v)
 {
-    fj_Var *vv = VAR(v);
-    if (vv->kind == FJ_VAR_NODE)
-        return ((fj_Node *)vv->obj)->vkind == FJ_VAL_PYSCALAR;
-    if (vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST) {
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
-            if (has_pyscalar(PyList_GET_ITEM(vv->items, i)))
-                return 1;
-    }
-    return 0;
+    return any_node(v, node_pyscalar);
 }
 
 /*
@@ -260,13 +256,13 @@ static PyObject *pin_pyscalars(PyObject *v)
         else
             PyList_SET_ITEM(items, i, p);
     }
-    if (items == NULL)
-        return NULL;
-    PyObject *r = new_seq_var((fj_VarKind)a->kind, items);
-    Py_DECREF(items);
-    return r;
+    return (PyObject *)fj_var_take((fj_VarKind)a->kind, items);
 }
 
+/*
+** Appends a call of 'op' to the graph with Var arguments args[0..n) of which
+** the last len(kwnames) are keywords.  Returns a NODE Var (new ref) or NULL.
+*/
 static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args,
                             Py_ssize_t n, PyObject *kwnames);
 
@@ -320,7 +316,7 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = n - nkw;
     int dynamic = 0, pyscalar = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        dynamic |= any_dynamic(args[i]);
+        dynamic |= fj_trace_any_dynamic(args[i]);
         pyscalar |= has_pyscalar(args[i]);
     }
     /* Symbolic ints flow through elementwise ops and operators; anything
@@ -478,15 +474,6 @@ static PyObject *int_var(Py_ssize_t v)
 {
     PyObject *o = PyLong_FromSsize_t(v);
     return o ? const_result(o, "len") : NULL;
-}
-
-static PyObject *iter_of_items(PyObject *items) /* items: new list (stolen) */
-{
-    if (items == NULL)
-        return NULL;
-    PyObject *r = (PyObject *)fj_var_new(FJ_VAR_ITER, NULL, items);
-    Py_DECREF(items);
-    return r;
 }
 
 /*
@@ -674,12 +661,8 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
     if ((fn == (PyObject *)&PyTuple_Type || fn == (PyObject *)&PyList_Type) && n <= 1 &&
         nkw == 0) {
         PyObject *items = n ? fj_trace_var_items(fr, args[0]) : PyList_New(0);
-        if (items == NULL)
-            return NULL;
-        PyObject *r = new_seq_var(fn == (PyObject *)&PyTuple_Type ? FJ_VAR_TUPLE : FJ_VAR_LIST,
-                                  items);
-        Py_DECREF(items);
-        return r;
+        return (PyObject *)fj_var_take(
+            fn == (PyObject *)&PyTuple_Type ? FJ_VAR_TUPLE : FJ_VAR_LIST, items);
     }
     if (fn == (PyObject *)&PyDict_Type && n == nkw) {
         PyObject *d = PyDict_New();
@@ -687,11 +670,7 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
             if (PyDict_SetItem(d, PyTuple_GET_ITEM(kwnames, k), args[k]) < 0)
                 Py_CLEAR(d);
         }
-        if (d == NULL)
-            return NULL;
-        PyObject *r = (PyObject *)fj_var_new(FJ_VAR_DICT, NULL, d);
-        Py_DECREF(d);
-        return r;
+        return (PyObject *)fj_var_take(FJ_VAR_DICT, d);
     }
     if (fn == (PyObject *)&PyEnum_Type && nkw == 0 && (n == 1 || n == 2)) {
         PyObject *start = n == 2 ? fj_var_as_const(args[1]) : NULL;
@@ -722,7 +701,7 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
             }
             PyList_SetItem(items, i, t);
         }
-        return iter_of_items(items);
+        return (PyObject *)fj_var_take(FJ_VAR_ITER, items);
     }
     if (fn == (PyObject *)&PyZip_Type && nkw == 0)
         return zip_iter(fr, args, n);
@@ -732,11 +711,11 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
             Py_XDECREF(items);
             return NULL;
         }
-        return iter_of_items(items);
+        return (PyObject *)fj_var_take(FJ_VAR_ITER, items);
     }
     if (fn == builtin_named("iter") && n == 1) {
         PyObject *items = fj_trace_var_items(fr, args[0]);
-        return iter_of_items(items);
+        return (PyObject *)fj_var_take(FJ_VAR_ITER, items);
     }
     if (fn == builtin_named("sum") && n >= 1 && nkw == 0 && !all_const(args, n)) {
         PyObject *items = fj_trace_var_items(fr, args[0]);
@@ -822,12 +801,9 @@ static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py
         const fj_OpDef *op = fj_ops_for_method(name);
         if (op == NULL)
             return fj_unsupported("ndarray.%U is not supported", name), NULL;
-        PyObject *stack[32];
-        if (n + 1 > 32)
-            return fj_unsupported("too many arguments"), NULL;
-        stack[0] = (PyObject *)self;
-        for (Py_ssize_t i = 0; i < n; i++)
-            stack[i + 1] = args[i];
+        PyObject *stack[FJ_MAX_METHOD_ARGS];
+        if (fj_trace_self_args(stack, (PyObject *)self, args, n) < 0)
+            return NULL;
         return graph_call(fr, op, stack, n + 1, kwnames);
     }
     if (self->kind == FJ_VAR_INST)
@@ -874,18 +850,15 @@ static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py
         /* a plain Python method of the object's class: inline it with self */
         PyObject *fn = _PyType_Lookup(Py_TYPE(self->obj), name);
         if (fn != NULL && PyFunction_Check(fn) && self->source != NULL) {
-            PyObject *stack[32];
-            if (n + 1 > 32)
-                return fj_unsupported("too many arguments"), NULL;
+            PyObject *stack[FJ_MAX_METHOD_ARGS];
+            if (fj_trace_self_args(stack, (PyObject *)self, args, n) < 0)
+                return NULL;
             /* guard: type(L['self']).name is that function */
             PyObject *mgr = fj_source_manager(fr->tx->guards, self->source);
             PyObject *tmgr = mgr ? fj_guard_type_of(mgr) : NULL;
             PyObject *fmgr = tmgr ? fj_guard_attr(tmgr, name) : NULL;
             if (fmgr == NULL || fj_guard_add_id_match(fmgr, fn) < 0)
                 return NULL;
-            stack[0] = (PyObject *)self;
-            for (Py_ssize_t i = 0; i < n; i++)
-                stack[i + 1] = args[i];
             return fj_trace_inline(fr, fn, stack, n + 1, kwnames);
         }
     }
@@ -1098,33 +1071,13 @@ int fj_trace_setattr(fj_TFrame *fr, PyObject *objv, PyObject *name, PyObject *v)
     fj_Tracer *tx = fr->tx;
     if (o->kind == FJ_VAR_INST)
         return fj_trace_inst_setattr(fr, o, name, v);
-    if (o->kind != FJ_VAR_OBJ || o->source == NULL)
-        return fj_unsupported("attribute store on %R (a side effect outside the frame)", objv);
-    PyTypeObject *tp = Py_TYPE(o->obj);
-    if (tp->tp_setattro != PyObject_GenericSetAttr || tp->tp_getattro != PyObject_GenericGetAttr ||
-        tp->tp_dictoffset == 0)
-        return fj_unsupported("attribute store on %s, which customizes attribute access",
-                              tp->tp_name);
-    PyObject *d = _PyType_Lookup(tp, name);
-    if (d != NULL && Py_TYPE(d)->tp_descr_set != NULL)
-        return fj_unsupported("attribute store through descriptor %U of %s", name, tp->tp_name);
+    if (fj_trace_attr_in_dict(objv, name, "store", " (a side effect outside the frame)") < 0)
+        return -1;
     if (vv->kind == FJ_VAR_ITER || vv->kind == FJ_VAR_METHOD || vv->kind == FJ_VAR_CELL ||
         vv->kind == FJ_VAR_NULL)
         return fj_unsupported("attribute store of %R", v);
-    if (o->extra == NULL) {
-        if ((o->extra = PyDict_New()) == NULL)
-            return -1;
-        /* first mutation of this object: remember it for the aliasing guards */
-        if (PyList_Append(tx->mutated, objv) < 0)
-            return -1;
-    }
-    PyObject *eff = Py_BuildValue("(sOOO)", "attr", name, v, objv);
-    int r = eff == NULL || PyList_Append(tx->effects, eff) < 0 ||
-                    PyDict_SetItem(o->extra, name, v) < 0
-                ? -1
-                : 0;
-    Py_XDECREF(eff);
-    return r;
+    return fj_trace_record_store(tx, Py_BuildValue("(sOOO)", "attr", name, v, objv), objv, name,
+                                 v);
 }
 
 /*
@@ -1311,9 +1264,7 @@ static PyObject *concat_seq(fj_Var *a, fj_Var *b)
         Py_XDECREF(items);
         return NULL;
     }
-    PyObject *r = new_seq_var(a->kind, items);
-    Py_DECREF(items);
-    return r;
+    return (PyObject *)fj_var_take(a->kind, items);
 }
 
 PyObject *fj_trace_binop(fj_TFrame *fr, int oparg, PyObject *a, PyObject *b)
@@ -1357,12 +1308,7 @@ PyObject *fj_trace_binop(fj_TFrame *fr, int oparg, PyObject *a, PyObject *b)
             return NULL;
         if (times > 0 && PyList_GET_SIZE(va->items) > 4096 / times)
             return fj_unsupported("sequence repeat of more than 4096 items"), NULL;
-        PyObject *items = PySequence_Repeat(va->items, times);
-        if (items == NULL)
-            return NULL;
-        PyObject *r = new_seq_var(va->kind, items);
-        Py_DECREF(items);
-        return r;
+        return (PyObject *)fj_var_take(va->kind, PySequence_Repeat(va->items, times));
     }
     return fj_unsupported("operator %d on %R and %R", oparg, a, b), NULL;
 }
@@ -1377,28 +1323,21 @@ static int is_static_type(PyObject *v)
     return PyType_CheckExact(v) && !(((PyTypeObject *)v)->tp_flags & Py_TPFLAGS_HEAPTYPE);
 }
 
+static PyObject *deep_const(PyObject *v);
+
+static PyObject *deep_const_item(PyObject *v, void *unused)
+{
+    return deep_const(v);
+}
+
 /* A Var's value as a plain constant, converting known tuples of constants. New ref or NULL. */
 static PyObject *deep_const(PyObject *v)
 {
     fj_Var *vv = VAR(v);
     if (vv->kind == FJ_VAR_CONST)
         return is_safe_const(vv->obj) || is_static_type(vv->obj) ? Py_NewRef(vv->obj) : NULL;
-    if (vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST) {
-        Py_ssize_t n = PyList_GET_SIZE(vv->items);
-        PyObject *out = vv->kind == FJ_VAR_TUPLE ? PyTuple_New(n) : PyList_New(n);
-        for (Py_ssize_t i = 0; out && i < n; i++) {
-            PyObject *c = deep_const(PyList_GET_ITEM(vv->items, i));
-            if (c == NULL) {
-                Py_CLEAR(out);
-                break;
-            }
-            if (vv->kind == FJ_VAR_TUPLE)
-                PyTuple_SET_ITEM(out, i, c);
-            else
-                PyList_SET_ITEM(out, i, c);
-        }
-        return out;
-    }
+    if (vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST)
+        return fj_map_items(vv->items, vv->kind == FJ_VAR_TUPLE, deep_const_item, NULL);
     return NULL;
 }
 
@@ -1502,9 +1441,7 @@ PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
             PyObject *items = PyObject_GetItem(o->items, key);
             if (items == NULL)
                 return fj_trace_as_unsupported("slicing");
-            PyObject *r = new_seq_var(o->kind, items);
-            Py_DECREF(items);
-            return r;
+            return (PyObject *)fj_var_take(o->kind, items);
         }
         return fj_unsupported("subscript of a sequence with %R", key), NULL;
     }

@@ -53,20 +53,6 @@ static PyObject *new_method_var(PyObject *self, PyObject *name)
 
 /* ------------------------------------------------------------ arrays */
 
-/* True if any argument is a NODE of a dynamic shape (inside tuples too). */
-static int any_dynamic_var(PyObject *v)
-{
-    fj_Var *vv = VAR(v);
-    if (vv->kind == FJ_VAR_NODE)
-        return vv->dynamic;
-    if (vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST) {
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
-            if (any_dynamic_var(PyList_GET_ITEM(vv->items, i)))
-                return 1;
-    }
-    return 0;
-}
-
 /*
 ** a[key] = v on an array: an in-place graph op.  The eager graph runs it in
 ** program order on the real array, so the input and every view of it change
@@ -78,7 +64,7 @@ static int array_setitem(fj_TFrame *fr, PyObject *a, PyObject *key, PyObject *v)
     const fj_OpDef *op = fj_ops_for_setitem();
     if (op == NULL)
         return fj_unsupported("item assignment on an array (no setitem op)");
-    if ((any_dynamic_var(a) || any_dynamic_var(key) || any_dynamic_var(v)) &&
+    if ((fj_trace_any_dynamic(a) || fj_trace_any_dynamic(key) || fj_trace_any_dynamic(v)) &&
         fj_trace_specialize(fr->tx) < 0)
         return -1;
     PyObject *args[3] = {a, key, v};
@@ -133,16 +119,28 @@ static Py_ssize_t list_index(PyObject *key, Py_ssize_t n, const char *what)
     return ix;
 }
 
+/* The constant key 'k' of an item store or delete ('what') on the list or
+   dict Var 'o'.  Borrowed, or NULL (Unsupported for another kind of Var or
+   key). */
+static PyObject *item_key(PyObject *o, PyObject *k, const char *what)
+{
+    fj_Var *ov = VAR(o);
+    if (ov->kind != FJ_VAR_LIST && ov->kind != FJ_VAR_DICT)
+        return fj_unsupported("%s on %R", what, o), NULL;
+    PyObject *key = fj_var_as_const(k);
+    if (key == NULL && !PyErr_Occurred())
+        fj_unsupported("%s with a non-constant key", what);
+    return key;
+}
+
 int fj_trace_store_subscr(fj_TFrame *fr, PyObject *o, PyObject *k, PyObject *v)
 {
     fj_Var *ov = VAR(o);
     if (ov->kind == FJ_VAR_NODE && ((fj_Node *)ov->obj)->vkind == FJ_VAL_ARRAY)
         return array_setitem(fr, o, k, v);
-    if (ov->kind != FJ_VAR_LIST && ov->kind != FJ_VAR_DICT)
-        return fj_unsupported("item assignment on %R", o);
-    PyObject *key = fj_var_as_const(k);
+    PyObject *key = item_key(o, k, "item assignment");
     if (key == NULL)
-        return PyErr_Occurred() ? -1 : fj_unsupported("item assignment with a non-constant key");
+        return -1;
     if (ov->kind == FJ_VAR_DICT) {
         if (fj_trace_note_mutation(fr->tx, ov) < 0)
             return -1;
@@ -171,11 +169,9 @@ int fj_trace_store_subscr(fj_TFrame *fr, PyObject *o, PyObject *k, PyObject *v)
 int fj_trace_delete_subscr(fj_TFrame *fr, PyObject *o, PyObject *k)
 {
     fj_Var *ov = VAR(o);
-    if (ov->kind != FJ_VAR_LIST && ov->kind != FJ_VAR_DICT)
-        return fj_unsupported("item deletion on %R", o);
-    PyObject *key = fj_var_as_const(k);
+    PyObject *key = item_key(o, k, "item deletion");
     if (key == NULL)
-        return PyErr_Occurred() ? -1 : fj_unsupported("item deletion with a non-constant key");
+        return -1;
     if (ov->kind == FJ_VAR_DICT) {
         int has = PyDict_Contains(ov->items, key);
         if (has < 0)
@@ -481,12 +477,8 @@ static PyObject *dict_keys_view(fj_TFrame *fr, fj_Var *self, PyObject *name)
             PyList_SET_ITEM(out, i, item);
     }
     Py_DECREF(keys);
-    if (out == NULL)
-        return NULL;
     /* a view behaves like a list for iteration and len() here */
-    PyObject *r = (PyObject *)fj_var_new(FJ_VAR_TUPLE, NULL, out);
-    Py_DECREF(out);
-    return r;
+    return (PyObject *)fj_var_take(FJ_VAR_TUPLE, out);
 }
 
 PyObject *fj_trace_dict_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObject *const *args,
@@ -789,7 +781,38 @@ PyObject *fj_trace_set_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObj
     return r < 0 ? NULL : none_var();
 }
 
-/* ------------------------------------------------------ attribute deletes */
+/* ------------------------------------------ attribute stores and deletes */
+
+int fj_trace_record_store(fj_Tracer *tx, PyObject *eff, PyObject *objv, PyObject *name,
+                          PyObject *value)
+{
+    fj_Var *o = objv ? VAR(objv) : NULL;
+    int r = eff == NULL ? -1 : 0;
+    if (r == 0 && o != NULL && o->extra == NULL &&
+        ((o->extra = PyDict_New()) == NULL || PyList_Append(tx->mutated, objv) < 0))
+        r = -1;
+    if (r == 0 && (PyList_Append(tx->effects, eff) < 0 ||
+                   PyDict_SetItem(o ? o->extra : tx->global_overlay, name, value) < 0))
+        r = -1;
+    Py_XDECREF(eff);
+    return r;
+}
+
+int fj_trace_attr_in_dict(PyObject *objv, PyObject *name, const char *verb, const char *outside)
+{
+    fj_Var *o = VAR(objv);
+    if (o->kind != FJ_VAR_OBJ || o->source == NULL)
+        return fj_unsupported("attribute %s on %R%s", verb, objv, outside);
+    PyTypeObject *tp = Py_TYPE(o->obj);
+    if (tp->tp_setattro != PyObject_GenericSetAttr || tp->tp_getattro != PyObject_GenericGetAttr ||
+        tp->tp_dictoffset == 0)
+        return fj_unsupported("attribute %s on %s, which customizes attribute access", verb,
+                              tp->tp_name);
+    PyObject *d = _PyType_Lookup(tp, name);
+    if (d != NULL && Py_TYPE(d)->tp_descr_set != NULL)
+        return fj_unsupported("attribute %s through descriptor %U of %s", verb, name, tp->tp_name);
+    return 0;
+}
 
 int fj_trace_delattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
 {
@@ -801,16 +824,8 @@ int fj_trace_delattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
             return has < 0 ? -1 : fj_unsupported("del of attribute %U that is not set", name);
         return PyDict_DelItem(o->extra, name);
     }
-    if (o->kind != FJ_VAR_OBJ || o->source == NULL)
-        return fj_unsupported("attribute delete on %R", objv);
-    PyTypeObject *tp = Py_TYPE(o->obj);
-    if (tp->tp_setattro != PyObject_GenericSetAttr || tp->tp_getattro != PyObject_GenericGetAttr ||
-        tp->tp_dictoffset == 0)
-        return fj_unsupported("attribute delete on %s, which customizes attribute access",
-                              tp->tp_name);
-    PyObject *d = _PyType_Lookup(tp, name);
-    if (d != NULL && Py_TYPE(d)->tp_descr_set != NULL)
-        return fj_unsupported("attribute delete through descriptor %U of %s", name, tp->tp_name);
+    if (fj_trace_attr_in_dict(objv, name, "delete", "") < 0)
+        return -1;
     PyObject *stored = o->extra ? PyDict_GetItemWithError(o->extra, name) : NULL;
     if (stored == NULL && PyErr_Occurred())
         return -1;
@@ -828,20 +843,11 @@ int fj_trace_delattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
             return -1;
         Py_DECREF(cur);
     }
-    if (o->extra == NULL) {
-        if ((o->extra = PyDict_New()) == NULL)
-            return -1;
-        if (PyList_Append(tx->mutated, objv) < 0)
-            return -1;
-    }
     fj_Var *gone = fj_var_new(FJ_VAR_NULL, NULL, NULL); /* "deleted" in o->extra */
     PyObject *nv = none_var();
-    PyObject *eff = gone && nv ? Py_BuildValue("(sOOO)", "delattr", name, nv, objv) : NULL;
-    int r = eff == NULL || PyList_Append(tx->effects, eff) < 0 ||
-                    PyDict_SetItem(o->extra, name, (PyObject *)gone) < 0
-                ? -1
-                : 0;
-    Py_XDECREF(eff);
+    int r = fj_trace_record_store(
+        tx, gone && nv ? Py_BuildValue("(sOOO)", "delattr", name, nv, objv) : NULL, objv, name,
+        (PyObject *)gone);
     Py_XDECREF(nv);
     Py_XDECREF(gone);
     return r;
@@ -921,14 +927,9 @@ PyObject *fj_trace_new_instance(fj_TFrame *fr, PyObject *clsv, PyObject *const *
         if (fv == NULL)
             goto error;
         Py_DECREF(fv);
-        PyObject *stack[32];
-        if (n + 1 > 32) {
-            fj_unsupported("too many arguments");
+        PyObject *stack[FJ_MAX_METHOD_ARGS];
+        if (fj_trace_self_args(stack, (PyObject *)inst, args, n) < 0)
             goto error;
-        }
-        stack[0] = (PyObject *)inst;
-        for (Py_ssize_t i = 0; i < n; i++)
-            stack[i + 1] = args[i];
         PyObject *r = fj_trace_inline(fr, init, stack, n + 1, kwnames);
         if (r == NULL)
             goto error;
@@ -998,12 +999,9 @@ PyObject *fj_trace_inst_method(fj_TFrame *fr, fj_Var *inst, PyObject *name, PyOb
     if (fn == NULL || !PyFunction_Check(fn))
         return fj_unsupported("call of method %U of %s", name, ((PyTypeObject *)inst->obj)->tp_name),
                NULL;
-    PyObject *stack[32];
-    if (n + 1 > 32)
-        return fj_unsupported("too many arguments"), NULL;
-    stack[0] = (PyObject *)inst;
-    for (Py_ssize_t i = 0; i < n; i++)
-        stack[i + 1] = args[i];
+    PyObject *stack[FJ_MAX_METHOD_ARGS];
+    if (fj_trace_self_args(stack, (PyObject *)inst, args, n) < 0)
+        return NULL;
     return fj_trace_inline(fr, fn, stack, n + 1, kwnames);
 }
 

@@ -24,6 +24,7 @@
 ** Not responsible for: the C text of kernels (native_emit.c), the compiler
 ** and the disk cache (framejit/native.py), graphs (graph.c).
 */
+#include "fj_array.h"
 #include "fj_numpy.h"
 #include "native.h"
 #include "native_pool.h"
@@ -181,16 +182,10 @@ typedef struct {
 static int add_step(fjn_Builder *b, int kind, Py_ssize_t node, int group)
 {
     fjn_Plan *p = b->p;
-    if (p->nsteps == b->cap_steps) {
-        Py_ssize_t cap = b->cap_steps ? b->cap_steps * 2 : 16;
-        fjn_Step *s = PyMem_Realloc(p->steps, sizeof(fjn_Step) * (size_t)cap);
-        if (!s) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        p->steps = s;
-        b->cap_steps = cap;
-    }
+    fjn_Step *steps = fj_array_grow(p->steps, p->nsteps, &b->cap_steps, sizeof(fjn_Step), 16);
+    if (steps == NULL)
+        return -1;
+    p->steps = steps;
     fjn_Step *s = &p->steps[p->nsteps++];
     memset(s, 0, sizeof *s);
     s->kind = kind;
@@ -557,16 +552,10 @@ static int group_add(fjn_Builder *b, fj_Node *n, fjn_Op *op)
 static int open_group(fjn_Builder *b, fj_Node *n)
 {
     fjn_Plan *p = b->p;
-    if (p->ngroups == b->cap_groups) {
-        Py_ssize_t cap = b->cap_groups ? b->cap_groups * 2 : 4;
-        fjn_Group *gs = PyMem_Realloc(p->groups, sizeof(fjn_Group) * (size_t)cap);
-        if (!gs) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        p->groups = gs;
-        b->cap_groups = cap;
-    }
+    fjn_Group *gs = fj_array_grow(p->groups, p->ngroups, &b->cap_groups, sizeof(fjn_Group), 4);
+    if (gs == NULL)
+        return -1;
+    p->groups = gs;
     fjn_Group *g = &p->groups[p->ngroups];
     memset(g, 0, sizeof *g);
     g->ndim = n->ndim;
@@ -1728,7 +1717,7 @@ static PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t n
 {
     fjn_Plan *p = (fjn_Plan *)self;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nn = p->nnodes;
-    PyObject *small[64], **env = small, *result = NULL;
+    PyObject *small[FJ_ENV_SMALL], **env, *result = NULL;
     if (kwnames && PyTuple_GET_SIZE(kwnames)) {
         PyErr_SetString(PyExc_TypeError, "framejit native plan takes no keyword arguments");
         return NULL;
@@ -1741,10 +1730,8 @@ static PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t n
         PyErr_Format(PyExc_TypeError, "framejit graph takes %zd inputs but %zd were given", p->nph, nargs);
         return NULL;
     }
-    if (nn > 64 && !(env = PyMem_Calloc((size_t)nn, sizeof(PyObject *))))
-        return PyErr_NoMemory();
-    if (env == small)
-        memset(small, 0, sizeof(PyObject *) * (size_t)nn);
+    if ((env = fj_env_new(small, nn)) == NULL)
+        return NULL;
     for (Py_ssize_t i = 0; i < p->nph; i++)
         env[i] = Py_NewRef(args[i]);
     for (Py_ssize_t s = 0; s < p->nsteps; s++) {
@@ -1762,10 +1749,7 @@ static PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t n
     }
     result = fj_graph_resolve(PyTuple_GET_ITEM(p->output->args, 0), env);
 done:
-    for (Py_ssize_t i = 0; i < nn; i++)
-        Py_XDECREF(env[i]);
-    if (env != small)
-        PyMem_Free(env);
+    fj_env_free(env, small, nn);
     return result;
 }
 

@@ -333,6 +333,32 @@ static int feeds_invalid_op(const fjn_Group *g, int m)
     return 0;
 }
 
+/*
+** The C of the codes whose value is a bool (unsigned char) computed the same
+** way for every operand type: 'any' (a format of the operands a, b; LNOT's
+** reads a only), or for float operands 'flt' where it is not NULL (the
+** quiet compare builtins: no invalid on a NaN, as NumPy).
+*/
+static const struct {
+    const char *any, *flt;
+} predicate_c[] = {
+    [FJN_LT] = {"((unsigned char)(%s < %s))", "((unsigned char)__builtin_isless(%s, %s))"},
+    [FJN_LE] = {"((unsigned char)(%s <= %s))", "((unsigned char)__builtin_islessequal(%s, %s))"},
+    [FJN_GT] = {"((unsigned char)(%s > %s))", "((unsigned char)__builtin_isgreater(%s, %s))"},
+    [FJN_GE] = {"((unsigned char)(%s >= %s))", "((unsigned char)__builtin_isgreaterequal(%s, %s))"},
+    [FJN_EQ] = {"((unsigned char)(%s == %s))", NULL},
+    [FJN_NE] = {"((unsigned char)(%s != %s))", NULL},
+    [FJN_LAND] = {"((unsigned char)((%s != 0) & (%s != 0)))", NULL},
+    [FJN_LOR] = {"((unsigned char)((%s != 0) | (%s != 0)))", NULL},
+    [FJN_LXOR] = {"((unsigned char)((%s != 0) ^ (%s != 0)))", NULL},
+    [FJN_LNOT] = {"((unsigned char)(%s == 0))", NULL},
+};
+
+/* The codes that are one C builtin of a float (__builtin_<name>, <name>f for float32). */
+static const char *const float_builtin[] = {
+    [FJN_SQRT] = "sqrt", [FJN_FLOOR] = "floor", [FJN_CEIL] = "ceil", [FJN_TRUNC] = "trunc", [FJN_RINT] = "rint",
+};
+
 /* Writes the expression of member 'op' into 'out'.  0, or -1 (unsupported: a bug in native.c). */
 static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
 {
@@ -402,15 +428,11 @@ static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
     case FJN_RECIP:
         return isf ? (W("(%s / %s)", t == FJT_F32 ? "1.0f" : "1.0", a), 0) : -1;
     case FJN_SQRT:
-        return isf ? (W("__builtin_sqrt%s(%s)", f32, a), 0) : -1;
     case FJN_FLOOR:
-        return isf ? (W("__builtin_floor%s(%s)", f32, a), 0) : -1;
     case FJN_CEIL:
-        return isf ? (W("__builtin_ceil%s(%s)", f32, a), 0) : -1;
     case FJN_TRUNC:
-        return isf ? (W("__builtin_trunc%s(%s)", f32, a), 0) : -1;
     case FJN_RINT:
-        return isf ? (W("__builtin_rint%s(%s)", f32, a), 0) : -1;
+        return isf ? (W("__builtin_%s%s(%s)", float_builtin[op->code], f32, a), 0) : -1;
     case FJN_MAX:
     case FJN_MIN: {
         const char *cmp = op->code == FJN_MAX ? "__builtin_isgreater" : "__builtin_isless";
@@ -435,34 +457,14 @@ static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
     case FJN_LT:
     case FJN_LE:
     case FJN_GT:
-    case FJN_GE: {
-        static const char *fq[] = {"__builtin_isless", "__builtin_islessequal", "__builtin_isgreater",
-                                   "__builtin_isgreaterequal"};
-        static const char *is[] = {"<", "<=", ">", ">="};
-        int k = op->code == FJN_LT ? 0 : op->code == FJN_LE ? 1 : op->code == FJN_GT ? 2 : 3;
-        if (isf)
-            W("((unsigned char)%s(%s, %s))", fq[k], a, b);
-        else
-            W("((unsigned char)(%s %s %s))", a, is[k], b);
-        return 0;
-    }
+    case FJN_GE:
     case FJN_EQ:
-        W("((unsigned char)(%s == %s))", a, b);
-        return 0;
     case FJN_NE:
-        W("((unsigned char)(%s != %s))", a, b);
-        return 0;
     case FJN_LAND:
-        W("((unsigned char)((%s != 0) & (%s != 0)))", a, b);
-        return 0;
     case FJN_LOR:
-        W("((unsigned char)((%s != 0) | (%s != 0)))", a, b);
-        return 0;
     case FJN_LXOR:
-        W("((unsigned char)((%s != 0) ^ (%s != 0)))", a, b);
-        return 0;
     case FJN_LNOT:
-        W("((unsigned char)(%s == 0))", a);
+        W(isf && predicate_c[op->code].flt ? predicate_c[op->code].flt : predicate_c[op->code].any, a, b);
         return 0;
     case FJN_BAND:
     case FJN_BOR:
