@@ -3,8 +3,11 @@
 Every line goes to the ``framejit`` logger (child loggers per channel, e.g.
 ``framejit.bytecode``).  A handler printing bare messages to stderr is added
 when a channel is turned on and the logger has no handler yet.
+
+The logging module is imported by the first set_logs that turns a channel
+on, not with framejit: `python -m framejit run` of a program that never
+logs does not pay its import (about 6 ms of start-up).
 """
-import logging
 import os
 import sys
 
@@ -18,7 +21,7 @@ CHANNELS = ("bytecode", "guards", "graph", "graph_code", "graph_breaks", "recomp
             "recompiles_verbose", "dynamic", "trace_bytecode")
 
 enabled = set()
-logger = logging.getLogger("framejit")
+logger = None   # logging.getLogger("framejit"), once a channel was turned on
 
 
 def set_logs(*channels, **flags):
@@ -42,6 +45,9 @@ def set_logs(*channels, **flags):
     from . import _C   # the C core reads the channels once per change
     _C._config_changed()
     if enabled:
+        global logger
+        import logging
+        logger = logging.getLogger("framejit")
         logger.setLevel(logging.DEBUG)
         if not logger.handlers:
             h = logging.StreamHandler(sys.stderr)
@@ -56,7 +62,7 @@ def on(channel):
 
 def log(channel, compile_id, text):
     """Log 'text' on 'channel', each line prefixed by '[compile_id] '."""
-    if channel not in enabled:
+    if channel not in enabled or logger is None:
         return
     prefix = f"[{compile_id}] " if compile_id is not None else ""
     lg = logger.getChild(channel)
