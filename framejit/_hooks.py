@@ -1,8 +1,6 @@
 """What the C compiler calls back into Python for: logging, dis listings,
 counters, skip rules and the user-facing exceptions.  Only the compile path
 comes here; nothing on a warm call does."""
-import dis
-import io
 import linecache
 import os
 import sys
@@ -169,7 +167,11 @@ class Hooks:
     def format_code(self, title, code, names=None):
         """A dis listing of 'code'; 'names' maps id(constant) -> (constant, name)
         for the compiled and resume functions the new code loads as constants
-        (they are shown by name: __compiled_fn_N, __resume_at_<offset>_<n>)."""
+        (they are shown by name: __compiled_fn_N, __resume_at_<offset>_<n>).
+        dis is imported here, only when the bytecode channel is on, not with
+        framejit (start-up of `python -m framejit run`)."""
+        import dis
+        import io
         out = io.StringIO()
         out.write(f"{title} {_name(code)} {os.path.basename(code.co_filename)} "
                   f"line {code.co_firstlineno}\n")
