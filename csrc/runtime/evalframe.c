@@ -618,9 +618,9 @@ static int stepped_aside = 0;
 ** the one that went dormant (a framejit.compile'd function) wakes it too.
 ** step_back does nothing while dormant.
 */
-static int dormant = 0;
 static const void *dormant_callback = NULL; /* identity only, never dereferenced */
-static PyObject *wake_names = NULL;        /* strong tuple of str, while dormant */
+static PyObject *wake_names = NULL;        /* strong tuple of str while dormant, else NULL */
+#define dormant (wake_names != NULL)
 
 static void step_back(PyInterpreterState *interp);
 
@@ -628,30 +628,36 @@ static void wake_up(void)
 {
     if (!dormant)
         return;
-    dormant = 0;
     dormant_callback = NULL;
     Py_CLEAR(wake_names);
     fj_unwatch_imports();
     step_back(PyInterpreterState_Get());
 }
 
+/* True if module name 'name' (str) is one of 'names' (tuple of str) or a
+   submodule of one. */
+static int names_module(PyObject *name, PyObject *names)
+{
+    Py_ssize_t n = PyUnicode_GET_LENGTH(name);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+        PyObject *w = PyTuple_GET_ITEM(names, i);
+        Py_ssize_t wn = PyUnicode_GET_LENGTH(w);
+        if (n >= wn && PyUnicode_Tailmatch(name, w, 0, wn, -1) == 1 &&
+            (n == wn || PyUnicode_READ_CHAR(name, wn) == '.'))
+            return 1;
+    }
+    return 0;
+}
+
 /* compat.h's import watcher: a module is being loaded.  1 when done. */
 static int wake_on_import(PyObject *name)
 {
-    if (!dormant || wake_names == NULL)
+    if (!dormant)
         return 1;
-    Py_ssize_t n = PyUnicode_GET_LENGTH(name);
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(wake_names); i++) {
-        PyObject *w = PyTuple_GET_ITEM(wake_names, i);
-        Py_ssize_t wn = PyUnicode_GET_LENGTH(w);
-        if (n < wn || PyUnicode_Tailmatch(name, w, 0, wn, -1) != 1)
-            continue;
-        if (n == wn || PyUnicode_READ_CHAR(name, wn) == '.') {
-            wake_up();
-            return 1;
-        }
-    }
-    return 0;
+    if (!names_module(name, wake_names))
+        return 0;
+    wake_up();
+    return 1;
 }
 
 static int step_aside(PyInterpreterState *interp)
@@ -993,22 +999,12 @@ static PyObject *sleep_until_import_py(PyObject *mod, PyObject *const *args, Py_
     /* a loaded library, or one of its submodules, means arrays may exist */
     PyObject *modules = PyImport_GetModuleDict(), *key, *value;
     Py_ssize_t pos = 0;
-    while (PyDict_Next(modules, &pos, &key, &value)) {
-        if (!PyUnicode_CheckExact(key))
-            continue;
-        Py_ssize_t n = PyUnicode_GET_LENGTH(key);
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
-            PyObject *w = PyTuple_GET_ITEM(names, i);
-            Py_ssize_t wn = PyUnicode_GET_LENGTH(w);
-            if (n >= wn && PyUnicode_Tailmatch(key, w, 0, wn, -1) == 1 &&
-                (n == wn || PyUnicode_READ_CHAR(key, wn) == '.'))
-                Py_RETURN_FALSE;
-        }
-    }
+    while (PyDict_Next(modules, &pos, &key, &value))
+        if (PyUnicode_CheckExact(key) && names_module(key, names))
+            Py_RETURN_FALSE;
     if (fj_watch_imports(wake_on_import) < 0)
         return NULL;
     wake_names = Py_NewRef(names);
-    dormant = 1;
     dormant_callback = tls_callback;
     step_aside(interp);
     Py_RETURN_TRUE;
