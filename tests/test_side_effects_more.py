@@ -383,6 +383,35 @@ def test_dynamic_dims_that_meet_are_guarded_equal(logs):
     assert text.count("GUARDS:") == 3, text
 
 
+def test_a_mutated_input_is_guarded_distinct_from_the_other_inputs(logs):
+    # the trace treats xs and ys as two lists: passing one list as both must
+    # fail NO_ALIASING (fetched through the same access paths as every guard)
+    def f(xs, ys, x):
+        xs.append(1)
+        return x * len(ys)
+    cap = logs
+    try:
+        framejit.reset()
+        framejit.set_logs("guards")
+        cf = framejit.compile(f)
+        for same in (False, False, True, True, False):
+            a = [0]
+            b = a if same else [0]
+            c = [0]
+            d = c if same else [0]
+            got = outcome(cf, (a, b, np.arange(3.0)))
+            want = outcome(f, (c, d, np.arange(3.0)))
+            assert snap(got) == snap(want) and a == c and b == d
+    finally:
+        framejit.set_logs()
+    text = "\n".join(cap.lines)
+    assert "NO_ALIASING: ___check_no_aliasing(L['xs'], L['ys'])" in text, text
+    # every other guard passes for the aliased call (len(ys) == 1 both ways), so
+    # only NO_ALIASING keeps it from returning x * 1; its retrace sees the alias
+    # and captures nothing; the last distinct call hits the first entry
+    assert text.count("GUARDS:") == 1, text
+
+
 def test_symbolic_int_with_a_narrow_integer_array_is_pinned():
     # fuzz 302468: int8 * n overflows for n = 200 (NEP 50)
     def f(x, n):

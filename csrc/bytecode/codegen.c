@@ -256,6 +256,8 @@ static int emit_source(fj_Builder *b, PyCodeObject *co, fj_Source *src)
         EMIT(BINARY_SUBSCR, 0);
         return 0;
     }
+    case FJ_SRC_TYPE: /* guards only: no traced value is read as type(x) */
+        break;
     }
     PyErr_SetString(PyExc_SystemError, "framejit: bad source kind");
     return -1;

@@ -170,8 +170,11 @@ static PyObject *example_inputs(fj_Tracer *tx)
     PyObject *out = PyList_New(n);
     for (Py_ssize_t i = 0; out && i < n; i++) {
         fj_Var *p = (fj_Var *)PyList_GET_ITEM(tx->placeholders, i);
-        PyObject *v = fj_source_eval(p->source, &tx->view);
-        if (v == NULL)
+        PyObject *v = NULL;
+        int got = fj_source_fetch(p->source, &tx->view, &v);
+        if (got == 0)
+            PyErr_Format(PyExc_RuntimeError, "framejit: graph input %U has no value", p->source->text);
+        if (got <= 0)
             Py_CLEAR(out);
         else
             PyList_SET_ITEM(out, i, v);

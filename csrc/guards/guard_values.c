@@ -321,8 +321,3 @@ int fj_safe_getattr(PyObject *o, PyObject *name, PyObject **out)
     PyErr_Clear();
     return 0;
 }
-
-int fj_guards_getattr(PyObject *o, PyObject *name, PyObject **out)
-{
-    return fj_safe_getattr(o, name, out);
-}

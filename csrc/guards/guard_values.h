@@ -1,8 +1,8 @@
 /*
 ** guard_values.h: reading and comparing the program's values without
-** running the program's code (see guard_values.c).  Used by guards.c; the
-** entry points other subsystems use are in guards.h (fj_guards_value_text,
-** fj_guards_dict_get, fj_guards_getattr).
+** running the program's code (see guard_values.c).  Used by guards.c and
+** source.c; the tracer uses fj_guards_value_text, fj_guards_dict_get and
+** fj_safe_getattr.
 */
 #ifndef FJ_GUARD_VALUES_H
 #define FJ_GUARD_VALUES_H
@@ -65,8 +65,28 @@ static inline int fj_unicode_eq(PyObject *a, PyObject *b)
 */
 int fj_dict_lookup(PyObject *d, PyObject *key, int keys_pinned, PyObject **out);
 
-/* getattr(o, name) when it runs none of the program's code: 1 with *out a
-** new reference, 0 when missing or not knowable without it, -1 on error. */
+/*
+** getattr(o, name) the way guards read it: only when that runs none of the
+** program's code (module dicts, plain instance dicts and class attributes,
+** C slots and getsets; never a __getattr__, a property of an instance or a
+** descriptor class of the program's).  1 with *out a new reference, 0 when
+** missing or not knowable without that code, -1 on error.
+*/
 int fj_safe_getattr(PyObject *o, PyObject *name, PyObject **out);
+
+/*
+** The printer's text for a value: its repr when that runs none of the
+** program's code (else "<T object>"), ints past 256 bits in cut hex (their
+** decimal repr can raise ValueError), cut to 'max' characters when max > 3.
+** New reference, NULL on error.
+*/
+PyObject *fj_guards_value_text(PyObject *o, Py_ssize_t max);
+
+/*
+** d[key] the way guards read it, running none of the program's code (no
+** __getitem__ of a dict subclass, no key's __hash__ or __eq__): 1 with *out
+** borrowed, 0 when missing or not knowable without that code, -1 on error.
+*/
+int fj_guards_dict_get(PyObject *d, PyObject *key, PyObject **out);
 
 #endif

@@ -3,7 +3,8 @@
 **
 ** Responsible for: the GuardManager / RootGuardManager types (a tree whose
 ** inner nodes are reached through accessors mirroring access paths and whose
-** leaves are checks), building trees from C and Python, the hot check run
+** leaves are checks; each manager holds its fj_Source and reads its value
+** with fj_source_fetch_step), building trees from C and Python, the hot check run
 ** by cache lookup (no allocation on the pass path: values are read straight
 ** from the frame's localsplus and dicts), the side-effect-free verbose check
 ** that names the first failing guard, fail-count reordering of accessors,
@@ -45,19 +46,6 @@
 
 /* Deeper trees are refused at build time (the check recurses). */
 #define MAX_DEPTH 200
-
-/* How a manager's value is fetched from its parent (or the frame). */
-enum {
-    ACC_ROOT,    /* the root: no value */
-    ACC_LOCAL,   /* view->localsplus[index] */
-    ACC_GLOBAL,  /* view->globals[key] */
-    ACC_BUILTIN, /* view->builtins[key] */
-    ACC_CLOSURE, /* view->closure[index].cell_contents */
-    ACC_ATTR,    /* getattr(parent, key) */
-    ACC_ITEM,    /* parent[key] */
-    ACC_INDEX,   /* parent[index] */
-    ACC_TYPE,    /* type(parent) */
-};
 
 /* Leaf kinds; names in leaf_names, in the same order. */
 enum {
@@ -112,14 +100,13 @@ typedef struct {
 
 typedef struct GuardManager {
     PyObject_HEAD
-    int acc;              /* ACC_* */
     int depth;            /* 0 for the root */
     int busy;             /* checks of this manager in progress */
     int skippable;        /* only immutable leaves, no accessors */
     int keys_pinned;      /* a DICT_KEYS leaf matching every key by value: item reads are safe */
-    Py_ssize_t index;     /* ACC_LOCAL, ACC_CLOSURE, ACC_INDEX */
-    PyObject *key;        /* strong or NULL: name, item key, or int index */
-    PyObject *source;     /* strong str, e.g. "L['x'].shape" */
+    fj_Source *src;       /* strong: how the value is fetched from the parent's (or the
+                             frame); NULL for the root, which has no value */
+    PyObject *source;     /* strong str: src's text ("" for the root), e.g. "L['x'].shape" */
     Leaf **leaves;        /* PyMem; each Leaf PyMem, owned */
     Py_ssize_t nleaves, leaves_cap;
     struct GuardManager **children; /* PyMem; strong references */
@@ -134,6 +121,7 @@ static PyTypeObject *GuardManager_Type = NULL; /* strong */
 static PyObject *null_slot = NULL;             /* strong: framejit._C.NULL_SLOT */
 
 #define IS_MANAGER(o) PyObject_TypeCheck((o), GuardManager_Type)
+#define IS_ROOT(m) ((m)->src == NULL)
 
 /* ---------------------------------------------------------------- leaves */
 
@@ -506,66 +494,39 @@ static int manager_add_leaf(GuardManager *m, Leaf *lf)
     return 0;
 }
 
-/* Is (acc, index, key) the access path of child 'c'?  1, 0 or -1. */
-static int same_path(GuardManager *c, int acc, Py_ssize_t index, PyObject *key)
+/* The child of 'm' whose value is fetched by the last step of 'src'
+** (borrowed; a frame-rooted step under the root, a step from a value under
+** any other manager), created when missing.  Borrowed, NULL on error. */
+static PyObject *manager_child(GuardManager *m, fj_Source *src)
 {
-    if (c->acc != acc)
-        return 0;
-    switch (acc) {
-    case ACC_LOCAL:
-    case ACC_CLOSURE:
-    case ACC_INDEX:
-        return c->index == index;
-    case ACC_TYPE:
-        return 1;
-    default:
-        if (c->key == key)
-            return 1;
-        /* no program __eq__, even while building */
-        return fj_value_kind(c->key, 0) != EQ_NONE ? fj_value_same(c->key, key) : 0;
-    }
-}
-
-/* The child of 'm' at (acc, index, key), created with 'source' (a new
-** reference, stolen) when missing.  Borrowed, NULL on error. */
-static PyObject *manager_child(GuardManager *m, int acc, Py_ssize_t index, PyObject *key,
-                               PyObject *source)
-{
-    GuardManager *c = NULL;
-    if (source == NULL)
+    if ((src->parent == NULL) != IS_ROOT(m)) {
+        PyErr_Format(PyExc_TypeError, "%U is not read %s", src->text,
+                     IS_ROOT(m) ? "from a value" : "from the frame");
         return NULL;
+    }
     for (Py_ssize_t i = 0; i < m->nchildren; i++) {
-        int r = same_path(m->children[i], acc, index, key);
-        if (r < 0)
-            goto error;
-        if (r) {
-            Py_DECREF(source);
-            return (PyObject *)m->children[i];
-        }
+        int r = fj_source_same_step(m->children[i]->src, src);
+        if (r != 0)
+            return r < 0 ? NULL : (PyObject *)m->children[i];
     }
     if (m->depth + 1 > MAX_DEPTH) {
-        PyErr_Format(PyExc_RecursionError, "guard tree deeper than %d at %U", MAX_DEPTH, source);
-        goto error;
+        PyErr_Format(PyExc_RecursionError, "guard tree deeper than %d at %U", MAX_DEPTH, src->text);
+        return NULL;
     }
     GuardManager **children =
         fj_array_grow(m->children, m->nchildren, &m->children_cap, sizeof(*children), 4);
     if (children == NULL)
-        goto error;
+        return NULL;
     m->children = children;
-    c = (GuardManager *)GuardManager_Type->tp_alloc(GuardManager_Type, 0);
+    GuardManager *c = (GuardManager *)GuardManager_Type->tp_alloc(GuardManager_Type, 0);
     if (c == NULL)
-        goto error;
-    c->acc = acc;
+        return NULL;
     c->depth = m->depth + 1;
-    c->index = index;
-    c->key = Py_XNewRef(key);
-    c->source = source; /* stolen */
+    c->src = (fj_Source *)Py_NewRef((PyObject *)src);
+    c->source = Py_NewRef(src->text);
     m->children[m->nchildren++] = c;
     manager_changed(m);
     return (PyObject *)c;
-error:
-    Py_DECREF(source);
-    return NULL;
 }
 
 /* TypeError "<expected>, not <type of o>" (o may be NULL).  Returns -1. */
@@ -587,7 +548,7 @@ static int check_valued(PyObject *mgr)
 {
     if (mgr == NULL || !IS_MANAGER(mgr))
         return wrong_type("expected a GuardManager", mgr);
-    if (((GuardManager *)mgr)->acc == ACC_ROOT) {
+    if (IS_ROOT((GuardManager *)mgr)) {
         PyErr_SetString(PyExc_TypeError, "the root guard manager has no value: add this guard "
                                          "under local(), global_(), builtin() or closure_cell()");
         return -1;
@@ -614,7 +575,6 @@ PyObject *fj_guard_root_new(void)
     r = (GuardManager *)fj_RootGuardManager_Type->tp_alloc(fj_RootGuardManager_Type, 0);
     if (r == NULL)
         return NULL;
-    r->acc = ACC_ROOT;
     r->source = PyUnicode_FromString("");
     if (r->source == NULL) {
         Py_DECREF(r);
@@ -623,83 +583,25 @@ PyObject *fj_guard_root_new(void)
     return (PyObject *)r;
 }
 
-/*
-** The child of the root read by accessor 'acc' (LOCAL, CLOSURE: at slot
-** 'index', which 'what' names in the error for a negative one; GLOBAL,
-** BUILTIN: by 'name' alone), printed as 'fmt' of the name.  Borrowed.
-*/
-static PyObject *root_child(PyObject *root, int acc, Py_ssize_t index, PyObject *name,
-                            const char *what, const char *fmt)
+PyObject *fj_guard_manager(PyObject *root, fj_Source *src)
 {
-    if (check_root(root) < 0 || check_name(name) < 0)
+    if (check_root(root) < 0)
         return NULL;
-    if (index < 0) {
-        PyErr_Format(PyExc_ValueError, "%s index must be >= 0", what);
+    PyObject *parent = root;
+    if (src->parent != NULL && (parent = fj_guard_manager(root, src->parent)) == NULL)
         return NULL;
-    }
-    return manager_child((GuardManager *)root, acc, index, name, PyUnicode_FromFormat(fmt, name));
+    return manager_child((GuardManager *)parent, src);
 }
 
-PyObject *fj_guard_local(PyObject *root, Py_ssize_t index, PyObject *name)
+/* The child of 'mgr' at 'src' (a new reference it consumes; NULL: the error
+   is set), for the Python methods.  New reference, NULL on error. */
+static PyObject *child_at(PyObject *mgr, fj_Source *src)
 {
-    return root_child(root, ACC_LOCAL, index, name, "local slot", "L[%R]");
-}
-
-PyObject *fj_guard_global(PyObject *root, PyObject *name)
-{
-    return root_child(root, ACC_GLOBAL, 0, name, NULL, "G[%R]");
-}
-
-PyObject *fj_guard_builtin(PyObject *root, PyObject *name)
-{
-    return root_child(root, ACC_BUILTIN, 0, name, NULL, "G['__builtins__'][%R]");
-}
-
-PyObject *fj_guard_closure_cell(PyObject *root, Py_ssize_t index, PyObject *name)
-{
-    return root_child(root, ACC_CLOSURE, index, name, "closure cell", "L[%R]");
-}
-
-PyObject *fj_guard_attr(PyObject *mgr, PyObject *name)
-{
-    if (check_valued(mgr) < 0 || check_name(name) < 0)
+    if (src == NULL)
         return NULL;
-    GuardManager *m = (GuardManager *)mgr;
-    return manager_child(m, ACC_ATTR, 0, name, PyUnicode_FromFormat("%U.%U", m->source, name));
-}
-
-PyObject *fj_guard_item(PyObject *mgr, PyObject *key)
-{
-    if (check_valued(mgr) < 0)
-        return NULL;
-    GuardManager *m = (GuardManager *)mgr;
-    PyObject *r = fj_guards_value_text(key, 0);
-    if (r == NULL)
-        return NULL;
-    PyObject *source = PyUnicode_FromFormat("%U[%U]", m->source, r);
-    Py_DECREF(r);
-    return manager_child(m, ACC_ITEM, 0, key, source);
-}
-
-PyObject *fj_guard_index(PyObject *mgr, Py_ssize_t i)
-{
-    if (check_valued(mgr) < 0)
-        return NULL;
-    GuardManager *m = (GuardManager *)mgr;
-    PyObject *key = PyLong_FromSsize_t(i);
-    if (key == NULL)
-        return NULL;
-    PyObject *c = manager_child(m, ACC_INDEX, i, key, PyUnicode_FromFormat("%U[%zd]", m->source, i));
-    Py_DECREF(key);
-    return c;
-}
-
-PyObject *fj_guard_type_of(PyObject *mgr)
-{
-    if (check_valued(mgr) < 0)
-        return NULL;
-    GuardManager *m = (GuardManager *)mgr;
-    return manager_child(m, ACC_TYPE, 0, NULL, PyUnicode_FromFormat("type(%U)", m->source));
+    PyObject *c = manager_child((GuardManager *)mgr, src);
+    Py_DECREF(src);
+    return Py_XNewRef(c);
 }
 
 /* ---------------------------------------------------------------- adders */
@@ -1142,6 +1044,9 @@ int fj_guard_add_no_aliasing(PyObject *root, PyObject *sources)
         PyErr_SetString(PyExc_ValueError, "NO_ALIASING takes a tuple of 2 to 16 sources");
         return -1;
     }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(sources); i++)
+        if (!fj_source_check(PyTuple_GET_ITEM(sources, i)))
+            return wrong_type("NO_ALIASING takes sources", PyTuple_GET_ITEM(sources, i));
     Leaf *lf = leaf_new(LEAF_NO_ALIASING);
     if (lf == NULL)
         return -1;
@@ -1166,6 +1071,8 @@ int fj_guard_add_dims_equal(PyObject *root, PyObject *src_a, int dim_a, PyObject
 {
     if (check_root(root) < 0)
         return -1;
+    if (!fj_source_check(src_a) || !fj_source_check(src_b))
+        return wrong_type("DIMS_EQUAL takes two sources", fj_source_check(src_a) ? src_b : src_a);
     PyObject *text = PyUnicode_FromFormat("%S.shape[%d] == %S.shape[%d]", src_a, dim_a, src_b, dim_b);
     if (text == NULL)
         return -1;
@@ -1223,82 +1130,6 @@ typedef struct {
     PyObject **reason; /* NULL on the fast path; verbose: receives a new str */
 } CheckCtx;
 
-static int is_lookup_error(void)
-{
-    return PyErr_ExceptionMatches(PyExc_AttributeError) ||
-           PyErr_ExceptionMatches(PyExc_KeyError) || PyErr_ExceptionMatches(PyExc_IndexError);
-}
-
-/* The value of child 'c' given its parent's value ('keys_pinned': the
-** parent's keys_pinned).  1 with *out a new reference, 0 when it is missing
-** or reading it would run the program's code (__getitem__ of a mapping, a
-** key's __eq__, a __getattr__ or property: the guard fails), -1 on error. */
-static inline int fetch(GuardManager *c, PyObject *parent, int keys_pinned,
-                        const fj_FrameView *view, PyObject **out)
-{
-    PyObject *v = NULL, *d = NULL;
-    switch (c->acc) {
-    case ACC_LOCAL:
-        if (c->index < view->nlocalsplus)
-            v = view->localsplus[c->index];
-        goto borrowed;
-    case ACC_GLOBAL:
-        d = view->globals;
-        goto dict;
-    case ACC_BUILTIN:
-        d = view->builtins;
-        goto dict;
-    case ACC_CLOSURE: {
-        PyObject *cl = view->closure;
-        if (cl != NULL && PyTuple_Check(cl) && c->index < PyTuple_GET_SIZE(cl)) {
-            PyObject *cell = PyTuple_GET_ITEM(cl, c->index);
-            if (PyCell_Check(cell))
-                v = PyCell_GET(cell);
-        }
-        goto borrowed;
-    }
-    case ACC_ATTR:
-        return fj_safe_getattr(parent, c->key, out);
-    case ACC_ITEM:
-        d = parent;
-        goto dict;
-    case ACC_INDEX: {
-        Py_ssize_t i = c->index;
-        if (PyList_CheckExact(parent) || PyTuple_CheckExact(parent)) {
-            Py_ssize_t n = Py_SIZE(parent);
-            if (i < 0)
-                i += n;
-            if (i >= 0 && i < n)
-                v = PyList_CheckExact(parent) ? PyList_GET_ITEM(parent, i)
-                                              : PyTuple_GET_ITEM(parent, i);
-        }
-        goto borrowed; /* other sequences: their __getitem__ is not run */
-    }
-    case ACC_TYPE:
-        v = (PyObject *)Py_TYPE(parent);
-        goto borrowed;
-    default:
-        PyErr_SetString(PyExc_SystemError, "framejit: bad guard accessor");
-        return -1;
-    }
-dict:
-    if (d == NULL)
-        return 0;
-    switch (fj_dict_lookup(d, c->key, keys_pinned && c->acc == ACC_ITEM, &v)) {
-    case 1:
-        break;
-    case -1:
-        return -1;
-    default:
-        return 0;
-    }
-borrowed:
-    if (v == NULL)
-        return 0;
-    *out = Py_NewRef(v);
-    return 1;
-}
-
 /* Stable sort of m's accessors by fail count, most failures first. */
 static void reorder(GuardManager *m)
 {
@@ -1329,11 +1160,11 @@ static inline PyObject *tag_dict(GuardManager *c, const fj_FrameView *view, PyOb
 {
     if (!c->skippable)
         return NULL;
-    if (c->acc == ACC_GLOBAL)
+    if (c->src->kind == FJ_SRC_GLOBAL)
         return view->globals;
-    if (c->acc == ACC_BUILTIN)
+    if (c->src->kind == FJ_SRC_BUILTIN)
         return view->builtins;
-    if (c->acc == ACC_ATTR && parent != NULL && PyModule_CheckExact(parent))
+    if (c->src->kind == FJ_SRC_ATTR && parent != NULL && PyModule_CheckExact(parent))
         return PyModule_GetDict(parent);
     return NULL;
 }
@@ -1342,9 +1173,9 @@ static void set_missing_reason(GuardManager *c, PyObject **reason)
 {
     if (*reason != NULL)
         return;
-    const char *what = c->acc == ACC_GLOBAL    ? "missing global"
-                       : c->acc == ACC_BUILTIN ? "missing builtin"
-                                               : "missing";
+    const char *what = c->src->kind == FJ_SRC_GLOBAL    ? "missing global"
+                       : c->src->kind == FJ_SRC_BUILTIN ? "missing builtin"
+                                                        : "missing";
     *reason = PyUnicode_FromFormat("%U (%s)", c->source, what);
     if (*reason == NULL)
         PyErr_Clear(); /* fj_guards_check_verbose falls back to a generic text */
@@ -1364,17 +1195,9 @@ static int no_aliasing_check(Leaf *lf, const fj_FrameView *view)
     int r = 1;
     Py_ssize_t got = 0;
     for (; got < n; got++) {
-        vals[got] = fj_source_eval((fj_Source *)PyTuple_GET_ITEM(lf->obj, got), view);
-        if (vals[got] == NULL) {
-            if (is_lookup_error() || PyErr_ExceptionMatches(PyExc_NameError) ||
-                PyErr_ExceptionMatches(PyExc_UnboundLocalError)) {
-                PyErr_Clear();
-                r = 0;
-            }
-            else
-                r = -1;
+        r = fj_source_fetch((fj_Source *)PyTuple_GET_ITEM(lf->obj, got), view, &vals[got]);
+        if (r <= 0)
             break;
-        }
         for (Py_ssize_t j = 0; j < got && r == 1; j++)
             if (vals[j] == vals[got])
                 r = 0;
@@ -1394,19 +1217,14 @@ static int no_aliasing_check(Leaf *lf, const fj_FrameView *view)
 */
 static int dims_equal_check(Leaf *lf, const fj_FrameView *view)
 {
-    PyObject *a = fj_source_eval((fj_Source *)PyTuple_GET_ITEM(lf->obj, 0), view);
-    PyObject *b = a ? fj_source_eval((fj_Source *)PyTuple_GET_ITEM(lf->obj, 1), view) : NULL;
-    int r = 0;
-    if (b != NULL && PyArray_Check(a) && PyArray_Check(b) &&
-        PyArray_NDIM((PyArrayObject *)a) > lf->ival && PyArray_NDIM((PyArrayObject *)b) > lf->n)
-        r = PyArray_DIM((PyArrayObject *)a, (int)lf->ival) == PyArray_DIM((PyArrayObject *)b, (int)lf->n);
-    if (b == NULL) {
-        if (is_lookup_error() || PyErr_ExceptionMatches(PyExc_NameError) ||
-            PyErr_ExceptionMatches(PyExc_UnboundLocalError))
-            PyErr_Clear();
-        else
-            r = -1;
-    }
+    PyObject *a = NULL, *b = NULL;
+    int r = fj_source_fetch((fj_Source *)PyTuple_GET_ITEM(lf->obj, 0), view, &a);
+    if (r > 0)
+        r = fj_source_fetch((fj_Source *)PyTuple_GET_ITEM(lf->obj, 1), view, &b);
+    if (r > 0)
+        r = PyArray_Check(a) && PyArray_Check(b) && PyArray_NDIM((PyArrayObject *)a) > lf->ival &&
+            PyArray_NDIM((PyArrayObject *)b) > lf->n &&
+            PyArray_DIM((PyArrayObject *)a, (int)lf->ival) == PyArray_DIM((PyArrayObject *)b, (int)lf->n);
     Py_XDECREF(a);
     Py_XDECREF(b);
     return r;
@@ -1447,14 +1265,15 @@ static int check_children(GuardManager *m, PyObject *v, CheckCtx *ctx)
                 continue;
             }
         }
-        r = fetch(c, v, m->keys_pinned, ctx->view, &cv);
+        r = fj_source_fetch_step(c->src, v, m->keys_pinned, ctx->view, &cv);
         if (r > 0) {
             r = manager_check(c, cv, ctx);
             /* a module attribute vouched for by its __dict__ only when it came
                from that dict (not from the module's __getattr__) */
             if (r > 0 && d != NULL) {
                 PyObject *in_dict = NULL;
-                if (c->acc != ACC_ATTR || (fj_dict_lookup(d, c->key, 0, &in_dict) == 1 && in_dict == cv))
+                if (c->src->kind != FJ_SRC_ATTR ||
+                    (fj_dict_lookup(d, c->src->key, 0, &in_dict) == 1 && in_dict == cv))
                     c->seen_version = tag;
                 PyErr_Clear(); /* not in the dict, or an odd key: just no skip */
             }
@@ -1482,7 +1301,7 @@ static int check_children(GuardManager *m, PyObject *v, CheckCtx *ctx)
 static int manager_check(GuardManager *m, PyObject *v, CheckCtx *ctx)
 {
     int r;
-    if (m->acc == ACC_ROOT) {
+    if (IS_ROOT(m)) {
         r = check_children(m, v, ctx);
         if (r > 0) /* root leaves see the globals dict (GLOBAL_ABSENT) */
             r = check_leaves(m, ctx->view->globals, ctx);
@@ -1506,6 +1325,11 @@ static const char *manager_verify(GuardManager *m, int depth)
         return "a manager's depth is not its parent's plus one";
     if (m->source == NULL || !PyUnicode_Check(m->source))
         return "a manager without its source text";
+    if ((m->src == NULL) != (depth == 0) || (m->src != NULL && m->source != m->src->text))
+        return "a manager whose access path is not its source";
+    for (Py_ssize_t i = 0; i < m->nchildren; i++)
+        if ((m->children[i]->src->parent == NULL) != (depth == 0))
+            return "a child read from the frame below the root, or from a value at the root";
     if (m->nleaves > m->leaves_cap || m->nchildren > m->children_cap)
         return "more leaves or children than allocated";
     if (m->busy != 0)
@@ -1590,12 +1414,12 @@ static int format_leaves(GuardManager *m, PyObject *lines)
 /* Appends m's lines to 'lines', in check order (see manager_check). */
 static int format_into(GuardManager *m, PyObject *lines)
 {
-    if (m->acc != ACC_ROOT && format_leaves(m, lines) < 0)
+    if (!IS_ROOT(m) && format_leaves(m, lines) < 0)
         return -1;
     for (Py_ssize_t i = 0; i < m->nchildren; i++)
         if (format_into(m->children[i], lines) < 0)
             return -1;
-    if (m->acc == ACC_ROOT && format_leaves(m, lines) < 0)
+    if (IS_ROOT(m) && format_leaves(m, lines) < 0)
         return -1;
     return 0;
 }
@@ -1637,7 +1461,6 @@ Py_ssize_t fj_guards_num_leaves(PyObject *root)
 static int manager_traverse(GuardManager *self, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(self));
-    Py_VISIT(self->key);
     for (Py_ssize_t i = 0; i < self->nleaves; i++) {
         Py_VISIT(self->leaves[i]->obj);
         Py_VISIT(self->leaves[i]->ref);
@@ -1679,7 +1502,6 @@ static int manager_clear(GuardManager *self)
     for (Py_ssize_t i = 0; i < nchildren; i++)
         Py_DECREF(children[i]);
     PyMem_Free(children);
-    Py_CLEAR(self->key);
     return 0;
 }
 
@@ -1688,6 +1510,7 @@ static void manager_dealloc(GuardManager *self)
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     manager_clear(self);
+    Py_CLEAR(self->src);
     Py_CLEAR(self->source);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
@@ -1698,12 +1521,14 @@ static void manager_dealloc(GuardManager *self)
 
 static PyObject *mgr_attr(PyObject *self, PyObject *name)
 {
-    return Py_XNewRef(fj_guard_attr(self, name));
+    return check_valued(self) < 0 ? NULL
+                                  : child_at(self, fj_source_attr(((GuardManager *)self)->src, name));
 }
 
 static PyObject *mgr_item(PyObject *self, PyObject *key)
 {
-    return Py_XNewRef(fj_guard_item(self, key));
+    return check_valued(self) < 0 ? NULL
+                                  : child_at(self, fj_source_item(((GuardManager *)self)->src, key));
 }
 
 static PyObject *mgr_index(PyObject *self, PyObject *arg)
@@ -1711,12 +1536,14 @@ static PyObject *mgr_index(PyObject *self, PyObject *arg)
     Py_ssize_t i = PyNumber_AsSsize_t(arg, PyExc_OverflowError);
     if (i == -1 && PyErr_Occurred())
         return NULL;
-    return Py_XNewRef(fj_guard_index(self, i));
+    return check_valued(self) < 0 ? NULL
+                                  : child_at(self, fj_source_index(((GuardManager *)self)->src, i));
 }
 
 static PyObject *mgr_type_of(PyObject *self, PyObject *unused)
 {
-    return Py_XNewRef(fj_guard_type_of(self));
+    return check_valued(self) < 0 ? NULL
+                                  : child_at(self, fj_source_type_of(((GuardManager *)self)->src));
 }
 
 #define RETURN_STATUS(expr) return (expr) < 0 ? NULL : Py_NewRef(Py_None)
@@ -1973,17 +1800,17 @@ static PyObject *root_local(PyObject *self, PyObject *args)
     PyObject *name;
     if (!PyArg_ParseTuple(args, "nO:local", &index, &name))
         return NULL;
-    return Py_XNewRef(fj_guard_local(self, index, name));
+    return child_at(self, fj_source_local(index, name));
 }
 
 static PyObject *root_global(PyObject *self, PyObject *name)
 {
-    return Py_XNewRef(fj_guard_global(self, name));
+    return child_at(self, fj_source_global(name));
 }
 
 static PyObject *root_builtin(PyObject *self, PyObject *name)
 {
-    return Py_XNewRef(fj_guard_builtin(self, name));
+    return child_at(self, fj_source_builtin(name));
 }
 
 static PyObject *root_closure_cell(PyObject *self, PyObject *args)
@@ -1992,7 +1819,7 @@ static PyObject *root_closure_cell(PyObject *self, PyObject *args)
     PyObject *name;
     if (!PyArg_ParseTuple(args, "nO:closure_cell", &index, &name))
         return NULL;
-    return Py_XNewRef(fj_guard_closure_cell(self, index, name));
+    return child_at(self, fj_source_closure(index, name));
 }
 
 static PyObject *root_add_global_state(PyObject *self, PyObject *unused)

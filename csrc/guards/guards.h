@@ -2,9 +2,9 @@
 ** guards.h: guard trees, evaluated natively before a cache entry is reused.
 **
 ** Responsible for: a tree whose root is a RootGuardManager, whose inner
-** nodes are GuardManagers reached through accessors that mirror access paths
-** (frame local by index, global by name, builtin by name, attribute, item,
-** index, closure cell, type of), and whose leaves are checks (TYPE_MATCH,
+** nodes are GuardManagers, each holding the access path (fj_Source: frame
+** local, global, builtin, closure cell, attribute, item, index, type of)
+** its value is fetched through, and whose leaves are checks (TYPE_MATCH,
 ** ID_MATCH, EQUALS_MATCH, NONE_MATCH, SEQUENCE_LENGTH, DICT_KEYS,
 ** DICT_VERSION, TENSOR_MATCH, GLOBAL_STATE, GLOBAL_ABSENT, NOT_IN,
 ** NO_ALIASING, DIMS_EQUAL), none of which runs the program's code or keeps
@@ -12,28 +12,17 @@
 ** check that names the failing guard, fail-count reordering of accessors,
 ** dict-version skipping, and the printer used by the `guards` log.
 **
-** Not responsible for: deciding which guards a trace needs (trace.c) or
-** when they run (evalframe.c / cache.c).
+** Not responsible for: deciding which guards a trace needs (trace.c),
+** when they run (evalframe.c / cache.c), or naming and reading a value
+** (source.c).
 */
 #ifndef FJ_GUARDS_H
 #define FJ_GUARDS_H
 
 #include "compat.h"
+#include "frameview.h"
+#include "source.h"
 
-/*
-** What a guard tree sees of a frame about to run.  Everything is borrowed
-** and valid for the duration of one check.  'localsplus' are the frame's
-** fast-local slots in co_localsplusnames order (a fresh frame: arguments
-** filled, other slots NULL; cell arguments still hold their raw value).
-** 'closure' is the function's tuple of cells (NULL when there are none).
-*/
-typedef struct {
-    PyObject *const *localsplus; /* borrowed */
-    Py_ssize_t nlocalsplus;
-    PyObject *closure;  /* borrowed, tuple of cells or NULL */
-    PyObject *globals;  /* borrowed, dict */
-    PyObject *builtins; /* borrowed, dict */
-} fj_FrameView;
 
 /* The RootGuardManager type (a heap type of framejit._C). Borrowed. */
 extern PyTypeObject *fj_RootGuardManager_Type;
@@ -75,30 +64,19 @@ PyObject *fj_guards_check_verbose(PyObject *root, const fj_FrameView *view);
 ** same names call these).  Every builder raises (and returns NULL / -1) on a
 ** bad argument; none of them may be called with a NULL tree.
 **
-** Accessors return the child GuardManager reached through an access path.
-** The child is BORROWED: owned by its parent, valid while the parent lives.
-** Asking twice for the same path returns the same child.  Only the root has
-** local / global / builtin / closure_cell; only non-root managers have attr
-** / item / index / type_of.  NULL on error.
+** A manager holds the access path (fj_Source) of its value and fetches it
+** through that source's last step.  Asking twice for the same path returns
+** the same manager.  In Python, only the root has local / global / builtin
+** / closure_cell; only non-root managers have attr / item / index / type_of.
 */
 /* A new, empty RootGuardManager.  New reference, NULL on error. */
 PyObject *fj_guard_root_new(void);
-/* L['name']: fast-local slot 'index' of the frame (a NULL slot fails). */
-PyObject *fj_guard_local(PyObject *root, Py_ssize_t index, PyObject *name);
-/* G['name'] from view->globals. */
-PyObject *fj_guard_global(PyObject *root, PyObject *name);
-/* G['__builtins__']['name'] from view->builtins. */
-PyObject *fj_guard_builtin(PyObject *root, PyObject *name);
-/* L['name']: the contents of cell 'index' of view->closure. */
-PyObject *fj_guard_closure_cell(PyObject *root, Py_ssize_t index, PyObject *name);
-/* <src>.name */
-PyObject *fj_guard_attr(PyObject *mgr, PyObject *name);
-/* <src>[key] (exact dicts read without calling __getitem__). */
-PyObject *fj_guard_item(PyObject *mgr, PyObject *key);
-/* <src>[i] (exact lists and tuples read directly). */
-PyObject *fj_guard_index(PyObject *mgr, Py_ssize_t i);
-/* type(<src>) */
-PyObject *fj_guard_type_of(PyObject *mgr);
+/*
+** The manager that watches the value at 'src' under 'root', created with
+** the managers of the path's earlier steps on first use.  Borrowed (owned
+** by its parent), NULL on error.
+*/
+PyObject *fj_guard_manager(PyObject *root, fj_Source *src);
 
 /*
 ** Leaves: checks on the value of 'mgr'.  Return 0, or -1 with an exception
@@ -138,32 +116,9 @@ int fj_guard_add_no_aliasing(PyObject *root, PyObject *sources);
 int fj_guard_add_dims_equal(PyObject *root, PyObject *src_a, int dim_a, PyObject *src_b, int dim_b);
 
 /* The printer: "GUARDS:" then one line per leaf.  New reference, NULL on error. */
-/*
-** The printer's text for a value: its repr when that runs none of the
-** program's code (else "<T object>"), ints past 256 bits in cut hex (their
-** decimal repr can raise ValueError), cut to 'max' characters when max > 3.
-** New reference, NULL on error.
-*/
-PyObject *fj_guards_value_text(PyObject *o, Py_ssize_t max);
 PyObject *fj_guards_format(PyObject *root);
 /* Number of leaves in the tree of 'root' (-1 with an exception if not a root). */
 Py_ssize_t fj_guards_num_leaves(PyObject *root);
-
-/*
-** d[key] the way guards read it, running none of the program's code (no
-** __getitem__ of a dict subclass, no key's __hash__ or __eq__): 1 with *out
-** borrowed, 0 when missing or not knowable without that code, -1 on error.
-*/
-int fj_guards_dict_get(PyObject *d, PyObject *key, PyObject **out);
-
-/*
-** getattr(o, name) the way guards read it: only when that runs none of the
-** program's code (module dicts, plain instance dicts and class attributes,
-** C slots and getsets; never a __getattr__, a property of an instance or a
-** descriptor class of the program's).  1 with *out a new reference, 0 when
-** missing or not knowable without that code, -1 on error.
-*/
-int fj_guards_getattr(PyObject *o, PyObject *name, PyObject **out);
 
 /* Adds the guard types and helpers to framejit._C. Returns -1 on error. */
 int fj_guards_init(PyObject *module);

@@ -9,6 +9,7 @@
 #include "dynamic.h"
 
 #include "fj_numpy.h"
+#include "guard_values.h"
 #include "trace.h"
 
 static PyObject *dict_or_new(PyObject **slot)
@@ -49,9 +50,11 @@ int fj_dynamic_record(fj_DynState *ds, PyObject *inputs, const fj_FrameView *vie
         fj_Source *src = ((fj_Var *)var)->source;
         if (src == NULL)
             continue;
-        PyObject *value = fj_source_eval(src, view);
-        if (value == NULL) {
-            PyErr_Clear();
+        PyObject *value = NULL;
+        int got = fj_source_fetch(src, view, &value);
+        if (got <= 0) {
+            if (got < 0)
+                return -1;
             continue;
         }
         PyObject *rec = seen_of(value);
@@ -150,12 +153,14 @@ int fj_dynamic_update(fj_DynState *ds, const fj_FrameView *view, PyObject *messa
     while (PyDict_Next(ds->seen, &pos, &text, &pair)) {
         fj_Source *src = (fj_Source *)PyTuple_GET_ITEM(pair, 0);
         PyObject *old = PyTuple_GET_ITEM(pair, 1);
-        PyObject *cur = fj_source_eval(src, view), *msg = Py_NewRef(Py_None);
-        if (cur == NULL) {
-            PyErr_Clear();
-            Py_DECREF(msg);
+        PyObject *cur = NULL, *msg = NULL;
+        int got = fj_source_fetch(src, view, &cur);
+        if (got <= 0) {
+            if (got < 0)
+                return -1;
             continue;
         }
+        msg = Py_NewRef(Py_None);
         if (PyLong_CheckExact(old) && PyLong_CheckExact(cur))
             Py_SETREF(msg, int_changed(ds, text, old, cur));
         else if (PyTuple_Check(old) && PyArray_CheckExact(cur) &&

@@ -370,7 +370,7 @@ int fj_trace_specialize(fj_Tracer *tx)
         PyObject *pair = PyList_GET_ITEM(tx->dyn_inputs, i);
         fj_Var *v = (fj_Var *)PyTuple_GET_ITEM(pair, 0);
         PyObject *value = PyTuple_GET_ITEM(pair, 1);
-        PyObject *mgr = fj_source_manager(tx->guards, v->source);
+        PyObject *mgr = fj_guard_manager(tx->guards, v->source);
         if (mgr == NULL)
             return -1;
         int r = PyArray_Check(value) ? fj_guard_add_tensor_match(mgr, value, NULL)
@@ -436,7 +436,7 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
                            src->text, FJ_MAX_SOURCE_DEPTH);
             return NULL;
         }
-    PyObject *mgr = fj_source_manager(tx->guards, src);
+    PyObject *mgr = fj_guard_manager(tx->guards, src);
     if (mgr == NULL)
         return NULL;
     if (PyArray_Check(value) && PyDataType_REFCHK(PyArray_DESCR((PyArrayObject *)value))) {

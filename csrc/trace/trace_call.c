@@ -854,9 +854,11 @@ static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py
             if (fj_trace_self_args(stack, (PyObject *)self, args, n) < 0)
                 return NULL;
             /* guard: type(L['self']).name is that function */
-            PyObject *mgr = fj_source_manager(fr->tx->guards, self->source);
-            PyObject *tmgr = mgr ? fj_guard_type_of(mgr) : NULL;
-            PyObject *fmgr = tmgr ? fj_guard_attr(tmgr, name) : NULL;
+            fj_Source *tsrc = fj_source_type_of(self->source);
+            fj_Source *fsrc = tsrc ? fj_source_attr(tsrc, name) : NULL;
+            PyObject *fmgr = fsrc ? fj_guard_manager(fr->tx->guards, fsrc) : NULL;
+            Py_XDECREF(tsrc);
+            Py_XDECREF(fsrc);
             if (fmgr == NULL || fj_guard_add_id_match(fmgr, fn) < 0)
                 return NULL;
             return fj_trace_inline(fr, fn, stack, n + 1, kwnames);
@@ -994,7 +996,7 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
                deprecated aliases warn from theirs), a metaclass property or
                any other code of the program's */
             PyObject *v = NULL;
-            int got = fj_guards_getattr(obj, name, &v);
+            int got = fj_safe_getattr(obj, name, &v);
             if (got < 0)
                 return fj_trace_as_unsupported("attribute lookup");
             if (got == 0) {
@@ -1185,12 +1187,17 @@ int fj_trace_alias_guards(fj_Tracer *tx)
             if (os == (PyObject *)ms)
                 continue;
             /* aliased right now: the trace's view of the other was wrong */
-            PyObject *a = fj_source_eval(ms, &tx->view), *b = a ? fj_source_eval((fj_Source *)os, &tx->view) : NULL;
-            int same_obj = a != NULL && a == b;
+            PyObject *a = NULL, *b = NULL;
+            int got = fj_source_fetch(ms, &tx->view, &a);
+            if (got > 0)
+                got = fj_source_fetch((fj_Source *)os, &tx->view, &b);
+            int same_obj = got > 0 && a == b;
             Py_XDECREF(a);
             Py_XDECREF(b);
-            if (a == NULL || b == NULL)
-                PyErr_Clear();
+            if (got < 0) {
+                r = -1;
+                break;
+            }
             if (same_obj) {
                 r = fj_unsupported("%U is mutated and is the same object as %U", ms->text,
                                    ((fj_Source *)os)->text);

@@ -75,15 +75,18 @@ static int array_setitem(fj_TFrame *fr, PyObject *a, PyObject *key, PyObject *v)
     return 0;
 }
 
+/* 1 if 'v' stands for an input array that is not writeable, 0 if not, -1 on error. */
 static int read_only_input(fj_TFrame *fr, PyObject *v)
 {
     fj_Var *av = VAR(v);
     if (av->kind != FJ_VAR_NODE || av->source == NULL)
         return 0;
-    PyObject *real = fj_source_eval(av->source, &fr->tx->view);
-    int ro = real != NULL && PyArray_Check(real) && !PyArray_ISWRITEABLE((PyArrayObject *)real);
-    Py_XDECREF(real);
-    PyErr_Clear();
+    PyObject *real = NULL;
+    int got = fj_source_fetch(av->source, &fr->tx->view, &real);
+    if (got <= 0)
+        return got;
+    int ro = PyArray_Check(real) && !PyArray_ISWRITEABLE((PyArrayObject *)real);
+    Py_DECREF(real);
     return ro;
 }
 
@@ -91,17 +94,19 @@ int fj_trace_check_writeable(fj_TFrame *fr, const fj_OpDef *op, PyObject *const 
                              Py_ssize_t n, PyObject *kwnames)
 {
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = n - nkw;
-    if ((op->kind == FJ_OP_INPLACE || (op->flags & FJ_OPF_MUTATES)) && n >= 1 &&
-        read_only_input(fr, args[0]))
-        return fj_unsupported("%s writes into a read-only array", fj_op_qualname(op));
+    int r = 0; /* 1 once a written array is read-only, -1 on error */
+    if ((op->kind == FJ_OP_INPLACE || (op->flags & FJ_OPF_MUTATES)) && n >= 1)
+        r = read_only_input(fr, args[0]);
     if (op->flags & FJ_OPF_OUT) {
-        for (Py_ssize_t k = 0; k < nkw; k++)
-            if (str_is(PyTuple_GET_ITEM(kwnames, k), "out") && read_only_input(fr, args[npos + k]))
-                return fj_unsupported("%s writes into a read-only array", fj_op_qualname(op));
-        if (npos > op->nin && read_only_input(fr, args[op->nin]))
-            return fj_unsupported("%s writes into a read-only array", fj_op_qualname(op));
+        for (Py_ssize_t k = 0; r == 0 && k < nkw; k++)
+            if (str_is(PyTuple_GET_ITEM(kwnames, k), "out"))
+                r = read_only_input(fr, args[npos + k]);
+        if (r == 0 && npos > op->nin)
+            r = read_only_input(fr, args[op->nin]);
     }
-    return 0;
+    if (r > 0)
+        return fj_unsupported("%s writes into a read-only array", fj_op_qualname(op));
+    return r;
 }
 
 /* --------------------------------------------------------- subscripts */
@@ -668,7 +673,7 @@ static PyObject *set_model(fj_TFrame *fr, fj_Var *self)
             return NULL;
         return fj_unsupported("contents of a set holding values that are not plain constants"), NULL;
     }
-    PyObject *mgr = fj_source_manager(fr->tx->guards, self->source);
+    PyObject *mgr = fj_guard_manager(fr->tx->guards, self->source);
     if (mgr == NULL || fj_guard_add_equals_match(mgr, copy2) < 0) {
         Py_DECREF(copy);
         Py_DECREF(copy2);

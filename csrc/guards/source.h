@@ -1,0 +1,84 @@
+/*
+** source.h: access paths, the one way framejit names and reads a value of a
+** frame about to run.
+**
+** Responsible for: fj_Source, an immutable chain such as L['x'], G['np'],
+** G['np'].sin, L['xs'][0], L['d']['k'], L['n'] (a closure cell),
+** type(L['self']): its kind, its printed text (the one the guards log and
+** the recompile reasons use, made once at creation) and the single fetch of
+** its value from a frame view, with the guards' semantics: a value that is
+** missing, or that only the program's own code could produce (a
+** __getattr__, a property, a mapping's __getitem__, a key's __eq__), is
+** "absent", never an exception.  Guard managers hold their source and fetch
+** through it; the tracer and the compile driver fetch through it too.
+**
+** Not responsible for: the guard tree (guards.c: which manager watches a
+** source) or emitting code that reloads a source (codegen.c).
+*/
+#ifndef FJ_SOURCE_H
+#define FJ_SOURCE_H
+
+#include "frameview.h"
+
+typedef enum {
+    FJ_SRC_LOCAL,   /* frame local slot 'index' named 'key' (printed L['key']) */
+    FJ_SRC_GLOBAL,  /* the frame's globals, name 'key' (G['key']) */
+    FJ_SRC_BUILTIN, /* the frame's builtins, name 'key' */
+    FJ_SRC_CLOSURE, /* contents of the function's closure cell 'index' named 'key' */
+    FJ_SRC_ATTR,    /* getattr(parent, key) */
+    FJ_SRC_ITEM,    /* parent[key] (exact dicts) */
+    FJ_SRC_INDEX,   /* parent[index] (exact lists and tuples; negative counts from the end) */
+    FJ_SRC_TYPE     /* type(parent) */
+} fj_SourceKind;
+
+typedef struct fj_Source {
+    PyObject_HEAD
+    fj_SourceKind kind;
+    PyObject *key;            /* strong or NULL: name (str) or item key */
+    Py_ssize_t index;         /* slot, cell or sequence index */
+    struct fj_Source *parent; /* strong, for ATTR/ITEM/INDEX/TYPE; NULL for the others */
+    PyObject *text;           /* strong: printed form, made at creation */
+} fj_Source;
+
+/*
+** Constructors.  Each returns a new reference, NULL on error (a negative
+** slot or cell index, or a name that is not a str, raises ValueError or
+** TypeError).
+*/
+fj_Source *fj_source_local(Py_ssize_t index, PyObject *name);
+fj_Source *fj_source_global(PyObject *name);
+fj_Source *fj_source_builtin(PyObject *name);
+fj_Source *fj_source_closure(Py_ssize_t index, PyObject *name);
+fj_Source *fj_source_attr(fj_Source *parent, PyObject *name);
+fj_Source *fj_source_item(fj_Source *parent, PyObject *key);
+fj_Source *fj_source_index(fj_Source *parent, Py_ssize_t index);
+fj_Source *fj_source_type_of(fj_Source *parent);
+
+/* 1 if 'o' is an fj_Source. */
+int fj_source_check(PyObject *o);
+
+/*
+** The last step of 'src': its value given its parent's value 'parent'
+** (ignored for the frame-rooted kinds).  'keys_pinned': the parent is a
+** dict whose keys a guard just matched by value, so an item lookup runs no
+** key's __eq__.  1 with *out a new reference; 0 when absent (see the header
+** comment); -1 with an exception on a real error (memory).
+*/
+int fj_source_fetch_step(const fj_Source *src, PyObject *parent, int keys_pinned,
+                         const fj_FrameView *view, PyObject **out);
+
+/* The value at 'src' in the frame seen through 'view': the steps from the
+   root, same answers as fj_source_fetch_step. */
+int fj_source_fetch(const fj_Source *src, const fj_FrameView *view, PyObject **out);
+
+/* 1 if the last steps of 'a' and 'b' are the same access (kind, slot or
+   key; keys compared by value without the program's code), 0 if not, -1 on
+   error. */
+int fj_source_same_step(const fj_Source *a, const fj_Source *b);
+
+/* A graph-placeholder-friendly name for 'src', e.g. l_x_ or g_w_. New ref. */
+PyObject *fj_source_placeholder_name(fj_Source *src);
+
+int fj_source_init(PyObject *module);
+
+#endif
