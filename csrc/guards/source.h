@@ -19,6 +19,7 @@
 #define FJ_SOURCE_H
 
 #include "frameview.h"
+#include "guard_values.h"
 
 typedef enum {
     FJ_SRC_LOCAL,   /* frame local slot 'index' named 'key' (printed L['key']) */
@@ -63,9 +64,73 @@ int fj_source_check(PyObject *o);
 ** dict whose keys a guard just matched by value, so an item lookup runs no
 ** key's __eq__.  1 with *out a new reference; 0 when absent (see the header
 ** comment); -1 with an exception on a real error (memory).
+**
+** Inline: the guard check runs it for every manager of a tree.
 */
-int fj_source_fetch_step(const fj_Source *src, PyObject *parent, int keys_pinned,
-                         const fj_FrameView *view, PyObject **out);
+static inline int fj_source_fetch_step(const fj_Source *src, PyObject *parent, int keys_pinned,
+                                       const fj_FrameView *view, PyObject **out)
+{
+    PyObject *v = NULL, *d = NULL;
+    switch (src->kind) {
+    case FJ_SRC_LOCAL:
+        if (src->index < view->nlocalsplus)
+            v = view->localsplus[src->index];
+        goto borrowed;
+    case FJ_SRC_GLOBAL:
+        d = view->globals;
+        goto dict;
+    case FJ_SRC_BUILTIN:
+        d = view->builtins;
+        goto dict;
+    case FJ_SRC_CLOSURE: {
+        PyObject *cl = view->closure;
+        if (cl != NULL && PyTuple_Check(cl) && src->index < PyTuple_GET_SIZE(cl)) {
+            PyObject *cell = PyTuple_GET_ITEM(cl, src->index);
+            if (PyCell_Check(cell))
+                v = PyCell_GET(cell);
+        }
+        goto borrowed;
+    }
+    case FJ_SRC_ATTR:
+        return fj_safe_getattr(parent, src->key, out);
+    case FJ_SRC_ITEM:
+        d = parent;
+        goto dict;
+    case FJ_SRC_INDEX: {
+        Py_ssize_t i = src->index;
+        if (PyList_CheckExact(parent) || PyTuple_CheckExact(parent)) {
+            Py_ssize_t n = Py_SIZE(parent);
+            if (i < 0)
+                i += n;
+            if (i >= 0 && i < n)
+                v = PyList_CheckExact(parent) ? PyList_GET_ITEM(parent, i)
+                                              : PyTuple_GET_ITEM(parent, i);
+        }
+        goto borrowed; /* other sequences: their __getitem__ is not run */
+    }
+    case FJ_SRC_TYPE:
+        v = (PyObject *)Py_TYPE(parent);
+        goto borrowed;
+    }
+    PyErr_SetString(PyExc_SystemError, "framejit: bad source kind");
+    return -1;
+dict:
+    if (d == NULL)
+        return 0;
+    switch (fj_dict_lookup(d, src->key, keys_pinned && src->kind == FJ_SRC_ITEM, &v)) {
+    case 1:
+        break;
+    case -1:
+        return -1;
+    default:
+        return 0;
+    }
+borrowed:
+    if (v == NULL)
+        return 0;
+    *out = Py_NewRef(v);
+    return 1;
+}
 
 /* The value at 'src' in the frame seen through 'view': the steps from the
    root, same answers as fj_source_fetch_step. */
