@@ -5,7 +5,7 @@
 **
 ** The table is loaded lazily: importing framejit does not import NumPy (a
 ** program under `python -m framejit run` that never uses NumPy does not pay
-** its ~90 ms import).  Every entry point that can meet an array calls
+** for its import).  Every entry point that can meet an array calls
 ** fj_numpy_ensure() first; the compile path calls fj_numpy_try() (load only
 ** if the program imported NumPy); the hook tests fj_numpy_loaded() (no array
 ** can exist before NumPy is imported, and the first compile after the

@@ -979,11 +979,10 @@ static const fjn_Stream *stream_for(const fjn_Group *g, Py_ssize_t size, PyArray
 ** kernel computes the same operations on the same values, so the results are
 ** the strided kernel's; each call clears the FE flags and returns its own, so
 ** the statuses ORed are the conditions of the whole run.  A row costs a call
-** and a fill (about 25 ns), so rows whose length times the group's operations
-** is below FJN_ROW_WORK keep the scalar loop: against it, rows ran 0.56x at 32
-** elements of x * w (one operation), 1.0x at 1000 and 1.1x at 10000; 1.2x
-** from 64 elements of a seven-operation chain with a sqrt, 1.6x at 10000
-** (docs/native.md, "Rows with an input constant along them"). */
+** and a fill, which short rows of few operations do not earn back, so rows
+** whose length times the group's operations is below FJN_ROW_WORK keep the
+** scalar loop (figures: docs/native.md, "Rows with an input constant along
+** them"). */
 #define FJN_ROW_CHUNK 1024
 #define FJN_ROW_WORK 512
 

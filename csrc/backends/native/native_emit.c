@@ -972,9 +972,9 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
             T, gi, T, gi, gi) < 0)
         goto error;
     /* four leaves per loop (four chains of adds at once) pay when the summed
-       expression is cheap: a product 11-16% faster at 1e3..3e4, rsum's five
-       operations 6%, but its four copies of the body were a quarter of the
-       file's compile time; so only for up to FJN_IL_OPS elementwise members */
+       expression is cheap, but four copies of a longer body cost more compile
+       time than they save; so only for up to FJN_IL_OPS elementwise members
+       (docs/native.md) */
     int il_ok = 0;
     for (int m = 0; m < g->nops; m++)
         il_ok += !FJN_IS_REDUCTION(g->ops[m].code);
@@ -1225,10 +1225,8 @@ static int emit_group_loops(PyObject *buf, const fjn_Group *g, int gi, int check
        (vectorized once, there); the other rows run the scalar loop here,
        which is not vectorized (half of a kernel's compile time went into
        vectorizing it for unknown strides) and is compiled at -O1 (FJ_COLD:
-       -O3's unswitching and peeling of these loops took another fifth of
-       the file's compile time, c5 float64 140 -> 110 ms, c10 163 -> 134 ms,
-       and the rows ran no faster: x[::2] chains of 1e5, c3 and c7, within
-       1%) */
+       -O3's unswitching and peeling of these loops cost a good part of the
+       file's compile time and made strided rows no faster; docs/native.md) */
     int rows = !g->has_red;
     if (put(buf,
             "\n%sint fj_g%d_strided(int nd, const intptr_t *shape, char *const *data, const intptr_t *strides)\n{\n"

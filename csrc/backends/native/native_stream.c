@@ -21,7 +21,7 @@
 ** below that the working set is served from the cache, the output lines
 ** are still cached from their last use (writing them costs no memory read)
 ** and stay there for whatever reads the result next; streaming them out was
-** up to 20% slower there.  Figures: docs/native.md, "Streaming stores".
+** slower there.  Figures: docs/native.md, "Streaming stores".
 */
 #include "native_stream.h"
 
@@ -137,8 +137,7 @@ static nt_copy_t nt_current(void)
 /* Selects the widest copy this CPU runs of at most 'want' bytes per store (16,
    32 or 64; the extension itself is built for baseline x86-64) and returns its
    width, 0 without streaming stores.  One 64-byte store per line instead of
-   four 16-byte ones: streamed runs 0-4% faster, median 2% (docs/native.md,
-   "Streaming stores"). */
+   four 16-byte ones: a little faster (docs/native.md, "Streaming stores"). */
 int fjn_stream_set_width(int want)
 {
 #if FJ_HAVE_NT

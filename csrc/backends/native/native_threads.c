@@ -2,8 +2,9 @@
 ** native_threads.c: the worker threads that run large kernels of the
 ** `native` backend in parallel.
 **
-** Starting and joining a thread per chunk per call cost 30-60 us, which made
-** a second thread pay off only from 2^20 elements.  Workers are started once
+** Starting and joining a thread per chunk per call costs tens of
+** microseconds, which made a second thread pay off only for very large
+** arrays.  Workers are started once
 ** (lazily, as many as a call needs, at most FJNT_MAX) and then wait on a
 ** condition variable; a call publishes its job (function, argument, task
 ** count) under the pool's mutex, runs task 0 itself, takes any task no
