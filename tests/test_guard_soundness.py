@@ -419,3 +419,38 @@ def test_module_getattr_not_run_by_guards():
     del m.k
     assert np.array_equal(cf(X), np.sin(X) + 9)
     assert calls == ["k"]  # the program's own read, not a guard's
+
+
+# ------------------------------------------------- access paths that print alike
+
+HUGE_K1 = (1 << 300) + (5 << 150)
+HUGE_K2 = (1 << 300) + (7 << 150)
+
+
+def test_dict_keys_that_print_alike_are_different_inputs():
+    # ints past 256 bits print as cut hex in guard texts, so d[K1] and d[K2]
+    # have one text: the tracer must not take one for the other
+    def f(d):
+        return d[HUGE_K1] - d[HUGE_K2]
+    framejit.reset()
+    cf = framejit.compile(f)
+    for _ in range(3):
+        d = {HUGE_K1: np.ones(3), HUGE_K2: np.zeros(3)}
+        assert np.array_equal(cf(d), f(d))
+
+
+def test_a_guard_tree_in_a_cycle_through_an_item_key_is_collected():
+    class Key:
+        pass
+
+    class Sentinel:
+        pass
+    r = _C.RootGuardManager()
+    k = Key()
+    k.root = r
+    k.s = Sentinel()
+    r.local(0, "d").item(k)
+    w = weakref.ref(k.s)
+    del r, k
+    gc.collect()
+    assert w() is None

@@ -1317,7 +1317,7 @@ static int manager_check(GuardManager *m, PyObject *v, CheckCtx *ctx)
 }
 
 /* One manager of the tree and its subtree (fj_guards_verify). */
-static const char *manager_verify(GuardManager *m, int depth)
+static const char *manager_verify(GuardManager *m, GuardManager *parent, int depth)
 {
     if (!IS_MANAGER((PyObject *)m))
         return "a child is not a guard manager";
@@ -1327,9 +1327,10 @@ static const char *manager_verify(GuardManager *m, int depth)
         return "a manager without its source text";
     if ((m->src == NULL) != (depth == 0) || (m->src != NULL && m->source != m->src->text))
         return "a manager whose access path is not its source";
-    for (Py_ssize_t i = 0; i < m->nchildren; i++)
-        if ((m->children[i]->src->parent == NULL) != (depth == 0))
-            return "a child read from the frame below the root, or from a value at the root";
+    if (depth == 1 && m->src->parent != NULL)
+        return "a child of the root that is not read from the frame";
+    if (depth > 1 && (m->src->parent == NULL || fj_source_same(m->src->parent, parent->src) != 1))
+        return "a manager whose access path does not continue its parent's";
     if (m->nleaves > m->leaves_cap || m->nchildren > m->children_cap)
         return "more leaves or children than allocated";
     if (m->busy != 0)
@@ -1346,7 +1347,7 @@ static const char *manager_verify(GuardManager *m, int depth)
     if (m->skippable != immutable)
         return "'skippable' disagrees with the leaves and children";
     for (Py_ssize_t i = 0; i < m->nchildren; i++) {
-        const char *bad = manager_verify(m->children[i], depth + 1);
+        const char *bad = manager_verify(m->children[i], m, depth + 1);
         if (bad != NULL)
             return bad;
     }
@@ -1359,7 +1360,7 @@ int fj_guards_verify(PyObject *root)
         PyErr_SetString(PyExc_SystemError, "framejit: guard tree root is not a RootGuardManager");
         return -1;
     }
-    const char *bad = manager_verify((GuardManager *)root, 0);
+    const char *bad = manager_verify((GuardManager *)root, NULL, 0);
     if (bad == NULL)
         return 0;
     PyErr_Format(PyExc_SystemError, "framejit: guard tree invariant broken: %s", bad);
@@ -1461,6 +1462,7 @@ Py_ssize_t fj_guards_num_leaves(PyObject *root)
 static int manager_traverse(GuardManager *self, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->src);
     for (Py_ssize_t i = 0; i < self->nleaves; i++) {
         Py_VISIT(self->leaves[i]->obj);
         Py_VISIT(self->leaves[i]->ref);
@@ -1477,6 +1479,8 @@ void fj_guards_untrack(PyObject *root)
         return;
     GuardManager *m = (GuardManager *)root;
     PyObject_GC_UnTrack(root);
+    if (m->src != NULL && PyObject_GC_IsTracked((PyObject *)m->src))
+        PyObject_GC_UnTrack(m->src); /* an object item key (tests only) */
     for (Py_ssize_t i = 0; i < m->nleaves; i++)
         if (m->leaves[i]->ref != NULL && PyObject_GC_IsTracked(m->leaves[i]->ref))
             PyObject_GC_UnTrack(m->leaves[i]->ref);

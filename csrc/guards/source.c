@@ -10,6 +10,7 @@ static PyTypeObject *source_type = NULL; /* strong */
 static void source_dealloc(fj_Source *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
     Py_CLEAR(self->key);
     Py_CLEAR(self->parent);
     Py_CLEAR(self->text);
@@ -22,14 +23,27 @@ static PyObject *source_repr(fj_Source *self)
     return Py_NewRef(self->text);
 }
 
+/* A source is tracked only when its chain holds a key the collector tracks
+   (an object as an item key, which could refer back to a guard tree that
+   holds the source); a tree's managers visit their source.  No tp_clear:
+   sources are immutable, and clearing the managers breaks such a cycle. */
+static int source_traverse(fj_Source *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->key);
+    Py_VISIT(self->parent);
+    return 0;
+}
+
 static PyType_Slot source_slots[] = {
     {Py_tp_dealloc, source_dealloc},
     {Py_tp_repr, source_repr},
     {Py_tp_str, source_repr},
+    {Py_tp_traverse, source_traverse},
     {0, NULL},
 };
-static PyType_Spec source_spec = {"framejit._C.Source", sizeof(fj_Source), 0, Py_TPFLAGS_DEFAULT,
-                                  source_slots};
+static PyType_Spec source_spec = {"framejit._C.Source", sizeof(fj_Source), 0,
+                                  Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, source_slots};
 
 int fj_source_check(PyObject *o)
 {
@@ -86,7 +100,7 @@ static fj_Source *source_new(fj_SourceKind kind, PyObject *key, Py_ssize_t index
                      kind == FJ_SRC_LOCAL ? "local slot" : "closure cell");
         return NULL;
     }
-    fj_Source *s = PyObject_New(fj_Source, source_type);
+    fj_Source *s = PyObject_GC_New(fj_Source, source_type);
     if (s == NULL)
         return NULL;
     Py_INCREF(source_type);
@@ -99,6 +113,9 @@ static fj_Source *source_new(fj_SourceKind kind, PyObject *key, Py_ssize_t index
         Py_DECREF(s);
         return NULL;
     }
+    if ((key != NULL && PyObject_GC_IsTracked(key)) ||
+        (parent != NULL && PyObject_GC_IsTracked((PyObject *)parent)))
+        PyObject_GC_Track(s);
     return s;
 }
 
@@ -165,6 +182,18 @@ int fj_source_same_step(const fj_Source *a, const fj_Source *b)
         /* no program __eq__: keys that are not builtin values match by identity only */
         return fj_value_kind(a->key, 0) != EQ_NONE ? fj_value_same(a->key, b->key) : 0;
     }
+}
+
+int fj_source_same(const fj_Source *a, const fj_Source *b)
+{
+    for (; a != NULL && b != NULL; a = a->parent, b = b->parent) {
+        if (a == b)
+            return 1;
+        int r = fj_source_same_step(a, b);
+        if (r <= 0)
+            return r;
+    }
+    return a == b; /* both chains ended together */
 }
 
 PyObject *fj_source_placeholder_name(fj_Source *src)

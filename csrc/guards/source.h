@@ -141,6 +141,10 @@ int fj_source_fetch(const fj_Source *src, const fj_FrameView *view, PyObject **o
    error. */
 int fj_source_same_step(const fj_Source *a, const fj_Source *b);
 
+/* 1 if 'a' and 'b' are the same access path (every step the same), 0 if
+   not, -1 on error. */
+int fj_source_same(const fj_Source *a, const fj_Source *b);
+
 /* A graph-placeholder-friendly name for 'src', e.g. l_x_ or g_w_. New ref. */
 PyObject *fj_source_placeholder_name(fj_Source *src);
 

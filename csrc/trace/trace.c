@@ -422,8 +422,14 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
 static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
 {
     PyObject *known = PyDict_GetItemWithError(tx->inputs, src->text);
-    if (known != NULL)
-        return (fj_Var *)Py_NewRef(known);
+    if (known != NULL) {
+        /* one text, one path: keys the guards print shortened (ints past
+           256 bits) could make two paths print alike */
+        int same = fj_source_same(((fj_Var *)known)->source, src);
+        if (same == 0)
+            fj_unsupported("two inputs print as %.200U", src->text);
+        return same > 0 ? (fj_Var *)Py_NewRef(known) : NULL;
+    }
     if (PyErr_Occurred())
         return NULL;
     fj_Var *v = NULL;
