@@ -390,10 +390,10 @@ static int memo_needed(CodegenCtx *cg, PyObject *v)
 {
     if (VAR(v)->kind != FJ_VAR_TUPLE || cg->two_phase)
         return 1;
+    if (cg->tx->shared_values == NULL)
+        return 1;
     PyObject *key = PyLong_FromVoidPtr(v);
-    int shared = key == NULL                         ? -1
-                 : cg->tx->shared_values == NULL ? 1
-                                                 : PySet_Contains(cg->tx->shared_values, key);
+    int shared = key == NULL ? -1 : PySet_Contains(cg->tx->shared_values, key);
     Py_XDECREF(key);
     return shared;
 }
