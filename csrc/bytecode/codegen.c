@@ -655,8 +655,8 @@ typedef struct {
     PyObject *roots; /* borrowed: unstable_roots */
 } Preload;
 
-/* Loads into a temporary a Var read through a source an effect changes (and
-   walks into it when it is rebuilt from its parts).  0, 1 or -1. */
+/* Loads into a temporary a Var read through a source an effect changes, and
+   goes into what is rebuilt from its parts.  FJ_WALK_SKIP, FJ_WALK_INTO or -1. */
 static int preload_enter(fj_VarWalk *w, PyObject *v)
 {
     Preload *p = w->arg;
@@ -1118,7 +1118,9 @@ static int drop_temporaries(CodegenCtx *cg, int base, int have_outputs)
     fj_TFrame *top = cg->top;
     fj_VarWalk w; /* w.seen: id(Var) -> Var of every Var reached (a walk cut short
                      would drop a needed temporary: too deep is Unsupported) */
-    fj_var_walk_init(&w, FJ_PART_ITEMS | FJ_PART_DEFAULTS | FJ_PART_CLOSURE | FJ_PART_SELF,
+    fj_var_walk_init(&w,
+                     FJ_PART_ITEMS | FJ_PART_CLASS | FJ_PART_ATTRS | FJ_PART_DEFAULTS |
+                         FJ_PART_CLOSURE | FJ_PART_SELF,
                      enter_all, NULL, NULL, 4 * FJ_MAX_VALUE_DEPTH);
     PyObject *keep_saved = PySet_New(NULL), *needed_out = PySet_New(NULL);
     int r = -1;
