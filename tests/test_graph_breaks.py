@@ -475,3 +475,23 @@ def test_nonlocal_counter_counts_every_call():
         rj = [jit(A) for _ in range(5)]
     same(rj, rp)
     assert out_plain.getvalue() == out_jit.getvalue()
+
+
+class _Box:
+    pass
+
+
+def _boxed(x):
+    b = _Box()
+    b.v = x + 1
+    return b
+
+
+def instance_on_the_stack_across_a_break(x):
+    return (_boxed(x), print("mid"))[0].v
+
+
+def test_instance_made_in_the_frame_on_the_stack_across_a_break():
+    # the resume call rebuilds the instance from its attributes: the graph
+    # output it holds must outlive the break code's dropped temporaries
+    check(instance_on_the_stack_across_a_break, A)

@@ -14,42 +14,58 @@
 #include "codegen.h"
 
 #include "graph.h"
+#include "walk.h"
 
 #define VAR(o) ((fj_Var *)(o))
 
-/* Break code can rebuild functions made in the frame; a return value cannot hold one. */
-static _Thread_local int out_for_break = 0;
-
-/*
-** The tuples being built (two-phase mode, see build_container): one met
-** again while its items are built contains itself.  visit_begin: 1 first
-** visit (marked), 0 already being visited, -1 on error; visit_end unmarks.
-*/
-static _Thread_local PyObject *visiting = NULL;
-
-static int mark_once(PyObject *set, PyObject *v);
-
-static int visit_begin(PyObject *v)
-{
-    if (visiting == NULL && (visiting = PySet_New(NULL)) == NULL)
-        return -1;
-    return mark_once(visiting, v);
-}
-
-static void visit_end(PyObject *v)
-{
-    PyObject *key = PyLong_FromVoidPtr(v);
-    if (key == NULL || PySet_Discard(visiting, key) < 0)
-        PyErr_Clear();
-    Py_XDECREF(key);
-}
-
-/*
-** Values are graphs, not trees: a list made in the frame may be shared
-** ('data = [data, data]', exponential as a tree) or contain itself
-** ('a.append(a)').  Every walk over values visits each container once.
-*/
 #define FJ_MAX_VALUE_DEPTH 100 /* deeper values are not rebuilt (a break), see emit_rebuild */
+
+/*
+** The state of the emission of one code object, made by codegen_begin,
+** freed by codegen_end and passed down to what emits.
+*/
+typedef struct {
+    fj_Builder *b;          /* borrowed: the builder of the new code */
+    PyCodeObject *co;       /* borrowed: the code replaced */
+    fj_Tracer *tx;          /* borrowed: its trace (identity of constants, shared values) */
+    PyObject *outputs;      /* borrowed: list of fj_Node, the graph's output order */
+    /*
+    ** From tx->cyclic_values: a value contains itself, so lists and dicts are
+    ** made empty and kept (memo) before their items are built, then filled
+    ** (LIST_EXTEND / DICT_UPDATE); a tuple met again while its own items are
+    ** built cannot be made and is a break.
+    */
+    int two_phase;
+    PyObject *visiting;     /* strong set or NULL: id() of the tuples being built (two-phase) */
+    int depth;              /* containers being rebuilt (emit_container) */
+    /*
+    ** Side effects change what a source loads: a global the trace stored, a
+    ** cell it set.  Values read from such a source are loaded into
+    ** temporaries before any effect is replayed, and values made in the frame
+    ** are kept in one when first built (memo_store).
+    */
+    PyObject *preloaded;    /* strong dict or NULL (made by emit_effects): id(Var) -> temporary */
+    /*
+    ** Constants and identity (fj_trace_identity): id() of a computed value
+    ** (FJ_ID_FRESH) -> the temporary that holds the object made for it, so
+    ** every place holding it within a call gets one object, a new one on
+    ** each call, as CPython makes.
+    */
+    PyObject *fresh_memo;   /* strong dict */
+    /*
+    ** Break code restores locals before it rebuilds values; an argument the
+    ** trace reassigned would then no longer hold the value read from it.
+    ** Such arguments are copied to ___orig_<name> first.
+    */
+    PyObject *saved_args;   /* strong dict or NULL (break code only): name -> temporary */
+    /*
+    ** Break code rebuilds values with a memo: a list, dict or function made
+    ** in the frame is built once and kept in a temporary, so every place that
+    ** held it sees the same object (the CPython part may mutate it).
+    */
+    PyObject *memo;         /* strong dict or NULL (break code only): id(Var) -> ___tmp_<n> */
+    fj_TFrame *top;         /* borrowed: the top frame of the trace */
+} CodegenCtx;
 
 /* Adds id(v) to 'set': 1 when it was not there, 0 when it was, -1 on error. */
 static int mark_once(PyObject *set, PyObject *v)
@@ -62,103 +78,99 @@ static int mark_once(PyObject *set, PyObject *v)
     return has < 0 ? -1 : !has;
 }
 
-/* One walk of fj_codegen_outputs / fj_codegen_break_outputs. */
-typedef struct {
-    PyObject *out;  /* borrowed: the list of fj_Node being filled */
-    PyObject *done; /* strong set: id(Var) of containers walked (or being walked) */
-    PyObject *path; /* strong set: id(Var) of the containers on the current path */
-    PyObject *shared; /* strong set: id(Var) of containers met more than once */
-    int cyclic;     /* a container was met again on its own path */
-    int depth;
-} Collect;
-
-static int collect(Collect *c, PyObject *v);
-
-/* Walks the Vars 'items' (a list, or the values of a dict) of container 'v', once. */
-static int collect_items(Collect *c, PyObject *v, PyObject *items)
+/*
+** The tuples being built (two-phase mode, see build_container): one met
+** again while its items are built contains itself.  visit_begin: 1 first
+** visit (marked), 0 already being visited, -1 on error; visit_end unmarks.
+*/
+static int visit_begin(CodegenCtx *cg, PyObject *v)
 {
-    PyObject *key = PyLong_FromVoidPtr(v);
-    if (key == NULL)
+    if (cg->visiting == NULL && (cg->visiting = PySet_New(NULL)) == NULL)
         return -1;
-    int on_path = PySet_Contains(c->path, key);
-    int first = on_path == 0 ? mark_once(c->done, v) : 0;
-    int r = on_path < 0 || first < 0 || (first == 0 && PySet_Add(c->shared, key) < 0) ? -1 : 0;
-    if (on_path == 1)
-        c->cyclic = 1;
-    if (r == 0 && first == 1) {
-        if (c->depth >= FJ_MAX_VALUE_DEPTH)
-            r = fj_unsupported("a value made in the frame nests deeper than %d levels",
-                               FJ_MAX_VALUE_DEPTH);
-        else if (PySet_Add(c->path, key) < 0)
-            r = -1;
-        c->depth++;
-        if (PyDict_Check(items)) {
-            Py_ssize_t pos = 0;
-            PyObject *k, *val;
-            while (r == 0 && PyDict_Next(items, &pos, &k, &val))
-                r = collect(c, val);
-        }
-        else {
-            for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(items); i++)
-                r = collect(c, PyList_GET_ITEM(items, i));
-        }
-        c->depth--;
-        if (PySet_Discard(c->path, key) < 0)
-            r = -1;
-    }
-    Py_DECREF(key);
-    return r;
+    return mark_once(cg->visiting, v);
 }
 
-static int collect(Collect *c, PyObject *v)
+static void visit_end(CodegenCtx *cg, PyObject *v)
 {
+    PyObject *key = PyLong_FromVoidPtr(v);
+    if (key == NULL || PySet_Discard(cg->visiting, key) < 0)
+        PyErr_Clear();
+    Py_XDECREF(key);
+}
+
+/*
+** One walk (fj_var_walk) of fj_codegen_outputs / fj_codegen_break_outputs:
+** the graph nodes a value needs, in first-use order, and which of its
+** containers it holds in more than one place or inside themselves.
+*/
+typedef struct {
+    fj_VarWalk w;
+    PyObject *out;    /* strong: the list of fj_Node being filled */
+    PyObject *shared; /* strong set: id(Var) of containers met more than once */
+    int cyclic;       /* a container was met again on its own path */
+    int for_break;    /* break code: it rebuilds the frame's cells and functions too */
+} Collect;
+
+static int collect_enter(fj_VarWalk *w, PyObject *v)
+{
+    Collect *c = w->arg;
     fj_Var *vv = VAR(v);
     switch (vv->kind) {
     case FJ_VAR_NODE: {
         fj_Node *n = (fj_Node *)vv->obj;
         if (vv->source != NULL || n->kind == FJ_NODE_PLACEHOLDER)
-            return 0;
+            return FJ_WALK_SKIP;
         int has = PySequence_Contains(c->out, (PyObject *)n);
-        if (has < 0)
+        if (has < 0 || (!has && PyList_Append(c->out, (PyObject *)n) < 0))
             return -1;
-        return has ? 0 : PyList_Append(c->out, (PyObject *)n);
+        return FJ_WALK_SKIP;
     }
     case FJ_VAR_CONST:
     case FJ_VAR_OBJ:
-        return 0;
-    case FJ_VAR_CELL:
-        if (out_for_break) /* the frame's cells are restored: their contents count */
-            return collect_items(c, v, vv->items);
-        return fj_unsupported("cannot return %R from a compiled frame", v);
+        return FJ_WALK_SKIP;
+    case FJ_VAR_CELL: /* the frame's cells are restored: their contents count */
     case FJ_VAR_FUNC:
-        if (out_for_break)
-            return (vv->extra ? collect(c, vv->extra) : 0) < 0 ||
-                           (vv->extra2 ? collect(c, vv->extra2) : 0) < 0
-                       ? -1
-                       : 0;
-        return fj_unsupported("cannot return %R from a compiled frame", v);
+        if (c->for_break)
+            return FJ_WALK_INTO;
+        break;
     case FJ_VAR_TUPLE:
     case FJ_VAR_LIST:
     case FJ_VAR_DICT:
-        if (vv->source != NULL && !vv->pos) /* an input as it was: reloaded */
-            return 0;
-        return collect_items(c, v, vv->items);
-    case FJ_VAR_INST:
-        /* an instance made in the frame: its attributes */
-        return collect_items(c, v, vv->extra);
+        /* an input as it was is reloaded */
+        return vv->source != NULL && !vv->pos ? FJ_WALK_SKIP : FJ_WALK_INTO;
+    case FJ_VAR_INST: /* an instance made in the frame: its attributes */
+        return FJ_WALK_INTO;
     default:
-        return fj_unsupported("cannot return %R from a compiled frame", v);
+        break;
     }
+    return fj_unsupported("cannot return %R from a compiled frame", v);
 }
 
-static int collect_init(Collect *c)
+static int collect_again(fj_VarWalk *w, PyObject *v, int on_path)
+{
+    Collect *c = w->arg;
+    if (on_path)
+        c->cyclic = 1;
+    PyObject *key = PyLong_FromVoidPtr(v);
+    int r = key == NULL ? -1 : PySet_Add(c->shared, key);
+    Py_XDECREF(key);
+    return r;
+}
+
+static int collect_init(Collect *c, int for_break)
 {
     memset(c, 0, sizeof(*c));
+    fj_var_walk_init(&c->w, FJ_PART_ITEMS | FJ_PART_ATTRS | FJ_PART_DEFAULTS, collect_enter,
+                     collect_again, c, FJ_MAX_VALUE_DEPTH);
+    c->for_break = for_break;
     c->out = PyList_New(0);
-    c->done = PySet_New(NULL);
-    c->path = PySet_New(NULL);
     c->shared = PySet_New(NULL);
-    return c->out && c->done && c->path && c->shared ? 0 : -1;
+    return c->out && c->shared ? 0 : -1;
+}
+
+static int collect(Collect *c, PyObject *v)
+{
+    return fj_var_walk(&c->w, v);
 }
 
 /* Ends a walk: returns the outputs list (new ref) or NULL when 'r' < 0.  The
@@ -170,8 +182,7 @@ static PyObject *collect_end(Collect *c, fj_Tracer *tx, int r)
     Py_XSETREF(tx->shared_values, r < 0 ? NULL : Py_XNewRef(c->shared));
     Py_XDECREF(c->shared);
     Py_XDECREF(c->out);
-    Py_XDECREF(c->done);
-    Py_XDECREF(c->path);
+    fj_var_walk_clear(&c->w);
     return out;
 }
 
@@ -186,7 +197,7 @@ PyObject *fj_codegen_outputs(PyObject *ret, fj_Tracer *tx)
 {
     fj_TFrame *top = tx->top;
     Collect c;
-    int r = collect_init(&c) < 0 ? -1 : collect(&c, ret);
+    int r = collect_init(&c, 0) < 0 ? -1 : collect(&c, ret);
     for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(tx->effects); i++)
         r = collect(&c, PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2));
     for (int i = 0; r == 0 && top != NULL && i < top->nlocals; i++)
@@ -201,30 +212,22 @@ PyObject *fj_codegen_outputs(PyObject *ret, fj_Tracer *tx)
             return -1;                                                                             \
     } while (0)
 
-/* Emits the loads that push the value at 'src'. */
-static int emit_source(fj_Builder *b, PyCodeObject *co, fj_Source *src);
-
-/*
-** Break code restores locals before it rebuilds values; an argument the
-** trace reassigned would then no longer hold the value read from it.  Such
-** arguments are copied to ___orig_<name> first; 'saved_args' maps names to
-** those temporaries while break code is emitted (NULL otherwise).
-*/
-static _Thread_local PyObject *saved_args = NULL;
-
-static int emit_source(fj_Builder *b, PyCodeObject *co, fj_Source *src)
+/* Emits the loads that push the value at 'src' (an argument the break code
+   saved: its temporary). */
+static int emit_source(CodegenCtx *cg, fj_Source *src)
 {
+    fj_Builder *b = cg->b;
     int ix;
     switch (src->kind) {
     case FJ_SRC_LOCAL:
-        if (saved_args != NULL) {
-            PyObject *tmp = PyDict_GetItemWithError(saved_args, src->key);
+        if (cg->saved_args != NULL) {
+            PyObject *tmp = PyDict_GetItemWithError(cg->saved_args, src->key);
             if (tmp != NULL)
                 return fj_builder_load_fast(b, tmp) < 0 ? -1 : 0;
             if (PyErr_Occurred())
                 return -1;
         }
-        if (fj_code_local_kind(co, (int)src->index) & FJ_FAST_CELL) {
+        if (fj_code_local_kind(cg->co, (int)src->index) & FJ_FAST_CELL) {
             if ((ix = fj_builder_deref(b, src->key)) < 0)
                 return -1;
             EMIT(LOAD_DEREF, ix);
@@ -240,12 +243,12 @@ static int emit_source(fj_Builder *b, PyCodeObject *co, fj_Source *src)
     case FJ_SRC_BUILTIN:
         return fj_builder_load_global(b, src->key, 0) < 0 ? -1 : 0;
     case FJ_SRC_ATTR:
-        if (emit_source(b, co, src->parent) < 0)
+        if (emit_source(cg, src->parent) < 0)
             return -1;
         return fj_builder_load_attr(b, src->key) < 0 ? -1 : 0;
     case FJ_SRC_ITEM:
     case FJ_SRC_INDEX: {
-        if (emit_source(b, co, src->parent) < 0)
+        if (emit_source(cg, src->parent) < 0)
             return -1;
         PyObject *key = src->kind == FJ_SRC_ITEM ? Py_NewRef(src->key)
                                                  : PyLong_FromSsize_t(src->index);
@@ -286,16 +289,8 @@ static int emit_fast(fj_Builder *b, int op, PyObject *name)
     return ix < 0 || fj_bc_emit(&b->il, op, ix) < 0 ? -1 : 0;
 }
 
-/* Emits code that pushes the runtime value of Var 'v'. */
-/*
-** Side effects change what a source loads: a global the trace stored, a
-** cell it set.  Values read from such a source are loaded into temporaries
-** before any effect is replayed; 'preloaded' maps id(Var) to the temporary
-** while code is emitted (NULL otherwise).
-*/
-static _Thread_local PyObject *preloaded = NULL;
-
-static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *outputs);
+/* Emits code that pushes the runtime value of Var 'v'.  0 or -1. */
+static int emit_rebuild(CodegenCtx *cg, PyObject *v);
 
 /*
 ** Keeps the value on the stack in a new temporary <prefix><n> (n: the size
@@ -321,55 +316,41 @@ static int keep_in_temp(fj_Builder *b, const char *prefix, PyObject *memo, PyObj
 ** value held in two places (returned and stored into an input) is one
 ** object.  0 or -1.
 */
-static int memo_store(fj_Builder *b, PyObject *v)
+static int memo_store(CodegenCtx *cg, PyObject *v)
 {
-    if (preloaded == NULL)
+    if (cg->preloaded == NULL)
         return 0;
     PyObject *key = PyLong_FromVoidPtr(v);
-    int r = key ? keep_in_temp(b, "___pre_", preloaded, NULL, key) : -1;
+    int r = key ? keep_in_temp(cg->b, "___pre_", cg->preloaded, NULL, key) : -1;
     Py_XDECREF(key);
     return r;
 }
 
-/*
-** Set while one code object is emitted (from tx->cyclic_values): a value
-** contains itself, so lists and dicts are made empty and kept (memo) before
-** their items are built, then filled (LIST_EXTEND / DICT_UPDATE); a tuple
-** met again while its own items are built cannot be made and is a break.
-*/
-static _Thread_local int two_phase = 0;
+/* Pushes a Var (emit_rebuild, or emit_value in break code) or keeps one built.  0 or -1. */
+typedef int (*EmitFn)(CodegenCtx *, PyObject *);
 
-/*
-** Constants and identity (fj_trace_identity).  While one code object is
-** emitted: 'cur_tx' is the tracer, 'fresh_memo' maps id() of a computed
-** value (FJ_ID_FRESH) to the temporary that holds the object made for it,
-** so every place holding it within a call gets one object, a new one on
-** each call, as CPython makes.
-*/
-static _Thread_local fj_Tracer *cur_tx = NULL;
-static _Thread_local PyObject *fresh_memo = NULL;
+typedef struct {
+    CodegenCtx *cg;
+    EmitFn item;
+} ItemsEmit;
+
+static int emit_item(PyObject *v, PyObject *key, void *arg)
+{
+    ItemsEmit *ie = arg;
+    return (key != NULL && fj_builder_load_const(ie->cg->b, key) < 0) || ie->item(ie->cg, v) < 0
+               ? -1
+               : 0;
+}
 
 /* Pushes 'items' (a list of Vars: each; a dict of constant keys to Vars:
    key, value pairs) with 'item', then builds them: BUILD_TUPLE/LIST/MAP n. */
-static int emit_items(fj_Builder *b, PyObject *items, int build_op, int (*item)(void *, PyObject *),
-                      void *ctx)
+static int emit_items(CodegenCtx *cg, PyObject *items, int build_op, EmitFn item)
 {
-    Py_ssize_t n;
-    if (PyDict_Check(items)) {
-        Py_ssize_t pos = 0;
-        PyObject *k, *val;
-        while (PyDict_Next(items, &pos, &k, &val))
-            if (fj_builder_load_const(b, k) < 0 || item(ctx, val) < 0)
-                return -1;
-        n = PyDict_GET_SIZE(items);
-    }
-    else {
-        n = PyList_GET_SIZE(items);
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (item(ctx, PyList_GET_ITEM(items, i)) < 0)
-                return -1;
-    }
-    return fj_bc_emit(&b->il, build_op, (int)n) < 0 ? -1 : 0;
+    ItemsEmit ie = {cg, item};
+    Py_ssize_t n = PyDict_Check(items) ? PyDict_GET_SIZE(items) : PyList_GET_SIZE(items);
+    if (fj_var_visit_items(items, emit_item, &ie) < 0)
+        return -1;
+    return fj_bc_emit(&cg->b->il, build_op, (int)n) < 0 ? -1 : 0;
 }
 
 /*
@@ -379,79 +360,63 @@ static int emit_items(fj_Builder *b, PyObject *items, int build_op, int (*item)(
 ** or in two-phase mode after the empty container is made (its items may then
 ** load it).  0, or -1 (Unsupported for a tuple that contains itself).
 */
-static int build_container(fj_Builder *b, fj_Var *vv, int (*item)(void *, PyObject *), void *ctx,
-                           int (*memo)(void *, PyObject *))
+static int build_container(CodegenCtx *cg, fj_Var *vv, EmitFn item, EmitFn memo)
 {
     static const int build_ops[] = {[FJ_VAR_TUPLE] = BUILD_TUPLE, [FJ_VAR_LIST] = BUILD_LIST,
                                     [FJ_VAR_DICT] = BUILD_MAP};
     int op = build_ops[vv->kind];
-    if (!two_phase)
-        return emit_items(b, vv->items, op, item, ctx) < 0 || memo(ctx, (PyObject *)vv) < 0 ? -1 : 0;
+    if (!cg->two_phase)
+        return emit_items(cg, vv->items, op, item) < 0 || memo(cg, (PyObject *)vv) < 0 ? -1 : 0;
     int r;
     if (vv->kind == FJ_VAR_TUPLE) {
         /* items before the tuple: it must not be met again while they are built */
-        int first = visit_begin((PyObject *)vv);
+        int first = visit_begin(cg, (PyObject *)vv);
         if (first <= 0)
             return first < 0 ? -1
                              : fj_unsupported("a tuple made in the frame contains itself");
-        r = emit_items(b, vv->items, op, item, ctx) < 0 || memo(ctx, (PyObject *)vv) < 0 ? -1 : 0;
-        visit_end((PyObject *)vv);
+        r = emit_items(cg, vv->items, op, item) < 0 || memo(cg, (PyObject *)vv) < 0 ? -1 : 0;
+        visit_end(cg, (PyObject *)vv);
         return r;
     }
     /* [] or {}; kept; its items (which may load it); LIST_EXTEND / DICT_UPDATE */
     int list = vv->kind == FJ_VAR_LIST;
-    if (fj_bc_emit(&b->il, op, 0) < 0 || memo(ctx, (PyObject *)vv) < 0 ||
-        emit_items(b, vv->items, list ? BUILD_TUPLE : BUILD_MAP, item, ctx) < 0 ||
-        fj_bc_emit(&b->il, list ? LIST_EXTEND : DICT_UPDATE, 1) < 0)
+    if (fj_bc_emit(&cg->b->il, op, 0) < 0 || memo(cg, (PyObject *)vv) < 0 ||
+        emit_items(cg, vv->items, list ? BUILD_TUPLE : BUILD_MAP, item) < 0 ||
+        fj_bc_emit(&cg->b->il, list ? LIST_EXTEND : DICT_UPDATE, 1) < 0)
         return -1;
     return 0;
 }
 
-typedef struct {
-    fj_Builder *b;
-    PyCodeObject *co;
-    PyObject *outputs;
-} RebuildCtx;
-
-static int rebuild_item(void *ctx, PyObject *v)
-{
-    RebuildCtx *rc = ctx;
-    return emit_rebuild(rc->b, rc->co, v, rc->outputs);
-}
-
 /* A tuple needs a memo only when the value holds it in more than one place. */
-static int memo_needed(PyObject *v)
+static int memo_needed(CodegenCtx *cg, PyObject *v)
 {
-    if (VAR(v)->kind != FJ_VAR_TUPLE || two_phase)
+    if (VAR(v)->kind != FJ_VAR_TUPLE || cg->two_phase)
+        return 1;
+    if (cg->tx->shared_values == NULL)
         return 1;
     PyObject *key = PyLong_FromVoidPtr(v);
-    int shared = key == NULL ? -1
-                 : cur_tx == NULL || cur_tx->shared_values == NULL
-                     ? 1
-                     : PySet_Contains(cur_tx->shared_values, key);
+    int shared = key == NULL ? -1 : PySet_Contains(cg->tx->shared_values, key);
     Py_XDECREF(key);
     return shared;
 }
 
-static int rebuild_memo(void *ctx, PyObject *v)
+static int rebuild_memo(CodegenCtx *cg, PyObject *v)
 {
-    int need = memo_needed(v);
-    return need <= 0 ? need : memo_store(((RebuildCtx *)ctx)->b, v);
+    int need = memo_needed(cg, v);
+    return need <= 0 ? need : memo_store(cg, v);
 }
 
 /* A tuple, list or dict made in the frame, built once (memo_store). */
-static int emit_container(fj_Builder *b, PyCodeObject *co, fj_Var *vv, PyObject *outputs)
+static int emit_container(CodegenCtx *cg, fj_Var *vv)
 {
-    static _Thread_local int depth = 0;
-    if (depth > FJ_MAX_VALUE_DEPTH)
+    if (cg->depth > FJ_MAX_VALUE_DEPTH)
         return fj_unsupported("a value made in the frame nests deeper than %d levels",
                               FJ_MAX_VALUE_DEPTH);
-    if (two_phase && preloaded == NULL)
+    if (cg->two_phase && cg->preloaded == NULL)
         return fj_unsupported("a value that contains itself rebuilt without a memo");
-    RebuildCtx rc = {b, co, outputs};
-    depth++;
-    int r = build_container(b, vv, rebuild_item, &rc, rebuild_memo);
-    depth--;
+    cg->depth++;
+    int r = build_container(cg, vv, emit_rebuild, rebuild_memo);
+    cg->depth--;
     return r;
 }
 
@@ -460,15 +425,16 @@ static int emit_container(fj_Builder *b, PyCodeObject *co, fj_Var *vv, PyObject 
 ** (so its attributes may refer back to it), then its __dict__ filled in the
 ** order the trace set it: tmp.__dict__.update({...}).  0 or -1.
 */
-static int emit_instance(fj_Builder *b, PyCodeObject *co, fj_Var *inst, PyObject *outputs)
+static int emit_instance(CodegenCtx *cg, fj_Var *inst)
 {
-    if (preloaded == NULL)
+    fj_Builder *b = cg->b;
+    if (cg->preloaded == NULL)
         return fj_unsupported("an instance made in the frame rebuilt without a memo");
     PyObject *new_fn = PyObject_GetAttrString((PyObject *)&PyBaseObject_Type, "__new__");
     int r = new_fn == NULL || fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 ||
                     fj_builder_load_const(b, new_fn) < 0 ||
-                    emit_rebuild(b, co, inst->extra2, outputs) < 0 ||
-                    fj_builder_call(b, 1, NULL) < 0 || memo_store(b, (PyObject *)inst) < 0
+                    emit_rebuild(cg, inst->extra2) < 0 || fj_builder_call(b, 1, NULL) < 0 ||
+                    memo_store(cg, (PyObject *)inst) < 0
                 ? -1
                 : 0;
     Py_XDECREF(new_fn);
@@ -476,24 +442,21 @@ static int emit_instance(fj_Builder *b, PyCodeObject *co, fj_Var *inst, PyObject
         return r;
     /* the temporary memo_store kept it in (borrowed from 'preloaded') */
     PyObject *key = PyLong_FromVoidPtr(inst);
-    PyObject *tmp = key ? PyDict_GetItemWithError(preloaded, key) : NULL;
+    PyObject *tmp = key ? PyDict_GetItemWithError(cg->preloaded, key) : NULL;
     Py_XDECREF(key);
-    RebuildCtx rc = {b, co, outputs};
     return tmp == NULL || fj_builder_load_fast(b, tmp) < 0 ||
                    emit_named(b, LOAD_ATTR, "__dict__") < 0 ||
                    emit_named(b, LOAD_METHOD, "update") < 0 ||
-                   emit_items(b, inst->extra, BUILD_MAP, rebuild_item, &rc) < 0 ||
+                   emit_items(cg, inst->extra, BUILD_MAP, emit_rebuild) < 0 ||
                    fj_builder_call(b, 1, NULL) < 0 || fj_bc_emit(&b->il, POP_TOP, 0) < 0
                ? -1
                : 0;
 }
 
-
-static int const_identity(PyObject *obj)
+static int const_identity(CodegenCtx *cg, PyObject *obj)
 {
     fj_Var *tmp = fj_var_const(obj);
-    int k = tmp == NULL ? -1 : cur_tx ? fj_trace_identity(cur_tx, (PyObject *)tmp, obj)
-                                       : FJ_ID_SHARED;
+    int k = tmp == NULL ? -1 : fj_trace_identity(cg->tx, (PyObject *)tmp, obj);
     Py_XDECREF(tmp);
     return k;
 }
@@ -507,13 +470,14 @@ static int const_identity(PyObject *obj)
 **   tuple: its items (constants, or made the same way); BUILD_TUPLE n
 ** 0, or -1 (Unsupported for an item of unknown identity).
 */
-static int emit_fresh(fj_Builder *b, PyObject *obj, int depth)
+static int emit_fresh(CodegenCtx *cg, PyObject *obj, int depth)
 {
+    fj_Builder *b = cg->b;
     PyObject *key = PyLong_FromVoidPtr(obj), *tmp = NULL, *a = NULL, *c = NULL;
     int r = -1;
     if (key == NULL)
         return -1;
-    if (fresh_memo != NULL && (tmp = PyDict_GetItemWithError(fresh_memo, key)) != NULL) {
+    if ((tmp = PyDict_GetItemWithError(cg->fresh_memo, key)) != NULL) {
         Py_DECREF(key);
         return fj_builder_load_fast(b, tmp) < 0 ? -1 : 0;
     }
@@ -530,14 +494,14 @@ static int emit_fresh(fj_Builder *b, PyObject *obj, int depth)
     else if (PyTuple_CheckExact(obj)) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(obj); i++) {
             PyObject *item = PyTuple_GET_ITEM(obj, i);
-            int k = const_identity(item);
+            int k = const_identity(cg, item);
             if (k < 0)
                 goto done;
             if (k == FJ_ID_UNKNOWN) {
                 fj_unsupported("a tuple made in the frame holds an input's object");
                 goto done;
             }
-            if ((k == FJ_ID_FRESH ? emit_fresh(b, item, depth + 1)
+            if ((k == FJ_ID_FRESH ? emit_fresh(cg, item, depth + 1)
                                   : fj_builder_load_const(b, item)) < 0)
                 goto done;
         }
@@ -549,7 +513,7 @@ static int emit_fresh(fj_Builder *b, PyObject *obj, int depth)
             fj_bc_emit(&b->il, UNARY_NEGATIVE, 0) < 0)
             goto done;
     }
-    if (fresh_memo != NULL && keep_in_temp(b, "___fresh_", fresh_memo, NULL, key) < 0)
+    if (keep_in_temp(b, "___fresh_", cg->fresh_memo, NULL, key) < 0)
         goto done;
     r = 0;
 done:
@@ -561,13 +525,14 @@ done:
 
 /* A CONST Var: from its source when its identity is the input's, a new
    object when computed, else the constant itself.  0 or -1. */
-static int emit_const(fj_Builder *b, PyCodeObject *co, fj_Var *vv)
+static int emit_const(CodegenCtx *cg, fj_Var *vv)
 {
-    int k = cur_tx ? fj_trace_identity(cur_tx, (PyObject *)vv, vv->obj) : FJ_ID_SHARED;
+    fj_Builder *b = cg->b;
+    int k = fj_trace_identity(cg->tx, (PyObject *)vv, vv->obj);
     if (k < 0)
         return -1;
     if (vv->source != NULL && (k != FJ_ID_SHARED || !fj_is_plain_constant(vv->obj)))
-        return emit_source(b, co, vv->source);
+        return emit_source(cg, vv->source);
     if (k == FJ_ID_UNKNOWN) {
         PyObject *r = fj_trace_safe_repr(vv->obj);
         if (r != NULL)
@@ -578,7 +543,7 @@ static int emit_const(fj_Builder *b, PyCodeObject *co, fj_Var *vv)
         return -1;
     }
     if (k == FJ_ID_FRESH)
-        return emit_fresh(b, vv->obj, 0);
+        return emit_fresh(cg, vv->obj, 0);
     if (PySlice_Check(vv->obj)) {
         /* a new slice on each call, as CPython makes (and unhashable: no constant) */
         PySliceObject *sl = (PySliceObject *)vv->obj;
@@ -591,40 +556,39 @@ static int emit_const(fj_Builder *b, PyCodeObject *co, fj_Var *vv)
     return fj_builder_load_const(b, vv->obj) < 0 ? -1 : 0;
 }
 
-static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *outputs)
+static int emit_rebuild(CodegenCtx *cg, PyObject *v)
 {
     fj_Var *vv = VAR(v);
-    if (preloaded != NULL && PyDict_GET_SIZE(preloaded) > 0) {
+    if (cg->preloaded != NULL && PyDict_GET_SIZE(cg->preloaded) > 0) {
         PyObject *key = PyLong_FromVoidPtr(v);
-        PyObject *tmp = key ? PyDict_GetItemWithError(preloaded, key) : NULL;
+        PyObject *tmp = key ? PyDict_GetItemWithError(cg->preloaded, key) : NULL;
         Py_XDECREF(key);
         if (tmp != NULL)
-            return fj_builder_load_fast(b, tmp) < 0 ? -1 : 0;
+            return fj_builder_load_fast(cg->b, tmp) < 0 ? -1 : 0;
         if (PyErr_Occurred())
             return -1;
     }
     if (vv->kind == FJ_VAR_CONST)
-        return emit_const(b, co, vv);
+        return emit_const(cg, vv);
     if (vv->source != NULL)
-        return emit_source(b, co, vv->source);
+        return emit_source(cg, vv->source);
     switch (vv->kind) {
     case FJ_VAR_NODE: {
-        Py_ssize_t i = PySequence_Index(outputs, vv->obj);
-        return i < 0 ? -1 : emit_fast(b, LOAD_FAST, out_name(i));
+        Py_ssize_t i = PySequence_Index(cg->outputs, vv->obj);
+        return i < 0 ? -1 : emit_fast(cg->b, LOAD_FAST, out_name(i));
     }
     case FJ_VAR_TUPLE:
     case FJ_VAR_LIST:
     case FJ_VAR_DICT:
-        return emit_container(b, co, vv, outputs);
+        return emit_container(cg, vv);
     case FJ_VAR_INST:
-        return emit_instance(b, co, vv, outputs);
+        return emit_instance(cg, vv);
     case FJ_VAR_METHOD:
         if (vv->pos) /* the method of a (method, self) pair is no value of its own */
             return fj_unsupported("cannot rebuild %R after the graph", v);
         /* a bound method value (LOAD_ATTR of a function of self's class): self.name
            makes the same bound method, as CPython's attribute read did */
-        return emit_rebuild(b, co, vv->extra, outputs) < 0 ||
-                       fj_builder_load_attr(b, vv->obj) < 0
+        return emit_rebuild(cg, vv->extra) < 0 || fj_builder_load_attr(cg->b, vv->obj) < 0
                    ? -1
                    : 0;
     default:
@@ -632,18 +596,16 @@ static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
     }
 }
 
-static int emit_rebuild(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *outputs);
-
 /* Stores the free cells of the top frame that the trace set. 0 or -1. */
-static int store_cells(fj_Builder *b, PyCodeObject *co, fj_TFrame *top, PyObject *outputs)
+static int store_cells(CodegenCtx *cg)
 {
+    fj_TFrame *top = cg->top;
     for (int i = 0; top != NULL && i < top->nlocals; i++) {
         if (!dirty_free_cell(top->locals[i]))
             continue;
-        int ix = fj_builder_deref(b, fj_code_local_name(co, i));
-        if (ix < 0 || emit_rebuild(b, co, PyList_GET_ITEM(VAR(top->locals[i])->items, 0),
-                                   outputs) < 0 ||
-            fj_bc_emit(&b->il, STORE_DEREF, ix) < 0)
+        int ix = fj_builder_deref(cg->b, fj_code_local_name(cg->co, i));
+        if (ix < 0 || emit_rebuild(cg, PyList_GET_ITEM(VAR(top->locals[i])->items, 0)) < 0 ||
+            fj_bc_emit(&cg->b->il, STORE_DEREF, ix) < 0)
             return -1;
     }
     return 0;
@@ -689,35 +651,44 @@ static PyObject *unstable_roots(fj_Tracer *tx, PyCodeObject *co)
     return roots;
 }
 
-/* Loads into temporaries the values under 'v' read through a source an effect changes. 0/-1. */
-static int preload_walk(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *roots,
-                        PyObject *outputs, PyObject *walked)
+/* The walk (fj_var_walk) of emit_effects that loads values before the effects. */
+typedef struct {
+    CodegenCtx *cg;
+    PyObject *roots; /* borrowed: unstable_roots */
+} Preload;
+
+/* Loads into a temporary a Var read through a source an effect changes, and
+   goes into what is rebuilt from its parts.  FJ_WALK_SKIP, FJ_WALK_INTO or -1. */
+static int preload_enter(fj_VarWalk *w, PyObject *v)
 {
+    Preload *p = w->arg;
+    CodegenCtx *cg = p->cg;
     fj_Var *vv = VAR(v);
     int loaded_as_const = 0; /* emit_const loads it with LOAD_CONST */
     if (vv->kind == FJ_VAR_CONST && fj_is_plain_constant(vv->obj)) {
-        int k = cur_tx ? fj_trace_identity(cur_tx, v, vv->obj) : FJ_ID_SHARED;
+        int k = fj_trace_identity(cg->tx, v, vv->obj);
         if (k < 0)
             return -1;
         loaded_as_const = k == FJ_ID_SHARED;
     }
     if (vv->source != NULL && vv->kind != FJ_VAR_CELL && !loaded_as_const) {
         /* unstable when any link of the chain is something an effect changes
-           (a cell is not a value: its contents are walked below) */
+           (a cell is not a value: its contents are walked) */
         int hit = 0;
         for (fj_Source *sv = vv->source; sv != NULL && hit == 0; sv = sv->parent)
-            hit = PySet_Contains(roots, sv->text);
+            hit = PySet_Contains(p->roots, sv->text);
         if (hit <= 0)
             return hit;
         PyObject *key = PyLong_FromVoidPtr(v);
         if (key == NULL)
             return -1;
-        int have = PyDict_Contains(preloaded, key);
+        int have = PyDict_Contains(cg->preloaded, key);
         int r = have;
         if (have == 0) {
-            PyObject *tmp = PyUnicode_FromFormat("___pre_%zd", PyDict_GET_SIZE(preloaded));
-            r = tmp == NULL || emit_source(b, co, vv->source) < 0 ||
-                        fj_builder_store_fast(b, tmp) < 0 || PyDict_SetItem(preloaded, key, tmp) < 0
+            PyObject *tmp = PyUnicode_FromFormat("___pre_%zd", PyDict_GET_SIZE(cg->preloaded));
+            r = tmp == NULL || emit_source(cg, vv->source) < 0 ||
+                        fj_builder_store_fast(cg->b, tmp) < 0 ||
+                        PyDict_SetItem(cg->preloaded, key, tmp) < 0
                     ? -1
                     : 0;
             Py_XDECREF(tmp);
@@ -727,52 +698,18 @@ static int preload_walk(fj_Builder *b, PyCodeObject *co, PyObject *v, PyObject *
             return -1;
         /* a mutated input container is replayed from its items: keep them too */
         if (!((vv->kind == FJ_VAR_LIST || vv->kind == FJ_VAR_DICT) && vv->pos))
-            return 0;
+            return FJ_WALK_SKIP;
     }
-    if (vv->kind != FJ_VAR_CONST && vv->kind != FJ_VAR_NODE) {
-        int first = mark_once(walked, v); /* each container once (shared, or containing itself) */
-        if (first <= 0)
-            return first;
-    }
-    switch (vv->kind) {
-    case FJ_VAR_TUPLE:
-    case FJ_VAR_LIST:
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
-            if (preload_walk(b, co, PyList_GET_ITEM(vv->items, i), roots, outputs, walked) < 0)
-                return -1;
-        return 0;
-    case FJ_VAR_DICT:
-    case FJ_VAR_INST: {
-        /* a dict's items, an instance's attributes */
-        PyObject *d = vv->kind == FJ_VAR_DICT ? vv->items : vv->extra, *k, *val;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(d, &pos, &k, &val))
-            if (preload_walk(b, co, val, roots, outputs, walked) < 0)
-                return -1;
-        return 0;
-    }
-    case FJ_VAR_CELL:
-        return PyList_GET_SIZE(vv->items)
-                   ? preload_walk(b, co, PyList_GET_ITEM(vv->items, 0), roots, outputs, walked)
-                   : 0;
-    case FJ_VAR_FUNC:
-        if (vv->extra && preload_walk(b, co, vv->extra, roots, outputs, walked) < 0)
-            return -1;
-        return vv->extra2 ? preload_walk(b, co, vv->extra2, roots, outputs, walked) : 0;
-    case FJ_VAR_METHOD:
-        return preload_walk(b, co, vv->extra, roots, outputs, walked);
-    default:
-        return 0;
-    }
+    return vv->kind != FJ_VAR_CONST && vv->kind != FJ_VAR_NODE ? FJ_WALK_INTO : FJ_WALK_SKIP;
 }
 
 /*
 ** The final contents of a mutated input list or dict, put back into the
 ** object: lst[:] = [items...] or d.clear(); d.update({...}).  0 or -1.
 */
-static int emit_container_replay(fj_Builder *b, PyCodeObject *co, fj_Var *c, PyObject *outputs)
+static int emit_container_replay(CodegenCtx *cg, fj_Var *c)
 {
-    RebuildCtx rc = {b, co, outputs};
+    fj_Builder *b = cg->b;
     if (c->kind == FJ_VAR_LIST) {
         if (fj_trace_list_resized(c) &&
             PyList_GET_SIZE(c->items) == PyLong_AsSsize_t(c->extra2))
@@ -782,8 +719,8 @@ static int emit_container_replay(fj_Builder *b, PyCodeObject *co, fj_Var *c, PyO
                                   "replaying its final contents would hide that",
                                   c->source->text);
         /* [:] made by BUILD_SLICE: a slice is unhashable, never a code constant */
-        return emit_items(b, c->items, BUILD_LIST, rebuild_item, &rc) < 0 ||
-                       emit_rebuild(b, co, (PyObject *)c, outputs) < 0 ||
+        return emit_items(cg, c->items, BUILD_LIST, emit_rebuild) < 0 ||
+                       emit_rebuild(cg, (PyObject *)c) < 0 ||
                        fj_builder_load_const(b, Py_None) < 0 ||
                        fj_builder_load_const(b, Py_None) < 0 ||
                        fj_bc_emit(&b->il, BUILD_SLICE, 2) < 0 || fj_bc_emit(&b->il, STORE_SUBSCR, 0) < 0
@@ -791,12 +728,11 @@ static int emit_container_replay(fj_Builder *b, PyCodeObject *co, fj_Var *c, PyO
                    : 0;
     }
     /* build the new contents first: they may read the old ones */
-    return emit_items(b, c->items, BUILD_MAP, rebuild_item, &rc) < 0 ||
-                   emit_rebuild(b, co, (PyObject *)c, outputs) < 0 ||
+    return emit_items(cg, c->items, BUILD_MAP, emit_rebuild) < 0 ||
+                   emit_rebuild(cg, (PyObject *)c) < 0 ||
                    emit_named(b, LOAD_METHOD, "clear") < 0 || fj_builder_call(b, 0, NULL) < 0 ||
                    fj_bc_emit(&b->il, POP_TOP, 0) < 0 ||
-                   emit_rebuild(b, co, (PyObject *)c, outputs) < 0 ||
-                   emit_named(b, LOAD_METHOD, "update") < 0 || fj_bc_emit(&b->il, SWAP, 2) < 0 ||
+                   emit_rebuild(cg, (PyObject *)c) < 0 || emit_named(b, LOAD_METHOD, "update") < 0 || fj_bc_emit(&b->il, SWAP, 2) < 0 ||
                    fj_bc_emit(&b->il, SWAP, 3) < 0 || fj_builder_call(b, 1, NULL) < 0 ||
                    fj_bc_emit(&b->il, POP_TOP, 0) < 0
                ? -1
@@ -809,30 +745,33 @@ static int emit_container_replay(fj_Builder *b, PyCodeObject *co, fj_Var *c, PyO
 ** change: 'later' is a list of Vars emitted after the effects.  Starts
 ** 'preloaded' (the caller clears it when done).  0 or -1.
 */
-static int emit_effects(fj_Builder *b, PyCodeObject *co, fj_Tracer *tx, PyObject *outputs,
-                        PyObject *later)
+static int emit_effects(CodegenCtx *cg, PyObject *later)
 {
-    if (preloaded == NULL && (preloaded = PyDict_New()) == NULL)
+    fj_Builder *b = cg->b;
+    fj_Tracer *tx = cg->tx;
+    if (cg->preloaded == NULL && (cg->preloaded = PyDict_New()) == NULL)
         return -1;
     if (PyList_GET_SIZE(tx->effects) == 0 && !has_dirty_cells(tx->top))
         return 0;
-    PyObject *roots = unstable_roots(tx, co), *walked = PySet_New(NULL);
-    int r = roots == NULL || walked == NULL ? -1 : 0;
+    Preload p = {cg, unstable_roots(tx, cg->co)};
+    fj_VarWalk w;
+    fj_var_walk_init(&w, FJ_PART_ITEMS | FJ_PART_ATTRS | FJ_PART_DEFAULTS | FJ_PART_SELF,
+                     preload_enter, NULL, &p, 0);
+    int r = p.roots == NULL ? -1 : 0;
     for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(tx->effects); i++)
-        r = preload_walk(b, co, PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2), roots, outputs,
-                         walked);
+        r = fj_var_walk(&w, PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2));
     for (int i = 0; r == 0 && tx->top && i < tx->top->nlocals; i++)
         if (dirty_free_cell(tx->top->locals[i]))
-            r = preload_walk(b, co, tx->top->locals[i], roots, outputs, walked);
+            r = fj_var_walk(&w, tx->top->locals[i]);
     for (Py_ssize_t i = 0; r == 0 && later && i < PyList_GET_SIZE(later); i++)
-        r = preload_walk(b, co, PyList_GET_ITEM(later, i), roots, outputs, walked);
-    Py_XDECREF(roots);
-    Py_XDECREF(walked);
+        r = fj_var_walk(&w, PyList_GET_ITEM(later, i));
+    Py_XDECREF(p.roots);
+    fj_var_walk_clear(&w);
     for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(tx->effects); i++) {
         PyObject *eff = PyList_GET_ITEM(tx->effects, i);
         PyObject *kind = PyTuple_GET_ITEM(eff, 0);
         if (PyUnicode_CompareWithASCIIString(kind, "container") == 0) {
-            r = emit_container_replay(b, co, VAR(PyTuple_GET_ITEM(eff, 2)), outputs);
+            r = emit_container_replay(cg, VAR(PyTuple_GET_ITEM(eff, 2)));
             continue;
         }
         if (PyUnicode_CompareWithASCIIString(kind, "delglobal") == 0) {
@@ -843,7 +782,7 @@ static int emit_effects(fj_Builder *b, PyCodeObject *co, fj_Tracer *tx, PyObject
         if (PyUnicode_CompareWithASCIIString(kind, "delattr") == 0) {
             /* del obj.name */
             int ix = fj_builder_name(b, PyTuple_GET_ITEM(eff, 1));
-            r = ix < 0 || emit_rebuild(b, co, PyTuple_GET_ITEM(eff, 3), outputs) < 0 ||
+            r = ix < 0 || emit_rebuild(cg, PyTuple_GET_ITEM(eff, 3)) < 0 ||
                         fj_bc_emit(&b->il, DELETE_ATTR, ix) < 0
                     ? -1
                     : 0;
@@ -853,12 +792,12 @@ static int emit_effects(fj_Builder *b, PyCodeObject *co, fj_Tracer *tx, PyObject
             /* obj.name(*args), its result dropped */
             fj_Var *argt = VAR(PyTuple_GET_ITEM(eff, 2));
             Py_ssize_t na = PyList_GET_SIZE(argt->items);
-            r = emit_rebuild(b, co, PyTuple_GET_ITEM(eff, 3), outputs) < 0 ||
+            r = emit_rebuild(cg, PyTuple_GET_ITEM(eff, 3)) < 0 ||
                         fj_builder_load_method(b, PyTuple_GET_ITEM(eff, 1)) < 0
                     ? -1
                     : 0;
             for (Py_ssize_t k = 0; r == 0 && k < na; k++)
-                r = emit_rebuild(b, co, PyList_GET_ITEM(argt->items, k), outputs);
+                r = emit_rebuild(cg, PyList_GET_ITEM(argt->items, k));
             if (r == 0 && (fj_builder_call(b, (int)na, NULL) < 0 || fj_bc_emit(&b->il, POP_TOP, 0) < 0))
                 r = -1;
             continue;
@@ -866,13 +805,13 @@ static int emit_effects(fj_Builder *b, PyCodeObject *co, fj_Tracer *tx, PyObject
         PyObject *name = PyTuple_GET_ITEM(eff, 1);
         int attr = PyTuple_GET_SIZE(eff) == 4;
         int ix = fj_builder_name(b, name);
-        if (ix < 0 || emit_rebuild(b, co, PyTuple_GET_ITEM(eff, 2), outputs) < 0 ||
-            (attr && emit_rebuild(b, co, PyTuple_GET_ITEM(eff, 3), outputs) < 0) ||
+        if (ix < 0 || emit_rebuild(cg, PyTuple_GET_ITEM(eff, 2)) < 0 ||
+            (attr && emit_rebuild(cg, PyTuple_GET_ITEM(eff, 3)) < 0) ||
             fj_bc_emit(&b->il, attr ? STORE_ATTR : STORE_GLOBAL, ix) < 0)
             r = -1;
     }
     if (r == 0)
-        r = store_cells(b, co, tx->top, outputs);
+        r = store_cells(cg);
     return r;
 }
 
@@ -883,9 +822,10 @@ static int emit_effects(fj_Builder *b, PyCodeObject *co, fj_Tracer *tx, PyObject
 ** the placeholders, PRECALL/CALL, UNPACK_SEQUENCE nout; with 'store', the
 ** outputs then go to ___graph_out_<i>.  0 or -1.
 */
-static int emit_graph_call(fj_Builder *b, PyCodeObject *co, PyObject *fn_name,
-                           PyObject *placeholders, Py_ssize_t nout, int store)
+static int emit_graph_call(CodegenCtx *cg, PyObject *fn_name, Py_ssize_t nout, int store)
 {
+    fj_Builder *b = cg->b;
+    PyObject *placeholders = cg->tx->placeholders;
     Py_ssize_t nin = PyList_GET_SIZE(placeholders);
     if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 ||
         (PyUnicode_Check(fn_name) ? fj_builder_load_global(b, fn_name, 0)
@@ -893,7 +833,7 @@ static int emit_graph_call(fj_Builder *b, PyCodeObject *co, PyObject *fn_name,
         return -1;
     for (Py_ssize_t i = 0; i < nin; i++) {
         fj_Var *p = VAR(PyList_GET_ITEM(placeholders, i));
-        if (emit_source(b, co, p->source) < 0)
+        if (emit_source(cg, p->source) < 0)
             return -1;
     }
     if (fj_builder_call(b, (int)nin, NULL) < 0 ||
@@ -950,39 +890,46 @@ static int emit_prologue(fj_Builder *b, PyCodeObject *co)
 }
 
 /*
-** Starts the code that replaces 'co' (traced by 'tx'): the thread's emission
-** state (two_phase, cur_tx, fresh_memo), builder 'b', the original prologue
-** and RESUME 0.  0 or -1; codegen_end ends it either way.
+** Starts the code that replaces 'co' (traced by 'tx', 'outputs' the graph's)
+** in 'cg': its emission state, the builder 'b', the original prologue and
+** RESUME 0.  0 or -1; codegen_end ends it either way.
 */
-static int codegen_begin(fj_Builder *b, PyCodeObject *co, fj_Tracer *tx)
+static int codegen_begin(CodegenCtx *cg, fj_Builder *b, PyCodeObject *co, fj_Tracer *tx,
+                         PyObject *outputs)
 {
+    memset(cg, 0, sizeof(*cg));
     memset(b, 0, sizeof(*b));
-    two_phase = tx->cyclic_values;
-    cur_tx = tx;
-    if ((fresh_memo = PyDict_New()) == NULL || fj_builder_init(b, co) < 0 ||
+    cg->b = b;
+    cg->co = co;
+    cg->tx = tx;
+    cg->top = tx->top;
+    cg->outputs = outputs;
+    cg->two_phase = tx->cyclic_values;
+    if ((cg->fresh_memo = PyDict_New()) == NULL || fj_builder_init(b, co) < 0 ||
         emit_prologue(b, co) < 0)
         return -1;
     return fj_bc_emit(&b->il, RESUME, 0);
 }
 
 /* Ends what codegen_begin started: frees the builder and the emission state. */
-static void codegen_end(fj_Builder *b)
+static void codegen_end(CodegenCtx *cg)
 {
-    fj_builder_clear(b);
-    Py_CLEAR(preloaded);
-    Py_CLEAR(fresh_memo);
-    two_phase = 0;
-    cur_tx = NULL;
+    fj_builder_clear(cg->b);
+    Py_CLEAR(cg->visiting);
+    Py_CLEAR(cg->preloaded);
+    Py_CLEAR(cg->fresh_memo);
+    Py_CLEAR(cg->saved_args);
+    Py_CLEAR(cg->memo);
 }
 
 PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_Tracer *tx,
                                 PyObject *outputs, PyObject *ret)
 {
     fj_TFrame *top = tx->top;
-    PyObject *placeholders = tx->placeholders;
     fj_Builder bb, *b = &bb;
+    CodegenCtx cgc, *cg = &cgc;
     PyObject *result = NULL;
-    if (codegen_begin(b, co, tx) < 0)
+    if (codegen_begin(cg, b, co, tx, outputs) < 0)
         goto done;
     Py_ssize_t nout = PyList_GET_SIZE(outputs);
     if (fn_name != NULL) {
@@ -991,7 +938,7 @@ PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_Tracer *
         int direct = nout == 1 && rv->kind == FJ_VAR_NODE && rv->source == NULL &&
                      PyList_GET_ITEM(outputs, 0) == rv->obj && !has_dirty_cells(top) &&
                      PyList_GET_SIZE(tx->effects) == 0;
-        if (emit_graph_call(b, co, fn_name, placeholders, nout, !direct) < 0)
+        if (emit_graph_call(cg, fn_name, nout, !direct) < 0)
             goto done;
         if (direct) {
             if (fj_bc_emit(&b->il, RETURN_VALUE, 0) < 0)
@@ -1003,51 +950,38 @@ PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_Tracer *
     if (later == NULL)
         goto done;
     PyList_SET_ITEM(later, 0, Py_NewRef(ret));
-    int r = emit_effects(b, co, tx, outputs, later);
+    int r = emit_effects(cg, later);
     Py_DECREF(later);
     if (r < 0)
         goto done;
-    if (emit_rebuild(b, co, ret, outputs) < 0 || fj_bc_emit(&b->il, RETURN_VALUE, 0) < 0)
+    if (emit_rebuild(cg, ret) < 0 || fj_bc_emit(&b->il, RETURN_VALUE, 0) < 0)
         goto done;
 assemble:
     result = hashable_code(fj_builder_assemble(b, NULL));
 done:
-    codegen_end(b);
+    codegen_end(cg);
     return result;
 }
 
 /* ------------------------------------------------------------ breaks */
 
 /*
-** Break code rebuilds values with a memo: a list, dict or function made in
-** the frame is built once and kept in a temporary, so every place that held
-** it sees the same object (the CPython part may mutate it).
-*/
-typedef struct {
-    fj_Builder *b;
-    PyCodeObject *co;
-    PyObject *outputs; /* borrowed */
-    PyObject *memo;    /* strong dict: id(Var) -> temp name */
-    fj_TFrame *top;    /* borrowed: the stopped top frame */
-} BreakCtx;
-
-/*
 ** A function made in the frame (MAKE_FUNCTION), rebuilt: its defaults, its
 ** closure from the frame's own cells (LOAD_CLOSURE of the slot holding each
 ** cell), its code.  0, or -1 (Unsupported when a cell is not the frame's).
 */
-static int emit_value(BreakCtx *bc, PyObject *v);
+static int emit_value(CodegenCtx *cg, PyObject *v);
 
-static int emit_function(BreakCtx *bc, fj_Var *f)
+static int emit_function(CodegenCtx *cg, fj_Var *f)
 {
     int flags = 0;
     if (f->extra != NULL) {
-        if (emit_value(bc, f->extra) < 0)
+        if (emit_value(cg, f->extra) < 0)
             return -1;
         flags |= 0x01;
     }
     if (f->extra2 != NULL) {
-        if (emit_value(bc, f->extra2) < 0)
+        if (emit_value(cg, f->extra2) < 0)
             return -1;
         flags |= 0x02;
     }
@@ -1059,45 +993,39 @@ static int emit_function(BreakCtx *bc, fj_Var *f)
         for (Py_ssize_t j = 0; j < n; j++) {
             PyObject *cell = PyList_GET_ITEM(cl->items, j);
             int slot = -1;
-            for (int i = 0; i < bc->top->nlocals && slot < 0; i++)
-                if (bc->top->locals[i] == cell)
+            for (int i = 0; i < cg->top->nlocals && slot < 0; i++)
+                if (cg->top->locals[i] == cell)
                     slot = i;
             if (slot < 0)
                 return fj_unsupported("closure cell of %R is not a cell of the frame", (PyObject *)f);
-            int ix = fj_builder_deref(bc->b, fj_code_local_name(bc->co, slot));
-            if (ix < 0 || fj_bc_emit(&bc->b->il, LOAD_CLOSURE, ix) < 0)
+            int ix = fj_builder_deref(cg->b, fj_code_local_name(cg->co, slot));
+            if (ix < 0 || fj_bc_emit(&cg->b->il, LOAD_CLOSURE, ix) < 0)
                 return -1;
         }
-        if (fj_bc_emit(&bc->b->il, BUILD_TUPLE, (int)n) < 0)
+        if (fj_bc_emit(&cg->b->il, BUILD_TUPLE, (int)n) < 0)
             return -1;
         flags |= 0x08;
     }
-    if (fj_builder_load_const(bc->b, f->obj) < 0 ||
-        fj_bc_emit(&bc->b->il, MAKE_FUNCTION, flags) < 0)
+    if (fj_builder_load_const(cg->b, f->obj) < 0 ||
+        fj_bc_emit(&cg->b->il, MAKE_FUNCTION, flags) < 0)
         return -1;
     return 0;
 }
 
-static int value_item(void *ctx, PyObject *v)
-{
-    return emit_value(ctx, v);
-}
-
 /* Keeps the value on the stack in a new ___tmp_<n> (COPY 1; STORE_FAST) that
    later loads of Var 'v' reuse.  0 or -1. */
-static int value_memo(void *ctx, PyObject *v)
+static int value_memo(CodegenCtx *cg, PyObject *v)
 {
-    BreakCtx *bc = ctx;
-    int need = memo_needed(v);
+    int need = memo_needed(cg, v);
     if (need <= 0)
         return need;
     PyObject *key = PyLong_FromVoidPtr(v);
-    int r = key ? keep_in_temp(bc->b, "___tmp_", bc->memo, preloaded, key) : -1;
+    int r = key ? keep_in_temp(cg->b, "___tmp_", cg->memo, cg->preloaded, key) : -1;
     Py_XDECREF(key);
     return r;
 }
 
-static int emit_value(BreakCtx *bc, PyObject *v)
+static int emit_value(CodegenCtx *cg, PyObject *v)
 {
     fj_Var *vv = VAR(v);
     /* containers made in the frame and functions are made once, so every
@@ -1108,21 +1036,21 @@ static int emit_value(BreakCtx *bc, PyObject *v)
                 vv->source == NULL) ||
                vv->kind == FJ_VAR_FUNC;
     if (!made)
-        return emit_rebuild(bc->b, bc->co, v, bc->outputs);
+        return emit_rebuild(cg, v);
     PyObject *key = PyLong_FromVoidPtr(v);
     if (key == NULL)
         return -1;
-    PyObject *tmp = PyDict_GetItemWithError(bc->memo, key);
-    if (tmp == NULL && !PyErr_Occurred() && preloaded != NULL) /* built by emit_rebuild */
-        tmp = PyDict_GetItemWithError(preloaded, key);
+    PyObject *tmp = PyDict_GetItemWithError(cg->memo, key);
+    if (tmp == NULL && !PyErr_Occurred() && cg->preloaded != NULL) /* built by emit_rebuild */
+        tmp = PyDict_GetItemWithError(cg->preloaded, key);
     Py_DECREF(key);
     if (tmp != NULL)
-        return fj_builder_load_fast(bc->b, tmp) < 0 ? -1 : 0;
+        return fj_builder_load_fast(cg->b, tmp) < 0 ? -1 : 0;
     if (PyErr_Occurred())
         return -1;
     if (vv->kind == FJ_VAR_FUNC)
-        return emit_function(bc, vv) < 0 || value_memo(bc, v) < 0 ? -1 : 0;
-    return build_container(bc->b, vv, value_item, bc, value_memo);
+        return emit_function(cg, vv) < 0 || value_memo(cg, v) < 0 ? -1 : 0;
+    return build_container(cg, vv, emit_value, value_memo);
 }
 
 static int collect_all(Collect *c, PyObject *v)
@@ -1139,8 +1067,7 @@ PyObject *fj_codegen_break_outputs(fj_Tracer *tx, const unsigned char *restore)
 {
     fj_TFrame *top = tx->top;
     Collect c;
-    out_for_break = 1;
-    int r = collect_init(&c);
+    int r = collect_init(&c, 1);
     for (int i = 0; r == 0 && i < top->nlocals; i++) {
         PyObject *v = top->locals[i];
         if (v != NULL && (restore[i] || VAR(v)->kind == FJ_VAR_CELL))
@@ -1150,52 +1077,13 @@ PyObject *fj_codegen_break_outputs(fj_Tracer *tx, const unsigned char *restore)
         r = collect_all(&c, top->stack[i]);
     for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(tx->effects); i++)
         r = collect_all(&c, PyTuple_GET_ITEM(PyList_GET_ITEM(tx->effects, i), 2));
-    out_for_break = 0;
     return collect_end(&c, tx, r);
 }
 
-/* Adds id(Var) -> Var to 'seen' for 'v' and every Var rebuilding it may emit. 0/-1. */
-static int reachable(PyObject *v, PyObject *seen, int depth)
+/* drop_temporaries' walk goes into every Var rebuilding a value may emit. */
+static int enter_all(fj_VarWalk *w, PyObject *v)
 {
-    if (v == NULL)
-        return 0;
-    if (depth > 4 * FJ_MAX_VALUE_DEPTH) /* cutting the walk short would drop a needed temporary */
-        return fj_unsupported("a value made in the frame nests deeper than %d levels",
-                              4 * FJ_MAX_VALUE_DEPTH);
-    PyObject *key = PyLong_FromVoidPtr(v);
-    int had = key ? PyDict_Contains(seen, key) : -1;
-    if (had == 0)
-        had = PyDict_SetItem(seen, key, v);
-    Py_XDECREF(key);
-    if (had != 0)
-        return had < 0 ? -1 : 0;
-    fj_Var *vv = VAR(v);
-    switch (vv->kind) {
-    case FJ_VAR_TUPLE:
-    case FJ_VAR_LIST:
-    case FJ_VAR_CELL:
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
-            if (reachable(PyList_GET_ITEM(vv->items, i), seen, depth + 1) < 0)
-                return -1;
-        return 0;
-    case FJ_VAR_DICT: {
-        Py_ssize_t pos = 0;
-        PyObject *k, *val;
-        while (PyDict_Next(vv->items, &pos, &k, &val))
-            if (reachable(val, seen, depth + 1) < 0)
-                return -1;
-        return 0;
-    }
-    case FJ_VAR_FUNC:
-        return reachable(vv->extra, seen, depth + 1) < 0 ||
-                       reachable(vv->extra2, seen, depth + 1) < 0
-                   ? -1
-                   : reachable(vv->items, seen, depth + 1);
-    case FJ_VAR_METHOD:
-        return reachable(vv->extra, seen, depth + 1);
-    default:
-        return 0;
-    }
+    return FJ_WALK_INTO;
 }
 
 /* Deletes (DELETE_FAST) the temporary named by each value of 'names' whose
@@ -1226,20 +1114,26 @@ done:
 }
 
 /* See the call in fj_codegen_break.  0 or -1. */
-static int drop_temporaries(BreakCtx *bc, fj_TFrame *top, int base, int have_outputs)
+static int drop_temporaries(CodegenCtx *cg, int base, int have_outputs)
 {
-    fj_Builder *b = bc->b;
-    PyObject *seen = PyDict_New(), *keep_saved = PySet_New(NULL);
-    PyObject *needed_out = PySet_New(NULL);
+    fj_Builder *b = cg->b;
+    fj_TFrame *top = cg->top;
+    fj_VarWalk w; /* w.seen: id(Var) -> Var of every Var reached (a walk cut short
+                     would drop a needed temporary: too deep is Unsupported) */
+    fj_var_walk_init(&w,
+                     FJ_PART_ITEMS | FJ_PART_CLASS | FJ_PART_ATTRS | FJ_PART_DEFAULTS |
+                         FJ_PART_CLOSURE | FJ_PART_SELF,
+                     enter_all, NULL, NULL, 4 * FJ_MAX_VALUE_DEPTH);
+    PyObject *keep_saved = PySet_New(NULL), *needed_out = PySet_New(NULL);
     int r = -1;
-    if (seen == NULL || keep_saved == NULL || needed_out == NULL)
+    if ((w.seen = PyDict_New()) == NULL || keep_saved == NULL || needed_out == NULL)
         goto done;
     for (int i = 0; i < base; i++)
-        if (reachable(top->stack[i], seen, 0) < 0)
+        if (fj_var_walk(&w, top->stack[i]) < 0)
             goto done;
     Py_ssize_t pos = 0;
     PyObject *k, *v;
-    while (PyDict_Next(seen, &pos, &k, &v)) {
+    while (PyDict_Next(w.seen, &pos, &k, &v)) {
         fj_Var *vv = VAR(v);
         for (fj_Source *src = vv->source; src != NULL; src = src->parent)
             if (src->kind == FJ_SRC_LOCAL && PySet_Add(keep_saved, src->key) < 0)
@@ -1248,20 +1142,20 @@ static int drop_temporaries(BreakCtx *bc, fj_TFrame *top, int base, int have_out
             goto done;
     }
     /* the entry values of reassigned arguments */
-    if (delete_unkept(b, saved_args, keep_saved) < 0)
+    if (delete_unkept(b, cg->saved_args, keep_saved) < 0)
         goto done;
     /* lists, dicts and functions made in the frame (memoized in ___tmp_<n>) */
-    if (delete_unkept(b, bc->memo, seen) < 0)
+    if (delete_unkept(b, cg->memo, w.seen) < 0)
         goto done;
     /* graph outputs (all stored to ___graph_out_<i> by the break code) */
-    for (Py_ssize_t i = 0; have_outputs && i < PyList_GET_SIZE(bc->outputs); i++) {
-        int keep = PySet_Contains(needed_out, PyList_GET_ITEM(bc->outputs, i));
+    for (Py_ssize_t i = 0; have_outputs && i < PyList_GET_SIZE(cg->outputs); i++) {
+        int keep = PySet_Contains(needed_out, PyList_GET_ITEM(cg->outputs, i));
         if (keep < 0 || (!keep && emit_fast(b, DELETE_FAST, out_name(i)) < 0))
             goto done;
     }
     r = 0;
 done:
-    Py_XDECREF(seen);
+    fj_var_walk_clear(&w);
     Py_XDECREF(keep_saved);
     Py_XDECREF(needed_out);
     return r;
@@ -1323,13 +1217,13 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
                            PyObject *const *resume_args)
 {
     fj_Builder bb, *b = &bb;
+    CodegenCtx cgc, *cg = &cgc;
     fj_TFrame *top = tx->top;
     PyObject *result = NULL, *memo0 = NULL, *pre0 = NULL, *fresh0 = NULL;
-    BreakCtx bc = {b, co, outputs, NULL, top};
-    if (codegen_begin(b, co, tx) < 0 || (bc.memo = PyDict_New()) == NULL)
+    if (codegen_begin(cg, b, co, tx, outputs) < 0 || (cg->memo = PyDict_New()) == NULL)
         goto done;
     /* keep the entry values of arguments the trace reassigned */
-    if ((saved_args = PyDict_New()) == NULL)
+    if ((cg->saved_args = PyDict_New()) == NULL)
         goto done;
     for (int i = 0; i < top->nlocals && i < FJ_CODE_NLOCALSPLUS(co); i++) {
         /* a cell argument may be rebound through its cell (STORE_DEREF does not
@@ -1342,13 +1236,13 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
         int ix = cell ? fj_builder_deref(b, name) : 0;
         int bad = tmp == NULL || ix < 0 ||
                   (cell ? fj_bc_emit(&b->il, LOAD_DEREF, ix) : fj_builder_load_fast(b, name)) < 0 ||
-                  fj_builder_store_fast(b, tmp) < 0 || PyDict_SetItem(saved_args, name, tmp) < 0;
+                  fj_builder_store_fast(b, tmp) < 0 || PyDict_SetItem(cg->saved_args, name, tmp) < 0;
         Py_XDECREF(tmp);
         if (bad)
             goto done;
     }
     if (fn_name != NULL &&
-        emit_graph_call(b, co, fn_name, tx->placeholders, PyList_GET_SIZE(outputs), 1) < 0)
+        emit_graph_call(cg, fn_name, PyList_GET_SIZE(outputs), 1) < 0)
         goto done;
     /* side effects before the CPython part runs */
     {
@@ -1359,7 +1253,7 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
         for (int i = 0; later && i < top->sp; i++)
             if (PyList_Append(later, top->stack[i]) < 0)
                 Py_CLEAR(later);
-        int r = later ? emit_effects(b, co, tx, outputs, later) : -1;
+        int r = later ? emit_effects(cg, later) : -1;
         Py_XDECREF(later);
         if (r < 0)
             goto done;
@@ -1381,7 +1275,7 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
         fj_Var *vv = VAR(v);
         if (vv->source != NULL && vv->source->kind == FJ_SRC_LOCAL && vv->source->index == i)
             continue; /* still the caller's argument */
-        if (emit_value(&bc, v) < 0 || fj_builder_store_fast(b, name) < 0)
+        if (emit_value(cg, v) < 0 || fj_builder_store_fast(b, name) < 0)
             goto done;
     }
     /* cells of the frame whose contents the trace set (STORE_DEREF, cell arguments) */
@@ -1397,7 +1291,7 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
             contents->source->index == i && !top->touched[i])
             continue; /* the argument the cell was made from */
         int ix = fj_builder_deref(b, fj_code_local_name(co, i));
-        if (ix < 0 || emit_value(&bc, (PyObject *)contents) < 0 ||
+        if (ix < 0 || emit_value(cg, (PyObject *)contents) < 0 ||
             fj_bc_emit(&b->il, STORE_DEREF, ix) < 0)
             goto done;
     }
@@ -1416,11 +1310,11 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
         else if (vv->kind == FJ_VAR_METHOD && vv->pos && i + 1 < top->sp &&
                  top->stack[i + 1] == vv->extra) {
             /* (method, self) from LOAD_METHOD: load it again */
-            if (emit_value(&bc, vv->extra) < 0 || fj_builder_load_method(b, vv->obj) < 0)
+            if (emit_value(cg, vv->extra) < 0 || fj_builder_load_method(b, vv->obj) < 0)
                 goto done;
             i++;
         }
-        else if (emit_value(&bc, (PyObject *)vv) < 0)
+        else if (emit_value(cg, (PyObject *)vv) < 0)
             goto done;
     }
     /* The break code's own temporaries (entry values of reassigned
@@ -1429,7 +1323,7 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
        runs (a refcount or weakref it checks sees what it would without
        framejit), except those the stack handed to the resume function is
        rebuilt from after it. */
-    if (drop_temporaries(&bc, top, base, fn_name != NULL) < 0)
+    if (drop_temporaries(cg, base, fn_name != NULL) < 0)
         goto done;
     int jump_label = -1;
     for (int k = plan->first; k <= plan->last; k++) {
@@ -1446,20 +1340,20 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
     }
     /* each continuation: save the results, call the resume function; values
        first built in one branch's code are built again in the other's */
-    memo0 = PyDict_Copy(bc.memo);
-    pre0 = preloaded ? PyDict_Copy(preloaded) : NULL;
-    fresh0 = PyDict_Copy(fresh_memo);
-    if (memo0 == NULL || (preloaded != NULL && pre0 == NULL) || fresh0 == NULL)
+    memo0 = PyDict_Copy(cg->memo);
+    pre0 = cg->preloaded ? PyDict_Copy(cg->preloaded) : NULL;
+    fresh0 = PyDict_Copy(cg->fresh_memo);
+    if (memo0 == NULL || (cg->preloaded != NULL && pre0 == NULL) || fresh0 == NULL)
         goto done;
     for (int r = 0; r < plan->nresume; r++) {
         if (r == 1) {
-            Py_SETREF(bc.memo, memo0);
+            Py_SETREF(cg->memo, memo0);
             memo0 = NULL;
             if (pre0 != NULL) {
-                Py_SETREF(preloaded, pre0);
+                Py_SETREF(cg->preloaded, pre0);
                 pre0 = NULL;
             }
-            Py_SETREF(fresh_memo, fresh0);
+            Py_SETREF(cg->fresh_memo, fresh0);
             fresh0 = NULL;
         }
         if (r == 1 && fj_bc_place_label(&b->il, jump_label) < 0)
@@ -1491,7 +1385,7 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
             fj_Var *vv = VAR(top->stack[i]);
             if (vv->kind == FJ_VAR_NULL)
                 continue;
-            if (emit_value(&bc, (PyObject *)vv) < 0)
+            if (emit_value(cg, (PyObject *)vv) < 0)
                 goto done;
             nargs++;
         }
@@ -1509,11 +1403,9 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
     }
     result = hashable_code(fj_builder_assemble(b, NULL));
 done:
-    codegen_end(b);
-    Py_XDECREF(bc.memo);
+    codegen_end(cg);
     Py_XDECREF(memo0);
     Py_XDECREF(pre0);
     Py_XDECREF(fresh0);
-    Py_CLEAR(saved_args);
     return result;
 }

@@ -258,7 +258,7 @@ PyObject *fj_trace_graph_call(fj_TFrame *fr, const struct fj_OpDef *op, PyObject
                               Py_ssize_t n, PyObject *kwnames);
 /* Converts a Var into a graph argument: node, constant, or tuple/list of them. New ref. */
 PyObject *fj_var_to_graph_arg(PyObject *v);
-/* True if 'v' is, or holds in tuples and lists, a NODE Var of a dynamic shape. */
+/* 1 if 'v' is, or holds in tuples and lists, a NODE Var of a dynamic shape; 0 if not; -1. */
 int fj_trace_any_dynamic(PyObject *v);
 
 /* ---- trace_effects.c: mutations and objects made in the frame ---- */

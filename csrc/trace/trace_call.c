@@ -13,6 +13,7 @@
 #include "graph.h"
 #include "guard_values.h"
 #include "guards.h"
+#include "walk.h"
 
 PyObject *fj_trace_var_items(fj_TFrame *fr, PyObject *v); /* trace.c */
 
@@ -157,19 +158,6 @@ static PyObject *const_result(PyObject *r, const char *what)
     return v;
 }
 
-static int has_node(PyObject *v)
-{
-    fj_Var *vv = VAR(v);
-    if (vv->kind == FJ_VAR_NODE)
-        return 1;
-    if (vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST) {
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
-            if (has_node(PyList_GET_ITEM(vv->items, i)))
-                return 1;
-    }
-    return 0;
-}
-
 static PyObject *graph_arg_item(PyObject *v, void *unused)
 {
     return fj_var_to_graph_arg(v);
@@ -191,19 +179,23 @@ PyObject *fj_var_to_graph_arg(PyObject *v)
     }
 }
 
-/* pred(v) for a NODE Var 'v'; for a tuple or list, 1 when 'pred' holds for
-   a NODE Var nested in it (through tuples and lists), else 0. */
-static int any_node(PyObject *v, int (*pred)(fj_Var *))
+typedef int (*NodePred)(fj_Var *);
+
+/* fj_var_find's 'enter' for any_node (arg: a NodePred, NULL for any node). */
+static int node_enter(fj_VarWalk *w, PyObject *v)
 {
     fj_Var *vv = VAR(v);
+    NodePred pred = *(NodePred *)w->arg;
     if (vv->kind == FJ_VAR_NODE)
-        return pred(vv);
-    if (vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST) {
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
-            if (any_node(PyList_GET_ITEM(vv->items, i), pred))
-                return 1;
-    }
-    return 0;
+        return pred == NULL || pred(vv) ? FJ_WALK_STOP : FJ_WALK_SKIP;
+    return vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST ? FJ_WALK_INTO : FJ_WALK_SKIP;
+}
+
+/* 1 when 'v' is, or holds in tuples and lists, a NODE Var for which 'pred'
+   (NULL: any) holds, 0 when not, -1 on error. */
+static int any_node(PyObject *v, NodePred pred)
+{
+    return fj_var_find(v, FJ_PART_ITEMS, node_enter, &pred);
 }
 
 static int node_dynamic(fj_Var *node)
@@ -227,7 +219,7 @@ static int is_pyscalar(PyObject *v)
     return VAR(v)->kind == FJ_VAR_NODE && node_pyscalar(VAR(v));
 }
 
-/* True if a Python-scalar node sits somewhere in 'v'. */
+/* 1 if a Python-scalar node sits somewhere in 'v', 0 if not, -1 on error. */
 static int has_pyscalar(PyObject *v)
 {
     return any_node(v, node_pyscalar);
@@ -245,8 +237,9 @@ static PyObject *pin_pyscalars(PyObject *v)
     fj_Var *a = VAR(v);
     if (a->kind == FJ_VAR_NODE && ((fj_Node *)a->obj)->vkind == FJ_VAL_PYSCALAR)
         return (PyObject *)fj_var_const(((fj_Node *)a->obj)->example);
-    if ((a->kind != FJ_VAR_TUPLE && a->kind != FJ_VAR_LIST) || !has_pyscalar(v))
-        return Py_NewRef(v);
+    int has = a->kind == FJ_VAR_TUPLE || a->kind == FJ_VAR_LIST ? has_pyscalar(v) : 0;
+    if (has <= 0)
+        return has < 0 ? NULL : Py_NewRef(v);
     Py_ssize_t n = PyList_GET_SIZE(a->items);
     PyObject *items = PyList_New(n);
     for (Py_ssize_t i = 0; items != NULL && i < n; i++) {
@@ -316,8 +309,11 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = n - nkw;
     int dynamic = 0, pyscalar = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        dynamic |= fj_trace_any_dynamic(args[i]);
-        pyscalar |= has_pyscalar(args[i]);
+        int d = fj_trace_any_dynamic(args[i]), p = d < 0 ? -1 : has_pyscalar(args[i]);
+        if (p < 0)
+            return NULL;
+        dynamic |= d;
+        pyscalar |= p;
     }
     /* Symbolic ints flow through elementwise ops and operators; anything
        else (shapes, axes, indices) needs their value: pin them. */
@@ -884,11 +880,13 @@ PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_
     PyObject *fn = f->obj;
     const fj_OpDef *op = fj_trace_ops_for(fn);
     if (op != NULL) {
-        int any_node = 0;
-        for (Py_ssize_t i = 0; i < n; i++)
-            any_node |= has_node(args[i]);
+        int nodes = 0;
+        for (Py_ssize_t i = 0; i < n && nodes == 0; i++)
+            nodes = any_node(args[i], NULL);
+        if (nodes < 0)
+            return NULL;
         /* array creation functions make a fresh array on every call: always a graph op */
-        if (any_node || (op->flags & FJ_OPF_CREATES))
+        if (nodes || (op->flags & FJ_OPF_CREATES))
             return graph_call(fr, op, args, n, kwnames);
         if (all_const(args, n)) {
             PyObject *r = fold_call(fn, args, n, kwnames);
@@ -1104,20 +1102,14 @@ static int finalizes(PyObject *o)
     return 1;
 }
 
+static int finalizes_item(PyObject *item, PyObject *key, void *unused)
+{
+    return (key != NULL && finalizes(key)) || finalizes(item);
+}
+
 static int holds_finalizable(fj_Var *c)
 {
-    if (c->kind == FJ_VAR_LIST) {
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(c->items); i++)
-            if (finalizes(PyList_GET_ITEM(c->items, i)))
-                return 1;
-        return 0;
-    }
-    Py_ssize_t pos = 0;
-    PyObject *k, *v;
-    while (PyDict_Next(c->items, &pos, &k, &v))
-        if (finalizes(k) || finalizes(v))
-            return 1;
-    return 0;
+    return fj_var_visit_items(c->items, finalizes_item, NULL);
 }
 
 int fj_trace_note_mutation(fj_Tracer *tx, fj_Var *c)
@@ -1393,28 +1385,28 @@ PyObject *fj_trace_unary(fj_TFrame *fr, int opcode, PyObject *a)
     return const_result(r, "a unary operation");
 }
 
-/* True if an index key (a Var) has an integer part (which can be out of range). */
-static int key_has_int(PyObject *keyv)
+/* fj_var_find's 'enter' for key_has_int: an integer part of an index key. */
+static int int_key_enter(fj_VarWalk *w, PyObject *keyv)
 {
     fj_Var *k = VAR(keyv);
-    if (k->kind == FJ_VAR_NODE)
-        return 1;
-    if (k->kind == FJ_VAR_TUPLE) {
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(k->items); i++)
-            if (key_has_int(PyList_GET_ITEM(k->items, i)))
-                return 1;
-        return 0;
-    }
+    if (k->kind == FJ_VAR_TUPLE)
+        return FJ_WALK_INTO;
     PyObject *c = k->kind == FJ_VAR_CONST ? k->obj : NULL;
     if (c == NULL)
-        return 1;
+        return FJ_WALK_STOP; /* a node, or not known */
     if (PyTuple_Check(c)) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(c); i++)
             if (PyLong_Check(PyTuple_GET_ITEM(c, i)))
-                return 1;
-        return 0;
+                return FJ_WALK_STOP;
+        return FJ_WALK_SKIP;
     }
-    return PyLong_Check(c);
+    return PyLong_Check(c) ? FJ_WALK_STOP : FJ_WALK_SKIP;
+}
+
+/* 1 if an index key (a Var) has an integer part (which can be out of range), 0 if not, -1. */
+static int key_has_int(PyObject *keyv)
+{
+    return fj_var_find(keyv, FJ_PART_ITEMS, int_key_enter, NULL);
 }
 
 PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
@@ -1427,7 +1419,8 @@ PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
         /* an integer index is in range only for some sizes: with dynamic dims the
            graph could raise IndexError at run time (after side effects that come
            first in the program); pin the sizes so the trace's check holds */
-        if (o->dynamic && key_has_int(keyv) && fj_trace_specialize(fr->tx) < 0)
+        int has_int = o->dynamic ? key_has_int(keyv) : 0;
+        if (has_int < 0 || (has_int && fj_trace_specialize(fr->tx) < 0))
             return NULL;
         PyObject *args[2] = {objv, keyv};
         return graph_call(fr, fj_ops_for_getitem(), args, 2, NULL);

@@ -18,6 +18,7 @@
 
 #include "fj_numpy.h"
 #include "graph.h"
+#include "walk.h"
 
 #define VAR(o) ((fj_Var *)(o))
 
@@ -64,8 +65,12 @@ static int array_setitem(fj_TFrame *fr, PyObject *a, PyObject *key, PyObject *v)
     const fj_OpDef *op = fj_ops_for_setitem();
     if (op == NULL)
         return fj_unsupported("item assignment on an array (no setitem op)");
-    if ((fj_trace_any_dynamic(a) || fj_trace_any_dynamic(key) || fj_trace_any_dynamic(v)) &&
-        fj_trace_specialize(fr->tx) < 0)
+    int dynamic = fj_trace_any_dynamic(a);
+    if (dynamic == 0)
+        dynamic = fj_trace_any_dynamic(key);
+    if (dynamic == 0)
+        dynamic = fj_trace_any_dynamic(v);
+    if (dynamic < 0 || (dynamic && fj_trace_specialize(fr->tx) < 0))
         return -1;
     PyObject *args[3] = {a, key, v};
     PyObject *r = fj_trace_graph_call(fr, op, args, 3, NULL);
@@ -569,21 +574,25 @@ PyObject *fj_trace_dict_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyOb
 
 /* -------------------------------------------------------- input sets */
 
-/* True for a Var whose hash cannot run the program's code. */
-static int hash_safe(PyObject *v)
+/* fj_var_find's 'enter' for hash_safe: a part whose hash may run the program's code. */
+static int unhashable_enter(fj_VarWalk *w, PyObject *v)
 {
     fj_Var *vv = VAR(v);
+    int safe = 0;
+    if (vv->kind == FJ_VAR_TUPLE)
+        return FJ_WALK_INTO;
     if (vv->kind == FJ_VAR_CONST)
-        return fj_is_plain_constant(vv->obj) || PyArray_IsScalar(vv->obj, Generic);
-    if (vv->kind == FJ_VAR_NODE)
-        return ((fj_Node *)vv->obj)->vkind != FJ_VAL_ARRAY;
-    if (vv->kind == FJ_VAR_TUPLE) {
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
-            if (!hash_safe(PyList_GET_ITEM(vv->items, i)))
-                return 0;
-        return 1;
-    }
-    return 0;
+        safe = fj_is_plain_constant(vv->obj) || PyArray_IsScalar(vv->obj, Generic);
+    else if (vv->kind == FJ_VAR_NODE)
+        safe = ((fj_Node *)vv->obj)->vkind != FJ_VAL_ARRAY;
+    return safe ? FJ_WALK_SKIP : FJ_WALK_STOP;
+}
+
+/* 1 for a Var whose hash cannot run the program's code, 0 for another, -1 on error. */
+static int hash_safe(PyObject *v)
+{
+    int found = fj_var_find(v, FJ_PART_ITEMS, unhashable_enter, NULL);
+    return found < 0 ? -1 : !found;
 }
 
 int fj_trace_is_set_method(PyObject *objv, PyObject *name)
@@ -745,8 +754,12 @@ PyObject *fj_trace_set_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObj
         int ok = one ? hash_safe(args[i]) : 0;
         if (!one && (a->kind == FJ_VAR_TUPLE || a->kind == FJ_VAR_LIST)) {
             ok = 1;
-            for (Py_ssize_t j = 0; ok && j < PyList_GET_SIZE(a->items); j++)
+            for (Py_ssize_t j = 0; ok == 1 && j < PyList_GET_SIZE(a->items); j++)
                 ok = hash_safe(PyList_GET_ITEM(a->items, j));
+        }
+        if (ok < 0) {
+            Py_DECREF(items);
+            return NULL;
         }
         if (!one && a->kind == FJ_VAR_CONST &&
             (PyTuple_CheckExact(a->obj) || PyFrozenSet_CheckExact(a->obj))) {
