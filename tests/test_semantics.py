@@ -624,3 +624,34 @@ def test_generated_identity_programs(src, n, s):
         check(f, X, n, s, [1, 2], calls=3, expect_graph=False)
     except AssertionError as e:
         raise AssertionError(f"{e}\n{src}") from None
+
+
+# ------------------------------------------------ a list that holds itself
+
+def _self_list_to_array(x):
+    a = [x]
+    a.append(a)
+    return np.add(a, 1)   # NumPy raises ValueError (inhomogeneous shape)
+
+
+def _self_list_compare(x):
+    a = [1]
+    a.append(a)
+    return x + (a == [1, 2])
+
+
+def _self_list_scalar(x, n):
+    a = [n * 2]
+    a.append(a)
+    return np.add(x, a[0]), len(a)
+
+
+@pytest.mark.parametrize("fn,args", [
+    (_self_list_to_array, (np.ones(2),)),
+    (_self_list_compare, (np.ones(2),)),
+    (_self_list_scalar, (np.ones(2), 3)),
+], ids=lambda v: getattr(v, "__name__", "args"))
+def test_a_list_that_holds_itself_is_converted_no_deeper_than_a_limit(fn, args):
+    # converting such a list for an array operation or a constant comparison
+    # recursed until the C stack overflowed
+    check(fn, *args, expect_graph=False)

@@ -359,6 +359,9 @@ PyObject *fj_trace_inline(fj_TFrame *parent, PyObject *fn, PyObject *const *args
 
 /* The most arguments, self included, of a method call the tracer makes. */
 #define FJ_MAX_METHOD_ARGS 32
+/* Tuples and lists nested deeper than this inside one argument or constant
+   are not converted (a list that holds itself would never end). */
+#define FJ_MAX_NEST 100
 /*
 ** Fills 'stack' (FJ_MAX_METHOD_ARGS slots) with 'self' then args[0..n), the
 ** arguments of a method called through its class.  0, or -1 (Unsupported:

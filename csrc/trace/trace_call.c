@@ -158,12 +158,15 @@ static PyObject *const_result(PyObject *r, const char *what)
     return v;
 }
 
-static PyObject *graph_arg_item(PyObject *v, void *unused)
+static PyObject *graph_arg(PyObject *v, int depth);
+
+static PyObject *graph_arg_item(PyObject *v, void *depth)
 {
-    return fj_var_to_graph_arg(v);
+    return graph_arg(v, *(int *)depth + 1);
 }
 
-PyObject *fj_var_to_graph_arg(PyObject *v)
+/* fj_var_to_graph_arg of 'v' found 'depth' tuples and lists deep. */
+static PyObject *graph_arg(PyObject *v, int depth)
 {
     fj_Var *vv = VAR(v);
     switch (vv->kind) {
@@ -172,11 +175,19 @@ PyObject *fj_var_to_graph_arg(PyObject *v)
         return Py_NewRef(vv->obj);
     case FJ_VAR_TUPLE:
     case FJ_VAR_LIST:
-        return fj_map_items(vv->items, vv->kind == FJ_VAR_TUPLE, graph_arg_item, NULL);
+        if (depth >= FJ_MAX_NEST)
+            return fj_unsupported("an array operation's argument nests lists or tuples more "
+                                  "than %d deep (a list that holds itself?)", FJ_MAX_NEST), NULL;
+        return fj_map_items(vv->items, vv->kind == FJ_VAR_TUPLE, graph_arg_item, &depth);
     default:
         fj_unsupported("%R cannot be passed to an array operation", v);
         return NULL;
     }
+}
+
+PyObject *fj_var_to_graph_arg(PyObject *v)
+{
+    return graph_arg(v, 0);
 }
 
 typedef int (*NodePred)(fj_Var *);
@@ -232,9 +243,12 @@ static int has_pyscalar(PyObject *v)
 */
 static PyObject *new_seq_var(fj_VarKind kind, PyObject *items);
 
-static PyObject *pin_pyscalars(PyObject *v)
+static PyObject *pin_pyscalars(PyObject *v, int depth)
 {
     fj_Var *a = VAR(v);
+    if (depth >= FJ_MAX_NEST)
+        return fj_unsupported("an array operation's argument nests lists or tuples more "
+                              "than %d deep (a list that holds itself?)", FJ_MAX_NEST), NULL;
     if (a->kind == FJ_VAR_NODE && ((fj_Node *)a->obj)->vkind == FJ_VAL_PYSCALAR)
         return (PyObject *)fj_var_const(((fj_Node *)a->obj)->example);
     int has = a->kind == FJ_VAR_TUPLE || a->kind == FJ_VAR_LIST ? has_pyscalar(v) : 0;
@@ -243,7 +257,7 @@ static PyObject *pin_pyscalars(PyObject *v)
     Py_ssize_t n = PyList_GET_SIZE(a->items);
     PyObject *items = PyList_New(n);
     for (Py_ssize_t i = 0; items != NULL && i < n; i++) {
-        PyObject *p = pin_pyscalars(PyList_GET_ITEM(a->items, i));
+        PyObject *p = pin_pyscalars(PyList_GET_ITEM(a->items, i), depth + 1);
         if (p == NULL)
             Py_CLEAR(items);
         else
@@ -341,7 +355,7 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
         if (n > 32)
             return fj_unsupported("too many arguments"), NULL;
         for (Py_ssize_t i = 0; i < n; i++) {
-            stack[i] = pin_pyscalars(args[i]);
+            stack[i] = pin_pyscalars(args[i], 0);
             if (stack[i] == NULL) {
                 for (Py_ssize_t j = 0; j < i; j++)
                     Py_DECREF(stack[j]);
@@ -1322,22 +1336,29 @@ static int is_static_type(PyObject *v)
     return PyType_CheckExact(v) && !(((PyTypeObject *)v)->tp_flags & Py_TPFLAGS_HEAPTYPE);
 }
 
-static PyObject *deep_const(PyObject *v);
+static PyObject *deep_const_at(PyObject *v, int depth);
 
-static PyObject *deep_const_item(PyObject *v, void *unused)
+static PyObject *deep_const_item(PyObject *v, void *depth)
 {
-    return deep_const(v);
+    return deep_const_at(v, *(int *)depth + 1);
 }
 
-/* A Var's value as a plain constant, converting known tuples of constants. New ref or NULL. */
-static PyObject *deep_const(PyObject *v)
+/* A Var's value as a plain constant, converting known tuples and lists of
+   constants ('depth' deep so far; deeper than FJ_MAX_NEST is not one).
+   New ref, or NULL (with no exception: not a constant). */
+static PyObject *deep_const_at(PyObject *v, int depth)
 {
     fj_Var *vv = VAR(v);
     if (vv->kind == FJ_VAR_CONST)
         return is_safe_const(vv->obj) || is_static_type(vv->obj) ? Py_NewRef(vv->obj) : NULL;
-    if (vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST)
-        return fj_map_items(vv->items, vv->kind == FJ_VAR_TUPLE, deep_const_item, NULL);
+    if ((vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST) && depth < FJ_MAX_NEST)
+        return fj_map_items(vv->items, vv->kind == FJ_VAR_TUPLE, deep_const_item, &depth);
     return NULL;
+}
+
+static PyObject *deep_const(PyObject *v)
+{
+    return deep_const_at(v, 0);
 }
 
 PyObject *fj_trace_compare(fj_TFrame *fr, int op, PyObject *a, PyObject *b)
