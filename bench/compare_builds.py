@@ -2,6 +2,9 @@
 
     python3 bench/compare_builds.py OLD_DIR NEW_DIR [--rounds N]
 
+Writes bench/results/compare_builds.json (bench/_results.py), which
+bench/report.py shows as the "build against build" table.
+
 Each DIR is a checkout with its extension built in place (for example
 ``git worktree add /tmp/old <rev> && cd /tmp/old && python3 setup.py
 build_ext --inplace``).  Every round runs one measuring process per build,
@@ -24,6 +27,9 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import _results  # noqa: E402
 
 MEASURE = r'''
 import json, statistics, sys, time
@@ -91,6 +97,7 @@ def main():
     if len(args) != 2:
         print(__doc__)
         return 2
+    _results.start()
     old, new = (os.path.abspath(a) for a in args)
     env = dict(os.environ, FRAMEJIT_BACKEND="eager")
     got = {old: [], new: []}
@@ -98,13 +105,35 @@ def main():
         for b in ((old, new) if i % 2 == 0 else (new, old)):
             got[b].append(run(b, dict(env, PYTHONPATH=b)))
     keys = list(got[old][0])
-    print(f"median of {rounds} alternating rounds; OLD={old} NEW={new}")
+    old_rev, new_rev = _results.commit(old), _results.commit(new)
+    print(f"median of {rounds} alternating rounds; OLD={old} ({old_rev}) NEW={new} ({new_rev})")
     print(f"{'figure':26s} {'old':>10s} {'new':>10s} {'new/old':>8s}")
+    rows = []
     for k in keys:
         o = statistics.median(r[k] for r in got[old])
         n = statistics.median(r[k] for r in got[new])
-        print(f"{k:26s} {o:10.1f} {n:10.1f} {n / o if o else float('nan'):8.2f}")
+        ratio = n / o if o else None
+        print(f"{k:26s} {o:10.1f} {n:10.1f} {ratio if ratio is not None else float('nan'):8.2f}")
+        rows.append({"figure": k, "old": o, "new": n, "ratio": ratio,
+                     "old_spread": _spread(r[k] for r in got[old]),
+                     "new_spread": _spread(r[k] for r in got[new])})
+    C = _results.column
+    _results.write(
+        "compare_builds", "Build against build", size=f"{rounds} alternating rounds",
+        tables=[_results.table(
+            f"old = {old_rev}, new = {new_rev}: median of {rounds} rounds "
+            "(min-max over the rounds in brackets)",
+            [C("figure", "figure"), C("old", f"old {old_rev}", ".1f"), C("old_spread", "old range"),
+             C("new", f"new {new_rev}", ".1f"), C("new_spread", "new range"),
+             C("ratio", "new / old", ".2f")], rows)],
+        data={"old": {"dir": old, "commit": old_rev, "rounds": got[old]},
+              "new": {"dir": new, "commit": new_rev, "rounds": got[new]}})
     return 0
+
+
+def _spread(values):
+    v = list(values)
+    return f"{min(v):.1f}-{max(v):.1f}"
 
 
 if __name__ == "__main__":
