@@ -13,7 +13,8 @@ the median over rounds of each figure and the ratio NEW / OLD.
 
 Figures (eager backend, np.ones(4), so the overhead shows):
 - warm 1-op / 20-op: ns per call of a compiled function minus the plain call
-  (bench/bench_compile.py's np1 and np20), best of 5 loops in the process;
+  (bench/bench_compile.py's np1 and np20), plain and compiled loops of about
+  10 ms interleaved, best of 15 each, in the process;
 - compile 1-op / 20-op: µs of the first call after framejit.reset() minus a
   plain call, median of 60 compiles;
 - hooked call: ns per call of a pure-Python function with the hook on and
@@ -41,15 +42,25 @@ from bench_compile import np1, np20
 perf = time.perf_counter_ns
 x = np.ones(4)
 
+def loop(fn, n):
+    t = perf()
+    for _ in range(n):
+        fn(x)
+    return (perf() - t) / n
+
 def per_call(fn, n=20000):
-    best = None
-    for _ in range(5):
-        t = perf()
-        for _ in range(n):
-            fn(x)
-        d = (perf() - t) / n
-        best = d if best is None or d < best else best
-    return best
+    return min(loop(fn, n) for _ in range(5))
+
+def added(plain, compiled, rounds=15):
+    """ns a compiled call adds: plain and compiled loops interleaved, about
+    10 ms each, best of 'rounds' each (a quiet moment counts for both)."""
+    compiled(x)
+    n = max(500, int(10e6 / loop(plain, 200)))
+    bp = bc = float("inf")
+    for _ in range(rounds):
+        bp = min(bp, loop(plain, n))
+        bc = min(bc, loop(compiled, n))
+    return bc - bp
 
 def compile_us(fn, n=60):
     plain = per_call(fn, 2000)
@@ -67,13 +78,9 @@ def pure(v):
 
 res = {}
 for name, fn in (("1-op", np1), ("20-op", np20)):
-    cf = framejit.compile(fn, backend="eager")
-    cf(x)
-    res["warm " + name + " (ns)"] = per_call(cf) - per_call(fn)
+    res["warm " + name + " (ns)"] = added(fn, framejit.compile(fn, backend="eager"))
     res["compile " + name + " (us)"] = compile_us(fn)
-cp = framejit.compile(pure, backend="eager")
-cp(x)
-res["hooked pure call (ns)"] = per_call(cp) - per_call(pure)
+res["hooked pure call (ns)"] = added(pure, framejit.compile(pure, backend="eager"))
 print(json.dumps(res))
 '''
 
