@@ -23,7 +23,7 @@ A result file (``bench/results/<name>.json``):
     data            the benchmark's own raw figures (any JSON)
 
 Write with ``write(name, ...)`` at the end of a run; ``start()`` once at the
-beginning records the date and load before the run disturbs them.
+beginning records the date, load and commit before the run.
 """
 import datetime
 import importlib.metadata
@@ -42,10 +42,12 @@ _started = {}
 
 
 def start():
-    """Note the date and the load average before the run (call once, first)."""
+    """Note the date, the load average and the commit before the run (call
+    once, first: files edited while a long run goes on do not change them)."""
     if not _started:
         _started["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         _started["load"] = round(os.getloadavg()[0], 2)
+        _started["commit"] = commit()
 
 
 def cpu_model():
@@ -125,7 +127,7 @@ def write(name, title, *, size, tables=(), targets=(), notes=(), data=None, argv
           path=None):
     """Write bench/results/<name>.json (or 'path'); returns the path."""
     start()
-    rec = {"name": name, "title": title, "command": command(argv), "commit": commit(),
+    rec = {"name": name, "title": title, "command": command(argv), "commit": _started["commit"],
            "date": _started["date"], "machine": machine(), "size": size,
            "tables": list(tables), "targets": list(targets), "notes": list(notes),
            "data": data if data is not None else {}}

@@ -980,6 +980,7 @@ def main():
         report(saved["modes"], saved["triad_gbs"], saved["compile"])
         return 0
 
+    _results.start()
     import platform
     import numpy as np
     import stream
