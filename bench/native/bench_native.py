@@ -86,6 +86,7 @@ import json
 import math
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -925,7 +926,8 @@ def targets(modes, triads, comp):
             continue
         met = (False if "**NOT MET**" in text else True if "**MET**" in text else None)
         head, rest = _split_outside_parens(text)
-        records.append(_results.target(head, rest.replace("**", ""), met))
+        rest = re.sub(r":? ?\*\*(NOT MET|MET)\*\*", "", rest).replace("**", "").strip()
+        records.append(_results.target(head, rest, met))
     return records
 
 
