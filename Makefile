@@ -96,7 +96,7 @@ bench-all: bench memcheck bench-native bench-compare bench-report
 
 # The native backend against NumPy, numexpr, Numba and torch.compile, with the
 # machine's triad bandwidth (issue #8; the full run ~45 min: BENCH_NATIVE_FLAGS=--quick
-# stops at 1e7, ~15 min); writes bench/results/native.json.
+# stops at 1e7, ~10 min); writes bench/results/native.json.
 # Benchmark-only deps; torch is optional (its column is skipped if it cannot import).
 TORCH_VERSION ?= 2.13.0
 BENCH_NATIVE_FLAGS ?=

@@ -35,7 +35,7 @@ make bench            # bench/run_all.py: runtime, guards, compile, recompile, r
                       # eager on large arrays (--quick: BENCH_FLAGS=--quick), ~15 min
 make memcheck         # memory stays flat, ~1 min
 make bench-native     # native backend vs NumPy, numexpr, Numba, torch.compile: the full run
-                      # (1e3..1e8, ~45 min); BENCH_NATIVE_FLAGS=--quick stops at 1e7 (~15 min)
+                      # (1e3..1e8, ~45 min); BENCH_NATIVE_FLAGS=--quick stops at 1e7 (~10 min)
 make bench-compare    # this build against BENCH_BEFORE (default dc83926), alternating, 7 rounds
 make bench-report     # rewrite BENCHMARKS.md from bench/results/*.json (measures nothing)
 make bench-all        # all of the above, then the report
@@ -169,7 +169,7 @@ exits 1 when a phase grows by more than 20 MB RSS or 512 KB traced."""),
 ```sh
 make bench-native                              # pip-installs bench/native/requirements.txt and torch,
                                                # then the full run: 1e3..1e8, both thread modes, ~45 min, ~6 GB
-make bench-native BENCH_NATIVE_FLAGS=--quick   # 1e3..1e7, 3 rounds of 20 ms, ~15 min
+make bench-native BENCH_NATIVE_FLAGS=--quick   # 1e3..1e7, 3 rounds of 20 ms, ~10 min
 python3 bench/native/bench_native.py --sizes 1e4,1e5,1e6 --kernels c3,c5,c7,c10 --rounds 15 \\
         --no-torch --no-compile-times --modes one --procs 10   # Numba parity across processes (--json keeps it)
 python3 bench/native/bench_native.py --report results.json     # re-print a --json run
@@ -197,10 +197,11 @@ Compile times: one captured graph handed to the backend in a fresh process
 with a fresh cache directory, then in a second process on the same
 directory.  Streaming stores: the same compiled c3 / c7 with the setting
 alternated between rounds (`native_config(stream_min=0)` against a
-threshold nothing reaches).  The row path (rows with an input constant
-along them) against the scalar loop is not here: comparing them needs a
-switch the backend does not have (docs/native.md, "Rows with a constant
-input", gives the rule and the range it was chosen from)."""),
+threshold nothing reaches).  Rows with an input constant along them
+(bench/native/rows.py): the backend runs its flat kernel row by row where
+row length x operations >= 512 and its strided scalar loop below; the two
+paths cannot be switched on the same shape, so each is shown against NumPy
+(docs/native.md, Kernels, gives the rule and the range it was chosen from)."""),
 ]
 
 

@@ -73,10 +73,12 @@ Then (unless --no-streaming) streaming stores against ordinary stores: the
 same native-compiled c3 and c7, the setting alternated between rounds in one
 process (native_config(stream_min=0) against a threshold nothing reaches),
 best of STREAM_ROUNDS, at the run's sizes from 1e5 to 1e7, per thread mode.
+And (unless --no-rows, with the one-core mode) rows with an input constant
+along them against NumPy, by row length (bench/native/rows.py).
 
 Run: python3 bench/native/bench_native.py [--quick] [--modes one,all]
      [--sizes 1e3,1e6] [--kernels c5,rsum] [--dtypes float64] [--no-torch]
-     [--no-streaming] [--procs K] [--json FILE] [--report FILE]
+     [--no-streaming] [--no-rows] [--procs K] [--json FILE] [--report FILE]
 Writes bench/results/native.json (bench/_results.py) after a run (not with
 --report, nor when a subset of kernels or modes is asked for: then --json
 keeps the figures).
@@ -954,6 +956,8 @@ def main():
     p.add_argument("--no-compile-times", action="store_true")
     p.add_argument("--no-streaming", action="store_true",
                    help="skip streaming stores against ordinary stores")
+    p.add_argument("--no-rows", action="store_true",
+                   help="skip rows with an input constant along them (bench/native/rows.py)")
     p.add_argument("--procs", type=int, default=1,
                    help="child processes per mode (each times every cell; with >= 5 a cell's "
                         "'slower' is decided across processes: see merge_procs)")
@@ -974,6 +978,11 @@ def main():
         args.round_ms = 20.0 if args.quick else 50.0
     if args.mode and args.mode.startswith("stream:"):
         return run_stream_ab(args)
+    if args.mode == "rows":
+        import rows
+        with open(args.out, "w") as fh:
+            json.dump(rows.measure(threads=1), fh)
+        return 0
     if args.mode:
         return run_mode(args)
     if args.report:
@@ -1068,18 +1077,32 @@ def main():
                 with open(out) as fh:
                     streaming[mode] = json.load(fh)
             os.unlink(out)
+    row_runs = []
+    if not args.no_rows and modes.get("one", {}).get("have", {}).get("native"):
+        print("\n### Rows with an input constant along them, one core (fj native against NumPy)\n",
+              flush=True)
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
+            out = fh.name
+        if subprocess.call([sys.executable, os.path.abspath(__file__), "--mode", "rows", "--out", out],
+                           env=thread_env("one"), cwd=ROOT) == 0:
+            with open(out) as fh:
+                row_runs = json.load(fh)
+        os.unlink(out)
+        for r in row_runs:
+            print(f"  {r['group']:32s} {r['shape']:>12s} {r['path']:12s} NumPy {fmt_time(r['numpy_ns'])}, "
+                  f"native {fmt_time(r['native_ns'])}: {r['speedup']:.2f}x")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"modes": modes, "triad_gbs": triads, "compile": comp, "streaming": streaming},
-                      fh, indent=1)
+            json.dump({"modes": modes, "triad_gbs": triads, "compile": comp, "streaming": streaming,
+                       "rows": row_runs}, fh, indent=1)
     verdicts = report(modes, triads, comp)
     print(f"\nload average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.kernels == list(KERNELS) and modes:
-        write_result(args, modes, triads, comp, streaming, verdicts)
+        write_result(args, modes, triads, comp, streaming, row_runs, verdicts)
     return 0
 
 
-def write_result(args, modes, triads, comp, streaming, verdicts):
+def write_result(args, modes, triads, comp, streaming, row_runs, verdicts):
     """bench/results/native.json: the speedup tables, the bandwidth, the compile
     times, streaming against ordinary stores, and the targets."""
     C = _results.column
@@ -1143,6 +1166,18 @@ def write_result(args, modes, triads, comp, streaming, verdicts):
                 [{"kernel": r["kernel"], "dtype": r["dtype"], "n": f"{r['n']:.0e}",
                   "ordinary": fmt_time(r["ordinary_ns"]), "streamed": fmt_time(r["streamed_ns"]),
                   "ratio": r["ratio"]} for r in st["rows"]]))
+    if row_runs:
+        import rows
+        tables.append(_results.table(
+            "rows with an input constant along them (`x` float64 of the shape, `w` of shape "
+            f"(rows, 1)), fj native, one core: best of {rows.ROUNDS} alternated rounds, speedup over "
+            f"NumPy; the row path is taken where row length x operations >= {rows.ROW_WORK}, the "
+            "strided scalar loop below",
+            [C("group", "group"), C("shape", "shape"), C("path", "path"), C("numpy", "NumPy"),
+             C("native", "fj native"), C("speedup", "speedup", ".2f")],
+            [{"group": r["group"], "shape": r["shape"], "path": r["path"],
+              "numpy": fmt_time(r["numpy_ns"]), "native": fmt_time(r["native_ns"]),
+              "speedup": r["speedup"]} for r in row_runs]))
     notes = []
     for mode, m in modes.items():
         notes.append(f"{mode}: triad {triads[mode]:.1f} GB/s; " + "; ".join(m.get("notes", [])))
@@ -1153,7 +1188,7 @@ def write_result(args, modes, triads, comp, streaming, verdicts):
     _results.write("native", "Native backend against NumPy, numexpr, Numba and torch.compile",
                    size=size, tables=tables, targets=verdicts, notes=notes,
                    data={"modes": modes, "triad_gbs": triads, "compile": comp,
-                         "streaming": streaming})
+                         "streaming": streaming, "rows": row_runs})
 
 
 def report(modes, triads, comp):
