@@ -22,6 +22,7 @@ A result file (``bench/results/<name>.json``):
     notes           [str]
     data            the benchmark's own raw figures (any JSON)
 
+FRAMEJIT_BENCH_RESULTS=DIR writes the files there instead (trial runs).
 Write with ``write(name, ...)`` at the end of a run; ``start()`` once at the
 beginning records the date, load and commit before the run.
 """

@@ -289,7 +289,7 @@ def main():
                                      "torch.ones(4)",
                                      [C("figure", ""), C("framejit", "framejit"),
                                       C("torch", "torch.compile"),
-                                      C("speedup", "framejit faster", ".0f")], vs_torch["rows"]))
+                                      C("speedup", "framejit faster (x)", ".0f")], vs_torch["rows"]))
         targets += vs_torch["targets"]
     else:
         notes.append("torch not installed: the torch.compile comparison was skipped")

@@ -184,7 +184,7 @@ def print_a(best, n_calls, rounds):
                                f"{hit / plain:.2f}x ({plain:.1f} ns plain, {hit:.1f} ns hooked)",
                                ok_ratio),
                _results.target(f"... i.e. at most {TARGET_ADDED_NS} ns added",
-                               f"+{hit - plain:.1f} ns; through framejit.compile +{w - plain:.1f} ns",
+                               f"{hit - plain:+.1f} ns; through framejit.compile {w - plain:+.1f} ns",
                                ok_added)]
     return ok_ratio and ok_added, targets
 
