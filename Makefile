@@ -79,7 +79,7 @@ bench: build
 # This build against BENCH_BEFORE (main before issue 18's restructuring),
 # built in a temporary worktree, alternating processes in one run.
 BENCH_BEFORE ?= dc83926
-BENCH_ROUNDS ?= 7
+BENCH_ROUNDS ?= 11
 BEFORE_DIR ?= /tmp/framejit-before-$(BENCH_BEFORE)
 bench-compare: build
 	test -d $(BEFORE_DIR) || git worktree add --detach $(BEFORE_DIR) $(BENCH_BEFORE)

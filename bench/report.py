@@ -36,7 +36,7 @@ make bench            # bench/run_all.py: runtime, guards, compile, recompile, r
 make memcheck         # memory stays flat, ~1 min
 make bench-native     # native backend vs NumPy, numexpr, Numba, torch.compile: the full run
                       # (1e3..1e8, ~45 min); BENCH_NATIVE_FLAGS=--quick stops at 1e7 (~10 min)
-make bench-compare    # this build against BENCH_BEFORE (default dc83926), alternating, 7 rounds
+make bench-compare    # this build against BENCH_BEFORE (default dc83926), alternating, 11 rounds
 make bench-report     # rewrite BENCHMARKS.md from bench/results/*.json (measures nothing)
 make bench-all        # all of the above, then the report
 ```
