@@ -8,7 +8,7 @@ ASAN_ENV := LD_PRELOAD=$(LIBASAN) PYTHONMALLOC=malloc \
 	ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 .PHONY: all build install deps test demo debug asan test-asan test-debug bench memcheck valgrind clean fuzz \
-	cpython-tests numpy-tests bench-native test-native-default
+	cpython-tests numpy-tests bench-native test-native-default bench-compare bench-report bench-all
 
 all: build
 
@@ -55,7 +55,7 @@ test-debug: deps debug
 
 # Memory stays flat over many warm and cold calls (long; not in make test).
 memcheck: build
-	$(PY) bench/memcheck.py
+	$(PY) bench/memcheck.py $(BENCH_FLAGS)
 
 # Valgrind is ~50x slower: a representative subset by default, VALGRIND_TESTS=tests for all.
 VALGRIND_TESTS ?= tests/test_evalframe.py tests/test_guards.py tests/test_differential.py \
@@ -69,11 +69,34 @@ valgrind: debug
 	$(PY) tools/valgrind_check.py build/valgrind.log
 	$(PY) setup.py -q build_ext --inplace --force
 
+# Benchmarks: each script writes bench/results/<name>.json (command, commit,
+# date, machine, tables, targets); bench-report rewrites BENCHMARKS.md from
+# them.  BENCH_FLAGS=--quick for shorter loops.
+BENCH_FLAGS ?=
 bench: build
-	$(PY) bench/run_all.py
+	$(PY) bench/run_all.py $(BENCH_FLAGS)
+
+# This build against BENCH_BEFORE (main before issue 18's restructuring),
+# built in a temporary worktree, alternating processes in one run.
+BENCH_BEFORE ?= dc83926
+BENCH_ROUNDS ?= 11
+BEFORE_DIR ?= /tmp/framejit-before-$(BENCH_BEFORE)
+bench-compare: build
+	test -d $(BEFORE_DIR) || git worktree add --detach $(BEFORE_DIR) $(BENCH_BEFORE)
+	cd $(BEFORE_DIR) && $(PY) setup.py -q build_ext --inplace
+	$(PY) bench/compare_builds.py $(BEFORE_DIR) . --rounds $(BENCH_ROUNDS)
+	git worktree remove --force $(BEFORE_DIR)
+
+# BENCHMARKS.md from bench/results/*.json (measures nothing).
+bench-report:
+	$(PY) bench/report.py
+
+# Every benchmark (the native one as BENCH_NATIVE_FLAGS says), then the report.
+bench-all: bench memcheck bench-native bench-compare bench-report
 
 # The native backend against NumPy, numexpr, Numba and torch.compile, with the
-# machine's triad bandwidth (issue #8; long: BENCH_NATIVE_FLAGS=--quick stops at 1e7).
+# machine's triad bandwidth (issue #8; the full run ~45 min: BENCH_NATIVE_FLAGS=--quick
+# stops at 1e7, ~10 min); writes bench/results/native.json.
 # Benchmark-only deps; torch is optional (its column is skipped if it cannot import).
 TORCH_VERSION ?= 2.13.0
 BENCH_NATIVE_FLAGS ?=

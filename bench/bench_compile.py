@@ -13,6 +13,7 @@ side by side with torch.compile(backend="eager") where torch is installed.
     torch is not installed.
 
 Run: python3 bench/bench_compile.py [--quick]
+Writes bench/results/compile.json (bench/_results.py).
 """
 import os
 import statistics
@@ -22,7 +23,9 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import _results  # noqa: E402
 import framejit  # noqa: E402
 
 perf = time.perf_counter_ns
@@ -159,7 +162,7 @@ def torch_part(n_compiles, n_calls, rounds, fj):
         import torch._dynamo
     except ImportError:
         print("(c) torch not installed: torch.compile comparison skipped")
-        return None
+        return None, None
     torch.set_num_threads(1)
     t1, t20 = make_torch_fns(torch)
     x = torch.ones(4)
@@ -198,10 +201,26 @@ def torch_part(n_compiles, n_calls, rounds, fj):
           f"{'MET' if ok else 'NOT MET'} ({sp_compile:.0f}x); warm overhead >= "
           f"{TARGET_OVERHEAD_SPEEDUP}x lower: {'MET' if ok_over else 'NOT MET'} "
           f"({min(sp_over):.0f}x)")
-    return ok and ok_over
+    rows = [{"figure": "compile, 20 ops (median)", "framejit": f"{fj['compile'] / 1e3:.0f} µs",
+             "torch": f"{torch_compile / 1e6:.1f} ms", "speedup": sp_compile}]
+    for (k, sp) in zip(warm, sp_over):
+        p, c = warm[k]
+        rows.append({"figure": f"warm overhead, {k}",
+                     "framejit": f"{max(fj['warm'][k][1] - fj['warm'][k][0], 1.0):.0f} ns",
+                     "torch": f"{(c - p) / 1e3:.1f} µs ({p / 1e3:.1f} → {c / 1e3:.1f} µs)",
+                     "speedup": sp})
+    res = {"torch": torch.__version__, "rows": rows,
+           "targets": [_results.target(f"compiles >= {TARGET_COMPILE_SPEEDUP}x faster than "
+                                       "torch.compile (eager backend, 20 ops)",
+                                       f"{sp_compile:.0f}x", ok),
+                       _results.target(f"warm overhead >= {TARGET_OVERHEAD_SPEEDUP}x lower than "
+                                       "torch.compile", " / ".join(f"{k}: {x:.0f}x" for k, x in
+                                                                  zip(warm, sp_over)), ok_over)]}
+    return ok and ok_over, res
 
 
 def main():
+    _results.start()
     quick = "--quick" in sys.argv
     n_compiles = 50 if quick else 200
     n_calls = 50_000 if quick else 200_000
@@ -234,12 +253,51 @@ def main():
     print(f"    target: warm call <= {TARGET_WARM_RATIO}x plain: {'MET' if ok_w else 'NOT MET'}")
     framejit.reset()
     print()
-    ok_t = torch_part(10 if quick else 20, n_calls // 10, rounds,
-                      {"compile": med, "warm": warm})
+    ok_t, vs_torch = torch_part(10 if quick else 20, n_calls // 10, rounds,
+                                {"compile": med, "warm": warm})
     print()
     print(f"bench_compile targets: compile {'MET' if ok_c else 'NOT MET'}, warm "
           f"{'MET' if ok_w else 'NOT MET'}, vs torch "
           f"{'skipped' if ok_t is None else 'MET' if ok_t else 'NOT MET'}")
+    C = _results.column
+    compile_rows = [{"function": f"20 ops ({calls} calls captured)", "median": med / 1e3,
+                     "min": best / 1e3, "new_wrapper": with_new / 1e3},
+                    {"function": "1 op (`x + 1`)", "median": med1 / 1e3, "min": None,
+                     "new_wrapper": None}]
+    warm_rows = [{"function": k, "plain": p, "compiled": c, "ratio": c / p, "added": c - p}
+                 for k, (p, c) in warm.items()]
+    tables = [_results.table(f"first-call compile, eager backend, µs ({n_compiles} compiles after "
+                             "framejit.reset(), first call minus a plain call)",
+                             [C("function", "function"), C("median", "median", ".0f"),
+                              C("min", "min", ".0f"),
+                              C("new_wrapper", "with a new framejit.compile() each time", ".0f")],
+                             compile_rows),
+              _results.table(f"warm calls on np.ones(4), ns (best of {rounds} x {n_calls // 4:,} "
+                             "calls, interleaved)",
+                             [C("function", "function"), C("plain", "plain", ".0f"),
+                              C("compiled", "compiled", ".0f"), C("ratio", "ratio", ".2f"),
+                              C("added", "added", "+.0f")], warm_rows)]
+    targets = [_results.target(f"first-call compile of a 20-op NumPy function < {TARGET_COMPILE_MS:g} ms",
+                               f"median {med / 1e3:.0f} µs", ok_c),
+               _results.target(f"warm call within {TARGET_WARM_RATIO}x of plain (np.ones(4))",
+                               "; ".join(f"{r['function']}: {r['ratio']:.2f}x ({r['added']:+.0f} ns)"
+                                         for r in warm_rows), ok_w)]
+    notes = []
+    if vs_torch:
+        tables.append(_results.table(f"against torch.compile(backend=\"eager\"), torch "
+                                     f"{vs_torch['torch']}, the same functions in torch ops on "
+                                     "torch.ones(4)",
+                                     [C("figure", ""), C("framejit", "framejit"),
+                                      C("torch", "torch.compile"),
+                                      C("speedup", "framejit faster (x)", ".0f")], vs_torch["rows"]))
+        targets += vs_torch["targets"]
+    else:
+        notes.append("torch not installed: the torch.compile comparison was skipped")
+    _results.write("compile", "Compile time and warm-call overhead", size="--quick" if quick else "full",
+                   tables=tables, targets=targets, notes=notes,
+                   data={"compile_ns": {"20 ops median": med, "20 ops min": best,
+                                        "20 ops new wrapper": with_new, "1 op median": med1},
+                         "warm_ns": warm, "vs_torch": vs_torch})
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ RootGuardManager._bench (no Python call overhead per check).
 Each tree has N accessors, each with one leaf of the given kind (so the
 figure includes fetching the value: a local slot read or a dict lookup).
 Run: python3 bench/bench_guards.py [--quick]
+Writes bench/results/guards.json (bench/_results.py).
 """
 import os
 import sys
@@ -11,8 +12,10 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from framejit import _C
+import _results  # noqa: E402
+from framejit import _C  # noqa: E402
 
 SIZES = (1, 3, 10, 50)
 
@@ -66,12 +69,14 @@ def measure(r, slots, g, reps):
 
 
 def main():
+    _results.start()
     quick = "--quick" in sys.argv
     reps = 20_000 if quick else 200_000
     names = list(kinds())
     width = max(map(len, names)) + 2
     print(f"ns per leaf (best of 5 x {reps} checks)")
     print("kind".ljust(width) + "".join(f"{n:>9}" for n in SIZES))
+    rows = []
     for name in names:
         value, build, where = kinds()[name]
         row = []
@@ -79,6 +84,7 @@ def main():
             r, slots, g = tree(n, value, build, where)
             row.append(measure(r, slots, g, max(reps // n, 1000)) / n)
         print(name.ljust(width) + "".join(f"{x:9.1f}" for x in row))
+        rows.append(dict({"kind": name}, **{f"n{n}": x for n, x in zip(SIZES, row)}))
 
     # the seeds/004 tree: TENSOR_MATCH L['x'], EQUALS_MATCH L['n'], EQUALS_MATCH G
     x = np.zeros((4, 4), np.float32)
@@ -88,18 +94,35 @@ def main():
     r.global_("cfg_scale").add_equals_match(2)
     g = {"cfg_scale": 2}
     print()
-    print(f"seed tree, 3 leaves: {measure(r, [x, 3], g, reps):.1f} ns per check "
-          f"(global skipped by dict tag)")
+    seed = measure(r, [x, 3], g, reps)
+    print(f"seed tree, 3 leaves: {seed:.1f} ns per check (global skipped by dict tag)")
     r.add_global_state()
-    print(f"seed tree + GLOBAL_STATE: {measure(r, [x, 3], g, reps):.1f} ns per check")
+    seed_gs = measure(r, [x, 3], g, reps)
+    print(f"seed tree + GLOBAL_STATE: {seed_gs:.1f} ns per check")
     r2 = _C.RootGuardManager()
     r2.local(0, "x").add_tensor_match(x)
     r2.local(1, "n").add_equals_match(3)
     r2.global_("cfg_scale").add_equals_match(2)
     # an accessor below makes the global subtree unskippable
     r2.global_("cfg_scale").attr("real").add_equals_match(2)
-    print(f"seed-like tree, global not skippable (4 leaves): "
-          f"{measure(r2, [x, 3], g, reps):.1f} ns per check")
+    unskip = measure(r2, [x, 3], g, reps)
+    print(f"seed-like tree, global not skippable (4 leaves): {unskip:.1f} ns per check")
+    C = _results.column
+    trees = [{"tree": "seeds/004: TENSOR_MATCH L['x'], EQUALS_MATCH L['n'], EQUALS_MATCH G "
+                      "(global subtree skipped by the dict's version tag)", "ns": seed},
+             {"tree": "the same + GLOBAL_STATE", "ns": seed_gs},
+             {"tree": "the same without GLOBAL_STATE, the global subtree made unskippable "
+                      "(an accessor below it; 4 leaves)", "ns": unskip}]
+    _results.write(
+        "guards", "Guards per leaf", size="--quick" if quick else "full",
+        tables=[_results.table(f"ns per leaf, passing checks (best of 5 x {reps:,} checks, "
+                               "fewer for larger trees)",
+                               [C("kind", "leaf")] + [C(f"n{n}", f"{n} leaf" if n == 1 else
+                                                        f"{n} leaves", ".1f") for n in SIZES],
+                               rows),
+                _results.table("whole trees, ns per check", [C("tree", "tree"), C("ns", "ns", ".1f")],
+                               trees)],
+        data={"per_leaf": rows, "trees": trees, "reps": reps})
 
 
 if __name__ == "__main__":

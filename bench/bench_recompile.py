@@ -11,6 +11,7 @@
     entry (median over fresh recompiles).
 
 Run: python3 bench/bench_recompile.py [--quick]
+Writes bench/results/recompile.json (bench/_results.py).
 """
 import os
 import statistics
@@ -21,7 +22,9 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import _results  # noqa: E402
 import framejit  # noqa: E402
 from framejit._C import eval_frame  # noqa: E402
 
@@ -47,6 +50,7 @@ def best(fn, args_cycle, n, rounds=5):
 
 
 def main():
+    _results.start()
     x = np.ones(4)
     plain = best(f, [(x, 3)], N)
 
@@ -87,6 +91,17 @@ def main():
         print(f"  {name:44s} {t:9.0f} {t / plain:8.2f}")
     print(f"  recompile (guard miss + new entry), median: {recompile / 1000:.1f} us "
           f"({recompile / plain:.0f}x a plain call)")
+    C = _results.column
+    _results.write(
+        "recompile", "Recompiles and the cache", size="--quick" if QUICK else "full",
+        tables=[_results.table(f"`def f(x, n): return x * n`, dynamic=False, x = np.ones(4); best "
+                               f"of 5 x {N:,} calls",
+                               [C("variant", "variant"), C("ns", "ns/call", ".0f"),
+                                C("ratio", "x plain", ".2f")],
+                               [{"variant": name, "ns": t, "ratio": t / plain} for name, t in rows])],
+        notes=[f"recompile (a guard miss that traces and installs a new entry): "
+               f"{recompile / 1000:.1f} µs median over {len(times)} fresh recompiles"],
+        data={"calls_ns": dict(rows), "recompile_ns": recompile, "calls": N})
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ Part (b): guard evaluation cost per leaf, measured in C with
 ``RootGuardManager._bench`` (as bench/bench_guards.py does), summarized.
 
 Run: python3 bench/bench_runtime.py [--quick]
+Writes bench/results/runtime.json (bench/_results.py).
 """
 import os
 import sys
@@ -36,7 +37,9 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import _results  # noqa: E402
 import framejit  # noqa: E402
 from framejit import _C  # noqa: E402
 from framejit._C import eval_frame  # noqa: E402
@@ -177,7 +180,13 @@ def print_a(best, n_calls, rounds):
     w = best["framejit.compile wrapper"]
     print(f"    through framejit.compile (callback set/restored per call): {w / plain:.2f}x "
           f"plain, +{w - plain:.1f} ns")
-    return ok_ratio and ok_added
+    targets = [_results.target(f"warm cached call within {TARGET_RATIO}x of a plain call (3-leaf hit)",
+                               f"{hit / plain:.2f}x ({plain:.1f} ns plain, {hit:.1f} ns hooked)",
+                               ok_ratio),
+               _results.target(f"... i.e. at most {TARGET_ADDED_NS} ns added",
+                               f"{hit - plain:+.1f} ns; through framejit.compile {w - plain:+.1f} ns",
+                               ok_added)]
+    return ok_ratio and ok_added, targets
 
 
 # ----------------------------------------------------------- part (b)
@@ -219,10 +228,12 @@ def part_b(reps):
     print(f"(b) guard evaluation, ns per leaf, measured in C (RootGuardManager._bench, best of 5)")
     print(f"    {'leaf':<22}{'1 leaf':>9}{'10 leaves':>11}")
     worst = 0.0
+    out = []
     for name, value, build, where in rows:
         one = leaf_ns(build, value, where, 1, reps)
         ten = leaf_ns(build, value, where, 10, max(reps // 10, 1000))
         worst = max(worst, ten)
+        out.append({"leaf": name, "n1": one, "n10": ten})
         print(f"    {name:<22}{one:9.1f}{ten:11.1f}")
     root = seed_guards(arr)
     slots, gl = [arr, 3], {"g": 2}
@@ -231,23 +242,45 @@ def part_b(reps):
     ok = worst <= TARGET_LEAF_NS
     print(f"    target: < {TARGET_LEAF_NS} ns per leaf (10-leaf trees, worst kind {worst:.1f} ns): "
           f"{'MET' if ok else 'NOT MET'}")
-    return ok
+    target = _results.target(f"guard evaluation under {TARGET_LEAF_NS} ns per leaf (10-leaf trees)",
+                             f"worst kind {worst:.1f} ns; seeds/004 tree {seed:.1f} ns per check",
+                             ok)
+    return ok, out, seed, target
 
 
 def main():
+    _results.start()
     quick = "--quick" in sys.argv
     n_calls = 100_000 if quick else 500_000
     rounds = 3 if quick else 5
     print(f"bench_runtime: CPython {sys.version.split()[0]}, NumPy {np.__version__}, "
           f"{os.cpu_count()} cpus")
     best = part_a(n_calls, rounds)
-    ok_a = print_a(best, n_calls, rounds)
+    ok_a, targets_a = print_a(best, n_calls, rounds)
     print()
-    ok_b = part_b(20_000 if quick else 200_000)
+    ok_b, leaves, seed, target_b = part_b(20_000 if quick else 200_000)
     framejit.reset()
     print()
     print(f"bench_runtime targets: warm call {'MET' if ok_a else 'NOT MET'}, "
           f"per leaf {'MET' if ok_b else 'NOT MET'}")
+    plain = best["plain"]
+    rows = [{"variant": k, "ns": v, "added": None if k == "empty loop" else v - plain,
+             "ratio": None if k == "empty loop" else v / plain} for k, v in best.items()]
+    C = _results.column
+    _results.write(
+        "runtime", "Runtime: a warm call served from the cache", size="--quick" if quick else "full",
+        tables=[_results.table(f"`def f(x, n): return x`, ns per call (best of {rounds} x "
+                               f"{n_calls:,} calls, variants interleaved)",
+                               [C("variant", "variant"), C("ns", "ns/call", ".1f"),
+                                C("added", "added ns", "+.1f"), C("ratio", "x plain", ".2f")], rows),
+                _results.table("guard evaluation in C, ns per leaf (best of 5)",
+                               [C("leaf", "leaf"), C("n1", "1 leaf", ".1f"),
+                                C("n10", "10 leaves", ".1f")], leaves)],
+        targets=targets_a + [target_b],
+        notes=[f"net of the loop: plain {plain - best['empty loop']:.1f} ns, hooked 3-leaf hit "
+               f"{best['hook on, 3-leaf hit'] - best['empty loop']:.1f} ns"],
+        data={"calls": best, "leaves": leaves, "seed_tree_ns": seed, "n_calls": n_calls,
+              "rounds": rounds})
 
 
 if __name__ == "__main__":

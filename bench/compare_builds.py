@@ -2,6 +2,9 @@
 
     python3 bench/compare_builds.py OLD_DIR NEW_DIR [--rounds N]
 
+Writes bench/results/compare_builds.json (bench/_results.py), which
+bench/report.py shows as the "build against build" table.
+
 Each DIR is a checkout with its extension built in place (for example
 ``git worktree add /tmp/old <rev> && cd /tmp/old && python3 setup.py
 build_ext --inplace``).  Every round runs one measuring process per build,
@@ -10,7 +13,8 @@ the median over rounds of each figure and the ratio NEW / OLD.
 
 Figures (eager backend, np.ones(4), so the overhead shows):
 - warm 1-op / 20-op: ns per call of a compiled function minus the plain call
-  (bench/bench_compile.py's np1 and np20), best of 5 loops in the process;
+  (bench/bench_compile.py's np1 and np20), plain and compiled loops of about
+  10 ms interleaved, best of 15 each, in the process;
 - compile 1-op / 20-op: µs of the first call after framejit.reset() minus a
   plain call, median of 60 compiles;
 - hooked call: ns per call of a pure-Python function with the hook on and
@@ -24,6 +28,9 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import _results  # noqa: E402
 
 MEASURE = r'''
 import json, statistics, sys, time
@@ -35,15 +42,25 @@ from bench_compile import np1, np20
 perf = time.perf_counter_ns
 x = np.ones(4)
 
+def loop(fn, n):
+    t = perf()
+    for _ in range(n):
+        fn(x)
+    return (perf() - t) / n
+
 def per_call(fn, n=20000):
-    best = None
-    for _ in range(5):
-        t = perf()
-        for _ in range(n):
-            fn(x)
-        d = (perf() - t) / n
-        best = d if best is None or d < best else best
-    return best
+    return min(loop(fn, n) for _ in range(5))
+
+def added(plain, compiled, rounds=15):
+    """ns a compiled call adds: plain and compiled loops interleaved, about
+    10 ms each, best of 'rounds' each (a quiet moment counts for both)."""
+    compiled(x)
+    n = max(500, int(10e6 / loop(plain, 200)))
+    bp = bc = float("inf")
+    for _ in range(rounds):
+        bp = min(bp, loop(plain, n))
+        bc = min(bc, loop(compiled, n))
+    return bc - bp
 
 def compile_us(fn, n=60):
     plain = per_call(fn, 2000)
@@ -61,13 +78,9 @@ def pure(v):
 
 res = {}
 for name, fn in (("1-op", np1), ("20-op", np20)):
-    cf = framejit.compile(fn, backend="eager")
-    cf(x)
-    res["warm " + name + " (ns)"] = per_call(cf) - per_call(fn)
+    res["warm " + name + " (ns)"] = added(fn, framejit.compile(fn, backend="eager"))
     res["compile " + name + " (us)"] = compile_us(fn)
-cp = framejit.compile(pure, backend="eager")
-cp(x)
-res["hooked pure call (ns)"] = per_call(cp) - per_call(pure)
+res["hooked pure call (ns)"] = added(pure, framejit.compile(pure, backend="eager"))
 print(json.dumps(res))
 '''
 
@@ -91,6 +104,7 @@ def main():
     if len(args) != 2:
         print(__doc__)
         return 2
+    _results.start()
     old, new = (os.path.abspath(a) for a in args)
     env = dict(os.environ, FRAMEJIT_BACKEND="eager")
     got = {old: [], new: []}
@@ -98,13 +112,35 @@ def main():
         for b in ((old, new) if i % 2 == 0 else (new, old)):
             got[b].append(run(b, dict(env, PYTHONPATH=b)))
     keys = list(got[old][0])
-    print(f"median of {rounds} alternating rounds; OLD={old} NEW={new}")
+    old_rev, new_rev = _results.commit(old), _results.commit(new)
+    print(f"median of {rounds} alternating rounds; OLD={old} ({old_rev}) NEW={new} ({new_rev})")
     print(f"{'figure':26s} {'old':>10s} {'new':>10s} {'new/old':>8s}")
+    rows = []
     for k in keys:
         o = statistics.median(r[k] for r in got[old])
         n = statistics.median(r[k] for r in got[new])
-        print(f"{k:26s} {o:10.1f} {n:10.1f} {n / o if o else float('nan'):8.2f}")
+        ratio = n / o if o else None
+        print(f"{k:26s} {o:10.1f} {n:10.1f} {ratio if ratio is not None else float('nan'):8.2f}")
+        rows.append({"figure": k, "old": o, "new": n, "ratio": ratio,
+                     "old_spread": _spread(r[k] for r in got[old]),
+                     "new_spread": _spread(r[k] for r in got[new])})
+    C = _results.column
+    _results.write(
+        "compare_builds", "Build against build", size=f"{rounds} alternating rounds",
+        tables=[_results.table(
+            f"old = {old_rev}, new = {new_rev}: median of {rounds} rounds "
+            "(min-max over the rounds in brackets)",
+            [C("figure", "figure"), C("old", f"old {old_rev}", ".1f"), C("old_spread", "old range"),
+             C("new", f"new {new_rev}", ".1f"), C("new_spread", "new range"),
+             C("ratio", "new / old", ".2f")], rows)],
+        data={"old": {"dir": old, "commit": old_rev, "rounds": got[old]},
+              "new": {"dir": new, "commit": new_rev, "rounds": got[new]}})
     return 0
+
+
+def _spread(values):
+    v = list(values)
+    return f"{min(v):.1f}-{max(v):.1f}"
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ allocations, which RSS hides behind the allocator's pools).
 Exits 1 when RSS grows by more than RSS_LIMIT_MB in a phase (after its
 warm-up) or tracemalloc's traced size by more than TRACED_LIMIT_KB.
 Run: python3 bench/memcheck.py [--quick]
+Writes bench/results/memcheck.json (bench/_results.py).
 """
 import gc
 import os
@@ -28,7 +29,9 @@ import tracemalloc
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import _results  # noqa: E402
 import framejit  # noqa: E402
 from framejit import _C  # noqa: E402
 from framejit._C import eval_frame  # noqa: E402
@@ -36,6 +39,7 @@ from framejit._C import eval_frame  # noqa: E402
 RSS_LIMIT_MB = 20.0
 TRACED_LIMIT_KB = 512.0
 PAGE = os.sysconf("SC_PAGE_SIZE")
+ROWS = {}  # phase -> {"calls", "rss_mb", "traced_kb", ...}: the result file's table
 
 
 def rss_mb():
@@ -135,6 +139,9 @@ def phase(name, fn, n, checkpoints=5):
         line.append(f"{rss_mb():7.1f}")
     growth = rss_mb() - base
     ok = growth <= RSS_LIMIT_MB
+    ROWS.setdefault(name, {"phase": name})
+    ROWS[name].update(calls=n, rss_mb=growth, rss_checkpoints=" ".join(x.strip() for x in line),
+                      rss_ok=ok)
     print(f"  {name:<9}{n:>10,}  RSS MB: {' '.join(line)}  growth {growth:+.2f} MB "
           f"({time.perf_counter() - t0:.1f} s) {'ok' if ok else 'FAIL'}")
     return ok
@@ -153,12 +160,15 @@ def traced(name, fn, n):
     tracemalloc.stop()
     kb = (after - before) / 1024
     ok = kb <= TRACED_LIMIT_KB
+    ROWS.setdefault(name, {"phase": name})
+    ROWS[name].update(traced_calls=n, traced_kb=kb, traced_ok=ok)
     print(f"  {name:<9}{n:>10,}  traced {before / 1024:8.1f} KB -> {after / 1024:8.1f} KB  "
           f"growth {kb:+.1f} KB {'ok' if ok else 'FAIL'}")
     return ok
 
 
 def main():
+    _results.start()
     quick = "--quick" in sys.argv
     scale = 10 if quick else 1
     framejit.reset()
@@ -187,6 +197,20 @@ def main():
     ok &= traced("brk-comp", break_compiles, 2_000 // scale)
     framejit.reset()
     print(f"memcheck: {'OK' if ok else 'FAILED'} (RSS at end {rss_mb():.1f} MB)")
+    C = _results.column
+    _results.write(
+        "memcheck", "Memory", size="--quick" if quick else "full",
+        tables=[_results.table("growth per phase after its warm-up (RSS) and under tracemalloc",
+                               [C("phase", "phase"), C("calls", "calls", ","),
+                                C("rss_mb", "RSS growth MB", "+.2f"),
+                                C("rss_checkpoints", "RSS MB at checkpoints"),
+                                C("traced_calls", "traced calls", ","),
+                                C("traced_kb", "traced growth KB", "+.1f")], list(ROWS.values()))],
+        targets=[_results.target(f"memory flat: every phase within +{RSS_LIMIT_MB:g} MB RSS and "
+                                 f"+{TRACED_LIMIT_KB:g} KB traced",
+                                 f"largest RSS growth {max(r['rss_mb'] for r in ROWS.values()):+.2f} MB, "
+                                 f"traced {max(r['traced_kb'] for r in ROWS.values()):+.1f} KB", ok)],
+        data={"phases": ROWS})
     return 0 if ok else 1
 
 

@@ -1,4 +1,8 @@
-"""Run every benchmark script (``make bench``), each in its own process.
+"""Run every benchmark script (``make bench``), each in its own process;
+each writes its bench/results/<name>.json (``make bench-report`` then
+rewrites BENCHMARKS.md).  Not here: bench/memcheck.py (``make memcheck``),
+bench/native (``make bench-native``), bench/compare_builds.py
+(``make bench-compare``).
 
 Run: python3 bench/run_all.py [--quick]   (--quick is passed on)
 Exit status: non-zero if a script failed (not if a target was missed: the
@@ -13,7 +17,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SCRIPTS = ("bench_guards.py", "bench_runtime.py", "bench_compile.py", "bench_recompile.py",
-           "bench_run_mode.py")
+           "bench_run_mode.py", "bench_eager_large.py")
 
 
 def main():

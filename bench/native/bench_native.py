@@ -69,15 +69,26 @@ backend's compile times: first compile of one graph in a fresh cache
 directory, and its reuse from the disk cache in a second process (just the
 backend call on a captured graph).  Then the issue's targets, MET / NOT MET.
 
+Then (unless --no-streaming) streaming stores against ordinary stores: the
+same native-compiled c3 and c7, the setting alternated between rounds in one
+process (native_config(stream_min=0) against a threshold nothing reaches),
+best of STREAM_ROUNDS, at the run's sizes from 1e5 to 1e7, per thread mode.
+And (unless --no-rows, with the one-core mode) rows with an input constant
+along them against NumPy, by row length (bench/native/rows.py).
+
 Run: python3 bench/native/bench_native.py [--quick] [--modes one,all]
      [--sizes 1e3,1e6] [--kernels c5,rsum] [--dtypes float64] [--no-torch]
-     [--procs K] [--json FILE] [--report FILE]
+     [--no-streaming] [--no-rows] [--procs K] [--json FILE] [--report FILE]
+Writes bench/results/native.json (bench/_results.py) after a run (not with
+--report, nor when a subset of kernels or modes is asked for: then --json
+keeps the figures).
 """
 import argparse
 import json
 import math
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -88,6 +99,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+import _results  # noqa: E402
 
 perf = time.perf_counter_ns
 
@@ -114,6 +128,10 @@ TARGET_DISK_REUSE_MS = 1.0
 # the A/A noise band decides "at" only when the run was this quiet: a
 # noisier run shows nothing either way for cells below 1.00x
 MAX_TIE_BAND = 0.05
+# streaming stores against ordinary ones: these kernels, sizes in this range
+STREAM_KERNELS = ("c3", "c7")
+STREAM_SIZES = (10**5, 10**6, 10**7)
+STREAM_ROUNDS = 15
 
 
 # ------------------------------------------------------------------ kernels
@@ -379,6 +397,51 @@ def run_mode(args):
     with open(args.out, "w") as fh:
         json.dump({"mode": mode, "threads": nth, "have": have, "notes": notes,
                    "results": results}, fh)
+    return 0
+
+
+def run_stream_ab(args):
+    """Streaming stores against ordinary stores for the native backend, the
+    setting alternated between rounds in this process; JSON to args.out."""
+    import numpy as np
+    import framejit
+    mode = args.mode.split(":", 1)[1]
+    nth = 1 if mode == "one" else (os.cpu_count() or 1)
+    cfg = framejit._C.native_config(threads=nth)
+    rows = []
+    if cfg[3] >= 0:
+        settings = {"ordinary": sys.maxsize, "streamed": 0}
+        npk = np_kernels()
+        for kernel in STREAM_KERNELS:
+            f = framejit.compile(npk[kernel], backend="native")
+            for dtype in args.dtypes:
+                for n in [s for s in args.sizes if STREAM_SIZES[0] <= s <= STREAM_SIZES[-1]]:
+                    rng = np.random.default_rng(n)
+                    a, b, c = (rng.random(n).astype(dtype) * 2 for _ in range(3))
+                    f(a, b, c)
+                    f(a, b, c)
+                    t0 = perf()
+                    f(a, b, c)
+                    reps = max(1, min(2000, int(10e6 / max(perf() - t0, 1))))
+                    best = {k: math.inf for k in settings}
+                    for i in range(STREAM_ROUNDS):
+                        for name in (("ordinary", "streamed") if i % 2 == 0 else ("streamed", "ordinary")):
+                            framejit._C.native_config(stream_min=settings[name])
+                            f(a, b, c)
+                            t0 = perf()
+                            for _ in range(reps):
+                                f(a, b, c)
+                            best[name] = min(best[name], (perf() - t0) / reps)
+                    framejit._C.native_config(stream_min=cfg[3])
+                    rows.append({"kernel": kernel, "dtype": dtype, "n": n, "mode": mode,
+                                 "ordinary_ns": best["ordinary"], "streamed_ns": best["streamed"],
+                                 "ratio": best["ordinary"] / best["streamed"]})
+                    print(f"  streaming {mode}: {kernel} {dtype} {n:.0e}: ordinary "
+                          f"{fmt_time(best['ordinary'])}, streamed {fmt_time(best['streamed'])}, "
+                          f"ordinary / streamed {rows[-1]['ratio']:.2f}", flush=True)
+    with open(args.out, "w") as fh:
+        json.dump({"mode": mode, "available": cfg[3] >= 0, "default_stream_min": cfg[3],
+                   "rows": rows}, fh)
     return 0
 
 
@@ -717,6 +780,8 @@ def noise_band(m):
 
 
 def targets(modes, triads, comp):
+    """Print the issue's targets, MET / NOT MET; returns them as
+    _results.target records (the line's text as the measured figure)."""
     print()
     print("### Targets")
     print()
@@ -855,6 +920,27 @@ def targets(modes, triads, comp):
     if not lines:
         lines.append("- native backend unavailable: no target can be judged")
     print("\n".join(lines))
+    records = []
+    for line in lines:
+        text = line.strip().lstrip("- ")
+        if line.startswith("  ") and records:  # a continuation of the line before
+            records[-1]["measured"] += " " + text
+            continue
+        met = (False if "**NOT MET**" in text else True if "**MET**" in text else None)
+        head, rest = _split_outside_parens(text)
+        rest = re.sub(r":? ?\*\*(NOT MET|MET)\*\*", "", rest).replace("**", "").strip()
+        records.append(_results.target(head, rest, met))
+    return records
+
+
+def _split_outside_parens(text, sep=": "):
+    """(before, after) the first 'sep' outside parentheses; (text, "") if none."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and text.startswith(sep, i):
+            return text[:i], text[i + len(sep):]
+    return text, ""
 
 
 def main():
@@ -868,6 +954,10 @@ def main():
     p.add_argument("--round-ms", type=float, default=None, help="NumPy time per round")
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--no-compile-times", action="store_true")
+    p.add_argument("--no-streaming", action="store_true",
+                   help="skip streaming stores against ordinary stores")
+    p.add_argument("--no-rows", action="store_true",
+                   help="skip rows with an input constant along them (bench/native/rows.py)")
     p.add_argument("--procs", type=int, default=1,
                    help="child processes per mode (each times every cell; with >= 5 a cell's "
                         "'slower' is decided across processes: see merge_procs)")
@@ -886,6 +976,13 @@ def main():
         args.rounds = 3 if args.quick else 5
     if args.round_ms is None:
         args.round_ms = 20.0 if args.quick else 50.0
+    if args.mode and args.mode.startswith("stream:"):
+        return run_stream_ab(args)
+    if args.mode == "rows":
+        import rows
+        with open(args.out, "w") as fh:
+            json.dump(rows.measure(threads=1), fh)
+        return 0
     if args.mode:
         return run_mode(args)
     if args.report:
@@ -894,6 +991,7 @@ def main():
         report(saved["modes"], saved["triad_gbs"], saved["compile"])
         return 0
 
+    _results.start()
     import platform
     import numpy as np
     import stream
@@ -966,20 +1064,139 @@ def main():
                       f"{' / '.join(f'{x:.1f}' for x in v['reuse_proc_ms'])} | {v['ok']} |")
             for note in comp.get("notes", []):
                 print(f"- {note}")
+    streaming = {}
+    if not args.no_streaming and any(m["have"].get("native") for m in modes.values()):
+        print("\n### Streaming stores against ordinary stores (fj native)\n", flush=True)
+        for mode in modes:
+            with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
+                out = fh.name
+            rc = subprocess.call([sys.executable, os.path.abspath(__file__), "--mode", "stream:" + mode,
+                                  "--out", out, "--sizes", ",".join(str(s) for s in args.sizes),
+                                  "--dtypes", ",".join(args.dtypes)], env=thread_env(mode), cwd=ROOT)
+            if rc == 0:
+                with open(out) as fh:
+                    streaming[mode] = json.load(fh)
+            os.unlink(out)
+    row_runs = []
+    if not args.no_rows and modes.get("one", {}).get("have", {}).get("native"):
+        print("\n### Rows with an input constant along them, one core (fj native against NumPy)\n",
+              flush=True)
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
+            out = fh.name
+        if subprocess.call([sys.executable, os.path.abspath(__file__), "--mode", "rows", "--out", out],
+                           env=thread_env("one"), cwd=ROOT) == 0:
+            with open(out) as fh:
+                row_runs = json.load(fh)
+        os.unlink(out)
+        for r in row_runs:
+            print(f"  {r['group']:32s} {r['shape']:>12s} {r['path']:12s} NumPy {fmt_time(r['numpy_ns'])}, "
+                  f"native {fmt_time(r['native_ns'])}: {r['speedup']:.2f}x")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"modes": modes, "triad_gbs": triads, "compile": comp}, fh, indent=1)
-    report(modes, triads, comp)
+            json.dump({"modes": modes, "triad_gbs": triads, "compile": comp, "streaming": streaming,
+                       "rows": row_runs}, fh, indent=1)
+    verdicts = report(modes, triads, comp)
     print(f"\nload average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.kernels == list(KERNELS) and modes:
+        write_result(args, modes, triads, comp, streaming, row_runs, verdicts)
     return 0
 
 
+def write_result(args, modes, triads, comp, streaming, row_runs, verdicts):
+    """bench/results/native.json: the speedup tables, the bandwidth, the compile
+    times, streaming against ordinary stores, and the targets."""
+    C = _results.column
+    tables = []
+    for mode, m in modes.items():
+        cols = [v for v in VARIANTS[1:] if m["have"].get(v)]
+        rows = []
+        for row in m["results"]:
+            ns = row["ns"]
+            cells = {"kernel": row["kernel"], "dtype": row["dtype"], "n": f"{row['n']:.0e}",
+                     "numpy": fmt_time(ns["numpy"])}
+            for v in cols:
+                cells[v] = (f"{ns['numpy'] / ns[v]:.2f}" + ("!" if v in row["errors"] else "")
+                            if v in ns else "ERR" if v in row["errors"] else "-")
+            rows.append(cells)
+        errs = [f"{LABEL[v]} {r['kernel']} {r['dtype']} n={r['n']:.0e}: {msg}"
+                for r in m["results"] for v, msg in r["errors"].items()]
+        tables.append(_results.table(
+            f"{'one core' if mode == 'one' else 'all cores'} ({m['threads']} thread"
+            f"{'s' if m['threads'] > 1 else ''}): speedup over NumPy (> 1 is faster), NumPy's time "
+            "per call; `!` = result out of tolerance",
+            [C("kernel", "kernel"), C("dtype", "dtype"), C("n", "n"), C("numpy", "NumPy")]
+            + [C(v, LABEL[v]) for v in cols], rows, note="; ".join(errs + m.get("notes", []))))
+        big = [r for r in m["results"] if r["n"] >= 10**7]
+        if big:
+            cols_bw = ["numpy"] + [v for v in FUSED if m["have"].get(v)]
+            bw_rows = []
+            for r in big:
+                nb = bytes_moved(r["kernel"], r["n"], 4 if r["dtype"] == "float32" else 8)
+                cells = {"kernel": r["kernel"], "dtype": r["dtype"], "n": f"{r['n']:.0e}"}
+                for v in cols_bw:
+                    t = bw_time(r, v)
+                    cells[v] = f"{100 * nb / t / triads[mode]:.0f}%" if t else "-"
+                bw_rows.append(cells)
+            tables.append(_results.table(
+                f"{'one core' if mode == 'one' else 'all cores'}: fraction of the triad bandwidth "
+                f"({triads[mode]:.1f} GB/s; {triads[mode + '_fresh']:.1f} with a fresh output per "
+                "pass), inputs read once + outputs written once",
+                [C("kernel", "kernel"), C("dtype", "dtype"), C("n", "n")]
+                + [C(v, LABEL[v]) for v in cols_bw], bw_rows))
+    if comp and "error" not in comp:
+        tables.append(_results.table(
+            "native compile times, one graph, backend call only (float64, 1e3), ms per repeat",
+            [C("kernel", "kernel"), C("first", "first compile (fresh cache dir)"),
+             C("reuse", "reuse from disk (2nd process)"),
+             C("proc", "1st backend call of a process: compile ; reuse")],
+            [{"kernel": k, "first": " / ".join(f"{x:.1f}" for x in v["first_ms"]),
+              "reuse": " / ".join(f"{x:.3f}" for x in v["reuse_ms"]),
+              "proc": " / ".join(f"{x:.0f}" for x in v["first_proc_ms"]) + " ; "
+                      + " / ".join(f"{x:.1f}" for x in v["reuse_proc_ms"])}
+             for k, v in comp.items() if k != "notes"]))
+    for mode, st in streaming.items():
+        if st.get("rows"):
+            tables.append(_results.table(
+                f"streaming stores against ordinary stores, fj native, {mode} "
+                f"core{'s' if mode == 'all' else ''}: best of {STREAM_ROUNDS} alternated rounds, "
+                "ordinary time / streamed time (> 1: streaming faster); by default a run streams "
+                f"from {st['default_stream_min'] / 2**20:.0f} MiB moved",
+                [C("kernel", "kernel"), C("dtype", "dtype"), C("n", "n"),
+                 C("ordinary", "ordinary"), C("streamed", "streamed"), C("ratio", "ratio", ".2f")],
+                [{"kernel": r["kernel"], "dtype": r["dtype"], "n": f"{r['n']:.0e}",
+                  "ordinary": fmt_time(r["ordinary_ns"]), "streamed": fmt_time(r["streamed_ns"]),
+                  "ratio": r["ratio"]} for r in st["rows"]]))
+    if row_runs:
+        import rows
+        tables.append(_results.table(
+            "rows with an input constant along them (`x` float64 of the shape, `w` of shape "
+            f"(rows, 1)), fj native, one core: best of {rows.ROUNDS} alternated rounds, speedup over "
+            f"NumPy; the row path is taken where row length x operations >= {rows.ROW_WORK}, the "
+            "strided scalar loop below",
+            [C("group", "group"), C("shape", "shape"), C("path", "path"), C("numpy", "NumPy"),
+             C("native", "fj native"), C("speedup", "speedup", ".2f")],
+            [{"group": r["group"], "shape": r["shape"], "path": r["path"],
+              "numpy": fmt_time(r["numpy_ns"]), "native": fmt_time(r["native_ns"]),
+              "speedup": r["speedup"]} for r in row_runs]))
+    notes = []
+    for mode, m in modes.items():
+        notes.append(f"{mode}: triad {triads[mode]:.1f} GB/s; " + "; ".join(m.get("notes", [])))
+    size = (f"sizes {', '.join(f'{s:.0e}' for s in args.sizes)}; {args.rounds} rounds of "
+            f"{args.round_ms:g} ms; dtypes {', '.join(args.dtypes)}; modes {', '.join(modes)}"
+            + (f"; {args.procs} processes per mode" if args.procs > 1 else "")
+            + ("; torch left out" if args.no_torch else ""))
+    _results.write("native", "Native backend against NumPy, numexpr, Numba and torch.compile",
+                   size=size, tables=tables, targets=verdicts, notes=notes,
+                   data={"modes": modes, "triad_gbs": triads, "compile": comp,
+                         "streaming": streaming, "rows": row_runs})
+
+
 def report(modes, triads, comp):
-    """The per-mode tables and the targets."""
+    """The per-mode tables and the targets; returns the targets (_results.target records)."""
     for mode, m in modes.items():
         table(m, triads[mode], triads[mode + "_fresh"], f"{'One core' if mode == 'one' else 'All cores'} "
               f"({m['threads']} thread{'s' if m['threads'] > 1 else ''})")
-    targets(modes, triads, comp)
+    return targets(modes, triads, comp)
 
 
 if __name__ == "__main__":
