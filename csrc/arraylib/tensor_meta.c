@@ -3,6 +3,8 @@
 */
 #include "tensor_meta.h"
 
+#include <time.h>
+
 typedef int (*ReadFn)(PyObject *o, fj_TensorMeta *out);
 typedef int (*AbiFn)(int64_t *abi, int64_t *size);
 
@@ -79,8 +81,27 @@ static PyObject *tensor_meta_py(PyObject *mod, PyObject *o)
     return d;
 }
 
+/* _testing.tensor_meta_bench(o, n): seconds for n reads of 'o' (benchmarks). */
+static PyObject *tensor_meta_bench_py(PyObject *mod, PyObject *args)
+{
+    PyObject *o;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "On:tensor_meta_bench", &o, &n))
+        return NULL;
+    fj_TensorMeta m;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (fj_tensor_meta(o, &m) < 0)
+            return NULL;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return PyFloat_FromDouble((double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+}
+
 static PyMethodDef testing_methods[] = {
     {"tensor_meta", tensor_meta_py, METH_O, "tensor_meta(o): the torch reader's answer, or None"},
+    {"tensor_meta_bench", tensor_meta_bench_py, METH_VARARGS,
+     "tensor_meta_bench(o, n): seconds for n reads of o"},
     {NULL},
 };
 
