@@ -291,6 +291,17 @@ int fj_trace_record_store(fj_Tracer *tx, PyObject *eff, PyObject *objv, PyObject
 ** Unsupported when that input is read-only now (CPython raises; TENSOR_MATCH
 ** keeps the writeable flag).  0 or -1.
 */
+/* 'u' (a str) equals the ASCII string 's'. */
+static inline int fj_str_is(PyObject *u, const char *s)
+{
+    return PyUnicode_CompareWithASCIIString(u, s) == 0;
+}
+
+/* The Var passed as 'out' to a FJ_OPF_OUT op (the keyword, else the
+   positional argument after its inputs), borrowed; NULL when none. */
+PyObject *fj_trace_out_arg(const struct fj_OpDef *op, PyObject *const *args, Py_ssize_t n,
+                           PyObject *kwnames);
+
 int fj_trace_check_writeable(fj_TFrame *fr, const struct fj_OpDef *op, PyObject *const *args,
                              Py_ssize_t n, PyObject *kwnames);
 /* Methods of list and dict Vars, of input sets (new refs, NULL on error). */

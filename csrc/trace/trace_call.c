@@ -31,10 +31,6 @@ static int unsupported_obj(const char *before, PyObject *o, const char *after)
 }
 
 /* True if str 'u' equals the ASCII string 's' (PyUnicode_EqualToUTF8 is 3.13+). */
-static int str_is(PyObject *u, const char *s)
-{
-    return PyUnicode_CompareWithASCIIString(u, s) == 0;
-}
 
 /* True for values whose operators and methods never run user code. */
 static int is_safe_const(PyObject *v)
@@ -279,6 +275,16 @@ PyObject *fj_trace_graph_call(fj_TFrame *fr, const struct fj_OpDef *op, PyObject
     return graph_call(fr, op, args, n, kwnames);
 }
 
+PyObject *fj_trace_out_arg(const fj_OpDef *op, PyObject *const *args, Py_ssize_t n,
+                           PyObject *kwnames)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = n - nkw;
+    for (Py_ssize_t k = 0; k < nkw; k++)
+        if (fj_str_is(PyTuple_GET_ITEM(kwnames, k), "out"))
+            return args[npos + k];
+    return npos > op->nin ? args[op->nin] : NULL;
+}
+
 /*
 ** True if the graph argument 'a' holds none of the program's objects: nodes,
 ** builtin values (fj_value_kind), dtypes, static types, NumPy scalars,
@@ -419,12 +425,7 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
     }
     if (op->flags & FJ_OPF_OUT) {
         /* np.add(a, b, out=x) returns x itself: the same Var, so identity holds */
-        PyObject *outv = NULL;
-        for (Py_ssize_t k = 0; k < nkw; k++)
-            if (str_is(PyTuple_GET_ITEM(kwnames, k), "out"))
-                outv = args[npos + k];
-        if (outv == NULL && npos > op->nin)
-            outv = args[op->nin];
+        PyObject *outv = fj_trace_out_arg(op, args, n, kwnames);
         if (outv != NULL && VAR(outv)->kind == FJ_VAR_NODE) {
             res = Py_NewRef(outv);
             goto done;
@@ -825,7 +826,7 @@ static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py
     if (self->kind == FJ_VAR_DICT)
         return fj_trace_dict_method(fr, self, name, args, n, kwnames);
     if (self->kind == FJ_VAR_TUPLE &&
-        (str_is(name, "index") || str_is(name, "count"))) {
+        (fj_str_is(name, "index") || fj_str_is(name, "count"))) {
         PyObject *items = fj_trace_var_items(fr, (PyObject *)self);
         PyObject *consts = items ? PyTuple_New(PyList_GET_SIZE(items)) : NULL;
         for (Py_ssize_t i = 0; consts && i < PyList_GET_SIZE(items); i++) {
@@ -985,8 +986,8 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
         if (st != NULL) {
             /* shape, size, nbytes of a dynamic array: its dims must be pinned
                (ndim, dtype and itemsize never change under a dynamic guard) */
-            if (o->dynamic && !str_is(name, "ndim") && !str_is(name, "dtype") &&
-                !str_is(name, "itemsize") && fj_trace_specialize(fr->tx) < 0) {
+            if (o->dynamic && !fj_str_is(name, "ndim") && !fj_str_is(name, "dtype") &&
+                !fj_str_is(name, "itemsize") && fj_trace_specialize(fr->tx) < 0) {
                 Py_DECREF(st);
                 return NULL;
             }

@@ -24,10 +24,6 @@
 
 PyObject *fj_trace_var_items(fj_TFrame *fr, PyObject *v); /* trace.c */
 
-static int str_is(PyObject *u, const char *s)
-{
-    return PyUnicode_CompareWithASCIIString(u, s) == 0;
-}
 
 static PyObject *none_var(void)
 {
@@ -98,17 +94,12 @@ static int read_only_input(fj_TFrame *fr, PyObject *v)
 int fj_trace_check_writeable(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args,
                              Py_ssize_t n, PyObject *kwnames)
 {
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = n - nkw;
     int r = 0; /* 1 once a written array is read-only, -1 on error */
     if ((op->kind == FJ_OP_INPLACE || (op->flags & FJ_OPF_MUTATES)) && n >= 1)
         r = read_only_input(fr, args[0]);
-    if (op->flags & FJ_OPF_OUT) {
-        for (Py_ssize_t k = 0; r == 0 && k < nkw; k++)
-            if (str_is(PyTuple_GET_ITEM(kwnames, k), "out"))
-                r = read_only_input(fr, args[npos + k]);
-        if (r == 0 && npos > op->nin)
-            r = read_only_input(fr, args[op->nin]);
-    }
+    PyObject *out = r == 0 && (op->flags & FJ_OPF_OUT) ? fj_trace_out_arg(op, args, n, kwnames) : NULL;
+    if (out != NULL)
+        r = read_only_input(fr, out);
     if (r > 0)
         return fj_unsupported("%s writes into a read-only array", fj_op_qualname(op));
     return r;
@@ -242,9 +233,9 @@ static PyObject *list_sort(fj_TFrame *fr, fj_Var *self, PyObject *const *args, P
         return fj_unsupported("list.sort() takes no positional arguments"), NULL;
     for (Py_ssize_t k = 0; k < nkw; k++) {
         PyObject *kn = PyTuple_GET_ITEM(kwnames, k), *c = fj_var_as_const(args[k]);
-        if (str_is(kn, "key") && c == Py_None)
+        if (fj_str_is(kn, "key") && c == Py_None)
             continue;
-        if (str_is(kn, "reverse") && c != NULL && (PyBool_Check(c) || PyLong_CheckExact(c))) {
+        if (fj_str_is(kn, "reverse") && c != NULL && (PyBool_Check(c) || PyLong_CheckExact(c))) {
             rev = PyObject_IsTrue(c);
             continue;
         }
@@ -311,22 +302,22 @@ static PyObject *list_remove(fj_TFrame *fr, fj_Var *self, PyObject *v)
 PyObject *fj_trace_list_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObject *const *args,
                                Py_ssize_t n, PyObject *kwnames)
 {
-    if (str_is(name, "sort"))
+    if (fj_str_is(name, "sort"))
         return list_sort(fr, self, args, n, kwnames);
     if (kwnames != NULL)
         return fj_unsupported("list.%U with keywords", name), NULL;
-    if (str_is(name, "remove") && n == 1)
+    if (fj_str_is(name, "remove") && n == 1)
         return list_remove(fr, self, args[0]);
     static const char *mutators[] = {"append", "extend", "pop", "insert", "reverse", "clear", NULL};
     for (int k = 0; mutators[k]; k++)
-        if (str_is(name, mutators[k]) && fj_trace_note_mutation(fr->tx, self) < 0)
+        if (fj_str_is(name, mutators[k]) && fj_trace_note_mutation(fr->tx, self) < 0)
             return NULL;
-    if (str_is(name, "append") && n == 1) {
+    if (fj_str_is(name, "append") && n == 1) {
         if (PyList_Append(self->items, args[0]) < 0)
             return NULL;
         return none_var();
     }
-    if (str_is(name, "extend") && n == 1) {
+    if (fj_str_is(name, "extend") && n == 1) {
         PyObject *items = fj_trace_var_items(fr, args[0]);
         if (items == NULL)
             return NULL;
@@ -334,7 +325,7 @@ PyObject *fj_trace_list_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyOb
         Py_DECREF(items);
         return r < 0 ? NULL : none_var();
     }
-    if (str_is(name, "pop") && n <= 1) {
+    if (fj_str_is(name, "pop") && n <= 1) {
         Py_ssize_t len = PyList_GET_SIZE(self->items), ix = len - 1;
         if (n == 1) {
             PyObject *c = fj_var_as_const(args[0]);
@@ -353,7 +344,7 @@ PyObject *fj_trace_list_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyOb
         }
         return v;
     }
-    if (str_is(name, "insert") && n == 2) {
+    if (fj_str_is(name, "insert") && n == 2) {
         PyObject *c = fj_var_as_const(args[0]);
         if (c == NULL || !PyLong_CheckExact(c))
             return fj_unsupported("list.insert with a non-constant index"), NULL;
@@ -361,12 +352,12 @@ PyObject *fj_trace_list_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyOb
             return NULL;
         return none_var();
     }
-    if (str_is(name, "reverse") && n == 0) {
+    if (fj_str_is(name, "reverse") && n == 0) {
         if (PyList_Reverse(self->items) < 0)
             return NULL;
         return none_var();
     }
-    if (str_is(name, "clear") && n == 0) {
+    if (fj_str_is(name, "clear") && n == 0) {
         if (PyList_SetSlice(self->items, 0, PyList_GET_SIZE(self->items), NULL) < 0)
             return NULL;
         return none_var();
@@ -465,9 +456,9 @@ static PyObject *dict_keys_view(fj_TFrame *fr, fj_Var *self, PyObject *name)
         PyObject *vv = Py_XNewRef(PyDict_GetItem(self->items, k));
         PyObject *item = NULL;
         if (kv && vv) {
-            if (str_is(name, "keys"))
+            if (fj_str_is(name, "keys"))
                 item = Py_NewRef(kv);
-            else if (str_is(name, "values"))
+            else if (fj_str_is(name, "values"))
                 item = Py_NewRef(vv);
             else {
                 PyObject *pair = PyList_New(2);
@@ -494,11 +485,11 @@ static PyObject *dict_keys_view(fj_TFrame *fr, fj_Var *self, PyObject *name)
 PyObject *fj_trace_dict_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObject *const *args,
                                Py_ssize_t n, PyObject *kwnames)
 {
-    if (str_is(name, "update"))
+    if (fj_str_is(name, "update"))
         return dict_update(fr, self, args, n, kwnames) < 0 ? NULL : none_var();
     if (kwnames != NULL)
         return fj_unsupported("dict.%U with keywords", name), NULL;
-    if (str_is(name, "get") && (n == 1 || n == 2)) {
+    if (fj_str_is(name, "get") && (n == 1 || n == 2)) {
         PyObject *key = fj_var_as_const(args[0]);
         if (key == NULL)
             return fj_unsupported("dict.get with a non-constant key"), NULL;
@@ -509,16 +500,16 @@ PyObject *fj_trace_dict_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyOb
             return fj_trace_as_unsupported("dict.get");
         return n == 2 ? Py_NewRef(args[1]) : none_var();
     }
-    if (n == 0 && (str_is(name, "keys") || str_is(name, "values") || str_is(name, "items")))
+    if (n == 0 && (fj_str_is(name, "keys") || fj_str_is(name, "values") || fj_str_is(name, "items")))
         return dict_keys_view(fr, self, name);
-    if ((str_is(name, "pop") && (n == 1 || n == 2)) || (str_is(name, "setdefault") && (n == 1 || n == 2))) {
+    if ((fj_str_is(name, "pop") && (n == 1 || n == 2)) || (fj_str_is(name, "setdefault") && (n == 1 || n == 2))) {
         PyObject *key = dict_key(args[0], name);
         if (key == NULL)
             return NULL;
         PyObject *v = PyDict_GetItemWithError(self->items, key);
         if (v == NULL && PyErr_Occurred())
             return fj_trace_as_unsupported("dict lookup");
-        if (str_is(name, "pop")) {
+        if (fj_str_is(name, "pop")) {
             if (v == NULL) {
                 if (n == 2)
                     return Py_NewRef(args[1]);
@@ -541,7 +532,7 @@ PyObject *fj_trace_dict_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyOb
         }
         return dflt;
     }
-    if (str_is(name, "popitem") && n == 0) {
+    if (fj_str_is(name, "popitem") && n == 0) {
         Py_ssize_t nk = PyDict_GET_SIZE(self->items);
         if (nk == 0)
             return fj_unsupported("popitem(): dictionary is empty"), NULL;
@@ -563,7 +554,7 @@ PyObject *fj_trace_dict_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyOb
         Py_DECREF(k);
         return r;
     }
-    if (str_is(name, "clear") && n == 0) {
+    if (fj_str_is(name, "clear") && n == 0) {
         if (fj_trace_note_mutation(fr->tx, self) < 0)
             return NULL;
         PyDict_Clear(self->items);
@@ -599,8 +590,8 @@ int fj_trace_is_set_method(PyObject *objv, PyObject *name)
 {
     fj_Var *o = VAR(objv);
     return o->kind == FJ_VAR_OBJ && o->source != NULL && PySet_CheckExact(o->obj) &&
-           (str_is(name, "add") || str_is(name, "discard") || str_is(name, "update") ||
-            str_is(name, "clear") || str_is(name, "remove"));
+           (fj_str_is(name, "add") || fj_str_is(name, "discard") || fj_str_is(name, "update") ||
+            fj_str_is(name, "clear") || fj_str_is(name, "remove"));
 }
 
 /* The plain constants of a Var (a const, or a tuple/list of consts) as a new list, or NULL. */
@@ -735,8 +726,8 @@ PyObject *fj_trace_set_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObj
     fj_Tracer *tx = fr->tx;
     if (kwnames != NULL)
         return fj_unsupported("set.%U with keywords", name), NULL;
-    int one = str_is(name, "add") || str_is(name, "discard") || str_is(name, "remove");
-    if (str_is(name, "remove") && n == 1) {
+    int one = fj_str_is(name, "add") || fj_str_is(name, "discard") || fj_str_is(name, "remove");
+    if (fj_str_is(name, "remove") && n == 1) {
         /* raises KeyError when absent: the trace must know the contents */
         int has = fj_trace_set_contains(fr, self, args[0]);
         if (has < 0)
@@ -744,7 +735,7 @@ PyObject *fj_trace_set_method(fj_TFrame *fr, fj_Var *self, PyObject *name, PyObj
         if (!has)
             return fj_unsupported("set.remove(%R): KeyError", args[0]), NULL;
     }
-    if ((one && n != 1) || (str_is(name, "clear") && n != 0))
+    if ((one && n != 1) || (fj_str_is(name, "clear") && n != 0))
         return fj_unsupported("set.%U with %zd arguments", name, n), NULL;
     PyObject *items = PyList_New(0);
     if (items == NULL)
