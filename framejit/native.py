@@ -205,16 +205,18 @@ def _warn_no_compiler():
                       "graphs run with the eager backend instead", RuntimeWarning, stacklevel=2)
 
 
-def build(source, toolchain):
-    """The path of the shared object built from 'source' (from the cache when it is there)."""
-    argv, version, flags = toolchain
-    key = _hash("\0".join([source, " ".join(flags), " ".join(argv), version,
-                                    _machine_id()]).encode()).hexdigest()
+def compile_cached(source, argv, flags, suffix, what, libs=(), version=""):
+    """The path of the shared object 'argv + flags' builds from 'source' (a
+    'suffix' file: ".c" or ".cpp"), linked with 'libs', in cache_dir(); from
+    the cache when it is there (keyed by all of these, the compiler's
+    'version' text and the machine).  Returns (path, compiled).  Raises
+    RuntimeError naming 'what' when the compiler fails or cannot run."""
+    key = _hash("\0".join([source, " ".join(flags), " ".join(argv), version, _machine_id()] +
+                           list(libs)).encode()).hexdigest()
     d = cache_dir()
     path = os.path.join(d, f"fj_{key[:40]}.so")
     if os.path.exists(path):
-        _counters()["kernels_loaded_from_cache"] += 1
-        return path
+        return path, False
     import subprocess
     import tempfile
     try:
@@ -222,27 +224,39 @@ def build(source, toolchain):
     except OSError:
         d = tempfile.mkdtemp(prefix="framejit-kernels-")
         path = os.path.join(d, f"fj_{key[:40]}.so")
-    fd, tmp_c = tempfile.mkstemp(suffix=".c", prefix=".fj_tmp_", dir=d)
-    tmp_so = tmp_c[:-2] + ".so"
+    fd, tmp_src = tempfile.mkstemp(suffix=suffix, prefix=".fj_tmp_", dir=d)
+    tmp_so = tmp_src[:-len(suffix)] + ".so"
     try:
         with os.fdopen(fd, "w") as f:
             f.write(source)
-        r = subprocess.run(argv + flags + [tmp_c, "-o", tmp_so], capture_output=True, text=True)
+        try:
+            r = subprocess.run(argv + flags + [tmp_src, "-o", tmp_so] + list(libs),
+                               capture_output=True, text=True)
+        except OSError as e:
+            raise RuntimeError(f"{what}: the compiler ({' '.join(argv)}) cannot run: {e}") from None
         if r.returncode != 0:
-            raise RuntimeError(f"framejit native: the C compiler failed ({' '.join(argv)}):\n"
+            raise RuntimeError(f"{what}: the compiler failed ({' '.join(argv)}):\n"
                                f"{(r.stderr or r.stdout)[-4000:]}")
         os.replace(tmp_so, path)  # atomic: other processes see a whole file or none
         try:
-            os.replace(tmp_c, path[:-3] + ".c")  # kept next to it, for reading
+            os.replace(tmp_src, path[:-3] + suffix)  # kept next to it, for reading
         except OSError:
             pass
     finally:
-        for t in (tmp_c, tmp_so):
+        for t in (tmp_src, tmp_so):
             try:
                 os.unlink(t)
             except OSError:
                 pass
-    _counters()["kernels_compiled"] += 1
+    return path, True
+
+
+def build(source, toolchain):
+    """The path of the shared object built from 'source' (from the cache when it is there)."""
+    argv, version, flags = toolchain
+    path, compiled = compile_cached(source, argv, flags, ".c", "framejit native",
+                                    version=version)
+    _counters()["kernels_compiled" if compiled else "kernels_loaded_from_cache"] += 1
     return path
 
 

@@ -16,7 +16,6 @@ Environment: ``CXX`` (default ``c++``), ``FRAMEJIT_CACHE_DIR`` (see
 framejit/native.py).
 """
 import ctypes
-import hashlib
 import os
 import sys
 import sysconfig
@@ -32,56 +31,32 @@ def _source():
         return f.read()
 
 
-def _command(torch, cxx, std):
+def _flags(torch, std):
+    """(flags, libs) for compiling the reader against 'torch' with -std='std'."""
     base = os.path.dirname(os.path.abspath(torch.__file__))
-    inc = os.path.join(base, "include")
-    lib = os.path.join(base, "lib")
-    py_inc = sysconfig.get_paths()["include"]
-    return ([cxx, "-O2", "-shared", "-fPIC", f"-std={std}", "-w",
-             f"-I{py_inc}", f"-I{inc}", f"-I{os.path.join(inc, 'torch', 'csrc', 'api', 'include')}",
-             f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"],
-            [f"-L{lib}", "-ltorch_python", "-ltorch_cpu", "-lc10", f"-Wl,-rpath,{lib}"])
+    inc, lib = os.path.join(base, "include"), os.path.join(base, "lib")
+    flags = ["-O2", "-shared", "-fPIC", f"-std={std}", "-w", f"-I{sysconfig.get_paths()['include']}",
+             f"-I{inc}", f"-I{os.path.join(inc, 'torch', 'csrc', 'api', 'include')}",
+             f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}"]
+    return flags, [f"-L{lib}", "-ltorch_python", "-ltorch_cpu", "-lc10", f"-Wl,-rpath,{lib}"]
 
 
 def build(torch):
-    """The path of the reader built for this torch (from the cache when it is there)."""
-    import subprocess
-    import tempfile
-    from .native import cache_dir
-    cxx = os.environ.get("CXX") or "c++"
+    """The path of the reader built for this torch (from the cache when it is there):
+    native.py's cached compile, with C++20 (torch's headers want it), else C++17."""
+    from .native import compile_cached
+    cxx = [os.environ.get("CXX") or "c++"]
     source = _source()
-    key = hashlib.sha256("\0".join([source, torch.__version__, torch.__file__, sys.version,
-                                    cxx]).encode()).hexdigest()[:40]
-    d = cache_dir()
-    path = os.path.join(d, f"fj_torch_meta_{key}.so")
-    if os.path.exists(path):
-        return path
-    os.makedirs(d, exist_ok=True)
-    fd, tmp_cpp = tempfile.mkstemp(suffix=".cpp", prefix=".fj_torch_", dir=d)
-    tmp_so = tmp_cpp[:-4] + ".so"
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(source)
-        errors = []
-        for std in ("c++20", "c++17"):
-            head, tail = _command(torch, cxx, std)
-            try:
-                r = subprocess.run(head + [tmp_cpp, "-o", tmp_so] + tail,
-                                   capture_output=True, text=True)
-            except OSError as e:
-                raise RuntimeError(f"no C++ compiler ({cxx}): {e}") from None
-            if r.returncode == 0:
-                os.replace(tmp_so, path)  # atomic: other processes see a whole file or none
-                return path
-            errors.append(f"-std={std}: {(r.stderr or r.stdout)[-2000:]}")
-        raise RuntimeError(f"the C++ compiler ({cxx}) failed on _torch_meta.cpp:\n" +
-                           "\n".join(errors))
-    finally:
-        for t in (tmp_cpp, tmp_so):
-            try:
-                os.unlink(t)
-            except OSError:
-                pass
+    version = f"torch {torch.__version__} at {torch.__file__}; {sys.version}"
+    errors = []
+    for std in ("c++20", "c++17"):
+        flags, libs = _flags(torch, std)
+        try:
+            return compile_cached(source, cxx, flags, ".cpp", "framejit's torch tensor reader",
+                                  libs, version)[0]
+        except RuntimeError as e:
+            errors.append(str(e))
+    raise RuntimeError("\n".join(errors))
 
 
 def load():

@@ -105,8 +105,7 @@ typedef struct GuardManager {
     int skippable;        /* only immutable leaves, no accessors */
     int keys_pinned;      /* a DICT_KEYS leaf matching every key by value: item reads are safe */
     fj_Source *src;       /* strong: how the value is fetched from the parent's (or the
-                             frame); NULL for the root, which has no value */
-    PyObject *source;     /* strong str: src's text ("" for the root), e.g. "L['x'].shape" */
+                             frame), and its text (MGR_TEXT); NULL for the root */
     Leaf **leaves;        /* PyMem; each Leaf PyMem, owned */
     Py_ssize_t nleaves, leaves_cap;
     struct GuardManager **children; /* PyMem; strong references */
@@ -119,9 +118,12 @@ typedef struct GuardManager {
 PyTypeObject *fj_RootGuardManager_Type = NULL;
 static PyTypeObject *GuardManager_Type = NULL; /* strong */
 static PyObject *null_slot = NULL;             /* strong: framejit._C.NULL_SLOT */
+static PyObject *root_text = NULL;             /* strong: "", the root's source text */
 
 #define IS_MANAGER(o) PyObject_TypeCheck((o), GuardManager_Type)
 #define IS_ROOT(m) ((m)->src == NULL)
+/* The printed access path of manager 'm' (borrowed): e.g. "L['x'].shape". */
+#define MGR_TEXT(m) ((m)->src != NULL ? (m)->src->text : root_text)
 
 /* ---------------------------------------------------------------- leaves */
 
@@ -523,7 +525,6 @@ static PyObject *manager_child(GuardManager *m, fj_Source *src)
         return NULL;
     c->depth = m->depth + 1;
     c->src = (fj_Source *)Py_NewRef((PyObject *)src);
-    c->source = Py_NewRef(src->text);
     m->children[m->nchildren++] = c;
     manager_changed(m);
     return (PyObject *)c;
@@ -573,13 +574,6 @@ PyObject *fj_guard_root_new(void)
         return NULL;
     }
     r = (GuardManager *)fj_RootGuardManager_Type->tp_alloc(fj_RootGuardManager_Type, 0);
-    if (r == NULL)
-        return NULL;
-    r->source = PyUnicode_FromString("");
-    if (r->source == NULL) {
-        Py_DECREF(r);
-        return NULL;
-    }
     return (PyObject *)r;
 }
 
@@ -637,7 +631,7 @@ static int add_identity_leaf(GuardManager *m, int kind, PyObject *obj, int immut
     }
     lf->immutable = immutable;
     return add_leaf_text(m, lf,
-                         PyUnicode_FromFormat(fmt, m->source, (size_t)(uintptr_t)obj, comment));
+                         PyUnicode_FromFormat(fmt, MGR_TEXT(m), (size_t)(uintptr_t)obj, comment));
 }
 
 int fj_guard_add_type_match(PyObject *mgr, PyObject *tp)
@@ -723,7 +717,7 @@ int fj_guard_add_equals_match(PyObject *mgr, PyObject *value)
         lf->dval = PyFloat_AS_DOUBLE(value);
         Py_CLEAR(lf->obj);
     }
-    PyObject *text = PyUnicode_FromFormat("%U == %U", m->source, r);
+    PyObject *text = PyUnicode_FromFormat("%U == %U", MGR_TEXT(m), r);
     Py_DECREF(r);
     return add_leaf_text(m, lf, text);
 }
@@ -737,7 +731,7 @@ int fj_guard_add_none_match(PyObject *mgr)
     if (lf == NULL)
         return -1;
     lf->immutable = 1;
-    return add_leaf_text(m, lf, PyUnicode_FromFormat("%U is None", m->source));
+    return add_leaf_text(m, lf, PyUnicode_FromFormat("%U is None", MGR_TEXT(m)));
 }
 
 int fj_guard_add_sequence_length(PyObject *mgr, Py_ssize_t n)
@@ -753,7 +747,7 @@ int fj_guard_add_sequence_length(PyObject *mgr, Py_ssize_t n)
     if (lf == NULL)
         return -1;
     lf->n = n;
-    return add_leaf_text(m, lf, PyUnicode_FromFormat("len(%U) == %zd", m->source, n));
+    return add_leaf_text(m, lf, PyUnicode_FromFormat("len(%U) == %zd", MGR_TEXT(m), n));
 }
 
 /*
@@ -797,7 +791,7 @@ int fj_guard_add_dict_keys(PyObject *mgr, PyObject *keys)
         PyBytes_AS_STRING(lf->aux)[i] = mode;
     }
     lf->obj = Py_NewRef(tuple);
-    lf->text = PyUnicode_FromFormat("list(%U.keys()) == %U", m->source, r);
+    lf->text = PyUnicode_FromFormat("list(%U.keys()) == %U", MGR_TEXT(m), r);
     if (lf->text == NULL)
         goto error;
     Py_DECREF(tuple);
@@ -824,7 +818,7 @@ int fj_guard_add_dict_version(PyObject *mgr, PyObject *d)
         return -1;
     lf->version = FJ_DICT_VERSION(d);
     return add_leaf_text(m, lf,
-                         PyUnicode_FromFormat("___dict_version(%U) == %llu", m->source,
+                         PyUnicode_FromFormat("___dict_version(%U) == %llu", MGR_TEXT(m),
                                               (unsigned long long)lf->version));
 }
 
@@ -955,7 +949,7 @@ int fj_guard_add_tensor_match(PyObject *mgr, PyObject *example, PyObject *dynami
     if (stride == NULL)
         goto error;
     lf->text = PyUnicode_FromFormat("check_tensor(%U, %U, dtype=%U, size=%U, stride=%U)",
-                                    m->source, qual, dtype, size, stride);
+                                    MGR_TEXT(m), qual, dtype, size, stride);
     if (lf->text == NULL)
         goto error;
     Py_XDECREF(dyn);
@@ -1119,7 +1113,7 @@ int fj_guard_add_not_in(PyObject *mgr, PyObject *values)
         return -1;
     lf->obj = Py_NewRef(values);
     return add_leaf_text((GuardManager *)mgr, lf,
-                         PyUnicode_FromFormat("%U not in %R", ((GuardManager *)mgr)->source, values));
+                         PyUnicode_FromFormat("%U not in %R", MGR_TEXT((GuardManager *)mgr), values));
 }
 
 /* ----------------------------------------------------------------- check */
@@ -1176,7 +1170,7 @@ static void set_missing_reason(GuardManager *c, PyObject **reason)
     const char *what = c->src->kind == FJ_SRC_GLOBAL    ? "missing global"
                        : c->src->kind == FJ_SRC_BUILTIN ? "missing builtin"
                                                         : "missing";
-    *reason = PyUnicode_FromFormat("%U (%s)", c->source, what);
+    *reason = PyUnicode_FromFormat("%U (%s)", MGR_TEXT(c), what);
     if (*reason == NULL)
         PyErr_Clear(); /* fj_guards_check_verbose falls back to a generic text */
 }
@@ -1236,7 +1230,7 @@ static inline int check_leaves(GuardManager *m, PyObject *v, CheckCtx *ctx)
         Leaf *lf = m->leaves[i];
         int r = lf->kind == LEAF_NO_ALIASING  ? no_aliasing_check(lf, ctx->view)
                 : lf->kind == LEAF_DIMS_EQUAL ? dims_equal_check(lf, ctx->view)
-                                              : leaf_check(lf, v, m->source, ctx->reason);
+                                              : leaf_check(lf, v, MGR_TEXT(m), ctx->reason);
         if (r <= 0) {
             if (r == 0 && ctx->reason != NULL && *ctx->reason == NULL)
                 *ctx->reason = Py_NewRef(lf->text);
@@ -1323,10 +1317,10 @@ static const char *manager_verify(GuardManager *m, GuardManager *parent, int dep
         return "a child is not a guard manager";
     if (m->depth != depth)
         return "a manager's depth is not its parent's plus one";
-    if (m->source == NULL || !PyUnicode_Check(m->source))
+    if ((m->src == NULL) != (depth == 0))
+        return "a manager without its access path, or a root with one";
+    if (m->src != NULL && (m->src->text == NULL || !PyUnicode_Check(m->src->text)))
         return "a manager without its source text";
-    if ((m->src == NULL) != (depth == 0) || (m->src != NULL && m->source != m->src->text))
-        return "a manager whose access path is not its source";
     if (depth == 1 && m->src->parent != NULL)
         return "a child of the root that is not read from the frame";
     if (depth > 1 && (m->src->parent == NULL || fj_source_same(m->src->parent, parent->src) != 1))
@@ -1515,7 +1509,6 @@ static void manager_dealloc(GuardManager *self)
     PyObject_GC_UnTrack(self);
     manager_clear(self);
     Py_CLEAR(self->src);
-    Py_CLEAR(self->source);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
@@ -1623,7 +1616,7 @@ static PyObject *mgr_leaves(GuardManager *self, PyObject *unused)
 
 static PyObject *mgr_get_source(GuardManager *self, void *c)
 {
-    return Py_NewRef(self->source);
+    return Py_NewRef(MGR_TEXT(self));
 }
 static PyObject *mgr_get_fail_count(GuardManager *self, void *c)
 {
@@ -1632,7 +1625,7 @@ static PyObject *mgr_get_fail_count(GuardManager *self, void *c)
 static PyObject *mgr_repr(GuardManager *self)
 {
     return PyUnicode_FromFormat("<%s %R: %zd leaves, %zd accessors>", Py_TYPE(self)->tp_name,
-                                self->source, self->nleaves, self->nchildren);
+                                MGR_TEXT(self), self->nleaves, self->nchildren);
 }
 
 static PyMethodDef mgr_methods[] = {
@@ -1926,7 +1919,7 @@ int fj_guards_init(PyObject *module)
     /* The type cannot be called: the sentinel stays unique. */
     null_slot = PyType_GenericAlloc((PyTypeObject *)nullslot_type, 0);
     Py_DECREF(nullslot_type);
-    if (null_slot == NULL)
+    if (null_slot == NULL || (root_text = PyUnicode_FromString("")) == NULL)
         return -1;
     if (PyModule_AddObjectRef(module, "GuardManager", (PyObject *)GuardManager_Type) < 0 ||
         PyModule_AddObjectRef(module, "RootGuardManager", (PyObject *)fj_RootGuardManager_Type) <

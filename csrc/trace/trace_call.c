@@ -154,6 +154,13 @@ static PyObject *const_result(PyObject *r, const char *what)
     return v;
 }
 
+/* Unsupported: an argument nests tuples and lists past FJ_MAX_NEST.  NULL. */
+static PyObject *nested_too_deep(void)
+{
+    return fj_unsupported("an array operation's argument nests lists or tuples more than %d "
+                          "deep (a list that holds itself?)", FJ_MAX_NEST), NULL;
+}
+
 static PyObject *graph_arg(PyObject *v, int depth);
 
 static PyObject *graph_arg_item(PyObject *v, void *depth)
@@ -172,8 +179,7 @@ static PyObject *graph_arg(PyObject *v, int depth)
     case FJ_VAR_TUPLE:
     case FJ_VAR_LIST:
         if (depth >= FJ_MAX_NEST)
-            return fj_unsupported("an array operation's argument nests lists or tuples more "
-                                  "than %d deep (a list that holds itself?)", FJ_MAX_NEST), NULL;
+            return nested_too_deep();
         return fj_map_items(vv->items, vv->kind == FJ_VAR_TUPLE, graph_arg_item, &depth);
     default:
         fj_unsupported("%R cannot be passed to an array operation", v);
@@ -243,8 +249,7 @@ static PyObject *pin_pyscalars(PyObject *v, int depth)
 {
     fj_Var *a = VAR(v);
     if (depth >= FJ_MAX_NEST)
-        return fj_unsupported("an array operation's argument nests lists or tuples more "
-                              "than %d deep (a list that holds itself?)", FJ_MAX_NEST), NULL;
+        return nested_too_deep();
     if (a->kind == FJ_VAR_NODE && ((fj_Node *)a->obj)->vkind == FJ_VAL_PYSCALAR)
         return (PyObject *)fj_var_const(((fj_Node *)a->obj)->example);
     int has = a->kind == FJ_VAR_TUPLE || a->kind == FJ_VAR_LIST ? has_pyscalar(v) : 0;
