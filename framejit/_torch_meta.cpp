@@ -13,6 +13,11 @@
 
 #include <cstdint>
 
+#include <ATen/Context.h>
+#include <ATen/autocast_mode.h>
+#include <c10/core/DefaultDtype.h>
+#include <c10/core/GradMode.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/core/TensorImpl.h>
 #include <torch/csrc/autograd/python_variable.h>
 
@@ -73,6 +78,27 @@ int fj_torch_meta_read(PyObject *o, fj_TensorMeta *out)
     }
     catch (...) {
         return 0; /* a TensorImpl whose sizes or strides its own code refuses: not read */
+    }
+}
+
+// The global state a torch graph depends on, packed (csrc/arraylib/torchlib.h:
+// the same facts its fallback reads through torch's Python functions).
+int fj_torch_global_state(uint64_t *out)
+{
+    try {
+        uint64_t s = 0;
+        s |= c10::GradMode::is_enabled() ? 1u : 0u;
+        s |= (uint64_t)(c10::InferenceMode::is_enabled() ? 1 : 0) << 1;
+        s |= (uint64_t)(at::autocast::is_autocast_enabled(at::kCPU) ? 1 : 0) << 2;
+        s |= (uint64_t)(uint8_t)at::autocast::get_autocast_dtype(at::kCPU) << 8;
+        s |= (uint64_t)(uint8_t)c10::typeMetaToScalarType(c10::get_default_dtype()) << 16;
+        s |= (uint64_t)(at::globalContext().deterministicAlgorithms() ? 1 : 0) << 24;
+        s |= (uint64_t)(at::globalContext().deterministicAlgorithmsWarnOnly() ? 1 : 0) << 25;
+        *out = s;
+        return 0;
+    }
+    catch (...) {
+        return -1;
     }
 }
 

@@ -75,7 +75,9 @@ def load():
         lib = ctypes.CDLL(build(torch))
         read = ctypes.cast(lib.fj_torch_meta_read, ctypes.c_void_p).value
         abi = ctypes.cast(lib.fj_torch_meta_abi, ctypes.c_void_p).value
+        state = ctypes.cast(lib.fj_torch_global_state, ctypes.c_void_p).value
         _C._torch_meta_install(read, abi)
+        _C._torch_state_install(state)
     except (OSError, RuntimeError, ImportError, AttributeError) as e:
         _reason = f"the torch tensor reader is not available: {e}"
         return False

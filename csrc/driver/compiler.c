@@ -19,6 +19,7 @@
 ** exception types) come in through the 'hooks' object.
 */
 #include "compiler.h"
+#include "torchlib.h"
 
 #include "fj_numpy.h"
 
@@ -199,6 +200,7 @@ static int tracer_init(Compiler *c, fj_Tracer *tx, const fj_FrameView *view, PyC
     tx->compile_id = cid;
     tx->stop_at = stop_at;
     tx->break_index = -1;
+    (void)fj_torch_ready(); /* tensors are graph inputs from the first trace after torch's import */
     if (c->dynamic != 0) {
         if ((tx->dyn_inputs = PyList_New(0)) == NULL)
             return -1;

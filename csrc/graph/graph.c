@@ -30,6 +30,7 @@ typedef struct {
     PyObject *name_counter; /* strong: dict stem -> next suffix */
     Py_ssize_t nplaceholders, ncalls;
     int has_output;
+    int torch;              /* holds torch tensors */
     vectorcallfunc vectorcall;
 } fj_Graph;
 
@@ -54,6 +55,8 @@ static void node_dealloc(fj_Node *n)
     Py_XDECREF(n->kwnames);
     Py_XDECREF(n->example);
     Py_XDECREF(n->ufunc);
+    Py_XDECREF(n->fake);
+    Py_XDECREF(n->label);
     tp->tp_free((PyObject *)n);
     Py_DECREF(tp);
 }
@@ -113,6 +116,18 @@ PyObject *fj_node_shape_tuple(fj_Node *n)
 /* meta: {'dtype': dtype, 'shape': (..), 'kind': 'array'|'scalar'}; {} for output. */
 static PyObject *node_get_meta(fj_Node *n, void *c)
 {
+    if (n->vkind == FJ_VAL_TENSORS)
+        return Py_BuildValue("{s:s,s:O}", "kind", "tensors", "fake", n->fake);
+    if (n->vkind == FJ_VAL_TENSOR) {
+        PyObject *shape = fj_node_shape_tuple(n);
+        PyObject *dtype = shape ? PyObject_GetAttrString(n->fake, "dtype") : NULL;
+        PyObject *d = dtype ? Py_BuildValue("{s:s,s:O,s:O,s:O}", "kind", "tensor", "fake", n->fake,
+                                            "shape", shape, "dtype", dtype)
+                            : NULL;
+        Py_XDECREF(shape);
+        Py_XDECREF(dtype);
+        return d;
+    }
     if (!n->dtype)
         return PyDict_New();
     PyObject *shape = fj_node_shape_tuple(n);
@@ -392,6 +407,108 @@ fj_Node *fj_graph_placeholder(PyObject *gobj, PyObject *name, PyObject *example)
         return n;
     }
     g->nplaceholders++;
+    n = append_node(g, n, acc);
+    Py_DECREF(acc);
+    return n;
+error:
+    Py_XDECREF(n);
+    Py_XDECREF(acc);
+    return NULL;
+}
+
+/* Sets a torch node's metadata from 'fake' (a meta tensor or a tuple of them). */
+static int set_torch_meta(fj_Node *n, PyObject *fake)
+{
+    n->fake = Py_NewRef(fake);
+    if (PyTuple_Check(fake)) {
+        n->vkind = FJ_VAL_TENSORS;
+        return 0;
+    }
+    n->vkind = FJ_VAL_TENSOR;
+    PyObject *shape = PyObject_GetAttrString(fake, "shape");
+    if (shape == NULL)
+        return -1;
+    Py_ssize_t nd = PyTuple_Check(shape) ? PyTuple_GET_SIZE(shape) : -1;
+    if (nd < 0 || nd > FJ_MAX_NDIM) {
+        Py_DECREF(shape);
+        PyErr_Format(PyExc_ValueError, "framejit: tensors with more than %d dimensions are not traced",
+                     FJ_MAX_NDIM);
+        return -1;
+    }
+    n->ndim = (int)nd;
+    for (Py_ssize_t i = 0; i < nd; i++) {
+        n->shape[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
+        if (n->shape[i] == -1 && PyErr_Occurred()) {
+            Py_DECREF(shape);
+            return -1;
+        }
+    }
+    Py_DECREF(shape);
+    return 0;
+}
+
+fj_Node *fj_graph_tensor_placeholder(PyObject *gobj, PyObject *name, PyObject *fake)
+{
+    fj_Graph *g = (fj_Graph *)gobj;
+    /* a placeholder of a Python int stands in for the example, then takes the fake's metadata */
+    fj_Node *n = fj_graph_placeholder(gobj, name, Py_False);
+    if (n == NULL)
+        return NULL;
+    Py_CLEAR(n->dtype);
+    Py_CLEAR(n->example);
+    if (set_torch_meta(n, fake) < 0)
+        return NULL; /* the graph is discarded with the failed trace */
+    g->torch = 1;
+    return n;
+}
+
+int fj_graph_is_torch(PyObject *g)
+{
+    return ((fj_Graph *)g)->torch;
+}
+
+fj_Node *fj_graph_torch_call(PyObject *gobj, const fj_OpDef *op, PyObject *target, PyObject *label,
+                             PyObject *stem, PyObject *args, PyObject *kwargs, PyObject *fake_result)
+{
+    fj_Graph *g = (fj_Graph *)gobj;
+    fj_Node *n = NULL;
+    PyObject *acc = NULL;
+    int deep = 0;
+    if (check_open(g) < 0)
+        return NULL;
+    if (kwargs && PyDict_GET_SIZE(kwargs) == 0)
+        kwargs = NULL;
+    acc = PyList_New(0);
+    if (!acc || collect_inputs(g, args, acc, -1, &deep, PyList_GET_SIZE(g->nodes)) < 0)
+        goto error;
+    if (kwargs) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(kwargs, &pos, &k, &v))
+            if (collect_inputs(g, v, acc, 1, &deep, PyList_GET_SIZE(g->nodes)) < 0)
+                goto error;
+    }
+    n = node_alloc(FJ_NODE_CALL);
+    if (!n || set_torch_meta(n, fake_result) < 0)
+        goto error;
+    n->op = op;
+    n->deep = deep;
+    n->target = Py_NewRef(target);
+    n->label = Py_XNewRef(label);
+    n->args = Py_NewRef(args);
+    if (kwargs) {
+        if (!(n->kwargs = PyDict_Copy(kwargs)))
+            goto error;
+        PyObject *keys = PyDict_Keys(n->kwargs);
+        n->kwnames = keys ? PyList_AsTuple(keys) : NULL;
+        Py_XDECREF(keys);
+        if (!n->kwnames)
+            goto error;
+    }
+    if (!(n->name = unique_name(g, stem)))
+        goto error;
+    g->ncalls++;
+    g->torch = 1;
     n = append_node(g, n, acc);
     Py_DECREF(acc);
     return n;
@@ -995,20 +1112,22 @@ static PyObject *fmt_call_expr(fj_Node *n)
     case FJ_OP_ATTR:
         if (!(a = fmt_operand(PyTuple_GET_ITEM(n->args, 0))))
             goto done;
-        r = PyUnicode_FromFormat("%U.%s", a, op->attr);
+        r = PyUnicode_FromFormat("%U.%U", a, n->target);
         goto done;
     case FJ_OP_METHOD:
         if (!(a = fmt_operand(PyTuple_GET_ITEM(n->args, 0))) || !(b = fmt_call_args(n, 1)))
             goto done;
-        r = PyUnicode_FromFormat(fj_Node_Check(PyTuple_GET_ITEM(n->args, 0)) ? "%U.%s(%U)" : "(%U).%s(%U)", a,
-                                 op->attr, b);
+        r = PyUnicode_FromFormat(fj_Node_Check(PyTuple_GET_ITEM(n->args, 0)) ? "%U.%U(%U)" : "(%U).%U(%U)", a,
+                                 n->target, b);
         goto done;
     default:
         break;
     }
     if (!(b = fmt_call_args(n, 0)))
         goto done;
-    if (strcmp(op->module, "builtins") == 0)
+    if (n->label != NULL)
+        r = PyUnicode_FromFormat("%U(%U)", n->label, b);
+    else if (strcmp(op->module, "builtins") == 0)
         r = PyUnicode_FromFormat("%s(%U)", op->attr, b);
     else
         r = PyUnicode_FromFormat("%s(%U)", fj_op_qualname(op), b);
@@ -1132,7 +1251,9 @@ PyObject *fj_graph_tabular(PyObject *gobj)
         fj_Node *n = (fj_Node *)PyList_GET_ITEM(g->nodes, i);
         PyObject *target, *args, *kw, *row;
         if (n->kind == FJ_NODE_CALL)
-            target = n->op->module ? PyUnicode_FromString(fj_op_qualname(n->op)) : Py_NewRef(n->target);
+            target = n->label              ? Py_NewRef(n->label)
+                     : n->op->module ? PyUnicode_FromString(fj_op_qualname(n->op))
+                                     : PyObject_Str(n->target);
         else
             target = Py_NewRef(n->name);
         args = fmt_value(n->args);
@@ -1233,6 +1354,11 @@ static PyObject *graph_get_nodes(fj_Graph *g, void *c)
 static PyObject *graph_get_placeholders(fj_Graph *g, void *c)
 {
     return PyList_GetSlice(g->nodes, 0, g->nplaceholders);
+}
+
+static PyObject *graph_get_library(fj_Graph *g, void *c)
+{
+    return PyUnicode_FromString(g->torch ? "torch" : "numpy");
 }
 
 static PyObject *graph_get_num_calls(fj_Graph *g, void *c)
@@ -1342,6 +1468,7 @@ static PyGetSetDef graph_getset[] = {
     {"nodes", (getter)graph_get_nodes, NULL, "list of nodes in order", NULL},
     {"placeholders", (getter)graph_get_placeholders, NULL, "list of placeholder nodes", NULL},
     {"num_calls", (getter)graph_get_num_calls, NULL, "number of call nodes", NULL},
+    {"library", (getter)graph_get_library, NULL, "'torch' for a graph of torch tensors, else 'numpy'", NULL},
     {"code", (getter)graph_get_code, NULL, "Python source of the graph (def forward(self, ...))", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };

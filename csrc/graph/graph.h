@@ -30,8 +30,12 @@ typedef struct fj_Node {
     PyObject *kwargs;      /* strong: dict or NULL */
     Py_ssize_t index;      /* position in the graph's node list */
     /* metadata (placeholders and calls) */
-    int vkind;             /* FJ_VAL_ARRAY or FJ_VAL_NPSCALAR; 0 for output */
-    PyArray_Descr *dtype;  /* strong; NULL for output */
+    int vkind;             /* FJ_VAL_*; 0 for output */
+    PyArray_Descr *dtype;  /* strong; NULL for output and torch nodes */
+    PyObject *fake;        /* strong: a torch node's meta tensor (tuple of them for
+                              FJ_VAL_TENSORS), else NULL */
+    PyObject *label;       /* strong str: a torch function node's printed target
+                              ("torch.sin"), else NULL */
     int ndim;
     npy_intp shape[FJ_MAX_NDIM];
     int users;             /* number of later nodes using this one (each use counted once per node) */
@@ -69,6 +73,23 @@ fj_Node *fj_graph_placeholder(PyObject *g, PyObject *name, PyObject *example);
 ** unchanged.  Returns the node, borrowed.
 */
 fj_Node *fj_graph_call(PyObject *g, const fj_OpDef *op, PyObject *args, PyObject *kwargs);
+/*
+** A placeholder for a torch tensor whose metadata is the meta tensor 'fake'
+** (torchlib.h).  Borrowed node, NULL on error.
+*/
+fj_Node *fj_graph_tensor_placeholder(PyObject *g, PyObject *name, PyObject *fake);
+/*
+** Appends a torch call of row 'op' (fj_torch_*_row, or an operator row)
+** whose target is 'target' (the callable, or the method / attribute name),
+** printed as 'label' (a str, or NULL for the target's own text), named
+** after 'stem', with 'args'/'kwargs' as for fj_graph_call.  Its result's
+** metadata is 'fake_result' (a meta tensor, or a tuple of them): the tracer
+** computed it by calling the target on fakes.  Borrowed node, NULL on error.
+*/
+fj_Node *fj_graph_torch_call(PyObject *g, const fj_OpDef *op, PyObject *target, PyObject *label,
+                             PyObject *stem, PyObject *args, PyObject *kwargs, PyObject *fake_result);
+/* True when the graph holds torch tensors (its library is torch). */
+int fj_graph_is_torch(PyObject *g);
 /* Appends the output node returning 'outputs' (a tuple of nodes and
    constants; not stolen).  Only once per graph.  0, or -1 on error. */
 int fj_graph_output(PyObject *g, PyObject *outputs);

@@ -234,6 +234,12 @@ static int fj_ops_ready;
 static PyObject *fj_by_callable;
 static PyObject *fj_by_method;   /* strong: dict str -> row index */
 static PyObject *fj_by_attr;     /* strong: dict str -> row index */
+/* torch operations (trace_torch.c): the node's target and label say which;
+   metadata comes from torch's meta tensors, never from these rows' rules */
+const fj_OpDef fj_torch_func_row = {"call", FJ_OP_FUNC, NULL, NULL, 0, NULL, 0, 0, 0, "", 0, NULL, 0};
+const fj_OpDef fj_torch_method_row = {"method", FJ_OP_METHOD, NULL, NULL, 0, NULL, 0, 0, 0, "", 0, NULL, 0};
+const fj_OpDef fj_torch_attr_row = {"attr", FJ_OP_ATTR, NULL, NULL, 0, NULL, 0, 0, 0, "", 0, NULL, 0};
+
 static const fj_OpDef *fj_by_binop[32];
 static const fj_OpDef *fj_by_compare[6];
 static const fj_OpDef *fj_by_unary[8];
@@ -245,6 +251,8 @@ static PyObject *fj_warnings;    /* strong: the warnings module */
 static PyObject *fj_axis_error;  /* strong: numpy.exceptions.AxisError (or ValueError) */
 
 #define ROW_INDEX(op) ((Py_ssize_t)((op) - fj_op_table))
+/* A row of the table (not one of the torch rows, which have no info). */
+#define IN_TABLE(op) ((op) >= fj_op_table && (op) < fj_op_table + FJ_NROWS)
 
 static int parse_params(const fj_OpDef *op, fj_OpInfo *info)
 {
@@ -482,7 +490,7 @@ PyObject *fj_op_target(const fj_OpDef *op)
         PyErr_Clear();
         return NULL;
     }
-    return fj_info[ROW_INDEX(op)].target;
+    return IN_TABLE(op) ? fj_info[ROW_INDEX(op)].target : NULL;
 }
 
 /* The ufunc of an FJ_OPF_UFUNC row, by its 'ufunc' column, when it takes
@@ -538,6 +546,10 @@ PyObject *fj_op_ufunc(const fj_OpDef *op, Py_ssize_t nargs)
 
 const char *fj_op_qualname(const fj_OpDef *op)
 {
+    if (!IN_TABLE(op))
+        return op == &fj_torch_method_row ? "a torch.Tensor method"
+               : op == &fj_torch_attr_row ? "a torch.Tensor attribute"
+                                          : "a torch function";
     return fj_info[ROW_INDEX(op)].qualname;
 }
 

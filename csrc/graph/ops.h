@@ -122,7 +122,15 @@ typedef struct fj_OpDef {
 /* FJ_VAL_PYSCALAR: a Python int, float or bool computed in the graph (a
 ** symbolic int of automatic dynamic shapes, or arithmetic on one); its
 ** trace-time value is kept as 'example'. */
-enum { FJ_VAL_ARRAY = 1, FJ_VAL_NPSCALAR = 2, FJ_VAL_PYSCALAR = 3 };
+/* FJ_VAL_TENSOR: a torch tensor; the node's 'fake' is a meta tensor with its
+** metadata (torchlib.h), its dtype is NULL.  FJ_VAL_TENSORS: a tuple of
+** tensors (torch.split, torch.max(x, 1)); 'fake' is the tuple of fakes and
+** the tracer reads its items with getitem nodes. */
+enum { FJ_VAL_ARRAY = 1, FJ_VAL_NPSCALAR = 2, FJ_VAL_PYSCALAR = 3, FJ_VAL_TENSOR = 4, FJ_VAL_TENSORS = 5 };
+
+/* The rows of torch operations met by callable, method or attribute name:
+   the node's target says which (ops.c). */
+extern const fj_OpDef fj_torch_func_row, fj_torch_method_row, fj_torch_attr_row;
 
 /* Inferred output metadata of a call. */
 typedef struct {

@@ -38,6 +38,7 @@
 #include "guard_values.h"
 #include "guards.h"
 #include "source.h"
+#include "torchlib.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -62,11 +63,13 @@ enum {
     LEAF_NOT_IN,          /* v equals (fj_value_same) none of the values in the tuple obj */
     LEAF_NO_ALIASING,     /* root only: the sources in tuple obj are distinct objects */
     LEAF_DIMS_EQUAL,      /* root only: arrays at sources obj[0], obj[1]: size of dim ival == of dim n */
+    LEAF_TORCH_MATCH,     /* torch tensor: type obj/ref, metadata tm, dtype aux; ival 1 when
+                             read with the C reader (tensor_meta.h), 0 through torch's methods */
 };
 static const char *const leaf_names[] = {
     "TYPE_MATCH",   "ID_MATCH",     "EQUALS_MATCH", "NONE_MATCH",   "SEQUENCE_LENGTH",
     "DICT_KEYS",    "DICT_VERSION", "TENSOR_MATCH", "GLOBAL_STATE", "GLOBAL_ABSENT", "NOT_IN", "NO_ALIASING",
-    "DIMS_EQUAL",
+    "DIMS_EQUAL",   "TENSOR_MATCH",
 };
 
 
@@ -93,6 +96,11 @@ typedef struct {
     npy_intp *strides; /* PyMem, n entries */
     int layout;        /* TENSOR_MATCH with dynamic dims: C/F-contiguity flags to match
                           instead of strides; -1 when strides are checked */
+    fj_TensorMeta *tm;    /* TORCH_MATCH: the metadata to match (PyMem) */
+    int torch_state;      /* GLOBAL_STATE: also torch's (torchlib.h): 1 packed in torch_bits
+                             by the C reader, 2 the tuple torch_tuple; 0 NumPy's only */
+    uint64_t torch_bits;
+    PyObject *torch_tuple; /* strong or NULL */
     const void *dtype_id; /* TENSOR_MATCH: the builtin dtype singleton the array had
                              (NumPy keeps those for the process), compared by address
                              only, never dereferenced; NULL for other dtypes */
@@ -135,6 +143,8 @@ static void leaf_free(Leaf *lf)
     Py_CLEAR(lf->ref);
     Py_CLEAR(lf->aux);
     Py_CLEAR(lf->text);
+    Py_CLEAR(lf->torch_tuple);
+    PyMem_Free(lf->tm);
     PyMem_Free(lf->shape);
     PyMem_Free(lf->strides);
     PyMem_Free(lf);
@@ -409,13 +419,110 @@ static int tensor_check(Leaf *lf, PyObject *v, PyObject *source, PyObject **reas
     return 1;
 }
 
+/*
+** TENSOR_MATCH on a torch tensor.  Through the C reader (lf->ival): one
+** read of the TensorImpl and integer compares.  Without it: torch's methods
+** (size(), stride(), ...), the dtype by identity (torch's dtypes are
+** singletons).  'reason' as for tensor_check.
+*/
+static int torch_check(Leaf *lf, PyObject *v, PyObject *source, PyObject **reason)
+{
+    PyTypeObject *tp = (PyTypeObject *)leaf_target(lf);
+    if (Py_TYPE(v) != tp) {
+        tensor_reason(reason, source, "expected type %s, actual %s",
+                      tp ? tp->tp_name : "(a class that died)", Py_TYPE(v)->tp_name);
+        return 0;
+    }
+    const fj_TensorMeta *want = lf->tm;
+    fj_TensorMeta m;
+    PyObject *dtype = NULL;
+    int r;
+    if (lf->ival && reason == NULL) {
+        r = fj_tensor_meta(v, &m);
+        if (r <= 0)
+            return r;
+        if (m.dtype != want->dtype || m.device_type != want->device_type ||
+            m.device_index != want->device_index || m.requires_grad != want->requires_grad ||
+            m.ndim != want->ndim || m.dispatch_keys != want->dispatch_keys)
+            return 0;
+        size_t nb = sizeof(int64_t) * (size_t)m.ndim;
+        return memcmp(m.sizes, want->sizes, nb) == 0 && memcmp(m.strides, want->strides, nb) == 0;
+    }
+    /* the slow path, and every failure message */
+    if ((r = fj_torch_meta_slow(v, &m, &dtype)) < 0) {
+        if (reason == NULL)
+            return -1;
+        PyErr_Clear();
+        tensor_reason(reason, source, "its metadata could not be read");
+        return 0;
+    }
+    int ok = 0;
+    if (dtype != lf->aux) {
+        PyObject *a = fj_torch_dtype_text(lf->aux), *b = a ? fj_torch_dtype_text(dtype) : NULL;
+        if (b != NULL)
+            tensor_reason(reason, source, "dtype mismatch. expected %U, actual %U", a, b);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        PyErr_Clear();
+    }
+    else if (m.device_type != FJ_TORCH_CPU)
+        tensor_reason(reason, source, "device mismatch. expected cpu");
+    else if (m.requires_grad != want->requires_grad)
+        tensor_reason(reason, source, "requires_grad mismatch. expected %s, actual %s",
+                      want->requires_grad ? "True" : "False", m.requires_grad ? "True" : "False");
+    else if (m.ndim != want->ndim)
+        tensor_reason(reason, source, "rank mismatch. expected %d, actual %d", (int)want->ndim,
+                      (int)m.ndim);
+    else {
+        ok = 1;
+        for (int i = 0; ok && i < m.ndim; i++)
+            if (m.sizes[i] != want->sizes[i]) {
+                tensor_reason(reason, source, "size mismatch at index %d. expected %lld, actual %lld", i,
+                              (long long)want->sizes[i], (long long)m.sizes[i]);
+                ok = 0;
+            }
+        for (int i = 0; ok && i < m.ndim; i++)
+            if (m.strides[i] != want->strides[i]) {
+                tensor_reason(reason, source, "stride mismatch at index %d. expected %lld, actual %lld",
+                              i, (long long)want->strides[i], (long long)m.strides[i]);
+                ok = 0;
+            }
+        if (ok && m.dispatch_keys != want->dispatch_keys &&
+            (lf->ival || m.dispatch_keys != want->dispatch_keys)) {
+            tensor_reason(reason, source, "dispatch key set mismatch");
+            ok = 0;
+        }
+    }
+    Py_XDECREF(dtype);
+    return ok;
+}
+
 static int global_state_check(Leaf *lf)
 {
     PyObject *cur = NULL;
-    if (PyContextVar_Get(lf->obj, NULL, &cur) < 0)
+    if (lf->obj != NULL) {
+        if (PyContextVar_Get(lf->obj, NULL, &cur) < 0)
+            return -1;
+        int ok = cur == lf->aux;
+        Py_XDECREF(cur);
+        if (!ok)
+            return 0;
+    }
+    if (lf->torch_state == 0)
+        return 1;
+    int fast;
+    uint64_t bits;
+    PyObject *tuple;
+    if (fj_torch_global_state(&fast, &bits, &tuple) < 0)
         return -1;
-    int ok = cur == lf->aux;
-    Py_XDECREF(cur);
+    if (fast != (lf->torch_state == 1)) {
+        Py_XDECREF(tuple);
+        return 0; /* read another way than when built: compare nothing, fail */
+    }
+    if (fast)
+        return bits == lf->torch_bits;
+    int ok = PyObject_RichCompareBool(tuple, lf->torch_tuple, Py_EQ);
+    Py_DECREF(tuple);
     return ok;
 }
 
@@ -442,6 +549,8 @@ static inline int leaf_check(Leaf *lf, PyObject *v, PyObject *source, PyObject *
         return PyDict_Check(v) && FJ_DICT_VERSION(v) == lf->version;
     case LEAF_TENSOR_MATCH:
         return tensor_check(lf, v, source, reason);
+    case LEAF_TORCH_MATCH:
+        return torch_check(lf, v, source, reason);
     case LEAF_GLOBAL_STATE:
         return global_state_check(lf);
     case LEAF_NOT_IN:
@@ -1016,6 +1125,105 @@ error:
     Py_XDECREF(var);
     Py_XDECREF(cur);
     return -1;
+}
+
+int fj_guard_add_torch_match(PyObject *mgr, PyObject *example)
+{
+    PyObject *qual = NULL, *dtype = NULL, *size = NULL, *stride = NULL, *dtxt = NULL;
+    PyObject *sz = NULL, *st = NULL;
+    Leaf *lf = NULL;
+    if (check_valued(mgr) < 0)
+        return -1;
+    GuardManager *m = (GuardManager *)mgr;
+    if (!fj_torch_is_tensor(example))
+        return wrong_type("TENSOR_MATCH expects a torch.Tensor", example);
+    lf = leaf_new(LEAF_TORCH_MATCH);
+    if (lf == NULL || (lf->tm = PyMem_Calloc(1, sizeof(fj_TensorMeta))) == NULL) {
+        if (lf != NULL)
+            PyErr_NoMemory();
+        goto error;
+    }
+    /* the slow read gives the dtype object and the metadata any reader must agree with */
+    if (fj_torch_meta_slow(example, lf->tm, &dtype) < 0)
+        goto error;
+    lf->aux = Py_NewRef(dtype);
+    fj_TensorMeta fast;
+    int r = fj_tensor_meta(example, &fast);
+    if (r < 0)
+        goto error;
+    if (r == 1) {
+        lf->ival = 1;
+        *lf->tm = fast;
+    }
+    if (leaf_hold(lf, (PyObject *)Py_TYPE(example)) < 0)
+        goto error;
+    qual = PyType_GetQualName(Py_TYPE(example));
+    dtxt = qual ? fj_torch_dtype_text(dtype) : NULL;
+    sz = dtxt ? PyList_New(lf->tm->ndim) : NULL;
+    st = sz ? PyList_New(lf->tm->ndim) : NULL;
+    for (int i = 0; st != NULL && i < lf->tm->ndim; i++) {
+        PyList_SET_ITEM(sz, i, PyLong_FromLongLong(lf->tm->sizes[i]));
+        PyList_SET_ITEM(st, i, PyLong_FromLongLong(lf->tm->strides[i]));
+    }
+    size = st && !PyErr_Occurred() ? PyObject_Repr(sz) : NULL;
+    stride = size ? PyObject_Repr(st) : NULL;
+    if (stride == NULL)
+        goto error;
+    /* device=None: torch prints the CPU's (absent) index so */
+    lf->text = PyUnicode_FromFormat("check_tensor(%U, %U, dtype=%U, device=None, requires_grad=%s, "
+                                    "size=%U, stride=%U)",
+                                    MGR_TEXT(m), qual, dtxt, lf->tm->requires_grad ? "True" : "False",
+                                    size, stride);
+    if (lf->text == NULL)
+        goto error;
+    Py_XDECREF(qual);
+    Py_XDECREF(dtype);
+    Py_XDECREF(dtxt);
+    Py_XDECREF(sz);
+    Py_XDECREF(st);
+    Py_XDECREF(size);
+    Py_XDECREF(stride);
+    return manager_add_leaf(m, lf);
+error:
+    leaf_free(lf);
+    Py_XDECREF(qual);
+    Py_XDECREF(dtype);
+    Py_XDECREF(dtxt);
+    Py_XDECREF(sz);
+    Py_XDECREF(st);
+    Py_XDECREF(size);
+    Py_XDECREF(stride);
+    return -1;
+}
+
+int fj_guard_add_torch_state(PyObject *root)
+{
+    if (check_root(root) < 0)
+        return -1;
+    GuardManager *m = (GuardManager *)root;
+    Leaf *lf = NULL;
+    for (Py_ssize_t i = 0; i < m->nleaves; i++)
+        if (m->leaves[i]->kind == LEAF_GLOBAL_STATE)
+            lf = m->leaves[i];
+    int fresh = lf == NULL;
+    if (fresh) {
+        if ((lf = leaf_new(LEAF_GLOBAL_STATE)) == NULL)
+            return -1;
+        if ((lf->text = PyUnicode_FromString("___check_global_state()")) == NULL) {
+            leaf_free(lf);
+            return -1;
+        }
+    }
+    if (lf->torch_state != 0)
+        return 0;
+    int fast;
+    if (fj_torch_global_state(&fast, &lf->torch_bits, &lf->torch_tuple) < 0) {
+        if (fresh)
+            leaf_free(lf);
+        return -1;
+    }
+    lf->torch_state = fast ? 1 : 2;
+    return fresh ? manager_add_leaf(m, lf) : 0;
 }
 
 int fj_guard_add_global_absent(PyObject *root, PyObject *name)

@@ -105,6 +105,12 @@ int fj_guard_add_dict_version(PyObject *mgr, PyObject *d);  /* dict unchanged si
 int fj_guard_add_tensor_match(PyObject *mgr, PyObject *example, PyObject *dynamic_dims);
 /* Root only: NumPy's floating-point error state (np.errstate) unchanged. */
 int fj_guard_add_global_state(PyObject *root);
+/* TENSOR_MATCH on a torch tensor: type, dtype, device, requires_grad, dispatch
+   keys, sizes and strides (torchlib.h).  0 or -1. */
+int fj_guard_add_torch_match(PyObject *mgr, PyObject *example);
+/* GLOBAL_STATE also pins torch's global state (grad mode, autocast ...): the
+   root's one GLOBAL_STATE leaf checks both.  0 or -1. */
+int fj_guard_add_torch_state(PyObject *root);
 /* Root only: the frame's globals have no 'name' (so the builtin is what loads). */
 int fj_guard_add_global_absent(PyObject *root, PyObject *name);
 /* v equals (same type, equal) none of 'values' (a tuple of builtin values): e.g. a

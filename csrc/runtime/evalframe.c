@@ -16,6 +16,7 @@
 */
 #define FJ_IMPORT_WATCH /* compat.h: the import watcher is defined here */
 #include "evalframe.h"
+#include "torchlib.h"
 
 #include "cache.h"
 #include "fj_numpy.h"
@@ -342,7 +343,7 @@ static int code_is_compatible(PyCodeObject *orig, PyCodeObject *code)
 
 static inline int is_array(PyObject *o)
 {
-    return o != NULL && (PyArray_Check(o) || PyArray_IsScalar(o, Generic));
+    return o != NULL && (PyArray_Check(o) || PyArray_IsScalar(o, Generic) || fj_torch_is_tensor(o));
 }
 
 /*
@@ -383,6 +384,7 @@ int fj_view_has_arrays(PyCodeObject *co, const fj_FrameView *view)
 {
     if (!numpy_ready()) /* no array exists before NumPy is imported */
         return 0;
+    (void)fj_torch_ready(); /* tensors are seen from the first call after torch's import */
     int nargs = co->co_argcount + co->co_kwonlyargcount;
     int varargs = !!(co->co_flags & CO_VARARGS), varkw = !!(co->co_flags & CO_VARKEYWORDS);
     for (int i = 0; i < nargs && i < view->nlocalsplus; i++)

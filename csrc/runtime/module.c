@@ -24,6 +24,7 @@
 #include "runmode.h"
 #include "source.h"
 #include "tensor_meta.h"
+#include "torchlib.h"
 #include "trace.h"
 #include "wrapper.h"
 
@@ -141,7 +142,8 @@ PyMODINIT_FUNC PyInit__C(void)
     if (fj_guards_init(m) < 0 || fj_cache_init(m) < 0 || fj_evalframe_init(m) < 0 ||
         fj_bytecode_init(testing) < 0 || fj_graph_init(m) < 0 || fj_ops_init(testing) < 0 ||
         fj_source_init(m) < 0 || fj_trace_init(m) < 0 || fj_compiler_init(m) < 0 || fj_config_init(m) < 0 || fj_runmode_init(m) < 0 ||
-        fj_wrapper_init(m) < 0 || fj_native_init(m, testing) < 0 || fj_tensor_meta_init(m, testing) < 0)
+        fj_wrapper_init(m) < 0 || fj_native_init(m, testing) < 0 || fj_tensor_meta_init(m, testing) < 0 ||
+        fj_torchlib_init(m, testing) < 0)
         goto error;
     return m;
 error:

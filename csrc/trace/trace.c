@@ -12,6 +12,7 @@
 
 #include "fj_numpy.h"
 #include "graph.h"
+#include "torchlib.h"
 
 #include <stdarg.h>
 
@@ -479,6 +480,10 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
         }
         Py_DECREF(dims);
     }
+    else if (fj_torch_is_tensor(value)) {
+        if ((v = fj_trace_tensor_input(tx, src, mgr, value)) == NULL)
+            return NULL;
+    }
     else if (PyLong_CheckExact(value) && is_dynamic_int(tx, src, value)) {
         /* a symbolic int: a graph input, guarded to stay an int other than 0 and 1 */
         PyObject *name = fj_source_placeholder_name(src);
@@ -587,7 +592,7 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
             v->split_dict = fj_dict_is_split(value);
     }
     else if (PyModule_Check(value) || PyFunction_Check(value) || PyCFunction_Check(value) ||
-             PyType_Check(value) || PyArray_DescrCheck(value) ||
+             PyType_Check(value) || PyArray_DescrCheck(value) || fj_torch_is_singleton(value) ||
              fj_trace_ops_for(value) != NULL ||
              strcmp(Py_TYPE(value)->tp_name, "numpy.ufunc") == 0 || PyMethod_Check(value)) {
         if (fj_guard_add_id_match(mgr, value) < 0)
@@ -965,7 +970,7 @@ static PyObject *var_items(fj_TFrame *fr, PyObject *vo)
         fj_Node *n = (fj_Node *)v->obj;
         if (v->dynamic && fj_trace_specialize(fr->tx) < 0)
             return NULL;
-        if (n->vkind == FJ_VAL_ARRAY && n->ndim >= 1) {
+        if ((n->vkind == FJ_VAL_ARRAY || n->vkind == FJ_VAL_TENSOR) && n->ndim >= 1) {
             PyObject *out = PyList_New(n->shape[0]);
             for (npy_intp i = 0; out && i < n->shape[0]; i++) {
                 PyObject *key = PyLong_FromSsize_t(i);

@@ -256,6 +256,26 @@ PyObject *fj_var_as_const(PyObject *v);
 ** graph: a NODE Var (new ref) or NULL (Unsupported on an invalid combination). */
 PyObject *fj_trace_graph_call(fj_TFrame *fr, const struct fj_OpDef *op, PyObject *const *args,
                               Py_ssize_t n, PyObject *kwnames);
+/* ---- trace_torch.c: torch tensors (torchlib.h) ---- */
+/* The Var of the tensor input 'value' at 'src' (a placeholder with
+   TENSOR_MATCH on 'mgr'): new ref, NULL with fj_Unsupported or an error. */
+fj_Var *fj_trace_tensor_input(fj_Tracer *tx, fj_Source *src, PyObject *mgr, PyObject *value);
+/* True for a NODE Var of a tensor. */
+int fj_trace_is_tensor_var(PyObject *v);
+/* 1 when one of the Vars args[0..n) is or holds (in tuples and lists) a tensor. */
+int fj_trace_has_tensor(PyObject *const *args, Py_ssize_t n);
+/*
+** Appends torch op 'op' (fj_torch_*_row or an operator row) of 'target'
+** with graph arguments 'targs'/'kwargs' (from the Vars args[0..n)): its
+** metadata from the fakes.  The result's Var (new ref) or NULL.
+*/
+PyObject *fj_trace_torch_node(fj_Tracer *tx, const struct fj_OpDef *op, PyObject *target,
+                              PyObject *targs, PyObject *kwargs, PyObject *const *args, Py_ssize_t n);
+/* A tensor's metadata method (attr 0: objv.name(*args)) or attribute (attr 1)
+   as a constant: new ref, NULL with fj_Unsupported. */
+PyObject *fj_trace_torch_meta(PyObject *objv, PyObject *name, PyObject *const *args, Py_ssize_t n,
+                              PyObject *kwnames, int attr);
+
 /* Converts a Var into a graph argument: node, constant, or tuple/list of them. New ref. */
 PyObject *fj_var_to_graph_arg(PyObject *v);
 /* 1 if 'v' is, or holds in tuples and lists, a NODE Var of a dynamic shape; 0 if not; -1. */

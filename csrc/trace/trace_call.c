@@ -13,6 +13,7 @@
 #include "graph.h"
 #include "guard_values.h"
 #include "guards.h"
+#include "torchlib.h"
 #include "walk.h"
 
 PyObject *fj_trace_var_items(fj_TFrame *fr, PyObject *v); /* trace.c */
@@ -38,7 +39,7 @@ static int is_safe_const(PyObject *v)
     if (v == Py_None || v == Py_Ellipsis || PyBool_Check(v) || PyLong_CheckExact(v) ||
         PyFloat_CheckExact(v) || PyUnicode_CheckExact(v) || PyComplex_CheckExact(v) ||
         PyBytes_CheckExact(v) || PySlice_Check(v) || PyRange_Check(v) ||
-        PyArray_DescrCheck(v) || PyArray_IsScalar(v, Generic))
+        PyArray_DescrCheck(v) || PyArray_IsScalar(v, Generic) || fj_torch_is_value(v))
         return 1;
     if (PyTuple_CheckExact(v) || PyFrozenSet_CheckExact(v)) {
         PyObject *seq = PySequence_Fast(v, "");
@@ -303,7 +304,7 @@ static int graph_arg_is_value(PyObject *a, int depth)
     if (depth > 32)
         return 0;
     if (fj_Node_Check(a) || a == Py_Ellipsis || fj_value_kind(a, 0) != EQ_NONE ||
-        PyArray_DescrCheck(a) || PyArray_IsScalar(a, Generic) ||
+        PyArray_DescrCheck(a) || PyArray_IsScalar(a, Generic) || fj_torch_is_value(a) ||
         (PyType_Check(a) && !(((PyTypeObject *)a)->tp_flags & Py_TPFLAGS_HEAPTYPE)))
         return 1;
     if (PySlice_Check(a)) {
@@ -328,11 +329,122 @@ static int graph_arg_is_value(PyObject *a, int depth)
     return 0;
 }
 
+/* True for the tensor nodes among 'args' being all floating point (or complex). */
+static int tensors_are_float(PyObject *const *args, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!fj_trace_is_tensor_var(args[i]))
+            continue;
+        PyObject *fake = ((fj_Node *)VAR(args[i])->obj)->fake;
+        PyObject *f = PyObject_CallMethod(fake, "is_floating_point", NULL);
+        PyObject *c = f == Py_False ? PyObject_CallMethod(fake, "is_complex", NULL) : NULL;
+        int ok = f == Py_True || c == Py_True;
+        Py_XDECREF(f);
+        Py_XDECREF(c);
+        if (PyErr_Occurred())
+            return -1;
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+/*
+** A torch operation 'op' of 'target' on Var arguments (the last len(kwnames)
+** keywords): trace_torch.c records it.  A symbolic Python scalar stays
+** symbolic only as an operand of an arithmetic operator or comparison with
+** floating-point tensors (its value decides no metadata there); anywhere
+** else (shapes, dims, integer tensors that overflow, '**' whose type
+** follows the sign) it is pinned.
+*/
+static PyObject *torch_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *target, PyObject *const *args,
+                            Py_ssize_t n, PyObject *kwnames)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = n - nkw;
+    int pyscalar = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int p = has_pyscalar(args[i]);
+        if (p < 0)
+            return NULL;
+        pyscalar |= p;
+    }
+    if (pyscalar) {
+        int keep = (op->kind == FJ_OP_BINOP || op->kind == FJ_OP_COMPARE || op->kind == FJ_OP_UNARY ||
+                    op->kind == FJ_OP_INPLACE) &&
+                   op->code != NB_POWER && op->code != NB_INPLACE_POWER && !fj_current_tracer->specialized;
+        for (Py_ssize_t i = 0; keep && i < n; i++)
+            if (!is_pyscalar(args[i]) && VAR(args[i])->kind != FJ_VAR_NODE && has_pyscalar(args[i]))
+                keep = 0;
+        if (keep && (keep = tensors_are_float(args, n)) < 0)
+            return NULL;
+        if (!keep) {
+            if (fj_trace_specialize(fj_current_tracer) < 0)
+                return NULL;
+            PyObject *stack[32];
+            if (n > 32)
+                return fj_unsupported("too many arguments"), NULL;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                stack[i] = pin_pyscalars(args[i], 0);
+                if (stack[i] == NULL) {
+                    for (Py_ssize_t j = 0; j < i; j++)
+                        Py_DECREF(stack[j]);
+                    return NULL;
+                }
+            }
+            PyObject *r = torch_call(fr, op, target, stack, n, kwnames);
+            for (Py_ssize_t i = 0; i < n; i++)
+                Py_DECREF(stack[i]);
+            return r;
+        }
+    }
+    PyObject *targs = PyTuple_New(npos), *kwargs = NULL, *res = NULL;
+    if (targs == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < npos; i++) {
+        PyObject *a = fj_var_to_graph_arg(args[i]);
+        if (a == NULL)
+            goto done;
+        PyTuple_SET_ITEM(targs, i, a);
+    }
+    if (nkw) {
+        if ((kwargs = PyDict_New()) == NULL)
+            goto done;
+        for (Py_ssize_t k = 0; k < nkw; k++) {
+            PyObject *a = fj_var_to_graph_arg(args[npos + k]);
+            int r = a ? PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, k), a) : -1;
+            Py_XDECREF(a);
+            if (r < 0)
+                goto done;
+        }
+    }
+    if (!graph_arg_is_value(targs, 0) || (kwargs != NULL && !graph_arg_is_value(kwargs, 0))) {
+        fj_unsupported("an argument of a torch operation holds an object of the program's: the "
+                       "op would run its code while tracing and the graph would keep it alive");
+        goto done;
+    }
+    res = fj_trace_torch_node(fr->tx, op, target, targs, kwargs, args, n);
+done:
+    Py_DECREF(targs);
+    Py_XDECREF(kwargs);
+    return res;
+}
+
 static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args,
                             Py_ssize_t n, PyObject *kwnames)
 {
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = n - nkw;
     int dynamic = 0, pyscalar = 0;
+    int tensors = fj_trace_has_tensor(args, n);
+    if (tensors < 0)
+        return NULL;
+    if (tensors) {
+        /* operators and builtins reach torch's own methods; NumPy's functions do not take tensors */
+        if (op->module != NULL && strcmp(op->module, "operator") != 0 && strcmp(op->module, "builtins") != 0)
+            return fj_unsupported("%s on a torch tensor is not captured", fj_op_qualname(op)), NULL;
+        if (op->kind == FJ_OP_METHOD || op->kind == FJ_OP_ATTR)
+            return fj_unsupported("internal: a NumPy method row on a tensor"), NULL;
+        return torch_call(fr, op, fj_op_target(op), args, n, kwnames);
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         int d = fj_trace_any_dynamic(args[i]), p = d < 0 ? -1 : has_pyscalar(args[i]);
         if (p < 0)
@@ -813,6 +925,22 @@ static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py
     fj_Var *self = VAR(m->extra);
     PyObject *name = m->obj;
     /* args[0] is self when the call came through LOAD_METHOD's two slots */
+    if (fj_trace_is_tensor_var((PyObject *)self)) {
+        const char *why = NULL;
+        if (fj_torch_method_is_meta(name))
+            return fj_trace_torch_meta((PyObject *)self, name, args, n, kwnames, 0);
+        if (!fj_torch_method_ok(name, &why)) {
+            if (why != NULL)
+                fj_unsupported("%s", why);
+            else
+                fj_unsupported("Tensor.%U() is not captured", name);
+            return NULL;
+        }
+        PyObject *stack[FJ_MAX_METHOD_ARGS];
+        if (fj_trace_self_args(stack, (PyObject *)self, args, n) < 0)
+            return NULL;
+        return torch_call(fr, &fj_torch_method_row, name, stack, n + 1, kwnames);
+    }
     if (self->kind == FJ_VAR_NODE) {
         const fj_OpDef *op = fj_ops_for_method(name);
         if (op == NULL)
@@ -898,6 +1026,13 @@ PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_
     if (f->kind != FJ_VAR_CONST)
         return fj_unsupported("call of %R", fnv), NULL;
     PyObject *fn = f->obj;
+    int tk = fj_torch_callable_kind(fn);
+    if (tk == FJ_TORCH_OP)
+        return torch_call(fr, &fj_torch_func_row, fn, args, n, kwnames);
+    if (tk == FJ_TORCH_STATEFUL)
+        return unsupported_obj("", fn, " reads or changes torch's global state (or is not an "
+                                   "operation on tensors): not captured"),
+               NULL;
     const fj_OpDef *op = fj_trace_ops_for(fn);
     if (op != NULL) {
         int nodes = 0;
@@ -985,6 +1120,27 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
         PyObject *r = c ? fj_trace_getattr(fr, c, name) : NULL;
         Py_XDECREF(c);
         return r;
+    }
+    if (fj_trace_is_tensor_var(objv)) {
+        int ak = fj_torch_attr_kind(name);
+        if (ak == 1)
+            return fj_trace_torch_meta(objv, name, NULL, 0, NULL, 1);
+        if (ak == 2)
+            return torch_call(fr, &fj_torch_attr_row, name, &objv, 1, NULL);
+        const char *why = NULL;
+        if (fj_torch_method_ok(name, &why)) {
+            PyObject *m = PyObject_GetAttr(((fj_Node *)o->obj)->fake, name);
+            int callable = m != NULL && PyCallable_Check(m);
+            Py_XDECREF(m);
+            PyErr_Clear();
+            if (callable)
+                return method_var(objv, name);
+        }
+        if (why != NULL)
+            return fj_unsupported("%s", why), NULL;
+        return fj_unsupported("Tensor.%U is not captured (an attribute that is neither metadata "
+                              "nor a tensor op)", name),
+               NULL;
     }
     if (o->kind == FJ_VAR_NODE) {
         PyObject *st = fj_ops_static_attr((fj_Node *)o->obj, name);
@@ -1582,6 +1738,9 @@ int fj_trace_truth(fj_TFrame *fr, PyObject *v)
                 return -1;
             return PyObject_IsTrue(((fj_Node *)vv->obj)->example);
         }
+        if (((fj_Node *)vv->obj)->vkind == FJ_VAL_TENSOR)
+            return fj_unsupported("branch on the value of a tensor (data-dependent control flow: "
+                                  "torch.where or torch.cond keep it in the graph)");
         return fj_unsupported("branch on the value of an array (data-dependent control flow)");
     default:
         return fj_unsupported("truth value of %R", v);

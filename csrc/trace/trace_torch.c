@@ -1,0 +1,386 @@
+/*
+** trace_torch.c: torch tensors in the tracer (issue 19; torchlib.h).
+**
+** A tensor input is a placeholder whose metadata is a meta tensor (its
+** "fake"); every torch operation the trace meets (a function of torch's
+** namespaces, a Tensor method or attribute, an operator with a tensor
+** operand) is called once on the fakes of its arguments: torch's own meta
+** kernels give the result's dtype, shape, strides and requires_grad, and
+** raise where the real call would (a graph break, so CPython raises it).
+** Nothing runs on data at trace time.
+**
+** Results: a tensor is a node; an in-place operation's result is its
+** operand's own Var (x.add_(1) is x); a tuple of tensors is a node whose
+** items are read by getitem nodes; metadata methods (size(), dim()) and
+** attributes (shape, dtype) are constants, which TENSOR_MATCH guards.
+*/
+#include "trace.h"
+
+#include "fj_numpy.h"
+#include "graph.h"
+#include "guards.h"
+#include "torchlib.h"
+#include "walk.h"
+
+#include <string.h>
+
+#define VAR(o) ((fj_Var *)(o))
+
+static int begin_torch(fj_Tracer *tx)
+{
+    /* the first torch value of the trace: the graph depends on torch's global state */
+    if (fj_graph_is_torch(tx->graph))
+        return 0;
+    return fj_guard_add_torch_state(tx->guards);
+}
+
+fj_Var *fj_trace_tensor_input(fj_Tracer *tx, fj_Source *src, PyObject *mgr, PyObject *value)
+{
+    if (!fj_torch_is_plain_tensor(value)) {
+        /* a subclass may override __torch_function__ or any method */
+        fj_unsupported("%U is an instance of torch.Tensor subclass %s", src->text,
+                       Py_TYPE(value)->tp_name);
+        return NULL;
+    }
+    const char *why = NULL;
+    PyObject *fake = fj_torch_fake(value, &why);
+    if (fake == NULL) {
+        if (why != NULL)
+            fj_unsupported("%U: %s", src->text, why);
+        else
+            fj_trace_as_unsupported("reading a tensor's metadata");
+        return NULL;
+    }
+    PyObject *name = fj_source_placeholder_name(src);
+    fj_Node *node = NULL;
+    if (name != NULL && begin_torch(tx) == 0)
+        node = fj_graph_tensor_placeholder(tx->graph, name, fake);
+    Py_XDECREF(name);
+    Py_DECREF(fake);
+    if (node == NULL || fj_guard_add_torch_match(mgr, value) < 0)
+        return NULL;
+    fj_Var *v = fj_var_node((PyObject *)node);
+    if (v != NULL && PyList_Append(tx->placeholders, (PyObject *)v) < 0)
+        Py_CLEAR(v);
+    return v;
+}
+
+int fj_trace_is_tensor_var(PyObject *v)
+{
+    fj_Var *vv = VAR(v);
+    return vv->kind == FJ_VAR_NODE && ((fj_Node *)vv->obj)->vkind == FJ_VAL_TENSOR;
+}
+
+/* fj_var_find's 'enter': stops at a tensor node. */
+static int tensor_enter(fj_VarWalk *w, PyObject *v)
+{
+    fj_Var *vv = VAR(v);
+    if (vv->kind == FJ_VAR_NODE)
+        return ((fj_Node *)vv->obj)->vkind == FJ_VAL_TENSOR ? FJ_WALK_STOP : FJ_WALK_SKIP;
+    return vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST ? FJ_WALK_INTO : FJ_WALK_SKIP;
+}
+
+int fj_trace_has_tensor(PyObject *const *args, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int r = fj_var_find(args[i], FJ_PART_ITEMS, tensor_enter, NULL);
+        if (r != 0)
+            return r;
+    }
+    return 0;
+}
+
+/* The graph argument 'a' with nodes replaced by their fakes (symbolic
+   scalars by their trace-time values).  New reference, NULL on error. */
+static PyObject *fake_arg(PyObject *a, void *unused)
+{
+    if (fj_Node_Check(a)) {
+        fj_Node *n = (fj_Node *)a;
+        if (n->vkind == FJ_VAL_TENSOR)
+            return Py_NewRef(n->fake);
+        if (n->vkind == FJ_VAL_PYSCALAR)
+            return Py_NewRef(n->example);
+        fj_unsupported("a NumPy value (%U) meets a torch operation", n->name);
+        return NULL;
+    }
+    if (PyTuple_CheckExact(a) || PyList_CheckExact(a))
+        return fj_map_items(a, PyTuple_CheckExact(a), fake_arg, NULL);
+    return Py_NewRef(a);
+}
+
+/* The name stem and printed target of a torch function: ("sin", "torch.sin").
+   New references into *stem and *label; 0 or -1. */
+static int func_names(PyObject *fn, PyObject **stem, PyObject **label)
+{
+    *stem = *label = NULL;
+    PyObject *name = PyObject_GetAttrString(fn, "__name__");
+    if (name == NULL || !PyUnicode_Check(name)) {
+        Py_XDECREF(name);
+        PyErr_Clear();
+        *stem = PyUnicode_FromString("call");
+        return *stem ? 0 : -1;
+    }
+    *stem = name;
+    if (Py_TYPE(fn) == &PyMethodDescr_Type) {
+        *label = PyUnicode_FromFormat("torch.Tensor.%U", name);
+        return *label ? 0 : -1;
+    }
+    PyObject *mod = NULL;
+    if (PyCFunction_Check(fn)) {
+        PyObject *self = ((PyCFunctionObject *)fn)->m_self;
+        mod = self != NULL && PyModule_Check(self) ? PyModule_GetNameObject(self)
+                                                   : PyUnicode_FromString("torch");
+    }
+    else if (PyFunction_Check(fn)) {
+        mod = Py_XNewRef(((PyFunctionObject *)fn)->func_module);
+        PyObject *qual = ((PyFunctionObject *)fn)->func_qualname;
+        if (mod != NULL && PyUnicode_Check(mod) && qual != NULL) {
+            /* torch._tensor's functions are torch.Tensor's methods */
+            if (PyUnicode_CompareWithASCIIString(mod, "torch._tensor") == 0)
+                Py_SETREF(mod, PyUnicode_FromString("torch"));
+            *label = mod ? PyUnicode_FromFormat("%U.%U", mod, qual) : NULL;
+            Py_XDECREF(mod);
+            return *label ? 0 : -1;
+        }
+    }
+    if (mod == NULL || !PyUnicode_Check(mod)) {
+        Py_XDECREF(mod);
+        PyErr_Clear();
+        *label = PyObject_Repr(fn);
+        return *label ? 0 : -1;
+    }
+    *label = PyUnicode_FromFormat("%U.%U", mod, name);
+    Py_DECREF(mod);
+    return *label ? 0 : -1;
+}
+
+/* What to call the failing op in a reason: new reference. */
+static PyObject *op_text(const fj_OpDef *op, PyObject *target)
+{
+    if (op == &fj_torch_method_row)
+        return PyUnicode_FromFormat("Tensor.%U()", target);
+    if (op == &fj_torch_attr_row)
+        return PyUnicode_FromFormat("Tensor.%U", target);
+    if (op == &fj_torch_func_row) {
+        PyObject *stem, *label;
+        if (func_names(target, &stem, &label) < 0)
+            return NULL;
+        Py_XDECREF(stem);
+        return label;
+    }
+    return PyUnicode_FromFormat("operator %s on a tensor", op->symbol ? op->symbol : op->name);
+}
+
+/* Calls the op on fakes: the result (new reference), or NULL with
+   fj_Unsupported naming the op and torch's error. */
+static PyObject *call_on_fakes(const fj_OpDef *op, PyObject *target, PyObject *fargs, PyObject *fkw)
+{
+    PyObject *res;
+    if (op->kind == FJ_OP_METHOD) {
+        PyObject *m = PyObject_GetAttr(PyTuple_GET_ITEM(fargs, 0), target);
+        PyObject *rest = m ? PyTuple_GetSlice(fargs, 1, PyTuple_GET_SIZE(fargs)) : NULL;
+        res = rest ? PyObject_Call(m, rest, fkw) : NULL;
+        Py_XDECREF(m);
+        Py_XDECREF(rest);
+    }
+    else if (op->kind == FJ_OP_ATTR)
+        res = PyObject_GetAttr(PyTuple_GET_ITEM(fargs, 0), target);
+    else
+        res = PyObject_Call(target, fargs, fkw);
+    if (res != NULL)
+        return res;
+    if (PyErr_ExceptionMatches(fj_Unsupported))
+        return NULL;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyErr_NormalizeException(&et, &ev, &tb);
+    PyObject *what = op_text(op, target);
+    if (what != NULL) {
+        /* the first line of torch's message: meta kernels' messages run long */
+        PyObject *msg = ev ? PyObject_Str(ev) : NULL;
+        PyObject *lines = msg ? PyUnicode_Splitlines(msg, 0) : NULL;
+        PyObject *first = lines && PyList_GET_SIZE(lines) ? PyList_GET_ITEM(lines, 0) : Py_None;
+        PyErr_Clear();
+        fj_unsupported("%U raises %s while tracing: %.300S", what, ((PyTypeObject *)et)->tp_name, first);
+        Py_XDECREF(msg);
+        Py_XDECREF(lines);
+        Py_DECREF(what);
+    }
+    Py_XDECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(tb);
+    return NULL;
+}
+
+/* The Var of top-level argument args[i] whose node's fake is 'fake', or NULL. */
+static PyObject *operand_with_fake(PyObject *const *args, Py_ssize_t n, PyObject *fake)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        fj_Var *a = VAR(args[i]);
+        if (a->kind == FJ_VAR_NODE && ((fj_Node *)a->obj)->fake == fake)
+            return args[i];
+    }
+    return NULL;
+}
+
+PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *target, PyObject *targs,
+                              PyObject *kwargs, PyObject *const *args, Py_ssize_t n)
+{
+    PyObject *fargs = NULL, *fkw = NULL, *res = NULL, *stem = NULL, *label = NULL, *out = NULL;
+    if (begin_torch(tx) < 0)
+        return NULL;
+    if ((fargs = fake_arg(targs, NULL)) == NULL)
+        return NULL;
+    if (kwargs != NULL) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        if ((fkw = PyDict_New()) == NULL)
+            goto done;
+        while (PyDict_Next(kwargs, &pos, &k, &v)) {
+            PyObject *fv = fake_arg(v, NULL);
+            int bad = fv == NULL || PyDict_SetItem(fkw, k, fv) < 0;
+            Py_XDECREF(fv);
+            if (bad)
+                goto done;
+        }
+        if (op->kind == FJ_OP_FUNC && PyDict_GetItemString(fkw, "device") != NULL) {
+            /* a creation op's device: the CPU's becomes the fakes' */
+            PyObject *dev = PyDict_GetItemString(fkw, "device");
+            int cpu = dev == Py_None ? 1 : PyUnicode_Check(dev) ? PyUnicode_CompareWithASCIIString(dev, "cpu") == 0
+                                                               : PyObject_RichCompareBool(dev, fj_torch_cpu_device(), Py_EQ);
+            if (cpu < 0)
+                goto done;
+            if (!cpu) {
+                fj_unsupported("a tensor made on device %S: only the CPU is captured", dev);
+                goto done;
+            }
+            if (PyDict_SetItemString(fkw, "device", fj_torch_meta_device()) < 0)
+                goto done;
+        }
+    }
+    /* creation ops with no tensor argument make their tensor on the meta device */
+    if (op->kind == FJ_OP_FUNC) {
+        int tensors = fj_trace_has_tensor(args, n);
+        if (tensors < 0)
+            goto done;
+        if (!tensors && (fkw == NULL || PyDict_GetItemString(fkw, "device") == NULL)) {
+            if (fkw == NULL && (fkw = PyDict_New()) == NULL)
+                goto done;
+            if (PyDict_SetItemString(fkw, "device", fj_torch_meta_device()) < 0)
+                goto done;
+        }
+    }
+    res = call_on_fakes(op, target, fargs, fkw);
+    if (res == NULL)
+        goto done;
+    if (op == &fj_torch_func_row) {
+        if (func_names(target, &stem, &label) < 0)
+            goto done;
+    }
+    else if (op->kind == FJ_OP_METHOD || op->kind == FJ_OP_ATTR)
+        stem = Py_NewRef(target);
+    else
+        stem = PyUnicode_FromString(op->name);
+    if (stem == NULL)
+        goto done;
+    if (fj_torch_is_tensor(res)) {
+        PyObject *same = operand_with_fake(args, n, res);
+        fj_Node *node = fj_graph_torch_call(tx->graph, op, target, label, stem, targs, kwargs, res);
+        if (node == NULL)
+            goto done;
+        /* an in-place op returns its operand: the same Var, so identity holds */
+        out = same != NULL ? Py_NewRef(same) : (PyObject *)fj_var_node((PyObject *)node);
+        goto done;
+    }
+    if ((PyTuple_Check(res) || PyList_CheckExact(res)) && PySequence_Fast_GET_SIZE(res) > 0) {
+        Py_ssize_t k = PySequence_Fast_GET_SIZE(res);
+        for (Py_ssize_t i = 0; i < k; i++)
+            if (!fj_torch_is_tensor(PySequence_Fast_GET_ITEM(res, i))) {
+                PyObject *what = op_text(op, target);
+                if (what != NULL)
+                    fj_unsupported("%U returns a sequence holding a %s: not captured", what,
+                                   Py_TYPE(PySequence_Fast_GET_ITEM(res, i))->tp_name);
+                Py_XDECREF(what);
+                goto done;
+            }
+        PyObject *fakes = PySequence_Tuple(res);
+        fj_Node *node = fakes ? fj_graph_torch_call(tx->graph, op, target, label, stem, targs, kwargs, fakes)
+                              : NULL;
+        Py_XDECREF(fakes);
+        if (node == NULL)
+            goto done;
+        const fj_OpDef *gi = fj_ops_for_getitem();
+        PyObject *gt = gi ? fj_op_target(gi) : NULL, *gstem = PyUnicode_FromString("getitem");
+        PyObject *items = gt && gstem ? PyList_New(k) : NULL;
+        for (Py_ssize_t i = 0; items != NULL && i < k; i++) {
+            PyObject *ga = Py_BuildValue("(On)", (PyObject *)node, i);
+            fj_Node *item = ga ? fj_graph_torch_call(tx->graph, gi, gt, NULL, gstem, ga, NULL,
+                                                     PySequence_Fast_GET_ITEM(res, i))
+                               : NULL;
+            Py_XDECREF(ga);
+            fj_Var *iv = item ? fj_var_node((PyObject *)item) : NULL;
+            if (iv == NULL)
+                Py_CLEAR(items);
+            else
+                PyList_SET_ITEM(items, i, (PyObject *)iv);
+        }
+        Py_XDECREF(gstem);
+        if (items != NULL)
+            out = (PyObject *)fj_var_take(PyList_CheckExact(res) ? FJ_VAR_LIST : FJ_VAR_TUPLE, items);
+        goto done;
+    }
+    {
+        PyObject *what = op_text(op, target);
+        if (what != NULL)
+            fj_unsupported("%U returns a %s, not a tensor: not captured", what, Py_TYPE(res)->tp_name);
+        Py_XDECREF(what);
+    }
+done:
+    Py_XDECREF(fargs);
+    Py_XDECREF(fkw);
+    Py_XDECREF(res);
+    Py_XDECREF(stem);
+    Py_XDECREF(label);
+    return out;
+}
+
+PyObject *fj_trace_torch_meta(PyObject *objv, PyObject *name, PyObject *const *args, Py_ssize_t n,
+                              PyObject *kwnames, int attr)
+{
+    fj_Node *node = (fj_Node *)VAR(objv)->obj;
+    PyObject *res;
+    if (attr) {
+        /* the real tensor is on the CPU; its fake is on the meta device */
+        const char *s = PyUnicode_AsUTF8(name);
+        if (s == NULL)
+            return NULL;
+        if (strcmp(s, "device") == 0)
+            return (PyObject *)fj_var_const(fj_torch_cpu_device());
+        if (strcmp(s, "is_cpu") == 0)
+            return (PyObject *)fj_var_const(Py_True);
+        if (strcmp(s, "is_meta") == 0)
+            return (PyObject *)fj_var_const(Py_False);
+        res = PyObject_GetAttr(node->fake, name);
+    }
+    else {
+        PyObject *stack[16];
+        if (n > 15)
+            return fj_unsupported("too many arguments"), NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            stack[i] = fj_var_as_const(args[i]);
+            if (stack[i] == NULL || !(PyLong_CheckExact(stack[i]) || stack[i] == Py_None))
+                return fj_unsupported("Tensor.%U() with an argument that is not a constant int",
+                                      name),
+                       NULL;
+        }
+        Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+        PyObject *m = PyObject_GetAttr(node->fake, name);
+        res = m ? PyObject_Vectorcall(m, stack, (size_t)(n - nkw), kwnames) : NULL;
+        Py_XDECREF(m);
+    }
+    if (res == NULL)
+        return fj_trace_as_unsupported(attr ? "a tensor attribute" : "a tensor metadata method");
+    PyObject *v = (PyObject *)fj_var_const(res);
+    Py_DECREF(res);
+    return v;
+}
