@@ -12,8 +12,23 @@ ASAN_ENV := LD_PRELOAD=$(LIBASAN) PYTHONMALLOC=malloc \
 
 all: build
 
+# torch (for the torch backends; tests/test_torch_backends.py skips without
+# it) only pinned, and only on CPython 3.11 x86_64, where this machine kind
+# keeps the CPU wheel on local disk: an unpinned torch would download a
+# multi-GB CUDA build.  An importable torch is left as it is; a failed
+# install is said in one line and the rest goes on.
+TORCH_VERSION ?= 2.13.0
+TORCH_PLATFORM_OK := import sys, platform; \
+	sys.exit(not (sys.implementation.name == "cpython" and sys.version_info[:2] == (3, 11) \
+	and platform.machine() == "x86_64"))
 deps:
 	$(PY) -m pip install -q --disable-pip-version-check "numpy>=1.23" "pytest>=7" "hypothesis>=6" setuptools wheel
+	@if $(PY) -c "import torch" 2>/dev/null; then :; \
+	elif ! $(PY) -c '$(TORCH_PLATFORM_OK)'; then \
+		echo "make deps: torch not installed (torch==$(TORCH_VERSION) is installed on CPython 3.11 x86_64 only); torch tests will skip"; \
+	elif ! $(PY) -m pip install -q --disable-pip-version-check torch==$(TORCH_VERSION); then \
+		echo "make deps: pip install torch==$(TORCH_VERSION) failed; torch tests will skip"; \
+	fi
 
 build:
 	$(PY) setup.py -q build_ext --inplace
@@ -98,7 +113,6 @@ bench-all: bench memcheck bench-native bench-compare bench-report
 # machine's triad bandwidth (issue #8; the full run ~45 min: BENCH_NATIVE_FLAGS=--quick
 # stops at 1e7, ~10 min); writes bench/results/native.json.
 # Benchmark-only deps; torch is optional (its column is skipped if it cannot import).
-TORCH_VERSION ?= 2.13.0
 BENCH_NATIVE_FLAGS ?=
 bench-native: build
 	$(PY) -m pip install -q --disable-pip-version-check -r bench/native/requirements.txt

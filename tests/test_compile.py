@@ -220,6 +220,39 @@ def test_registered_backend_by_name():
     assert len(calls) == 1
 
 
+def test_without_torch_numpy_graphs_compile_and_torch_backends_say_what_is_missing():
+    # sys.modules["torch"] = None: every import of torch raises ImportError
+    script = textwrap.dedent("""
+        import sys
+        sys.modules["torch"] = None
+        import numpy as np
+        import framejit
+        seen = []
+        out = framejit.compile(lambda a: a * 2, backend=lambda g, ex: seen.append(g) or g)(np.ones(2))
+        print(out.tolist(), type(seen[0]).__name__)
+        for name in ("inductor", "aot_eager"):
+            try:
+                framejit.compile(lambda a: a, backend=name)
+            except ImportError as e:
+                print(e)
+        try:
+            framejit.compile(lambda a: a, backend="cudagraphs")
+        except ValueError as e:
+            print(e)
+    """)
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    assert lines[0] == "[2.0, 2.0] Graph"
+    for line, name in zip(lines[1:3], ("inductor", "aot_eager")):
+        assert line == (f"framejit backend '{name}' compiles torch graphs and needs PyTorch "
+                        f"(the 'torch' package), which cannot be imported here")
+    assert lines[3].startswith("unknown framejit backend 'cudagraphs'; registered backends: "
+                               "aot_eager, eager, inductor, native")
+
+
 # ------------------------------------------------------------------ logs
 class Capture(logging.Handler):
     def __init__(self):
