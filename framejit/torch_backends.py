@@ -347,12 +347,14 @@ _named = {}  # name in torch's registry -> its TorchBackend, made once per name
 def registered_torch_backend(name):
     """The TorchBackend of 'name' in torch's backend registry, the same object
     for every call with that name (framejit compilers share cache entries only
-    when their backends are the same object); None when torch cannot be
-    imported or its registry does not know 'name'.  Imports torch._dynamo."""
+    when their backends are the same object); None when the program has not
+    imported torch or its registry does not know 'name'.  Imports
+    torch._dynamo, but never torch itself: a mistyped backend name in a
+    NumPy program must not cost torch's import."""
     backend = _named.get(name)
     if backend is not None:
         return backend
-    if not torch_importable():
+    if sys.modules.get("torch") is None:
         return None
     try:
         from torch._dynamo.backends.registry import lookup_backend

@@ -13,6 +13,9 @@ static PyObject *torch_mod = NULL;      /* the torch module */
 static PyTypeObject *tensor_base = NULL;/* torch._C.TensorBase */
 static PyObject *tensor_type = NULL;    /* torch.Tensor */
 static PyObject *param_type = NULL;     /* torch.nn.Parameter */
+static PyTypeObject *module_type = NULL; /* torch.nn.Module */
+static PyObject *sequential_type = NULL, *modulelist_type = NULL;
+static PyObject *module_mod = NULL;     /* torch.nn.modules.module (its global hook dicts) */
 static PyObject *size_type = NULL, *dtype_type = NULL, *device_type = NULL, *layout_type = NULL;
 static PyObject *cpu_device = NULL, *meta_device = NULL;
 static PyObject *empty_strided = NULL;
@@ -49,7 +52,12 @@ static int load_types(PyObject *modules)
     PyObject *torch = finished_module(modules, "torch");
     PyObject *c = torch ? PyDict_GetItemString(modules, "torch._C") : NULL;
     PyObject *nnp = torch ? finished_module(modules, "torch.nn.parameter") : NULL;
-    if (c == NULL || nnp == NULL || !PyModule_Check(c))
+    PyObject *nnm = torch ? finished_module(modules, "torch.nn.modules.module") : NULL;
+    PyObject *nnc = torch ? finished_module(modules, "torch.nn.modules.container") : NULL;
+    if (c == NULL || nnp == NULL || nnm == NULL || nnc == NULL || !PyModule_Check(c))
+        return 0;
+    PyObject *mt = mod_get(nnm, "Module"), *seq = mod_get(nnc, "Sequential"), *ml = mod_get(nnc, "ModuleList");
+    if (mt == NULL || seq == NULL || ml == NULL || !PyType_Check(mt))
         return 0;
     PyObject *tb = mod_get(c, "TensorBase"), *t = mod_get(torch, "Tensor"), *p = mod_get(nnp, "Parameter");
     PyObject *sz = mod_get(torch, "Size"), *dt = mod_get(torch, "dtype"), *dv = mod_get(torch, "device");
@@ -88,6 +96,10 @@ static int load_types(PyObject *modules)
     }
     torch_builtins = ids;
     torch_mod = Py_NewRef(torch);
+    module_type = (PyTypeObject *)Py_NewRef(mt);
+    sequential_type = Py_NewRef(seq);
+    modulelist_type = Py_NewRef(ml);
+    module_mod = Py_NewRef(nnm);
     tensor_base = (PyTypeObject *)Py_NewRef(tb);
     tensor_type = Py_NewRef(t);
     param_type = Py_NewRef(p);
@@ -141,6 +153,35 @@ int fj_torch_is_value(PyObject *o)
         return 1;
     }
     return tp == dtype_type || tp == device_type || tp == layout_type;
+}
+
+int fj_torch_is_module(PyObject *o)
+{
+    return module_type != NULL && PyObject_TypeCheck(o, module_type);
+}
+
+int fj_torch_module_container(PyObject *o)
+{
+    PyObject *tp = (PyObject *)Py_TYPE(o);
+    return module_type == NULL ? 0 : tp == sequential_type ? FJ_TORCH_SEQUENTIAL
+                                   : tp == modulelist_type ? FJ_TORCH_MODULELIST
+                                                           : 0;
+}
+
+const char *fj_torch_global_hooks(void)
+{
+    static const char *const names[] = {"_global_forward_hooks", "_global_forward_pre_hooks",
+                                        "_global_backward_hooks", "_global_backward_pre_hooks",
+                                        "_global_forward_hooks_always_called",
+                                        "_global_forward_hooks_with_kwargs", "_global_buffer_registration_hooks",
+                                        "_global_module_registration_hooks",
+                                        "_global_parameter_registration_hooks", NULL};
+    for (int i = 0; names[i] != NULL; i++) {
+        PyObject *d = mod_get(module_mod, names[i]);
+        if (d != NULL && PyDict_Check(d) && PyDict_GET_SIZE(d) > 0)
+            return names[i];
+    }
+    return NULL;
 }
 
 int fj_torch_is_singleton(PyObject *o)

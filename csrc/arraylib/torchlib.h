@@ -37,6 +37,15 @@ int fj_torch_is_plain_tensor(PyObject *o);
 int fj_torch_is_value(PyObject *o);
 /* True for a torch.dtype or torch.layout: singletons, matched by identity. */
 int fj_torch_is_singleton(PyObject *o);
+/* True for an instance of torch.nn.Module (any subclass). */
+int fj_torch_is_module(PyObject *o);
+/* FJ_TORCH_SEQUENTIAL / FJ_TORCH_MODULELIST for exact nn.Sequential /
+   nn.ModuleList (iterated over their _modules), else 0. */
+enum { FJ_TORCH_SEQUENTIAL = 1, FJ_TORCH_MODULELIST = 2 };
+int fj_torch_module_container(PyObject *o);
+/* NULL when no global module hook is registered (torch.nn.modules.module's
+   _global_*_hooks are empty), else the name of a non-empty one (static). */
+const char *fj_torch_global_hooks(void);
 /* Borrowed: torch.device('cpu'), torch.nn.Parameter, torch.Tensor. */
 PyObject *fj_torch_cpu_device(void);
 
