@@ -265,12 +265,46 @@ static int descr_is_safe(PyObject *d, int on_class)
 }
 
 /*
+** True when the type's attribute lookup is the generic one followed by a
+** __getattr__ of its class (tp_getattro is CPython's slot hook, and
+** __getattribute__ is object's): cached per type by its version tag.
+*/
+static int only_getattr_hook(PyTypeObject *tp)
+{
+    static PyObject *getattribute = NULL, *object_ga = NULL; /* strong */
+    static PyTypeObject *last_tp = NULL;
+    static unsigned int last_tag = 0;
+    static int last_answer = 0;
+    if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE))
+        return 0;
+    if (tp == last_tp && tp->tp_version_tag == last_tag && last_tag != 0)
+        return last_answer;
+    if (getattribute == NULL) {
+        if ((getattribute = PyUnicode_InternFromString("__getattribute__")) == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        object_ga = Py_XNewRef(_PyType_Lookup(&PyBaseObject_Type, getattribute));
+    }
+    int answer = object_ga != NULL && _PyType_Lookup(tp, getattribute) == object_ga;
+    last_tp = tp;
+    last_tag = tp->tp_version_tag;
+    last_answer = answer;
+    return answer;
+}
+
+/*
 ** getattr(o, name) when it runs none of the program's code: 1 with *out a
 ** new reference, 0 when missing or when only the program's code could tell
 ** (a __getattr__ or __getattribute__, a property, a descriptor class of the
 ** program's, a module's __getattr__, an instance dict with odd keys), -1 on
 ** error.
 */
+int fj_only_getattr_hook(PyTypeObject *tp)
+{
+    return only_getattr_hook(tp);
+}
+
 int fj_safe_getattr(PyObject *o, PyObject *name, PyObject **out)
 {
     PyTypeObject *tp = Py_TYPE(o);
@@ -310,6 +344,25 @@ int fj_safe_getattr(PyObject *o, PyObject *name, PyObject **out)
         PyObject **slot = fj_instance_dict_slot(o);
         if (slot != NULL && *slot != NULL && !FJ_DICT_STR_KEYS_ONLY(*slot))
             return 0; /* a key of the program's could answer to the name */
+    }
+    else if (only_getattr_hook(tp)) {
+        /* a class with __getattr__ only (torch.nn.Module): CPython looks the
+           generic way first and calls __getattr__ only when that fails, so
+           the generic lookup alone finds what it finds, running no code */
+        PyObject *descr = _PyType_Lookup(tp, name);
+        int safe = descr != NULL ? descr_is_safe(descr, 0) : 1;
+        if (safe <= 0)
+            return safe;
+        PyObject **slot = fj_instance_dict_slot(o);
+        if (slot != NULL && *slot != NULL && !FJ_DICT_STR_KEYS_ONLY(*slot))
+            return 0;
+        *out = PyObject_GenericGetAttr(o, name);
+        if (*out != NULL)
+            return 1;
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return -1;
+        PyErr_Clear();
+        return 0;
     }
     else
         return 0; /* a custom getattro (a proxy, __getattr__, __getattribute__) */

@@ -72,6 +72,8 @@ int fj_dict_lookup(PyObject *d, PyObject *key, int keys_pinned, PyObject **out);
 ** descriptor class of the program's).  1 with *out a new reference, 0 when
 ** missing or not knowable without that code, -1 on error.
 */
+/* True for a class whose only attribute hook is __getattr__ (torch.nn.Module). */
+int fj_only_getattr_hook(PyTypeObject *tp);
 int fj_safe_getattr(PyObject *o, PyObject *name, PyObject **out);
 
 /*

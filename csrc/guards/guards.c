@@ -1237,6 +1237,18 @@ int fj_guard_add_global_absent(PyObject *root, PyObject *name)
     return add_leaf_text((GuardManager *)root, lf, PyUnicode_FromFormat("%R not in G", name));
 }
 
+int fj_guard_add_key_absent(PyObject *mgr, PyObject *name)
+{
+    if (check_valued(mgr) < 0 || check_name(name) < 0)
+        return -1;
+    Leaf *lf = leaf_new(LEAF_GLOBAL_ABSENT);
+    if (lf == NULL)
+        return -1;
+    lf->obj = Py_NewRef(name);
+    return add_leaf_text((GuardManager *)mgr, lf,
+                         PyUnicode_FromFormat("%R not in %U", name, MGR_TEXT((GuardManager *)mgr)));
+}
+
 int fj_guard_add_no_aliasing(PyObject *root, PyObject *sources)
 {
     if (check_root(root) < 0)

@@ -113,6 +113,8 @@ int fj_guard_add_torch_match(PyObject *mgr, PyObject *example);
 int fj_guard_add_torch_state(PyObject *root);
 /* Root only: the frame's globals have no 'name' (so the builtin is what loads). */
 int fj_guard_add_global_absent(PyObject *root, PyObject *name);
+/* The dict at 'mgr' (another module's globals) has no key 'name'. */
+int fj_guard_add_key_absent(PyObject *mgr, PyObject *name);
 /* v equals (same type, equal) none of 'values' (a tuple of builtin values): e.g. a
    dynamic int is not 0 or 1. */
 int fj_guard_add_not_in(PyObject *mgr, PyObject *values);

@@ -600,7 +600,12 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
         v = fj_var_const(value);
     }
     else {
-        if (fj_guard_add_type_match(mgr, (PyObject *)Py_TYPE(value)) < 0)
+        /* a torch module is guarded by identity: its forward, hooks and
+           submodules are then what the trace saw, and what it read of its
+           state (training, parameters) is guarded on its own */
+        int r = fj_torch_is_module(value) ? fj_guard_add_id_match(mgr, value)
+                                          : fj_guard_add_type_match(mgr, (PyObject *)Py_TYPE(value));
+        if (r < 0)
             return NULL;
         v = fj_var_new(FJ_VAR_OBJ, value, NULL);
     }
@@ -737,6 +742,12 @@ static int drops_finalizable(fj_TFrame *fr, int i)
     for (int k = 0; v != NULL && k < fr->nlocals; k++)
         if (k != i && fr->locals[k] == v)
             return 0;
+    /* an input read out of another object (m._modules['0'], d['k']) that
+       nothing in the trace has changed yet: that object still holds it */
+    if (v != NULL && fj_Var_Check(v) && ((fj_Var *)v)->source != NULL &&
+        ((fj_Var *)v)->source->parent != NULL && PyList_GET_SIZE(fr->tx->effects) == 0 &&
+        PyList_GET_SIZE(fr->tx->mutated) == 0)
+        return 0;
     PyTypeObject *t = Py_TYPE(o);
     int weak = PyType_SUPPORTS_WEAKREFS(t) && *PyObject_GET_WEAKREFS_LISTPTR(o) != NULL;
     if (t->tp_finalize == NULL && t->tp_del == NULL && !weak)
@@ -838,7 +849,10 @@ static PyObject *load_global(fj_TFrame *fr, PyObject *name)
                 src = fj_source_builtin(name);
         }
         else {
-            fj_unsupported("builtin '%U' read from another module's function", name);
+            /* the name must stay absent from that module's globals */
+            PyObject *gmgr = fj_guard_manager(tx->guards, fr->globals_src);
+            if (gmgr != NULL && fj_guard_add_key_absent(gmgr, name) == 0)
+                src = fj_source_builtin(name);
         }
     }
     if (src == NULL) {
@@ -966,6 +980,16 @@ static PyObject *var_items(fj_TFrame *fr, PyObject *vo)
         }
         return out;
     }
+    case FJ_VAR_OBJ:
+        if (fj_torch_module_container(v->obj)) {
+            PyObject *mods = fj_trace_module_children(fr->tx, vo);
+            if (mods == NULL)
+                return NULL;
+            PyObject *out = PyDict_Values(VAR(mods)->items);
+            Py_DECREF(mods);
+            return out;
+        }
+        break;
     case FJ_VAR_NODE: {
         fj_Node *n = (fj_Node *)v->obj;
         if (v->dynamic && fj_trace_specialize(fr->tx) < 0)
@@ -1277,6 +1301,7 @@ PyObject *fj_trace_inline(fj_TFrame *parent, PyObject *fn, PyObject *const *args
     }
     fj_TFrame fr;
     PyObject *result = NULL;
+    fj_Source *own_globals_src = NULL; /* strong: the function's module's G, when another */
     if (frame_setup(&fr, tx, co) < 0)
         goto done;
     fr.parent = parent;
@@ -1288,14 +1313,24 @@ PyObject *fj_trace_inline(fj_TFrame *parent, PyObject *fn, PyObject *const *args
     if (func != NULL) {
         fr.func = func;
         fr.func_src = fv ? fv->source : NULL;
-        if (globals != parent->globals) {
+        if (globals == tx->view.globals)
+            fr.globals_src = NULL; /* back in the top frame's module: G */
+        else if (globals != parent->globals) {
             /* names resolve in the function's module: G['f'].__globals__['name'] */
             if (fr.func_src == NULL) {
                 fj_unsupported("call of %U from another module with no source", co->co_name);
                 goto done;
             }
-            fj_unsupported("inlining %U from another module", co->co_name);
-            goto done;
+            if (((PyFunctionObject *)func)->func_builtins != parent->builtins) {
+                fj_unsupported("call of %U, whose module has builtins of its own", co->co_name);
+                goto done;
+            }
+            PyObject *gname = PyUnicode_FromString("__globals__");
+            own_globals_src = gname ? fj_source_attr(fr.func_src, gname) : NULL;
+            Py_XDECREF(gname);
+            if (own_globals_src == NULL)
+                goto done;
+            fr.globals_src = own_globals_src;
         }
         if (PyFunction_GET_CLOSURE(func) != NULL && fr.func_src == NULL) {
             fj_unsupported("call of closure %U with no source", co->co_name);
@@ -1309,6 +1344,7 @@ PyObject *fj_trace_inline(fj_TFrame *parent, PyObject *fn, PyObject *const *args
     result = Py_NewRef(fr.retval);
 done:
     frame_free(&fr);
+    Py_XDECREF(own_globals_src);
     return result;
 }
 

@@ -276,6 +276,14 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const struct fj_OpDef *op, PyObject
 PyObject *fj_trace_torch_meta(PyObject *objv, PyObject *name, PyObject *const *args, Py_ssize_t n,
                               PyObject *kwnames, int attr);
 
+/* Calls the torch module 'm' (an OBJ Var): its forward inlined.  New ref. */
+PyObject *fj_trace_module_call(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py_ssize_t n,
+                               PyObject *kwnames);
+/* The DICT Var of module 'm''s _modules (name -> module), its keys guarded.  New ref. */
+PyObject *fj_trace_module_children(fj_Tracer *tx, PyObject *m);
+/* A torch module's attribute (its __getattr__'s stores too).  New ref. */
+PyObject *fj_trace_module_getattr(fj_TFrame *fr, PyObject *m, PyObject *name);
+
 /* Converts a Var into a graph argument: node, constant, or tuple/list of them. New ref. */
 PyObject *fj_var_to_graph_arg(PyObject *v);
 /* 1 if 'v' is, or holds in tuples and lists, a NODE Var of a dynamic shape; 0 if not; -1. */

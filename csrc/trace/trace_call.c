@@ -1002,10 +1002,16 @@ static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py
             fj_Source *fsrc = tsrc ? fj_source_attr(tsrc, name) : NULL;
             PyObject *fmgr = fsrc ? fj_guard_manager(fr->tx->guards, fsrc) : NULL;
             Py_XDECREF(tsrc);
-            Py_XDECREF(fsrc);
-            if (fmgr == NULL || fj_guard_add_id_match(fmgr, fn) < 0)
+            /* with its source: a method from another module reads that module's globals */
+            fj_Var *fv = fmgr != NULL && fj_guard_add_id_match(fmgr, fn) == 0 ? fj_var_const(fn) : NULL;
+            if (fv == NULL) {
+                Py_XDECREF(fsrc);
                 return NULL;
-            return fj_trace_inline(fr, fn, stack, n + 1, kwnames);
+            }
+            fv->source = fsrc;
+            PyObject *r = fj_trace_inline(fr, (PyObject *)fv, stack, n + 1, kwnames);
+            Py_DECREF(fv);
+            return r;
         }
     }
     return fj_unsupported("call of method %U on %R", name, (PyObject *)self), NULL;
@@ -1023,6 +1029,8 @@ PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_
     }
     if (f->kind == FJ_VAR_FUNC)
         return fj_trace_inline(fr, fnv, args, n, kwnames);
+    if (f->kind == FJ_VAR_OBJ && fj_torch_is_module(f->obj))
+        return fj_trace_module_call(fr, f, args, n, kwnames);
     if (f->kind != FJ_VAR_CONST)
         return fj_unsupported("call of %R", fnv), NULL;
     PyObject *fn = f->obj;
@@ -1216,6 +1224,23 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
         }
         if (fj_trace_is_set_method(objv, name))
             return method_var(objv, name);
+        if (fj_torch_is_module(obj) && tp->tp_getattro != PyObject_GenericGetAttr &&
+            fj_only_getattr_hook(tp)) {
+            PyObject *d = _PyType_Lookup(tp, name), *v = NULL;
+            if (d != NULL && PyFunction_Check(d))
+                return method_var(objv, name);
+            int got = fj_safe_getattr(obj, name, &v);
+            if (got < 0)
+                return fj_trace_as_unsupported("attribute lookup");
+            if (got == 0 && d != NULL)
+                return fj_unsupported("attribute %U of %s is a descriptor (property?)", name, tp->tp_name),
+                       NULL;
+            if (got == 0)
+                return fj_trace_module_getattr(fr, objv, name);
+            PyObject *r = wrap_attr(fr, o, name, v);
+            Py_DECREF(v);
+            return r;
+        }
         if (tp->tp_getattro != PyObject_GenericGetAttr)
             return fj_unsupported("attribute %U of %s, which customizes attribute access", name,
                                   tp->tp_name),

@@ -21,6 +21,8 @@
 #include "guards.h"
 #include "torchlib.h"
 #include "walk.h"
+#include "guard_values.h"
+#include "source.h"
 
 #include <string.h>
 
@@ -383,4 +385,159 @@ PyObject *fj_trace_torch_meta(PyObject *objv, PyObject *name, PyObject *const *a
     PyObject *v = (PyObject *)fj_var_const(res);
     Py_DECREF(res);
     return v;
+}
+
+/* ------------------------------------------------------------ nn.Module */
+
+/* Per-module hooks a call would run, guarded empty. */
+static const char *const module_hooks[] = {"_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
+                                           "_backward_pre_hooks", NULL};
+
+/* The value of 'name' in module m's instance dict, read the way guards read
+   (new reference), or NULL with fj_Unsupported. */
+static PyObject *module_slot(fj_Var *m, const char *name)
+{
+    PyObject *key = PyUnicode_FromString(name), *v = NULL;
+    if (key == NULL)
+        return NULL;
+    int got = fj_safe_getattr(m->obj, key, &v);
+    Py_DECREF(key);
+    if (got <= 0) {
+        if (got == 0)
+            fj_unsupported("torch module %s has no %s", Py_TYPE(m->obj)->tp_name, name);
+        return NULL;
+    }
+    return v;
+}
+
+/* Guards that the dict 'attr' of module m is empty (it is now); 0 or -1. */
+static int guard_empty_dict(fj_Tracer *tx, fj_Var *m, const char *attr)
+{
+    PyObject *d = module_slot(m, attr);
+    if (d == NULL)
+        return -1;
+    if (!PyDict_Check(d) || PyDict_GET_SIZE(d) > 0) {
+        Py_DECREF(d);
+        fj_unsupported("torch module %s has %s registered: calls of hooked modules are not "
+                       "captured yet", Py_TYPE(m->obj)->tp_name, attr);
+        return -1;
+    }
+    Py_DECREF(d);
+    PyObject *name = PyUnicode_FromString(attr);
+    fj_Source *src = name ? fj_source_attr(m->source, name) : NULL;
+    Py_XDECREF(name);
+    PyObject *mgr = src ? fj_guard_manager(tx->guards, src) : NULL;
+    Py_XDECREF(src);
+    PyObject *none = mgr ? PyList_New(0) : NULL;
+    int r = none == NULL || fj_guard_add_type_match(mgr, (PyObject *)&PyDict_Type) < 0 ||
+                    fj_guard_add_dict_keys(mgr, none) < 0
+                ? -1
+                : 0;
+    Py_XDECREF(none);
+    return r;
+}
+
+PyObject *fj_trace_module_call(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py_ssize_t n,
+                               PyObject *kwnames)
+{
+    fj_Tracer *tx = fr->tx;
+    PyTypeObject *tp = Py_TYPE(m->obj);
+    if (m->source == NULL)
+        return fj_unsupported("call of a torch module with no source"), NULL;
+    const char *global = fj_torch_global_hooks();
+    if (global != NULL)
+        return fj_unsupported("a global module hook is registered (torch.nn.modules.module.%s): "
+                              "module calls are not captured", global),
+               NULL;
+    for (int i = 0; module_hooks[i] != NULL; i++)
+        if (guard_empty_dict(tx, m, module_hooks[i]) < 0)
+            return NULL;
+    /* Module.__call__ with no hooks is forward(*args, **kwargs) */
+    PyObject *fname = PyUnicode_FromString("forward");
+    if (fname == NULL)
+        return NULL;
+    PyObject *fn = _PyType_Lookup(tp, fname);
+    PyObject **dictp = fj_instance_dict_slot(m->obj);
+    int shadowed = dictp != NULL && *dictp != NULL && PyDict_GetItemWithError(*dictp, fname) != NULL;
+    if (fn == NULL || !PyFunction_Check(fn) || shadowed || PyErr_Occurred()) {
+        Py_DECREF(fname);
+        if (!PyErr_Occurred())
+            fj_unsupported("torch module %s: its forward is not a plain Python method", tp->tp_name);
+        return NULL;
+    }
+    /* guard: type(L['m']).forward is that function (the module's identity is guarded) */
+    fj_Source *tsrc = fj_source_type_of(m->source);
+    fj_Source *fsrc = tsrc ? fj_source_attr(tsrc, fname) : NULL;
+    PyObject *fmgr = fsrc ? fj_guard_manager(tx->guards, fsrc) : NULL;
+    Py_XDECREF(tsrc);
+    Py_DECREF(fname);
+    /* the function with its source: its module's globals are read through it */
+    fj_Var *fv = fmgr != NULL && fj_guard_add_id_match(fmgr, fn) == 0 ? fj_var_const(fn) : NULL;
+    if (fv == NULL) {
+        Py_XDECREF(fsrc);
+        return NULL;
+    }
+    fv->source = fsrc;
+    PyObject *stack[FJ_MAX_METHOD_ARGS];
+    PyObject *r = fj_trace_self_args(stack, (PyObject *)m, args, n) < 0
+                      ? NULL
+                      : fj_trace_inline(fr, (PyObject *)fv, stack, n + 1, kwnames);
+    Py_DECREF(fv);
+    return r;
+}
+
+PyObject *fj_trace_module_children(fj_Tracer *tx, PyObject *mv)
+{
+    fj_Var *m = VAR(mv);
+    if (m->source == NULL)
+        return fj_unsupported("a torch module with no source"), NULL;
+    PyObject *d = module_slot(m, "_modules");
+    if (d == NULL)
+        return NULL;
+    PyObject *name = PyUnicode_FromString("_modules");
+    fj_Source *src = name ? fj_source_attr(m->source, name) : NULL;
+    Py_XDECREF(name);
+    PyObject *v = src ? (PyObject *)fj_trace_input(tx, src, d) : NULL;
+    Py_XDECREF(src);
+    Py_DECREF(d);
+    if (v != NULL && VAR(v)->kind != FJ_VAR_DICT) {
+        Py_DECREF(v);
+        return fj_unsupported("torch module %s: _modules is not a plain dict", Py_TYPE(m->obj)->tp_name),
+               NULL;
+    }
+    return v;
+}
+
+PyObject *fj_trace_module_getattr(fj_TFrame *fr, PyObject *mv, PyObject *name)
+{
+    /* Module.__getattr__ runs only when the generic lookup fails: it finds
+       parameters, buffers and submodules in these dicts, in this order */
+    static const char *const stores[] = {"_parameters", "_buffers", "_modules", NULL};
+    fj_Var *m = VAR(mv);
+    if (m->source == NULL)
+        return fj_unsupported("attribute %U of a torch module with no source", name), NULL;
+    for (int i = 0; stores[i] != NULL; i++) {
+        PyObject *d = module_slot(m, stores[i]);
+        if (d == NULL)
+            return NULL;
+        PyObject *value = PyDict_CheckExact(d) ? PyDict_GetItemWithError(d, name) : NULL;
+        if (value == NULL) {
+            Py_DECREF(d);
+            if (PyErr_Occurred())
+                return NULL;
+            continue;
+        }
+        Py_INCREF(value);
+        Py_DECREF(d);
+        PyObject *sname = PyUnicode_FromString(stores[i]);
+        fj_Source *ssrc = sname ? fj_source_attr(m->source, sname) : NULL;
+        fj_Source *src = ssrc ? fj_source_item(ssrc, name) : NULL;
+        PyObject *v = src ? (PyObject *)fj_trace_input(fr->tx, src, value) : NULL;
+        Py_XDECREF(sname);
+        Py_XDECREF(ssrc);
+        Py_XDECREF(src);
+        Py_DECREF(value);
+        return v;
+    }
+    return fj_unsupported("torch module %s has no attribute %U", Py_TYPE(m->obj)->tp_name, name), NULL;
 }
