@@ -205,16 +205,22 @@ def _warn_no_compiler():
                       "graphs run with the eager backend instead", RuntimeWarning, stacklevel=2)
 
 
+def cached_path(source, argv, flags, libs=(), version=""):
+    """Where compile_cached keeps the shared object of these arguments."""
+    key = _hash("\0".join([source, " ".join(flags), " ".join(argv), version, _machine_id()] +
+                           list(libs)).encode()).hexdigest()
+    return os.path.join(cache_dir(), f"fj_{key[:40]}.so")
+
+
 def compile_cached(source, argv, flags, suffix, what, libs=(), version=""):
     """The path of the shared object 'argv + flags' builds from 'source' (a
     'suffix' file: ".c" or ".cpp"), linked with 'libs', in cache_dir(); from
     the cache when it is there (keyed by all of these, the compiler's
     'version' text and the machine).  Returns (path, compiled).  Raises
     RuntimeError naming 'what' when the compiler fails or cannot run."""
-    key = _hash("\0".join([source, " ".join(flags), " ".join(argv), version, _machine_id()] +
-                           list(libs)).encode()).hexdigest()
-    d = cache_dir()
-    path = os.path.join(d, f"fj_{key[:40]}.so")
+    path = cached_path(source, argv, flags, libs, version)
+    d = os.path.dirname(path)
+    key = os.path.basename(path)[3:-3]
     if os.path.exists(path):
         return path, False
     import subprocess

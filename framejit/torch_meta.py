@@ -19,11 +19,13 @@ import ctypes
 import os
 import sys
 import sysconfig
+import threading
 
 from . import _C
 
 _lib = None     # the loaded library, kept for the process: _C holds its function pointer
 _reason = None  # why the reader could not be installed, once load() failed
+_thread = None  # the background build started by ensure()
 
 
 def _source():
@@ -83,6 +85,47 @@ def load():
         return False
     _lib = lib
     return True
+
+
+def ensure():
+    """Called by the C core when a trace first meets torch: installs the reader
+    now when it is built (a disk-cache hit costs milliseconds), else builds it
+    on a background thread, so no compile waits for the C++ compiler (tens of
+    seconds, once per torch version).  Until it is installed, guards read
+    tensors through torch's methods; each guard switches to the reader on its
+    first check after that (csrc/guards/guards.c torch_check)."""
+    global _thread
+    if _lib is not None or _reason is not None or _thread is not None:
+        return
+    if _cached():
+        load()
+        return
+    _thread = threading.Thread(target=load, name="framejit-torch-reader", daemon=True)
+    _thread.start()
+
+
+def wait(timeout=None):
+    """Waits for the background build ensure() started; True once installed."""
+    t = _thread
+    if t is not None:
+        t.join(timeout)
+    return _lib is not None
+
+
+def _cached():
+    """True when the reader for this torch is in the disk cache (no build)."""
+    try:
+        import torch
+        from .native import cached_path
+    except ImportError:
+        return False
+    cxx = [os.environ.get("CXX") or "c++"]
+    version = f"torch {torch.__version__} at {torch.__file__}; {sys.version}"
+    for std in ("c++20", "c++17"):
+        flags, libs = _flags(torch, std)
+        if os.path.exists(cached_path(_source(), cxx, flags, libs, version)):
+            return True
+    return False
 
 
 def reason():

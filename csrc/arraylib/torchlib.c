@@ -320,10 +320,10 @@ static PyObject *torch_call(const char *name, const char *arg)
     return arg ? PyObject_CallFunction(fn, "s", arg) : PyObject_CallNoArgs(fn);
 }
 
-int fj_torch_global_state(int *fast, uint64_t *bits, PyObject **tuple)
+int fj_torch_global_state(int use_reader, int *fast, uint64_t *bits, PyObject **tuple)
 {
     *tuple = NULL;
-    if (state_reader != NULL) {
+    if (state_reader != NULL && use_reader) {
         *fast = 1;
         if (state_reader(bits) < 0) {
             PyErr_SetString(PyExc_RuntimeError, "framejit: the torch global-state reader failed");

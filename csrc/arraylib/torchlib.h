@@ -75,11 +75,11 @@ PyObject *fj_torch_dtype_text(PyObject *dtype);
 /*
 ** The global state as one value: (grad mode, inference mode, autocast on
 ** the CPU and its dtype, default dtype, deterministic algorithms).  Read by
-** the C reader when installed (*fast = 1, the state packed into *bits),
-** else through torch's functions (*fast = 0, a new tuple into *tuple).
-** 0, or -1 with an exception.
+** the C reader when installed and 'use_reader' (*fast = 1, the state
+** packed into *bits), else through torch's functions (*fast = 0, a new
+** tuple into *tuple).  0, or -1 with an exception.
 */
-int fj_torch_global_state(int *fast, uint64_t *bits, PyObject **tuple);
+int fj_torch_global_state(int use_reader, int *fast, uint64_t *bits, PyObject **tuple);
 /* Installs the reader's global-state function (torch_meta.py). */
 void fj_torch_set_state_reader(int (*fn)(uint64_t *));
 int fj_torch_state_reader_ready(void);

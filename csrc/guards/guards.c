@@ -487,13 +487,27 @@ static int torch_check(Leaf *lf, PyObject *v, PyObject *source, PyObject **reaso
                               i, (long long)want->strides[i], (long long)m.strides[i]);
                 ok = 0;
             }
-        if (ok && m.dispatch_keys != want->dispatch_keys &&
-            (lf->ival || m.dispatch_keys != want->dispatch_keys)) {
+        if (ok && m.dispatch_keys != want->dispatch_keys) {
             tensor_reason(reason, source, "dispatch key set mismatch");
             ok = 0;
         }
     }
     Py_XDECREF(dtype);
+    if (ok && !lf->ival && reason == NULL && fj_tensor_meta_ready()) {
+        /* the C reader was installed after this guard was built: what it
+           reads of this tensor (which matched) is what to match from now on */
+        fj_TensorMeta fast;
+        int fr = fj_tensor_meta(v, &fast);
+        if (fr < 0)
+            return -1;
+        if (fr == 1 && fast.ndim == want->ndim && fast.requires_grad == want->requires_grad &&
+            fast.dispatch_keys == want->dispatch_keys) {
+            lf->tm->dtype = fast.dtype;
+            lf->tm->device_type = fast.device_type;
+            lf->tm->device_index = fast.device_index;
+            lf->ival = 1;
+        }
+    }
     return ok;
 }
 
@@ -513,16 +527,23 @@ static int global_state_check(Leaf *lf)
     int fast;
     uint64_t bits;
     PyObject *tuple;
-    if (fj_torch_global_state(&fast, &bits, &tuple) < 0)
+    if (fj_torch_global_state(lf->torch_state == 1, &fast, &bits, &tuple) < 0)
         return -1;
-    if (fast != (lf->torch_state == 1)) {
-        Py_XDECREF(tuple);
-        return 0; /* read another way than when built: compare nothing, fail */
-    }
     if (fast)
         return bits == lf->torch_bits;
     int ok = PyObject_RichCompareBool(tuple, lf->torch_tuple, Py_EQ);
     Py_DECREF(tuple);
+    if (ok > 0 && fj_torch_state_reader_ready()) {
+        /* the C reader was installed after this guard was built (torch_meta.py
+           builds it in the background): from now on, read the state with it */
+        if (fj_torch_global_state(1, &fast, &bits, &tuple) < 0)
+            return -1;
+        Py_XDECREF(tuple);
+        if (fast) {
+            lf->torch_bits = bits;
+            lf->torch_state = 1;
+        }
+    }
     return ok;
 }
 
@@ -1217,7 +1238,7 @@ int fj_guard_add_torch_state(PyObject *root)
     if (lf->torch_state != 0)
         return 0;
     int fast;
-    if (fj_torch_global_state(&fast, &lf->torch_bits, &lf->torch_tuple) < 0) {
+    if (fj_torch_global_state(1, &fast, &lf->torch_bits, &lf->torch_tuple) < 0) {
         if (fresh)
             leaf_free(lf);
         return -1;

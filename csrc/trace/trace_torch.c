@@ -19,6 +19,7 @@
 #include "fj_numpy.h"
 #include "graph.h"
 #include "guards.h"
+#include "tensor_meta.h"
 #include "torchlib.h"
 #include "walk.h"
 #include "guard_values.h"
@@ -28,11 +29,31 @@
 
 #define VAR(o) ((fj_Var *)(o))
 
+/* Once per process, at the first trace that meets torch: framejit.torch_meta.ensure()
+   installs the C reader of tensors (or starts building it in the background). */
+static void ensure_reader(void)
+{
+    static int asked = 0;
+    if (asked || fj_tensor_meta_ready())
+        return;
+    asked = 1;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *mod = PyImport_ImportModule("framejit.torch_meta");
+    PyObject *r = mod ? PyObject_CallMethod(mod, "ensure", NULL) : NULL;
+    if (r == NULL)
+        PyErr_WriteUnraisable(NULL); /* guards then read tensors through torch's methods */
+    Py_XDECREF(r);
+    Py_XDECREF(mod);
+    PyErr_Restore(et, ev, tb);
+}
+
 static int begin_torch(fj_Tracer *tx)
 {
     /* the first torch value of the trace: the graph depends on torch's global state */
     if (fj_graph_is_torch(tx->graph))
         return 0;
+    ensure_reader();
     return fj_guard_add_torch_state(tx->guards);
 }
 
