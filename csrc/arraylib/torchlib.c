@@ -10,6 +10,7 @@
 /* Strong references taken once torch is imported (kept for the process:
    torch cannot be unloaded). */
 static PyObject *torch_mod = NULL;      /* the torch module */
+static PyObject *torch_c = NULL;        /* torch._C */
 static PyTypeObject *tensor_base = NULL;/* torch._C.TensorBase */
 static PyObject *tensor_type = NULL;    /* torch.Tensor */
 static PyObject *param_type = NULL;     /* torch.nn.Parameter */
@@ -96,6 +97,7 @@ static int load_types(PyObject *modules)
     }
     torch_builtins = ids;
     torch_mod = Py_NewRef(torch);
+    torch_c = Py_NewRef(c);
     module_type = (PyTypeObject *)Py_NewRef(mt);
     sequential_type = Py_NewRef(seq);
     modulelist_type = Py_NewRef(ml);
@@ -265,8 +267,7 @@ int fj_torch_meta_slow(PyObject *t, fj_TensorMeta *m, PyObject **dtype)
     PyObject *rg = dev ? PyObject_GetAttrString(t, "requires_grad") : NULL;
     PyObject *off = rg ? PyObject_CallMethod(t, "storage_offset", NULL) : NULL;
     PyObject *keys = NULL, *raw = NULL;
-    PyObject *torch_c = off ? PyDict_GetItemString(PyImport_GetModuleDict(), "torch._C") : NULL;
-    PyObject *dk = torch_c ? mod_get(torch_c, "_dispatch_keys") : NULL;
+    PyObject *dk = off ? mod_get(torch_c, "_dispatch_keys") : NULL;
     if (off != NULL && dk == NULL)
         PyErr_SetString(PyExc_RuntimeError, "framejit: torch._C._dispatch_keys is missing");
     keys = dk ? PyObject_CallOneArg(dk, t) : NULL;
@@ -365,6 +366,13 @@ static const char *const stateful_names[] = {
     "typename", "vmap", "cond", "while_loop", "export", "jit", "autograd", "library",
     NULL};
 
+/* Readers of what GLOBAL_STATE pins. */
+static const char *const state_readers[] = {
+    "is_grad_enabled", "is_inference_mode_enabled", "is_autocast_enabled", "is_autocast_cpu_enabled",
+    "get_autocast_dtype", "get_autocast_cpu_dtype", "get_default_dtype",
+    "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+    "_is_any_autocast_enabled", NULL};
+
 static int name_in(const char *name, const char *const *list)
 {
     for (int i = 0; list[i] != NULL; i++)
@@ -397,6 +405,9 @@ int fj_torch_callable_kind(PyObject *fn)
     int torchs = 0;
     if (PyCFunction_Check(fn)) {
         PyObject *self = ((PyCFunctionObject *)fn)->m_self;
+        if (name_in(name, state_readers) &&
+            (self == torch_c || (self == NULL || PyType_Check(self))))
+            return FJ_TORCH_STATE_READ;
         for (int i = 0; !torchs && i < 6; i++)
             torchs = self != NULL && self == c_modules[i];
         if (!torchs) {
@@ -408,6 +419,11 @@ int fj_torch_callable_kind(PyObject *fn)
     }
     else if (PyFunction_Check(fn)) {
         PyObject *m = ((PyFunctionObject *)fn)->func_module;
+        if (name_in(name, state_readers) && m != NULL && PyUnicode_Check(m) &&
+            (PyUnicode_CompareWithASCIIString(m, "torch") == 0 ||
+             PyUnicode_CompareWithASCIIString(m, "torch.autocast_mode") == 0 ||
+             PyUnicode_CompareWithASCIIString(m, "torch.amp.autocast_mode") == 0))
+            return FJ_TORCH_STATE_READ;
         if (m == NULL || !PyUnicode_Check(m))
             return 0;
         const char *mod = PyUnicode_AsUTF8(m);
@@ -420,6 +436,11 @@ int fj_torch_callable_kind(PyObject *fn)
             strncmp(mod, "torch._dynamo", 13) == 0 || strncmp(mod, "torch.compiler", 14) == 0)
             return FJ_TORCH_STATEFUL;
         torchs = strcmp(mod, "torch.nn.functional") == 0 || strcmp(mod, "torch.functional") == 0;
+        /* their private helpers (_canonical_mask, _none_or_dtype) are plain
+           Python the tracer inlines */
+        const char *fname = callable_name(fn);
+        if (torchs && fname != NULL && fname[0] == '_')
+            return 0;
         if (strcmp(mod, "torch._tensor") == 0) {
             /* a method of torch.Tensor written in Python (split, norm, __rsub__) */
             PyObject *n = ((PyFunctionObject *)fn)->func_name;

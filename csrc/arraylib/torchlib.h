@@ -91,7 +91,10 @@ int fj_torch_state_reader_ready(void);
 ** global state, RNG seeds, files: never captured, never folded), or 0
 ** (not torch's).
 */
-enum { FJ_TORCH_OP = 1, FJ_TORCH_STATEFUL = 2 };
+enum { FJ_TORCH_OP = 1, FJ_TORCH_STATEFUL = 2, FJ_TORCH_STATE_READ = 3 };
+/* FJ_TORCH_STATE_READ: reads only what GLOBAL_STATE pins (torch.is_grad_enabled,
+   torch.is_autocast_enabled, torch.get_default_dtype ...): folded to a
+   constant once the trace guards torch's global state. */
 int fj_torch_callable_kind(PyObject *fn);
 /* True for a Tensor method name that may be a graph operation (not item,
    tolist, backward, data_ptr, register_hook, requires_grad_ ...). */

@@ -265,6 +265,27 @@ static int descr_is_safe(PyObject *d, int on_class)
 }
 
 /*
+** True for a module subclass whose attribute hook is a class __getattr__
+** over module's own __getattribute__ (torch.backends' PropModule): its
+** dict is read as a module's, and a class attribute must be a safe
+** descriptor (a property is the program's code).
+*/
+static int module_hook_only(PyTypeObject *tp)
+{
+    static PyObject *getattribute = NULL, *module_ga = NULL; /* strong */
+    if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE))
+        return 0;
+    if (getattribute == NULL) {
+        if ((getattribute = PyUnicode_InternFromString("__getattribute__")) == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        module_ga = Py_XNewRef(_PyType_Lookup(&PyModule_Type, getattribute));
+    }
+    return module_ga != NULL && _PyType_Lookup(tp, getattribute) == module_ga;
+}
+
+/*
 ** True when the type's attribute lookup is the generic one followed by a
 ** __getattr__ of its class (tp_getattro is CPython's slot hook, and
 ** __getattribute__ is object's): cached per type by its version tag.
@@ -293,6 +314,11 @@ static int only_getattr_hook(PyTypeObject *tp)
     return answer;
 }
 
+int fj_only_getattr_hook(PyTypeObject *tp)
+{
+    return only_getattr_hook(tp);
+}
+
 /*
 ** getattr(o, name) when it runs none of the program's code: 1 with *out a
 ** new reference, 0 when missing or when only the program's code could tell
@@ -300,18 +326,13 @@ static int only_getattr_hook(PyTypeObject *tp)
 ** program's, a module's __getattr__, an instance dict with odd keys), -1 on
 ** error.
 */
-int fj_only_getattr_hook(PyTypeObject *tp)
-{
-    return only_getattr_hook(tp);
-}
-
 int fj_safe_getattr(PyObject *o, PyObject *name, PyObject **out)
 {
     PyTypeObject *tp = Py_TYPE(o);
     getattrofunc ga = tp->tp_getattro;
     if (!PyUnicode_CheckExact(name))
         return 0;
-    if (ga == PyModule_Type.tp_getattro) {
+    if (ga == PyModule_Type.tp_getattro || (PyModule_Check(o) && module_hook_only(tp))) {
         PyObject *descr = _PyType_Lookup(tp, name);
         if (descr == NULL) {
             /* the module's dict, never its __getattr__ */

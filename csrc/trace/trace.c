@@ -960,6 +960,7 @@ static PyObject *var_items(fj_TFrame *fr, PyObject *vo)
     }
     case FJ_VAR_CONST:
         if (PyTuple_CheckExact(v->obj) || PyList_CheckExact(v->obj) ||
+            (PyTuple_Check(v->obj) && fj_torch_is_value(v->obj)) ||
             PyUnicode_CheckExact(v->obj) || PyRange_Check(v->obj) || PyBytes_CheckExact(v->obj) ||
             PyFrozenSet_CheckExact(v->obj))
             return const_items(v->obj);
@@ -1293,7 +1294,9 @@ PyObject *fj_trace_inline(fj_TFrame *parent, PyObject *fn, PyObject *const *args
                        tx->inline_depth_limit);
         return NULL;
     }
-    for (fj_TFrame *p = parent; p != NULL; p = p->parent) {
+    int reentry_ok = tx->reentry_ok;
+    tx->reentry_ok = 0;
+    for (fj_TFrame *p = parent; p != NULL && !reentry_ok; p = p->parent) {
         if (p->code == co) {
             fj_unsupported("recursive call of %U", co->co_name);
             return NULL;
@@ -1484,6 +1487,9 @@ static int var_is_none(PyObject *v)
     if (c == Py_None)
         return 1;
     if (c != NULL || VAR(v)->kind != FJ_VAR_OBJ)
+        return 0;
+    /* an input object is guarded by its type (or identity), which is not NoneType's */
+    if (VAR(v)->source != NULL && VAR(v)->obj != Py_None)
         return 0;
     return fj_unsupported("'is None' test on a value whose identity is not known");
 }

@@ -88,6 +88,9 @@ typedef struct fj_Tracer {
     int all_dynamic;         /* compile(dynamic=True): every int and dim (but 0/1) */
     PyObject *dyn_inputs;    /* strong list of (Var, value): inputs made dynamic */
     int specialized;         /* the trace needed concrete values: dynamic inputs pinned */
+    int reentry_ok;          /* the next inline is a torch module's forward: it may re-enter a
+                                code object on the stack (nested Sequentials), as a new
+                                instance's method does, within the depth limit */
     /* Side effects replayed after the graph (docs/side-effects.md). */
     PyObject *effects;       /* strong list in program order: ("global", name, Var),
                                 ("attr", name, Var, object Var), ("container", None, Var),
@@ -260,6 +263,8 @@ PyObject *fj_trace_graph_call(fj_TFrame *fr, const struct fj_OpDef *op, PyObject
 /* The Var of the tensor input 'value' at 'src' (a placeholder with
    TENSOR_MATCH on 'mgr'): new ref, NULL with fj_Unsupported or an error. */
 fj_Var *fj_trace_tensor_input(fj_Tracer *tx, fj_Source *src, PyObject *mgr, PyObject *value);
+/* The trace depends on torch: GLOBAL_STATE pins torch's global state too (once). 0 or -1. */
+int fj_trace_torch_begin(fj_Tracer *tx);
 /* True for a NODE Var of a tensor. */
 int fj_trace_is_tensor_var(PyObject *v);
 /* 1 when one of the Vars args[0..n) is or holds (in tuples and lists) a tensor. */

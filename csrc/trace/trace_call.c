@@ -1037,6 +1037,13 @@ PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_
     int tk = fj_torch_callable_kind(fn);
     if (tk == FJ_TORCH_OP)
         return torch_call(fr, &fj_torch_func_row, fn, args, n, kwnames);
+    if (tk == FJ_TORCH_STATE_READ) {
+        /* what it reads is pinned by GLOBAL_STATE */
+        if (fj_trace_torch_begin(fr->tx) < 0 || !all_const(args, n))
+            return PyErr_Occurred() ? NULL
+                                    : (unsupported_obj("", fn, " with arguments that are not constants"), NULL);
+        return fold_call(fn, args, n, kwnames);
+    }
     if (tk == FJ_TORCH_STATEFUL)
         return unsupported_obj("", fn, " reads or changes torch's global state (or is not an "
                                    "operation on tensors): not captured"),

@@ -48,7 +48,8 @@ static void ensure_reader(void)
     PyErr_Restore(et, ev, tb);
 }
 
-static int begin_torch(fj_Tracer *tx)
+int fj_trace_torch_begin(fj_Tracer *tx);
+int fj_trace_torch_begin(fj_Tracer *tx)
 {
     /* the first torch value of the trace: the graph depends on torch's global state */
     if (fj_graph_is_torch(tx->graph))
@@ -76,7 +77,7 @@ fj_Var *fj_trace_tensor_input(fj_Tracer *tx, fj_Source *src, PyObject *mgr, PyOb
     }
     PyObject *name = fj_source_placeholder_name(src);
     fj_Node *node = NULL;
-    if (name != NULL && begin_torch(tx) == 0)
+    if (name != NULL && fj_trace_torch_begin(tx) == 0)
         node = fj_graph_tensor_placeholder(tx->graph, name, fake);
     Py_XDECREF(name);
     Py_DECREF(fake);
@@ -250,7 +251,7 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
                               PyObject *kwargs, PyObject *const *args, Py_ssize_t n)
 {
     PyObject *fargs = NULL, *fkw = NULL, *res = NULL, *stem = NULL, *label = NULL, *out = NULL;
-    if (begin_torch(tx) < 0)
+    if (fj_trace_torch_begin(tx) < 0)
         return NULL;
     if ((fargs = fake_arg(targs, NULL)) == NULL)
         return NULL;
@@ -500,9 +501,12 @@ PyObject *fj_trace_module_call(fj_TFrame *fr, fj_Var *m, PyObject *const *args, 
     }
     fv->source = fsrc;
     PyObject *stack[FJ_MAX_METHOD_ARGS];
-    PyObject *r = fj_trace_self_args(stack, (PyObject *)m, args, n) < 0
-                      ? NULL
-                      : fj_trace_inline(fr, (PyObject *)fv, stack, n + 1, kwnames);
+    PyObject *r = NULL;
+    if (fj_trace_self_args(stack, (PyObject *)m, args, n) == 0) {
+        tx->reentry_ok = 1; /* a Sequential inside a Sequential runs the same forward */
+        r = fj_trace_inline(fr, (PyObject *)fv, stack, n + 1, kwnames);
+        tx->reentry_ok = 0;
+    }
     Py_DECREF(fv);
     return r;
 }
