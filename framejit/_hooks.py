@@ -44,12 +44,16 @@ _SITE_DIRS = tuple(sorted({_realpath(_PATHS[k]) + _SEP for k in ("purelib", "pla
                            if _PATHS.get(k)}))
 
 
+_SKIPPED_LIBS = ("numpy", "_pytest", "pytest", "pluggy", "hypothesis", "torch")
+
+
 def _skip_prefixes():
     """(skip dirs, site dirs).  Called on the first compile (the test runners
-    may be imported after framejit); uses only what was bound at import."""
+    may be imported after framejit), and again when one of _SKIPPED_LIBS was
+    imported since; uses only what was bound at import."""
     dirs = set(_STDLIB_DIRS)
     dirs.add(_HERE)
-    for mod in ("numpy", "_pytest", "pytest", "pluggy", "hypothesis", "torch"):
+    for mod in _SKIPPED_LIBS:
         m = _modules.get(mod)
         f = getattr(m, "__file__", None) if m else None
         if type(f) is str:
@@ -77,6 +81,7 @@ class Hooks:
     def __init__(self):
         self._skip = None
         self._skip_cache = {}
+        self._skip_libs = 0  # how many of _SKIPPED_LIBS were imported when _skip was made
         self.recorders = []          # explain() sessions: lists that receive events
         self._limit_warned = set()   # code objects warned about the recompile limit
 
@@ -202,11 +207,17 @@ class Hooks:
         return hit
 
     def _stdlib_skip(self, fname):
-        if self._skip is None:
+        libs = sum(1 for m in _SKIPPED_LIBS if m in _modules)
+        if self._skip is None or libs != self._skip_libs:
+            # torch imported after the first compile: its files join the skipped
             self._skip = _skip_prefixes()
+            self._skip_libs = libs
+            self._skip_cache.clear()
         skip_dirs, site_dirs = self._skip
         if fname.startswith("<frozen "):  # frozen stdlib modules
             return True
+        if fname.startswith("<eval_with_key>") or "torchinductor" in fname:
+            return True  # code torch generates: fx GraphModules, inductor's kernels
         path = fname
         if not fname.startswith("<") and not fname.startswith(skip_dirs):
             path = _realpath(fname)

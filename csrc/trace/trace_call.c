@@ -1143,7 +1143,10 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
         if (ak == 2)
             return torch_call(fr, &fj_torch_attr_row, name, &objv, 1, NULL);
         const char *why = NULL;
-        if (fj_torch_method_ok(name, &why)) {
+        int ok = fj_torch_method_ok(name, &why);
+        if (ok || why != NULL) {
+            /* a refused method (backward, item) is refused at its call: the
+               break then falls on the CALL, where the frame can resume */
             PyObject *m = PyObject_GetAttr(((fj_Node *)o->obj)->fake, name);
             int callable = m != NULL && PyCallable_Check(m);
             Py_XDECREF(m);

@@ -319,7 +319,8 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
     if ((PyTuple_Check(res) || PyList_CheckExact(res)) && PySequence_Fast_GET_SIZE(res) > 0) {
         Py_ssize_t k = PySequence_Fast_GET_SIZE(res);
         for (Py_ssize_t i = 0; i < k; i++)
-            if (!fj_torch_is_tensor(PySequence_Fast_GET_ITEM(res, i))) {
+            if (!fj_torch_is_tensor(PySequence_Fast_GET_ITEM(res, i)) &&
+                PySequence_Fast_GET_ITEM(res, i) != Py_None) {
                 PyObject *what = op_text(op, target);
                 if (what != NULL)
                     fj_unsupported("%U returns a sequence holding a %s: not captured", what,
@@ -337,6 +338,15 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
         PyObject *gt = gi ? fj_op_target(gi) : NULL, *gstem = PyUnicode_FromString("getitem");
         PyObject *items = gt && gstem ? PyList_New(k) : NULL;
         for (Py_ssize_t i = 0; items != NULL && i < k; i++) {
+            if (PySequence_Fast_GET_ITEM(res, i) == Py_None) {
+                /* (attn_output, None) of multi_head_attention_forward(need_weights=False) */
+                fj_Var *nv = fj_var_const(Py_None);
+                if (nv == NULL)
+                    Py_CLEAR(items);
+                else
+                    PyList_SET_ITEM(items, i, (PyObject *)nv);
+                continue;
+            }
             PyObject *ga = Py_BuildValue("(On)", (PyObject *)node, i);
             fj_Node *item = ga ? fj_graph_torch_call(tx->graph, gi, gt, NULL, gstem, ga, NULL,
                                                      PySequence_Fast_GET_ITEM(res, i))
@@ -444,18 +454,19 @@ static int guard_empty_dict(fj_Tracer *tx, fj_Var *m, const char *attr)
                        "captured yet", Py_TYPE(m->obj)->tp_name, attr);
         return -1;
     }
-    Py_DECREF(d);
     PyObject *name = PyUnicode_FromString(attr);
     fj_Source *src = name ? fj_source_attr(m->source, name) : NULL;
     Py_XDECREF(name);
     PyObject *mgr = src ? fj_guard_manager(tx->guards, src) : NULL;
     Py_XDECREF(src);
     PyObject *none = mgr ? PyList_New(0) : NULL;
-    int r = none == NULL || fj_guard_add_type_match(mgr, (PyObject *)&PyDict_Type) < 0 ||
+    /* torch keeps hooks in OrderedDicts */
+    int r = none == NULL || fj_guard_add_type_match(mgr, (PyObject *)Py_TYPE(d)) < 0 ||
                     fj_guard_add_dict_keys(mgr, none) < 0
                 ? -1
                 : 0;
     Py_XDECREF(none);
+    Py_DECREF(d);
     return r;
 }
 
