@@ -1825,6 +1825,14 @@ static PyObject *mgr_add_tensor_match(PyObject *self, PyObject *args, PyObject *
     PyObject *example, *dyn = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:add_tensor_match", kwlist, &example, &dyn))
         return NULL;
+    if (fj_torch_ready() && fj_torch_is_tensor(example)) {
+        if (dyn != NULL && dyn != Py_None && PyObject_Length(dyn) != 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "dynamic dims of torch tensors are not supported yet");
+            return NULL;
+        }
+        RETURN_STATUS(fj_guard_add_torch_match(self, example));
+    }
     RETURN_STATUS(fj_guard_add_tensor_match(self, example, dyn));
 }
 
@@ -1884,7 +1892,7 @@ static PyMethodDef mgr_methods[] = {
     {"add_dict_version", mgr_add_dict_version, METH_O, "DICT_VERSION: dict unchanged since"},
     {"add_tensor_match", (PyCFunction)(void (*)(void))mgr_add_tensor_match,
      METH_VARARGS | METH_KEYWORDS,
-     "add_tensor_match(example, dynamic_dims=()): TENSOR_MATCH on a numpy.ndarray"},
+     "add_tensor_match(example, dynamic_dims=()): TENSOR_MATCH on a numpy.ndarray or a torch.Tensor"},
     {"accessors", (PyCFunction)mgr_accessors, METH_NOARGS, "child managers in check order"},
     {"leaves", (PyCFunction)mgr_leaves, METH_NOARGS, "leaf texts, 'KIND: text'"},
     {NULL},
