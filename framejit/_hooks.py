@@ -207,7 +207,10 @@ class Hooks:
         return hit
 
     def _stdlib_skip(self, fname):
-        libs = sum(1 for m in _SKIPPED_LIBS if m in _modules)
+        libs = 0
+        for m in _SKIPPED_LIBS:  # no sum(): the program may have patched builtins
+            if m in _modules:
+                libs += 1
         if self._skip is None or libs != self._skip_libs:
             # torch imported after the first compile: its files join the skipped
             self._skip = _skip_prefixes()

@@ -457,3 +457,31 @@ def test_graph_is_a_torch_graph_for_backends():
     assert isinstance(seen[0], torch.fx.GraphModule)
     targets = [n.target for n in seen[0].graph.nodes if n.op == "call_function"]
     assert torch.relu in targets and operator.add in targets
+
+
+# ---------------------------------------------------------------- torch.compile beside framejit
+
+def test_framejit_calling_a_torch_compiled_function():
+    def inner(x):
+        return torch.cos(x) + 1
+    tinner = torch.compile(inner, backend="eager")
+
+    def outer(x):
+        return tinner(x) * 2
+    fo = framejit.compile(outer, backend="eager")
+    for _ in range(3):
+        x = torch.randn(4)
+        assert torch.equal(fo(x), outer(x))
+
+
+def test_torch_compile_calling_a_framejit_function():
+    def inner(x):
+        return torch.sin(x) - 1
+    finner = framejit.compile(inner, backend="eager")
+
+    def outer(x):
+        return finner(x) * 3
+    to = torch.compile(outer, backend="eager")
+    for _ in range(3):
+        x = torch.randn(4)
+        assert torch.equal(to(x), outer(x))
