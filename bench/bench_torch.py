@@ -2,11 +2,14 @@
 (issue 19's targets):
 
 - frontend compile time, backend "eager" on both sides: the first call of a
-  fresh compile (tracing, guards, code generation), on small functions and
+  fresh compile (tracing, guards, code generation) minus one plain call of
+  the function (the first call also runs it), on small functions and
   on models (MLP, ResNet-18 eval, TransformerEncoderLayer, GPT block).
   Both frontends are warmed once per function before timing (one-time costs:
   torch's lazy imports, meta-kernel registration), then each first call is
-  timed after a reset; best of 3.  Target: framejit at least 50x faster.
+  timed after a reset; best of 3.  framejit "cold" also empties its cache of
+  torch metadata (what a process's first compile of a function pays), "warm"
+  keeps it (recompiles, repeated blocks).  Target: at least 50x faster.
 - warm-call overhead on tiny tensors: a compiled call minus a plain call.
   Target: at least 10x lower than torch.compile's.
 - with inductor (skipped by --quick): steady run time, and the first call
@@ -83,20 +86,29 @@ def cases():
     ]
 
 
-def first_call_fj(fn, args, backend="eager"):
+def first_call_fj(fn, args, backend="eager", run_cost=0.0, cold=False):
     framejit.reset()
+    if cold:  # the trace's cache of torch metadata emptied too: a process's first compile
+        framejit._C._testing.torch_meta_cache_clear()
     c = framejit.compile(fn, backend=backend)
     t = time.perf_counter()
     c(*args)
-    return time.perf_counter() - t
+    return time.perf_counter() - t - run_cost
 
 
-def first_call_tc(fn, args, backend="eager"):
+def first_call_tc(fn, args, backend="eager", run_cost=0.0):
     torch._dynamo.reset()
     c = torch.compile(fn, backend=backend)
     t = time.perf_counter()
     c(*args)
-    return time.perf_counter() - t
+    return time.perf_counter() - t - run_cost
+
+
+def run_cost(fn, args):
+    """What one plain call costs: the first call of a compile also runs the
+    function, which is not compiling (a model's matmuls dominate it)."""
+    fn(*args)
+    return min(timeit.repeat(lambda: fn(*args), number=3, repeat=5)) / 3
 
 
 def per_call(fn, args, number):
@@ -106,6 +118,7 @@ def per_call(fn, args, number):
 def main():
     _results.start()
     quick = "--quick" in sys.argv
+    torch.set_num_threads(1)  # one core: OpenMP threads on a loaded machine are noise
     reader = torch_meta.load()
     C = _results.column
     comp_rows, warm_rows, ind_rows, targets = [], [], [], []
@@ -113,10 +126,14 @@ def main():
     for name, fn, args in cases():
         first_call_fj(fn, args)
         first_call_tc(fn, args)  # warm both frontends
-        fj = min(first_call_fj(fn, args) for _ in range(3))
-        tc = min(first_call_tc(fn, args) for _ in range(1 if quick else 3))
-        comp_rows.append({"case": name, "framejit_ms": fj * 1e3, "torch_ms": tc * 1e3, "ratio": tc / fj})
-        print(f"  {name:26s} framejit {fj * 1e3:8.2f}  torch.compile {tc * 1e3:9.1f}  {tc / fj:6.0f}x")
+        cost = run_cost(fn, args)
+        cold = min(first_call_fj(fn, args, run_cost=cost, cold=True) for _ in range(3))
+        fj = min(first_call_fj(fn, args, run_cost=cost) for _ in range(3))
+        tc = min(first_call_tc(fn, args, run_cost=cost) for _ in range(1 if quick else 3))
+        comp_rows.append({"case": name, "framejit_cold_ms": cold * 1e3, "framejit_ms": fj * 1e3,
+                          "torch_ms": tc * 1e3, "ratio_cold": tc / cold, "ratio": tc / fj})
+        print(f"  {name:26s} framejit cold {cold * 1e3:8.2f} warm {fj * 1e3:8.2f}  torch.compile "
+              f"{tc * 1e3:9.1f}  {tc / cold:6.0f}x / {tc / fj:6.0f}x")
     print("warm overhead on tiny tensors, ns per call above plain")
     number = 2000 if quick else 20000
     for name, fn, args in cases()[:3]:
@@ -147,9 +164,10 @@ def main():
             ind_rows.append({"case": name, "fj_first_s": fjf, "tc_first_s": tcf, "fj_run_ms": fjr * 1e3,
                              "tc_run_ms": tcr * 1e3, "run_ratio": fjr / tcr})
             print(f"  {name:26s} first {fjf:6.2f} vs {tcf:6.2f} s   run {fjr * 1e3:7.3f} vs {tcr * 1e3:7.3f} ms")
-    worst = min(r["ratio"] for r in comp_rows)
+    worst = min(r["ratio_cold"] for r in comp_rows)
     targets.append({"target": "frontend compile at least 50x faster than torch.compile(backend='eager')",
-                    "measured": f"{worst:.0f}x (worst case)", "met": worst >= 50})
+                    "measured": f"{worst:.0f}x (worst case, cold metadata cache); "
+                                f"{min(r['ratio'] for r in comp_rows):.0f}x warm", "met": worst >= 50})
     wworst = min(r["ratio"] for r in warm_rows)
     targets.append({"target": "warm-call overhead at least 10x lower than torch.compile's",
                     "measured": f"{wworst:.0f}x (worst case)", "met": wworst >= 10})
@@ -161,9 +179,11 @@ def main():
                                               for r in ind_rows),
                         "met": all(r["fj_first_s"] < r["tc_first_s"] for r in ind_rows)})
     tables = [
-        _results.table("frontend compile: the first call of a fresh compile, backend eager (ms, best of 3)",
-                       [C("case", "function"), C("framejit_ms", "framejit", ".2f"),
-                        C("torch_ms", "torch.compile", ".1f"), C("ratio", "ratio", ".0f")], comp_rows),
+        _results.table("frontend compile: the first call of a fresh compile minus one plain call, "
+                       "backend eager (ms, best of 3)",
+                       [C("case", "function"), C("framejit_cold_ms", "framejit, cold", ".2f"),
+                        C("framejit_ms", "framejit, warm", ".2f"), C("torch_ms", "torch.compile", ".1f"),
+                        C("ratio_cold", "ratio cold", ".0f"), C("ratio", "ratio warm", ".0f")], comp_rows),
         _results.table("warm-call overhead on tiny tensors (ns per call above the plain call)",
                        [C("case", "function"), C("plain_ns", "plain", ".0f"),
                         C("framejit_ns", "+framejit", ".0f"), C("torch_ns", "+torch.compile", ".0f"),

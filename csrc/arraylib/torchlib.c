@@ -487,6 +487,13 @@ static const struct {
     {"requires_grad_", "Tensor.requires_grad_() changes the tensor's metadata"},
     {"detach_", "Tensor.detach_() changes the tensor's metadata"},
     {"set_", "Tensor.set_() replaces the tensor's storage"},
+    {"t_", "Tensor.t_() changes the tensor's metadata in place"},
+    {"transpose_", "Tensor.transpose_() changes the tensor's metadata in place"},
+    {"swapdims_", "Tensor.swapdims_() changes the tensor's metadata in place"},
+    {"swapaxes_", "Tensor.swapaxes_() changes the tensor's metadata in place"},
+    {"squeeze_", "Tensor.squeeze_() changes the tensor's metadata in place"},
+    {"unsqueeze_", "Tensor.unsqueeze_() changes the tensor's metadata in place"},
+    {"as_strided_", "Tensor.as_strided_() changes the tensor's metadata in place"},
     {"resize_", "Tensor.resize_() changes the tensor's shape in place"},
     {"resize_as_", "Tensor.resize_as_() changes the tensor's shape in place"},
     {"share_memory_", "Tensor.share_memory_() moves storage"},
@@ -578,7 +585,11 @@ static PyObject *callable_kind_py(PyObject *mod, PyObject *fn)
     return PyLong_FromLong(fj_torch_callable_kind(fn));
 }
 
+PyObject *fj_torch_meta_cache_clear(PyObject *mod, PyObject *unused); /* trace_torch.c */
+
 static PyMethodDef testing_methods[] = {
+    {"torch_meta_cache_clear", fj_torch_meta_cache_clear, METH_NOARGS,
+     "torch_meta_cache_clear(): forget the trace's cached torch metadata"},
     {"torch_callable_kind", callable_kind_py, METH_O,
      "torch_callable_kind(fn): 1 a torch op, 2 stateful torch code, 0 not torch's"},
     {NULL},

@@ -236,6 +236,112 @@ static PyObject *call_on_fakes(const fj_OpDef *op, PyObject *target, PyObject *f
     return NULL;
 }
 
+/* ---------------------------------------------------------- meta cache
+**
+** Many of torch's meta kernels are Python (torch._refs, through dynamo's
+** own wrappers): a relu on meta tensors costs hundreds of microseconds.
+** Models repeat the same op on the same metadata (a ResNet's blocks, every
+** recompile), so results are cached by their signature: the op, its
+** target, each tensor argument's (dtype, sizes, strides, requires_grad,
+** is_leaf, is a view), every other argument by value, and torch's global
+** state.  A hit gives a fresh alias (view_as) of the cached result: a new
+** non-leaf tensor with the same metadata, so two nodes never share a fake.
+*/
+#define META_CACHE_MAX 8192
+static PyObject *meta_cache = NULL; /* strong dict: key -> result fake */
+
+static PyObject *sig_of(PyObject *a, int depth);
+
+static PyObject *sig_items(PyObject *seq, const char *tag, int depth)
+{
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *t = PyTuple_New(n + 1);
+    if (t == NULL)
+        return NULL;
+    PyTuple_SET_ITEM(t, 0, PyUnicode_FromString(tag));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = sig_of(PySequence_Fast_GET_ITEM(seq, i), depth + 1);
+        if (x == NULL || PyTuple_GET_ITEM(t, 0) == NULL) {
+            Py_XDECREF(x);
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i + 1, x);
+    }
+    return t;
+}
+
+/* A hashable description of a fake argument, or NULL (no exception: not
+   cacheable; with one: an error). */
+static PyObject *sig_of(PyObject *a, int depth)
+{
+    if (depth > 8)
+        return NULL;
+    if (fj_torch_is_tensor(a)) {
+        PyObject *shape = PyObject_GetAttrString(a, "shape");
+        PyObject *stride = shape ? PyObject_CallMethod(a, "stride", NULL) : NULL;
+        PyObject *dtype = stride ? PyObject_GetAttrString(a, "dtype") : NULL;
+        PyObject *rg = dtype ? PyObject_GetAttrString(a, "requires_grad") : NULL;
+        PyObject *leaf = rg ? PyObject_GetAttrString(a, "is_leaf") : NULL;
+        PyObject *view = leaf ? PyObject_CallMethod(a, "_is_view", NULL) : NULL;
+        PyObject *r = view ? PyTuple_Pack(7, Py_None, dtype, shape, stride, rg, leaf, view) : NULL;
+        Py_XDECREF(shape);
+        Py_XDECREF(stride);
+        Py_XDECREF(dtype);
+        Py_XDECREF(rg);
+        Py_XDECREF(leaf);
+        Py_XDECREF(view);
+        return r;
+    }
+    if (a == Py_None || a == Py_Ellipsis || PyBool_Check(a) || PyLong_CheckExact(a) ||
+        PyFloat_CheckExact(a) || PyUnicode_CheckExact(a) || fj_torch_is_value(a)) {
+        /* the type too: 1 and 1.0 and True are equal keys but other arguments */
+        return PyTuple_Pack(2, (PyObject *)Py_TYPE(a), a);
+    }
+    if (PyTuple_CheckExact(a) || PyList_CheckExact(a))
+        return sig_items(a, PyTuple_CheckExact(a) ? "tuple" : "list", depth);
+    if (PySlice_Check(a)) {
+        PySliceObject *sl = (PySliceObject *)a;
+        PyObject *t = PyTuple_Pack(3, sl->start, sl->stop, sl->step);
+        PyObject *r = t ? sig_items(t, "slice", depth) : NULL;
+        Py_XDECREF(t);
+        return r;
+    }
+    return NULL;
+}
+
+/* The cache key of a call, or NULL (not cacheable, or an error set). */
+static PyObject *meta_key(const fj_OpDef *op, PyObject *target, PyObject *fargs, PyObject *fkw)
+{
+    int fast;
+    uint64_t bits;
+    PyObject *state = NULL;
+    if (fj_torch_global_state(1, &fast, &bits, &state) < 0)
+        return NULL;
+    if (fast && (state = PyLong_FromUnsignedLongLong(bits)) == NULL)
+        return NULL;
+    PyObject *a = sig_of(fargs, 0), *k = NULL, *key = NULL;
+    if (a != NULL && fkw != NULL) {
+        PyObject *items = PyDict_Items(fkw);
+        if (items != NULL && PyList_Sort(items) == 0)
+            k = sig_of(items, 0);
+        Py_XDECREF(items);
+    }
+    if (a != NULL && (fkw == NULL || k != NULL)) {
+        PyObject *opid = PyLong_FromVoidPtr((void *)op);
+        key = opid ? PyTuple_Pack(5, opid, target, state, a, k ? k : Py_None) : NULL;
+        Py_XDECREF(opid);
+    }
+    Py_XDECREF(state);
+    Py_XDECREF(a);
+    Py_XDECREF(k);
+    if (key != NULL && PyObject_Hash(key) == -1) {
+        PyErr_Clear(); /* a target that is not hashable: no caching */
+        Py_CLEAR(key);
+    }
+    return key;
+}
+
 /* The Var of top-level argument args[i] whose node's fake is 'fake', or NULL. */
 static PyObject *operand_with_fake(PyObject *const *args, Py_ssize_t n, PyObject *fake)
 {
@@ -247,10 +353,70 @@ static PyObject *operand_with_fake(PyObject *const *args, Py_ssize_t n, PyObject
     return NULL;
 }
 
+/* True when 'fake' is one of the fakes in (nested) 'a': an in-place or
+   out= result, which is never cached. */
+static int fake_among(PyObject *a, PyObject *fake)
+{
+    if (a == fake)
+        return 1;
+    if (PyTuple_CheckExact(a) || PyList_CheckExact(a))
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(a); i++)
+            if (fake_among(PySequence_Fast_GET_ITEM(a, i), fake))
+                return 1;
+    return 0;
+}
+
+/* A tensor, or a tuple of tensors and Nones (torch.split, multi-head attention's (out, None)). */
+static int cacheable_result(PyObject *res)
+{
+    if (fj_torch_is_tensor(res))
+        return 1;
+    if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) == 0)
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(res); i++)
+        if (!fj_torch_is_tensor(PyTuple_GET_ITEM(res, i)) && PyTuple_GET_ITEM(res, i) != Py_None)
+            return 0;
+    return 1;
+}
+
+/* True when the result (or an item of it) is one of the inputs' fakes. */
+static int aliases_input(PyObject *res, PyObject *const *args, Py_ssize_t n, PyObject *fargs,
+                         PyObject *kwvals)
+{
+    Py_ssize_t k = PyTuple_Check(res) ? PyTuple_GET_SIZE(res) : 1;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *r = PyTuple_Check(res) ? PyTuple_GET_ITEM(res, i) : res;
+        if (r != Py_None && (operand_with_fake(args, n, r) != NULL || fake_among(fargs, r) ||
+                             (kwvals != NULL && fake_among(kwvals, r))))
+            return 1;
+    }
+    return 0;
+}
+
+/* A cached result made fresh: each tensor a new alias (view_as), so no two
+   nodes share a fake; a tuple keeps its type (torch.return_types too). */
+static PyObject *fresh_alias(PyObject *hit)
+{
+    if (!PyTuple_Check(hit))
+        return PyObject_CallMethod(hit, "view_as", "O", hit);
+    Py_ssize_t k = PyTuple_GET_SIZE(hit);
+    PyObject *items = PyTuple_New(k);
+    for (Py_ssize_t i = 0; items != NULL && i < k; i++) {
+        PyObject *t = PyTuple_GET_ITEM(hit, i);
+        PyObject *a = t == Py_None ? Py_NewRef(Py_None) : PyObject_CallMethod(t, "view_as", "O", t);
+        if (a == NULL)
+            Py_CLEAR(items);
+        else
+            PyTuple_SET_ITEM(items, i, a);
+    }
+    return items; /* a plain tuple: the node reads items with getitem either way */
+}
+
 PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *target, PyObject *targs,
                               PyObject *kwargs, PyObject *const *args, Py_ssize_t n)
 {
     PyObject *fargs = NULL, *fkw = NULL, *res = NULL, *stem = NULL, *label = NULL, *out = NULL;
+    PyObject *key = NULL;
     if (fj_trace_torch_begin(tx) < 0)
         return NULL;
     if ((fargs = fake_arg(targs, NULL)) == NULL)
@@ -294,7 +460,26 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
                 goto done;
         }
     }
-    res = call_on_fakes(op, target, fargs, fkw);
+    key = meta_key(op, target, fargs, fkw);
+    if (key == NULL && PyErr_Occurred())
+        goto done;
+    PyObject *hit = key && meta_cache ? PyDict_GetItemWithError(meta_cache, key) : NULL;
+    if (hit != NULL)
+        res = fresh_alias(hit);
+    else if (PyErr_Occurred())
+        goto done;
+    else {
+        res = call_on_fakes(op, target, fargs, fkw);
+        PyObject *kwvals = res != NULL && key != NULL && fkw != NULL ? PyDict_Values(fkw) : NULL;
+        if (res != NULL && key != NULL && cacheable_result(res) && !aliases_input(res, args, n, fargs, kwvals)) {
+            if (meta_cache == NULL || PyDict_GET_SIZE(meta_cache) >= META_CACHE_MAX)
+                Py_XSETREF(meta_cache, PyDict_New());
+            if (meta_cache == NULL || PyDict_SetItem(meta_cache, key, res) < 0)
+                PyErr_Clear(); /* a cache that cannot grow changes nothing */
+        }
+        Py_XDECREF(kwvals);
+        PyErr_Clear();
+    }
     if (res == NULL)
         goto done;
     if (op == &fj_torch_func_row) {
@@ -370,6 +555,7 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
         Py_XDECREF(what);
     }
 done:
+    Py_XDECREF(key);
     Py_XDECREF(fargs);
     Py_XDECREF(fkw);
     Py_XDECREF(res);
@@ -576,4 +762,13 @@ PyObject *fj_trace_module_getattr(fj_TFrame *fr, PyObject *mv, PyObject *name)
         return v;
     }
     return fj_unsupported("torch module %s has no attribute %U", Py_TYPE(m->obj)->tp_name, name), NULL;
+}
+
+/* _testing.torch_meta_cache_clear(): forgets the cached metadata (benchmarks
+   measure a process's first compiles with it). */
+PyObject *fj_torch_meta_cache_clear(PyObject *mod, PyObject *unused);
+PyObject *fj_torch_meta_cache_clear(PyObject *mod, PyObject *unused)
+{
+    Py_CLEAR(meta_cache);
+    Py_RETURN_NONE;
 }
