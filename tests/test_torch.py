@@ -485,3 +485,57 @@ def test_torch_compile_calling_a_framejit_function():
     for _ in range(3):
         x = torch.randn(4)
         assert torch.equal(to(x), outer(x))
+
+
+class Counter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+        self.lin = nn.Linear(3, 3)
+        self.register_buffer("total", torch.zeros(3))
+
+    def forward(self, x):
+        self.calls += 1
+        y = self.lin(x)
+        self.total += y.sum(0).detach()
+        self.last = y.detach()
+        return y
+
+
+def test_module_attribute_and_buffer_mutation_replayed():
+    m1, m2 = Counter(), Counter()
+    m2.load_state_dict(m1.state_dict())
+    crun = framejit.compile(run, backend="eager")
+    x = torch.randn(2, 3)
+    for _ in range(3):
+        assert torch.equal(crun(m1, x), run(m2, x))
+    assert m1.calls == m2.calls == 3
+    assert torch.equal(m1.total, m2.total) and torch.equal(m1.last, m2.last)
+    assert "last" in m1.__dict__ and "total" in m1._buffers
+    ex = framejit.explain(run)(m1, x)
+    assert ex.graph_break_count == 0, ex.break_reasons
+
+
+def test_inplace_broadcast_error_is_the_same_error():
+    class Bad(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("total", torch.zeros(3))
+
+        def forward(self, x):
+            self.total += x  # (2, 3) into (3,): torch refuses
+            return x
+    crun = framejit.compile(run, backend="eager")
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        crun(Bad(), torch.randn(2, 3))
+
+
+def test_inplace_on_an_intermediate_passed_in():
+    def f(x):
+        x.mul_(2)
+        return x + 1
+    cf = framejit.compile(f, backend="eager")
+    w = torch.randn(3, requires_grad=True)
+    a, b = w * 1, w * 1  # non-leaf tensors that require grad: in-place is allowed
+    assert torch.equal(cf(a), f(b)) and torch.equal(a, b)
+    assert counters["stats"]["unique_graphs"] == 1

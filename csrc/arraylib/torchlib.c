@@ -143,6 +143,11 @@ int fj_torch_is_plain_tensor(PyObject *o)
            ((PyObject *)Py_TYPE(o) == tensor_type || (PyObject *)Py_TYPE(o) == param_type);
 }
 
+int fj_torch_is_parameter(PyObject *o)
+{
+    return param_type != NULL && PyObject_TypeCheck(o, (PyTypeObject *)param_type);
+}
+
 int fj_torch_is_value(PyObject *o)
 {
     if (tensor_base == NULL)
@@ -160,6 +165,19 @@ int fj_torch_is_value(PyObject *o)
 int fj_torch_is_module(PyObject *o)
 {
     return module_type != NULL && PyObject_TypeCheck(o, module_type);
+}
+
+int fj_torch_module_setattr_is_torchs(PyTypeObject *tp)
+{
+    static PyObject *setattr_name = NULL;
+    if (module_type == NULL)
+        return 0;
+    if (setattr_name == NULL && (setattr_name = PyUnicode_InternFromString("__setattr__")) == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *mine = _PyType_Lookup(module_type, setattr_name);
+    return mine != NULL && _PyType_Lookup(tp, setattr_name) == mine;
 }
 
 int fj_torch_module_container(PyObject *o)
@@ -223,6 +241,16 @@ PyObject *fj_torch_fake(PyObject *t, const char **why)
                                         "requires_grad", rg)
                         : NULL;
     PyObject *fake = kw ? PyObject_Call(empty_strided, args, kw) : NULL;
+    if (fake != NULL && rg == Py_True) {
+        /* an intermediate result (not a leaf) takes in-place ops a leaf that
+           requires grad refuses: its fake must not be a leaf either */
+        PyObject *leaf = PyObject_GetAttrString(t, "is_leaf");
+        if (leaf == NULL)
+            Py_CLEAR(fake);
+        else if (leaf == Py_False)
+            Py_SETREF(fake, fj_torch_non_leaf(fake));
+        Py_XDECREF(leaf);
+    }
     Py_XDECREF(size);
     Py_XDECREF(stride);
     Py_XDECREF(dtype);
@@ -292,6 +320,25 @@ int fj_torch_meta_slow(PyObject *t, fj_TensorMeta *m, PyObject **dtype)
     Py_XDECREF(keys);
     Py_XDECREF(raw);
     return ok ? 1 : -1;
+}
+
+PyObject *fj_torch_non_leaf(PyObject *fake)
+{
+    if (fake == NULL)
+        return NULL;
+    /* clone keeps the strides of a dense tensor; an overlapping one (an
+       expand's zero strides) comes back contiguous: then a view stands in */
+    PyObject *c = PyObject_CallMethod(fake, "clone", NULL);
+    PyObject *s1 = c ? PyObject_CallMethod(c, "stride", NULL) : NULL;
+    PyObject *s2 = s1 ? PyObject_CallMethod(fake, "stride", NULL) : NULL;
+    int same = s2 ? PyObject_RichCompareBool(s1, s2, Py_EQ) : -1;
+    Py_XDECREF(s1);
+    Py_XDECREF(s2);
+    if (same == 0)
+        Py_SETREF(c, PyObject_CallMethod(fake, "view_as", "O", fake));
+    else if (same < 0)
+        Py_CLEAR(c);
+    return c;
 }
 
 PyObject *fj_torch_dtype_text(PyObject *dtype)

@@ -33,12 +33,16 @@ int fj_torch_ready(void);
 int fj_torch_is_tensor(PyObject *o);
 /* True for an exact torch.Tensor or torch.nn.Parameter: what the graph takes. */
 int fj_torch_is_plain_tensor(PyObject *o);
+/* True for a torch.nn.Parameter (or subclass). */
+int fj_torch_is_parameter(PyObject *o);
 /* True for a torch.Size / dtype / device / layout object (values a graph may hold). */
 int fj_torch_is_value(PyObject *o);
 /* True for a torch.dtype or torch.layout: singletons, matched by identity. */
 int fj_torch_is_singleton(PyObject *o);
 /* True for an instance of torch.nn.Module (any subclass). */
 int fj_torch_is_module(PyObject *o);
+/* True when the module class's __setattr__ is torch.nn.Module's own. */
+int fj_torch_module_setattr_is_torchs(PyTypeObject *tp);
 /* FJ_TORCH_SEQUENTIAL / FJ_TORCH_MODULELIST for exact nn.Sequential /
    nn.ModuleList (iterated over their _modules), else 0. */
 enum { FJ_TORCH_SEQUENTIAL = 1, FJ_TORCH_MODULELIST = 2 };
@@ -56,6 +60,9 @@ PyObject *fj_torch_cpu_device(void);
 ** reason then, else NULL with an exception.
 */
 PyObject *fj_torch_fake(PyObject *t, const char **why);
+/* A new non-leaf tensor with the metadata of the meta tensor 'fake' (its
+   clone, or a view when cloning would change the strides); NULL on error. */
+PyObject *fj_torch_non_leaf(PyObject *fake);
 /* The meta device (borrowed). */
 PyObject *fj_torch_meta_device(void);
 

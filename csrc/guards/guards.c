@@ -1573,7 +1573,7 @@ static const char *manager_verify(GuardManager *m, GuardManager *parent, int dep
     int immutable = m->nchildren == 0 && m->nleaves > 0;
     for (Py_ssize_t i = 0; i < m->nleaves; i++) {
         Leaf *lf = m->leaves[i];
-        if (lf == NULL || lf->kind < LEAF_TYPE_MATCH || lf->kind > LEAF_DIMS_EQUAL)
+        if (lf == NULL || lf->kind < LEAF_TYPE_MATCH || lf->kind > LEAF_TORCH_MATCH)
             return "a leaf of no known kind";
         if (lf->text == NULL || !PyUnicode_Check(lf->text))
             return "a leaf without its printed text";

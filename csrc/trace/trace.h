@@ -289,6 +289,10 @@ PyObject *fj_trace_module_children(fj_Tracer *tx, PyObject *m);
 /* A torch module's attribute (its __getattr__'s stores too).  New ref. */
 PyObject *fj_trace_module_getattr(fj_TFrame *fr, PyObject *m, PyObject *name);
 
+/* 0 when 'm.name = v' on the torch module 'm' is a plain store the trace
+   records and replays (guards added), else -1 with fj_Unsupported. */
+int fj_trace_module_store_ok(fj_Tracer *tx, fj_Var *m, PyObject *name, PyObject *v);
+
 /* Converts a Var into a graph argument: node, constant, or tuple/list of them. New ref. */
 PyObject *fj_var_to_graph_arg(PyObject *v);
 /* 1 if 'v' is, or holds in tuples and lists, a NODE Var of a dynamic shape; 0 if not; -1. */

@@ -1282,7 +1282,11 @@ int fj_trace_setattr(fj_TFrame *fr, PyObject *objv, PyObject *name, PyObject *v)
     fj_Tracer *tx = fr->tx;
     if (o->kind == FJ_VAR_INST)
         return fj_trace_inst_setattr(fr, o, name, v);
-    if (fj_trace_attr_in_dict(objv, name, "store", " (a side effect outside the frame)") < 0)
+    if (o->kind == FJ_VAR_OBJ && fj_torch_is_module(o->obj)) {
+        if (fj_trace_module_store_ok(tx, o, name, v) < 0)
+            return -1;
+    }
+    else if (fj_trace_attr_in_dict(objv, name, "store", " (a side effect outside the frame)") < 0)
         return -1;
     if (vv->kind == FJ_VAR_ITER || vv->kind == FJ_VAR_METHOD || vv->kind == FJ_VAR_CELL ||
         vv->kind == FJ_VAR_NULL)

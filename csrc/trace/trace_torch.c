@@ -244,8 +244,8 @@ static PyObject *call_on_fakes(const fj_OpDef *op, PyObject *target, PyObject *f
 ** recompile), so results are cached by their signature: the op, its
 ** target, each tensor argument's (dtype, sizes, strides, requires_grad,
 ** is_leaf, is a view), every other argument by value, and torch's global
-** state.  A hit gives a fresh alias (view_as) of the cached result: a new
-** non-leaf tensor with the same metadata, so two nodes never share a fake.
+** state.  A hit gives a fresh copy of the cached result (fj_torch_non_leaf:
+** a clone), so two nodes never share a fake.
 */
 #define META_CACHE_MAX 8192
 static PyObject *meta_cache = NULL; /* strong dict: key -> result fake */
@@ -393,17 +393,17 @@ static int aliases_input(PyObject *res, PyObject *const *args, Py_ssize_t n, PyO
     return 0;
 }
 
-/* A cached result made fresh: each tensor a new alias (view_as), so no two
-   nodes share a fake; a tuple keeps its type (torch.return_types too). */
+/* A cached result made fresh: each tensor a new clone, so no two nodes
+   share a fake. */
 static PyObject *fresh_alias(PyObject *hit)
 {
     if (!PyTuple_Check(hit))
-        return PyObject_CallMethod(hit, "view_as", "O", hit);
+        return fj_torch_non_leaf(hit);
     Py_ssize_t k = PyTuple_GET_SIZE(hit);
     PyObject *items = PyTuple_New(k);
     for (Py_ssize_t i = 0; items != NULL && i < k; i++) {
         PyObject *t = PyTuple_GET_ITEM(hit, i);
-        PyObject *a = t == Py_None ? Py_NewRef(Py_None) : PyObject_CallMethod(t, "view_as", "O", t);
+        PyObject *a = t == Py_None ? Py_NewRef(Py_None) : fj_torch_non_leaf(t);
         if (a == NULL)
             Py_CLEAR(items);
         else
@@ -477,8 +477,9 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
             if (meta_cache == NULL || PyDict_SetItem(meta_cache, key, res) < 0)
                 PyErr_Clear(); /* a cache that cannot grow changes nothing */
         }
+        if (kwvals == NULL && res != NULL)
+            PyErr_Clear(); /* PyDict_Values failing only means no caching */
         Py_XDECREF(kwvals);
-        PyErr_Clear();
     }
     if (res == NULL)
         goto done;
@@ -771,4 +772,58 @@ PyObject *fj_torch_meta_cache_clear(PyObject *mod, PyObject *unused)
 {
     Py_CLEAR(meta_cache);
     Py_RETURN_NONE;
+}
+
+int fj_trace_module_store_ok(fj_Tracer *tx, fj_Var *m, PyObject *name, PyObject *v)
+{
+    /* Module.__setattr__ of a value that is neither a Parameter nor a Module,
+       under a name that is no parameter or submodule, stores it in __dict__
+       (or in _buffers when the name is a buffer's): replaying the store with
+       setattr after the graph does exactly that */
+    static const char *const kept[] = {"_parameters", "_modules", NULL};
+    fj_Var *vv = VAR(v);
+    PyTypeObject *tp = Py_TYPE(m->obj);
+    if (m->source == NULL)
+        return fj_unsupported("attribute store on a torch module with no source");
+    if (!fj_torch_module_setattr_is_torchs(tp))
+        return fj_unsupported("attribute store on %s, whose __setattr__ is its own", tp->tp_name);
+    if (fj_torch_global_hooks() != NULL)
+        return fj_unsupported("attribute store on a torch module while a global module hook is registered");
+    int plain = vv->kind == FJ_VAR_CONST ? fj_is_plain_constant(vv->obj) || fj_torch_is_value(vv->obj)
+                : vv->kind == FJ_VAR_NODE ? 1
+                : vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST || vv->kind == FJ_VAR_DICT;
+    if (vv->kind == FJ_VAR_NODE && vv->source != NULL) {
+        /* a tensor input (a buffer stored back after +=): plain unless a Parameter */
+        PyObject *obj = NULL;
+        int r = fj_source_fetch(vv->source, &tx->view, &obj);
+        if (r < 0)
+            return -1;
+        plain = r > 0 && !fj_torch_is_parameter(obj);
+        Py_XDECREF(obj);
+    }
+    if (!plain)
+        return fj_unsupported("attribute store of %R on torch module %s (a parameter, module or object "
+                              "whose registration is not captured)", v, tp->tp_name);
+    for (int i = 0; kept[i] != NULL; i++) {
+        PyObject *d = module_slot(m, kept[i]);
+        if (d == NULL)
+            return -1;
+        int has = PyDict_Check(d) ? PyDict_Contains(d, name) : -1;
+        Py_DECREF(d);
+        if (has != 0) {
+            if (has > 0)
+                fj_unsupported("attribute store on torch module %s: %U is one of its %s", tp->tp_name,
+                               name, kept[i] + 1);
+            return -1;
+        }
+        /* and stays none of them */
+        PyObject *sname = PyUnicode_FromString(kept[i]);
+        fj_Source *src = sname ? fj_source_attr(m->source, sname) : NULL;
+        PyObject *mgr = src ? fj_guard_manager(tx->guards, src) : NULL;
+        Py_XDECREF(sname);
+        Py_XDECREF(src);
+        if (mgr == NULL || fj_guard_add_key_absent(mgr, name) < 0)
+            return -1;
+    }
+    return 0;
 }
