@@ -19,6 +19,7 @@
 ** exception types) come in through the 'hooks' object.
 */
 #include "compiler.h"
+#include "arraylib.h"
 #include "torchlib.h"
 
 #include "fj_numpy.h"
@@ -216,7 +217,7 @@ static int tracer_init(Compiler *c, fj_Tracer *tx, const fj_FrameView *view, PyC
     if (tx->log_trace && (tx->log_fn = PyObject_GetAttrString(c->hooks, "log")) == NULL)
         return -1;
     if (tx->graph == NULL || tx->guards == NULL || tx->inputs == NULL ||
-        tx->placeholders == NULL || fj_guard_add_global_state(tx->guards) < 0)
+        tx->placeholders == NULL || fj_numpy_lib.add_global_state(tx->guards) < 0)
         return -1;
     return 0;
 }

@@ -38,6 +38,7 @@
 #include "guard_values.h"
 #include "guards.h"
 #include "source.h"
+#include "arraylib.h"
 #include "torchlib.h"
 
 #include <stdarg.h>
@@ -1825,15 +1826,9 @@ static PyObject *mgr_add_tensor_match(PyObject *self, PyObject *args, PyObject *
     PyObject *example, *dyn = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:add_tensor_match", kwlist, &example, &dyn))
         return NULL;
-    if (fj_torch_ready() && fj_torch_is_tensor(example)) {
-        if (dyn != NULL && dyn != Py_None && PyObject_Length(dyn) != 0) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_ValueError, "dynamic dims of torch tensors are not supported yet");
-            return NULL;
-        }
-        RETURN_STATUS(fj_guard_add_torch_match(self, example));
-    }
-    RETURN_STATUS(fj_guard_add_tensor_match(self, example, dyn));
+    (void)fj_torch_ready();
+    const fj_ArrayLib *lib = fj_arraylib_of(example);
+    RETURN_STATUS((lib ? lib : &fj_numpy_lib)->add_tensor_match(self, example, dyn));
 }
 
 static PyObject *mgr_accessors(GuardManager *self, PyObject *unused)

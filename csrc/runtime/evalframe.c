@@ -16,6 +16,7 @@
 */
 #define FJ_IMPORT_WATCH /* compat.h: the import watcher is defined here */
 #include "evalframe.h"
+#include "arraylib.h"
 #include "torchlib.h"
 
 #include "cache.h"
@@ -343,7 +344,7 @@ static int code_is_compatible(PyCodeObject *orig, PyCodeObject *code)
 
 static inline int is_array(PyObject *o)
 {
-    return o != NULL && (PyArray_Check(o) || PyArray_IsScalar(o, Generic) || fj_torch_is_tensor(o));
+    return o != NULL && fj_arraylib_of(o) != NULL;
 }
 
 /*
@@ -378,7 +379,7 @@ static int numpy_ready(void)
 ** array or scalar: an argument, an item of *args, a value of **kwargs, or
 ** the contents of a free variable (TorchDynamo's has_tensor_in_frame).  It
 ** reads only the frame's slots and the exact types' items, never program
-** code.  (An array library other than NumPy joins here: issue 19.)
+** code.  Arrays are any library's (arraylib.h: NumPy's, torch's).
 */
 int fj_view_has_arrays(PyCodeObject *co, const fj_FrameView *view)
 {

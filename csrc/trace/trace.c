@@ -12,6 +12,7 @@
 
 #include "fj_numpy.h"
 #include "graph.h"
+#include "arraylib.h"
 #include "torchlib.h"
 
 #include <stdarg.h>
@@ -374,8 +375,8 @@ int fj_trace_specialize(fj_Tracer *tx)
         PyObject *mgr = fj_guard_manager(tx->guards, v->source);
         if (mgr == NULL)
             return -1;
-        int r = PyArray_Check(value) ? fj_guard_add_tensor_match(mgr, value, NULL)
-                                     : fj_guard_add_equals_match(mgr, value);
+        const fj_ArrayLib *lib = fj_arraylib_of(value);
+        int r = lib != NULL ? lib->add_tensor_match(mgr, value, NULL) : fj_guard_add_equals_match(mgr, value);
         if (r < 0)
             return -1;
     }

@@ -19,6 +19,7 @@
 #include "fj_numpy.h"
 #include "graph.h"
 #include "guards.h"
+#include "arraylib.h"
 #include "tensor_meta.h"
 #include "torchlib.h"
 #include "walk.h"
@@ -55,7 +56,7 @@ int fj_trace_torch_begin(fj_Tracer *tx)
     if (fj_graph_is_torch(tx->graph))
         return 0;
     ensure_reader();
-    return fj_guard_add_torch_state(tx->guards);
+    return fj_torch_lib.add_global_state(tx->guards);
 }
 
 fj_Var *fj_trace_tensor_input(fj_Tracer *tx, fj_Source *src, PyObject *mgr, PyObject *value)
