@@ -539,3 +539,27 @@ def test_inplace_on_an_intermediate_passed_in():
     a, b = w * 1, w * 1  # non-leaf tensors that require grad: in-place is allowed
     assert torch.equal(cf(a), f(b)) and torch.equal(a, b)
     assert counters["stats"]["unique_graphs"] == 1
+
+
+def test_training_loop_with_inductor_within_tolerance():
+    """20 SGD steps: framejit with inductor (torch's AOT autograd splits forward
+    and backward) against eager, losses within float tolerance."""
+    def make():
+        torch.manual_seed(0)
+        m = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1))
+        return m, torch.optim.SGD(m.parameters(), lr=0.05)
+
+    def step(m, opt, x, y):
+        opt.zero_grad()
+        loss = F.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    X, Y = torch.randn(32, 8), torch.randn(32, 1)
+    m1, o1 = make()
+    m2, o2 = make()
+    cstep = framejit.compile(step, backend="inductor")
+    l1 = [step(m1, o1, X, Y).item() for _ in range(20)]
+    l2 = [cstep(m2, o2, X, Y).item() for _ in range(20)]
+    assert l2 == pytest.approx(l1, rel=1e-4, abs=1e-6)
+    assert counters["stats"]["unique_graphs"] == 1
