@@ -648,11 +648,9 @@ static int guard_empty_dict(fj_Tracer *tx, fj_Var *m, const char *attr)
     PyObject *mgr = src ? fj_guard_manager(tx->guards, src) : NULL;
     Py_XDECREF(src);
     PyObject *none = mgr ? PyList_New(0) : NULL;
-    /* torch keeps hooks in OrderedDicts */
-    int r = none == NULL || fj_guard_add_type_match(mgr, (PyObject *)Py_TYPE(d)) < 0 ||
-                    fj_guard_add_dict_keys(mgr, none) < 0
-                ? -1
-                : 0;
+    /* DICT_KEYS alone: a dict of any kind (torch keeps hooks in OrderedDicts)
+       with no keys holds no hook */
+    int r = none == NULL || fj_guard_add_dict_keys(mgr, none) < 0 ? -1 : 0;
     Py_XDECREF(none);
     Py_DECREF(d);
     return r;
