@@ -2680,14 +2680,12 @@ def test_keyword_arguments_and_defaults():
 DYNAMIC = ["binary_op_add_row_float32", "reduce_sum_1_keep", "reduce_mean_01_keep_m", "shape_view_infer",
            "shape_reshape_shape", "shape_cat_dim", "shape_split", "index_slice_2d", "nn_softmax",
            "nn_layer_norm_noaffine", "nn_matmul_batched", "flow_if_shape", "flow_loop_over_rows",
-           "create_like", "create_arange_from_shape", "side_add_returns_input", "shape_size_numel_dim",
+           "create_like", "create_arange_from_shape", "side_add_returns_input", "shape_view_size",
            "nn_conv2d", "index_int_tuple_slice", "flow_while_shape"]
 
 
 @pytest.mark.parametrize("name", DYNAMIC)
 def test_torch_differential_dynamic(name, record_property):
-    case = CASE_BY_NAME[name]
-    if name in KNOWN_BUGS:
-        pytest.xfail(KNOWN_BUGS[name])
+    assert name not in KNOWN_BUGS
     framejit.reset()
-    run_case(case, compile_kw={"dynamic": True})
+    run_case(CASE_BY_NAME[name], compile_kw={"dynamic": True})
