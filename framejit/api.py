@@ -1,6 +1,7 @@
 """framejit.compile and friends: the wrapper that turns the hook on around a call."""
 import collections
 import functools
+import builtins as _builtins
 import sys
 import warnings
 
@@ -72,12 +73,32 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None, callback=No
         callback = _C.Compiler(backend_fn, hooks, fullgraph=bool(fullgraph),
                                dynamic=dynamic, marked=_marked)
 
-    wrapper = _C.CompiledFunction(fn, callback)
+    target = _module_call(fn) or fn
+    wrapper = _C.CompiledFunction(target, callback)
     try:
         functools.update_wrapper(wrapper, fn)
     except AttributeError:  # a callable without __name__ etc.
         pass
     return wrapper
+
+
+_MODULE_CALL = "def forward_call(*args, **kwargs):\n    return module(*args, **kwargs)\n"
+
+
+def _module_call(fn):
+    """For a torch.nn.Module, the function framejit compiles in its place:
+    forward_call(*args, **kwargs) calling the module, in a file of its own
+    ('<framejit module call>'), since the module's own __call__ and forward
+    live in torch's files, which are never offered to the compiler.  Its
+    trace inlines the module's forward (the module is its global 'module').
+    None for anything else."""
+    torch = sys.modules.get("torch")
+    nn = getattr(torch, "nn", None) if torch is not None else None
+    if nn is None or not isinstance(fn, nn.Module):
+        return None
+    ns = {}
+    exec(_builtins.compile(_MODULE_CALL, "<framejit module call>", "exec"), {"module": fn}, ns)
+    return ns["forward_call"]
 
 
 # id(array) -> dims, for mark_dynamic; entries go when the array dies
@@ -90,6 +111,11 @@ def mark_dynamic(arr, dim):
     guarded and one graph serves every size (sizes 0 and 1 stay specialized)."""
     import weakref
     import numpy as np
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(arr, torch.Tensor):
+        raise NotImplementedError(
+            "framejit.mark_dynamic: dims of torch tensors are guarded exactly for now (a new shape "
+            "recompiles); symbolic sizes for tensors are issue 22")
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"mark_dynamic expects a numpy.ndarray, not {type(arr).__name__}")
     dims = (dim,) if isinstance(dim, int) else tuple(dim)

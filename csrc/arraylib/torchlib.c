@@ -3,6 +3,7 @@
 */
 #include "torchlib.h"
 #include "fj_numpy.h"
+#include "guard_values.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -17,6 +18,7 @@ static PyObject *param_type = NULL;     /* torch.nn.Parameter */
 static PyTypeObject *module_type = NULL; /* torch.nn.Module */
 static PyObject *sequential_type = NULL, *modulelist_type = NULL;
 static PyObject *module_mod = NULL;     /* torch.nn.modules.module (its global hook dicts) */
+static PyObject *memfmt_type = NULL; /* torch.memory_format */
 static PyObject *size_type = NULL, *dtype_type = NULL, *device_type = NULL, *layout_type = NULL;
 static PyObject *cpu_device = NULL, *meta_device = NULL;
 static PyObject *empty_strided = NULL;
@@ -110,6 +112,8 @@ static int load_types(PyObject *modules)
     device_type = Py_NewRef(dv);
     layout_type = Py_NewRef(ly);
     empty_strided = Py_NewRef(es);
+    PyObject *cl = mod_get(torch, "channels_last");
+    memfmt_type = cl != NULL ? Py_NewRef((PyObject *)Py_TYPE(cl)) : NULL;
     cpu_device = cpu;
     meta_device = meta;
     return 1;
@@ -143,6 +147,31 @@ int fj_torch_is_plain_tensor(PyObject *o)
            ((PyObject *)Py_TYPE(o) == tensor_type || (PyObject *)Py_TYPE(o) == param_type);
 }
 
+int fj_torch_is_value_type(PyObject *tp)
+{
+    /* torch.Size(...) and torch.device(...) of constants make immutable values */
+    return tensor_base != NULL && (tp == size_type || tp == device_type);
+}
+
+PyObject *fj_torch_vf_attr(PyObject *mod, PyObject *name)
+{
+    /* torch._VF forwards every attribute to torch._C._VariableFunctions
+       (its __getattr__): the class's own static methods, read as a type's */
+    if (tensor_base == NULL || !PyModule_Check(mod))
+        return NULL;
+    PyObject *modules = PyImport_GetModuleDict();
+    if (modules == NULL || PyDict_GetItemString(modules, "torch._VF") != mod)
+        return NULL;
+    PyObject *vf = mod_get(torch_c, "_VariableFunctions"), *v = NULL;
+    if (vf != NULL && !PyType_Check(vf))
+        vf = (PyObject *)Py_TYPE(vf); /* an instance of _VariableFunctionsClass */
+    if (vf == NULL || fj_safe_getattr(vf, name, &v) != 1) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return v;
+}
+
 int fj_torch_is_parameter(PyObject *o)
 {
     return param_type != NULL && PyObject_TypeCheck(o, (PyTypeObject *)param_type);
@@ -159,7 +188,7 @@ int fj_torch_is_value(PyObject *o)
                 return 0; /* a Size of symbolic ints */
         return 1;
     }
-    return tp == dtype_type || tp == device_type || tp == layout_type;
+    return tp == dtype_type || tp == device_type || tp == layout_type || (memfmt_type && tp == memfmt_type);
 }
 
 int fj_torch_is_module(PyObject *o)
@@ -206,7 +235,13 @@ const char *fj_torch_global_hooks(void)
 
 int fj_torch_is_singleton(PyObject *o)
 {
-    return tensor_base != NULL && ((PyObject *)Py_TYPE(o) == dtype_type || (PyObject *)Py_TYPE(o) == layout_type);
+    return tensor_base != NULL && ((PyObject *)Py_TYPE(o) == dtype_type || (PyObject *)Py_TYPE(o) == layout_type ||
+                                   (memfmt_type != NULL && (PyObject *)Py_TYPE(o) == memfmt_type));
+}
+
+PyObject *fj_torch_tensor_type(void)
+{
+    return tensor_type;
 }
 
 PyObject *fj_torch_cpu_device(void)
@@ -241,6 +276,22 @@ PyObject *fj_torch_fake(PyObject *t, const char **why)
                                         "requires_grad", rg)
                         : NULL;
     PyObject *fake = kw ? PyObject_Call(empty_strided, args, kw) : NULL;
+    if (fake != NULL) {
+        /* a lazily conjugated or negated tensor (x.conj()) carries the bit its
+           dispatch keys show, which TENSOR_MATCH pins: its fake carries it too */
+        PyObject *conj = PyObject_CallMethod(t, "is_conj", NULL);
+        PyObject *neg = conj ? PyObject_CallMethod(t, "is_neg", NULL) : NULL;
+        if (neg == NULL)
+            Py_CLEAR(fake);
+        else {
+            if (conj == Py_True)
+                Py_SETREF(fake, PyObject_CallMethod(fake, "conj", NULL));
+            if (fake != NULL && neg == Py_True)
+                Py_SETREF(fake, PyObject_CallMethod(fake, "_neg_view", NULL));
+        }
+        Py_XDECREF(conj);
+        Py_XDECREF(neg);
+    }
     if (fake != NULL && rg == Py_True) {
         /* an intermediate result (not a leaf) takes in-place ops a leaf that
            requires grad refuses: its fake must not be a leaf either */
@@ -409,9 +460,13 @@ static const char *const stateful_names[] = {
     "frombuffer", "from_file", "set_flush_denormal", "is_inference_mode_enabled",
     "set_anomaly_enabled", "is_anomaly_enabled", "set_warn_always", "is_warn_always_enabled",
     "empty_cache", "synchronize", "is_autocast_enabled", "set_autocast_enabled",
-    "get_autocast_dtype", "set_autocast_dtype", "is_tensor", "is_storage", "numel",
+    "get_autocast_dtype", "set_autocast_dtype", "is_storage",
     "typename", "vmap", "cond", "while_loop", "export", "jit", "autograd", "library",
     NULL};
+
+/* torch functions whose result is metadata TENSOR_MATCH pins (constants). */
+static const char *const meta_functions[] = {"numel", "is_floating_point", "is_complex", "is_tensor",
+                                             "is_nonzero_size", NULL};
 
 /* Readers of what GLOBAL_STATE pins. */
 static const char *const state_readers[] = {
@@ -455,6 +510,10 @@ int fj_torch_callable_kind(PyObject *fn)
         if (name_in(name, state_readers) &&
             (self == torch_c || (self == NULL || PyType_Check(self))))
             return FJ_TORCH_STATE_READ;
+        /* torch.overrides.has_torch_function*: False for the plain tensors a
+           graph holds (TENSOR_MATCH pins their exact types) */
+        if (self == torch_c && strncmp(name, "_has_torch_function", 19) == 0)
+            return FJ_TORCH_META;
         for (int i = 0; !torchs && i < 6; i++)
             torchs = self != NULL && self == c_modules[i];
         if (!torchs) {
@@ -506,6 +565,8 @@ int fj_torch_callable_kind(PyObject *fn)
         return 0;
     if (name[0] == '_' || strncmp(name, "set_", 4) == 0 || name_in(name, stateful_names))
         return FJ_TORCH_STATEFUL;
+    if (name_in(name, meta_functions))
+        return FJ_TORCH_META;
     return FJ_TORCH_OP;
 }
 
@@ -548,7 +609,6 @@ static const struct {
     {"apply_", "Tensor.apply_() runs a Python callable per element"},
     {"map_", "Tensor.map_() runs a Python callable per element"},
     {"map2_", "Tensor.map2_() runs a Python callable per element"},
-    {"cpu", "device moves are not captured yet"},
     {"cuda", "device moves are not captured yet"},
     {"type", "Tensor.type() is not captured"},
     {"get_device", NULL},
@@ -586,7 +646,7 @@ int fj_torch_method_ok(PyObject *name, const char **why)
 
 static const char *const meta_methods[] = {
     "size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous", "is_floating_point",
-    "is_complex", "element_size", "__len__", "is_signed", "is_inference", NULL};
+    "is_complex", "element_size", "__len__", "is_signed", NULL};
 
 int fj_torch_method_is_meta(PyObject *name)
 {

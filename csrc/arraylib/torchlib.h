@@ -33,6 +33,12 @@ int fj_torch_ready(void);
 int fj_torch_is_tensor(PyObject *o);
 /* True for an exact torch.Tensor or torch.nn.Parameter: what the graph takes. */
 int fj_torch_is_plain_tensor(PyObject *o);
+/* True for torch.Size and torch.device: called on constants, they fold. */
+int fj_torch_is_value_type(PyObject *tp);
+/* torch._VF.<name> (a module whose __getattr__ forwards to
+   torch._C._VariableFunctions): the function, new ref; NULL (no exception)
+   when 'mod' is not torch._VF or has no such function. */
+PyObject *fj_torch_vf_attr(PyObject *mod, PyObject *name);
 /* True for a torch.nn.Parameter (or subclass). */
 int fj_torch_is_parameter(PyObject *o);
 /* True for a torch.Size / dtype / device / layout object (values a graph may hold). */
@@ -50,6 +56,8 @@ int fj_torch_module_container(PyObject *o);
 /* NULL when no global module hook is registered (torch.nn.modules.module's
    _global_*_hooks are empty), else the name of a non-empty one (static). */
 const char *fj_torch_global_hooks(void);
+/* Borrowed: torch.Tensor (NULL before torch is ready). */
+PyObject *fj_torch_tensor_type(void);
 /* Borrowed: torch.device('cpu'), torch.nn.Parameter, torch.Tensor. */
 PyObject *fj_torch_cpu_device(void);
 
@@ -98,7 +106,9 @@ int fj_torch_state_reader_ready(void);
 ** global state, RNG seeds, files: never captured, never folded), or 0
 ** (not torch's).
 */
-enum { FJ_TORCH_OP = 1, FJ_TORCH_STATEFUL = 2, FJ_TORCH_STATE_READ = 3 };
+enum { FJ_TORCH_OP = 1, FJ_TORCH_STATEFUL = 2, FJ_TORCH_STATE_READ = 3, FJ_TORCH_META = 4 };
+/* FJ_TORCH_META: torch.numel(t), torch.is_floating_point(t), torch.is_tensor(v):
+   metadata, computed on fakes as constants. */
 /* FJ_TORCH_STATE_READ: reads only what GLOBAL_STATE pins (torch.is_grad_enabled,
    torch.is_autocast_enabled, torch.get_default_dtype ...): folded to a
    constant once the trace guards torch's global state. */

@@ -57,6 +57,7 @@ static void node_dealloc(fj_Node *n)
     Py_XDECREF(n->ufunc);
     Py_XDECREF(n->fake);
     Py_XDECREF(n->label);
+    Py_XDECREF(n->pytype);
     tp->tp_free((PyObject *)n);
     Py_DECREF(tp);
 }

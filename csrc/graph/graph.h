@@ -34,6 +34,8 @@ typedef struct fj_Node {
     PyArray_Descr *dtype;  /* strong; NULL for output and torch nodes */
     PyObject *fake;        /* strong: a torch node's meta tensor (tuple of them for
                               FJ_VAL_TENSORS), else NULL */
+    PyObject *pytype;      /* strong: a tensor placeholder's input type (torch.Tensor or
+                              torch.nn.Parameter; NULL for results: torch.Tensor) */
     PyObject *label;       /* strong str: a torch function node's printed target
                               ("torch.sin"), else NULL */
     int ndim;

@@ -595,7 +595,8 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
     else if (PyModule_Check(value) || PyFunction_Check(value) || PyCFunction_Check(value) ||
              PyType_Check(value) || PyArray_DescrCheck(value) || fj_torch_is_singleton(value) ||
              fj_trace_ops_for(value) != NULL ||
-             strcmp(Py_TYPE(value)->tp_name, "numpy.ufunc") == 0 || PyMethod_Check(value)) {
+             strcmp(Py_TYPE(value)->tp_name, "numpy.ufunc") == 0 || PyMethod_Check(value) ||
+             (Py_TYPE(value) == &PyMethodDescr_Type && fj_torch_callable_kind(value) != 0)) {
         if (fj_guard_add_id_match(mgr, value) < 0)
             return NULL;
         v = fj_var_const(value);
@@ -994,6 +995,8 @@ static PyObject *var_items(fj_TFrame *fr, PyObject *vo)
         break;
     case FJ_VAR_NODE: {
         fj_Node *n = (fj_Node *)v->obj;
+        if (n->vkind == FJ_VAL_TENSORS)
+            return fj_trace_torch_items(fr->tx, vo);
         if (v->dynamic && fj_trace_specialize(fr->tx) < 0)
             return NULL;
         if ((n->vkind == FJ_VAL_ARRAY || n->vkind == FJ_VAL_TENSOR) && n->ndim >= 1) {

@@ -265,6 +265,10 @@ PyObject *fj_trace_graph_call(fj_TFrame *fr, const struct fj_OpDef *op, PyObject
 fj_Var *fj_trace_tensor_input(fj_Tracer *tx, fj_Source *src, PyObject *mgr, PyObject *value);
 /* The trace depends on torch: GLOBAL_STATE pins torch's global state too (once). 0 or -1. */
 int fj_trace_torch_begin(fj_Tracer *tx);
+/* The items of a NODE Var of a tuple of tensors (getitem nodes): a new list. */
+PyObject *fj_trace_torch_items(fj_Tracer *tx, PyObject *v);
+/* A field (.values) of a NODE Var of a named tuple of tensors: new ref. */
+PyObject *fj_trace_torch_field(fj_Tracer *tx, PyObject *v, PyObject *name);
 /* True for a NODE Var of a tensor. */
 int fj_trace_is_tensor_var(PyObject *v);
 /* 1 when one of the Vars args[0..n) is or holds (in tuples and lists) a tensor. */
@@ -276,6 +280,9 @@ int fj_trace_has_tensor(PyObject *const *args, Py_ssize_t n);
 */
 PyObject *fj_trace_torch_node(fj_Tracer *tx, const struct fj_OpDef *op, PyObject *target,
                               PyObject *targs, PyObject *kwargs, PyObject *const *args, Py_ssize_t n);
+/* torch.numel(t), torch.is_floating_point(t) ...: a constant computed on fakes.  New ref. */
+PyObject *fj_trace_torch_meta_call(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n,
+                                   PyObject *kwnames);
 /* A tensor's metadata method (attr 0: objv.name(*args)) or attribute (attr 1)
    as a constant: new ref, NULL with fj_Unsupported. */
 PyObject *fj_trace_torch_meta(PyObject *objv, PyObject *name, PyObject *const *args, Py_ssize_t n,

@@ -561,6 +561,28 @@ done:
     return res;
 }
 
+static PyObject *deep_const_at(PyObject *v, int depth);
+static PyObject *deep_const(PyObject *v);
+
+/* torch.Size([2, 3]) / torch.device('cpu') on constants: an immutable value. */
+static PyObject *torch_value_call(PyObject *fn, PyObject *const *args, Py_ssize_t n)
+{
+    PyObject *stack[2] = {NULL, NULL};
+    if (n > 2)
+        return unsupported_obj("call of ", fn, " with more than 2 arguments"), NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if ((stack[i] = deep_const(args[i])) == NULL) {
+            Py_XDECREF(stack[0]);
+            return PyErr_Occurred() ? NULL
+                                    : (unsupported_obj("call of ", fn, " with arguments that are not constants"),
+                                       NULL);
+        }
+    PyObject *r = PyObject_Vectorcall(fn, stack, (size_t)n, NULL);
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_DECREF(stack[i]);
+    return const_result(r, "a torch value");
+}
+
 /* Calls 'fn' on the constants of args (all CONST); kwnames as in CALL. */
 static PyObject *fold_call(PyObject *fn, PyObject *const *args, Py_ssize_t n, PyObject *kwnames)
 {
@@ -715,6 +737,10 @@ static PyObject *var_type(PyObject *v)
             return (PyObject *)&PyArray_Type;
         if (n->vkind == FJ_VAL_PYSCALAR) /* a symbolic Python int/float/bool */
             return (PyObject *)Py_TYPE(n->example);
+        if (n->vkind == FJ_VAL_TENSOR) /* an op's result is a plain Tensor */
+            return n->pytype != NULL ? n->pytype : fj_torch_tensor_type();
+        if (n->dtype == NULL)
+            return NULL;
         return (PyObject *)n->dtype->typeobj;
     }
     case FJ_VAR_FUNC:
@@ -752,9 +778,15 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
             fj_Node *nd = (fj_Node *)a->obj;
             if (a->dynamic && fj_trace_specialize(fr->tx) < 0)
                 return NULL;
-            if (nd->vkind == FJ_VAL_ARRAY && nd->ndim > 0)
+            if ((nd->vkind == FJ_VAL_ARRAY || nd->vkind == FJ_VAL_TENSOR) && nd->ndim > 0)
                 return int_var(nd->shape[0]);
-            return fj_unsupported("len() of a 0-d array or NumPy scalar"), NULL;
+            return fj_unsupported("len() of a 0-d array, tensor or NumPy scalar"), NULL;
+        }
+        if (a->kind == FJ_VAR_OBJ && fj_torch_module_container(a->obj)) {
+            PyObject *mods = fj_trace_module_children(fr->tx, (PyObject *)a);
+            PyObject *r = mods ? int_var(PyDict_GET_SIZE(VAR(mods)->items)) : NULL;
+            Py_XDECREF(mods);
+            return r;
         }
         return fold_call(fn, args, n, kwnames);
     }
@@ -1037,6 +1069,10 @@ PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_
     int tk = fj_torch_callable_kind(fn);
     if (tk == FJ_TORCH_OP)
         return torch_call(fr, &fj_torch_func_row, fn, args, n, kwnames);
+    if (tk == FJ_TORCH_META)
+        return fj_trace_torch_meta_call(fr, fn, args, n, kwnames);
+    if (PyType_Check(fn) && fj_torch_is_value_type(fn) && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0))
+        return torch_value_call(fn, args, n);
     if (tk == FJ_TORCH_STATE_READ) {
         /* what it reads is pinned by GLOBAL_STATE */
         if (fj_trace_torch_begin(fr->tx) < 0 || !all_const(args, n))
@@ -1136,6 +1172,8 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
         Py_XDECREF(c);
         return r;
     }
+    if (o->kind == FJ_VAR_NODE && ((fj_Node *)o->obj)->vkind == FJ_VAL_TENSORS)
+        return fj_trace_torch_field(fr->tx, objv, name);
     if (fj_trace_is_tensor_var(objv)) {
         int ak = fj_torch_attr_kind(name);
         if (ak == 1)
@@ -1191,6 +1229,12 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
             int got = fj_safe_getattr(obj, name, &v);
             if (got < 0)
                 return fj_trace_as_unsupported("attribute lookup");
+            if (got == 0 && (v = fj_torch_vf_attr(obj, name)) != NULL) {
+                /* the same function whatever the module's state: a constant */
+                PyObject *r = (PyObject *)fj_var_const(v);
+                Py_DECREF(v);
+                return r;
+            }
             if (got == 0) {
                 /* named without repr(): a module's repr reads its __file__,
                    through its __getattr__ */
@@ -1537,8 +1581,6 @@ static int is_static_type(PyObject *v)
     return PyType_CheckExact(v) && !(((PyTypeObject *)v)->tp_flags & Py_TPFLAGS_HEAPTYPE);
 }
 
-static PyObject *deep_const_at(PyObject *v, int depth);
-
 static PyObject *deep_const_item(PyObject *v, void *depth)
 {
     return deep_const_at(v, *(int *)depth + 1);
@@ -1635,8 +1677,8 @@ PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
 {
     fj_Var *o = VAR(objv);
     if (o->kind == FJ_VAR_NODE) {
-        if (VAR(keyv)->kind == FJ_VAR_NODE &&
-            ((fj_Node *)VAR(keyv)->obj)->vkind != FJ_VAL_PYSCALAR)
+        if (VAR(keyv)->kind == FJ_VAR_NODE && ((fj_Node *)VAR(keyv)->obj)->vkind != FJ_VAL_PYSCALAR &&
+            !(fj_trace_is_tensor_var(objv) && fj_trace_is_tensor_var(keyv)))
             return fj_unsupported("indexing an array with an array"), NULL;
         /* an integer index is in range only for some sizes: with dynamic dims the
            graph could raise IndexError at run time (after side effects that come

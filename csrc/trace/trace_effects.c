@@ -137,7 +137,8 @@ static PyObject *item_key(PyObject *o, PyObject *k, const char *what)
 int fj_trace_store_subscr(fj_TFrame *fr, PyObject *o, PyObject *k, PyObject *v)
 {
     fj_Var *ov = VAR(o);
-    if (ov->kind == FJ_VAR_NODE && ((fj_Node *)ov->obj)->vkind == FJ_VAL_ARRAY)
+    if (ov->kind == FJ_VAR_NODE && (((fj_Node *)ov->obj)->vkind == FJ_VAL_ARRAY ||
+                                     ((fj_Node *)ov->obj)->vkind == FJ_VAL_TENSOR))
         return array_setitem(fr, o, k, v);
     PyObject *key = item_key(o, k, "item assignment");
     if (key == NULL)

@@ -84,6 +84,7 @@ fj_Var *fj_trace_tensor_input(fj_Tracer *tx, fj_Source *src, PyObject *mgr, PyOb
     Py_DECREF(fake);
     if (node == NULL || fj_guard_add_torch_match(mgr, value) < 0)
         return NULL;
+    node->pytype = Py_NewRef((PyObject *)Py_TYPE(value)); /* exact: TENSOR_MATCH pins it */
     fj_Var *v = fj_var_node((PyObject *)node);
     if (v != NULL && PyList_Append(tx->placeholders, (PyObject *)v) < 0)
         Py_CLEAR(v);
@@ -101,7 +102,9 @@ static int tensor_enter(fj_VarWalk *w, PyObject *v)
 {
     fj_Var *vv = VAR(v);
     if (vv->kind == FJ_VAR_NODE)
-        return ((fj_Node *)vv->obj)->vkind == FJ_VAL_TENSOR ? FJ_WALK_STOP : FJ_WALK_SKIP;
+        return ((fj_Node *)vv->obj)->vkind == FJ_VAL_TENSOR || ((fj_Node *)vv->obj)->vkind == FJ_VAL_TENSORS
+                   ? FJ_WALK_STOP
+                   : FJ_WALK_SKIP;
     return vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST ? FJ_WALK_INTO : FJ_WALK_SKIP;
 }
 
@@ -121,7 +124,7 @@ static PyObject *fake_arg(PyObject *a, void *unused)
 {
     if (fj_Node_Check(a)) {
         fj_Node *n = (fj_Node *)a;
-        if (n->vkind == FJ_VAL_TENSOR)
+        if (n->vkind == FJ_VAL_TENSOR || n->vkind == FJ_VAL_TENSORS)
             return Py_NewRef(n->fake);
         if (n->vkind == FJ_VAL_PYSCALAR)
             return Py_NewRef(n->example);
@@ -177,6 +180,15 @@ static int func_names(PyObject *fn, PyObject **stem, PyObject **label)
     *label = PyUnicode_FromFormat("%U.%U", mod, name);
     Py_DECREF(mod);
     return *label ? 0 : -1;
+}
+
+/* "to", interned (t.cpu() is traced as t.to(meta) on the fake). Borrowed. */
+static PyObject *to_name(void)
+{
+    static PyObject *s = NULL;
+    if (s == NULL)
+        s = PyUnicode_InternFromString("to");
+    return s;
 }
 
 /* What to call the failing op in a reason: new reference. */
@@ -400,6 +412,14 @@ static PyObject *fresh_alias(PyObject *hit)
 {
     if (!PyTuple_Check(hit))
         return fj_torch_non_leaf(hit);
+    if (!PyTuple_CheckExact(hit)) {
+        /* torch.return_types.*: the same named tuple of fresh items */
+        PyObject *plain = PySequence_Tuple(hit), *items = plain ? fresh_alias(plain) : NULL;
+        PyObject *r = items ? PyObject_CallOneArg((PyObject *)Py_TYPE(hit), items) : NULL;
+        Py_XDECREF(plain);
+        Py_XDECREF(items);
+        return r;
+    }
     Py_ssize_t k = PyTuple_GET_SIZE(hit);
     PyObject *items = PyTuple_New(k);
     for (Py_ssize_t i = 0; items != NULL && i < k; i++) {
@@ -434,7 +454,7 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
             if (bad)
                 goto done;
         }
-        if (op->kind == FJ_OP_FUNC && PyDict_GetItemString(fkw, "device") != NULL) {
+        if (PyDict_GetItemString(fkw, "device") != NULL) {
             /* a creation op's device: the CPU's becomes the fakes' */
             PyObject *dev = PyDict_GetItemString(fkw, "device");
             int cpu = dev == Py_None ? 1 : PyUnicode_Check(dev) ? PyUnicode_CompareWithASCIIString(dev, "cpu") == 0
@@ -447,6 +467,36 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
             }
             if (PyDict_SetItemString(fkw, "device", fj_torch_meta_device()) < 0)
                 goto done;
+        }
+    }
+    if (op->kind == FJ_OP_METHOD && (PyUnicode_CompareWithASCIIString(target, "to") == 0 ||
+                                     PyUnicode_CompareWithASCIIString(target, "cpu") == 0)) {
+        /* t.to('cpu'), t.to(torch.device('cpu')), t.cpu() of a CPU tensor: on the fake, the
+           meta device (the real one is the CPU; 'to' gives back the tensor itself) */
+        if (PyUnicode_CompareWithASCIIString(target, "cpu") == 0) {
+            PyObject *m = PyTuple_Pack(2, PyTuple_GET_ITEM(fargs, 0), fj_torch_meta_device());
+            if (m == NULL)
+                goto done;
+            Py_SETREF(fargs, m);
+            target = to_name();
+            if (target == NULL)
+                goto done;
+        }
+        for (Py_ssize_t i = 1; i < PyTuple_GET_SIZE(fargs); i++) {
+            PyObject *a = PyTuple_GET_ITEM(fargs, i);
+            int cpu = PyUnicode_Check(a) ? PyUnicode_CompareWithASCIIString(a, "cpu") == 0
+                      : fj_torch_is_value(a) && Py_TYPE(a) == Py_TYPE(fj_torch_cpu_device())
+                          ? PyObject_RichCompareBool(a, fj_torch_cpu_device(), Py_EQ)
+                          : 0;
+            if (cpu < 0)
+                goto done;
+            if (cpu) {
+                PyObject *copy = PyTuple_GetSlice(fargs, 0, PyTuple_GET_SIZE(fargs));
+                if (copy == NULL)
+                    goto done;
+                Py_SETREF(PyTuple_GET_ITEM(copy, i), Py_NewRef(fj_torch_meta_device()));
+                Py_SETREF(fargs, copy);
+            }
         }
     }
     /* creation ops with no tensor argument make their tensor on the meta device */
@@ -494,6 +544,14 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
         stem = PyUnicode_FromString(op->name);
     if (stem == NULL)
         goto done;
+    if (res == Py_None && (op->flags & FJ_OPF_MUTATES) && n >= 1 && fj_trace_is_tensor_var(args[0])) {
+        /* t[key] = v: an in-place node with t's metadata; the statement's value is None */
+        fj_Node *node = fj_graph_torch_call(tx->graph, op, target, label, stem, targs, kwargs,
+                                            ((fj_Node *)VAR(args[0])->obj)->fake);
+        if (node != NULL)
+            out = (PyObject *)fj_var_const(Py_None);
+        goto done;
+    }
     if (fj_torch_is_tensor(res)) {
         PyObject *same = operand_with_fake(args, n, res);
         fj_Node *node = fj_graph_torch_call(tx->graph, op, target, label, stem, targs, kwargs, res);
@@ -515,12 +573,19 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
                 Py_XDECREF(what);
                 goto done;
             }
-        PyObject *fakes = PySequence_Tuple(res);
+        /* a named tuple of torch's (torch.return_types.max) stays one: the
+           node's value is it, its items and fields are read from it lazily */
+        int named = PyTuple_Check(res) && !PyTuple_CheckExact(res);
+        PyObject *fakes = named ? Py_NewRef(res) : PySequence_Tuple(res);
         fj_Node *node = fakes ? fj_graph_torch_call(tx->graph, op, target, label, stem, targs, kwargs, fakes)
                               : NULL;
         Py_XDECREF(fakes);
         if (node == NULL)
             goto done;
+        if (named) {
+            out = (PyObject *)fj_var_node((PyObject *)node);
+            goto done;
+        }
         const fj_OpDef *gi = fj_ops_for_getitem();
         PyObject *gt = gi ? fj_op_target(gi) : NULL, *gstem = PyUnicode_FromString("getitem");
         PyObject *items = gt && gstem ? PyList_New(k) : NULL;
@@ -564,6 +629,38 @@ done:
     Py_XDECREF(stem);
     Py_XDECREF(label);
     return out;
+}
+
+PyObject *fj_trace_torch_meta_call(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n,
+                                   PyObject *kwnames)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *stack[16], *res = NULL;
+    Py_ssize_t filled = 0;
+    if (n > 16)
+        return fj_unsupported("too many arguments"), NULL;
+    for (; filled < n; filled++) {
+        PyObject *g = fj_var_to_graph_arg(args[filled]);
+        stack[filled] = g ? fake_arg(g, NULL) : NULL;
+        Py_XDECREF(g);
+        if (stack[filled] == NULL)
+            goto done;
+    }
+    res = PyObject_Vectorcall(fn, stack, (size_t)(n - nkw), kwnames);
+    if (res == NULL) {
+        fj_trace_as_unsupported("a torch metadata function");
+        goto done;
+    }
+    if (!fj_is_plain_constant(res)) {
+        fj_unsupported("a torch metadata function returned a %s", Py_TYPE(res)->tp_name);
+        Py_CLEAR(res);
+        goto done;
+    }
+    Py_SETREF(res, (PyObject *)fj_var_const(res));
+done:
+    for (Py_ssize_t i = 0; i < filled; i++)
+        Py_DECREF(stack[i]);
+    return res;
 }
 
 PyObject *fj_trace_torch_meta(PyObject *objv, PyObject *name, PyObject *const *args, Py_ssize_t n,
@@ -825,4 +922,53 @@ int fj_trace_module_store_ok(fj_Tracer *tx, fj_Var *m, PyObject *name, PyObject 
             return -1;
     }
     return 0;
+}
+
+PyObject *fj_trace_torch_items(fj_Tracer *tx, PyObject *v)
+{
+    fj_Node *node = (fj_Node *)VAR(v)->obj;
+    PyObject *res = node->fake;
+    Py_ssize_t k = PyTuple_GET_SIZE(res);
+    const fj_OpDef *gi = fj_ops_for_getitem();
+    PyObject *gt = gi ? fj_op_target(gi) : NULL, *gstem = PyUnicode_FromString("getitem");
+    PyObject *items = gt && gstem ? PyList_New(k) : NULL;
+    for (Py_ssize_t i = 0; items != NULL && i < k; i++) {
+        fj_Var *iv;
+        if (PyTuple_GET_ITEM(res, i) == Py_None) {
+            iv = fj_var_const(Py_None);
+        } else {
+            PyObject *ga = Py_BuildValue("(On)", (PyObject *)node, i);
+            fj_Node *item = ga ? fj_graph_torch_call(tx->graph, gi, gt, NULL, gstem, ga, NULL,
+                                                     PyTuple_GET_ITEM(res, i))
+                               : NULL;
+            Py_XDECREF(ga);
+            iv = item ? fj_var_node((PyObject *)item) : NULL;
+        }
+        if (iv == NULL)
+            Py_CLEAR(items);
+        else
+            PyList_SET_ITEM(items, i, (PyObject *)iv);
+    }
+    Py_XDECREF(gstem);
+    return items;
+}
+
+PyObject *fj_trace_torch_field(fj_Tracer *tx, PyObject *v, PyObject *name)
+{
+    /* a field of a named tuple of torch's: the item it names */
+    fj_Node *node = (fj_Node *)VAR(v)->obj;
+    PyObject *item = NULL;
+    if (!PyTuple_CheckExact(node->fake) && fj_safe_getattr(node->fake, name, &item) == 1) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(node->fake); i++)
+            if (PyTuple_GET_ITEM(node->fake, i) == item) {
+                Py_DECREF(item);
+                PyObject *items = fj_trace_torch_items(tx, v);
+                PyObject *r = items ? Py_NewRef(PyList_GET_ITEM(items, i)) : NULL;
+                Py_XDECREF(items);
+                return r;
+            }
+        Py_DECREF(item);
+    }
+    PyErr_Clear();
+    return fj_unsupported("attribute %U of a tuple of tensors", name), NULL;
 }
