@@ -563,3 +563,30 @@ def test_training_loop_with_inductor_within_tolerance():
     l2 = [cstep(m2, o2, X, Y).item() for _ in range(20)]
     assert l2 == pytest.approx(l1, rel=1e-4, abs=1e-6)
     assert counters["stats"]["unique_graphs"] == 1
+
+
+def test_global_module_hook_registered_after_compile_is_honoured():
+    m = nn.Linear(3, 3)
+    crun = framejit.compile(run, backend="eager")
+    x = torch.randn(2, 3)
+    crun(m, x)
+    seen = []
+    h = nn.modules.module.register_module_forward_hook(lambda mod, i, o: seen.append(o.shape))
+    try:
+        assert torch.equal(crun(m, x), run(m, x))
+    finally:
+        h.remove()
+    assert seen == [torch.Size([2, 3])] * 2  # the compiled call ran it, then the plain one
+
+
+def test_compile_a_module_object():
+    m = MLP().eval()
+    x = torch.randn(4, 8)
+    cm = framejit.compile(m, backend="eager")
+    assert torch.equal(cm(x), m(x))
+    assert counters["stats"]["calls_captured"] == 4  # fc1, relu, dropout (eval: identity), fc2
+
+
+def test_mark_dynamic_on_a_tensor_says_it_is_not_supported():
+    with pytest.raises(NotImplementedError, match="torch tensors"):
+        framejit.mark_dynamic(torch.randn(3), 0)

@@ -753,6 +753,44 @@ static int guard_empty_dict(fj_Tracer *tx, fj_Var *m, const char *attr)
     return r;
 }
 
+/*
+** The global module hooks (torch.nn.modules.module._global_*_hooks) stay
+** empty: guarded through the module's class, whose Module._call_impl has
+** torch's module as its __globals__:
+** type(L['m'])._call_impl.__globals__['_global_forward_hooks'].  A hook
+** registered later fails the guard, and the retrace breaks at the call.
+*/
+static int guard_global_hooks(fj_Tracer *tx, fj_Var *m)
+{
+    static const char *const names[] = {"_global_forward_hooks", "_global_forward_pre_hooks",
+                                        "_global_backward_hooks", "_global_backward_pre_hooks",
+                                        "_global_forward_hooks_with_kwargs",
+                                        "_global_forward_hooks_always_called", NULL};
+    PyObject *ci = PyUnicode_FromString("_call_impl"), *gl = PyUnicode_FromString("__globals__");
+    fj_Source *tsrc = ci && gl ? fj_source_type_of(m->source) : NULL;
+    fj_Source *fsrc = tsrc ? fj_source_attr(tsrc, ci) : NULL;
+    fj_Source *gsrc = fsrc ? fj_source_attr(fsrc, gl) : NULL;
+    int r = gsrc == NULL ? -1 : 0;
+    for (int i = 0; r == 0 && names[i] != NULL; i++) {
+        PyObject *key = PyUnicode_FromString(names[i]);
+        fj_Source *src = key ? fj_source_item(gsrc, key) : NULL;
+        PyObject *mgr = src ? fj_guard_manager(tx->guards, src) : NULL;
+        PyObject *none = mgr ? PyList_New(0) : NULL;
+        r = none == NULL || fj_guard_add_dict_keys(mgr, none) < 0 ? -1 : 0;
+        Py_XDECREF(none);
+        Py_XDECREF(src);
+        Py_XDECREF(key);
+    }
+    Py_XDECREF(ci);
+    Py_XDECREF(gl);
+    Py_XDECREF(tsrc);
+    Py_XDECREF(fsrc);
+    Py_XDECREF(gsrc);
+    if (r == 0)
+        tx->torch_hooks_guarded = 1;
+    return r;
+}
+
 PyObject *fj_trace_module_call(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py_ssize_t n,
                                PyObject *kwnames)
 {
@@ -765,6 +803,8 @@ PyObject *fj_trace_module_call(fj_TFrame *fr, fj_Var *m, PyObject *const *args, 
         return fj_unsupported("a global module hook is registered (torch.nn.modules.module.%s): "
                               "module calls are not captured", global),
                NULL;
+    if (!tx->torch_hooks_guarded && guard_global_hooks(tx, m) < 0)
+        return NULL;
     for (int i = 0; module_hooks[i] != NULL; i++)
         if (guard_empty_dict(tx, m, module_hooks[i]) < 0)
             return NULL;
