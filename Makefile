@@ -4,7 +4,10 @@ PY ?= python3
 FRAMEJIT_BUILD ?= release
 export FRAMEJIT_BUILD
 LIBASAN := $(shell gcc -print-file-name=libasan.so)
-ASAN_ENV := LD_PRELOAD=$(LIBASAN) PYTHONMALLOC=malloc \
+# libstdc++ preloaded beside ASan: torch's libraries throw C++ exceptions,
+# and ASan's __cxa_throw interceptor needs the real one resolved first
+LIBSTDCXX := $(shell gcc -print-file-name=libstdc++.so)
+ASAN_ENV := LD_PRELOAD="$(LIBASAN) $(LIBSTDCXX)" PYTHONMALLOC=malloc \
 	ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 .PHONY: all build install deps test demo debug asan test-asan test-debug bench memcheck valgrind clean fuzz \
