@@ -107,6 +107,18 @@ leaves are all value checks (EQUALS_MATCH) is skipped while the globals
 dict's version tag is unchanged; a global array (TENSOR_MATCH) is never
 skipped (arrays change shape in place), and neither is a global subtree
 with an accessor below it."""),
+    ("torch", "torch: framejit against torch.compile", "bench/bench_torch.py [--quick]",
+     """\
+The same torch functions and models through framejit and torch.compile, one
+thread, in one run (issue 19).  Compile: the first call of a fresh compile
+minus one plain call, backend eager on both sides, best of 3 after one
+warm-up compile of each; framejit "cold" also empties its cache of torch
+metadata (what a process's first compile of a function pays: torch's meta
+kernels, many of them Python, run once per op signature), "warm" keeps it
+(recompiles, repeated blocks).  Warm overhead: ns a compiled call adds to
+the plain call on `torch.randn(4)`-sized tensors, interleaved rounds.
+Inductor: each side compiled once before the timed first call, so
+inductor's caches are equally warm; run time per call after warm-up."""),
     ("compile", "Compile", "bench/bench_compile.py [--quick]",
      """\
 (a) the first call after `framejit.reset()` minus a plain call, eager
