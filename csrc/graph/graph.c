@@ -417,6 +417,17 @@ error:
     return NULL;
 }
 
+/* n's kwargs, a copy of 'kwargs', and their names in order (the runner's kwnames).  0 or -1. */
+static int set_kwargs(fj_Node *n, PyObject *kwargs)
+{
+    if (!(n->kwargs = PyDict_Copy(kwargs)))
+        return -1;
+    PyObject *keys = PyDict_Keys(n->kwargs);
+    n->kwnames = keys ? PyList_AsTuple(keys) : NULL;
+    Py_XDECREF(keys);
+    return n->kwnames ? 0 : -1;
+}
+
 /* Sets a torch node's metadata from 'fake' (a meta tensor or a tuple of them). */
 static int set_torch_meta(fj_Node *n, PyObject *fake)
 {
@@ -497,15 +508,8 @@ fj_Node *fj_graph_torch_call(PyObject *gobj, const fj_OpDef *op, PyObject *targe
     n->target = Py_NewRef(target);
     n->label = Py_XNewRef(label);
     n->args = Py_NewRef(args);
-    if (kwargs) {
-        if (!(n->kwargs = PyDict_Copy(kwargs)))
-            goto error;
-        PyObject *keys = PyDict_Keys(n->kwargs);
-        n->kwnames = keys ? PyList_AsTuple(keys) : NULL;
-        Py_XDECREF(keys);
-        if (!n->kwnames)
-            goto error;
-    }
+    if (kwargs && set_kwargs(n, kwargs) < 0)
+        goto error;
     if (!(n->name = unique_name(g, stem)))
         goto error;
     g->ncalls++;
@@ -564,15 +568,8 @@ fj_Node *fj_graph_call(PyObject *gobj, const fj_OpDef *op, PyObject *args, PyObj
     n->args = Py_NewRef(args);
     if (!deep && kwargs == NULL && m.vkind == FJ_VAL_ARRAY && m.ndim > 0)
         n->ufunc = fj_op_ufunc(op, PyTuple_GET_SIZE(args));
-    if (kwargs) {
-        if (!(n->kwargs = PyDict_Copy(kwargs)))
-            goto error;
-        PyObject *keys = PyDict_Keys(n->kwargs);
-        n->kwnames = keys ? PyList_AsTuple(keys) : NULL;
-        Py_XDECREF(keys);
-        if (!n->kwnames)
-            goto error;
-    }
+    if (kwargs && set_kwargs(n, kwargs) < 0)
+        goto error;
     stem = PyUnicode_FromString(op->name);
     if (!stem || !(n->name = unique_name(g, stem)))
         goto error;

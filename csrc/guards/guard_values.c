@@ -265,53 +265,36 @@ static int descr_is_safe(PyObject *d, int on_class)
 }
 
 /*
-** True for a module subclass whose attribute hook is a class __getattr__
-** over module's own __getattribute__ (torch.backends' PropModule): its
-** dict is read as a module's, and a class attribute must be a safe
-** descriptor (a property is the program's code).
+** True when the heap type 'tp' finds __getattribute__ where 'base' has it
+** (object's, or module's): its only attribute hook is then a class
+** __getattr__, which CPython calls only after the generic (or module)
+** lookup fails.
 */
-static int module_hook_only(PyTypeObject *tp)
+static int getattribute_is(PyTypeObject *tp, PyTypeObject *base)
 {
-    static PyObject *getattribute = NULL, *module_ga = NULL; /* strong */
+    static PyObject *getattribute = NULL; /* strong, interned */
     if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE))
         return 0;
-    if (getattribute == NULL) {
-        if ((getattribute = PyUnicode_InternFromString("__getattribute__")) == NULL) {
-            PyErr_Clear();
-            return 0;
-        }
-        module_ga = Py_XNewRef(_PyType_Lookup(&PyModule_Type, getattribute));
+    if (getattribute == NULL && (getattribute = PyUnicode_InternFromString("__getattribute__")) == NULL) {
+        PyErr_Clear();
+        return 0;
     }
-    return module_ga != NULL && _PyType_Lookup(tp, getattribute) == module_ga;
+    PyObject *want = _PyType_Lookup(base, getattribute);
+    return want != NULL && _PyType_Lookup(tp, getattribute) == want;
 }
 
-/*
-** True when the type's attribute lookup is the generic one followed by a
-** __getattr__ of its class (tp_getattro is CPython's slot hook, and
-** __getattribute__ is object's): cached per type by its version tag.
-*/
+/* A module subclass with a class __getattr__ only (torch.backends'
+   PropModule): its dict is read as a module's, and a class attribute must be
+   a safe descriptor (a property is the program's code). */
+static int module_hook_only(PyTypeObject *tp)
+{
+    return getattribute_is(tp, &PyModule_Type);
+}
+
+/* An object whose class has __getattr__ only (torch.nn.Module). */
 static int only_getattr_hook(PyTypeObject *tp)
 {
-    static PyObject *getattribute = NULL, *object_ga = NULL; /* strong */
-    static PyTypeObject *last_tp = NULL;
-    static unsigned int last_tag = 0;
-    static int last_answer = 0;
-    if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE))
-        return 0;
-    if (tp == last_tp && tp->tp_version_tag == last_tag && last_tag != 0)
-        return last_answer;
-    if (getattribute == NULL) {
-        if ((getattribute = PyUnicode_InternFromString("__getattribute__")) == NULL) {
-            PyErr_Clear();
-            return 0;
-        }
-        object_ga = Py_XNewRef(_PyType_Lookup(&PyBaseObject_Type, getattribute));
-    }
-    int answer = object_ga != NULL && _PyType_Lookup(tp, getattribute) == object_ga;
-    last_tp = tp;
-    last_tag = tp->tp_version_tag;
-    last_answer = answer;
-    return answer;
+    return getattribute_is(tp, &PyBaseObject_Type);
 }
 
 int fj_only_getattr_hook(PyTypeObject *tp)

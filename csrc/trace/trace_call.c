@@ -329,6 +329,49 @@ static int graph_arg_is_value(PyObject *a, int depth)
     return 0;
 }
 
+/*
+** The graph arguments of a call's Vars args[0..n) (the last len(kwnames)
+** keywords): *targs a new tuple, *kwargs a new dict or NULL.  They must hold
+** values only (graph_arg_is_value): an object of the program's would have
+** its code run by the op at trace time and be kept alive by the graph.  0,
+** or -1 (both NULL) with fj_Unsupported naming 'what'.
+*/
+static int graph_args(PyObject *const *args, Py_ssize_t n, PyObject *kwnames, const char *what,
+                      PyObject **targs, PyObject **kwargs)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = n - nkw;
+    *kwargs = NULL;
+    if ((*targs = PyTuple_New(npos)) == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < npos; i++) {
+        PyObject *a = fj_var_to_graph_arg(args[i]);
+        if (a == NULL)
+            goto error;
+        PyTuple_SET_ITEM(*targs, i, a);
+    }
+    if (nkw) {
+        if ((*kwargs = PyDict_New()) == NULL)
+            goto error;
+        for (Py_ssize_t k = 0; k < nkw; k++) {
+            PyObject *a = fj_var_to_graph_arg(args[npos + k]);
+            int r = a ? PyDict_SetItem(*kwargs, PyTuple_GET_ITEM(kwnames, k), a) : -1;
+            Py_XDECREF(a);
+            if (r < 0)
+                goto error;
+        }
+    }
+    if (!graph_arg_is_value(*targs, 0) || (*kwargs != NULL && !graph_arg_is_value(*kwargs, 0))) {
+        fj_unsupported("an argument of %s holds an object of the program's: the op would run "
+                       "its code while tracing and the graph would keep it alive", what);
+        goto error;
+    }
+    return 0;
+error:
+    Py_CLEAR(*targs);
+    Py_CLEAR(*kwargs);
+    return -1;
+}
+
 /* True for the tensor nodes among 'args' being all floating point (or complex). */
 static int tensors_are_float(PyObject *const *args, Py_ssize_t n)
 {
@@ -360,7 +403,6 @@ static int tensors_are_float(PyObject *const *args, Py_ssize_t n)
 static PyObject *torch_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *target, PyObject *const *args,
                             Py_ssize_t n, PyObject *kwnames)
 {
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = n - nkw;
     int pyscalar = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         int p = has_pyscalar(args[i]);
@@ -397,34 +439,10 @@ static PyObject *torch_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *target,
             return r;
         }
     }
-    PyObject *targs = PyTuple_New(npos), *kwargs = NULL, *res = NULL;
-    if (targs == NULL)
-        return NULL;
-    for (Py_ssize_t i = 0; i < npos; i++) {
-        PyObject *a = fj_var_to_graph_arg(args[i]);
-        if (a == NULL)
-            goto done;
-        PyTuple_SET_ITEM(targs, i, a);
-    }
-    if (nkw) {
-        if ((kwargs = PyDict_New()) == NULL)
-            goto done;
-        for (Py_ssize_t k = 0; k < nkw; k++) {
-            PyObject *a = fj_var_to_graph_arg(args[npos + k]);
-            int r = a ? PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, k), a) : -1;
-            Py_XDECREF(a);
-            if (r < 0)
-                goto done;
-        }
-    }
-    if (!graph_arg_is_value(targs, 0) || (kwargs != NULL && !graph_arg_is_value(kwargs, 0))) {
-        fj_unsupported("an argument of a torch operation holds an object of the program's: the "
-                       "op would run its code while tracing and the graph would keep it alive");
-        goto done;
-    }
-    res = fj_trace_torch_node(fr->tx, op, target, targs, kwargs, args, n);
-done:
-    Py_DECREF(targs);
+    PyObject *targs = NULL, *kwargs = NULL, *res = NULL;
+    if (graph_args(args, n, kwnames, "a torch operation", &targs, &kwargs) == 0)
+        res = fj_trace_torch_node(fr->tx, op, target, targs, kwargs, args, n);
+    Py_XDECREF(targs);
     Py_XDECREF(kwargs);
     return res;
 }
@@ -432,7 +450,6 @@ done:
 static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args,
                             Py_ssize_t n, PyObject *kwnames)
 {
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = n - nkw;
     int dynamic = 0, pyscalar = 0;
     int tensors = fj_trace_has_tensor(args, n);
     if (tensors < 0)
@@ -501,34 +518,9 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
         Py_XDECREF(dims);
         return graph_call(fr, op, args, n, kwnames);
     }
-    PyObject *targs = PyTuple_New(npos), *kwargs = NULL, *res = NULL;
-    if (targs == NULL) {
-        Py_XDECREF(dims);
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < npos; i++) {
-        PyObject *a = fj_var_to_graph_arg(args[i]);
-        if (a == NULL)
-            goto done;
-        PyTuple_SET_ITEM(targs, i, a);
-    }
-    if (nkw) {
-        if ((kwargs = PyDict_New()) == NULL)
-            goto done;
-        for (Py_ssize_t k = 0; k < nkw; k++) {
-            PyObject *a = fj_var_to_graph_arg(args[npos + k]);
-            int r = a ? PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, k), a) : -1;
-            Py_XDECREF(a);
-            if (r < 0)
-                goto done;
-        }
-    }
-    if (!graph_arg_is_value(targs, 0) || (kwargs != NULL && !graph_arg_is_value(kwargs, 0))) {
-        fj_unsupported("an argument of %s holds an object of the program's: the op would run "
-                       "its code while tracing and the graph would keep it alive",
-                       fj_op_qualname(op));
+    PyObject *targs = NULL, *kwargs = NULL, *res = NULL;
+    if (graph_args(args, n, kwnames, fj_op_qualname(op), &targs, &kwargs) < 0)
         goto done;
-    }
     fj_Node *node = fj_graph_call(fr->tx->graph, op, targs, kwargs);
     if (node == NULL) {
         fj_trace_as_unsupported(fj_op_qualname(op));
