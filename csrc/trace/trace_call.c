@@ -548,7 +548,7 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
     }
 done:
     Py_XDECREF(dims);
-    Py_DECREF(targs);
+    Py_XDECREF(targs);
     Py_XDECREF(kwargs);
     return res;
 }
