@@ -1248,27 +1248,32 @@ int fj_guard_add_torch_state(PyObject *root)
     return fresh ? manager_add_leaf(m, lf) : 0;
 }
 
+/* GLOBAL_ABSENT on manager 'm' (the root: the frame's globals; another: the
+   dict at its source), printed 'text' (stolen).  0 or -1. */
+static int add_absent(GuardManager *m, PyObject *name, PyObject *text)
+{
+    Leaf *lf = text != NULL ? leaf_new(LEAF_GLOBAL_ABSENT) : NULL;
+    if (lf == NULL) {
+        Py_XDECREF(text);
+        return -1;
+    }
+    lf->obj = Py_NewRef(name);
+    return add_leaf_text(m, lf, text);
+}
+
 int fj_guard_add_global_absent(PyObject *root, PyObject *name)
 {
     if (check_root(root) < 0 || check_name(name) < 0)
         return -1;
-    Leaf *lf = leaf_new(LEAF_GLOBAL_ABSENT);
-    if (lf == NULL)
-        return -1;
-    lf->obj = Py_NewRef(name);
-    return add_leaf_text((GuardManager *)root, lf, PyUnicode_FromFormat("%R not in G", name));
+    return add_absent((GuardManager *)root, name, PyUnicode_FromFormat("%R not in G", name));
 }
 
 int fj_guard_add_key_absent(PyObject *mgr, PyObject *name)
 {
     if (check_valued(mgr) < 0 || check_name(name) < 0)
         return -1;
-    Leaf *lf = leaf_new(LEAF_GLOBAL_ABSENT);
-    if (lf == NULL)
-        return -1;
-    lf->obj = Py_NewRef(name);
-    return add_leaf_text((GuardManager *)mgr, lf,
-                         PyUnicode_FromFormat("%R not in %U", name, MGR_TEXT((GuardManager *)mgr)));
+    return add_absent((GuardManager *)mgr, name,
+                      PyUnicode_FromFormat("%R not in %U", name, MGR_TEXT((GuardManager *)mgr)));
 }
 
 int fj_guard_add_no_aliasing(PyObject *root, PyObject *sources)
