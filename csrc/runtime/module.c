@@ -24,6 +24,7 @@
 #include "runmode.h"
 #include "source.h"
 #include "tensor_meta.h"
+#include "torch_infer.h"
 #include "torchlib.h"
 #include "trace.h"
 #include "wrapper.h"
@@ -143,7 +144,7 @@ PyMODINIT_FUNC PyInit__C(void)
         fj_bytecode_init(testing) < 0 || fj_graph_init(m) < 0 || fj_ops_init(testing) < 0 ||
         fj_source_init(m) < 0 || fj_trace_init(m) < 0 || fj_compiler_init(m) < 0 || fj_config_init(m) < 0 || fj_runmode_init(m) < 0 ||
         fj_wrapper_init(m) < 0 || fj_native_init(m, testing) < 0 || fj_tensor_meta_init(m, testing) < 0 ||
-        fj_torchlib_init(m, testing) < 0)
+        fj_torchlib_init(m, testing) < 0 || fj_torch_infer_init(testing) < 0)
         goto error;
     return m;
 error:

@@ -21,6 +21,7 @@
 #include "guards.h"
 #include "arraylib.h"
 #include "tensor_meta.h"
+#include "torch_infer.h"
 #include "torchlib.h"
 #include "walk.h"
 #include "guard_values.h"
@@ -511,11 +512,17 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
                 goto done;
         }
     }
-    key = meta_key(op, target, fargs, fkw);
+    /* the C rules first (torch_infer.h), then the cache, then torch's meta kernels */
+    res = fj_torch_infer(op, target, fargs, fkw);
+    if (res == NULL && PyErr_Occurred())
+        goto done;
+    key = res == NULL ? meta_key(op, target, fargs, fkw) : NULL;
     if (key == NULL && PyErr_Occurred())
         goto done;
     PyObject *hit = key && meta_cache ? PyDict_GetItemWithError(meta_cache, key) : NULL;
-    if (hit != NULL)
+    if (res != NULL)
+        ;
+    else if (hit != NULL)
         res = fresh_alias(hit);
     else if (PyErr_Occurred())
         goto done;

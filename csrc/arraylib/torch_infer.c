@@ -1,0 +1,963 @@
+/*
+** torch_infer.c: output metadata of torch's common operations.  See
+** torch_infer.h.
+**
+** Every rule reads its tensor operands with the C reader, accepts them
+** only in the layout where the result's layout is known without asking
+** torch (canonical contiguous strides, plain dispatch keys, a dtype in
+** the rule's set), computes the result's sizes, dtype and requires_grad,
+** and makes the result's meta tensor with torch.empty (and a clone when
+** it requires grad, so it is no leaf, as an op's result is not).
+*/
+#include "torch_infer.h"
+
+#include "tensor_meta.h"
+#include "torchlib.h"
+
+#include <string.h>
+
+/* c10::ScalarType codes */
+enum { ST_BYTE = 0, ST_CHAR, ST_SHORT, ST_INT, ST_LONG, ST_HALF, ST_FLOAT, ST_DOUBLE, ST_BOOL = 11, ST_BFLOAT16 = 15 };
+#define ST_MAX 32
+
+enum {
+    K_UNARY = 1,      /* x -> same sizes and dtype (float dtypes) */
+    K_BINARY,         /* broadcasting arithmetic with Python scalars */
+    K_CMP,            /* broadcasting comparison: bool, no grad */
+    K_MASKED_FILL,    /* self.masked_fill(mask, scalar) */
+    K_MATMUL,         /* both operands at least 2-d */
+    K_REDUCE,         /* sum / mean over dims, keepdim */
+    K_SOFTMAX,        /* softmax / log_softmax along an int dim */
+    K_TRI,            /* tril / triu */
+    K_LINEAR,         /* F.linear */
+    K_CONV2D,         /* F.conv2d, 4-d input */
+    K_BATCH_NORM,     /* F.batch_norm */
+    K_LAYER_NORM,     /* F.layer_norm */
+    K_ADAPTIVE_AVG2D, /* F.adaptive_avg_pool2d */
+    K_MHA,            /* F.multi_head_attention_forward, packed projections, no masks */
+};
+/* K_UNARY / K_BINARY variants */
+enum { S_PLAIN = 0, S_INPLACE_ARG, S_GELU, S_ADD, S_SUB, S_MUL, S_DIV, S_POW };
+
+typedef struct {
+    const char *where; /* "torch", "F" (torch.nn.functional) or "T" (a Tensor method) */
+    const char *name;
+    int kind, sub;
+    const char *params; /* positional names in order; keywords must be among them */
+} Rule;
+
+#define UN(n) {"torch", n, K_UNARY, S_PLAIN, "input"}, {"T", n, K_UNARY, S_PLAIN, "self"}
+#define BIN(n, s) {"torch", n, K_BINARY, s, "input,other"}, {"T", n, K_BINARY, s, "self,other"}
+#define CMPR(n) {"torch", n, K_CMP, 0, "input,other"}, {"T", n, K_CMP, 0, "self,other"}
+
+static const Rule rules[] = {
+    UN("relu"), UN("sigmoid"), UN("tanh"), UN("sin"), UN("cos"), UN("exp"), UN("log"), UN("sqrt"),
+    UN("rsqrt"), UN("neg"), UN("abs"), UN("erf"),
+    {"F", "relu", K_UNARY, S_INPLACE_ARG, "input,inplace"},
+    {"F", "silu", K_UNARY, S_INPLACE_ARG, "input,inplace"},
+    {"F", "gelu", K_UNARY, S_GELU, "input,approximate"},
+    {"F", "sigmoid", K_UNARY, S_PLAIN, "input"},
+    {"F", "tanh", K_UNARY, S_PLAIN, "input"},
+    BIN("add", S_ADD), BIN("sub", S_SUB), BIN("mul", S_MUL), BIN("div", S_DIV),
+    CMPR("eq"), CMPR("ne"), CMPR("lt"), CMPR("le"), CMPR("gt"), CMPR("ge"),
+    {"torch", "masked_fill", K_MASKED_FILL, 0, "input,mask,value"},
+    {"T", "masked_fill", K_MASKED_FILL, 0, "self,mask,value"},
+    {"torch", "matmul", K_MATMUL, 0, "input,other"},
+    {"T", "matmul", K_MATMUL, 0, "self,other"},
+    {"torch", "sum", K_REDUCE, 0, "input,dim,keepdim"},
+    {"T", "sum", K_REDUCE, 0, "self,dim,keepdim"},
+    {"torch", "mean", K_REDUCE, 0, "input,dim,keepdim"},
+    {"T", "mean", K_REDUCE, 0, "self,dim,keepdim"},
+    {"torch", "softmax", K_SOFTMAX, 0, "input,dim,dtype"},
+    {"torch", "log_softmax", K_SOFTMAX, 0, "input,dim,dtype"},
+    {"T", "softmax", K_SOFTMAX, 0, "self,dim,dtype"},
+    {"T", "log_softmax", K_SOFTMAX, 0, "self,dim,dtype"},
+    {"F", "softmax", K_SOFTMAX, 0, "input,dim,_stacklevel,dtype"},
+    {"F", "log_softmax", K_SOFTMAX, 0, "input,dim,_stacklevel,dtype"},
+    {"torch", "tril", K_TRI, 0, "input,diagonal"},
+    {"torch", "triu", K_TRI, 0, "input,diagonal"},
+    {"T", "tril", K_TRI, 0, "self,diagonal"},
+    {"T", "triu", K_TRI, 0, "self,diagonal"},
+    {"F", "linear", K_LINEAR, 0, "input,weight,bias"},
+    {"F", "conv2d", K_CONV2D, 0, "input,weight,bias,stride,padding,dilation,groups"},
+    {"F", "batch_norm", K_BATCH_NORM, 0, "input,running_mean,running_var,weight,bias,training,momentum,eps"},
+    {"F", "layer_norm", K_LAYER_NORM, 0, "input,normalized_shape,weight,bias,eps"},
+    {"F", "adaptive_avg_pool2d", K_ADAPTIVE_AVG2D, 0, "input,output_size"},
+    {"F", "multi_head_attention_forward", K_MHA, 0,
+     "query,key,value,embed_dim_to_check,num_heads,in_proj_weight,in_proj_bias,bias_k,bias_v,add_zero_attn,"
+     "dropout_p,out_proj_weight,out_proj_bias,training,key_padding_mask,need_weights,attn_mask,"
+     "use_separate_proj_weight,q_proj_weight,k_proj_weight,v_proj_weight,static_k,static_v,"
+     "average_attn_weights,is_causal"},
+};
+#define NRULES ((Py_ssize_t)(sizeof(rules) / sizeof(rules[0])))
+
+/* The operator rows' rules (the tracer meets x + y as ops.c's BINOP row). */
+static const Rule op_add = {NULL, "add", K_BINARY, S_ADD, "a,b"}, op_sub = {NULL, "sub", K_BINARY, S_SUB, "a,b"},
+                  op_mul = {NULL, "mul", K_BINARY, S_MUL, "a,b"}, op_div = {NULL, "div", K_BINARY, S_DIV, "a,b"},
+                  op_pow = {NULL, "pow", K_BINARY, S_POW, "a,b"}, op_matmul = {NULL, "matmul", K_MATMUL, 0, "a,b"},
+                  op_cmp = {NULL, "cmp", K_CMP, 0, "a,b"}, op_neg = {NULL, "neg", K_UNARY, S_PLAIN, "a"};
+
+/* ---------------------------------------------------------------- state */
+
+static int state = 0;                  /* 0 not yet, 1 ready, -1 unavailable */
+static PyObject *by_callable = NULL;   /* id(callable) -> rule index */
+static PyObject *by_method = NULL;     /* method name -> rule index */
+static PyObject *callables = NULL;     /* keeps the callables (and so their ids) alive */
+static PyObject *dtypes[ST_MAX];       /* ScalarType code -> torch.dtype */
+static PyObject *torch_empty = NULL;   /* torch.empty */
+static PyObject *kw_plain = NULL;      /* ("dtype", "device") */
+static PyObject *kw_grad = NULL;       /* ("dtype", "device", "requires_grad") */
+static PyObject *clone_name = NULL;    /* "clone" */
+static int32_t meta_device_type = -1;
+static uint64_t plain_keys[4];
+static int n_plain_keys = 0;
+
+static int is_float(int32_t st)
+{
+    return st == ST_HALF || st == ST_FLOAT || st == ST_DOUBLE || st == ST_BFLOAT16;
+}
+
+static int is_int(int32_t st)
+{
+    return st >= ST_BYTE && st <= ST_LONG;
+}
+
+/* Records the dispatch keys of 't' as plain.  0 or -1. */
+static int add_plain_keys(PyObject *t)
+{
+    fj_TensorMeta m;
+    if (t == NULL || fj_tensor_meta(t, &m) <= 0)
+        return -1;
+    meta_device_type = m.device_type;
+    for (int i = 0; i < n_plain_keys; i++)
+        if (plain_keys[i] == m.dispatch_keys)
+            return 0;
+    if (n_plain_keys == 4)
+        return -1;
+    plain_keys[n_plain_keys++] = m.dispatch_keys;
+    return 0;
+}
+
+static int setup(void)
+{
+    PyObject *modules = PyImport_GetModuleDict();
+    PyObject *tm = PyDict_GetItemString(modules, "torch");
+    PyObject *fm = PyDict_GetItemString(modules, "torch.nn.functional");
+    PyObject *tensor = fj_torch_tensor_type();
+    if (tm == NULL || fm == NULL || tensor == NULL)
+        return 0; /* not yet: torch.nn.functional is imported with torch.nn */
+    by_callable = PyDict_New();
+    by_method = PyDict_New();
+    callables = PyList_New(0);
+    kw_plain = Py_BuildValue("(ss)", "dtype", "device");
+    kw_grad = Py_BuildValue("(sss)", "dtype", "device", "requires_grad");
+    clone_name = PyUnicode_InternFromString("clone");
+    torch_empty = PyObject_GetAttrString(tm, "empty");
+    if (!by_callable || !by_method || !callables || !kw_plain || !kw_grad || !clone_name || !torch_empty)
+        return -1;
+    for (Py_ssize_t i = 0; i < NRULES; i++) {
+        const Rule *r = &rules[i];
+        PyObject *idx = PyLong_FromSsize_t(i);
+        if (idx == NULL)
+            return -1;
+        int bad = 0;
+        if (r->where[0] == 'T') {
+            PyObject *name = PyUnicode_InternFromString(r->name);
+            bad = name == NULL || PyDict_SetItem(by_method, name, idx) < 0;
+            Py_XDECREF(name);
+        }
+        else {
+            PyObject *fn = PyObject_GetAttrString(r->where[0] == 'F' ? fm : tm, r->name);
+            PyObject *id = fn ? PyLong_FromVoidPtr(fn) : NULL;
+            if (fn == NULL)
+                PyErr_Clear(); /* a torch without it: no rule */
+            else
+                bad = id == NULL || PyList_Append(callables, fn) < 0 || PyDict_SetItem(by_callable, id, idx) < 0;
+            Py_XDECREF(fn);
+            Py_XDECREF(id);
+        }
+        Py_DECREF(idx);
+        if (bad)
+            return -1;
+    }
+    /* dtype codes as the reader reports them, and the plain keys of meta fakes */
+    static const char *names[] = {"float16", "bfloat16", "float32", "float64", "uint8", "int8",
+                                  "int16",   "int32",    "int64",   "bool"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        PyObject *dt = PyObject_GetAttrString(tm, names[i]);
+        PyObject *shape = dt ? Py_BuildValue("(i)", 2) : NULL;
+        PyObject *argv[3] = {shape, dt, fj_torch_meta_device()};
+        PyObject *t = shape ? PyObject_Vectorcall(torch_empty, argv, 1, kw_plain) : NULL;
+        fj_TensorMeta m;
+        int ok = t != NULL && fj_tensor_meta(t, &m) > 0 && m.dtype >= 0 && m.dtype < ST_MAX;
+        if (ok) {
+            Py_XSETREF(dtypes[m.dtype], Py_NewRef(dt));
+            ok = add_plain_keys(t) == 0;
+            if (ok && is_float(m.dtype)) {
+                /* a leaf that requires grad, and a result that does */
+                PyObject *gargv[4] = {shape, dt, fj_torch_meta_device(), Py_True};
+                PyObject *g = PyObject_Vectorcall(torch_empty, gargv, 1, kw_grad);
+                PyObject *c = g ? PyObject_CallMethodNoArgs(g, clone_name) : NULL;
+                ok = add_plain_keys(g) == 0 && add_plain_keys(c) == 0;
+                Py_XDECREF(g);
+                Py_XDECREF(c);
+            }
+        }
+        Py_XDECREF(dt);
+        Py_XDECREF(shape);
+        Py_XDECREF(t);
+        if (!ok) {
+            PyErr_Clear();
+            return -1;
+        }
+    }
+    return 1;
+}
+
+/* 1 when rules may answer now. */
+static int ready(void)
+{
+    if (state != 0)
+        return state > 0;
+    if (!fj_torch_ready() || !fj_tensor_meta_ready())
+        return 0;
+    int r = setup();
+    if (r == 0)
+        return 0;
+    if (r < 0)
+        PyErr_Clear(); /* rules stay off: every call asks torch */
+    state = r > 0 ? 1 : -1;
+    return state > 0;
+}
+
+/* ------------------------------------------------------------- operands */
+
+#define MAXP 32
+
+/* Binds positional 'fargs' and keyword 'fkw' to the names in 'params':
+   1, or 0 when they do not fit (more positionals than names, an unknown
+   or repeated keyword: torch decides). */
+static int bind(const char *params, PyObject *fargs, PyObject *fkw, PyObject **slot)
+{
+    const char *name[MAXP];
+    size_t len[MAXP];
+    int np = 0;
+    for (const char *p = params; *p && np < MAXP;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        name[np] = p;
+        len[np++] = l;
+        p += l + (e != NULL);
+    }
+    for (int i = 0; i < MAXP; i++)
+        slot[i] = NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(fargs);
+    if (n > np)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        slot[i] = PyTuple_GET_ITEM(fargs, i);
+    if (fkw == NULL)
+        return 1;
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(fkw, &pos, &k, &v)) {
+        Py_ssize_t kl;
+        const char *ks = PyUnicode_Check(k) ? PyUnicode_AsUTF8AndSize(k, &kl) : NULL;
+        if (ks == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        int j = 0;
+        while (j < np && !(len[j] == (size_t)kl && memcmp(name[j], ks, (size_t)kl) == 0))
+            j++;
+        if (j == np || slot[j] != NULL)
+            return 0;
+        slot[j] = v;
+    }
+    return 1;
+}
+
+static int absent(PyObject *o)
+{
+    return o == NULL || o == Py_None;
+}
+
+/* Python scalars an operand may be: 1 bool, 2 int (within int64), 3 float; 0 otherwise. */
+static int scalar_kind(PyObject *o)
+{
+    if (PyBool_Check(o))
+        return 1;
+    if (PyLong_CheckExact(o)) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        (void)v;
+        return overflow ? 0 : 2;
+    }
+    return PyFloat_CheckExact(o) ? 3 : 0;
+}
+
+/* Reads the fake 'o': 1 when it is a plain meta tensor in canonical
+   contiguous layout with a known dtype; 0 when not (no rule); -1 error. */
+static int read_layout(PyObject *o, fj_TensorMeta *m, int any_strides)
+{
+    if (o == NULL || (PyObject *)Py_TYPE(o) != fj_torch_tensor_type())
+        return 0;
+    int r = fj_tensor_meta(o, m);
+    if (r <= 0)
+        return r;
+    if (m->device_type != meta_device_type || m->dtype < 0 || m->dtype >= ST_MAX || dtypes[m->dtype] == NULL)
+        return 0;
+    int plain = 0;
+    for (int i = 0; i < n_plain_keys; i++)
+        plain |= plain_keys[i] == m->dispatch_keys;
+    if (!plain)
+        return 0; /* conj or neg bits, a wrapper's keys: torch decides */
+    int64_t s = 1;
+    for (int i = m->ndim - 1; i >= 0; i--) {
+        /* an empty tensor's results take TensorIterator's own strides */
+        if ((m->strides[i] != s && !any_strides) || m->sizes[i] == 0)
+            return 0;
+        s *= m->sizes[i] > 1 ? m->sizes[i] : 1;
+    }
+    return 1;
+}
+
+static int read_t(PyObject *o, fj_TensorMeta *m)
+{
+    return read_layout(o, m, 0);
+}
+
+/* Broadcasts 'm''s sizes into out[0..*nd): 1, or 0 when they do not broadcast. */
+static int bcast(int *nd, int64_t *out, const fj_TensorMeta *m)
+{
+    int rn = *nd > m->ndim ? *nd : m->ndim;
+    int64_t tmp[FJ_TENSOR_MAX_DIMS];
+    for (int i = 0; i < rn; i++) {
+        int64_t x = i < *nd ? out[*nd - 1 - i] : 1, y = i < m->ndim ? m->sizes[m->ndim - 1 - i] : 1;
+        if (x != y && x != 1 && y != 1)
+            return 0;
+        tmp[rn - 1 - i] = x == 1 ? y : x;
+    }
+    memcpy(out, tmp, sizeof(int64_t) * (size_t)rn);
+    *nd = rn;
+    return 1;
+}
+
+/* An exact int (not bool) into *v: 1, else 0. */
+static int int_arg(PyObject *o, int64_t *v)
+{
+    if (o == NULL || !PyLong_CheckExact(o))
+        return 0;
+    int overflow;
+    *v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    return !overflow;
+}
+
+/* An int or a tuple/list of two ints (conv2d's stride, padding, dilation):
+   1 with out[2] filled ('dflt' when absent), else 0. */
+static int pair_arg(PyObject *o, int64_t dflt, int64_t *out)
+{
+    if (o == NULL) {
+        out[0] = out[1] = dflt;
+        return 1;
+    }
+    if (int_arg(o, &out[0])) {
+        out[1] = out[0];
+        return 1;
+    }
+    if ((PyTuple_Check(o) || PyList_CheckExact(o)) && PySequence_Fast_GET_SIZE(o) == 2)
+        return int_arg(PySequence_Fast_GET_ITEM(o, 0), &out[0]) && int_arg(PySequence_Fast_GET_ITEM(o, 1), &out[1]);
+    return 0;
+}
+
+/* True for an optional 1-d tensor of 'n' elements and dtype 'dt' (absent
+   or None counts); *rg |= its requires_grad.  -1 on error. */
+static int vec_ok(PyObject *o, int64_t n, int32_t dt, int *rg)
+{
+    if (absent(o))
+        return 1;
+    fj_TensorMeta m;
+    int r = read_t(o, &m);
+    if (r <= 0)
+        return r;
+    *rg |= m.requires_grad;
+    return m.ndim == 1 && m.sizes[0] == n && m.dtype == dt;
+}
+
+/* ---------------------------------------------------------------- result */
+
+/* A fake of sizes[0..nd), dtype 'st': a leaf, or (rg) a non-leaf that
+   requires grad.  New reference or NULL with an exception. */
+static PyObject *make(int32_t st, int nd, const int64_t *sizes, int rg)
+{
+    PyObject *shape = PyTuple_New(nd);
+    if (shape == NULL)
+        return NULL;
+    for (int i = 0; i < nd; i++) {
+        PyObject *v = PyLong_FromLongLong(sizes[i]);
+        if (v == NULL) {
+            Py_DECREF(shape);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(shape, i, v);
+    }
+    PyObject *argv[4] = {shape, dtypes[st], fj_torch_meta_device(), Py_True};
+    PyObject *t = PyObject_Vectorcall(torch_empty, argv, 1, rg ? kw_grad : kw_plain);
+    Py_DECREF(shape);
+    if (t != NULL && rg)
+        Py_SETREF(t, PyObject_CallMethodNoArgs(t, clone_name));
+    return t;
+}
+
+/* ---------------------------------------------------------------- rules */
+
+/* Each rule: 1 with *st, *nd, sizes and *rg filled; 0 no rule; -1 error.
+   'grad' is torch's grad mode. */
+typedef struct {
+    int32_t st;
+    int nd;
+    int rg;
+    int64_t sizes[FJ_TENSOR_MAX_DIMS];
+} Out;
+
+static int same_as(Out *o, const fj_TensorMeta *m, int grad)
+{
+    o->st = m->dtype;
+    o->nd = m->ndim;
+    memcpy(o->sizes, m->sizes, sizeof(int64_t) * (size_t)m->ndim);
+    o->rg = grad && m->requires_grad && is_float(m->dtype);
+    return 1;
+}
+
+static int r_unary(const Rule *r, PyObject **s, int grad, Out *o)
+{
+    fj_TensorMeta m;
+    int k = read_t(s[0], &m);
+    if (k <= 0)
+        return k;
+    if (r->kind == K_TRI) {
+        int64_t diag;
+        if (m.ndim < 2 || !(is_float(m.dtype) || is_int(m.dtype) || m.dtype == ST_BOOL) ||
+            (s[1] != NULL && !int_arg(s[1], &diag)))
+            return 0;
+        return same_as(o, &m, grad);
+    }
+    if (!is_float(m.dtype))
+        return 0;
+    if (r->sub == S_INPLACE_ARG && !(s[1] == NULL || s[1] == Py_False))
+        return 0;
+    if (r->sub == S_GELU && s[1] != NULL &&
+        !(PyUnicode_CheckExact(s[1]) && (PyUnicode_CompareWithASCIIString(s[1], "none") == 0 ||
+                                         PyUnicode_CompareWithASCIIString(s[1], "tanh") == 0)))
+        return 0;
+    return same_as(o, &m, grad);
+}
+
+static int r_binary(const Rule *r, PyObject **s, int grad, Out *o)
+{
+    if (s[0] == NULL || s[1] == NULL)
+        return 0;
+    int32_t dt = -1;
+    int nt = 0, rg = 0, kinds[2] = {0, 0};
+    o->nd = 0;
+    for (int i = 0; i < 2; i++) {
+        if (fj_torch_is_tensor(s[i])) {
+            fj_TensorMeta m;
+            int k = read_t(s[i], &m);
+            if (k <= 0)
+                return k;
+            if (dt >= 0 && m.dtype != dt)
+                return 0; /* promotion between tensors: torch decides */
+            dt = m.dtype;
+            rg |= m.requires_grad;
+            nt++;
+            if (!bcast(&o->nd, o->sizes, &m))
+                return 0;
+        }
+        else if ((kinds[i] = scalar_kind(s[i])) == 0)
+            return 0;
+    }
+    if (nt == 0)
+        return 0;
+    for (int i = 0; i < 2; i++) {
+        if (kinds[i] == 0 || is_float(dt))
+            continue;
+        /* an integer tensor meets a scalar: int64 with ints, or a comparison */
+        if (!(r->kind == K_CMP || (dt == ST_LONG && kinds[i] == 2)))
+            return 0;
+    }
+    if (r->kind == K_CMP) {
+        if (!is_float(dt) && !is_int(dt))
+            return 0;
+        o->st = ST_BOOL;
+        o->rg = 0;
+        return 1;
+    }
+    if (!is_float(dt) && !(is_int(dt) && (r->sub == S_ADD || r->sub == S_SUB || r->sub == S_MUL)))
+        return 0;
+    o->st = dt;
+    o->rg = grad && rg && is_float(dt);
+    return 1;
+}
+
+static int r_masked_fill(PyObject **s, int grad, Out *o)
+{
+    fj_TensorMeta m, mask;
+    int k = read_t(s[0], &m);
+    if (k <= 0 || (k = read_t(s[1], &mask)) <= 0)
+        return k;
+    if (s[2] == NULL || (m.dtype != ST_FLOAT && m.dtype != ST_DOUBLE) || mask.dtype != ST_BOOL || !scalar_kind(s[2]))
+        return 0;
+    if (m.dtype == ST_FLOAT && PyFloat_CheckExact(s[2])) {
+        /* a finite value past float32's range is torch's overflow error */
+        double v = PyFloat_AS_DOUBLE(s[2]);
+        if (v == v && v > -3.4e38 && v < 3.4e38)
+            ;
+        else if (!(v != v || v == 1.0 / 0.0 || v == -1.0 / 0.0))
+            return 0;
+    }
+    int nd = m.ndim;
+    int64_t sizes[FJ_TENSOR_MAX_DIMS];
+    memcpy(sizes, m.sizes, sizeof(int64_t) * (size_t)nd);
+    if (!bcast(&nd, sizes, &mask) || nd != m.ndim || memcmp(sizes, m.sizes, sizeof(int64_t) * (size_t)nd) != 0)
+        return 0;
+    return same_as(o, &m, grad);
+}
+
+static int r_matmul(PyObject **s, int grad, Out *o)
+{
+    fj_TensorMeta a, b;
+    int k = read_t(s[0], &a);
+    if (k <= 0 || (k = read_t(s[1], &b)) <= 0)
+        return k;
+    if (a.dtype != b.dtype || !is_float(a.dtype) || a.ndim < 2 || b.ndim < 2 ||
+        a.sizes[a.ndim - 1] != b.sizes[b.ndim - 2])
+        return 0;
+    fj_TensorMeta bb = b;
+    bb.ndim = b.ndim - 2;
+    o->nd = a.ndim - 2;
+    memcpy(o->sizes, a.sizes, sizeof(int64_t) * (size_t)o->nd);
+    if (!bcast(&o->nd, o->sizes, &bb))
+        return 0;
+    o->sizes[o->nd++] = a.sizes[a.ndim - 2];
+    o->sizes[o->nd++] = b.sizes[b.ndim - 1];
+    o->st = a.dtype;
+    o->rg = grad && (a.requires_grad || b.requires_grad);
+    return 1;
+}
+
+/* A dim argument wrapped into [0, nd): 1, else 0. */
+static int wrap_dim(PyObject *o, int nd, int *d)
+{
+    int64_t v;
+    if (!int_arg(o, &v) || v < -nd || v >= nd)
+        return 0;
+    *d = (int)(v < 0 ? v + nd : v);
+    return 1;
+}
+
+static int r_reduce(PyObject **s, int grad, Out *o)
+{
+    fj_TensorMeta m;
+    int k = read_t(s[0], &m);
+    if (k <= 0)
+        return k;
+    if (!is_float(m.dtype) || m.ndim == 0 || (s[2] != NULL && !PyBool_Check(s[2])))
+        return 0;
+    int keep = s[2] == Py_True;
+    char red[FJ_TENSOR_MAX_DIMS] = {0};
+    if (absent(s[1]))
+        memset(red, 1, (size_t)m.ndim);
+    else if (PyLong_CheckExact(s[1])) {
+        int d;
+        if (!wrap_dim(s[1], m.ndim, &d))
+            return 0;
+        red[d] = 1;
+    }
+    else if ((PyTuple_CheckExact(s[1]) || PyList_CheckExact(s[1])) && PySequence_Fast_GET_SIZE(s[1]) > 0) {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(s[1]); i++) {
+            int d;
+            if (!wrap_dim(PySequence_Fast_GET_ITEM(s[1], i), m.ndim, &d) || red[d])
+                return 0;
+            red[d] = 1;
+        }
+    }
+    else
+        return 0;
+    o->nd = 0;
+    for (int i = 0; i < m.ndim; i++)
+        if (!red[i])
+            o->sizes[o->nd++] = m.sizes[i];
+        else if (keep)
+            o->sizes[o->nd++] = 1;
+    o->st = m.dtype;
+    o->rg = grad && m.requires_grad;
+    return 1;
+}
+
+static int r_softmax(const Rule *r, PyObject **s, int grad, Out *o)
+{
+    fj_TensorMeta m;
+    int k = read_t(s[0], &m);
+    if (k <= 0)
+        return k;
+    int d, dtype_slot = r->where != NULL && r->where[0] == 'F' ? 3 : 2;
+    if (!is_float(m.dtype) || m.ndim == 0 || !wrap_dim(s[1], m.ndim, &d) || !absent(s[dtype_slot]))
+        return 0;
+    return same_as(o, &m, grad);
+}
+
+static int r_linear(PyObject **s, int grad, Out *o)
+{
+    fj_TensorMeta x, w;
+    int k = read_t(s[0], &x);
+    if (k <= 0 || (k = read_t(s[1], &w)) <= 0)
+        return k;
+    if (!is_float(x.dtype) || w.dtype != x.dtype || x.ndim < 1 || w.ndim != 2 || x.sizes[x.ndim - 1] != w.sizes[1])
+        return 0;
+    int rg = x.requires_grad || w.requires_grad;
+    if ((k = vec_ok(s[2], w.sizes[0], x.dtype, &rg)) <= 0)
+        return k;
+    o->nd = x.ndim;
+    memcpy(o->sizes, x.sizes, sizeof(int64_t) * (size_t)x.ndim);
+    o->sizes[x.ndim - 1] = w.sizes[0];
+    o->st = x.dtype;
+    o->rg = grad && rg;
+    return 1;
+}
+
+static int r_conv2d(PyObject **s, int grad, Out *o)
+{
+    fj_TensorMeta x, w;
+    int k = read_t(s[0], &x);
+    if (k <= 0 || (k = read_t(s[1], &w)) <= 0)
+        return k;
+    int64_t st[2], pad[2], dil[2], groups = 1;
+    if (!is_float(x.dtype) || w.dtype != x.dtype || x.ndim != 4 || w.ndim != 4 || !pair_arg(s[3], 1, st) ||
+        !pair_arg(s[4], 0, pad) || !pair_arg(s[5], 1, dil) || (s[6] != NULL && !int_arg(s[6], &groups)))
+        return 0;
+    for (int i = 0; i < 4; i++)
+        if (x.sizes[i] < 1 || w.sizes[i] < 1)
+            return 0;
+    if (groups < 1 || x.sizes[1] % groups != 0 || w.sizes[0] % groups != 0 || x.sizes[1] / groups != w.sizes[1])
+        return 0;
+    int rg = x.requires_grad || w.requires_grad;
+    if ((k = vec_ok(s[2], w.sizes[0], x.dtype, &rg)) <= 0)
+        return k;
+    o->nd = 4;
+    o->sizes[0] = x.sizes[0];
+    o->sizes[1] = w.sizes[0];
+    for (int i = 0; i < 2; i++) {
+        if (st[i] < 1 || pad[i] < 0 || dil[i] < 1)
+            return 0;
+        int64_t span = x.sizes[2 + i] + 2 * pad[i] - dil[i] * (w.sizes[2 + i] - 1) - 1;
+        if (span < 0)
+            return 0;
+        o->sizes[2 + i] = span / st[i] + 1;
+    }
+    o->st = x.dtype;
+    o->rg = grad && rg;
+    return 1;
+}
+
+static int r_batch_norm(PyObject **s, int grad, Out *o)
+{
+    fj_TensorMeta x;
+    int k = read_t(s[0], &x);
+    if (k <= 0)
+        return k;
+    if (!is_float(x.dtype) || x.ndim < 2 || (s[5] != NULL && !PyBool_Check(s[5])))
+        return 0;
+    for (int i = 6; i < 8; i++)
+        if (s[i] != NULL && !(i == 6 && s[i] == Py_None) && !PyFloat_CheckExact(s[i]) && !PyLong_CheckExact(s[i]))
+            return 0;
+    int training = s[5] == Py_True, rg = x.requires_grad, unused = 0;
+    int64_t c = x.sizes[1], per = x.sizes[0];
+    for (int i = 2; i < x.ndim; i++)
+        per *= x.sizes[i];
+    if (training ? per <= 1 : (absent(s[1]) || absent(s[2])))
+        return 0; /* F.batch_norm's error, or aten's */
+    if ((k = vec_ok(s[1], c, x.dtype, &unused)) <= 0 || (k = vec_ok(s[2], c, x.dtype, &unused)) <= 0 ||
+        (k = vec_ok(s[3], c, x.dtype, &rg)) <= 0 || (k = vec_ok(s[4], c, x.dtype, &rg)) <= 0)
+        return k;
+    if (unused)
+        return 0; /* running statistics that require grad: torch decides */
+    same_as(o, &x, grad);
+    o->rg = grad && rg;
+    return 1;
+}
+
+static int r_layer_norm(PyObject **s, int grad, Out *o)
+{
+    fj_TensorMeta x;
+    int k = read_t(s[0], &x);
+    if (k <= 0)
+        return k;
+    if (!is_float(x.dtype) || s[1] == NULL || (s[4] != NULL && !PyFloat_CheckExact(s[4]) && !PyLong_CheckExact(s[4])))
+        return 0;
+    int64_t ns[FJ_TENSOR_MAX_DIMS];
+    int nn = 0;
+    if ((PyTuple_Check(s[1]) || PyList_CheckExact(s[1])) && PySequence_Fast_GET_SIZE(s[1]) <= x.ndim) {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(s[1]); i++)
+            if (!int_arg(PySequence_Fast_GET_ITEM(s[1], i), &ns[nn++]))
+                return 0;
+    }
+    if (nn < 1 || nn > x.ndim)
+        return 0;
+    for (int i = 0; i < nn; i++)
+        if (ns[i] != x.sizes[x.ndim - nn + i])
+            return 0;
+    int rg = x.requires_grad;
+    for (int j = 2; j < 4; j++) {
+        if (absent(s[j]))
+            continue;
+        fj_TensorMeta p;
+        if ((k = read_t(s[j], &p)) <= 0)
+            return k;
+        if (p.dtype != x.dtype || p.ndim != nn || memcmp(p.sizes, ns, sizeof(int64_t) * (size_t)nn) != 0)
+            return 0;
+        rg |= p.requires_grad;
+    }
+    same_as(o, &x, grad);
+    o->rg = grad && rg;
+    return 1;
+}
+
+static int r_adaptive_avg2d(PyObject **s, int grad, Out *o)
+{
+    fj_TensorMeta x;
+    int k = read_t(s[0], &x);
+    if (k <= 0)
+        return k;
+    if (!is_float(x.dtype) || (x.ndim != 3 && x.ndim != 4) || s[1] == NULL)
+        return 0;
+    for (int i = 0; i < x.ndim; i++)
+        if (x.sizes[i] < 1)
+            return 0;
+    int64_t out[2];
+    if (int_arg(s[1], &out[0]))
+        out[1] = out[0];
+    else if ((PyTuple_Check(s[1]) || PyList_CheckExact(s[1])) && PySequence_Fast_GET_SIZE(s[1]) == 2) {
+        for (int i = 0; i < 2; i++) {
+            PyObject *v = PySequence_Fast_GET_ITEM(s[1], i);
+            if (v == Py_None)
+                out[i] = x.sizes[x.ndim - 2 + i];
+            else if (!int_arg(v, &out[i]))
+                return 0;
+        }
+    }
+    else
+        return 0;
+    if (out[0] < 1 || out[1] < 1)
+        return 0;
+    same_as(o, &x, grad);
+    o->sizes[x.ndim - 2] = out[0];
+    o->sizes[x.ndim - 1] = out[1];
+    return 1;
+}
+
+/* An optional bool argument: 1 with *v (dflt when absent), else 0. */
+static int bool_arg(PyObject *o, int dflt, int *v)
+{
+    if (o == NULL) {
+        *v = dflt;
+        return 1;
+    }
+    if (!PyBool_Check(o))
+        return 0;
+    *v = o == Py_True;
+    return 1;
+}
+
+/* F.multi_head_attention_forward with batched (L, N, E) query and (S, N, E)
+   key and value, packed in-projection, no masks, no extra key/value bias:
+   (output (L, N, E), weights (N, L, S) / (N, H, L, S) or None).  Its
+   output comes from reshapes and linear, so any input strides give a
+   contiguous result.  The tuple (new reference); NULL with no exception
+   when no rule applies, with one on error. */
+static PyObject *r_mha(PyObject **s, int grad)
+{
+    fj_TensorMeta q, k, v, w, ow;
+    int r;
+    if ((r = read_layout(s[0], &q, 1)) <= 0 || (r = read_layout(s[1], &k, 1)) <= 0 ||
+        (r = read_layout(s[2], &v, 1)) <= 0 || (r = read_t(s[5], &w)) <= 0 || (r = read_t(s[11], &ow)) <= 0)
+        return NULL;
+    int64_t e, heads;
+    int add_zero = 0, training, need, average, sep = 0, causal = 0;
+    if (!int_arg(s[3], &e) || !int_arg(s[4], &heads) || !bool_arg(s[9], 0, &add_zero) || add_zero ||
+        !bool_arg(s[13], 1, &training) || !bool_arg(s[15], 1, &need) || !bool_arg(s[17], 0, &sep) || sep ||
+        !bool_arg(s[23], 1, &average) || !bool_arg(s[24], 0, &causal) || causal)
+        return NULL;
+    if (s[10] == NULL || !(PyFloat_CheckExact(s[10]) || PyLong_CheckExact(s[10])))
+        return NULL;
+    static const int must_be_none[] = {7, 8, 14, 16, 18, 19, 20, 21, 22};
+    for (size_t i = 0; i < sizeof(must_be_none) / sizeof(must_be_none[0]); i++)
+        if (!absent(s[must_be_none[i]]))
+            return NULL;
+    int32_t dt = q.dtype;
+    if (!is_float(dt) || k.dtype != dt || v.dtype != dt || w.dtype != dt || ow.dtype != dt || q.ndim != 3 ||
+        k.ndim != 3 || v.ndim != 3)
+        return NULL;
+    int64_t L = q.sizes[0], N = q.sizes[1], S = k.sizes[0];
+    if (q.sizes[2] != e || heads < 1 || e % heads != 0 || k.sizes[1] != N || v.sizes[1] != N || k.sizes[2] != e ||
+        v.sizes[2] != e || v.sizes[0] != S || w.ndim != 2 || w.sizes[0] != 3 * e || w.sizes[1] != e ||
+        ow.ndim != 2 || ow.sizes[0] != e || ow.sizes[1] != e)
+        return NULL;
+    int rg = q.requires_grad || k.requires_grad || v.requires_grad || w.requires_grad || ow.requires_grad;
+    if ((r = vec_ok(s[6], 3 * e, dt, &rg)) <= 0 || (r = vec_ok(s[12], e, dt, &rg)) <= 0)
+        return NULL;
+    int64_t osz[3] = {L, N, e}, wsz[4] = {N, heads, L, S};
+    PyObject *out = make(dt, 3, osz, grad && rg), *wt = NULL;
+    if (out == NULL)
+        return NULL;
+    if (!need)
+        wt = Py_NewRef(Py_None);
+    else if (average) {
+        int64_t asz[3] = {N, L, S};
+        wt = make(dt, 3, asz, grad && rg);
+    }
+    else
+        wt = make(dt, 4, wsz, grad && rg);
+    PyObject *res = wt ? PyTuple_Pack(2, out, wt) : NULL;
+    Py_DECREF(out);
+    Py_XDECREF(wt);
+    return res;
+}
+
+/* ------------------------------------------------------------ entry */
+
+static const Rule *rule_of(const fj_OpDef *op, PyObject *target)
+{
+    switch (op->kind) {
+    case FJ_OP_BINOP:
+        switch (op->code) {
+        case NB_ADD:
+            return &op_add;
+        case NB_SUBTRACT:
+            return &op_sub;
+        case NB_MULTIPLY:
+            return &op_mul;
+        case NB_TRUE_DIVIDE:
+            return &op_div;
+        case NB_POWER:
+            return &op_pow;
+        case NB_MATRIX_MULTIPLY:
+            return &op_matmul;
+        }
+        return NULL;
+    case FJ_OP_COMPARE:
+        return &op_cmp;
+    case FJ_OP_UNARY:
+        return op->code == FJ_UNARY_NEG ? &op_neg : NULL;
+    case FJ_OP_METHOD: {
+        PyObject *i = PyUnicode_Check(target) ? PyDict_GetItemWithError(by_method, target) : NULL;
+        return i ? &rules[PyLong_AsSsize_t(i)] : NULL;
+    }
+    case FJ_OP_FUNC: {
+        PyObject *id = PyLong_FromVoidPtr(target);
+        PyObject *i = id ? PyDict_GetItemWithError(by_callable, id) : NULL;
+        Py_XDECREF(id);
+        return i ? &rules[PyLong_AsSsize_t(i)] : NULL;
+    }
+    }
+    return NULL;
+}
+
+PyObject *fj_torch_infer(const fj_OpDef *op, PyObject *target, PyObject *fargs, PyObject *fkw)
+{
+    if (!ready() || !PyTuple_Check(fargs))
+        return NULL;
+    const Rule *r = rule_of(op, target);
+    if (r == NULL)
+        return NULL;
+    if (PyErr_Occurred())
+        return NULL;
+    PyObject *s[MAXP];
+    if (!bind(r->params, fargs, fkw, s))
+        return NULL;
+    int fast;
+    uint64_t bits;
+    PyObject *tuple = NULL;
+    if (fj_torch_global_state(1, &fast, &bits, &tuple) < 0)
+        return NULL;
+    Py_XDECREF(tuple);
+    if (!fast || (bits & 0x6))
+        return NULL; /* no reader, inference mode or autocast: torch decides */
+    int grad = (int)(bits & 1), k = 0;
+    if (r->kind == K_MHA)
+        return r_mha(s, grad);
+    Out o;
+    switch (r->kind) {
+    case K_UNARY:
+    case K_TRI:
+        k = r_unary(r, s, grad, &o);
+        break;
+    case K_BINARY:
+    case K_CMP:
+        k = r_binary(r, s, grad, &o);
+        break;
+    case K_MASKED_FILL:
+        k = r_masked_fill(s, grad, &o);
+        break;
+    case K_MATMUL:
+        k = r_matmul(s, grad, &o);
+        break;
+    case K_REDUCE:
+        k = r_reduce(s, grad, &o);
+        break;
+    case K_SOFTMAX:
+        k = r_softmax(r, s, grad, &o);
+        break;
+    case K_LINEAR:
+        k = r_linear(s, grad, &o);
+        break;
+    case K_CONV2D:
+        k = r_conv2d(s, grad, &o);
+        break;
+    case K_BATCH_NORM:
+        k = r_batch_norm(s, grad, &o);
+        break;
+    case K_LAYER_NORM:
+        k = r_layer_norm(s, grad, &o);
+        break;
+    case K_ADAPTIVE_AVG2D:
+        k = r_adaptive_avg2d(s, grad, &o);
+        break;
+    }
+    if (k <= 0)
+        return NULL;
+    return make(o.st, o.nd, o.sizes, o.rg);
+}
+
+/* _testing.torch_infer(target, args, kwargs=None) */
+static PyObject *infer_py(PyObject *mod, PyObject *args)
+{
+    PyObject *target, *fargs, *fkw = NULL;
+    if (!PyArg_ParseTuple(args, "OO!|O", &target, &PyTuple_Type, &fargs, &fkw))
+        return NULL;
+    if (fkw == Py_None)
+        fkw = NULL;
+    if (fkw != NULL && !PyDict_Check(fkw)) {
+        PyErr_SetString(PyExc_TypeError, "torch_infer: kwargs must be a dict or None");
+        return NULL;
+    }
+    const fj_OpDef *op = PyUnicode_Check(target) ? &fj_torch_method_row : fj_ops_for_callable(target);
+    if (op == NULL || op->kind == FJ_OP_FUNC)
+        op = &fj_torch_func_row;
+    PyObject *r = fj_torch_infer(op, target, fargs, fkw);
+    if (r == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE;
+    return r;
+}
+
+static PyMethodDef methods[] = {
+    {"torch_infer", infer_py, METH_VARARGS,
+     "torch_infer(target, args, kwargs=None): the C rule's result fake for target(*args, **kwargs) on "
+     "meta tensors, None when no rule applies"},
+    {NULL, NULL, 0, NULL},
+};
+
+int fj_torch_infer_init(PyObject *testing)
+{
+    return PyModule_AddFunctions(testing, methods);
+}
