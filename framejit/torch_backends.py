@@ -26,6 +26,7 @@ new key, up to ``framejit.config.recompile_limit`` keys per graph; past
 that, new keys run the GraphModule uncompiled (op by op in torch: exact,
 just not compiled), with one warning.
 """
+import contextlib
 import sys
 import warnings
 
@@ -204,6 +205,30 @@ def _resolve(fn_or_name):
     return lookup_backend(fn_or_name)
 
 
+@contextlib.contextmanager
+def _tracing_context(torch, args):
+    """What torch.compile gives a backend around its call: a TracingContext
+    whose FakeTensorMode has a ShapeEnv and has already made each tensor
+    input's fake, with static sizes (framejit's graphs specialize sizes).
+    Inductor's FX graph cache needs that ShapeEnv: without it every compile
+    bypasses the cache ("No shape env") and a first call recompiles what a
+    process compiled before."""
+    try:
+        from torch._guards import TracingContext, tracing
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    except ImportError:  # a torch without them: the backend makes its own fakes
+        yield
+        return
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    # the mode's memo holds a fake only while it lives: kept here until the
+    # backend returns, the backend's own from_tensor finds these static ones
+    fakes = [mode.from_tensor(a, static_shapes=True) for a in args if isinstance(a, torch.Tensor)]
+    with tracing(TracingContext(mode)):
+        yield
+    del fakes
+
+
 class _Specialized:
     """The callable a torch backend's framejit backend returns (see the
     module's docstring): one compiled function per key of what torch
@@ -262,7 +287,8 @@ class _Specialized:
             if self.eager is None:
                 self.eager = self.gm()
             return self.eager
-        fn = self.backend(self.gm(), list(args))
+        with _tracing_context(self.torch, args):
+            fn = self.backend(self.gm(), list(args))
         if not callable(fn):
             raise TypeError(f"torch backend {self.name!r} returned {type(fn).__name__}; "
                             f"expected a callable")

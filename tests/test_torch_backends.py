@@ -310,6 +310,31 @@ def test_inductor_compiles_the_graph_given_to_native():
     run = backends.lookup("native")(g, [X, Y, 2])
     assert isinstance(run, torch_backends._Specialized) and run.name == "inductor"
     assert_same(run(X, Y, 2), direct(X, Y, 2), exact=False)
+    # the same graph compiled again hits inductor's FX graph cache: the
+    # compile ran inside a TracingContext whose fake mode has a ShapeEnv
+    from torch._dynamo.utils import counters
+    counters.clear()
+    again = backends.lookup("native")(g, [X, Y, 2])
+    assert_same(again(X, Y, 2), direct(X, Y, 2), exact=False)
+    assert counters["inductor"]["fxgraph_cache_hit"] >= 1, dict(counters["inductor"])
+    assert counters["inductor"]["fxgraph_cache_bypass"] == 0, dict(counters["inductor"])
+
+
+def test_a_torch_backend_compiles_in_a_tracing_context_with_static_fakes():
+    seen = {}
+
+    def backend(gm, example_inputs):
+        ctx = torch._guards.TracingContext.try_get()
+        seen["shape_env"] = ctx is not None and ctx.fake_mode.shape_env is not None
+        fake = ctx.fake_mode.from_tensor(example_inputs[0])
+        seen["static"] = all(isinstance(d, int) for d in fake.shape) and fake.shape == example_inputs[0].shape
+        return gm.forward
+
+    g, direct = many_ops_graph(X, Y, 2)
+    run = torch_backend(backend)(g, [X, Y, 2])
+    assert seen == {"shape_env": True, "static": True}
+    assert_same(run(X, Y, 2), direct(X, Y, 2))
+    assert torch._guards.TracingContext.try_get() is None
 
 
 def test_torch_backends_refuse_numpy_graphs_with_the_reason():
