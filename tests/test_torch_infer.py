@@ -342,3 +342,82 @@ def test_bad_testing_call():
         infer(torch.sin, [torch.empty(3, device="meta")])
     with pytest.raises(TypeError, match="kwargs"):
         infer(torch.sin, (torch.empty(3, device="meta"),), 5)
+
+
+# ------------------------------------------------------------ fast fakes
+
+def meta_facts(t):
+    return (tuple(t.shape), t.stride(), t.dtype, t.requires_grad, t.is_leaf, t.device.type)
+
+
+def input_cases():
+    base = torch.randn(4, 6, requires_grad=True)
+    return {
+        "contiguous": torch.randn(3, 4),
+        "transposed": torch.randn(3, 4).t(),
+        "sliced": torch.randn(8, 5)[::2, 1:],
+        "int64": torch.arange(6).reshape(2, 3),
+        "bool": torch.ones(2, 2, dtype=torch.bool),
+        "0-d": torch.tensor(2.5),
+        "leaf requiring grad": torch.randn(2, 3, requires_grad=True),
+        "parameter": torch.nn.Parameter(torch.randn(5)),
+        "non-leaf": base * 2,
+        "non-leaf view": (base * 2)[:, 1:],
+        "half": torch.randn(3, dtype=torch.float16),
+    }
+
+
+@pytest.mark.parametrize("name", list(input_cases()))
+def test_fast_input_fake_has_the_tensors_metadata(name):
+    t = input_cases()[name]
+    fake = _C._testing.torch_fast_fake(t)
+    assert fake is not None, name
+    want = (tuple(t.shape), t.stride(), t.dtype, t.requires_grad, t.is_leaf, "meta")
+    assert meta_facts(fake) == want
+
+
+def test_fast_input_fake_leaves_special_tensors_to_torch():
+    z = torch.randn(3, dtype=torch.complex64)
+    assert _C._testing.torch_fast_fake(z.conj()) is None       # the conj bit: torchlib's path keeps it
+    assert _C._testing.torch_fast_fake(torch.empty(3, device="meta")) is None
+    assert _C._testing.torch_fast_fake(5) is None
+
+
+def fresh_cases():
+    m = lambda *s, rg=False: torch.empty(*s, device="meta", requires_grad=rg)  # noqa: E731
+    return {
+        "plain": m(3, 4),
+        "plain view": m(3, 4).t(),
+        "result requiring grad": m(3, 4, rg=True) * 2,
+        "view requiring grad": (m(3, 4, rg=True) * 2).t(),
+        "split view": (m(6, 4, rg=True) * 2).split(2, dim=1)[0],
+        "int": torch.empty(2, 2, dtype=torch.int64, device="meta"),
+    }
+
+
+@pytest.mark.parametrize("name", list(fresh_cases()))
+def test_fresh_fake_is_a_new_tensor_with_the_same_metadata(name):
+    f = fresh_cases()[name]
+    c = _C._testing.torch_fresh_fake(f)
+    assert c is not None and c is not f
+    assert meta_facts(c) == meta_facts(f)
+    if f.requires_grad:
+        assert c._is_view() == f._is_view()
+
+
+def test_fresh_fake_leaves_a_dense_permuted_result_to_the_clone():
+    f = torch.empty(3, 4, device="meta", requires_grad=True).t() * 2  # dense, not contiguous, no view
+    assert not f._is_view() and not f.is_contiguous()
+    assert _C._testing.torch_fresh_fake(f) is None
+
+
+def test_fast_sig_tells_metadata_apart():
+    m = torch.empty(3, 4, device="meta")
+    sig = _C._testing.torch_fast_sig
+    assert sig(m) == sig(torch.empty(3, 4, device="meta"))
+    others = [m.t(), torch.empty(3, 4, dtype=torch.float64, device="meta"), torch.empty(4, 3, device="meta"),
+              torch.empty(3, 4, device="meta", requires_grad=True),
+              torch.empty(3, 4, device="meta", requires_grad=True) * 1, m.view(3, 4)]
+    sigs = [sig(o) for o in others]
+    assert all(isinstance(s, bytes) for s in sigs)
+    assert len(set(sigs + [sig(m)])) == len(others) + 1

@@ -108,9 +108,15 @@ static PyObject *torch_empty = NULL;   /* torch.empty */
 static PyObject *kw_plain = NULL;      /* ("dtype", "device") */
 static PyObject *kw_grad = NULL;       /* ("dtype", "device", "requires_grad") */
 static PyObject *clone_name = NULL;    /* "clone" */
+static PyObject *empty_strided = NULL; /* torch.empty_strided */
+static PyObject *view_as_name = NULL;  /* "view_as" */
+static PyObject *is_view_name = NULL;  /* "_is_view" */
+static PyObject *is_leaf_name = NULL;  /* "is_leaf" */
 static int32_t meta_device_type = -1;
-static uint64_t plain_keys[4];
+static uint64_t plain_keys[4];      /* meta fakes: plain, requiring grad, results */
 static int n_plain_keys = 0;
+static uint64_t cpu_keys[8];        /* CPU tensors: plain, requiring grad, results, views */
+static int n_cpu_keys = 0;
 
 static int is_float(int32_t st)
 {
@@ -122,20 +128,38 @@ static int is_int(int32_t st)
     return st >= ST_BYTE && st <= ST_LONG;
 }
 
-/* Records the dispatch keys of 't' as plain.  0 or -1. */
+/* Adds 'k' to the set keys[0..*n) of at most 'cap'.  0 or -1 (full). */
+static int add_keys(uint64_t *keys, int *n, int cap, uint64_t k)
+{
+    for (int i = 0; i < *n; i++)
+        if (keys[i] == k)
+            return 0;
+    if (*n == cap)
+        return -1;
+    keys[(*n)++] = k;
+    return 0;
+}
+
+/* Records the dispatch keys of the meta tensor 't' as plain.  0 or -1. */
 static int add_plain_keys(PyObject *t)
 {
     fj_TensorMeta m;
     if (t == NULL || fj_tensor_meta(t, &m) <= 0)
         return -1;
     meta_device_type = m.device_type;
-    for (int i = 0; i < n_plain_keys; i++)
-        if (plain_keys[i] == m.dispatch_keys)
-            return 0;
-    if (n_plain_keys == 4)
-        return -1;
-    plain_keys[n_plain_keys++] = m.dispatch_keys;
-    return 0;
+    return add_keys(plain_keys, &n_plain_keys, 4, m.dispatch_keys);
+}
+
+/* The same for CPU tensors: 't' and a view of it.  0 or -1. */
+static int add_cpu_keys(PyObject *t)
+{
+    fj_TensorMeta m;
+    PyObject *v = t ? PyObject_CallMethodOneArg(t, view_as_name, t) : NULL;
+    int ok = v != NULL && fj_tensor_meta(t, &m) > 0 && m.device_type == FJ_TORCH_CPU &&
+             add_keys(cpu_keys, &n_cpu_keys, 8, m.dispatch_keys) == 0 && fj_tensor_meta(v, &m) > 0 &&
+             add_keys(cpu_keys, &n_cpu_keys, 8, m.dispatch_keys) == 0;
+    Py_XDECREF(v);
+    return ok ? 0 : -1;
 }
 
 static int setup(void)
@@ -153,7 +177,12 @@ static int setup(void)
     kw_grad = Py_BuildValue("(sss)", "dtype", "device", "requires_grad");
     clone_name = PyUnicode_InternFromString("clone");
     torch_empty = PyObject_GetAttrString(tm, "empty");
-    if (!by_callable || !by_method || !callables || !kw_plain || !kw_grad || !clone_name || !torch_empty)
+    empty_strided = PyObject_GetAttrString(tm, "empty_strided");
+    view_as_name = PyUnicode_InternFromString("view_as");
+    is_view_name = PyUnicode_InternFromString("_is_view");
+    is_leaf_name = PyUnicode_InternFromString("is_leaf");
+    if (!by_callable || !by_method || !callables || !kw_plain || !kw_grad || !clone_name || !torch_empty ||
+        !empty_strided || !view_as_name || !is_view_name || !is_leaf_name)
         return -1;
     for (Py_ssize_t i = 0; i < NRULES; i++) {
         const Rule *r = &rules[i];
@@ -193,14 +222,22 @@ static int setup(void)
         if (ok) {
             Py_XSETREF(dtypes[m.dtype], Py_NewRef(dt));
             ok = add_plain_keys(t) == 0;
-            if (ok && is_float(m.dtype)) {
-                /* a leaf that requires grad, and a result that does */
-                PyObject *gargv[4] = {shape, dt, fj_torch_meta_device(), Py_True};
-                PyObject *g = PyObject_Vectorcall(torch_empty, gargv, 1, kw_grad);
-                PyObject *c = g ? PyObject_CallMethodNoArgs(g, clone_name) : NULL;
-                ok = add_plain_keys(g) == 0 && add_plain_keys(c) == 0;
-                Py_XDECREF(g);
-                Py_XDECREF(c);
+            for (int dev = 0; ok && dev < 2; dev++) {
+                PyObject *device = dev ? fj_torch_cpu_device() : fj_torch_meta_device();
+                PyObject *pargv[3] = {shape, dt, device};
+                PyObject *p = dev ? PyObject_Vectorcall(torch_empty, pargv, 1, kw_plain) : NULL;
+                ok = !dev || add_cpu_keys(p) == 0;
+                Py_XDECREF(p);
+                if (ok && is_float(m.dtype)) {
+                    /* a leaf that requires grad, and a result that does */
+                    PyObject *gargv[4] = {shape, dt, device, Py_True};
+                    PyObject *g = PyObject_Vectorcall(torch_empty, gargv, 1, kw_grad);
+                    PyObject *c = g ? PyObject_CallMethodNoArgs(g, clone_name) : NULL;
+                    ok = dev ? add_cpu_keys(g) == 0 && add_cpu_keys(c) == 0
+                             : add_plain_keys(g) == 0 && add_plain_keys(c) == 0;
+                    Py_XDECREF(g);
+                    Py_XDECREF(c);
+                }
             }
         }
         Py_XDECREF(dt);
@@ -929,6 +966,136 @@ PyObject *fj_torch_infer(const fj_OpDef *op, PyObject *target, PyObject *fargs, 
     return make(o.st, o.nd, o.sizes, o.rg);
 }
 
+/* ------------------------------------------------------------ fast fakes */
+
+static int keys_in(const uint64_t *keys, int n, uint64_t k)
+{
+    for (int i = 0; i < n; i++)
+        if (keys[i] == k)
+            return 1;
+    return 0;
+}
+
+static PyObject *ints_tuple(int nd, const int64_t *v)
+{
+    PyObject *t = PyTuple_New(nd);
+    for (int i = 0; t != NULL && i < nd; i++) {
+        PyObject *x = PyLong_FromLongLong(v[i]);
+        if (x == NULL)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, x);
+    }
+    return t;
+}
+
+/* torch.empty_strided(m's sizes, strides, dtype=, device=meta, requires_grad=rg): a leaf. */
+static PyObject *strided(const fj_TensorMeta *m, int rg)
+{
+    PyObject *size = ints_tuple(m->ndim, m->sizes), *stride = size ? ints_tuple(m->ndim, m->strides) : NULL;
+    PyObject *argv[5] = {size, stride, dtypes[m->dtype], fj_torch_meta_device(), rg ? Py_True : Py_False};
+    PyObject *t = stride ? PyObject_Vectorcall(empty_strided, argv, 2, kw_grad) : NULL;
+    Py_XDECREF(size);
+    Py_XDECREF(stride);
+    return t;
+}
+
+static int known_dtype(const fj_TensorMeta *m)
+{
+    return m->dtype >= 0 && m->dtype < ST_MAX && dtypes[m->dtype] != NULL;
+}
+
+PyObject *fj_torch_dtype_of(int32_t st)
+{
+    return ready() && st >= 0 && st < ST_MAX ? dtypes[st] : NULL;
+}
+
+PyObject *fj_torch_fast_fake(PyObject *t)
+{
+    fj_TensorMeta m;
+    if (!ready())
+        return NULL;
+    int r = fj_tensor_meta(t, &m);
+    if (r <= 0 || m.device_type != FJ_TORCH_CPU || !known_dtype(&m) || !keys_in(cpu_keys, n_cpu_keys, m.dispatch_keys))
+        return NULL;
+    PyObject *fake = strided(&m, m.requires_grad);
+    if (fake != NULL && m.requires_grad) {
+        /* an intermediate result (not a leaf) takes in-place ops a leaf refuses */
+        PyObject *leaf = PyObject_GetAttr(t, is_leaf_name);
+        if (leaf == NULL)
+            Py_CLEAR(fake);
+        else if (leaf == Py_False)
+            Py_SETREF(fake, fj_torch_non_leaf(fake));
+        Py_XDECREF(leaf);
+    }
+    return fake;
+}
+
+PyObject *fj_torch_fresh_fake(PyObject *fake)
+{
+    fj_TensorMeta m;
+    if (!ready() || (PyObject *)Py_TYPE(fake) != fj_torch_tensor_type())
+        return NULL;
+    int r = fj_tensor_meta(fake, &m);
+    if (r <= 0 || m.device_type != meta_device_type || !known_dtype(&m) ||
+        !keys_in(plain_keys, n_plain_keys, m.dispatch_keys))
+        return NULL;
+    if (!m.requires_grad)
+        return strided(&m, 0); /* a leaf, as every tensor not requiring grad is */
+    int64_t s = 1, canonical = 1;
+    for (int i = m.ndim - 1; i >= 0; i--) {
+        canonical &= m.strides[i] == s || m.sizes[i] == 1;
+        s *= m.sizes[i] > 1 ? m.sizes[i] : 1;
+    }
+    if (canonical) {
+        /* an op's result: the clone of a leaf is no leaf, no view */
+        PyObject *leaf = strided(&m, 1), *c = leaf ? PyObject_CallMethodNoArgs(leaf, clone_name) : NULL;
+        Py_XDECREF(leaf);
+        return c;
+    }
+    PyObject *view = PyObject_CallMethodNoArgs(fake, is_view_name);
+    if (view != Py_True) {
+        Py_XDECREF(view);
+        return NULL; /* a dense result in another layout: the caller's clone */
+    }
+    Py_DECREF(view);
+    PyObject *leaf = strided(&m, 1), *v = leaf ? PyObject_CallMethodOneArg(leaf, view_as_name, leaf) : NULL;
+    Py_XDECREF(leaf);
+    return v;
+}
+
+PyObject *fj_torch_fast_sig(PyObject *t)
+{
+    fj_TensorMeta m;
+    if (!ready())
+        return NULL;
+    int r = fj_tensor_meta(t, &m);
+    if (r <= 0)
+        return NULL;
+    int64_t buf[5 + 2 * FJ_TENSOR_MAX_DIMS];
+    int64_t flags = m.requires_grad ? 1 : 0;
+    if (m.requires_grad) {
+        PyObject *leaf = PyObject_GetAttr(t, is_leaf_name);
+        if (leaf == NULL)
+            return NULL;
+        flags |= leaf == Py_True ? 2 : 0;
+        Py_DECREF(leaf);
+    }
+    PyObject *view = PyObject_CallMethodNoArgs(t, is_view_name);
+    if (view == NULL)
+        return NULL;
+    flags |= view == Py_True ? 4 : 0;
+    Py_DECREF(view);
+    buf[0] = m.dtype;
+    buf[1] = m.device_type;
+    buf[2] = m.ndim;
+    buf[3] = flags;
+    buf[4] = (int64_t)m.dispatch_keys;
+    memcpy(buf + 5, m.sizes, sizeof(int64_t) * (size_t)m.ndim);
+    memcpy(buf + 5 + m.ndim, m.strides, sizeof(int64_t) * (size_t)m.ndim);
+    return PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)(sizeof(int64_t) * (size_t)(5 + 2 * m.ndim)));
+}
+
 /* _testing.torch_infer(target, args, kwargs=None) */
 static PyObject *infer_py(PyObject *mod, PyObject *args)
 {
@@ -950,7 +1117,33 @@ static PyObject *infer_py(PyObject *mod, PyObject *args)
     return r;
 }
 
+/* _testing.torch_fast_fake(t) / torch_fresh_fake(fake) / torch_fast_sig(t): None when they do not answer */
+static PyObject *or_none(PyObject *r)
+{
+    if (r == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE;
+    return r;
+}
+
+static PyObject *fast_fake_py(PyObject *mod, PyObject *t)
+{
+    return or_none(fj_torch_fast_fake(t));
+}
+
+static PyObject *fresh_fake_py(PyObject *mod, PyObject *t)
+{
+    return or_none(fj_torch_fresh_fake(t));
+}
+
+static PyObject *fast_sig_py(PyObject *mod, PyObject *t)
+{
+    return or_none(fj_torch_fast_sig(t));
+}
+
 static PyMethodDef methods[] = {
+    {"torch_fast_fake", fast_fake_py, METH_O, "torch_fast_fake(t): the reader-made fake of a CPU tensor, or None"},
+    {"torch_fresh_fake", fresh_fake_py, METH_O, "torch_fresh_fake(fake): a fresh copy of a meta fake, or None"},
+    {"torch_fast_sig", fast_sig_py, METH_O, "torch_fast_sig(t): the meta cache's bytes key of a tensor, or None"},
     {"torch_infer", infer_py, METH_VARARGS,
      "torch_infer(target, args, kwargs=None): the C rule's result fake for target(*args, **kwargs) on "
      "meta tensors, None when no rule applies"},

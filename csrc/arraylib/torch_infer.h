@@ -19,6 +19,9 @@
 ** (docs/torch.md, "Output metadata").  tests/test_torch_infer.py checks
 ** every rule against torch's meta kernels and against a real CPU run.
 **
+** Also here: the fakes made from the C reader's metadata without
+** torch's Python attribute calls (below).
+**
 ** Not responsible for: the meta cache and the fallback (trace_torch.c),
 ** reading tensors (tensor_meta.h: no rule answers until the reader is
 ** installed).
@@ -35,6 +38,22 @@
 ** with no exception when no rule applies; NULL with an exception on error.
 */
 PyObject *fj_torch_infer(const fj_OpDef *op, PyObject *target, PyObject *fargs, PyObject *fkw);
+
+/*
+** Fast fakes, from the C reader (each NULL with no exception when it
+** cannot answer, and the caller takes torchlib.h's slower path):
+** fj_torch_fast_fake: the fake of a CPU tensor input (fj_torch_fake's
+** answer); fj_torch_fresh_fake: a fresh copy of a cached fake, a leaf when
+** it does not require grad, else a non-leaf (a view when it was one);
+** fj_torch_fast_sig: a bytes key of a fake's metadata for the meta cache
+** (dtype, device, sizes, strides, dispatch keys, requires_grad, is_leaf,
+** is a view).  fj_torch_dtype_of: the torch.dtype of a c10::ScalarType
+** code (borrowed), NULL when not known.
+*/
+PyObject *fj_torch_fast_fake(PyObject *t);
+PyObject *fj_torch_fresh_fake(PyObject *fake);
+PyObject *fj_torch_fast_sig(PyObject *t);
+PyObject *fj_torch_dtype_of(int32_t st);
 
 /* Adds torch_infer(target, args, kwargs=None) to framejit._C._testing:
    the rule's answer, None when no rule applies (target a callable, a

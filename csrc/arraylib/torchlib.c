@@ -2,6 +2,7 @@
 ** torchlib.c: torch as framejit's second array library.  See torchlib.h.
 */
 #include "torchlib.h"
+#include "torch_infer.h"
 #include "fj_numpy.h"
 #include "guard_values.h"
 
@@ -257,6 +258,9 @@ PyObject *fj_torch_meta_device(void)
 PyObject *fj_torch_fake(PyObject *t, const char **why)
 {
     *why = NULL;
+    PyObject *fast = fj_torch_fast_fake(t);
+    if (fast != NULL || PyErr_Occurred())
+        return fast;
     PyObject *dev = PyObject_GetAttrString(t, "device");
     if (dev == NULL)
         return NULL;

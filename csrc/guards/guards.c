@@ -39,6 +39,7 @@
 #include "guards.h"
 #include "source.h"
 #include "arraylib.h"
+#include "torch_infer.h"
 #include "torchlib.h"
 
 #include <stdarg.h>
@@ -1165,18 +1166,25 @@ int fj_guard_add_torch_match(PyObject *mgr, PyObject *example)
             PyErr_NoMemory();
         goto error;
     }
-    /* the slow read gives the dtype object and the metadata any reader must agree with */
-    if (fj_torch_meta_slow(example, lf->tm, &dtype) < 0)
-        goto error;
-    lf->aux = Py_NewRef(dtype);
-    fj_TensorMeta fast;
-    int r = fj_tensor_meta(example, &fast);
+    /* the reader's metadata and the dtype object of its code; else (no
+       reader, or a tensor it does not read) the slow read through torch */
+    int r = fj_tensor_meta(example, lf->tm);
     if (r < 0)
         goto error;
-    if (r == 1) {
+    if (r == 1 && fj_torch_dtype_of(lf->tm->dtype) != NULL) {
         lf->ival = 1;
-        *lf->tm = fast;
+        dtype = Py_NewRef(fj_torch_dtype_of(lf->tm->dtype));
     }
+    else {
+        fj_TensorMeta fast = *lf->tm;
+        if (fj_torch_meta_slow(example, lf->tm, &dtype) < 0)
+            goto error;
+        if (r == 1) {
+            lf->ival = 1;
+            *lf->tm = fast;
+        }
+    }
+    lf->aux = Py_NewRef(dtype);
     if (leaf_hold(lf, (PyObject *)Py_TYPE(example)) < 0)
         goto error;
     qual = PyType_GetQualName(Py_TYPE(example));

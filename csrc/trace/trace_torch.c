@@ -292,6 +292,9 @@ static PyObject *sig_of(PyObject *a, int depth)
     if (depth > 8)
         return NULL;
     if (fj_torch_is_tensor(a)) {
+        PyObject *fast = fj_torch_fast_sig(a);
+        if (fast != NULL || PyErr_Occurred())
+            return fast;
         PyObject *shape = PyObject_GetAttrString(a, "shape");
         PyObject *stride = shape ? PyObject_CallMethod(a, "stride", NULL) : NULL;
         PyObject *dtype = stride ? PyObject_GetAttrString(a, "dtype") : NULL;
@@ -409,10 +412,16 @@ static int aliases_input(PyObject *res, PyObject *const *args, Py_ssize_t n, PyO
 
 /* A cached result made fresh: each tensor a new clone, so no two nodes
    share a fake. */
+static PyObject *fresh_one(PyObject *t)
+{
+    PyObject *f = fj_torch_fresh_fake(t);
+    return f != NULL || PyErr_Occurred() ? f : fj_torch_non_leaf(t);
+}
+
 static PyObject *fresh_alias(PyObject *hit)
 {
     if (!PyTuple_Check(hit))
-        return fj_torch_non_leaf(hit);
+        return fresh_one(hit);
     if (!PyTuple_CheckExact(hit)) {
         /* torch.return_types.*: the same named tuple of fresh items */
         PyObject *plain = PySequence_Tuple(hit), *items = plain ? fresh_alias(plain) : NULL;
@@ -425,7 +434,7 @@ static PyObject *fresh_alias(PyObject *hit)
     PyObject *items = PyTuple_New(k);
     for (Py_ssize_t i = 0; items != NULL && i < k; i++) {
         PyObject *t = PyTuple_GET_ITEM(hit, i);
-        PyObject *a = t == Py_None ? Py_NewRef(Py_None) : fj_torch_non_leaf(t);
+        PyObject *a = t == Py_None ? Py_NewRef(Py_None) : fresh_one(t);
         if (a == NULL)
             Py_CLEAR(items);
         else
