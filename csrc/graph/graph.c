@@ -479,6 +479,27 @@ int fj_graph_is_torch(PyObject *g)
     return ((fj_Graph *)g)->torch;
 }
 
+/* The nodes a call's arguments and keyword values hold, each once (a new
+   list), *deep set when one sits inside a container; NULL on error. */
+static PyObject *call_inputs(fj_Graph *g, PyObject *args, PyObject *kwargs, int *deep)
+{
+    PyObject *acc = PyList_New(0);
+    /* depth -1: the arguments themselves are at depth 0 (not 'deep') */
+    if (!acc || collect_inputs(g, args, acc, -1, deep, PyList_GET_SIZE(g->nodes)) < 0)
+        goto error;
+    if (kwargs) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(kwargs, &pos, &k, &v))
+            if (collect_inputs(g, v, acc, 1, deep, PyList_GET_SIZE(g->nodes)) < 0)
+                goto error;
+    }
+    return acc;
+error:
+    Py_XDECREF(acc);
+    return NULL;
+}
+
 fj_Node *fj_graph_torch_call(PyObject *gobj, const fj_OpDef *op, PyObject *target, PyObject *label,
                              PyObject *stem, PyObject *args, PyObject *kwargs, PyObject *fake_result)
 {
@@ -490,16 +511,8 @@ fj_Node *fj_graph_torch_call(PyObject *gobj, const fj_OpDef *op, PyObject *targe
         return NULL;
     if (kwargs && PyDict_GET_SIZE(kwargs) == 0)
         kwargs = NULL;
-    acc = PyList_New(0);
-    if (!acc || collect_inputs(g, args, acc, -1, &deep, PyList_GET_SIZE(g->nodes)) < 0)
+    if ((acc = call_inputs(g, args, kwargs, &deep)) == NULL)
         goto error;
-    if (kwargs) {
-        Py_ssize_t pos = 0;
-        PyObject *k, *v;
-        while (PyDict_Next(kwargs, &pos, &k, &v))
-            if (collect_inputs(g, v, acc, 1, &deep, PyList_GET_SIZE(g->nodes)) < 0)
-                goto error;
-    }
     n = node_alloc(FJ_NODE_CALL);
     if (!n || set_torch_meta(n, fake_result) < 0)
         goto error;
@@ -538,17 +551,8 @@ fj_Node *fj_graph_call(PyObject *gobj, const fj_OpDef *op, PyObject *args, PyObj
     }
     if (kwargs && PyDict_GET_SIZE(kwargs) == 0)
         kwargs = NULL;
-    acc = PyList_New(0);
-    /* depth -1: the arguments themselves are at depth 0 (not 'deep') */
-    if (!acc || collect_inputs(g, args, acc, -1, &deep, PyList_GET_SIZE(g->nodes)) < 0)
+    if ((acc = call_inputs(g, args, kwargs, &deep)) == NULL)
         goto error;
-    if (kwargs) {
-        Py_ssize_t pos = 0;
-        PyObject *k, *v;
-        while (PyDict_Next(kwargs, &pos, &k, &v))
-            if (collect_inputs(g, v, acc, 1, &deep, PyList_GET_SIZE(g->nodes)) < 0)
-                goto error;
-    }
     if (fj_ops_infer(op, args, kwargs, &m) < 0)
         goto error;
     n = node_alloc(FJ_NODE_CALL);

@@ -400,6 +400,33 @@ static int tensors_are_float(PyObject *const *args, Py_ssize_t n)
 ** else (shapes, dims, integer tensors that overflow, '**' whose type
 ** follows the sign) it is pinned.
 */
+typedef PyObject *(*RetryFn)(fj_TFrame *fr, const fj_OpDef *op, PyObject *target, PyObject *const *args,
+                             Py_ssize_t n, PyObject *kwnames);
+
+/* Pins the trace's symbolic scalars (specializing it) and calls 'fn' again
+   with every symbolic scalar among the arguments replaced by its value. */
+static PyObject *pinned_retry(fj_TFrame *fr, const fj_OpDef *op, PyObject *target, PyObject *const *args,
+                              Py_ssize_t n, PyObject *kwnames, RetryFn fn)
+{
+    if (fj_trace_specialize(fj_current_tracer) < 0)
+        return NULL;
+    PyObject *stack[32];
+    if (n > 32)
+        return fj_unsupported("too many arguments"), NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        stack[i] = pin_pyscalars(args[i], 0);
+        if (stack[i] == NULL) {
+            for (Py_ssize_t j = 0; j < i; j++)
+                Py_DECREF(stack[j]);
+            return NULL;
+        }
+    }
+    PyObject *r = fn(fr, op, target, stack, n, kwnames);
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_DECREF(stack[i]);
+    return r;
+}
+
 static PyObject *torch_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *target, PyObject *const *args,
                             Py_ssize_t n, PyObject *kwnames)
 {
@@ -419,25 +446,8 @@ static PyObject *torch_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *target,
                 keep = 0;
         if (keep && (keep = tensors_are_float(args, n)) < 0)
             return NULL;
-        if (!keep) {
-            if (fj_trace_specialize(fj_current_tracer) < 0)
-                return NULL;
-            PyObject *stack[32];
-            if (n > 32)
-                return fj_unsupported("too many arguments"), NULL;
-            for (Py_ssize_t i = 0; i < n; i++) {
-                stack[i] = pin_pyscalars(args[i], 0);
-                if (stack[i] == NULL) {
-                    for (Py_ssize_t j = 0; j < i; j++)
-                        Py_DECREF(stack[j]);
-                    return NULL;
-                }
-            }
-            PyObject *r = torch_call(fr, op, target, stack, n, kwnames);
-            for (Py_ssize_t i = 0; i < n; i++)
-                Py_DECREF(stack[i]);
-            return r;
-        }
+        if (!keep)
+            return pinned_retry(fr, op, target, args, n, kwnames, torch_call);
     }
     PyObject *targs = NULL, *kwargs = NULL, *res = NULL;
     if (graph_args(args, n, kwnames, "a torch operation", &targs, &kwargs) == 0)
@@ -445,6 +455,16 @@ static PyObject *torch_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *target,
     Py_XDECREF(targs);
     Py_XDECREF(kwargs);
     return res;
+}
+
+static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args,
+                            Py_ssize_t n, PyObject *kwnames);
+
+static PyObject *graph_call_retry(fj_TFrame *fr, const fj_OpDef *op, PyObject *target, PyObject *const *args,
+                                  Py_ssize_t n, PyObject *kwnames)
+{
+    (void)target; /* the row's own */
+    return graph_call(fr, op, args, n, kwnames);
 }
 
 static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args,
@@ -489,23 +509,7 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
     }
     if (pyscalar && (op->shape_rule != FJ_SH_BROADCAST || sign_typed || narrow ||
                      fj_current_tracer->specialized)) {
-        if (fj_trace_specialize(fj_current_tracer) < 0)
-            return NULL;
-        PyObject *stack[32];
-        if (n > 32)
-            return fj_unsupported("too many arguments"), NULL;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            stack[i] = pin_pyscalars(args[i], 0);
-            if (stack[i] == NULL) {
-                for (Py_ssize_t j = 0; j < i; j++)
-                    Py_DECREF(stack[j]);
-                return NULL;
-            }
-        }
-        PyObject *r = graph_call(fr, op, stack, n, kwnames);
-        for (Py_ssize_t i = 0; i < n; i++)
-            Py_DECREF(stack[i]);
-        return r;
+        return pinned_retry(fr, op, NULL, args, n, kwnames, graph_call_retry);
     }
     if (fj_trace_check_writeable(fr, op, args, n, kwnames) < 0)
         return NULL;
