@@ -377,3 +377,30 @@ def test_names_only_torch_knows_are_torch_backends():
     assert_same(backend(g, [X, Y, 2])(X, Y, 2), direct(X, Y, 2))
     with pytest.raises(ValueError, match="unknown framejit backend 'no-such'.*aot_eager.*inductor"):
         backends.lookup("no-such")
+
+
+def _mutate_then_read(a, b):
+    a.add_(1)
+    return b * 2
+
+
+@pytest.mark.parametrize("order", ["distinct first", "aliased first"])
+def test_a_torch_backend_compiles_again_for_inputs_that_alias(order):
+    # AOTAutograd compiles for the aliasing it is shown: the same tensor (or
+    # views of one base) as two inputs is another specialization
+    cf = framejit.compile(_mutate_then_read, backend="aot_eager")
+
+    def calls():
+        x = torch.zeros(3)
+        yield (torch.zeros(3), torch.zeros(3)), lambda: (torch.zeros(3), torch.zeros(3))
+        yield (x, x), (lambda: (lambda t: (t, t))(torch.zeros(3)))
+        x = torch.zeros(4)
+        yield (x[0:2], x[1:3]), (lambda: (lambda t: (t[0:2], t[1:3]))(torch.zeros(4)))
+
+    cases = list(calls())
+    if order == "aliased first":
+        cases.reverse()
+    for args, fresh in cases:
+        want = _mutate_then_read(*fresh())
+        assert torch.equal(cf(*args), want), args
+        assert torch.equal(args[0], fresh()[0] + 1)
