@@ -107,17 +107,16 @@ _marked = {}
 
 def mark_dynamic(arr, dim):
     """Ask framejit to treat dimension 'dim' (an int or a sequence of ints) of
-    NumPy array 'arr' as dynamic from the first compile: its size is not
-    guarded and one graph serves every size (sizes 0 and 1 stay specialized)."""
+    a NumPy array or a torch tensor as dynamic from the first compile: its
+    size is not guarded and one graph serves every size (sizes 0 and 1 stay
+    specialized; a tensor's dims are dynamic only while it is contiguous).
+    Where the trace reads the size (a shape, a reshape, a matmul), the
+    dims are pinned again, and the `dynamic` log says so."""
     import weakref
     import numpy as np
     torch = sys.modules.get("torch")
-    if torch is not None and isinstance(arr, torch.Tensor):
-        raise NotImplementedError(
-            "framejit.mark_dynamic: dims of torch tensors are guarded exactly for now (a new shape "
-            "recompiles); symbolic sizes for tensors are issue 22")
-    if not isinstance(arr, np.ndarray):
-        raise TypeError(f"mark_dynamic expects a numpy.ndarray, not {type(arr).__name__}")
+    if not isinstance(arr, np.ndarray) and not (torch is not None and isinstance(arr, torch.Tensor)):
+        raise TypeError(f"mark_dynamic expects a numpy.ndarray or a torch.Tensor, not {type(arr).__name__}")
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     for d in dims:
         if not isinstance(d, int) or not -arr.ndim <= d < arr.ndim:

@@ -587,6 +587,3 @@ def test_compile_a_module_object():
     assert counters["stats"]["calls_captured"] == 4  # fc1, relu, dropout (eval: identity), fc2
 
 
-def test_mark_dynamic_on_a_tensor_says_it_is_not_supported():
-    with pytest.raises(NotImplementedError, match="torch tensors"):
-        framejit.mark_dynamic(torch.randn(3), 0)

@@ -17,21 +17,6 @@ static int numpy_is_array(PyObject *o)
     return fj_numpy_loaded() && (PyArray_Check(o) || PyArray_IsScalar(o, Generic));
 }
 
-static int torch_add_tensor_match(PyObject *mgr, PyObject *example, PyObject *dynamic_dims)
-{
-    if (dynamic_dims != NULL && dynamic_dims != Py_None) {
-        Py_ssize_t n = PyObject_Length(dynamic_dims);
-        if (n != 0) {
-            if (n > 0)
-                PyErr_SetString(PyExc_ValueError,
-                                "framejit: dynamic dims of torch tensors are not supported yet "
-                                "(their dims are guarded exactly)");
-            return -1;
-        }
-    }
-    return fj_guard_add_torch_match(mgr, example);
-}
-
 const fj_ArrayLib fj_numpy_lib = {
     .name = "numpy",
     .ready = numpy_ready,
@@ -44,7 +29,7 @@ const fj_ArrayLib fj_torch_lib = {
     .name = "torch",
     .ready = fj_torch_ready,
     .is_array = fj_torch_is_tensor,
-    .add_tensor_match = torch_add_tensor_match,
+    .add_tensor_match = fj_guard_add_torch_match,
     .add_global_state = fj_guard_add_torch_state,
 };
 

@@ -966,6 +966,22 @@ PyObject *fj_torch_infer(const fj_OpDef *op, PyObject *target, PyObject *fargs, 
     return make(o.st, o.nd, o.sizes, o.rg);
 }
 
+int fj_torch_is_elementwise(const fj_OpDef *op, PyObject *target, PyObject *fargs, PyObject *fkw)
+{
+    if (!ready() || !PyTuple_Check(fargs))
+        return 0;
+    const Rule *r = rule_of(op, target);
+    if (r == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *s[MAXP];
+    if ((r->kind != K_UNARY && r->kind != K_BINARY && r->kind != K_CMP) || !bind(r->params, fargs, fkw, s))
+        return 0;
+    if (r->kind == K_UNARY)
+        return s[0] != NULL && (r->sub != S_INPLACE_ARG || s[1] == NULL || s[1] == Py_False) &&
+               (r->sub != S_GELU || s[1] == NULL || PyUnicode_CheckExact(s[1]));
+    return s[0] != NULL && s[1] != NULL;
+}
+
 /* ------------------------------------------------------------ fast fakes */
 
 static int keys_in(const uint64_t *keys, int n, uint64_t k)

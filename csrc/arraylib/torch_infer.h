@@ -39,6 +39,13 @@
 */
 PyObject *fj_torch_infer(const fj_OpDef *op, PyObject *target, PyObject *fargs, PyObject *fkw);
 
+/* 1 when op/target on these fakes is an elementwise rule's op (activations,
+   arithmetic, comparisons with broadcasting; no in-place form, no out=):
+   its result has the broadcast shape of its operands and it fails for no
+   size that broadcasts (automatic dynamic carries dynamic dims through
+   it).  0 otherwise, -1 on error. */
+int fj_torch_is_elementwise(const fj_OpDef *op, PyObject *target, PyObject *fargs, PyObject *fkw);
+
 /*
 ** Fast fakes, from the C reader (each NULL with no exception when it
 ** cannot answer, and the caller takes torchlib.h's slower path):

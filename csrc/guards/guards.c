@@ -427,6 +427,34 @@ static int tensor_check(Leaf *lf, PyObject *v, PyObject *source, PyObject **reas
 ** (size(), stride(), ...), the dtype by identity (torch's dtypes are
 ** singletons).  'reason' as for tensor_check.
 */
+/*
+** A torch leaf with dynamic dims (lf->layout 1): want->sizes[i] is -1 for
+** a dynamic dim, which matches any size >= 2 (0 and 1 stay specialized);
+** the other sizes match exactly, and the strides must be the contiguous
+** ones of m's sizes (they follow the dynamic sizes).  -1 when 'm' matches,
+** else the first failing dim (*what 1: a dynamic size under 2, 2: a fixed
+** size) or m's ndim (*what 3: the strides).
+*/
+static int torch_dims_match(const fj_TensorMeta *want, const fj_TensorMeta *m, int *what)
+{
+    for (int i = 0; i < m->ndim; i++)
+        if (want->sizes[i] < 0 ? m->sizes[i] < 2 : m->sizes[i] != want->sizes[i]) {
+            if (what != NULL)
+                *what = want->sizes[i] < 0 ? 1 : 2;
+            return i;
+        }
+    int64_t st = 1;
+    for (int i = m->ndim - 1; i >= 0; i--) {
+        if (m->strides[i] != st && m->sizes[i] != 1) {
+            if (what != NULL)
+                *what = 3;
+            return m->ndim;
+        }
+        st *= m->sizes[i];
+    }
+    return -1;
+}
+
 static int torch_check(Leaf *lf, PyObject *v, PyObject *source, PyObject **reason)
 {
     PyTypeObject *tp = (PyTypeObject *)leaf_target(lf);
@@ -447,6 +475,8 @@ static int torch_check(Leaf *lf, PyObject *v, PyObject *source, PyObject **reaso
             m.device_index != want->device_index || m.requires_grad != want->requires_grad ||
             m.ndim != want->ndim || m.dispatch_keys != want->dispatch_keys)
             return 0;
+        if (lf->layout > 0)
+            return torch_dims_match(want, &m, NULL) < 0;
         size_t nb = sizeof(int64_t) * (size_t)m.ndim;
         return memcmp(m.sizes, want->sizes, nb) == 0 && memcmp(m.strides, want->strides, nb) == 0;
     }
@@ -475,6 +505,22 @@ static int torch_check(Leaf *lf, PyObject *v, PyObject *source, PyObject **reaso
     else if (m.ndim != want->ndim)
         tensor_reason(reason, source, "rank mismatch. expected %d, actual %d", (int)want->ndim,
                       (int)m.ndim);
+    else if (lf->layout > 0) {
+        int what = 0, d = torch_dims_match(want, &m, &what);
+        ok = d < 0;
+        if (!ok && what == 1)
+            tensor_reason(reason, source, "size mismatch at index %d. expected a size >= 2, actual %lld", d,
+                          (long long)m.sizes[d]);
+        else if (!ok && what == 2)
+            tensor_reason(reason, source, "size mismatch at index %d. expected %lld, actual %lld", d,
+                          (long long)want->sizes[d], (long long)m.sizes[d]);
+        else if (!ok)
+            tensor_reason(reason, source, "not contiguous (a tensor with dynamic dims must be)");
+        if (ok && m.dispatch_keys != want->dispatch_keys) {
+            tensor_reason(reason, source, "dispatch key set mismatch");
+            ok = 0;
+        }
+    }
     else {
         ok = 1;
         for (int i = 0; ok && i < m.ndim; i++)
@@ -1150,7 +1196,7 @@ error:
     return -1;
 }
 
-int fj_guard_add_torch_match(PyObject *mgr, PyObject *example)
+int fj_guard_add_torch_match(PyObject *mgr, PyObject *example, PyObject *dynamic_dims)
 {
     PyObject *qual = NULL, *dtype = NULL, *size = NULL, *stride = NULL, *dtxt = NULL;
     PyObject *sz = NULL, *st = NULL;
@@ -1185,6 +1231,33 @@ int fj_guard_add_torch_match(PyObject *mgr, PyObject *example)
         }
     }
     lf->aux = Py_NewRef(dtype);
+    if (dynamic_dims != NULL && dynamic_dims != Py_None && PyObject_Length(dynamic_dims) != 0) {
+        /* dynamic dims: their sizes are -1 (any size >= 2), and the strides
+           must be the contiguous ones, as they are now */
+        PyObject *dyn = PySequence_Fast(dynamic_dims, "dynamic_dims must be a sequence of ints");
+        if (dyn == NULL)
+            goto error;
+        int bad = torch_dims_match(lf->tm, lf->tm, NULL) >= 0;
+        for (Py_ssize_t j = 0; !bad && j < PySequence_Fast_GET_SIZE(dyn); j++) {
+            Py_ssize_t d = PyNumber_AsSsize_t(PySequence_Fast_GET_ITEM(dyn, j), PyExc_OverflowError);
+            if (d == -1 && PyErr_Occurred()) {
+                Py_DECREF(dyn);
+                goto error;
+            }
+            bad = d < 0 || d >= lf->tm->ndim || lf->tm->sizes[d] < 2;
+            if (!bad)
+                lf->tm->sizes[d] = -1;
+        }
+        Py_DECREF(dyn);
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "framejit: dynamic dims of a torch tensor must be in range, of "
+                                              "sizes >= 2, on a contiguous tensor");
+            goto error;
+        }
+        for (int i = 0; i < lf->tm->ndim; i++)
+            lf->tm->strides[i] = -1;
+        lf->layout = 1;
+    }
     if (leaf_hold(lf, (PyObject *)Py_TYPE(example)) < 0)
         goto error;
     qual = PyType_GetQualName(Py_TYPE(example));
@@ -1192,8 +1265,10 @@ int fj_guard_add_torch_match(PyObject *mgr, PyObject *example)
     sz = dtxt ? PyList_New(lf->tm->ndim) : NULL;
     st = sz ? PyList_New(lf->tm->ndim) : NULL;
     for (int i = 0; st != NULL && i < lf->tm->ndim; i++) {
-        PyList_SET_ITEM(sz, i, PyLong_FromLongLong(lf->tm->sizes[i]));
-        PyList_SET_ITEM(st, i, PyLong_FromLongLong(lf->tm->strides[i]));
+        /* torch prints a dynamic size, and the strides that follow it, as None */
+        PyList_SET_ITEM(sz, i, lf->tm->sizes[i] < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(lf->tm->sizes[i]));
+        PyList_SET_ITEM(st, i, lf->tm->strides[i] < 0 ? Py_NewRef(Py_None)
+                                                       : PyLong_FromLongLong(lf->tm->strides[i]));
     }
     size = st && !PyErr_Occurred() ? PyObject_Repr(sz) : NULL;
     stride = size ? PyObject_Repr(st) : NULL;
@@ -1460,6 +1535,33 @@ static int no_aliasing_check(Leaf *lf, const fj_FrameView *view)
     return r;
 }
 
+/* The size of dim 'd' of an array or torch tensor: 1, 0 (neither, or too
+   few dims), -1 on error. */
+static int dim_size(PyObject *o, Py_ssize_t d, int64_t *out)
+{
+    if (PyArray_Check(o)) {
+        if (PyArray_NDIM((PyArrayObject *)o) <= d)
+            return 0;
+        *out = PyArray_DIM((PyArrayObject *)o, (int)d);
+        return 1;
+    }
+    if (!fj_torch_is_tensor(o))
+        return 0;
+    fj_TensorMeta m;
+    PyObject *dtype = NULL;
+    int r = fj_tensor_meta(o, &m);
+    if (r == 0) {
+        r = fj_torch_meta_slow(o, &m, &dtype);
+        Py_XDECREF(dtype);
+    }
+    if (r <= 0)
+        return r;
+    if (m.ndim <= d)
+        return 0;
+    *out = m.sizes[d];
+    return 1;
+}
+
 /*
 ** DIMS_EQUAL: two dynamic dims the trace saw meet in broadcasting are still
 ** equal (torch's symbolic shape guard s0 == s1).  Anything else fails.
@@ -1470,10 +1572,11 @@ static int dims_equal_check(Leaf *lf, const fj_FrameView *view)
     int r = fj_source_fetch((fj_Source *)PyTuple_GET_ITEM(lf->obj, 0), view, &a);
     if (r > 0)
         r = fj_source_fetch((fj_Source *)PyTuple_GET_ITEM(lf->obj, 1), view, &b);
-    if (r > 0)
-        r = PyArray_Check(a) && PyArray_Check(b) && PyArray_NDIM((PyArrayObject *)a) > lf->ival &&
-            PyArray_NDIM((PyArrayObject *)b) > lf->n &&
-            PyArray_DIM((PyArrayObject *)a, (int)lf->ival) == PyArray_DIM((PyArrayObject *)b, (int)lf->n);
+    if (r > 0) {
+        int64_t sa = -1, sb = -2;
+        int ka = dim_size(a, lf->ival, &sa), kb = ka > 0 ? dim_size(b, lf->n, &sb) : 0;
+        r = ka < 0 || kb < 0 ? -1 : ka > 0 && kb > 0 && sa == sb;
+    }
     Py_XDECREF(a);
     Py_XDECREF(b);
     return r;

@@ -106,8 +106,11 @@ int fj_guard_add_tensor_match(PyObject *mgr, PyObject *example, PyObject *dynami
 /* Root only: NumPy's floating-point error state (np.errstate) unchanged. */
 int fj_guard_add_global_state(PyObject *root);
 /* TENSOR_MATCH on a torch tensor: type, dtype, device, requires_grad, dispatch
-   keys, sizes and strides (torchlib.h).  0 or -1. */
-int fj_guard_add_torch_match(PyObject *mgr, PyObject *example);
+   keys, sizes and strides (torchlib.h).  'dynamic_dims' (NULL, None or a
+   sequence of ints) leaves those dims' sizes out (any size >= 2) and then
+   requires contiguous strides instead of the exact ones; the example must
+   be contiguous with those sizes >= 2 (ValueError otherwise).  0 or -1. */
+int fj_guard_add_torch_match(PyObject *mgr, PyObject *example, PyObject *dynamic_dims);
 /* GLOBAL_STATE also pins torch's global state (grad mode, autocast ...): the
    root's one GLOBAL_STATE leaf checks both.  0 or -1. */
 int fj_guard_add_torch_state(PyObject *root);

@@ -10,6 +10,8 @@
 
 #include "fj_numpy.h"
 #include "guard_values.h"
+#include "tensor_meta.h"
+#include "torchlib.h"
 #include "trace.h"
 
 static PyObject *dict_or_new(PyObject **slot)
@@ -21,16 +23,29 @@ static PyObject *dict_or_new(PyObject **slot)
 
 /* What is remembered of 'value': the int itself, an exact array's sizes,
    or NULL (without an exception) for anything else. */
+/* An exact array's or a contiguous plain tensor's sizes: 1, 0 (neither), -1 on error. */
+static int sizes_of(PyObject *value, int *nd, int64_t *sizes)
+{
+    if (PyArray_CheckExact(value)) {
+        *nd = PyArray_NDIM((PyArrayObject *)value);
+        for (int d = 0; d < *nd; d++)
+            sizes[d] = PyArray_DIM((PyArrayObject *)value, d);
+        return 1;
+    }
+    return fj_torch_is_tensor(value) ? fj_trace_tensor_sizes(value, nd, sizes) : 0;
+}
+
 static PyObject *seen_of(PyObject *value)
 {
     if (PyLong_CheckExact(value))
         return Py_NewRef(value);
-    if (!PyArray_CheckExact(value))
+    int64_t sizes[FJ_TENSOR_MAX_DIMS];
+    int nd = 0, r = sizes_of(value, &nd, sizes);
+    if (r <= 0)
         return NULL;
-    PyArrayObject *a = (PyArrayObject *)value;
-    PyObject *rec = PyTuple_New(PyArray_NDIM(a));
-    for (int d = 0; rec != NULL && d < PyArray_NDIM(a); d++) {
-        PyObject *o = PyLong_FromSsize_t(PyArray_DIM(a, d));
+    PyObject *rec = PyTuple_New(nd);
+    for (int d = 0; rec != NULL && d < nd; d++) {
+        PyObject *o = PyLong_FromLongLong(sizes[d]);
         if (o == NULL)
             Py_CLEAR(rec);
         else
@@ -99,7 +114,7 @@ static PyObject *int_changed(fj_DynState *ds, PyObject *text, PyObject *old, PyO
 
 /* An array input of the same rank: the dims whose size changed become
    dynamic.  The message, None when nothing new, NULL on error. */
-static PyObject *dims_changed(fj_DynState *ds, PyObject *text, PyObject *old, PyArrayObject *a)
+static PyObject *dims_changed(fj_DynState *ds, PyObject *text, PyObject *old, int nd, const int64_t *sizes)
 {
     PyObject *have = PyDict_GetItemWithError(ds->dims, text);
     if (have == NULL && PyErr_Occurred())
@@ -108,8 +123,8 @@ static PyObject *dims_changed(fj_DynState *ds, PyObject *text, PyObject *old, Py
     if (list == NULL)
         return NULL;
     int changed = 0;
-    for (int d = 0; d < PyArray_NDIM(a); d++) {
-        if (PyLong_AsSsize_t(PyTuple_GET_ITEM(old, d)) == PyArray_DIM(a, d))
+    for (int d = 0; d < nd; d++) {
+        if (PyLong_AsLongLong(PyTuple_GET_ITEM(old, d)) == sizes[d])
             continue;
         PyObject *dobj = PyLong_FromLong(d);
         int in = dobj ? PySequence_Contains(list, dobj) : -1;
@@ -131,7 +146,14 @@ static PyObject *dims_changed(fj_DynState *ds, PyObject *text, PyObject *old, Py
         Py_XDECREF(t);
         return NULL;
     }
-    PyObject *shape = PyObject_GetAttrString((PyObject *)a, "shape");
+    PyObject *shape = PyTuple_New(nd);
+    for (int d = 0; shape != NULL && d < nd; d++) {
+        PyObject *o = PyLong_FromLongLong(sizes[d]);
+        if (o == NULL)
+            Py_CLEAR(shape);
+        else
+            PyTuple_SET_ITEM(shape, d, o);
+    }
     PyObject *msg = shape ? PyUnicode_FromFormat("automatic dynamic: %U size %R -> %R, dims %R "
                                                  "now dynamic", text, old, shape, t)
                           : NULL;
@@ -163,9 +185,14 @@ int fj_dynamic_update(fj_DynState *ds, const fj_FrameView *view, PyObject *messa
         msg = Py_NewRef(Py_None);
         if (PyLong_CheckExact(old) && PyLong_CheckExact(cur))
             Py_SETREF(msg, int_changed(ds, text, old, cur));
-        else if (PyTuple_Check(old) && PyArray_CheckExact(cur) &&
-                 PyArray_NDIM((PyArrayObject *)cur) == PyTuple_GET_SIZE(old))
-            Py_SETREF(msg, dims_changed(ds, text, old, (PyArrayObject *)cur));
+        else if (PyTuple_Check(old)) {
+            int64_t sizes[FJ_TENSOR_MAX_DIMS];
+            int nd = 0, r = sizes_of(cur, &nd, sizes);
+            if (r < 0)
+                Py_CLEAR(msg);
+            else if (r > 0 && nd == PyTuple_GET_SIZE(old))
+                Py_SETREF(msg, dims_changed(ds, text, old, nd, sizes));
+        }
         Py_DECREF(cur);
         if (msg == NULL)
             return -1;

@@ -318,11 +318,24 @@ static int is_dynamic_int(fj_Tracer *tx, fj_Source *src, PyObject *value)
 */
 static PyObject *dynamic_dims_of(fj_Tracer *tx, fj_Source *src, PyObject *value)
 {
-    PyArrayObject *a = (PyArrayObject *)value;
-    int nd = PyArray_NDIM(a);
+    int64_t sizes[FJ_TENSOR_MAX_DIMS];
+    int nd = 0;
     PyObject *want = NULL, *out = PyList_New(0);
     if (out == NULL || tx->specialized || tx->dyn_inputs == NULL)
         goto done;
+    if (PyArray_Check(value)) {
+        nd = PyArray_NDIM((PyArrayObject *)value);
+        for (int d = 0; d < nd; d++)
+            sizes[d] = PyArray_DIM((PyArrayObject *)value, d);
+    }
+    else {
+        /* a torch tensor: dynamic dims only on a contiguous one (its strides then follow its sizes) */
+        int r = fj_trace_tensor_sizes(value, &nd, sizes);
+        if (r < 0)
+            goto error;
+        if (r == 0)
+            goto done;
+    }
     if (tx->dyn_dims != NULL && (want = PyDict_GetItemWithError(tx->dyn_dims, src->text)) == NULL &&
         PyErr_Occurred())
         goto error;
@@ -335,7 +348,7 @@ static PyObject *dynamic_dims_of(fj_Tracer *tx, fj_Source *src, PyObject *value)
             goto error;
     }
     for (int d = 0; d < nd; d++) {
-        npy_intp size = PyArray_DIM(a, d);
+        int64_t size = sizes[d];
         if (size == 0 || size == 1)
             continue;
         PyObject *dobj = PyLong_FromLong(d);
@@ -482,7 +495,18 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
         Py_DECREF(dims);
     }
     else if (fj_torch_is_tensor(value)) {
-        if ((v = fj_trace_tensor_input(tx, src, mgr, value)) == NULL)
+        PyObject *dims = dynamic_dims_of(tx, src, value);
+        if (dims == NULL)
+            return NULL;
+        v = fj_trace_tensor_input(tx, src, mgr, value, dims);
+        if (v != NULL && PyTuple_GET_SIZE(dims) > 0) {
+            v->dynamic = 1;
+            v->extra2 = fj_dims_for_input(src, dims, ((fj_Node *)v->obj)->ndim);
+            if (v->extra2 == NULL || note_dynamic(tx, v, value) < 0)
+                Py_CLEAR(v);
+        }
+        Py_DECREF(dims);
+        if (v == NULL)
             return NULL;
     }
     else if (PyLong_CheckExact(value) && is_dynamic_int(tx, src, value)) {

@@ -262,8 +262,12 @@ PyObject *fj_trace_graph_call(fj_TFrame *fr, const struct fj_OpDef *op, PyObject
                               Py_ssize_t n, PyObject *kwnames);
 /* ---- trace_torch.c: torch tensors (torchlib.h) ---- */
 /* The Var of the tensor input 'value' at 'src' (a placeholder with
-   TENSOR_MATCH on 'mgr'): new ref, NULL with fj_Unsupported or an error. */
-fj_Var *fj_trace_tensor_input(fj_Tracer *tx, fj_Source *src, PyObject *mgr, PyObject *value);
+   TENSOR_MATCH on 'mgr', leaving the sizes of the dims in the tuple 'dims'
+   out): new ref, NULL with fj_Unsupported or an error. */
+fj_Var *fj_trace_tensor_input(fj_Tracer *tx, fj_Source *src, PyObject *mgr, PyObject *value, PyObject *dims);
+/* A plain contiguous tensor's sizes (for automatic dynamic): 1 with *nd and
+   sizes filled; 0 when it is not one; -1 on error. */
+int fj_trace_tensor_sizes(PyObject *t, int *nd, int64_t *sizes);
 /* The trace depends on torch: GLOBAL_STATE pins torch's global state too (once). 0 or -1. */
 int fj_trace_torch_begin(fj_Tracer *tx);
 /* The items of a NODE Var of a tuple of tensors (getitem nodes): a new list. */
@@ -380,6 +384,11 @@ PyObject *fj_dims_for_input(fj_Source *src, PyObject *dyn, int ndim);
 */
 int fj_dims_before_call(fj_TFrame *fr, const struct fj_OpDef *op, PyObject *const *args,
                         Py_ssize_t n, PyObject *kwnames, PyObject **out);
+
+/* The result dims of a broadcasting elementwise op on the Vars args[0..n)
+   (constants take no part; anything but nodes and constants specializes):
+   as fj_dims_before_call's FJ_SH_BROADCAST.  0 or -1. */
+int fj_dims_broadcast(fj_Tracer *tx, PyObject *const *args, Py_ssize_t n, PyObject **out);
 
 /* One frame being traced: the top frame or an inlined call. */
 struct fj_TFrame {

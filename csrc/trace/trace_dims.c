@@ -47,7 +47,7 @@ static PyObject *dims_of(PyObject *v)
 {
     fj_Var *vv = VAR(v);
     fj_Node *n = (fj_Node *)vv->obj;
-    if (n->vkind != FJ_VAL_ARRAY || n->ndim == 0)
+    if ((n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_TENSOR) || n->ndim == 0)
         return PyTuple_New(0);
     if (vv->dynamic) {
         if (vv->extra2 != NULL && PyTuple_Check(vv->extra2) && PyTuple_GET_SIZE(vv->extra2) == n->ndim)
@@ -56,7 +56,7 @@ static PyObject *dims_of(PyObject *v)
             return PyTuple_New(0);
         return Py_NewRef(Py_None);
     }
-    int nd = n->vkind == FJ_VAL_ARRAY ? n->ndim : 0;
+    int nd = n->vkind == FJ_VAL_ARRAY || n->vkind == FJ_VAL_TENSOR ? n->ndim : 0;
     PyObject *t = PyTuple_New(nd);
     for (int d = 0; t != NULL && d < nd; d++)
         PyTuple_SET_ITEM(t, d, Py_NewRef(Py_None));
@@ -70,10 +70,15 @@ static int same_symbol(PyObject *a, PyObject *b)
 }
 
 /* Specializes; the result's dims are then not needed.  0 or -1. */
-static int pin(fj_TFrame *fr, PyObject **out)
+static int pin_tx(fj_Tracer *tx, PyObject **out)
 {
     *out = NULL;
-    return fj_trace_specialize(fr->tx);
+    return fj_trace_specialize(tx);
+}
+
+static int pin(fj_TFrame *fr, PyObject **out)
+{
+    return pin_tx(fr->tx, out);
 }
 
 /*
@@ -81,14 +86,14 @@ static int pin(fj_TFrame *fr, PyObject **out)
 ** right-aligned.  Returns 0 with *out the result's dims (or NULL after
 ** pinning), -1 on error.
 */
-static int combine(fj_TFrame *fr, PyObject *ops, PyObject **out)
+static int combine(fj_Tracer *tx, PyObject *ops, PyObject **out)
 {
     int rn = 0, shaped = 0;
     PyObject *only = NULL;
     Py_ssize_t k = PyList_GET_SIZE(ops);
     for (Py_ssize_t i = 0; i < k; i++) {
         fj_Node *n = (fj_Node *)VAR(PyList_GET_ITEM(ops, i))->obj;
-        int nd = n->vkind == FJ_VAL_ARRAY ? n->ndim : 0;
+        int nd = n->vkind == FJ_VAL_ARRAY || n->vkind == FJ_VAL_TENSOR ? n->ndim : 0;
         if (nd > rn)
             rn = nd;
         if (nd > 0) {
@@ -118,7 +123,7 @@ static int combine(fj_TFrame *fr, PyObject *ops, PyObject **out)
     for (Py_ssize_t i = 0; i < k; i++) {
         PyObject *v = PyList_GET_ITEM(ops, i);
         fj_Node *n = (fj_Node *)VAR(v)->obj;
-        int nd = n->vkind == FJ_VAL_ARRAY ? n->ndim : 0;
+        int nd = n->vkind == FJ_VAL_ARRAY || n->vkind == FJ_VAL_TENSOR ? n->ndim : 0;
         PyObject *dims = dims_of(v);
         if (dims == NULL) {
             Py_DECREF(res);
@@ -127,7 +132,7 @@ static int combine(fj_TFrame *fr, PyObject *ops, PyObject **out)
         if (dims == Py_None) {
             Py_DECREF(dims);
             Py_DECREF(res);
-            return pin(fr, out);
+            return pin_tx(tx, out);
         }
         for (int d = 0; d < nd; d++) {
             int rd = rn - nd + d;
@@ -144,7 +149,7 @@ static int combine(fj_TFrame *fr, PyObject *ops, PyObject **out)
                 if (fixed != 1) {
                     Py_DECREF(dims);
                     Py_DECREF(res);
-                    return pin(fr, out);
+                    return pin_tx(tx, out);
                 }
                 if (cur == Py_None)
                     Py_SETREF(PyTuple_GET_ITEM(res, rd), Py_NewRef(sym));
@@ -153,7 +158,7 @@ static int combine(fj_TFrame *fr, PyObject *ops, PyObject **out)
             }
             if (!same_symbol(sym, cur)) {
                 /* two symbols equal now: guard that they stay equal */
-                int r = fj_guard_add_dims_equal(fr->tx->guards, PyTuple_GET_ITEM(cur, 2),
+                int r = fj_guard_add_dims_equal(tx->guards, PyTuple_GET_ITEM(cur, 2),
                                                 (int)PyLong_AsLong(PyTuple_GET_ITEM(cur, 1)),
                                                 PyTuple_GET_ITEM(sym, 2),
                                                 (int)PyLong_AsLong(PyTuple_GET_ITEM(sym, 1)));
@@ -293,7 +298,7 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
             Py_XDECREF(ops);
             return -1;
         }
-        int r = combine(fr, ops, out);
+        int r = combine(fr->tx, ops, out);
         Py_DECREF(ops);
         return r;
     }
@@ -332,4 +337,30 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
     default:
         return pin(fr, out);
     }
+}
+
+int fj_dims_broadcast(fj_Tracer *tx, PyObject *const *args, Py_ssize_t n, PyObject **out)
+{
+    *out = NULL;
+    if (tx->specialized)
+        return 0;
+    PyObject *ops = PyList_New(0);
+    if (ops == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        fj_Var *a = VAR(args[i]);
+        if (a->kind == FJ_VAR_CONST)
+            continue; /* a scalar (or None) takes no part in the sizes */
+        if (a->kind != FJ_VAR_NODE) {
+            Py_DECREF(ops);
+            return pin_tx(tx, out);
+        }
+        if (PyList_Append(ops, (PyObject *)a) < 0) {
+            Py_DECREF(ops);
+            return -1;
+        }
+    }
+    int r = combine(tx, ops, out);
+    Py_DECREF(ops);
+    return r;
 }

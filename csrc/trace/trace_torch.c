@@ -60,7 +60,31 @@ int fj_trace_torch_begin(fj_Tracer *tx)
     return fj_torch_lib.add_global_state(tx->guards);
 }
 
-fj_Var *fj_trace_tensor_input(fj_Tracer *tx, fj_Source *src, PyObject *mgr, PyObject *value)
+int fj_trace_tensor_sizes(PyObject *t, int *nd, int64_t *sizes)
+{
+    fj_TensorMeta m;
+    PyObject *dtype = NULL;
+    if (!fj_torch_is_plain_tensor(t))
+        return 0;
+    int r = fj_tensor_meta(t, &m);
+    if (r == 0) {
+        r = fj_torch_meta_slow(t, &m, &dtype);
+        Py_XDECREF(dtype);
+    }
+    if (r <= 0)
+        return r;
+    int64_t st = 1;
+    for (int i = m.ndim - 1; i >= 0; i--) {
+        if (m.strides[i] != st && m.sizes[i] != 1)
+            return 0;
+        st *= m.sizes[i];
+    }
+    *nd = m.ndim;
+    memcpy(sizes, m.sizes, sizeof(int64_t) * (size_t)m.ndim);
+    return 1;
+}
+
+fj_Var *fj_trace_tensor_input(fj_Tracer *tx, fj_Source *src, PyObject *mgr, PyObject *value, PyObject *dims)
 {
     if (!fj_torch_is_plain_tensor(value)) {
         /* a subclass may override __torch_function__ or any method */
@@ -83,7 +107,7 @@ fj_Var *fj_trace_tensor_input(fj_Tracer *tx, fj_Source *src, PyObject *mgr, PyOb
         node = fj_graph_tensor_placeholder(tx->graph, name, fake);
     Py_XDECREF(name);
     Py_DECREF(fake);
-    if (node == NULL || fj_guard_add_torch_match(mgr, value) < 0)
+    if (node == NULL || fj_guard_add_torch_match(mgr, value, dims) < 0)
         return NULL;
     node->pytype = Py_NewRef((PyObject *)Py_TYPE(value)); /* exact: TENSOR_MATCH pins it */
     fj_Var *v = fj_var_node((PyObject *)node);
@@ -447,7 +471,7 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
                               PyObject *kwargs, PyObject *const *args, Py_ssize_t n)
 {
     PyObject *fargs = NULL, *fkw = NULL, *res = NULL, *stem = NULL, *label = NULL, *out = NULL;
-    PyObject *key = NULL;
+    PyObject *key = NULL, *dims = NULL;
     if (fj_trace_torch_begin(tx) < 0)
         return NULL;
     if ((fargs = fake_arg(targs, NULL)) == NULL)
@@ -521,6 +545,20 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
                 goto done;
         }
     }
+    /* dynamic dims (automatic dynamic) pass only through elementwise ops;
+       any other op on a dynamic tensor pins every dynamic input first */
+    int dyn = 0;
+    for (Py_ssize_t i = 0; !tx->specialized && i < n; i++) {
+        int d = fj_trace_any_dynamic(args[i]);
+        if (d < 0)
+            goto done;
+        dyn |= d;
+    }
+    if (dyn) {
+        int ew = fj_torch_is_elementwise(op, target, fargs, fkw);
+        if (ew < 0 || (ew ? fj_dims_broadcast(tx, args, n, &dims) : fj_trace_specialize(tx)) < 0)
+            goto done;
+    }
     /* the C rules first (torch_infer.h), then the cache, then torch's meta kernels */
     res = fj_torch_infer(op, target, fargs, fkw);
     if (res == NULL && PyErr_Occurred())
@@ -575,6 +613,11 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
             goto done;
         /* an in-place op returns its operand: the same Var, so identity holds */
         out = same != NULL ? Py_NewRef(same) : (PyObject *)fj_var_node((PyObject *)node);
+        if (out != NULL && same == NULL && dims != NULL && !tx->specialized) {
+            VAR(out)->dynamic = 1;
+            VAR(out)->extra2 = dims;
+            dims = NULL;
+        }
         goto done;
     }
     if ((PyTuple_Check(res) || PyList_CheckExact(res)) && PySequence_Fast_GET_SIZE(res) > 0) {
@@ -638,6 +681,7 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
         Py_XDECREF(what);
     }
 done:
+    Py_XDECREF(dims);
     Py_XDECREF(key);
     Py_XDECREF(fargs);
     Py_XDECREF(fkw);
@@ -655,6 +699,12 @@ PyObject *fj_trace_torch_meta_call(fj_TFrame *fr, PyObject *fn, PyObject *const 
     Py_ssize_t filled = 0;
     if (n > 16)
         return fj_unsupported("too many arguments"), NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* torch.numel(t) of a dynamic tensor: pin its dims */
+        int d = fj_trace_any_dynamic(args[i]);
+        if (d < 0 || (d && fj_trace_specialize(fr->tx) < 0))
+            return NULL;
+    }
     for (; filled < n; filled++) {
         PyObject *g = fj_var_to_graph_arg(args[filled]);
         stack[filled] = g ? fake_arg(g, NULL) : NULL;
@@ -679,11 +729,26 @@ done:
     return res;
 }
 
+/* Metadata a dynamic dim does not change (TENSOR_MATCH pins it either way). */
+static int size_free(PyObject *name)
+{
+    static const char *const names[] = {"ndim", "dtype", "device", "requires_grad", "is_cpu", "is_meta",
+                                        "is_cuda", "layout", "dim", "ndimension", "is_floating_point",
+                                        "is_complex", "element_size", "itemsize", NULL};
+    for (int i = 0; names[i] != NULL; i++)
+        if (PyUnicode_CompareWithASCIIString(name, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
 PyObject *fj_trace_torch_meta(PyObject *objv, PyObject *name, PyObject *const *args, Py_ssize_t n,
                               PyObject *kwnames, int attr)
 {
     fj_Node *node = (fj_Node *)VAR(objv)->obj;
     PyObject *res;
+    /* sizes, strides, numel of a dynamic tensor: pin its dims (the trace goes on with them) */
+    if (VAR(objv)->dynamic && !size_free(name) && fj_trace_specialize(fj_current_tracer) < 0)
+        return NULL;
     if (attr) {
         /* the real tensor is on the CPU; its fake is on the meta device */
         const char *s = PyUnicode_AsUTF8(name);
