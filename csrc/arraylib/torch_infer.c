@@ -43,7 +43,8 @@ typedef struct {
     const char *where; /* "torch", "F" (torch.nn.functional) or "T" (a Tensor method) */
     const char *name;
     int kind, sub;
-    const char *params; /* positional names in order; keywords must be among them */
+    const char *params; /* parameter names in order; keywords must be among them; a name
+                           starting with '*' (and every one after it) is keyword-only */
 } Rule;
 
 #define UN(n) {"torch", n, K_UNARY, S_PLAIN, "input"}, {"T", n, K_UNARY, S_PLAIN, "self"}
@@ -55,7 +56,7 @@ static const Rule rules[] = {
     UN("rsqrt"), UN("neg"), UN("abs"), UN("erf"),
     {"F", "relu", K_UNARY, S_INPLACE_ARG, "input,inplace"},
     {"F", "silu", K_UNARY, S_INPLACE_ARG, "input,inplace"},
-    {"F", "gelu", K_UNARY, S_GELU, "input,approximate"},
+    {"F", "gelu", K_UNARY, S_GELU, "input,*approximate"},
     {"F", "sigmoid", K_UNARY, S_PLAIN, "input"},
     {"F", "tanh", K_UNARY, S_PLAIN, "input"},
     BIN("add", S_ADD), BIN("sub", S_SUB), BIN("mul", S_MUL), BIN("div", S_DIV),
@@ -68,10 +69,10 @@ static const Rule rules[] = {
     {"T", "sum", K_REDUCE, 0, "self,dim,keepdim"},
     {"torch", "mean", K_REDUCE, 0, "input,dim,keepdim"},
     {"T", "mean", K_REDUCE, 0, "self,dim,keepdim"},
-    {"torch", "softmax", K_SOFTMAX, 0, "input,dim,dtype"},
-    {"torch", "log_softmax", K_SOFTMAX, 0, "input,dim,dtype"},
-    {"T", "softmax", K_SOFTMAX, 0, "self,dim,dtype"},
-    {"T", "log_softmax", K_SOFTMAX, 0, "self,dim,dtype"},
+    {"torch", "softmax", K_SOFTMAX, 0, "input,dim,*dtype"},
+    {"torch", "log_softmax", K_SOFTMAX, 0, "input,dim,*dtype"},
+    {"T", "softmax", K_SOFTMAX, 0, "self,dim,*dtype"},
+    {"T", "log_softmax", K_SOFTMAX, 0, "self,dim,*dtype"},
     {"F", "softmax", K_SOFTMAX, 0, "input,dim,_stacklevel,dtype"},
     {"F", "log_softmax", K_SOFTMAX, 0, "input,dim,_stacklevel,dtype"},
     {"torch", "tril", K_TRI, 0, "input,diagonal"},
@@ -278,8 +279,12 @@ static int bind(const char *params, PyObject *fargs, PyObject *fkw, PyObject **s
 {
     const char *name[MAXP];
     size_t len[MAXP];
-    int np = 0;
+    int np = 0, npos = -1;
     for (const char *p = params; *p && np < MAXP;) {
+        if (*p == '*') {
+            npos = npos < 0 ? np : npos;
+            p++;
+        }
         const char *e = strchr(p, ',');
         size_t l = e ? (size_t)(e - p) : strlen(p);
         name[np] = p;
@@ -289,7 +294,7 @@ static int bind(const char *params, PyObject *fargs, PyObject *fkw, PyObject **s
     for (int i = 0; i < MAXP; i++)
         slot[i] = NULL;
     Py_ssize_t n = PyTuple_GET_SIZE(fargs);
-    if (n > np)
+    if (n > (npos < 0 ? np : npos))
         return 0;
     for (Py_ssize_t i = 0; i < n; i++)
         slot[i] = PyTuple_GET_ITEM(fargs, i);
@@ -516,6 +521,20 @@ static int r_binary(const Rule *r, PyObject **s, int grad, Out *o)
     }
     if (nt == 0)
         return 0;
+    if (r->kind == K_CMP && r->where != NULL && r->where[0] == 't' && kinds[0] != 0)
+        return 0; /* torch.lt(2, t): no overload takes a scalar input */
+    for (int i = 0; i < 2; i++) {
+        if (kinds[i] == 1 && r->sub == S_SUB)
+            return 0; /* subtracting a bool is torch's error */
+        if (kinds[i] != 0 && r->sub == S_POW && i == 1 && (dt == ST_HALF || dt == ST_BFLOAT16)) {
+            /* a half exponent past the dtype's range is the CPU kernel's overflow error */
+            double v = kinds[i] == 3 ? PyFloat_AS_DOUBLE(s[i]) : PyLong_AsDouble(s[i]);
+            if (!(v >= -60000.0 && v <= 60000.0)) {
+                PyErr_Clear();
+                return 0;
+            }
+        }
+    }
     for (int i = 0; i < 2; i++) {
         if (kinds[i] == 0 || is_float(dt))
             continue;
@@ -578,6 +597,8 @@ static int r_matmul(PyObject **s, int grad, Out *o)
         return 0;
     o->sizes[o->nd++] = a.sizes[a.ndim - 2];
     o->sizes[o->nd++] = b.sizes[b.ndim - 1];
+    if (o->nd > 2 && (a.sizes[a.ndim - 2] == 1 || b.sizes[b.ndim - 1] == 1))
+        return 0; /* matmul's folding paths leave other strides on a size-1 dim */
     o->st = a.dtype;
     o->rg = grad && (a.requires_grad || b.requires_grad);
     return 1;
@@ -599,8 +620,8 @@ static int r_reduce(PyObject **s, int grad, Out *o)
     int k = read_t(s[0], &m);
     if (k <= 0)
         return k;
-    if (!is_float(m.dtype) || m.ndim == 0 || (s[2] != NULL && !PyBool_Check(s[2])))
-        return 0;
+    if (!is_float(m.dtype) || m.ndim == 0 || (s[2] != NULL && (!PyBool_Check(s[2]) || s[1] == NULL)))
+        return 0; /* keepdim needs a dim (no overload takes it alone) */
     int keep = s[2] == Py_True;
     char red[FJ_TENSOR_MAX_DIMS] = {0};
     if (absent(s[1]))
@@ -685,7 +706,8 @@ static int r_conv2d(PyObject **s, int grad, Out *o)
     o->sizes[0] = x.sizes[0];
     o->sizes[1] = w.sizes[0];
     for (int i = 0; i < 2; i++) {
-        if (st[i] < 1 || pad[i] < 0 || dil[i] < 1)
+        /* bounded, so the size arithmetic below cannot overflow */
+        if (st[i] < 1 || pad[i] < 0 || dil[i] < 1 || st[i] > (1 << 30) || pad[i] > (1 << 30) || dil[i] > (1 << 30))
             return 0;
         int64_t span = x.sizes[2 + i] + 2 * pad[i] - dil[i] * (w.sizes[2 + i] - 1) - 1;
         if (span < 0)
@@ -703,10 +725,10 @@ static int r_batch_norm(PyObject **s, int grad, Out *o)
     int k = read_t(s[0], &x);
     if (k <= 0)
         return k;
-    if (!is_float(x.dtype) || x.ndim < 2 || (s[5] != NULL && !PyBool_Check(s[5])))
-        return 0;
+    if (!is_float(x.dtype) || x.ndim < 2 || s[1] == NULL || s[2] == NULL || (s[5] != NULL && !PyBool_Check(s[5])))
+        return 0; /* running_mean and running_var are required (None allowed) */
     for (int i = 6; i < 8; i++)
-        if (s[i] != NULL && !(i == 6 && s[i] == Py_None) && !PyFloat_CheckExact(s[i]) && !PyLong_CheckExact(s[i]))
+        if (s[i] != NULL && !PyFloat_CheckExact(s[i]) && !PyLong_CheckExact(s[i]))
             return 0;
     int training = s[5] == Py_True, rg = x.requires_grad, unused = 0;
     int64_t c = x.sizes[1], per = x.sizes[0];
@@ -816,6 +838,9 @@ static PyObject *r_mha(PyObject **s, int grad)
 {
     fj_TensorMeta q, k, v, w, ow;
     int r;
+    for (int i = 0; i < 13; i++)
+        if (s[i] == NULL)
+            return NULL; /* a required argument missing: torch's TypeError */
     if ((r = read_layout(s[0], &q, 1)) <= 0 || (r = read_layout(s[1], &k, 1)) <= 0 ||
         (r = read_layout(s[2], &v, 1)) <= 0 || (r = read_t(s[5], &w)) <= 0 || (r = read_t(s[11], &ow)) <= 0)
         return NULL;
@@ -825,8 +850,13 @@ static PyObject *r_mha(PyObject **s, int grad)
         !bool_arg(s[13], 1, &training) || !bool_arg(s[15], 1, &need) || !bool_arg(s[17], 0, &sep) || sep ||
         !bool_arg(s[23], 1, &average) || !bool_arg(s[24], 0, &causal) || causal)
         return NULL;
-    if (s[10] == NULL || !(PyFloat_CheckExact(s[10]) || PyLong_CheckExact(s[10])))
+    if (!(PyFloat_CheckExact(s[10]) || PyLong_CheckExact(s[10])))
         return NULL;
+    double p = PyFloat_AsDouble(s[10]);
+    if (p == -1.0 && PyErr_Occurred())
+        return NULL;
+    if (training && !(p >= 0.0 && p <= 1.0))
+        return NULL; /* dropout's own error */
     static const int must_be_none[] = {7, 8, 14, 16, 18, 19, 20, 21, 22};
     for (size_t i = 0; i < sizeof(must_be_none) / sizeof(must_be_none[0]); i++)
         if (!absent(s[must_be_none[i]]))
@@ -840,8 +870,12 @@ static PyObject *r_mha(PyObject **s, int grad)
         v.sizes[2] != e || v.sizes[0] != S || w.ndim != 2 || w.sizes[0] != 3 * e || w.sizes[1] != e ||
         ow.ndim != 2 || ow.sizes[0] != e || ow.sizes[1] != e)
         return NULL;
-    int rg = q.requires_grad || k.requires_grad || v.requires_grad || w.requires_grad || ow.requires_grad;
-    if ((r = vec_ok(s[6], 3 * e, dt, &rg)) <= 0 || (r = vec_ok(s[12], e, dt, &rg)) <= 0)
+    /* the weights come from the query and key projections; the output from all */
+    int wrg = q.requires_grad || k.requires_grad || w.requires_grad;
+    if ((r = vec_ok(s[6], 3 * e, dt, &wrg)) <= 0)
+        return NULL;
+    int rg = wrg || v.requires_grad || ow.requires_grad;
+    if ((r = vec_ok(s[12], e, dt, &rg)) <= 0)
         return NULL;
     int64_t osz[3] = {L, N, e}, wsz[4] = {N, heads, L, S};
     PyObject *out = make(dt, 3, osz, grad && rg), *wt = NULL;
@@ -851,10 +885,10 @@ static PyObject *r_mha(PyObject **s, int grad)
         wt = Py_NewRef(Py_None);
     else if (average) {
         int64_t asz[3] = {N, L, S};
-        wt = make(dt, 3, asz, grad && rg);
+        wt = make(dt, 3, asz, grad && wrg);
     }
     else
-        wt = make(dt, 4, wsz, grad && rg);
+        wt = make(dt, 4, wsz, grad && wrg);
     PyObject *res = wt ? PyTuple_Pack(2, out, wt) : NULL;
     Py_DECREF(out);
     Py_XDECREF(wt);
@@ -921,8 +955,12 @@ PyObject *fj_torch_infer(const fj_OpDef *op, PyObject *target, PyObject *fargs, 
     if (!fast || (bits & 0x6))
         return NULL; /* no reader, inference mode or autocast: torch decides */
     int grad = (int)(bits & 1), k = 0;
-    if (r->kind == K_MHA)
-        return r_mha(s, grad);
+    if (r->kind == K_MHA) {
+        PyObject *res = r_mha(s, grad);
+        if (res == NULL)
+            PyErr_Clear(); /* no rule; an error here is torch's to report */
+        return res;
+    }
     Out o;
     switch (r->kind) {
     case K_UNARY:
@@ -963,7 +1001,10 @@ PyObject *fj_torch_infer(const fj_OpDef *op, PyObject *target, PyObject *fargs, 
     }
     if (k <= 0)
         return NULL;
-    return make(o.st, o.nd, o.sizes, o.rg);
+    PyObject *res = make(o.st, o.nd, o.sizes, o.rg);
+    if (res == NULL)
+        PyErr_Clear(); /* a size torch refuses (storage overflow): torch reports it */
+    return res;
 }
 
 int fj_torch_is_elementwise(const fj_OpDef *op, PyObject *target, PyObject *fargs, PyObject *fkw)
@@ -1075,8 +1116,25 @@ PyObject *fj_torch_fresh_fake(PyObject *fake)
         return NULL; /* a dense result in another layout: the caller's clone */
     }
     Py_DECREF(view);
-    PyObject *leaf = strided(&m, 1), *v = leaf ? PyObject_CallMethodOneArg(leaf, view_as_name, leaf) : NULL;
+    /* a view of a non-leaf (in-place ops on it are allowed, as on the
+       original): as_strided over a fresh result of the storage's extent */
+    int64_t extent = 1;
+    for (int i = 0; i < m.ndim; i++) {
+        if (m.sizes[i] < 1 || m.strides[i] < 0)
+            return NULL;
+        extent += (m.sizes[i] - 1) * m.strides[i];
+    }
+    fj_TensorMeta flat = m;
+    flat.ndim = 1;
+    flat.sizes[0] = extent;
+    flat.strides[0] = 1;
+    PyObject *leaf = strided(&flat, 1), *base = leaf ? PyObject_CallMethodNoArgs(leaf, clone_name) : NULL;
+    PyObject *size = base ? ints_tuple(m.ndim, m.sizes) : NULL, *stride = size ? ints_tuple(m.ndim, m.strides) : NULL;
+    PyObject *v = stride ? PyObject_CallMethod(base, "as_strided", "OO", size, stride) : NULL;
     Py_XDECREF(leaf);
+    Py_XDECREF(base);
+    Py_XDECREF(size);
+    Py_XDECREF(stride);
     return v;
 }
 

@@ -51,7 +51,9 @@ int fj_torch_is_elementwise(const fj_OpDef *op, PyObject *target, PyObject *farg
 ** cannot answer, and the caller takes torchlib.h's slower path):
 ** fj_torch_fast_fake: the fake of a CPU tensor input (fj_torch_fake's
 ** answer); fj_torch_fresh_fake: a fresh copy of a cached fake, a leaf when
-** it does not require grad, else a non-leaf (a view when it was one);
+** it does not require grad, else a non-leaf (a view of a non-leaf when it
+** was a view in a non-contiguous layout; a contiguous one comes back as a
+** clone, as torch's clone path gave it);
 ** fj_torch_fast_sig: a bytes key of a fake's metadata for the meta cache
 ** (dtype, device, sizes, strides, dispatch keys, requires_grad, is_leaf,
 ** is a view).  fj_torch_dtype_of: the torch.dtype of a c10::ScalarType
