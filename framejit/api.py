@@ -124,12 +124,13 @@ def mark_dynamic(arr, dim):
                              f"with {arr.ndim} dimensions")
     dims = tuple(sorted({d % arr.ndim for d in dims}))
     key = id(arr)
-    old = _marked.get(key, ())
-    _marked[key] = tuple(sorted(set(old) | set(dims)))
-    try:
-        weakref.finalize(arr, _marked.pop, key, None)
-    except TypeError:  # not weak-referenceable: kept until reset()
-        pass
+    old = _marked.get(key)
+    _marked[key] = tuple(sorted(set(old or ()) | set(dims)))
+    if old is None:  # one finalizer per object, however often it is marked
+        try:
+            weakref.finalize(arr, _marked.pop, key, None)
+        except TypeError:  # not weak-referenceable: kept until reset()
+            pass
 
 
 def reset():

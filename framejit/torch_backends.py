@@ -263,16 +263,21 @@ class _Specialized:
             key.append(a.shape)
             key.append(a.stride())
         if len(self.tensor_args) > 1:
-            # which inputs are one tensor, or views of one base: a backend
-            # compiles for the aliasing it is shown (AOTAutograd's in-place
-            # ops on one of two aliased inputs), so another pattern is
-            # another compile, as Dynamo's duplicate-input and aliasing guards
-            # make it
-            first = {}
+            # which inputs are one tensor, and which are views of one base
+            # (and where they start): a backend compiles for the aliasing it
+            # is shown (AOTAutograd's in-place ops on one of two aliased
+            # inputs), so another pattern is another compile, as Dynamo's
+            # duplicate-input and aliasing guards make it
+            same, based = {}, {}
             for i in self.tensor_args:
                 a = args[i]
                 base = a._base
-                key.append(first.setdefault(id(a if base is None else base), i))
+                key.append(same.setdefault(id(a), i))
+                if base is not None:
+                    key.append(based.setdefault(id(base), i))
+                    key.append(a.storage_offset())
+                else:
+                    key.append(based.setdefault(id(a), i))
         for i in self.scalar_args:
             a = args[i]
             key.append(type(a))

@@ -398,6 +398,8 @@ def test_a_torch_backend_compiles_again_for_inputs_that_alias(order):
         yield (x[0:2], x[1:3]), (lambda: (lambda t: (t[0:2], t[1:3]))(torch.zeros(4)))
 
     cases = list(calls())
+    x = torch.zeros(8)
+    cases.append(((x[:4], x[4:]), (lambda: (lambda t: (t[:4], t[4:]))(torch.zeros(8)))))
     if order == "aliased first":
         cases.reverse()
     for args, fresh in cases:

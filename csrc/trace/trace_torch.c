@@ -101,6 +101,15 @@ fj_Var *fj_trace_tensor_input(fj_Tracer *tx, fj_Source *src, PyObject *mgr, PyOb
             fj_trace_as_unsupported("reading a tensor's metadata");
         return NULL;
     }
+    PyObject *ndim = PyObject_GetAttrString(fake, "ndim");
+    long nd = ndim ? PyLong_AsLong(ndim) : -1;
+    Py_XDECREF(ndim);
+    if (nd < 0 || nd > FJ_MAX_NDIM) {
+        Py_DECREF(fake);
+        if (nd > FJ_MAX_NDIM)
+            fj_unsupported("%U has %ld dimensions (framejit traces up to %d)", src->text, nd, FJ_MAX_NDIM);
+        return NULL;
+    }
     PyObject *name = fj_source_placeholder_name(src);
     fj_Node *node = NULL;
     if (name != NULL && fj_trace_torch_begin(tx) == 0)
@@ -609,8 +618,11 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
     if (fj_torch_is_tensor(res)) {
         PyObject *same = operand_with_fake(args, n, res);
         fj_Node *node = fj_graph_torch_call(tx->graph, op, target, label, stem, targs, kwargs, res);
-        if (node == NULL)
+        if (node == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_ValueError))
+                fj_trace_as_unsupported("a torch result"); /* more dims than framejit traces */
             goto done;
+        }
         /* an in-place op returns its operand: the same Var, so identity holds */
         out = same != NULL ? Py_NewRef(same) : (PyObject *)fj_var_node((PyObject *)node);
         if (out != NULL && same == NULL && dims != NULL && !tx->specialized) {
