@@ -45,6 +45,19 @@ typedef struct {
 */
 int fj_tensor_meta(PyObject *o, fj_TensorMeta *out);
 
+/* True when m's strides are the contiguous ones of its sizes (a size-1 dim's
+   stride is free, as torch's is_contiguous has it). */
+static inline int fj_tensor_meta_contiguous(const fj_TensorMeta *m)
+{
+    int64_t st = 1;
+    for (int i = m->ndim - 1; i >= 0; i--) {
+        if (m->strides[i] != st && m->sizes[i] != 1)
+            return 0;
+        st *= m->sizes[i];
+    }
+    return 1;
+}
+
 /* 1 once a reader is installed. */
 int fj_tensor_meta_ready(void);
 

@@ -339,6 +339,17 @@ static int read_ints(PyObject *seq, int64_t *out, int32_t *nd)
     return 0;
 }
 
+int fj_torch_meta_read(PyObject *t, fj_TensorMeta *m)
+{
+    PyObject *dtype = NULL;
+    int r = fj_tensor_meta(t, m);
+    if (r == 0) {
+        r = fj_torch_meta_slow(t, m, &dtype);
+        Py_XDECREF(dtype);
+    }
+    return r;
+}
+
 int fj_torch_meta_slow(PyObject *t, fj_TensorMeta *m, PyObject **dtype)
 {
     *dtype = NULL;

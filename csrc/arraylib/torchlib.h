@@ -83,6 +83,9 @@ PyObject *fj_torch_meta_device(void);
 #include "tensor_meta.h"
 #define FJ_TORCH_CPU 0 /* c10::DeviceType::CPU */
 int fj_torch_meta_slow(PyObject *t, fj_TensorMeta *m, PyObject **dtype);
+/* The tensor 't''s metadata through the C reader, else fj_torch_meta_slow
+   (dispatch keys 0 then): 1, 0 when 't' is not read, -1 on error. */
+int fj_torch_meta_read(PyObject *t, fj_TensorMeta *m);
 
 /* "torch.float32" for a torch.dtype (new reference), NULL on error. */
 PyObject *fj_torch_dtype_text(PyObject *dtype);

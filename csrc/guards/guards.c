@@ -443,16 +443,11 @@ static int torch_dims_match(const fj_TensorMeta *want, const fj_TensorMeta *m, i
                 *what = want->sizes[i] < 0 ? 1 : 2;
             return i;
         }
-    int64_t st = 1;
-    for (int i = m->ndim - 1; i >= 0; i--) {
-        if (m->strides[i] != st && m->sizes[i] != 1) {
-            if (what != NULL)
-                *what = 3;
-            return m->ndim;
-        }
-        st *= m->sizes[i];
-    }
-    return -1;
+    if (fj_tensor_meta_contiguous(m))
+        return -1;
+    if (what != NULL)
+        *what = 3;
+    return m->ndim;
 }
 
 static int torch_check(Leaf *lf, PyObject *v, PyObject *source, PyObject **reason)
@@ -1548,12 +1543,7 @@ static int dim_size(PyObject *o, Py_ssize_t d, int64_t *out)
     if (!fj_torch_is_tensor(o))
         return 0;
     fj_TensorMeta m;
-    PyObject *dtype = NULL;
-    int r = fj_tensor_meta(o, &m);
-    if (r == 0) {
-        r = fj_torch_meta_slow(o, &m, &dtype);
-        Py_XDECREF(dtype);
-    }
+    int r = fj_torch_meta_read(o, &m);
     if (r <= 0)
         return r;
     if (m.ndim <= d)

@@ -63,22 +63,11 @@ int fj_trace_torch_begin(fj_Tracer *tx)
 int fj_trace_tensor_sizes(PyObject *t, int *nd, int64_t *sizes)
 {
     fj_TensorMeta m;
-    PyObject *dtype = NULL;
     if (!fj_torch_is_plain_tensor(t))
         return 0;
-    int r = fj_tensor_meta(t, &m);
-    if (r == 0) {
-        r = fj_torch_meta_slow(t, &m, &dtype);
-        Py_XDECREF(dtype);
-    }
-    if (r <= 0)
-        return r;
-    int64_t st = 1;
-    for (int i = m.ndim - 1; i >= 0; i--) {
-        if (m.strides[i] != st && m.sizes[i] != 1)
-            return 0;
-        st *= m.sizes[i];
-    }
+    int r = fj_torch_meta_read(t, &m);
+    if (r <= 0 || !fj_tensor_meta_contiguous(&m))
+        return r < 0 ? -1 : 0;
     *nd = m.ndim;
     memcpy(sizes, m.sizes, sizeof(int64_t) * (size_t)m.ndim);
     return 1;
