@@ -53,6 +53,7 @@ static void node_dealloc(fj_Node *n)
     Py_XDECREF(n->dtype);
     Py_XDECREF(n->inputs);
     Py_XDECREF(n->kwnames);
+    Py_XDECREF(n->kwvals);
     Py_XDECREF(n->example);
     Py_XDECREF(n->ufunc);
     Py_XDECREF(n->fake);
@@ -422,10 +423,12 @@ static int set_kwargs(fj_Node *n, PyObject *kwargs)
 {
     if (!(n->kwargs = PyDict_Copy(kwargs)))
         return -1;
-    PyObject *keys = PyDict_Keys(n->kwargs);
-    n->kwnames = keys ? PyList_AsTuple(keys) : NULL;
+    PyObject *keys = PyDict_Keys(n->kwargs), *vals = keys ? PyDict_Values(n->kwargs) : NULL;
+    n->kwnames = vals ? PyList_AsTuple(keys) : NULL;
+    n->kwvals = n->kwnames ? PyList_AsTuple(vals) : NULL;
     Py_XDECREF(keys);
-    return n->kwnames ? 0 : -1;
+    Py_XDECREF(vals);
+    return n->kwvals ? 0 : -1;
 }
 
 /* Sets a torch node's metadata from 'fake' (a meta tensor or a tuple of them). */
@@ -773,8 +776,7 @@ PyObject *fj_graph_run_node(fj_Node *n, PyObject **env)
     }
     argv = stack + 1;
     for (Py_ssize_t i = 0; i < total; i++, filled++) {
-        PyObject *a = i < nargs ? PyTuple_GET_ITEM(n->args, i)
-                                : PyDict_GetItem(n->kwargs, PyTuple_GET_ITEM(n->kwnames, i - nargs));
+        PyObject *a = i < nargs ? PyTuple_GET_ITEM(n->args, i) : PyTuple_GET_ITEM(n->kwvals, i - nargs);
         if (n->deep) {
             if (!(argv[i] = fj_graph_resolve(a, env)))
                 goto done;

@@ -48,6 +48,7 @@ typedef struct fj_Node {
     Py_ssize_t last_use;   /* index of the last node that uses this one; -1 if unused */
     PyObject *inputs;      /* strong: tuple of the distinct fj_Node this node reads */
     PyObject *kwnames;     /* strong: tuple of kwargs keys, or NULL */
+    PyObject *kwvals;      /* strong: tuple of the kwargs' values in kwnames' order, or NULL */
     int deep;              /* args/kwargs hold nodes inside tuples/lists */
 } fj_Node;
 
