@@ -294,3 +294,21 @@ def test_enum_flags_under_framejit():
     cf = framejit.compile(combine)
     for a, b in [(Color.R, Color.B), (Color.G, Color.B), (Color.R, Color.G)] * 2:
         assert cf(a, b) == combine(a, b)
+
+
+def test_a_call_whose_shapes_raise_does_not_shadow_the_dynamic_entry():
+    framejit.reset()
+    framejit.counters.clear()
+
+    def f(x, y):
+        return x + y
+    cf = framejit.compile(f, backend="eager")
+    cf(np.ones(4), np.ones(4))
+    cf(np.ones(8), np.ones(8))
+    with pytest.raises(ValueError):
+        cf(np.ones(5), np.ones(6))
+    before = dict(framejit.counters["stats"])
+    for n in (7, 9, 11):
+        x, y = np.arange(n, dtype=float), np.ones(n)
+        same(cf(x, y), x + y)
+    assert dict(framejit.counters["stats"]) == before

@@ -259,3 +259,20 @@ def test_a_module_over_changing_batch_sizes_is_right():
     for n in (2, 4, 8, 16):
         x = torch.randn(n, 3)
         assert torch.allclose(cf(x), m(x) * 2)
+
+
+def test_a_call_whose_sizes_raise_does_not_shadow_the_dynamic_entry():
+    # the restart that stops before the raising op is specialized: equal
+    # sizes later go to the dynamic entry, not through a break
+    def f(x, y):
+        return x + y
+    cf = framejit.compile(f, backend="eager")
+    cf(torch.randn(4), torch.randn(4))
+    cf(torch.randn(8), torch.randn(8))
+    with pytest.raises(RuntimeError):
+        cf(torch.randn(5), torch.randn(6))
+    before = dict(counters["stats"])
+    for n in (7, 9, 11):
+        x, y = torch.randn(n), torch.randn(n)
+        assert torch.equal(cf(x, y), x + y)
+    assert dict(counters["stats"]) == before

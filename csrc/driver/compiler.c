@@ -756,11 +756,16 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame)
         Py_XDECREF(cid0);
     }
 
-    int stop_at = -1;
+    int stop_at = -1, pin_restart = 0;
     for (int attempt = 0; attempt < c->cfg.max_restarts; attempt++) {
         Py_XSETREF(cid, make_compile_id(frame_id, compile_no, attempt));
         if (cid == NULL || tracer_init(c, &tx, &view, co, cid, stop_at, ces) < 0)
             goto done;
+        /* the last attempt broke where an op raised on dynamic sizes (x + y
+           with unequal ones): the guards it would have added never come,
+           so this entry is for these sizes only, not a dynamic one that
+           other (valid) sizes would hit before the entry serving them */
+        tx.specialized = pin_restart;
         if (attempt == 0 && hook_enabled(c, "bytecode")) {
             PyObject *text =
                 hook_call(c, "format_code", "(sO)", "ORIGINAL BYTECODE", (PyObject *)co);
@@ -843,6 +848,7 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame)
         }
         /* restart, stopping before the break (compile id gets _<attempt>) */
         stop_at = plan.first;
+        pin_restart = tx.op_raised && tx.dyn_inputs != NULL && PyList_GET_SIZE(tx.dyn_inputs) > 0;
         tracer_clear(&tx);
     }
     /* config.max_restarts traces, each stopped at a break: the frame runs as

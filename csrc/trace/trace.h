@@ -88,6 +88,9 @@ typedef struct fj_Tracer {
     int all_dynamic;         /* compile(dynamic=True): every int and dim (but 0/1) */
     PyObject *dyn_inputs;    /* strong list of (Var, value): inputs made dynamic */
     int specialized;         /* the trace needed concrete values: dynamic inputs pinned */
+    int op_raised;           /* an op raised on the trace's values (a shape error...): the
+                                break is there, and a restart stopping before it starts
+                                specialized (compiler.c) */
     int torch_hooks_guarded; /* the global module hook dicts are guarded empty (once per trace) */
     int reentry_ok;          /* the next inline is a torch module's forward: it may re-enter a
                                 code object on the stack (nested Sequentials), as a new

@@ -527,6 +527,7 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
         goto done;
     fj_Node *node = fj_graph_call(fr->tx->graph, op, targs, kwargs);
     if (node == NULL) {
+        fr->tx->op_raised = 1;
         fj_trace_as_unsupported(fj_op_qualname(op));
         goto done;
     }

@@ -251,6 +251,8 @@ static PyObject *call_on_fakes(const fj_OpDef *op, PyObject *target, PyObject *f
         return res;
     if (PyErr_ExceptionMatches(fj_Unsupported))
         return NULL;
+    if (fj_current_tracer != NULL)
+        fj_current_tracer->op_raised = 1;
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     PyErr_NormalizeException(&et, &ev, &tb);
