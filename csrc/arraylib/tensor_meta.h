@@ -58,6 +58,20 @@ static inline int fj_tensor_meta_contiguous(const fj_TensorMeta *m)
     return 1;
 }
 
+/* A tuple of the ints v[0..n) (sizes, strides): new reference, NULL on error. */
+static inline PyObject *fj_int64_tuple(int n, const int64_t *v)
+{
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t != NULL && i < n; i++) {
+        PyObject *x = PyLong_FromLongLong(v[i]);
+        if (x == NULL)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, x);
+    }
+    return t;
+}
+
 /* 1 once a reader is installed. */
 int fj_tensor_meta_ready(void);
 

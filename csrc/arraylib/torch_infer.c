@@ -432,17 +432,9 @@ static int vec_ok(PyObject *o, int64_t n, int32_t dt, int *rg)
    requires grad.  New reference or NULL with an exception. */
 static PyObject *make(int32_t st, int nd, const int64_t *sizes, int rg)
 {
-    PyObject *shape = PyTuple_New(nd);
+    PyObject *shape = fj_int64_tuple(nd, sizes);
     if (shape == NULL)
         return NULL;
-    for (int i = 0; i < nd; i++) {
-        PyObject *v = PyLong_FromLongLong(sizes[i]);
-        if (v == NULL) {
-            Py_DECREF(shape);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(shape, i, v);
-    }
     PyObject *argv[4] = {shape, dtypes[st], fj_torch_meta_device(), Py_True};
     PyObject *t = PyObject_Vectorcall(torch_empty, argv, 1, rg ? kw_grad : kw_plain);
     Py_DECREF(shape);
@@ -1033,23 +1025,10 @@ static int keys_in(const uint64_t *keys, int n, uint64_t k)
     return 0;
 }
 
-static PyObject *ints_tuple(int nd, const int64_t *v)
-{
-    PyObject *t = PyTuple_New(nd);
-    for (int i = 0; t != NULL && i < nd; i++) {
-        PyObject *x = PyLong_FromLongLong(v[i]);
-        if (x == NULL)
-            Py_CLEAR(t);
-        else
-            PyTuple_SET_ITEM(t, i, x);
-    }
-    return t;
-}
-
 /* torch.empty_strided(m's sizes, strides, dtype=, device=meta, requires_grad=rg): a leaf. */
 static PyObject *strided(const fj_TensorMeta *m, int rg)
 {
-    PyObject *size = ints_tuple(m->ndim, m->sizes), *stride = size ? ints_tuple(m->ndim, m->strides) : NULL;
+    PyObject *size = fj_int64_tuple(m->ndim, m->sizes), *stride = size ? fj_int64_tuple(m->ndim, m->strides) : NULL;
     PyObject *argv[5] = {size, stride, dtypes[m->dtype], fj_torch_meta_device(), rg ? Py_True : Py_False};
     PyObject *t = stride ? PyObject_Vectorcall(empty_strided, argv, 2, kw_grad) : NULL;
     Py_XDECREF(size);
@@ -1129,7 +1108,7 @@ PyObject *fj_torch_fresh_fake(PyObject *fake)
     flat.sizes[0] = extent;
     flat.strides[0] = 1;
     PyObject *leaf = strided(&flat, 1), *base = leaf ? PyObject_CallMethodNoArgs(leaf, clone_name) : NULL;
-    PyObject *size = base ? ints_tuple(m.ndim, m.sizes) : NULL, *stride = size ? ints_tuple(m.ndim, m.strides) : NULL;
+    PyObject *size = base ? fj_int64_tuple(m.ndim, m.sizes) : NULL, *stride = size ? fj_int64_tuple(m.ndim, m.strides) : NULL;
     PyObject *v = stride ? PyObject_CallMethod(base, "as_strided", "OO", size, stride) : NULL;
     Py_XDECREF(leaf);
     Py_XDECREF(base);

@@ -21,37 +21,15 @@ static PyObject *dict_or_new(PyObject **slot)
     return *slot;
 }
 
-/* What is remembered of 'value': the int itself, an exact array's sizes,
-   or NULL (without an exception) for anything else. */
-/* An exact array's or a contiguous plain tensor's sizes: 1, 0 (neither), -1 on error. */
-static int sizes_of(PyObject *value, int *nd, int64_t *sizes)
-{
-    if (PyArray_CheckExact(value)) {
-        *nd = PyArray_NDIM((PyArrayObject *)value);
-        for (int d = 0; d < *nd; d++)
-            sizes[d] = PyArray_DIM((PyArrayObject *)value, d);
-        return 1;
-    }
-    return fj_torch_is_tensor(value) ? fj_trace_tensor_sizes(value, nd, sizes) : 0;
-}
-
+/* What is remembered of 'value': the int itself, an exact array's or a
+   contiguous tensor's sizes, or NULL (without an exception) for anything else. */
 static PyObject *seen_of(PyObject *value)
 {
     if (PyLong_CheckExact(value))
         return Py_NewRef(value);
     int64_t sizes[FJ_TENSOR_MAX_DIMS];
-    int nd = 0, r = sizes_of(value, &nd, sizes);
-    if (r <= 0)
-        return NULL;
-    PyObject *rec = PyTuple_New(nd);
-    for (int d = 0; rec != NULL && d < nd; d++) {
-        PyObject *o = PyLong_FromLongLong(sizes[d]);
-        if (o == NULL)
-            Py_CLEAR(rec);
-        else
-            PyTuple_SET_ITEM(rec, d, o);
-    }
-    return rec;
+    int nd = 0, r = fj_trace_input_sizes(value, &nd, sizes);
+    return r > 0 ? fj_int64_tuple(nd, sizes) : NULL;
 }
 
 int fj_dynamic_record(fj_DynState *ds, PyObject *inputs, const fj_FrameView *view)
@@ -146,14 +124,7 @@ static PyObject *dims_changed(fj_DynState *ds, PyObject *text, PyObject *old, in
         Py_XDECREF(t);
         return NULL;
     }
-    PyObject *shape = PyTuple_New(nd);
-    for (int d = 0; shape != NULL && d < nd; d++) {
-        PyObject *o = PyLong_FromLongLong(sizes[d]);
-        if (o == NULL)
-            Py_CLEAR(shape);
-        else
-            PyTuple_SET_ITEM(shape, d, o);
-    }
+    PyObject *shape = fj_int64_tuple(nd, sizes);
     PyObject *msg = shape ? PyUnicode_FromFormat("automatic dynamic: %U size %R -> %R, dims %R "
                                                  "now dynamic", text, old, shape, t)
                           : NULL;
@@ -187,7 +158,7 @@ int fj_dynamic_update(fj_DynState *ds, const fj_FrameView *view, PyObject *messa
             Py_SETREF(msg, int_changed(ds, text, old, cur));
         else if (PyTuple_Check(old)) {
             int64_t sizes[FJ_TENSOR_MAX_DIMS];
-            int nd = 0, r = sizes_of(cur, &nd, sizes);
+            int nd = 0, r = fj_trace_input_sizes(cur, &nd, sizes);
             if (r < 0)
                 Py_CLEAR(msg);
             else if (r > 0 && nd == PyTuple_GET_SIZE(old))

@@ -291,6 +291,17 @@ static int note_dynamic(fj_Tracer *tx, fj_Var *v, PyObject *value)
     return r;
 }
 
+/* An array or tensor input whose dims 'dims' (a tuple, maybe empty) are
+   dynamic: its Var carries their symbols and a pin adds its full guard.  0 or -1. */
+static int dynamic_input(fj_Tracer *tx, fj_Var *v, fj_Source *src, PyObject *dims, PyObject *value)
+{
+    if (PyTuple_GET_SIZE(dims) == 0)
+        return 0;
+    v->dynamic = 1;
+    v->extra2 = fj_dims_for_input(src, dims, ((fj_Node *)v->obj)->ndim);
+    return v->extra2 == NULL || note_dynamic(tx, v, value) < 0 ? -1 : 0;
+}
+
 /* True if the int input at 'src' is to be symbolic (never for 0 and 1, never once pinned). */
 static int is_dynamic_int(fj_Tracer *tx, fj_Source *src, PyObject *value)
 {
@@ -323,19 +334,12 @@ static PyObject *dynamic_dims_of(fj_Tracer *tx, fj_Source *src, PyObject *value)
     PyObject *want = NULL, *out = PyList_New(0);
     if (out == NULL || tx->specialized || tx->dyn_inputs == NULL)
         goto done;
-    if (PyArray_Check(value)) {
-        nd = PyArray_NDIM((PyArrayObject *)value);
-        for (int d = 0; d < nd; d++)
-            sizes[d] = PyArray_DIM((PyArrayObject *)value, d);
-    }
-    else {
-        /* a torch tensor: dynamic dims only on a contiguous one (its strides then follow its sizes) */
-        int r = fj_trace_tensor_sizes(value, &nd, sizes);
-        if (r < 0)
-            goto error;
-        if (r == 0)
-            goto done;
-    }
+    /* a torch tensor: dynamic dims only on a contiguous one */
+    int r = fj_trace_input_sizes(value, &nd, sizes);
+    if (r < 0)
+        goto error;
+    if (r == 0)
+        goto done;
     if (tx->dyn_dims != NULL && (want = PyDict_GetItemWithError(tx->dyn_dims, src->text)) == NULL &&
         PyErr_Occurred())
         goto error;
@@ -486,12 +490,8 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
         v = fj_var_node(node);
         if (v != NULL && PyList_Append(tx->placeholders, (PyObject *)v) < 0)
             Py_CLEAR(v);
-        if (v != NULL && PyTuple_GET_SIZE(dims) > 0) {
-            v->dynamic = 1;
-            v->extra2 = fj_dims_for_input(src, dims, PyArray_NDIM((PyArrayObject *)value));
-            if (v->extra2 == NULL || note_dynamic(tx, v, value) < 0)
-                Py_CLEAR(v);
-        }
+        if (v != NULL && dynamic_input(tx, v, src, dims, value) < 0)
+            Py_CLEAR(v);
         Py_DECREF(dims);
     }
     else if (fj_torch_is_tensor(value)) {
@@ -499,12 +499,8 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
         if (dims == NULL)
             return NULL;
         v = fj_trace_tensor_input(tx, src, mgr, value, dims);
-        if (v != NULL && PyTuple_GET_SIZE(dims) > 0) {
-            v->dynamic = 1;
-            v->extra2 = fj_dims_for_input(src, dims, ((fj_Node *)v->obj)->ndim);
-            if (v->extra2 == NULL || note_dynamic(tx, v, value) < 0)
-                Py_CLEAR(v);
-        }
+        if (v != NULL && dynamic_input(tx, v, src, dims, value) < 0)
+            Py_CLEAR(v);
         Py_DECREF(dims);
         if (v == NULL)
             return NULL;

@@ -268,9 +268,10 @@ PyObject *fj_trace_graph_call(fj_TFrame *fr, const struct fj_OpDef *op, PyObject
    TENSOR_MATCH on 'mgr', leaving the sizes of the dims in the tuple 'dims'
    out): new ref, NULL with fj_Unsupported or an error. */
 fj_Var *fj_trace_tensor_input(fj_Tracer *tx, fj_Source *src, PyObject *mgr, PyObject *value, PyObject *dims);
-/* A plain contiguous tensor's sizes (for automatic dynamic): 1 with *nd and
-   sizes filled; 0 when it is not one; -1 on error. */
-int fj_trace_tensor_sizes(PyObject *t, int *nd, int64_t *sizes);
+/* The sizes automatic dynamic compares: an exact array's, or a contiguous
+   plain tensor's (its strides then follow its sizes).  1 with *nd and
+   sizes filled; 0 for anything else; -1 on error. */
+int fj_trace_input_sizes(PyObject *t, int *nd, int64_t *sizes);
 /* The trace depends on torch: GLOBAL_STATE pins torch's global state too (once). 0 or -1. */
 int fj_trace_torch_begin(fj_Tracer *tx);
 /* The items of a NODE Var of a tuple of tensors (getitem nodes): a new list. */

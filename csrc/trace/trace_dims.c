@@ -42,12 +42,18 @@ PyObject *fj_dims_for_input(fj_Source *src, PyObject *dyn, int ndim)
     return t;
 }
 
+/* The number of dims a node's sizes have (arrays and tensors; 0 otherwise). */
+static int shaped_ndim(const fj_Node *n)
+{
+    return n->vkind == FJ_VAL_ARRAY || n->vkind == FJ_VAL_TENSOR ? n->ndim : 0;
+}
+
 /* The dims of an operand: a new tuple (None = fixed), Py_None when opaque, NULL on error. */
 static PyObject *dims_of(PyObject *v)
 {
     fj_Var *vv = VAR(v);
     fj_Node *n = (fj_Node *)vv->obj;
-    if ((n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_TENSOR) || n->ndim == 0)
+    if (shaped_ndim(n) == 0)
         return PyTuple_New(0);
     if (vv->dynamic) {
         if (vv->extra2 != NULL && PyTuple_Check(vv->extra2) && PyTuple_GET_SIZE(vv->extra2) == n->ndim)
@@ -56,7 +62,7 @@ static PyObject *dims_of(PyObject *v)
             return PyTuple_New(0);
         return Py_NewRef(Py_None);
     }
-    int nd = n->vkind == FJ_VAL_ARRAY || n->vkind == FJ_VAL_TENSOR ? n->ndim : 0;
+    int nd = shaped_ndim(n);
     PyObject *t = PyTuple_New(nd);
     for (int d = 0; t != NULL && d < nd; d++)
         PyTuple_SET_ITEM(t, d, Py_NewRef(Py_None));
@@ -70,16 +76,12 @@ static int same_symbol(PyObject *a, PyObject *b)
 }
 
 /* Specializes; the result's dims are then not needed.  0 or -1. */
-static int pin_tx(fj_Tracer *tx, PyObject **out)
+static int pin(fj_Tracer *tx, PyObject **out)
 {
     *out = NULL;
     return fj_trace_specialize(tx);
 }
 
-static int pin(fj_TFrame *fr, PyObject **out)
-{
-    return pin_tx(fr->tx, out);
-}
 
 /*
 ** Broadcasting operands 'ops' (a list of NODE Vars): combines their dims
@@ -93,7 +95,7 @@ static int combine(fj_Tracer *tx, PyObject *ops, PyObject **out)
     Py_ssize_t k = PyList_GET_SIZE(ops);
     for (Py_ssize_t i = 0; i < k; i++) {
         fj_Node *n = (fj_Node *)VAR(PyList_GET_ITEM(ops, i))->obj;
-        int nd = n->vkind == FJ_VAL_ARRAY || n->vkind == FJ_VAL_TENSOR ? n->ndim : 0;
+        int nd = shaped_ndim(n);
         if (nd > rn)
             rn = nd;
         if (nd > 0) {
@@ -123,7 +125,7 @@ static int combine(fj_Tracer *tx, PyObject *ops, PyObject **out)
     for (Py_ssize_t i = 0; i < k; i++) {
         PyObject *v = PyList_GET_ITEM(ops, i);
         fj_Node *n = (fj_Node *)VAR(v)->obj;
-        int nd = n->vkind == FJ_VAL_ARRAY || n->vkind == FJ_VAL_TENSOR ? n->ndim : 0;
+        int nd = shaped_ndim(n);
         PyObject *dims = dims_of(v);
         if (dims == NULL) {
             Py_DECREF(res);
@@ -132,7 +134,7 @@ static int combine(fj_Tracer *tx, PyObject *ops, PyObject **out)
         if (dims == Py_None) {
             Py_DECREF(dims);
             Py_DECREF(res);
-            return pin_tx(tx, out);
+            return pin(tx, out);
         }
         for (int d = 0; d < nd; d++) {
             int rd = rn - nd + d;
@@ -149,7 +151,7 @@ static int combine(fj_Tracer *tx, PyObject *ops, PyObject **out)
                 if (fixed != 1) {
                     Py_DECREF(dims);
                     Py_DECREF(res);
-                    return pin_tx(tx, out);
+                    return pin(tx, out);
                 }
                 if (cur == Py_None)
                     Py_SETREF(PyTuple_GET_ITEM(res, rd), Py_NewRef(sym));
@@ -274,7 +276,7 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
                 PyObject *kn = PyTuple_GET_ITEM(kwnames, i - npos);
                 if (PyUnicode_CompareWithASCIIString(kn, "out") == 0 && a->kind != FJ_VAR_CONST) {
                     Py_DECREF(ops);
-                    return pin(fr, out);
+                    return pin(fr->tx, out);
                 }
                 int pi = fj_ops_param_index(op, PyUnicode_AsUTF8(kn));
                 operand = pi >= 0 && pi < op->nin;
@@ -284,13 +286,13 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
             if (i < npos && i >= op->nin && a->kind == FJ_VAR_NODE &&
                 (op->flags & FJ_OPF_OUT) && i == op->nin) {
                 Py_DECREF(ops);
-                return pin(fr, out); /* a positional out */
+                return pin(fr->tx, out); /* a positional out */
             }
             if (!operand || a->kind == FJ_VAR_CONST)
                 continue; /* a scalar constant (or None) takes no part in the sizes */
             if (a->kind != FJ_VAR_NODE) {
                 Py_DECREF(ops);
-                return pin(fr, out); /* a list or tuple operand: its shape is not modelled */
+                return pin(fr->tx, out); /* a list or tuple operand: its shape is not modelled */
             }
             bad = PyList_Append(ops, (PyObject *)a) < 0;
         }
@@ -316,7 +318,7 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
         /* only x.reshape(-1) is right for every size */
         if (npos == 2 && is_minus_one_shape(args[1]))
             return 0;
-        return pin(fr, out);
+        return pin(fr->tx, out);
     case FJ_SH_REDUCE:
     case FJ_SH_ARGREDUCE:
         return reduce_dims(op, args, n, kwnames, out);
@@ -335,7 +337,7 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
            result's sizes are opaque */
         return 0;
     default:
-        return pin(fr, out);
+        return pin(fr->tx, out);
     }
 }
 
@@ -353,7 +355,7 @@ int fj_dims_broadcast(fj_Tracer *tx, PyObject *const *args, Py_ssize_t n, PyObje
             continue; /* a scalar (or None) takes no part in the sizes */
         if (a->kind != FJ_VAR_NODE) {
             Py_DECREF(ops);
-            return pin_tx(tx, out);
+            return pin(tx, out);
         }
         if (PyList_Append(ops, (PyObject *)a) < 0) {
             Py_DECREF(ops);

@@ -60,9 +60,24 @@ int fj_trace_torch_begin(fj_Tracer *tx)
     return fj_torch_lib.add_global_state(tx->guards);
 }
 
-int fj_trace_tensor_sizes(PyObject *t, int *nd, int64_t *sizes)
+/* A tensor node's metadata refused by the graph (set_torch_meta's only
+   ValueError: more dims than FJ_MAX_NDIM): the break, naming 'what'.  NULL. */
+static void *too_many_dims(PyObject *what)
+{
+    PyErr_Clear();
+    fj_unsupported("%U has more than %d dimensions (the most framejit traces)", what, FJ_MAX_NDIM);
+    return NULL;
+}
+
+int fj_trace_input_sizes(PyObject *t, int *nd, int64_t *sizes)
 {
     fj_TensorMeta m;
+    if (PyArray_CheckExact(t)) {
+        *nd = PyArray_NDIM((PyArrayObject *)t);
+        for (int d = 0; d < *nd; d++)
+            sizes[d] = PyArray_DIM((PyArrayObject *)t, d);
+        return 1;
+    }
     if (!fj_torch_is_plain_tensor(t))
         return 0;
     int r = fj_torch_meta_read(t, &m);
@@ -90,21 +105,14 @@ fj_Var *fj_trace_tensor_input(fj_Tracer *tx, fj_Source *src, PyObject *mgr, PyOb
             fj_trace_as_unsupported("reading a tensor's metadata");
         return NULL;
     }
-    PyObject *ndim = PyObject_GetAttrString(fake, "ndim");
-    long nd = ndim ? PyLong_AsLong(ndim) : -1;
-    Py_XDECREF(ndim);
-    if (nd < 0 || nd > FJ_MAX_NDIM) {
-        Py_DECREF(fake);
-        if (nd > FJ_MAX_NDIM)
-            fj_unsupported("%U has %ld dimensions (framejit traces up to %d)", src->text, nd, FJ_MAX_NDIM);
-        return NULL;
-    }
     PyObject *name = fj_source_placeholder_name(src);
     fj_Node *node = NULL;
     if (name != NULL && fj_trace_torch_begin(tx) == 0)
         node = fj_graph_tensor_placeholder(tx->graph, name, fake);
     Py_XDECREF(name);
     Py_DECREF(fake);
+    if (node == NULL && PyErr_ExceptionMatches(PyExc_ValueError))
+        return too_many_dims(src->text);
     if (node == NULL || fj_guard_add_torch_match(mgr, value, dims) < 0)
         return NULL;
     node->pytype = Py_NewRef((PyObject *)Py_TYPE(value)); /* exact: TENSOR_MATCH pins it */
@@ -467,11 +475,42 @@ static PyObject *fresh_alias(PyObject *hit)
     return items; /* a plain tuple: the node reads items with getitem either way */
 }
 
+/* The result of a call no C rule answers: the meta cache's (a fresh copy),
+   else torch's meta kernels' (cached when it is not an input).  New
+   reference, NULL with fj_Unsupported or an error. */
+static PyObject *cached_or_meta(const fj_OpDef *op, PyObject *target, PyObject *fargs, PyObject *fkw,
+                                PyObject *const *args, Py_ssize_t n)
+{
+    PyObject *key = meta_key(op, target, fargs, fkw), *res;
+    if (key == NULL && PyErr_Occurred())
+        return NULL;
+    PyObject *hit = key && meta_cache ? PyDict_GetItemWithError(meta_cache, key) : NULL;
+    if (hit != NULL)
+        res = fresh_alias(hit);
+    else if (PyErr_Occurred())
+        res = NULL;
+    else {
+        res = call_on_fakes(op, target, fargs, fkw);
+        PyObject *kwvals = res != NULL && key != NULL && fkw != NULL ? PyDict_Values(fkw) : NULL;
+        if (res != NULL && key != NULL && cacheable_result(res) && !aliases_input(res, args, n, fargs, kwvals)) {
+            if (meta_cache == NULL || PyDict_GET_SIZE(meta_cache) >= META_CACHE_MAX)
+                Py_XSETREF(meta_cache, PyDict_New());
+            if (meta_cache == NULL || PyDict_SetItem(meta_cache, key, res) < 0)
+                PyErr_Clear(); /* a cache that cannot grow changes nothing */
+        }
+        if (kwvals == NULL && res != NULL)
+            PyErr_Clear(); /* PyDict_Values failing only means no caching */
+        Py_XDECREF(kwvals);
+    }
+    Py_XDECREF(key);
+    return res;
+}
+
 PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *target, PyObject *targs,
                               PyObject *kwargs, PyObject *const *args, Py_ssize_t n)
 {
     PyObject *fargs = NULL, *fkw = NULL, *res = NULL, *stem = NULL, *label = NULL, *out = NULL;
-    PyObject *key = NULL, *dims = NULL;
+    PyObject *dims = NULL;
     if (fj_trace_torch_begin(tx) < 0)
         return NULL;
     if ((fargs = fake_arg(targs, NULL)) == NULL)
@@ -563,30 +602,7 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
     res = fj_torch_infer(op, target, fargs, fkw);
     if (res == NULL && PyErr_Occurred())
         goto done;
-    key = res == NULL ? meta_key(op, target, fargs, fkw) : NULL;
-    if (key == NULL && PyErr_Occurred())
-        goto done;
-    PyObject *hit = key && meta_cache ? PyDict_GetItemWithError(meta_cache, key) : NULL;
-    if (res != NULL)
-        ;
-    else if (hit != NULL)
-        res = fresh_alias(hit);
-    else if (PyErr_Occurred())
-        goto done;
-    else {
-        res = call_on_fakes(op, target, fargs, fkw);
-        PyObject *kwvals = res != NULL && key != NULL && fkw != NULL ? PyDict_Values(fkw) : NULL;
-        if (res != NULL && key != NULL && cacheable_result(res) && !aliases_input(res, args, n, fargs, kwvals)) {
-            if (meta_cache == NULL || PyDict_GET_SIZE(meta_cache) >= META_CACHE_MAX)
-                Py_XSETREF(meta_cache, PyDict_New());
-            if (meta_cache == NULL || PyDict_SetItem(meta_cache, key, res) < 0)
-                PyErr_Clear(); /* a cache that cannot grow changes nothing */
-        }
-        if (kwvals == NULL && res != NULL)
-            PyErr_Clear(); /* PyDict_Values failing only means no caching */
-        Py_XDECREF(kwvals);
-    }
-    if (res == NULL)
+    if (res == NULL && (res = cached_or_meta(op, target, fargs, fkw, args, n)) == NULL)
         goto done;
     if (op == &fj_torch_func_row) {
         if (func_names(target, &stem, &label) < 0)
@@ -610,8 +626,11 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
         PyObject *same = operand_with_fake(args, n, res);
         fj_Node *node = fj_graph_torch_call(tx->graph, op, target, label, stem, targs, kwargs, res);
         if (node == NULL) {
-            if (PyErr_ExceptionMatches(PyExc_ValueError))
-                fj_trace_as_unsupported("a torch result"); /* more dims than framejit traces */
+            PyObject *what = PyErr_ExceptionMatches(PyExc_ValueError) ? PyUnicode_FromFormat("%U's result", stem)
+                                                                       : NULL;
+            if (what != NULL)
+                too_many_dims(what);
+            Py_XDECREF(what);
             goto done;
         }
         /* an in-place op returns its operand: the same Var, so identity holds */
@@ -685,7 +704,6 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
     }
 done:
     Py_XDECREF(dims);
-    Py_XDECREF(key);
     Py_XDECREF(fargs);
     Py_XDECREF(fkw);
     Py_XDECREF(res);
