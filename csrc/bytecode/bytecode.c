@@ -12,7 +12,7 @@
 ** and re-assembly reproduce CPython's bytes exactly.
 **
 ** Not responsible for: the builder's table interning (bytecode_builder.c),
-** the Python test hooks (bytecode_hooks.c), the opcode metadata (compat.h).
+** the Python test hooks (bytecode_hooks.c), the opcode metadata (the dialect unit, dialect.h).
 */
 #include "bytecode.h"
 
@@ -70,6 +70,8 @@ static void instr_default(fj_Instr *in)
     in->exc_lasti = 0;
     in->ext = 0;
     in->offset = 0;
+    in->p.op = FJ_OP_NOP;
+    in->p.a = in->p.b = 0;
 }
 
 int fj_bc_emit(fj_InstrList *il, int op, int arg)
@@ -384,6 +386,7 @@ int fj_bc_decode(PyCodeObject *co, fj_InstrList *out)
         in->exc_depth = in->exc_lasti = 0;
         in->ext = ext;
         in->offset = start;
+        fj_dl_lift(in);
         u += 1 + fj_opcode_caches(op);
         if (u > n) {
             PyErr_Format(PyExc_ValueError, "bytecode: code ends inside the caches of opcode %d",

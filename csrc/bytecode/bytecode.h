@@ -26,7 +26,7 @@
 */
 #ifndef FJ_BYTECODE_H
 #define FJ_BYTECODE_H
-#include "compat.h"
+#include "dialect.h"
 
 /* Adds this subsystem's test hooks (_bc_*) to framejit._C. -1 on error. */
 /* Adds the bytecode test hooks (bc_decode, bc_assemble, ...) to 'testing'
@@ -40,7 +40,7 @@ int fj_bytecode_init(PyObject *testing);
 #define FJ_IS_LABEL_REF(t) ((t) <= -2)
 #define FJ_LABEL_OF(t) (-2 - (t))
 
-typedef struct {
+typedef struct fj_Instr {
     int op;     /* base opcode: never CACHE, EXTENDED_ARG or a specialized form */
     int arg;    /* full oparg (EXTENDED_ARG folded in); >= 0.  For jumps the
                    assembler recomputes it from 'target'. */
@@ -57,6 +57,8 @@ typedef struct {
     int offset; /* code-unit offset of the instruction's first unit (its first
                    EXTENDED_ARG prefix if any).  Set by decode and by
                    assemble; ignored on input. */
+    fj_Pseudo p; /* the version-free pseudo-instruction (dialect.h): set by
+                   decode; not read by the assembler */
 } fj_Instr;
 
 /*
@@ -65,7 +67,7 @@ typedef struct {
 ** The "current" fields are the state the fj_bc_emit* functions stamp on
 ** each appended instruction.
 */
-typedef struct {
+typedef struct fj_InstrList {
     fj_Instr *v;            /* owned; n used, cap allocated */
     int n, cap;
     int *labels;            /* owned; label -> instruction index, -1 unplaced */

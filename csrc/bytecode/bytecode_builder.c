@@ -130,17 +130,19 @@ int fj_builder_load_const(fj_Builder *b, PyObject *v)
 int fj_builder_load_global(fj_Builder *b, PyObject *name, int push_null)
 {
     int i = fj_builder_name(b, name);
-    return emit_indexed(b, LOAD_GLOBAL, i < 0 ? -1 : (i << 1) | (push_null != 0));
+    return i < 0 ? -1 : fj_dl_load_global(&b->il, i, push_null);
 }
 
 int fj_builder_load_attr(fj_Builder *b, PyObject *name)
 {
-    return emit_indexed(b, LOAD_ATTR, fj_builder_name(b, name));
+    int i = fj_builder_name(b, name);
+    return i < 0 ? -1 : fj_dl_load_attr(&b->il, i);
 }
 
 int fj_builder_load_method(fj_Builder *b, PyObject *name)
 {
-    return emit_indexed(b, LOAD_METHOD, fj_builder_name(b, name));
+    int i = fj_builder_name(b, name);
+    return i < 0 ? -1 : fj_dl_load_method(&b->il, i);
 }
 
 int fj_builder_load_fast(fj_Builder *b, PyObject *name)
@@ -163,13 +165,10 @@ int fj_builder_call(fj_Builder *b, int nargs, PyObject *kwnames)
         }
         if (PyTuple_GET_SIZE(kwnames) > 0) {
             int k = fj_builder_const(b, kwnames);
-            if (k < 0 || fj_bc_emit(&b->il, KW_NAMES, k) < 0)
-                return -1;
+            return k < 0 ? -1 : fj_dl_call(&b->il, nargs, k);
         }
     }
-    if (fj_bc_emit(&b->il, PRECALL, nargs) < 0)
-        return -1;
-    return fj_bc_emit(&b->il, CALL, nargs);
+    return fj_dl_call(&b->il, nargs, -1);
 }
 
 PyObject *fj_builder_assemble(fj_Builder *b, const fj_AsmOpts *opts)

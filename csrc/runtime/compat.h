@@ -3,10 +3,12 @@
 **
 ** Responsible for: the layout of the interpreter frame (_PyInterpreterFrame),
 ** the code object's extra slot, the frame-evaluation (PEP 523) function
-** type, opcode metadata (inline cache counts, de-specialization), and the
-** "is this frame fresh" test.  Nothing else in csrc/ includes internal
-** CPython headers or tests PY_VERSION_HEX; supporting a new CPython is an
-** addition here, not a rewrite elsewhere.
+** type, the thread state, dict and int internals, and the "is this frame
+** fresh" test.  The bytecode of each version (opcode metadata, how an
+** operation is spelt) is its dialect unit's (csrc/bytecode/dialect.h).
+** Nothing else in csrc/ but the dialect units includes internal CPython
+** headers or tests PY_VERSION_HEX; supporting a new CPython is an addition
+** here and one new dialect unit, not a rewrite elsewhere (docs/porting.md).
 **
 ** Not responsible for: policy (what to run), which lives in evalframe.c.
 **
@@ -29,8 +31,8 @@
 #include <internal/pycore_frame.h>
 #include <internal/pycore_code.h>
 /* libpython 3.11 does not export _PyOpcode_Caches/_PyOpcode_Deopt: exactly
-** one file (bytecode_tables.c) defines FJ_DEFINE_OPCODE_TABLES so the
-** extension carries its own copy of those tables. */
+** one file (the dialect unit, dialect_311.c) defines FJ_DEFINE_OPCODE_TABLES
+** so the extension carries its own copy of those tables. */
 #ifdef FJ_DEFINE_OPCODE_TABLES
 #define NEED_OPCODE_TABLES
 #endif
@@ -64,82 +66,6 @@ typedef PyObject *(*fj_EvalFrameFunc)(PyThreadState *, fj_Frame *, int);
 static inline int fj_frame_is_fresh(fj_Frame *f)
 {
     return f->prev_instr < _PyCode_CODE(f->f_code) + f->f_code->_co_firsttraceable;
-}
-
-/* Inline cache entries after an instruction with opcode 'op' (3.11). */
-static inline int fj_opcode_caches(int op)
-{
-    return _PyOpcode_Caches[op];
-}
-/* The base opcode of a possibly specialized opcode 'op'. */
-static inline int fj_opcode_deopt(int op)
-{
-    return _PyOpcode_Deopt[op];
-}
-
-/* Direction of relative jump 'op' (a base opcode): +1 forward, -1 backward,
-** 0 not a jump.  3.11 has no absolute jumps. */
-static inline int fj_opcode_jump_dir(int op)
-{
-    switch (op) {
-    case JUMP_FORWARD: case POP_JUMP_FORWARD_IF_FALSE: case POP_JUMP_FORWARD_IF_TRUE:
-    case POP_JUMP_FORWARD_IF_NONE: case POP_JUMP_FORWARD_IF_NOT_NONE:
-    case JUMP_IF_FALSE_OR_POP: case JUMP_IF_TRUE_OR_POP: case FOR_ITER: case SEND:
-        return 1;
-    case JUMP_BACKWARD: case JUMP_BACKWARD_NO_INTERRUPT: case POP_JUMP_BACKWARD_IF_FALSE:
-    case POP_JUMP_BACKWARD_IF_TRUE: case POP_JUMP_BACKWARD_IF_NONE:
-    case POP_JUMP_BACKWARD_IF_NOT_NONE:
-        return -1;
-    default:
-        return 0;
-    }
-}
-/* The same jump in the other direction, or -1 if 'op' has only one. */
-static inline int fj_opcode_jump_flip(int op)
-{
-    switch (op) {
-    case JUMP_FORWARD: return JUMP_BACKWARD;
-    case JUMP_BACKWARD: case JUMP_BACKWARD_NO_INTERRUPT: return JUMP_FORWARD;
-    case POP_JUMP_FORWARD_IF_FALSE: return POP_JUMP_BACKWARD_IF_FALSE;
-    case POP_JUMP_FORWARD_IF_TRUE: return POP_JUMP_BACKWARD_IF_TRUE;
-    case POP_JUMP_FORWARD_IF_NONE: return POP_JUMP_BACKWARD_IF_NONE;
-    case POP_JUMP_FORWARD_IF_NOT_NONE: return POP_JUMP_BACKWARD_IF_NOT_NONE;
-    case POP_JUMP_BACKWARD_IF_FALSE: return POP_JUMP_FORWARD_IF_FALSE;
-    case POP_JUMP_BACKWARD_IF_TRUE: return POP_JUMP_FORWARD_IF_TRUE;
-    case POP_JUMP_BACKWARD_IF_NONE: return POP_JUMP_FORWARD_IF_NONE;
-    case POP_JUMP_BACKWARD_IF_NOT_NONE: return POP_JUMP_FORWARD_IF_NOT_NONE;
-    default: return -1;
-    }
-}
-/* True if control never falls through from 'op' to the next instruction. */
-static inline int fj_opcode_no_fallthrough(int op)
-{
-    return op == JUMP_FORWARD || op == JUMP_BACKWARD || op == JUMP_BACKWARD_NO_INTERRUPT ||
-           op == RETURN_VALUE || op == RAISE_VARARGS || op == RERAISE;
-}
-/*
-** Stack effect of (op, arg) when it falls through (jump 0) or jumps
-** (jump 1); PY_INVALID_STACK_EFFECT for a bad opcode.  3.11's
-** PyCompile_OpcodeStackEffectWithJump says 0 for RETURN_GENERATOR, but the
-** generator's frame resumes after it with the sent value pushed (the
-** POP_TOP that follows removes it), so it counts +1 here.
-*/
-static inline int fj_opcode_stack_effect(int op, int arg, int jump)
-{
-    if (op == RETURN_GENERATOR)
-        return 1;
-    return PyCompile_OpcodeStackEffectWithJump(op, arg, jump);
-}
-/* True if 'op' takes a cell/free localsplus index as its arg. */
-static inline int fj_opcode_is_deref(int op)
-{
-    return op == MAKE_CELL || op == LOAD_CLOSURE || op == LOAD_DEREF || op == STORE_DEREF ||
-           op == DELETE_DEREF || op == LOAD_CLASSDEREF;
-}
-/* True if 'op' is a base (unspecialized, real) opcode an instruction may carry. */
-static inline int fj_opcode_is_base(int op)
-{
-    return op > 0 && op < 256 && op != EXTENDED_ARG && _PyOpcode_Deopt[op] == op;
 }
 
 /*
