@@ -70,7 +70,7 @@ static void instr_default(fj_Instr *in)
     in->exc_lasti = 0;
     in->ext = 0;
     in->offset = 0;
-    in->p.op = FJ_OP_NOP;
+    in->p.op = FJ_PI_NOP;
     in->p.a = in->p.b = 0;
 }
 

@@ -17,7 +17,8 @@
 ** Model.  Decoding keeps each real instruction (fj_Instr.op/arg, one entry
 ** per instruction, EXTENDED_ARG folded, caches implicit) and fills its
 ** pseudo-instruction fj_Instr.p: what the tracer, resume planning and
-** liveness switch on.  A pseudo-instruction has a kind (FJ_OP_*) and two
+** liveness switch on.  A pseudo-instruction has a kind (FJ_PI_*; the graph's
+** FJ_OP_* are operator kinds, unrelated) and two
 ** normalized operands a and b; jump destinations stay in fj_Instr.target.
 ** Kinds follow the real instructions closely: where versions spell one
 ** operation differently (LOAD_METHOD or LOAD_ATTR with the method bit,
@@ -26,7 +27,7 @@
 ** several instructions (3.11's KW_NAMES + PRECALL + CALL, 3.13's MAKE_FUNCTION
 ** + SET_FUNCTION_ATTRIBUTE) each instruction lifts to its own kind and the
 ** tracer keeps the pending state.  An instruction with no kind below lifts
-** to FJ_OP_OTHER: the tracer refuses it by its real name.
+** to FJ_PI_OTHER: the tracer refuses it by its real name.
 **
 ** Stack layout of a call (the tracer and code generation mirror it):
 ** 3.11/3.12 push [NULL, callable] or [method, self], 3.13 [callable, NULL]
@@ -44,90 +45,90 @@
 ** "target" = fj_Instr.target.  Stack effects as CPython's for the version.
 */
 typedef enum {
-    FJ_OP_OTHER = 0,        /* not modelled: refused by the tracer by its real name */
-    FJ_OP_NOP,              /* no effect: NOP, RESUME, CACHE, EXTENDED_ARG, 3.11 PRECALL */
-    FJ_OP_POP_TOP,          /* pop */
-    FJ_OP_PUSH_NULL,        /* push NULL */
-    FJ_OP_COPY,             /* a: push a copy of the a-th entry (1 = top) */
-    FJ_OP_SWAP,             /* a: swap the top with the a-th entry */
-    FJ_OP_LOAD_CONST,       /* a: co_consts index */
-    FJ_OP_RETURN_VALUE,     /* return the top */
-    FJ_OP_RETURN_CONST,     /* a: return co_consts[a] (3.12+) */
-    FJ_OP_LOAD_FAST,        /* a: localsplus index (also LOAD_FAST_CHECK) */
-    FJ_OP_LOAD_FAST_AND_CLEAR, /* a: push the local or NULL, then unbind it (3.12+) */
-    FJ_OP_LOAD_FAST_LOAD_FAST, /* a, b: push local a, then local b (3.13) */
-    FJ_OP_STORE_FAST,       /* a: pop into local a */
-    FJ_OP_STORE_FAST_LOAD_FAST, /* a, b: pop into local a, then push local b (3.13) */
-    FJ_OP_STORE_FAST_STORE_FAST, /* a, b: pop into local a, then pop into local b (3.13) */
-    FJ_OP_DELETE_FAST,      /* a: unbind local a */
-    FJ_OP_MAKE_CELL,        /* a: localsplus index of the cell */
-    FJ_OP_COPY_FREE_VARS,   /* a: number of free variables */
-    FJ_OP_LOAD_CLOSURE,     /* a: push the cell in slot a (3.13 spells it LOAD_FAST) */
-    FJ_OP_LOAD_DEREF,       /* a: push the contents of the cell in slot a */
-    FJ_OP_STORE_DEREF,      /* a: pop into the cell in slot a */
-    FJ_OP_DELETE_DEREF,     /* a: empty the cell in slot a */
-    FJ_OP_LOAD_GLOBAL,      /* a: co_names index; b: 1 = push NULL beside it */
-    FJ_OP_STORE_GLOBAL,     /* a: co_names index */
-    FJ_OP_DELETE_GLOBAL,    /* a: co_names index */
-    FJ_OP_LOAD_ATTR,        /* a: co_names index: replace the top by its attribute */
-    FJ_OP_LOAD_METHOD,      /* a: co_names index: replace obj by [method, self] or the
+    FJ_PI_OTHER = 0,        /* not modelled: refused by the tracer by its real name */
+    FJ_PI_NOP,              /* no effect: NOP, RESUME, CACHE, EXTENDED_ARG, 3.11 PRECALL */
+    FJ_PI_POP_TOP,          /* pop */
+    FJ_PI_PUSH_NULL,        /* push NULL */
+    FJ_PI_COPY,             /* a: push a copy of the a-th entry (1 = top) */
+    FJ_PI_SWAP,             /* a: swap the top with the a-th entry */
+    FJ_PI_LOAD_CONST,       /* a: co_consts index */
+    FJ_PI_RETURN_VALUE,     /* return the top */
+    FJ_PI_RETURN_CONST,     /* a: return co_consts[a] (3.12+) */
+    FJ_PI_LOAD_FAST,        /* a: localsplus index (also LOAD_FAST_CHECK) */
+    FJ_PI_LOAD_FAST_AND_CLEAR, /* a: push the local or NULL, then unbind it (3.12+) */
+    FJ_PI_LOAD_FAST_LOAD_FAST, /* a, b: push local a, then local b (3.13) */
+    FJ_PI_STORE_FAST,       /* a: pop into local a */
+    FJ_PI_STORE_FAST_LOAD_FAST, /* a, b: pop into local a, then push local b (3.13) */
+    FJ_PI_STORE_FAST_STORE_FAST, /* a, b: pop into local a, then pop into local b (3.13) */
+    FJ_PI_DELETE_FAST,      /* a: unbind local a */
+    FJ_PI_MAKE_CELL,        /* a: localsplus index of the cell */
+    FJ_PI_COPY_FREE_VARS,   /* a: number of free variables */
+    FJ_PI_LOAD_CLOSURE,     /* a: push the cell in slot a (3.13 spells it LOAD_FAST) */
+    FJ_PI_LOAD_DEREF,       /* a: push the contents of the cell in slot a */
+    FJ_PI_STORE_DEREF,      /* a: pop into the cell in slot a */
+    FJ_PI_DELETE_DEREF,     /* a: empty the cell in slot a */
+    FJ_PI_LOAD_GLOBAL,      /* a: co_names index; b: 1 = push NULL beside it */
+    FJ_PI_STORE_GLOBAL,     /* a: co_names index */
+    FJ_PI_DELETE_GLOBAL,    /* a: co_names index */
+    FJ_PI_LOAD_ATTR,        /* a: co_names index: replace the top by its attribute */
+    FJ_PI_LOAD_METHOD,      /* a: co_names index: replace obj by [method, self] or the
                                NULL/attribute pair (3.11 LOAD_METHOD, 3.12+ LOAD_ATTR|1) */
-    FJ_OP_STORE_ATTR,       /* a: co_names index: [value, obj] */
-    FJ_OP_DELETE_ATTR,      /* a: co_names index */
-    FJ_OP_KW_NAMES,         /* a: co_consts index of the next call's keyword names (3.11/3.12) */
-    FJ_OP_CALL,             /* a: arguments (keywords included); b: 1 = the keyword names
+    FJ_PI_STORE_ATTR,       /* a: co_names index: [value, obj] */
+    FJ_PI_DELETE_ATTR,      /* a: co_names index */
+    FJ_PI_KW_NAMES,         /* a: co_consts index of the next call's keyword names (3.11/3.12) */
+    FJ_PI_CALL,             /* a: arguments (keywords included); b: 1 = the keyword names
                                tuple is on top of the arguments (3.13 CALL_KW) */
-    FJ_OP_CALL_FUNCTION_EX, /* a: 1 = a kwargs mapping is on top */
-    FJ_OP_MAKE_FUNCTION,    /* a: MAKE_FUNCTION flags (0x01 defaults, 0x02 kwdefaults,
+    FJ_PI_CALL_FUNCTION_EX, /* a: 1 = a kwargs mapping is on top */
+    FJ_PI_MAKE_FUNCTION,    /* a: MAKE_FUNCTION flags (0x01 defaults, 0x02 kwdefaults,
                                0x04 annotations, 0x08 closure; 3.13: always 0) */
-    FJ_OP_SET_FUNCTION_ATTRIBUTE, /* a: one MAKE_FUNCTION flag: [attr, func] -> [func] (3.13) */
-    FJ_OP_BINARY_OP,        /* a: NB_* operator */
-    FJ_OP_COMPARE_OP,       /* a: Py_LT..Py_GE; b: 1 = result converted to bool (3.13) */
-    FJ_OP_IS_OP,            /* a: 1 = 'is not' */
-    FJ_OP_CONTAINS_OP,      /* a: 1 = 'not in' */
-    FJ_OP_UNARY_NOT,
-    FJ_OP_UNARY_NEGATIVE,
-    FJ_OP_UNARY_POSITIVE,   /* 3.12+: CALL_INTRINSIC_1 INTRINSIC_UNARY_POSITIVE */
-    FJ_OP_UNARY_INVERT,
-    FJ_OP_TO_BOOL,          /* replace the top by bool(top) (3.13) */
-    FJ_OP_BINARY_SUBSCR,    /* [obj, key] -> obj[key] */
-    FJ_OP_STORE_SUBSCR,     /* [value, obj, key] */
-    FJ_OP_DELETE_SUBSCR,    /* [obj, key] */
-    FJ_OP_BINARY_SLICE,     /* [obj, start, stop] -> obj[start:stop] (3.12+) */
-    FJ_OP_STORE_SLICE,      /* [value, obj, start, stop] (3.12+) */
-    FJ_OP_BUILD_TUPLE,      /* a: items */
-    FJ_OP_BUILD_LIST,       /* a: items */
-    FJ_OP_BUILD_MAP,        /* a: key/value pairs */
-    FJ_OP_BUILD_CONST_KEY_MAP, /* a: values; keys tuple on top */
-    FJ_OP_BUILD_SLICE,      /* a: 2 or 3 */
-    FJ_OP_BUILD_STRING,     /* a: pieces */
-    FJ_OP_MAP_ADD,          /* a: depth of the dict */
-    FJ_OP_DICT_UPDATE,      /* a: depth of the dict */
-    FJ_OP_DICT_MERGE,       /* a: depth of the dict */
-    FJ_OP_LIST_APPEND,      /* a: depth of the list */
-    FJ_OP_LIST_EXTEND,      /* a: depth of the list */
-    FJ_OP_LIST_TO_TUPLE,    /* 3.12+: CALL_INTRINSIC_1 INTRINSIC_LIST_TO_TUPLE */
-    FJ_OP_FORMAT,           /* a: conversion (0 none, 1 str, 2 repr, 3 ascii); b: 1 = a
+    FJ_PI_SET_FUNCTION_ATTRIBUTE, /* a: one MAKE_FUNCTION flag: [attr, func] -> [func] (3.13) */
+    FJ_PI_BINARY_OP,        /* a: NB_* operator */
+    FJ_PI_COMPARE_OP,       /* a: Py_LT..Py_GE; b: 1 = result converted to bool (3.13) */
+    FJ_PI_IS_OP,            /* a: 1 = 'is not' */
+    FJ_PI_CONTAINS_OP,      /* a: 1 = 'not in' */
+    FJ_PI_UNARY_NOT,
+    FJ_PI_UNARY_NEGATIVE,
+    FJ_PI_UNARY_POSITIVE,   /* 3.12+: CALL_INTRINSIC_1 INTRINSIC_UNARY_POSITIVE */
+    FJ_PI_UNARY_INVERT,
+    FJ_PI_TO_BOOL,          /* replace the top by bool(top) (3.13) */
+    FJ_PI_BINARY_SUBSCR,    /* [obj, key] -> obj[key] */
+    FJ_PI_STORE_SUBSCR,     /* [value, obj, key] */
+    FJ_PI_DELETE_SUBSCR,    /* [obj, key] */
+    FJ_PI_BINARY_SLICE,     /* [obj, start, stop] -> obj[start:stop] (3.12+) */
+    FJ_PI_STORE_SLICE,      /* [value, obj, start, stop] (3.12+) */
+    FJ_PI_BUILD_TUPLE,      /* a: items */
+    FJ_PI_BUILD_LIST,       /* a: items */
+    FJ_PI_BUILD_MAP,        /* a: key/value pairs */
+    FJ_PI_BUILD_CONST_KEY_MAP, /* a: values; keys tuple on top */
+    FJ_PI_BUILD_SLICE,      /* a: 2 or 3 */
+    FJ_PI_BUILD_STRING,     /* a: pieces */
+    FJ_PI_MAP_ADD,          /* a: depth of the dict */
+    FJ_PI_DICT_UPDATE,      /* a: depth of the dict */
+    FJ_PI_DICT_MERGE,       /* a: depth of the dict */
+    FJ_PI_LIST_APPEND,      /* a: depth of the list */
+    FJ_PI_LIST_EXTEND,      /* a: depth of the list */
+    FJ_PI_LIST_TO_TUPLE,    /* 3.12+: CALL_INTRINSIC_1 INTRINSIC_LIST_TO_TUPLE */
+    FJ_PI_FORMAT,           /* a: conversion (0 none, 1 str, 2 repr, 3 ascii); b: 1 = a
                                format spec is on top (3.11/3.12 FORMAT_VALUE, 3.13
                                FORMAT_SIMPLE/FORMAT_WITH_SPEC with a == 0) */
-    FJ_OP_CONVERT_VALUE,    /* a: conversion 1..3 (3.13) */
-    FJ_OP_UNPACK_SEQUENCE,  /* a: count */
-    FJ_OP_UNPACK_EX,        /* a: before | after << 8 */
-    FJ_OP_GET_ITER,
-    FJ_OP_FOR_ITER,         /* target: the loop's exit; b: instructions there that an
+    FJ_PI_CONVERT_VALUE,    /* a: conversion 1..3 (3.13) */
+    FJ_PI_UNPACK_SEQUENCE,  /* a: count */
+    FJ_PI_UNPACK_EX,        /* a: before | after << 8 */
+    FJ_PI_GET_ITER,
+    FJ_PI_FOR_ITER,         /* target: the loop's exit; b: instructions there that an
                                exhausted iterator skips (3.12 END_FOR, 3.13 END_FOR POP_TOP) */
-    FJ_OP_JUMP,             /* target (either direction) */
-    FJ_OP_POP_JUMP_IF,      /* target; a: FJ_IF_*: pop the top, jump if the test holds */
-    FJ_OP_JUMP_IF_OR_POP,   /* target; a: FJ_IF_TRUE/FALSE: jump keeping the top if the
+    FJ_PI_JUMP,             /* target (either direction) */
+    FJ_PI_POP_JUMP_IF,      /* target; a: FJ_IF_*: pop the top, jump if the test holds */
+    FJ_PI_JUMP_IF_OR_POP,   /* target; a: FJ_IF_TRUE/FALSE: jump keeping the top if the
                                test holds, else pop it (3.11) */
-    FJ_OP__COUNT
-} fj_OpKind;
+    FJ_PI__COUNT
+} fj_PIKind;
 
 enum { FJ_IF_FALSE = 0, FJ_IF_TRUE = 1, FJ_IF_NONE = 2, FJ_IF_NOT_NONE = 3 };
 
 /* A pseudo-instruction: fj_Instr.p. */
 typedef struct {
-    int op; /* fj_OpKind */
+    int op; /* fj_PIKind */
     int a, b;
 } fj_Pseudo;
 

@@ -1096,6 +1096,19 @@ static PyObject *make_iter(fj_TFrame *fr, PyObject *vo)
     return (PyObject *)fj_var_take(FJ_VAR_ITER, var_items(fr, vo));
 }
 
+/* A CONST Var holding slice(start, stop, step) (step NULL: None) from Vars
+   that are constants; NULL with Unsupported otherwise.  New reference. */
+static fj_Var *make_slice(PyObject *start, PyObject *stop, PyObject *step)
+{
+    PyObject *c1 = fj_var_as_const(start), *c2 = fj_var_as_const(stop),
+             *c3 = step ? fj_var_as_const(step) : Py_None;
+    if (c1 == NULL || c2 == NULL || c3 == NULL) {
+        fj_unsupported("slice with bounds that are not constants");
+        return NULL;
+    }
+    return fj_var_take(FJ_VAR_CONST, PySlice_New(c1, c2, c3));
+}
+
 /* ---------------------------------------------------------- functions */
 
 /* MAKE_FUNCTION: builds a FUNC Var from the code and the flagged parts. */
@@ -1456,13 +1469,6 @@ static int copy_free_vars(fj_TFrame *fr, int n)
     return 0;
 }
 
-static int is_jump_backward(int op)
-{
-    return op == JUMP_BACKWARD || op == JUMP_BACKWARD_NO_INTERRUPT ||
-           op == POP_JUMP_BACKWARD_IF_FALSE || op == POP_JUMP_BACKWARD_IF_TRUE ||
-           op == POP_JUMP_BACKWARD_IF_NONE || op == POP_JUMP_BACKWARD_IF_NOT_NONE;
-}
-
 static void log_instruction(fj_TFrame *fr, fj_Instr *in)
 {
     fj_Tracer *tx = fr->tx;
@@ -1546,7 +1552,8 @@ static int run_frame(fj_TFrame *fr)
     while (next < fr->il.n) {
         int i = next;
         fj_Instr *in = &fr->il.v[i];
-        int op = in->op, arg = in->arg;
+        /* the pseudo-instruction (dialect.h); in->op is the real opcode, for messages */
+        int op = in->p.op, arg = in->p.a, argb = in->p.b;
         next = i + 1;
         fr->ip = i;
         if (fr->parent == NULL && i == tx->stop_at)
@@ -1555,44 +1562,67 @@ static int run_frame(fj_TFrame *fr)
             return fj_unsupported("trace too long (instruction budget exhausted)");
         if (tx->log_trace)
             log_instruction(fr, in);
-        if (in->exc_target >= 0 && op != NOP && op != RESUME)
-            return fj_unsupported("%s inside a try or with block", fj_trace_opname(op));
+        if (in->exc_target >= 0 && op != FJ_PI_NOP)
+            return fj_unsupported("%s inside a try or with block", fj_trace_opname(in->op));
         switch (op) {
-        case NOP:
-        case RESUME:
-        case CACHE:
-        case EXTENDED_ARG:
-        case PRECALL:
+        case FJ_PI_NOP:
             break;
-        case POP_TOP:
+        case FJ_PI_POP_TOP:
             Py_DECREF(POP());
             break;
-        case PUSH_NULL:
+        case FJ_PI_PUSH_NULL:
             PUSH(Py_NewRef(null_var));
             break;
-        case COPY: {
+        case FJ_PI_COPY: {
             PyObject *v = PEEK(arg);
             PUSH(Py_NewRef(v));
             break;
         }
-        case SWAP: {
+        case FJ_PI_SWAP: {
             PyObject *t = TOP();
             fr->stack[fr->sp - 1] = PEEK(arg);
             fr->stack[fr->sp - arg] = t;
             break;
         }
-        case LOAD_CONST:
+        case FJ_PI_LOAD_CONST:
             PUSH(fj_var_const(PyTuple_GET_ITEM(co->co_consts, arg)));
             break;
-        case LOAD_FAST:
+        case FJ_PI_LOAD_FAST:
             PUSH(load_local(fr, arg));
             break;
-        case STORE_FAST:
+        case FJ_PI_LOAD_FAST_LOAD_FAST:
+            PUSH(load_local(fr, arg));
+            PUSH(load_local(fr, argb));
+            break;
+        case FJ_PI_LOAD_FAST_AND_CLEAR:
+            /* an inlined comprehension saves the outer binding (or NULL) */
+            if (fr->locals[arg] == NULL && !(fr->lazy_args && arg < code_nargs(co))) {
+                PUSH(Py_NewRef(null_var));
+            }
+            else {
+                PUSH(load_local(fr, arg));
+                if (drops_finalizable(fr, arg))
+                    goto error;
+                Py_CLEAR(fr->locals[arg]);
+                fr->touched[arg] = 1;
+            }
+            break;
+        case FJ_PI_STORE_FAST:
+        case FJ_PI_STORE_FAST_LOAD_FAST:
+        case FJ_PI_STORE_FAST_STORE_FAST:
             if (drops_finalizable(fr, arg))
                 goto error;
             store_local(fr, arg, POP());
+            if (op == FJ_PI_STORE_FAST_LOAD_FAST) {
+                PUSH(load_local(fr, argb));
+            }
+            else if (op == FJ_PI_STORE_FAST_STORE_FAST) {
+                if (drops_finalizable(fr, argb))
+                    goto error;
+                store_local(fr, argb, POP());
+            }
             break;
-        case DELETE_FAST:
+        case FJ_PI_DELETE_FAST:
             if (fr->locals[arg] == NULL) {
                 fj_unsupported("local variable '%U' referenced before assignment",
                                local_name(fr, arg));
@@ -1603,7 +1633,7 @@ static int run_frame(fj_TFrame *fr)
             Py_CLEAR(fr->locals[arg]);
             fr->touched[arg] = 1;
             break;
-        case MAKE_CELL: {
+        case FJ_PI_MAKE_CELL: {
             PyObject *init = NULL;
             if (fr->locals[arg] != NULL || (fr->lazy_args && arg < code_nargs(co))) {
                 if ((init = load_local(fr, arg)) == NULL)
@@ -1616,11 +1646,11 @@ static int run_frame(fj_TFrame *fr)
             store_local(fr, arg, (PyObject *)cell);
             break;
         }
-        case COPY_FREE_VARS:
+        case FJ_PI_COPY_FREE_VARS:
             if (copy_free_vars(fr, arg) < 0)
                 goto error;
             break;
-        case LOAD_CLOSURE: {
+        case FJ_PI_LOAD_CLOSURE: {
             PyObject *c = fr->locals[arg];
             if (c == NULL) {
                 fj_unsupported("LOAD_CLOSURE of an empty slot");
@@ -1629,7 +1659,7 @@ static int run_frame(fj_TFrame *fr)
             PUSH(Py_NewRef(c));
             break;
         }
-        case LOAD_DEREF: {
+        case FJ_PI_LOAD_DEREF: {
             fj_Var *cell = (fj_Var *)fr->locals[arg];
             if (cell == NULL || cell->kind != FJ_VAR_CELL) {
                 fj_unsupported("LOAD_DEREF of a non-cell");
@@ -1638,7 +1668,7 @@ static int run_frame(fj_TFrame *fr)
             PUSH(cell_get(fr, cell, arg));
             break;
         }
-        case STORE_DEREF: {
+        case FJ_PI_STORE_DEREF: {
             fj_Var *cell = (fj_Var *)fr->locals[arg];
             if (cell == NULL || cell->kind != FJ_VAR_CELL) {
                 PyObject *v = POP();
@@ -1666,14 +1696,16 @@ static int run_frame(fj_TFrame *fr)
             }
             break;
         }
-        case LOAD_GLOBAL: {
-            PyObject *name = PyTuple_GET_ITEM(co->co_names, arg >> 1);
-            if (arg & 1)
+        case FJ_PI_LOAD_GLOBAL: {
+            PyObject *name = PyTuple_GET_ITEM(co->co_names, arg);
+            if (argb && !fj_dialect.null_after)
                 PUSH(Py_NewRef(null_var));
             PUSH(load_global(fr, name));
+            if (argb && fj_dialect.null_after)
+                PUSH(Py_NewRef(null_var));
             break;
         }
-        case STORE_GLOBAL: {
+        case FJ_PI_STORE_GLOBAL: {
             /* a side effect: recorded, replayed after the graph, seen by later loads */
             PyObject *v = POP();
             PyObject *name = PyTuple_GET_ITEM(co->co_names, arg);
@@ -1691,10 +1723,10 @@ static int run_frame(fj_TFrame *fr)
                 goto error;
             break;
         }
-        case STORE_ATTR: /* [value, obj] */
+        case FJ_PI_STORE_ATTR: /* [value, obj] */
             POPN_RUN(2, fj_trace_setattr(fr, o_[0], PyTuple_GET_ITEM(co->co_names, arg), o_[1]));
             break;
-        case DELETE_GLOBAL: {
+        case FJ_PI_DELETE_GLOBAL: {
             /* del name: replayed after the graph; the name must exist now (read, so guarded) */
             PyObject *name = PyTuple_GET_ITEM(co->co_names, arg);
             if (fr->globals != tx->view.globals) {
@@ -1721,32 +1753,50 @@ static int run_frame(fj_TFrame *fr)
                 goto error;
             break;
         }
-        case DELETE_DEREF:
-            fj_unsupported("%s (a side effect outside the frame)", fj_trace_opname(op));
+        case FJ_PI_DELETE_DEREF:
+            fj_unsupported("%s (a side effect outside the frame)", fj_trace_opname(in->op));
             goto error;
-        case LOAD_ATTR:
+        case FJ_PI_LOAD_ATTR:
             POP1_APPLY(fj_trace_getattr(fr, a_, PyTuple_GET_ITEM(co->co_names, arg)));
             break;
-        case LOAD_METHOD: {
+        case FJ_PI_LOAD_METHOD: {
             PyObject *obj = POP();
             PyObject *out[2] = {NULL, NULL};
             int r = fj_trace_load_method(fr, obj, PyTuple_GET_ITEM(co->co_names, arg), out);
             Py_DECREF(obj);
             if (r < 0)
                 goto error;
+            if (fj_dialect.null_after && VAR(out[0])->kind == FJ_VAR_NULL) {
+                PyObject *t = out[0]; /* (NULL, attr) is spelt (attr, NULL) */
+                out[0] = out[1];
+                out[1] = t;
+            }
             PUSH(out[0]);
             PUSH(out[1]);
             break;
         }
-        case KW_NAMES:
+        case FJ_PI_KW_NAMES:
             Py_XSETREF(fr->kwnames, Py_NewRef(PyTuple_GET_ITEM(co->co_consts, arg)));
             break;
-        case CALL: {
-            /* stack: [NULL or method, callable or self, args...] */
+        case FJ_PI_CALL: {
+            /* stack: [NULL, callable] or [callable, NULL] or [method, self], then the
+               args (and with argb, the keyword names tuple) */
             PyObject *kw = fr->kwnames;
             fr->kwnames = NULL;
-            int is_meth = ((fj_Var *)PEEK(arg + 2))->kind != FJ_VAR_NULL;
-            PyObject *callable = is_meth ? PEEK(arg + 2) : PEEK(arg + 1);
+            if (argb) {
+                PyObject *kwv = POP();
+                Py_XSETREF(kw, Py_XNewRef(fj_var_as_const(kwv)));
+                Py_DECREF(kwv);
+                if (kw == NULL || !PyTuple_Check(kw)) {
+                    Py_XDECREF(kw);
+                    fj_unsupported("call with keyword names that are not a constant tuple");
+                    goto error;
+                }
+            }
+            int lo_null = VAR(PEEK(arg + 2))->kind == FJ_VAR_NULL;
+            int hi_null = VAR(PEEK(arg + 1))->kind == FJ_VAR_NULL;
+            int is_meth = !lo_null && !hi_null;
+            PyObject *callable = lo_null ? PEEK(arg + 1) : PEEK(arg + 2);
             PyObject *const *args = &fr->stack[fr->sp - arg - is_meth];
             PyObject *r = fj_trace_call(fr, callable, args, arg + is_meth, kw);
             Py_XDECREF(kw);
@@ -1755,11 +1805,16 @@ static int run_frame(fj_TFrame *fr)
             PUSH(r);
             break;
         }
-        case CALL_FUNCTION_EX: {
+        case FJ_PI_CALL_FUNCTION_EX: {
             PyObject *kwargs = (arg & 1) ? POP() : NULL;
             PyObject *posargs = POP();
             PyObject *fn = POP();
             PyObject *nullv = POP();
+            if (VAR(fn)->kind == FJ_VAR_NULL) { /* [fn, NULL] (3.13) */
+                PyObject *t = fn;
+                fn = nullv;
+                nullv = t;
+            }
             PyObject *r = NULL, *items = var_items(fr, posargs), *names = NULL;
             if (items != NULL && kwargs != NULL) {
                 fj_Var *kv = (fj_Var *)kwargs;
@@ -1794,19 +1849,49 @@ static int run_frame(fj_TFrame *fr)
             PUSH(r);
             break;
         }
-        case MAKE_FUNCTION:
+        case FJ_PI_SET_FUNCTION_ATTRIBUTE: { /* [attr, func] -> func (3.13) */
+            fj_Var *f = (fj_Var *)POP();
+            PyObject *attr = POP();
+            if (f->kind != FJ_VAR_FUNC || f->source != NULL || (arg & 0x04)) {
+                Py_DECREF(f);
+                Py_DECREF(attr);
+                fj_unsupported(arg & 0x04 ? "a function with annotations"
+                                          : "SET_FUNCTION_ATTRIBUTE on a function not made here");
+                goto error;
+            }
+            PyObject **slot = arg == 0x08 ? &f->items : arg == 0x01 ? &f->extra : &f->extra2;
+            Py_XSETREF(*slot, attr);
+            PUSH((PyObject *)f);
+            break;
+        }
+        case FJ_PI_MAKE_FUNCTION:
             PUSH(make_function(fr, arg));
             break;
-        case RETURN_VALUE:
+        case FJ_PI_RETURN_VALUE:
             fr->retval = POP();
             return 0;
-        case BINARY_OP:
+        case FJ_PI_RETURN_CONST:
+            fr->retval = (PyObject *)fj_var_const(PyTuple_GET_ITEM(co->co_consts, arg));
+            return fr->retval == NULL ? -1 : 0;
+        case FJ_PI_BINARY_OP:
             POP2_APPLY(fj_trace_binop(fr, arg, a_, b_));
             break;
-        case COMPARE_OP:
+        case FJ_PI_COMPARE_OP:
             POP2_APPLY(fj_trace_compare(fr, arg, a_, b_));
+            if (argb) /* the result converted to bool (3.13) */
+                goto to_bool;
             break;
-        case IS_OP: {
+        case FJ_PI_TO_BOOL:
+        to_bool: {
+            PyObject *v = POP();
+            int t = fj_trace_truth(fr, v);
+            Py_DECREF(v);
+            if (t < 0)
+                goto error;
+            PUSH(fj_var_const(t ? Py_True : Py_False));
+            break;
+        }
+        case FJ_PI_IS_OP: {
             PyObject *b = POP(), *a = POP();
             fj_Var *va = (fj_Var *)a, *vb = (fj_Var *)b;
             int same = -1;
@@ -1856,10 +1941,10 @@ static int run_frame(fj_TFrame *fr)
             PUSH(fj_var_const((same ^ arg) ? Py_True : Py_False));
             break;
         }
-        case CONTAINS_OP:
+        case FJ_PI_CONTAINS_OP:
             POP2_APPLY(fj_trace_contains(fr, a_, b_, arg));
             break;
-        case UNARY_NOT: {
+        case FJ_PI_UNARY_NOT: {
             PyObject *a = POP();
             int t = fj_trace_truth(fr, a);
             Py_DECREF(a);
@@ -1868,36 +1953,58 @@ static int run_frame(fj_TFrame *fr)
             PUSH(fj_var_const(t ? Py_False : Py_True));
             break;
         }
-        case UNARY_NEGATIVE:
-        case UNARY_POSITIVE:
-        case UNARY_INVERT:
+        case FJ_PI_UNARY_NEGATIVE:
+        case FJ_PI_UNARY_POSITIVE:
+        case FJ_PI_UNARY_INVERT:
             POP1_APPLY(fj_trace_unary(fr, op, a_));
             break;
-        case BINARY_SUBSCR:
+        case FJ_PI_BINARY_SUBSCR:
             POP2_APPLY(fj_trace_getitem(fr, a_, b_));
             break;
-        case STORE_SUBSCR: /* [value, obj, key] */
+        case FJ_PI_BINARY_SLICE: { /* [obj, start, stop] -> obj[start:stop] */
+            PyObject *stop = POP(), *start = POP();
+            fj_Var *sl = make_slice(start, stop, NULL);
+            PyObject *obj = POP();
+            PyObject *r = sl == NULL ? NULL : fj_trace_getitem(fr, obj, (PyObject *)sl);
+            Py_XDECREF(sl);
+            Py_DECREF(obj);
+            PUSH(r);
+            break;
+        }
+        case FJ_PI_STORE_SLICE: { /* [value, obj, start, stop] */
+            PyObject *stop = POP(), *start = POP();
+            fj_Var *sl = make_slice(start, stop, NULL);
+            PyObject *obj = POP(), *v = POP();
+            int r = sl == NULL ? -1 : fj_trace_store_subscr(fr, obj, (PyObject *)sl, v);
+            Py_XDECREF(sl);
+            Py_DECREF(obj);
+            Py_DECREF(v);
+            if (r < 0)
+                goto error;
+            break;
+        }
+        case FJ_PI_STORE_SUBSCR: /* [value, obj, key] */
             POPN_RUN(3, fj_trace_store_subscr(fr, o_[1], o_[0], o_[2]));
             break;
-        case DELETE_SUBSCR: /* [obj, key] */
+        case FJ_PI_DELETE_SUBSCR: /* [obj, key] */
             POPN_RUN(2, fj_trace_delete_subscr(fr, o_[1], o_[0]));
             break;
-        case DELETE_ATTR:
+        case FJ_PI_DELETE_ATTR:
             POPN_RUN(1, fj_trace_delattr(fr, o_[0], PyTuple_GET_ITEM(co->co_names, arg)));
             break;
-        case BUILD_TUPLE:
+        case FJ_PI_BUILD_TUPLE:
             PUSH(build_seq(fr, FJ_VAR_TUPLE, arg));
             break;
-        case BUILD_LIST:
+        case FJ_PI_BUILD_LIST:
             PUSH(build_seq(fr, FJ_VAR_LIST, arg));
             break;
-        case BUILD_MAP:
-        case BUILD_CONST_KEY_MAP: {
+        case FJ_PI_BUILD_MAP:
+        case FJ_PI_BUILD_CONST_KEY_MAP: {
             PyObject *d = PyDict_New();
             if (d == NULL)
                 goto error;
             int bad = 0;
-            if (op == BUILD_MAP) {
+            if (op == FJ_PI_BUILD_MAP) {
                 for (int k = arg; k >= 1; k--) {
                     PyObject *key = fj_var_as_const(PEEK(2 * k));
                     if (key == NULL || !fj_is_plain_constant(key))
@@ -1928,56 +2035,54 @@ static int run_frame(fj_TFrame *fr)
             PUSH(fj_var_take(FJ_VAR_DICT, d));
             break;
         }
-        case MAP_ADD: /* [dict, ..., key, value] */
+        case FJ_PI_MAP_ADD: /* [dict, ..., key, value] */
             POPN_RUN(2, map_add(fr, (fj_Var *)PEEK(arg), o_[1], o_[0]));
             break;
-        case DICT_UPDATE:
-        case DICT_MERGE:
+        case FJ_PI_DICT_UPDATE:
+        case FJ_PI_DICT_MERGE:
             POPN_RUN(1, dict_update(fr, (fj_Var *)PEEK(arg), o_[0]));
             break;
-        case LIST_APPEND:
-        case LIST_EXTEND:
-            POPN_RUN(1, list_add(fr, (fj_Var *)PEEK(arg), o_[0], op == LIST_EXTEND));
+        case FJ_PI_LIST_APPEND:
+        case FJ_PI_LIST_EXTEND:
+            POPN_RUN(1, list_add(fr, (fj_Var *)PEEK(arg), o_[0], op == FJ_PI_LIST_EXTEND));
             break;
-        case LIST_TO_TUPLE: {
+        case FJ_PI_LIST_TO_TUPLE: {
             fj_Var *lv = (fj_Var *)POP();
             fj_Var *t = fj_var_new(FJ_VAR_TUPLE, NULL, lv->items);
             Py_DECREF(lv);
             PUSH(t);
             break;
         }
-        case BUILD_SLICE: {
+        case FJ_PI_BUILD_SLICE: {
             PyObject *step = arg == 3 ? POP() : NULL;
             PyObject *stop = POP(), *start = POP();
-            PyObject *c1 = fj_var_as_const(start), *c2 = fj_var_as_const(stop),
-                     *c3 = step ? fj_var_as_const(step) : Py_None;
-            PyObject *sl = NULL;
-            if (c1 && c2 && c3)
-                sl = PySlice_New(c1, c2, c3);
-            else
-                fj_unsupported("slice with bounds that are not constants");
+            fj_Var *sl = make_slice(start, stop, step);
             Py_DECREF(start);
             Py_DECREF(stop);
             Py_XDECREF(step);
-            PUSH(fj_var_take(FJ_VAR_CONST, sl));
+            PUSH(sl);
             break;
         }
-        case FORMAT_VALUE: {
-            PyObject *spec = (arg & 0x04) ? POP() : NULL;
+        case FJ_PI_CONVERT_VALUE:
+        case FJ_PI_FORMAT: {
+            /* CONVERT_VALUE: str/repr/ascii of the top; FORMAT: convert (a), then
+               format with the spec on top (b) or none */
+            PyObject *spec = op == FJ_PI_FORMAT && argb ? POP() : NULL;
             PyObject *v = POP();
             PyObject *c = fj_var_as_const(v), *cs = spec ? fj_var_as_const(spec) : NULL;
             PyObject *r = NULL;
             if (c != NULL && fj_is_plain_constant(c) && (spec == NULL || cs != NULL)) {
                 PyObject *conv = Py_NewRef(c);
-                int which = arg & 0x03;
-                if (which == 1)
+                if (arg == 1)
                     Py_SETREF(conv, PyObject_Str(c));
-                else if (which == 2)
+                else if (arg == 2)
                     Py_SETREF(conv, PyObject_Repr(c));
-                else if (which == 3)
+                else if (arg == 3)
                     Py_SETREF(conv, PyObject_ASCII(c));
-                if (conv != NULL)
+                if (conv != NULL && op == FJ_PI_FORMAT)
                     r = PyObject_Format(conv, cs);
+                else
+                    r = Py_XNewRef(conv);
                 Py_XDECREF(conv);
             }
             else
@@ -1987,7 +2092,7 @@ static int run_frame(fj_TFrame *fr)
             PUSH(fj_var_take(FJ_VAR_CONST, r));
             break;
         }
-        case BUILD_STRING: {
+        case FJ_PI_BUILD_STRING: {
             PyObject *parts = PyTuple_New(arg);
             if (parts == NULL)
                 goto error;
@@ -2010,7 +2115,7 @@ static int run_frame(fj_TFrame *fr)
             PUSH(fj_var_take(FJ_VAR_CONST, s));
             break;
         }
-        case UNPACK_SEQUENCE: {
+        case FJ_PI_UNPACK_SEQUENCE: {
             PyObject *seq = POP();
             PyObject *items = var_items(fr, seq);
             Py_DECREF(seq);
@@ -2027,7 +2132,7 @@ static int run_frame(fj_TFrame *fr)
             Py_DECREF(items);
             break;
         }
-        case UNPACK_EX: {
+        case FJ_PI_UNPACK_EX: {
             int before = arg & 0xFF, after = arg >> 8;
             PyObject *seq = POP();
             PyObject *items = var_items(fr, seq);
@@ -2053,10 +2158,10 @@ static int run_frame(fj_TFrame *fr)
             Py_DECREF(items);
             break;
         }
-        case GET_ITER:
+        case FJ_PI_GET_ITER:
             POP1_APPLY(make_iter(fr, a_));
             break;
-        case FOR_ITER: {
+        case FJ_PI_FOR_ITER: {
             fj_Var *it = (fj_Var *)TOP();
             if (it->kind != FJ_VAR_ITER) {
                 fj_unsupported("FOR_ITER over %R", (PyObject *)it);
@@ -2069,28 +2174,17 @@ static int run_frame(fj_TFrame *fr)
             }
             else {
                 Py_DECREF(POP());
-                JUMPTO(in->target);
+                JUMPTO(in->target + argb); /* past the loop's END_FOR (3.12+) */
             }
             break;
         }
-        case JUMP_FORWARD:
-        case JUMP_BACKWARD:
-        case JUMP_BACKWARD_NO_INTERRUPT:
+        case FJ_PI_JUMP:
             JUMPTO(in->target);
             break;
-        case POP_JUMP_FORWARD_IF_TRUE:
-        case POP_JUMP_BACKWARD_IF_TRUE:
-        case POP_JUMP_FORWARD_IF_FALSE:
-        case POP_JUMP_BACKWARD_IF_FALSE:
-        case POP_JUMP_FORWARD_IF_NONE:
-        case POP_JUMP_BACKWARD_IF_NONE:
-        case POP_JUMP_FORWARD_IF_NOT_NONE:
-        case POP_JUMP_BACKWARD_IF_NOT_NONE: {
+        case FJ_PI_POP_JUMP_IF: {
             /* jumps when the popped value's truth, or its being None, is the one named */
-            int none = op == POP_JUMP_FORWARD_IF_NONE || op == POP_JUMP_BACKWARD_IF_NONE ||
-                       op == POP_JUMP_FORWARD_IF_NOT_NONE || op == POP_JUMP_BACKWARD_IF_NOT_NONE;
-            int want = op == POP_JUMP_FORWARD_IF_TRUE || op == POP_JUMP_BACKWARD_IF_TRUE ||
-                       op == POP_JUMP_FORWARD_IF_NONE || op == POP_JUMP_BACKWARD_IF_NONE;
+            int none = arg == FJ_IF_NONE || arg == FJ_IF_NOT_NONE;
+            int want = arg == FJ_IF_TRUE || arg == FJ_IF_NONE;
             PyObject *v = POP();
             int t = none ? var_is_none(v) : fj_trace_truth(fr, v);
             Py_DECREF(v);
@@ -2100,22 +2194,20 @@ static int run_frame(fj_TFrame *fr)
                 JUMPTO(in->target);
             break;
         }
-        case JUMP_IF_TRUE_OR_POP:
-        case JUMP_IF_FALSE_OR_POP: {
+        case FJ_PI_JUMP_IF_OR_POP: {
             int t = fj_trace_truth(fr, TOP());
             if (t < 0)
                 goto error;
-            if (t == (op == JUMP_IF_TRUE_OR_POP))
+            if (t == (arg == FJ_IF_TRUE))
                 JUMPTO(in->target);
             else
                 Py_DECREF(POP());
             break;
         }
         default:
-            fj_unsupported("opcode %s is not supported", fj_trace_opname(op));
+            fj_unsupported("opcode %s is not supported", fj_trace_opname(in->op));
             goto error;
         }
-        (void)is_jump_backward;
     }
     return fj_unsupported("fell off the end of %U", co->co_name);
 error:

@@ -252,6 +252,7 @@ int fj_trace_load_method(fj_TFrame *fr, PyObject *obj, PyObject *name, PyObject 
 /* BINARY_OP oparg / COMPARE_OP / unary ops / subscripts (new refs). */
 PyObject *fj_trace_binop(fj_TFrame *fr, int oparg, PyObject *a, PyObject *b);
 PyObject *fj_trace_compare(fj_TFrame *fr, int op, PyObject *a, PyObject *b);
+/* opcode: FJ_PI_UNARY_NEGATIVE/POSITIVE/INVERT, or -1 for abs() */
 PyObject *fj_trace_unary(fj_TFrame *fr, int opcode, PyObject *a);
 PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *obj, PyObject *key);
 PyObject *fj_trace_contains(fj_TFrame *fr, PyObject *item, PyObject *container, int invert);

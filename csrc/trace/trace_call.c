@@ -1627,9 +1627,9 @@ PyObject *fj_trace_compare(fj_TFrame *fr, int op, PyObject *a, PyObject *b)
 PyObject *fj_trace_unary(fj_TFrame *fr, int opcode, PyObject *a)
 {
     if (VAR(a)->kind == FJ_VAR_NODE) {
-        int which = opcode == UNARY_NEGATIVE ? FJ_UNARY_NEG
-                    : opcode == UNARY_POSITIVE ? FJ_UNARY_POS
-                    : opcode == UNARY_INVERT   ? FJ_UNARY_INVERT
+        int which = opcode == FJ_PI_UNARY_NEGATIVE ? FJ_UNARY_NEG
+                    : opcode == FJ_PI_UNARY_POSITIVE ? FJ_UNARY_POS
+                    : opcode == FJ_PI_UNARY_INVERT   ? FJ_UNARY_INVERT
                                                : FJ_UNARY_ABS;
         const fj_OpDef *op = fj_ops_for_unary(which);
         if (op == NULL)
@@ -1639,9 +1639,9 @@ PyObject *fj_trace_unary(fj_TFrame *fr, int opcode, PyObject *a)
     PyObject *c = fj_var_as_const(a);
     if (c == NULL || !is_safe_const(c))
         return fj_unsupported("unary operator on %R", a), NULL;
-    PyObject *r = opcode == UNARY_NEGATIVE ? PyNumber_Negative(c)
-                  : opcode == UNARY_POSITIVE ? PyNumber_Positive(c)
-                  : opcode == UNARY_INVERT   ? PyNumber_Invert(c)
+    PyObject *r = opcode == FJ_PI_UNARY_NEGATIVE ? PyNumber_Negative(c)
+                  : opcode == FJ_PI_UNARY_POSITIVE ? PyNumber_Positive(c)
+                  : opcode == FJ_PI_UNARY_INVERT   ? PyNumber_Invert(c)
                                              : PyNumber_Absolute(c);
     return const_result(r, "a unary operation");
 }
