@@ -4,8 +4,8 @@
 ** Shape of the output (3.11):
 **     <the original prologue: MAKE_CELL / COPY_FREE_VARS>
 **     RESUME 0
-**     PUSH_NULL; LOAD_GLOBAL __compiled_fn_N (transparent mode: LOAD_CONST <fn>);
-**     <load each input>; PRECALL n; CALL n
+**     LOAD_GLOBAL __compiled_fn_N (transparent mode: LOAD_CONST <fn>) with
+**     the call's NULL; <load each input>; CALL n (the dialect's spelling)
 **     UNPACK_SEQUENCE k; STORE_FAST ___graph_out_{k-1} ... ___graph_out_0
 **     <rebuild the return value>; RETURN_VALUE
 ** When the return value is exactly the single output, the stores and loads
@@ -271,13 +271,16 @@ static PyObject *out_name(Py_ssize_t i)
     return PyUnicode_FromFormat("___graph_out_%zd", i);
 }
 
-/* Emits 'op' (LOAD_ATTR, LOAD_METHOD) with the name 'name'.  0 or -1. */
-static int emit_named(fj_Builder *b, int op, const char *name)
+/* Emits the load of attribute 'name' of the top, or of its method pair
+   (method).  0 or -1. */
+static int emit_named(fj_Builder *b, int method, const char *name)
 {
     PyObject *s = PyUnicode_FromString(name);
     int ix = s ? fj_builder_name(b, s) : -1;
     Py_XDECREF(s);
-    return ix < 0 || fj_bc_emit(&b->il, op, ix) < 0 ? -1 : 0;
+    if (ix < 0)
+        return -1;
+    return (method ? fj_dl_load_method(&b->il, ix) : fj_dl_load_attr(&b->il, ix)) < 0 ? -1 : 0;
 }
 
 /* Emits 'op' (LOAD_FAST, STORE_FAST, DELETE_FAST) on the local 'name', a new
@@ -431,8 +434,8 @@ static int emit_instance(CodegenCtx *cg, fj_Var *inst)
     if (cg->preloaded == NULL)
         return fj_unsupported("an instance made in the frame rebuilt without a memo");
     PyObject *new_fn = PyObject_GetAttrString((PyObject *)&PyBaseObject_Type, "__new__");
-    int r = new_fn == NULL || fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 ||
-                    fj_builder_load_const(b, new_fn) < 0 ||
+    int r = new_fn == NULL || fj_dl_null_before(&b->il) < 0 ||
+                    fj_builder_load_const(b, new_fn) < 0 || fj_dl_null_after(&b->il) < 0 ||
                     emit_rebuild(cg, inst->extra2) < 0 || fj_builder_call(b, 1, NULL) < 0 ||
                     memo_store(cg, (PyObject *)inst) < 0
                 ? -1
@@ -445,8 +448,8 @@ static int emit_instance(CodegenCtx *cg, fj_Var *inst)
     PyObject *tmp = key ? PyDict_GetItemWithError(cg->preloaded, key) : NULL;
     Py_XDECREF(key);
     return tmp == NULL || fj_builder_load_fast(b, tmp) < 0 ||
-                   emit_named(b, LOAD_ATTR, "__dict__") < 0 ||
-                   emit_named(b, LOAD_METHOD, "update") < 0 ||
+                   emit_named(b, 0, "__dict__") < 0 ||
+                   emit_named(b, 1, "update") < 0 ||
                    emit_items(cg, inst->extra, BUILD_MAP, emit_rebuild) < 0 ||
                    fj_builder_call(b, 1, NULL) < 0 || fj_bc_emit(&b->il, POP_TOP, 0) < 0
                ? -1
@@ -730,9 +733,9 @@ static int emit_container_replay(CodegenCtx *cg, fj_Var *c)
     /* build the new contents first: they may read the old ones */
     return emit_items(cg, c->items, BUILD_MAP, emit_rebuild) < 0 ||
                    emit_rebuild(cg, (PyObject *)c) < 0 ||
-                   emit_named(b, LOAD_METHOD, "clear") < 0 || fj_builder_call(b, 0, NULL) < 0 ||
+                   emit_named(b, 1, "clear") < 0 || fj_builder_call(b, 0, NULL) < 0 ||
                    fj_bc_emit(&b->il, POP_TOP, 0) < 0 ||
-                   emit_rebuild(cg, (PyObject *)c) < 0 || emit_named(b, LOAD_METHOD, "update") < 0 || fj_bc_emit(&b->il, SWAP, 2) < 0 ||
+                   emit_rebuild(cg, (PyObject *)c) < 0 || emit_named(b, 1, "update") < 0 || fj_bc_emit(&b->il, SWAP, 2) < 0 ||
                    fj_bc_emit(&b->il, SWAP, 3) < 0 || fj_builder_call(b, 1, NULL) < 0 ||
                    fj_bc_emit(&b->il, POP_TOP, 0) < 0
                ? -1
@@ -816,10 +819,10 @@ static int emit_effects(CodegenCtx *cg, PyObject *later)
 }
 
 /*
-** Emits the call of the graph: PUSH_NULL, LOAD_GLOBAL fn_name when it is a
-** name (__compiled_fn_N), else LOAD_CONST of the compiled callable
-** (framejit.config.transparent), the loads of
-** the placeholders, PRECALL/CALL, UNPACK_SEQUENCE nout; with 'store', the
+** Emits the call of the graph: LOAD_GLOBAL fn_name when it is a name
+** (__compiled_fn_N), else LOAD_CONST of the compiled callable
+** (framejit.config.transparent), with the NULL of the call pair, the loads
+** of the placeholders, the call, UNPACK_SEQUENCE nout; with 'store', the
 ** outputs then go to ___graph_out_<i>.  0 or -1.
 */
 static int emit_graph_call(CodegenCtx *cg, PyObject *fn_name, Py_ssize_t nout, int store)
@@ -827,9 +830,10 @@ static int emit_graph_call(CodegenCtx *cg, PyObject *fn_name, Py_ssize_t nout, i
     fj_Builder *b = cg->b;
     PyObject *placeholders = cg->tx->placeholders;
     Py_ssize_t nin = PyList_GET_SIZE(placeholders);
-    if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0 ||
+    if (fj_dl_null_before(&b->il) < 0 ||
         (PyUnicode_Check(fn_name) ? fj_builder_load_global(b, fn_name, 0)
-                                  : fj_builder_load_const(b, fn_name)) < 0)
+                                  : fj_builder_load_const(b, fn_name)) < 0 ||
+        fj_dl_null_after(&b->il) < 0)
         return -1;
     for (Py_ssize_t i = 0; i < nin; i++) {
         fj_Var *p = VAR(PyList_GET_ITEM(placeholders, i));
@@ -999,15 +1003,14 @@ static int emit_function(CodegenCtx *cg, fj_Var *f)
             if (slot < 0)
                 return fj_unsupported("closure cell of %R is not a cell of the frame", (PyObject *)f);
             int ix = fj_builder_deref(cg->b, fj_code_local_name(cg->co, slot));
-            if (ix < 0 || fj_bc_emit(&cg->b->il, LOAD_CLOSURE, ix) < 0)
+            if (ix < 0 || fj_dl_load_closure(&cg->b->il, ix) < 0)
                 return -1;
         }
         if (fj_bc_emit(&cg->b->il, BUILD_TUPLE, (int)n) < 0)
             return -1;
         flags |= 0x08;
     }
-    if (fj_builder_load_const(cg->b, f->obj) < 0 ||
-        fj_bc_emit(&cg->b->il, MAKE_FUNCTION, flags) < 0)
+    if (fj_builder_load_const(cg->b, f->obj) < 0 || fj_dl_make_function(&cg->b->il, flags) < 0)
         return -1;
     return 0;
 }
@@ -1173,7 +1176,7 @@ static int emit_at(fj_Builder *b, const fj_Instr *in, int op, int arg)
 ** stack) and the return of its result.  An exception out of the resume
 ** function leaves without this frame's traceback entry, so tracebacks show
 ** the function once, at the line that raised, as without framejit:
-**     PRECALL; CALL                    (handler: the cleanup below)
+**     the call                         (handler: the cleanup below)
 **     RETURN_VALUE
 **   cleanup:                           [exc]
 **     PUSH_EXC_INFO; COPY 1; COPY 1    [prev, exc, exc, exc]
@@ -1203,8 +1206,8 @@ static int emit_resume_call(fj_Builder *b, int nargs)
     fj_bc_set_handler(il, -1, 0, 0);
     if (fj_bc_emit(il, RETURN_VALUE, 0) < 0 || fj_bc_place_label(il, label) < 0 ||
         fj_bc_emit(il, PUSH_EXC_INFO, 0) < 0 || fj_bc_emit(il, COPY, 1) < 0 ||
-        fj_bc_emit(il, COPY, 1) < 0 || fj_bc_emit(il, LOAD_ATTR, itb) < 0 ||
-        fj_bc_emit(il, LOAD_ATTR, inext) < 0 || fj_bc_emit(il, SWAP, 2) < 0 ||
+        fj_bc_emit(il, COPY, 1) < 0 || fj_dl_load_attr(il, itb) < 0 ||
+        fj_dl_load_attr(il, inext) < 0 || fj_bc_emit(il, SWAP, 2) < 0 ||
         fj_bc_emit(il, STORE_ATTR, itb) < 0 || fj_bc_emit(il, SWAP, 2) < 0 ||
         fj_bc_emit(il, POP_EXCEPT, 0) < 0 || fj_bc_emit(il, RERAISE, 0) < 0)
         return -1;
@@ -1362,7 +1365,7 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
             if (emit_fast(b, STORE_FAST, PyUnicode_FromFormat("___res_%d", j)) < 0)
                 goto done;
         int nargs = 0;
-        if (fj_bc_emit(&b->il, PUSH_NULL, 0) < 0)
+        if (fj_dl_null_before(&b->il) < 0)
             goto done;
         if (PyTuple_Check(resume_names[r])) {
             /* a closure over the frame's cells: LOAD_CLOSURE..., MAKE_FUNCTION */
@@ -1370,16 +1373,18 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
             PyObject *fv = PyTuple_GET_ITEM(resume_names[r], 1);
             for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(fv); j++) {
                 int ix = fj_builder_deref(b, PyTuple_GET_ITEM(fv, j));
-                if (ix < 0 || fj_bc_emit(&b->il, LOAD_CLOSURE, ix) < 0)
+                if (ix < 0 || fj_dl_load_closure(&b->il, ix) < 0)
                     goto done;
             }
             if (fj_bc_emit(&b->il, BUILD_TUPLE, (int)PyTuple_GET_SIZE(fv)) < 0 ||
-                fj_builder_load_const(b, rcode) < 0 || fj_bc_emit(&b->il, MAKE_FUNCTION, 0x08) < 0)
+                fj_builder_load_const(b, rcode) < 0 || fj_dl_make_function(&b->il, 0x08) < 0)
                 goto done;
         }
         else if ((PyUnicode_Check(resume_names[r])
                       ? fj_builder_load_global(b, resume_names[r], 0)
                       : fj_builder_load_const(b, resume_names[r])) < 0)
+            goto done;
+        if (fj_dl_null_after(&b->il) < 0)
             goto done;
         for (int i = 0; i < base; i++) {
             fj_Var *vv = VAR(top->stack[i]);

@@ -46,7 +46,8 @@
 */
 typedef enum {
     FJ_PI_OTHER = 0,        /* not modelled: refused by the tracer by its real name */
-    FJ_PI_NOP,              /* no effect: NOP, RESUME, CACHE, EXTENDED_ARG, 3.11 PRECALL */
+    FJ_PI_NOP,              /* no effect: NOP, RESUME, CACHE, EXTENDED_ARG */
+    FJ_PI_PRECALL,          /* no effect; belongs to the CALL after it (3.11) */
     FJ_PI_POP_TOP,          /* pop */
     FJ_PI_PUSH_NULL,        /* push NULL */
     FJ_PI_COPY,             /* a: push a copy of the a-th entry (1 = top) */
@@ -121,6 +122,8 @@ typedef enum {
     FJ_PI_POP_JUMP_IF,      /* target; a: FJ_IF_*: pop the top, jump if the test holds */
     FJ_PI_JUMP_IF_OR_POP,   /* target; a: FJ_IF_TRUE/FALSE: jump keeping the top if the
                                test holds, else pop it (3.11) */
+    FJ_PI_IMPORT_NAME,      /* a: co_names index: [level, fromlist] -> module */
+    FJ_PI_RAISE_VARARGS,    /* a: 0..2 operands */
     FJ_PI__COUNT
 } fj_PIKind;
 
@@ -191,6 +194,19 @@ int fj_dl_call(struct fj_InstrList *il, int nargs, int kw_ix);
 int fj_dl_make_function(struct fj_InstrList *il, int flags);
 /* Push the cell of localsplus slot 'ix' (for a closure tuple). */
 int fj_dl_load_closure(struct fj_InstrList *il, int ix);
+
+/*
+** Rewriting decoded code (resume functions renumber fast locals).
+** fj_dl_split_fast_pairs replaces every instruction that names two fast
+** locals in one oparg (3.13's LOAD_FAST_LOAD_FAST, STORE_FAST_LOAD_FAST,
+** STORE_FAST_STORE_FAST) by the two single instructions, keeping jumps and
+** handlers right; 0, or -1 with an exception.  fj_dl_fast_local_arg is true
+** when in->arg is the localsplus index of a fast local (not a cell) that a
+** renumbering must rewrite (LOAD_FAST and its checked/clearing forms,
+** STORE_FAST, DELETE_FAST).
+*/
+int fj_dl_split_fast_pairs(struct fj_InstrList *il);
+int fj_dl_fast_local_arg(const struct fj_Instr *in);
 
 #endif /* FJ_SUPPORTED */
 #endif /* FJ_DIALECT_H */

@@ -96,7 +96,10 @@ void fj_dl_lift(fj_Instr *in)
 {
     int op = in->op, arg = in->arg, k = FJ_PI_OTHER, a = arg, b = 0;
     switch (op) {
-    case NOP: case RESUME: case CACHE: case EXTENDED_ARG: case PRECALL: k = FJ_PI_NOP; break;
+    case NOP: case RESUME: case CACHE: case EXTENDED_ARG: k = FJ_PI_NOP; break;
+    case PRECALL: k = FJ_PI_PRECALL; break;
+    case IMPORT_NAME: k = FJ_PI_IMPORT_NAME; break;
+    case RAISE_VARARGS: k = FJ_PI_RAISE_VARARGS; break;
     case POP_TOP: k = FJ_PI_POP_TOP; break;
     case PUSH_NULL: k = FJ_PI_PUSH_NULL; break;
     case COPY: k = FJ_PI_COPY; break;
@@ -215,6 +218,19 @@ int fj_dl_make_function(fj_InstrList *il, int flags)
 int fj_dl_load_closure(fj_InstrList *il, int ix)
 {
     return fj_bc_emit(il, LOAD_CLOSURE, ix);
+}
+
+/* ---- rewriting --------------------------------------------------------- */
+
+int fj_dl_split_fast_pairs(fj_InstrList *il)
+{
+    (void)il; /* 3.11 has no two-local instructions */
+    return 0;
+}
+
+int fj_dl_fast_local_arg(const fj_Instr *in)
+{
+    return in->op == LOAD_FAST || in->op == STORE_FAST || in->op == DELETE_FAST;
 }
 
 #endif

@@ -12,37 +12,44 @@
 
 #include "trace.h"
 
-/* Stack entries consumed and produced by the generic break instructions. */
-static int generic_effect(int op, int arg, int *npop, int *npush)
+/* Stack entries consumed and produced by the generic break instructions
+   (pseudo-instruction 'p'). */
+static int generic_effect(const fj_Pseudo *p, int *npop, int *npush)
 {
-    switch (op) {
-    case STORE_ATTR: *npop = 2; *npush = 0; return 0;
-    case DELETE_ATTR: *npop = 1; *npush = 0; return 0;
-    case STORE_SUBSCR: *npop = 3; *npush = 0; return 0;
-    case DELETE_SUBSCR: *npop = 2; *npush = 0; return 0;
-    case STORE_GLOBAL: *npop = 1; *npush = 0; return 0;
-    case DELETE_GLOBAL: *npop = 0; *npush = 0; return 0;
-    case BINARY_OP: case BINARY_SUBSCR: case COMPARE_OP: case IS_OP: case CONTAINS_OP:
+    int a = p->a;
+    switch (p->op) {
+    case FJ_PI_STORE_ATTR: *npop = 2; *npush = 0; return 0;
+    case FJ_PI_DELETE_ATTR: *npop = 1; *npush = 0; return 0;
+    case FJ_PI_STORE_SUBSCR: *npop = 3; *npush = 0; return 0;
+    case FJ_PI_DELETE_SUBSCR: *npop = 2; *npush = 0; return 0;
+    case FJ_PI_STORE_SLICE: *npop = 4; *npush = 0; return 0;
+    case FJ_PI_STORE_GLOBAL: *npop = 1; *npush = 0; return 0;
+    case FJ_PI_DELETE_GLOBAL: *npop = 0; *npush = 0; return 0;
+    case FJ_PI_BINARY_OP: case FJ_PI_BINARY_SUBSCR: case FJ_PI_COMPARE_OP: case FJ_PI_IS_OP:
+    case FJ_PI_CONTAINS_OP:
         *npop = 2; *npush = 1; return 0;
-    case UNARY_NEGATIVE: case UNARY_POSITIVE: case UNARY_INVERT: case UNARY_NOT:
-    case LOAD_ATTR: case GET_ITER:
+    case FJ_PI_BINARY_SLICE:
+        *npop = 3; *npush = 1; return 0;
+    case FJ_PI_UNARY_NEGATIVE: case FJ_PI_UNARY_POSITIVE: case FJ_PI_UNARY_INVERT:
+    case FJ_PI_UNARY_NOT: case FJ_PI_TO_BOOL: case FJ_PI_LOAD_ATTR: case FJ_PI_GET_ITER:
+    case FJ_PI_CONVERT_VALUE:
         *npop = 1; *npush = 1; return 0;
-    case LOAD_GLOBAL:
-        if (arg & 1)
+    case FJ_PI_LOAD_GLOBAL:
+        if (p->b)
             return -1; /* would push a NULL we cannot hand on */
         *npop = 0; *npush = 1; return 0;
-    case LOAD_FAST:
+    case FJ_PI_LOAD_FAST:
         *npop = 0; *npush = 1; return 0;
-    case FORMAT_VALUE:
-        *npop = (arg & 0x04) ? 2 : 1; *npush = 1; return 0;
-    case BUILD_STRING:
-        *npop = arg; *npush = 1; return 0;
-    case UNPACK_SEQUENCE:
-        *npop = 1; *npush = arg; return 0;
-    case IMPORT_NAME:
+    case FJ_PI_FORMAT:
+        *npop = 1 + (p->b != 0); *npush = 1; return 0;
+    case FJ_PI_BUILD_STRING:
+        *npop = a; *npush = 1; return 0;
+    case FJ_PI_UNPACK_SEQUENCE:
+        *npop = 1; *npush = a; return 0;
+    case FJ_PI_IMPORT_NAME:
         *npop = 2; *npush = 1; return 0;
-    case RAISE_VARARGS:
-        *npop = arg; *npush = 0; return 0;
+    case FJ_PI_RAISE_VARARGS:
+        *npop = a; *npush = 0; return 0;
     default:
         return -1;
     }
@@ -63,14 +70,15 @@ int fj_resume_cells_ok(PyCodeObject *co, const fj_InstrList *il, int first,
 {
     for (int k = first; k < il->n; k++) {
         const fj_Instr *in = &il->v[k];
-        if (in->op != LOAD_DEREF && in->op != DELETE_DEREF)
+        int slot = in->p.a;
+        if (in->p.op != FJ_PI_LOAD_DEREF && in->p.op != FJ_PI_DELETE_DEREF)
             continue;
-        if (in->arg >= FJ_CODE_NLOCALSPLUS(co) || !(fj_code_local_kind(co, in->arg) & FJ_FAST_CELL))
+        if (slot >= FJ_CODE_NLOCALSPLUS(co) || !(fj_code_local_kind(co, slot) & FJ_FAST_CELL))
             continue; /* a free variable: NameError in the resume function as here */
-        if (in->op == DELETE_DEREF || unbound[in->arg])
+        if (in->p.op == FJ_PI_DELETE_DEREF || unbound[slot])
             return fj_unsupported("cell variable %U may be unbound after the break (a resume "
                                   "function would raise NameError, not UnboundLocalError)",
-                                  fj_code_local_name(co, in->arg));
+                                  fj_code_local_name(co, slot));
     }
     return 0;
 }
@@ -89,21 +97,21 @@ int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_Break
     plan->nresume = 1;
     plan->resume[0] = index + 1;
     plan->resume[1] = -1;
-    switch (in->op) {
-    case CALL:
+    switch (in->p.op) {
+    case FJ_PI_CALL:
+        /* the call's prefix instructions run with it: 3.11 [KW_NAMES] PRECALL, 3.12
+           [KW_NAMES]; 3.13's keyword names are a stack entry (p.b) */
         plan->kind = FJ_BREAK_CALL;
-        if (index >= 1 && il->v[index - 1].op == PRECALL) {
-            plan->first = index - 1;
-            if (index >= 2 && il->v[index - 2].op == KW_NAMES)
-                plan->first = index - 2;
-        }
-        plan->npop = in->arg + 2;
+        if (plan->first >= 1 && il->v[plan->first - 1].p.op == FJ_PI_PRECALL)
+            plan->first--;
+        if (plan->first >= 1 && il->v[plan->first - 1].p.op == FJ_PI_KW_NAMES)
+            plan->first--;
+        plan->npop = in->p.a + 2 + in->p.b;
         plan->npush = 1;
         return 0;
-    case POP_JUMP_FORWARD_IF_TRUE:
-    case POP_JUMP_FORWARD_IF_FALSE:
-    case POP_JUMP_FORWARD_IF_NONE:
-    case POP_JUMP_FORWARD_IF_NOT_NONE:
+    case FJ_PI_POP_JUMP_IF:
+        if (in->target <= index)
+            break; /* backward: inside a loop, refused above */
         plan->kind = FJ_BREAK_JUMP;
         plan->npop = 1;
         plan->npush = 0;
@@ -114,9 +122,9 @@ int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_Break
         break;
     }
     plan->kind = FJ_BREAK_GENERIC;
-    if (generic_effect(in->op, in->arg, &plan->npop, &plan->npush) < 0)
+    if (generic_effect(&in->p, &plan->npop, &plan->npush) < 0)
         return fj_unsupported("cannot resume after a break at %s", fj_trace_opname(in->op));
-    if (in->op == RAISE_VARARGS)
+    if (in->p.op == FJ_PI_RAISE_VARARGS)
         plan->nresume = 0;
     return 0;
 }
@@ -128,12 +136,34 @@ int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_Break
 ** TestGC.makecycle: "del container, iterator" after a break). */
 static int local_use(const fj_Instr *in)
 {
-    return (in->op == LOAD_FAST || in->op == DELETE_FAST) ? in->arg : -1;
+    switch (in->p.op) {
+    case FJ_PI_LOAD_FAST: case FJ_PI_DELETE_FAST: case FJ_PI_LOAD_FAST_AND_CLEAR:
+    case FJ_PI_LOAD_FAST_LOAD_FAST:
+        return in->p.a;
+    case FJ_PI_STORE_FAST_LOAD_FAST:
+        return in->p.b; /* after the store: a use of the stored slot is still covered */
+    default:
+        return -1;
+    }
 }
 
 static int local_def(const fj_Instr *in)
 {
-    return in->op == STORE_FAST ? in->arg : -1;
+    return in->p.op == FJ_PI_STORE_FAST || in->p.op == FJ_PI_STORE_FAST_LOAD_FAST ||
+                   in->p.op == FJ_PI_STORE_FAST_STORE_FAST
+               ? in->p.a
+               : -1;
+}
+
+/* A second local an instruction reads (use2) or writes (def2), or -1. */
+static int local_use2(const fj_Instr *in)
+{
+    return in->p.op == FJ_PI_LOAD_FAST_LOAD_FAST ? in->p.b : -1;
+}
+
+static int local_def2(const fj_Instr *in)
+{
+    return in->p.op == FJ_PI_STORE_FAST_STORE_FAST ? in->p.b : -1;
 }
 
 int fj_resume_liveness(PyCodeObject *co, const fj_InstrList *il, int index, unsigned char *live)
@@ -170,11 +200,18 @@ int fj_resume_liveness(PyCodeObject *co, const fj_InstrList *il, int index, unsi
                 for (int j = 0; j < nl; j++)
                     out[j] |= s[j];
             }
-            int d = local_def(in), u = local_use(in);
+            /* backwards through the instruction: its last effect first */
+            int d2 = local_def2(in), d = local_def(in), u = local_use(in), u2 = local_use2(in);
+            if (d2 >= 0 && d2 < nl)
+                out[d2] = 0;
+            if (in->p.op == FJ_PI_STORE_FAST_LOAD_FAST && u >= 0 && u < nl)
+                out[u] = 1; /* the load comes after the store */
             if (d >= 0 && d < nl)
                 out[d] = 0;
-            if (u >= 0 && u < nl)
+            if (in->p.op != FJ_PI_STORE_FAST_LOAD_FAST && u >= 0 && u < nl)
                 out[u] = 1;
+            if (u2 >= 0 && u2 < nl)
+                out[u2] = 1;
             unsigned char *cur = in_sets + (size_t)i * nl;
             if (memcmp(cur, out, nl) != 0) {
                 memcpy(cur, out, nl);
@@ -254,17 +291,17 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
             goto done;
     }
     /* the original instructions, with fast-local args renamed to the new layout */
-    if (fj_bc_decode(co, &nl) < 0)
+    if (fj_bc_decode(co, &nl) < 0 || fj_dl_split_fast_pairs(&nl) < 0)
         goto done;
     for (int i = 0; i < nl.n; i++) {
         fj_Instr *in = &nl.v[i];
-        if (in->op == MAKE_CELL || in->op == COPY_FREE_VARS) {
+        if (in->p.op == FJ_PI_MAKE_CELL || in->p.op == FJ_PI_COPY_FREE_VARS) {
             /* the original prologue (jumped over): cells come in the closure */
             in->op = NOP;
             in->arg = 0;
             continue;
         }
-        if (in->op == LOAD_FAST || in->op == STORE_FAST || in->op == DELETE_FAST) {
+        if (fj_dl_fast_local_arg(in) && in->arg < PyTuple_GET_SIZE(orig_varnames)) {
             int at = index_of_name(varnames, PyTuple_GET_ITEM(orig_varnames, in->arg));
             if (at < 0) {
                 if (at == -1)

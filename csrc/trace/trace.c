@@ -1566,6 +1566,7 @@ static int run_frame(fj_TFrame *fr)
             return fj_unsupported("%s inside a try or with block", fj_trace_opname(in->op));
         switch (op) {
         case FJ_PI_NOP:
+        case FJ_PI_PRECALL:
             break;
         case FJ_PI_POP_TOP:
             Py_DECREF(POP());

@@ -444,7 +444,7 @@ static PyObject *dict_keys_view(fj_TFrame *fr, fj_Var *self, PyObject *name)
     /* the view is modelled as a tuple of its items: right only when it
     ** is iterated at once (for k in d.keys()); as a value it is a set-like
     ** view (d.keys() | e.keys(): pytest's config), not a tuple */
-    if (fr->ip + 1 >= fr->il.n || fr->il.v[fr->ip + 1].op != GET_ITER)
+    if (fr->ip + 1 >= fr->il.n || fr->il.v[fr->ip + 1].p.op != FJ_PI_GET_ITER)
         return fj_unsupported("dict.%U() used other than in a for loop", name), NULL;
     PyObject *keys = PyDict_Keys(self->items);
     if (keys == NULL)
