@@ -23,6 +23,22 @@
 
 /* ---- instruction lists ------------------------------------------------- */
 
+int fj_bc_handler_transparent(const fj_InstrList *il, int h)
+{
+    for (int i = h; i >= 0 && i < il->n && i < h + 16; i++) {
+        switch (il->v[i].p.op) {
+        case FJ_PI_NOP: case FJ_PI_COPY: case FJ_PI_SWAP: case FJ_PI_POP_TOP:
+        case FJ_PI_LOAD_FAST: case FJ_PI_STORE_FAST: case FJ_PI_STORE_FAST_STORE_FAST:
+            continue;
+        case FJ_PI_RERAISE:
+            return 1;
+        default:
+            return 0;
+        }
+    }
+    return 0;
+}
+
 void fj_bc_init(fj_InstrList *il)
 {
     memset(il, 0, sizeof(*il));

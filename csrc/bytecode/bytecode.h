@@ -89,6 +89,16 @@ void fj_bc_free(fj_InstrList *il);
 */
 int fj_bc_decode(PyCodeObject *co, fj_InstrList *out);
 
+/*
+** True when the exception handler at instruction 'h' of decoded list 'il'
+** only restores fast locals and re-raises: stack shuffles (COPY, SWAP,
+** POP_TOP), LOAD_FAST/STORE_FAST and NOPs, then RERAISE, with no jump.  An
+** exception that leaves the frame without running such a handler differs
+** from CPython only in the dead frame's locals (3.12's inlined
+** comprehensions, PEP 709, restore the iteration variable so).
+*/
+int fj_bc_handler_transparent(const fj_InstrList *il, int h);
+
 /* ---- building ---------------------------------------------------------- */
 
 /*

@@ -124,6 +124,7 @@ typedef enum {
                                test holds, else pop it (3.11) */
     FJ_PI_IMPORT_NAME,      /* a: co_names index: [level, fromlist] -> module */
     FJ_PI_RAISE_VARARGS,    /* a: 0..2 operands */
+    FJ_PI_RERAISE,          /* re-raise the exception on top (a: 1 = set f_lasti from below) */
     FJ_PI__COUNT
 } fj_PIKind;
 

@@ -100,6 +100,7 @@ void fj_dl_lift(fj_Instr *in)
     case PRECALL: k = FJ_PI_PRECALL; break;
     case IMPORT_NAME: k = FJ_PI_IMPORT_NAME; break;
     case RAISE_VARARGS: k = FJ_PI_RAISE_VARARGS; break;
+    case RERAISE: k = FJ_PI_RERAISE; break;
     case POP_TOP: k = FJ_PI_POP_TOP; break;
     case PUSH_NULL: k = FJ_PI_PUSH_NULL; break;
     case COPY: k = FJ_PI_COPY; break;

@@ -89,7 +89,7 @@ int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_Break
     if (index < 0 || index >= il->n)
         return fj_unsupported("no instruction to resume after");
     const fj_Instr *in = &il->v[index];
-    if (in->exc_target >= 0)
+    if (in->exc_target >= 0 && !fj_bc_handler_transparent(il, in->exc_target))
         return fj_unsupported("graph break inside a try or with block");
     if (in_loop(il, index))
         return fj_unsupported("graph break inside a loop");

@@ -1562,7 +1562,8 @@ static int run_frame(fj_TFrame *fr)
             return fj_unsupported("trace too long (instruction budget exhausted)");
         if (tx->log_trace)
             log_instruction(fr, in);
-        if (in->exc_target >= 0 && op != FJ_PI_NOP)
+        if (in->exc_target >= 0 && op != FJ_PI_NOP &&
+            !fj_bc_handler_transparent(&fr->il, in->exc_target))
             return fj_unsupported("%s inside a try or with block", fj_trace_opname(in->op));
         switch (op) {
         case FJ_PI_NOP:
