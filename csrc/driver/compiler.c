@@ -990,7 +990,7 @@ static PyObject *reset_state(PyObject *mod, PyObject *unused)
 {
     Py_ssize_t n = PyList_GET_SIZE(compiled_codes);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *co = PyWeakref_GetObject(PyList_GET_ITEM(compiled_codes, i));
+        PyObject *co = fj_weakref_object(PyList_GET_ITEM(compiled_codes, i));
         if (co != Py_None && PyCode_Check(co))
             fj_cache_reset((PyCodeObject *)co);
     }

@@ -186,7 +186,7 @@ static inline PyObject *leaf_target(Leaf *lf)
 {
     if (lf->obj != NULL)
         return lf->obj;
-    PyObject *o = PyWeakref_GET_OBJECT(lf->ref);
+    PyObject *o = fj_weakref_object(lf->ref);
     return o == Py_None ? NULL : o;
 }
 
@@ -332,7 +332,7 @@ static int dict_keys_check(Leaf *lf, PyObject *v)
             return 0; /* defensive: nothing that runs here can grow the dict */
         PyObject *e = PyTuple_GET_ITEM(keys, i);
         int r = modes[i] == KEY_VALUE ? fj_value_same(e, k)
-                : modes[i] == KEY_WEAK ? k == PyWeakref_GET_OBJECT(e) && k != Py_None
+                : modes[i] == KEY_WEAK ? k == fj_weakref_object(e) && k != Py_None
                                        : k == e;
         i++;
         if (r <= 0)

@@ -53,7 +53,7 @@ static PyObject *cacheentry_code(fj_CacheEntry *self)
 {
     PyObject *v = self->code;
     if (v != NULL && self->own_code)
-        v = PyWeakref_GetObject(v);
+        v = fj_weakref_object(v);
     return v ? v : Py_None; /* borrowed */
 }
 

@@ -80,7 +80,8 @@ int fj_evalframe_mark_code(PyObject *code, int role)
 /*
 ** The frame 'f' runs a resume function called by the break code of its
 ** split function: returns that caller (suspended in the CALL whose result it
-** returns, its value stack [NULL, resume function, arguments...]), else NULL.
+** returns, its value stack [NULL, resume function, arguments...], or on 3.13
+** [resume function, NULL, arguments...]), else NULL.
 ** The layout is checked slot by slot, so anything else runs as usual.
 */
 static fj_Frame *resume_caller(PyThreadState *ts, fj_Frame *f)
@@ -96,7 +97,8 @@ static fj_Frame *resume_caller(PyThreadState *ts, fj_Frame *f)
     if (nargs + 2 > FJ_FRAME_STACK_SIZE(caller))
         return NULL;
     PyObject **stack = fj_frame_stack_base(caller), **args = FJ_FRAME_LOCALSPLUS(f);
-    if (stack[0] != NULL || stack[1] != (PyObject *)fn)
+    if (!((stack[0] == NULL && stack[1] == (PyObject *)fn) ||
+          (stack[0] == (PyObject *)fn && stack[1] == NULL)))
         return NULL;
     for (int i = 0; i < nargs; i++)
         if (stack[2 + i] != args[i])
