@@ -33,9 +33,11 @@ elif mode == "asan":
 else:
     raise SystemExit(f"FRAMEJIT_BUILD must be release, debug or asan, not {mode!r}")
 
-# CPython 3.11 is supported; elsewhere a stub module imports fine and
-# everything runs uncompiled (csrc/runtime/unsupported.c).
-if sys.version_info[:2] == (3, 11):
+# CPython 3.11, 3.12 and 3.13 are supported (csrc/runtime/compat.h and one
+# dialect unit per version, csrc/bytecode/dialect_3XX.c; docs/porting.md);
+# elsewhere a stub module imports fine and everything runs uncompiled
+# (csrc/runtime/unsupported.c).
+if (3, 11) <= sys.version_info[:2] <= (3, 13):
     sources = sorted(f for f in glob.glob("csrc/**/*.c", recursive=True)
                      if not f.endswith("unsupported.c"))
 else:

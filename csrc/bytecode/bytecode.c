@@ -1,15 +1,23 @@
 /*
-** bytecode.c: CPython 3.11 instruction lists: decode, build, assemble.
+** bytecode.c: CPython 3.11-3.13 instruction lists: decode, build, assemble.
 **
 ** Responsible for: the contracts declared in bytecode.h: reading co_code,
 ** co_linetable and co_exceptiontable into fj_Instr arrays, the label and
 ** emission helpers, and the assembler (offsets, EXTENDED_ARG, zeroed caches,
 ** location table, exception table, stack depth, code object).  The encoders
-** make the same choices as CPython 3.11's Python/compile.c (one location
-** entry per instruction, split at 8 code units; the short, one-line,
-** no-column and long forms chosen by write_location_info_entry's rules; the
-** exception table's big-endian 6-bit varints), which is what lets a decode
-** and re-assembly reproduce CPython's bytes exactly.
+** make the same choices as CPython's compiler (3.11 Python/compile.c, 3.12+
+** Python/assemble.c): one location entry per instruction (3.11) or per run of
+** instructions with equal positions (3.12+), split at 8 code units; the
+** short, one-line, no-column and long forms chosen by
+** write_location_info_entry's rules (unchanged since 3.11); the exception
+** table's big-endian 6-bit varints (unchanged too), which is what lets a
+** decode and re-assembly reproduce CPython's bytes exactly.  Everything that
+** differs between versions comes from the dialect unit (dialect.h): caches,
+** de-specialization, jump directions and flips, stack effects, the
+** pseudo-instructions a list keeps and the assembler lowers (3.13's
+** LOAD_CLOSURE), FOR_ITER's exit, location merging, the code constructor's
+** minimum stack size (the code constructor itself is compat.h's fj_code_new);
+** this file tests no PY_VERSION_HEX.
 **
 ** Not responsible for: the builder's table interning (bytecode_builder.c),
 ** the Python test hooks (bytecode_hooks.c), the opcode metadata (the dialect unit, dialect.h).
@@ -219,7 +227,7 @@ int fj_bc_resolve_labels(fj_InstrList *il)
 
 /* ---- decoding ---------------------------------------------------------- */
 
-/* Location-table entry codes (Objects/locations.md, 3.11). */
+/* Location-table entry codes (Objects/locations.md, 3.11 to 3.13). */
 enum {
     LOC_SHORT0 = 0,
     LOC_ONE_LINE0 = 10,
@@ -393,7 +401,7 @@ int fj_bc_decode(PyCodeObject *co, fj_InstrList *out)
             PyErr_Format(PyExc_ValueError, "bytecode: bad opcode %d at offset %d", raw, 2 * u);
             goto error;
         }
-        int idx = fj_bc_emit(out, op, (int)arg);
+        int idx = fj_bc_emit(out, fj_opcode_decoded(co, op, (int)arg), (int)arg);
         if (idx < 0)
             goto error;
         fj_Instr *in = &out->v[idx];
@@ -557,6 +565,48 @@ static void depth_push(int *depth, char *queued, int *work, int *nwork, int *max
     }
 }
 
+/*
+** The entry depth of the unreachable run starting at 'seek' that agrees with
+** the first instruction of known depth it reaches (following fall-through
+** and jumps; a RETURN_VALUE leaves the stack empty), or -1 if it reaches none
+** or the answer would be negative.
+*/
+static int unreachable_entry_depth(const fj_InstrList *il, const int *depth, int seek)
+{
+    int n = il->n, rel = 0, j = seek;
+    for (int steps = 0; steps < n && j >= 0 && j < n; steps++) {
+        const fj_Instr *in = &il->v[j];
+        if (j != seek && depth[j] >= 0)
+            return depth[j] - rel >= 0 ? depth[j] - rel : -1;
+        int eff = fj_opcode_stack_effect(in->op, in->arg, 0);
+        if (eff == PY_INVALID_STACK_EFFECT) {
+            PyErr_Clear();
+            return -1;
+        }
+        if (in->op == RETURN_VALUE)
+            return 1 - rel >= 0 ? 1 - rel : -1;
+        if (fj_opcode_jump_dir(in->op) && in->target >= 0 && in->target < n) {
+            int jeff = fj_opcode_stack_effect(in->op, in->arg, 1);
+            if (jeff == PY_INVALID_STACK_EFFECT) {
+                PyErr_Clear();
+                return -1;
+            }
+            if (depth[in->target] >= 0)
+                return depth[in->target] - rel - jeff >= 0 ? depth[in->target] - rel - jeff : -1;
+            if (fj_opcode_no_fallthrough(in->op)) {
+                rel += jeff;
+                j = in->target;
+                continue;
+            }
+        }
+        if (fj_opcode_no_fallthrough(in->op))
+            return -1;
+        rel += eff;
+        j++;
+    }
+    return -1;
+}
+
 int fj_bc_stackdepth(const fj_InstrList *il)
 {
     int n = il->n, maxd = 0, nwork = 0, result = -1, i = 0;
@@ -619,32 +669,43 @@ again:
         }
     }
     /*
-    ** Unreachable code: CPython 3.11 keeps a handler whose try body is empty
+    ** Unreachable code: CPython keeps a handler whose try body is empty
     ** (reached only through its SETUP_* pseudo-instruction, which does not
     ** survive into the exception table) and counts it in co_stacksize.  Walk
-    ** such runs from the depth the instruction before them ends at (plus what
-    ** the lost SETUP_* would have pushed), tolerating underflow, so stack sizes
-    ** match CPython's.  This never lowers the depth of reachable code.
+    ** such runs, tolerating underflow, from the depth CPython gave them, so
+    ** stack sizes match CPython's; this never lowers the depth of reachable
+    ** code.  That depth is, first choice, exact: a handler's PUSH_EXC_INFO
+    ** starts at the depth of its own cleanup handler (the SETUP_CLEANUP right
+    ** before it ran at that depth); else the depth that makes the run agree
+    ** with code of known depth it flows into (unreachable_entry_depth); else
+    ** the depth the instruction before the run ends at, plus what the lost
+    ** SETUP_* would have pushed.
     */
     for (; seek < n; seek++) {
         if (depth[seek] >= 0)
             continue;
         int d0 = 0;
-        if (seek > 0 && depth[seek - 1] >= 0) {
-            const fj_Instr *prev = &il->v[seek - 1];
-            int e = fj_opcode_stack_effect(prev->op, prev->arg, 0);
-            d0 = depth[seek - 1] + (e == PY_INVALID_STACK_EFFECT ? 0 : e);
+        const fj_Instr *first = &il->v[seek];
+        if (first->op == PUSH_EXC_INFO && first->exc_target >= 0)
+            d0 = first->exc_depth;
+        else if ((d0 = unreachable_entry_depth(il, depth, seek)) < 0) {
+            d0 = 0;
+            if (seek > 0 && depth[seek - 1] >= 0) {
+                const fj_Instr *prev = &il->v[seek - 1];
+                int e = fj_opcode_stack_effect(prev->op, prev->arg, 0);
+                d0 = depth[seek - 1] + (e == PY_INVALID_STACK_EFFECT ? 0 : e);
+            }
+            if (first->op == PUSH_EXC_INFO)
+                d0 += 1; /* a SETUP_FINALLY handler: the exception */
+            else if (seek + 2 < n && first->op == LOAD_CONST && il->v[seek + 1].op == STORE_FAST &&
+                     il->v[seek + 2].op == DELETE_FAST)
+                d0 += 2; /* the SETUP_CLEANUP of "except ... as name": lasti, exception */
         }
-        if (il->v[seek].op == PUSH_EXC_INFO)
-            d0 += 1; /* a SETUP_FINALLY handler: the exception */
-        else if (seek + 2 < n && il->v[seek].op == LOAD_CONST && il->v[seek + 1].op == STORE_FAST &&
-                 il->v[seek + 2].op == DELETE_FAST)
-            d0 += 2; /* the SETUP_CLEANUP of "except ... as name": lasti, exception */
         dead = 1;
         depth_push(depth, queued, work, &nwork, &maxd, seek, d0 < 0 ? 0 : d0);
         goto again;
     }
-    result = maxd;
+    result = fj_dl_code_stacksize(maxd);
     goto done;
 bad_op:
     PyErr_Clear();
@@ -745,6 +806,13 @@ static int put_loc_entry(Buf *bf, const fj_Instr *in, int len, int *cur)
 #undef FIRST
 }
 
+/* Same source position (compile.c/assemble.c same_location). */
+static int same_position(const fj_Instr *a, const fj_Instr *b)
+{
+    return a->line == b->line && a->end_line == b->end_line && a->col == b->col &&
+           a->end_col == b->end_col;
+}
+
 static int put_exc_item(Buf *bf, int value, int msb)
 {
     for (int shift = 24; shift > 0; shift -= 6) {
@@ -773,7 +841,7 @@ static int ext_needed(unsigned int arg)
 
 static int instr_units(const fj_Instr *in, int ext)
 {
-    return ext + 1 + fj_opcode_caches(in->op);
+    return ext + 1 + fj_opcode_caches(fj_opcode_real(in->op));
 }
 
 /* Checks opcodes, args and destinations; flips jumps whose destination
@@ -824,12 +892,28 @@ static int validate(fj_InstrList *il)
         if ((dir > 0 && in->target < i + 1) || (dir < 0 && in->target > i + 1)) {
             int flipped = fj_opcode_jump_flip(in->op);
             if (flipped < 0) {
+                /* FOR_ITER, SEND, 3.11's JUMP_IF_*_OR_POP and 3.12+'s
+                   POP_JUMP_IF_* have no backward form: never emit them with a
+                   wrong offset. */
                 PyErr_Format(PyExc_ValueError,
-                             "bytecode: opcode %d at instruction %d cannot jump backward", in->op,
-                             i);
+                             "bytecode: opcode %d at instruction %d cannot jump backward (to "
+                             "instruction %d): CPython %s has no backward form of it",
+                             in->op, i, in->target, fj_dialect.name);
                 return -1;
             }
             in->op = flipped;
+        }
+        /* An exhausted FOR_ITER skips a fixed number of instructions at its
+           target (3.12+), whatever they are: they must be the ones it skips. */
+        for (int k = 0, x; in->op == FOR_ITER && (x = fj_opcode_for_iter_exit(k)) >= 0; k++) {
+            if (in->target + k >= n || il->v[in->target + k].op != x) {
+                PyErr_Format(PyExc_ValueError,
+                             "bytecode: the FOR_ITER at instruction %d exits to instruction %d, "
+                             "where CPython %s needs opcode %d at +%d (an exhausted iterator "
+                             "skips it)",
+                             i, in->target, fj_dialect.name, x, k);
+                return -1;
+            }
         }
     }
     return 0;
@@ -974,11 +1058,11 @@ PyObject *fj_bc_assemble(PyCodeObject *tmpl, fj_InstrList *il, const fj_AsmOpts 
     }
     /* Deref args in the final layout (the list keeps the caller's). */
     int same_layout = opts->varnames == NULL && opts->cellvars == NULL && opts->freevars == NULL;
+    int remap = opts->deref_layout == FJ_DEREF_TEMPLATE && !same_layout;
     for (int i = 0; i < n; i++) {
         fj_Instr *in = &il->v[i];
         args[i] = in->arg;
-        if (fj_opcode_is_deref(in->op) && opts->deref_layout == FJ_DEREF_TEMPLATE &&
-            !same_layout) {
+        if (remap && fj_opcode_is_deref(in->op)) {
             args[i] = remap_deref(tmpl, in->arg, varnames, cellvars, freevars);
             if (args[i] < 0) {
                 if (!PyErr_Occurred())
@@ -1011,22 +1095,27 @@ PyObject *fj_bc_assemble(PyCodeObject *tmpl, fj_InstrList *il, const fj_AsmOpts 
             *w++ = EXTENDED_ARG;
             *w++ = (uint8_t)((a >> (8 * k)) & 0xff);
         }
-        *w++ = (uint8_t)in->op;
+        int real = fj_opcode_real(in->op);
+        *w++ = (uint8_t)real;
         *w++ = (uint8_t)(a & 0xff);
-        int caches = fj_opcode_caches(in->op);
+        int caches = fj_opcode_caches(real);
         memset(w, 0, (size_t)caches * sizeof(_Py_CODEUNIT));
         w += caches * sizeof(_Py_CODEUNIT);
     }
-    /* Location table: one entry per instruction, split every 8 units. */
+    /* Location table: one entry per instruction (3.11) or per run of
+       instructions with equal positions (3.12+), split every 8 units. */
     int firstlineno = opts->firstlineno >= 0 ? opts->firstlineno : tmpl->co_firstlineno;
-    int cur = firstlineno;
-    for (int i = 0; i < n; i++) {
-        int units = instr_units(&il->v[i], ext[i]);
+    int cur = firstlineno, merge = fj_dl_merge_locations();
+    for (int i = 0; i < n;) {
+        int units = instr_units(&il->v[i], ext[i]), j = i + 1;
+        for (; merge && j < n && same_position(&il->v[i], &il->v[j]); j++)
+            units += instr_units(&il->v[j], ext[j]);
         for (; units > 8; units -= 8)
             if (put_loc_entry(&lt, &il->v[i], 8, &cur) < 0)
                 goto error;
         if (put_loc_entry(&lt, &il->v[i], units, &cur) < 0)
             goto error;
+        i = j;
     }
     /* Exception table: runs of instructions with the same handler. */
     for (int i = 0; i < n;) {
@@ -1056,7 +1145,7 @@ PyObject *fj_bc_assemble(PyCodeObject *tmpl, fj_InstrList *il, const fj_AsmOpts 
     exctable = PyBytes_FromStringAndSize((const char *)et.b, et.n);
     if (linetable == NULL || exctable == NULL)
         goto error;
-    result = (PyObject *)PyCode_NewWithPosOnlyArgs(
+    result = (PyObject *)fj_code_new(
         opts->argcount >= 0 ? opts->argcount : tmpl->co_argcount,
         opts->posonlyargcount >= 0 ? opts->posonlyargcount : tmpl->co_posonlyargcount,
         opts->kwonlyargcount >= 0 ? opts->kwonlyargcount : tmpl->co_kwonlyargcount,

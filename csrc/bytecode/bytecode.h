@@ -1,11 +1,11 @@
 /*
-** bytecode.h: decoding, building and assembling CPython 3.11 bytecode.
+** bytecode.h: decoding, building and assembling CPython bytecode (3.11-3.13).
 **
 ** Responsible for: turning a code object into an editable instruction list
 ** (fj_bc_decode), building new instruction lists (labels, positions,
 ** exception handlers, constant/name/varname interning: fj_Builder), and
 ** turning an instruction list back into a code object (fj_bc_assemble):
-** jump offsets and EXTENDED_ARG prefixes, zeroed inline caches, the 3.11
+** jump offsets and EXTENDED_ARG prefixes, zeroed inline caches, the
 ** location table (co_linetable), the exception table, co_stacksize and the
 ** localsplus layout.  Decoding then assembling a code object compiled by
 ** CPython gives back identical co_code, co_linetable, co_exceptiontable and
@@ -13,8 +13,9 @@
 **
 ** Not responsible for: what the instructions mean (the tracer), liveness or
 ** resume-function policy (the compiler), nor installing code on frames
-** (evalframe).  Only CPython 3.11 is supported: everything below compiles
-** to nothing when FJ_SUPPORTED is 0, except fj_bytecode_init.
+** (evalframe), nor what differs between versions (the dialect unit,
+** dialect.h).  Everything below compiles to nothing when FJ_SUPPORTED is 0,
+** except fj_bytecode_init.
 **
 ** Model.  An instruction list is an array of fj_Instr.  Instructions are
 ** whole: EXTENDED_ARG prefixes are folded into 'arg' and inline CACHE units
@@ -183,8 +184,9 @@ PyObject *fj_bc_assemble(PyCodeObject *tmpl, fj_InstrList *il, const fj_AsmOpts 
 
 /*
 ** The maximum stack depth of 'il' (indices resolved, no labels): a fixed
-** point over the control-flow graph from instruction 0 with 3.11 stack
-** effects (fj_opcode_stack_effect); a handler starts at exc_depth + exc_lasti + 1.  Returns >= 0,
+** point over the control-flow graph from instruction 0 with the version's
+** stack effects (fj_opcode_stack_effect); a handler starts at exc_depth +
+** exc_lasti + 1.  Returns >= 0,
 ** or -1 with ValueError set (bad opcode, underflow).
 */
 int fj_bc_stackdepth(const fj_InstrList *il);

@@ -2,9 +2,10 @@
 ** bytecode_builder.c: the code generator's builder (fj_Builder).
 **
 ** Responsible for: interning constants, names and locals into growable
-** copies of a template's tables, the emitting helpers for the common 3.11
-** instruction shapes (LOAD_GLOBAL's name<<1|push_null, PRECALL+CALL with
-** KW_NAMES), and assembling with those tables.
+** copies of a template's tables, the emitting helpers for common
+** instruction shapes (through the dialect where versions differ: a global
+** with its NULL, attribute and method loads, calls with keyword names), and
+** assembling with those tables.
 **
 ** Not responsible for: the instruction list, labels and the assembler
 ** themselves (bytecode.c).

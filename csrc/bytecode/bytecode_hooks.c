@@ -2,8 +2,9 @@
 ** bytecode_hooks.c: Python-visible test hooks of the bytecode layer.
 **
 ** Responsible for: framejit._C._testing.bc_decode, bc_roundtrip, bc_assemble,
-** bc_stackdepth, bc_insert_nops and bc_build, thin wrappers that let tests/test_bytecode.py
-** drive bytecode.c and bytecode_builder.c, and fj_bytecode_init.
+** bc_stackdepth, bc_insert_nops, bc_split_pairs, bc_build, bc_real_opcode and
+** bc_dialect, thin wrappers that let tests/test_bytecode.py drive bytecode.c,
+** bytecode_builder.c and the dialect unit, and fj_bytecode_init.
 **
 ** Not responsible for: any bytecode logic (bytecode.c, bytecode_builder.c).
 ** The hooks are for tests; the compiler calls the C API directly.
@@ -18,6 +19,92 @@ static PyObject *int_or_none(int v)
     if (v < 0)
         Py_RETURN_NONE;
     return PyLong_FromLong(v);
+}
+
+/* Names of the pseudo-instruction kinds, for tests (a kind added to dialect.h
+** and not here reads as "PI_<number>"). */
+static const char *const pi_names[FJ_PI__COUNT] = {
+    [FJ_PI_OTHER] = "OTHER",
+    [FJ_PI_NOP] = "NOP",
+    [FJ_PI_PRECALL] = "PRECALL",
+    [FJ_PI_POP_TOP] = "POP_TOP",
+    [FJ_PI_PUSH_NULL] = "PUSH_NULL",
+    [FJ_PI_COPY] = "COPY",
+    [FJ_PI_SWAP] = "SWAP",
+    [FJ_PI_LOAD_CONST] = "LOAD_CONST",
+    [FJ_PI_RETURN_VALUE] = "RETURN_VALUE",
+    [FJ_PI_RETURN_CONST] = "RETURN_CONST",
+    [FJ_PI_LOAD_FAST] = "LOAD_FAST",
+    [FJ_PI_LOAD_FAST_AND_CLEAR] = "LOAD_FAST_AND_CLEAR",
+    [FJ_PI_LOAD_FAST_LOAD_FAST] = "LOAD_FAST_LOAD_FAST",
+    [FJ_PI_STORE_FAST] = "STORE_FAST",
+    [FJ_PI_STORE_FAST_LOAD_FAST] = "STORE_FAST_LOAD_FAST",
+    [FJ_PI_STORE_FAST_STORE_FAST] = "STORE_FAST_STORE_FAST",
+    [FJ_PI_DELETE_FAST] = "DELETE_FAST",
+    [FJ_PI_MAKE_CELL] = "MAKE_CELL",
+    [FJ_PI_COPY_FREE_VARS] = "COPY_FREE_VARS",
+    [FJ_PI_LOAD_CLOSURE] = "LOAD_CLOSURE",
+    [FJ_PI_LOAD_DEREF] = "LOAD_DEREF",
+    [FJ_PI_STORE_DEREF] = "STORE_DEREF",
+    [FJ_PI_DELETE_DEREF] = "DELETE_DEREF",
+    [FJ_PI_LOAD_GLOBAL] = "LOAD_GLOBAL",
+    [FJ_PI_STORE_GLOBAL] = "STORE_GLOBAL",
+    [FJ_PI_DELETE_GLOBAL] = "DELETE_GLOBAL",
+    [FJ_PI_LOAD_ATTR] = "LOAD_ATTR",
+    [FJ_PI_LOAD_METHOD] = "LOAD_METHOD",
+    [FJ_PI_STORE_ATTR] = "STORE_ATTR",
+    [FJ_PI_DELETE_ATTR] = "DELETE_ATTR",
+    [FJ_PI_KW_NAMES] = "KW_NAMES",
+    [FJ_PI_CALL] = "CALL",
+    [FJ_PI_CALL_FUNCTION_EX] = "CALL_FUNCTION_EX",
+    [FJ_PI_MAKE_FUNCTION] = "MAKE_FUNCTION",
+    [FJ_PI_SET_FUNCTION_ATTRIBUTE] = "SET_FUNCTION_ATTRIBUTE",
+    [FJ_PI_BINARY_OP] = "BINARY_OP",
+    [FJ_PI_COMPARE_OP] = "COMPARE_OP",
+    [FJ_PI_IS_OP] = "IS_OP",
+    [FJ_PI_CONTAINS_OP] = "CONTAINS_OP",
+    [FJ_PI_UNARY_NOT] = "UNARY_NOT",
+    [FJ_PI_UNARY_NEGATIVE] = "UNARY_NEGATIVE",
+    [FJ_PI_UNARY_POSITIVE] = "UNARY_POSITIVE",
+    [FJ_PI_UNARY_INVERT] = "UNARY_INVERT",
+    [FJ_PI_TO_BOOL] = "TO_BOOL",
+    [FJ_PI_BINARY_SUBSCR] = "BINARY_SUBSCR",
+    [FJ_PI_STORE_SUBSCR] = "STORE_SUBSCR",
+    [FJ_PI_DELETE_SUBSCR] = "DELETE_SUBSCR",
+    [FJ_PI_BINARY_SLICE] = "BINARY_SLICE",
+    [FJ_PI_STORE_SLICE] = "STORE_SLICE",
+    [FJ_PI_BUILD_TUPLE] = "BUILD_TUPLE",
+    [FJ_PI_BUILD_LIST] = "BUILD_LIST",
+    [FJ_PI_BUILD_MAP] = "BUILD_MAP",
+    [FJ_PI_BUILD_CONST_KEY_MAP] = "BUILD_CONST_KEY_MAP",
+    [FJ_PI_BUILD_SLICE] = "BUILD_SLICE",
+    [FJ_PI_BUILD_STRING] = "BUILD_STRING",
+    [FJ_PI_MAP_ADD] = "MAP_ADD",
+    [FJ_PI_DICT_UPDATE] = "DICT_UPDATE",
+    [FJ_PI_DICT_MERGE] = "DICT_MERGE",
+    [FJ_PI_LIST_APPEND] = "LIST_APPEND",
+    [FJ_PI_LIST_EXTEND] = "LIST_EXTEND",
+    [FJ_PI_LIST_TO_TUPLE] = "LIST_TO_TUPLE",
+    [FJ_PI_FORMAT] = "FORMAT",
+    [FJ_PI_CONVERT_VALUE] = "CONVERT_VALUE",
+    [FJ_PI_UNPACK_SEQUENCE] = "UNPACK_SEQUENCE",
+    [FJ_PI_UNPACK_EX] = "UNPACK_EX",
+    [FJ_PI_GET_ITER] = "GET_ITER",
+    [FJ_PI_FOR_ITER] = "FOR_ITER",
+    [FJ_PI_JUMP] = "JUMP",
+    [FJ_PI_POP_JUMP_IF] = "POP_JUMP_IF",
+    [FJ_PI_JUMP_IF_OR_POP] = "JUMP_IF_OR_POP",
+    [FJ_PI_IMPORT_NAME] = "IMPORT_NAME",
+    [FJ_PI_RAISE_VARARGS] = "RAISE_VARARGS",
+    [FJ_PI_RERAISE] = "RERAISE",
+};
+
+/* The name of pseudo kind 'k' as a new str, NULL on error. */
+static PyObject *pi_name(int k)
+{
+    if (k >= 0 && k < FJ_PI__COUNT && pi_names[k] != NULL)
+        return PyUnicode_FromString(pi_names[k]);
+    return PyUnicode_FromFormat("PI_%d", k);
 }
 
 static PyObject *check_code(PyObject *o)
@@ -38,9 +125,13 @@ static int decode_code(PyObject *co, fj_InstrList *il)
 }
 
 /* bc_decode(code) -> [(offset_bytes, op, arg, target|None,
-**   (line, end_line, col, end_col), (handler, depth, lasti)|None)].
+**   (line, end_line, col, end_col), (handler, depth, lasti)|None,
+**   pseudo_kind, pseudo_a, pseudo_b)].
 ** offset_bytes is that of the opcode itself (after EXTENDED_ARGs), as dis
-** reports it.  New reference, NULL on error. */
+** reports it; op is the list's opcode (3.13: LOAD_CLOSURE where co_code has
+** the LOAD_FAST of a cell, see bc_real_opcode); pseudo_kind is the name of
+** the lifted pseudo-instruction kind (FJ_PI_* without the prefix).  New
+** reference, NULL on error. */
 static PyObject *bc_decode(PyObject *self, PyObject *arg)
 {
     fj_InstrList il;
@@ -59,10 +150,11 @@ static PyObject *bc_decode(PyObject *self, PyObject *arg)
             handler = Py_NewRef(Py_None);
         item = handler == NULL
                    ? NULL
-                   : Py_BuildValue("(iiiN(NNNN)N)", 2 * (in->offset + in->ext), in->op, in->arg,
-                                   int_or_none(in->target), int_or_none(in->line),
+                   : Py_BuildValue("(iiiN(NNNN)NNii)", 2 * (in->offset + in->ext), in->op,
+                                   in->arg, int_or_none(in->target), int_or_none(in->line),
                                    int_or_none(in->end_line), int_or_none(in->col),
-                                   int_or_none(in->end_col), handler);
+                                   int_or_none(in->end_col), handler, pi_name(in->p.op),
+                                   in->p.a, in->p.b);
         if (item == NULL)
             goto error;
         PyList_SET_ITEM(list, i, item);
@@ -82,6 +174,20 @@ static PyObject *bc_roundtrip(PyObject *self, PyObject *arg)
     if (decode_code(arg, &il) < 0)
         return NULL;
     PyObject *res = fj_bc_assemble((PyCodeObject *)arg, &il, NULL);
+    fj_bc_free(&il);
+    return res;
+}
+
+/* bc_split_pairs(code) -> code: decode, fj_dl_split_fast_pairs, assemble.
+** New reference. */
+static PyObject *bc_split_pairs(PyObject *self, PyObject *arg)
+{
+    fj_InstrList il;
+    if (decode_code(arg, &il) < 0)
+        return NULL;
+    PyObject *res = NULL;
+    if (fj_dl_split_fast_pairs(&il) == 0)
+        res = fj_bc_assemble((PyCodeObject *)arg, &il, NULL);
     fj_bc_free(&il);
     return res;
 }
@@ -119,6 +225,26 @@ static PyObject *bc_stackdepth(PyObject *self, PyObject *arg)
     int d = fj_bc_stackdepth(&il);
     fj_bc_free(&il);
     return d < 0 ? NULL : PyLong_FromLong(d);
+}
+
+/* bc_real_opcode(op) -> int: the opcode the assembler writes for list opcode op. */
+static PyObject *bc_real_opcode(PyObject *self, PyObject *arg)
+{
+    long op = PyLong_AsLong(arg);
+    if (op == -1 && PyErr_Occurred())
+        return NULL;
+    if (op < 0 || op > INT_MAX) {
+        PyErr_SetString(PyExc_ValueError, "opcode out of range");
+        return NULL;
+    }
+    return PyLong_FromLong(fj_opcode_real((int)op));
+}
+
+/* bc_dialect() -> {"name": str, "null_after": bool}: the compiled dialect. */
+static PyObject *bc_dialect(PyObject *self, PyObject *unused)
+{
+    return Py_BuildValue("{s:s,s:N}", "name", fj_dialect.name, "null_after",
+                         PyBool_FromLong(fj_dialect.null_after));
 }
 
 /* Reads an int or None (-> -1) into *out.  0, or -1 with an exception. */
@@ -361,6 +487,22 @@ static int build_step(fj_Builder *b, PyObject *labels, PyObject *t)
             return -1;
         return fj_bc_emit(&b->il, x, y) < 0 ? -1 : 0;
     }
+    if (!strcmp(k, "closure")) {
+        NEED(2);
+        if ((x = fj_builder_deref(b, A(1))) < 0)
+            return -1;
+        return fj_dl_load_closure(&b->il, x) < 0 ? -1 : 0;
+    }
+    if (!strcmp(k, "make_function")) {
+        NEED(2);
+        if (get_opt_int(A(1), &x) < 0)
+            return -1;
+        return fj_dl_make_function(&b->il, x) < 0 ? -1 : 0;
+    }
+    if (!strcmp(k, "null_before") || !strcmp(k, "null_after")) {
+        NEED(1);
+        return (k[5] == 'b' ? fj_dl_null_before(&b->il) : fj_dl_null_after(&b->il)) < 0 ? -1 : 0;
+    }
     if (!strcmp(k, "call")) {
         if (n != 2 && n != 3)
             goto arity;
@@ -400,9 +542,12 @@ arity:
 /* bc_build(template, steps, **overrides) -> code: drives fj_Builder.  Steps:
 ** ("op", op, arg), ("jump", op, label), ("label", label), ("const", v),
 ** ("global", name, push_null), ("attr", name), ("method", name),
-** ("load", name), ("store", name), ("deref", op, name),
-** ("call", nargs[, kwnames]), ("line", n), ("handler", label|None, depth,
-** lasti).  Labels are any hashable keys.  New reference, NULL on error. */
+** ("load", name), ("store", name), ("deref", op, name), ("closure", name)
+** (fj_dl_load_closure), ("make_function", flags) (fj_dl_make_function),
+** ("null_before",), ("null_after",) (the NULL of a call pair, around the
+** callable's load), ("call", nargs[, kwnames]), ("line", n), ("handler",
+** label|None, depth, lasti).  Labels are any hashable keys.  New reference,
+** NULL on error. */
 static PyObject *bc_build(PyObject *self, PyObject *args, PyObject *kw)
 {
     PyObject *tmpl, *steps, *seq = NULL, *labels = NULL, *res = NULL;
@@ -434,7 +579,10 @@ static PyMethodDef bc_methods[] = {
     {"bc_decode", bc_decode, METH_O, "Decode a code object into instruction tuples."},
     {"bc_roundtrip", bc_roundtrip, METH_O, "Decode and re-assemble a code object."},
     {"bc_insert_nops", bc_insert_nops, METH_VARARGS, "Insert NOPs into a code object."},
+    {"bc_split_pairs", bc_split_pairs, METH_O, "Split two-local instructions (3.13)."},
     {"bc_stackdepth", bc_stackdepth, METH_O, "The stack depth the assembler computes."},
+    {"bc_real_opcode", bc_real_opcode, METH_O, "The opcode written for a list opcode."},
+    {"bc_dialect", bc_dialect, METH_NOARGS, "The compiled bytecode dialect."},
     {"bc_assemble", (PyCFunction)(void (*)(void))bc_assemble, METH_VARARGS | METH_KEYWORDS,
      "Assemble instruction tuples on a template code object."},
     {"bc_build", (PyCFunction)(void (*)(void))bc_build, METH_VARARGS | METH_KEYWORDS,

@@ -1,7 +1,8 @@
 /*
 ** codegen.c: the code object that replaces a traced frame.  See codegen.h.
 **
-** Shape of the output (3.11):
+** Shape of the output (3.11's spelling; calls, NULLs and method loads are
+** the dialect's, dialect.h):
 **     <the original prologue: MAKE_CELL / COPY_FREE_VARS>
 **     RESUME 0
 **     LOAD_GLOBAL __compiled_fn_N (transparent mode: LOAD_CONST <fn>) with

@@ -3,8 +3,9 @@
 ** pseudo-instructions.
 **
 ** Responsible for: the interface every dialect unit implements
-** (dialect_311.c, dialect_312.c, dialect_313.c; exactly one is compiled in,
-** the one of the running CPython): the opcode metadata the assembler needs
+** (dialect_311.c, dialect_312.c, dialect_313.c; every unit is compiled, and
+** only the running CPython's has content, under its own version #if): the
+** opcode metadata the assembler needs
 ** (inline caches, de-specialization, jump directions, stack effects), the
 ** lifting of a real instruction into a pseudo-instruction (fj_dl_lift), and
 ** the emitters for the sequences whose shape differs per version (a call, a
@@ -208,6 +209,27 @@ int fj_dl_load_closure(struct fj_InstrList *il, int ix);
 */
 int fj_dl_split_fast_pairs(struct fj_InstrList *il);
 int fj_dl_fast_local_arg(const struct fj_Instr *in);
+
+/* ---- assembler hooks ---------------------------------------------------- */
+
+/* The opcode the assembler writes for list opcode 'op': 'op' itself, except a
+   pseudo-instruction the version's compiler lowers (3.13: LOAD_CLOSURE ->
+   LOAD_FAST of the same slot).  fj_opcode_is_base accepts such a pseudo op. */
+int fj_opcode_real(int op);
+/* The list opcode for real instruction (op = fj_opcode_deopt(raw), arg) decoded
+   from 'co': 'op', except where the compiler lowered a pseudo-instruction the
+   list keeps (3.13: LOAD_FAST of a cell or free slot -> LOAD_CLOSURE). */
+int fj_opcode_decoded(PyCodeObject *co, int op, int arg);
+/* The k-th (from 0) opcode at a FOR_ITER's target that an exhausted iterator
+   skips (3.12: END_FOR; 3.13: END_FOR, POP_TOP), or -1 once k is past them;
+   the assembler refuses a FOR_ITER whose target does not start with them. */
+int fj_opcode_for_iter_exit(int k);
+/* True if one co_linetable entry covers a run of consecutive instructions
+   with equal positions (3.12+), false for one entry per instruction (3.11). */
+int fj_dl_merge_locations(void);
+/* The co_stacksize CPython gives code whose deepest stack is 'depth' (3.13's
+   code constructor raises 0 to 1). */
+int fj_dl_code_stacksize(int depth);
 
 #endif /* FJ_SUPPORTED */
 #endif /* FJ_DIALECT_H */

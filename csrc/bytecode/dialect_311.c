@@ -12,10 +12,15 @@
 ** jumps have FORWARD and BACKWARD forms and JUMP_IF_*_OR_POP; COMPARE_OP's
 ** oparg is the comparison; FORMAT_VALUE carries conversion and spec flags.
 */
+/* Every dialect unit is compiled; only the running version's defines the
+** opcode tables (compat.h) and the dialect: PY_VERSION_HEX comes first. */
+#include <patchlevel.h>
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
 #define FJ_DEFINE_OPCODE_TABLES 1
+#endif
 #include "bytecode.h"
 
-#if FJ_SUPPORTED && PY_VERSION_HEX < 0x030C0000
+#if FJ_SUPPORTED && PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
 
 const fj_Dialect fj_dialect = {"3.11", 0};
 
@@ -88,6 +93,35 @@ int fj_opcode_is_deref(int op)
 {
     return op == MAKE_CELL || op == LOAD_CLOSURE || op == LOAD_DEREF || op == STORE_DEREF ||
            op == DELETE_DEREF || op == LOAD_CLASSDEREF;
+}
+
+/* 3.11 lowers no pseudo-instruction the list keeps. */
+int fj_opcode_real(int op)
+{
+    return op;
+}
+
+int fj_opcode_decoded(PyCodeObject *co, int op, int arg)
+{
+    (void)co;
+    (void)arg;
+    return op;
+}
+
+int fj_opcode_for_iter_exit(int k)
+{
+    (void)k;
+    return -1; /* an exhausted FOR_ITER lands on its target */
+}
+
+int fj_dl_merge_locations(void)
+{
+    return 0;
+}
+
+int fj_dl_code_stacksize(int depth)
+{
+    return depth;
 }
 
 /* ---- lifting ----------------------------------------------------------- */

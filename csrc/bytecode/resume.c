@@ -291,8 +291,17 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
             goto done;
     }
     /* the original instructions, with fast-local args renamed to the new layout */
-    if (fj_bc_decode(co, &nl) < 0 || fj_dl_split_fast_pairs(&nl) < 0)
+    if (fj_bc_decode(co, &nl) < 0)
         goto done;
+    /* splitting two-local instructions (3.13) shifts indices: a label on the
+       resume point follows it (fj_bc_insert renumbers labels) */
+    int at_label = fj_bc_new_label(&nl);
+    if (at_label < 0)
+        goto done;
+    nl.labels[at_label] = index;
+    if (fj_dl_split_fast_pairs(&nl) < 0)
+        goto done;
+    index = nl.labels[at_label];
     for (int i = 0; i < nl.n; i++) {
         fj_Instr *in = &nl.v[i];
         if (in->p.op == FJ_PI_MAKE_CELL || in->p.op == FJ_PI_COPY_FREE_VARS) {
@@ -304,8 +313,12 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
         if (fj_dl_fast_local_arg(in) && in->arg < PyTuple_GET_SIZE(orig_varnames)) {
             int at = index_of_name(varnames, PyTuple_GET_ITEM(orig_varnames, in->arg));
             if (at < 0) {
+                /* a cell argument, which the resume function receives in its
+                   closure, used as a plain local (3.12's LOAD_FAST_AND_CLEAR
+                   of a comprehension variable that a closure captures) */
                 if (at == -1)
-                    PyErr_SetString(PyExc_SystemError, "framejit: lost a local name");
+                    fj_unsupported("resume code would use cell %U as a plain local",
+                                   PyTuple_GET_ITEM(orig_varnames, in->arg));
                 goto done;
             }
             in->arg = at;
@@ -419,6 +432,27 @@ static PyObject *make_resume(PyCodeObject *orig, const fj_InstrList *oil, int oi
     return entry;
 }
 
+/* True for the pseudo-instructions fj_dl_split_fast_pairs splits in two. */
+static int is_fast_pair(int kind)
+{
+    return kind == FJ_PI_LOAD_FAST_LOAD_FAST || kind == FJ_PI_STORE_FAST_LOAD_FAST ||
+           kind == FJ_PI_STORE_FAST_STORE_FAST;
+}
+
+/* The index in 'il' (as decoded) of instruction 'split' of the same code
+   after fj_dl_split_fast_pairs (resume code holds the split form): -2 for
+   the second half of a split pair, -1 past the end. */
+static int unsplit_index(const fj_InstrList *il, int split)
+{
+    for (int i = 0, s = 0; i < il->n; i++) {
+        int w = is_fast_pair(il->v[i].p.op) ? 2 : 1;
+        if (split < s + w)
+            return split == s ? i : -2;
+        s += w;
+    }
+    return -1;
+}
+
 int fj_resume_get(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
                   const unsigned char *nulls, PyObject *argnames, int transparent,
                   fj_ResumeRef *out)
@@ -435,10 +469,14 @@ int fj_resume_get(PyCodeObject *co, const fj_InstrList *il, int index, int nstac
         goto done;
     if (is_resume) {
         orig = origin.orig;
-        oindex = index - origin.prefix;
         if (fj_bc_decode(orig, &mapped) < 0)
             goto done;
         oil = &mapped;
+        oindex = unsplit_index(oil, index - origin.prefix);
+        if (oindex == -2) {
+            fj_unsupported("graph break inside a two-local instruction");
+            goto done;
+        }
     }
     if (oindex < 0 || oindex >= oil->n) {
         PyErr_SetString(PyExc_SystemError, "framejit: resume point outside the original code");

@@ -212,7 +212,9 @@ int fj_dict_lookup(PyObject *d, PyObject *key, int keys_pinned, PyObject **out)
     Py_ssize_t pos = 0;
     PyObject *k, *val;
     Py_hash_t kh;
-    while (_PyDict_Next(d, &pos, &k, &val, &kh)) {
+    while (fj_dict_next_hash(d, &pos, &k, &val, &kh)) {
+        if (kh == -1 && k != key)
+            return FJ_LOOKUP_UNKNOWN; /* a key whose hash cannot be read without its code */
         if (kh != h)
             continue;
         /* two builtin values compare in C (1 == 1.0 == True, as the dict does) */

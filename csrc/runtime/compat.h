@@ -633,6 +633,55 @@ static inline PyObject *fj_code_local_name(PyCodeObject *co, int i)
 #define FJ_CODE_NLOCALSPLUS(co) ((co)->co_nlocalsplus)
 #define FJ_CODE_NFREEVARS(co) ((co)->co_nfreevars)
 
+/*
+** Iterates dict 'd' as PyDict_Next does and also gives each key's hash as
+** the dict stored it, without calling the key's __hash__: -1 when it is not
+** known that way (3.13 does not export _PyDict_Next: there the hash is the
+** cached one of an exact str, or the builtin hash of an exact int, float,
+** bytes, bool or None, and -1 for any other key).
+*/
+static inline int fj_dict_next_hash(PyObject *d, Py_ssize_t *pos, PyObject **k, PyObject **v,
+                                    Py_hash_t *h)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    if (!PyDict_Next(d, pos, k, v))
+        return 0;
+    PyObject *key = *k;
+    if (PyUnicode_CheckExact(key))
+        *h = ((PyASCIIObject *)key)->hash;
+    else if (PyLong_CheckExact(key) || PyFloat_CheckExact(key) || PyBytes_CheckExact(key) ||
+             PyBool_Check(key) || key == Py_None)
+        *h = PyObject_Hash(key);
+    else
+        *h = -1;
+    if (*h == -1)
+        PyErr_Clear();
+    return 1;
+#else
+    return _PyDict_Next(d, pos, k, v, h);
+#endif
+}
+
+/*
+** Nonzero once thread 'ts' has used half of CPython's C recursion budget.
+** 3.12+ counts every C-level entry of the eval loop against
+** c_recursion_remaining (C_RECURSION_LIMIT, 1500 in 3.12; Py_C_RECURSION_LIMIT,
+** 10000 in 3.13), and a PEP 523 hook makes each Python call such an entry:
+** past the budget a recursion plain CPython survives raises RecursionError.
+** 3.11 has no such budget (0).
+*/
+static inline int fj_c_recursion_deep(PyThreadState *ts)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return ts->c_recursion_remaining < Py_C_RECURSION_LIMIT / 2;
+#elif PY_VERSION_HEX >= 0x030C0000
+    return ts->c_recursion_remaining < C_RECURSION_LIMIT / 2;
+#else
+    (void)ts;
+    return 0;
+#endif
+}
+
 /* A new code object from its parts (PyCode_NewWithPosOnlyArgs; 3.12 renamed
    it PyUnstable_Code_NewWithPosOnlyArgs and deprecated the old name). */
 #if PY_VERSION_HEX >= 0x030C0000

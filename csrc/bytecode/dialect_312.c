@@ -1,0 +1,319 @@
+/*
+** dialect_312.c: CPython 3.12's bytecode (see dialect.h).
+**
+** Responsible for: 3.12's opcode metadata (and the extension's own copy of
+** _PyOpcode_Caches/_PyOpcode_Deopt, which libpython keeps private),
+** lifting 3.12 instructions to pseudo-instructions, and emitting 3.12's
+** spelling of calls, global and method loads and function creation.
+**
+** 3.12 in short: calls are [KW_NAMES k] CALL n (no PRECALL) over
+** [NULL, callable] or [method, self]; LOAD_GLOBAL's oparg is name << 1 |
+** push NULL (NULL pushed first); LOAD_METHOD is gone: LOAD_ATTR's oparg is
+** name << 1 | method bit; conditional jumps are POP_JUMP_IF_* and go forward
+** only (a backward one has no encoding: the assembler refuses it, see
+** fj_opcode_jump_flip); FOR_ITER's exit is an END_FOR that an exhausted
+** iterator skips; COMPARE_OP's oparg is cmp << 4 | specialization mask;
+** RETURN_CONST, BINARY_SLICE/STORE_SLICE and LOAD_FAST_CHECK/_AND_CLEAR are
+** new; unary + and list-to-tuple are CALL_INTRINSIC_1; LOAD_CLASSDEREF became
+** LOAD_FROM_DICT_OR_DEREF.  Code may carry INSTRUMENTED_* opcodes while
+** sys.monitoring is active (PyCode_GetCode hides them; fj_opcode_deopt maps
+** the ones that have a base opcode).  Line and exception tables keep 3.11's
+** formats.
+*/
+/* Every dialect unit is compiled; only the running version's defines the
+** opcode tables (compat.h) and the dialect: PY_VERSION_HEX comes first. */
+#include <patchlevel.h>
+#if PY_VERSION_HEX >= 0x030C0000 && PY_VERSION_HEX < 0x030D0000
+#define FJ_DEFINE_OPCODE_TABLES 1
+#endif
+#include "bytecode.h"
+
+#if FJ_SUPPORTED && PY_VERSION_HEX >= 0x030C0000 && PY_VERSION_HEX < 0x030D0000
+
+/* INTRINSIC_* numbers of CALL_INTRINSIC_1 (an internal header without state). */
+#ifndef Py_BUILD_CORE
+#define Py_BUILD_CORE 1
+#define FJ_UNDEF_BUILD_CORE
+#endif
+#include <internal/pycore_intrinsics.h>
+#ifdef FJ_UNDEF_BUILD_CORE
+#undef Py_BUILD_CORE
+#undef FJ_UNDEF_BUILD_CORE
+#endif
+
+const fj_Dialect fj_dialect = {"3.12", 0};
+
+/* The base opcode of an INSTRUMENTED_* opcode (sys.monitoring), or 0 for
+** INSTRUMENTED_LINE/INSTRUMENTED_INSTRUCTION, whose original opcode lives in
+** the code's monitoring data, and for anything else. */
+static int deinstrument(int op)
+{
+    switch (op) {
+    case INSTRUMENTED_LOAD_SUPER_ATTR: return LOAD_SUPER_ATTR;
+    case INSTRUMENTED_POP_JUMP_IF_NONE: return POP_JUMP_IF_NONE;
+    case INSTRUMENTED_POP_JUMP_IF_NOT_NONE: return POP_JUMP_IF_NOT_NONE;
+    case INSTRUMENTED_RESUME: return RESUME;
+    case INSTRUMENTED_CALL: return CALL;
+    case INSTRUMENTED_RETURN_VALUE: return RETURN_VALUE;
+    case INSTRUMENTED_YIELD_VALUE: return YIELD_VALUE;
+    case INSTRUMENTED_CALL_FUNCTION_EX: return CALL_FUNCTION_EX;
+    case INSTRUMENTED_JUMP_FORWARD: return JUMP_FORWARD;
+    case INSTRUMENTED_JUMP_BACKWARD: return JUMP_BACKWARD;
+    case INSTRUMENTED_RETURN_CONST: return RETURN_CONST;
+    case INSTRUMENTED_FOR_ITER: return FOR_ITER;
+    case INSTRUMENTED_POP_JUMP_IF_FALSE: return POP_JUMP_IF_FALSE;
+    case INSTRUMENTED_POP_JUMP_IF_TRUE: return POP_JUMP_IF_TRUE;
+    case INSTRUMENTED_END_FOR: return END_FOR;
+    case INSTRUMENTED_END_SEND: return END_SEND;
+    default: return 0;
+    }
+}
+
+int fj_opcode_caches(int op)
+{
+    return op >= 0 && op < 256 ? _PyOpcode_Caches[op] : 0;
+}
+
+int fj_opcode_deopt(int op)
+{
+    if (op < 0 || op >= 256)
+        return 0;
+    if (op >= MIN_INSTRUMENTED_OPCODE)
+        return deinstrument(op);
+    return _PyOpcode_Deopt[op];
+}
+
+int fj_opcode_is_base(int op)
+{
+    return op > 0 && op < MIN_INSTRUMENTED_OPCODE && op != EXTENDED_ARG && op != RESERVED &&
+           _PyOpcode_Deopt[op] == op;
+}
+
+/* 3.12 has no absolute jumps and no backward conditional jumps. */
+int fj_opcode_jump_dir(int op)
+{
+    switch (op) {
+    case JUMP_FORWARD: case POP_JUMP_IF_FALSE: case POP_JUMP_IF_TRUE: case POP_JUMP_IF_NONE:
+    case POP_JUMP_IF_NOT_NONE: case FOR_ITER: case SEND:
+        return 1;
+    case JUMP_BACKWARD: case JUMP_BACKWARD_NO_INTERRUPT:
+        return -1;
+    default:
+        return 0;
+    }
+}
+
+int fj_opcode_jump_flip(int op)
+{
+    switch (op) {
+    case JUMP_FORWARD: return JUMP_BACKWARD;
+    case JUMP_BACKWARD: case JUMP_BACKWARD_NO_INTERRUPT: return JUMP_FORWARD;
+    default: return -1; /* POP_JUMP_IF_*, FOR_ITER, SEND: forward only */
+    }
+}
+
+int fj_opcode_no_fallthrough(int op)
+{
+    return op == JUMP_FORWARD || op == JUMP_BACKWARD || op == JUMP_BACKWARD_NO_INTERRUPT ||
+           op == RETURN_VALUE || op == RETURN_CONST || op == RAISE_VARARGS || op == RERAISE;
+}
+
+/* As 3.11: PyCompile_OpcodeStackEffectWithJump says 0 for RETURN_GENERATOR
+** (3.12's compiler starts a generator's stack depth at 1 instead), but the
+** frame resumes after it with the sent value pushed (the POP_TOP that follows
+** removes it), so it counts +1 here. */
+int fj_opcode_stack_effect(int op, int arg, int jump)
+{
+    if (op == RETURN_GENERATOR)
+        return 1;
+    return PyCompile_OpcodeStackEffectWithJump(op, arg, jump);
+}
+
+int fj_opcode_is_deref(int op)
+{
+    return op == MAKE_CELL || op == LOAD_CLOSURE || op == LOAD_DEREF || op == STORE_DEREF ||
+           op == DELETE_DEREF || op == LOAD_FROM_DICT_OR_DEREF;
+}
+
+int fj_opcode_real(int op)
+{
+    return op;
+}
+
+int fj_opcode_decoded(PyCodeObject *co, int op, int arg)
+{
+    (void)co;
+    (void)arg;
+    return op;
+}
+
+int fj_opcode_for_iter_exit(int k)
+{
+    return k == 0 ? END_FOR : -1;
+}
+
+int fj_dl_merge_locations(void)
+{
+    return 1;
+}
+
+int fj_dl_code_stacksize(int depth)
+{
+    return depth;
+}
+
+/* ---- lifting ----------------------------------------------------------- */
+
+void fj_dl_lift(fj_Instr *in)
+{
+    int op = in->op, arg = in->arg, k = FJ_PI_OTHER, a = arg, b = 0;
+    switch (op) {
+    case NOP: case RESUME: case CACHE: case EXTENDED_ARG: k = FJ_PI_NOP; break;
+    case POP_TOP: k = FJ_PI_POP_TOP; break;
+    case PUSH_NULL: k = FJ_PI_PUSH_NULL; break;
+    case COPY: k = FJ_PI_COPY; break;
+    case SWAP: k = FJ_PI_SWAP; break;
+    case LOAD_CONST: k = FJ_PI_LOAD_CONST; break;
+    case RETURN_VALUE: k = FJ_PI_RETURN_VALUE; break;
+    case RETURN_CONST: k = FJ_PI_RETURN_CONST; break;
+    case LOAD_FAST: case LOAD_FAST_CHECK: k = FJ_PI_LOAD_FAST; break;
+    case LOAD_FAST_AND_CLEAR: k = FJ_PI_LOAD_FAST_AND_CLEAR; break;
+    case STORE_FAST: k = FJ_PI_STORE_FAST; break;
+    case DELETE_FAST: k = FJ_PI_DELETE_FAST; break;
+    case MAKE_CELL: k = FJ_PI_MAKE_CELL; break;
+    case COPY_FREE_VARS: k = FJ_PI_COPY_FREE_VARS; break;
+    case LOAD_CLOSURE: k = FJ_PI_LOAD_CLOSURE; break;
+    case LOAD_DEREF: k = FJ_PI_LOAD_DEREF; break;
+    case STORE_DEREF: k = FJ_PI_STORE_DEREF; break;
+    case DELETE_DEREF: k = FJ_PI_DELETE_DEREF; break;
+    case LOAD_GLOBAL: k = FJ_PI_LOAD_GLOBAL; a = arg >> 1; b = arg & 1; break;
+    case STORE_GLOBAL: k = FJ_PI_STORE_GLOBAL; break;
+    case DELETE_GLOBAL: k = FJ_PI_DELETE_GLOBAL; break;
+    case LOAD_ATTR: k = (arg & 1) ? FJ_PI_LOAD_METHOD : FJ_PI_LOAD_ATTR; a = arg >> 1; break;
+    case STORE_ATTR: k = FJ_PI_STORE_ATTR; break;
+    case DELETE_ATTR: k = FJ_PI_DELETE_ATTR; break;
+    case KW_NAMES: k = FJ_PI_KW_NAMES; break;
+    case CALL: k = FJ_PI_CALL; break;
+    case CALL_FUNCTION_EX: k = FJ_PI_CALL_FUNCTION_EX; a = arg & 1; break;
+    case MAKE_FUNCTION: k = FJ_PI_MAKE_FUNCTION; break;
+    case BINARY_OP: k = FJ_PI_BINARY_OP; break;
+    case COMPARE_OP: k = FJ_PI_COMPARE_OP; a = arg >> 4; break;
+    case IS_OP: k = FJ_PI_IS_OP; break;
+    case CONTAINS_OP: k = FJ_PI_CONTAINS_OP; break;
+    case UNARY_NOT: k = FJ_PI_UNARY_NOT; break;
+    case UNARY_NEGATIVE: k = FJ_PI_UNARY_NEGATIVE; break;
+    case UNARY_INVERT: k = FJ_PI_UNARY_INVERT; break;
+    case CALL_INTRINSIC_1:
+        if (arg == INTRINSIC_UNARY_POSITIVE) {
+            k = FJ_PI_UNARY_POSITIVE;
+            a = 0;
+        }
+        else if (arg == INTRINSIC_LIST_TO_TUPLE) {
+            k = FJ_PI_LIST_TO_TUPLE;
+            a = 0;
+        }
+        break;
+    case BINARY_SUBSCR: k = FJ_PI_BINARY_SUBSCR; break;
+    case STORE_SUBSCR: k = FJ_PI_STORE_SUBSCR; break;
+    case DELETE_SUBSCR: k = FJ_PI_DELETE_SUBSCR; break;
+    case BINARY_SLICE: k = FJ_PI_BINARY_SLICE; break;
+    case STORE_SLICE: k = FJ_PI_STORE_SLICE; break;
+    case BUILD_TUPLE: k = FJ_PI_BUILD_TUPLE; break;
+    case BUILD_LIST: k = FJ_PI_BUILD_LIST; break;
+    case BUILD_MAP: k = FJ_PI_BUILD_MAP; break;
+    case BUILD_CONST_KEY_MAP: k = FJ_PI_BUILD_CONST_KEY_MAP; break;
+    case BUILD_SLICE: k = FJ_PI_BUILD_SLICE; break;
+    case BUILD_STRING: k = FJ_PI_BUILD_STRING; break;
+    case MAP_ADD: k = FJ_PI_MAP_ADD; break;
+    case DICT_UPDATE: k = FJ_PI_DICT_UPDATE; break;
+    case DICT_MERGE: k = FJ_PI_DICT_MERGE; break;
+    case LIST_APPEND: k = FJ_PI_LIST_APPEND; break;
+    case LIST_EXTEND: k = FJ_PI_LIST_EXTEND; break;
+    case FORMAT_VALUE: k = FJ_PI_FORMAT; a = arg & 3; b = (arg & 4) != 0; break;
+    case UNPACK_SEQUENCE: k = FJ_PI_UNPACK_SEQUENCE; break;
+    case UNPACK_EX: k = FJ_PI_UNPACK_EX; break;
+    case GET_ITER: k = FJ_PI_GET_ITER; break;
+    /* An exhausted iterator pops itself and jumps past the END_FOR at the
+       target (bytecodes.c: JUMPBY(oparg + 1)). */
+    case FOR_ITER: k = FJ_PI_FOR_ITER; a = 0; b = 1; break;
+    case JUMP_FORWARD: case JUMP_BACKWARD: case JUMP_BACKWARD_NO_INTERRUPT:
+        k = FJ_PI_JUMP; a = 0; break;
+    case POP_JUMP_IF_FALSE: k = FJ_PI_POP_JUMP_IF; a = FJ_IF_FALSE; break;
+    case POP_JUMP_IF_TRUE: k = FJ_PI_POP_JUMP_IF; a = FJ_IF_TRUE; break;
+    case POP_JUMP_IF_NONE: k = FJ_PI_POP_JUMP_IF; a = FJ_IF_NONE; break;
+    case POP_JUMP_IF_NOT_NONE: k = FJ_PI_POP_JUMP_IF; a = FJ_IF_NOT_NONE; break;
+    case IMPORT_NAME: k = FJ_PI_IMPORT_NAME; break;
+    case RAISE_VARARGS: k = FJ_PI_RAISE_VARARGS; break;
+    case RERAISE: k = FJ_PI_RERAISE; break;
+    default: break;
+    }
+    in->p.op = k;
+    in->p.a = a;
+    in->p.b = b;
+}
+
+/* ---- rewriting --------------------------------------------------------- */
+
+int fj_dl_split_fast_pairs(fj_InstrList *il)
+{
+    (void)il; /* 3.12 has no two-local instructions */
+    return 0;
+}
+
+int fj_dl_fast_local_arg(const fj_Instr *in)
+{
+    switch (in->op) {
+    case LOAD_FAST: case LOAD_FAST_CHECK: case LOAD_FAST_AND_CLEAR: case STORE_FAST:
+    case DELETE_FAST:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* ---- emitting ---------------------------------------------------------- */
+
+int fj_dl_load_global(fj_InstrList *il, int name_ix, int push_null)
+{
+    return fj_bc_emit(il, LOAD_GLOBAL, name_ix << 1 | (push_null != 0));
+}
+
+int fj_dl_load_attr(fj_InstrList *il, int name_ix)
+{
+    return fj_bc_emit(il, LOAD_ATTR, name_ix << 1);
+}
+
+int fj_dl_load_method(fj_InstrList *il, int name_ix)
+{
+    return fj_bc_emit(il, LOAD_ATTR, name_ix << 1 | 1);
+}
+
+int fj_dl_null_before(fj_InstrList *il)
+{
+    return fj_bc_emit(il, PUSH_NULL, 0) < 0 ? -1 : 0;
+}
+
+int fj_dl_null_after(fj_InstrList *il)
+{
+    (void)il;
+    return 0;
+}
+
+int fj_dl_call(fj_InstrList *il, int nargs, int kw_ix)
+{
+    if (kw_ix >= 0 && fj_bc_emit(il, KW_NAMES, kw_ix) < 0)
+        return -1;
+    return fj_bc_emit(il, CALL, nargs);
+}
+
+int fj_dl_make_function(fj_InstrList *il, int flags)
+{
+    return fj_bc_emit(il, MAKE_FUNCTION, flags);
+}
+
+int fj_dl_load_closure(fj_InstrList *il, int ix)
+{
+    return fj_bc_emit(il, LOAD_CLOSURE, ix);
+}
+
+#endif
