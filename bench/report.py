@@ -32,7 +32,8 @@ To measure again and regenerate this file (release build):
 
 ```sh
 make bench            # bench/run_all.py: runtime, guards, compile, recompile, run mode,
-                      # eager on large arrays (--quick: BENCH_FLAGS=--quick), ~15 min
+                      # eager on large arrays, per CPython version (--quick: BENCH_FLAGS=--quick),
+                      # ~17 min
 make memcheck         # memory stays flat, ~1 min
 make bench-native     # native backend vs NumPy, numexpr, Numba, torch.compile: the full run
                       # (1e3..1e8, ~45 min); BENCH_NATIVE_FLAGS=--quick stops at 1e7 (~10 min)
@@ -157,6 +158,28 @@ that start-up is compared with plain.  Each program's ratio includes
 percent.  With the hook awake its floor is CPython's: with any PEP 523
 function set, 3.11 does not inline Python-to-Python calls, which is why
 the hook takes itself off below code that captures nothing (quiet regions)."""),
+    ("versions", "Per CPython version", "bench/bench_versions.py [--quick] [--runs N]",
+     """\
+The same figures on CPython 3.11, 3.12 and 3.13 (each found as `make test`
+finds it; one missing, or without its `framejit/_C.cpython-3X-*.so`, is
+skipped and named below), one child process per version, run one after the
+other `--runs` times in alternating order; a cell is the median over those
+runs of the run's own figure, and a ratio is taken within a run.  (a) and
+(b) are "Compile"'s warm calls on `np.ones(4)` and first-call compile of
+the 20-op function.  (c) is the hook on Python-to-Python calls, in pure
+Python: recursive `fib(20)` (21,891 calls) and a loop of 1000 calls of
+`small(i)`, with framejit's Compiler as the thread's callback as under
+`python -m framejit run --preload=numpy`, called from a loop that ran
+compiled code.  *plain* has no hook; *hook, SKIP_CODE* runs every call
+through the hook's cheapest path (about what any PEP 523 hook costs: with
+one set, CPython 3.11 to 3.13 no longer inline a Python-to-Python call in
+the caller's C activation, and their specialized calls deopt); *hook,
+framejit* every call through the hook as framejit leaves code that captures
+nothing (its arguments scanned for arrays, then its own bytecode); for
+both, a parked second thread holds a callback, which turns quiet regions
+off.  *framejit default* is what a program gets: quiet regions on, so the
+functions run with the hook stepped aside except every 16th entry, observed
+with its whole subtree.  "ns/call" is the time added per Python call."""),
     ("eager_large", "Eager backend on large arrays", "bench/bench_eager_large.py [--quick]",
      """\
 Plain CPython + NumPy against `framejit.compile(f)` (eager backend), float64,

@@ -143,6 +143,29 @@ def test_deep_recursion_does_not_overflow_the_c_stack(tmp_path):
     assert plain[:2] == run[:2] == (0, "200000\n")
 
 
+_DEEP_THREADED = """
+import sys, threading
+sys.setrecursionlimit(100000)
+ev = threading.Event()
+t = threading.Thread(target=ev.wait)
+t.start()                               # run mode gives this thread a callback too
+def r(n):
+    return 0 if n == 0 else 1 + r(n - 1)
+print(r(900), r(60000))
+ev.set()
+t.join()
+"""
+
+
+def test_deep_recursion_with_another_thread_alive(tmp_path):
+    # the hook stepped aside for deep recursion only while one thread had a
+    # callback: with a second live thread, run mode overflowed the C stack
+    # (3.11, depth 20000) or raised RecursionError where plain Python does
+    # not (3.12: depth 750 at the default limit, under its C recursion budget)
+    plain, run = _run_both(tmp_path, "import numpy\n" + _DEEP_THREADED)
+    assert plain[:2] == run[:2] == (0, "900 60000\n")
+
+
 def deep_sum(n, x):
     return x.sum() if n == 0 else deep_sum(n - 1, x)
 

@@ -793,6 +793,9 @@ static int quiet_run(PyThreadState *ts, fj_Frame *f, PyCodeObject *co, PyObject 
 ** stack is half used, the hook steps aside for the frame's whole subtree
 ** (its calls are inlined again), so only CPython's own limits apply.  3.12+
 ** also step aside at half their C recursion budget (fj_c_recursion_deep).
+** The hook is per interpreter: while one thread's deep subtree runs, other
+** threads' frames run their own code too.  Another thread's step back puts
+** the hook on again; the deep thread's next call then steps aside again.
 */
 #if defined(__linux__)
 static FJ_TLS uintptr_t tls_stack_half = 0; /* 0: not read yet */
@@ -903,7 +906,9 @@ static PyObject *fj_eval_frame(PyThreadState *ts, fj_Frame *f, int throw_flag)
        function's lines, not break code and resume functions */
     if (callback == NULL || tls_busy || fj_thread_traced(ts))
         return eval_default(ts, f, throw_flag);
-    if (active_threads == 1 && (stack_is_deep() || fj_c_recursion_deep(ts)))
+    /* with other threads holding callbacks too: they run uncompiled while
+       this deep subtree runs (compiles lost, never behaviour) */
+    if (stack_is_deep() || fj_c_recursion_deep(ts))
         return run_hook_off(ts, f, throw_flag);
     fj_Frame *caller = fj_thread_current_frame(ts);
     PyCodeObject *co = (PyCodeObject *)Py_NewRef(FJ_FRAME_CODE(f));
