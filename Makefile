@@ -10,7 +10,7 @@ LIBSTDCXX := $(shell gcc -print-file-name=libstdc++.so)
 ASAN_ENV := LD_PRELOAD="$(LIBASAN) $(LIBSTDCXX)" PYTHONMALLOC=malloc \
 	ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-.PHONY: all build install deps test demo debug asan test-asan test-debug bench memcheck valgrind clean fuzz \
+.PHONY: all build install deps test test-one demo debug asan test-asan test-debug bench memcheck valgrind clean fuzz \
 	cpython-tests numpy-tests bench-native test-native-default bench-compare bench-report bench-all
 
 all: build
@@ -40,7 +40,21 @@ install: deps
 	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps -e .
 	$(PY) setup.py -q build_ext --inplace
 
-test: install
+# make test: the suite on every supported CPython, one after the other:
+# $(PY) (3.11 on this machine kind) and pyenv's 3.12 and 3.13; each gets its
+# own dependencies, editable install and extension (the .so names carry the
+# version).  TEST_PYTHONS chooses others; test-one runs the suite on $(PY).
+PYENV_DIR := $(shell pyenv root 2>/dev/null)
+TEST_PYTHONS ?= $(PY) $(firstword $(wildcard $(PYENV_DIR)/versions/3.12.*/bin/python3.12)) \
+	$(firstword $(wildcard $(PYENV_DIR)/versions/3.13.*/bin/python3.13))
+test:
+	@for v in 3.12 3.13; do case "$(TEST_PYTHONS)" in *python$$v*) ;; \
+		*) echo "make test: no CPython $$v found under pyenv; its run is skipped";; esac; done
+	@set -e; for p in $(TEST_PYTHONS); do \
+		echo "== make test on $$($$p -c 'import sys; print(sys.version.split()[0])') ($$p)"; \
+		$(MAKE) --no-print-directory test-one PY=$$p; done
+
+test-one: install
 	$(PY) -m pytest tests
 
 demo: install
