@@ -276,6 +276,16 @@ class Hooks:
         logs.log("graph_breaks", compile_id, "internal error:\n" + "".join(
             traceback.format_exception(exc)))
 
+    def graph_raised(self, code, exc):
+        """A compiled frame's graph raised 'exc' (an Exception): the frame's own
+        code runs the call instead, from its start (evalframe.c)."""
+        counters["stats"]["graph_raised_reruns"] += 1
+        if logs.on("graph_breaks"):
+            logs.log("graph_breaks", None,
+                     f"The graph of {_name(code)} ({code.co_filename}:{code.co_firstlineno}) "
+                     f"raised {type(exc).__name__}: {exc}; the call runs the function's own "
+                     f"code instead (what CPython raises or handles, at its own line)")
+
     def backend_failed(self, code, backend, exc):
         name = getattr(backend, "__name__", repr(backend))
         raise BackendCompilerFailed(
@@ -284,3 +294,5 @@ class Hooks:
 
 
 hooks = Hooks()
+if hasattr(_C, "_set_rerun_hook"):
+    _C._set_rerun_hook(hooks.graph_raised)

@@ -362,7 +362,20 @@ def test_generated_code_instructions():
         (3, 13): ["RESUME", "LOAD_GLOBAL", "PUSH_NULL", "LOAD_FAST", "CALL",
                   "UNPACK_SEQUENCE", "RETURN_VALUE"],
     }[sys.version_info[:2]]
-    assert names == expected
+    # after the return: the handler around the graph call (evalframe.c, "A
+    # graph that raised"): framejit._C._graph_raised(exc), then re-raise
+    handler = {
+        (3, 11): ["PUSH_NULL", "LOAD_CONST", "COPY", "PRECALL", "CALL", "POP_TOP", "RERAISE"],
+        (3, 12): ["PUSH_NULL", "LOAD_CONST", "COPY", "CALL", "POP_TOP", "RERAISE"],
+        (3, 13): ["LOAD_CONST", "PUSH_NULL", "COPY", "CALL", "POP_TOP", "RERAISE"],
+    }[sys.version_info[:2]]
+    assert names == expected + handler
+    (exc,) = dis.Bytecode(entry.code).exception_entries
+    offsets = [i.offset for i in dis.get_instructions(entry.code)]
+    call = offsets[names.index("CALL")]
+    assert exc.start <= offsets[names.index("LOAD_GLOBAL")] and call < exc.end
+    assert exc.target == offsets[len(expected)] and exc.depth == 0 and not exc.lasti
+    assert ops[len(expected) + handler.index("LOAD_CONST")][1] is framejit._C._graph_raised
     g = names.index("LOAD_GLOBAL")
     assert ops[g][1].startswith("__compiled_fn_") and ops[names.index("LOAD_FAST")][1] == "x"
     assert ops[names.index("UNPACK_SEQUENCE")][1] == 1

@@ -14,6 +14,7 @@
 */
 #include "codegen.h"
 
+#include "evalframe.h"
 #include "graph.h"
 #include "walk.h"
 
@@ -66,6 +67,11 @@ typedef struct {
     */
     PyObject *memo;         /* strong dict or NULL (break code only): id(Var) -> ___tmp_<n> */
     fj_TFrame *top;         /* borrowed: the top frame of the trace */
+    /*
+    ** The graph call runs under a handler (emit_graph_call): label of its
+    ** code (emitted last, emit_raised_handler), or -1 when there is none.
+    */
+    int raised_label;
 } CodegenCtx;
 
 /* Adds id(v) to 'set': 1 when it was not there, 0 when it was, -1 on error. */
@@ -819,6 +825,13 @@ static int emit_effects(CodegenCtx *cg, PyObject *later)
     return r;
 }
 
+int fj_codegen_can_rerun(PyCodeObject *co, PyObject *graph)
+{
+    int fn_flags = CO_OPTIMIZED | CO_NEWLOCALS;
+    return (co->co_flags & fn_flags) == fn_flags && fj_graph_raised_fn() != NULL &&
+           !fj_graph_mutates(graph);
+}
+
 /*
 ** Emits the call of the graph: LOAD_GLOBAL fn_name when it is a name
 ** (__compiled_fn_N), else LOAD_CONST of the compiled callable
@@ -831,6 +844,12 @@ static int emit_graph_call(CodegenCtx *cg, PyObject *fn_name, Py_ssize_t nout, i
     fj_Builder *b = cg->b;
     PyObject *placeholders = cg->tx->placeholders;
     Py_ssize_t nin = PyList_GET_SIZE(placeholders);
+    if (fj_codegen_can_rerun(cg->co, cg->tx->graph)) {
+        /* nothing before the call is visible, the stack is empty here */
+        if ((cg->raised_label = fj_bc_new_label(&b->il)) < 0)
+            return -1;
+        fj_bc_set_handler(&b->il, FJ_LABEL_REF(cg->raised_label), 0, 0);
+    }
     if (fj_dl_null_before(&b->il) < 0 ||
         (PyUnicode_Check(fn_name) ? fj_builder_load_global(b, fn_name, 0)
                                   : fj_builder_load_const(b, fn_name)) < 0 ||
@@ -841,12 +860,34 @@ static int emit_graph_call(CodegenCtx *cg, PyObject *fn_name, Py_ssize_t nout, i
         if (emit_source(cg, p->source) < 0)
             return -1;
     }
-    if (fj_builder_call(b, (int)nin, NULL) < 0 ||
-        fj_bc_emit(&b->il, UNPACK_SEQUENCE, (int)nout) < 0)
+    if (fj_builder_call(b, (int)nin, NULL) < 0)
+        return -1;
+    fj_bc_set_handler(&b->il, -1, 0, 0);
+    if (fj_bc_emit(&b->il, UNPACK_SEQUENCE, (int)nout) < 0)
         return -1;
     for (Py_ssize_t i = 0; store && i < nout; i++)
         if (emit_fast(b, STORE_FAST, out_name(i)) < 0)
             return -1;
+    return 0;
+}
+
+/*
+** The handler around the graph call (emit_graph_call), after the code's
+** last instruction:  [exc] -> framejit._C._graph_raised(exc); RERAISE 0.
+** The hook then runs the frame's own code for the call when exc is an
+** Exception (evalframe.c, "A graph that raised").  0 or -1.
+*/
+static int emit_raised_handler(CodegenCtx *cg)
+{
+    fj_InstrList *il = &cg->b->il;
+    if (cg->raised_label < 0)
+        return 0;
+    fj_bc_set_handler(il, -1, 0, 0);
+    if (fj_bc_place_label(il, cg->raised_label) < 0 || fj_dl_null_before(il) < 0 ||
+        fj_builder_load_const(cg->b, fj_graph_raised_fn()) < 0 || fj_dl_null_after(il) < 0 ||
+        fj_bc_emit(il, COPY, 3) < 0 || fj_builder_call(cg->b, 1, NULL) < 0 ||
+        fj_bc_emit(il, POP_TOP, 0) < 0 || fj_bc_emit(il, RERAISE, 0) < 0)
+        return -1;
     return 0;
 }
 
@@ -910,6 +951,7 @@ static int codegen_begin(CodegenCtx *cg, fj_Builder *b, PyCodeObject *co, fj_Tra
     cg->top = tx->top;
     cg->outputs = outputs;
     cg->two_phase = tx->cyclic_values;
+    cg->raised_label = -1;
     if ((cg->fresh_memo = PyDict_New()) == NULL || fj_builder_init(b, co) < 0 ||
         emit_prologue(b, co) < 0)
         return -1;
@@ -962,6 +1004,8 @@ PyObject *fj_codegen_graph_call(PyCodeObject *co, PyObject *fn_name, fj_Tracer *
     if (emit_rebuild(cg, ret) < 0 || fj_bc_emit(&b->il, RETURN_VALUE, 0) < 0)
         goto done;
 assemble:
+    if (emit_raised_handler(cg) < 0)
+        goto done;
     result = hashable_code(fj_builder_assemble(b, NULL));
 done:
     codegen_end(cg);
@@ -1407,6 +1451,8 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
         if (emit_resume_call(b, nargs) < 0)
             goto done;
     }
+    if (emit_raised_handler(cg) < 0)
+        goto done;
     result = hashable_code(fj_builder_assemble(b, NULL));
 done:
     codegen_end(cg);

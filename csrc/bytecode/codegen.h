@@ -22,6 +22,15 @@
 PyObject *fj_codegen_outputs(PyObject *ret, fj_Tracer *tx);
 
 /*
+** True when the call of 'graph' in code replacing 'co' runs under a handler
+** that makes the frame's own code run the call if the graph raises
+** (evalframe.c, "A graph that raised"): 'co' is a function's code and the
+** graph writes into no array or tensor (fj_graph_mutates).  A trace through
+** a try or with block needs it: the graph's error then reaches the handler.
+*/
+int fj_codegen_can_rerun(PyCodeObject *co, PyObject *graph);
+
+/*
 ** Builds the replacement for 'co': calls 'fn_name' (the compiled callable,
 ** loaded as a constant; or no graph when
 ** fn_name is NULL) with the graph inputs (tx->placeholders), unpacks

@@ -482,7 +482,16 @@ static PyObject *emit_and_finish(Compiler *c, PyCodeObject *co, fj_Tracer *tx, P
                                  PyObject *outputs, const BreakCode *brk)
 {
     PyObject *fn_name = NULL, *new_code = NULL, *result = NULL;
-    if (outputs == NULL || install_graph(c, tx, co, outputs, cid, &fn_name) < 0)
+    if (outputs == NULL)
+        goto done;
+    if (tx->protected_seen && fj_graph_num_calls(tx->graph) > 0 &&
+        !fj_codegen_can_rerun(co, tx->graph)) {
+        fj_unsupported("a graph that covers a try or with block %s (an error inside it could "
+                       "not reach the handler)",
+                       fj_graph_mutates(tx->graph) ? "writes into an array" : "outside a function");
+        goto done;
+    }
+    if (install_graph(c, tx, co, outputs, cid, &fn_name) < 0)
         goto done;
     if (brk == NULL)
         new_code = fj_codegen_graph_call(co, fn_name, tx, outputs, tx->top->retval);

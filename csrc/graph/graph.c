@@ -718,6 +718,55 @@ Py_ssize_t fj_graph_num_calls(PyObject *g)
     return ((fj_Graph *)g)->ncalls;
 }
 
+/* True when 'fake' is the meta tensor of a node in (nested) 'a'. */
+static int holds_fake(PyObject *a, PyObject *fake)
+{
+    if (fj_Node_Check(a))
+        return ((fj_Node *)a)->fake == fake;
+    if (PyTuple_Check(a) || PyList_Check(a))
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(a); i++)
+            if (holds_fake(PySequence_Fast_GET_ITEM(a, i), fake))
+                return 1;
+    return 0;
+}
+
+/* True when call node 'n' writes into an array or tensor: an in-place
+   operator, an item store, a ufunc's 'out', a torch op returning an operand. */
+static int node_mutates(fj_Node *n)
+{
+    const fj_OpDef *op = n->op;
+    if (n->kind != FJ_NODE_CALL)
+        return 0;
+    if (op != NULL && (op->kind == FJ_OP_INPLACE || (op->flags & FJ_OPF_MUTATES)))
+        return 1;
+    if (op != NULL && (op->flags & FJ_OPF_OUT)) {
+        PyObject *out = n->kwargs ? PyDict_GetItemString(n->kwargs, "out") : NULL;
+        if ((out != NULL && out != Py_None) || PyTuple_GET_SIZE(n->args) > op->nin)
+            return 1;
+    }
+    if (n->fake != NULL) {
+        if (holds_fake(n->args, n->fake))
+            return 1;
+        if (n->kwargs != NULL) {
+            Py_ssize_t pos = 0;
+            PyObject *k, *v;
+            while (PyDict_Next(n->kwargs, &pos, &k, &v))
+                if (holds_fake(v, n->fake))
+                    return 1;
+        }
+    }
+    return 0;
+}
+
+int fj_graph_mutates(PyObject *g)
+{
+    PyObject *nodes = ((fj_Graph *)g)->nodes;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(nodes); i++)
+        if (node_mutates((fj_Node *)PyList_GET_ITEM(nodes, i)))
+            return 1;
+    return 0;
+}
+
 /* ---- running ------------------------------------------------------------ */
 
 PyObject *fj_map_items(PyObject *seq, int tuple, PyObject *(*f)(PyObject *, void *), void *ctx)

@@ -317,6 +317,16 @@ int fj_safe_getattr(PyObject *o, PyObject *name, PyObject **out)
     getattrofunc ga = tp->tp_getattro;
     if (!PyUnicode_CheckExact(name))
         return 0;
+    if (tp == &PyMethod_Type) {
+        /* a bound method's own members (the trace's bound_method_input) */
+        PyObject *m = _PyUnicode_EqualToASCIIString(name, "__func__") ? PyMethod_GET_FUNCTION(o)
+                      : _PyUnicode_EqualToASCIIString(name, "__self__") ? PyMethod_GET_SELF(o)
+                                                                          : NULL;
+        if (m == NULL)
+            return 0;
+        *out = Py_NewRef(m);
+        return 1;
+    }
     if (ga == PyModule_Type.tp_getattro || (PyModule_Check(o) && module_hook_only(tp))) {
         PyObject *descr = _PyType_Lookup(tp, name);
         if (descr == NULL) {

@@ -554,13 +554,37 @@ static int torch_check(Leaf *lf, PyObject *v, PyObject *source, PyObject **reaso
     return ok;
 }
 
+/*
+** NumPy's error state: each np.errstate(...) entered makes a new capsule of
+** its numpy/_core/src/umath/extobj.h npy_extobj, so two states are the same
+** when the capsules are, or when both hold equal fields (the handler
+** function by identity).
+*/
+typedef struct {
+    int errmask;
+    Py_ssize_t bufsize; /* npy_intp */
+    PyObject *pyfunc;
+} fj_npy_extobj;
+
+static int same_extobj(PyObject *a, PyObject *b)
+{
+    static const char name[] = "numpy.ufunc.extobj";
+    if (a == b)
+        return 1;
+    if (a == NULL || b == NULL || !PyCapsule_CheckExact(a) || !PyCapsule_CheckExact(b) ||
+        !PyCapsule_IsValid(a, name) || !PyCapsule_IsValid(b, name))
+        return 0;
+    const fj_npy_extobj *x = PyCapsule_GetPointer(a, name), *y = PyCapsule_GetPointer(b, name);
+    return x->errmask == y->errmask && x->bufsize == y->bufsize && x->pyfunc == y->pyfunc;
+}
+
 static int global_state_check(Leaf *lf)
 {
     PyObject *cur = NULL;
     if (lf->obj != NULL) {
         if (PyContextVar_Get(lf->obj, NULL, &cur) < 0)
             return -1;
-        int ok = cur == lf->aux;
+        int ok = same_extobj(cur, lf->aux);
         Py_XDECREF(cur);
         if (!ok)
             return 0;

@@ -418,12 +418,164 @@ int fj_view_has_arrays(PyCodeObject *co, const fj_FrameView *view)
     return 0;
 }
 
+/*
+** A graph that raised.  Compiled code calls its graph under a handler that
+** calls framejit._C._graph_raised(exc) and re-raises (codegen.c,
+** emit_graph_call): nothing the frame does is visible before that call, so
+** when the graph raises an Exception the frame's own code runs instead,
+** from the start, with the same arguments, and raises (or handles) exactly
+** what CPython does, at its own line (docs/side-effects.md, "Errors inside
+** the graph").  Code generation adds the handler only where that holds: a
+** function's code whose graph writes into no array (fj_graph_mutates).
+** KeyboardInterrupt, SystemExit and the like are never swallowed.
+*/
+/*
+** The call to run again, taken by _graph_raised while the frame is alive
+** (3.12+ clear and pop a frame as its evaluation ends): the frame, its
+** function and arguments.
+*/
+typedef struct {
+    fj_Frame *frame;  /* the frame whose graph raised, compared only */
+    PyObject *func;   /* strong */
+    PyObject *args;   /* strong tuple */
+    PyObject *kwargs; /* strong dict */
+} RerunCall;
+static FJ_TLS RerunCall tls_rerun = {NULL, NULL, NULL, NULL};
+static FJ_TLS PyCodeObject *tls_own_code = NULL; /* the next frame of this code runs as is */
+static PyObject *graph_raised_fn = NULL;         /* strong: framejit._C._graph_raised */
+static PyObject *rerun_hook = NULL;              /* strong or NULL: hook(code, exc) */
+
+static void rerun_clear(RerunCall *rc)
+{
+    rc->frame = NULL;
+    Py_CLEAR(rc->func);
+    Py_CLEAR(rc->args);
+    Py_CLEAR(rc->kwargs);
+}
+
+/*
+** The arguments the frame 'f' of 'co' was called with, read from its fast
+** locals before its code stored any (cell arguments from their cells): a
+** tuple and a dict for PyObject_Call.  0, or -1 (an error set, or none
+** when an argument is missing).
+*/
+static int frame_call_args(fj_Frame *f, PyCodeObject *co, PyObject **args, PyObject **kwargs)
+{
+    int npos = co->co_argcount, nkw = co->co_kwonlyargcount;
+    int nall = npos + nkw + !!(co->co_flags & CO_VARARGS) + !!(co->co_flags & CO_VARKEYWORDS);
+    PyObject *v[nall > 0 ? nall : 1];
+    for (int i = 0; i < nall; i++) {
+        v[i] = f->localsplus[i];
+        if (v[i] != NULL && (fj_code_local_kind(co, i) & FJ_FAST_CELL))
+            v[i] = PyCell_Check(v[i]) ? PyCell_GET(v[i]) : NULL;
+        if (v[i] == NULL)
+            return -1;
+    }
+    PyObject *star = (co->co_flags & CO_VARARGS) ? v[npos + nkw] : NULL;
+    PyObject *dstar = (co->co_flags & CO_VARKEYWORDS) ? v[npos + nkw + !!star] : NULL;
+    if ((star != NULL && !PyTuple_Check(star)) || (dstar != NULL && !PyDict_Check(dstar)))
+        return -1;
+    Py_ssize_t nstar = star ? PyTuple_GET_SIZE(star) : 0;
+    *args = PyTuple_New(npos + nstar);
+    *kwargs = dstar ? PyDict_Copy(dstar) : PyDict_New();
+    if (*args == NULL || *kwargs == NULL)
+        goto fail;
+    for (int i = 0; i < npos; i++)
+        PyTuple_SET_ITEM(*args, i, Py_NewRef(v[i]));
+    for (Py_ssize_t i = 0; i < nstar; i++)
+        PyTuple_SET_ITEM(*args, npos + i, Py_NewRef(PyTuple_GET_ITEM(star, i)));
+    for (int i = 0; i < nkw; i++)
+        if (PyDict_SetItem(*kwargs, fj_code_local_name(co, npos + i), v[npos + i]) < 0)
+            goto fail;
+    return 0;
+fail:
+    Py_CLEAR(*args);
+    Py_CLEAR(*kwargs);
+    return -1;
+}
+
+/* Compiled code's handler: takes the call to run again when 'exc' is an
+   Exception (a failure to take it leaves the graph's error standing). */
+static PyObject *graph_raised_py(PyObject *mod, PyObject *exc)
+{
+    PyThreadState *ts = PyThreadState_Get();
+    fj_Frame *f = fj_thread_current_frame(ts);
+    if (f == NULL || !PyExceptionInstance_Check(exc) ||
+        !PyErr_GivenExceptionMatches(exc, PyExc_Exception))
+        Py_RETURN_NONE;
+    PyFunctionObject *fn = FJ_FRAME_FUNC(f);
+    if (fn == NULL || !PyFunction_Check((PyObject *)fn))
+        Py_RETURN_NONE;
+    rerun_clear(&tls_rerun);
+    PyObject *args, *kwargs;
+    if (frame_call_args(f, FJ_FRAME_CODE(f), &args, &kwargs) < 0) {
+        if (PyErr_ExceptionMatches(PyExc_MemoryError))
+            return NULL;
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    tls_rerun.frame = f;
+    tls_rerun.func = Py_NewRef((PyObject *)fn);
+    tls_rerun.args = args;
+    tls_rerun.kwargs = kwargs;
+    Py_RETURN_NONE;
+}
+
+PyObject *fj_graph_raised_fn(void)
+{
+    return graph_raised_fn;
+}
+
+static PyObject *set_rerun_hook_py(PyObject *mod, PyObject *fn)
+{
+    if (fn != Py_None && !PyCallable_Check(fn))
+        return PyErr_Format(PyExc_TypeError,
+                            "_set_rerun_hook expects a callable or None, not %.100s",
+                            Py_TYPE(fn)->tp_name);
+    Py_XSETREF(rerun_hook, fn == Py_None ? NULL : Py_NewRef(fn));
+    Py_RETURN_NONE;
+}
+
+/* The frame of 'own' ran compiled code whose graph raised: runs 'own' for
+   the call 'rc' took instead (the error stands if that cannot be done). */
+static PyObject *rerun_own_code(RerunCall *rc, PyCodeObject *own)
+{
+    if (((PyFunctionObject *)rc->func)->func_code != (PyObject *)own)
+        return NULL;
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (rerun_hook != NULL && value != NULL) {
+        PyObject *r = PyObject_CallFunctionObjArgs(rerun_hook, (PyObject *)own, value, NULL);
+        if (r == NULL) /* a logging hook's own failure: the call still runs */
+            PyErr_WriteUnraisable(rerun_hook);
+        Py_XDECREF(r);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    tls_own_code = own;
+    PyObject *r = PyObject_Call(rc->func, rc->args, rc->kwargs);
+    tls_own_code = NULL;
+    return r;
+}
+
 /* Runs 'code' for the fresh frame 'f' (its code when swapping is impossible). */
 static PyObject *run_code(PyThreadState *ts, fj_Frame *f, PyCodeObject *code, int throw_flag)
 {
-    if (code != FJ_FRAME_CODE(f))
-        (void)fj_frame_swap_code(ts, f, code); /* on failure the original code runs */
-    return eval_default(ts, f, throw_flag);
+    PyCodeObject *own = FJ_FRAME_CODE(f); /* kept alive by the caller (fj_eval_frame) */
+    if (code == own || fj_frame_swap_code(ts, f, code) < 0) /* on failure the original runs */
+        return eval_default(ts, f, throw_flag);
+    PyObject *r = eval_default(ts, f, throw_flag); /* 3.12+: 'f' is gone after this */
+    if (tls_rerun.frame == f) {
+        RerunCall rc = tls_rerun;
+        tls_rerun.frame = NULL;
+        tls_rerun.func = tls_rerun.args = tls_rerun.kwargs = NULL;
+        if (r == NULL)
+            r = rerun_own_code(&rc, own);
+        rerun_clear(&rc);
+    }
+    return r;
 }
 
 /*
@@ -906,6 +1058,10 @@ static PyObject *fj_eval_frame(PyThreadState *ts, fj_Frame *f, int throw_flag)
        function's lines, not break code and resume functions */
     if (callback == NULL || tls_busy || fj_thread_traced(ts))
         return eval_default(ts, f, throw_flag);
+    if (tls_own_code != NULL && FJ_FRAME_CODE(f) == tls_own_code) {
+        tls_own_code = NULL; /* rerun_own_code's call: its own code, its callees hooked */
+        return eval_default(ts, f, throw_flag);
+    }
     /* with other threads holding callbacks too: they run uncompiled while
        this deep subtree runs (compiles lost, never behaviour) */
     if (stack_is_deep() || fj_c_recursion_deep(ts))
@@ -1151,6 +1307,13 @@ static PyMethodDef eval_frame_methods[] = {
     {NULL},
 };
 
+#if FJ_SUPPORTED
+static PyMethodDef graph_raised_def = {
+    "_graph_raised", graph_raised_py, METH_O,
+    "_graph_raised(exc): compiled code's handler around its graph call: the frame's own code "
+    "reruns the call when exc is an Exception (evalframe.c)."};
+#endif
+
 /* framejit._C, not eval_frame (whose names are exactly torch's). */
 static PyMethodDef dormant_methods[] = {
     {"_sleep_until_import", (PyCFunction)(void (*)(void))sleep_until_import_py, METH_FASTCALL,
@@ -1158,6 +1321,11 @@ static PyMethodDef dormant_methods[] = {
      "until a module in names (or a submodule) is imported (see evalframe.c, Dormant)."},
     {"_dormant", dormant_py, METH_NOARGS, "_dormant() -> bool: the hook waits for an import."},
     {"_wake", wake_py, METH_NOARGS, "_wake(): the hook back on now, if it was dormant."},
+#if FJ_SUPPORTED
+    {"_set_rerun_hook", set_rerun_hook_py, METH_O,
+     "_set_rerun_hook(fn): fn(code, exc) is called when a compiled frame's graph raised exc "
+     "and the frame's own code reruns the call."},
+#endif
     {NULL},
 };
 
@@ -1211,6 +1379,9 @@ int fj_evalframe_init(PyObject *module)
         return -1;
 #endif
 #if FJ_SUPPORTED
+    graph_raised_fn = PyCFunction_New(&graph_raised_def, NULL);
+    if (graph_raised_fn == NULL || PyModule_AddObjectRef(module, "_graph_raised", graph_raised_fn) < 0)
+        return -1;
     role_index = fj_request_code_extra_index(NULL);
     quiet_index = fj_request_code_extra_index(NULL);
     if (fj_rearm_init() < 0)

@@ -55,6 +55,10 @@ enum { FJ_CODE_ROLE_BREAK = 1, FJ_CODE_ROLE_RESUME = 2 };
 /* Marks the code object 'code' with 'role'.  0, or -1 with an exception. */
 int fj_evalframe_mark_code(PyObject *code, int role);
 
+/* framejit._C._graph_raised (borrowed): what compiled code calls when its
+   graph raised (codegen.c), so the frame's own code reruns the call. */
+PyObject *fj_graph_raised_fn(void);
+
 /* Creates framejit._C.eval_frame and the frame-action sentinels. */
 int fj_evalframe_init(PyObject *module);
 

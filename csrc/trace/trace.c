@@ -438,6 +438,46 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
     return v;
 }
 
+/*
+** A bound method of a plain function of its object's class (a with
+** statement's cm.__exit__ reaching a resume function): a new object on every
+** call, so it is guarded by type, its __func__ by identity and its __self__
+** as an input of its own.  The Var is the method of self (FJ_VAR_METHOD):
+** calling it inlines the function with self.  NULL with an error, or NULL
+** with none when the method is not such a one (*handled stays 0).
+*/
+static fj_Var *bound_method_input(fj_Tracer *tx, fj_Source *src, PyObject *mgr, PyObject *value,
+                                  int *handled)
+{
+    PyObject *func = PyMethod_GET_FUNCTION(value), *self = PyMethod_GET_SELF(value);
+    *handled = 0;
+    if (!PyFunction_Check(func) || PyType_Check(self) || PyModule_Check(self))
+        return NULL;
+    PyObject *name = ((PyFunctionObject *)func)->func_name;
+    if (!PyUnicode_Check(name) || _PyType_Lookup(Py_TYPE(self), name) != func)
+        return NULL;
+    *handled = 1;
+    if (fj_guard_add_type_match(mgr, (PyObject *)&PyMethod_Type) < 0)
+        return NULL;
+    PyObject *fname = PyUnicode_FromString("__func__"), *sname = PyUnicode_FromString("__self__");
+    fj_Source *fs = fname ? fj_source_attr(src, fname) : NULL;
+    fj_Source *ss = sname ? fj_source_attr(src, sname) : NULL;
+    fj_Var *fv = fs && ss ? fj_trace_input(tx, fs, func) : NULL;
+    fj_Var *sv = fv ? fj_trace_input(tx, ss, self) : NULL;
+    fj_Var *v = NULL;
+    if (sv != NULL && sv->kind != FJ_VAR_OBJ)
+        fj_unsupported("%U is a method of a %.100s: not captured", src->text, Py_TYPE(self)->tp_name);
+    else if (sv != NULL && (v = fj_var_new(FJ_VAR_METHOD, name, NULL)) != NULL)
+        v->extra = Py_NewRef((PyObject *)sv);
+    Py_XDECREF(fname);
+    Py_XDECREF(sname);
+    Py_XDECREF(fs);
+    Py_XDECREF(ss);
+    Py_XDECREF(fv);
+    Py_XDECREF(sv);
+    return v;
+}
+
 static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
 {
     PyObject *known = PyDict_GetItemWithError(tx->inputs, src->text);
@@ -452,6 +492,7 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
     if (PyErr_Occurred())
         return NULL;
     fj_Var *v = NULL;
+    int handled = 0;
     /* inputs are told apart by their access path, so an object that refers
        to itself (signal._globals = globals()) would nest without end */
     int depth = 0;
@@ -611,6 +652,11 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
         Py_DECREF(items);
         if (v != NULL)
             v->split_dict = fj_dict_is_split(value);
+    }
+    else if (PyMethod_Check(value) &&
+             ((v = bound_method_input(tx, src, mgr, value, &handled)) != NULL || handled)) {
+        if (v == NULL)
+            return NULL;
     }
     else if (PyModule_Check(value) || PyFunction_Check(value) || PyCFunction_Check(value) ||
              PyType_Check(value) || PyArray_DescrCheck(value) || fj_torch_is_singleton(value) ||
@@ -1562,9 +1608,12 @@ static int run_frame(fj_TFrame *fr)
             return fj_unsupported("trace too long (instruction budget exhausted)");
         if (tx->log_trace)
             log_instruction(fr, in);
+        /* under a try or with block: a graph op here could raise at run time,
+           which the handler must see (fj_codegen_can_rerun); a break here is
+           refused by fj_resume_plan */
         if (in->exc_target >= 0 && op != FJ_PI_NOP &&
             !fj_bc_handler_transparent(&fr->il, in->exc_target))
-            return fj_unsupported("%s inside a try or with block", fj_trace_opname(in->op));
+            tx->protected_seen = 1;
         switch (op) {
         case FJ_PI_NOP:
         case FJ_PI_PRECALL:
@@ -2206,6 +2255,11 @@ static int run_frame(fj_TFrame *fr)
                 Py_DECREF(POP());
             break;
         }
+        case FJ_PI_BEFORE_WITH:
+            /* the context manager's __enter__ runs in CPython; the with body
+               continues in a resume function, under its handler */
+            fj_unsupported("with statement (the context manager's __enter__ runs in CPython)");
+            goto error;
         default:
             fj_unsupported("opcode %s is not supported", fj_trace_opname(in->op));
             goto error;

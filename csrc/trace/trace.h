@@ -112,6 +112,9 @@ typedef struct fj_Tracer {
                                 containers a value holds in more than one place */
     int cyclic_values;       /* set by fj_codegen_*outputs: a value to rebuild contains
                                 itself, so containers are made empty then filled */
+    int protected_seen;      /* an instruction under an exception handler (try, with) was
+                                traced: the graph must be one an error in it can leave to
+                                the frame's own code (fj_codegen_can_rerun) */
     PyObject *made;          /* strong list or NULL: the Vars made while this tracer ran
                                 that can hold Vars; cleared with the tracer, so reference
                                 cycles among them (self.loop = self) are not left to the
