@@ -297,18 +297,144 @@ def test_mutating_graph_under_a_handler_is_not_captured(logs):
     assert stats()["graph_raised_reruns"] == 0
 
 
+# --------------------------------------------- graph breaks under a handler
+def opaque(v, limit=5.0, kind=ValueError):
+    """Not traceable (float() of an array is a break): raises past 'limit'."""
+    LOG.append(("opaque", float(v.sum())))
+    if float(v.sum()) > limit:
+        raise kind("too big")
+    return v * 2
+
+
 def break_in_try(x):
+    y = np.sin(x) + 1
     try:
-        y = np.sin(x)
-        print(end="")
+        z = opaque(y)
+        LOG.append("after")
+    except ValueError as e:
+        LOG.append(("caught", str(e)))
+        z = y - 1
+    return z * 3
+
+
+def break_in_try_no_match(x):
+    y = np.cos(x) * 4
+    try:
+        z = opaque(y, kind=KeyError)
     except ValueError:
-        y = None
-    return y
+        z = None
+    return z
 
 
-def test_break_inside_try_runs_in_cpython():
-    run_both(break_in_try, np.ones(2))
-    assert stats()["frames_not_captured"] >= 1
+def break_in_try_finally(x):
+    y = np.cos(x) * 4
+    t = 1
+    try:
+        z = opaque(y, limit=10.0)
+        t = 2
+    finally:
+        LOG.append(("finally", t))
+    return z + t
+
+
+def break_in_nested_try(x):
+    y = np.tanh(x) * 3
+    try:
+        try:
+            z = opaque(y, 2.0, kind=KeyError)
+        except ValueError:
+            z = 0
+        LOG.append("inner")
+    except KeyError as e:
+        LOG.append(("outer", str(e)))
+        z = -y
+    return z
+
+
+def break_keyword_call_in_try(x):
+    y = np.exp(x)
+    try:
+        z = opaque(v=y, limit=8.0)
+    except ValueError:
+        z = y
+    return z
+
+
+def break_raise_in_try(x):
+    y = np.sin(x)
+    try:
+        if float(y.sum()) > 0:
+            raise ValueError("positive")
+        z = y
+    except ValueError as e:
+        z = -y
+        LOG.append(str(e))
+    return z
+
+
+def break_in_handler_body(x):
+    y = np.sin(x)
+    try:
+        z = y / 0.0
+    except FloatingPointError:
+        print(end="")  # a break inside the handler: the handler runs in CPython
+        z = y
+    return z
+
+
+def break_in_with_body(x, cm):
+    y = np.sin(x)
+    with cm:
+        z = opaque(y * 4)
+        LOG.append("with body done")
+    return z
+
+
+BREAK_FUNCS = [break_in_try, break_in_try_no_match, break_in_try_finally, break_in_nested_try,
+               break_keyword_call_in_try, break_raise_in_try]
+
+
+@pytest.mark.parametrize("fn", BREAK_FUNCS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("x", [np.ones(3), np.full(3, 0.1), -np.ones(3)], ids=["a", "b", "c"])
+def test_break_under_a_handler_resumes_there(fn, x):
+    run_both(fn, x, calls=3)
+    assert stats()["unique_graphs"] >= 1
+
+
+@pytest.mark.parametrize("suppress", [False, True])
+@pytest.mark.parametrize("x", [np.ones(3), np.full(3, 0.1)], ids=["raises", "ok"])
+def test_break_in_with_body_reaches_exit(suppress, x):
+    run_both(break_in_with_body, x, Recorder(suppress), calls=3)
+
+
+def test_break_in_handler_body():
+    run_both(break_in_handler_body, np.ones(2), errstate={"divide": "raise"})
+
+
+def test_break_under_a_handler_traceback_is_cpythons():
+    import traceback
+
+    def frames(fn):
+        try:
+            fn(np.zeros(3))
+        except KeyError as e:
+            return [(f.name, f.lineno, f.colno, f.end_colno)
+                    for f in traceback.extract_tb(e.__traceback__)][1:]
+        raise AssertionError("no KeyError")
+    plain = frames(break_in_try_no_match)
+    compiled = framejit.compile(break_in_try_no_match)
+    assert frames(compiled) == plain
+    assert frames(compiled) == plain
+
+
+def test_handler_resume_function_is_logged(logs):
+    framejit.set_logs("graph_breaks")
+    try:
+        cf = framejit.compile(break_in_try)
+        cf(np.ones(3))
+    finally:
+        framejit.set_logs()
+    assert any("exception handler" in m and "runs in CPython" in m for m in logs.lines), logs.lines
 
 
 def break_before_try(x, d):

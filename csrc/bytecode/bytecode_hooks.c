@@ -91,6 +91,7 @@ static const char *const pi_names[FJ_PI__COUNT] = {
     [FJ_PI_UNPACK_EX] = "UNPACK_EX",
     [FJ_PI_GET_ITER] = "GET_ITER",
     [FJ_PI_BEFORE_WITH] = "BEFORE_WITH",
+    [FJ_PI_PUSH_EXC_INFO] = "PUSH_EXC_INFO",
     [FJ_PI_FOR_ITER] = "FOR_ITER",
     [FJ_PI_JUMP] = "JUMP",
     [FJ_PI_POP_JUMP_IF] = "POP_JUMP_IF",

@@ -1259,6 +1259,61 @@ static int emit_resume_call(fj_Builder *b, int nargs)
     return 0;
 }
 
+/*
+** Calls a resume function 'rname' (a function, its global's name, or (code,
+** free variable names): a closure over the frame's cells) with the stack
+** entries below the break (the first 'nbelow', NULLs left out: the resume
+** function makes them), the break's results ___res_<j> (npush), the
+** exception in local 'exc' (or NULL) and the locals 'rargs'; returns what
+** it returns (emit_resume_call).  0 or -1.
+*/
+static int emit_continuation(CodegenCtx *cg, PyObject *rname, PyObject *rargs, int nbelow,
+                             int npush, PyObject *exc)
+{
+    fj_Builder *b = cg->b;
+    int nargs = 0;
+    if (fj_dl_null_before(&b->il) < 0)
+        return -1;
+    if (PyTuple_Check(rname)) {
+        PyObject *rcode = PyTuple_GET_ITEM(rname, 0), *fv = PyTuple_GET_ITEM(rname, 1);
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(fv); j++) {
+            int ix = fj_builder_deref(b, PyTuple_GET_ITEM(fv, j));
+            if (ix < 0 || fj_dl_load_closure(&b->il, ix) < 0)
+                return -1;
+        }
+        if (fj_bc_emit(&b->il, BUILD_TUPLE, (int)PyTuple_GET_SIZE(fv)) < 0 ||
+            fj_builder_load_const(b, rcode) < 0 || fj_dl_make_function(&b->il, 0x08) < 0)
+            return -1;
+    }
+    else if ((PyUnicode_Check(rname) ? fj_builder_load_global(b, rname, 0)
+                                     : fj_builder_load_const(b, rname)) < 0)
+        return -1;
+    if (fj_dl_null_after(&b->il) < 0)
+        return -1;
+    for (int i = 0; i < nbelow; i++) {
+        fj_Var *vv = VAR(cg->top->stack[i]);
+        if (vv->kind == FJ_VAR_NULL)
+            continue;
+        if (emit_value(cg, (PyObject *)vv) < 0)
+            return -1;
+        nargs++;
+    }
+    for (int j = 0; j < npush; j++, nargs++)
+        if (emit_fast(b, LOAD_FAST, PyUnicode_FromFormat("___res_%d", j)) < 0)
+            return -1;
+    if (exc != NULL) {
+        if (fj_builder_load_fast(b, exc) < 0)
+            return -1;
+        nargs++;
+    }
+    for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(rargs); j++) {
+        if (fj_builder_load_fast(b, PyTuple_GET_ITEM(rargs, j)) < 0)
+            return -1;
+        nargs++;
+    }
+    return emit_resume_call(b, nargs);
+}
+
 PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *tx,
                            PyObject *fn_name, PyObject *outputs, const fj_BreakPlan *plan,
                            const unsigned char *restore, PyObject *const *resume_names,
@@ -1268,6 +1323,7 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
     CodegenCtx cgc, *cg = &cgc;
     fj_TFrame *top = tx->top;
     PyObject *result = NULL, *memo0 = NULL, *pre0 = NULL, *fresh0 = NULL;
+    PyObject *memoh = NULL, *preh = NULL, *freshh = NULL; /* the same, for the handler */
     if (codegen_begin(cg, b, co, tx, outputs) < 0 || (cg->memo = PyDict_New()) == NULL)
         goto done;
     /* keep the entry values of arguments the trace reassigned */
@@ -1373,7 +1429,15 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
        rebuilt from after it. */
     if (drop_temporaries(cg, base, fn_name != NULL) < 0)
         goto done;
-    int jump_label = -1;
+    int jump_label = -1, handler_label = -1;
+    if (plan->handler >= 0) {
+        /* what runs in CPython raises into the original's handler: here into
+           the call of the handler's resume function (at the end); the stack
+           holds only the operands, which CPython drops */
+        if ((handler_label = fj_bc_new_label(&b->il)) < 0)
+            goto done;
+        fj_bc_set_handler(&b->il, FJ_LABEL_REF(handler_label), 0, plan->hlasti);
+    }
     for (int k = plan->first; k <= plan->last; k++) {
         const fj_Instr *in = &il->v[k];
         if (plan->kind == FJ_BREAK_JUMP && k == plan->last) {
@@ -1384,6 +1448,14 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
                 goto done;
         }
         else if (emit_at(b, in, in->op, in->arg) < 0)
+            goto done;
+    }
+    fj_bc_set_handler(&b->il, -1, 0, 0);
+    if (plan->handler >= 0) {
+        memoh = PyDict_Copy(cg->memo);
+        preh = cg->preloaded ? PyDict_Copy(cg->preloaded) : NULL;
+        freshh = PyDict_Copy(cg->fresh_memo);
+        if (memoh == NULL || (cg->preloaded != NULL && preh == NULL) || freshh == NULL)
             goto done;
     }
     /* each continuation: save the results, call the resume function; values
@@ -1409,46 +1481,29 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
         for (int j = plan->npush - 1; j >= 0; j--)
             if (emit_fast(b, STORE_FAST, PyUnicode_FromFormat("___res_%d", j)) < 0)
                 goto done;
-        int nargs = 0;
-        if (fj_dl_null_before(&b->il) < 0)
+        if (emit_continuation(cg, resume_names[r], resume_args[r], base, plan->npush, NULL) < 0)
             goto done;
-        if (PyTuple_Check(resume_names[r])) {
-            /* a closure over the frame's cells: LOAD_CLOSURE..., MAKE_FUNCTION */
-            PyObject *rcode = PyTuple_GET_ITEM(resume_names[r], 0);
-            PyObject *fv = PyTuple_GET_ITEM(resume_names[r], 1);
-            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(fv); j++) {
-                int ix = fj_builder_deref(b, PyTuple_GET_ITEM(fv, j));
-                if (ix < 0 || fj_dl_load_closure(&b->il, ix) < 0)
-                    goto done;
-            }
-            if (fj_bc_emit(&b->il, BUILD_TUPLE, (int)PyTuple_GET_SIZE(fv)) < 0 ||
-                fj_builder_load_const(b, rcode) < 0 || fj_dl_make_function(&b->il, 0x08) < 0)
-                goto done;
+    }
+    if (plan->handler >= 0) {
+        /* [lasti], exc: the handler's resume function takes the stack
+           entries it keeps, rebuilt as at the break, and the exception */
+        Py_SETREF(cg->memo, memoh);
+        memoh = NULL;
+        if (preh != NULL) {
+            Py_SETREF(cg->preloaded, preh);
+            preh = NULL;
         }
-        else if ((PyUnicode_Check(resume_names[r])
-                      ? fj_builder_load_global(b, resume_names[r], 0)
-                      : fj_builder_load_const(b, resume_names[r])) < 0)
-            goto done;
-        if (fj_dl_null_after(&b->il) < 0)
-            goto done;
-        for (int i = 0; i < base; i++) {
-            fj_Var *vv = VAR(top->stack[i]);
-            if (vv->kind == FJ_VAR_NULL)
-                continue;
-            if (emit_value(cg, (PyObject *)vv) < 0)
-                goto done;
-            nargs++;
-        }
-        for (int j = 0; j < plan->npush; j++, nargs++)
-            if (emit_fast(b, LOAD_FAST, PyUnicode_FromFormat("___res_%d", j)) < 0)
-                goto done;
-        PyObject *names = resume_args[r];
-        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(names); j++) {
-            if (fj_builder_load_fast(b, PyTuple_GET_ITEM(names, j)) < 0)
-                goto done;
-            nargs++;
-        }
-        if (emit_resume_call(b, nargs) < 0)
+        Py_SETREF(cg->fresh_memo, freshh);
+        freshh = NULL;
+        const fj_Instr *raiser = &il->v[plan->last];
+        fj_bc_set_pos(&b->il, raiser->line, raiser->end_line, raiser->col, raiser->end_col);
+        PyObject *exc = PyUnicode_FromString("___exc");
+        int bad = exc == NULL || fj_bc_place_label(&b->il, handler_label) < 0 ||
+                  fj_builder_store_fast(b, exc) < 0 ||
+                  (plan->hlasti && fj_bc_emit(&b->il, POP_TOP, 0) < 0) ||
+                  emit_continuation(cg, resume_names[2], resume_args[2], plan->hdepth, 0, exc) < 0;
+        Py_XDECREF(exc);
+        if (bad)
             goto done;
     }
     if (emit_raised_handler(cg) < 0)
@@ -1456,6 +1511,9 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
     result = hashable_code(fj_builder_assemble(b, NULL));
 done:
     codegen_end(cg);
+    Py_XDECREF(memoh);
+    Py_XDECREF(preh);
+    Py_XDECREF(freshh);
     Py_XDECREF(memo0);
     Py_XDECREF(pre0);
     Py_XDECREF(fresh0);

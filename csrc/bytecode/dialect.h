@@ -127,6 +127,7 @@ typedef enum {
     FJ_PI_RAISE_VARARGS,    /* a: 0..2 operands */
     FJ_PI_RERAISE,          /* re-raise the exception on top (a: 1 = set f_lasti from below) */
     FJ_PI_BEFORE_WITH,      /* [cm] -> [cm.__exit__, cm.__enter__()] */
+    FJ_PI_PUSH_EXC_INFO,    /* [exc] -> [previous exception, exc]: a handler starts */
     FJ_PI__COUNT
 } fj_PIKind;
 

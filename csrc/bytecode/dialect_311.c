@@ -189,6 +189,7 @@ void fj_dl_lift(fj_Instr *in)
     case UNPACK_EX: k = FJ_PI_UNPACK_EX; break;
     case GET_ITER: k = FJ_PI_GET_ITER; break;
     case BEFORE_WITH: k = FJ_PI_BEFORE_WITH; break;
+    case PUSH_EXC_INFO: k = FJ_PI_PUSH_EXC_INFO; break;
     case FOR_ITER: k = FJ_PI_FOR_ITER; a = 0; b = 0; break;
     case JUMP_FORWARD: case JUMP_BACKWARD: case JUMP_BACKWARD_NO_INTERRUPT:
         k = FJ_PI_JUMP; a = 0; break;

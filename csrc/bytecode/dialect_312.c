@@ -234,6 +234,7 @@ void fj_dl_lift(fj_Instr *in)
     case UNPACK_EX: k = FJ_PI_UNPACK_EX; break;
     case GET_ITER: k = FJ_PI_GET_ITER; break;
     case BEFORE_WITH: k = FJ_PI_BEFORE_WITH; break;
+    case PUSH_EXC_INFO: k = FJ_PI_PUSH_EXC_INFO; break;
     /* An exhausted iterator pops itself and jumps past the END_FOR at the
        target (bytecodes.c: JUMPBY(oparg + 1)). */
     case FOR_ITER: k = FJ_PI_FOR_ITER; a = 0; b = 1; break;

@@ -91,8 +91,14 @@ int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_Break
     if (index < 0 || index >= il->n)
         return fj_unsupported("no instruction to resume after");
     const fj_Instr *in = &il->v[index];
-    if (in->exc_target >= 0 && !fj_bc_handler_transparent(il, in->exc_target))
-        return fj_unsupported("graph break inside a try or with block");
+    plan->handler = -1;
+    if (in->exc_target >= 0 && !fj_bc_handler_transparent(il, in->exc_target)) {
+        /* what runs in CPython may raise into the handler: the break code
+           then calls a resume function that starts there */
+        plan->handler = in->exc_target;
+        plan->hdepth = in->exc_depth;
+        plan->hlasti = in->exc_lasti;
+    }
     if (in_loop(il, index))
         return fj_unsupported("graph break inside a loop");
     plan->first = plan->last = index;
@@ -244,11 +250,14 @@ static int index_of_name(PyObject *list, PyObject *name)
 
 PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
                          const unsigned char *nulls, PyObject *argnames, PyObject *name,
-                         int clear_stack, int *prefix)
+                         int clear_stack, int raise_at, int *prefix)
 {
     fj_InstrList nl;
     PyObject *orig_varnames = NULL, *varnames = NULL, *result = NULL;
     PyObject *cellvars = NULL, *freevars = NULL, *closure = NULL, *empty = NULL;
+    PyObject *consts = NULL;
+    /* the handler takes the offending offset: a constant, the last one */
+    int push_lasti = raise_at >= 0 && il->v[raise_at].exc_lasti;
     fj_bc_init(&nl);
     int nparams = 0, line = il->v[index].line;
     orig_varnames = PyCode_GetVarnames(co);
@@ -301,6 +310,11 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
     if (at_label < 0)
         goto done;
     nl.labels[at_label] = index;
+    int raise_label = raise_at >= 0 ? fj_bc_new_label(&nl) : -1;
+    if (raise_at >= 0 && raise_label < 0)
+        goto done;
+    if (raise_label >= 0)
+        nl.labels[raise_label] = raise_at;
     if (fj_dl_split_fast_pairs(&nl) < 0)
         goto done;
     index = nl.labels[at_label];
@@ -329,9 +343,18 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
     /* prologue: [COPY_FREE_VARS], RESUME, the saved stack, [DELETE_FAST ___stack<i>...],
        JUMP_FORWARD to the resume point */
     int nparams_stack = nparams - (int)PyTuple_GET_SIZE(argnames);
-    int npre = 2 + nstack + (nclosure > 0) + (clear_stack ? nparams_stack : 0);
+    int npre = 2 + nstack + push_lasti + (nclosure > 0) + (clear_stack ? nparams_stack : 0);
     if (fj_bc_insert(&nl, 0, npre) < 0)
         goto done;
+    if ((consts = PySequence_List(co->co_consts)) == NULL)
+        goto done;
+    if (push_lasti) {
+        PyObject *zero = PyLong_FromLong(0);
+        int bad = zero == NULL || PyList_Append(consts, zero) < 0;
+        Py_XDECREF(zero);
+        if (bad)
+            goto done;
+    }
     int k = 0, param = 0;
     fj_Instr *p = nl.v;
     if (nclosure > 0) {
@@ -343,6 +366,11 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
     p[k].arg = 0;
     k++;
     for (int i = 0; i < nstack; i++, k++) {
+        if (push_lasti && i == nstack - 1) {
+            p[k].op = LOAD_CONST; /* below the exception: the offending offset */
+            p[k].arg = (int)PyList_GET_SIZE(consts) - 1;
+            k++;
+        }
         p[k].op = nulls[i] ? PUSH_NULL : LOAD_FAST;
         p[k].arg = nulls[i] ? 0 : param++;
     }
@@ -376,7 +404,18 @@ PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, in
     opts.name = name ? name : co->co_name;
     opts.qualname = name ? name : co->co_qualname;
     opts.firstlineno = co->co_firstlineno; /* f_lineno - co_firstlineno as in the original */
+    opts.consts = consts;
     result = fj_bc_assemble(co, &nl, &opts);
+    if (result != NULL && push_lasti) {
+        /* the offset is known once assembled; a constant's value does not
+           change the layout, so the second assembly puts it in place */
+        int at = nl.labels[raise_label] + npre;
+        PyObject *off = PyLong_FromLong(nl.v[at].offset);
+        if (off == NULL || PyList_SetItem(consts, PyList_GET_SIZE(consts) - 1, off) < 0)
+            Py_CLEAR(result);
+        else
+            Py_SETREF(result, fj_bc_assemble(co, &nl, &opts));
+    }
     *prefix = npre;
 done:
     fj_bc_free(&nl);
@@ -386,6 +425,7 @@ done:
     Py_XDECREF(freevars);
     Py_XDECREF(closure);
     Py_XDECREF(empty);
+    Py_XDECREF(consts);
     return result;
 }
 
@@ -412,15 +452,16 @@ int fj_resume_origin(PyObject *code, fj_ResumeOrigin *out)
    records it under 'key'.  The cache's entry (code, id), new; NULL on error. */
 static PyObject *make_resume(PyCodeObject *orig, const fj_InstrList *oil, int oindex, int nstack,
                              const unsigned char *nulls, PyObject *argnames, int transparent,
-                             PyObject *key)
+                             int oraise, PyObject *key)
 {
     int prefix = 0;
+    /* a handler's first instructions have no line: name it by the raise */
     PyObject *log_name = PyUnicode_FromFormat("resume_in_%U_at_%d", orig->co_name,
-                                              oil->v[oindex].line);
+                                              oil->v[oraise >= 0 ? oraise : oindex].line);
     if (log_name == NULL)
         return NULL;
     PyObject *rcode = fj_resume_code(orig, oil, oindex, nstack, nulls, argnames,
-                                     transparent ? NULL : log_name, transparent, &prefix);
+                                     transparent ? NULL : log_name, transparent, oraise, &prefix);
     PyObject *org = rcode ? Py_BuildValue("(OiO)", (PyObject *)orig, prefix, log_name) : NULL;
     PyObject *entry = org ? Py_BuildValue("(Ol)", rcode, next_resume_id) : NULL;
     Py_DECREF(log_name);
@@ -456,14 +497,14 @@ static int unsplit_index(const fj_InstrList *il, int split)
 }
 
 int fj_resume_get(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
-                  const unsigned char *nulls, PyObject *argnames, int transparent,
+                  const unsigned char *nulls, PyObject *argnames, int transparent, int raise_at,
                   fj_ResumeRef *out)
 {
     PyCodeObject *orig = co;
     const fj_InstrList *oil = il;
     fj_InstrList mapped;
     PyObject *key = NULL, *entry = NULL, *nullb = NULL;
-    int rc = -1, oindex = index;
+    int rc = -1, oindex = index, oraise = raise_at;
     fj_bc_init(&mapped);
     fj_ResumeOrigin origin;
     int is_resume = fj_resume_origin((PyObject *)co, &origin);
@@ -475,23 +516,26 @@ int fj_resume_get(PyCodeObject *co, const fj_InstrList *il, int index, int nstac
             goto done;
         oil = &mapped;
         oindex = unsplit_index(oil, index - origin.prefix);
-        if (oindex == -2) {
+        if (raise_at >= 0)
+            oraise = unsplit_index(oil, raise_at - origin.prefix);
+        if (oindex == -2 || oraise == -2) {
             fj_unsupported("graph break inside a two-local instruction");
             goto done;
         }
     }
-    if (oindex < 0 || oindex >= oil->n) {
+    if (oindex < 0 || oindex >= oil->n || (raise_at >= 0 && (oraise < 0 || oraise >= oil->n))) {
         PyErr_SetString(PyExc_SystemError, "framejit: resume point outside the original code");
         goto done;
     }
     nullb = PyBytes_FromStringAndSize((const char *)nulls, nstack);
-    key = nullb ? Py_BuildValue("(OiOOi)", (PyObject *)orig, oindex, nullb, argnames, transparent)
+    key = nullb ? Py_BuildValue("(OiOOii)", (PyObject *)orig, oindex, nullb, argnames, transparent,
+                                oraise)
                 : NULL;
     if (key == NULL)
         goto done;
     entry = Py_XNewRef(PyDict_GetItemWithError(resume_cache, key));
     if (entry == NULL && !PyErr_Occurred())
-        entry = make_resume(orig, oil, oindex, nstack, nulls, argnames, transparent, key);
+        entry = make_resume(orig, oil, oindex, nstack, nulls, argnames, transparent, oraise, key);
     if (entry == NULL)
         goto done;
     out->code = Py_NewRef(PyTuple_GET_ITEM(entry, 0));

@@ -3,8 +3,8 @@
 ** functions that continue it.
 **
 ** Responsible for: deciding whether a break at a top-frame instruction can
-** be resumed (not inside a try/with block or a loop, an instruction whose
-** stack effect is known), the liveness of fast locals, and synthesizing the
+** be resumed (not inside a loop, an instruction whose stack effect is known;
+** under a try/with block it also resumes at the handler), the liveness of fast locals, and synthesizing the
 ** code of __resume_at_<offset>_<n> functions from the original code: a
 ** prologue that pushes the saved stack (RESUME, LOAD_FAST ___stack<i> or
 ** PUSH_NULL, JUMP_FORWARD) followed by the original instructions.
@@ -29,6 +29,11 @@ typedef struct {
     int npop, npush; /* stack entries they consume and produce */
     int nresume;     /* 0 (raise), 1 or 2 (jump: fallthrough then target) */
     int resume[2];   /* instruction indices where execution continues */
+    /* The break is under an exception handler (a try or with block): if the
+       instructions run in CPython raise, execution continues at 'handler'
+       (-1: none) with the stack cut to 'hdepth' entries, [the offset of the
+       raising instruction if 'hlasti'], the exception. */
+    int handler, hdepth, hlasti;
 } fj_BreakPlan;
 
 /*
@@ -69,11 +74,15 @@ int fj_resume_liveness(PyCodeObject *co, const fj_InstrList *il, int index,
 ** With 'clear_stack' the prologue deletes the ___stack<i> parameters once
 ** it has pushed them (run mode: the stack values then live exactly as long
 ** as without framejit).  '*prefix' receives the number of instructions put
-** before the original ones.  Returns a new reference, NULL on error.
+** before the original ones.  With 'raise_at' >= 0, 'index' is the handler
+** of instruction 'raise_at' and the last stack slot is the exception: when
+** the handler takes the offending offset, the prologue pushes raise_at's
+** offset in the new code before it (what RERAISE 1 restores f_lasti to).
+** Returns a new reference, NULL on error.
 */
 PyObject *fj_resume_code(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
                          const unsigned char *nulls, PyObject *argnames, PyObject *name,
-                         int clear_stack, int *prefix);
+                         int clear_stack, int raise_at, int *prefix);
 
 /*
 ** The resume functions made so far, one per resume point: the cache and the
@@ -90,10 +99,10 @@ typedef struct {
 ** arguments as fj_resume_code's).  When 'co' is itself resume code the
 ** point is mapped back to the original, so breaks in resume functions make
 ** functions that resume the original code.  Made once per (original code,
-** point, nulls, argnames, transparent).  0 with 'out' filled, -1 on error.
+** point, nulls, argnames, transparent, raise_at).  0 with 'out' filled, -1 on error.
 */
 int fj_resume_get(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
-                  const unsigned char *nulls, PyObject *argnames, int transparent,
+                  const unsigned char *nulls, PyObject *argnames, int transparent, int raise_at,
                   fj_ResumeRef *out);
 
 typedef struct {

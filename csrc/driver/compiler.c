@@ -532,14 +532,15 @@ static PyObject *finish_return(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyO
 */
 static PyObject *install_resume(PyCodeObject *co, const fj_InstrList *il, int index, int nstack,
                                 const unsigned char *nulls, PyObject *argnames, PyObject *globals,
-                                int named, int transparent)
+                                int named, int transparent, int raise_at)
 {
     fj_ResumeRef ref;
     PyObject *name = NULL, *fn = NULL;
-    if (fj_resume_get(co, il, index, nstack, nulls, argnames, transparent, &ref) < 0)
+    if (fj_resume_get(co, il, index, nstack, nulls, argnames, transparent, raise_at, &ref) < 0)
         return NULL;
     /* the hook tells a resume call from its break code by these roles */
-    if (fj_evalframe_mark_code(ref.code, FJ_CODE_ROLE_RESUME) < 0) {
+    if (fj_evalframe_mark_code(ref.code, raise_at >= 0 ? FJ_CODE_ROLE_HANDLER
+                                                      : FJ_CODE_ROLE_RESUME) < 0) {
         Py_DECREF(ref.code);
         return NULL;
     }
@@ -603,7 +604,8 @@ static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyOb
     /* every guard is in the tree before any code is generated */
     if (fj_trace_alias_guards(tx) < 0)
         return NULL;
-    PyObject *rnames[2] = {NULL, NULL}, *rargs[2] = {NULL, NULL};
+    /* [0], [1]: the continuations; [2]: the handler's (plan->handler) */
+    PyObject *rnames[3] = {NULL, NULL, NULL}, *rargs[3] = {NULL, NULL, NULL};
     unsigned char *restore = PyMem_Calloc(nl ? nl : 1, 1), *live = PyMem_Calloc(nl ? nl : 1, 1);
     int base = top->sp - plan->npop, nstack = base + plan->npush;
     unsigned char *nulls = PyMem_Calloc(nstack > 0 ? nstack : 1, 1);
@@ -640,8 +642,31 @@ static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyOb
             goto done;
         rnames[r] = install_resume(co, il, plan->resume[r], nstack, nulls, rargs[r],
                                    tx->view.globals, hook_enabled(c, "bytecode"),
-                                   transparent_mode(c));
+                                   transparent_mode(c), -1);
         if (rnames[r] == NULL)
+            goto done;
+    }
+    if (plan->handler >= 0) {
+        /* what runs in CPython raises into the handler: a resume function
+           that starts there with the stack below (hdepth entries) and the
+           exception (codegen.c, emit_handler_call) */
+        if (plan->hdepth > base) {
+            fj_unsupported("graph break under a handler that keeps operands of the break");
+            goto done;
+        }
+        if (fj_resume_liveness(co, il, plan->handler, live) < 0)
+            goto done;
+        for (int i = 0; i < nl; i++) {
+            live[i] |= all;
+            restore[i] |= live[i];
+        }
+        unsigned char hnulls[plan->hdepth + 1];
+        memcpy(hnulls, nulls, (size_t)plan->hdepth);
+        hnulls[plan->hdepth] = 0;
+        if ((rargs[2] = bound_live_names(co, top, live)) == NULL ||
+            (rnames[2] = install_resume(co, il, plan->handler, plan->hdepth + 1, hnulls, rargs[2],
+                                        tx->view.globals, hook_enabled(c, "bytecode"),
+                                        transparent_mode(c), plan->last)) == NULL)
             goto done;
     }
     BreakCode brk = {il, plan, restore, rnames, rargs};
@@ -650,7 +675,7 @@ done:
     PyMem_Free(restore);
     PyMem_Free(live);
     PyMem_Free(nulls);
-    for (int r = 0; r < 2; r++) {
+    for (int r = 0; r < 3; r++) {
         Py_XDECREF(rnames[r]);
         Py_XDECREF(rargs[r]);
     }

@@ -88,7 +88,7 @@ static fj_Frame *resume_caller(PyThreadState *ts, fj_Frame *f)
 {
     PyFunctionObject *fn = FJ_FRAME_FUNC(f);
     PyCodeObject *rc = (PyCodeObject *)fn->func_code;
-    if (code_role(rc) != FJ_CODE_ROLE_RESUME)
+    if (code_role(rc) != FJ_CODE_ROLE_RESUME && code_role(rc) != FJ_CODE_ROLE_HANDLER)
         return NULL;
     fj_Frame *caller = fj_thread_current_frame(ts);
     if (caller == NULL || code_role(FJ_FRAME_CODE(caller)) != FJ_CODE_ROLE_BREAK)
@@ -159,8 +159,11 @@ static inline PyObject *eval_default(PyThreadState *ts, fj_Frame *f, int throw_f
     /* the resume frame takes the break frame's place on the call stack */
     hand_over_references(caller, f);
     /* the function's frame object (kept by a callee, a traceback or a
-       debugger before the break) goes on as the resume frame's */
-    fj_frame_move_frame_object(caller, f);
+       debugger before the break) goes on as the resume frame's; not into a
+       handler's: the traceback of the exception it handles points into the
+       break code (tb_lasti), whose positions it must keep */
+    if (code_role((PyCodeObject *)FJ_FRAME_FUNC(f)->func_code) != FJ_CODE_ROLE_HANDLER)
+        fj_frame_move_frame_object(caller, f);
     fj_frame_hide(ts, caller);
     PyObject *r = previous_eval_frame(ts, f, throw_flag);
     fj_frame_unhide(ts, caller);

@@ -51,7 +51,9 @@ int fj_view_has_arrays(PyCodeObject *co, const fj_FrameView *view);
 ** break code takes the break frame's place on the call stack (f_back,
 ** sys._getframe, tracebacks) and its references (docs/cpython-tests.md).
 */
-enum { FJ_CODE_ROLE_BREAK = 1, FJ_CODE_ROLE_RESUME = 2 };
+/* FJ_CODE_ROLE_HANDLER: resume code entered at an exception handler; the
+   frame object the exception's traceback holds stays the break frame's. */
+enum { FJ_CODE_ROLE_BREAK = 1, FJ_CODE_ROLE_RESUME = 2, FJ_CODE_ROLE_HANDLER = 3 };
 /* Marks the code object 'code' with 'role'.  0, or -1 with an exception. */
 int fj_evalframe_mark_code(PyObject *code, int role);
 

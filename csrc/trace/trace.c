@@ -2255,6 +2255,12 @@ static int run_frame(fj_TFrame *fr)
                 Py_DECREF(POP());
             break;
         }
+        case FJ_PI_PUSH_EXC_INFO:
+            /* a resume function entered at a handler (a break under a try or
+               with block raised): the handler and what follows run in CPython */
+            fj_unsupported("exception handler (except, finally, or a with block's exit "
+                           "on an error) runs in CPython");
+            goto error;
         case FJ_PI_BEFORE_WITH:
             /* the context manager's __enter__ runs in CPython; the with body
                continues in a resume function, under its handler */
