@@ -488,7 +488,7 @@ static PyObject *emit_and_finish(Compiler *c, PyCodeObject *co, fj_Tracer *tx, P
         !fj_codegen_can_rerun(co, tx->graph)) {
         fj_unsupported("a graph that covers a try or with block %s (an error inside it could "
                        "not reach the handler)",
-                       fj_graph_mutates(tx->graph) ? "writes into an array" : "outside a function");
+                       fj_graph_mutates(tx->graph) ? "writes into an input array or a tensor" : "outside a function");
         goto done;
     }
     if (install_graph(c, tx, co, outputs, cid, &fn_name) < 0)

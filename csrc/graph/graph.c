@@ -730,20 +730,68 @@ static int holds_fake(PyObject *a, PyObject *fake)
     return 0;
 }
 
-/* True when call node 'n' writes into an array or tensor: an in-place
-   operator, an item store, a ufunc's 'out', a torch op returning an operand. */
-static int node_mutates(fj_Node *n)
+/* A ufunc call node's 'out' operand (a node), or NULL when it has none. */
+static PyObject *out_operand(fj_Node *n)
+{
+    const fj_OpDef *op = n->op;
+    if (op == NULL || !(op->flags & FJ_OPF_OUT))
+        return NULL;
+    PyObject *out = n->kwargs ? PyDict_GetItemString(n->kwargs, "out") : NULL;
+    if (out == NULL && PyTuple_GET_SIZE(n->args) > op->nin)
+        out = PyTuple_GET_ITEM(n->args, op->nin);
+    return out != NULL && out != Py_None ? out : NULL;
+}
+
+/*
+** True when the NumPy node 'n' (or a constant) is an array the graph made
+** for itself, never an input or a view of one: what an operator, a ufunc
+** without 'out', a reduction, a product, a join, a sort or a creation
+** returns, or an in-place write into such an array.  Views (indexing,
+** reshape, transpose, ravel, broadcast_to, attributes, astype(copy=False))
+** are not.
+*/
+static int fresh_array(PyObject *o, int depth)
+{
+    if (!fj_Node_Check(o) || depth > 1000)
+        return 0;
+    fj_Node *n = (fj_Node *)o;
+    const fj_OpDef *op = n->op;
+    if (n->kind != FJ_NODE_CALL || op == NULL || n->vkind != FJ_VAL_ARRAY)
+        return 0;
+    if (op->kind == FJ_OP_INPLACE)
+        return PyTuple_GET_SIZE(n->args) > 0 && fresh_array(PyTuple_GET_ITEM(n->args, 0), depth + 1);
+    PyObject *out = out_operand(n);
+    if (out != NULL)
+        return fresh_array(out, depth + 1);
+    if (op->kind == FJ_OP_BINOP || op->kind == FJ_OP_COMPARE || op->kind == FJ_OP_UNARY ||
+        (op->flags & (FJ_OPF_UFUNC | FJ_OPF_CREATES)))
+        return 1;
+    switch (op->shape_rule) {
+    case FJ_SH_REDUCE: case FJ_SH_ARGREDUCE: case FJ_SH_MATMUL: case FJ_SH_DOT:
+    case FJ_SH_CONCATENATE: case FJ_SH_STACK: case FJ_SH_CUMULATIVE: case FJ_SH_SORT:
+    case FJ_SH_ARGSORT: case FJ_SH_CREATE: case FJ_SH_LIKE: case FJ_SH_ARANGE:
+    case FJ_SH_LINSPACE: case FJ_SH_EYE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* True when call node 'n' writes into an array or tensor the program could
+   see if the graph stopped there: an in-place operator, an item store or a
+   ufunc's 'out' into an input or a view of one (not into an array the graph
+   made, fresh_array), a torch op returning an operand. */
+static int node_mutates(fj_Node *n, int torch)
 {
     const fj_OpDef *op = n->op;
     if (n->kind != FJ_NODE_CALL)
         return 0;
     if (op != NULL && (op->kind == FJ_OP_INPLACE || (op->flags & FJ_OPF_MUTATES)))
-        return 1;
-    if (op != NULL && (op->flags & FJ_OPF_OUT)) {
-        PyObject *out = n->kwargs ? PyDict_GetItemString(n->kwargs, "out") : NULL;
-        if ((out != NULL && out != Py_None) || PyTuple_GET_SIZE(n->args) > op->nin)
-            return 1;
-    }
+        return torch || PyTuple_GET_SIZE(n->args) == 0 ||
+               !fresh_array(PyTuple_GET_ITEM(n->args, 0), 0);
+    PyObject *out = out_operand(n);
+    if (out != NULL)
+        return torch || !fresh_array(out, 0);
     if (n->fake != NULL) {
         if (holds_fake(n->args, n->fake))
             return 1;
@@ -762,7 +810,7 @@ int fj_graph_mutates(PyObject *g)
 {
     PyObject *nodes = ((fj_Graph *)g)->nodes;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(nodes); i++)
-        if (node_mutates((fj_Node *)PyList_GET_ITEM(nodes, i)))
+        if (node_mutates((fj_Node *)PyList_GET_ITEM(nodes, i), ((fj_Graph *)g)->torch))
             return 1;
     return 0;
 }

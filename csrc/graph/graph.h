@@ -99,11 +99,12 @@ int fj_graph_output(PyObject *g, PyObject *outputs);
 /* Number of call nodes (for counters["stats"]["calls_captured"]). */
 Py_ssize_t fj_graph_num_calls(PyObject *g);
 /*
-** True when a call of the graph writes into an array or tensor (an input,
-** or a view of one): an in-place operator, an item store, a ufunc's 'out',
-** a torch op whose result is one of its operands.  A graph that does not
-** has no effect before it returns, so when it raises the frame's own code
-** can run instead (evalframe.c, "A graph that raised").
+** True when a call of the graph writes into an array or tensor the program
+** could see: an in-place operator, an item store or a ufunc's 'out' into an
+** input or a view of one (writes into arrays the graph made itself do not
+** count), any torch op whose result is one of its operands.  A graph that
+** does not has no effect before it returns, so when it raises the frame's
+** own code can run instead (evalframe.c, "A graph that raised").
 */
 int fj_graph_mutates(PyObject *g);
 /* Runs the graph eagerly: new reference to the output tuple, NULL on error. */
