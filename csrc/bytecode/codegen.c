@@ -1260,6 +1260,43 @@ static int emit_resume_call(fj_Builder *b, int nargs)
 }
 
 /*
+** What the memo dicts held at one point of the emission (a branch point of
+** the break code): code emitted on one path must not load temporaries only
+** another path stored, so each path starts again from the state saved.
+*/
+typedef struct {
+    PyObject *memo, *preloaded, *fresh_memo; /* strong copies, or NULL */
+} MemoState;
+
+static int memo_save(CodegenCtx *cg, MemoState *st)
+{
+    st->memo = PyDict_Copy(cg->memo);
+    st->preloaded = cg->preloaded ? PyDict_Copy(cg->preloaded) : NULL;
+    st->fresh_memo = PyDict_Copy(cg->fresh_memo);
+    return st->memo == NULL || (cg->preloaded != NULL && st->preloaded == NULL) ||
+                   st->fresh_memo == NULL
+               ? -1
+               : 0;
+}
+
+/* Goes back to the state 'st' saved (which it hands over). */
+static void memo_restore(CodegenCtx *cg, MemoState *st)
+{
+    Py_SETREF(cg->memo, st->memo);
+    if (st->preloaded != NULL)
+        Py_SETREF(cg->preloaded, st->preloaded);
+    Py_SETREF(cg->fresh_memo, st->fresh_memo);
+    st->memo = st->preloaded = st->fresh_memo = NULL;
+}
+
+static void memo_state_clear(MemoState *st)
+{
+    Py_CLEAR(st->memo);
+    Py_CLEAR(st->preloaded);
+    Py_CLEAR(st->fresh_memo);
+}
+
+/*
 ** Calls a resume function 'rname' (a function, its global's name, or (code,
 ** free variable names): a closure over the frame's cells) with the stack
 ** entries below the break (the first 'nbelow', NULLs left out: the resume
@@ -1322,8 +1359,9 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
     fj_Builder bb, *b = &bb;
     CodegenCtx cgc, *cg = &cgc;
     fj_TFrame *top = tx->top;
-    PyObject *result = NULL, *memo0 = NULL, *pre0 = NULL, *fresh0 = NULL;
-    PyObject *memoh = NULL, *preh = NULL, *freshh = NULL; /* the same, for the handler */
+    PyObject *result = NULL;
+    /* at the break: for the second continuation, for the handler's */
+    MemoState at_jump = {NULL, NULL, NULL}, at_handler = {NULL, NULL, NULL};
     if (codegen_begin(cg, b, co, tx, outputs) < 0 || (cg->memo = PyDict_New()) == NULL)
         goto done;
     /* keep the entry values of arguments the trace reassigned */
@@ -1451,31 +1489,13 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
             goto done;
     }
     fj_bc_set_handler(&b->il, -1, 0, 0);
-    if (plan->handler >= 0) {
-        memoh = PyDict_Copy(cg->memo);
-        preh = cg->preloaded ? PyDict_Copy(cg->preloaded) : NULL;
-        freshh = PyDict_Copy(cg->fresh_memo);
-        if (memoh == NULL || (cg->preloaded != NULL && preh == NULL) || freshh == NULL)
-            goto done;
-    }
     /* each continuation: save the results, call the resume function; values
        first built in one branch's code are built again in the other's */
-    memo0 = PyDict_Copy(cg->memo);
-    pre0 = cg->preloaded ? PyDict_Copy(cg->preloaded) : NULL;
-    fresh0 = PyDict_Copy(cg->fresh_memo);
-    if (memo0 == NULL || (cg->preloaded != NULL && pre0 == NULL) || fresh0 == NULL)
+    if (memo_save(cg, &at_jump) < 0 || (plan->handler >= 0 && memo_save(cg, &at_handler) < 0))
         goto done;
     for (int r = 0; r < plan->nresume; r++) {
-        if (r == 1) {
-            Py_SETREF(cg->memo, memo0);
-            memo0 = NULL;
-            if (pre0 != NULL) {
-                Py_SETREF(cg->preloaded, pre0);
-                pre0 = NULL;
-            }
-            Py_SETREF(cg->fresh_memo, fresh0);
-            fresh0 = NULL;
-        }
+        if (r == 1)
+            memo_restore(cg, &at_jump);
         if (r == 1 && fj_bc_place_label(&b->il, jump_label) < 0)
             goto done;
         for (int j = plan->npush - 1; j >= 0; j--)
@@ -1487,14 +1507,7 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
     if (plan->handler >= 0) {
         /* [lasti], exc: the handler's resume function takes the stack
            entries it keeps, rebuilt as at the break, and the exception */
-        Py_SETREF(cg->memo, memoh);
-        memoh = NULL;
-        if (preh != NULL) {
-            Py_SETREF(cg->preloaded, preh);
-            preh = NULL;
-        }
-        Py_SETREF(cg->fresh_memo, freshh);
-        freshh = NULL;
+        memo_restore(cg, &at_handler);
         const fj_Instr *raiser = &il->v[plan->last];
         fj_bc_set_pos(&b->il, raiser->line, raiser->end_line, raiser->col, raiser->end_col);
         PyObject *exc = PyUnicode_FromString("___exc");
@@ -1511,11 +1524,7 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
     result = hashable_code(fj_builder_assemble(b, NULL));
 done:
     codegen_end(cg);
-    Py_XDECREF(memoh);
-    Py_XDECREF(preh);
-    Py_XDECREF(freshh);
-    Py_XDECREF(memo0);
-    Py_XDECREF(pre0);
-    Py_XDECREF(fresh0);
+    memo_state_clear(&at_jump);
+    memo_state_clear(&at_handler);
     return result;
 }

@@ -27,6 +27,16 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+/* Sets '*hook' (named 'what' in errors) to 'fn', a callable or None (unset). */
+static PyObject *set_hook(PyObject **hook, const char *what, PyObject *fn)
+{
+    if (fn != Py_None && !PyCallable_Check(fn))
+        return PyErr_Format(PyExc_TypeError, "%s expects a callable or None, not %.100s", what,
+                            Py_TYPE(fn)->tp_name);
+    Py_XSETREF(*hook, fn == Py_None ? NULL : Py_NewRef(fn));
+    Py_RETURN_NONE;
+}
+
 static PyObject *skip_code_sentinel = NULL; /* strong */
 static PyObject *run_only_sentinel = NULL;  /* strong */
 static PyObject *unless_arrays_sentinel = NULL; /* strong */
@@ -531,12 +541,7 @@ PyObject *fj_graph_raised_fn(void)
 
 static PyObject *set_rerun_hook_py(PyObject *mod, PyObject *fn)
 {
-    if (fn != Py_None && !PyCallable_Check(fn))
-        return PyErr_Format(PyExc_TypeError,
-                            "_set_rerun_hook expects a callable or None, not %.100s",
-                            Py_TYPE(fn)->tp_name);
-    Py_XSETREF(rerun_hook, fn == Py_None ? NULL : Py_NewRef(fn));
-    Py_RETURN_NONE;
+    return set_hook(&rerun_hook, "_set_rerun_hook", fn);
 }
 
 /* The frame of 'own' ran compiled code whose graph raised: runs 'own' for
@@ -1279,12 +1284,7 @@ static PyObject *get_cache_entry_list_py(PyObject *mod, PyObject *code)
 
 static PyObject *set_guard_error_hook_py(PyObject *mod, PyObject *fn)
 {
-    if (fn != Py_None && !PyCallable_Check(fn))
-        return PyErr_Format(PyExc_TypeError,
-                            "set_guard_error_hook expects a callable or None, not %.100s",
-                            Py_TYPE(fn)->tp_name);
-    Py_XSETREF(fj_guard_error_hook, fn == Py_None ? NULL : Py_NewRef(fn));
-    Py_RETURN_NONE;
+    return set_hook(&fj_guard_error_hook, "set_guard_error_hook", fn);
 }
 
 static PyObject *unsupported_py(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
