@@ -493,3 +493,61 @@ def test_instance_made_in_the_frame_on_the_stack_across_a_break():
     # the resume call rebuilds the instance from its attributes: the graph
     # output it holds must outlive the break code's dropped temporaries
     check(instance_on_the_stack_across_a_break, A)
+
+
+# ------------------------------- breaks inside comprehensions (PEP 709, 3.12+)
+COMP_LOG = []
+
+
+def comp_list(x, n):
+    y = np.sin(x) + 1
+    z = [COMP_LOG.append(i) or float(y.sum()) * i for i in range(n)]
+    return y * 2, z
+
+
+def comp_keeps_outer_name(x):
+    y = np.cos(x)
+    v = "outer"
+    s = sum([float(v) for v in y])
+    return y * s, v
+
+
+def comp_result_on_stack(x):
+    y = np.tanh(x)
+    return len([float(t) for t in y]) + y
+
+
+def comp_nested(x):
+    y = np.exp(x)
+    return [[float(a) * b for b in range(2)] for a in y], y - 1
+
+
+def comp_set_and_dict(x):
+    y = np.sin(x)
+    s = {int(t > 0) for t in y}
+    d = {i: float(t) for i, t in enumerate(y)}
+    return sorted(s), d, y * 3
+
+
+@pytest.mark.parametrize("fn, args", [
+    (comp_list, (np.ones(3), 4)),
+    (comp_keeps_outer_name, (np.ones(3),)),
+    (comp_result_on_stack, (np.linspace(-1, 1, 4),)),
+    (comp_nested, (np.arange(3.0),)),
+    (comp_set_and_dict, (np.linspace(-1, 1, 5),)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_break_inside_a_comprehension(fn, args):
+    framejit.reset()
+    cf = framejit.compile(fn)
+    for _ in range(2):
+        COMP_LOG.clear()
+        want = fn(*args)
+        want_log = list(COMP_LOG)
+        COMP_LOG.clear()
+        got = cf(*args)
+        assert repr(got) == repr(want)
+        assert COMP_LOG == want_log
+    if sys.version_info >= (3, 12) and fn in (comp_list, comp_keeps_outer_name, comp_result_on_stack):
+        # the comprehension runs in CPython, the frame around it is split there
+        assert framejit.counters["stats"]["unique_graphs"] >= 2
+        assert framejit.counters["stats"]["frames_not_captured"] == 0

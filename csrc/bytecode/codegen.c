@@ -1476,8 +1476,37 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
             goto done;
         fj_bc_set_handler(&b->il, FJ_LABEL_REF(handler_label), 0, plan->hlasti);
     }
+    /* a comprehension run whole (FJ_BREAK_REGION): its jumps stay inside it
+       (or go just past it), each to a label of the copy */
+    int nregion = plan->last - plan->first + 2;
+    int *region_labels = NULL;
+    if (plan->kind == FJ_BREAK_REGION) {
+        if ((region_labels = PyMem_Calloc((size_t)nregion, sizeof(int))) == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (int j = 0; j < nregion; j++)
+            if ((region_labels[j] = fj_bc_new_label(&b->il)) < 0) {
+                PyMem_Free(region_labels);
+                goto done;
+            }
+    }
     for (int k = plan->first; k <= plan->last; k++) {
         const fj_Instr *in = &il->v[k];
+        if (region_labels != NULL) {
+            int bad = fj_bc_place_label(&b->il, region_labels[k - plan->first]) < 0;
+            if (!bad && fj_opcode_jump_dir(in->op) != 0) {
+                fj_bc_set_pos(&b->il, in->line, in->end_line, in->col, in->end_col);
+                bad = fj_bc_emit_jump(&b->il, in->op, region_labels[in->target - plan->first]) < 0;
+            }
+            else if (!bad)
+                bad = emit_at(b, in, in->op, in->arg) < 0;
+            if (bad) {
+                PyMem_Free(region_labels);
+                goto done;
+            }
+            continue;
+        }
         if (plan->kind == FJ_BREAK_JUMP && k == plan->last) {
             if ((jump_label = fj_bc_new_label(&b->il)) < 0)
                 goto done;
@@ -1486,6 +1515,12 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
                 goto done;
         }
         else if (emit_at(b, in, in->op, in->arg) < 0)
+            goto done;
+    }
+    if (region_labels != NULL) {
+        int bad = fj_bc_place_label(&b->il, region_labels[nregion - 1]) < 0;
+        PyMem_Free(region_labels);
+        if (bad)
             goto done;
     }
     fj_bc_set_handler(&b->il, -1, 0, 0);

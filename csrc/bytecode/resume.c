@@ -57,6 +57,9 @@ static int generic_effect(const fj_Pseudo *p, int *npop, int *npush)
     }
 }
 
+static int local_def(const fj_Instr *in);
+static int local_def2(const fj_Instr *in);
+
 static int in_loop(const fj_InstrList *il, int index)
 {
     for (int j = index + 1; j < il->n; j++) {
@@ -85,6 +88,107 @@ int fj_resume_cells_ok(PyCodeObject *co, const fj_InstrList *il, int first,
     return 0;
 }
 
+/*
+** A break inside a comprehension that 3.12+ inline (PEP 709): the loop runs
+** whole in CPython, as 3.11 ran the comprehension's own function.  Its body
+** is under a handler that only restores the saved locals and re-raises
+** ('h'); before it: GET_ITER, then LOAD_FAST_AND_CLEAR and SWAP for each
+** saved local; after it: SWAP, and STORE_FASTs that restore the saved
+** locals (the result's own store may come first).  0 with the plan, or -1
+** with fj_Unsupported.
+*/
+static int plan_comprehension(const fj_InstrList *il, int index, int h, fj_BreakPlan *plan)
+{
+    int lo = index, hi = index, nsaved = 0, extra_pops = 0;
+    unsigned char saved[256] = {0};
+    while (lo > 0 && il->v[lo - 1].exc_target == h)
+        lo--;
+    while (hi + 1 < il->n && il->v[hi + 1].exc_target == h)
+        hi++;
+    int first = lo;
+    while (first > 0 && (il->v[first - 1].p.op == FJ_PI_SWAP ||
+                         il->v[first - 1].p.op == FJ_PI_LOAD_FAST_AND_CLEAR)) {
+        first--;
+        if (il->v[first].p.op == FJ_PI_LOAD_FAST_AND_CLEAR) {
+            if (il->v[first].p.a >= 256)
+                return fj_unsupported("graph break inside a comprehension with many locals");
+            saved[il->v[first].p.a] = 1;
+            nsaved++;
+        }
+    }
+    if (first == 0 || il->v[first - 1].p.op != FJ_PI_GET_ITER || nsaved == 0)
+        return fj_unsupported("graph break inside a loop");
+    first--;
+    int last = hi, restored = 0;
+    while (restored < nsaved && last + 1 < il->n) {
+        const fj_Instr *in = &il->v[++last];
+        int slots[2] = {-1, -1};
+        if (in->exc_target >= 0)
+            break;
+        if (in->p.op == FJ_PI_STORE_FAST)
+            slots[0] = in->p.a;
+        else if (in->p.op == FJ_PI_STORE_FAST_STORE_FAST)
+            slots[0] = in->p.a, slots[1] = in->p.b;
+        else if (in->p.op == FJ_PI_POP_TOP)
+            extra_pops++;
+        else if (in->p.op != FJ_PI_SWAP && in->p.op != FJ_PI_NOP)
+            break;
+        for (int k = 0; k < 2 && slots[k] >= 0; k++) {
+            if (slots[k] < 256 && saved[slots[k]] == 1) {
+                saved[slots[k]] = 2;
+                restored++;
+            }
+            else
+                extra_pops++;
+        }
+    }
+    if (restored < nsaved || extra_pops > 1)
+        return fj_unsupported("graph break inside a loop");
+    for (int k = first; k <= last; k++) {
+        int op = il->v[k].p.op;
+        if (op == FJ_PI_LOAD_DEREF || op == FJ_PI_STORE_DEREF || op == FJ_PI_LOAD_CLOSURE ||
+            op == FJ_PI_MAKE_CELL || op == FJ_PI_DELETE_DEREF || op == FJ_PI_MAKE_FUNCTION ||
+            op == FJ_PI_RETURN_VALUE || op == FJ_PI_RETURN_CONST)
+            return fj_unsupported("graph break inside a comprehension with a closure or a return");
+        if (fj_opcode_jump_dir(il->v[k].op) != 0 &&
+            (il->v[k].target < first || il->v[k].target > last + 1))
+            return fj_unsupported("graph break inside a comprehension that jumps out of it");
+    }
+    if (il->v[first].exc_target >= 0 && !fj_bc_handler_transparent(il, il->v[first].exc_target))
+        return fj_unsupported("graph break inside a comprehension under a try or with block");
+    if (in_loop(il, first))
+        return fj_unsupported("graph break inside a loop");
+    plan->kind = FJ_BREAK_REGION;
+    plan->first = first;
+    plan->last = last;
+    plan->npop = 1;               /* the iterable */
+    plan->npush = 1 - extra_pops; /* the result, unless stored or dropped */
+    plan->nresume = 1;
+    plan->resume[0] = last + 1;
+    plan->resume[1] = -1;
+    plan->handler = -1;
+    return 0;
+}
+
+void fj_resume_region_defs(PyCodeObject *co, const fj_InstrList *il, const fj_BreakPlan *plan,
+                           unsigned char *defs)
+{
+    int nl = FJ_CODE_NLOCALSPLUS(co);
+    memset(defs, 0, (size_t)nl);
+    if (plan->kind != FJ_BREAK_REGION)
+        return;
+    for (int k = plan->first; k <= plan->last; k++) {
+        int d = local_def(&il->v[k]), d2 = local_def2(&il->v[k]);
+        if (d >= 0 && d < nl)
+            defs[d] = 1;
+        if (d2 >= 0 && d2 < nl)
+            defs[d2] = 1;
+    }
+    for (int k = plan->first; k <= plan->last; k++)
+        if (il->v[k].p.op == FJ_PI_LOAD_FAST_AND_CLEAR && il->v[k].p.a < nl)
+            defs[il->v[k].p.a] = 0; /* restored as it was */
+}
+
 int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_BreakPlan *plan)
 {
     memset(plan, 0, sizeof(*plan));
@@ -99,8 +203,11 @@ int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_Break
         plan->hdepth = in->exc_depth;
         plan->hlasti = in->exc_lasti;
     }
-    if (in_loop(il, index))
+    if (in_loop(il, index)) {
+        if (in->exc_target >= 0 && plan->handler < 0)
+            return plan_comprehension(il, index, in->exc_target, plan);
         return fj_unsupported("graph break inside a loop");
+    }
     plan->first = plan->last = index;
     plan->nresume = 1;
     plan->resume[0] = index + 1;

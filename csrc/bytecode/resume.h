@@ -21,6 +21,8 @@ typedef enum {
     FJ_BREAK_CALL,    /* a call: [KW_NAMES] PRECALL CALL run in CPython */
     FJ_BREAK_JUMP,    /* a conditional jump on a value the trace cannot know */
     FJ_BREAK_GENERIC, /* one instruction with a known stack effect */
+    FJ_BREAK_REGION,  /* a whole inlined comprehension (3.12+, PEP 709), from its GET_ITER to
+                         the restore of the locals it saved: a loop run in CPython */
 } fj_BreakKind;
 
 typedef struct {
@@ -42,6 +44,14 @@ typedef struct {
 ** the frame cannot be split there (it then runs whole in CPython).
 */
 int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_BreakPlan *plan);
+
+/*
+** The fast locals a FJ_BREAK_REGION plan's instructions leave bound that the
+** trace did not see bound (the comprehension's result stored to a local),
+** not those it saved and restored.  Fills defs[0..nlocalsplus) with 0/1.
+*/
+void fj_resume_region_defs(PyCodeObject *co, const fj_InstrList *il, const fj_BreakPlan *plan,
+                           unsigned char *defs);
 
 /*
 ** The resume functions see the frame's cell variables as free variables, so

@@ -571,14 +571,16 @@ done:
     return name;
 }
 
-/* Names of the locals live at 'index' that hold a value at the break. New tuple. */
-static PyObject *bound_live_names(PyCodeObject *co, fj_TFrame *top, const unsigned char *live)
+/* Names of the locals live at 'index' that hold a value at the break, or
+   that what runs in CPython binds ('defs', or NULL). New tuple. */
+static PyObject *bound_live_names(PyCodeObject *co, fj_TFrame *top, const unsigned char *live,
+                                  const unsigned char *defs)
 {
     PyObject *names = PyList_New(0);
     for (int i = 0; names && i < top->nlocals; i++) {
         if (!live[i] || (fj_code_local_kind(co, i) & (FJ_FAST_CELL | FJ_FAST_FREE)))
             continue;
-        if (top->locals[i] == NULL && !fj_trace_arg_untouched(top, i))
+        if (top->locals[i] == NULL && !fj_trace_arg_untouched(top, i) && !(defs && defs[i]))
             continue;
         if (PyList_Append(names, fj_code_local_name(co, i)) < 0)
             Py_CLEAR(names);
@@ -607,12 +609,15 @@ static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyOb
     /* [0], [1]: the continuations; [2]: the handler's (plan->handler) */
     PyObject *rnames[3] = {NULL, NULL, NULL}, *rargs[3] = {NULL, NULL, NULL};
     unsigned char *restore = PyMem_Calloc(nl ? nl : 1, 1), *live = PyMem_Calloc(nl ? nl : 1, 1);
+    /* locals a comprehension run in CPython binds (FJ_BREAK_REGION) */
+    unsigned char *defs = PyMem_Calloc(FJ_CODE_NLOCALSPLUS(co) > 0 ? FJ_CODE_NLOCALSPLUS(co) : 1, 1);
     int base = top->sp - plan->npop, nstack = base + plan->npush;
     unsigned char *nulls = PyMem_Calloc(nstack > 0 ? nstack : 1, 1);
-    if (restore == NULL || live == NULL || nulls == NULL) {
+    if (restore == NULL || live == NULL || nulls == NULL || defs == NULL) {
         PyErr_NoMemory();
         goto done;
     }
+    fj_resume_region_defs(co, il, plan, defs);
     for (int i = 0; i < base; i++)
         nulls[i] = ((fj_Var *)top->stack[i])->kind == FJ_VAR_NULL;
     /* cell variables the resume functions would see unbound (as free variables) */
@@ -638,7 +643,7 @@ static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyOb
             live[i] |= all;
             restore[i] |= live[i];
         }
-        if ((rargs[r] = bound_live_names(co, top, live)) == NULL)
+        if ((rargs[r] = bound_live_names(co, top, live, defs)) == NULL)
             goto done;
         rnames[r] = install_resume(co, il, plan->resume[r], nstack, nulls, rargs[r],
                                    tx->view.globals, hook_enabled(c, "bytecode"),
@@ -663,7 +668,7 @@ static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyOb
         unsigned char hnulls[plan->hdepth + 1];
         memcpy(hnulls, nulls, (size_t)plan->hdepth);
         hnulls[plan->hdepth] = 0;
-        if ((rargs[2] = bound_live_names(co, top, live)) == NULL ||
+        if ((rargs[2] = bound_live_names(co, top, live, NULL)) == NULL ||
             (rnames[2] = install_resume(co, il, plan->handler, plan->hdepth + 1, hnulls, rargs[2],
                                         tx->view.globals, hook_enabled(c, "bytecode"),
                                         transparent_mode(c), plan->last)) == NULL)
@@ -675,6 +680,7 @@ done:
     PyMem_Free(restore);
     PyMem_Free(live);
     PyMem_Free(nulls);
+    PyMem_Free(defs);
     for (int r = 0; r < 3; r++) {
         Py_XDECREF(rnames[r]);
         Py_XDECREF(rargs[r]);
