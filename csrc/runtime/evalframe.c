@@ -439,13 +439,12 @@ int fj_view_has_arrays(PyCodeObject *co, const fj_FrameView *view)
 ** from the start, with the same arguments, and raises (or handles) exactly
 ** what CPython does, at its own line (docs/side-effects.md, "Errors inside
 ** the graph").  Code generation adds the handler only where that holds: a
-** function's code whose graph writes into no array (fj_graph_mutates).
+** function's code whose graph writes into no input array (fj_graph_mutates).
 ** KeyboardInterrupt, SystemExit and the like are never swallowed.
-*/
-/*
-** The call to run again, taken by _graph_raised while the frame is alive
-** (3.12+ clear and pop a frame as its evaluation ends): the frame, its
-** function and arguments.
+**
+** RerunCall: the call to run again, taken by _graph_raised while the frame
+** is alive (3.12+ clear and pop a frame as its evaluation ends): the frame,
+** its function and arguments.
 */
 typedef struct {
     fj_Frame *frame;  /* the frame whose graph raised, compared only */

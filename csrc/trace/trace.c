@@ -1609,8 +1609,8 @@ static int run_frame(fj_TFrame *fr)
         if (tx->log_trace)
             log_instruction(fr, in);
         /* under a try or with block: a graph op here could raise at run time,
-           which the handler must see (fj_codegen_can_rerun); a break here is
-           refused by fj_resume_plan */
+           which the handler must see (fj_codegen_can_rerun); a break here
+           resumes at the handler too (fj_resume_plan) */
         if (in->exc_target >= 0 && op != FJ_PI_NOP &&
             !fj_bc_handler_transparent(&fr->il, in->exc_target))
             tx->protected_seen = 1;
