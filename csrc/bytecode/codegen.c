@@ -1401,8 +1401,7 @@ PyObject *fj_codegen_break(PyCodeObject *co, const fj_InstrList *il, fj_Tracer *
             goto done;
     }
     /* the frame's locals as the CPython part and the resume functions expect them */
-    int nargs_total = co->co_argcount + co->co_kwonlyargcount + !!(co->co_flags & CO_VARARGS) +
-                      !!(co->co_flags & CO_VARKEYWORDS);
+    int nargs_total = fj_code_nargs(co);
     for (int i = 0; i < top->nlocals; i++) {
         if (!restore[i] || fj_trace_arg_untouched(top, i) ||
             (fj_code_local_kind(co, i) & (FJ_FAST_CELL | FJ_FAST_FREE)))

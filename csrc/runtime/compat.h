@@ -621,6 +621,13 @@ static inline int fj_dict_is_split(PyObject *d)
 #define FJ_FAST_LOCAL CO_FAST_LOCAL
 #define FJ_FAST_CELL CO_FAST_CELL
 #define FJ_FAST_FREE CO_FAST_FREE
+/* Number of argument slots of 'co' (positional, keyword-only, *args, **kwargs). */
+static inline int fj_code_nargs(PyCodeObject *co)
+{
+    return co->co_argcount + co->co_kwonlyargcount + !!(co->co_flags & CO_VARARGS) +
+           !!(co->co_flags & CO_VARKEYWORDS);
+}
+
 static inline int fj_code_local_kind(PyCodeObject *co, int i)
 {
     return _PyLocals_GetKind(co->co_localspluskinds, i);

@@ -342,8 +342,7 @@ static int code_is_compatible(PyCodeObject *orig, PyCodeObject *code)
         (orig->co_flags & flags) != (code->co_flags & flags) ||
         FJ_CODE_NFREEVARS(orig) != FJ_CODE_NFREEVARS(code))
         return 0;
-    int nargs = orig->co_argcount + orig->co_kwonlyargcount + !!(orig->co_flags & CO_VARARGS) +
-                !!(orig->co_flags & CO_VARKEYWORDS);
+    int nargs = fj_code_nargs(orig);
     for (int i = 0; i < nargs; i++) {
         if (PyUnicode_Compare(fj_code_local_name(orig, i), fj_code_local_name(code, i)) != 0)
             return 0;
@@ -473,8 +472,7 @@ static void rerun_clear(RerunCall *rc)
 */
 static int frame_call_args(fj_Frame *f, PyCodeObject *co, PyObject **args, PyObject **kwargs)
 {
-    int npos = co->co_argcount, nkw = co->co_kwonlyargcount;
-    int nall = npos + nkw + !!(co->co_flags & CO_VARARGS) + !!(co->co_flags & CO_VARKEYWORDS);
+    int npos = co->co_argcount, nkw = co->co_kwonlyargcount, nall = fj_code_nargs(co);
     PyObject *v[nall > 0 ? nall : 1];
     for (int i = 0; i < nall; i++) {
         v[i] = f->localsplus[i];

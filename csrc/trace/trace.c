@@ -751,18 +751,12 @@ static PyObject *local_name(fj_TFrame *fr, int i)
     return fj_code_local_name(fr->code, i);
 }
 
-/* Number of argument slots (positional, keyword-only, *args, **kwargs). */
-static int code_nargs(PyCodeObject *co)
-{
-    return co->co_argcount + co->co_kwonlyargcount + !!(co->co_flags & CO_VARARGS) +
-           !!(co->co_flags & CO_VARKEYWORDS);
-}
 
 /* The Var in local slot i, wrapping a top-frame argument on first use. New ref. */
 static PyObject *load_local(fj_TFrame *fr, int i)
 {
     PyObject *v = fr->locals[i];
-    if (v == NULL && fr->lazy_args && i < code_nargs(fr->code) &&
+    if (v == NULL && fr->lazy_args && i < fj_code_nargs(fr->code) &&
         i < fr->tx->view.nlocalsplus && fr->tx->view.localsplus[i] != NULL) {
         fj_Source *src = fj_source_local(i, local_name(fr, i));
         if (src == NULL)
@@ -793,7 +787,7 @@ static int drops_finalizable(fj_TFrame *fr, int i)
     PyObject *v = fr->locals[i];
     PyObject *o = NULL;
     if (v == NULL) {
-        if (fr->lazy_args && i < code_nargs(fr->code) && i < fr->tx->view.nlocalsplus)
+        if (fr->lazy_args && i < fj_code_nargs(fr->code) && i < fr->tx->view.nlocalsplus)
             o = fr->tx->view.localsplus[i];
     } else if (fj_Var_Check(v)) {
         fj_Var *var = (fj_Var *)v;
@@ -833,12 +827,12 @@ static void store_local(fj_TFrame *fr, int i, PyObject *v) /* steals v */
 
 int fj_trace_is_arg_slot(fj_TFrame *fr, int i)
 {
-    return fr->lazy_args && i < code_nargs(fr->code);
+    return fr->lazy_args && i < fj_code_nargs(fr->code);
 }
 
 int fj_trace_arg_untouched(fj_TFrame *fr, int i)
 {
-    return fr->lazy_args && !fr->touched[i] && i < code_nargs(fr->code);
+    return fr->lazy_args && !fr->touched[i] && i < fj_code_nargs(fr->code);
 }
 
 /* The contents of a CELL Var (new ref), reading a top-frame free variable lazily. */
@@ -1647,7 +1641,7 @@ static int run_frame(fj_TFrame *fr)
             break;
         case FJ_PI_LOAD_FAST_AND_CLEAR:
             /* an inlined comprehension saves the outer binding (or NULL) */
-            if (fr->locals[arg] == NULL && !(fr->lazy_args && arg < code_nargs(co))) {
+            if (fr->locals[arg] == NULL && !(fr->lazy_args && arg < fj_code_nargs(co))) {
                 PUSH(Py_NewRef(null_var));
             }
             else {
@@ -1686,7 +1680,7 @@ static int run_frame(fj_TFrame *fr)
             break;
         case FJ_PI_MAKE_CELL: {
             PyObject *init = NULL;
-            if (fr->locals[arg] != NULL || (fr->lazy_args && arg < code_nargs(co))) {
+            if (fr->locals[arg] != NULL || (fr->lazy_args && arg < fj_code_nargs(co))) {
                 if ((init = load_local(fr, arg)) == NULL)
                     goto error;
             }
