@@ -2365,7 +2365,7 @@ known(["module_multihead_attention"],
       "'call of generator function <genexpr>' breaks; calls_captured == 0")
 known(["module_parameters_loop"],
       "iterating m.parameters() (a generator method of nn.Module) breaks: 'call of generator function "
-      "parameters', then 'FOR_ITER over Var(obj <generator object>)' and the frame runs in CPython")
+      "parameters', then 'FOR_ITER over generator object' and the frame runs in CPython")
 
 
 torch.set_num_threads(_THREADS)

@@ -70,9 +70,6 @@ static int var_traverse(fj_Var *self, visitproc visit, void *arg)
     return 0;
 }
 
-static const char *var_kind_names[] = {"const", "node",   "tuple", "list", "dict", "iter",
-                                       "func",  "cell",   "method", "null", "obj", "inst"};
-
 /*
 ** repr(o) for messages, without running the program's code: objects other
 ** than builtin scalars, strings, modules, types, functions and exact arrays
@@ -81,6 +78,11 @@ static const char *var_kind_names[] = {"const", "node",   "tuple", "list", "dict
 */
 PyObject *fj_trace_safe_repr(PyObject *o)
 {
+    if (!PyFunction_Check(o)) {
+        PyObject *name = fj_trace_public_name(o);
+        if (name != NULL)
+            return name;
+    }
     if (o == Py_None || o == Py_Ellipsis || PyBool_Check(o) || PyLong_CheckExact(o) ||
         PyFloat_CheckExact(o) || PyComplex_CheckExact(o) || PyModule_CheckExact(o) ||
         PyType_Check(o) || PyFunction_Check(o) || PyCFunction_Check(o) || PyCode_Check(o) ||
@@ -99,20 +101,206 @@ PyObject *fj_trace_safe_repr(PyObject *o)
     return PyUnicode_FromFormat("<%s object at %p>", Py_TYPE(o)->tp_name, (void *)o);
 }
 
-static PyObject *var_repr(fj_Var *self)
+/* __module__ as users spell it: "numpy" and "numpy.linalg" as "np" and
+   "np.linalg", cut before the first private part ("numpy._core.umath" is
+   "np", "torch._C._VariableFunctions" is "torch"); "builtins" is "". */
+static PyObject *public_module(PyObject *mod)
 {
-    if (self->kind == FJ_VAR_NODE)
-        return PyUnicode_FromFormat("Var(node %R)", ((fj_Node *)self->obj)->name);
-    if (self->obj != NULL) {
-        PyObject *r = fj_trace_safe_repr(self->obj);
-        PyObject *out = r ? PyUnicode_FromFormat("Var(%s %U)", var_kind_names[self->kind], r)
-                          : NULL;
-        Py_XDECREF(r);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(mod), start = 0, keep = 0;
+    int parts = 0;
+    int numpy = n >= 5 && PyUnicode_READ_CHAR(mod, 0) == 'n' && PyUnicode_READ_CHAR(mod, 1) == 'u' &&
+                PyUnicode_READ_CHAR(mod, 2) == 'm' && PyUnicode_READ_CHAR(mod, 3) == 'p' &&
+                PyUnicode_READ_CHAR(mod, 4) == 'y' && (n == 5 || PyUnicode_READ_CHAR(mod, 5) == '.');
+    while (start < n) {
+        Py_ssize_t dot = PyUnicode_FindChar(mod, '.', start, n, 1);
+        if (dot == -2)
+            return NULL;
+        if (dot < 0)
+            dot = n;
+        if (PyUnicode_READ_CHAR(mod, start) == '_' || (numpy && parts == 2))
+            break; /* numpy.random.mtrand: np.random */
+        keep = dot;
+        parts++;
+        start = dot + 1;
+    }
+    PyObject *head = PyUnicode_Substring(mod, 0, keep);
+    if (head == NULL || !numpy)
+        return head;
+    PyObject *tail = PyUnicode_Substring(head, 5, keep);
+    Py_DECREF(head);
+    if (tail == NULL)
+        return NULL;
+    PyObject *out = PyUnicode_FromFormat("np%U", tail);
+    Py_DECREF(tail);
+    return out;
+}
+
+static int is_ufunc(PyObject *o)
+{
+    return strcmp(Py_TYPE(o)->tp_name, "numpy.ufunc") == 0;
+}
+
+/* 'o'.name when a str read without the program's code, else NULL (no error). */
+static PyObject *safe_str_attr(PyObject *o, const char *name)
+{
+    PyObject *v = NULL, *key = PyUnicode_FromString(name);
+    int r = key ? fj_safe_getattr(o, key, &v) : -1;
+    Py_XDECREF(key);
+    if (r <= 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (!PyUnicode_Check(v))
+        Py_CLEAR(v);
+    return v;
+}
+
+PyObject *fj_trace_public_name(PyObject *o)
+{
+    PyObject *self = NULL, *qual = NULL, *mod = NULL, *out = NULL;
+    if (PyModule_CheckExact(o)) {
+        PyObject *name = PyModule_GetNameObject(o);
+        if (name == NULL) {
+            PyErr_Clear();
+            return NULL;
+        }
+        out = public_module(name);
+        Py_DECREF(name);
+        if (out == NULL)
+            PyErr_Clear();
         return out;
     }
-    if (self->items != NULL)
-        return PyUnicode_FromFormat("Var(%s %R)", var_kind_names[self->kind], self->items);
-    return PyUnicode_FromFormat("Var(%s)", var_kind_names[self->kind]);
+    if (PyCFunction_Check(o) || PyMethod_Check(o)) {
+        self = PyCFunction_Check(o) ? PyCFunction_GET_SELF(o) : PyMethod_GET_SELF(o);
+        if (self != NULL && PyModule_Check(self))
+            self = NULL;
+    }
+    if (self != NULL && is_ufunc(self)) {
+        /* np.add.reduce: the ufunc's name, then the method's */
+        PyObject *uname = safe_str_attr(self, "__name__");
+        PyObject *mname = safe_str_attr(o, "__name__");
+        if (uname != NULL && mname != NULL)
+            out = PyUnicode_FromFormat("np.%U.%U", uname, mname);
+        Py_XDECREF(uname);
+        Py_XDECREF(mname);
+        if (out == NULL)
+            PyErr_Clear();
+        return out;
+    }
+    if (!PyType_Check(o) && Py_TYPE(o)->tp_call == NULL)
+        return NULL; /* neither a class nor a callable */
+    qual = safe_str_attr(o, "__qualname__");
+    if (qual == NULL && (qual = safe_str_attr(o, "__name__")) == NULL)
+        return NULL;
+    /* a bound method's class names its module (ndarray.sum, Generator.normal) */
+    PyObject *owner = self != NULL ? (PyObject *)Py_TYPE(self) : o;
+    PyObject *raw = safe_str_attr(owner, "__module__");
+    if (raw == NULL && self == NULL && PyObject_TypeCheck(o, &PyMethodDescr_Type))
+        raw = safe_str_attr((PyObject *)PyDescr_TYPE(o), "__module__");
+    if (raw == NULL && (PyType_Check(owner) && ((PyTypeObject *)owner)->tp_name != NULL)) {
+        /* a C type without __module__: its tp_name's dotted prefix */
+        const char *tn = ((PyTypeObject *)owner)->tp_name, *dot = strrchr(tn, '.');
+        raw = dot ? PyUnicode_FromStringAndSize(tn, dot - tn) : NULL;
+    }
+    if (raw != NULL) {
+        mod = public_module(raw);
+        Py_DECREF(raw);
+        if (mod == NULL)
+            PyErr_Clear();
+    }
+    if (mod != NULL && PyUnicode_GET_LENGTH(mod) > 0 && PyUnicode_CompareWithASCIIString(mod, "builtins") != 0)
+        out = PyUnicode_FromFormat("%U.%U", mod, qual);
+    else
+        out = Py_NewRef(qual);
+    Py_XDECREF(mod);
+    Py_DECREF(qual);
+    if (out == NULL)
+        PyErr_Clear();
+    return out;
+}
+
+/* "float64 array of shape (4,)" and the like: what a node holds. */
+static PyObject *node_text(fj_Node *n)
+{
+    switch (n->vkind) {
+    case FJ_VAL_ARRAY: {
+        PyObject *shape = fj_node_shape_tuple(n);
+        PyObject *out = shape && n->dtype
+                            ? PyUnicode_FromFormat("%s array of shape %R (%U)",
+                                                   n->dtype->typeobj->tp_name + (strncmp(n->dtype->typeobj->tp_name, "numpy.", 6) == 0 ? 6 : 0),
+                                                   shape, n->name)
+                            : NULL;
+        Py_XDECREF(shape);
+        return out;
+    }
+    case FJ_VAL_NPSCALAR:
+        return PyUnicode_FromFormat("NumPy %s scalar (%U)",
+                                    n->dtype ? n->dtype->typeobj->tp_name + (strncmp(n->dtype->typeobj->tp_name, "numpy.", 6) == 0 ? 6 : 0) : "?",
+                                    n->name);
+    case FJ_VAL_PYSCALAR:
+        return PyUnicode_FromFormat("%s computed in the graph (%U)",
+                                    n->example ? Py_TYPE(n->example)->tp_name : "number", n->name);
+    case FJ_VAL_TENSOR:
+        return PyUnicode_FromFormat("tensor (%U)", n->name);
+    case FJ_VAL_TENSORS:
+        return PyUnicode_FromFormat("tuple of tensors (%U)", n->name);
+    }
+    return PyUnicode_FromFormat("graph value %U", n->name);
+}
+
+/*
+** What a Var stands for, in the words of the program's source (messages,
+** break reasons): "np.roll", "float64 array of shape (4,) (sin)", "a list
+** of 3 items", "a Foo object".  Never an internal representation.
+*/
+static PyObject *var_repr(fj_Var *self)
+{
+    switch (self->kind) {
+    case FJ_VAR_NODE:
+        return node_text((fj_Node *)self->obj);
+    case FJ_VAR_CONST:
+    case FJ_VAR_OBJ: {
+        PyObject *name = fj_trace_public_name(self->obj);
+        if (name != NULL) {
+            if (PyModule_CheckExact(self->obj))
+                Py_SETREF(name, PyUnicode_FromFormat("module %U", name));
+            return name;
+        }
+        if (self->kind == FJ_VAR_CONST || PyArray_CheckExact(self->obj))
+            return fj_trace_safe_repr(self->obj);
+        return PyUnicode_FromFormat("%s object", Py_TYPE(self->obj)->tp_name);
+    }
+    case FJ_VAR_TUPLE:
+    case FJ_VAR_LIST: {
+        Py_ssize_t n = self->items ? PyList_GET_SIZE(self->items) : 0;
+        return PyUnicode_FromFormat("%s of %zd item%s", self->kind == FJ_VAR_TUPLE ? "tuple" : "list",
+                                    n, n == 1 ? "" : "s");
+    }
+    case FJ_VAR_DICT:
+        return PyUnicode_FromString("dict");
+    case FJ_VAR_ITER:
+        if (self->obj != NULL && !PyRange_Check(self->obj)) {
+            PyObject *name = fj_trace_public_name((PyObject *)Py_TYPE(self->obj));
+            if (name != NULL) {
+                Py_SETREF(name, PyUnicode_FromFormat("%U iterator", name));
+                return name;
+            }
+            return PyUnicode_FromFormat("%s iterator", Py_TYPE(self->obj)->tp_name);
+        }
+        return PyUnicode_FromString(self->obj != NULL ? "range iterator" : "iterator");
+    case FJ_VAR_FUNC:
+        return PyUnicode_FromFormat("function %U", ((PyCodeObject *)self->obj)->co_qualname);
+    case FJ_VAR_CELL:
+        return PyUnicode_FromString("closure cell");
+    case FJ_VAR_METHOD:
+        return PyUnicode_FromFormat("method %R", self->obj);
+    case FJ_VAR_NULL:
+        return PyUnicode_FromString("NULL");
+    case FJ_VAR_INST:
+        return PyUnicode_FromFormat("%s object made in the frame",
+                                    PyType_Check(self->obj) ? ((PyTypeObject *)self->obj)->tp_name : "?");
+    }
+    return PyUnicode_FromString("value");
 }
 
 static PyType_Slot var_slots[] = {

@@ -149,6 +149,11 @@ const struct fj_OpDef *fj_trace_ops_for(PyObject *v);
 ** short strings, modules, types, functions, arrays; others <T object at p>).
 ** New reference, NULL on error. */
 PyObject *fj_trace_safe_repr(PyObject *o);
+/* The name a program spells a callable, class or module by: "np.roll",
+** "np.linalg.solve", "np.add.reduce", "ndarray.sum", "math.floor", "len",
+** "torch.sin", "np" (read without the program's code).  New reference, or
+** NULL with no error set when 'o' has no such name. */
+PyObject *fj_trace_public_name(PyObject *o);
 /* True when local i of the top frame is an argument slot. */
 int fj_trace_is_arg_slot(struct fj_TFrame *fr, int i);
 

@@ -1061,7 +1061,7 @@ PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_
     if (f->kind == FJ_VAR_OBJ && fj_torch_is_module(f->obj))
         return fj_trace_module_call(fr, f, args, n, kwnames);
     if (f->kind != FJ_VAR_CONST)
-        return fj_unsupported("call of %R", fnv), NULL;
+        return fj_unsupported("call of %R is not supported", fnv), NULL;
     PyObject *fn = f->obj;
     int tk = fj_torch_callable_kind(fn);
     if (tk == FJ_TORCH_OP)
