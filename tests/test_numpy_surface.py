@@ -56,3 +56,461 @@ def test_break_reasons_never_show_internal_representations(make):
     fn, arg = make()
     for r in _reasons(fn, np.arange(3.0), arg):
         assert "Var(" not in r and not re.search(r"0x[0-9a-f]{6,}", r), r
+
+
+# ---------------------------------------------------------------- differential
+
+from difftools import _copy, outcome, same  # noqa: E402
+
+rng = np.random.default_rng(21)
+M = rng.standard_normal((4, 5))                      # 2-d float64
+T3 = rng.standard_normal((3, 4, 2))                  # 3-d
+NC = rng.standard_normal((6, 8))[::2, 1::3]          # non-contiguous (3, 3)
+FT = np.asfortranarray(rng.standard_normal((3, 4)))  # Fortran order
+V = rng.standard_normal(6)
+IV = np.arange(-3, 5, dtype=np.int64)                # ints with negatives
+I32 = (np.arange(12, dtype=np.int32).reshape(3, 4) * 7) % 5
+BV = np.array([True, False, True, True, False])
+C = rng.standard_normal(5) + 1j * rng.standard_normal(5)
+C64 = C.astype(np.complex64)
+F32 = rng.standard_normal((2, 3)).astype(np.float32)
+E0 = np.zeros((0, 3))
+S0 = np.array(2.5)                                   # 0-d
+ARRAYS = {"M": M, "T3": T3, "NC": NC, "FT": FT, "V": V, "IV": IV, "I32": I32, "BV": BV,
+          "F32": F32, "E0": E0}
+
+
+def diff_check(fn, args_list, backend="eager", graphs=True):
+    """fn compiled against plain CPython on copies of each argument tuple
+    (twice compiled: a cache hit), comparing the outcome (value or exception
+    type and message) and every input afterwards (item stores)."""
+    framejit.reset()
+    cf = framejit.compile(fn, backend=backend)
+    for args in args_list:
+        pa = _copy(args)
+        plain = outcome(fn, pa)
+        for _ in range(2):
+            ca = _copy(args)
+            got = outcome(cf, ca)
+            assert got[0] == plain[0], f"{got} vs {plain}"
+            if got[0] == "ok":
+                same(got[1], plain[1])
+            else:
+                assert got[1:] == plain[1:]
+            for i, (x, y) in enumerate(zip(ca, pa)):
+                same(x, y, f"argument {i}")
+    if graphs:
+        assert framejit.counters["stats"]["unique_graphs"] >= 1, dict(framejit.counters["graph_break"])
+    return dict(framejit.counters["graph_break"])
+
+
+def _cases(fn, names):
+    return [pytest.param(fn, n, id=f"{fn.__name__}-{n}") for n in names]
+
+
+# roll, flip, diff, tile, repeat, average: each over several inputs
+
+def roll1(x):
+    return np.roll(x, 1) + 0
+
+
+def roll_neg(x):
+    return np.roll(x, -7) * 2
+
+
+def roll_axis0(x):
+    return np.roll(x, 2, axis=0) + 0
+
+
+def roll_axis_last(x):
+    return np.roll(x, -1, axis=-1) + 0
+
+
+def roll_tuple(x):
+    return np.roll(x, (1, -2), axis=(0, 1)) - x
+
+
+def roll_big(x):
+    return np.roll(x, 1001, axis=0) + 0
+
+
+def flip_all(x):
+    return np.flip(x) + 1
+
+
+def flip0(x):
+    return np.flip(x, 0) + 1
+
+
+def flip_lr_ud(x):
+    return np.fliplr(x) - np.flipud(x)
+
+
+def diff1(x):
+    return np.diff(x) * 1
+
+
+def diff2_axis0(x):
+    return np.diff(x, n=2, axis=0) + 0
+
+
+def diff_long(x):
+    return np.diff(x, 7) + 0
+
+
+def diff_prepend(x):
+    return np.diff(x, prepend=0.5) + 0
+
+
+def diff_append_row(x):
+    return np.diff(x, axis=0, append=x[:1]) + 0
+
+
+def tile_int(x):
+    return np.tile(x, 2) + 0
+
+
+def tile_rows(x):
+    return np.tile(x, (2, 1)) + 0
+
+
+def tile_more_dims(x):
+    return np.tile(x, (2, 1, 3)) + 0
+
+
+def tile_zero(x):
+    return np.tile(x, (0, 2)) + 0
+
+
+def repeat_flat(x):
+    return np.repeat(x, 2) + 0
+
+
+def repeat_axis0(x):
+    return np.repeat(x, 3, axis=0) + 0
+
+
+def repeat_method(x):
+    return x.repeat(2, axis=-1) + 0
+
+
+def repeat_zero(x):
+    return np.repeat(x, 0, axis=0) + 0
+
+
+def average_all(x):
+    return np.average(x) + 1
+
+
+def average_axis0(x):
+    return np.average(x, axis=0) * 2
+
+
+def average_weights(x):
+    return np.average(x, axis=0, weights=np.arange(1.0, x.shape[0] + 1)) + 0
+
+
+def average_full_weights(x):
+    return np.average(x, weights=x * x + 1) + 0
+
+
+def average_keepdims(x):
+    return np.average(x, axis=-1, keepdims=True) - x
+
+
+def real_imag(x):
+    return x.real * 2 + x.imag
+
+
+def real_min(x):
+    return x - x.real.min()
+
+
+ND2 = ["M", "NC", "FT", "I32", "F32", "E0"]
+ND_ANY = ["M", "T3", "NC", "V", "IV", "BV", "F32", "E0"]
+SURFACE = (
+    _cases(roll1, ND_ANY) + _cases(roll_neg, ND_ANY) + _cases(roll_axis0, ND_ANY) +
+    _cases(roll_axis_last, ND_ANY) + _cases(roll_tuple, ND2 + ["T3"]) + _cases(roll_big, ["M", "V"]) +
+    _cases(flip_all, ND_ANY) + _cases(flip0, ND_ANY) + _cases(flip_lr_ud, ND2 + ["T3"]) +
+    _cases(diff1, ND_ANY) + _cases(diff2_axis0, ND_ANY) + _cases(diff_long, ["V", "IV", "M"]) +
+    _cases(diff_prepend, ND_ANY) + _cases(diff_append_row, ND2 + ["T3"]) +
+    _cases(tile_int, ND_ANY) + _cases(tile_rows, ND_ANY) + _cases(tile_more_dims, ND_ANY) +
+    _cases(tile_zero, ["M", "V"]) +
+    _cases(repeat_flat, ND_ANY) + _cases(repeat_axis0, ND_ANY) + _cases(repeat_method, ND_ANY) +
+    _cases(repeat_zero, ["M", "V"]) +
+    _cases(average_all, ND_ANY) + _cases(average_axis0, ND_ANY) + _cases(average_weights, ND2 + ["T3", "V"]) +
+    _cases(average_full_weights, ["M", "NC", "V", "F32"]) + _cases(average_keepdims, ND2 + ["V"]) +
+    _cases(real_imag, ND_ANY) + _cases(real_min, ["M", "V", "I32"])
+)
+
+
+@pytest.mark.parametrize("fn,name", SURFACE)
+def test_surface(fn, name):
+    assert diff_check(fn, [(ARRAYS[name],)]) == {}
+
+
+def roll_bad_axis(x):
+    return np.roll(x, 1, axis=3) + 0
+
+
+def roll_mismatch(x):
+    return np.roll(x, (1, 2, 3), axis=(0, 1)) + 0
+
+
+def diff_0d(x):
+    return np.diff(x[0, 0]) + 0
+
+
+def diff_negative(x):
+    return np.diff(x, n=-1) + 0
+
+
+def diff_bad_append(x):
+    return np.diff(x, append=np.zeros((2, 2))) + 0
+
+
+def fliplr_1d(x):
+    return np.fliplr(x[0]) + 0
+
+
+def tile_negative(x):
+    return np.tile(x, -1) + 0
+
+
+def repeat_negative(x):
+    return np.repeat(x, -2) + 0
+
+
+def repeat_wrong_count(x):
+    return np.repeat(x, [1, 2], axis=0) + 0
+
+
+def average_bad_weights(x):
+    return np.average(x, axis=0, weights=np.ones(7)) + 0
+
+
+def average_weights_no_axis(x):
+    return np.average(x, weights=np.ones(x.shape[1])) + 0
+
+
+def average_zero_weights(x):
+    return np.average(x, axis=0, weights=np.zeros(x.shape[0])) + 0
+
+
+@pytest.mark.parametrize("fn", [roll_bad_axis, roll_mismatch, diff_0d, diff_negative, diff_bad_append,
+                                fliplr_1d, tile_negative, repeat_negative, repeat_wrong_count,
+                                average_bad_weights, average_weights_no_axis, average_zero_weights],
+                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("name", ["M", "I32"])
+def test_surface_errors_are_numpys(fn, name):
+    """Invalid calls raise what NumPy raises, with NumPy's message: the
+    shape rules refuse them (the frame breaks and CPython raises), or the
+    graph's NumPy call raises and the frame reruns in CPython."""
+    diff_check(fn, [(ARRAYS[name],)], graphs=False)
+
+
+@pytest.mark.parametrize("fn", [real_imag, real_min, roll1, diff1, average_axis0], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("z", [C, C64], ids=["complex128", "complex64"])
+def test_surface_complex(fn, z):
+    diff_check(fn, [(z,), (z[::-1],)])
+
+
+@pytest.mark.parametrize("fn,name", [
+    (roll1, "M"), (diff1, "V"), (tile_rows, "M"), (repeat_axis0, "NC"), (average_axis0, "M"),
+    (flip_lr_ud, "FT"), (diff_prepend, "IV")], ids=lambda p: getattr(p, "__name__", p))
+def test_surface_captured_whole(fn, name):
+    """These are one graph each, no break."""
+    assert diff_check(fn, [(ARRAYS[name],)]) == {}
+    assert framejit.counters["stats"]["unique_graphs"] == 1
+
+
+# ---------------------------------------------------------------- integer-array indexing
+
+IDX = {
+    "i1": np.array([0, 2, 1, 2]),
+    "neg": np.array([-1, 0, -3]),
+    "i2d": np.array([[0, 1], [2, 0]]),
+    "i32": np.array([2, 0], dtype=np.int32),
+    "u8": np.array([1, 1, 0], dtype=np.uint8),
+    "nc": np.arange(8)[::3],            # [0, 3, 6]: non-contiguous, 6 out of range on short axes
+    "empty": np.array([], dtype=np.intp),
+    "oob": np.array([0, 99]),
+    "oobneg": np.array([-99]),
+}
+
+
+def gi_1(x, i):
+    return x[i] + 0
+
+
+def gi_cols(x, i):
+    return x[:, i] * 2
+
+
+def gi_both(x, i):
+    return x[i, i] + 0
+
+
+def gi_pair_nonadjacent(x, i):
+    return x[i, :, i] + 0
+
+
+def gi_none_between(x, i):
+    return x[i, None, i] + 0
+
+
+def gi_int_and_array(x, i):
+    return x[0, :, i] + 0
+
+
+def gi_ellipsis(x, i):
+    return x[..., i] + 0
+
+
+def gi_chain(x, i):
+    return x[i][:, i] + 0
+
+
+def gi_sum(x, i):
+    return x[i].sum(axis=0)
+
+
+GETITEM = []
+for fn, shapes in [(gi_1, ["M", "V", "T3", "NC"]), (gi_cols, ["M", "FT", "T3"]), (gi_both, ["M", "T3"]),
+                   (gi_pair_nonadjacent, ["T3"]), (gi_none_between, ["T3", "M"]),
+                   (gi_int_and_array, ["T3"]), (gi_ellipsis, ["T3", "M", "V"]), (gi_chain, ["M", "T3"]),
+                   (gi_sum, ["M", "V"])]:
+    for s in shapes:
+        for k in IDX:
+            GETITEM.append(pytest.param(fn, s, k, id=f"{fn.__name__}-{s}-{k}"))
+
+
+@pytest.mark.parametrize("fn,name,idx", GETITEM)
+def test_integer_array_index(fn, name, idx):
+    """Results, or NumPy's IndexError for indices out of range (the graph's
+    NumPy call raises, the frame reruns in CPython)."""
+    diff_check(fn, [(ARRAYS[name], IDX[idx])])
+
+
+def gi_const_list(x):
+    return x[[0, 2, -1]] + 0
+
+
+def gi_const_lists(x):
+    return x[[0, 1], [1, 0]] + 0
+
+
+def gi_const_list_oob(x):
+    return x[[0, 9]] + 0
+
+
+def gi_argsort(x):
+    return x[np.argsort(x)] * 1
+
+
+def gi_arange(x):
+    return x[np.arange(0, x.shape[0], 2)] + 0
+
+
+def gi_0d(x):
+    return x[np.argmax(x)] + 1
+
+
+@pytest.mark.parametrize("fn,name", [(gi_const_list, "V"), (gi_const_list, "M"), (gi_const_lists, "M"),
+                                     (gi_const_lists, "T3"), (gi_const_list_oob, "V"), (gi_argsort, "V"),
+                                     (gi_argsort, "IV"), (gi_arange, "M"), (gi_arange, "V"), (gi_0d, "V")],
+                         ids=lambda p: getattr(p, "__name__", p))
+def test_integer_array_index_made_in_the_graph(fn, name):
+    diff_check(fn, [(ARRAYS[name],)], graphs=fn is not gi_const_list_oob)
+
+
+def si_scalar(x, i):
+    x[i] = 7.0
+    return x
+
+
+def si_row(x, i):
+    x[:, i] = x[:, :1] * 2
+    return x.sum()
+
+
+def si_broadcast(x, i):
+    x[i] = np.arange(x.shape[-1] if x.ndim > 1 else 1)
+    return x
+
+
+def si_iadd(x, i):
+    x[i] += 1          # duplicates add once, as in NumPy
+    return x
+
+
+def si_copy(x, i):
+    y = x.copy()
+    y[i, 0] = -1.0
+    return y, x
+
+
+SETITEM = []
+for fn, shapes in [(si_scalar, ["M", "V", "NC"]), (si_row, ["M", "FT"]), (si_broadcast, ["M", "V"]),
+                   (si_iadd, ["M", "V", "I32"]), (si_copy, ["M", "T3"])]:
+    for s in shapes:
+        for k in ["i1", "neg", "i2d", "u8", "empty", "oob"]:
+            SETITEM.append(pytest.param(fn, s, k, id=f"{fn.__name__}-{s}-{k}"))
+
+
+@pytest.mark.parametrize("fn,name,idx", SETITEM)
+def test_integer_array_item_store(fn, name, idx):
+    """Stores through integer arrays write the same items (the last of
+    duplicates wins, x[i] += 1 adds once) or raise the same error, with the
+    inputs left as CPython leaves them."""
+    diff_check(fn, [(ARRAYS[name], IDX[idx])], graphs=False)
+
+
+def test_integer_array_index_is_a_graph_operation():
+    def f(x, i):
+        return x[i] * 2 + x[:, i].sum()
+
+    assert diff_check(f, [(M, IDX["i1"]), (M, np.array([-1, -2, 0, 3]))]) == {}
+    assert framejit.counters["stats"]["unique_graphs"] == 1
+
+
+def test_boolean_mask_read_breaks_with_its_reason():
+    def f(x):
+        return x[x > 0] + 1
+
+    breaks = diff_check(f, [(M,)], graphs=False)
+    assert any("boolean mask index" in r for r in breaks), breaks
+
+
+# ---------------------------------------------------------------- constant array-likes
+
+def cl_add(x):
+    return x + [1, 2, 3, 4, 5]
+
+
+def cl_nested(x):
+    return x * [[1], [2], [3], [4]]
+
+
+def cl_concat(x):
+    return np.concatenate(([1], np.diff(x), [len(x)]))
+
+
+def cl_concat_tuple(x):
+    return np.concatenate(((0.5, 1.5), x))
+
+
+def cl_mask(x, m=(1, 0, 1)):
+    return m == np.bitwise_and(m, x[:3])
+
+
+def cl_ragged(x):
+    return x + [[1, 2], [3]]
+
+
+@pytest.mark.parametrize("fn,name", [(cl_add, "M"), (cl_nested, "M"), (cl_concat, "V"),
+                                     (cl_concat, "IV"), (cl_concat_tuple, "V"), (cl_mask, "IV"),
+                                     (cl_ragged, "M")],
+                         ids=lambda p: getattr(p, "__name__", p))
+def test_constant_lists_as_arrays(fn, name):
+    diff_check(fn, [(ARRAYS[name],)], graphs=fn is not cl_ragged)

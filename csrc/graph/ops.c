@@ -186,6 +186,19 @@ static const fj_OpDef fj_op_table[] = {
     {"flatten", FJ_OP_METHOD, NULL, "flatten", 0, NULL, FJ_SH_RAVEL, FJ_DT_RUN, 1, "self,order", 0},
     {"copy", FJ_OP_FUNC, "numpy", "copy", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "a,order,subok", 0},
     {"copy", FJ_OP_METHOD, NULL, "copy", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "self,order", 0},
+    /* rearranging and differencing (validated by the dtype run on stand-ins) */
+    {"roll", FJ_OP_FUNC, "numpy", "roll", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "a,shift!,axis", 0},
+    {"flip", FJ_OP_FUNC, "numpy", "flip", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "m,axis", 0},
+    {"fliplr", FJ_OP_FUNC, "numpy", "fliplr", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "m", 0},
+    {"flipud", FJ_OP_FUNC, "numpy", "flipud", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "m", 0},
+    {"diff", FJ_OP_FUNC, "numpy", "diff", 0, NULL, FJ_SH_DIFF, FJ_DT_RUN, 1, "a,n,axis,prepend,append", 0},
+    {"tile", FJ_OP_FUNC, "numpy", "tile", 0, NULL, FJ_SH_TILE, FJ_DT_SAME, 1, "A,reps", 0},
+    {"repeat", FJ_OP_FUNC, "numpy", "repeat", 0, NULL, FJ_SH_REPEAT, FJ_DT_SAME, 1, "a,repeats,axis", 0},
+    {"repeat", FJ_OP_METHOD, NULL, "repeat", 0, NULL, FJ_SH_REPEAT, FJ_DT_SAME, 1, "self,repeats,axis", 0},
+    {"average", FJ_OP_FUNC, "numpy", "average", 0, NULL, FJ_SH_AVERAGE, FJ_DT_RUN, 1,
+     "a,axis,weights,returned?,keepdims", 0},
+    {"real", FJ_OP_ATTR, NULL, "real", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "self", 0},
+    {"imag", FJ_OP_ATTR, NULL, "imag", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "self", 0},
     /* cumulative ops and sorting (ndarray.sort sorts in place: not a row) */
     RED("cumsum", FJ_SH_CUMULATIVE, "axis,dtype,out?", 0), RED("cumprod", FJ_SH_CUMULATIVE, "axis,dtype,out?", 0),
     {"sort", FJ_OP_FUNC, "numpy", "sort", 0, NULL, FJ_SH_SORT, FJ_DT_RUN, 1, "a,axis,kind,order,stable", 0},
@@ -862,6 +875,28 @@ static void prefix_error(const fj_OpDef *op)
     Py_XDECREF(tb);
 }
 
+/* True when 'o' is, or holds in tuples, lists and dict values, an array or
+   NumPy-scalar node (data, not a Python scalar's known value). */
+static int holds_data(PyObject *o, int depth)
+{
+    if (fj_Node_Check(o))
+        return ((fj_Node *)o)->vkind != FJ_VAL_PYSCALAR;
+    if (depth > 64)
+        return 1;
+    if (PyTuple_Check(o) || PyList_Check(o)) {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(o); i++)
+            if (holds_data(PySequence_Fast_GET_ITEM(o, i), depth + 1))
+                return 1;
+    } else if (PyDict_Check(o)) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(o, &pos, &k, &v))
+            if (holds_data(v, depth + 1))
+                return 1;
+    }
+    return 0;
+}
+
 /* Dtype and kind of the result by running the op on stand-ins (cached). */
 static int infer_by_running(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Meta *out)
 {
@@ -919,10 +954,20 @@ static int infer_by_running(const fj_OpDef *op, PyObject *args, PyObject *kwargs
         PyErr_Format(PyExc_TypeError, "result of type %.100s is not an array", Py_TYPE(res)->tp_name);
         goto error;
     }
-    if (out->vkind == FJ_VAL_PYSCALAR)
+    if (out->vkind == FJ_VAL_PYSCALAR) {
         /* arithmetic on Python scalars (symbolic ints): never cached, the
-           value is the point */
+           value is the point; a Python number computed from an array's data
+           (1j * a.sum() is a Python complex) has no such value here, only
+           the stand-ins' */
+        if (holds_data(args, 0) || (kwargs != NULL && holds_data(kwargs, 0))) {
+            Py_CLEAR(out->dtype);
+            Py_CLEAR(out->example);
+            PyErr_Format(PyExc_TypeError, "a Python %.100s computed from an array's data is not traced",
+                         Py_TYPE(res)->tp_name);
+            goto error;
+        }
         Py_CLEAR(key);
+    }
     if (key) {
         if (PyDict_GET_SIZE(fj_dtype_cache) > 20000)
             PyDict_Clear(fj_dtype_cache);

@@ -63,6 +63,10 @@ enum {
     FJ_SH_ARANGE,     /* NumPy's arange length from constant start/stop/step */
     FJ_SH_LINSPACE,   /* broadcast(start, stop) with 'num' inserted at 'axis' */
     FJ_SH_EYE,        /* (N, M) */
+    FJ_SH_DIFF,       /* diff: the axis shortened by n, lengthened by prepend/append */
+    FJ_SH_TILE,       /* tile: shapes padded to len(reps) and multiplied */
+    FJ_SH_REPEAT,     /* repeat: an int or a constant per-item count, along an axis or flattened */
+    FJ_SH_AVERAGE,    /* average: as REDUCE, with 'weights' of a's shape or 1-d along the axis */
     FJ_SH_SETITEM,    /* a[index] = value: the selection (basic indexing, or a boolean mask of a's
                          shape with a scalar value) must take the value; the node keeps a's shape */
 };

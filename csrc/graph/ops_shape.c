@@ -51,7 +51,60 @@ static int is_scalar_const(PyObject *o)
     return PyLong_Check(o) || PyFloat_Check(o) || PyComplex_Check(o) || PyArray_IsScalar(o, Generic);
 }
 
-/* Shape of an operand: a node, or a scalar constant (0-d).  0 or -1. */
+/* True when 'o' holds only builtin or NumPy numbers in lists and tuples
+   (no nodes, nothing whose conversion could run the program's code). */
+static int numbers_only(PyObject *o, int depth)
+{
+    if (is_scalar_const(o))
+        return !PyArray_IsScalar(o, Generic) || PyArray_IsScalar(o, Number) || PyArray_IsScalar(o, Bool);
+    if (depth > 32 || !(PyList_CheckExact(o) || PyTuple_CheckExact(o)))
+        return 0;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!numbers_only(PySequence_Fast_GET_ITEM(o, i), depth + 1))
+            return 0;
+    return 1;
+}
+
+/*
+** A constant array-like ([1, 2], ((1, 0), (0, 1))): its shape as
+** np.asarray gives it, and its dtype's type number into *type_num (when
+** not NULL).  0; 1 when 'o' is not one (nothing set); -1 with NumPy's error
+** (a ragged list).
+*/
+static int const_seq_shape(const fj_OpDef *op, PyObject *o, int *nd, npy_intp *sh, int *type_num)
+{
+    if (!numbers_only(o, 0))
+        return 1;
+    PyObject *arr = PyArray_FromAny(o, NULL, 0, 0, 0, NULL);
+    if (arr == NULL) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyErr_NormalizeException(&et, &ev, &tb);
+        PyObject *msg = ev ? PyObject_Str(ev) : NULL;
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s: %U", QN(op), msg ? msg : Py_None);
+        Py_XDECREF(msg);
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(tb);
+        return -1;
+    }
+    int r = 0;
+    if (PyArray_NDIM((PyArrayObject *)arr) > FJ_MAX_NDIM || PyArray_TYPE((PyArrayObject *)arr) == NPY_OBJECT)
+        r = 1;
+    else {
+        *nd = PyArray_NDIM((PyArrayObject *)arr);
+        memcpy(sh, PyArray_DIMS((PyArrayObject *)arr), sizeof(npy_intp) * (size_t)*nd);
+        if (type_num)
+            *type_num = PyArray_TYPE((PyArrayObject *)arr);
+    }
+    Py_DECREF(arr);
+    return r;
+}
+
+/* Shape of an operand: a node, a scalar constant (0-d), or a constant
+   array-like (numbers in lists and tuples).  0 or -1. */
 static int operand_shape(const fj_OpDef *op, PyObject *o, int *nd, npy_intp *sh)
 {
     if (fj_Node_Check(o)) {
@@ -64,6 +117,10 @@ static int operand_shape(const fj_OpDef *op, PyObject *o, int *nd, npy_intp *sh)
         *nd = 0;
         return 0;
     }
+    if ((PyList_CheckExact(o) || PyTuple_CheckExact(o)) && const_seq_shape(op, o, nd, sh, NULL) == 0)
+        return 0;
+    if (PyErr_Occurred())
+        return -1;
     PyErr_Format(PyExc_TypeError, "%s: unsupported operand of type %.100s", QN(op), Py_TYPE(o)->tp_name);
     return -1;
 }
@@ -676,11 +733,105 @@ static int is_int_index(PyObject *o)
     return !PyBool_Check(o) && (PyLong_Check(o) || PyArray_IsScalar(o, Integer));
 }
 
-/* Basic indexing: ints, slices, None, Ellipsis (and tuples of them). */
+/* Kinds of index items. */
+enum { IX_INT = 1, IX_SLICE, IX_NONE, IX_ELLIPSIS, IX_ARRAY };
+
+/* One index item classified: its kind, for IX_INT its value when known
+   ('known'), for IX_ARRAY its shape, and the constant's values when the
+   array is a constant list ('values', a new reference). */
+typedef struct {
+    int kind, known, nd;
+    Py_ssize_t value;
+    npy_intp sh[FJ_MAX_NDIM];
+    PyObject *values;
+} IndexItem;
+
+static int classify_index(const fj_OpDef *op, PyObject *it, IndexItem *ix)
+{
+    memset(ix, 0, sizeof *ix);
+    if (is_int_index(it)) {
+        ix->kind = IX_INT;
+        ix->known = 1;
+        ix->value = PyNumber_AsSsize_t(it, PyExc_IndexError);
+        return ix->value == -1 && PyErr_Occurred() ? -1 : 0;
+    }
+    if (PySlice_Check(it)) {
+        ix->kind = IX_SLICE;
+        return 0;
+    }
+    if (it == Py_None || it == Py_Ellipsis) {
+        ix->kind = it == Py_None ? IX_NONE : IX_ELLIPSIS;
+        return 0;
+    }
+    if (fj_Node_Check(it)) {
+        fj_Node *n = (fj_Node *)it;
+        if (n->vkind == FJ_VAL_PYSCALAR) {
+            if (n->example != NULL && PyLong_CheckExact(n->example)) {
+                ix->kind = IX_INT; /* a symbolic int: its value is the graph's */
+                return 0;
+            }
+        } else if ((n->vkind == FJ_VAL_ARRAY || n->vkind == FJ_VAL_NPSCALAR) && n->dtype != NULL) {
+            int tn = n->dtype->type_num;
+            if (tn == NPY_BOOL) {
+                PyErr_Format(PyExc_TypeError,
+                             "%s: a boolean mask index (x[mask]) selects a number of items that depends on "
+                             "the data: not traced", QN(op));
+                return -1;
+            }
+            if (!PyTypeNum_ISINTEGER(tn)) {
+                PyErr_Format(PyExc_IndexError,
+                             "%s: arrays used as indices must be of integer (or boolean) type", QN(op));
+                return -1;
+            }
+            if (n->vkind == FJ_VAL_NPSCALAR || n->ndim == 0) {
+                ix->kind = IX_INT; /* 0-d integer arrays index as integers */
+                return 0;
+            }
+            ix->kind = IX_ARRAY;
+            ix->nd = n->ndim;
+            memcpy(ix->sh, n->shape, sizeof(npy_intp) * (size_t)n->ndim);
+            return 0;
+        }
+    } else if (PyList_CheckExact(it) || PyTuple_CheckExact(it)) {
+        int tn = -1;
+        int r = const_seq_shape(op, it, &ix->nd, ix->sh, &tn);
+        if (r < 0)
+            return -1;
+        if (r == 0 && PyTypeNum_ISINTEGER(tn) && ix->nd > 0) {
+            ix->kind = IX_ARRAY;
+            ix->values = PyArray_FromAny(it, PyArray_DescrFromType(NPY_INTP), 0, 0, NPY_ARRAY_CARRAY, NULL);
+            return ix->values ? 0 : -1;
+        }
+    }
+    PyErr_Format(PyExc_TypeError,
+                 "%s: index of type %.100s is not supported (ints, slices, None, Ellipsis and integer "
+                 "arrays)", QN(op), fj_Node_Check(it) ? "Python scalar" : Py_TYPE(it)->tp_name);
+    return -1;
+}
+
+static int index_out_of_bounds(const fj_OpDef *op, Py_ssize_t v, int dim, npy_intp size)
+{
+    PyErr_Format(PyExc_IndexError, "%s: index %zd is out of bounds for axis %d with size %zd", QN(op), v, dim,
+                 (Py_ssize_t)size);
+    return -1;
+}
+
+/*
+** Indexing: ints, slices, None, Ellipsis and integer arrays (nodes or
+** constant lists), alone or in tuples, as NumPy's mapping.c does it.  With
+** an integer array present, every int and array index is "advanced": their
+** shapes broadcast together, and the broadcast shape takes the place of the
+** first of them when they are all next to each other, else it comes first.
+** Bounds of constant indices are checked here; an array's values are data,
+** and NumPy checks them when the graph runs.  Boolean arrays select a
+** number of items that depends on the data: refused.
+*/
 static int sh_getitem(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
 {
     fj_Node *a = array_node(op, b->v[0]);
     PyObject *index = b->v[1];
+    IndexItem ix[FJ_MAX_NDIM + 1];
+    int r = -1;
     if (!a)
         return -1;
     if (!index) {
@@ -693,78 +844,119 @@ static int sh_getitem(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
         items = &PyTuple_GET_ITEM(index, 0);
         n = PyTuple_GET_SIZE(index);
     }
+    if (n > FJ_MAX_NDIM) {
+        PyErr_Format(PyExc_IndexError, "%s: too many indices for array: array is %d-dimensional, but %zd were "
+                     "indexed", QN(op), a->ndim, n);
+        return -1;
+    }
+    Py_ssize_t done = 0;
     int consumed = 0, ellipses = 0, only_ints = 1, scalar = a->vkind == FJ_VAL_NPSCALAR;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *it = items[i];
-        if (is_int_index(it) || PySlice_Check(it)) {
+    int arrays = 0, first_adv = -1, last_adv = -1, adjacent = 1;
+    int bnd = 0;
+    npy_intp bsh[FJ_MAX_NDIM];
+    for (; done < n; done++) {
+        if (classify_index(op, items[done], &ix[done]) < 0)
+            goto out;
+        int k = ix[done].kind;
+        if (k == IX_INT || k == IX_SLICE || k == IX_ARRAY)
             consumed++;
-            only_ints &= !PySlice_Check(it);
-        } else if (it == Py_Ellipsis) {
-            if (++ellipses > 1) {
-                PyErr_Format(PyExc_IndexError, "%s: an index can only have a single ellipsis ('...')", QN(op));
-                return -1;
+        if (k != IX_INT)
+            only_ints = 0;
+        if (k == IX_ELLIPSIS && ++ellipses > 1) {
+            PyErr_Format(PyExc_IndexError, "%s: an index can only have a single ellipsis ('...')", QN(op));
+            done++;
+            goto out;
+        }
+        if (k == IX_ARRAY) {
+            arrays++;
+            if (broadcast_into(op, &bnd, bsh, ix[done].nd, ix[done].sh) < 0) {
+                done++;
+                goto out;
             }
-            only_ints = 0;
-        } else if (it == Py_None) {
-            only_ints = 0;
-        } else {
-            PyErr_Format(PyExc_TypeError,
-                         "%s: index of type %.100s is not supported (only ints, slices, None and Ellipsis; "
-                         "advanced indexing is not traced)",
-                         QN(op), fj_Node_Check(it) ? "array" : Py_TYPE(it)->tp_name);
-            return -1;
+        }
+    }
+    if (arrays) { /* ints are advanced too: are the advanced items next to each other? */
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (ix[i].kind != IX_INT && ix[i].kind != IX_ARRAY)
+                continue;
+            if (first_adv < 0)
+                first_adv = (int)i;
+            else if (last_adv != (int)i - 1)
+                adjacent = 0;
+            last_adv = (int)i;
         }
     }
     if (scalar && consumed > 0) {
         PyErr_Format(PyExc_IndexError, "%s: invalid index to scalar variable.", QN(op));
-        return -1;
+        goto out;
     }
     if (consumed > a->ndim) {
         PyErr_Format(PyExc_IndexError, "%s: too many indices for array: array is %d-dimensional, but %d were indexed",
                      QN(op), a->ndim, consumed);
-        return -1;
+        goto out;
     }
-    int dim = 0;
+    int dim = 0, placed = 0;
     out->ndim = 0;
+    if (arrays && !adjacent) {
+        out->ndim = bnd;
+        memcpy(out->shape, bsh, sizeof(npy_intp) * (size_t)bnd);
+        placed = 1;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *it = items[i];
-        if (it == Py_None) {
+        IndexItem *it = &ix[i];
+        if (it->kind == IX_NONE) {
             if (too_many_dims(op, out->ndim + 1) < 0)
-                return -1;
+                goto out;
             out->shape[out->ndim++] = 1;
-        } else if (it == Py_Ellipsis) {
+        } else if (it->kind == IX_ELLIPSIS) {
             int skip = a->ndim - consumed;
             if (too_many_dims(op, out->ndim + skip) < 0)
-                return -1;
+                goto out;
             for (int k = 0; k < skip; k++)
                 out->shape[out->ndim++] = a->shape[dim++];
-        } else if (PySlice_Check(it)) {
+        } else if (it->kind == IX_SLICE) {
             Py_ssize_t start, stop, step;
-            if (PySlice_Unpack(it, &start, &stop, &step) < 0)
-                return -1;
+            if (PySlice_Unpack(items[i], &start, &stop, &step) < 0)
+                goto out;
             if (too_many_dims(op, out->ndim + 1) < 0)
-                return -1;
+                goto out;
             out->shape[out->ndim++] = PySlice_AdjustIndices(a->shape[dim++], &start, &stop, step);
         } else {
-            Py_ssize_t v = PyNumber_AsSsize_t(it, PyExc_IndexError);
-            if (v == -1 && PyErr_Occurred())
-                return -1;
             npy_intp size = a->shape[dim];
-            if (v < -size || v >= size) {
-                PyErr_Format(PyExc_IndexError, "%s: index %zd is out of bounds for axis %d with size %zd", QN(op),
-                             v, dim, (Py_ssize_t)size);
-                return -1;
+            if (it->kind == IX_INT && it->known && (it->value < -size || it->value >= size)) {
+                index_out_of_bounds(op, it->value, dim, size);
+                goto out;
+            }
+            if (it->values != NULL) { /* a constant list: its values are known */
+                npy_intp *v = (npy_intp *)PyArray_DATA((PyArrayObject *)it->values);
+                for (npy_intp k = 0, m = PyArray_SIZE((PyArrayObject *)it->values); k < m; k++) {
+                    if (v[k] < -size || v[k] >= size) {
+                        index_out_of_bounds(op, (Py_ssize_t)v[k], dim, size);
+                        goto out;
+                    }
+                }
             }
             dim++;
+            if (arrays && !placed) {
+                if (too_many_dims(op, out->ndim + bnd) < 0)
+                    goto out;
+                memcpy(out->shape + out->ndim, bsh, sizeof(npy_intp) * (size_t)bnd);
+                out->ndim += bnd;
+                placed = 1;
+            }
         }
     }
     for (; dim < a->ndim; dim++) { /* trailing dims not indexed */
         if (too_many_dims(op, out->ndim + 1) < 0)
-            return -1;
+            goto out;
         out->shape[out->ndim++] = a->shape[dim];
     }
-    out->vkind = only_ints && consumed == a->ndim ? FJ_VAL_NPSCALAR : FJ_VAL_ARRAY;
-    return 0;
+    out->vkind = !arrays && only_ints && consumed == a->ndim ? FJ_VAL_NPSCALAR : FJ_VAL_ARRAY;
+    r = 0;
+out:
+    for (Py_ssize_t i = 0; i < done && i < n; i++)
+        Py_XDECREF(ix[i].values);
+    return r;
 }
 
 /* ---- flattening, cumulative ops, sorting -------------------------------- */
@@ -826,6 +1018,207 @@ static int sh_axis_keep(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
     }
     out->ndim = nd;
     memcpy(out->shape, sh, sizeof(npy_intp) * (size_t)nd);
+    return 0;
+}
+
+/* ---- diff, tile, repeat, average ---------------------------------------- */
+
+/* A constant int (not a bool, not a traced value) into *v.  0 or -1. */
+static int const_int(const fj_OpDef *op, PyObject *o, const char *what, Py_ssize_t *v)
+{
+    if (fj_Node_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s: %s must be a constant, not a traced value", QN(op), what);
+        return -1;
+    }
+    return int_arg(op, o, "", v);
+}
+
+/*
+** diff(a, n=1, axis=-1, prepend, append): prepend and append (a scalar, or
+** an array with a's dims but along the axis) join a along the axis, then
+** each of the n differences shortens it by one, down to 0.  n=0 returns a
+** itself (an alias the graph would not know): refused, as negative n.
+*/
+static int sh_diff(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    int nd, ax = 0;
+    npy_intp sh[FJ_MAX_NDIM];
+    Py_ssize_t n = 1;
+    if (!b->v[0] || operand_shape(op, b->v[0], &nd, sh) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "%s: missing the array argument", QN(op));
+        return -1;
+    }
+    if (b->v[1] && const_int(op, b->v[1], "n", &n) < 0)
+        return -1;
+    if (n <= 0) {
+        PyErr_Format(n < 0 ? PyExc_ValueError : PyExc_TypeError,
+                     n < 0 ? "%s: order must be non-negative but got %zd"
+                           : "%s: n=%zd returns the input itself: not traced", QN(op), n);
+        return -1;
+    }
+    if (nd == 0) {
+        PyErr_Format(PyExc_ValueError, "%s: diff requires input that is at least one dimensional", QN(op));
+        return -1;
+    }
+    if (b->v[2]) {
+        if (norm_axis(op, b->v[2], nd, &ax) < 0)
+            return -1;
+    } else
+        ax = nd - 1;
+    npy_intp len = sh[ax];
+    for (int k = 3; k <= 4; k++) {
+        int end;
+        npy_intp esh[FJ_MAX_NDIM];
+        if (!b->v[k])
+            continue;
+        if (operand_shape(op, b->v[k], &end, esh) < 0)
+            return -1;
+        if (end == 0) {
+            len += 1;
+            continue;
+        }
+        int ok = end == nd;
+        for (int d = 0; ok && d < nd; d++)
+            ok = d == ax || esh[d] == sh[d];
+        if (!ok)
+            return shapes_error(op, "%s: prepend/append of shape %s does not join an array of shape %s "
+                                "along the axis", end, esh, nd, sh);
+        len += esh[ax];
+    }
+    out->ndim = nd;
+    memcpy(out->shape, sh, sizeof(npy_intp) * (size_t)nd);
+    out->shape[ax] = len > n ? len - n : 0;
+    return 0;
+}
+
+/* tile(A, reps): A's shape and reps, each padded with leading ones to the
+   longer, multiplied.  reps: a non-negative int or a tuple/list of them. */
+static int sh_tile(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    int nd, d;
+    npy_intp sh[FJ_MAX_NDIM], reps[FJ_MAX_NDIM];
+    if (!b->v[0] || !b->v[1] || operand_shape(op, b->v[0], &nd, sh) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "%s: needs A and reps", QN(op));
+        return -1;
+    }
+    PyObject *r = b->v[1];
+    if (PyTuple_CheckExact(r) || PyList_CheckExact(r)) {
+        Py_ssize_t m = PySequence_Fast_GET_SIZE(r);
+        if (m > FJ_MAX_NDIM)
+            return too_many_dims(op, (int)m);
+        d = (int)m;
+        for (int i = 0; i < d; i++) {
+            Py_ssize_t v;
+            if (const_int(op, PySequence_Fast_GET_ITEM(r, i), "reps", &v) < 0)
+                return -1;
+            reps[i] = v;
+        }
+    } else {
+        Py_ssize_t v;
+        if (const_int(op, r, "reps", &v) < 0)
+            return -1;
+        d = 1;
+        reps[0] = v;
+    }
+    for (int i = 0; i < d; i++) {
+        if (reps[i] < 0) {
+            PyErr_Format(PyExc_ValueError, "%s: negative dimensions are not allowed", QN(op));
+            return -1;
+        }
+    }
+    int D = d > nd ? d : nd;
+    out->ndim = D;
+    for (int i = 0; i < D; i++) {
+        npy_intp s = i - (D - nd) >= 0 ? sh[i - (D - nd)] : 1;
+        npy_intp t = i - (D - d) >= 0 ? reps[i - (D - d)] : 1;
+        out->shape[i] = s * t;
+    }
+    return 0;
+}
+
+/* repeat(a, repeats, axis=None): axis None repeats the flattened items;
+   'repeats' is a non-negative int, or a constant sequence of one count or
+   of one per item along the axis. */
+static int sh_repeat(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    int nd, ax = -1;
+    npy_intp sh[FJ_MAX_NDIM];
+    if (!b->v[0] || !b->v[1] || operand_shape(op, b->v[0], &nd, sh) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "%s: needs the array and repeats", QN(op));
+        return -1;
+    }
+    if (b->v[2] && b->v[2] != Py_None && norm_axis(op, b->v[2], nd, &ax) < 0)
+        return -1;
+    npy_intp len = ax < 0 ? shape_size(nd, sh) : sh[ax], total = 0;
+    PyObject *r = b->v[1];
+    if (PyTuple_CheckExact(r) || PyList_CheckExact(r)) {
+        Py_ssize_t m = PySequence_Fast_GET_SIZE(r);
+        if (m != 1 && m != len) {
+            PyErr_Format(PyExc_ValueError, "%s: operands could not be broadcast together with shape (%zd,) (%zd,)",
+                         QN(op), (Py_ssize_t)len, m);
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < m; i++) {
+            Py_ssize_t v;
+            if (const_int(op, PySequence_Fast_GET_ITEM(r, i), "repeats", &v) < 0)
+                return -1;
+            if (v < 0) {
+                PyErr_Format(PyExc_ValueError, "%s: repeats may not contain negative values.", QN(op));
+                return -1;
+            }
+            total += m == 1 ? v * len : v;
+        }
+    } else {
+        Py_ssize_t v;
+        if (const_int(op, r, "repeats", &v) < 0)
+            return -1;
+        if (v < 0) {
+            PyErr_Format(PyExc_ValueError, "%s: repeats may not contain negative values.", QN(op));
+            return -1;
+        }
+        total = v * len;
+    }
+    if (ax < 0) {
+        out->ndim = 1;
+        out->shape[0] = total;
+        return 0;
+    }
+    out->ndim = nd;
+    memcpy(out->shape, sh, sizeof(npy_intp) * (size_t)nd);
+    out->shape[ax] = total;
+    return 0;
+}
+
+/* average(a, axis, weights, keepdims): a reduction; weights have a's shape,
+   or are 1-d along a single int axis. */
+static int sh_average(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    if (sh_reduce(op, b, out, 1) < 0)
+        return -1;
+    PyObject *w = b->v[2];
+    if (w == NULL || w == Py_None)
+        return 0;
+    int nd, wnd;
+    npy_intp sh[FJ_MAX_NDIM], wsh[FJ_MAX_NDIM];
+    if (operand_shape(op, b->v[0], &nd, sh) < 0 || operand_shape(op, w, &wnd, wsh) < 0)
+        return -1;
+    if (wnd == nd && memcmp(wsh, sh, sizeof(npy_intp) * (size_t)nd) == 0)
+        return 0;
+    int ax;
+    PyObject *axis = b->v[1];
+    if (axis == NULL || axis == Py_None) {
+        PyErr_Format(PyExc_TypeError, "%s: Axis must be specified when shapes of a and weights differ.", QN(op));
+        return -1;
+    }
+    if (wnd != 1 || !PyIndex_Check(axis) || norm_axis(op, axis, nd, &ax) < 0 || wsh[0] != sh[ax]) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "%s: Shape of weights must be consistent with shape of a along "
+                         "specified axis.", QN(op));
+        return -1;
+    }
     return 0;
 }
 
@@ -1114,9 +1507,9 @@ static int sh_eye(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
 }
 
 /*
-** a[index] = value.  Basic indexing: the value must broadcast into the
-** selection (leading length-1 dims of the value may exceed it, as NumPy
-** allows).  A boolean array index of exactly a's shape (a mask) takes a
+** a[index] = value.  Basic and integer-array indexing: the value must
+** broadcast into the selection (leading length-1 dims of the value may
+** exceed it, as NumPy allows).  A boolean array index of exactly a's shape (a mask) takes a
 ** scalar value only (the count of selected items is data).  The node keeps
 ** a's shape.  0 or -1 with NumPy's error.
 */
@@ -1140,7 +1533,8 @@ static int sh_setitem(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
         vnd = 0;
     else if (operand_shape(op, value, &vnd, vsh) < 0)
         return -1;
-    if (fj_Node_Check(index)) {
+    if (fj_Node_Check(index) && ((fj_Node *)index)->dtype != NULL &&
+        ((fj_Node *)index)->dtype->type_num == NPY_BOOL) {
         fj_Node *m = (fj_Node *)index;
         int mask = m->vkind == FJ_VAL_ARRAY && m->dtype->type_num == NPY_BOOL && m->ndim == a->ndim &&
                    memcmp(m->shape, a->shape, sizeof(npy_intp) * (size_t)a->ndim) == 0;
@@ -1242,6 +1636,14 @@ static int shape_rule(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
         return sh_arange(op, b, out);
     case FJ_SH_LINSPACE:
         return sh_linspace(op, b, out);
+    case FJ_SH_DIFF:
+        return sh_diff(op, b, out);
+    case FJ_SH_TILE:
+        return sh_tile(op, b, out);
+    case FJ_SH_REPEAT:
+        return sh_repeat(op, b, out);
+    case FJ_SH_AVERAGE:
+        return sh_average(op, b, out);
     case FJ_SH_EYE:
         return sh_eye(op, b, out);
     case FJ_SH_SETITEM:

@@ -1675,8 +1675,8 @@ PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
     fj_Var *o = VAR(objv);
     if (o->kind == FJ_VAR_NODE) {
         if (VAR(keyv)->kind == FJ_VAR_NODE && ((fj_Node *)VAR(keyv)->obj)->vkind != FJ_VAL_PYSCALAR &&
-            !(fj_trace_is_tensor_var(objv) && fj_trace_is_tensor_var(keyv)))
-            return fj_unsupported("indexing an array with an array"), NULL;
+            fj_trace_is_tensor_var(objv) != fj_trace_is_tensor_var(keyv))
+            return fj_unsupported("indexing an array with an array of the other library"), NULL;
         /* an integer index is in range only for some sizes: with dynamic dims the
            graph could raise IndexError at run time (after side effects that come
            first in the program); pin the sizes so the trace's check holds */
