@@ -166,6 +166,15 @@ class Hooks:
     def max_restarts(self):
         return int(config.max_restarts)
 
+    @property
+    def capture_loops(self):
+        return 1 if config.capture_loops else 0
+
+    @property
+    def loop_unroll_limit(self):
+        n = int(config.loop_unroll_limit)
+        return n if n > 0 else 0
+
     def log(self, channel, compile_id, text):
         logs.log(channel, compile_id, text)
 

@@ -22,6 +22,12 @@ inline_depth_limit = 8
 #: traces of one frame (each restart stops before the instruction that broke)
 #: before it runs uncompiled
 max_restarts = 100
+#: loops over range() with more than ``loop_unroll_limit`` iterations are
+#: captured as one loop node whose body is traced once (docs/loops.md), so
+#: compile time does not grow with the trip count; shorter loops, loops over
+#: containers and bodies that cannot be captured are unrolled as before
+capture_loops = True
+loop_unroll_limit = 16
 #: re-raise internal compiler errors instead of running the frame uncompiled (tests)
 raise_internal_errors = False
 #: never offer frames of the stdlib, NumPy and the test runners to the compiler

@@ -187,7 +187,7 @@ static PyObject *example_inputs(fj_Tracer *tx)
 /* ----------------------------------------------------------- compile */
 
 static int tracer_init(Compiler *c, fj_Tracer *tx, const fj_FrameView *view, PyCodeObject *co,
-                       PyObject *cid, int stop_at, fj_ExtraState *es)
+                       PyObject *cid, int stop_at, fj_ExtraState *es, PyObject *loop_policy)
 {
     memset(tx, 0, sizeof(*tx));
     tx->view = *view;
@@ -201,6 +201,9 @@ static int tracer_init(Compiler *c, fj_Tracer *tx, const fj_FrameView *view, PyC
     tx->compile_id = cid;
     tx->stop_at = stop_at;
     tx->break_index = -1;
+    tx->loop_policy = loop_policy;
+    tx->capture_loops = c->cfg.capture_loops;
+    tx->loop_unroll_limit = c->cfg.loop_unroll_limit;
     (void)fj_torch_ready(); /* tensors are graph inputs from the first trace after torch's import */
     if (c->dynamic != 0) {
         if ((tx->dyn_inputs = PyList_New(0)) == NULL)
@@ -730,7 +733,7 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame)
     fj_InstrList il;
     fj_BreakPlan plan;
     PyCodeObject *co = NULL;
-    PyObject *result = NULL, *cid = NULL;
+    PyObject *result = NULL, *cid = NULL, *loop_policy = NULL;
     memset(&tx, 0, sizeof(tx));
     fj_bc_init(&il);
     if (fj_frame_wrapper_view(frame, &view, &co) < 0)
@@ -796,10 +799,14 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame)
         Py_XDECREF(cid0);
     }
 
-    int stop_at = -1, pin_restart = 0;
+    int stop_at = -1, pin_restart = 0, loop_retries = 0;
+    /* what failed loop captures leave for the next trace (trace_loops.c) */
+    loop_policy = PyDict_New();
+    if (loop_policy == NULL)
+        goto done;
     for (int attempt = 0; attempt < c->cfg.max_restarts; attempt++) {
         Py_XSETREF(cid, make_compile_id(frame_id, compile_no, attempt));
-        if (cid == NULL || tracer_init(c, &tx, &view, co, cid, stop_at, ces) < 0)
+        if (cid == NULL || tracer_init(c, &tx, &view, co, cid, stop_at, ces, loop_policy) < 0)
             goto done;
         /* the last attempt broke where an op raised on dynamic sizes (x + y
            with unequal ones): the guards it would have added never come,
@@ -824,6 +831,17 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame)
             if (result == NULL && PyErr_ExceptionMatches(fj_Unsupported))
                 result = run_whole_after(c, co, &tx, cid, il.v[plan.first].line);
             goto done;
+        }
+        if (tx.loop_retry && PyErr_ExceptionMatches(fj_Unsupported) && loop_retries++ < 1000) {
+            /* a loop's capture failed: the same trace again, that loop unrolled */
+            PyObject *why = take_reason();
+            if (why == NULL)
+                goto done;
+            hook_log(c, "graph_breaks", cid, why);
+            Py_DECREF(why);
+            tracer_clear(&tx);
+            attempt--;
+            continue;
         }
         if (!PyErr_ExceptionMatches(fj_Unsupported)) {
             /* an internal error: never break the user's program for it */
@@ -925,6 +943,7 @@ done:
     tracer_clear(&tx);
     fj_bc_free(&il);
     Py_XDECREF(cid);
+    Py_XDECREF(loop_policy);
     return result;
 }
 

@@ -15,6 +15,7 @@
 */
 #include "fj_numpy.h"
 #include "graph.h"
+#include "loop.h"
 
 #include <math.h>
 #include <structmember.h>
@@ -31,6 +32,9 @@ typedef struct {
     Py_ssize_t nplaceholders, ncalls;
     int has_output;
     int torch;              /* holds torch tensors */
+    PyObject *parent;       /* borrowed, or NULL: the enclosing graph of a loop body being traced */
+    PyObject *lifted;       /* strong list or NULL: the enclosing nodes lifted, in placeholder order */
+    PyObject *lifted_to;    /* strong dict or NULL: id(enclosing node) -> placeholder */
     vectorcallfunc vectorcall;
 } fj_Graph;
 
@@ -510,6 +514,10 @@ fj_Node *fj_graph_torch_call(PyObject *gobj, const fj_OpDef *op, PyObject *targe
     fj_Node *n = NULL;
     PyObject *acc = NULL;
     int deep = 0;
+    if (g->parent != NULL) {
+        PyErr_SetString(PyExc_TypeError, "torch operations in a captured loop body are not supported");
+        return NULL;
+    }
     if (check_open(g) < 0)
         return NULL;
     if (kwargs && PyDict_GET_SIZE(kwargs) == 0)
@@ -539,12 +547,14 @@ error:
     return NULL;
 }
 
+static PyObject *lift_all(fj_Graph *g, PyObject *o, int depth);
+
 fj_Node *fj_graph_call(PyObject *gobj, const fj_OpDef *op, PyObject *args, PyObject *kwargs)
 {
     fj_Graph *g = (fj_Graph *)gobj;
     fj_Meta m = {0};
     fj_Node *n = NULL;
-    PyObject *acc = NULL, *stem = NULL;
+    PyObject *acc = NULL, *stem = NULL, *lifted_args = NULL, *lifted_kwargs = NULL;
     int deep = 0;
     if (check_open(g) < 0)
         return NULL;
@@ -554,6 +564,15 @@ fj_Node *fj_graph_call(PyObject *gobj, const fj_OpDef *op, PyObject *args, PyObj
     }
     if (kwargs && PyDict_GET_SIZE(kwargs) == 0)
         kwargs = NULL;
+    if (g->parent != NULL) {
+        /* a loop body: enclosing nodes become placeholders */
+        if ((lifted_args = lift_all(g, args, 0)) == NULL ||
+            (kwargs != NULL && (lifted_kwargs = lift_all(g, kwargs, 0)) == NULL))
+            goto error;
+        args = lifted_args;
+        if (lifted_kwargs != NULL)
+            kwargs = lifted_kwargs;
+    }
     if ((acc = call_inputs(g, args, kwargs, &deep)) == NULL)
         goto error;
     if (fj_ops_infer(op, args, kwargs, &m) < 0)
@@ -581,9 +600,13 @@ fj_Node *fj_graph_call(PyObject *gobj, const fj_OpDef *op, PyObject *args, PyObj
     if (!stem || !(n->name = unique_name(g, stem)))
         goto error;
     Py_DECREF(stem);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(acc) && !n->variant; i++)
+        n->variant = ((fj_Node *)PyList_GET_ITEM(acc, i))->variant;
     g->ncalls++;
     n = append_node(g, n, acc);
     Py_DECREF(acc);
+    Py_XDECREF(lifted_args);
+    Py_XDECREF(lifted_kwargs);
     return n;
 error:
     Py_XDECREF(m.dtype);
@@ -591,7 +614,201 @@ error:
     Py_XDECREF(n);
     Py_XDECREF(acc);
     Py_XDECREF(stem);
+    Py_XDECREF(lifted_args);
+    Py_XDECREF(lifted_kwargs);
     return NULL;
+}
+
+/* ---- loop bodies -------------------------------------------------------- */
+
+PyObject *fj_graph_sub_new(PyObject *parent)
+{
+    fj_Graph *g = (fj_Graph *)fj_graph_new();
+    if (g == NULL)
+        return NULL;
+    g->parent = parent;
+    g->lifted = PyList_New(0);
+    g->lifted_to = PyDict_New();
+    if (g->lifted == NULL || g->lifted_to == NULL) {
+        Py_DECREF(g);
+        return NULL;
+    }
+    return (PyObject *)g;
+}
+
+PyObject *fj_graph_lifted(PyObject *gobj)
+{
+    fj_Graph *g = (fj_Graph *)gobj;
+    return g->lifted ? PyList_GetSlice(g->lifted, 0, PyList_GET_SIZE(g->lifted)) : PyList_New(0);
+}
+
+void fj_graph_detach(PyObject *gobj)
+{
+    fj_Graph *g = (fj_Graph *)gobj;
+    g->parent = NULL;
+    Py_CLEAR(g->lifted);
+    Py_CLEAR(g->lifted_to);
+}
+
+static int owns_node(fj_Graph *g, fj_Node *n)
+{
+    return n->index < PyList_GET_SIZE(g->nodes) && PyList_GET_ITEM(g->nodes, n->index) == (PyObject *)n;
+}
+
+int fj_graph_owns(PyObject *g, fj_Node *n)
+{
+    return owns_node((fj_Graph *)g, n);
+}
+
+fj_Node *fj_graph_lift(PyObject *gobj, fj_Node *n)
+{
+    fj_Graph *g = (fj_Graph *)gobj;
+    if (owns_node(g, n))
+        return n;
+    if (g->parent == NULL || g->lifted_to == NULL) {
+        PyErr_Format(PyExc_ValueError, "framejit: node %U does not belong to this graph", n->name);
+        return NULL;
+    }
+    PyObject *key = PyLong_FromVoidPtr(n);
+    if (key == NULL)
+        return NULL;
+    PyObject *hit = PyDict_GetItemWithError(g->lifted_to, key);
+    if (hit != NULL || PyErr_Occurred()) {
+        Py_DECREF(key);
+        return (fj_Node *)hit;
+    }
+    fj_Node *outer = fj_graph_lift(g->parent, n); /* through the enclosing bodies */
+    fj_Node *ph = outer ? fj_graph_placeholder_like(gobj, n->name, (PyObject *)outer, outer->variant) : NULL;
+    if (ph == NULL || PyDict_SetItem(g->lifted_to, key, (PyObject *)ph) < 0 ||
+        PyList_Append(g->lifted, (PyObject *)outer) < 0) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    Py_DECREF(key);
+    return ph;
+}
+
+/* 'o' (an argument: nodes, constants, tuples, lists, dicts of them) with the
+   enclosing graph's nodes replaced by this body's placeholders.  New ref. */
+static PyObject *lift_all(fj_Graph *g, PyObject *o, int depth)
+{
+    if (fj_Node_Check(o)) {
+        fj_Node *n = fj_graph_lift((PyObject *)g, (fj_Node *)o);
+        return n ? Py_NewRef((PyObject *)n) : NULL;
+    }
+    if (depth > 50) {
+        PyErr_SetString(PyExc_RecursionError, "framejit: arguments nested too deeply");
+        return NULL;
+    }
+    if (PyTuple_Check(o) || PyList_Check(o)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+        PyObject *out = PyTuple_Check(o) ? PyTuple_New(n) : PyList_New(n);
+        for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+            PyObject *v = lift_all(g, PySequence_Fast_GET_ITEM(o, i), depth + 1);
+            if (v == NULL)
+                Py_CLEAR(out);
+            else if (PyTuple_Check(out))
+                PyTuple_SET_ITEM(out, i, v);
+            else
+                PyList_SET_ITEM(out, i, v);
+        }
+        return out;
+    }
+    if (PyDict_Check(o)) {
+        PyObject *out = PyDict_New(), *k, *v;
+        Py_ssize_t pos = 0;
+        while (out != NULL && PyDict_Next(o, &pos, &k, &v)) {
+            PyObject *lv = lift_all(g, v, depth + 1);
+            if (lv == NULL || PyDict_SetItem(out, k, lv) < 0)
+                Py_CLEAR(out);
+            Py_XDECREF(lv);
+        }
+        return out;
+    }
+    return Py_NewRef(o);
+}
+
+fj_Node *fj_graph_placeholder_like(PyObject *gobj, PyObject *name, PyObject *like, int variant)
+{
+    fj_Node *ph;
+    if (!fj_Node_Check(like)) {
+        ph = fj_graph_placeholder(gobj, name, like);
+        if (ph != NULL)
+            ph->variant = variant;
+        return ph;
+    }
+    fj_Node *src = (fj_Node *)like;
+    if (src->vkind != FJ_VAL_ARRAY && src->vkind != FJ_VAL_NPSCALAR && src->vkind != FJ_VAL_PYSCALAR) {
+        PyErr_Format(PyExc_TypeError, "framejit: %U is not a NumPy value", src->name);
+        return NULL;
+    }
+    /* made from a stand-in value, then given the node's metadata */
+    ph = fj_graph_placeholder(gobj, name, src->vkind == FJ_VAL_PYSCALAR ? src->example : Py_False);
+    if (ph == NULL)
+        return NULL;
+    if (src->vkind != FJ_VAL_PYSCALAR) {
+        Py_CLEAR(ph->example);
+        Py_XSETREF(ph->dtype, (PyArray_Descr *)Py_XNewRef(src->dtype));
+        ph->vkind = src->vkind;
+        ph->ndim = src->ndim;
+        memcpy(ph->shape, src->shape, sizeof(npy_intp) * (size_t)src->ndim);
+    }
+    ph->variant = variant;
+    return ph;
+}
+
+fj_Node *fj_graph_raw_call(PyObject *gobj, const fj_OpDef *op, PyObject *target, PyObject *label,
+                           PyObject *stem, PyObject *args, fj_Node *meta, int vkind)
+{
+    fj_Graph *g = (fj_Graph *)gobj;
+    fj_Node *n = NULL;
+    PyObject *acc = NULL;
+    int deep = 0;
+    if (check_open(g) < 0)
+        return NULL;
+    if ((acc = call_inputs(g, args, NULL, &deep)) == NULL)
+        return NULL;
+    if (!(n = node_alloc(FJ_NODE_CALL)))
+        goto error;
+    n->op = op;
+    n->deep = deep;
+    n->target = Py_NewRef(target);
+    n->label = Py_XNewRef(label);
+    n->args = Py_NewRef(args);
+    if (meta != NULL) {
+        n->vkind = meta->vkind;
+        n->dtype = (PyArray_Descr *)Py_XNewRef(meta->dtype);
+        n->example = Py_XNewRef(meta->example);
+        n->ndim = meta->ndim;
+        memcpy(n->shape, meta->shape, sizeof(npy_intp) * (size_t)meta->ndim);
+    } else
+        n->vkind = vkind;
+    if (!(n->name = unique_name(g, stem)))
+        goto error;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(acc) && !n->variant; i++)
+        n->variant = ((fj_Node *)PyList_GET_ITEM(acc, i))->variant;
+    g->ncalls++;
+    n = append_node(g, n, acc);
+    Py_DECREF(acc);
+    return n;
+error:
+    Py_XDECREF(n);
+    Py_XDECREF(acc);
+    return NULL;
+}
+
+Py_ssize_t fj_graph_nplaceholders(PyObject *g)
+{
+    return ((fj_Graph *)g)->nplaceholders;
+}
+
+PyObject *fj_graph_outputs(PyObject *gobj)
+{
+    fj_Graph *g = (fj_Graph *)gobj;
+    if (!g->has_output)
+        return NULL;
+    fj_Node *out = (fj_Node *)PyList_GET_ITEM(g->nodes, PyList_GET_SIZE(g->nodes) - 1);
+    return PyTuple_GET_ITEM(out->args, 0);
 }
 
 #ifndef NDEBUG
@@ -808,6 +1025,15 @@ static int node_mutates(fj_Node *n, int torch)
 
 int fj_graph_mutates(PyObject *g)
 {
+    /* a captured loop mutates what its body does (its placeholders are
+       never fresh: a store into any of them counts) */
+    PyObject *ns = ((fj_Graph *)g)->nodes;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ns); i++) {
+        fj_Node *n = (fj_Node *)PyList_GET_ITEM(ns, i);
+        PyObject *body = n->kind == FJ_NODE_CALL && n->op == &fj_loop_row ? fj_loop_body(n->target) : NULL;
+        if (body != NULL && fj_graph_mutates(body))
+            return 1;
+    }
     PyObject *nodes = ((fj_Graph *)g)->nodes;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(nodes); i++)
         if (node_mutates((fj_Node *)PyList_GET_ITEM(nodes, i), ((fj_Graph *)g)->torch))
@@ -1412,6 +1638,20 @@ PyObject *fj_graph_tabular(PyObject *gobj)
         r = PyUnicode_Join(nl, lines);
     if (r)
         Py_SETREF(r, PyUnicode_FromFormat("%U\n", r));
+    /* each captured loop's body, after the graph */
+    for (Py_ssize_t i = 0; r != NULL && i < nn; i++) {
+        fj_Node *n = (fj_Node *)PyList_GET_ITEM(g->nodes, i);
+        PyObject *body = n->kind == FJ_NODE_CALL && n->op == &fj_loop_row ? fj_loop_body(n->target) : NULL;
+        PyObject *text = body ? fj_graph_tabular(body) : NULL;
+        if (body != NULL && text == NULL)
+            Py_CLEAR(r);
+        else if (text != NULL) {
+            Py_SETREF(r, PyUnicode_FromFormat("%U\nbody of %U (placeholders: the index, the state it reads, "
+                                              "the values it uses; output: the state):\n%U",
+                                              r, n->name, text));
+            Py_DECREF(text);
+        }
+    }
 done:
     Py_XDECREF(rows);
     Py_XDECREF(lines);
@@ -1438,6 +1678,8 @@ static void graph_dealloc(fj_Graph *g)
     Py_XDECREF(g->nodes);
     Py_XDECREF(g->used_names);
     Py_XDECREF(g->name_counter);
+    Py_XDECREF(g->lifted);
+    Py_XDECREF(g->lifted_to);
     tp->tp_free((PyObject *)g);
     Py_DECREF(tp);
 }

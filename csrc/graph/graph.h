@@ -50,6 +50,9 @@ typedef struct fj_Node {
     PyObject *kwnames;     /* strong: tuple of kwargs keys, or NULL */
     PyObject *kwvals;      /* strong: tuple of the kwargs' values in kwnames' order, or NULL */
     int deep;              /* args/kwargs hold nodes inside tuples/lists */
+    int variant;           /* the value changes from one iteration of a captured loop to the
+                              next (docs/loops.md): its 'example' is only the first
+                              iteration's, never a value the trace may use */
 } fj_Node;
 
 /* The Node type; valid after fj_graph_init. */
@@ -91,6 +94,40 @@ fj_Node *fj_graph_tensor_placeholder(PyObject *g, PyObject *name, PyObject *fake
 */
 fj_Node *fj_graph_torch_call(PyObject *g, const fj_OpDef *op, PyObject *target, PyObject *label,
                              PyObject *stem, PyObject *args, PyObject *kwargs, PyObject *fake_result);
+/*
+** Loop bodies (docs/loops.md).  fj_graph_sub_new makes the graph of a loop
+** body inside 'parent' (borrowed: it must outlive the body's trace): a call
+** whose arguments hold a node of an enclosing graph gets a placeholder for
+** it instead (lifted once, after the placeholders made so far; nested
+** bodies lift through their parents).  fj_graph_lifted lists the enclosing
+** nodes lifted, in placeholder order (new reference to a list).
+** fj_graph_detach forgets the parent and the lifted nodes once the body is
+** done.  A call's node is 'variant' when an argument is.
+*/
+PyObject *fj_graph_sub_new(PyObject *parent);
+/* True when 'n' is a node of 'g' itself. */
+int fj_graph_owns(PyObject *g, fj_Node *n);
+PyObject *fj_graph_lifted(PyObject *g);
+void fj_graph_detach(PyObject *g);
+/* 'node' of 'g' itself, or a placeholder of 'g' standing for it when it is a
+   node of an enclosing graph: borrowed, NULL with ValueError otherwise. */
+fj_Node *fj_graph_lift(PyObject *g, fj_Node *node);
+/* A placeholder of 'g' named after 'name' with the metadata of 'like' (a
+   NumPy node of any graph, or a value as fj_graph_placeholder takes),
+   variant when 'variant'.  Borrowed node, NULL on error. */
+fj_Node *fj_graph_placeholder_like(PyObject *g, PyObject *name, PyObject *like, int variant);
+/*
+** Appends a call of row 'op' with callable 'target', printed as 'label',
+** named after 'stem', whose metadata is given: copied from 'meta' (a node
+** of any graph) when not NULL, else kind 'vkind' with no dtype (a tuple of
+** values, FJ_VAL_TUPLE).  No inference.  Borrowed node, NULL on error.
+*/
+fj_Node *fj_graph_raw_call(PyObject *g, const fj_OpDef *op, PyObject *target, PyObject *label,
+                           PyObject *stem, PyObject *args, fj_Node *meta, int vkind);
+/* The graph's placeholders and its output node's tuple (borrowed; NULL
+   before the output node is added). */
+Py_ssize_t fj_graph_nplaceholders(PyObject *g);
+PyObject *fj_graph_outputs(PyObject *g);
 /* True when the graph holds torch tensors (its library is torch). */
 int fj_graph_is_torch(PyObject *g);
 /* Appends the output node returning 'outputs' (a tuple of nodes and

@@ -252,6 +252,8 @@ static PyObject *fj_by_attr;     /* strong: dict str -> row index */
 const fj_OpDef fj_torch_func_row = {"call", FJ_OP_FUNC, NULL, NULL, 0, NULL, 0, 0, 0, "", 0, NULL, 0};
 const fj_OpDef fj_torch_method_row = {"method", FJ_OP_METHOD, NULL, NULL, 0, NULL, 0, 0, 0, "", 0, NULL, 0};
 const fj_OpDef fj_torch_attr_row = {"attr", FJ_OP_ATTR, NULL, NULL, 0, NULL, 0, 0, 0, "", 0, NULL, 0};
+const fj_OpDef fj_loop_row = {"loop", FJ_OP_FUNC, NULL, NULL, 0, NULL, 0, 0, 0, "", 0, NULL, 0};
+const fj_OpDef fj_loop_item_row = {"loop_item", FJ_OP_FUNC, NULL, NULL, 0, NULL, 0, 0, 0, "", 0, NULL, 0};
 
 static const fj_OpDef *fj_by_binop[32];
 static const fj_OpDef *fj_by_compare[6];

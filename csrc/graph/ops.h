@@ -130,11 +130,17 @@ typedef struct fj_OpDef {
 ** metadata (torchlib.h), its dtype is NULL.  FJ_VAL_TENSORS: a tuple of
 ** tensors (torch.split, torch.max(x, 1)); 'fake' is the tuple of fakes and
 ** the tracer reads its items with getitem nodes. */
-enum { FJ_VAL_ARRAY = 1, FJ_VAL_NPSCALAR = 2, FJ_VAL_PYSCALAR = 3, FJ_VAL_TENSOR = 4, FJ_VAL_TENSORS = 5 };
+/* FJ_VAL_TUPLE: a tuple of values (a captured loop's final state, read
+** with loop_item nodes); no dtype. */
+enum { FJ_VAL_ARRAY = 1, FJ_VAL_NPSCALAR = 2, FJ_VAL_PYSCALAR = 3, FJ_VAL_TENSOR = 4, FJ_VAL_TENSORS = 5,
+       FJ_VAL_TUPLE = 6 };
 
 /* The rows of torch operations met by callable, method or attribute name:
    the node's target says which (ops.c). */
 extern const fj_OpDef fj_torch_func_row, fj_torch_method_row, fj_torch_attr_row;
+/* A captured loop (the node's target is its fj_Loop, loop.h) and the
+   reading of one value of its final state (operator.getitem). */
+extern const fj_OpDef fj_loop_row, fj_loop_item_row;
 
 /* Inferred output metadata of a call. */
 typedef struct {

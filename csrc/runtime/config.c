@@ -86,17 +86,21 @@ int fj_config_refresh(fj_Config *cfg, PyObject *hooks)
     if (cfg->version == fj_config_version)
         return 0;
     fj_Config n;
-    long limit, depth, restarts, transparent;
+    long limit, depth, restarts, transparent, capture, unroll;
     if (read_long(hooks, "recompile_limit", 0, LONG_MAX, 8, &limit) < 0 ||
         read_long(hooks, "inline_depth_limit", 0, 1000, 8, &depth) < 0 ||
         read_long(hooks, "max_restarts", 1, 100000, 100, &restarts) < 0 ||
         read_long(hooks, "transparent", 0, 1, 0, &transparent) < 0 ||
+        read_long(hooks, "capture_loops", 0, 1, 1, &capture) < 0 ||
+        read_long(hooks, "loop_unroll_limit", 0, LONG_MAX, 16, &unroll) < 0 ||
         read_channels(hooks, &n.channels) < 0)
         return -1;
     n.recompile_limit = limit;
     n.inline_depth_limit = (int)depth;
     n.max_restarts = (int)restarts;
     n.transparent = (int)transparent;
+    n.capture_loops = (int)capture;
+    n.loop_unroll_limit = unroll;
     n.version = fj_config_version;
     *cfg = n;
     return 0;

@@ -32,6 +32,8 @@ typedef struct {
     int inline_depth_limit; /* user functions inlined into one graph */
     int max_restarts;       /* traces of one frame before giving up */
     int transparent;        /* run mode: no new globals, original names */
+    int capture_loops;      /* loops over range() become loop nodes (docs/loops.md) */
+    long loop_unroll_limit; /* ...when they have more iterations than this */
     unsigned channels;      /* FJ_LOG_* bits of the channels that are on */
 } fj_Config;
 

@@ -927,6 +927,7 @@ static int frame_setup(fj_TFrame *fr, fj_Tracer *tx, PyCodeObject *co)
     fr->locals = PyMem_Calloc(fr->nlocals ? fr->nlocals : 1, sizeof(PyObject *));
     fr->stack = PyMem_Calloc(fr->stack_cap, sizeof(PyObject *));
     fr->touched = PyMem_Calloc(fr->nlocals ? fr->nlocals : 1, 1);
+    fr->loop_head = fr->loop_end = -1;
     if (fr->locals == NULL || fr->stack == NULL || fr->touched == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -959,7 +960,14 @@ static PyObject *load_local(fj_TFrame *fr, int i)
         fj_unsupported("local variable '%U' referenced before assignment", local_name(fr, i));
         return NULL;
     }
+    if (fr->tx->loop != NULL)
+        fj_loop_note_load(fr, i);
     return Py_NewRef(v);
+}
+
+PyObject *fj_trace_load_local(fj_TFrame *fr, int i)
+{
+    return load_local(fr, i);
 }
 
 /*
@@ -1009,6 +1017,8 @@ static int drops_finalizable(fj_TFrame *fr, int i)
 
 static void store_local(fj_TFrame *fr, int i, PyObject *v) /* steals v */
 {
+    if (fr->tx->loop != NULL)
+        fj_loop_note_store(fr, i);
     fr->touched[i] = 1;
     Py_XSETREF(fr->locals[i], v);
 }
@@ -1193,6 +1203,8 @@ static PyObject *const_items(PyObject *obj)
     return seq;
 }
 
+static int iter_fill(fj_Var *it);
+
 static PyObject *var_items(fj_TFrame *fr, PyObject *vo)
 {
     fj_Var *v = (fj_Var *)vo;
@@ -1216,6 +1228,8 @@ static PyObject *var_items(fj_TFrame *fr, PyObject *vo)
             return const_items(v->obj);
         break;
     case FJ_VAR_ITER: {
+        if (iter_fill(v) < 0)
+            return NULL;
         PyObject *out = PyList_New(0);
         while (out != NULL) {
             PyObject *next = NULL;
@@ -1311,11 +1325,32 @@ int fj_trace_iter_step(fj_Var *it)
     return 0;
 }
 
+/* A lazy range iterator (obj: the range, items: empty) made a plain one:
+   its items from 'pos' on listed.  0 or -1. */
+static int iter_fill(fj_Var *it)
+{
+    if (it->obj == NULL || !PyRange_Check(it->obj))
+        return 0;
+    PyObject *all = const_items(it->obj);
+    if (all == NULL)
+        return -1;
+    Py_SETREF(it->items, all);
+    Py_CLEAR(it->obj);
+    return 0;
+}
+
 static PyObject *make_iter(fj_TFrame *fr, PyObject *vo)
 {
     fj_Var *v = (fj_Var *)vo;
     if (v->kind == FJ_VAR_ITER)
-        return Py_NewRef(vo);
+        return iter_fill(v) < 0 ? NULL : Py_NewRef(vo);
+    if (v->kind == FJ_VAR_CONST && PyRange_Check(v->obj)) {
+        /* lazily: a range of a million items is one Var, not a million */
+        PyObject *empty = PyList_New(0);
+        fj_Var *it = empty ? fj_var_new(FJ_VAR_ITER, v->obj, empty) : NULL;
+        Py_XDECREF(empty);
+        return (PyObject *)it;
+    }
     if (v->kind == FJ_VAR_LIST) {
         /* A list iterator sees appends made while iterating: share the item list. */
         fj_Var *it = fj_var_new(FJ_VAR_ITER, NULL, v->items);
@@ -1772,12 +1807,35 @@ static int var_is_none(PyObject *v)
         next = (t);                                                                                \
     } while (0)
 
+static int run_frame_at(fj_TFrame *fr, int first);
+
 static int run_frame(fj_TFrame *fr)
+{
+    return run_frame_at(fr, 0);
+}
+
+int fj_trace_run_body(fj_TFrame *fr, int start)
+{
+    return run_frame_at(fr, start);
+}
+
+/*
+** Runs the frame's instructions from 'start'.  0 when the frame returned,
+** 1 when the top frame reached tx->stop_at, 2 when a captured loop's body
+** (fr->loop_head >= 0) jumped back to its head; -1 on error.
+*/
+static int run_frame_at(fj_TFrame *fr, int first)
 {
     fj_Tracer *tx = fr->tx;
     PyCodeObject *co = fr->code;
-    int next = 0;
+    int next = first;
     while (next < fr->il.n) {
+        if (fr->loop_head >= 0) {
+            if (next == fr->loop_head)
+                return 2;
+            if (next < fr->loop_head || next >= fr->loop_end)
+                return fj_unsupported("the loop's body leaves it (break)");
+        }
         int i = next;
         fj_Instr *in = &fr->il.v[i];
         /* the pseudo-instruction (dialect.h); in->op is the real opcode, for messages */
@@ -1903,6 +1961,10 @@ static int run_frame(fj_TFrame *fr)
         }
         case FJ_PI_STORE_DEREF: {
             fj_Var *cell = (fj_Var *)fr->locals[arg];
+            if (tx->loop != NULL) {
+                fj_unsupported("a closure cell changes in the loop's body");
+                goto error;
+            }
             if (cell == NULL || cell->kind != FJ_VAR_CELL) {
                 PyObject *v = POP();
                 Py_DECREF(v);
@@ -1940,6 +2002,10 @@ static int run_frame(fj_TFrame *fr)
         }
         case FJ_PI_STORE_GLOBAL: {
             /* a side effect: recorded, replayed after the graph, seen by later loads */
+            if (tx->loop != NULL) {
+                fj_unsupported("a global store in the loop's body");
+                goto error;
+            }
             PyObject *v = POP();
             PyObject *name = PyTuple_GET_ITEM(co->co_names, arg);
             int ok = -1;
@@ -1961,6 +2027,10 @@ static int run_frame(fj_TFrame *fr)
             break;
         case FJ_PI_DELETE_GLOBAL: {
             /* del name: replayed after the graph; the name must exist now (read, so guarded) */
+            if (tx->loop != NULL) {
+                fj_unsupported("a global deletion in the loop's body");
+                goto error;
+            }
             PyObject *name = PyTuple_GET_ITEM(co->co_names, arg);
             if (fr->globals != tx->view.globals) {
                 fj_unsupported("global delete in another module");
@@ -2101,9 +2171,13 @@ static int run_frame(fj_TFrame *fr)
             PUSH(make_function(fr, arg));
             break;
         case FJ_PI_RETURN_VALUE:
+            if (fr->loop_head >= 0)
+                return fj_unsupported("the loop's body returns");
             fr->retval = POP();
             return 0;
         case FJ_PI_RETURN_CONST:
+            if (fr->loop_head >= 0)
+                return fj_unsupported("the loop's body returns");
             fr->retval = (PyObject *)fj_var_const(PyTuple_GET_ITEM(co->co_consts, arg));
             return fr->retval == NULL ? -1 : 0;
         case FJ_PI_BINARY_OP:
@@ -2402,6 +2476,27 @@ static int run_frame(fj_TFrame *fr)
             }
             if (fj_trace_iter_step(it) < 0)
                 goto error;
+            /* a loop over a long range(): its body traced once, as one loop node
+               (trace_loops.c); the iterator is then exhausted */
+            if (fj_trace_capture_loop(fr, i) < 0)
+                goto error;
+            if (it->obj != NULL && PyRange_Check(it->obj)) { /* a lazy range (make_iter) */
+                Py_ssize_t len = PyObject_Length(it->obj);
+                if (len < 0)
+                    goto error;
+                if (it->pos < len) {
+                    PyObject *item = PySequence_GetItem(it->obj, it->pos++);
+                    fj_Var *iv = item ? fj_var_take(FJ_VAR_CONST, item) : NULL;
+                    if (iv == NULL)
+                        goto error;
+                    PUSH(iv);
+                }
+                else {
+                    Py_DECREF(POP());
+                    JUMPTO(in->target + argb);
+                }
+                break;
+            }
             if (it->pos < PyList_GET_SIZE(it->items)) {
                 PUSH(Py_NewRef(PyList_GET_ITEM(it->items, it->pos++)));
             }
@@ -2571,6 +2666,8 @@ PyObject *fj_var_as_const(PyObject *v)
     if (!fj_Var_Check(v))
         return NULL;
     fj_Var *vv = (fj_Var *)v;
+    if (vv->kind == FJ_VAR_NODE && ((fj_Node *)vv->obj)->variant)
+        return NULL; /* changes with a captured loop's iteration: no value */
     if (vv->kind == FJ_VAR_NODE && ((fj_Node *)vv->obj)->vkind == FJ_VAL_PYSCALAR &&
         fj_current_tracer != NULL) {
         /* a symbolic int used where the trace needs its value: pin it */

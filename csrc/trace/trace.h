@@ -115,6 +115,14 @@ typedef struct fj_Tracer {
     int protected_seen;      /* an instruction under an exception handler (try, with) was
                                 traced: the graph must be one an error in it can leave to
                                 the frame's own code (fj_codegen_can_rerun) */
+    /* Captured loops (trace_loops.c, docs/loops.md). */
+    PyObject *body;          /* borrowed or NULL: the graph of the loop body being traced */
+    struct fj_LoopCtx *loop; /* the innermost loop being captured, or NULL */
+    PyObject *loop_policy;   /* borrowed dict (the compile's, kept across restarts):
+                                (code id, head) -> iterations to unroll first, -1: never capture */
+    int loop_retry;          /* a capture failed: the compile traces again with its policy */
+    int capture_loops;       /* config.capture_loops */
+    long loop_unroll_limit;  /* config.loop_unroll_limit */
     PyObject *made;          /* strong list or NULL: the Vars made while this tracer ran
                                 that can hold Vars; cleared with the tracer, so reference
                                 cycles among them (self.loop = self) are not left to the
@@ -131,6 +139,29 @@ typedef struct fj_Tracer {
 ** fj_trace_free.
 */
 int fj_trace_run(fj_Tracer *tx, PyCodeObject *co);
+/* Loads local i of 'fr' (an argument read from the frame on first use).
+   New reference, NULL with Unsupported when unbound. */
+PyObject *fj_trace_load_local(struct fj_TFrame *fr, int i);
+/* Runs 'fr' from instruction 'start' (trace.c's run loop: see
+   fj_trace_capture_loop for the result 2).  0, 1, 2 or -1. */
+int fj_trace_run_body(struct fj_TFrame *fr, int start);
+/*
+** trace_loops.c (docs/loops.md).  At a FOR_ITER (instruction 'head' of
+** 'fr'): when the iterator is a range with more than loop_unroll_limit
+** items left and the loop's policy allows, traces the body once into a loop
+** node, binds the locals the body sets to its results and exhausts the
+** iterator (1); 0 when the loop is left to unroll; -1 on error (Unsupported
+** with tx->loop_retry set when the capture failed: the compile traces again
+** with the loop unrolled or peeled).
+*/
+int fj_trace_capture_loop(struct fj_TFrame *fr, int head);
+/* True when container or instance Var 'v' was made during this trace of
+   the innermost captured loop's body (a change to it then happens once per
+   iteration, as traced). */
+int fj_loop_made_here(fj_Tracer *tx, fj_Var *v);
+/* The body of the loop being captured loads / stores local i of 'fr'. */
+void fj_loop_note_load(struct fj_TFrame *fr, int i);
+void fj_loop_note_store(struct fj_TFrame *fr, int i);
 /* Frees what the tracer run owns (the top frame). */
 void fj_trace_free(fj_Tracer *tx);
 /* True when local 'i' of the top frame still holds the caller's argument. */
@@ -424,6 +455,8 @@ struct fj_TFrame {
     int ip;                 /* index of the instruction being run */
     int lazy_args;          /* top frame: arguments wrap on first load */
     unsigned char *touched; /* owned: per local, stored or deleted by the trace */
+    int loop_head, loop_end;/* a captured loop's body runs here: a jump to loop_head ends the
+                               iteration, one outside [loop_head, loop_end) is refused; -1 if none */
     PyObject *retval;       /* strong: the value returned */
 };
 

@@ -239,6 +239,13 @@ static int has_pyscalar(PyObject *v)
     return any_node(v, node_pyscalar);
 }
 
+/* A symbolic Python scalar whose value changes with a captured loop's
+   iteration (the induction variable, arithmetic on it): never pinned. */
+static int node_variant_scalar(fj_Var *node)
+{
+    return node_pyscalar(node) && ((fj_Node *)node->obj)->variant;
+}
+
 /*
 ** 'v' with every symbolic Python scalar replaced by its value, inside
 ** tuples and lists too (a tuple holding one made graph_call recurse without
@@ -251,8 +258,12 @@ static PyObject *pin_pyscalars(PyObject *v, int depth)
     fj_Var *a = VAR(v);
     if (depth >= FJ_MAX_NEST)
         return nested_too_deep();
-    if (a->kind == FJ_VAR_NODE && ((fj_Node *)a->obj)->vkind == FJ_VAL_PYSCALAR)
+    if (a->kind == FJ_VAR_NODE && ((fj_Node *)a->obj)->vkind == FJ_VAL_PYSCALAR) {
+        if (((fj_Node *)a->obj)->variant)
+            return fj_unsupported("a value that changes with each iteration of the loop, where a "
+                                  "constant is needed"), NULL;
         return (PyObject *)fj_var_const(((fj_Node *)a->obj)->example);
+    }
     int has = a->kind == FJ_VAR_TUPLE || a->kind == FJ_VAR_LIST ? has_pyscalar(v) : 0;
     if (has <= 0)
         return has < 0 ? NULL : Py_NewRef(v);
@@ -499,7 +510,20 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
        values out of the array's range (NEP 50; int64 too, from 2**63): the
        guards do not bound a symbolic int (nor Python arithmetic on one), so
        pin it */
-    int narrow = 0;
+    int narrow = 0, variant = 0;
+    for (Py_ssize_t i = 0; pyscalar && i < n && !variant; i++)
+        if ((variant = any_node(args[i], node_variant_scalar)) < 0)
+            return NULL;
+    if (variant) {
+        /* a loop index flows through operators, elementwise ops and indexing
+           (bounds checked by NumPy when the loop runs); a shape, an axis or
+           '**' (whose type follows the sign) would need its value */
+        if (sign_typed || (op->shape_rule != FJ_SH_BROADCAST && op->shape_rule != FJ_SH_GETITEM &&
+                           op->shape_rule != FJ_SH_SETITEM))
+            return fj_unsupported("%s needs the value of a number that changes with each iteration "
+                                  "of the loop", fj_op_qualname(op)), NULL;
+        pyscalar = 0;
+    }
     for (Py_ssize_t i = 0; pyscalar && i < n; i++) {
         fj_Var *a = VAR(args[i]);
         fj_Node *an = a->kind == FJ_VAR_NODE ? (fj_Node *)a->obj : NULL;
@@ -525,7 +549,7 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
     PyObject *targs = NULL, *kwargs = NULL, *res = NULL;
     if (graph_args(args, n, kwnames, fj_op_qualname(op), &targs, &kwargs) < 0)
         goto done;
-    fj_Node *node = fj_graph_call(fr->tx->graph, op, targs, kwargs);
+    fj_Node *node = fj_graph_call(fr->tx->body ? fr->tx->body : fr->tx->graph, op, targs, kwargs);
     if (node == NULL) {
         fr->tx->op_raised = 1;
         fj_trace_as_unsupported(fj_op_qualname(op));
@@ -1155,6 +1179,9 @@ static PyObject *method_var(PyObject *self, PyObject *name)
 */
 static PyObject *pinned_scalar(fj_TFrame *fr, fj_Var *o)
 {
+    if (((fj_Node *)o->obj)->variant)
+        return fj_unsupported("a value that changes with each iteration of the loop, used as a "
+                              "Python object"), NULL;
     if (fj_trace_specialize(fr->tx) < 0)
         return NULL;
     return (PyObject *)fj_var_const(((fj_Node *)o->obj)->example);
@@ -1321,6 +1348,9 @@ int fj_trace_setattr(fj_TFrame *fr, PyObject *objv, PyObject *name, PyObject *v)
 {
     fj_Var *o = VAR(objv), *vv = VAR(v);
     fj_Tracer *tx = fr->tx;
+    if (tx->loop != NULL && !fj_loop_made_here(tx, o)) /* the body is traced once: a store to an
+                                                          object from before it would happen once */
+        return fj_unsupported("an attribute store in the loop's body");
     if (o->kind == FJ_VAR_INST)
         return fj_trace_inst_setattr(fr, o, name, v);
     if (o->kind == FJ_VAR_OBJ && fj_torch_is_module(o->obj)) {
@@ -1370,6 +1400,9 @@ static int holds_finalizable(fj_Var *c)
 
 int fj_trace_note_mutation(fj_Tracer *tx, fj_Var *c)
 {
+    if (tx->loop != NULL && !fj_loop_made_here(tx, c)) /* the body is traced once: the change would
+                                                          happen once */
+        return fj_unsupported("a list, dict or set made before the loop changes in its body");
     if (c->source == NULL)
         return 0; /* made in the frame: rebuilt after the graph if it escapes */
     if (c->kind != FJ_VAR_LIST && c->kind != FJ_VAR_DICT)
@@ -1810,6 +1843,8 @@ int fj_trace_truth(fj_TFrame *fr, PyObject *v)
     case FJ_VAR_INST:
         return fj_trace_inst_truth(vv);
     case FJ_VAR_NODE:
+        if (((fj_Node *)vv->obj)->variant)
+            return fj_unsupported("branch on a value that changes with each iteration of the loop");
         if (((fj_Node *)vv->obj)->vkind == FJ_VAL_PYSCALAR) {
             /* a branch on a symbolic int: specialize (guards pin the inputs) */
             if (fj_trace_specialize(fr->tx) < 0)

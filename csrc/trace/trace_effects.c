@@ -828,6 +828,8 @@ int fj_trace_delattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
 {
     fj_Var *o = VAR(objv);
     fj_Tracer *tx = fr->tx;
+    if (tx->loop != NULL && !fj_loop_made_here(tx, o))
+        return fj_unsupported("an attribute deletion in the loop's body");
     if (o->kind == FJ_VAR_INST) {
         int has = PyDict_Contains(o->extra, name);
         if (has <= 0)

@@ -1,0 +1,153 @@
+/*
+** loop.c: the fj_Loop a captured loop's node calls (loop.h).
+*/
+#include "loop.h"
+
+#include <structmember.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *body;      /* strong: the body graph */
+    PyObject *carried;   /* strong: tuple of int, the state slots the body reads */
+    Py_ssize_t nstate;   /* outputs of the body: the state slots */
+    Py_ssize_t nlifted;  /* values of the enclosing graph, passed to every iteration */
+    vectorcallfunc vectorcall;
+} fj_Loop;
+
+static PyTypeObject *fj_LoopType;
+
+static PyObject *loop_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
+PyObject *fj_loop_new(PyObject *body, PyObject *carried, Py_ssize_t nstate, Py_ssize_t nlifted)
+{
+    fj_Loop *l = PyObject_New(fj_Loop, fj_LoopType);
+    if (l == NULL)
+        return NULL;
+    l->body = Py_NewRef(body);
+    l->carried = Py_NewRef(carried);
+    l->nstate = nstate;
+    l->nlifted = nlifted;
+    l->vectorcall = loop_vectorcall;
+    return (PyObject *)l;
+}
+
+PyObject *fj_loop_body(PyObject *o)
+{
+    return o != NULL && Py_TYPE(o) == fj_LoopType ? ((fj_Loop *)o)->body : NULL;
+}
+
+static void loop_dealloc(fj_Loop *l)
+{
+    PyTypeObject *tp = Py_TYPE(l);
+    Py_XDECREF(l->body);
+    Py_XDECREF(l->carried);
+    PyObject_Free(l);
+    Py_DECREF(tp);
+}
+
+/* The induction variable's next value after 'i' (Python ints, as range
+   makes them).  New reference. */
+static PyObject *next_index(PyObject *i, PyObject *step)
+{
+    return PyNumber_Add(i, step);
+}
+
+static PyObject *loop_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    fj_Loop *l = (fj_Loop *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), ncarried = PyTuple_GET_SIZE(l->carried);
+    if ((kwnames && PyTuple_GET_SIZE(kwnames)) || nargs != 3 + l->nstate + l->nlifted) {
+        PyErr_Format(PyExc_TypeError, "framejit loop takes %zd positional arguments", 3 + l->nstate + l->nlifted);
+        return NULL;
+    }
+    PyObject *start = args[0], *stop = args[1], *step = args[2];
+    Py_ssize_t nin = 1 + ncarried + l->nlifted;
+    PyObject *state = PyTuple_New(l->nstate), *i = NULL, *result = NULL;
+    PyObject *small[16], **in = nin <= 16 ? small : PyMem_Malloc(sizeof(PyObject *) * (size_t)nin);
+    if (state == NULL || in == NULL) {
+        Py_XDECREF(state);
+        if (in != small && in != NULL)
+            PyMem_Free(in);
+        return in == NULL ? PyErr_NoMemory() : NULL;
+    }
+    for (Py_ssize_t k = 0; k < l->nstate; k++)
+        PyTuple_SET_ITEM(state, k, Py_NewRef(args[3 + k]));
+    for (Py_ssize_t k = 0; k < l->nlifted; k++)
+        in[1 + ncarried + k] = args[3 + l->nstate + k];
+    PyObject *zero = PyLong_FromLong(0);
+    int up = zero ? PyObject_RichCompareBool(step, zero, Py_GT) : -1;
+    Py_XDECREF(zero);
+    if (up < 0)
+        goto done;
+    i = Py_NewRef(start);
+    for (;;) {
+        int more = PyObject_RichCompareBool(i, stop, up ? Py_LT : Py_GT);
+        if (more < 0)
+            goto done;
+        if (!more)
+            break;
+        in[0] = i;
+        for (Py_ssize_t k = 0; k < ncarried; k++)
+            in[1 + k] = PyTuple_GET_ITEM(state, PyLong_AsSsize_t(PyTuple_GET_ITEM(l->carried, k)));
+        PyObject *out = fj_graph_run(l->body, in, nin);
+        if (out == NULL)
+            goto done;
+        Py_SETREF(state, out);
+        Py_SETREF(i, next_index(i, step));
+        if (i == NULL)
+            goto done;
+    }
+    result = Py_NewRef(state);
+done:
+    Py_XDECREF(i);
+    Py_DECREF(state);
+    if (in != small)
+        PyMem_Free(in);
+    return result;
+}
+
+static PyObject *loop_repr(fj_Loop *l)
+{
+    return PyUnicode_FromFormat("<framejit loop: %zd state values, %zd lifted, body of %zd nodes>", l->nstate,
+                                l->nlifted, PyObject_Length(l->body));
+}
+
+static PyObject *loop_get_body(fj_Loop *l, void *c)
+{
+    return Py_NewRef(l->body);
+}
+
+static PyGetSetDef loop_getset[] = {
+    {"body", (getter)loop_get_body, NULL, "the loop body's graph", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef loop_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(fj_Loop, vectorcall), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot loop_slots[] = {
+    {Py_tp_dealloc, loop_dealloc},
+    {Py_tp_repr, loop_repr},
+    {Py_tp_getset, loop_getset},
+    {Py_tp_members, loop_members},
+    {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_doc, "A captured loop: calls its body graph once per iteration (docs/loops.md)."},
+    {0, NULL},
+};
+
+static PyType_Spec loop_spec = {
+    .name = "framejit._C.Loop",
+    .basicsize = sizeof(fj_Loop),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = loop_slots,
+};
+
+int fj_loop_init(PyObject *module)
+{
+    fj_LoopType = (PyTypeObject *)PyType_FromSpec(&loop_spec);
+    if (fj_LoopType == NULL)
+        return -1;
+    return PyModule_AddObjectRef(module, "Loop", (PyObject *)fj_LoopType);
+}

@@ -1,0 +1,609 @@
+/*
+** trace_loops.c: loops captured as one loop node (docs/loops.md).
+**
+** Responsible for: deciding at a FOR_ITER over a long range() whether its
+** loop is captured; tracing the body once into a body graph, with the
+** induction variable and the locals the body carries from one iteration to
+** the next as placeholders whose values are unknown ('variant' nodes: a
+** branch on one, or a use that needs its value, refuses the capture); the
+** checks that the body is the same graph on every iteration (no break out
+** of the loop, no side effect but stores into arrays, the carried values
+** keeping their kind, dtype and shape); the loop node and the loop_item
+** nodes that give the locals their values after the loop; and the policy a
+** failed capture leaves for the next trace of the frame (peel the first
+** iteration when a carried value changed type, else unroll).
+**
+** Not responsible for: running loops (loop.c), the graph (graph.c), the
+** run loop of the tracer (trace.c).
+*/
+#include "trace.h"
+
+#include "graph.h"
+#include "loop.h"
+#include "walk.h"
+
+/* The loop being captured.  Per local of its frame: written somewhere in the
+   body (static), stored so far in this trace of the body, loaded before any
+   store in it (carried from the previous iteration). */
+typedef struct fj_LoopCtx {
+    fj_TFrame *fr;
+    int head, end;
+    Py_ssize_t made0;   /* length of tx->made when the body's trace began */
+    unsigned char *written, *stored, *read_first;
+    struct fj_LoopCtx *outer;
+} fj_LoopCtx;
+
+int fj_loop_made_here(fj_Tracer *tx, fj_Var *v)
+{
+    if (tx->loop == NULL || tx->made == NULL)
+        return 0;
+    for (Py_ssize_t k = tx->loop->made0; k < PyList_GET_SIZE(tx->made); k++)
+        if (PyList_GET_ITEM(tx->made, k) == (PyObject *)v)
+            return 1;
+    return 0;
+}
+
+void fj_loop_note_load(fj_TFrame *fr, int i)
+{
+    for (fj_LoopCtx *c = fr->tx->loop; c != NULL; c = c->outer)
+        if (c->fr == fr && !c->stored[i])
+            c->read_first[i] = 1;
+}
+
+void fj_loop_note_store(fj_TFrame *fr, int i)
+{
+    for (fj_LoopCtx *c = fr->tx->loop; c != NULL; c = c->outer)
+        if (c->fr == fr)
+            c->stored[i] = 1;
+}
+
+/* The loop's policy key: (id(code), head).  New reference. */
+static PyObject *policy_key(fj_TFrame *fr, int head)
+{
+    return Py_BuildValue("(Ni)", PyLong_FromVoidPtr(fr->code), head);
+}
+
+/* Records that the loop at 'head' is to be traced again with 'peel' first
+   iterations unrolled (-1: never captured), and asks for the retry:
+   Unsupported with tx->loop_retry.  Returns -1. */
+static int retry(fj_TFrame *fr, int head, long peel, const char *why)
+{
+    fj_Tracer *tx = fr->tx;
+    PyObject *key = policy_key(fr, head), *val = PyLong_FromLong(peel);
+    if (key == NULL || val == NULL || tx->loop_policy == NULL ||
+        PyDict_SetItem(tx->loop_policy, key, val) < 0) {
+        Py_XDECREF(key);
+        Py_XDECREF(val);
+        return PyErr_Occurred() ? -1 : fj_unsupported("loop capture: no policy");
+    }
+    Py_DECREF(key);
+    Py_DECREF(val);
+    tx->loop_retry = 1;
+    return fj_unsupported("loop at %U:%d not captured (%s): %s", fr->code->co_filename, fr->il.v[head].line,
+                          why, peel < 0 ? "it is unrolled" : "its first iteration is unrolled");
+}
+
+/* start, stop and step of the range the ITER Var 'it' walks from its
+   position on, and the iterations left (*left).  1 when it is one (a lazy
+   range, or listed ints in arithmetic progression), 0 if not, -1. */
+static int range_left(fj_Var *it, PyObject **start, PyObject **stop, PyObject **step, Py_ssize_t *left)
+{
+    if (it->obj != NULL && PyRange_Check(it->obj)) {
+        Py_ssize_t len = PyObject_Length(it->obj);
+        if (len < 0)
+            return -1;
+        *left = len - it->pos;
+        if (*left <= 0)
+            return 0;
+        *start = PySequence_GetItem(it->obj, it->pos);
+        *step = PyObject_GetAttrString(it->obj, "step");
+        PyObject *count = PyLong_FromSsize_t(*left);
+        PyObject *span = count && *step ? PyNumber_Multiply(count, *step) : NULL;
+        *stop = span && *start ? PyNumber_Add(*start, span) : NULL;
+        Py_XDECREF(count);
+        Py_XDECREF(span);
+        if (*start == NULL || *step == NULL || *stop == NULL) {
+            Py_CLEAR(*start);
+            Py_CLEAR(*step);
+            Py_CLEAR(*stop);
+            return -1;
+        }
+        return 1;
+    }
+    if (it->obj != NULL || it->extra != NULL || it->items == NULL)
+        return 0;
+    Py_ssize_t n = PyList_GET_SIZE(it->items);
+    *left = n - it->pos;
+    if (*left < 2)
+        return 0;
+    long long first = 0, prev = 0, d = 0;
+    for (Py_ssize_t k = it->pos; k < n; k++) {
+        fj_Var *v = (fj_Var *)PyList_GET_ITEM(it->items, k);
+        if (v->kind != FJ_VAR_CONST || !PyLong_CheckExact(v->obj))
+            return 0;
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(v->obj, &overflow);
+        if (overflow || (x == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+        if (k == it->pos)
+            first = x;
+        else if (k == it->pos + 1)
+            d = x - prev;
+        else if (x - prev != d)
+            return 0;
+        prev = x;
+    }
+    if (d == 0)
+        return 0;
+    *start = PyLong_FromLongLong(first);
+    *step = PyLong_FromLongLong(d);
+    *stop = PyLong_FromLongLong(prev + d);
+    if (*start == NULL || *step == NULL || *stop == NULL) {
+        Py_CLEAR(*start);
+        Py_CLEAR(*step);
+        Py_CLEAR(*stop);
+        return -1;
+    }
+    return 1;
+}
+
+/* True when a carried value can be a placeholder: an array, NumPy scalar or
+   symbolic scalar node, or a Python int, float or bool constant. */
+static int carriable(fj_Var *v)
+{
+    if (v->kind == FJ_VAR_NODE) {
+        int k = ((fj_Node *)v->obj)->vkind;
+        return k == FJ_VAL_ARRAY || k == FJ_VAL_NPSCALAR || k == FJ_VAL_PYSCALAR;
+    }
+    return v->kind == FJ_VAR_CONST &&
+           (PyLong_CheckExact(v->obj) || PyFloat_CheckExact(v->obj) || PyBool_Check(v->obj));
+}
+
+/* Kind, dtype and shape of a body output equal to the placeholder's (so the
+   next iteration's trace would be the same).  1, 0, or -1. */
+static int same_meta(fj_Node *ph, PyObject *out)
+{
+    if (fj_Node_Check(out)) {
+        fj_Node *n = (fj_Node *)out;
+        if (n->vkind != ph->vkind || n->ndim != ph->ndim ||
+            memcmp(n->shape, ph->shape, sizeof(npy_intp) * (size_t)n->ndim) != 0)
+            return 0;
+        if (n->vkind == FJ_VAL_PYSCALAR)
+            return n->example != NULL && ph->example != NULL && Py_TYPE(n->example) == Py_TYPE(ph->example);
+        return n->dtype != NULL && ph->dtype != NULL && PyArray_EquivTypes(n->dtype, ph->dtype) &&
+               n->dtype->byteorder == ph->dtype->byteorder;
+    }
+    if (ph->vkind != FJ_VAL_PYSCALAR || ph->example == NULL)
+        return 0;
+    return Py_TYPE(out) == Py_TYPE(ph->example);
+}
+
+/* The instructions of the body (head, end) write local i: STORE_FAST and
+   its superinstructions.  Also refuses what the body may not hold. */
+static const char *scan_body(fj_TFrame *fr, int head, int end, unsigned char *written)
+{
+    for (int k = head + 1; k < end; k++) {
+        fj_Instr *in = &fr->il.v[k];
+        switch (in->p.op) {
+        case FJ_PI_STORE_FAST:
+        case FJ_PI_STORE_FAST_LOAD_FAST:
+            written[in->p.a] = 1;
+            break;
+        case FJ_PI_STORE_FAST_STORE_FAST:
+            written[in->p.a] = 1;
+            written[in->p.b] = 1;
+            break;
+        case FJ_PI_DELETE_FAST:
+        case FJ_PI_LOAD_FAST_AND_CLEAR:
+            return "it deletes a local or holds a comprehension";
+        case FJ_PI_STORE_DEREF:
+        case FJ_PI_DELETE_DEREF:
+            return "it stores into a closure cell";
+        default:
+            break;
+        }
+        if (in->exc_target >= 0 && in->p.op != FJ_PI_NOP && !fj_bc_handler_transparent(&fr->il, in->exc_target))
+            return "its body is under a try or with block";
+    }
+    return NULL;
+}
+
+/* fj_var_find's 'enter': stops at a node of the body graph (arg). */
+static int body_node_enter(fj_VarWalk *w, PyObject *v)
+{
+    fj_Var *vv = (fj_Var *)v;
+    if (vv->kind == FJ_VAR_NODE) {
+        return fj_graph_owns((PyObject *)w->arg, (fj_Node *)vv->obj) ? FJ_WALK_STOP : FJ_WALK_SKIP;
+    }
+    return FJ_WALK_INTO;
+}
+
+/* 1 when a value of the body graph is held anywhere but the locals that
+   are state slots ('slot_of' >= 0): another local's container, the stack,
+   a global the trace stored.  The loop node gives the slots their values;
+   anything else would keep a value of one iteration.  0, 1, or -1. */
+static int body_value_escapes(fj_TFrame *fr, PyObject *body, const int *slot_of)
+{
+    unsigned parts = FJ_PART_ITEMS | FJ_PART_CLASS | FJ_PART_ATTRS | FJ_PART_DEFAULTS | FJ_PART_CLOSURE |
+                     FJ_PART_SELF;
+    for (int k = 0; k < fr->nlocals; k++) {
+        PyObject *v = fr->locals[k];
+        if (v == NULL)
+            continue;
+        if (slot_of[k] >= 0 && ((fj_Var *)v)->kind == FJ_VAR_NODE)
+            continue;
+        int r = fj_var_find(v, parts, body_node_enter, body);
+        if (r != 0)
+            return r;
+    }
+    for (int k = 0; k < fr->sp; k++) {
+        int r = fj_var_find(fr->stack[k], parts, body_node_enter, body);
+        if (r != 0)
+            return r;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *val;
+    while (PyDict_Next(fr->tx->global_overlay, &pos, &key, &val)) {
+        int r = fj_var_find(val, parts, body_node_enter, body);
+        if (r != 0)
+            return r;
+    }
+    return 0;
+}
+
+/* The pending exception's message (new reference), cleared; NULL if none. */
+static PyObject *take_message(void)
+{
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyErr_NormalizeException(&t, &v, &tb);
+    PyObject *msg = v ? PyObject_Str(v) : NULL;
+    Py_XDECREF(t);
+    Py_XDECREF(v);
+    Py_XDECREF(tb);
+    PyErr_Clear();
+    return msg;
+}
+
+/* What the loop capture builds, freed in one place. */
+typedef struct {
+    PyObject *start, *stop, *step, *key, *body, *saved, *outputs, *carried, *inits, *lifted;
+    PyObject *args, *runner, *name;
+    unsigned char *flags;
+    int *slot_of;
+    fj_Node **ph_of;
+} Capture;
+
+static void capture_clear(Capture *c)
+{
+    Py_CLEAR(c->start);
+    Py_CLEAR(c->stop);
+    Py_CLEAR(c->step);
+    Py_CLEAR(c->key);
+    if (c->body != NULL)
+        fj_graph_detach(c->body);
+    Py_CLEAR(c->body);
+    Py_CLEAR(c->saved);
+    Py_CLEAR(c->outputs);
+    Py_CLEAR(c->carried);
+    Py_CLEAR(c->inits);
+    Py_CLEAR(c->lifted);
+    Py_CLEAR(c->args);
+    Py_CLEAR(c->runner);
+    Py_CLEAR(c->name);
+    PyMem_Free(c->flags);
+    PyMem_Free(c->slot_of);
+    PyMem_Free(c->ph_of);
+    c->flags = NULL;
+    c->slot_of = NULL;
+    c->ph_of = NULL;
+}
+
+/* The node or constant a state slot starts from: the local's Var before the
+   loop (None when unbound), lifted into 'enclosing' when it is a node. */
+static PyObject *init_value(PyObject *enclosing, PyObject *v)
+{
+    if (v == Py_None)
+        return Py_NewRef(Py_None);
+    fj_Var *vv = (fj_Var *)v;
+    if (vv->kind == FJ_VAR_NODE) {
+        fj_Node *n = fj_graph_lift(enclosing, (fj_Node *)vv->obj);
+        return n ? Py_NewRef((PyObject *)n) : NULL;
+    }
+    if (vv->kind == FJ_VAR_CONST)
+        return Py_NewRef(vv->obj);
+    return Py_NewRef(Py_None); /* not carried: the body sets it before any read */
+}
+
+int fj_trace_capture_loop(fj_TFrame *fr, int head)
+{
+    fj_Tracer *tx = fr->tx;
+    fj_Var *it = (fj_Var *)fr->stack[fr->sp - 1];
+    Capture c;
+    fj_LoopCtx ctx;
+    Py_ssize_t left;
+    int r = 0, sp0 = fr->sp, nl = fr->nlocals, pushed = 0;
+    int prev_head = fr->loop_head, prev_end = fr->loop_end;
+    PyObject *prev_body = tx->body;
+    memset(&c, 0, sizeof c);
+    memset(&ctx, 0, sizeof ctx);
+
+    if (!tx->capture_loops || tx->loop_policy == NULL || fr->il.v[head].target <= head)
+        return 0;
+    int found = range_left(it, &c.start, &c.stop, &c.step, &left);
+    if (found <= 0)
+        return found;
+    if (left <= tx->loop_unroll_limit)
+        goto done;
+    if ((c.key = policy_key(fr, head)) == NULL)
+        goto error;
+    PyObject *pol = PyDict_GetItemWithError(tx->loop_policy, c.key);
+    if (pol == NULL && PyErr_Occurred())
+        goto error;
+    long peel = pol ? PyLong_AsLong(pol) : 0;
+    if (peel < 0 || it->pos < peel)
+        goto done; /* unroll (this iteration) */
+
+    int end = fr->il.v[head].target;
+    c.flags = PyMem_Calloc((size_t)(nl ? nl : 1), 3);
+    c.slot_of = PyMem_Calloc((size_t)(nl ? nl : 1), sizeof(int));
+    c.ph_of = PyMem_Calloc((size_t)(nl ? nl : 1), sizeof(fj_Node *));
+    if (c.flags == NULL || c.slot_of == NULL || c.ph_of == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    ctx.fr = fr;
+    ctx.head = head;
+    ctx.end = end;
+    ctx.written = c.flags;
+    ctx.stored = c.flags + nl;
+    ctx.read_first = c.flags + 2 * nl;
+    const char *why = scan_body(fr, head, end, ctx.written);
+    if (why != NULL) {
+        r = retry(fr, head, -1, why);
+        goto done;
+    }
+
+    /* the body graph's placeholders: the induction variable, then one per
+       carriable local the body writes; the values it lifts come after */
+    PyObject *enclosing = tx->body ? tx->body : tx->graph;
+    if ((c.body = fj_graph_sub_new(enclosing)) == NULL || (c.saved = PyList_New(nl)) == NULL ||
+        (c.carried = PyList_New(0)) == NULL || (c.inits = PyList_New(0)) == NULL ||
+        (c.name = PyUnicode_FromString("i")) == NULL)
+        goto error;
+    fj_Node *iph = fj_graph_placeholder_like(c.body, c.name, c.start, 1);
+    if (iph == NULL)
+        goto error;
+    Py_ssize_t nslots = 0;
+    for (int k = 0; k < nl; k++) {
+        c.slot_of[k] = -1;
+        PyList_SET_ITEM(c.saved, k, Py_NewRef(Py_None));
+        if (!ctx.written[k])
+            continue;
+        c.slot_of[k] = (int)nslots++;
+        if (fr->locals[k] == NULL && fr->lazy_args && fj_trace_is_arg_slot(fr, k)) {
+            PyObject *loaded = fj_trace_load_local(fr, k); /* an argument read on first use */
+            if (loaded == NULL)
+                goto error;
+            Py_DECREF(loaded);
+        }
+        PyObject *v = fr->locals[k];
+        if (v != NULL)
+            Py_SETREF(PyList_GET_ITEM(c.saved, k), Py_NewRef(v));
+        PyObject *init = init_value(enclosing, v ? v : Py_None);
+        if (init == NULL)
+            goto error;
+        int bad = PyList_Append(c.inits, init) < 0;
+        if (!bad && v != NULL && carriable((fj_Var *)v)) {
+            PyObject *name = fj_code_local_name(fr->code, k);
+            fj_Node *ph = fj_graph_placeholder_like(c.body, name, init, 1);
+            fj_Var *pv = ph ? fj_var_node((PyObject *)ph) : NULL;
+            PyObject *slot = PyLong_FromSsize_t(c.slot_of[k]);
+            bad = pv == NULL || slot == NULL || PyList_Append(c.carried, slot) < 0;
+            Py_XDECREF(slot);
+            if (!bad) {
+                c.ph_of[k] = ph;
+                Py_SETREF(fr->locals[k], (PyObject *)pv);
+            }
+            else
+                Py_XDECREF(pv);
+        }
+        Py_DECREF(init);
+        if (bad)
+            goto error;
+    }
+
+    /* trace one iteration, from the store of the induction variable to the
+       jump back to the head */
+    Py_ssize_t neffects = PyList_GET_SIZE(tx->effects), nmutated = PyList_GET_SIZE(tx->mutated);
+    Py_ssize_t noverlay = PyDict_GET_SIZE(tx->global_overlay);
+    fj_Var *iv = fj_var_node((PyObject *)iph);
+    if (iv == NULL)
+        goto error;
+    fr->stack[fr->sp++] = (PyObject *)iv;
+    ctx.outer = tx->loop;
+    ctx.made0 = tx->made ? PyList_GET_SIZE(tx->made) : 0;
+    tx->loop = &ctx;
+    tx->body = c.body;
+    fr->loop_head = head;
+    fr->loop_end = end;
+    pushed = 1;
+    int rb = fj_trace_run_body(fr, head + 1);
+    fr->loop_head = prev_head;
+    fr->loop_end = prev_end;
+    tx->loop = ctx.outer;
+    tx->body = prev_body;
+    pushed = 0;
+    if (rb != 2) {
+        if (rb < 0 && !PyErr_ExceptionMatches(fj_Unsupported))
+            goto error; /* an internal error */
+        PyObject *reason = rb < 0 ? take_message() : NULL;
+        const char *text = reason ? PyUnicode_AsUTF8(reason) : NULL;
+        r = retry(fr, head, -1, text ? text : "the body does not end its iteration");
+        Py_XDECREF(reason);
+        goto done;
+    }
+    if (fr->sp != sp0) {
+        r = retry(fr, head, -1, "the body leaves values on the stack");
+        goto done;
+    }
+    if (PyList_GET_SIZE(tx->effects) != neffects || PyList_GET_SIZE(tx->mutated) != nmutated ||
+        PyDict_GET_SIZE(tx->global_overlay) != noverlay) {
+        r = retry(fr, head, -1, "the body has side effects other than stores into arrays");
+        goto done;
+    }
+
+    int esc = body_value_escapes(fr, c.body, c.slot_of);
+    if (esc < 0)
+        goto error;
+    if (esc) {
+        r = retry(fr, head, -1, "a value the body computes is kept in a container or an object");
+        goto done;
+    }
+    /* the state after one iteration: each written local's value, which must
+       keep the kind, dtype and shape of a value the next iteration reads */
+    if ((c.outputs = PyTuple_New(nslots)) == NULL)
+        goto error;
+    for (int k = 0; k < nl; k++) {
+        if (c.slot_of[k] < 0)
+            continue;
+        fj_Var *v = (fj_Var *)fr->locals[k];
+        PyObject *out;
+        if (v == NULL) {
+            if (c.ph_of[k] != NULL) {
+                r = retry(fr, head, -1, "the body unbinds a local");
+                goto done;
+            }
+            out = Py_NewRef(Py_None);
+        }
+        else if (v->kind == FJ_VAR_NODE) {
+            fj_Node *o = fj_graph_lift(c.body, (fj_Node *)v->obj);
+            if (o == NULL)
+                goto error;
+            out = Py_NewRef((PyObject *)o);
+        }
+        else if (v->kind == FJ_VAR_CONST) {
+            out = Py_NewRef(v->obj);
+        }
+        else {
+            r = retry(fr, head, -1, "a local the body sets is neither an array nor a number");
+            goto done;
+        }
+        PyTuple_SET_ITEM(c.outputs, c.slot_of[k], out);
+        if (ctx.read_first[k]) {
+            if (c.ph_of[k] == NULL) {
+                r = retry(fr, head, -1, "a value the body carries to the next iteration is neither an "
+                                        "array nor a number");
+                goto done;
+            }
+            int same = same_meta(c.ph_of[k], out);
+            if (!same) {
+                /* s = 0; s += a[i]: an int before the loop, a NumPy scalar after
+                   one iteration; unrolled once, the loop carries the same kind */
+                r = retry(fr, head, peel == 0 ? 1 : -1, "a value the body carries changes its type, "
+                                                       "dtype or shape");
+                goto done;
+            }
+        }
+    }
+    if (fj_graph_output(c.body, c.outputs) < 0)
+        goto error;
+
+    /* the loop node, in the enclosing graph */
+    if ((c.lifted = fj_graph_lifted(c.body)) == NULL)
+        goto error;
+    fj_graph_detach(c.body);
+    PyObject *carried_t = PyList_AsTuple(c.carried);
+    c.runner = carried_t ? fj_loop_new(c.body, carried_t, nslots, PyList_GET_SIZE(c.lifted)) : NULL;
+    Py_XDECREF(carried_t);
+    if (c.runner == NULL)
+        goto error;
+    Py_ssize_t nargs = 3 + nslots + PyList_GET_SIZE(c.lifted);
+    if ((c.args = PyTuple_New(nargs)) == NULL)
+        goto error;
+    PyTuple_SET_ITEM(c.args, 0, Py_NewRef(c.start));
+    PyTuple_SET_ITEM(c.args, 1, Py_NewRef(c.stop));
+    PyTuple_SET_ITEM(c.args, 2, Py_NewRef(c.step));
+    for (Py_ssize_t k = 0; k < nslots; k++)
+        PyTuple_SET_ITEM(c.args, 3 + k, Py_NewRef(PyList_GET_ITEM(c.inits, k)));
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(c.lifted); k++)
+        PyTuple_SET_ITEM(c.args, 3 + nslots + k, Py_NewRef(PyList_GET_ITEM(c.lifted, k)));
+    PyObject *label = PyUnicode_FromString("framejit.loop");
+    PyObject *stem = PyUnicode_FromString("loop");
+    fj_Node *ln = label && stem ? fj_graph_raw_call(enclosing, &fj_loop_row, c.runner, label, stem, c.args, NULL,
+                                                    FJ_VAL_TUPLE)
+                                : NULL;
+    Py_XDECREF(label);
+    if (ln == NULL) {
+        Py_XDECREF(stem);
+        goto error;
+    }
+    Py_SETREF(stem, PyUnicode_FromString("loop_item"));
+    PyObject *item_label = stem ? PyUnicode_FromString("operator.getitem") : NULL;
+    PyObject *opmod = item_label ? PyImport_ImportModule("operator") : NULL;
+    PyObject *getitem = opmod ? PyObject_GetAttrString(opmod, "getitem") : NULL;
+    Py_XDECREF(opmod);
+    if (getitem == NULL) {
+        Py_XDECREF(stem);
+        Py_XDECREF(item_label);
+        goto error;
+    }
+    /* the locals after the loop: its final state */
+    for (int k = 0; k < nl; k++) {
+        if (c.slot_of[k] < 0)
+            continue;
+        PyObject *out = PyTuple_GET_ITEM(c.outputs, c.slot_of[k]);
+        PyObject *nv;
+        if (fj_Node_Check(out)) {
+            PyObject *iargs = Py_BuildValue("(On)", (PyObject *)ln, (Py_ssize_t)c.slot_of[k]);
+            fj_Node *item = iargs ? fj_graph_raw_call(enclosing, &fj_loop_item_row, getitem, item_label, stem,
+                                                      iargs, (fj_Node *)out, 0)
+                                  : NULL;
+            Py_XDECREF(iargs);
+            if (item != NULL)
+                item->variant = ln->variant || ((fj_Node *)out)->vkind == FJ_VAL_PYSCALAR;
+            nv = item ? (PyObject *)fj_var_node((PyObject *)item) : NULL;
+        }
+        else if (out == Py_None && fr->locals[k] == NULL) {
+            continue;
+        }
+        else
+            nv = (PyObject *)fj_var_const(out);
+        if (nv == NULL) {
+            Py_DECREF(getitem);
+            Py_DECREF(stem);
+            Py_DECREF(item_label);
+            goto error;
+        }
+        Py_XSETREF(fr->locals[k], nv);
+        fr->touched[k] = 1;
+        fj_loop_note_store(fr, k);
+    }
+    Py_DECREF(getitem);
+    Py_DECREF(stem);
+    Py_DECREF(item_label);
+    /* the iterator is exhausted: FOR_ITER takes the loop's exit */
+    if (it->obj != NULL && PyRange_Check(it->obj)) {
+        Py_ssize_t len = PyObject_Length(it->obj);
+        if (len < 0)
+            goto error;
+        it->pos = len;
+    }
+    else
+        it->pos = PyList_GET_SIZE(it->items);
+    r = 1;
+    goto done;
+error:
+    r = -1;
+done:
+    if (pushed) {
+        fr->loop_head = prev_head;
+        fr->loop_end = prev_end;
+        tx->loop = ctx.outer;
+        tx->body = prev_body;
+    }
+    capture_clear(&c);
+    return r;
+}

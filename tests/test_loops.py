@@ -1,0 +1,357 @@
+"""Loops captured as one loop node (issue 21, docs/loops.md): each function
+compiled and plain CPython side by side (results, inputs after the call,
+exceptions), and what the graph holds: one loop node whose body is traced
+once, so compile time does not grow with the trip count."""
+import io
+import contextlib
+
+import numpy as np
+import pytest
+
+import framejit
+
+from difftools import _copy, outcome, same
+
+
+def run_both(fn, args_list, backend="eager"):
+    """Compiled (twice: a cache hit) against plain on copies of each argument
+    tuple; returns the counters of the compiled runs."""
+    framejit.reset()
+    cf = framejit.compile(fn, backend=backend)
+    for args in args_list:
+        pa = _copy(args)
+        plain = outcome(fn, pa)
+        for _ in range(2):
+            ca = _copy(args)
+            got = outcome(cf, ca)
+            assert got[0] == plain[0], f"{got} vs {plain}"
+            if got[0] == "ok":
+                same(got[1], plain[1])
+            else:
+                assert got[1:] == plain[1:]
+            for i, (x, y) in enumerate(zip(ca, pa)):
+                same(x, y, f"argument {i}")
+    return framejit.counters
+
+
+def loop_nodes(fn, *args):
+    """The number of loop nodes in the graphs compiling fn(*args) makes, and
+    the total number of nodes."""
+    graphs = []
+    framejit.reset()
+    cf = framejit.compile(fn, backend=lambda g, ex: graphs.append(g) or g)
+    cf(*_copy(args))
+    loops = sum(1 for g in graphs for n in g.nodes if n.op == "call_function" and
+                isinstance(n.target, framejit._C.Loop))
+    return loops, sum(len(g.nodes) for g in graphs)
+
+
+# ---------------------------------------------------------------- kernels
+
+def recurrence(a):
+    for i in range(1, a.shape[0]):
+        a[i] = a[i - 1] + 0.3
+    return a
+
+
+def accumulate(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] * a[i]
+    return s
+
+
+def accumulate_int(a):
+    s = 0
+    for i in range(len(a)):
+        s = s + a[i]
+    return s
+
+
+def count_index(n):
+    t = 0
+    for i in range(n):
+        t += i * i - 3
+    return t, i
+
+
+def array_carry(x):
+    for k in range(100):
+        x = x * 0.5 + 1
+    return x
+
+
+def stencil(u):
+    n = u.shape[0]
+    v = np.zeros_like(u)
+    for i in range(1, n - 1):
+        v[i] = (u[i - 1] + u[i + 1]) * 0.5 - u[i]
+    return v, i
+
+
+def stencil2d(u):
+    v = u.copy()
+    for i in range(1, u.shape[0] - 1):
+        for j in range(1, u.shape[1] - 1):
+            v[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1])
+    return v
+
+
+def row_loop(m):
+    out = np.empty(m.shape[0])
+    for i in range(m.shape[0]):
+        out[i] = np.sqrt((m[i] ** 2).sum())
+    return out
+
+
+def backwards(a):
+    for i in range(a.shape[0] - 2, -1, -2):
+        a[i] += a[i + 1]
+    return a
+
+
+def two_carried(a):
+    x, y = 0.0, 1.0
+    for i in range(a.shape[0]):
+        x, y = y, x + y * a[i]
+    return x, y
+
+
+def temps_after(a):
+    for i in range(a.shape[0]):
+        t = a[i] * 2
+        u = t + 1
+    return t, u, i
+
+
+def nested_in_function(a):
+    def step(v, k):
+        return v * 0.9 + k
+    acc = np.zeros_like(a)
+    for k in range(40):
+        acc = step(acc, k) + a
+    return acc
+
+
+def float32_carry(a):
+    s = np.float32(0)
+    for i in range(a.shape[0]):
+        s = s + a[i]
+    return s
+
+
+def mandel_point(c_re, c_im, n):
+    x = 0.0
+    y = 0.0
+    for k in range(n):
+        x, y = x * x - y * y + c_re, 2.0 * x * y + c_im
+    return x, y
+
+
+def integer_array_store(idx, vals):
+    out = np.zeros(10)
+    for k in range(idx.shape[0]):
+        out[idx[k]] += vals[k]
+    return out
+
+
+def uses_global_array(a):
+    for i in range(a.shape[0]):
+        a[i] = a[i] * G_SCALE[i % 4]
+    return a
+
+
+G_SCALE = np.array([1.0, 2.0, 3.0, 4.0])
+
+V50 = np.linspace(-1.0, 2.0, 50)
+I40 = np.arange(40, dtype=np.int64) - 7
+M = np.random.default_rng(5).standard_normal((12, 9))
+M2 = np.random.default_rng(6).standard_normal((30, 20))
+F32 = np.linspace(0, 1, 33, dtype=np.float32)
+
+CASES = [
+    (recurrence, [(np.zeros(50),), (np.zeros(20),)]),
+    (accumulate, [(V50,), (V50[::2].copy(),)]),
+    (accumulate_int, [(I40,)]),
+    (count_index, [(30,), (100,)]),
+    (array_carry, [(np.arange(5.0),), (M,)]),
+    (stencil, [(V50,), (np.arange(30.0),)]),
+    (stencil2d, [(M,), (M2,)]),
+    (row_loop, [(M,), (M.T.copy(),), (M2,)]),
+    (backwards, [(V50.copy(),), (np.arange(41.0),)]),
+    (two_carried, [(V50,)]),
+    (temps_after, [(V50,)]),
+    (nested_in_function, [(V50,)]),
+    (float32_carry, [(F32,)]),
+    (mandel_point, [(0.25, 0.5, 50), (-1.5, 0.0, 64)]),
+    (integer_array_store, [(np.arange(30) % 10, np.linspace(0, 1, 30))]),
+    (uses_global_array, [(V50.copy(),)]),
+]
+
+
+@pytest.mark.parametrize("fn,args_list", CASES, ids=[c[0].__name__ for c in CASES])
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_loop_differential(fn, args_list, backend):
+    c = run_both(fn, args_list, backend)
+    assert c["stats"]["unique_graphs"] >= 1
+    assert dict(c["graph_break"]) == {}
+
+
+@pytest.mark.parametrize("fn,args", [(recurrence, (np.zeros(50),)), (accumulate, (V50,)),
+                                     (array_carry, (np.arange(5.0),)), (stencil, (V50,)),
+                                     (row_loop, (M2,)), (count_index, (30,)), (mandel_point, (0.2, 0.1, 40))],
+                         ids=lambda p: getattr(p, "__name__", ""))
+def test_loop_is_one_node(fn, args):
+    loops, nodes = loop_nodes(fn, *args)
+    assert loops == 1
+    assert nodes < 25
+
+
+def test_nested_loops_are_nested_nodes():
+    loops, nodes = loop_nodes(stencil2d, M2)
+    assert loops == 1      # the outer one; the inner is a node of its body
+    assert nodes < 15
+
+
+def test_graph_size_does_not_grow_with_the_trip_count():
+    sizes = [loop_nodes(recurrence, np.zeros(n))[1] for n in (20, 200, 2000, 20000)]
+    assert len(set(sizes)) == 1, sizes
+
+
+def test_short_loops_unroll():
+    def f(a):
+        for i in range(4):
+            a = a + i
+        return a
+
+    loops, _ = loop_nodes(f, np.arange(3.0))
+    assert loops == 0
+    framejit.config.loop_unroll_limit = 2
+    try:
+        loops, _ = loop_nodes(f, np.arange(3.0))
+        assert loops == 1
+    finally:
+        framejit.config.loop_unroll_limit = 16
+
+
+def test_capture_loops_off_unrolls():
+    framejit.config.capture_loops = False
+    try:
+        loops, nodes = loop_nodes(recurrence, np.zeros(30))
+        assert loops == 0 and nodes > 80
+    finally:
+        framejit.config.capture_loops = True
+
+
+def test_carried_type_change_peels_the_first_iteration():
+    # s starts as a Python float and becomes a NumPy float64 after one iteration
+    graphs = []
+    framejit.reset()
+    framejit.compile(accumulate, backend=lambda g, ex: graphs.append(g) or g)(V50)
+    g = graphs[0]
+    names = [n.name for n in g.nodes]
+    assert "loop" in names
+    loop = next(n for n in g.nodes if n.name == "loop")
+    assert loop.args[:3] == (1, 50, 1)  # iteration 0 unrolled before it
+
+
+# ---------------------------------------------------------------- what is not captured
+
+def data_dependent_branch(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        if a[i] > 0:
+            s += a[i]
+    return s
+
+
+def index_branch(a):
+    for i in range(a.shape[0]):
+        if i % 2:
+            a[i] = 0.0
+    return a
+
+
+def body_prints(a):
+    for i in range(20):
+        print(i)
+        a = a + 1
+    return a
+
+
+def body_breaks(a):
+    for i in range(a.shape[0]):
+        a = a + 1
+        if i == 25:
+            break
+    return a
+
+
+def body_appends(a):
+    out = []
+    for i in range(20):
+        out.append(a[i])
+    return out
+
+
+def body_returns(a):
+    for i in range(a.shape[0]):
+        a = a * 2
+        if i == 3:
+            return a
+    return a
+
+
+@pytest.mark.parametrize("fn", [data_dependent_branch, index_branch, body_prints, body_breaks, body_appends,
+                                body_returns], ids=lambda f: f.__name__)
+def test_uncapturable_bodies_fall_back_and_stay_exact(fn):
+    with contextlib.redirect_stdout(io.StringIO()):
+        run_both(fn, [(V50.copy(),)])
+
+
+def test_refusal_is_logged(capsys):
+    framejit.reset()
+    framejit.set_logs(graph_breaks=True)
+    try:
+        framejit.compile(index_branch, backend="eager")(V50.copy())
+    finally:
+        framejit.set_logs(graph_breaks=False)
+    err = capsys.readouterr().err
+    assert "not captured (branch on a value that changes with each iteration of the loop)" in err
+    assert "it is unrolled" in err
+
+
+# ---------------------------------------------------------------- errors inside the loop
+
+def out_of_bounds(a, n):
+    for i in range(n):
+        a[i] = a[i] + 1
+    return a
+
+
+def divide_warns(a):
+    s = np.float64(1.0)
+    for i in range(a.shape[0]):
+        s = s / a[i]
+    return s
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_index_error_in_an_iteration_is_cpythons(backend):
+    # IndexError at i == 30, after 30 stores: the same error and the same array
+    run_both(out_of_bounds, [(np.zeros(30), 40), (np.zeros(50), 40)], backend)
+
+
+def test_warnings_in_the_loop_are_numpys():
+    import warnings
+    a = np.array([1.0, 2.0, 0.0, 4.0] * 6)
+    framejit.reset()
+    cf = framejit.compile(divide_warns, backend="eager")
+    with warnings.catch_warnings(record=True) as w1:
+        warnings.simplefilter("always")
+        r1 = divide_warns(a)
+    with warnings.catch_warnings(record=True) as w2:
+        warnings.simplefilter("always")
+        r2 = cf(a)
+    same(r2, r1)
+    assert [str(x.message) for x in w2] == [str(x.message) for x in w1]
