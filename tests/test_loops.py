@@ -342,11 +342,12 @@ def test_index_error_in_an_iteration_is_cpythons(backend):
     run_both(out_of_bounds, [(np.zeros(30), 40), (np.zeros(50), 40)], backend)
 
 
-def test_warnings_in_the_loop_are_numpys():
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_warnings_in_the_loop_are_numpys(backend):
     import warnings
     a = np.array([1.0, 2.0, 0.0, 4.0] * 6)
     framejit.reset()
-    cf = framejit.compile(divide_warns, backend="eager")
+    cf = framejit.compile(divide_warns, backend=backend)
     with warnings.catch_warnings(record=True) as w1:
         warnings.simplefilter("always")
         r1 = divide_warns(a)
@@ -355,3 +356,175 @@ def test_warnings_in_the_loop_are_numpys():
         r2 = cf(a)
     same(r2, r1)
     assert [str(x.message) for x in w2] == [str(x.message) for x in w1]
+
+
+# ---------------------------------------------------------------- exactness at the edges
+# (the native backend compiles these bodies into C loops; each runs under both)
+
+def big_int_sum(n):
+    t = 2 ** 62
+    for i in range(n):
+        t = t + i * 1000003      # passes 2**63: Python's big ints from there on
+    return t
+
+
+def int32_wrap(a):
+    for i in range(a.shape[0]):
+        a[i] = a[i] + np.int32(2 ** 30)   # NumPy's int32 overflow warns and wraps
+    return a
+
+
+def float_into_int(a, b):
+    for i in range(a.shape[0]):
+        a[i] = b[i] * 1.5
+    return a
+
+
+def py_zero_division(a):
+    s = 1.0
+    for i in range(a.shape[0]):
+        s = s / float(i - 20)
+    return s
+
+
+def negative_indices(a):
+    for i in range(a.shape[0]):
+        a[-i - 1] = a[i] * 2 + i
+    return a
+
+
+def read_after_store(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        a[i] = a[i] + 1.0
+        s = s + a[i]
+    return s, a
+
+
+def two_views(a, b):
+    for i in range(1, a.shape[0]):
+        a[i] = b[i - 1] + 1.0   # b is a view of a: each store is read back
+    return a
+
+
+def strided_2d(m):
+    t = 0.0
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            t = t + m[i, j] * (i - j)
+    return t
+
+
+def float32_stores(a):
+    for i in range(1, a.shape[0]):
+        a[i] = a[i - 1] * np.float32(1.1) + 0.1
+    return a
+
+
+def bool_and_compare(a, flags):
+    c = 0
+    for i in range(a.shape[0]):
+        flags[i] = a[i] > 0.5
+        c = c + (a[i] < 0.25)
+    return c, flags
+
+
+def mixed_int_float(a):
+    s = 0
+    for i in range(a.shape[0]):
+        s = s + a[i] * 2       # int64 array elements: a NumPy int64 accumulator
+    return s, s / 7
+
+
+def modulo_index(a, w):
+    for i in range(a.shape[0]):
+        a[i] = a[i] * w[i % 4] + (i // 3)
+    return a
+
+
+def nan_paths(a):
+    m = 0.0
+    for i in range(a.shape[0]):
+        m = m + np.sqrt(a[i]) - abs(a[i])
+    return m
+
+
+RNG = np.random.default_rng(11)
+EDGE = [
+    (big_int_sum, [(40,), (10,)]),
+    (int32_wrap, [(np.arange(30, dtype=np.int32) * 2 ** 25,)]),
+    (float_into_int, [(np.zeros(20, np.int64), np.linspace(-5, 5, 20)),
+                      (np.zeros(20, np.int64), np.array([1.0, np.nan] * 10)),
+                      (np.zeros(20, np.int32), np.linspace(0, 3e9, 20))]),
+    (py_zero_division, [(np.zeros(30),), (np.zeros(19),)]),
+    (negative_indices, [(np.arange(25.0),)]),
+    (read_after_store, [(RNG.standard_normal(40),)]),
+    (strided_2d, [(RNG.standard_normal((20, 30))[::2, ::3],), (np.asfortranarray(RNG.standard_normal((18, 17))),)]),
+    (float32_stores, [(np.ones(50, np.float32),)]),
+    (bool_and_compare, [(RNG.random(30), np.zeros(30, bool))]),
+    (mixed_int_float, [(np.arange(-10, 30),)]),
+    (modulo_index, [(np.arange(40.0), np.array([1.0, -2.0, 0.5, 3.0]))]),
+    (nan_paths, [(np.linspace(-1, 4, 30),), (np.linspace(0, 4, 30),)]),
+]
+
+
+@pytest.mark.parametrize("fn,args_list", EDGE, ids=[c[0].__name__ for c in EDGE])
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_loop_edges(fn, args_list, backend):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run_both(fn, args_list, backend)
+
+
+def test_views_of_one_array():
+    def run(f):
+        a = np.arange(30.0)
+        return f(a, a[:])
+    framejit.reset()
+    cf = framejit.compile(two_views, backend="native")
+    same(run(cf), run(two_views))
+    same(run(cf), run(two_views))
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("mode", ["ignore", "warn", "raise"])
+def test_errstate_decides(backend, mode):
+    import warnings
+    a = np.array([1.0, 2.0, 0.0, 4.0] * 6)
+
+    def run(f):
+        with warnings.catch_warnings(record=True) as w, np.errstate(divide=mode):
+            warnings.simplefilter("always")
+            out = outcome(f, (a,))
+        return out, [str(x.message) for x in w]
+
+    framejit.reset()
+    cf = framejit.compile(divide_warns, backend=backend)
+    for _ in range(2):
+        (g, gw), (p, pw) = run(cf), run(divide_warns)
+        assert g[0] == p[0] and gw == pw
+        if g[0] == "ok":
+            same(g[1], p[1])
+        else:
+            assert g[1:] == p[1:]
+
+
+def test_read_only_store_raises_as_numpy():
+    a = np.zeros(30)
+    a.flags.writeable = False
+    run_both(recurrence, [(a,)], "native")
+
+
+def test_native_loop_counts_as_compiled():
+    from framejit import _C
+    framejit.reset()
+    plans = []
+
+    def backend(g, ex):
+        plan, src = _C.native_plan(g)
+        plans.append(src)
+        return g
+
+    framejit.compile(recurrence, backend=backend)(np.zeros(40))
+    assert plans[0] is not None and "int fj_l0(" in plans[0]

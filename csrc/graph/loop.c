@@ -117,8 +117,14 @@ static PyObject *loop_get_body(fj_Loop *l, void *c)
     return Py_NewRef(l->body);
 }
 
+static PyObject *loop_get_carried(fj_Loop *l, void *c)
+{
+    return Py_NewRef(l->carried);
+}
+
 static PyGetSetDef loop_getset[] = {
     {"body", (getter)loop_get_body, NULL, "the loop body's graph", NULL},
+    {"carried", (getter)loop_get_carried, NULL, "the state slots the body reads, in placeholder order", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -79,8 +79,11 @@ static int retry(fj_TFrame *fr, int head, long peel, const char *why)
     Py_DECREF(key);
     Py_DECREF(val);
     tx->loop_retry = 1;
-    return fj_unsupported("loop at %U:%d not captured (%s): %s", fr->code->co_filename, fr->il.v[head].line,
-                          why, peel < 0 ? "it is unrolled" : "its first iteration is unrolled");
+    if (peel < 0)
+        return fj_unsupported("loop at %U:%d not captured (%s): it is unrolled", fr->code->co_filename,
+                              fr->il.v[head].line, why);
+    return fj_unsupported("loop at %U:%d not captured (%s): traced again with its first %ld iteration%s unrolled",
+                          fr->code->co_filename, fr->il.v[head].line, why, peel, peel == 1 ? "" : "s");
 }
 
 /* start, stop and step of the range the ITER Var 'it' walks from its
@@ -157,8 +160,9 @@ static int carriable(fj_Var *v)
         int k = ((fj_Node *)v->obj)->vkind;
         return k == FJ_VAL_ARRAY || k == FJ_VAL_NPSCALAR || k == FJ_VAL_PYSCALAR;
     }
-    return v->kind == FJ_VAR_CONST &&
-           (PyLong_CheckExact(v->obj) || PyFloat_CheckExact(v->obj) || PyBool_Check(v->obj));
+    return v->kind == FJ_VAR_CONST && (PyLong_CheckExact(v->obj) || PyFloat_CheckExact(v->obj) ||
+                                       PyBool_Check(v->obj) ||
+                                       (PyArray_IsScalar(v->obj, Number) || PyArray_IsScalar(v->obj, Bool)));
 }
 
 /* Kind, dtype and shape of a body output equal to the placeholder's (so the
@@ -502,8 +506,8 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
             if (!same) {
                 /* s = 0; s += a[i]: an int before the loop, a NumPy scalar after
                    one iteration; unrolled once, the loop carries the same kind */
-                r = retry(fr, head, peel == 0 ? 1 : -1, "a value the body carries changes its type, "
-                                                       "dtype or shape");
+                r = retry(fr, head, peel < 2 ? peel + 1 : -1, "a value the body carries changes its type, "
+                                                              "dtype or shape");
                 goto done;
             }
         }

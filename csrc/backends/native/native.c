@@ -27,6 +27,7 @@
 #include "fj_array.h"
 #include "fj_numpy.h"
 #include "native.h"
+#include "native_loop.h"
 #include "native_pool.h"
 #include "native_stream.h"
 #include "native_threads.h"
@@ -133,12 +134,12 @@ static int int_fits(long long v, int t)
 
 /* ---- the plan ------------------------------------------------------------- */
 
-enum { FJN_STEP_NODE = 1, FJN_STEP_GROUP };
+enum { FJN_STEP_NODE = 1, FJN_STEP_GROUP, FJN_STEP_LOOP };
 
 typedef struct {
     int kind;
     Py_ssize_t node;     /* FJN_STEP_NODE */
-    int group;           /* FJN_STEP_GROUP */
+    int group;           /* FJN_STEP_GROUP; FJN_STEP_LOOP: the loop's index */
     Py_ssize_t nrelease;
     Py_ssize_t *release; /* env slots to clear after this step (PyMem) */
 } fjn_Step;
@@ -153,6 +154,8 @@ typedef struct {
     fjn_Step *steps;   /* PyMem */
     int ngroups;
     fjn_Group *groups; /* PyMem */
+    int nloops;
+    fjn_LoopPlan *loops; /* PyMem: the captured loops compiled to C (native_loop.c) */
     PyObject *source;  /* strong str */
     int loaded;
     void *dl;             /* dlopen handle of the kernels, closed with the plan */
@@ -683,7 +686,7 @@ static int compute_releases(fjn_Builder *b)
     }
     for (Py_ssize_t s = 0; s < p->nsteps; s++) {
         fjn_Step *st = &p->steps[s];
-        if (st->kind == FJN_STEP_NODE) {
+        if (st->kind == FJN_STEP_NODE || st->kind == FJN_STEP_LOOP) {
             fj_Node *n = plan_node(p, st->node);
             produced[st->node] = s;
             for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(n->inputs); j++)
@@ -740,6 +743,8 @@ static PyObject *plan_new_from_graph(PyObject *graph)
     p->nodes = NULL;
     p->steps = NULL;
     p->groups = NULL;
+    p->loops = NULL;
+    p->nloops = 0;
     p->nsteps = 0;
     p->ngroups = 0;
     p->source = NULL;
@@ -780,6 +785,22 @@ static PyObject *plan_new_from_graph(PyObject *graph)
         }
         if (n->kind == FJ_NODE_OUTPUT)
             break;
+        if (n->op == &fj_loop_row) {
+            /* a captured loop: a C loop when its body compiles, else the eager loop */
+            fjn_LoopPlan *lps = PyMem_Realloc(p->loops, sizeof(fjn_LoopPlan) * (size_t)(p->nloops + 1));
+            if (lps == NULL) {
+                PyErr_NoMemory();
+                goto error;
+            }
+            p->loops = lps;
+            int lc = fjn_loop_plan(n, i, &p->loops[p->nloops]);
+            if (lc < 0 || close_group(&b) < 0)
+                goto error;
+            if (add_step(&b, lc ? FJN_STEP_LOOP : FJN_STEP_NODE, i, lc ? p->nloops : -1) < 0)
+                goto error;
+            p->nloops += lc;
+            continue;
+        }
         int c = fjn_classify(n, &op);
         if (c < 0)
             goto error;
@@ -832,7 +853,7 @@ static PyObject *plan_new_from_graph(PyObject *graph)
     }
     if (close_group(&b) < 0 || finish_groups(&b) < 0 || compute_releases(&b) < 0)
         goto error;
-    int live = 0;
+    int live = p->nloops;
     for (int gi = 0; gi < p->ngroups; gi++)
         live += p->groups[gi].nops > 0;
     if (!live) {
@@ -844,6 +865,9 @@ static PyObject *plan_new_from_graph(PyObject *graph)
         goto error;
     for (int gi = 0; gi < p->ngroups; gi++)
         if (p->groups[gi].nops > 0 && fjn_emit_group(buf, &p->groups[gi], gi) < 0)
+            goto error;
+    for (int li = 0; li < p->nloops; li++)
+        if (fjn_loop_emit(buf, &p->loops[li], plan_node(p, p->loops[li].node), li) < 0)
             goto error;
     if (!(sep = PyUnicode_FromString("")) || !(src = PyUnicode_Join(sep, buf)))
         goto error;
@@ -1740,6 +1764,11 @@ static PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t n
             if (!v)
                 goto done;
             Py_XSETREF(env[st->node], v);
+        } else if (st->kind == FJN_STEP_LOOP) {
+            PyObject *v = fjn_loop_run(&p->loops[st->group], plan_node(p, st->node), env, &p->fallbacks);
+            if (!v)
+                goto done;
+            Py_XSETREF(env[st->node], v);
         } else if (run_group(p, &p->groups[st->group], env) < 0) {
             goto done;
         }
@@ -1761,6 +1790,7 @@ static void plan_dealloc(fjn_Plan *p)
         PyMem_Free(p->steps[s].release);
     PyMem_Free(p->steps);
     PyMem_Free(p->groups);
+    PyMem_Free(p->loops);
     Py_XDECREF(p->graph);
     Py_XDECREF(p->nodes);
     Py_XDECREF(p->source);
@@ -1808,6 +1838,15 @@ static PyObject *plan_load(fjn_Plan *p, PyObject *path)
             g->part = NULL, g->check = NULL;
         if (!g->flat || !g->strided) {
             PyErr_Format(PyExc_OSError, "framejit native: %S lacks the kernels of group %d", path, gi);
+            return NULL;
+        }
+    }
+    for (int li = 0; li < p->nloops; li++) {
+        char name[64];
+        snprintf(name, sizeof name, "fj_l%d", li);
+        *(void **)&p->loops[li].fn = dlsym(h, name);
+        if (!p->loops[li].fn) {
+            PyErr_Format(PyExc_OSError, "framejit native: %S lacks the kernel of loop %d", path, li);
             return NULL;
         }
     }

@@ -1,0 +1,891 @@
+/*
+** native_loop.c: captured loops compiled to C loops (native_loop.h).
+*/
+#include "fj_numpy.h"
+#include "loop.h"
+#include "native_loop.h"
+
+#include <fenv.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- value classes ---------------------------------------------------------- */
+
+/* What a body value is, in C: a Python int (int64), float or bool, or a NumPy
+   scalar of an FJT type. */
+typedef struct {
+    int kind; /* FJL_PY_INT, FJL_PY_FLOAT, FJL_PY_BOOL, FJL_NP, FJL_ARRAY; 0: not compiled */
+    int type; /* FJT_* for FJL_NP / FJL_ARRAY */
+} VClass;
+
+static int np_type_ok(int t)
+{
+    return t == FJT_F64 || t == FJT_F32 || t == FJT_I64 || t == FJT_I32 || t == FJT_BOOL;
+}
+
+/* The class of node 'n' (a placeholder or a computed value of the body). */
+static VClass node_class(fj_Node *n)
+{
+    VClass c = {0, 0};
+    if (n->vkind == FJ_VAL_PYSCALAR && n->example != NULL) {
+        if (PyBool_Check(n->example))
+            c.kind = FJL_PY_BOOL;
+        else if (PyLong_CheckExact(n->example))
+            c.kind = FJL_PY_INT;
+        else if (PyFloat_CheckExact(n->example))
+            c.kind = FJL_PY_FLOAT;
+        return c;
+    }
+    if ((n->vkind == FJ_VAL_NPSCALAR || n->vkind == FJ_VAL_ARRAY) && n->dtype != NULL &&
+        PyArray_ISNBO(n->dtype->byteorder)) {
+        int t = fjn_type_of_descr(n->dtype);
+        if (!np_type_ok(t))
+            return c;
+        if (n->vkind == FJ_VAL_ARRAY && (n->ndim < 1 || n->ndim > 2))
+            return c;
+        c.kind = n->vkind == FJ_VAL_ARRAY ? FJL_ARRAY : FJL_NP;
+        c.type = t;
+    }
+    return c;
+}
+
+/* The class of a constant operand (0 when not a plain number). */
+static VClass const_class(PyObject *o)
+{
+    VClass c = {0, 0};
+    if (PyBool_Check(o))
+        c.kind = FJL_PY_BOOL;
+    else if (PyLong_CheckExact(o)) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (!overflow && !(v == -1 && PyErr_Occurred()))
+            c.kind = FJL_PY_INT;
+        PyErr_Clear();
+    }
+    else if (PyFloat_CheckExact(o))
+        c.kind = FJL_PY_FLOAT;
+    else if (PyArray_IsScalar(o, Generic)) {
+        PyArray_Descr *d = PyArray_DescrFromScalar(o);
+        int t = d != NULL && PyArray_ISNBO(d->byteorder) && Py_TYPE(o) == d->typeobj ? fjn_type_of_descr(d) : 0;
+        Py_XDECREF(d);
+        if (np_type_ok(t)) {
+            c.kind = FJL_NP;
+            c.type = t;
+        }
+    }
+    return c;
+}
+
+static const char *ctype_of(VClass c)
+{
+    if (c.kind == FJL_PY_INT)
+        return "long long";
+    if (c.kind == FJL_PY_FLOAT)
+        return "double";
+    if (c.kind == FJL_PY_BOOL)
+        return "int";
+    switch (c.type) {
+    case FJT_F64:
+        return "double";
+    case FJT_F32:
+        return "float";
+    case FJT_I64:
+        return "long long";
+    case FJT_I32:
+        return "int";
+    case FJT_BOOL:
+        return "unsigned char";
+    }
+    return NULL;
+}
+
+static int is_float_class(VClass c)
+{
+    return c.kind == FJL_PY_FLOAT || (c.kind == FJL_NP && (c.type == FJT_F64 || c.type == FJT_F32));
+}
+
+static int is_int_class(VClass c)
+{
+    return c.kind == FJL_PY_INT || c.kind == FJL_PY_BOOL ||
+           (c.kind == FJL_NP && (c.type == FJT_I64 || c.type == FJT_I32 || c.type == FJT_BOOL));
+}
+
+/* ---- planning ------------------------------------------------------------------ */
+
+typedef struct {
+    fj_Node *loop;      /* the loop node */
+    PyObject *body;     /* its body graph (borrowed) */
+    PyObject *nodes;    /* strong: the body's nodes */
+    PyObject *src;      /* strong list of str: the function's statements */
+    VClass *cls;        /* per body node */
+    int nundo;          /* stores: undo entries per iteration */
+} Emit;
+
+/* Appends a formatted line to e->src.  0 or -1. */
+static int line(Emit *e, const char *fmt, ...)
+{
+    va_list va;
+    va_start(va, fmt);
+    PyObject *s = PyUnicode_FromFormatV(fmt, va);
+    va_end(va);
+    if (s == NULL)
+        return -1;
+    int r = PyList_Append(e->src, s);
+    Py_DECREF(s);
+    return r;
+}
+
+/* An operand as a C expression with its class: a node of the body (v<k> for
+   placeholders, n<k> for computed values) or a constant.  New reference
+   str, NULL with no error when it is not compiled, NULL with one on error. */
+static PyObject *operand(Emit *e, PyObject *a, VClass *c)
+{
+    if (fj_Node_Check(a)) {
+        fj_Node *n = (fj_Node *)a;
+        *c = e->cls[n->index];
+        if (c->kind == 0 || c->kind == FJL_ARRAY)
+            return NULL;
+        if (n->kind != FJ_NODE_PLACEHOLDER)
+            return PyUnicode_FromFormat("n%zd", n->index);
+        if (c->kind == FJL_PY_FLOAT || (c->kind == FJL_NP && c->type == FJT_F64))
+            return PyUnicode_FromFormat("V%zd.d", n->index);
+        if (c->kind == FJL_NP && c->type == FJT_F32)
+            return PyUnicode_FromFormat("V%zd.f", n->index);
+        return PyUnicode_FromFormat("((%s)V%zd.i)", ctype_of(*c), n->index);
+    }
+    *c = const_class(a);
+    if (c->kind == FJL_PY_BOOL)
+        return PyUnicode_FromString(a == Py_True ? "1" : "0");
+    if (c->kind == FJL_PY_INT) {
+        long long v = PyLong_AsLongLong(a);
+        return PyUnicode_FromFormat("(%lldLL)", v);
+    }
+    if (c->kind == FJL_NP) {
+        /* a NumPy scalar constant: its value in its C type */
+        char text[64];
+        if (c->type == FJT_F64 || c->type == FJT_F32) {
+            double d;
+            float f;
+            unsigned long long u;
+            unsigned int w;
+            if (c->type == FJT_F64) {
+                PyArray_ScalarAsCtype(a, &d);
+                memcpy(&u, &d, 8);
+                snprintf(text, sizeof text, "fj_f64(0x%llxULL)", u);
+            }
+            else {
+                PyArray_ScalarAsCtype(a, &f);
+                memcpy(&w, &f, 4);
+                snprintf(text, sizeof text, "fj_f32(0x%xU)", w);
+            }
+        }
+        else if (c->type == FJT_I64) {
+            long long v;
+            PyArray_ScalarAsCtype(a, &v);
+            snprintf(text, sizeof text, "((long long)%lldLL)", v);
+        }
+        else if (c->type == FJT_I32) {
+            int v;
+            PyArray_ScalarAsCtype(a, &v);
+            snprintf(text, sizeof text, "((int)%d)", v);
+        }
+        else {
+            unsigned char v;
+            PyArray_ScalarAsCtype(a, &v);
+            snprintf(text, sizeof text, "((unsigned char)%d)", v != 0);
+        }
+        return PyUnicode_FromString(text);
+    }
+    if (c->kind == FJL_PY_FLOAT) {
+        double d = PyFloat_AS_DOUBLE(a);
+        unsigned long long u;
+        char text[48];
+        memcpy(&u, &d, 8);
+        snprintf(text, sizeof text, "fj_f64(0x%llxULL)", u);
+        return PyUnicode_FromString(text);
+    }
+    return NULL;
+}
+
+/* Converts expression 'x' of class 'from' to C type of class 'to' exactly as
+   NumPy (or Python) converts it for the operation, with the checks that stop
+   the iteration where it would not be exact ('chk' gets them).  New str. */
+static PyObject *convert(Emit *e, PyObject *x, VClass from, VClass to)
+{
+    const char *ct = ctype_of(to);
+    if (is_float_class(to)) {
+        if (is_int_class(from) && from.kind != FJL_PY_BOOL && !(from.kind == FJL_NP && from.type != FJT_I64)) {
+            /* a Python or int64 value as a float: exact below 2**53 (2**24 for float32);
+               NumPy converts larger ones the same way, Python ints more carefully */
+            long lim = to.type == FJT_F32 && to.kind == FJL_NP ? 24 : 53;
+            if (line(e, "    if (%U > (1LL << %ld) || %U < -(1LL << %ld)) goto stop;", x, lim, x, lim) < 0)
+                return NULL;
+        }
+        return PyUnicode_FromFormat("((%s)(%U))", ct, x);
+    }
+    if (to.kind == FJL_NP && (to.type == FJT_I32) && from.type != FJT_I32 && from.kind != FJL_PY_BOOL &&
+        !(from.kind == FJL_NP && from.type == FJT_BOOL)) {
+        if (line(e, "    if (%U > 2147483647LL || %U < -2147483648LL) goto stop;", x, x) < 0)
+            return NULL;
+    }
+    return PyUnicode_FromFormat("((%s)(%U))", ct, x);
+}
+
+/* The class of the result of body node 'n' and its C statements; 0 when it
+   does not compile, 1 when it does, -1 on error. */
+static int emit_node(Emit *e, fj_Node *n)
+{
+    const fj_OpDef *op = n->op;
+    VClass rc = node_class(n);
+    Py_ssize_t na = PyTuple_GET_SIZE(n->args);
+    PyObject *x = NULL, *y = NULL, *cx = NULL, *cy = NULL;
+    VClass a, b;
+    int r = 0;
+    if (op == NULL || n->kwargs != NULL || n->deep > 1)
+        return 0;
+    const char *ct = rc.kind ? ctype_of(rc) : NULL;
+    /* element reads and stores */
+    if (op->kind == FJ_OP_GETITEM || op == fj_ops_for_setitem()) {
+        int store = op != fj_ops_for_getitem();
+        if (na != (store ? 3 : 2) || !fj_Node_Check(PyTuple_GET_ITEM(n->args, 0)))
+            return 0;
+        fj_Node *arr = (fj_Node *)PyTuple_GET_ITEM(n->args, 0);
+        VClass ac = e->cls[arr->index];
+        if (ac.kind != FJL_ARRAY || arr->kind != FJ_NODE_PLACEHOLDER)
+            return 0;
+        PyObject *index = PyTuple_GET_ITEM(n->args, 1);
+        PyObject *const *items = &index;
+        Py_ssize_t ni = 1;
+        if (PyTuple_Check(index)) {
+            items = &PyTuple_GET_ITEM(index, 0);
+            ni = PyTuple_GET_SIZE(index);
+        }
+        if (ni != arr->ndim || (!store && rc.kind != FJL_NP))
+            return 0;
+        PyObject *addr = PyUnicode_FromFormat("V%zd.a.data", arr->index);
+        for (Py_ssize_t k = 0; addr != NULL && k < ni; k++) {
+            VClass ic;
+            PyObject *ix = operand(e, items[k], &ic);
+            if (ix == NULL || !(ic.kind == FJL_PY_INT || (ic.kind == FJL_NP && (ic.type == FJT_I64 || ic.type == FJT_I32)))) {
+                Py_XDECREF(ix);
+                Py_CLEAR(addr);
+                break;
+            }
+            if (line(e, "    long long i%zd_%zd = (long long)(%U); if (i%zd_%zd < 0) i%zd_%zd += V%zd.a.shape[%zd];",
+                     n->index, k, ix, n->index, k, n->index, k, arr->index, k) < 0 ||
+                line(e, "    if ((unsigned long long)i%zd_%zd >= (unsigned long long)V%zd.a.shape[%zd]) goto stop;",
+                     n->index, k, arr->index, k) < 0) {
+                Py_DECREF(ix);
+                Py_DECREF(addr);
+                return -1;
+            }
+            Py_DECREF(ix);
+            Py_SETREF(addr, PyUnicode_FromFormat("%U + i%zd_%zd * V%zd.a.strides[%zd]", addr, n->index, k,
+                                                 arr->index, k));
+        }
+        if (addr == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        VClass ec = {FJL_NP, ac.type};
+        const char *et = ctype_of(ec);
+        if (!store) {
+            r = line(e, "    %s n%zd; memcpy(&n%zd, %U, sizeof n%zd);", et, n->index, n->index, addr, n->index) < 0
+                    ? -1
+                    : 1;
+            Py_DECREF(addr);
+            return r;
+        }
+        PyObject *val = PyTuple_GET_ITEM(n->args, 2);
+        x = operand(e, val, &a);
+        if (x == NULL) {
+            Py_DECREF(addr);
+            return PyErr_Occurred() ? -1 : 0;
+        }
+        if (ac.type == FJT_BOOL && !(a.kind == FJL_PY_BOOL || (a.kind == FJL_NP && a.type == FJT_BOOL)))
+            goto no;
+        if ((ac.type == FJT_I64 || ac.type == FJT_I32) && is_float_class(a)) {
+            /* a float into an int array: truncated, when finite and in range */
+            if (line(e, "    if (!(%U > -9223372036854775808.0 && %U < 9223372036854775808.0)) goto stop;", x, x) < 0)
+                goto error;
+            Py_SETREF(x, PyUnicode_FromFormat("((long long)(%U))", x));
+            a.kind = FJL_PY_INT;
+        }
+        if ((cx = convert(e, x, a, ec)) == NULL)
+            goto error;
+        if (line(e, "    { char *p = %U; %s t = %U; undo[nu].p = p; memcpy(undo[nu].old, p, sizeof t); "
+                    "undo[nu].n = sizeof t; nu++; memcpy(p, &t, sizeof t); }",
+                 addr, et, cx) < 0)
+            goto error;
+        e->nundo++;
+        Py_DECREF(addr);
+        r = 1;
+        goto done;
+    }
+    if (ct == NULL || rc.kind == FJL_ARRAY)
+        return 0;
+    int code = 0;
+    if ((op->kind == FJ_OP_BINOP || op->kind == FJ_OP_INPLACE) && na == 2) {
+        switch (op->code) {
+        case NB_ADD: case NB_INPLACE_ADD: code = '+'; break;
+        case NB_SUBTRACT: case NB_INPLACE_SUBTRACT: code = '-'; break;
+        case NB_MULTIPLY: case NB_INPLACE_MULTIPLY: code = '*'; break;
+        case NB_TRUE_DIVIDE: case NB_INPLACE_TRUE_DIVIDE: code = '/'; break;
+        case NB_FLOOR_DIVIDE: case NB_INPLACE_FLOOR_DIVIDE: code = 'f'; break;
+        case NB_REMAINDER: case NB_INPLACE_REMAINDER: code = 'm'; break;
+        default: return 0;
+        }
+    }
+    else if ((op->kind == FJ_OP_FUNC || op->kind == FJ_OP_UNARY) && na == 1 &&
+             (op->fused == FJN_SQRT || op->fused == FJN_ABS || op->fused == FJN_NEG || op->fused == FJN_POS)) {
+        code = op->fused == FJN_SQRT ? 's' : op->fused == FJN_ABS ? 'a' : op->fused == FJN_NEG ? 'n' : 'p';
+    }
+    else if (op->kind == FJ_OP_COMPARE && na == 2) {
+        code = 'c';
+    }
+    else
+        return 0;
+    x = operand(e, PyTuple_GET_ITEM(n->args, 0), &a);
+    if (x == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (na == 2 && (y = operand(e, PyTuple_GET_ITEM(n->args, 1), &b)) == NULL)
+        goto no;
+    if (code == 'c') {
+        /* the loop type: both operands' common NumPy type, or a Python number
+           taking the other's (NEP 50); quiet comparisons (NaN raises nothing) */
+        static const char *cmp[] = {"__builtin_isless", "__builtin_islessequal", NULL, NULL, "__builtin_isgreater",
+                                    "__builtin_isgreaterequal"};
+        VClass lt;
+        if (a.kind == FJL_NP && b.kind == FJL_NP && a.type == b.type)
+            lt = a;
+        else if (a.kind == FJL_NP && b.kind != FJL_NP && !(is_int_class(a) && is_float_class(b)))
+            lt = a;
+        else if (b.kind == FJL_NP && a.kind != FJL_NP && !(is_int_class(b) && is_float_class(a)))
+            lt = b;
+        else if (a.kind != FJL_NP && b.kind != FJL_NP)
+            lt = is_float_class(a) || is_float_class(b) ? (VClass){FJL_PY_FLOAT, 0} : (VClass){FJL_PY_INT, 0};
+        else
+            goto no;
+        if (lt.kind == FJL_NP && lt.type == FJT_BOOL)
+            goto no;
+        if ((cx = convert(e, x, a, lt)) == NULL || (cy = convert(e, y, b, lt)) == NULL)
+            goto error;
+        int oc = op->code;
+        if (is_float_class(lt) && cmp[oc] != NULL)
+            r = line(e, "    %s n%zd = %s(%U, %U);", ct, n->index, cmp[oc], cx, cy);
+        else {
+            static const char *sym[] = {"<", "<=", "==", "!=", ">", ">="};
+            r = line(e, "    %s n%zd = (%U %s %U);", ct, n->index, cx, sym[oc], cy);
+        }
+        r = r < 0 ? -1 : 1;
+        goto done;
+    }
+    /* arithmetic: the operands in the result's type, as NumPy's loop (or
+       Python's float and int arithmetic) computes */
+    if (rc.kind == FJL_PY_BOOL || (rc.kind == FJL_NP && rc.type == FJT_BOOL))
+        goto no;
+    if ((cx = convert(e, x, a, rc)) == NULL || (y != NULL && (cy = convert(e, y, b, rc)) == NULL))
+        goto error;
+    int isint = !is_float_class(rc);
+    switch (code) {
+    case '+': case '-': case '*':
+        if (isint) {
+            const char *fn = code == '+' ? "add" : code == '-' ? "sub" : "mul";
+            r = line(e, "    %s n%zd; if (__builtin_%s_overflow(%U, %U, &n%zd)) goto stop;", ct, n->index, fn, cx, cy,
+                     n->index);
+        }
+        else
+            r = line(e, "    %s n%zd = %U %c %U;", ct, n->index, cx, code, cy);
+        break;
+    case '/':
+        if (isint)
+            goto no;
+        if (rc.kind == FJL_PY_FLOAT && line(e, "    if (%U == 0) goto stop; /* ZeroDivisionError */", cy) < 0)
+            goto error;
+        r = line(e, "    %s n%zd = %U / %U;", ct, n->index, cx, cy);
+        break;
+    case 'f':
+    case 'm':
+        /* Python ints: floor division and its remainder (the sign of the divisor) */
+        if (rc.kind != FJL_PY_INT || !is_int_class(a) || !is_int_class(b) || a.kind == FJL_NP || b.kind == FJL_NP)
+            goto no;
+        if (line(e, "    long long q%zd, r%zd; if (%U == 0 || (%U == -1 && %U == (long long)(1ULL << 63))) goto stop;",
+                 n->index, n->index, cy, cy, cx) < 0 ||
+            line(e, "    q%zd = %U / %U; r%zd = %U %% %U; if (r%zd != 0 && ((r%zd < 0) != (%U < 0))) { q%zd -= 1; "
+                    "r%zd += %U; }",
+                 n->index, cx, cy, n->index, cx, cy, n->index, n->index, cy, n->index, n->index, cy) < 0)
+            goto error;
+        r = line(e, "    long long n%zd = %s%zd;", n->index, code == 'f' ? "q" : "r", n->index);
+        break;
+    case 's':
+        if (isint || rc.kind != FJL_NP)
+            goto no;
+        r = line(e, "    %s n%zd = %s(%U);", ct, n->index, rc.type == FJT_F32 ? "sqrtf" : "sqrt", cx);
+        break;
+    case 'a':
+        if (isint)
+            r = line(e, "    %s n%zd = %U; if (n%zd < 0) { if (n%zd == (%s)((unsigned long long)1 << (8 * sizeof n%zd - 1))) "
+                        "goto stop; n%zd = -n%zd; }",
+                     ct, n->index, cx, n->index, n->index, ct, n->index, n->index, n->index);
+        else
+            r = line(e, "    %s n%zd = %s(%U);", ct, n->index, rc.type == FJT_F32 && rc.kind == FJL_NP ? "fabsf" : "fabs",
+                     cx);
+        break;
+    case 'n':
+        if (isint)
+            r = line(e, "    %s n%zd; if (__builtin_sub_overflow((%s)0, %U, &n%zd)) goto stop;", ct, n->index, ct, cx,
+                     n->index);
+        else
+            r = line(e, "    %s n%zd = -%U;", ct, n->index, cx);
+        break;
+    case 'p':
+        r = line(e, "    %s n%zd = %U;", ct, n->index, cx);
+        break;
+    }
+    r = r < 0 ? -1 : 1;
+    goto done;
+no:
+    r = PyErr_Occurred() ? -1 : 0;
+    goto done;
+error:
+    r = -1;
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    Py_XDECREF(cx);
+    Py_XDECREF(cy);
+    return r;
+}
+
+int fjn_loop_plan(fj_Node *n, Py_ssize_t index, fjn_LoopPlan *lp)
+{
+    PyObject *body = fj_loop_body(n->target);
+    if (body == NULL)
+        return 0;
+    Py_ssize_t nph = fj_graph_nplaceholders(body);
+    PyObject *outs = fj_graph_outputs(body);
+    PyObject *nodes = PyObject_GetAttrString(body, "nodes");
+    if (nodes == NULL)
+        return -1;
+    int ok = outs != NULL && nph <= FJL_MAX_VALUES && PyTuple_GET_SIZE(outs) <= FJL_MAX_VALUES;
+    memset(lp, 0, sizeof *lp);
+    lp->node = index;
+    lp->nph = (int)nph;
+    lp->nstate = ok ? (int)PyTuple_GET_SIZE(outs) : 0;
+    /* the fj_Loop's layout: placeholder 0 the index, then the carried slots */
+    PyObject *carried = ok ? PyObject_GetAttrString(n->target, "carried") : NULL;
+    if (ok && carried == NULL) {
+        Py_DECREF(nodes);
+        return -1;
+    }
+    lp->ncarried = ok ? (int)PyTuple_GET_SIZE(carried) : 0;
+    for (int k = 0; ok && k < lp->ncarried; k++)
+        lp->carried_slot[k] = (int)PyLong_AsLong(PyTuple_GET_ITEM(carried, k));
+    Py_XDECREF(carried);
+    for (Py_ssize_t k = 0; ok && k < nph; k++) {
+        fj_Node *ph = (fj_Node *)PyList_GET_ITEM(nodes, k);
+        VClass c = node_class(ph);
+        if (c.kind == 0)
+            ok = 0;
+        lp->ph[k].kind = c.kind;
+        lp->ph[k].type = c.type;
+        lp->ph[k].ndim = ph->ndim;
+        lp->ph[k].descr = ph->dtype;
+    }
+    if (ok && lp->ph[0].kind != FJL_PY_INT)
+        ok = 0;
+    for (int s = 0; ok && s < lp->nstate; s++) {
+        PyObject *o = PyTuple_GET_ITEM(outs, s);
+        if (!fj_Node_Check(o)) {
+            lp->out_src[s] = FJL_CONST;
+            continue;
+        }
+        fj_Node *on = (fj_Node *)o;
+        VClass c = node_class(on);
+        if (c.kind == 0 || (c.kind == FJL_ARRAY && on->kind != FJ_NODE_PLACEHOLDER))
+            ok = 0;
+        lp->out[s].kind = c.kind;
+        lp->out[s].type = c.type;
+        lp->out[s].descr = on->dtype;
+        lp->out_src[s] = on->kind == FJ_NODE_PLACEHOLDER ? (int)on->index : -1 - (int)on->index;
+    }
+    /* stores mark their arrays */
+    for (Py_ssize_t k = nph; ok && k < PyList_GET_SIZE(nodes); k++) {
+        fj_Node *m = (fj_Node *)PyList_GET_ITEM(nodes, k);
+        if (m->kind == FJ_NODE_CALL && m->op == fj_ops_for_setitem() && PyTuple_GET_SIZE(m->args) > 0 &&
+            fj_Node_Check(PyTuple_GET_ITEM(m->args, 0))) {
+            fj_Node *arr = (fj_Node *)PyTuple_GET_ITEM(m->args, 0);
+            if (arr->index < nph)
+                lp->ph[arr->index].stored = 1;
+        }
+    }
+    Py_DECREF(nodes);
+    if (!ok)
+        return 0;
+    /* the body must compile whole: try it (the text is made again by fjn_loop_emit) */
+    PyObject *buf = PyList_New(0);
+    if (buf == NULL)
+        return -1;
+    int r = fjn_loop_emit(buf, lp, n, -1);
+    Py_DECREF(buf);
+    return r;
+}
+
+/* The C declaration of the value union and one placeholder's load. */
+int fjn_loop_emit(PyObject *buf, const fjn_LoopPlan *lp, fj_Node *n, int li)
+{
+    Emit e;
+    memset(&e, 0, sizeof e);
+    e.loop = n;
+    e.body = fj_loop_body(n->target);
+    e.nodes = PyObject_GetAttrString(e.body, "nodes");
+    e.src = PyList_New(0);
+    Py_ssize_t nn = e.nodes ? PyList_GET_SIZE(e.nodes) : 0;
+    e.cls = PyMem_Calloc((size_t)(nn ? nn : 1), sizeof(VClass));
+    int r = -1;
+    if (e.nodes == NULL || e.src == NULL || e.cls == NULL)
+        goto done;
+    for (Py_ssize_t k = 0; k < nn; k++)
+        e.cls[k] = node_class((fj_Node *)PyList_GET_ITEM(e.nodes, k));
+    /* one iteration's statements: the placeholders (the index, the carried
+       and lifted values), the body, its state and the next carried values;
+       'goto stop' where it cannot finish exactly */
+    for (int k = 0; k < lp->nph; k++) {
+        if (k == 0 ? line(&e, "        fjl_v V0; V0.i = i;") < 0 : line(&e, "        fjl_v V%d = v[%d];", k, k) < 0)
+            goto done;
+    }
+    for (Py_ssize_t k = lp->nph; k < nn; k++) {
+        fj_Node *m = (fj_Node *)PyList_GET_ITEM(e.nodes, k);
+        if (m->kind != FJ_NODE_CALL)
+            continue;
+        int ok = emit_node(&e, m);
+        if (ok <= 0) {
+            r = ok;
+            goto done;
+        }
+    }
+    Py_ssize_t body_end = PyList_GET_SIZE(e.src);
+    for (int st = 0; st < lp->nstate; st++) {
+        int src = lp->out_src[st];
+        if (src == FJL_CONST || lp->out[st].kind == FJL_ARRAY)
+            continue;
+        const char *field = lp->out[st].kind == FJL_PY_FLOAT || (lp->out[st].kind == FJL_NP && lp->out[st].type == FJT_F64)
+                                ? "d"
+                            : lp->out[st].kind == FJL_NP && lp->out[st].type == FJT_F32 ? "f"
+                                                                                          : "i";
+        if (src >= 0) {
+            const fjl_Slot *ps = &lp->ph[src];
+            const char *pf = ps->kind == FJL_PY_FLOAT || (ps->kind == FJL_NP && ps->type == FJT_F64) ? "d"
+                             : ps->kind == FJL_NP && ps->type == FJT_F32                            ? "f"
+                                                                                                     : "i";
+            if (line(&e, "        outs[%d].%s = V%d.%s;", st, field, src, pf) < 0)
+                goto done;
+        }
+        else if (line(&e, "        outs[%d].%s = n%d;", st, field, -1 - src) < 0)
+            goto done;
+    }
+    for (int k = 0; k < lp->ncarried; k++) {
+        int st = lp->carried_slot[k];
+        if (lp->out_src[st] == FJL_CONST || lp->out[st].kind == FJL_ARRAY)
+            continue;
+        if (line(&e, "        v[%d] = outs[%d];", 1 + k, st) < 0)
+            goto done;
+    }
+    if (li < 0) { /* a trial */
+        r = 1;
+        goto done;
+    }
+    /* the function: blocks of FJL_BLOCK iterations checked once for
+       floating-point conditions; a block that raised one, or stopped, runs
+       again one checked iteration at a time from its start (its stores undone,
+       its state restored), to the iteration the eager loop takes over */
+    PyObject *sep = PyUnicode_FromString("\n"), *all = sep ? PyUnicode_Join(sep, e.src) : NULL;
+    PyObject *bodyl = PyList_GetSlice(e.src, 0, body_end);
+    PyObject *tail = PyList_GetSlice(e.src, body_end, PyList_GET_SIZE(e.src));
+    PyObject *body = bodyl && sep ? PyUnicode_Join(sep, bodyl) : NULL;
+    PyObject *rest = tail && sep ? PyUnicode_Join(sep, tail) : NULL;
+    PyObject *gs = PyUnicode_FromString("goto stop;"), *gw = PyUnicode_FromString("goto slow;");
+    PyObject *fast = body && gs && gw ? PyUnicode_Replace(body, gs, gw, -1) : NULL;
+    Py_XDECREF(gs);
+    Py_XDECREF(gw);
+    Py_XDECREF(bodyl);
+    Py_XDECREF(tail);
+    Py_XDECREF(sep);
+    Py_XDECREF(all);
+    PyObject *text = fast && rest ? PyUnicode_FromFormat(
+        "    int done_any = 0;\n"
+        "    long long i = start;\n"
+        "    while (step > 0 ? i < stop : i > stop) {\n"
+        "        long long bi = i; int nu = 0, ran = 0;\n"
+        "        memcpy(vsave, v, sizeof(fjl_v) * %d); memcpy(osave, outs, sizeof(fjl_v) * %d);\n"
+        "        fj_feclear(FJ_FPE);\n"
+        "        for (; ran < FJL_BLOCK && (step > 0 ? i < stop : i > stop); ran++, i += step) {\n"
+        "%U\n%U\n"
+        "        }\n"
+        "        if (!(fj_fetest(FJ_FPE) & ~ignore)) { done_any |= ran > 0; continue; }\n"
+        "    slow:\n"
+        "        while (nu > 0) { nu--; memcpy(undo[nu].p, undo[nu].old, undo[nu].n); }\n"
+        "        memcpy(v, vsave, sizeof(fjl_v) * %d); memcpy(outs, osave, sizeof(fjl_v) * %d);\n"
+        "        for (i = bi, ran = 0; ran < FJL_BLOCK && (step > 0 ? i < stop : i > stop); ran++, i += step) {\n"
+        "        nu = 0;\n"
+        "        fj_feclear(FJ_FPE);\n"
+        "%U\n"
+        "        if (fj_fetest(FJ_FPE) & ~ignore) goto stop;\n"
+        "%U\n"
+        "        done_any = 1;\n"
+        "        }\n"
+        "        continue;\n"
+        "    stop:\n"
+        "        while (nu > 0) { nu--; memcpy(undo[nu].p, undo[nu].old, undo[nu].n); }\n"
+        "        *stopped = i;\n"
+        "        return done_any ? 1 : 2;\n"
+        "    }\n",
+        lp->nph, lp->nstate > 0 ? lp->nstate : 1, fast, rest, lp->nph, lp->nstate > 0 ? lp->nstate : 1, body, rest) : NULL;
+    Py_XDECREF(fast);
+    Py_XDECREF(body);
+    Py_XDECREF(rest);
+
+    PyObject *fn = text ? PyUnicode_FromFormat(
+                              "\n#ifndef FJL_V\n#define FJL_V\n"
+                              "typedef union { double d; float f; long long i; struct { char *data; long long shape[2]; "
+                              "long long strides[2]; } a; } fjl_v;\n#define FJL_BLOCK 64\n"
+                              "static inline float fj_f32(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }\n"
+                              "#endif\n"
+                              "/* captured loop %d */\n"
+                              "int fj_l%d(long long start, long long stop, long long step, fjl_v *v, fjl_v *outs, "
+                              "int ignore, long long *stopped)\n{\n"
+                              "    struct { char *p; char old[8]; size_t n; } undo[%d * FJL_BLOCK];\n"
+                              "    fjl_v vsave[%d], osave[%d];\n"
+                              "%U\n    return 0;\n}\n",
+                              li, li, e.nundo > 0 ? e.nundo : 1, lp->nph, lp->nstate > 0 ? lp->nstate : 1, text)
+                        : NULL;
+    Py_XDECREF(text);
+    if (fn == NULL || PyList_Append(buf, fn) < 0) {
+        Py_XDECREF(fn);
+        goto done;
+    }
+    Py_DECREF(fn);
+    r = 1;
+done:
+    Py_XDECREF(e.nodes);
+    Py_XDECREF(e.src);
+    PyMem_Free(e.cls);
+    return r;
+}
+
+/* ---- running ----------------------------------------------------------------- */
+
+typedef union {
+    double d;
+    float f;
+    long long i;
+    struct {
+        char *data;
+        long long shape[2];
+        long long strides[2];
+    } a;
+} fjl_v;
+
+/* Unboxes 'o' into 'out' as slot 's' expects: 1, or 0 when it is not that. */
+static int unbox(const fjl_Slot *s, PyObject *o, fjl_v *out)
+{
+    switch (s->kind) {
+    case FJL_PY_INT: {
+        if (!PyLong_CheckExact(o))
+            return 0;
+        int overflow;
+        out->i = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow || (out->i == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+        return 1;
+    }
+    case FJL_PY_FLOAT:
+        if (!PyFloat_CheckExact(o))
+            return 0;
+        out->d = PyFloat_AS_DOUBLE(o);
+        return 1;
+    case FJL_PY_BOOL:
+        if (!PyBool_Check(o))
+            return 0;
+        out->i = o == Py_True;
+        return 1;
+    case FJL_NP: {
+        if (!PyArray_IsScalar(o, Generic) || s->descr == NULL)
+            return 0;
+        PyArray_Descr *d = PyArray_DescrFromScalar(o);
+        int same = d != NULL && PyArray_EquivTypes(d, s->descr) && Py_TYPE(o) == s->descr->typeobj;
+        Py_XDECREF(d);
+        if (!same)
+            return 0;
+        memset(out, 0, sizeof *out);
+        switch (s->type) {
+        case FJT_F64: PyArray_ScalarAsCtype(o, &out->d); break;
+        case FJT_F32: PyArray_ScalarAsCtype(o, &out->f); break;
+        case FJT_I64: PyArray_ScalarAsCtype(o, &out->i); break;
+        case FJT_I32: { int x; PyArray_ScalarAsCtype(o, &x); out->i = x; break; }
+        case FJT_BOOL: { unsigned char x; PyArray_ScalarAsCtype(o, &x); out->i = x != 0; break; }
+        default: return 0;
+        }
+        return 1;
+    }
+    case FJL_ARRAY: {
+        if (!PyArray_CheckExact(o))
+            return 0;
+        PyArrayObject *a = (PyArrayObject *)o;
+        if (PyArray_NDIM(a) != s->ndim || !PyArray_ISALIGNED(a) || !PyArray_ISNBO(PyArray_DESCR(a)->byteorder) ||
+            fjn_type_of_descr(PyArray_DESCR(a)) != s->type || (s->stored && !PyArray_ISWRITEABLE(a)))
+            return 0;
+        out->a.data = PyArray_BYTES(a);
+        for (int k = 0; k < s->ndim; k++) {
+            out->a.shape[k] = PyArray_DIMS(a)[k];
+            out->a.strides[k] = PyArray_STRIDES(a)[k];
+        }
+        return 1;
+    }
+    }
+    return 0;
+}
+
+/* A new reference to the Python value of 'v' as slot 's' holds it. */
+static PyObject *box(const fjl_Slot *s, const fjl_v *v)
+{
+    switch (s->kind) {
+    case FJL_PY_INT:
+        return PyLong_FromLongLong(v->i);
+    case FJL_PY_FLOAT:
+        return PyFloat_FromDouble(v->d);
+    case FJL_PY_BOOL:
+        return PyBool_FromLong((long)v->i);
+    case FJL_NP: {
+        char buf[16];
+        memset(buf, 0, sizeof buf);
+        switch (s->type) {
+        case FJT_F64: memcpy(buf, &v->d, 8); break;
+        case FJT_F32: memcpy(buf, &v->f, 4); break;
+        case FJT_I64: memcpy(buf, &v->i, 8); break;
+        case FJT_I32: { int x = (int)v->i; memcpy(buf, &x, 4); break; }
+        case FJT_BOOL: buf[0] = (char)(v->i != 0); break;
+        }
+        return PyArray_Scalar(buf, s->descr, NULL);
+    }
+    }
+    PyErr_SetString(PyExc_SystemError, "framejit native loop: no box");
+    return NULL;
+}
+
+/* FE_* bits np.geterr() says 'ignore' for (0 on any error). */
+static int ignored_flags(void)
+{
+    static const struct {
+        int bit;
+        const char *name;
+    } cats[] = {{FE_DIVBYZERO, "divide"}, {FE_OVERFLOW, "over"}, {FE_UNDERFLOW, "under"}, {FE_INVALID, "invalid"}};
+    PyObject *np = PyImport_ImportModule("numpy");
+    PyObject *err = np ? PyObject_CallMethod(np, "geterr", NULL) : NULL;
+    Py_XDECREF(np);
+    int bits = 0;
+    if (err != NULL && PyDict_Check(err)) {
+        for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++) {
+            PyObject *mode = PyDict_GetItemString(err, cats[i].name);
+            if (mode && PyUnicode_Check(mode) && PyUnicode_CompareWithASCIIString(mode, "ignore") == 0)
+                bits |= cats[i].bit;
+        }
+    }
+    Py_XDECREF(err);
+    PyErr_Clear();
+    return bits;
+}
+
+static PyObject *arg_value(PyObject *a, PyObject **env)
+{
+    return fj_Node_Check(a) ? env[((fj_Node *)a)->index] : a;
+}
+
+PyObject *fjn_loop_run(fjn_LoopPlan *lp, fj_Node *n, PyObject **env, Py_ssize_t *fallbacks)
+{
+    Py_ssize_t na = PyTuple_GET_SIZE(n->args), nlifted = na - 3 - lp->nstate;
+    fjl_v v[FJL_MAX_VALUES], outs[FJL_MAX_VALUES];
+    PyObject *state = NULL, *result = NULL, *rest = NULL;
+    long long start, stop, step, at = 0;
+    int overflow = 0, ok = lp->fn != NULL && nlifted == lp->nph - 1 - lp->ncarried;
+    start = ok ? PyLong_AsLongLongAndOverflow(arg_value(PyTuple_GET_ITEM(n->args, 0), env), &overflow) : 0;
+    ok = ok && !overflow;
+    stop = ok ? PyLong_AsLongLongAndOverflow(arg_value(PyTuple_GET_ITEM(n->args, 1), env), &overflow) : 0;
+    ok = ok && !overflow;
+    step = ok ? PyLong_AsLongLongAndOverflow(arg_value(PyTuple_GET_ITEM(n->args, 2), env), &overflow) : 0;
+    ok = ok && !overflow && step != 0 && !PyErr_Occurred() && stop < (1LL << 62) && stop > -(1LL << 62) &&
+         step < (1LL << 30) && step > -(1LL << 30);
+    PyErr_Clear();
+    memset(v, 0, sizeof v);
+    memset(outs, 0, sizeof outs);
+    for (int k = 0; ok && k < lp->ncarried; k++)
+        ok = unbox(&lp->ph[1 + k], arg_value(PyTuple_GET_ITEM(n->args, 3 + lp->carried_slot[k]), env), &v[1 + k]);
+    for (Py_ssize_t m = 0; ok && m < nlifted; m++)
+        ok = unbox(&lp->ph[1 + lp->ncarried + m], arg_value(PyTuple_GET_ITEM(n->args, 3 + lp->nstate + m), env),
+                   &v[1 + lp->ncarried + m]);
+    int status = 2;
+    if (ok) {
+        int ignore = ignored_flags();
+        status = lp->fn(start, stop, step, v, outs, ignore, &at);
+        feclearexcept(FE_ALL_EXCEPT);
+    }
+    else
+        at = 0;
+    /* the state: the arguments (no iteration done), or the outputs after the last one */
+    if ((state = PyTuple_New(lp->nstate)) == NULL)
+        return NULL;
+    PyObject *body_outs = fj_graph_outputs(fj_loop_body(n->target));
+    for (int s = 0; s < lp->nstate; s++) {
+        PyObject *val;
+        if (!ok || status == 2)
+            val = Py_NewRef(arg_value(PyTuple_GET_ITEM(n->args, 3 + s), env));
+        else if (lp->out_src[s] == FJL_CONST)
+            val = Py_NewRef(PyTuple_GET_ITEM(body_outs, s));
+        else if (lp->out[s].kind == FJL_ARRAY) {
+            /* an array placeholder passed through: the object given */
+            int src = lp->out_src[s];
+            PyObject *arg = NULL;
+            if (src >= 1 && src <= lp->ncarried)
+                arg = PyTuple_GET_ITEM(n->args, 3 + lp->carried_slot[src - 1]);
+            else if (src > lp->ncarried)
+                arg = PyTuple_GET_ITEM(n->args, 3 + lp->nstate + (src - 1 - lp->ncarried));
+            val = arg ? Py_NewRef(arg_value(arg, env)) : NULL;
+            if (val == NULL)
+                PyErr_SetString(PyExc_SystemError, "framejit native loop: array output");
+        }
+        else
+            val = box(&lp->out[s], &outs[s]);
+        if (val == NULL) {
+            Py_DECREF(state);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(state, s, val);
+    }
+    if (ok && status == 0)
+        return state;
+    /* from iteration 'at' on through the eager loop: it raises or warns as CPython */
+    (*fallbacks)++;
+    if (!ok)
+        at = 0;
+    rest = PyTuple_New(na);
+    if (rest == NULL) {
+        Py_DECREF(state);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(rest, 0, ok ? PyLong_FromLongLong(at) : Py_NewRef(arg_value(PyTuple_GET_ITEM(n->args, 0), env)));
+    PyTuple_SET_ITEM(rest, 1, Py_NewRef(arg_value(PyTuple_GET_ITEM(n->args, 1), env)));
+    PyTuple_SET_ITEM(rest, 2, Py_NewRef(arg_value(PyTuple_GET_ITEM(n->args, 2), env)));
+    for (int s = 0; s < lp->nstate; s++)
+        PyTuple_SET_ITEM(rest, 3 + s, Py_NewRef(PyTuple_GET_ITEM(state, s)));
+    for (Py_ssize_t m = 0; m < nlifted; m++)
+        PyTuple_SET_ITEM(rest, 3 + lp->nstate + m, Py_NewRef(arg_value(PyTuple_GET_ITEM(n->args, 3 + lp->nstate + m), env)));
+    Py_DECREF(state);
+    if (PyTuple_GET_ITEM(rest, 0) == NULL) {
+        Py_DECREF(rest);
+        return NULL;
+    }
+    result = PyObject_Call(n->target, rest, NULL);
+    Py_DECREF(rest);
+    return result;
+}
