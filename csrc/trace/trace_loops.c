@@ -434,6 +434,7 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
     fr->loop_head = head;
     fr->loop_end = end;
     pushed = 1;
+    int retry_before = tx->loop_retry;
     int rb = fj_trace_run_body(fr, head + 1);
     fr->loop_head = prev_head;
     fr->loop_end = prev_end;
@@ -443,6 +444,8 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
     if (rb != 2) {
         if (rb < 0 && !PyErr_ExceptionMatches(fj_Unsupported))
             goto error; /* an internal error */
+        if (rb < 0 && tx->loop_retry && !retry_before)
+            goto error; /* an inner loop asked for a retry with its own policy: this one stays */
         PyObject *reason = rb < 0 ? take_message() : NULL;
         const char *text = reason ? PyUnicode_AsUTF8(reason) : NULL;
         r = retry(fr, head, -1, text ? text : "the body does not end its iteration");

@@ -111,15 +111,25 @@ static int is_int_class(VClass c)
            (c.kind == FJL_NP && (c.type == FJT_I64 || c.type == FJT_I32 || c.type == FJT_BOOL));
 }
 
-/* ---- planning ------------------------------------------------------------------ */
+/* ---- emitting ----------------------------------------------------------------- */
 
+/*
+** One body's C text.  Bodies nest (a captured loop inside a captured loop's
+** body is a C loop inside the outer one): each level names its values with
+** its own prefix ('pfx': n<pfx><k> for node k), reads its placeholders
+** through 'expr' (a C expression of its class: the kernel's arguments at the
+** top, the enclosing level's values and the inner loop's state below) and
+** its arrays through 'arr' (the top level's placeholder that holds them).
+*/
 typedef struct {
-    fj_Node *loop;      /* the loop node */
-    PyObject *body;     /* its body graph (borrowed) */
     PyObject *nodes;    /* strong: the body's nodes */
-    PyObject *src;      /* strong list of str: the function's statements */
+    PyObject *src;      /* borrowed list of str: the function's statements */
     VClass *cls;        /* per body node */
-    int nundo;          /* stores: undo entries per iteration */
+    PyObject **expr;    /* per placeholder: strong str, or NULL for arrays */
+    int *arr;           /* per placeholder: the top-level placeholder of an array, or -1 */
+    const char *pfx;
+    fjn_LoopPlan *top;  /* marks the arrays stored into */
+    int depth;
 } Emit;
 
 /* Appends a formatted line to e->src.  0 or -1. */
@@ -136,9 +146,29 @@ static int line(Emit *e, const char *fmt, ...)
     return r;
 }
 
-/* An operand as a C expression with its class: a node of the body (v<k> for
-   placeholders, n<k> for computed values) or a constant.  New reference
-   str, NULL with no error when it is not compiled, NULL with one on error. */
+/* The C expression of a value of class 'c' held in fjl_v expression 'v'. */
+static PyObject *field_expr(const char *v, VClass c)
+{
+    if (c.kind == FJL_PY_FLOAT || (c.kind == FJL_NP && c.type == FJT_F64))
+        return PyUnicode_FromFormat("%s.d", v);
+    if (c.kind == FJL_NP && c.type == FJT_F32)
+        return PyUnicode_FromFormat("%s.f", v);
+    return PyUnicode_FromFormat("((%s)%s.i)", ctype_of(c), v);
+}
+
+/* The fjl_v member a value of class 'c' is kept in. */
+static const char *field_of(VClass c)
+{
+    if (c.kind == FJL_PY_FLOAT || (c.kind == FJL_NP && c.type == FJT_F64))
+        return "d";
+    if (c.kind == FJL_NP && c.type == FJT_F32)
+        return "f";
+    return "i";
+}
+
+/* An operand as a C expression with its class: a node of the body or a
+   constant.  New reference str; NULL with no error when it does not compile,
+   with one on error. */
 static PyObject *operand(Emit *e, PyObject *a, VClass *c)
 {
     if (fj_Node_Check(a)) {
@@ -147,12 +177,8 @@ static PyObject *operand(Emit *e, PyObject *a, VClass *c)
         if (c->kind == 0 || c->kind == FJL_ARRAY)
             return NULL;
         if (n->kind != FJ_NODE_PLACEHOLDER)
-            return PyUnicode_FromFormat("n%zd", n->index);
-        if (c->kind == FJL_PY_FLOAT || (c->kind == FJL_NP && c->type == FJT_F64))
-            return PyUnicode_FromFormat("V%zd.d", n->index);
-        if (c->kind == FJL_NP && c->type == FJT_F32)
-            return PyUnicode_FromFormat("V%zd.f", n->index);
-        return PyUnicode_FromFormat("((%s)V%zd.i)", ctype_of(*c), n->index);
+            return PyUnicode_FromFormat("n%s%zd", e->pfx, n->index);
+        return Py_XNewRef(e->expr[n->index]);
     }
     *c = const_class(a);
     if (c->kind == FJL_PY_BOOL)
@@ -161,24 +187,22 @@ static PyObject *operand(Emit *e, PyObject *a, VClass *c)
         long long v = PyLong_AsLongLong(a);
         return PyUnicode_FromFormat("(%lldLL)", v);
     }
+    char text[64];
     if (c->kind == FJL_NP) {
         /* a NumPy scalar constant: its value in its C type */
-        char text[64];
-        if (c->type == FJT_F64 || c->type == FJT_F32) {
+        if (c->type == FJT_F64) {
             double d;
-            float f;
             unsigned long long u;
+            PyArray_ScalarAsCtype(a, &d);
+            memcpy(&u, &d, 8);
+            snprintf(text, sizeof text, "fj_f64(0x%llxULL)", u);
+        }
+        else if (c->type == FJT_F32) {
+            float f;
             unsigned int w;
-            if (c->type == FJT_F64) {
-                PyArray_ScalarAsCtype(a, &d);
-                memcpy(&u, &d, 8);
-                snprintf(text, sizeof text, "fj_f64(0x%llxULL)", u);
-            }
-            else {
-                PyArray_ScalarAsCtype(a, &f);
-                memcpy(&w, &f, 4);
-                snprintf(text, sizeof text, "fj_f32(0x%xU)", w);
-            }
+            PyArray_ScalarAsCtype(a, &f);
+            memcpy(&w, &f, 4);
+            snprintf(text, sizeof text, "fj_f32(0x%xU)", w);
         }
         else if (c->type == FJT_I64) {
             long long v;
@@ -200,7 +224,6 @@ static PyObject *operand(Emit *e, PyObject *a, VClass *c)
     if (c->kind == FJL_PY_FLOAT) {
         double d = PyFloat_AS_DOUBLE(a);
         unsigned long long u;
-        char text[48];
         memcpy(&u, &d, 8);
         snprintf(text, sizeof text, "fj_f64(0x%llxULL)", u);
         return PyUnicode_FromString(text);
@@ -208,9 +231,9 @@ static PyObject *operand(Emit *e, PyObject *a, VClass *c)
     return NULL;
 }
 
-/* Converts expression 'x' of class 'from' to C type of class 'to' exactly as
-   NumPy (or Python) converts it for the operation, with the checks that stop
-   the iteration where it would not be exact ('chk' gets them).  New str. */
+/* Converts expression 'x' of class 'from' to the C type of class 'to'
+   exactly as NumPy (or Python) converts it for the operation, with the
+   checks that stop the iteration where it would not be exact.  New str. */
 static PyObject *convert(Emit *e, PyObject *x, VClass from, VClass to)
 {
     const char *ct = ctype_of(to);
@@ -232,6 +255,159 @@ static PyObject *convert(Emit *e, PyObject *x, VClass from, VClass to)
     return PyUnicode_FromFormat("((%s)(%U))", ct, x);
 }
 
+static int emit_body(Emit *e, Py_ssize_t nph);
+
+/*
+** A captured loop inside the body: its own body as a C loop at the next
+** level, its state in S<pfx><k>[] (read by the loop_item nodes after it).
+** 1, 0 when it does not compile, -1 on error.
+*/
+static int emit_inner_loop(Emit *e, fj_Node *n)
+{
+    PyObject *body = fj_loop_body(n->target);
+    PyObject *outs = body ? fj_graph_outputs(body) : NULL;
+    PyObject *carried = body ? PyObject_GetAttrString(n->target, "carried") : NULL;
+    Emit in;
+    int r = 0;
+    char pfx[32];
+    memset(&in, 0, sizeof in);
+    if (body == NULL || outs == NULL || carried == NULL || e->depth > 6)
+        goto out;
+    Py_ssize_t nph = fj_graph_nplaceholders(body), nstate = PyTuple_GET_SIZE(outs);
+    Py_ssize_t ncarried = PyTuple_GET_SIZE(carried), na = PyTuple_GET_SIZE(n->args);
+    if (na != 3 + nstate + (nph - 1 - ncarried))
+        goto out;
+    snprintf(pfx, sizeof pfx, "%s%zd_", e->pfx, n->index);
+    in.nodes = PyObject_GetAttrString(body, "nodes");
+    in.src = e->src;
+    in.pfx = pfx;
+    in.top = e->top;
+    in.depth = e->depth + 1;
+    Py_ssize_t nn = in.nodes ? PyList_GET_SIZE(in.nodes) : 0;
+    in.cls = PyMem_Calloc((size_t)(nn ? nn : 1), sizeof(VClass));
+    in.expr = PyMem_Calloc((size_t)(nph ? nph : 1), sizeof(PyObject *));
+    in.arr = PyMem_Calloc((size_t)(nph ? nph : 1), sizeof(int));
+    if (in.nodes == NULL || in.cls == NULL || in.expr == NULL || in.arr == NULL) {
+        r = -1;
+        goto out;
+    }
+    for (Py_ssize_t k = 0; k < nn; k++)
+        in.cls[k] = node_class((fj_Node *)PyList_GET_ITEM(in.nodes, k));
+    /* the bounds: Python ints */
+    PyObject *bound[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 3; k++) {
+        VClass bc;
+        bound[k] = operand(e, PyTuple_GET_ITEM(n->args, k), &bc);
+        if (bound[k] == NULL || bc.kind != FJL_PY_INT) {
+            for (int j = 0; j <= k; j++)
+                Py_XDECREF(bound[j]);
+            r = PyErr_Occurred() ? -1 : 0;
+            goto out;
+        }
+    }
+    /* the state: every slot's class (from the body's outputs), initialized from
+       the arguments (a slot the body sets before it reads may start unset) */
+    if (line(e, "    fjl_v S%s[%zd], T%s[%zd];", pfx, nstate > 0 ? nstate : 1, pfx, nstate > 0 ? nstate : 1) < 0)
+        r = -1;
+    VClass *scls = PyMem_Calloc((size_t)(nstate ? nstate : 1), sizeof(VClass));
+    if (scls == NULL)
+        r = -1;
+    for (Py_ssize_t s = 0; r == 0 && s < nstate; s++) {
+        PyObject *o = PyTuple_GET_ITEM(outs, s);
+        scls[s] = fj_Node_Check(o) ? in.cls[((fj_Node *)o)->index] : const_class(o);
+        if (scls[s].kind == 0 || scls[s].kind == FJL_ARRAY)
+            r = 2; /* not compiled */
+    }
+    for (Py_ssize_t s = 0; r == 0 && s < nstate; s++) {
+        PyObject *init = PyTuple_GET_ITEM(n->args, 3 + s);
+        if (init == Py_None)
+            continue;
+        VClass ic;
+        PyObject *x = operand(e, init, &ic), *cx = NULL;
+        if (x == NULL) {
+            r = PyErr_Occurred() ? -1 : 2;
+            break;
+        }
+        cx = convert(e, x, ic, scls[s]);
+        if (cx == NULL || line(e, "    S%s[%zd].%s = %U;", pfx, s, field_of(scls[s]), cx) < 0)
+            r = -1;
+        Py_DECREF(x);
+        Py_XDECREF(cx);
+    }
+    /* the placeholders: the index, the carried state, the enclosing values */
+    for (Py_ssize_t k = 0; r == 0 && k < nph; k++) {
+        fj_Node *ph = (fj_Node *)PyList_GET_ITEM(in.nodes, k);
+        in.arr[k] = -1;
+        if (k == 0) {
+            in.expr[k] = PyUnicode_FromFormat("j%s", pfx);
+        }
+        else if (k <= ncarried) {
+            Py_ssize_t slot = PyLong_AsSsize_t(PyTuple_GET_ITEM(carried, k - 1));
+            char v[64];
+            snprintf(v, sizeof v, "S%s[%zd]", pfx, slot);
+            if (in.cls[k].kind == FJL_ARRAY || in.cls[k].kind != scls[slot].kind || in.cls[k].type != scls[slot].type)
+                r = 2;
+            else
+                in.expr[k] = field_expr(v, in.cls[k]);
+        }
+        else {
+            PyObject *arg = PyTuple_GET_ITEM(n->args, 3 + nstate + (k - 1 - ncarried));
+            if (in.cls[k].kind == FJL_ARRAY) {
+                fj_Node *an = fj_Node_Check(arg) ? (fj_Node *)arg : NULL;
+                if (an == NULL || an->kind != FJ_NODE_PLACEHOLDER || e->arr[an->index] < 0)
+                    r = 2;
+                else
+                    in.arr[k] = e->arr[an->index];
+                continue;
+            }
+            VClass ac;
+            in.expr[k] = operand(e, arg, &ac);
+            if (in.expr[k] != NULL && (ac.kind != in.cls[k].kind || ac.type != in.cls[k].type))
+                Py_CLEAR(in.expr[k]);
+            if (in.expr[k] == NULL)
+                r = PyErr_Occurred() ? -1 : 2;
+        }
+        if (r == 0 && k == 0 && in.expr[k] == NULL)
+            r = -1;
+        (void)ph;
+    }
+    if (r == 0 && in.cls[0].kind != FJL_PY_INT)
+        r = 2;
+    if (r == 0 && line(e, "    for (long long j%s = %U; %U > 0 ? j%s < %U : j%s > %U; j%s += %U) {", pfx, bound[0],
+                       bound[2], pfx, bound[1], pfx, bound[1], pfx, bound[2]) < 0)
+        r = -1;
+    if (r == 0) {
+        int b = emit_body(&in, nph);
+        r = b < 0 ? -1 : b == 0 ? 2 : 0;
+    }
+    /* the state after the iteration, through T (a swap reads the old values) */
+    for (Py_ssize_t s = 0; r == 0 && s < nstate; s++) {
+        PyObject *o = PyTuple_GET_ITEM(outs, s);
+        VClass oc;
+        PyObject *x = operand(&in, o, &oc);
+        if (x == NULL || line(e, "    T%s[%zd].%s = %U;", pfx, s, field_of(scls[s]), x) < 0)
+            r = x == NULL && !PyErr_Occurred() ? 2 : -1;
+        Py_XDECREF(x);
+    }
+    if (r == 0 && (line(e, "    memcpy(S%s, T%s, sizeof S%s);", pfx, pfx, pfx) < 0 || line(e, "    }") < 0))
+        r = -1;
+    for (int k = 0; k < 3; k++)
+        Py_XDECREF(bound[k]);
+    PyMem_Free(scls);
+    r = r == 0 ? 1 : r == 2 ? 0 : -1;
+out:
+    Py_XDECREF(carried);
+    Py_XDECREF(in.nodes);
+    PyMem_Free(in.cls);
+    if (in.expr != NULL) {
+        for (Py_ssize_t k = 0; body != NULL && k < fj_graph_nplaceholders(body); k++)
+            Py_XDECREF(in.expr[k]);
+        PyMem_Free(in.expr);
+    }
+    PyMem_Free(in.arr);
+    return r;
+}
+
 /* The class of the result of body node 'n' and its C statements; 0 when it
    does not compile, 1 when it does, -1 on error. */
 static int emit_node(Emit *e, fj_Node *n)
@@ -240,8 +416,25 @@ static int emit_node(Emit *e, fj_Node *n)
     VClass rc = node_class(n);
     Py_ssize_t na = PyTuple_GET_SIZE(n->args);
     PyObject *x = NULL, *y = NULL, *cx = NULL, *cy = NULL;
+    const char *P = e->pfx;
     VClass a, b;
     int r = 0;
+    if (op == &fj_loop_row)
+        return emit_inner_loop(e, n);
+    if (op == &fj_loop_item_row) {
+        /* an entry of an inner loop's final state */
+        fj_Node *ln = na == 2 ? (fj_Node *)PyTuple_GET_ITEM(n->args, 0) : NULL;
+        PyObject *k = na == 2 ? PyTuple_GET_ITEM(n->args, 1) : NULL;
+        if (ln == NULL || !fj_Node_Check((PyObject *)ln) || ln->op != &fj_loop_row || !PyLong_Check(k) ||
+            rc.kind == 0 || rc.kind == FJL_ARRAY)
+            return 0;
+        char v[64];
+        snprintf(v, sizeof v, "S%s%zd_[%ld]", P, ln->index, PyLong_AsLong(k));
+        x = field_expr(v, rc);
+        r = x == NULL || line(e, "    %s n%s%zd = %U;", ctype_of(rc), P, n->index, x) < 0 ? -1 : 1;
+        Py_XDECREF(x);
+        return r;
+    }
     if (op == NULL || n->kwargs != NULL || n->deep > 1)
         return 0;
     const char *ct = rc.kind ? ctype_of(rc) : NULL;
@@ -252,8 +445,9 @@ static int emit_node(Emit *e, fj_Node *n)
             return 0;
         fj_Node *arr = (fj_Node *)PyTuple_GET_ITEM(n->args, 0);
         VClass ac = e->cls[arr->index];
-        if (ac.kind != FJL_ARRAY || arr->kind != FJ_NODE_PLACEHOLDER)
+        if (ac.kind != FJL_ARRAY || arr->kind != FJ_NODE_PLACEHOLDER || e->arr[arr->index] < 0)
             return 0;
+        int A = e->arr[arr->index];
         PyObject *index = PyTuple_GET_ITEM(n->args, 1);
         PyObject *const *items = &index;
         Py_ssize_t ni = 1;
@@ -263,7 +457,7 @@ static int emit_node(Emit *e, fj_Node *n)
         }
         if (ni != arr->ndim || (!store && rc.kind != FJL_NP))
             return 0;
-        PyObject *addr = PyUnicode_FromFormat("V%zd.a.data", arr->index);
+        PyObject *addr = PyUnicode_FromFormat("V%d.a.data", A);
         for (Py_ssize_t k = 0; addr != NULL && k < ni; k++) {
             VClass ic;
             PyObject *ix = operand(e, items[k], &ic);
@@ -272,24 +466,24 @@ static int emit_node(Emit *e, fj_Node *n)
                 Py_CLEAR(addr);
                 break;
             }
-            if (line(e, "    long long i%zd_%zd = (long long)(%U); if (i%zd_%zd < 0) i%zd_%zd += V%zd.a.shape[%zd];",
-                     n->index, k, ix, n->index, k, n->index, k, arr->index, k) < 0 ||
-                line(e, "    if ((unsigned long long)i%zd_%zd >= (unsigned long long)V%zd.a.shape[%zd]) goto stop;",
-                     n->index, k, arr->index, k) < 0) {
+            if (line(e, "    long long i%s%zd_%zd = (long long)(%U); if (i%s%zd_%zd < 0) i%s%zd_%zd += V%d.a.shape[%zd];",
+                     P, n->index, k, ix, P, n->index, k, P, n->index, k, A, k) < 0 ||
+                line(e, "    if ((unsigned long long)i%s%zd_%zd >= (unsigned long long)V%d.a.shape[%zd]) goto stop;", P,
+                     n->index, k, A, k) < 0) {
                 Py_DECREF(ix);
                 Py_DECREF(addr);
                 return -1;
             }
             Py_DECREF(ix);
-            Py_SETREF(addr, PyUnicode_FromFormat("%U + i%zd_%zd * V%zd.a.strides[%zd]", addr, n->index, k,
-                                                 arr->index, k));
+            Py_SETREF(addr, PyUnicode_FromFormat("%U + i%s%zd_%zd * V%d.a.strides[%zd]", addr, P, n->index, k, A, k));
         }
         if (addr == NULL)
             return PyErr_Occurred() ? -1 : 0;
         VClass ec = {FJL_NP, ac.type};
         const char *et = ctype_of(ec);
         if (!store) {
-            r = line(e, "    %s n%zd; memcpy(&n%zd, %U, sizeof n%zd);", et, n->index, n->index, addr, n->index) < 0
+            r = line(e, "    %s n%s%zd; memcpy(&n%s%zd, %U, sizeof n%s%zd);", et, P, n->index, P, n->index, addr, P,
+                     n->index) < 0
                     ? -1
                     : 1;
             Py_DECREF(addr);
@@ -301,22 +495,28 @@ static int emit_node(Emit *e, fj_Node *n)
             Py_DECREF(addr);
             return PyErr_Occurred() ? -1 : 0;
         }
-        if (ac.type == FJT_BOOL && !(a.kind == FJL_PY_BOOL || (a.kind == FJL_NP && a.type == FJT_BOOL)))
+        if (ac.type == FJT_BOOL && !(a.kind == FJL_PY_BOOL || (a.kind == FJL_NP && a.type == FJT_BOOL))) {
+            Py_DECREF(addr);
             goto no;
+        }
         if ((ac.type == FJT_I64 || ac.type == FJT_I32) && is_float_class(a)) {
             /* a float into an int array: truncated, when finite and in range */
-            if (line(e, "    if (!(%U > -9223372036854775808.0 && %U < 9223372036854775808.0)) goto stop;", x, x) < 0)
+            if (line(e, "    if (!(%U > -9223372036854775808.0 && %U < 9223372036854775808.0)) goto stop;", x, x) < 0) {
+                Py_DECREF(addr);
                 goto error;
+            }
             Py_SETREF(x, PyUnicode_FromFormat("((long long)(%U))", x));
             a.kind = FJL_PY_INT;
         }
-        if ((cx = convert(e, x, a, ec)) == NULL)
+        if ((cx = convert(e, x, a, ec)) == NULL ||
+            line(e, "    { char *p = %U; %s t = %U; if (nu == ucap && fjl_grow(&undo, &ucap)) goto stop; "
+                    "undo[nu].p = p; memcpy(undo[nu].old, p, sizeof t); undo[nu].n = sizeof t; nu++; "
+                    "memcpy(p, &t, sizeof t); }",
+                 addr, et, cx) < 0) {
+            Py_DECREF(addr);
             goto error;
-        if (line(e, "    { char *p = %U; %s t = %U; undo[nu].p = p; memcpy(undo[nu].old, p, sizeof t); "
-                    "undo[nu].n = sizeof t; nu++; memcpy(p, &t, sizeof t); }",
-                 addr, et, cx) < 0)
-            goto error;
-        e->nundo++;
+        }
+        e->top->ph[A].stored = 1;
         Py_DECREF(addr);
         r = 1;
         goto done;
@@ -371,10 +571,10 @@ static int emit_node(Emit *e, fj_Node *n)
             goto error;
         int oc = op->code;
         if (is_float_class(lt) && cmp[oc] != NULL)
-            r = line(e, "    %s n%zd = %s(%U, %U);", ct, n->index, cmp[oc], cx, cy);
+            r = line(e, "    %s n%s%zd = %s(%U, %U);", ct, P, n->index, cmp[oc], cx, cy);
         else {
             static const char *sym[] = {"<", "<=", "==", "!=", ">", ">="};
-            r = line(e, "    %s n%zd = (%U %s %U);", ct, n->index, cx, sym[oc], cy);
+            r = line(e, "    %s n%s%zd = (%U %s %U);", ct, P, n->index, cx, sym[oc], cy);
         }
         r = r < 0 ? -1 : 1;
         goto done;
@@ -390,55 +590,55 @@ static int emit_node(Emit *e, fj_Node *n)
     case '+': case '-': case '*':
         if (isint) {
             const char *fn = code == '+' ? "add" : code == '-' ? "sub" : "mul";
-            r = line(e, "    %s n%zd; if (__builtin_%s_overflow(%U, %U, &n%zd)) goto stop;", ct, n->index, fn, cx, cy,
-                     n->index);
+            r = line(e, "    %s n%s%zd; if (__builtin_%s_overflow(%U, %U, &n%s%zd)) goto stop;", ct, P, n->index, fn, cx,
+                     cy, P, n->index);
         }
         else
-            r = line(e, "    %s n%zd = %U %c %U;", ct, n->index, cx, code, cy);
+            r = line(e, "    %s n%s%zd = %U %c %U;", ct, P, n->index, cx, code, cy);
         break;
     case '/':
         if (isint)
             goto no;
         if (rc.kind == FJL_PY_FLOAT && line(e, "    if (%U == 0) goto stop; /* ZeroDivisionError */", cy) < 0)
             goto error;
-        r = line(e, "    %s n%zd = %U / %U;", ct, n->index, cx, cy);
+        r = line(e, "    %s n%s%zd = %U / %U;", ct, P, n->index, cx, cy);
         break;
     case 'f':
     case 'm':
         /* Python ints: floor division and its remainder (the sign of the divisor) */
         if (rc.kind != FJL_PY_INT || !is_int_class(a) || !is_int_class(b) || a.kind == FJL_NP || b.kind == FJL_NP)
             goto no;
-        if (line(e, "    long long q%zd, r%zd; if (%U == 0 || (%U == -1 && %U == (long long)(1ULL << 63))) goto stop;",
-                 n->index, n->index, cy, cy, cx) < 0 ||
-            line(e, "    q%zd = %U / %U; r%zd = %U %% %U; if (r%zd != 0 && ((r%zd < 0) != (%U < 0))) { q%zd -= 1; "
-                    "r%zd += %U; }",
-                 n->index, cx, cy, n->index, cx, cy, n->index, n->index, cy, n->index, n->index, cy) < 0)
+        if (line(e, "    long long q%s%zd, r%s%zd; if (%U == 0 || (%U == -1 && %U == (long long)(1ULL << 63))) goto stop;",
+                 P, n->index, P, n->index, cy, cy, cx) < 0 ||
+            line(e, "    q%s%zd = %U / %U; r%s%zd = %U %% %U; if (r%s%zd != 0 && ((r%s%zd < 0) != (%U < 0))) { q%s%zd -= 1; "
+                    "r%s%zd += %U; }",
+                 P, n->index, cx, cy, P, n->index, cx, cy, P, n->index, P, n->index, cy, P, n->index, P, n->index, cy) < 0)
             goto error;
-        r = line(e, "    long long n%zd = %s%zd;", n->index, code == 'f' ? "q" : "r", n->index);
+        r = line(e, "    long long n%s%zd = %s%s%zd;", P, n->index, code == 'f' ? "q" : "r", P, n->index);
         break;
     case 's':
         if (isint || rc.kind != FJL_NP)
             goto no;
-        r = line(e, "    %s n%zd = %s(%U);", ct, n->index, rc.type == FJT_F32 ? "sqrtf" : "sqrt", cx);
+        r = line(e, "    %s n%s%zd = %s(%U);", ct, P, n->index, rc.type == FJT_F32 ? "sqrtf" : "sqrt", cx);
         break;
     case 'a':
         if (isint)
-            r = line(e, "    %s n%zd = %U; if (n%zd < 0) { if (n%zd == (%s)((unsigned long long)1 << (8 * sizeof n%zd - 1))) "
-                        "goto stop; n%zd = -n%zd; }",
-                     ct, n->index, cx, n->index, n->index, ct, n->index, n->index, n->index);
+            r = line(e, "    %s n%s%zd = %U; if (n%s%zd < 0) { if (n%s%zd == (%s)((unsigned long long)1 << (8 * sizeof n%s%zd - 1))) "
+                        "goto stop; n%s%zd = -n%s%zd; }",
+                     ct, P, n->index, cx, P, n->index, P, n->index, ct, P, n->index, P, n->index, P, n->index);
         else
-            r = line(e, "    %s n%zd = %s(%U);", ct, n->index, rc.type == FJT_F32 && rc.kind == FJL_NP ? "fabsf" : "fabs",
-                     cx);
+            r = line(e, "    %s n%s%zd = %s(%U);", ct, P, n->index,
+                     rc.type == FJT_F32 && rc.kind == FJL_NP ? "fabsf" : "fabs", cx);
         break;
     case 'n':
         if (isint)
-            r = line(e, "    %s n%zd; if (__builtin_sub_overflow((%s)0, %U, &n%zd)) goto stop;", ct, n->index, ct, cx,
-                     n->index);
+            r = line(e, "    %s n%s%zd; if (__builtin_sub_overflow((%s)0, %U, &n%s%zd)) goto stop;", ct, P, n->index, ct,
+                     cx, P, n->index);
         else
-            r = line(e, "    %s n%zd = -%U;", ct, n->index, cx);
+            r = line(e, "    %s n%s%zd = -%U;", ct, P, n->index, cx);
         break;
     case 'p':
-        r = line(e, "    %s n%zd = %U;", ct, n->index, cx);
+        r = line(e, "    %s n%s%zd = %U;", ct, P, n->index, cx);
         break;
     }
     r = r < 0 ? -1 : 1;
@@ -454,6 +654,20 @@ done:
     Py_XDECREF(cx);
     Py_XDECREF(cy);
     return r;
+}
+
+/* The statements of every call node of the body.  1, 0 (does not compile), -1. */
+static int emit_body(Emit *e, Py_ssize_t nph)
+{
+    for (Py_ssize_t k = nph; k < PyList_GET_SIZE(e->nodes); k++) {
+        fj_Node *m = (fj_Node *)PyList_GET_ITEM(e->nodes, k);
+        if (m->kind != FJ_NODE_CALL)
+            continue;
+        int ok = emit_node(e, m);
+        if (ok <= 0)
+            return ok;
+    }
+    return 1;
 }
 
 int fjn_loop_plan(fj_Node *n, Py_ssize_t index, fjn_LoopPlan *lp)
@@ -508,20 +722,11 @@ int fjn_loop_plan(fj_Node *n, Py_ssize_t index, fjn_LoopPlan *lp)
         lp->out[s].descr = on->dtype;
         lp->out_src[s] = on->kind == FJ_NODE_PLACEHOLDER ? (int)on->index : -1 - (int)on->index;
     }
-    /* stores mark their arrays */
-    for (Py_ssize_t k = nph; ok && k < PyList_GET_SIZE(nodes); k++) {
-        fj_Node *m = (fj_Node *)PyList_GET_ITEM(nodes, k);
-        if (m->kind == FJ_NODE_CALL && m->op == fj_ops_for_setitem() && PyTuple_GET_SIZE(m->args) > 0 &&
-            fj_Node_Check(PyTuple_GET_ITEM(m->args, 0))) {
-            fj_Node *arr = (fj_Node *)PyTuple_GET_ITEM(m->args, 0);
-            if (arr->index < nph)
-                lp->ph[arr->index].stored = 1;
-        }
-    }
     Py_DECREF(nodes);
     if (!ok)
         return 0;
-    /* the body must compile whole: try it (the text is made again by fjn_loop_emit) */
+    /* the body must compile whole: try it (fjn_loop_emit makes the text again);
+       the trial marks the arrays it stores into */
     PyObject *buf = PyList_New(0);
     if (buf == NULL)
         return -1;
@@ -530,57 +735,56 @@ int fjn_loop_plan(fj_Node *n, Py_ssize_t index, fjn_LoopPlan *lp)
     return r;
 }
 
-/* The C declaration of the value union and one placeholder's load. */
-int fjn_loop_emit(PyObject *buf, const fjn_LoopPlan *lp, fj_Node *n, int li)
+int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
 {
     Emit e;
+    PyObject *body = fj_loop_body(n->target);
     memset(&e, 0, sizeof e);
-    e.loop = n;
-    e.body = fj_loop_body(n->target);
-    e.nodes = PyObject_GetAttrString(e.body, "nodes");
+    e.nodes = PyObject_GetAttrString(body, "nodes");
     e.src = PyList_New(0);
+    e.pfx = "";
+    e.top = lp;
     Py_ssize_t nn = e.nodes ? PyList_GET_SIZE(e.nodes) : 0;
     e.cls = PyMem_Calloc((size_t)(nn ? nn : 1), sizeof(VClass));
+    e.expr = PyMem_Calloc((size_t)(lp->nph ? lp->nph : 1), sizeof(PyObject *));
+    e.arr = PyMem_Calloc((size_t)(lp->nph ? lp->nph : 1), sizeof(int));
     int r = -1;
-    if (e.nodes == NULL || e.src == NULL || e.cls == NULL)
+    if (e.nodes == NULL || e.src == NULL || e.cls == NULL || e.expr == NULL || e.arr == NULL)
         goto done;
     for (Py_ssize_t k = 0; k < nn; k++)
         e.cls[k] = node_class((fj_Node *)PyList_GET_ITEM(e.nodes, k));
-    /* one iteration's statements: the placeholders (the index, the carried
-       and lifted values), the body, its state and the next carried values;
-       'goto stop' where it cannot finish exactly */
+    /* the top level's placeholders: the kernel's values v[k] (the index: i) */
+    for (int k = 0; k < lp->nph; k++) {
+        char v[16];
+        e.arr[k] = -1;
+        if (lp->ph[k].kind == FJL_ARRAY) {
+            e.arr[k] = k;
+            continue;
+        }
+        snprintf(v, sizeof v, "V%d", k);
+        if ((e.expr[k] = field_expr(v, e.cls[k])) == NULL)
+            goto done;
+    }
     for (int k = 0; k < lp->nph; k++) {
         if (k == 0 ? line(&e, "        fjl_v V0; V0.i = i;") < 0 : line(&e, "        fjl_v V%d = v[%d];", k, k) < 0)
             goto done;
     }
-    for (Py_ssize_t k = lp->nph; k < nn; k++) {
-        fj_Node *m = (fj_Node *)PyList_GET_ITEM(e.nodes, k);
-        if (m->kind != FJ_NODE_CALL)
-            continue;
-        int ok = emit_node(&e, m);
-        if (ok <= 0) {
-            r = ok;
-            goto done;
-        }
+    int b = emit_body(&e, lp->nph);
+    if (b <= 0) {
+        r = b;
+        goto done;
     }
     Py_ssize_t body_end = PyList_GET_SIZE(e.src);
     for (int st = 0; st < lp->nstate; st++) {
         int src = lp->out_src[st];
         if (src == FJL_CONST || lp->out[st].kind == FJL_ARRAY)
             continue;
-        const char *field = lp->out[st].kind == FJL_PY_FLOAT || (lp->out[st].kind == FJL_NP && lp->out[st].type == FJT_F64)
-                                ? "d"
-                            : lp->out[st].kind == FJL_NP && lp->out[st].type == FJT_F32 ? "f"
-                                                                                          : "i";
+        VClass oc = {lp->out[st].kind, lp->out[st].type};
         if (src >= 0) {
-            const fjl_Slot *ps = &lp->ph[src];
-            const char *pf = ps->kind == FJL_PY_FLOAT || (ps->kind == FJL_NP && ps->type == FJT_F64) ? "d"
-                             : ps->kind == FJL_NP && ps->type == FJT_F32                            ? "f"
-                                                                                                     : "i";
-            if (line(&e, "        outs[%d].%s = V%d.%s;", st, field, src, pf) < 0)
+            if (line(&e, "        outs[%d].%s = %U;", st, field_of(oc), e.expr[src]) < 0)
                 goto done;
         }
-        else if (line(&e, "        outs[%d].%s = n%d;", st, field, -1 - src) < 0)
+        else if (line(&e, "        outs[%d].%s = n%d;", st, field_of(oc), -1 - src) < 0)
             goto done;
     }
     for (int k = 0; k < lp->ncarried; k++) {
@@ -598,25 +802,43 @@ int fjn_loop_emit(PyObject *buf, const fjn_LoopPlan *lp, fj_Node *n, int li)
        floating-point conditions; a block that raised one, or stopped, runs
        again one checked iteration at a time from its start (its stores undone,
        its state restored), to the iteration the eager loop takes over */
-    PyObject *sep = PyUnicode_FromString("\n"), *all = sep ? PyUnicode_Join(sep, e.src) : NULL;
+    PyObject *sep = PyUnicode_FromString("\n");
     PyObject *bodyl = PyList_GetSlice(e.src, 0, body_end);
     PyObject *tail = PyList_GetSlice(e.src, body_end, PyList_GET_SIZE(e.src));
-    PyObject *body = bodyl && sep ? PyUnicode_Join(sep, bodyl) : NULL;
+    PyObject *btext = bodyl && sep ? PyUnicode_Join(sep, bodyl) : NULL;
     PyObject *rest = tail && sep ? PyUnicode_Join(sep, tail) : NULL;
     PyObject *gs = PyUnicode_FromString("goto stop;"), *gw = PyUnicode_FromString("goto slow;");
-    PyObject *fast = body && gs && gw ? PyUnicode_Replace(body, gs, gw, -1) : NULL;
+    PyObject *fast = btext && gs && gw ? PyUnicode_Replace(btext, gs, gw, -1) : NULL;
     Py_XDECREF(gs);
     Py_XDECREF(gw);
     Py_XDECREF(bodyl);
     Py_XDECREF(tail);
     Py_XDECREF(sep);
-    Py_XDECREF(all);
-    PyObject *text = fast && rest ? PyUnicode_FromFormat(
-        "    int done_any = 0;\n"
+    int nst = lp->nstate > 0 ? lp->nstate : 1;
+    PyObject *fn = fast && rest ? PyUnicode_FromFormat(
+        "\n#ifndef FJL_V\n#define FJL_V\n"
+        "typedef union { double d; float f; long long i; struct { char *data; long long shape[2]; "
+        "long long strides[2]; } a; } fjl_v;\n"
+        "typedef struct { char *p; char old[8]; size_t n; } fjl_undo;\n"
+        "#define FJL_BLOCK 64\n"
+        "static inline float fj_f32(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }\n"
+        "static int fjl_grow(fjl_undo **u, long long *cap)\n"
+        "{ fjl_undo *n = realloc(*u, sizeof(fjl_undo) * (size_t)(*cap * 2)); if (n == NULL) return 1;\n"
+        "  *u = n; *cap *= 2; return 0; }\n"
+        "#endif\n"
+        "/* captured loop %d */\n"
+        "int fj_l%d(long long start, long long stop, long long step, fjl_v *v, fjl_v *outs, int ignore, "
+        "long long *stopped)\n{\n"
+        "    long long ucap = 256, nu = 0;\n"
+        "    fjl_undo *undo = malloc(sizeof(fjl_undo) * 256);\n"
+        "    fjl_v vsave[%d], osave[%d];\n"
+        "    int done_any = 0, rc = 0;\n"
         "    long long i = start;\n"
+        "    if (undo == NULL) { *stopped = start; return 2; }\n"
         "    while (step > 0 ? i < stop : i > stop) {\n"
-        "        long long bi = i; int nu = 0, ran = 0;\n"
-        "        memcpy(vsave, v, sizeof(fjl_v) * %d); memcpy(osave, outs, sizeof(fjl_v) * %d);\n"
+        "        long long bi = i; int ran = 0;\n"
+        "        nu = 0;\n"
+        "        memcpy(vsave, v, sizeof vsave); memcpy(osave, outs, sizeof osave);\n"
         "        fj_feclear(FJ_FPE);\n"
         "        for (; ran < FJL_BLOCK && (step > 0 ? i < stop : i > stop); ran++, i += step) {\n"
         "%U\n%U\n"
@@ -624,7 +846,7 @@ int fjn_loop_emit(PyObject *buf, const fjn_LoopPlan *lp, fj_Node *n, int li)
         "        if (!(fj_fetest(FJ_FPE) & ~ignore)) { done_any |= ran > 0; continue; }\n"
         "    slow:\n"
         "        while (nu > 0) { nu--; memcpy(undo[nu].p, undo[nu].old, undo[nu].n); }\n"
-        "        memcpy(v, vsave, sizeof(fjl_v) * %d); memcpy(outs, osave, sizeof(fjl_v) * %d);\n"
+        "        memcpy(v, vsave, sizeof vsave); memcpy(outs, osave, sizeof osave);\n"
         "        for (i = bi, ran = 0; ran < FJL_BLOCK && (step > 0 ? i < stop : i > stop); ran++, i += step) {\n"
         "        nu = 0;\n"
         "        fj_feclear(FJ_FPE);\n"
@@ -637,28 +859,15 @@ int fjn_loop_emit(PyObject *buf, const fjn_LoopPlan *lp, fj_Node *n, int li)
         "    stop:\n"
         "        while (nu > 0) { nu--; memcpy(undo[nu].p, undo[nu].old, undo[nu].n); }\n"
         "        *stopped = i;\n"
-        "        return done_any ? 1 : 2;\n"
-        "    }\n",
-        lp->nph, lp->nstate > 0 ? lp->nstate : 1, fast, rest, lp->nph, lp->nstate > 0 ? lp->nstate : 1, body, rest) : NULL;
+        "        rc = done_any ? 1 : 2;\n"
+        "        break;\n"
+        "    }\n"
+        "    free(undo);\n"
+        "    return rc;\n}\n",
+        li, li, lp->nph, nst, fast, rest, btext, rest) : NULL;
     Py_XDECREF(fast);
-    Py_XDECREF(body);
+    Py_XDECREF(btext);
     Py_XDECREF(rest);
-
-    PyObject *fn = text ? PyUnicode_FromFormat(
-                              "\n#ifndef FJL_V\n#define FJL_V\n"
-                              "typedef union { double d; float f; long long i; struct { char *data; long long shape[2]; "
-                              "long long strides[2]; } a; } fjl_v;\n#define FJL_BLOCK 64\n"
-                              "static inline float fj_f32(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }\n"
-                              "#endif\n"
-                              "/* captured loop %d */\n"
-                              "int fj_l%d(long long start, long long stop, long long step, fjl_v *v, fjl_v *outs, "
-                              "int ignore, long long *stopped)\n{\n"
-                              "    struct { char *p; char old[8]; size_t n; } undo[%d * FJL_BLOCK];\n"
-                              "    fjl_v vsave[%d], osave[%d];\n"
-                              "%U\n    return 0;\n}\n",
-                              li, li, e.nundo > 0 ? e.nundo : 1, lp->nph, lp->nstate > 0 ? lp->nstate : 1, text)
-                        : NULL;
-    Py_XDECREF(text);
     if (fn == NULL || PyList_Append(buf, fn) < 0) {
         Py_XDECREF(fn);
         goto done;
@@ -669,6 +878,11 @@ done:
     Py_XDECREF(e.nodes);
     Py_XDECREF(e.src);
     PyMem_Free(e.cls);
+    if (e.expr != NULL)
+        for (int k = 0; k < lp->nph; k++)
+            Py_XDECREF(e.expr[k]);
+    PyMem_Free(e.expr);
+    PyMem_Free(e.arr);
     return r;
 }
 

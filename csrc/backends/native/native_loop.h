@@ -63,7 +63,7 @@ typedef struct {
 */
 int fjn_loop_plan(fj_Node *n, Py_ssize_t index, fjn_LoopPlan *lp);
 /* Appends the C source of loop 'li' (function fj_l<li>) to 'buf'.  0 or -1. */
-int fjn_loop_emit(PyObject *buf, const fjn_LoopPlan *lp, fj_Node *n, int li);
+int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li);
 /*
 ** Runs loop node 'n' (its arguments in 'env') with its compiled kernel:
 ** new reference to the final state (the loop node's value), NULL on error.
