@@ -309,14 +309,11 @@ def test_uncapturable_bodies_fall_back_and_stay_exact(fn):
         run_both(fn, [(V50.copy(),)])
 
 
-def test_refusal_is_logged(capsys):
+def test_refusal_is_logged(logs):
     framejit.reset()
     framejit.set_logs(graph_breaks=True)
-    try:
-        framejit.compile(index_branch, backend="eager")(V50.copy())
-    finally:
-        framejit.set_logs(graph_breaks=False)
-    err = capsys.readouterr().err
+    framejit.compile(index_branch, backend="eager")(V50.copy())
+    err = "\n".join(logs.lines)
     assert "not captured (branch on a value that changes with each iteration of the loop)" in err
     assert "it is unrolled" in err
 
@@ -528,3 +525,55 @@ def test_native_loop_counts_as_compiled():
 
     framejit.compile(recurrence, backend=backend)(np.zeros(40))
     assert plans[0] is not None and "int fj_l0(" in plans[0]
+
+
+def swap_arrays(u, v):
+    for t in range(30):
+        for i in range(1, u.shape[0] - 1):
+            v[i] = (u[i - 1] + u[i + 1]) * 0.5
+        u, v = v, u
+    return u, v
+
+
+def bitwise_life(g):
+    out = np.zeros_like(g)
+    for i in range(1, g.shape[0] - 1):
+        for j in range(1, g.shape[1] - 1):
+            n = (g[i - 1, j - 1] + g[i - 1, j] + g[i - 1, j + 1] + g[i, j - 1] + g[i, j + 1] +
+                 g[i + 1, j - 1] + g[i + 1, j] + g[i + 1, j + 1])
+            out[i, j] = (n == 3) | ((n == 2) & (g[i, j] == 1))
+    return out
+
+
+def escape_counts(w, h, maxiter):
+    out = np.zeros((h, w), dtype=np.int64)
+    for r in range(h):
+        for c in range(w):
+            cx = -2.0 + 3.0 * c / w
+            cy = -1.5 + 3.0 * r / h
+            x = 0.0
+            y = 0.0
+            count = 0
+            for k in range(maxiter):
+                x, y = x * x - y * y + cx, 2.0 * x * y + cy
+                count += x * x + y * y <= 4.0
+            out[r, c] = count
+    return out
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_swapped_arrays(backend):
+    run_both(swap_arrays, [(np.linspace(0, 1, 40), np.zeros(40))], backend)
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_bitwise_life(backend):
+    g = (np.random.default_rng(3).random((24, 24)) > 0.6).astype(np.int64)
+    run_both(bitwise_life, [(g,)], backend)
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_python_float_overflow_is_not_a_stop(backend):
+    # x and y overflow to inf and nan: Python's floats say nothing, nor may we
+    c = run_both(escape_counts, [(24, 20, 40)], backend)
+    assert dict(c["graph_break"]) == {}

@@ -130,6 +130,9 @@ typedef struct {
     const char *pfx;
     fjn_LoopPlan *top;  /* marks the arrays stored into */
     int depth;
+    int *npfloat;       /* set when a NumPy float operation may raise a condition NumPy checks
+                           (Python's float arithmetic checks none: its overflow is inf) */
+    int top_stores;     /* stores of the top level (an iteration's undo entries, inner loops' aside) */
 } Emit;
 
 /* Appends a formatted line to e->src.  0 or -1. */
@@ -283,6 +286,7 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
     in.pfx = pfx;
     in.top = e->top;
     in.depth = e->depth + 1;
+    in.npfloat = e->npfloat;
     Py_ssize_t nn = in.nodes ? PyList_GET_SIZE(in.nodes) : 0;
     in.cls = PyMem_Calloc((size_t)(nn ? nn : 1), sizeof(VClass));
     in.expr = PyMem_Calloc((size_t)(nph ? nph : 1), sizeof(PyObject *));
@@ -457,7 +461,7 @@ static int emit_node(Emit *e, fj_Node *n)
         }
         if (ni != arr->ndim || (!store && rc.kind != FJL_NP))
             return 0;
-        PyObject *addr = PyUnicode_FromFormat("V%d.a.data", A);
+        PyObject *addr = PyUnicode_FromFormat("A%d", A);
         for (Py_ssize_t k = 0; addr != NULL && k < ni; k++) {
             VClass ic;
             PyObject *ix = operand(e, items[k], &ic);
@@ -466,16 +470,16 @@ static int emit_node(Emit *e, fj_Node *n)
                 Py_CLEAR(addr);
                 break;
             }
-            if (line(e, "    long long i%s%zd_%zd = (long long)(%U); if (i%s%zd_%zd < 0) i%s%zd_%zd += V%d.a.shape[%zd];",
+            if (line(e, "    long long i%s%zd_%zd = (long long)(%U); if (i%s%zd_%zd < 0) i%s%zd_%zd += A%dn%zd;",
                      P, n->index, k, ix, P, n->index, k, P, n->index, k, A, k) < 0 ||
-                line(e, "    if ((unsigned long long)i%s%zd_%zd >= (unsigned long long)V%d.a.shape[%zd]) goto stop;", P,
+                line(e, "    if ((unsigned long long)i%s%zd_%zd >= (unsigned long long)A%dn%zd) goto stop;", P,
                      n->index, k, A, k) < 0) {
                 Py_DECREF(ix);
                 Py_DECREF(addr);
                 return -1;
             }
             Py_DECREF(ix);
-            Py_SETREF(addr, PyUnicode_FromFormat("%U + i%s%zd_%zd * V%d.a.strides[%zd]", addr, P, n->index, k, A, k));
+            Py_SETREF(addr, PyUnicode_FromFormat("%U + i%s%zd_%zd * A%ds%zd", addr, P, n->index, k, A, k));
         }
         if (addr == NULL)
             return PyErr_Occurred() ? -1 : 0;
@@ -509,14 +513,16 @@ static int emit_node(Emit *e, fj_Node *n)
             a.kind = FJL_PY_INT;
         }
         if ((cx = convert(e, x, a, ec)) == NULL ||
-            line(e, "    { char *p = %U; %s t = %U; if (nu == ucap && fjl_grow(&undo, &ucap)) goto stop; "
+            line(e, "    { char *p = %U; %s t = %U; %s"
                     "undo[nu].p = p; memcpy(undo[nu].old, p, sizeof t); undo[nu].n = sizeof t; nu++; "
                     "memcpy(p, &t, sizeof t); }",
-                 addr, et, cx) < 0) {
+                 addr, et, cx, e->depth > 0 ? "if (nu == ucap && fjl_grow(&undo, &ucap)) goto stop; " : "") < 0) {
             Py_DECREF(addr);
             goto error;
         }
         e->top->ph[A].stored = 1;
+        if (e->depth == 0)
+            e->top_stores++;
         Py_DECREF(addr);
         r = 1;
         goto done;
@@ -532,6 +538,9 @@ static int emit_node(Emit *e, fj_Node *n)
         case NB_TRUE_DIVIDE: case NB_INPLACE_TRUE_DIVIDE: code = '/'; break;
         case NB_FLOOR_DIVIDE: case NB_INPLACE_FLOOR_DIVIDE: code = 'f'; break;
         case NB_REMAINDER: case NB_INPLACE_REMAINDER: code = 'm'; break;
+        case NB_AND: case NB_INPLACE_AND: code = '&'; break;
+        case NB_OR: case NB_INPLACE_OR: code = '|'; break;
+        case NB_XOR: case NB_INPLACE_XOR: code = '^'; break;
         default: return 0;
         }
     }
@@ -579,10 +588,21 @@ static int emit_node(Emit *e, fj_Node *n)
         r = r < 0 ? -1 : 1;
         goto done;
     }
+    if (code == '&' || code == '|' || code == '^') {
+        /* bitwise operations of ints and bools (bools as 0 and 1) */
+        if (is_float_class(rc) || is_float_class(a) || is_float_class(b))
+            goto no;
+        if ((cx = convert(e, x, a, rc)) == NULL || (cy = convert(e, y, b, rc)) == NULL)
+            goto error;
+        r = line(e, "    %s n%s%zd = (%s)(%U %c %U);", ct, P, n->index, ct, cx, code, cy) < 0 ? -1 : 1;
+        goto done;
+    }
     /* arithmetic: the operands in the result's type, as NumPy's loop (or
        Python's float and int arithmetic) computes */
     if (rc.kind == FJL_PY_BOOL || (rc.kind == FJL_NP && rc.type == FJT_BOOL))
         goto no;
+    if (rc.kind == FJL_NP && is_float_class(rc))
+        *e->npfloat = 1;
     if ((cx = convert(e, x, a, rc)) == NULL || (y != NULL && (cy = convert(e, y, b, rc)) == NULL))
         goto error;
     int isint = !is_float_class(rc);
@@ -641,6 +661,11 @@ static int emit_node(Emit *e, fj_Node *n)
         r = line(e, "    %s n%s%zd = %U;", ct, P, n->index, cx);
         break;
     }
+    /* a NumPy float operation's conditions are tested after the iteration:
+       the compiler may not move the operation past the test (nothing else
+       orders it before the read of the status register) */
+    if (r >= 0 && rc.kind == FJL_NP && is_float_class(rc))
+        r = line(e, "    FJL_KEEP(n%s%zd);", P, n->index);
     r = r < 0 ? -1 : 1;
     goto done;
 no:
@@ -717,6 +742,9 @@ int fjn_loop_plan(fj_Node *n, Py_ssize_t index, fjn_LoopPlan *lp)
         VClass c = node_class(on);
         if (c.kind == 0 || (c.kind == FJL_ARRAY && on->kind != FJ_NODE_PLACEHOLDER))
             ok = 0;
+        if (ok && c.kind == FJL_ARRAY && on->index >= 1 && on->index <= lp->ncarried &&
+            lp->carried_slot[on->index - 1] != s)
+            ok = 0; /* arrays swapped between slots: which object each holds at the end is the eager loop's */
         lp->out[s].kind = c.kind;
         lp->out[s].type = c.type;
         lp->out[s].descr = on->dtype;
@@ -744,6 +772,8 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
     e.src = PyList_New(0);
     e.pfx = "";
     e.top = lp;
+    int npfloat = 0;
+    e.npfloat = &npfloat;
     Py_ssize_t nn = e.nodes ? PyList_GET_SIZE(e.nodes) : 0;
     e.cls = PyMem_Calloc((size_t)(nn ? nn : 1), sizeof(VClass));
     e.expr = PyMem_Calloc((size_t)(lp->nph ? lp->nph : 1), sizeof(PyObject *));
@@ -753,75 +783,120 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         goto done;
     for (Py_ssize_t k = 0; k < nn; k++)
         e.cls[k] = node_class((fj_Node *)PyList_GET_ITEM(e.nodes, k));
-    /* the top level's placeholders: the kernel's values v[k] (the index: i) */
+    /* the top level's placeholders: locals (registers: no store through a
+       char pointer can change them) loaded from v[] once; the index is i */
+    PyObject *decl = PyList_New(0);
+    if (decl == NULL)
+        goto done;
     for (int k = 0; k < lp->nph; k++) {
         char v[16];
         e.arr[k] = -1;
+        PyObject *d = NULL;
         if (lp->ph[k].kind == FJL_ARRAY) {
             e.arr[k] = k;
-            continue;
+            d = PyUnicode_FromFormat("    char *A%d = v[%d].a.data; long long A%dn0 = v[%d].a.shape[0], "
+                                     "A%dn1 = v[%d].a.shape[1], A%ds0 = v[%d].a.strides[0], A%ds1 = v[%d].a.strides[1];"
+                                     " (void)A%dn1; (void)A%ds1;",
+                                     k, k, k, k, k, k, k, k, k, k, k, k);
         }
-        snprintf(v, sizeof v, "V%d", k);
-        if ((e.expr[k] = field_expr(v, e.cls[k])) == NULL)
+        else if (k == 0) {
+            e.expr[k] = PyUnicode_FromString("i");
+        }
+        else {
+            snprintf(v, sizeof v, "V%d", k);
+            e.expr[k] = PyUnicode_FromString(v);
+            d = PyUnicode_FromFormat("    %s V%d = %U;", ctype_of(e.cls[k]), k,
+                                     field_expr((snprintf(v, sizeof v, "v[%d]", k), v), e.cls[k]));
+        }
+        if ((k > 0 && lp->ph[k].kind != FJL_ARRAY && e.expr[k] == NULL) ||
+            (d != NULL && PyList_Append(decl, d) < 0)) {
+            Py_XDECREF(d);
+            Py_DECREF(decl);
             goto done;
-    }
-    for (int k = 0; k < lp->nph; k++) {
-        if (k == 0 ? line(&e, "        fjl_v V0; V0.i = i;") < 0 : line(&e, "        fjl_v V%d = v[%d];", k, k) < 0)
-            goto done;
+        }
+        Py_XDECREF(d);
     }
     int b = emit_body(&e, lp->nph);
     if (b <= 0) {
+        Py_DECREF(decl);
         r = b;
         goto done;
     }
-    Py_ssize_t body_end = PyList_GET_SIZE(e.src);
+    if (npfloat && line(&e, "        if (fj_fetest(FJ_FPE) & ~ignore) goto stop;") < 0) {
+        Py_DECREF(decl);
+        goto done;
+    }
+    /* after an iteration: the state into o<s>, the carried values into their locals */
     for (int st = 0; st < lp->nstate; st++) {
         int src = lp->out_src[st];
         if (src == FJL_CONST || lp->out[st].kind == FJL_ARRAY)
             continue;
         VClass oc = {lp->out[st].kind, lp->out[st].type};
-        if (src >= 0) {
-            if (line(&e, "        outs[%d].%s = %U;", st, field_of(oc), e.expr[src]) < 0)
-                goto done;
-        }
-        else if (line(&e, "        outs[%d].%s = n%d;", st, field_of(oc), -1 - src) < 0)
+        PyObject *d = PyUnicode_FromFormat("    %s o%d;", ctype_of(oc), st);
+        if (d == NULL || PyList_Append(decl, d) < 0) {
+            Py_XDECREF(d);
+            Py_DECREF(decl);
             goto done;
+        }
+        Py_DECREF(d);
+        if (src >= 0) {
+            if (line(&e, "        o%d = %U;", st, e.expr[src]) < 0) {
+                Py_DECREF(decl);
+                goto done;
+            }
+        }
+        else if (line(&e, "        o%d = n%d;", st, -1 - src) < 0) {
+            Py_DECREF(decl);
+            goto done;
+        }
     }
     for (int k = 0; k < lp->ncarried; k++) {
         int st = lp->carried_slot[k];
         if (lp->out_src[st] == FJL_CONST || lp->out[st].kind == FJL_ARRAY)
             continue;
-        if (line(&e, "        v[%d] = outs[%d];", 1 + k, st) < 0)
+        if (line(&e, "        V%d = o%d;", 1 + k, st) < 0) {
+            Py_DECREF(decl);
             goto done;
+        }
     }
-    if (li < 0) { /* a trial */
-        r = 1;
+    /* the state written back, after the loop or where it stopped */
+    PyObject *back = PyList_New(0);
+    for (int st = 0; back != NULL && st < lp->nstate; st++) {
+        if (lp->out_src[st] == FJL_CONST || lp->out[st].kind == FJL_ARRAY)
+            continue;
+        VClass oc = {lp->out[st].kind, lp->out[st].type};
+        PyObject *d = PyUnicode_FromFormat("    outs[%d].%s = o%d;", st, field_of(oc), st);
+        if (d == NULL || PyList_Append(back, d) < 0)
+            Py_CLEAR(back);
+        Py_XDECREF(d);
+    }
+    if (back == NULL || li < 0) { /* an error, or a trial */
+        Py_XDECREF(back);
+        Py_DECREF(decl);
+        r = back == NULL && li >= 0 ? -1 : 1;
         goto done;
     }
-    /* the function: blocks of FJL_BLOCK iterations checked once for
-       floating-point conditions; a block that raised one, or stopped, runs
-       again one checked iteration at a time from its start (its stores undone,
-       its state restored), to the iteration the eager loop takes over */
+    /* the function: floating-point conditions cleared once, tested after each
+       iteration (they stay set: the first iteration that sees one raised it);
+       an iteration that cannot finish exactly undoes its stores and returns
+       the index the eager loop takes over at */
     PyObject *sep = PyUnicode_FromString("\n");
-    PyObject *bodyl = PyList_GetSlice(e.src, 0, body_end);
-    PyObject *tail = PyList_GetSlice(e.src, body_end, PyList_GET_SIZE(e.src));
-    PyObject *btext = bodyl && sep ? PyUnicode_Join(sep, bodyl) : NULL;
-    PyObject *rest = tail && sep ? PyUnicode_Join(sep, tail) : NULL;
-    PyObject *gs = PyUnicode_FromString("goto stop;"), *gw = PyUnicode_FromString("goto slow;");
-    PyObject *fast = btext && gs && gw ? PyUnicode_Replace(btext, gs, gw, -1) : NULL;
-    Py_XDECREF(gs);
-    Py_XDECREF(gw);
-    Py_XDECREF(bodyl);
-    Py_XDECREF(tail);
+    PyObject *btext = sep ? PyUnicode_Join(sep, e.src) : NULL;
+    PyObject *dtext = sep ? PyUnicode_Join(sep, decl) : NULL;
+    PyObject *wtext = sep ? PyUnicode_Join(sep, back) : NULL;
     Py_XDECREF(sep);
-    int nst = lp->nstate > 0 ? lp->nstate : 1;
-    PyObject *fn = fast && rest ? PyUnicode_FromFormat(
+    Py_DECREF(decl);
+    Py_DECREF(back);
+    long long cap = e.top_stores + 256;
+    PyObject *fn = btext && dtext && wtext ? PyUnicode_FromFormat(
         "\n#ifndef FJL_V\n#define FJL_V\n"
         "typedef union { double d; float f; long long i; struct { char *data; long long shape[2]; "
         "long long strides[2]; } a; } fjl_v;\n"
         "typedef struct { char *p; char old[8]; size_t n; } fjl_undo;\n"
-        "#define FJL_BLOCK 64\n"
         "static inline float fj_f32(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }\n"
+        "#if defined(__x86_64__) && defined(__SSE2__)\n#define FJL_KEEP(x) __asm__ volatile(\"\" :: \"x\"(x))\n"
+        "#elif defined(__aarch64__)\n#define FJL_KEEP(x) __asm__ volatile(\"\" :: \"w\"(x))\n"
+        "#else\n#define FJL_KEEP(x) __asm__ volatile(\"\" :: \"m\"(x))\n#endif\n"
         "static int fjl_grow(fjl_undo **u, long long *cap)\n"
         "{ fjl_undo *n = realloc(*u, sizeof(fjl_undo) * (size_t)(*cap * 2)); if (n == NULL) return 1;\n"
         "  *u = n; *cap *= 2; return 0; }\n"
@@ -829,45 +904,32 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         "/* captured loop %d */\n"
         "int fj_l%d(long long start, long long stop, long long step, fjl_v *v, fjl_v *outs, int ignore, "
         "long long *stopped)\n{\n"
-        "    long long ucap = 256, nu = 0;\n"
-        "    fjl_undo *undo = malloc(sizeof(fjl_undo) * 256);\n"
-        "    fjl_v vsave[%d], osave[%d];\n"
-        "    int done_any = 0, rc = 0;\n"
+        "    long long ucap = %lld, nu = 0;\n"
+        "    fjl_undo *undo = malloc(sizeof(fjl_undo) * (size_t)ucap);\n"
+        "    int done_any = 0;\n"
         "    long long i = start;\n"
-        "    if (undo == NULL) { *stopped = start; return 2; }\n"
-        "    while (step > 0 ? i < stop : i > stop) {\n"
-        "        long long bi = i; int ran = 0;\n"
-        "        nu = 0;\n"
-        "        memcpy(vsave, v, sizeof vsave); memcpy(osave, outs, sizeof osave);\n"
-        "        fj_feclear(FJ_FPE);\n"
-        "        for (; ran < FJL_BLOCK && (step > 0 ? i < stop : i > stop); ran++, i += step) {\n"
-        "%U\n%U\n"
-        "        }\n"
-        "        if (!(fj_fetest(FJ_FPE) & ~ignore)) { done_any |= ran > 0; continue; }\n"
-        "    slow:\n"
-        "        while (nu > 0) { nu--; memcpy(undo[nu].p, undo[nu].old, undo[nu].n); }\n"
-        "        memcpy(v, vsave, sizeof vsave); memcpy(outs, osave, sizeof osave);\n"
-        "        for (i = bi, ran = 0; ran < FJL_BLOCK && (step > 0 ? i < stop : i > stop); ran++, i += step) {\n"
-        "        nu = 0;\n"
-        "        fj_feclear(FJ_FPE);\n"
         "%U\n"
-        "        if (fj_fetest(FJ_FPE) & ~ignore) goto stop;\n"
+        "    if (undo == NULL) { *stopped = start; return 2; }\n"
+        "    fj_feclear(FJ_FPE);\n"
+        "    for (; step > 0 ? i < stop : i > stop; i += step) {\n"
+        "        nu = 0;\n"
         "%U\n"
         "        done_any = 1;\n"
-        "        }\n"
         "        continue;\n"
         "    stop:\n"
         "        while (nu > 0) { nu--; memcpy(undo[nu].p, undo[nu].old, undo[nu].n); }\n"
+        "        free(undo);\n"
         "        *stopped = i;\n"
-        "        rc = done_any ? 1 : 2;\n"
-        "        break;\n"
+        "        if (done_any) {\n%U\n        }\n"
+        "        return done_any ? 1 : 2;\n"
         "    }\n"
         "    free(undo);\n"
-        "    return rc;\n}\n",
-        li, li, lp->nph, nst, fast, rest, btext, rest) : NULL;
-    Py_XDECREF(fast);
+        "    if (done_any) {\n%U\n    }\n"
+        "    return 0;\n}\n",
+        li, li, cap, dtext, btext, wtext, wtext) : NULL;
     Py_XDECREF(btext);
-    Py_XDECREF(rest);
+    Py_XDECREF(dtext);
+    Py_XDECREF(wtext);
     if (fn == NULL || PyList_Append(buf, fn) < 0) {
         Py_XDECREF(fn);
         goto done;
