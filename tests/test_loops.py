@@ -577,3 +577,43 @@ def test_python_float_overflow_is_not_a_stop(backend):
     # x and y overflow to inf and nan: Python's floats say nothing, nor may we
     c = run_both(escape_counts, [(24, 20, 40)], backend)
     assert dict(c["graph_break"]) == {}
+
+
+# ---------------------------------------------------------------- errors after side effects
+
+LOG = []
+
+
+def effect_then_loop(a):
+    LOG.append(len(a))
+    s = 1.0
+    for i in range(a.shape[0]):
+        s = s / (i - 20)         # ZeroDivisionError at i == 20
+    return s
+
+
+def effect_then_index(a, idx):
+    LOG.append(1)
+    a[idx] = 5.0                 # IndexError for an index out of bounds
+    return a
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_effects_before_a_loop_that_raises(backend):
+    LOG.clear()
+    framejit.reset()
+    cf = framejit.compile(effect_then_loop, backend=backend)
+    for f in (effect_then_loop, cf, cf):
+        with pytest.raises(ZeroDivisionError):
+            f(np.zeros(30))
+    assert LOG == [30, 30, 30]
+
+
+def test_effects_before_an_index_that_raises():
+    LOG.clear()
+    framejit.reset()
+    cf = framejit.compile(effect_then_index, backend="eager")
+    for f in (effect_then_index, cf, cf):
+        with pytest.raises(IndexError):
+            f(np.zeros(5), np.array([1, 9]))
+    assert LOG == [1, 1, 1]

@@ -286,6 +286,44 @@ class ProgGen:
         return f"{self.scalar(env, d)} > 0.5"
 
     # ------------------------------------------------------------ stmts
+    def long_loop(self, env, ind):
+        """A loop over range() long enough to be captured as one loop node
+        (config.loop_unroll_limit is 16): element reads and stores of a fresh
+        array, scalar recurrences, Python int counters, a loop nested in it."""
+        r = self.r
+        i, j = self.fresh("i"), self.fresh("j")
+        v, k, s = self.fresh("v"), self.fresh("k"), self.fresh("s")
+        a = self.pick(env, "arr") or "x"
+        c = r.choice(("0.5", "-1.25", "3", "0.999", "1e300", "np.float32(0.5)", "np.int64(3)"))
+        m = r.randrange(18, 40)
+        lo = r.randrange(0, 3)
+        stores = [
+            f"{v}[{i}] = {v}[{i} - 1] * {c} + {i}",
+            f"{v}[{i}] = {v}[{i}] + {v}[-{i}] * {c}",
+            f"{v}[{i} % 7] += {c}",
+            f"{v}[{i}] = {a}.reshape(-1)[{i} % {a}.size] * {c}",
+            f"{v}[{i}] = np.sqrt(abs({v}[{i} - 1])) - {i} // 3",
+            f"{v}[{i}] = ({v}[{i} - 1] > 0.5) + ({i} % 2)",
+        ]
+        scal = [
+            f"{s} = {s} + {v}[{i}] * {c}",
+            f"{s} = {s} * {c} - {i}",
+            f"{k} = {k} + {i} * {i} - ({i} % 5)",
+            f"{k} = ({k} * 31 + {i}) % 1000003",
+            f"{s} = {s} / ({i} - {lo + 7})",
+        ]
+        kind = r.choice(("float64", "float32", "int64"))
+        lines = [f"{ind}{v} = np.zeros({m + 2}, dtype=np.{kind}) + 1", f"{ind}{s} = 0.0", f"{ind}{k} = 0",
+                 f"{ind}for {i} in range({max(lo, 1)}, {m}):"]
+        body = r.sample(stores, r.randrange(1, 3)) + r.sample(scal, r.randrange(0, 3))
+        if r.random() < 0.25:
+            body += [f"for {j} in range(20):", f"    {s} = {s} + {v}[{j}] * {i}"]
+        lines += [f"{ind}    {b}" for b in body]
+        env[v] = "arr"
+        env[s] = "sc"
+        env[k] = "num"
+        return lines
+
     def block(self, env, depth, count, ind):
         out = []
         for _ in range(count):
@@ -337,6 +375,8 @@ class ProgGen:
                 out += [f"{ind}else:"] + self.block(e2, depth + 1, r.randrange(1, 3), ind + "    ")
             _merge(env, e1, e2)
             return out
+        if c == 13 and nested and r.random() < 0.3:
+            return self.long_loop(env, ind)
         if c == 13 and nested:
             i = self.fresh("i")
             e1 = dict(env)
@@ -661,6 +701,12 @@ class ProgGen:
             env["obj.val"] = "arr"      # obj.val is x in every call
         nst = r.randrange(2, 5) if self.small else r.randrange(2, 8)
         body = self.block(env, 0, nst, "    ")
+        if r.random() < 0.15:
+            # a long loop, captured as one loop node, whose values the rest may use
+            pre_env = dict(env)
+            loop = self.long_loop(pre_env, "    ")
+            env.update({k: v for k, v in pre_env.items() if k not in env})
+            body = loop + body
         body.append(f"    return {self.ret(env)}")
         head = [f"def f({', '.join(self.params)}):"]
         if self.used_globals:

@@ -196,7 +196,7 @@ static const fj_OpDef fj_op_table[] = {
     {"repeat", FJ_OP_FUNC, "numpy", "repeat", 0, NULL, FJ_SH_REPEAT, FJ_DT_SAME, 1, "a,repeats,axis", 0},
     {"repeat", FJ_OP_METHOD, NULL, "repeat", 0, NULL, FJ_SH_REPEAT, FJ_DT_SAME, 1, "self,repeats,axis", 0},
     {"average", FJ_OP_FUNC, "numpy", "average", 0, NULL, FJ_SH_AVERAGE, FJ_DT_RUN, 1,
-     "a,axis,weights,returned?,keepdims", 0},
+     "a,axis,weights,returned?,keepdims", FJ_OPF_RAISES},
     {"real", FJ_OP_ATTR, NULL, "real", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "self", 0},
     {"imag", FJ_OP_ATTR, NULL, "imag", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "self", 0},
     /* cumulative ops and sorting (ndarray.sort sorts in place: not a row) */

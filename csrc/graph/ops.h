@@ -92,6 +92,8 @@ enum {
                                   an operator ndarray runs with it), so the runner may call the ufunc with
                                   'out' (fj_op_ufunc); not comparisons (ndarray's have fallbacks of their
                                   own) nor '**' (scalar fast paths) */
+#define FJ_OPF_RAISES 0x200    /* may raise from the data when the graph runs (average's zero
+                                  weights): not after side effects the graph would lose */
 #define FJ_OPF_SELECT 0x100    /* where(condition, x, y): x and y are required (the one-argument form is
                                   nonzero's, whose shape depends on the data) */
 

@@ -159,6 +159,10 @@ int fj_trace_capture_loop(struct fj_TFrame *fr, int head);
    the innermost captured loop's body (a change to it then happens once per
    iteration, as traced). */
 int fj_loop_made_here(fj_Tracer *tx, fj_Var *v);
+/* 0 when index Var 'key' is safe to index with in a graph now; -1 with
+   Unsupported when it holds integer arrays (values that may be out of
+   bounds at run time) and side effects come before it in the trace. */
+int fj_trace_index_may_raise(fj_Tracer *tx, PyObject *key);
 /* The body of the loop being captured loads / stores local i of 'fr'. */
 void fj_loop_note_load(struct fj_TFrame *fr, int i);
 void fj_loop_note_store(struct fj_TFrame *fr, int i);

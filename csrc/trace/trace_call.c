@@ -537,6 +537,11 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
     }
     if (fj_trace_check_writeable(fr, op, args, n, kwnames) < 0)
         return NULL;
+    if ((op->flags & FJ_OPF_RAISES) &&
+        (PyList_GET_SIZE(fr->tx->effects) > 0 || PyList_GET_SIZE(fr->tx->mutated) > 0 ||
+         PyDict_GET_SIZE(fr->tx->global_overlay) > 0))
+        return fj_unsupported("%s after side effects (an error it raises from the data would lose them)",
+                              fj_op_qualname(op)), NULL;
     PyObject *dims = NULL; /* the result's symbolic dims */
     int was_pinned = fj_current_tracer->specialized;
     if (dynamic && !was_pinned && fj_dims_before_call(fr, op, args, n, kwnames, &dims) < 0)
@@ -1703,6 +1708,36 @@ static int key_has_int(PyObject *keyv)
     return fj_var_find(keyv, FJ_PART_ITEMS, int_key_enter, NULL);
 }
 
+/* fj_var_find's 'enter' for fj_trace_index_may_raise: an integer array or
+   NumPy integer node (its values are data). */
+static int data_index_enter(fj_VarWalk *w, PyObject *v)
+{
+    fj_Var *k = VAR(v);
+    if (k->kind == FJ_VAR_NODE) {
+        fj_Node *n = (fj_Node *)k->obj;
+        return (n->vkind == FJ_VAL_ARRAY || n->vkind == FJ_VAL_NPSCALAR) && n->dtype != NULL &&
+                       PyTypeNum_ISINTEGER(n->dtype->type_num)
+                   ? FJ_WALK_STOP
+                   : FJ_WALK_SKIP;
+    }
+    return k->kind == FJ_VAR_TUPLE ? FJ_WALK_INTO : FJ_WALK_SKIP;
+}
+
+int fj_trace_index_may_raise(fj_Tracer *tx, PyObject *keyv)
+{
+    int r = fj_var_find(keyv, FJ_PART_ITEMS, data_index_enter, NULL);
+    if (r <= 0)
+        return r;
+    /* an index whose values are data may be out of bounds when the graph
+       runs: side effects traced before it are replayed after the graph, so an
+       IndexError would lose them (CPython has done them by then) */
+    if (PyList_GET_SIZE(tx->effects) > 0 || PyList_GET_SIZE(tx->mutated) > 0 ||
+        PyDict_GET_SIZE(tx->global_overlay) > 0)
+        return fj_unsupported("indexing with integer arrays after side effects (an IndexError would "
+                              "lose them)");
+    return 0;
+}
+
 PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
 {
     fj_Var *o = VAR(objv);
@@ -1715,6 +1750,8 @@ PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
            first in the program); pin the sizes so the trace's check holds */
         int has_int = o->dynamic ? key_has_int(keyv) : 0;
         if (has_int < 0 || (has_int && fj_trace_specialize(fr->tx) < 0))
+            return NULL;
+        if (!fj_trace_is_tensor_var(objv) && fj_trace_index_may_raise(fr->tx, keyv) < 0)
             return NULL;
         PyObject *args[2] = {objv, keyv};
         return graph_call(fr, fj_ops_for_getitem(), args, 2, NULL);

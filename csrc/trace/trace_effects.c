@@ -68,6 +68,8 @@ static int array_setitem(fj_TFrame *fr, PyObject *a, PyObject *key, PyObject *v)
         dynamic = fj_trace_any_dynamic(v);
     if (dynamic < 0 || (dynamic && fj_trace_specialize(fr->tx) < 0))
         return -1;
+    if (!fj_trace_is_tensor_var(a) && fj_trace_index_may_raise(fr->tx, key) < 0)
+        return -1;
     PyObject *args[3] = {a, key, v};
     PyObject *r = fj_trace_graph_call(fr, op, args, 3, NULL);
     if (r == NULL)

@@ -350,6 +350,14 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
     if (peel < 0 || it->pos < peel)
         goto done; /* unroll (this iteration) */
 
+    if (PyList_GET_SIZE(tx->effects) > 0 || PyList_GET_SIZE(tx->mutated) > 0 ||
+        PyDict_GET_SIZE(tx->global_overlay) > 0) {
+        /* the loop may raise when it runs (an index, a division by zero): the
+           side effects traced before it are replayed after the graph, so they
+           would be lost; CPython has done them by then */
+        r = retry(fr, head, -1, "side effects come before it, and an error in the loop would lose them");
+        goto done;
+    }
     int end = fr->il.v[head].target;
     c.flags = PyMem_Calloc((size_t)(nl ? nl : 1), 3);
     c.slot_of = PyMem_Calloc((size_t)(nl ? nl : 1), sizeof(int));
