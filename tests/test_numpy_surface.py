@@ -514,3 +514,71 @@ def cl_ragged(x):
                          ids=lambda p: getattr(p, "__name__", p))
 def test_constant_lists_as_arrays(fn, name):
     diff_check(fn, [(ARRAYS[name],)], graphs=fn is not cl_ragged)
+
+
+# ---------------------------------------------------------------- builtin sum, max, min
+
+RB = np.random.default_rng(7)
+BX = RB.standard_normal(100)
+BXN = BX.copy()
+BXN[[3, 50]] = np.nan
+BXN0 = BX.copy()
+BXN0[0] = np.nan
+BI = RB.integers(-1000, 1000, 100)
+BIBIG = np.full(40, 2 ** 62, dtype=np.int64)
+BF32 = BX.astype(np.float32)
+BZ = np.array([0.0, -0.0] * 20)
+BINF = np.array([1e308] * 30)
+BINFN = np.array([np.inf, -np.inf] * 20)
+BOOL = BX > 0
+BINPUTS = {"f64": BX, "nan": BXN, "nan0": BXN0, "i64": BI, "big": BIBIG, "f32": BF32, "zeros": BZ, "inf": BINF,
+           "infs": BINFN, "bool": BOOL, "strided": BX[::3], "reversed": BX[::-1]}
+
+
+def b_sum(a):
+    return sum(a)
+
+
+def b_sum_start(a):
+    return sum(a, 7) * 2
+
+
+def b_max(a):
+    return max(a)
+
+
+def b_min(a):
+    return min(a)
+
+
+def b_both(a):
+    return max(a) - min(a[1:])
+
+
+@pytest.mark.parametrize("fn", [b_sum, b_sum_start, b_max, b_min, b_both], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("name", list(BINPUTS))
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_builtin_reductions(fn, name, backend):
+    """Python's sum/max/min over an array: CPython's value, type and warnings
+    (an overflow goes through the builtin itself)."""
+    import warnings
+    a = BINPUTS[name]
+
+    def run(f):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            out = outcome(f, (a.copy(),))
+        return out, sorted(str(x.message) for x in w)
+
+    framejit.reset()
+    cf = framejit.compile(fn, backend=backend)
+    (p, pw) = run(fn)
+    for _ in range(2):
+        (g, gw) = run(cf)
+        assert g[0] == p[0] and gw == pw
+        if g[0] == "ok":
+            same(g[1], p[1])
+        else:
+            assert g[1:] == p[1:]
+    assert framejit.counters["stats"]["unique_graphs"] >= 1
+    assert not any("max() of arrays" in r for r in framejit.counters["graph_break"])

@@ -762,12 +762,20 @@ fj_Node *fj_graph_raw_call(PyObject *gobj, const fj_OpDef *op, PyObject *target,
 {
     fj_Graph *g = (fj_Graph *)gobj;
     fj_Node *n = NULL;
-    PyObject *acc = NULL;
+    PyObject *acc = NULL, *lifted = NULL;
     int deep = 0;
     if (check_open(g) < 0)
         return NULL;
-    if ((acc = call_inputs(g, args, NULL, &deep)) == NULL)
+    if (g->parent != NULL) { /* a loop body: enclosing nodes become placeholders */
+        if ((lifted = lift_all(g, args, 0)) == NULL)
+            return NULL;
+        args = lifted;
+    }
+    acc = call_inputs(g, args, NULL, &deep);
+    if (acc == NULL) {
+        Py_XDECREF(lifted);
         return NULL;
+    }
     if (!(n = node_alloc(FJ_NODE_CALL)))
         goto error;
     n->op = op;
@@ -775,6 +783,7 @@ fj_Node *fj_graph_raw_call(PyObject *gobj, const fj_OpDef *op, PyObject *target,
     n->target = Py_NewRef(target);
     n->label = Py_XNewRef(label);
     n->args = Py_NewRef(args);
+    Py_CLEAR(lifted);
     if (meta != NULL) {
         n->vkind = meta->vkind;
         n->dtype = (PyArray_Descr *)Py_XNewRef(meta->dtype);
@@ -794,6 +803,7 @@ fj_Node *fj_graph_raw_call(PyObject *gobj, const fj_OpDef *op, PyObject *target,
 error:
     Py_XDECREF(n);
     Py_XDECREF(acc);
+    Py_XDECREF(lifted);
     return NULL;
 }
 

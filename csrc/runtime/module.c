@@ -19,6 +19,7 @@
 #include "evalframe.h"
 #include "graph.h"
 #include "loop.h"
+#include "builtin_ops.h"
 #include "guards.h"
 #include "native.h"
 #include "ops.h"
@@ -142,7 +143,7 @@ PyMODINIT_FUNC PyInit__C(void)
     }
     Py_DECREF(testing); /* the module holds it */
     if (fj_guards_init(m) < 0 || fj_cache_init(m) < 0 || fj_evalframe_init(m) < 0 ||
-        fj_bytecode_init(testing) < 0 || fj_graph_init(m) < 0 || fj_loop_init(m) < 0 || fj_ops_init(testing) < 0 ||
+        fj_bytecode_init(testing) < 0 || fj_graph_init(m) < 0 || fj_loop_init(m) < 0 || fj_builtin_ops_init(m) < 0 || fj_ops_init(testing) < 0 ||
         fj_source_init(m) < 0 || fj_trace_init(m) < 0 || fj_compiler_init(m) < 0 || fj_config_init(m) < 0 || fj_runmode_init(m) < 0 ||
         fj_wrapper_init(m) < 0 || fj_native_init(m, testing) < 0 || fj_tensor_meta_init(m, testing) < 0 ||
         fj_torchlib_init(m, testing) < 0 || fj_torch_infer_init(testing) < 0)

@@ -8,6 +8,7 @@
 ** code); anything else raises fj_Unsupported with the reason.
 */
 #include "trace.h"
+#include "builtin_ops.h"
 
 #include "fj_numpy.h"
 #include "graph.h"
@@ -786,6 +787,73 @@ static int overrides_class_attr(PyTypeObject *tp)
 }
 
 /* Handles a call of a builtin; returns NULL with no exception if not handled. */
+/*
+** sum(a[, start]), max(a), min(a) of a 1-d NumPy array node: one graph node
+** (builtin_ops.c computes what the builtin computes, item by item).  New
+** ref; NULL with no error when 'a' is not such an array (the caller goes on).
+*/
+static PyObject *builtin_reduce(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n)
+{
+    fj_Node *a = (fj_Node *)VAR(args[0])->obj;
+    if (a->vkind != FJ_VAL_ARRAY || a->ndim != 1 || a->dtype == NULL || PyDataType_REFCHK(a->dtype))
+        return NULL;
+    int which = fn == builtin_named("sum") ? 0 : fn == builtin_named("max") ? 1 : 2;
+    /* its length decides the result's type (an empty array's sum is 'start';
+       max of one raises): a dynamic length is pinned */
+    if (VAR(args[0])->dynamic && fj_trace_specialize(fr->tx) < 0)
+        return NULL;
+    if (a->shape[0] == 0)
+        return which == 0 ? NULL : (fj_unsupported("%s() of an empty array raises", which == 1 ? "max" : "min"), NULL);
+    if (which == 0 && a->shape[0] <= 16)
+        return NULL; /* short: unrolled into the additions themselves */
+    PyObject *start = n == 2 ? VAR(args[1])->obj : NULL;
+    if (start != NULL && !PyLong_CheckExact(start) && !PyFloat_CheckExact(start))
+        return NULL;
+    /* the result's type: a NumPy scalar of the dtype (max, min), or what
+       start + item gives (sum) */
+    npy_intp one = 1;
+    Py_INCREF(a->dtype);
+    PyObject *z = PyArray_Zeros(1, &one, a->dtype, 0);
+    PyObject *item = z ? PyArray_Scalar(PyArray_DATA((PyArrayObject *)z), a->dtype, z) : NULL;
+    PyObject *zero = which == 0 && start == NULL ? PyLong_FromLong(0) : NULL;
+    PyObject *res = item == NULL ? NULL : which == 0 ? PyNumber_Add(start ? start : zero, item) : Py_NewRef(item);
+    Py_XDECREF(z);
+    Py_XDECREF(item);
+    Py_XDECREF(zero);
+    if (res == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    int vkind = 0;
+    PyArray_Descr *dtype = NULL;
+    PyObject *example = NULL;
+    int known = fj_value_meta(res, &vkind, &dtype, &example);
+    Py_DECREF(res);
+    Py_XDECREF(example);
+    if (known <= 0 || vkind != FJ_VAL_NPSCALAR) {
+        Py_XDECREF(dtype);
+        if (known < 0)
+            PyErr_Clear();
+        return NULL;
+    }
+    static const char *names[] = {"sum", "max", "min"};
+    PyObject *label = PyUnicode_FromString(names[which]);
+    PyObject *targs = start ? PyTuple_Pack(2, (PyObject *)a, start) : PyTuple_Pack(1, (PyObject *)a);
+    fj_Node *node = label && targs ? fj_graph_raw_call(fr->tx->body ? fr->tx->body : fr->tx->graph,
+                                                      &fj_builtin_reduce_row, fj_builtin_reduce_fn(which), label,
+                                                      label, targs, NULL, FJ_VAL_NPSCALAR)
+                                   : NULL;
+    Py_XDECREF(label);
+    Py_XDECREF(targs);
+    if (node == NULL) {
+        Py_XDECREF(dtype);
+        return NULL;
+    }
+    node->dtype = dtype;
+    node->ndim = 0;
+    return (PyObject *)fj_var_node((PyObject *)node);
+}
+
 static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n,
                               PyObject *kwnames)
 {
@@ -902,6 +970,13 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
     if (fn == builtin_named("iter") && n == 1) {
         PyObject *items = fj_trace_var_items(fr, args[0]);
         return (PyObject *)fj_var_take(FJ_VAR_ITER, items);
+    }
+    if ((fn == builtin_named("sum") || fn == builtin_named("max") || fn == builtin_named("min")) && nkw == 0 &&
+        (n == 1 || (n == 2 && fn == builtin_named("sum") && VAR(args[1])->kind == FJ_VAR_CONST)) &&
+        VAR(args[0])->kind == FJ_VAR_NODE) {
+        PyObject *r = builtin_reduce(fr, fn, args, n);
+        if (r != NULL || PyErr_Occurred())
+            return r;
     }
     if (fn == builtin_named("sum") && n >= 1 && nkw == 0 && !all_const(args, n)) {
         PyObject *items = fj_trace_var_items(fr, args[0]);
