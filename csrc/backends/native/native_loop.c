@@ -822,10 +822,7 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         r = b;
         goto done;
     }
-    if (npfloat && line(&e, "        if (fj_fetest(FJ_FPE) & ~ignore) goto stop;") < 0) {
-        Py_DECREF(decl);
-        goto done;
-    }
+    Py_ssize_t body_end = PyList_GET_SIZE(e.src);
     /* after an iteration: the state into o<s>, the carried values into their locals */
     for (int st = 0; st < lp->nstate; st++) {
         int src = lp->out_src[st];
@@ -859,6 +856,37 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
             goto done;
         }
     }
+    /* saved at a block's start, put back when the block runs again checked */
+    PyObject *save = PyList_New(0), *restore = PyList_New(0);
+    for (int k = 1; save != NULL && restore != NULL && k < lp->nph; k++) {
+        if (lp->ph[k].kind == FJL_ARRAY || k > lp->ncarried)
+            continue;
+        PyObject *d1 = PyUnicode_FromFormat("    %s V%d_s = V%d;", ctype_of(e.cls[k]), k, k);
+        PyObject *d2 = PyUnicode_FromFormat("        V%d = V%d_s;", k, k);
+        if (d1 == NULL || d2 == NULL || PyList_Append(save, d1) < 0 || PyList_Append(restore, d2) < 0) {
+            Py_CLEAR(save);
+        }
+        Py_XDECREF(d1);
+        Py_XDECREF(d2);
+    }
+    for (int st = 0; save != NULL && st < lp->nstate; st++) {
+        if (lp->out_src[st] == FJL_CONST || lp->out[st].kind == FJL_ARRAY)
+            continue;
+        VClass oc = {lp->out[st].kind, lp->out[st].type};
+        PyObject *d1 = PyUnicode_FromFormat("    %s o%d_s = o%d;", ctype_of(oc), st, st);
+        PyObject *d2 = PyUnicode_FromFormat("        o%d = o%d_s;", st, st);
+        if (d1 == NULL || d2 == NULL || PyList_Append(save, d1) < 0 || PyList_Append(restore, d2) < 0) {
+            Py_CLEAR(save);
+        }
+        Py_XDECREF(d1);
+        Py_XDECREF(d2);
+    }
+    if (save == NULL || restore == NULL) {
+        Py_XDECREF(save);
+        Py_XDECREF(restore);
+        Py_DECREF(decl);
+        goto done;
+    }
     /* the state written back, after the loop or where it stopped */
     PyObject *back = PyList_New(0);
     for (int st = 0; back != NULL && st < lp->nstate; st++) {
@@ -872,6 +900,8 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
     }
     if (back == NULL || li < 0) { /* an error, or a trial */
         Py_XDECREF(back);
+        Py_DECREF(save);
+        Py_DECREF(restore);
         Py_DECREF(decl);
         r = back == NULL && li >= 0 ? -1 : 1;
         goto done;
@@ -881,14 +911,26 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
        an iteration that cannot finish exactly undoes its stores and returns
        the index the eager loop takes over at */
     PyObject *sep = PyUnicode_FromString("\n");
-    PyObject *btext = sep ? PyUnicode_Join(sep, e.src) : NULL;
+    PyObject *bodyl = PyList_GetSlice(e.src, 0, body_end), *taill = PyList_GetSlice(e.src, body_end, PyList_GET_SIZE(e.src));
+    PyObject *btext = sep && bodyl ? PyUnicode_Join(sep, bodyl) : NULL;
+    PyObject *ttext = sep && taill ? PyUnicode_Join(sep, taill) : NULL;
     PyObject *dtext = sep ? PyUnicode_Join(sep, decl) : NULL;
     PyObject *wtext = sep ? PyUnicode_Join(sep, back) : NULL;
+    PyObject *stext = sep ? PyUnicode_Join(sep, save) : NULL;
+    PyObject *rtext = sep ? PyUnicode_Join(sep, restore) : NULL;
+    PyObject *gs = PyUnicode_FromString("goto stop;"), *gw = PyUnicode_FromString("goto slow;");
+    PyObject *fast = btext && gs && gw ? PyUnicode_Replace(btext, gs, gw, -1) : NULL;
+    Py_XDECREF(gs);
+    Py_XDECREF(gw);
+    Py_XDECREF(bodyl);
+    Py_XDECREF(taill);
     Py_XDECREF(sep);
     Py_DECREF(decl);
     Py_DECREF(back);
-    long long cap = e.top_stores + 256;
-    PyObject *fn = btext && dtext && wtext ? PyUnicode_FromFormat(
+    Py_DECREF(save);
+    Py_DECREF(restore);
+    long long cap = (long long)e.top_stores * 64 + 256;
+    PyObject *fn = btext && ttext && fast && stext && rtext && dtext && wtext ? PyUnicode_FromFormat(
         "\n#ifndef FJL_V\n#define FJL_V\n"
         "typedef union { double d; float f; long long i; struct { char *data; long long shape[2]; "
         "long long strides[2]; } a; } fjl_v;\n"
@@ -911,10 +953,27 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         "%U\n"
         "    if (undo == NULL) { *stopped = start; return 2; }\n"
         "    fj_feclear(FJ_FPE);\n"
-        "    for (; step > 0 ? i < stop : i > stop; i += step) {\n"
+        "    while (step > 0 ? i < stop : i > stop) {\n"
+        "        /* a block of iterations, its conditions tested once at its end */\n"
+        "        long long bi = i; int ran = 0;\n"
         "        nu = 0;\n"
         "%U\n"
+        "        for (; ran < 64 && (step > 0 ? i < stop : i > stop); ran++, i += step) {\n"
+        "%U\n%U\n"
+        "        }\n"
+        "        if (!%d || !(fj_fetest(FJ_FPE) & ~ignore)) { done_any |= ran > 0; continue; }\n"
+        "    slow:\n"
+        "        /* the block again, each iteration checked: its stores undone, its state back */\n"
+        "        while (nu > 0) { nu--; memcpy(undo[nu].p, undo[nu].old, undo[nu].n); }\n"
+        "%U\n"
+        "        fj_feclear(FJ_FPE);\n"
+        "        for (i = bi, ran = 0; ran < 64 && (step > 0 ? i < stop : i > stop); ran++, i += step) {\n"
+        "        nu = 0;\n"
+        "%U\n"
+        "        if (%d && (fj_fetest(FJ_FPE) & ~ignore)) goto stop;\n"
+        "%U\n"
         "        done_any = 1;\n"
+        "        }\n"
         "        continue;\n"
         "    stop:\n"
         "        while (nu > 0) { nu--; memcpy(undo[nu].p, undo[nu].old, undo[nu].n); }\n"
@@ -926,8 +985,12 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         "    free(undo);\n"
         "    if (done_any) {\n%U\n    }\n"
         "    return 0;\n}\n",
-        li, li, cap, dtext, btext, wtext, wtext) : NULL;
+        li, li, cap, dtext, stext, fast, ttext, npfloat, rtext, btext, npfloat, ttext, wtext, wtext) : NULL;
     Py_XDECREF(btext);
+    Py_XDECREF(ttext);
+    Py_XDECREF(fast);
+    Py_XDECREF(stext);
+    Py_XDECREF(rtext);
     Py_XDECREF(dtext);
     Py_XDECREF(wtext);
     if (fn == NULL || PyList_Append(buf, fn) < 0) {
