@@ -617,3 +617,19 @@ def test_effects_before_an_index_that_raises():
         with pytest.raises(IndexError):
             f(np.zeros(5), np.array([1, 9]))
     assert LOG == [1, 1, 1]
+
+
+def fresh_then_raise(n, idx):
+    v = np.zeros(40)
+    for i in range(1, 30):
+        v[i] = v[i - 1] + i
+    return v[idx]          # IndexError from a loop-made array: the frame reruns in CPython
+
+
+def test_loop_into_a_fresh_array_can_rerun():
+    framejit.reset()
+    cf = framejit.compile(fresh_then_raise, backend="eager")
+    for f in (fresh_then_raise, cf, cf):
+        with pytest.raises(IndexError, match="index 99 is out of bounds"):
+            f(40, np.array([1, 99]))
+    assert framejit.counters["stats"].get("graph_raised_reruns", 0) >= 1

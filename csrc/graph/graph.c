@@ -1033,15 +1033,73 @@ static int node_mutates(fj_Node *n, int torch)
     return 0;
 }
 
+/*
+** True when captured loop node 'n' writes into an array the program could
+** see: a write of its body into an array the body made is none; into a
+** placeholder, it is a write into the value the loop passes there (a lifted
+** value, or the state a carried slot starts from while the slot keeps the
+** same array), which counts unless the enclosing graph made it
+** (fresh_array).  A body holding loops of its own counts every write.
+*/
+static int loop_mutates(fj_Node *n)
+{
+    PyObject *body = fj_loop_body(n->target);
+    PyObject *carried = body ? PyObject_GetAttrString(n->target, "carried") : NULL;
+    PyObject *outs = body ? fj_graph_outputs(body) : NULL;
+    if (carried == NULL || outs == NULL) {
+        PyErr_Clear();
+        Py_XDECREF(carried);
+        return 1;
+    }
+    fj_Graph *b = (fj_Graph *)body;
+    Py_ssize_t nph = b->nplaceholders, ncarried = PyTuple_GET_SIZE(carried), nstate = PyTuple_GET_SIZE(outs);
+    int r = 0;
+    for (Py_ssize_t i = nph; i < PyList_GET_SIZE(b->nodes) && !r; i++) {
+        fj_Node *m = (fj_Node *)PyList_GET_ITEM(b->nodes, i);
+        if (m->kind != FJ_NODE_CALL)
+            continue;
+        if (m->op == &fj_loop_row) {
+            r = fj_graph_mutates(fj_loop_body(m->target));
+            continue;
+        }
+        const fj_OpDef *op = m->op;
+        PyObject *target = NULL;
+        if (op != NULL && (op->kind == FJ_OP_INPLACE || (op->flags & FJ_OPF_MUTATES)))
+            target = PyTuple_GET_SIZE(m->args) > 0 ? PyTuple_GET_ITEM(m->args, 0) : Py_None;
+        else
+            target = out_operand(m);
+        if (target == NULL)
+            continue;
+        if (!fj_Node_Check(target)) {
+            r = 1;
+            continue;
+        }
+        fj_Node *t = (fj_Node *)target;
+        if (t->kind != FJ_NODE_PLACEHOLDER) {
+            r = !fresh_array(target, 0);
+            continue;
+        }
+        Py_ssize_t k = t->index;
+        PyObject *outer = NULL;
+        if (k >= 1 && k <= ncarried) {
+            Py_ssize_t slot = PyLong_AsSsize_t(PyTuple_GET_ITEM(carried, k - 1));
+            if (slot >= 0 && slot < nstate && PyTuple_GET_ITEM(outs, slot) == target)
+                outer = PyTuple_GET_ITEM(n->args, 3 + slot);
+        }
+        else if (k > ncarried && 3 + nstate + (k - 1 - ncarried) < PyTuple_GET_SIZE(n->args))
+            outer = PyTuple_GET_ITEM(n->args, 3 + nstate + (k - 1 - ncarried));
+        r = outer == NULL || !fresh_array(outer, 0);
+    }
+    Py_DECREF(carried);
+    return r;
+}
+
 int fj_graph_mutates(PyObject *g)
 {
-    /* a captured loop mutates what its body does (its placeholders are
-       never fresh: a store into any of them counts) */
     PyObject *ns = ((fj_Graph *)g)->nodes;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ns); i++) {
         fj_Node *n = (fj_Node *)PyList_GET_ITEM(ns, i);
-        PyObject *body = n->kind == FJ_NODE_CALL && n->op == &fj_loop_row ? fj_loop_body(n->target) : NULL;
-        if (body != NULL && fj_graph_mutates(body))
+        if (n->kind == FJ_NODE_CALL && n->op == &fj_loop_row && loop_mutates(n))
             return 1;
     }
     PyObject *nodes = ((fj_Graph *)g)->nodes;

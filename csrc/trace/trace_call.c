@@ -1790,6 +1790,8 @@ static int data_index_enter(fj_VarWalk *w, PyObject *v)
     fj_Var *k = VAR(v);
     if (k->kind == FJ_VAR_NODE) {
         fj_Node *n = (fj_Node *)k->obj;
+        if (n->vkind == FJ_VAL_PYSCALAR) /* a loop's index or result: its value is not known */
+            return n->variant ? FJ_WALK_STOP : FJ_WALK_SKIP;
         return (n->vkind == FJ_VAL_ARRAY || n->vkind == FJ_VAL_NPSCALAR) && n->dtype != NULL &&
                        PyTypeNum_ISINTEGER(n->dtype->type_num)
                    ? FJ_WALK_STOP
