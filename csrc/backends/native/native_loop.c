@@ -133,6 +133,12 @@ typedef struct {
     int *npfloat;       /* set when a NumPy float operation may raise a condition NumPy checks
                            (Python's float arithmetic checks none: its overflow is inf) */
     int top_stores;     /* stores of the top level (an iteration's undo entries, inner loops' aside) */
+    /* bounds checks hoisted out of this level's loop: 'hs' (a C int set before
+       the loop) is true when every index of the form index + c, or constant,
+       is in bounds for every iteration; 'hoist' collects its conditions */
+    PyObject *hoist;    /* borrowed list of str, or NULL (no hoisting) */
+    const char *hs;
+    const char *first, *last; /* C names of the level's first and last index values */
 } Emit;
 
 /* Appends a formatted line to e->src.  0 or -1. */
@@ -259,6 +265,7 @@ static PyObject *convert(Emit *e, PyObject *x, VClass from, VClass to)
 }
 
 static int emit_body(Emit *e, Py_ssize_t nph);
+static PyObject *without_checks(PyObject *lines, Py_ssize_t from, Py_ssize_t to, const char *hs);
 
 /*
 ** A captured loop inside the body: its own body as a C loop at the next
@@ -377,6 +384,23 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
     }
     if (r == 0 && in.cls[0].kind != FJL_PY_INT)
         r = 2;
+    /* the range's first and last index, for the bounds checks hoisted out */
+    char hs[48], hf[48], hl[48];
+    snprintf(hs, sizeof hs, "hs%s", pfx);
+    snprintf(hf, sizeof hf, "hf%s", pfx);
+    snprintf(hl, sizeof hl, "hl%s", pfx);
+    in.hs = hs;
+    in.first = hf;
+    in.last = hl;
+    in.hoist = PyList_New(0);
+    if (in.hoist == NULL)
+        r = -1;
+    if (r == 0 && line(e, "    long long %s = %U, hn%s = %U > 0 ? (%U < %U ? (%U - %U - 1) / %U + 1 : 0) : "
+                          "(%U > %U ? (%U - %U - 1) / (-%U) + 1 : 0), %s = %s + (hn%s - 1) * %U; int %s = hn%s > 0;",
+                       hf, bound[0], pfx, bound[2], bound[0], bound[1], bound[1], bound[0], bound[2], bound[0],
+                       bound[1], bound[0], bound[1], bound[2], hl, hf, pfx, bound[2], hs, pfx) < 0)
+        r = -1;
+    Py_ssize_t at = PyList_GET_SIZE(e->src);
     if (r == 0 && line(e, "    for (long long j%s = %U; %U > 0 ? j%s < %U : j%s > %U; j%s += %U) {", pfx, bound[0],
                        bound[2], pfx, bound[1], pfx, bound[1], pfx, bound[2]) < 0)
         r = -1;
@@ -384,6 +408,11 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
         int b = emit_body(&in, nph);
         r = b < 0 ? -1 : b == 0 ? 2 : 0;
     }
+    Py_ssize_t hoisted_n = 0;
+    for (Py_ssize_t k = 0; r == 0 && k < PyList_GET_SIZE(in.hoist); k++, hoisted_n++)
+        if (PyList_Insert(e->src, at + k, PyList_GET_ITEM(in.hoist, k)) < 0)
+            r = -1;
+    Py_CLEAR(in.hoist);
     /* the state after the iteration, through T (a swap reads the old values) */
     for (Py_ssize_t s = 0; r == 0 && s < nstate; s++) {
         PyObject *o = PyTuple_GET_ITEM(outs, s);
@@ -395,6 +424,30 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
     }
     if (r == 0 && (line(e, "    memcpy(S%s, T%s, sizeof S%s);", pfx, pfx, pfx) < 0 || line(e, "    }") < 0))
         r = -1;
+    if (r == 0) {
+        /* two versions of the loop: without the hoisted checks when they hold */
+        Py_ssize_t from = at + hoisted_n, to = PyList_GET_SIZE(e->src);
+        PyObject *fast = without_checks(e->src, from, to, hs);
+        PyObject *slow = PyList_GetSlice(e->src, from, to);
+        PyObject *head = PyUnicode_FromFormat("    if (%s) {", hs), *mid = PyUnicode_FromString("    } else {"),
+                 *tail = PyUnicode_FromString("    }");
+        PyObject *all = fast && slow && head && mid && tail ? PyList_New(0) : NULL;
+        int bad = all == NULL || PyList_Append(all, head) < 0;
+        for (Py_ssize_t k = 0; !bad && k < PyList_GET_SIZE(fast); k++)
+            bad = PyList_Append(all, PyList_GET_ITEM(fast, k)) < 0;
+        bad = bad || PyList_Append(all, mid) < 0;
+        for (Py_ssize_t k = 0; !bad && k < PyList_GET_SIZE(slow); k++)
+            bad = PyList_Append(all, PyList_GET_ITEM(slow, k)) < 0;
+        bad = bad || PyList_Append(all, tail) < 0 || PyList_SetSlice(e->src, from, to, all) < 0;
+        Py_XDECREF(fast);
+        Py_XDECREF(slow);
+        Py_XDECREF(head);
+        Py_XDECREF(mid);
+        Py_XDECREF(tail);
+        Py_XDECREF(all);
+        if (bad)
+            r = -1;
+    }
     for (int k = 0; k < 3; k++)
         Py_XDECREF(bound[k]);
     PyMem_Free(scls);
@@ -410,6 +463,65 @@ out:
     }
     PyMem_Free(in.arr);
     return r;
+}
+
+/* 'lines' (a list of str) without the bounds checks hoisted into flag 'hs'
+   (the lines "if (!hs) { ... }"): the loop's version for when they hold.
+   New list, NULL on error. */
+static PyObject *without_checks(PyObject *lines, Py_ssize_t from, Py_ssize_t to, const char *hs)
+{
+    char tag[64];
+    snprintf(tag, sizeof tag, "if (!%s) {", hs);
+    PyObject *out = PyList_New(0), *t = PyUnicode_FromString(tag);
+    for (Py_ssize_t k = from; out != NULL && t != NULL && k < to; k++) {
+        PyObject *l = PyList_GET_ITEM(lines, k);
+        int has = PyUnicode_Find(l, t, 0, PyUnicode_GET_LENGTH(l), 1) >= 0;
+        if (!has && PyList_Append(out, l) < 0)
+            Py_CLEAR(out);
+    }
+    if (t == NULL)
+        Py_CLEAR(out);
+    Py_XDECREF(t);
+    return out;
+}
+
+/* When index operand 'o' is this level's loop index plus a constant c (the
+   index itself, index + c, c + index, index - c), or a constant: 1 with
+   *c (and *constant for a constant); else 0. */
+static int affine_index(Emit *e, PyObject *o, long long *c, int *constant)
+{
+    fj_Node *ix0 = e->nodes ? (fj_Node *)PyList_GET_ITEM(e->nodes, 0) : NULL;
+    *constant = 0;
+    if (PyLong_CheckExact(o)) {
+        int overflow;
+        *c = PyLong_AsLongLongAndOverflow(o, &overflow);
+        PyErr_Clear();
+        *constant = 1;
+        return !overflow && *c > -(1LL << 40) && *c < (1LL << 40);
+    }
+    if (!fj_Node_Check(o) || ix0 == NULL)
+        return 0;
+    fj_Node *n = (fj_Node *)o;
+    if (n == ix0) {
+        *c = 0;
+        return 1;
+    }
+    if (n->kind != FJ_NODE_CALL || n->op == NULL || PyTuple_GET_SIZE(n->args) != 2 ||
+        !(n->op->kind == FJ_OP_BINOP || n->op->kind == FJ_OP_INPLACE))
+        return 0;
+    int add = n->op->code == NB_ADD || n->op->code == NB_INPLACE_ADD;
+    int subtract = n->op->code == NB_SUBTRACT || n->op->code == NB_INPLACE_SUBTRACT;
+    PyObject *a = PyTuple_GET_ITEM(n->args, 0), *b = PyTuple_GET_ITEM(n->args, 1);
+    PyObject *k = a == (PyObject *)ix0 ? b : (add && b == (PyObject *)ix0) ? a : NULL;
+    if (k == NULL || !PyLong_CheckExact(k) || !(add || subtract) || (subtract && a != (PyObject *)ix0))
+        return 0;
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(k, &overflow);
+    PyErr_Clear();
+    if (overflow || v <= -(1LL << 40) || v >= (1LL << 40))
+        return 0;
+    *c = subtract ? -v : v;
+    return 1;
 }
 
 /* The class of the result of body node 'n' and its C statements; 0 when it
@@ -470,10 +582,30 @@ static int emit_node(Emit *e, fj_Node *n)
                 Py_CLEAR(addr);
                 break;
             }
-            if (line(e, "    long long i%s%zd_%zd = (long long)(%U); if (i%s%zd_%zd < 0) i%s%zd_%zd += A%dn%zd;",
-                     P, n->index, k, ix, P, n->index, k, P, n->index, k, A, k) < 0 ||
-                line(e, "    if ((unsigned long long)i%s%zd_%zd >= (unsigned long long)A%dn%zd) goto stop;", P,
-                     n->index, k, A, k) < 0) {
+            long long c;
+            int constant;
+            int hoisted = e->hoist != NULL && affine_index(e, items[k], &c, &constant);
+            if (hoisted) {
+                /* in bounds for the loop's whole range: checked once, before it */
+                PyObject *cond = constant ? PyUnicode_FromFormat("    %s = %s && %lld >= 0 && %lld < A%dn%zd;", e->hs, e->hs,
+                                                                 c, c, A, k)
+                                          : PyUnicode_FromFormat("    %s = %s && (%s < %s ? %s : %s) + %lld >= 0 && "
+                                                                 "(%s < %s ? %s : %s) + %lld < A%dn%zd;",
+                                                                 e->hs, e->hs, e->first, e->last, e->first, e->last, c,
+                                                                 e->first, e->last, e->last, e->first, c, A, k);
+                int bad = cond == NULL || PyList_Append(e->hoist, cond) < 0;
+                Py_XDECREF(cond);
+                if (bad) {
+                    Py_DECREF(ix);
+                    Py_DECREF(addr);
+                    return -1;
+                }
+            }
+            if (line(e, "    long long i%s%zd_%zd = (long long)(%U);", P, n->index, k, ix) < 0 ||
+                line(e, "    %s%s%sif (i%s%zd_%zd < 0) i%s%zd_%zd += A%dn%zd; "
+                        "if ((unsigned long long)i%s%zd_%zd >= (unsigned long long)A%dn%zd) goto stop; %s",
+                     hoisted ? "if (!" : "", hoisted ? e->hs : "", hoisted ? ") { " : "", P, n->index, k, P,
+                     n->index, k, A, k, P, n->index, k, A, k, hoisted ? "}" : "") < 0) {
                 Py_DECREF(ix);
                 Py_DECREF(addr);
                 return -1;
@@ -816,11 +948,35 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         }
         Py_XDECREF(d);
     }
+    e.hoist = PyList_New(0);
+    e.hs = "hs_";
+    e.first = "start";
+    e.last = "hl_";
+    if (e.hoist == NULL) {
+        Py_DECREF(decl);
+        goto done;
+    }
     int b = emit_body(&e, lp->nph);
     if (b <= 0) {
         Py_DECREF(decl);
+        Py_CLEAR(e.hoist);
         r = b;
         goto done;
+    }
+    {
+        /* the bounds checks hoisted out of the top loop, for its whole range */
+        PyObject *d = PyUnicode_FromString("    long long hn_ = step > 0 ? (start < stop ? (stop - start - 1) / step + 1 : 0)"
+                                           " : (start > stop ? (start - stop - 1) / (-step) + 1 : 0);\n"
+                                           "    long long hl_ = start + (hn_ - 1) * step; int hs_ = hn_ > 0;");
+        int bad = d == NULL || PyList_Append(decl, d) < 0;
+        Py_XDECREF(d);
+        for (Py_ssize_t k = 0; !bad && k < PyList_GET_SIZE(e.hoist); k++)
+            bad = PyList_Append(decl, PyList_GET_ITEM(e.hoist, k)) < 0;
+        Py_CLEAR(e.hoist);
+        if (bad) {
+            Py_DECREF(decl);
+            goto done;
+        }
     }
     Py_ssize_t body_end = PyList_GET_SIZE(e.src);
     /* after an iteration: the state into o<s>, the carried values into their locals */
@@ -920,6 +1076,27 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
     PyObject *rtext = sep ? PyUnicode_Join(sep, restore) : NULL;
     PyObject *gs = PyUnicode_FromString("goto stop;"), *gw = PyUnicode_FromString("goto slow;");
     PyObject *fast = btext && gs && gw ? PyUnicode_Replace(btext, gs, gw, -1) : NULL;
+    /* the fast block's version without the hoisted checks; without undo entries
+       too when nothing in it can stop after a store (no check left, no NumPy
+       float condition to test at the block's end) */
+    PyObject *ucl = bodyl ? without_checks(bodyl, 0, PyList_GET_SIZE(bodyl), "hs_") : NULL;
+    PyObject *sep2 = PyUnicode_FromString("\n");
+    PyObject *utext = ucl && sep2 ? PyUnicode_Join(sep2, ucl) : NULL;
+    Py_XDECREF(ucl);
+    Py_XDECREF(sep2);
+    PyObject *ufast = utext && gs && gw ? PyUnicode_Replace(utext, gs, gw, -1) : NULL;
+    Py_XDECREF(utext);
+    if (ufast != NULL && !npfloat) {
+        PyObject *g = PyUnicode_FromString("goto");
+        int stops = g == NULL ? 1 : PyUnicode_Find(ufast, g, 0, PyUnicode_GET_LENGTH(ufast), 1) >= 0;
+        Py_XDECREF(g);
+        PyObject *log = PyUnicode_FromString("undo[nu].p = p; memcpy(undo[nu].old, p, sizeof t); undo[nu].n = sizeof t; nu++; ");
+        PyObject *none = PyUnicode_FromString("");
+        if (!stops && log != NULL && none != NULL)
+            Py_SETREF(ufast, PyUnicode_Replace(ufast, log, none, -1));
+        Py_XDECREF(log);
+        Py_XDECREF(none);
+    }
     Py_XDECREF(gs);
     Py_XDECREF(gw);
     Py_XDECREF(bodyl);
@@ -930,7 +1107,7 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
     Py_DECREF(save);
     Py_DECREF(restore);
     long long cap = (long long)e.top_stores * 64 + 256;
-    PyObject *fn = btext && ttext && fast && stext && rtext && dtext && wtext ? PyUnicode_FromFormat(
+    PyObject *fn = btext && ttext && fast && ufast && stext && rtext && dtext && wtext ? PyUnicode_FromFormat(
         "\n#ifndef FJL_V\n#define FJL_V\n"
         "typedef union { double d; float f; long long i; struct { char *data; long long shape[2]; "
         "long long strides[2]; } a; } fjl_v;\n"
@@ -958,8 +1135,14 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         "        long long bi = i; int ran = 0;\n"
         "        nu = 0;\n"
         "%U\n"
+        "        if (hs_) {\n"
         "        for (; ran < 64 && (step > 0 ? i < stop : i > stop); ran++, i += step) {\n"
         "%U\n%U\n"
+        "        }\n"
+        "        } else {\n"
+        "        for (; ran < 64 && (step > 0 ? i < stop : i > stop); ran++, i += step) {\n"
+        "%U\n%U\n"
+        "        }\n"
         "        }\n"
         "        if (!%d || !(fj_fetest(FJ_FPE) & ~ignore)) { done_any |= ran > 0; continue; }\n"
         "    slow:\n"
@@ -985,10 +1168,12 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         "    free(undo);\n"
         "    if (done_any) {\n%U\n    }\n"
         "    return 0;\n}\n",
-        li, li, cap, dtext, stext, fast, ttext, npfloat, rtext, btext, npfloat, ttext, wtext, wtext) : NULL;
+        li, li, cap, dtext, stext, ufast, ttext, fast, ttext, npfloat, rtext, btext, npfloat, ttext, wtext,
+        wtext) : NULL;
     Py_XDECREF(btext);
     Py_XDECREF(ttext);
     Py_XDECREF(fast);
+    Py_XDECREF(ufast);
     Py_XDECREF(stext);
     Py_XDECREF(rtext);
     Py_XDECREF(dtext);
