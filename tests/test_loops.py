@@ -633,3 +633,32 @@ def test_loop_into_a_fresh_array_can_rerun():
         with pytest.raises(IndexError, match="index 99 is out of bounds"):
             f(40, np.array([1, 99]))
     assert framejit.counters["stats"].get("graph_raised_reruns", 0) >= 1
+
+
+def wraps_at_start(a, b):
+    for i in range(a.shape[0]):
+        b[i] = a[i - 1] * 2.0      # a[-1] on the first iteration: no hoisting, the wrap is NumPy's
+    return b
+
+
+def inner_partial(m, out):
+    for i in range(1, m.shape[0] - 1):
+        for j in range(2, m.shape[1] - 2):
+            out[i, j] = m[i - 1, j + 2] - m[i + 1, j - 2] + m[0, j]
+    return out
+
+
+def inner_overrun(m, out, k):
+    for i in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            out[i, j] = m[i, j + k]    # out of bounds when k > 0: IndexError, CPython's
+    return out
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_hoisted_bounds(backend):
+    a = np.arange(40.0)
+    m = np.random.default_rng(2).random((30, 25))
+    run_both(wraps_at_start, [(a, np.zeros(40))], backend)
+    run_both(inner_partial, [(m, np.zeros((30, 25))), (m[::2], np.zeros((15, 25)))], backend)
+    run_both(inner_overrun, [(m, np.zeros((30, 25)), 0), (m, np.zeros((30, 25)), 1)], backend)
