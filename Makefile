@@ -11,7 +11,7 @@ ASAN_ENV := LD_PRELOAD="$(LIBASAN) $(LIBSTDCXX)" PYTHONMALLOC=malloc \
 	ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 .PHONY: all build install deps test test-one demo debug asan test-asan test-debug bench memcheck valgrind clean fuzz \
-	cpython-tests numpy-tests bench-native test-native-default bench-compare bench-report bench-all
+	cpython-tests numpy-tests bench-native bench-loops test-native-default bench-compare bench-report bench-all
 
 all: build
 
@@ -118,6 +118,13 @@ bench-compare: build
 	cd $(BEFORE_DIR) && $(PY) setup.py -q build_ext --inplace
 	$(PY) bench/compare_builds.py $(BEFORE_DIR) . --rounds $(BENCH_ROUNDS)
 	git worktree remove --force $(BEFORE_DIR)
+
+# Loop-heavy kernels: plain, framejit native and Numba's @njit (issue 21;
+# installs bench/loops/requirements.txt).  BENCH_LOOPS_FLAGS=--quick for the smaller sizes.
+BENCH_LOOPS_FLAGS ?=
+bench-loops: build
+	$(PY) -m pip install -q -r bench/loops/requirements.txt
+	$(PY) bench/loops/bench_loops.py $(BENCH_LOOPS_FLAGS)
 
 # BENCHMARKS.md from bench/results/*.json (measures nothing).
 bench-report:

@@ -199,6 +199,23 @@ phase's warm-up at five checkpoints, then a shorter pass under tracemalloc
 (Python-level allocations).  A growth that stops after the first checkpoint
 is a one-time step (allocator pools), not a per-call leak.  The script
 exits 1 when a phase grows by more than 20 MB RSS or 512 KB traced."""),
+    ("loops", "Loop-heavy kernels", "bench/loops/bench_loops.py [--quick] [--only NAME,...]",
+     """\
+```sh
+make bench-loops                               # pip-installs bench/loops/requirements.txt (Numba), the full run
+python3 bench/loops/bench_loops.py --quick     # the smaller sizes
+```
+
+23 kernels written as loops, the way Numba's users write them
+(bench/loops/kernels.py: recurrences, stencils and time stepping, distance
+matrices, n-body, matrix products and convolutions, Mandelbrot, histograms
+and grouping, ODE integration, polynomials), each run plain, through
+framejit's native backend (its loops captured as loop nodes and compiled to
+C loops, docs/loops.md) and through Numba's `@njit`.  Warm times are the best
+of the rounds; first calls start from an empty kernel cache (trace, C
+compile, run), at the size and at the smaller size (flat: the trace does not
+grow with the trip count).  framejit's results and the inputs it writes are
+compared bit for bit with plain; the run fails when one differs."""),
     ("native", "Native backend", "bench/native/bench_native.py [--quick] [--sizes ...] [--procs K]",
      """\
 ```sh

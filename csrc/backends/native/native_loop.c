@@ -972,6 +972,16 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         Py_XDECREF(d);
         for (Py_ssize_t k = 0; !bad && k < PyList_GET_SIZE(e.hoist); k++)
             bad = PyList_Append(decl, PyList_GET_ITEM(e.hoist, k)) < 0;
+        /* the version without checks also takes every array's last axis as
+           contiguous (its stride a constant the compiler can use) */
+        for (int k = 0; !bad && k < lp->nph; k++) {
+            if (lp->ph[k].kind != FJL_ARRAY)
+                continue;
+            PyObject *c = PyUnicode_FromFormat("    hs_ = hs_ && A%ds%d == %d;", k, lp->ph[k].ndim - 1,
+                                               fjn_type_size(lp->ph[k].type));
+            bad = c == NULL || PyList_Append(decl, c) < 0;
+            Py_XDECREF(c);
+        }
         Py_CLEAR(e.hoist);
         if (bad) {
             Py_DECREF(decl);
@@ -1086,6 +1096,18 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
     Py_XDECREF(sep2);
     PyObject *ufast = utext && gs && gw ? PyUnicode_Replace(utext, gs, gw, -1) : NULL;
     Py_XDECREF(utext);
+    for (int k = 0; ufast != NULL && k < lp->nph; k++) {
+        if (lp->ph[k].kind != FJL_ARRAY)
+            continue;
+        PyObject *from = PyUnicode_FromFormat("A%ds%d", k, lp->ph[k].ndim - 1);
+        PyObject *to = PyUnicode_FromFormat("%d", fjn_type_size(lp->ph[k].type));
+        if (from != NULL && to != NULL)
+            Py_SETREF(ufast, PyUnicode_Replace(ufast, from, to, -1));
+        else
+            Py_CLEAR(ufast);
+        Py_XDECREF(from);
+        Py_XDECREF(to);
+    }
     if (ufast != NULL && !npfloat) {
         PyObject *g = PyUnicode_FromString("goto");
         int stops = g == NULL ? 1 : PyUnicode_Find(ufast, g, 0, PyUnicode_GET_LENGTH(ufast), 1) >= 0;
