@@ -487,16 +487,16 @@ static PyObject *without_checks(PyObject *lines, Py_ssize_t from, Py_ssize_t to,
 
 /* When index operand 'o' is this level's loop index plus a constant c (the
    index itself, index + c, c + index, index - c), or a constant: 1 with
-   *c (and *constant for a constant); else 0. */
-static int affine_index(Emit *e, PyObject *o, long long *c, int *constant)
+   *c (and *is_const for a constant); else 0. */
+static int affine_index(Emit *e, PyObject *o, long long *c, int *is_const)
 {
     fj_Node *ix0 = e->nodes ? (fj_Node *)PyList_GET_ITEM(e->nodes, 0) : NULL;
-    *constant = 0;
+    *is_const = 0;
     if (PyLong_CheckExact(o)) {
         int overflow;
         *c = PyLong_AsLongLongAndOverflow(o, &overflow);
         PyErr_Clear();
-        *constant = 1;
+        *is_const = 1;
         return !overflow && *c > -(1LL << 40) && *c < (1LL << 40);
     }
     if (!fj_Node_Check(o) || ix0 == NULL)
@@ -583,11 +583,11 @@ static int emit_node(Emit *e, fj_Node *n)
                 break;
             }
             long long c;
-            int constant;
-            int hoisted = e->hoist != NULL && affine_index(e, items[k], &c, &constant);
+            int is_const;
+            int hoisted = e->hoist != NULL && affine_index(e, items[k], &c, &is_const);
             if (hoisted) {
                 /* in bounds for the loop's whole range: checked once, before it */
-                PyObject *cond = constant ? PyUnicode_FromFormat("    %s = %s && %lld >= 0 && %lld < A%dn%zd;", e->hs, e->hs,
+                PyObject *cond = is_const ? PyUnicode_FromFormat("    %s = %s && %lld >= 0 && %lld < A%dn%zd;", e->hs, e->hs,
                                                                  c, c, A, k)
                                           : PyUnicode_FromFormat("    %s = %s && (%s < %s ? %s : %s) + %lld >= 0 && "
                                                                  "(%s < %s ? %s : %s) + %lld < A%dn%zd;",
