@@ -61,6 +61,29 @@ def check_differential(fn, args_list, expect_graph=True, backend="eager"):
             f"{dict(framejit.counters['unsupported'])}")
 
 
+def check_with_inputs(fn, args_list, backend="eager"):
+    """fn compiled (twice per argument tuple: the second a cache hit) against
+    plain CPython on copies of each argument tuple, comparing the outcome
+    (value, or exception type and message) and every input afterwards (item
+    stores).  Returns framejit.counters."""
+    framejit.reset()
+    cf = framejit.compile(fn, backend=backend)
+    for args in args_list:
+        pa = _copy(args)
+        plain = outcome(fn, pa)
+        for _ in range(2):
+            ca = _copy(args)
+            got = outcome(cf, ca)
+            assert got[0] == plain[0], f"{got} vs {plain}"
+            if got[0] == "ok":
+                same(got[1], plain[1])
+            else:
+                assert got[1:] == plain[1:]
+            for i, (x, y) in enumerate(zip(ca, pa)):
+                same(x, y, f"argument {i}")
+    return framejit.counters
+
+
 def clone(a):
     """A copy of 'a' with its layout (strides, negative ones included, and
     read-only-ness; always aligned), so compiled and plain runs see the same memory order;

@@ -10,28 +10,12 @@ import pytest
 
 import framejit
 
-from difftools import _copy, outcome, same
+from difftools import _copy, check_with_inputs, outcome, same
 
 
 def run_both(fn, args_list, backend="eager"):
-    """Compiled (twice: a cache hit) against plain on copies of each argument
-    tuple; returns the counters of the compiled runs."""
-    framejit.reset()
-    cf = framejit.compile(fn, backend=backend)
-    for args in args_list:
-        pa = _copy(args)
-        plain = outcome(fn, pa)
-        for _ in range(2):
-            ca = _copy(args)
-            got = outcome(cf, ca)
-            assert got[0] == plain[0], f"{got} vs {plain}"
-            if got[0] == "ok":
-                same(got[1], plain[1])
-            else:
-                assert got[1:] == plain[1:]
-            for i, (x, y) in enumerate(zip(ca, pa)):
-                same(x, y, f"argument {i}")
-    return framejit.counters
+    """Compiled against plain, inputs compared too (difftools.check_with_inputs)."""
+    return check_with_inputs(fn, args_list, backend)
 
 
 def loop_nodes(fn, *args):

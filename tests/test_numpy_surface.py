@@ -60,7 +60,7 @@ def test_break_reasons_never_show_internal_representations(make):
 
 # ---------------------------------------------------------------- differential
 
-from difftools import _copy, outcome, same  # noqa: E402
+from difftools import _copy, check_with_inputs, outcome, same  # noqa: E402
 
 rng = np.random.default_rng(21)
 M = rng.standard_normal((4, 5))                      # 2-d float64
@@ -81,27 +81,12 @@ ARRAYS = {"M": M, "T3": T3, "NC": NC, "FT": FT, "V": V, "IV": IV, "I32": I32, "B
 
 
 def diff_check(fn, args_list, backend="eager", graphs=True):
-    """fn compiled against plain CPython on copies of each argument tuple
-    (twice compiled: a cache hit), comparing the outcome (value or exception
-    type and message) and every input afterwards (item stores)."""
-    framejit.reset()
-    cf = framejit.compile(fn, backend=backend)
-    for args in args_list:
-        pa = _copy(args)
-        plain = outcome(fn, pa)
-        for _ in range(2):
-            ca = _copy(args)
-            got = outcome(cf, ca)
-            assert got[0] == plain[0], f"{got} vs {plain}"
-            if got[0] == "ok":
-                same(got[1], plain[1])
-            else:
-                assert got[1:] == plain[1:]
-            for i, (x, y) in enumerate(zip(ca, pa)):
-                same(x, y, f"argument {i}")
+    """Compiled against plain, inputs compared too (difftools.check_with_inputs);
+    with 'graphs', at least one graph was made.  Returns the break reasons."""
+    counters = check_with_inputs(fn, args_list, backend)
     if graphs:
-        assert framejit.counters["stats"]["unique_graphs"] >= 1, dict(framejit.counters["graph_break"])
-    return dict(framejit.counters["graph_break"])
+        assert counters["stats"]["unique_graphs"] >= 1, dict(counters["graph_break"])
+    return dict(counters["graph_break"])
 
 
 def _cases(fn, names):

@@ -86,6 +86,17 @@ static int retry(fj_TFrame *fr, int head, long peel, const char *why)
                           fr->code->co_filename, fr->il.v[head].line, why, peel, peel == 1 ? "" : "s");
 }
 
+/* 1 when the three were made; else -1, all three cleared. */
+static int all_three(PyObject **start, PyObject **stop, PyObject **step)
+{
+    if (*start != NULL && *step != NULL && *stop != NULL)
+        return 1;
+    Py_CLEAR(*start);
+    Py_CLEAR(*step);
+    Py_CLEAR(*stop);
+    return -1;
+}
+
 /* start, stop and step of the range the ITER Var 'it' walks from its
    position on, and the iterations left (*left).  1 when it is one (a lazy
    range, or listed ints in arithmetic progression), 0 if not, -1. */
@@ -105,13 +116,7 @@ static int range_left(fj_Var *it, PyObject **start, PyObject **stop, PyObject **
         *stop = span && *start ? PyNumber_Add(*start, span) : NULL;
         Py_XDECREF(count);
         Py_XDECREF(span);
-        if (*start == NULL || *step == NULL || *stop == NULL) {
-            Py_CLEAR(*start);
-            Py_CLEAR(*step);
-            Py_CLEAR(*stop);
-            return -1;
-        }
-        return 1;
+        return all_three(start, stop, step);
     }
     if (it->obj != NULL || it->extra != NULL || it->items == NULL)
         return 0;
@@ -143,13 +148,7 @@ static int range_left(fj_Var *it, PyObject **start, PyObject **stop, PyObject **
     *start = PyLong_FromLongLong(first);
     *step = PyLong_FromLongLong(d);
     *stop = PyLong_FromLongLong(prev + d);
-    if (*start == NULL || *step == NULL || *stop == NULL) {
-        Py_CLEAR(*start);
-        Py_CLEAR(*step);
-        Py_CLEAR(*stop);
-        return -1;
-    }
-    return 1;
+    return all_three(start, stop, step);
 }
 
 /* True when a carried value can be a placeholder: an array, NumPy scalar or
