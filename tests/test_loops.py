@@ -65,6 +65,12 @@ def array_carry(x):
     return x
 
 
+def array_carry_long(x):
+    for k in range(400):
+        x = x * 0.999 + 0.5
+    return x
+
+
 def stencil(u):
     n = u.shape[0]
     v = np.zeros_like(u)
@@ -182,8 +188,9 @@ def test_loop_differential(fn, args_list, backend):
 
 
 @pytest.mark.parametrize("fn,args", [(recurrence, (np.zeros(50),)), (accumulate, (V50,)),
-                                     (array_carry, (np.arange(5.0),)), (stencil, (V50,)),
-                                     (row_loop, (M2,)), (count_index, (30,)), (mandel_point, (0.2, 0.1, 40))],
+                                     (array_carry_long, (np.arange(5.0),)), (stencil, (V50,)),
+                                     (row_loop, (np.ones((300, 4)),)), (count_index, (30,)),
+                                     (mandel_point, (0.2, 0.1, 40))],
                          ids=lambda p: getattr(p, "__name__", ""))
 def test_loop_is_one_node(fn, args):
     loops, nodes = loop_nodes(fn, *args)
@@ -204,18 +211,26 @@ def test_graph_size_does_not_grow_with_the_trip_count():
 
 def test_short_loops_unroll():
     def f(a):
+        s = a[0]
         for i in range(4):
-            a = a + i
-        return a
+            s = s + a[i]
+        return s
 
-    loops, _ = loop_nodes(f, np.arange(3.0))
+    loops, _ = loop_nodes(f, np.arange(5.0))
     assert loops == 0
     framejit.config.loop_unroll_limit = 2
     try:
-        loops, _ = loop_nodes(f, np.arange(3.0))
+        loops, _ = loop_nodes(f, np.arange(5.0))
         assert loops == 1
     finally:
         framejit.config.loop_unroll_limit = 16
+
+
+def test_short_loops_of_array_operations_unroll_to_fuse():
+    # 100 iterations of two array operations: unrolled (the native backend fuses
+    # them into one pass); 400 of them: one loop node
+    assert loop_nodes(array_carry, np.arange(5.0))[0] == 0
+    assert loop_nodes(array_carry_long, np.arange(5.0))[0] == 1
 
 
 def test_capture_loops_off_unrolls():

@@ -256,6 +256,27 @@ static int body_value_escapes(fj_TFrame *fr, PyObject *body, const int *slot_of)
     return 0;
 }
 
+/* The most operations an unrolled loop of array operations may add
+   (iterations times the body's calls) to be unrolled rather than captured. */
+#define FJ_LOOP_FUSE_BUDGET 512
+
+/* True when the body computes whole arrays (not only element reads and
+   stores, views or inner loops): elementwise work that fuses when unrolled. */
+static int computes_arrays(PyObject *body)
+{
+    PyObject *nodes = PyObject_GetAttrString(body, "nodes");
+    int r = 0;
+    for (Py_ssize_t k = 0; nodes != NULL && k < PyList_GET_SIZE(nodes) && !r; k++) {
+        fj_Node *n = (fj_Node *)PyList_GET_ITEM(nodes, k);
+        r = n->kind == FJ_NODE_CALL && n->op != NULL && n->vkind == FJ_VAL_ARRAY && n->ndim >= 1 &&
+            n->op->kind != FJ_OP_GETITEM && !(n->op->flags & FJ_OPF_MUTATES) && n->op != &fj_loop_row &&
+            n->op != &fj_loop_item_row;
+    }
+    Py_XDECREF(nodes);
+    PyErr_Clear();
+    return r;
+}
+
 /* The pending exception's message (new reference), cleared; NULL if none. */
 static PyObject *take_message(void)
 {
@@ -474,6 +495,13 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
         goto error;
     if (esc) {
         r = retry(fr, head, -1, "a value the body computes is kept in a container or an object");
+        goto done;
+    }
+    if (left * fj_graph_num_calls(c.body) <= FJ_LOOP_FUSE_BUDGET && computes_arrays(c.body)) {
+        /* few iterations of array operations: unrolled, the native backend fuses
+           them across iterations into one pass over memory (a loop node would
+           run each one through NumPy) */
+        r = retry(fr, head, -1, "a short loop of array operations, whose operations fuse when unrolled");
         goto done;
     }
     /* the state after one iteration: each written local's value, which must
