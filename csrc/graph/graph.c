@@ -292,6 +292,17 @@ static int collect_inputs(fj_Graph *g, PyObject *o, PyObject *acc, int depth, in
     return 0;
 }
 
+static fj_Node *append_node(fj_Graph *g, fj_Node *n, PyObject *acc);
+
+/* Appends call node 'n' (stolen): variant when one of its inputs ('acc') is. */
+static fj_Node *append_call(fj_Graph *g, fj_Node *n, PyObject *acc)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(acc) && !n->variant; i++)
+        n->variant = ((fj_Node *)PyList_GET_ITEM(acc, i))->variant;
+    g->ncalls++;
+    return append_node(g, n, acc);
+}
+
 /* Appends node 'n' (stolen) using the inputs in 'acc'.  Borrowed node or NULL. */
 static fj_Node *append_node(fj_Graph *g, fj_Node *n, PyObject *acc)
 {
@@ -600,10 +611,7 @@ fj_Node *fj_graph_call(PyObject *gobj, const fj_OpDef *op, PyObject *args, PyObj
     if (!stem || !(n->name = unique_name(g, stem)))
         goto error;
     Py_DECREF(stem);
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(acc) && !n->variant; i++)
-        n->variant = ((fj_Node *)PyList_GET_ITEM(acc, i))->variant;
-    g->ncalls++;
-    n = append_node(g, n, acc);
+    n = append_call(g, n, acc);
     Py_DECREF(acc);
     Py_XDECREF(lifted_args);
     Py_XDECREF(lifted_kwargs);
@@ -794,10 +802,7 @@ fj_Node *fj_graph_raw_call(PyObject *gobj, const fj_OpDef *op, PyObject *target,
         n->vkind = vkind;
     if (!(n->name = unique_name(g, stem)))
         goto error;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(acc) && !n->variant; i++)
-        n->variant = ((fj_Node *)PyList_GET_ITEM(acc, i))->variant;
-    g->ncalls++;
-    n = append_node(g, n, acc);
+    n = append_call(g, n, acc);
     Py_DECREF(acc);
     return n;
 error:

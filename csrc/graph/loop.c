@@ -9,6 +9,7 @@ typedef struct {
     PyObject_HEAD
     PyObject *body;      /* strong: the body graph */
     PyObject *carried;   /* strong: tuple of int, the state slots the body reads */
+    Py_ssize_t *slot;    /* PyMem: the same slots as C ints (read each iteration) */
     Py_ssize_t nstate;   /* outputs of the body: the state slots */
     Py_ssize_t nlifted;  /* values of the enclosing graph, passed to every iteration */
     vectorcallfunc vectorcall;
@@ -23,6 +24,15 @@ PyObject *fj_loop_new(PyObject *body, PyObject *carried, Py_ssize_t nstate, Py_s
     fj_Loop *l = PyObject_New(fj_Loop, fj_LoopType);
     if (l == NULL)
         return NULL;
+    l->body = l->carried = NULL;
+    Py_ssize_t nc = PyTuple_GET_SIZE(carried);
+    l->slot = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(nc ? nc : 1));
+    if (l->slot == NULL) {
+        Py_DECREF(l);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t k = 0; k < nc; k++)
+        l->slot[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(carried, k));
     l->body = Py_NewRef(body);
     l->carried = Py_NewRef(carried);
     l->nstate = nstate;
@@ -41,6 +51,7 @@ static void loop_dealloc(fj_Loop *l)
     PyTypeObject *tp = Py_TYPE(l);
     Py_XDECREF(l->body);
     Py_XDECREF(l->carried);
+    PyMem_Free(l->slot);
     PyObject_Free(l);
     Py_DECREF(tp);
 }
@@ -88,7 +99,7 @@ static PyObject *loop_vectorcall(PyObject *self, PyObject *const *args, size_t n
             break;
         in[0] = i;
         for (Py_ssize_t k = 0; k < ncarried; k++)
-            in[1 + k] = PyTuple_GET_ITEM(state, PyLong_AsSsize_t(PyTuple_GET_ITEM(l->carried, k)));
+            in[1 + k] = PyTuple_GET_ITEM(state, l->slot[k]);
         PyObject *out = fj_graph_run(l->body, in, nin);
         if (out == NULL)
             goto done;

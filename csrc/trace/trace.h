@@ -159,6 +159,10 @@ int fj_trace_capture_loop(struct fj_TFrame *fr, int head);
    the innermost captured loop's body (a change to it then happens once per
    iteration, as traced). */
 int fj_loop_made_here(fj_Tracer *tx, fj_Var *v);
+/* True when the trace has side effects to replay after the graph (effects,
+   mutated input containers, global stores): an error the graph raises from
+   its data would lose them. */
+int fj_trace_effects_pending(fj_Tracer *tx);
 /* 0 when index Var 'key' is safe to index with in a graph now; -1 with
    Unsupported when it holds integer arrays (values that may be out of
    bounds at run time) and side effects come before it in the trace. */

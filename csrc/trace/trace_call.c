@@ -538,9 +538,7 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
     }
     if (fj_trace_check_writeable(fr, op, args, n, kwnames) < 0)
         return NULL;
-    if ((op->flags & FJ_OPF_RAISES) &&
-        (PyList_GET_SIZE(fr->tx->effects) > 0 || PyList_GET_SIZE(fr->tx->mutated) > 0 ||
-         PyDict_GET_SIZE(fr->tx->global_overlay) > 0))
+    if ((op->flags & FJ_OPF_RAISES) && fj_trace_effects_pending(fr->tx))
         return fj_unsupported("%s after side effects (an error it raises from the data would lose them)",
                               fj_op_qualname(op)), NULL;
     PyObject *dims = NULL; /* the result's symbolic dims */
@@ -1800,19 +1798,23 @@ static int data_index_enter(fj_VarWalk *w, PyObject *v)
     return k->kind == FJ_VAR_TUPLE ? FJ_WALK_INTO : FJ_WALK_SKIP;
 }
 
+int fj_trace_effects_pending(fj_Tracer *tx)
+{
+    return PyList_GET_SIZE(tx->effects) > 0 || PyList_GET_SIZE(tx->mutated) > 0 ||
+           PyDict_GET_SIZE(tx->global_overlay) > 0;
+}
+
 int fj_trace_index_may_raise(fj_Tracer *tx, PyObject *keyv)
 {
-    int r = fj_var_find(keyv, FJ_PART_ITEMS, data_index_enter, NULL);
-    if (r <= 0)
-        return r;
     /* an index whose values are data may be out of bounds when the graph
        runs: side effects traced before it are replayed after the graph, so an
        IndexError would lose them (CPython has done them by then) */
-    if (PyList_GET_SIZE(tx->effects) > 0 || PyList_GET_SIZE(tx->mutated) > 0 ||
-        PyDict_GET_SIZE(tx->global_overlay) > 0)
-        return fj_unsupported("indexing with integer arrays after side effects (an IndexError would "
-                              "lose them)");
-    return 0;
+    if (!fj_trace_effects_pending(tx))
+        return 0;
+    int r = fj_var_find(keyv, FJ_PART_ITEMS, data_index_enter, NULL);
+    if (r <= 0)
+        return r;
+    return fj_unsupported("indexing with integer arrays after side effects (an IndexError would lose them)");
 }
 
 PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)

@@ -370,8 +370,7 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
     if (peel < 0 || it->pos < peel)
         goto done; /* unroll (this iteration) */
 
-    if (PyList_GET_SIZE(tx->effects) > 0 || PyList_GET_SIZE(tx->mutated) > 0 ||
-        PyDict_GET_SIZE(tx->global_overlay) > 0) {
+    if (fj_trace_effects_pending(tx)) {
         /* the loop may raise when it runs (an index, a division by zero): the
            side effects traced before it are replayed after the graph, so they
            would be lost; CPython has done them by then */

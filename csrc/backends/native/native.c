@@ -890,29 +890,37 @@ done:
 /* Does NumPy's error state ignore every FE_* condition of kernel status
    'status' (np.geterr()[...] == "ignore"), so the kernel's values stand?
    Asked only when a kernel reports something; errors count as "no". */
-static int status_ignored(int status)
+int fjn_ignored_flags(void)
 {
     static const struct {
         int bit;
         const char *name;
     } cats[] = {{FE_DIVBYZERO, "divide"}, {FE_OVERFLOW, "over"}, {FE_UNDERFLOW, "under"}, {FE_INVALID, "invalid"}};
-    int ok = 1;
-    if (status & ~(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID))
-        return 0;
-    PyObject *err = PyObject_CallMethod(fjn_numpy, "geterr", NULL);
-    if (!err || !PyDict_Check(err)) {
-        Py_XDECREF(err);
+    if (!fjn_numpy && !(fjn_numpy = PyImport_ImportModule("numpy"))) {
         PyErr_Clear();
         return 0;
     }
-    for (size_t i = 0; ok && i < sizeof cats / sizeof cats[0]; i++) {
-        if (!(status & cats[i].bit))
-            continue;
-        PyObject *mode = PyDict_GetItemString(err, cats[i].name); /* borrowed */
-        ok = mode && PyUnicode_Check(mode) && PyUnicode_CompareWithASCIIString(mode, "ignore") == 0;
+    PyObject *err = PyObject_CallMethod(fjn_numpy, "geterr", NULL);
+    int bits = 0;
+    if (err != NULL && PyDict_Check(err)) {
+        for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++) {
+            PyObject *mode = PyDict_GetItemString(err, cats[i].name); /* borrowed */
+            if (mode && PyUnicode_Check(mode) && PyUnicode_CompareWithASCIIString(mode, "ignore") == 0)
+                bits |= cats[i].bit;
+        }
     }
-    Py_DECREF(err);
-    return ok;
+    Py_XDECREF(err);
+    PyErr_Clear();
+    return bits;
+}
+
+/* Does NumPy's error state ignore every FE_* condition of kernel status
+   'status', so the kernel's values stand?  Asked only when a kernel reports
+   something; errors count as "no". */
+static int status_ignored(int status)
+{
+    int all = FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID;
+    return !(status & ~all) && !(status & ~fjn_ignored_flags());
 }
 
 /* ---- running ---------------------------------------------------------------- */

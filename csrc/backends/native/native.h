@@ -107,6 +107,10 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi);
 /* The common prologue of every kernel file (new reference str, NULL on error). */
 PyObject *fjn_emit_prologue(void);
 
+/* The FE_* bits of the conditions np.geterr() says "ignore" for (0 when it
+   cannot be asked). */
+int fjn_ignored_flags(void);
+
 /* The environment variable 'name' as a count of bytes / threads: 1 with *out set
    when it is a non-negative decimal integer (clamped to PY_SSIZE_T_MAX), else 0 (unset,
    empty or not a number: the caller keeps its default). */

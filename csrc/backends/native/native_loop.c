@@ -1320,29 +1320,6 @@ static PyObject *box(const fjl_Slot *s, const fjl_v *v)
     return NULL;
 }
 
-/* FE_* bits np.geterr() says 'ignore' for (0 on any error). */
-static int ignored_flags(void)
-{
-    static const struct {
-        int bit;
-        const char *name;
-    } cats[] = {{FE_DIVBYZERO, "divide"}, {FE_OVERFLOW, "over"}, {FE_UNDERFLOW, "under"}, {FE_INVALID, "invalid"}};
-    PyObject *np = PyImport_ImportModule("numpy");
-    PyObject *err = np ? PyObject_CallMethod(np, "geterr", NULL) : NULL;
-    Py_XDECREF(np);
-    int bits = 0;
-    if (err != NULL && PyDict_Check(err)) {
-        for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++) {
-            PyObject *mode = PyDict_GetItemString(err, cats[i].name);
-            if (mode && PyUnicode_Check(mode) && PyUnicode_CompareWithASCIIString(mode, "ignore") == 0)
-                bits |= cats[i].bit;
-        }
-    }
-    Py_XDECREF(err);
-    PyErr_Clear();
-    return bits;
-}
-
 static PyObject *arg_value(PyObject *a, PyObject **env)
 {
     return fj_Node_Check(a) ? env[((fj_Node *)a)->index] : a;
@@ -1372,7 +1349,7 @@ PyObject *fjn_loop_run(fjn_LoopPlan *lp, fj_Node *n, PyObject **env, Py_ssize_t 
                    &v[1 + lp->ncarried + m]);
     int status = 2;
     if (ok) {
-        int ignore = ignored_flags();
+        int ignore = fjn_ignored_flags();
         status = lp->fn(start, stop, step, v, outs, ignore, &at);
         feclearexcept(FE_ALL_EXCEPT);
     }
