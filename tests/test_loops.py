@@ -661,3 +661,204 @@ def test_hoisted_bounds(backend):
     run_both(wraps_at_start, [(a, np.zeros(40))], backend)
     run_both(inner_partial, [(m, np.zeros((30, 25))), (m[::2], np.zeros((15, 25)))], backend)
     run_both(inner_overrun, [(m, np.zeros((30, 25)), 0), (m, np.zeros((30, 25)), 1)], backend)
+
+
+# ---------------------------------------------------------------- the C loops' fast versions
+# (native_loop.c): stores of a hoisted range log one saved range per loop run,
+# or per block, instead of an entry per store; a NumPy float operation is kept
+# only where nothing else forces it; int overflow of a level without inner
+# loops is sticky and tested after the loop.  Each kernel fails (a float
+# condition, an int overflow) in the middle of a loop, past the first block,
+# under every errstate mode: the results, the inputs after the call, the
+# exceptions and the warnings are NumPy's.
+
+def heat_blowup(u, tmp, steps, r):
+    for t in range(steps):
+        for i in range(1, u.shape[0] - 1):
+            tmp[i] = u[i] + r * (u[i - 1] - 2.0 * u[i] + u[i + 1])
+        for i in range(1, u.shape[0] - 1):
+            u[i] = tmp[i]
+    return u
+
+
+def flat_blowup(x, out):
+    for i in range(x.shape[0]):
+        out[i] = x[i] * x[i] * 1e300
+    return out
+
+
+def recurrence_blowup(a, b):
+    for i in range(1, a.shape[0]):
+        a[i] = a[i - 1] * 3.0 + b[i]
+    return a
+
+
+def dead_operation(x, out):
+    for i in range(x.shape[0]):
+        t = x[i] * 1e308
+        out[i] = x[i]
+    return out
+
+
+def overwritten_store(x, out):
+    for i in range(x.shape[0]):
+        out[i] = x[i] * 1e308
+        out[i] = x[i]
+    return out
+
+
+def fixed_store(x, out):
+    for i in range(x.shape[0]):
+        out[0] = x[i] * 1e308
+    return out
+
+
+def neighbour_sums(g, out):
+    for i in range(1, g.shape[0] - 1):
+        for j in range(1, g.shape[1] - 1):
+            out[i, j] = g[i - 1, j] + g[i + 1, j] + g[i, j - 1] + g[i, j + 1]
+    return out
+
+
+def nested_offsets(img, out):
+    for i in range(img.shape[0]):
+        for j in range(img.shape[1]):
+            out[i, j] = img[i + 0 - 1, j + 1 - 1] * 2.0
+    return out
+
+
+def stencil_into(u, v):
+    for i in range(1, u.shape[0] - 1):
+        v[i] = (u[i - 1] + u[i + 1]) * 1e300 - u[i]
+    return v
+
+
+def run_modes(fn, make_args, mode, backend="native"):
+    """fn compiled and plain under np.errstate(all=mode): outcome, inputs after
+    the call and warnings equal, twice (the second call warm)."""
+    import warnings
+
+    def run(f):
+        args = make_args()
+        with warnings.catch_warnings(record=True) as w, np.errstate(all=mode):
+            warnings.simplefilter("always")
+            out = outcome(f, args)
+        return out, args, [str(x.message) for x in w]
+
+    framejit.reset()
+    cf = framejit.compile(fn, backend=backend)
+    for _ in range(2):
+        (g, ga, gw), (p, pa, pw) = run(cf), run(fn)
+        assert g[0] == p[0], (g, p)
+        if g[0] == "ok":
+            same(g[1], p[1])
+        else:
+            assert g[1:] == p[1:]
+        for x, y in zip(ga, pa):
+            same(x, y)
+        assert gw == pw
+
+
+def _heat_args():
+    u = np.random.default_rng(5).random(300)
+    u[150] = 1e300
+    return u, np.zeros(300), 6, 40.0
+
+
+def _big_at(n, k, v=1e10):
+    def make():
+        x = np.random.default_rng(k).random(n)
+        x[k] = v
+        return x, np.zeros(n)
+    return make
+
+
+def _recurrence_args():
+    return np.ones(2000), np.random.default_rng(9).random(2000)
+
+
+def _int_grid():
+    g = np.random.default_rng(3).integers(0, 5, (40, 70)).astype(np.int64)
+    g[25, 40] = 2**62
+    g[27, 40] = 2**62
+    return g, np.zeros((40, 70), dtype=np.int64)
+
+
+@pytest.mark.parametrize("mode", ["ignore", "warn", "raise"])
+@pytest.mark.parametrize("fn,make", [
+    (heat_blowup, _heat_args),
+    (flat_blowup, _big_at(2000, 700)),
+    (flat_blowup, _big_at(2000, 1900)),
+    (recurrence_blowup, _recurrence_args),
+    (dead_operation, _big_at(1500, 900)),
+    (overwritten_store, _big_at(1500, 600)),
+    (fixed_store, _big_at(1500, 1100)),
+    (neighbour_sums, _int_grid),
+    (stencil_into, _big_at(1200, 800, 1e9)),
+], ids=["heat", "flat-700", "flat-1900", "recurrence", "dead", "overwritten", "fixed", "int-overflow", "stencil"])
+def test_fast_versions_stop_where_numpy_does(fn, make, mode):
+    run_modes(fn, make, mode)
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_fast_versions_without_conditions(backend):
+    img = np.random.default_rng(4).random((30, 40))
+    run_both(nested_offsets, [(img, np.zeros((30, 40)))], backend)
+    run_both(neighbour_sums, [(np.arange(2800).reshape(40, 70), np.zeros((40, 70), dtype=np.int64))], backend)
+    run_both(flat_blowup, [(np.linspace(0, 1e-5, 3000), np.zeros(3000))], backend)
+
+
+def native_loop_plans(fn, args):
+    """The native plans compiling fn(*args) makes, after a call and a warm call."""
+    from framejit import native
+    plans = []
+    framejit.reset()
+    cf = framejit.compile(fn, backend=lambda g, ex: plans.append(native.backend(g, ex)) or plans[-1])
+    for _ in range(2):
+        same(cf(*_copy(args)), fn(*_copy(args)))
+    return [p for p in plans if isinstance(p, framejit._C.NativePlan)]
+
+
+@pytest.mark.parametrize("fn,args", [
+    (nested_offsets, (np.random.default_rng(4).random((30, 40)), np.zeros((30, 40)))),
+    (neighbour_sums, (np.arange(2800).reshape(40, 70), np.zeros((40, 70), dtype=np.int64))),
+    (flat_blowup, (np.linspace(0, 1e-5, 3000), np.zeros(3000))),
+    (heat_blowup, (np.random.default_rng(5).random(300), np.zeros(300), 6, 0.25)),
+    (recurrence_blowup, (np.ones(200), np.random.default_rng(9).random(200))),
+    (stencil_into, (np.random.default_rng(8).random(1200) * 1e-10, np.zeros(1200))),
+], ids=["offsets", "int-sums", "flat", "heat", "recurrence", "stencil"])
+def test_clean_data_runs_the_c_loop_whole(fn, args):
+    """No condition, no overflow, indices in bounds: the C loop runs every
+    iteration (no iteration handed to the eager loop)."""
+    plans = native_loop_plans(fn, args)
+    assert any("int fj_l" in p.source for p in plans)
+    assert all(p.fallbacks == 0 for p in plans), [p.fallbacks for p in plans]
+
+
+def test_fast_version_source():
+    """What the version without checks is made of: a range saved per loop run
+    (no undo entry per store), sticky int overflow, no FJL_KEEP on a stored
+    value (vectorizable), FJL_KEEP on an unused one."""
+    src = native_loop_plans(heat_blowup, (np.random.default_rng(5).random(300), np.zeros(300), 6, 0.25))[0].source
+    assert "fjl_save(&lg" in src and "FJL_KEEP(n" not in src
+    src = native_loop_plans(neighbour_sums, (np.arange(2800).reshape(40, 70),
+                                             np.zeros((40, 70), dtype=np.int64)))[0].source
+    assert "ovf_ |=" in src
+    src = native_loop_plans(dead_operation, (np.random.default_rng(1).random(100), np.zeros(100)))[0].source
+    assert "FJL_KEEP(n" in src
+
+
+def test_fast_versions_on_views_of_one_array():
+    def make():
+        a = np.random.default_rng(6).random(1500)
+        a[1000] = 1e9
+        return a, a
+    run_modes(stencil_into, make, "warn")
+    run_modes(stencil_into, make, "raise")
+
+    def make_shifted():
+        a = np.random.default_rng(7).random(1500)
+        a[1000] = 1e9
+        return a[2:], a[:-2]
+    run_modes(stencil_into, make_shifted, "warn")
+    run_modes(stencil_into, make_shifted, "raise")

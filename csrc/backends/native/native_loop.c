@@ -139,6 +139,15 @@ typedef struct {
     PyObject *hoist;    /* borrowed list of str, or NULL (no hoisting) */
     const char *hs;
     const char *first, *last; /* C names of the level's first and last index values */
+    int ninv;           /* placeholders from this one on hold values fixed during the level's loop */
+    unsigned char *keep; /* per body node: FJL_KEEP after it (nothing else forces its computation) */
+    /* the level's range saves: one undo entry per store site for the loop's whole run
+       (or the top level's block), made before the loop in the version without checks,
+       whose stores then log nothing ('logtag': their "if (!logtag) {" lines) */
+    PyObject *saves;    /* borrowed list of str, or NULL */
+    const char *save_first, *save_count, *save_step, *logtag;
+    int *nsites;        /* shared: save sites of the whole function */
+    int leaf;           /* the level has no inner loop */
 } Emit;
 
 /* Appends a formatted line to e->src.  0 or -1. */
@@ -400,6 +409,25 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
                        hf, bound[0], pfx, bound[2], bound[0], bound[1], bound[1], bound[0], bound[2], bound[0],
                        bound[1], bound[0], bound[1], bound[2], hl, hf, pfx, bound[2], hs, pfx) < 0)
         r = -1;
+    /* indices within 2**62: an index plus a constant below 2**40 cannot overflow */
+    if (r == 0) {
+        PyObject *cond = PyUnicode_FromFormat("    %s = %s && %s > -(1LL << 62) && %s < (1LL << 62) && %s > -(1LL << 62) && "
+                                              "%s < (1LL << 62);", hs, hs, hf, hf, hl, hl);
+        if (cond == NULL || PyList_Append(in.hoist, cond) < 0)
+            r = -1;
+        Py_XDECREF(cond);
+    }
+    char hn[48];
+    snprintf(hn, sizeof hn, "hn%s", pfx);
+    in.saves = PyList_New(0);
+    in.save_first = hf;
+    in.save_count = hn;
+    in.save_step = bound[2] ? PyUnicode_AsUTF8(bound[2]) : NULL;
+    in.logtag = hs;
+    in.nsites = e->nsites;
+    in.ninv = (int)(1 + ncarried);
+    if (in.saves == NULL || in.save_step == NULL)
+        r = -1;
     Py_ssize_t at = PyList_GET_SIZE(e->src);
     if (r == 0 && line(e, "    for (long long j%s = %U; %U > 0 ? j%s < %U : j%s > %U; j%s += %U) {", pfx, bound[0],
                        bound[2], pfx, bound[1], pfx, bound[1], pfx, bound[2]) < 0)
@@ -422,7 +450,8 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
             r = x == NULL && !PyErr_Occurred() ? 2 : -1;
         Py_XDECREF(x);
     }
-    if (r == 0 && (line(e, "    memcpy(S%s, T%s, sizeof S%s);", pfx, pfx, pfx) < 0 || line(e, "    }") < 0))
+    if (r == 0 && (line(e, "    memcpy(S%s, T%s, sizeof S%s);", pfx, pfx, pfx) < 0 || line(e, "    }") < 0 ||
+                   line(e, "    if (ovf_) goto stop; /* a wrapped int of the loop's version without checks */") < 0))
         r = -1;
     if (r == 0) {
         /* two versions of the loop: without the hoisted checks when they hold */
@@ -433,6 +462,8 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
                  *tail = PyUnicode_FromString("    }");
         PyObject *all = fast && slow && head && mid && tail ? PyList_New(0) : NULL;
         int bad = all == NULL || PyList_Append(all, head) < 0;
+        for (Py_ssize_t k = 0; !bad && k < PyList_GET_SIZE(in.saves); k++)
+            bad = PyList_Append(all, PyList_GET_ITEM(in.saves, k)) < 0;
         for (Py_ssize_t k = 0; !bad && k < PyList_GET_SIZE(fast); k++)
             bad = PyList_Append(all, PyList_GET_ITEM(fast, k)) < 0;
         bad = bad || PyList_Append(all, mid) < 0;
@@ -454,6 +485,7 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
     r = r == 0 ? 1 : r == 2 ? 0 : -1;
 out:
     Py_XDECREF(carried);
+    Py_XDECREF(in.saves);
     Py_XDECREF(in.nodes);
     PyMem_Free(in.cls);
     if (in.expr != NULL) {
@@ -485,43 +517,152 @@ static PyObject *without_checks(PyObject *lines, Py_ssize_t from, Py_ssize_t to,
     return out;
 }
 
-/* When index operand 'o' is this level's loop index plus a constant c (the
-   index itself, index + c, c + index, index - c), or a constant: 1 with
-   *c (and *is_const for a constant); else 0. */
-static int affine_index(Emit *e, PyObject *o, long long *c, int *is_const)
+/* The form of int operand 'o' for hoisting: 1 a constant c, 2 this level's
+   loop index plus c, 3 a value fixed during the level's loop plus c (an
+   invariant Python int placeholder, *root); 0 none.  Sums and differences of
+   such a value and constants nest ((i + di) - 1); every partial constant
+   stays below 2**40 in magnitude. */
+static int affine_form(Emit *e, PyObject *o, long long *c, fj_Node **root, int depth)
 {
     fj_Node *ix0 = e->nodes ? (fj_Node *)PyList_GET_ITEM(e->nodes, 0) : NULL;
-    *is_const = 0;
+    *root = NULL;
     if (PyLong_CheckExact(o)) {
         int overflow;
         *c = PyLong_AsLongLongAndOverflow(o, &overflow);
         PyErr_Clear();
-        *is_const = 1;
-        return !overflow && *c > -(1LL << 40) && *c < (1LL << 40);
+        return !overflow && *c > -(1LL << 40) && *c < (1LL << 40) ? 1 : 0;
     }
     if (!fj_Node_Check(o) || ix0 == NULL)
         return 0;
     fj_Node *n = (fj_Node *)o;
     if (n == ix0) {
         *c = 0;
-        return 1;
+        *root = n;
+        return 2;
     }
-    if (n->kind != FJ_NODE_CALL || n->op == NULL || PyTuple_GET_SIZE(n->args) != 2 ||
+    if (n->kind == FJ_NODE_PLACEHOLDER) {
+        if (n->index < e->ninv || e->cls[n->index].kind != FJL_PY_INT || e->expr[n->index] == NULL)
+            return 0;
+        *c = 0;
+        *root = n;
+        return 3;
+    }
+    if (depth > 8 || n->kind != FJ_NODE_CALL || n->op == NULL || PyTuple_GET_SIZE(n->args) != 2 ||
         !(n->op->kind == FJ_OP_BINOP || n->op->kind == FJ_OP_INPLACE))
         return 0;
     int add = n->op->code == NB_ADD || n->op->code == NB_INPLACE_ADD;
     int subtract = n->op->code == NB_SUBTRACT || n->op->code == NB_INPLACE_SUBTRACT;
     PyObject *a = PyTuple_GET_ITEM(n->args, 0), *b = PyTuple_GET_ITEM(n->args, 1);
-    PyObject *k = a == (PyObject *)ix0 ? b : (add && b == (PyObject *)ix0) ? a : NULL;
-    if (k == NULL || !PyLong_CheckExact(k) || !(add || subtract) || (subtract && a != (PyObject *)ix0))
+    PyObject *k = fj_Node_Check(a) && PyLong_CheckExact(b) ? b : add && fj_Node_Check(b) && PyLong_CheckExact(a) ? a : NULL;
+    if (k == NULL || !(add || subtract))
+        return 0;
+    long long inner;
+    int f = affine_form(e, k == b ? a : b, &inner, root, depth + 1);
+    if (f != 2 && f != 3)
         return 0;
     int overflow;
     long long v = PyLong_AsLongLongAndOverflow(k, &overflow);
     PyErr_Clear();
     if (overflow || v <= -(1LL << 40) || v >= (1LL << 40))
         return 0;
-    *c = subtract ? -v : v;
-    return 1;
+    *c = subtract ? inner - v : inner + v;
+    return *c > -(1LL << 40) && *c < (1LL << 40) ? f : 0;
+}
+
+/* When index operand 'o' is this level's loop index plus a constant c, or a
+   constant: 1 with *c (and *is_const for a constant); else 0. */
+static int affine_index(Emit *e, PyObject *o, long long *c, int *is_const)
+{
+    fj_Node *root;
+    int f = affine_form(e, o, c, &root, 0);
+    *is_const = f == 1;
+    return f == 1 || f == 2;
+}
+
+/* affine_form with the C expression of a form-3 root (*base, a new reference). */
+static int index_form(Emit *e, PyObject *o, long long *c, PyObject **base)
+{
+    fj_Node *root;
+    *base = NULL;
+    int f = affine_form(e, o, c, &root, 0);
+    if (f == 3)
+        *base = Py_NewRef(e->expr[root->index]);
+    return f;
+}
+
+/* Which NumPy float values of the body need FJL_KEEP: a value whose every use
+   is dropped (an unused operation, one a later store of the same element
+   overwrites, one only the loop's state keeps) would let the compiler drop
+   the operation and the conditions it raises.  A value is forced when a
+   store at an address that changes with the loop's index (no store later in
+   the body writes the same place), or a forced or kept operation, uses it.
+   Fills e->keep; -1 on error. */
+static int keep_analysis(Emit *e, Py_ssize_t nph)
+{
+    Py_ssize_t nn = PyList_GET_SIZE(e->nodes);
+    unsigned char *forced = PyMem_Calloc((size_t)(nn ? nn : 1), 1);
+    if (forced == NULL)
+        return -1;
+    for (Py_ssize_t k = nn - 1; k >= nph; k--) {
+        fj_Node *m = (fj_Node *)PyList_GET_ITEM(e->nodes, k);
+        if (m->kind != FJ_NODE_CALL || m->op == NULL || m->op == &fj_loop_row)
+            continue;
+        VClass mc = e->cls[k];
+        if (m->op == fj_ops_for_setitem() && PyTuple_GET_SIZE(m->args) == 3) {
+            PyObject *ix = PyTuple_GET_ITEM(m->args, 1);
+            PyObject *const *it = PyTuple_Check(ix) ? &PyTuple_GET_ITEM(ix, 0) : &ix;
+            Py_ssize_t ni = PyTuple_Check(ix) ? PyTuple_GET_SIZE(ix) : 1;
+            int moves = 0;
+            for (Py_ssize_t q = 0; q < ni; q++) {
+                long long c;
+                int is_const;
+                moves |= affine_index(e, it[q], &c, &is_const) && !is_const;
+            }
+            /* a later store of the same array at the same index operands */
+            for (Py_ssize_t l = k + 1; moves && l < nn; l++) {
+                fj_Node *o = (fj_Node *)PyList_GET_ITEM(e->nodes, l);
+                if (o->kind != FJ_NODE_CALL || o->op != fj_ops_for_setitem() || PyTuple_GET_SIZE(o->args) != 3 ||
+                    PyTuple_GET_ITEM(o->args, 0) != PyTuple_GET_ITEM(m->args, 0))
+                    continue;
+                PyObject *ox = PyTuple_GET_ITEM(o->args, 1);
+                PyObject *const *ot = PyTuple_Check(ox) ? &PyTuple_GET_ITEM(ox, 0) : &ox;
+                Py_ssize_t on = PyTuple_Check(ox) ? PyTuple_GET_SIZE(ox) : 1;
+                int same = on == ni;
+                for (Py_ssize_t q = 0; same && q < ni; q++) {
+                    long long c1, c2;
+                    PyObject *b1, *b2;
+                    int f1 = index_form(e, it[q], &c1, &b1), f2 = index_form(e, ot[q], &c2, &b2);
+                    same = ot[q] == it[q] || (f1 != 0 && f1 == f2 && c1 == c2 &&
+                                              (b1 == NULL || PyUnicode_Compare(b1, b2) == 0));
+                    Py_XDECREF(b1);
+                    Py_XDECREF(b2);
+                }
+                if (same)
+                    moves = 0;
+            }
+            if (moves) {
+                for (Py_ssize_t q = 1; q < 3; q++) {
+                    PyObject *a = PyTuple_GET_ITEM(m->args, q);
+                    if (fj_Node_Check(a))
+                        forced[((fj_Node *)a)->index] = 1;
+                    for (Py_ssize_t r = 0; q == 1 && r < ni; r++)
+                        if (fj_Node_Check(it[r]))
+                            forced[((fj_Node *)it[r])->index] = 1;
+                }
+            }
+            continue;
+        }
+        e->keep[k] = mc.kind == FJL_NP && is_float_class(mc) && !forced[k];
+        if (!forced[k] && !e->keep[k])
+            continue;
+        for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(m->args); q++) {
+            PyObject *a = PyTuple_GET_ITEM(m->args, q);
+            if (fj_Node_Check(a))
+                forced[((fj_Node *)a)->index] = 1;
+        }
+    }
+    PyMem_Free(forced);
+    return 0;
 }
 
 /* The class of the result of body node 'n' and its C statements; 0 when it
@@ -574,33 +715,57 @@ static int emit_node(Emit *e, fj_Node *n)
         if (ni != arr->ndim || (!store && rc.kind != FJL_NP))
             return 0;
         PyObject *addr = PyUnicode_FromFormat("A%d", A);
+        /* the address at the loop's first index and the step between iterations,
+           for a range save: every index hoisted */
+        PyObject *saddr = addr != NULL ? PyUnicode_FromFormat("A%d", A) : NULL, *sstep = PyUnicode_FromString("0");
+        int all_hoisted = saddr != NULL && sstep != NULL && e->saves != NULL, moves = 0;
         for (Py_ssize_t k = 0; addr != NULL && k < ni; k++) {
             VClass ic;
-            PyObject *ix = operand(e, items[k], &ic);
+            PyObject *ix = operand(e, items[k], &ic), *base = NULL;
             if (ix == NULL || !(ic.kind == FJL_PY_INT || (ic.kind == FJL_NP && (ic.type == FJT_I64 || ic.type == FJT_I32)))) {
                 Py_XDECREF(ix);
                 Py_CLEAR(addr);
                 break;
             }
-            long long c;
-            int is_const;
-            int hoisted = e->hoist != NULL && affine_index(e, items[k], &c, &is_const);
+            long long c = 0;
+            int form = e->hoist != NULL ? index_form(e, items[k], &c, &base) : 0;
+            int hoisted = form != 0;
             if (hoisted) {
                 /* in bounds for the loop's whole range: checked once, before it */
-                PyObject *cond = is_const ? PyUnicode_FromFormat("    %s = %s && %lld >= 0 && %lld < A%dn%zd;", e->hs, e->hs,
-                                                                 c, c, A, k)
-                                          : PyUnicode_FromFormat("    %s = %s && (%s < %s ? %s : %s) + %lld >= 0 && "
-                                                                 "(%s < %s ? %s : %s) + %lld < A%dn%zd;",
-                                                                 e->hs, e->hs, e->first, e->last, e->first, e->last, c,
-                                                                 e->first, e->last, e->last, e->first, c, A, k);
+                PyObject *cond = form == 1 ? PyUnicode_FromFormat("    %s = %s && %lld >= 0 && %lld < A%dn%zd;", e->hs, e->hs,
+                                                                  c, c, A, k)
+                                 : form == 2 ? PyUnicode_FromFormat("    %s = %s && (%s < %s ? %s : %s) + %lld >= 0 && "
+                                                                    "(%s < %s ? %s : %s) + %lld < A%dn%zd;",
+                                                                    e->hs, e->hs, e->first, e->last, e->first, e->last, c,
+                                                                    e->first, e->last, e->last, e->first, c, A, k)
+                                 : PyUnicode_FromFormat("    %s = %s && (%U) > -(1LL << 62) && (%U) < (1LL << 62) && "
+                                                        "(%U) + %lld >= 0 && (%U) + %lld < A%dn%zd;",
+                                                        e->hs, e->hs, base, base, base, c, base, c, A, k);
                 int bad = cond == NULL || PyList_Append(e->hoist, cond) < 0;
                 Py_XDECREF(cond);
+                if (!bad && all_hoisted) {
+                    if (form == 2) {
+                        moves = 1;
+                        Py_SETREF(saddr, PyUnicode_FromFormat("%U + (%s + %lld) * A%ds%zd", saddr, e->save_first, c, A, k));
+                        Py_SETREF(sstep, PyUnicode_FromFormat("%U + A%ds%zd", sstep, A, k));
+                    }
+                    else if (form == 1)
+                        Py_SETREF(saddr, PyUnicode_FromFormat("%U + %lld * A%ds%zd", saddr, c, A, k));
+                    else
+                        Py_SETREF(saddr, PyUnicode_FromFormat("%U + ((%U) + %lld) * A%ds%zd", saddr, base, c, A, k));
+                    bad = saddr == NULL || sstep == NULL;
+                }
+                Py_XDECREF(base);
                 if (bad) {
                     Py_DECREF(ix);
                     Py_DECREF(addr);
+                    Py_XDECREF(saddr);
+                    Py_XDECREF(sstep);
                     return -1;
                 }
             }
+            else
+                all_hoisted = 0;
             if (line(e, "    long long i%s%zd_%zd = (long long)(%U);", P, n->index, k, ix) < 0 ||
                 line(e, "    %s%s%sif (i%s%zd_%zd < 0) i%s%zd_%zd += A%dn%zd; "
                         "if ((unsigned long long)i%s%zd_%zd >= (unsigned long long)A%dn%zd) goto stop; %s",
@@ -608,10 +773,16 @@ static int emit_node(Emit *e, fj_Node *n)
                      n->index, k, A, k, P, n->index, k, A, k, hoisted ? "}" : "") < 0) {
                 Py_DECREF(ix);
                 Py_DECREF(addr);
+                Py_XDECREF(saddr);
+                Py_XDECREF(sstep);
                 return -1;
             }
             Py_DECREF(ix);
             Py_SETREF(addr, PyUnicode_FromFormat("%U + i%s%zd_%zd * A%ds%zd", addr, P, n->index, k, A, k));
+        }
+        if (addr == NULL || !store || !all_hoisted) {
+            Py_CLEAR(saddr);
+            Py_CLEAR(sstep);
         }
         if (addr == NULL)
             return PyErr_Occurred() ? -1 : 0;
@@ -629,29 +800,55 @@ static int emit_node(Emit *e, fj_Node *n)
         x = operand(e, val, &a);
         if (x == NULL) {
             Py_DECREF(addr);
+            Py_XDECREF(saddr);
+            Py_XDECREF(sstep);
             return PyErr_Occurred() ? -1 : 0;
         }
         if (ac.type == FJT_BOOL && !(a.kind == FJL_PY_BOOL || (a.kind == FJL_NP && a.type == FJT_BOOL))) {
             Py_DECREF(addr);
+            Py_XDECREF(saddr);
+            Py_XDECREF(sstep);
             goto no;
         }
         if ((ac.type == FJT_I64 || ac.type == FJT_I32) && is_float_class(a)) {
             /* a float into an int array: truncated, when finite and in range */
             if (line(e, "    if (!(%U > -9223372036854775808.0 && %U < 9223372036854775808.0)) goto stop;", x, x) < 0) {
                 Py_DECREF(addr);
+                Py_XDECREF(saddr);
+                Py_XDECREF(sstep);
                 goto error;
             }
             Py_SETREF(x, PyUnicode_FromFormat("((long long)(%U))", x));
             a.kind = FJL_PY_INT;
         }
-        if ((cx = convert(e, x, a, ec)) == NULL ||
-            line(e, "    { char *p = %U; %s t = %U; %s"
-                    "undo[nu].p = p; memcpy(undo[nu].old, p, sizeof t); undo[nu].n = sizeof t; nu++; "
-                    "memcpy(p, &t, sizeof t); }",
-                 addr, et, cx, e->depth > 0 ? "if (nu == ucap && fjl_grow(&undo, &ucap)) goto stop; " : "") < 0) {
+        /* the store, its old value logged for an undo; a store of a saved range
+           logs nothing in the version without checks (the range's entry, made
+           before the loop, holds its old values) */
+        if (saddr != NULL) {
+            int site = (*e->nsites)++;
+            PyObject *sv = PyUnicode_FromFormat("    if (fjl_save(&lg, &rp%d, &rc%d, &rs%d, %U, %s, (%s) * (%U), %d)) goto stop;",
+                                                site, site, site, saddr, moves ? e->save_count : "1", e->save_step, sstep,
+                                                fjn_type_size(ac.type));
+            int bad = sv == NULL || PyList_Append(e->saves, sv) < 0;
+            Py_XDECREF(sv);
+            if (bad) {
+                Py_DECREF(addr);
+                Py_DECREF(saddr);
+                Py_DECREF(sstep);
+                goto error;
+            }
+        }
+        if ((cx = convert(e, x, a, ec)) == NULL || line(e, "    { char *p = %U; %s t = %U;", addr, et, cx) < 0 ||
+            (saddr != NULL ? line(e, "    if (!%s) { if (fjl_log1(&lg, p, sizeof t)) goto stop; }", e->logtag)
+                           : line(e, "    if (fjl_log1(&lg, p, sizeof t)) goto stop;")) < 0 ||
+            line(e, "    memcpy(p, &t, sizeof t); }") < 0) {
             Py_DECREF(addr);
+            Py_XDECREF(saddr);
+            Py_XDECREF(sstep);
             goto error;
         }
+        Py_XDECREF(saddr);
+        Py_XDECREF(sstep);
         e->top->ph[A].stored = 1;
         if (e->depth == 0)
             e->top_stores++;
@@ -742,8 +939,50 @@ static int emit_node(Emit *e, fj_Node *n)
     case '+': case '-': case '*':
         if (isint) {
             const char *fn = code == '+' ? "add" : code == '-' ? "sub" : "mul";
-            r = line(e, "    %s n%s%zd; if (__builtin_%s_overflow(%U, %U, &n%s%zd)) goto stop;", ct, P, n->index, fn, cx,
-                     cy, P, n->index);
+            long long c;
+            PyObject *base = NULL;
+            int form = code != '*' && rc.kind == FJL_PY_INT && e->hoist != NULL ? index_form(e, (PyObject *)n, &c, &base) : 0;
+            if (form == 2 || form == 3) {
+                /* an index plus a constant: it cannot overflow where the level's
+                   hoisted checks hold (the index within 2**62, the constant below 2**40) */
+                PyObject *cond = form == 2 ? NULL
+                                           : PyUnicode_FromFormat("    %s = %s && (%U) > -(1LL << 62) && (%U) < (1LL << 62);",
+                                                                  e->hs, e->hs, base, base);
+                int bad = form == 3 && (cond == NULL || PyList_Append(e->hoist, cond) < 0);
+                Py_XDECREF(cond);
+                Py_XDECREF(base);
+                if (bad)
+                    goto error;
+                /* plain signed arithmetic where the checks hold: the compiler's
+                   dependence analysis follows it (not a wrapping one) */
+                r = line(e, "    %s n%s%zd;", ct, P, n->index);
+                if (r >= 0)
+                    r = line(e, "    if (!%s) { if (__builtin_%s_overflow(%U, %U, &n%s%zd)) goto stop; }", e->hs, fn, cx, cy, P,
+                             n->index);
+                if (r >= 0)
+                    r = line(e, "    if (%s) n%s%zd = %U %c %U;", e->hs, P, n->index, cx, code, cy);
+            }
+            else if (e->leaf && e->hoist != NULL && code != '*') {
+                /* a level without inner loops: its overflow sticky in the version
+                   without checks (tested after the loop and at the block's end; the
+                   wrapped value reaches no index unchecked and no loop bound), in
+                   bit operations the compiler vectorizes */
+                const char *ut = strcmp(ct, "int") == 0 ? "unsigned int" : "unsigned long long";
+                r = line(e, "    %s n%s%zd = (%s)((%s)%U %c (%s)%U);", ct, P, n->index, ct, ut, cx, code, ut, cy);
+                if (r >= 0 && code == '+')
+                    r = line(e, "    int o%s%zd = (%s)((%U ^ n%s%zd) & (%U ^ n%s%zd)) < 0;", P, n->index, ct, cx, P, n->index,
+                             cy, P, n->index);
+                else if (r >= 0)
+                    r = line(e, "    int o%s%zd = (%s)((%U ^ %U) & (%U ^ n%s%zd)) < 0;", P, n->index, ct, cx, cy, cx, P,
+                             n->index);
+                if (r >= 0)
+                    r = line(e, "    if (!%s) { if (o%s%zd) goto stop; }", e->hs, P, n->index);
+                if (r >= 0)
+                    r = line(e, "    ovf_ |= o%s%zd;", P, n->index);
+            }
+            else
+                r = line(e, "    %s n%s%zd; if (__builtin_%s_overflow(%U, %U, &n%s%zd)) goto stop;", ct, P, n->index, fn,
+                         cx, cy, P, n->index);
         }
         else
             r = line(e, "    %s n%s%zd = %U %c %U;", ct, P, n->index, cx, code, cy);
@@ -796,7 +1035,7 @@ static int emit_node(Emit *e, fj_Node *n)
     /* a NumPy float operation's conditions are tested after the iteration:
        the compiler may not move the operation past the test (nothing else
        orders it before the read of the status register) */
-    if (r >= 0 && rc.kind == FJL_NP && is_float_class(rc))
+    if (r >= 0 && rc.kind == FJL_NP && is_float_class(rc) && e->keep[n->index])
         r = line(e, "    FJL_KEEP(n%s%zd);", P, n->index);
     r = r < 0 ? -1 : 1;
     goto done;
@@ -816,15 +1055,26 @@ done:
 /* The statements of every call node of the body.  1, 0 (does not compile), -1. */
 static int emit_body(Emit *e, Py_ssize_t nph)
 {
-    for (Py_ssize_t k = nph; k < PyList_GET_SIZE(e->nodes); k++) {
-        fj_Node *m = (fj_Node *)PyList_GET_ITEM(e->nodes, k);
-        if (m->kind != FJ_NODE_CALL)
-            continue;
-        int ok = emit_node(e, m);
-        if (ok <= 0)
-            return ok;
+    Py_ssize_t nn = PyList_GET_SIZE(e->nodes);
+    e->keep = PyMem_Calloc((size_t)(nn ? nn : 1), 1);
+    if (e->keep == NULL || keep_analysis(e, nph) < 0) {
+        PyMem_Free(e->keep);
+        e->keep = NULL;
+        return -1;
     }
-    return 1;
+    int ok = 1;
+    e->leaf = 1;
+    for (Py_ssize_t k = nph; k < nn; k++)
+        if (((fj_Node *)PyList_GET_ITEM(e->nodes, k))->op == &fj_loop_row)
+            e->leaf = 0;
+    for (Py_ssize_t k = nph; ok > 0 && k < nn; k++) {
+        fj_Node *m = (fj_Node *)PyList_GET_ITEM(e->nodes, k);
+        if (m->kind == FJ_NODE_CALL)
+            ok = emit_node(e, m);
+    }
+    PyMem_Free(e->keep);
+    e->keep = NULL;
+    return ok;
 }
 
 int fjn_loop_plan(fj_Node *n, Py_ssize_t index, fjn_LoopPlan *lp)
@@ -952,7 +1202,15 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
     e.hs = "hs_";
     e.first = "start";
     e.last = "hl_";
-    if (e.hoist == NULL) {
+    int nsites = 0;
+    e.ninv = 1 + lp->ncarried;
+    e.saves = PyList_New(0);
+    e.save_first = "i";
+    e.save_count = "bc_";
+    e.save_step = "step";
+    e.logtag = "hsl_";
+    e.nsites = &nsites;
+    if (e.hoist == NULL || e.saves == NULL) {
         Py_DECREF(decl);
         goto done;
     }
@@ -967,7 +1225,10 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         /* the bounds checks hoisted out of the top loop, for its whole range */
         PyObject *d = PyUnicode_FromString("    long long hn_ = step > 0 ? (start < stop ? (stop - start - 1) / step + 1 : 0)"
                                            " : (start > stop ? (start - stop - 1) / (-step) + 1 : 0);\n"
-                                           "    long long hl_ = start + (hn_ - 1) * step; int hs_ = hn_ > 0;");
+                                           "    long long hl_ = start + (hn_ - 1) * step; int hs_ = hn_ > 0;\n"
+                                           "    hs_ = hs_ && start > -(1LL << 62) && start < (1LL << 62) && hl_ > -(1LL << 62) && "
+                                           "hl_ < (1LL << 62);\n"
+                                           "    const int hsl_ = 0; /* the top level's saved stores log in the checked versions */");
         int bad = d == NULL || PyList_Append(decl, d) < 0;
         Py_XDECREF(d);
         for (Py_ssize_t k = 0; !bad && k < PyList_GET_SIZE(e.hoist); k++)
@@ -1089,35 +1350,72 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
     /* the fast block's version without the hoisted checks; without undo entries
        too when nothing in it can stop after a store (no check left, no NumPy
        float condition to test at the block's end) */
-    PyObject *ucl = bodyl ? without_checks(bodyl, 0, PyList_GET_SIZE(bodyl), "hs_") : NULL;
+    PyObject *ucl0 = bodyl ? without_checks(bodyl, 0, PyList_GET_SIZE(bodyl), "hs_") : NULL;
+    PyObject *ucl = ucl0 ? without_checks(ucl0, 0, PyList_GET_SIZE(ucl0), "hsl_") : NULL;
+    Py_XDECREF(ucl0);
+    /* the top level's range saves, at the block's start (bc_ its iterations) */
+    PyObject *tsl = PyList_New(0);
+    int tbad = tsl == NULL;
+    for (Py_ssize_t k = 0; !tbad && k < PyList_GET_SIZE(e.saves); k++)
+        tbad = PyList_Append(tsl, PyList_GET_ITEM(e.saves, k)) < 0;
+    if (tbad)
+        Py_CLEAR(tsl);
+    if (ucl != NULL && tsl != NULL && !npfloat) {
+        /* without the undo entries when nothing left can stop the block */
+        PyObject *f1 = PyUnicode_FromString("fjl_save("), *f2 = PyUnicode_FromString("fjl_log1("),
+                 *g = PyUnicode_FromString("goto"), *g2 = PyUnicode_FromString("ovf_ |="), *cand = PyList_New(0);
+        int stops = f1 == NULL || f2 == NULL || g == NULL || g2 == NULL || cand == NULL;
+        for (Py_ssize_t k = 0; !stops && k < PyList_GET_SIZE(ucl); k++) {
+            PyObject *l = PyList_GET_ITEM(ucl, k);
+            Py_ssize_t len = PyUnicode_GET_LENGTH(l);
+            if (PyUnicode_Find(l, f1, 0, len, 1) >= 0 || PyUnicode_Find(l, f2, 0, len, 1) >= 0)
+                continue;
+            /* a stop: a check, or a sticky overflow tested at the block's end */
+            stops = PyUnicode_Find(l, g, 0, len, 1) >= 0 || PyUnicode_Find(l, g2, 0, len, 1) >= 0 ||
+                    PyList_Append(cand, l) < 0;
+        }
+        Py_XDECREF(g2);
+        if (!stops) {
+            Py_SETREF(ucl, Py_NewRef(cand));
+            if (PyList_SetSlice(tsl, 0, PyList_GET_SIZE(tsl), NULL) < 0)
+                Py_CLEAR(tsl);
+        }
+        Py_XDECREF(f1);
+        Py_XDECREF(f2);
+        Py_XDECREF(g);
+        Py_XDECREF(cand);
+    }
     PyObject *sep2 = PyUnicode_FromString("\n");
     PyObject *utext = ucl && sep2 ? PyUnicode_Join(sep2, ucl) : NULL;
+    PyObject *ttsv = tsl && sep2 ? PyUnicode_Join(sep2, tsl) : NULL;
     Py_XDECREF(ucl);
+    Py_XDECREF(tsl);
     Py_XDECREF(sep2);
     PyObject *ufast = utext && gs && gw ? PyUnicode_Replace(utext, gs, gw, -1) : NULL;
+    PyObject *upre = ttsv && gs && gw ? PyUnicode_Replace(ttsv, gs, gw, -1) : NULL;
     Py_XDECREF(utext);
-    for (int k = 0; ufast != NULL && k < lp->nph; k++) {
+    Py_XDECREF(ttsv);
+    for (int k = 0; ufast != NULL && upre != NULL && k < lp->nph; k++) {
         if (lp->ph[k].kind != FJL_ARRAY)
             continue;
         PyObject *from = PyUnicode_FromFormat("A%ds%d", k, lp->ph[k].ndim - 1);
         PyObject *to = PyUnicode_FromFormat("%d", fjn_type_size(lp->ph[k].type));
-        if (from != NULL && to != NULL)
+        if (from != NULL && to != NULL) {
             Py_SETREF(ufast, PyUnicode_Replace(ufast, from, to, -1));
+            Py_SETREF(upre, ufast ? PyUnicode_Replace(upre, from, to, -1) : NULL);
+        }
         else
             Py_CLEAR(ufast);
         Py_XDECREF(from);
         Py_XDECREF(to);
     }
-    if (ufast != NULL && !npfloat) {
-        PyObject *g = PyUnicode_FromString("goto");
-        int stops = g == NULL ? 1 : PyUnicode_Find(ufast, g, 0, PyUnicode_GET_LENGTH(ufast), 1) >= 0;
-        Py_XDECREF(g);
-        PyObject *log = PyUnicode_FromString("undo[nu].p = p; memcpy(undo[nu].old, p, sizeof t); undo[nu].n = sizeof t; nu++; ");
-        PyObject *none = PyUnicode_FromString("");
-        if (!stops && log != NULL && none != NULL)
-            Py_SETREF(ufast, PyUnicode_Replace(ufast, log, none, -1));
-        Py_XDECREF(log);
-        Py_XDECREF(none);
+    /* a block's log emptied, its saves' last ranges forgotten */
+    PyObject *reset = PyUnicode_FromString("lg.n = 0; lg.na = 0; ovf_ = 0;"), *sdecl = PyUnicode_FromString("");
+    for (int k = 0; reset != NULL && sdecl != NULL && k < nsites; k++) {
+        Py_SETREF(reset, PyUnicode_FromFormat("%U rp%d = NULL;", reset, k));
+        Py_SETREF(sdecl, sdecl ? PyUnicode_FromFormat("%U    char *rp%d = NULL; long long rc%d = 0, rs%d = 0;\n", sdecl, k, k,
+                                                      k)
+                               : NULL);
     }
     Py_XDECREF(gs);
     Py_XDECREF(gw);
@@ -1128,70 +1426,127 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
     Py_DECREF(back);
     Py_DECREF(save);
     Py_DECREF(restore);
-    long long cap = (long long)e.top_stores * 64 + 256;
-    PyObject *fn = btext && ttext && fast && ufast && stext && rtext && dtext && wtext ? PyUnicode_FromFormat(
+    /* a block's iterations: more for a loop without inner loops (its iterations are
+       short; a block's fixed costs spread over more) */
+    int blk = e.leaf ? 512 : 64;
+    long long cap = (long long)e.top_stores * blk + 256;
+    /* a level without inner loops: its version without checks once more for a step
+       of 1 (a unit stride the compiler can vectorize) */
+    char *step1 = NULL;
+    if (e.leaf && ufast != NULL && ttext != NULL) {
+        PyObject *t = PyUnicode_FromFormat("        if (step == 1) {\n        for (; ran < bc_; ran++, i++) {\n%U\n%U\n"
+                                           "        }\n        }\n", ufast, ttext);
+        const char *u8 = t ? PyUnicode_AsUTF8(t) : NULL;
+        step1 = u8 ? PyMem_Malloc(strlen(u8) + 1) : NULL;
+        if (step1 != NULL)
+            strcpy(step1, u8);
+        Py_XDECREF(t);
+        if (step1 == NULL) {
+            Py_CLEAR(ufast);
+            PyErr_Clear();
+        }
+    }
+    PyObject *fn = btext && ttext && fast && ufast && upre && stext && rtext && dtext && wtext && reset && sdecl ? PyUnicode_FromFormat(
         "\n#ifndef FJL_V\n#define FJL_V\n"
         "typedef union { double d; float f; long long i; struct { char *data; long long shape[2]; "
         "long long strides[2]; } a; } fjl_v;\n"
-        "typedef struct { char *p; char old[8]; size_t n; } fjl_undo;\n"
         "static inline float fj_f32(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }\n"
         "#if defined(__x86_64__) && defined(__SSE2__)\n#define FJL_KEEP(x) __asm__ volatile(\"\" :: \"x\"(x))\n"
         "#elif defined(__aarch64__)\n#define FJL_KEEP(x) __asm__ volatile(\"\" :: \"w\"(x))\n"
         "#else\n#define FJL_KEEP(x) __asm__ volatile(\"\" :: \"m\"(x))\n#endif\n"
-        "static int fjl_grow(fjl_undo **u, long long *cap)\n"
-        "{ fjl_undo *n = realloc(*u, sizeof(fjl_undo) * (size_t)(*cap * 2)); if (n == NULL) return 1;\n"
-        "  *u = n; *cap *= 2; return 0; }\n"
+        "/* the undo log of a block: an element's old value (cnt 0), or a range's old values\n"
+        "   (cnt elements 'stride' bytes apart, kept in the arena at 'off') */\n"
+        "typedef struct { char *p; long long cnt, stride; size_t n, off; char old[8]; } fjl_undo;\n"
+        "typedef struct { fjl_undo *u; long long n, cap; char *ar; size_t na, acap; } fjl_log;\n"
+        "/* a block ends early once its saved ranges hold this many bytes */\n"
+        "#define FJL_AMAX ((size_t)1 << 19)\n"
+        "static int fjl_grow(fjl_log *L)\n"
+        "{ fjl_undo *n = realloc(L->u, sizeof(fjl_undo) * (size_t)(L->cap * 2)); if (n == NULL) return 1;\n"
+        "  L->u = n; L->cap *= 2; return 0; }\n"
+        "static inline int fjl_log1(fjl_log *L, char *p, size_t n)\n"
+        "{ if (L->n == L->cap && fjl_grow(L)) return 1;\n"
+        "  fjl_undo *u = &L->u[L->n++]; u->p = p; u->cnt = 0; u->n = n; memcpy(u->old, p, n); return 0; }\n"
+        "/* a range's old values, unless this site saved the same range last (the\n"
+        "   earlier entry restores the older values) */\n"
+        "static int fjl_save(fjl_log *L, char **rp, long long *rc, long long *rs, char *p, long long cnt,\n"
+        "                    long long stride, size_t n)\n"
+        "{ if (cnt <= 0 || (*rp == p && *rc == cnt && *rs == stride)) return 0;\n"
+        "  if (L->n == L->cap && fjl_grow(L)) return 1;\n"
+        "  size_t need = L->na + (size_t)cnt * n;\n"
+        "  if (need > L->acap) { size_t c = L->acap ? L->acap : 4096; while (c < need) c *= 2;\n"
+        "    char *a = realloc(L->ar, c); if (a == NULL) return 1; L->ar = a; L->acap = c; }\n"
+        "  fjl_undo *u = &L->u[L->n++]; u->p = p; u->cnt = cnt; u->stride = stride; u->n = n; u->off = L->na;\n"
+        "  if (stride == (long long)n) memcpy(L->ar + L->na, p, (size_t)cnt * n);\n"
+        "  else for (long long k = 0; k < cnt; k++) memcpy(L->ar + L->na + (size_t)k * n, p + k * stride, n);\n"
+        "  L->na = need; *rp = p; *rc = cnt; *rs = stride; return 0; }\n"
+        "/* the log undone, newest entry first; a range's slots last to first (the\n"
+        "   first slot of an element written in place holds its oldest value) */\n"
+        "static void fjl_undo_all(fjl_log *L)\n"
+        "{ while (L->n > 0) { fjl_undo *u = &L->u[--L->n];\n"
+        "    if (u->cnt == 0) memcpy(u->p, u->old, u->n);\n"
+        "    else if (u->stride == (long long)u->n) memcpy(u->p, L->ar + u->off, (size_t)u->cnt * u->n);\n"
+        "    else for (long long k = u->cnt - 1; k >= 0; k--) memcpy(u->p + k * u->stride, L->ar + u->off + (size_t)k * u->n, u->n); }\n"
+        "  L->na = 0; }\n"
         "#endif\n"
         "/* captured loop %d */\n"
         "int fj_l%d(long long start, long long stop, long long step, fjl_v *v, fjl_v *outs, int ignore, "
         "long long *stopped)\n{\n"
-        "    long long ucap = %lld, nu = 0;\n"
-        "    fjl_undo *undo = malloc(sizeof(fjl_undo) * (size_t)ucap);\n"
-        "    int done_any = 0;\n"
+        "    fjl_log lg = {malloc(sizeof(fjl_undo) * (size_t)%lld), 0, %lld, NULL, 0, 0};\n"
+        "    int done_any = 0, ovf_ = 0;\n"
         "    long long i = start;\n"
-        "%U\n"
-        "    if (undo == NULL) { *stopped = start; return 2; }\n"
+        "%U\n%U"
+        "    if (lg.u == NULL) { *stopped = start; return 2; }\n"
         "    fj_feclear(FJ_FPE);\n"
         "    while (step > 0 ? i < stop : i > stop) {\n"
         "        /* a block of iterations, its conditions tested once at its end */\n"
         "        long long bi = i; int ran = 0;\n"
-        "        nu = 0;\n"
+        "        long long bc_ = hn_ - (i - start) / step; if (bc_ > %d) bc_ = %d;\n"
+        "        %U\n"
         "%U\n"
         "        if (hs_) {\n"
-        "        for (; ran < 64 && (step > 0 ? i < stop : i > stop); ran++, i += step) {\n"
+        "%U\n"
+        "%s"
+        "        for (; ran < bc_%s; ran++, i += step) {\n"
         "%U\n%U\n"
         "        }\n"
         "        } else {\n"
-        "        for (; ran < 64 && (step > 0 ? i < stop : i > stop); ran++, i += step) {\n"
+        "        for (; ran < bc_%s; ran++, i += step) {\n"
         "%U\n%U\n"
         "        }\n"
         "        }\n"
-        "        if (!%d || !(fj_fetest(FJ_FPE) & ~ignore)) { done_any |= ran > 0; continue; }\n"
+        "        if (!ovf_ && (!%d || !(fj_fetest(FJ_FPE) & ~ignore))) { done_any |= ran > 0; continue; }\n"
         "    slow:\n"
         "        /* the block again, each iteration checked: its stores undone, its state back */\n"
-        "        while (nu > 0) { nu--; memcpy(undo[nu].p, undo[nu].old, undo[nu].n); }\n"
+        "        fjl_undo_all(&lg);\n"
         "%U\n"
         "        fj_feclear(FJ_FPE);\n"
-        "        for (i = bi, ran = 0; ran < 64 && (step > 0 ? i < stop : i > stop); ran++, i += step) {\n"
-        "        nu = 0;\n"
+        "        for (i = bi, ran = 0; ran < %d && (step > 0 ? i < stop : i > stop); ran++, i += step) {\n"
+        "        %U\n"
         "%U\n"
-        "        if (%d && (fj_fetest(FJ_FPE) & ~ignore)) goto stop;\n"
+        "        if (ovf_ || (%d && (fj_fetest(FJ_FPE) & ~ignore))) goto stop;\n"
         "%U\n"
         "        done_any = 1;\n"
         "        }\n"
         "        continue;\n"
         "    stop:\n"
-        "        while (nu > 0) { nu--; memcpy(undo[nu].p, undo[nu].old, undo[nu].n); }\n"
-        "        free(undo);\n"
+        "        fjl_undo_all(&lg);\n"
+        "        free(lg.u);\n"
+        "        free(lg.ar);\n"
         "        *stopped = i;\n"
         "        if (done_any) {\n%U\n        }\n"
         "        return done_any ? 1 : 2;\n"
         "    }\n"
-        "    free(undo);\n"
+        "    free(lg.u);\n"
+        "    free(lg.ar);\n"
         "    if (done_any) {\n%U\n    }\n"
         "    return 0;\n}\n",
-        li, li, cap, dtext, stext, ufast, ttext, fast, ttext, npfloat, rtext, btext, npfloat, ttext, wtext,
-        wtext) : NULL;
+        li, li, cap, cap, dtext, sdecl, blk, blk, reset, stext, upre, step1 ? step1 : "", e.leaf ? "" : " && lg.na < FJL_AMAX",
+        ufast, ttext, e.leaf ? "" : " && lg.na < FJL_AMAX", fast, ttext, npfloat, rtext, blk, reset, btext, npfloat, ttext,
+        wtext, wtext) : NULL;
+    PyMem_Free(step1);
+    Py_XDECREF(upre);
+    Py_XDECREF(reset);
+    Py_XDECREF(sdecl);
     Py_XDECREF(btext);
     Py_XDECREF(ttext);
     Py_XDECREF(fast);
@@ -1207,6 +1562,8 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
     Py_DECREF(fn);
     r = 1;
 done:
+    Py_XDECREF(e.hoist);
+    Py_XDECREF(e.saves);
     Py_XDECREF(e.nodes);
     Py_XDECREF(e.src);
     PyMem_Free(e.cls);
