@@ -294,8 +294,9 @@ class ProgGen:
         i, j = self.fresh("i"), self.fresh("j")
         v, k, s = self.fresh("v"), self.fresh("k"), self.fresh("s")
         a = self.pick(env, "arr") or "x"
-        c = r.choice(("0.5", "-1.25", "3", "0.999", "1e300", "np.float32(0.5)", "np.int64(3)"))
-        m = r.randrange(18, 40)
+        c = r.choice(("0.5", "-1.25", "3", "0.999", "1e300", "np.float32(0.5)", "np.int64(3)", "np.int64(2**61)"))
+        # sometimes past a block of the C loop's version without checks (512 iterations)
+        m = r.randrange(18, 40) if r.random() < 0.85 else r.randrange(500, 1100)
         lo = r.randrange(0, 3)
         stores = [
             f"{v}[{i}] = {v}[{i} - 1] * {c} + {i}",
@@ -304,6 +305,8 @@ class ProgGen:
             f"{v}[{i}] = {a}.reshape(-1)[{i} % {a}.size] * {c}",
             f"{v}[{i}] = np.sqrt(abs({v}[{i} - 1])) - {i} // 3",
             f"{v}[{i}] = ({v}[{i} - 1] > 0.5) + ({i} % 2)",
+            f"{v}[{i} + 1 - 1] = {v}[{i} + 0 - 1] * {c} + {v}[{i} + 1]",
+            f"{v}[{i}] = {v}[{i} - 1] + {v}[{i}] * {v}[{i}]",
         ]
         scal = [
             f"{s} = {s} + {v}[{i}] * {c}",
@@ -318,6 +321,9 @@ class ProgGen:
         body = r.sample(stores, r.randrange(1, 3)) + r.sample(scal, r.randrange(0, 3))
         if r.random() < 0.25:
             body += [f"for {j} in range(20):", f"    {s} = {s} + {v}[{j}] * {i}"]
+        elif r.random() < 0.2:
+            # an inner loop storing a hoisted range (saved once per run, or once per block)
+            body += [f"for {j} in range(1, 19):", f"    {v}[{j}] = {v}[{j} - 1] * {c} + {v}[{j} + 1] - {i}"]
         lines += [f"{ind}    {b}" for b in body]
         env[v] = "arr"
         env[s] = "sc"
