@@ -862,3 +862,89 @@ def test_fast_versions_on_views_of_one_array():
         return a[2:], a[:-2]
     run_modes(stencil_into, make_shifted, "warn")
     run_modes(stencil_into, make_shifted, "raise")
+
+
+# A body whose store's index is data (histograms, grouping) has no undo log:
+# its iterations stop before their store, float conditions told from the
+# values (overflow, invalid, divide, underflow), so every condition and error
+# still stops at NumPy's iteration.
+
+def group_add(keys, vals, sums):
+    for i in range(keys.shape[0]):
+        sums[keys[i]] += vals[i]
+    return sums
+
+
+def group_scaled(keys, vals, sums):
+    for i in range(keys.shape[0]):
+        sums[keys[i]] += vals[i] * 1e-300
+    return sums
+
+
+def group_divide(keys, vals, out):
+    for i in range(keys.shape[0]):
+        out[keys[i]] = out[keys[i]] / vals[i]
+    return out
+
+
+def group_sqrt(keys, vals, out):
+    for i in range(keys.shape[0]):
+        out[keys[i]] = np.sqrt(vals[i]) + out[keys[i]]
+    return out
+
+
+def counts_of(bins, counts):
+    for i in range(bins.shape[0]):
+        counts[bins[i]] += 1
+    return counts
+
+
+def _groups(n, special=None, at=(), dtype=np.float64, scale=1.0):
+    def make():
+        rng = np.random.default_rng(n)
+        keys = rng.integers(0, 7, n)
+        vals = (rng.random(n) * scale).astype(dtype)
+        for k in at:
+            vals[k] = special
+        return keys, vals, np.ones(7, dtype)
+    return make
+
+
+def _bins(n, bad=None, big=False):
+    def make():
+        bins = np.random.default_rng(n).integers(-5, 9, n)
+        if bad is not None:
+            bins[bad] = 40
+        counts = np.zeros(9, np.int64)
+        if big:
+            counts[3] = 2**63 - 3
+        return bins, counts
+    return make
+
+
+@pytest.mark.parametrize("mode", ["ignore", "warn", "raise"])
+@pytest.mark.parametrize("fn,make", [
+    (group_add, _groups(1500, 1e308, (700, 900))),
+    (group_add, _groups(1500, np.inf, (600, 601))),
+    (group_add, _groups(1500, np.nan, (800,))),
+    (group_add, _groups(1500, -np.inf, (300, 1200))),
+    (group_add, _groups(1500, 3e38, (700, 703, 705), np.float32)),
+    (group_scaled, _groups(1500, 1e-20, (650,))),
+    (group_divide, _groups(1500, 0.0, (1000,))),
+    (group_divide, _groups(1500, 1e-310, (400,))),
+    (group_sqrt, _groups(1500, -1.0, (777,))),
+    (counts_of, _bins(1500, 900)),
+    (counts_of, _bins(1500, big=True)),
+], ids=["overflow", "inf", "nan", "inf-minus-inf", "f32-overflow", "underflow", "divide", "huge-quotient",
+        "sqrt-negative", "index-error", "int-overflow"])
+def test_data_indexed_stores_stop_where_numpy_does(fn, make, mode):
+    run_modes(fn, make, mode)
+
+
+def test_data_indexed_stores_source():
+    """No undo log (no fjl_log1 entries) and the float conditions tested from values."""
+    src = native_loop_plans(group_add, _groups(100)())[0].source
+    body = src.split("int fj_l0(")[1]
+    assert "/*fpv*/" in body and "fjl_log1(&lg, p" not in body.split("if (hs_) {")[1].split("} else {")[0]
+    plans = native_loop_plans(counts_of, _bins(3000)())
+    assert all(p.fallbacks == 0 for p in plans)

@@ -569,6 +569,93 @@ static int affine_form(Emit *e, PyObject *o, long long *c, fj_Node **root, int d
     return *c > -(1LL << 40) && *c < (1LL << 40) ? f : 0;
 }
 
+/* 'lines' without those holding 'tag'.  New list, NULL on error. */
+static PyObject *without_tag(PyObject *lines, const char *tag)
+{
+    PyObject *out = PyList_New(0), *t = PyUnicode_FromString(tag);
+    for (Py_ssize_t k = 0; out != NULL && t != NULL && k < PyList_GET_SIZE(lines); k++) {
+        PyObject *l = PyList_GET_ITEM(lines, k);
+        if (PyUnicode_Find(l, t, 0, PyUnicode_GET_LENGTH(l), 1) < 0 && PyList_Append(out, l) < 0)
+            Py_CLEAR(out);
+    }
+    if (t == NULL)
+        Py_CLEAR(out);
+    Py_XDECREF(t);
+    return out;
+}
+
+/* 1 when a line of 'lines' starts with 'prefix'. */
+static int has_line_starting(PyObject *lines, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(lines); k++) {
+        const char *l = PyUnicode_AsUTF8(PyList_GET_ITEM(lines, k));
+        if (l == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        if (strncmp(l, prefix, n) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* 1 when no line of a body (the top level's, without inner loops) after its
+   first store can stop the iteration (a check, a sticky overflow): an
+   iteration that stops has stored nothing, so a block needs no undo log (the
+   iterations before it are final). */
+static int stops_before_stores(PyObject *lines)
+{
+    PyObject *st = PyUnicode_FromString("memcpy(p, &t"), *g = PyUnicode_FromString("goto"),
+             *g2 = PyUnicode_FromString("ovf_ |="), *lg = PyUnicode_FromString("fjl_");
+    int ok = st != NULL && g != NULL && g2 != NULL && lg != NULL, stored = 0;
+    for (Py_ssize_t k = 0; ok && k < PyList_GET_SIZE(lines); k++) {
+        PyObject *l = PyList_GET_ITEM(lines, k);
+        Py_ssize_t len = PyUnicode_GET_LENGTH(l);
+        if (PyUnicode_Find(l, lg, 0, len, 1) >= 0)
+            continue; /* the undo log's own lines */
+        if (stored && (PyUnicode_Find(l, g, 0, len, 1) >= 0 || PyUnicode_Find(l, g2, 0, len, 1) >= 0))
+            ok = 0;
+        stored |= PyUnicode_Find(l, st, 0, len, 1) >= 0;
+    }
+    Py_XDECREF(st);
+    Py_XDECREF(g);
+    Py_XDECREF(g2);
+    Py_XDECREF(lg);
+    return ok;
+}
+
+/* 'lines' for a block without an undo log (stops_before_stores): no log
+   entries, no saves, a sticky overflow tested where it happens.  New list,
+   NULL on error. */
+static PyObject *without_undo(PyObject *lines)
+{
+    PyObject *out = PyList_New(0), *lg = PyUnicode_FromString("fjl_"), *g2 = PyUnicode_FromString("ovf_ |= ");
+    for (Py_ssize_t k = 0; out != NULL && lg != NULL && g2 != NULL && k < PyList_GET_SIZE(lines); k++) {
+        PyObject *l = PyList_GET_ITEM(lines, k);
+        Py_ssize_t len = PyUnicode_GET_LENGTH(l), at;
+        if (PyUnicode_Find(l, lg, 0, len, 1) >= 0)
+            continue;
+        if ((at = PyUnicode_Find(l, g2, 0, len, 1)) >= 0) {
+            /* "ovf_ |= oX;" -> "if (oX) goto stop;" */
+            PyObject *v = PyUnicode_Substring(l, at + 8, len - 1);
+            PyObject *n = v ? PyUnicode_FromFormat("    if (%U) goto stop;", v) : NULL;
+            if (n == NULL || PyList_Append(out, n) < 0)
+                Py_CLEAR(out);
+            Py_XDECREF(v);
+            Py_XDECREF(n);
+            continue;
+        }
+        if (PyList_Append(out, l) < 0)
+            Py_CLEAR(out);
+    }
+    if (lg == NULL || g2 == NULL)
+        Py_CLEAR(out);
+    Py_XDECREF(lg);
+    Py_XDECREF(g2);
+    return out;
+}
+
 /* When index operand 'o' is this level's loop index plus a constant c, or a
    constant: 1 with *c (and *is_const for a constant); else 0. */
 static int affine_index(Emit *e, PyObject *o, long long *c, int *is_const)
@@ -1037,6 +1124,29 @@ static int emit_node(Emit *e, fj_Node *n)
        orders it before the read of the status register) */
     if (r >= 0 && rc.kind == FJL_NP && is_float_class(rc) && e->keep[n->index])
         r = line(e, "    FJL_KEEP(n%s%zd);", P, n->index);
+    if (r >= 0 && rc.kind == FJL_NP && is_float_class(rc) && strchr("+-*/s", code) != NULL) {
+        /* the operation's conditions told from its values (a line tagged fpv, kept
+           in a block without an undo log, whose iterations stop before a store
+           instead of testing the flags at the block's end): overflow, divide and
+           invalid make a result that is not finite from operands that are not NaN;
+           underflow (of * and /; an add's subnormal result is exact) a result
+           below the smallest normal from a nonzero operand, conservatively */
+        int f32 = rc.type == FJT_F32;
+        const char *fin = f32 ? "fj_fin32" : "fj_fin64", *fab = f32 ? "fabsf" : "fabs",
+                   *mn = f32 ? "1.17549435082228750797e-38f" : "2.2250738585072013830902e-308";
+        if (code == 's')
+            r = line(e, "    /*fpv*/ if (n%s%zd != n%s%zd && !(%U != %U)) goto stop;", P, n->index, P, n->index, cx, cx);
+        else if (code == '+' || code == '-')
+            r = line(e, "    /*fpv*/ if (!%s(n%s%zd) && !(%U != %U) && !(%U != %U)) goto stop;", fin, P, n->index, cx, cx, cy,
+                     cy);
+        else if (code == '*')
+            r = line(e, "    /*fpv*/ if ((!%s(n%s%zd) && !(%U != %U) && !(%U != %U)) || (%s(n%s%zd) < %s && %U != 0 && %U != 0)) "
+                        "goto stop;",
+                     fin, P, n->index, cx, cx, cy, cy, fab, P, n->index, mn, cx, cy);
+        else
+            r = line(e, "    /*fpv*/ if ((!%s(n%s%zd) && !(%U != %U) && !(%U != %U)) || (%s(n%s%zd) < %s && %U != 0)) goto stop;",
+                     fin, P, n->index, cx, cx, cy, cy, fab, P, n->index, mn, cx);
+    }
     r = r < 0 ? -1 : 1;
     goto done;
 no:
@@ -1339,6 +1449,14 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
        the index the eager loop takes over at */
     PyObject *sep = PyUnicode_FromString("\n");
     PyObject *bodyl = PyList_GetSlice(e.src, 0, body_end), *taill = PyList_GetSlice(e.src, body_end, PyList_GET_SIZE(e.src));
+    /* no undo log at all when an iteration can only stop before its first store
+       (its float conditions told from values, the fpv lines), for a body with a
+       store an undo entry per store logs (an index not hoisted: histogram,
+       grouping): the value tests cost less than the entries there, more than
+       the saved ranges of hoisted stores (measured: bench/loops) */
+    int noundo = bodyl != NULL && e.leaf && has_line_starting(bodyl, "    if (fjl_log1(") && stops_before_stores(bodyl);
+    if (bodyl != NULL && !noundo)
+        Py_SETREF(bodyl, without_tag(bodyl, "/*fpv*/"));
     PyObject *btext = sep && bodyl ? PyUnicode_Join(sep, bodyl) : NULL;
     PyObject *ttext = sep && taill ? PyUnicode_Join(sep, taill) : NULL;
     PyObject *dtext = sep ? PyUnicode_Join(sep, decl) : NULL;
@@ -1360,7 +1478,17 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         tbad = PyList_Append(tsl, PyList_GET_ITEM(e.saves, k)) < 0;
     if (tbad)
         Py_CLEAR(tsl);
-    if (ucl != NULL && tsl != NULL && !npfloat) {
+    if (noundo && (ucl == NULL || tsl == NULL))
+        noundo = 0;
+    if (noundo) {
+        PyObject *nf = without_undo(bodyl), *nu = without_undo(ucl);
+        Py_XSETREF(fast, nf && sep ? PyUnicode_Join(sep, nf) : NULL);
+        Py_SETREF(ucl, nu);
+        Py_XDECREF(nf);
+        if (PyList_SetSlice(tsl, 0, PyList_GET_SIZE(tsl), NULL) < 0)
+            Py_CLEAR(tsl);
+    }
+    else if (ucl != NULL && tsl != NULL && !npfloat) {
         /* without the undo entries when nothing left can stop the block */
         PyObject *f1 = PyUnicode_FromString("fjl_save("), *f2 = PyUnicode_FromString("fjl_log1("),
                  *g = PyUnicode_FromString("goto"), *g2 = PyUnicode_FromString("ovf_ |="), *cand = PyList_New(0);
@@ -1391,7 +1519,9 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
     Py_XDECREF(ucl);
     Py_XDECREF(tsl);
     Py_XDECREF(sep2);
-    PyObject *ufast = utext && gs && gw ? PyUnicode_Replace(utext, gs, gw, -1) : NULL;
+    /* (without an undo log, a stop in the block stops there: the eager loop
+       continues from that iteration) */
+    PyObject *ufast = noundo ? Py_XNewRef(utext) : utext && gs && gw ? PyUnicode_Replace(utext, gs, gw, -1) : NULL;
     PyObject *upre = ttsv && gs && gw ? PyUnicode_Replace(ttsv, gs, gw, -1) : NULL;
     Py_XDECREF(utext);
     Py_XDECREF(ttsv);
@@ -1530,6 +1660,7 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         "        continue;\n"
         "    stop:\n"
         "        fjl_undo_all(&lg);\n"
+        "        done_any |= i != start; /* the iterations before i are final */\n"
         "        free(lg.u);\n"
         "        free(lg.ar);\n"
         "        *stopped = i;\n"
@@ -1541,7 +1672,8 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         "    if (done_any) {\n%U\n    }\n"
         "    return 0;\n}\n",
         li, li, cap, cap, dtext, sdecl, blk, blk, reset, stext, upre, step1 ? step1 : "", e.leaf ? "" : " && lg.na < FJL_AMAX",
-        ufast, ttext, e.leaf ? "" : " && lg.na < FJL_AMAX", fast, ttext, npfloat, rtext, blk, reset, btext, npfloat, ttext,
+        ufast, ttext, e.leaf ? "" : " && lg.na < FJL_AMAX", fast, ttext, npfloat && !noundo, rtext, blk, reset, btext,
+        npfloat && !noundo, ttext,
         wtext, wtext) : NULL;
     PyMem_Free(step1);
     Py_XDECREF(upre);
