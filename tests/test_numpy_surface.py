@@ -45,6 +45,18 @@ def test_break_reasons_name_the_function_as_the_program_spells_it():
     assert "call of np.random.default_rng is not supported" in _reasons(rng, x)
     assert "call of print is not supported" in _reasons(builtin, x)
 
+    def legacy(x):
+        return x + np.random.rand(4)
+
+    def generator_method(x, g):
+        return x * g.normal(size=4)
+
+    # a bound method of the module's RandomState, as the module's attribute; a
+    # C class's method by its class's public name (not "a descriptor (property?)")
+    assert "call of np.random.rand is not supported" in _reasons(legacy, x)
+    assert any(r.startswith("method np.random.Generator.normal is not supported")
+               for r in _reasons(generator_method, x, np.random.default_rng(0)))
+
 
 @pytest.mark.parametrize("make", [
     lambda: (lambda x, c: x + len(c.most_common()), collections.Counter("ab")),

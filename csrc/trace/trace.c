@@ -189,7 +189,28 @@ PyObject *fj_trace_public_name(PyObject *o)
     }
     if (!PyType_Check(o) && Py_TYPE(o)->tp_call == NULL)
         return NULL; /* neither a class nor a callable */
-    qual = safe_str_attr(o, "__qualname__");
+    if (PyMethod_Check(o)) {
+        /* a bound method: named by its function (np.random.rand, a method of the
+           module's RandomState, as the module's attribute it is) */
+        PyObject *fn = PyMethod_GET_FUNCTION(o), *fname = safe_str_attr(fn, "__name__");
+        PyObject *key = PyUnicode_FromString("numpy.random");
+        PyObject *npr = key != NULL ? PyImport_GetModule(key) : NULL;
+        Py_XDECREF(key);
+        PyObject *d = npr != NULL && PyModule_Check(npr) ? PyModule_GetDict(npr) : NULL;
+        PyObject *same = d != NULL && fname != NULL ? PyDict_GetItemWithError(d, fname) : NULL;
+        if (same == o)
+            out = PyUnicode_FromFormat("np.random.%U", fname);
+        Py_XDECREF(npr);
+        if (out == NULL) {
+            PyErr_Clear();
+            qual = safe_str_attr(fn, "__qualname__");
+        }
+        Py_XDECREF(fname);
+        if (out != NULL)
+            return out;
+    }
+    if (qual == NULL)
+        qual = safe_str_attr(o, "__qualname__");
     if (qual == NULL && (qual = safe_str_attr(o, "__name__")) == NULL)
         return NULL;
     /* a bound method's class names its module (ndarray.sum, Generator.normal) */

@@ -1251,6 +1251,26 @@ static PyObject *method_var(PyObject *self, PyObject *name)
     return (PyObject *)m;
 }
 
+
+/* The break for attribute 'name' of an object of type 'tp' whose class holds
+   descriptor 'd' (not a Python function): a method called by its public name
+   (np.random.Generator.normal, torch.Tensor.sum), else the descriptor.  NULL. */
+static PyObject *descriptor_unsupported(PyTypeObject *tp, PyObject *name, PyObject *d)
+{
+    PyObject *tname = fj_trace_public_name((PyObject *)tp);
+    int method = Py_TYPE(d)->tp_call != NULL && Py_TYPE(d)->tp_descr_set == NULL;
+    if (tname == NULL)
+        tname = PyUnicode_FromString(tp->tp_name);
+    if (tname == NULL)
+        return NULL;
+    if (method)
+        fj_unsupported("method %U.%U is not supported", tname, name);
+    else
+        fj_unsupported("attribute %U of %U is a descriptor its class computes (a property)", name, tname);
+    Py_DECREF(tname);
+    return NULL;
+}
+
 /*
 ** A symbolic Python int/float/bool used as a Python object (an attribute,
 ** a method, float(n)): pinned, then its value.  New ref to a CONST Var.
@@ -1389,8 +1409,7 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
             if (got < 0)
                 return fj_trace_as_unsupported("attribute lookup");
             if (got == 0 && d != NULL)
-                return fj_unsupported("attribute %U of %s is a descriptor (property?)", name, tp->tp_name),
-                       NULL;
+                return descriptor_unsupported(tp, name, d);
             if (got == 0)
                 return fj_trace_module_getattr(fr, objv, name);
             PyObject *r = wrap_attr(fr, o, name, v);
@@ -1405,9 +1424,7 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
         if (d != NULL && PyFunction_Check(d))
             return method_var(objv, name);
         if (d != NULL && Py_TYPE(d)->tp_descr_get != NULL)
-            return fj_unsupported("attribute %U of %s is a descriptor (property?)", name,
-                                  tp->tp_name),
-                   NULL;
+            return descriptor_unsupported(tp, name, d);
         PyObject *v = PyObject_GetAttr(obj, name);
         if (v == NULL)
             return fj_trace_as_unsupported("attribute lookup");
