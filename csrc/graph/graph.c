@@ -1018,6 +1018,8 @@ static int node_mutates(fj_Node *n, int torch)
     const fj_OpDef *op = n->op;
     if (n->kind != FJ_NODE_CALL)
         return 0;
+    if (op != NULL && (op->flags & FJ_OPF_EFFECT))
+        return 1; /* a random draw: run again, it would draw again */
     if (op != NULL && (op->kind == FJ_OP_INPLACE || (op->flags & FJ_OPF_MUTATES)))
         return torch || PyTuple_GET_SIZE(n->args) == 0 ||
                !fresh_array(PyTuple_GET_ITEM(n->args, 0), 0);
@@ -1069,6 +1071,10 @@ static int loop_mutates(fj_Node *n)
         }
         const fj_OpDef *op = m->op;
         PyObject *target = NULL;
+        if (op != NULL && (op->flags & FJ_OPF_EFFECT)) {
+            r = 1;
+            continue;
+        }
         if (op != NULL && (op->kind == FJ_OP_INPLACE || (op->flags & FJ_OPF_MUTATES)))
             target = PyTuple_GET_SIZE(m->args) > 0 ? PyTuple_GET_ITEM(m->args, 0) : Py_None;
         else

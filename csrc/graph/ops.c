@@ -37,6 +37,9 @@
 /* operators: 'ufunc' is the ufunc ndarray's operator runs, 'fused' the kernel's code (0: none) */
 #define BINOP(n, code, sym, ufunc, fused)                                                                    \
     {n, FJ_OP_BINOP, "operator", n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "a,b", FJ_OPF_UFUNC, ufunc, fused}
+#define RND(n, params, dt)                                                                                      \
+    {n, FJ_OP_FUNC, "numpy.random", n, 0, NULL, FJ_SH_RANDOM, FJ_DT_RANDOM, 0, params,                          \
+     FJ_OPF_CREATES | FJ_OPF_EFFECT | FJ_OPF_RAISES, NULL, 0, dt}
 #define INPLACE(n, code, sym) {n, FJ_OP_INPLACE, "operator", n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "a,b", 0}
 #define CMP(n, code, sym, ufunc, fused)                                                                      \
     {n, FJ_OP_COMPARE, "operator", n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "a,b", 0, ufunc, fused}
@@ -221,6 +224,14 @@ static const fj_OpDef fj_op_table[] = {
      "start,stop,num,endpoint,retstep,dtype,axis,device?", FJ_OPF_CREATES},
     {"eye", FJ_OP_FUNC, "numpy", "eye", 0, NULL, FJ_SH_EYE, FJ_DT_CREATE, 0, "N,M,k,dtype,order,device?,like?",
      FJ_OPF_CREATES},
+    /* np.random's legacy functions (the module's RandomState): each call draws when the graph runs,
+       in the program's order, so the generator's state advances as it does in plain Python */
+    RND("rand", "d0,d1,d2,d3,d4,d5", "float64"), RND("randn", "d0,d1,d2,d3,d4,d5", "float64"),
+    RND("random", "size", "float64"), RND("random_sample", "size", "float64"),
+    RND("standard_normal", "size", "float64"), RND("standard_exponential", "size", "float64"),
+    RND("uniform", "low,high,size", "float64"), RND("normal", "loc,scale,size", "float64"),
+    RND("exponential", "scale,size", "float64"), RND("poisson", "lam,size", "int64"),
+    RND("randint", "low,high,size,dtype", "int64"),
     /* indexing */
     {"getitem", FJ_OP_GETITEM, "operator", "getitem", 0, NULL, FJ_SH_GETITEM, FJ_DT_SAME, 1, "a,index", 0},
     /* item stores into an array (STORE_SUBSCR): in place, returns None */
@@ -1361,6 +1372,23 @@ int fj_ops_infer(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj_Meta *
     } else if (op->dtype_rule == FJ_DT_CREATE) {
         if (infer_create(op, args, kwargs, out) < 0)
             goto error;
+    } else if (op->dtype_rule == FJ_DT_RANDOM) {
+        /* never run: the 'dtype' argument (randint's), else the row's */
+        int idt = fj_ops_param_index(op, "dtype");
+        PyObject *dt = idt >= 0 && b.v[idt] != NULL && b.v[idt] != Py_None ? Py_NewRef(b.v[idt])
+                                                                           : PyUnicode_FromString(op->rdtype);
+        PyArray_Descr *d = NULL;
+        int ok = dt != NULL && PyArray_DescrConverter(dt, &d) == NPY_SUCCEED;
+        Py_XDECREF(dt);
+        if (!ok)
+            goto error;
+        if (!(PyDataType_ISINTEGER(d) || PyDataType_ISFLOAT(d)) || (op->rdtype[0] == 'i' && !PyDataType_ISINTEGER(d))) {
+            PyErr_Format(PyExc_TypeError, "%s: dtype %R is not traced", fj_op_qualname(op), (PyObject *)d);
+            Py_DECREF(d);
+            goto error;
+        }
+        out->dtype = d;
+        out->vkind = FJ_VAL_ARRAY;
     } else {
         if (infer_by_running(op, args, kwargs, out) < 0)
             goto error;

@@ -67,6 +67,7 @@ enum {
     FJ_SH_TILE,       /* tile: shapes padded to len(reps) and multiplied */
     FJ_SH_REPEAT,     /* repeat: an int or a constant per-item count, along an axis or flattened */
     FJ_SH_AVERAGE,    /* average: as REDUCE, with 'weights' of a's shape or 1-d along the axis */
+    FJ_SH_RANDOM,     /* draws of np.random's legacy functions: 'size' (or rand's dims), scalar parameters */
     FJ_SH_SETITEM,    /* a[index] = value: the selection (basic indexing, or a boolean mask of a's
                          shape with a scalar value) must take the value; the node keeps a's shape */
 };
@@ -76,6 +77,8 @@ enum {
     FJ_DT_RUN = 1, /* run the op on tiny stand-ins, cached: dtype and kind from NumPy */
     FJ_DT_SAME,    /* dtype of args[0]; the kind is an array, or (NumPy-scalar input) found by a tiny run */
     FJ_DT_CREATE,  /* creation functions: run on the arguments with sizes shrunk to 0/1/2, cached */
+    FJ_DT_RANDOM,  /* random draws (never run while tracing: that would advance the generator): the
+                      'dtype' argument, or the row's 'rdtype' */
 };
 
 /* fj_OpDef.flags */
@@ -94,6 +97,9 @@ enum {
                                   own) nor '**' (scalar fast paths) */
 #define FJ_OPF_RAISES 0x200    /* may raise from the data when the graph runs (average's zero
                                   weights): not after side effects the graph would lose */
+#define FJ_OPF_EFFECT 0x400    /* advances state outside the graph (a random generator's): the node runs
+                                  once per call, in order, never dropped or folded (with FJ_OPF_CREATES);
+                                  its graph is not run again after an error (node_mutates) */
 #define FJ_OPF_SELECT 0x100    /* where(condition, x, y): x and y are required (the one-argument form is
                                   nonzero's, whose shape depends on the data) */
 
@@ -122,6 +128,7 @@ typedef struct fj_OpDef {
     int fused;          /* FJN_* (fused_ops.h): what a fused kernel computes for the row, 0 if it never fuses;
                            an elementwise code other than FJN_WHERE and FJN_CAST comes with a 'ufunc', whose
                            loops give the kernel's types */
+    const char *rdtype; /* FJ_DT_RANDOM: the result's dtype without a 'dtype' argument ("float64") */
 } fj_OpDef;
 
 /* Result kinds (fj_Node.vkind). */

@@ -1309,6 +1309,51 @@ static int sh_create(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
     return ifill >= 0 ? check_fill(op, b->v[ifill], out) : 0;
 }
 
+/* np.random's legacy draws: an array of 'size' (rand and randn: of their
+   dims), its parameters real number constants.  Without a size the result is
+   a Python scalar, and array parameters broadcast: not traced. */
+static int sh_random(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    int isz = fj_ops_param_index(op, "size");
+    if (isz < 0) {
+        /* rand(d0, d1, ...) */
+        out->ndim = 0;
+        for (int k = 0; k < 6 && b->v[k] != NULL; k++) {
+            Py_ssize_t v;
+            if (fj_Node_Check(b->v[k]) || int_arg(op, b->v[k], "a dimension", &v) < 0) {
+                if (!PyErr_Occurred())
+                    PyErr_Format(PyExc_TypeError, "%s: the dimensions must be constant", QN(op));
+                return -1;
+            }
+            if (v < 0) {
+                PyErr_Format(PyExc_ValueError, "%s: negative dimensions are not allowed", QN(op));
+                return -1;
+            }
+            out->shape[out->ndim++] = v;
+        }
+    }
+    else if (b->v[isz] == NULL || b->v[isz] == Py_None) {
+        PyErr_Format(PyExc_TypeError, "%s without a size draws a Python scalar (not traced)", QN(op));
+        return -1;
+    }
+    else if (shape_arg(op, b->v[isz], out) < 0)
+        return -1;
+    if (out->ndim == 0 && isz < 0) {
+        PyErr_Format(PyExc_TypeError, "%s without dimensions draws a Python float (not traced)", QN(op));
+        return -1;
+    }
+    for (int k = 0; k < FJ_OP_MAXPARAMS; k++) {
+        PyObject *v = b->v[k];
+        if (k == isz || v == NULL || v == Py_None || k == fj_ops_param_index(op, "dtype"))
+            continue;
+        if (isz >= 0 && !((PyLong_CheckExact(v) || PyFloat_CheckExact(v)) && !PyBool_Check(v))) {
+            PyErr_Format(PyExc_TypeError, "%s: parameters that are not Python numbers are not traced", QN(op));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* zeros_like & co: the prototype's shape (a traced value or a scalar
    constant), or the 'shape' argument. */
 static int sh_like(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
@@ -1646,6 +1691,8 @@ static int shape_rule(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
         return sh_average(op, b, out);
     case FJ_SH_EYE:
         return sh_eye(op, b, out);
+    case FJ_SH_RANDOM:
+        return sh_random(op, b, out);
     case FJ_SH_SETITEM:
         return sh_setitem(op, b, out);
     }
