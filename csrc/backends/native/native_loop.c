@@ -854,10 +854,12 @@ static int emit_node(Emit *e, fj_Node *n)
             else
                 all_hoisted = 0;
             if (line(e, "    long long i%s%zd_%zd = (long long)(%U);", P, n->index, k, ix) < 0 ||
-                line(e, "    %s%s%sif (i%s%zd_%zd < 0) i%s%zd_%zd += A%dn%zd; "
+                /* a negative index wraps without a branch (data indices of either sign
+                   would mispredict one) */
+                line(e, "    %s%s%si%s%zd_%zd += A%dn%zd & -(long long)(i%s%zd_%zd < 0); "
                         "if ((unsigned long long)i%s%zd_%zd >= (unsigned long long)A%dn%zd) goto stop; %s",
-                     hoisted ? "if (!" : "", hoisted ? e->hs : "", hoisted ? ") { " : "", P, n->index, k, P,
-                     n->index, k, A, k, P, n->index, k, A, k, hoisted ? "}" : "") < 0) {
+                     hoisted ? "if (!" : "", hoisted ? e->hs : "", hoisted ? ") { " : "", P, n->index, k, A, k, P,
+                     n->index, k, P, n->index, k, A, k, hoisted ? "}" : "") < 0) {
                 Py_DECREF(ix);
                 Py_DECREF(addr);
                 Py_XDECREF(saddr);
