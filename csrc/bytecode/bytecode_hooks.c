@@ -97,6 +97,7 @@ static const char *const pi_names[FJ_PI__COUNT] = {
     [FJ_PI_POP_JUMP_IF] = "POP_JUMP_IF",
     [FJ_PI_JUMP_IF_OR_POP] = "JUMP_IF_OR_POP",
     [FJ_PI_IMPORT_NAME] = "IMPORT_NAME",
+    [FJ_PI_IMPORT_FROM] = "IMPORT_FROM",
     [FJ_PI_RAISE_VARARGS] = "RAISE_VARARGS",
     [FJ_PI_RERAISE] = "RERAISE",
 };

@@ -268,6 +268,22 @@ static int emit_source(CodegenCtx *cg, fj_Source *src)
     }
     case FJ_SRC_TYPE: /* guards only: no traced value is read as type(x) */
         break;
+    case FJ_SRC_MODULE: {
+        /* __import__(name, fromlist=('__name__',)) at level 0: sys.modules[name]
+           itself (a dotted name without a fromlist gives its top package), the
+           module the guards matched; '__name__' is every module's, so nothing
+           more is imported */
+        PyObject *zero = PyLong_FromLong(0), *fl = Py_BuildValue("(s)", "__name__");
+        int r = zero != NULL && fl != NULL ? fj_builder_load_const(b, zero) : -1;
+        if (r >= 0)
+            r = fj_builder_load_const(b, fl);
+        Py_XDECREF(zero);
+        Py_XDECREF(fl);
+        if (r < 0 || (ix = fj_builder_name(b, src->key)) < 0)
+            return -1;
+        EMIT(IMPORT_NAME, ix);
+        return 0;
+    }
     }
     PyErr_SetString(PyExc_SystemError, "framejit: bad source kind");
     return -1;

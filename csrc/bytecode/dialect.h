@@ -124,6 +124,7 @@ typedef enum {
     FJ_PI_JUMP_IF_OR_POP,   /* target; a: FJ_IF_TRUE/FALSE: jump keeping the top if the
                                test holds, else pop it (3.11) */
     FJ_PI_IMPORT_NAME,      /* a: co_names index: [level, fromlist] -> module */
+    FJ_PI_IMPORT_FROM,      /* a: co_names index: [module] -> [module, attribute] */
     FJ_PI_RAISE_VARARGS,    /* a: 0..2 operands */
     FJ_PI_RERAISE,          /* re-raise the exception on top (a: 1 = set f_lasti from below) */
     FJ_PI_BEFORE_WITH,      /* [cm] -> [cm.__exit__, cm.__enter__()] */

@@ -133,6 +133,7 @@ void fj_dl_lift(fj_Instr *in)
     case NOP: case RESUME: case CACHE: case EXTENDED_ARG: k = FJ_PI_NOP; break;
     case PRECALL: k = FJ_PI_PRECALL; break;
     case IMPORT_NAME: k = FJ_PI_IMPORT_NAME; break;
+    case IMPORT_FROM: k = FJ_PI_IMPORT_FROM; break;
     case RAISE_VARARGS: k = FJ_PI_RAISE_VARARGS; break;
     case RERAISE: k = FJ_PI_RERAISE; break;
     case POP_TOP: k = FJ_PI_POP_TOP; break;

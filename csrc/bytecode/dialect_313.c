@@ -271,6 +271,7 @@ void fj_dl_lift(fj_Instr *in)
     case POP_JUMP_IF_NONE: k = FJ_PI_POP_JUMP_IF; a = FJ_IF_NONE; break;
     case POP_JUMP_IF_NOT_NONE: k = FJ_PI_POP_JUMP_IF; a = FJ_IF_NOT_NONE; break;
     case IMPORT_NAME: k = FJ_PI_IMPORT_NAME; break;
+    case IMPORT_FROM: k = FJ_PI_IMPORT_FROM; break;
     case RAISE_VARARGS: k = FJ_PI_RAISE_VARARGS; break;
     case RERAISE: k = FJ_PI_RERAISE; break;
     default: break;

@@ -48,6 +48,8 @@ static int generic_effect(const fj_Pseudo *p, int *npop, int *npush)
         *npop = 1; *npush = a; return 0;
     case FJ_PI_IMPORT_NAME:
         *npop = 2; *npush = 1; return 0;
+    case FJ_PI_IMPORT_FROM:
+        *npop = 1; *npush = 2; return 0;
     case FJ_PI_BEFORE_WITH:
         *npop = 1; *npush = 2; return 0;
     case FJ_PI_RAISE_VARARGS:

@@ -63,6 +63,8 @@ static PyObject *source_text(fj_SourceKind kind, PyObject *key, Py_ssize_t index
         return PyUnicode_FromFormat("G[%R]", key);
     case FJ_SRC_BUILTIN:
         return PyUnicode_FromFormat("G['__builtins__'][%R]", key);
+    case FJ_SRC_MODULE:
+        return PyUnicode_FromFormat("sys.modules[%R]", key);
     case FJ_SRC_ATTR:
         return PyUnicode_FromFormat("%U.%U", parent->text, key);
     case FJ_SRC_ITEM: {
@@ -151,6 +153,10 @@ fj_Source *fj_source_type_of(fj_Source *parent)
 {
     return source_new(FJ_SRC_TYPE, NULL, 0, parent);
 }
+fj_Source *fj_source_module(PyObject *name)
+{
+    return source_new(FJ_SRC_MODULE, name, 0, NULL);
+}
 
 int fj_source_fetch(const fj_Source *src, const fj_FrameView *view, PyObject **out)
 {
@@ -208,6 +214,16 @@ PyObject *fj_source_placeholder_name(fj_Source *src)
         return PyUnicode_FromFormat("g_%U_", src->key);
     case FJ_SRC_BUILTIN:
         return PyUnicode_FromFormat("b_%U_", src->key);
+    case FJ_SRC_MODULE: {
+        /* m_numpy_linalg_: the dotted name's dots as underscores */
+        PyObject *dot = PyUnicode_FromString("."), *us = PyUnicode_FromString("_");
+        PyObject *n = dot && us ? PyUnicode_Replace(src->key, dot, us, -1) : NULL;
+        PyObject *r = n ? PyUnicode_FromFormat("m_%U_", n) : NULL;
+        Py_XDECREF(dot);
+        Py_XDECREF(us);
+        Py_XDECREF(n);
+        return r;
+    }
     default:
         break;
     }

@@ -29,7 +29,8 @@ typedef enum {
     FJ_SRC_ATTR,    /* getattr(parent, key) */
     FJ_SRC_ITEM,    /* parent[key] (exact dicts) */
     FJ_SRC_INDEX,   /* parent[index] (exact lists and tuples; negative counts from the end) */
-    FJ_SRC_TYPE     /* type(parent) */
+    FJ_SRC_TYPE,    /* type(parent) */
+    FJ_SRC_MODULE   /* sys.modules[key]: a module an import statement of the frame reads */
 } fj_SourceKind;
 
 typedef struct fj_Source {
@@ -54,6 +55,7 @@ fj_Source *fj_source_attr(fj_Source *parent, PyObject *name);
 fj_Source *fj_source_item(fj_Source *parent, PyObject *key);
 fj_Source *fj_source_index(fj_Source *parent, Py_ssize_t index);
 fj_Source *fj_source_type_of(fj_Source *parent);
+fj_Source *fj_source_module(PyObject *name);
 
 /* 1 if 'o' is an fj_Source. */
 int fj_source_check(PyObject *o);
@@ -111,6 +113,9 @@ static inline int fj_source_fetch_step(const fj_Source *src, PyObject *parent, i
     case FJ_SRC_TYPE:
         v = (PyObject *)Py_TYPE(parent);
         goto borrowed;
+    case FJ_SRC_MODULE:
+        d = PyImport_GetModuleDict();
+        goto dict;
     }
     PyErr_SetString(PyExc_SystemError, "framejit: bad source kind");
     return -1;

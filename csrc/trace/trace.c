@@ -1090,6 +1090,101 @@ static fj_Var *new_cell(PyObject *contents) /* contents borrowed, may be NULL */
 
 /* ------------------------------------------------------------ globals */
 
+/*
+** import name / from name import a, b (IMPORT_NAME) of a module already
+** imported: what __import__ returns without running anything, sys.modules'
+** entries, each guarded by identity (their sources sys.modules['a'],
+** sys.modules['a.b'] ...), with the frame's __import__ guarded to be the
+** builtin one.  Refused (the statement runs in CPython) for a relative
+** import, a module not yet imported (importing runs its code), and a
+** 'from' name a package does not hold yet (it would import a submodule).
+** New reference, NULL with a break reason.
+*/
+static PyObject *trace_import(fj_TFrame *fr, PyObject *name, PyObject *levelv, PyObject *fromlistv)
+{
+    fj_Tracer *tx = fr->tx;
+    PyObject *level = VAR(levelv)->kind == FJ_VAR_CONST ? VAR(levelv)->obj : NULL;
+    PyObject *fromlist = VAR(fromlistv)->kind == FJ_VAR_CONST ? VAR(fromlistv)->obj : NULL;
+    if (level == NULL || !PyLong_CheckExact(level) || PyLong_AsLong(level) != 0 ||
+        !(fromlist == Py_None || PyTuple_CheckExact(fromlist))) {
+        PyErr_Clear();
+        return fj_unsupported("relative import of %U", name), NULL;
+    }
+    if (fr->builtins != tx->view.builtins || fr->globals_src != NULL)
+        return fj_unsupported("import of %U in a function of another module", name), NULL;
+    /* the frame's __import__ is the builtin one (a replacement runs the program's code) */
+    PyObject *key = PyUnicode_FromString("__import__");
+    PyObject *imp = key ? Py_XNewRef(PyDict_GetItemWithError(fr->builtins, key)) : NULL;
+    if (imp == NULL || !PyCFunction_Check(imp) || strcmp(((PyCFunctionObject *)imp)->m_ml->ml_name, "__import__") != 0 ||
+        PyCFunction_GET_SELF(imp) == NULL || !PyModule_Check(PyCFunction_GET_SELF(imp))) {
+        Py_XDECREF(key);
+        Py_XDECREF(imp);
+        if (PyErr_Occurred())
+            return NULL;
+        return fj_unsupported("import of %U with a replaced __import__", name), NULL;
+    }
+    fj_Source *isrc = fj_source_builtin(key);
+    fj_Var *iv = isrc ? fj_trace_input(tx, isrc, imp) : NULL;
+    Py_XDECREF(isrc);
+    Py_DECREF(key);
+    Py_DECREF(imp);
+    if (iv == NULL)
+        return NULL;
+    Py_DECREF(iv);
+    /* every prefix of the dotted name imported: its sys.modules entry */
+    PyObject *modules = PyImport_GetModuleDict(), *top = NULL, *last = NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(name), at = 0;
+    while (at <= n) {
+        Py_ssize_t dot = PyUnicode_FindChar(name, '.', at, n, 1);
+        Py_ssize_t end = dot < 0 ? n : dot;
+        PyObject *prefix = PyUnicode_Substring(name, 0, end);
+        PyObject *m = prefix ? Py_XNewRef(PyDict_GetItemWithError(modules, prefix)) : NULL;
+        if (m == NULL || !PyModule_Check(m)) {
+            Py_XDECREF(m);
+            Py_XDECREF(top);
+            Py_XDECREF(last);
+            if (prefix != NULL && !PyErr_Occurred())
+                fj_unsupported("import of %U, which is not imported yet (importing runs its code)", prefix);
+            Py_XDECREF(prefix);
+            return NULL;
+        }
+        fj_Source *src = fj_source_module(prefix);
+        fj_Var *v = src ? fj_trace_input(tx, src, m) : NULL;
+        Py_XDECREF(src);
+        Py_DECREF(prefix);
+        Py_DECREF(m);
+        if (v == NULL) {
+            Py_XDECREF(top);
+            Py_XDECREF(last);
+            return NULL;
+        }
+        if (top == NULL)
+            top = Py_NewRef((PyObject *)v);
+        Py_XSETREF(last, (PyObject *)v);
+        at = end + 1;
+    }
+    if (fromlist == Py_None || PyTuple_GET_SIZE(fromlist) == 0) {
+        Py_XDECREF(last);
+        return top;
+    }
+    /* from name import x: x already in the module's namespace */
+    PyObject *mod = VAR(last)->obj, *d = PyModule_GetDict(mod);
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(fromlist); k++) {
+        PyObject *x = PyTuple_GET_ITEM(fromlist, k);
+        int has = PyUnicode_Check(x) && d != NULL ? PyDict_Contains(d, x) : 0;
+        if (has <= 0 || PyUnicode_CompareWithASCIIString(x, "*") == 0) {
+            Py_DECREF(top);
+            Py_DECREF(last);
+            if (has < 0)
+                return NULL;
+            return fj_unsupported("from %U import %R: not in the module yet (it would import a submodule)", name, x),
+                   NULL;
+        }
+    }
+    Py_DECREF(top);
+    return last;
+}
+
 static PyObject *load_global(fj_TFrame *fr, PyObject *name)
 {
     fj_Tracer *tx = fr->tx;
@@ -2083,6 +2178,23 @@ static int run_frame_at(fj_TFrame *fr, int first)
         case FJ_PI_LOAD_ATTR:
             POP1_APPLY(fj_trace_getattr(fr, a_, PyTuple_GET_ITEM(co->co_names, arg)));
             break;
+        case FJ_PI_IMPORT_NAME: { /* [level, fromlist] -> module */
+            PyObject *fromlist = POP(), *level = POP();
+            PyObject *m = trace_import(fr, PyTuple_GET_ITEM(co->co_names, arg), level, fromlist);
+            Py_DECREF(fromlist);
+            Py_DECREF(level);
+            if (m == NULL)
+                goto error;
+            PUSH(m);
+            break;
+        }
+        case FJ_PI_IMPORT_FROM: { /* [module] -> [module, module.name] */
+            PyObject *a = fj_trace_getattr(fr, TOP(), PyTuple_GET_ITEM(co->co_names, arg));
+            if (a == NULL)
+                goto error;
+            PUSH(a);
+            break;
+        }
         case FJ_PI_LOAD_METHOD: {
             PyObject *obj = POP();
             PyObject *out[2] = {NULL, NULL};
