@@ -339,6 +339,17 @@ class ProgGen:
     def stmt(self, env, depth, ind):
         r = self.r
         d = 1 if self.small else 2
+        if r.random() < 0.03:
+            # an import statement inside the function (sys.modules' entry, guarded)
+            name, v = self.fresh("m"), self.fresh("v")
+            e = self.arr(env, 1)
+            env[v] = "arr"
+            return r.choice((
+                [f"{ind}from numpy import tanh as {name}", f"{ind}{v} = {name}({e})"],
+                [f"{ind}import numpy as {name}", f"{ind}{v} = {name}.abs({e}) + 1"],
+                [f"{ind}import numpy.random as {name}", f"{ind}{v} = {e} * 2"],
+                [f"{ind}from numpy.random import rand as {name}", f"{ind}{v} = {e} + 0 * {name}(1)[0]"],
+            ))
         c = r.randrange(32 + len(EXT_WEIGHTS))
         nested = depth < 2
         if c >= 32:
