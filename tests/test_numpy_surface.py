@@ -666,3 +666,53 @@ def test_random_draw_after_an_effect():
     r2 = _draws_mixed_effects(np.ones(3), l2)
     same(r1, r2)
     assert l1 == l2
+
+
+# ---------------------------------------------------------------- np.linalg
+# Graph operations run through NumPy's LAPACK when the graph runs; a singular
+# matrix raises there (the frame then runs in CPython and raises the same
+# LinAlgError); shapes NumPy refuses are refused while tracing.
+
+def _la_solve_inv(a, b):
+    return np.linalg.solve(a, b) + np.linalg.inv(a) @ b
+
+
+def _la_det_norm(a, b):
+    return np.linalg.det(a) * np.linalg.norm(b) + np.linalg.norm(a, axis=0) - np.linalg.norm(a, axis=-1, keepdims=True)
+
+
+def _la_power_pinv(a, b):
+    return np.linalg.matrix_power(a, 3) + np.linalg.pinv(a) * np.linalg.norm(a, "fro") + np.linalg.norm(b, 1)
+
+
+def _la_solve_matrix(a, b):
+    return np.linalg.solve(a, np.stack([b, b * 2], axis=1))
+
+
+def _la_stacked(a, b):
+    s = np.stack([a, a.T + 1])
+    return np.linalg.det(s) + np.linalg.inv(s).sum(axis=(1, 2))
+
+
+def _la_bad_shape(a, b):
+    return np.linalg.inv(a[:, :-1])          # not square: LinAlgError, CPython's
+
+
+_RNG_LA = np.random.default_rng(12)
+_A = _RNG_LA.random((5, 5)) + 5 * np.eye(5)
+_B = _RNG_LA.random(5)
+_LA_ARGS = [(_A, _B), (_A.astype(np.float32), _B.astype(np.float32)), (np.ones((5, 5)), _B),
+            ((_A * 10).astype(np.int64), _B), (np.asfortranarray(_A), _B[::-1])]
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn", [_la_solve_inv, _la_det_norm, _la_power_pinv, _la_solve_matrix, _la_stacked,
+                                _la_bad_shape])
+def test_linalg_equal_plain(fn, backend):
+    check_differential(fn, _LA_ARGS, expect_graph=fn is not _la_bad_shape, backend=backend)
+
+
+def test_linalg_in_one_graph():
+    framejit.reset()
+    framejit.compile(_la_det_norm, backend="eager")(_A, _B)
+    assert framejit.counters["stats"]["unique_graphs"] == 1 and not framejit.counters["graph_break"]

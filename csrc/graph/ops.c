@@ -224,6 +224,16 @@ static const fj_OpDef fj_op_table[] = {
      "start,stop,num,endpoint,retstep,dtype,axis,device?", FJ_OPF_CREATES},
     {"eye", FJ_OP_FUNC, "numpy", "eye", 0, NULL, FJ_SH_EYE, FJ_DT_CREATE, 0, "N,M,k,dtype,order,device?,like?",
      FJ_OPF_CREATES},
+    /* np.linalg: LAPACK through NumPy when the graph runs (a singular matrix raises there:
+       not after side effects the graph would lose) */
+    {"inv", FJ_OP_FUNC, "numpy.linalg", "inv", 0, NULL, FJ_SH_LINALG, FJ_DT_RUN, 1, "a", FJ_OPF_RAISES},
+    {"pinv", FJ_OP_FUNC, "numpy.linalg", "pinv", 0, NULL, FJ_SH_LINALG, FJ_DT_RUN, 1, "a,rcond,hermitian,rtol",
+     FJ_OPF_RAISES},
+    {"det", FJ_OP_FUNC, "numpy.linalg", "det", 0, NULL, FJ_SH_LINALG, FJ_DT_RUN, 1, "a", 0},
+    {"solve", FJ_OP_FUNC, "numpy.linalg", "solve", 0, NULL, FJ_SH_LINALG, FJ_DT_RUN, 2, "a,b", FJ_OPF_RAISES},
+    {"norm", FJ_OP_FUNC, "numpy.linalg", "norm", 0, NULL, FJ_SH_LINALG, FJ_DT_RUN, 1, "x,ord,axis,keepdims", 0},
+    {"matrix_power", FJ_OP_FUNC, "numpy.linalg", "matrix_power", 0, NULL, FJ_SH_LINALG, FJ_DT_RUN, 1, "a,n",
+     FJ_OPF_RAISES},
     /* np.random's legacy functions (the module's RandomState): each call draws when the graph runs,
        in the program's order, so the generator's state advances as it does in plain Python */
     RND("rand", "d0,d1,d2,d3,d4,d5", "float64"), RND("randn", "d0,d1,d2,d3,d4,d5", "float64"),

@@ -67,6 +67,7 @@ enum {
     FJ_SH_TILE,       /* tile: shapes padded to len(reps) and multiplied */
     FJ_SH_REPEAT,     /* repeat: an int or a constant per-item count, along an axis or flattened */
     FJ_SH_AVERAGE,    /* average: as REDUCE, with 'weights' of a's shape or 1-d along the axis */
+    FJ_SH_LINALG,     /* np.linalg's inv, pinv, det, solve, norm, matrix_power (by the row's attr) */
     FJ_SH_RANDOM,     /* draws of np.random's legacy functions: 'size' (or rand's dims), scalar parameters */
     FJ_SH_SETITEM,    /* a[index] = value: the selection (basic indexing, or a boolean mask of a's
                          shape with a scalar value) must take the value; the node keeps a's shape */

@@ -1309,6 +1309,106 @@ static int sh_create(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
     return ifill >= 0 ? check_fill(op, b->v[ifill], out) : 0;
 }
 
+/* np.linalg's rows.  Stacks of matrices are (..., M, N); what NumPy would
+   refuse from the shapes (not square, not matching) is refused here. */
+static int sh_linalg(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
+{
+    const char *f = op->attr;
+    int nd = 0;
+    npy_intp sh[FJ_MAX_NDIM];
+    if (b->v[0] == NULL || operand_shape(op, b->v[0], &nd, sh) < 0)
+        return b->v[0] == NULL ? (PyErr_Format(PyExc_TypeError, "%s: missing the array", QN(op)), -1) : -1;
+    if (strcmp(f, "norm") == 0) {
+        /* the 2-norm of the flattened array, or (ord given) a vector's or a matrix's
+           norm; an int axis: vector norms along it */
+        PyObject *ord = b->v[1], *axis = b->v[2], *keep = b->v[3];
+        int keepdims = keep != NULL && keep != Py_None && PyObject_IsTrue(keep) > 0;
+        if (keep != NULL && keep != Py_None && !PyBool_Check(keep))
+            return PyErr_Format(PyExc_TypeError, "%s: keepdims must be a bool", QN(op)), -1;
+        if (ord != NULL && ord != Py_None && !(PyLong_CheckExact(ord) || PyFloat_CheckExact(ord) ||
+                                               PyUnicode_Check(ord)))
+            return PyErr_Format(PyExc_TypeError, "%s: ord must be a constant", QN(op)), -1;
+        if (axis == NULL || axis == Py_None) {
+            if (ord != NULL && ord != Py_None && nd != 1 && nd != 2)
+                return PyErr_Format(PyExc_TypeError, "%s: ord on a %d-d array raises", QN(op), nd), -1;
+            out->ndim = keepdims ? nd : 0;
+            for (int i = 0; i < out->ndim; i++)
+                out->shape[i] = 1;
+            return 0;
+        }
+        Py_ssize_t ax;
+        if (int_arg(op, axis, "axis", &ax) < 0)
+            return -1;
+        if (ax < -nd || ax >= nd)
+            return fj_ops_axis_error("axis %zd is out of bounds for array of dimension %d", ax, nd);
+        if (ax < 0)
+            ax += nd;
+        out->ndim = 0;
+        for (int i = 0; i < nd; i++) {
+            if (i == ax && !keepdims)
+                continue;
+            out->shape[out->ndim++] = i == ax ? 1 : sh[i];
+        }
+        return 0;
+    }
+    if (nd < 2)
+        return PyErr_Format(PyExc_TypeError, "%s: %d-dimensional array given (at least two dimensions raise)", QN(op),
+                            nd), -1;
+    int square = sh[nd - 1] == sh[nd - 2];
+    if (strcmp(f, "pinv") == 0) {
+        memcpy(out->shape, sh, sizeof(npy_intp) * (size_t)nd);
+        out->shape[nd - 2] = sh[nd - 1];
+        out->shape[nd - 1] = sh[nd - 2];
+        out->ndim = nd;
+        return 0;
+    }
+    if (!square)
+        return PyErr_Format(PyExc_TypeError, "%s: last 2 dimensions of the array must be square (it raises)", QN(op)),
+               -1;
+    if (strcmp(f, "det") == 0) {
+        out->ndim = nd - 2;
+        memcpy(out->shape, sh, sizeof(npy_intp) * (size_t)(nd - 2));
+        return 0;
+    }
+    if (strcmp(f, "matrix_power") == 0) {
+        Py_ssize_t n;
+        if (b->v[1] == NULL || fj_Node_Check(b->v[1]) || int_arg(op, b->v[1], "n", &n) < 0)
+            return PyErr_Occurred() ? -1 : (PyErr_Format(PyExc_TypeError, "%s: n must be a constant int", QN(op)), -1);
+    }
+    if (strcmp(f, "solve") == 0) {
+        int bnd = 0;
+        npy_intp bsh[FJ_MAX_NDIM];
+        if (b->v[1] == NULL || operand_shape(op, b->v[1], &bnd, bsh) < 0)
+            return b->v[1] == NULL ? (PyErr_Format(PyExc_TypeError, "%s: missing b", QN(op)), -1) : -1;
+        npy_intp m = sh[nd - 1];
+        if (bnd == 1) {
+            /* b a vector (M,): the result (..., M) */
+            if (bsh[0] != m)
+                return PyErr_Format(PyExc_TypeError, "%s: b's length does not match a (it raises)", QN(op)), -1;
+            out->ndim = nd - 1;
+            memcpy(out->shape, sh, sizeof(npy_intp) * (size_t)(nd - 1));
+            return 0;
+        }
+        if (bnd < 2 || bsh[bnd - 2] != m)
+            return PyErr_Format(PyExc_TypeError, "%s: b's shape does not match a (it raises)", QN(op)), -1;
+        /* (..., M, K): the stacks broadcast */
+        int ond = nd - 2;
+        npy_intp osh[FJ_MAX_NDIM];
+        memcpy(osh, sh, sizeof(npy_intp) * (size_t)ond);
+        if (broadcast_into(op, &ond, osh, bnd - 2, bsh) < 0 || ond + 2 > FJ_MAX_NDIM)
+            return -1;
+        memcpy(out->shape, osh, sizeof(npy_intp) * (size_t)ond);
+        out->shape[ond] = m;
+        out->shape[ond + 1] = bsh[bnd - 1];
+        out->ndim = ond + 2;
+        return 0;
+    }
+    /* inv, matrix_power: the same shape */
+    memcpy(out->shape, sh, sizeof(npy_intp) * (size_t)nd);
+    out->ndim = nd;
+    return 0;
+}
+
 /* np.random's legacy draws: an array of 'size' (rand and randn: of their
    dims), its parameters real number constants.  Without a size the result is
    a Python scalar, and array parameters broadcast: not traced. */
@@ -1693,6 +1793,8 @@ static int shape_rule(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
         return sh_eye(op, b, out);
     case FJ_SH_RANDOM:
         return sh_random(op, b, out);
+    case FJ_SH_LINALG:
+        return sh_linalg(op, b, out);
     case FJ_SH_SETITEM:
         return sh_setitem(op, b, out);
     }
