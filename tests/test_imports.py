@@ -148,3 +148,32 @@ def test_sys_modules_entry_replaced_recompiles():
         assert out[0] == "raise" and out[1] is ModuleNotFoundError
     finally:
         sys.modules.pop("framejit_test_swap", None)
+
+
+def test_a_module_getattr_is_not_run_by_the_compiled_code():
+    """Reloading an imported module for a resume function reads sys.modules
+    as it is: a module's __getattr__ (PEP 562) sees what it sees plain."""
+    import types
+    m = types.ModuleType("framejit_test_lazy")
+    m.calls = []
+    m.arr = np.arange(3.0)
+
+    def __getattr__(name):
+        m.calls.append(name)
+        raise AttributeError(name)
+    m.__getattr__ = __getattr__
+    sys.modules["framejit_test_lazy"] = m
+
+    def fn(x):
+        import framejit_test_lazy as lz
+        y = x + lz.arr
+        print("", end="")                    # a break: the resume function reloads the module
+        return y * lz.arr
+    try:
+        framejit.reset()
+        cf = framejit.compile(fn, backend="eager")
+        for _ in range(3):
+            same(cf(np.ones(3)), fn(np.ones(3)))
+        assert m.calls == []
+    finally:
+        sys.modules.pop("framejit_test_lazy", None)

@@ -949,3 +949,23 @@ def test_data_indexed_stores_source():
     assert "/*fpv*/" in body and "fjl_log1(&lg, p" not in body.split("if (hs_) {")[1].split("} else {")[0]
     plans = native_loop_plans(counts_of, _bins(3000)())
     assert all(p.fallbacks == 0 for p in plans)
+
+
+def narrowing_store(idx, x, out):
+    for i in range(idx.shape[0]):
+        out[idx[i]] = x[i] * 2.0            # float64 into float32: NumPy's cast overflows to inf
+
+
+def narrowing_store_hoisted(x, out):
+    for i in range(x.shape[0]):
+        out[i] = x[i]
+
+
+@pytest.mark.parametrize("mode", ["ignore", "warn", "raise"])
+@pytest.mark.parametrize("fn,make", [
+    (narrowing_store, lambda: (np.arange(1200) % 7, np.r_[np.ones(900), 1e300, np.ones(299)], np.zeros(7, np.float32))),
+    (narrowing_store_hoisted, lambda: (np.r_[np.ones(700), 1e-300, np.ones(500)], np.zeros(1201, np.float32))),
+    (narrowing_store_hoisted, lambda: (np.r_[np.ones(700), -1e300, np.ones(500)], np.zeros(1201, np.float32))),
+], ids=["data-index-overflow", "hoisted-underflow", "hoisted-overflow"])
+def test_narrowing_stores_warn_as_numpy(fn, make, mode):
+    run_modes(fn, make, mode)

@@ -716,3 +716,28 @@ def test_linalg_in_one_graph():
     framejit.reset()
     framejit.compile(_la_det_norm, backend="eager")(_A, _B)
     assert framejit.counters["stats"]["unique_graphs"] == 1 and not framejit.counters["graph_break"]
+
+
+def _la_power_one(a, b):
+    c = np.linalg.matrix_power(a, 1)        # NumPy returns a itself
+    c[0, 0] = 5.0
+    return a[0, 0] + c.sum()
+
+
+def _la_norm_after_effect(a, log):
+    log.append(1)
+    return np.linalg.norm(a, 2)             # NaN: LinAlgError from the SVD, after the append
+
+
+def test_linalg_alias_and_raise_after_effects():
+    check_with_inputs(_la_power_one, [(_A.copy(), _B)])
+    for a in (_A, np.array([[np.nan, 0.0], [0.0, 1.0]])):
+        framejit.reset()
+        l1, l2 = [], []
+        got = outcome(framejit.compile(_la_norm_after_effect, backend="eager"), (a, l1))
+        want = outcome(_la_norm_after_effect, (a, l2))
+        assert got[0] == want[0] and l1 == l2
+        if got[0] == "ok":
+            same(got[1], want[1])
+        else:
+            assert got[1:] == want[1:]

@@ -269,19 +269,28 @@ static int emit_source(CodegenCtx *cg, fj_Source *src)
     case FJ_SRC_TYPE: /* guards only: no traced value is read as type(x) */
         break;
     case FJ_SRC_MODULE: {
-        /* __import__(name, fromlist=('__name__',)) at level 0: sys.modules[name]
-           itself (a dotted name without a fromlist gives its top package), the
-           module the guards matched; '__name__' is every module's, so nothing
-           more is imported */
-        PyObject *zero = PyLong_FromLong(0), *fl = Py_BuildValue("(s)", "__name__");
-        int r = zero != NULL && fl != NULL ? fj_builder_load_const(b, zero) : -1;
+        /* sys.modules[name], read as it is (an import with a fromlist would look up
+           __path__, which a module's __getattr__ could answer): import sys (always
+           in sys.modules; the frame's __import__ is guarded to be the builtin one) */
+        PyObject *zero = PyLong_FromLong(0), *sys = PyUnicode_FromString("sys"),
+                 *mods = PyUnicode_FromString("modules");
+        int r = zero != NULL && sys != NULL && mods != NULL ? fj_builder_load_const(b, zero) : -1;
         if (r >= 0)
-            r = fj_builder_load_const(b, fl);
+            r = fj_builder_load_const(b, Py_None);
+        if (r >= 0)
+            r = ix = fj_builder_name(b, sys);
+        if (r >= 0)
+            r = fj_bc_emit(&b->il, IMPORT_NAME, ix);
+        if (r >= 0)
+            r = fj_builder_load_attr(b, mods);
+        if (r >= 0)
+            r = fj_builder_load_const(b, src->key);
         Py_XDECREF(zero);
-        Py_XDECREF(fl);
-        if (r < 0 || (ix = fj_builder_name(b, src->key)) < 0)
+        Py_XDECREF(sys);
+        Py_XDECREF(mods);
+        if (r < 0)
             return -1;
-        EMIT(IMPORT_NAME, ix);
+        EMIT(BINARY_SUBSCR, 0);
         return 0;
     }
     }

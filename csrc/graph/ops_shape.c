@@ -1318,6 +1318,9 @@ static int sh_linalg(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
     npy_intp sh[FJ_MAX_NDIM];
     if (b->v[0] == NULL || operand_shape(op, b->v[0], &nd, sh) < 0)
         return b->v[0] == NULL ? (PyErr_Format(PyExc_TypeError, "%s: missing the array", QN(op)), -1) : -1;
+    for (int i = 0; i < nd; i++)
+        if (sh[i] == 0) /* NumPy's empty paths keep other dtypes than the stand-in run finds */
+            return PyErr_Format(PyExc_TypeError, "%s of an empty array is not traced", QN(op)), -1;
     if (strcmp(f, "norm") == 0) {
         /* the 2-norm of the flattened array, or (ord given) a vector's or a matrix's
            norm; an int axis: vector norms along it */
@@ -1374,6 +1377,8 @@ static int sh_linalg(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
         Py_ssize_t n;
         if (b->v[1] == NULL || fj_Node_Check(b->v[1]) || int_arg(op, b->v[1], "n", &n) < 0)
             return PyErr_Occurred() ? -1 : (PyErr_Format(PyExc_TypeError, "%s: n must be a constant int", QN(op)), -1);
+        if (n == 1) /* NumPy returns the argument itself: an alias the graph would not keep */
+            return PyErr_Format(PyExc_TypeError, "%s with n=1 returns its argument itself", QN(op)), -1;
     }
     if (strcmp(f, "solve") == 0) {
         int bnd = 0;
@@ -1389,6 +1394,8 @@ static int sh_linalg(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
             memcpy(out->shape, sh, sizeof(npy_intp) * (size_t)(nd - 1));
             return 0;
         }
+        if (bnd == nd - 1) /* NumPy 1.x reads it as a stack of vectors, 2.x as matrices */
+            return PyErr_Format(PyExc_TypeError, "%s: b with one dimension fewer than a is not traced", QN(op)), -1;
         if (bnd < 2 || bsh[bnd - 2] != m)
             return PyErr_Format(PyExc_TypeError, "%s: b's shape does not match a (it raises)", QN(op)), -1;
         /* (..., M, K): the stacks broadcast */

@@ -1100,6 +1100,25 @@ static fj_Var *new_cell(PyObject *contents) /* contents borrowed, may be NULL */
 ** 'from' name a package does not hold yet (it would import a submodule).
 ** New reference, NULL with a break reason.
 */
+/* The C function of the builtins module's own __import__ (its method table's
+   entry: a replacement, even a C one, is another function).  NULL if none. */
+static PyCFunction builtin_import_meth(void)
+{
+    static PyCFunction meth = NULL;
+    if (meth != NULL)
+        return meth;
+    PyObject *key = PyUnicode_FromString("builtins");
+    PyObject *bm = key != NULL ? PyImport_GetModule(key) : NULL;
+    Py_XDECREF(key);
+    PyModuleDef *def = bm != NULL ? PyModule_GetDef(bm) : NULL;
+    for (PyMethodDef *m = def != NULL ? def->m_methods : NULL; m != NULL && m->ml_name != NULL; m++)
+        if (strcmp(m->ml_name, "__import__") == 0)
+            meth = m->ml_meth;
+    Py_XDECREF(bm);
+    PyErr_Clear();
+    return meth;
+}
+
 static PyObject *trace_import(fj_TFrame *fr, PyObject *name, PyObject *levelv, PyObject *fromlistv)
 {
     fj_Tracer *tx = fr->tx;
@@ -1115,8 +1134,7 @@ static PyObject *trace_import(fj_TFrame *fr, PyObject *name, PyObject *levelv, P
     /* the frame's __import__ is the builtin one (a replacement runs the program's code) */
     PyObject *key = PyUnicode_FromString("__import__");
     PyObject *imp = key ? Py_XNewRef(PyDict_GetItemWithError(fr->builtins, key)) : NULL;
-    if (imp == NULL || !PyCFunction_Check(imp) || strcmp(((PyCFunctionObject *)imp)->m_ml->ml_name, "__import__") != 0 ||
-        PyCFunction_GET_SELF(imp) == NULL || !PyModule_Check(PyCFunction_GET_SELF(imp))) {
+    if (imp == NULL || !PyCFunction_Check(imp) || ((PyCFunctionObject *)imp)->m_ml->ml_meth != builtin_import_meth()) {
         Py_XDECREF(key);
         Py_XDECREF(imp);
         if (PyErr_Occurred())

@@ -927,6 +927,19 @@ static int emit_node(Emit *e, fj_Node *n)
                 goto error;
             }
         }
+        if (ec.type == FJT_F32 && is_float_class(a) && !(a.kind == FJL_NP && a.type == FJT_F32)) {
+            /* a float64 stored into a float32 array: NumPy's cast reports overflow (a finite
+               value to inf) and underflow; tested at the block's end, or from the values */
+            *e->npfloat = 1;
+            if (line(e, "    /*fpv*/ if ((fj_fin64(%U) && !fj_fin32((float)(%U))) || (%U != 0 && fabsf((float)(%U)) <= "
+                        "1.17549435082228750797e-38f)) goto stop;",
+                     x, x, x, x) < 0) {
+                Py_DECREF(addr);
+                Py_XDECREF(saddr);
+                Py_XDECREF(sstep);
+                goto error;
+            }
+        }
         if ((cx = convert(e, x, a, ec)) == NULL || line(e, "    { char *p = %U; %s t = %U;", addr, et, cx) < 0 ||
             (saddr != NULL ? line(e, "    if (!%s) { if (fjl_log1(&lg, p, sizeof t)) goto stop; }", e->logtag)
                            : line(e, "    if (fjl_log1(&lg, p, sizeof t)) goto stop;")) < 0 ||
@@ -1142,11 +1155,11 @@ static int emit_node(Emit *e, fj_Node *n)
             r = line(e, "    /*fpv*/ if (!%s(n%s%zd) && !(%U != %U) && !(%U != %U)) goto stop;", fin, P, n->index, cx, cx, cy,
                      cy);
         else if (code == '*')
-            r = line(e, "    /*fpv*/ if ((!%s(n%s%zd) && !(%U != %U) && !(%U != %U)) || (%s(n%s%zd) < %s && %U != 0 && %U != 0)) "
+            r = line(e, "    /*fpv*/ if ((!%s(n%s%zd) && !(%U != %U) && !(%U != %U)) || (%s(n%s%zd) <= %s && %U != 0 && %U != 0)) "
                         "goto stop;",
                      fin, P, n->index, cx, cx, cy, cy, fab, P, n->index, mn, cx, cy);
         else
-            r = line(e, "    /*fpv*/ if ((!%s(n%s%zd) && !(%U != %U) && !(%U != %U)) || (%s(n%s%zd) < %s && %U != 0)) goto stop;",
+            r = line(e, "    /*fpv*/ if ((!%s(n%s%zd) && !(%U != %U) && !(%U != %U)) || (%s(n%s%zd) <= %s && %U != 0)) goto stop;",
                      fin, P, n->index, cx, cx, cy, cy, fab, P, n->index, mn, cx);
     }
     r = r < 0 ? -1 : 1;
@@ -1575,7 +1588,8 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         Py_XDECREF(t);
         if (step1 == NULL) {
             Py_CLEAR(ufast);
-            PyErr_Clear();
+            if (!PyErr_Occurred())
+                PyErr_NoMemory();
         }
     }
     PyObject *fn = btext && ttext && fast && ufast && upre && stext && rtext && dtext && wtext && reset && sdecl ? PyUnicode_FromFormat(
