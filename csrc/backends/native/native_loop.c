@@ -276,6 +276,37 @@ static PyObject *convert(Emit *e, PyObject *x, VClass from, VClass to)
 static int emit_body(Emit *e, Py_ssize_t nph);
 static PyObject *without_checks(PyObject *lines, Py_ssize_t from, Py_ssize_t to, const char *hs);
 
+/* The lines of the undo log's calls (fjl_save, fjl_log1: they take the log first). */
+#define FJL_LOGGED "(&lg, "
+
+/* lines[from:to] without those holding 'tag'.  New list, NULL on error. */
+static PyObject *without_tag(PyObject *lines, Py_ssize_t from, Py_ssize_t to, const char *tag)
+{
+    PyObject *out = PyList_New(0), *t = PyUnicode_FromString(tag);
+    for (Py_ssize_t k = from; out != NULL && t != NULL && k < to; k++) {
+        PyObject *l = PyList_GET_ITEM(lines, k);
+        if (PyUnicode_Find(l, t, 0, PyUnicode_GET_LENGTH(l), 1) < 0 && PyList_Append(out, l) < 0)
+            Py_CLEAR(out);
+    }
+    if (t == NULL)
+        Py_CLEAR(out);
+    Py_XDECREF(t);
+    return out;
+}
+
+/* 1 when a line of 'lines' holds 's' (0 on error: an error is found by the caller's next call). */
+static int has_line_with(PyObject *lines, const char *s)
+{
+    PyObject *t = PyUnicode_FromString(s);
+    int has = 0;
+    for (Py_ssize_t k = 0; t != NULL && !has && k < PyList_GET_SIZE(lines); k++) {
+        PyObject *l = PyList_GET_ITEM(lines, k);
+        has = PyUnicode_Find(l, t, 0, PyUnicode_GET_LENGTH(l), 1) >= 0;
+    }
+    Py_XDECREF(t);
+    return has;
+}
+
 /*
 ** A captured loop inside the body: its own body as a C loop at the next
 ** level, its state in S<pfx><k>[] (read by the loop_item nodes after it).
@@ -504,17 +535,7 @@ static PyObject *without_checks(PyObject *lines, Py_ssize_t from, Py_ssize_t to,
 {
     char tag[64];
     snprintf(tag, sizeof tag, "if (!%s) {", hs);
-    PyObject *out = PyList_New(0), *t = PyUnicode_FromString(tag);
-    for (Py_ssize_t k = from; out != NULL && t != NULL && k < to; k++) {
-        PyObject *l = PyList_GET_ITEM(lines, k);
-        int has = PyUnicode_Find(l, t, 0, PyUnicode_GET_LENGTH(l), 1) >= 0;
-        if (!has && PyList_Append(out, l) < 0)
-            Py_CLEAR(out);
-    }
-    if (t == NULL)
-        Py_CLEAR(out);
-    Py_XDECREF(t);
-    return out;
+    return without_tag(lines, from, to, tag);
 }
 
 /* The form of int operand 'o' for hoisting: 1 a constant c, 2 this level's
@@ -569,21 +590,6 @@ static int affine_form(Emit *e, PyObject *o, long long *c, fj_Node **root, int d
     return *c > -(1LL << 40) && *c < (1LL << 40) ? f : 0;
 }
 
-/* 'lines' without those holding 'tag'.  New list, NULL on error. */
-static PyObject *without_tag(PyObject *lines, const char *tag)
-{
-    PyObject *out = PyList_New(0), *t = PyUnicode_FromString(tag);
-    for (Py_ssize_t k = 0; out != NULL && t != NULL && k < PyList_GET_SIZE(lines); k++) {
-        PyObject *l = PyList_GET_ITEM(lines, k);
-        if (PyUnicode_Find(l, t, 0, PyUnicode_GET_LENGTH(l), 1) < 0 && PyList_Append(out, l) < 0)
-            Py_CLEAR(out);
-    }
-    if (t == NULL)
-        Py_CLEAR(out);
-    Py_XDECREF(t);
-    return out;
-}
-
 /* 1 when a line of 'lines' starts with 'prefix'. */
 static int has_line_starting(PyObject *lines, const char *prefix)
 {
@@ -607,7 +613,7 @@ static int has_line_starting(PyObject *lines, const char *prefix)
 static int stops_before_stores(PyObject *lines)
 {
     PyObject *st = PyUnicode_FromString("memcpy(p, &t"), *g = PyUnicode_FromString("goto"),
-             *g2 = PyUnicode_FromString("ovf_ |="), *lg = PyUnicode_FromString("fjl_");
+             *g2 = PyUnicode_FromString("ovf_ |="), *lg = PyUnicode_FromString(FJL_LOGGED);
     int ok = st != NULL && g != NULL && g2 != NULL && lg != NULL, stored = 0;
     for (Py_ssize_t k = 0; ok && k < PyList_GET_SIZE(lines); k++) {
         PyObject *l = PyList_GET_ITEM(lines, k);
@@ -630,7 +636,7 @@ static int stops_before_stores(PyObject *lines)
    NULL on error. */
 static PyObject *without_undo(PyObject *lines)
 {
-    PyObject *out = PyList_New(0), *lg = PyUnicode_FromString("fjl_"), *g2 = PyUnicode_FromString("ovf_ |= ");
+    PyObject *out = PyList_New(0), *lg = PyUnicode_FromString(FJL_LOGGED), *g2 = PyUnicode_FromString("ovf_ |= ");
     for (Py_ssize_t k = 0; out != NULL && lg != NULL && g2 != NULL && k < PyList_GET_SIZE(lines); k++) {
         PyObject *l = PyList_GET_ITEM(lines, k);
         Py_ssize_t len = PyUnicode_GET_LENGTH(l), at;
@@ -1471,7 +1477,7 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
        the saved ranges of hoisted stores (measured: bench/loops) */
     int noundo = bodyl != NULL && e.leaf && has_line_starting(bodyl, "    if (fjl_log1(") && stops_before_stores(bodyl);
     if (bodyl != NULL && !noundo)
-        Py_SETREF(bodyl, without_tag(bodyl, "/*fpv*/"));
+        Py_SETREF(bodyl, without_tag(bodyl, 0, PyList_GET_SIZE(bodyl), "/*fpv*/"));
     PyObject *btext = sep && bodyl ? PyUnicode_Join(sep, bodyl) : NULL;
     PyObject *ttext = sep && taill ? PyUnicode_Join(sep, taill) : NULL;
     PyObject *dtext = sep ? PyUnicode_Join(sep, decl) : NULL;
@@ -1505,27 +1511,15 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
     }
     else if (ucl != NULL && tsl != NULL && !npfloat) {
         /* without the undo entries when nothing left can stop the block */
-        PyObject *f1 = PyUnicode_FromString("fjl_save("), *f2 = PyUnicode_FromString("fjl_log1("),
-                 *g = PyUnicode_FromString("goto"), *g2 = PyUnicode_FromString("ovf_ |="), *cand = PyList_New(0);
-        int stops = f1 == NULL || f2 == NULL || g == NULL || g2 == NULL || cand == NULL;
-        for (Py_ssize_t k = 0; !stops && k < PyList_GET_SIZE(ucl); k++) {
-            PyObject *l = PyList_GET_ITEM(ucl, k);
-            Py_ssize_t len = PyUnicode_GET_LENGTH(l);
-            if (PyUnicode_Find(l, f1, 0, len, 1) >= 0 || PyUnicode_Find(l, f2, 0, len, 1) >= 0)
-                continue;
-            /* a stop: a check, or a sticky overflow tested at the block's end */
-            stops = PyUnicode_Find(l, g, 0, len, 1) >= 0 || PyUnicode_Find(l, g2, 0, len, 1) >= 0 ||
-                    PyList_Append(cand, l) < 0;
-        }
-        Py_XDECREF(g2);
-        if (!stops) {
+        PyObject *cand = without_tag(ucl, 0, PyList_GET_SIZE(ucl), FJL_LOGGED);
+        /* a stop: a check, or a sticky overflow tested at the block's end */
+        if (cand == NULL)
+            Py_CLEAR(ucl);
+        else if (!has_line_with(cand, "goto") && !has_line_with(cand, "ovf_ |=")) {
             Py_SETREF(ucl, Py_NewRef(cand));
             if (PyList_SetSlice(tsl, 0, PyList_GET_SIZE(tsl), NULL) < 0)
                 Py_CLEAR(tsl);
         }
-        Py_XDECREF(f1);
-        Py_XDECREF(f2);
-        Py_XDECREF(g);
         Py_XDECREF(cand);
     }
     PyObject *sep2 = PyUnicode_FromString("\n");
