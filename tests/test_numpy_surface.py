@@ -472,9 +472,17 @@ def test_integer_array_index_is_a_graph_operation():
     assert framejit.counters["stats"]["unique_graphs"] == 1
 
 
-def test_boolean_mask_read_breaks_with_its_reason():
+def test_boolean_mask_read_is_a_graph_operation():
+    # sizes that depend on the data: tests/test_masks.py
     def f(x):
         return x[x > 0] + 1
+
+    assert diff_check(f, [(M,), (-np.abs(M),)]) == {}
+
+
+def test_boolean_mask_inside_a_tuple_index_breaks_with_its_reason():
+    def f(x):
+        return x[x[:, 0] > 0, 1:] + 1
 
     breaks = diff_check(f, [(M,)], graphs=False)
     assert any("boolean mask index" in r for r in breaks), breaks

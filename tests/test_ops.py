@@ -481,9 +481,11 @@ def test_getitem_errors():
     i = g.placeholder("i", make((2,), "float64"))
     with pytest.raises(IndexError, match="must be of integer"):
         g.call(operator.getitem, (x, i))
-    m = g.placeholder("m", make((3, 4), "bool"))
-    with pytest.raises(TypeError, match="boolean mask index"):
+    m = g.placeholder("m", make((3, 5), "bool"))
+    with pytest.raises(IndexError, match="boolean index did not match indexed array along axis 1"):
         g.call(operator.getitem, (x, m))
+    with pytest.raises(TypeError, match="boolean mask index"):
+        g.call(operator.getitem, (x, (m, 0)))
     with pytest.raises(IndexError, match="index 5 is out of bounds for axis 1 with size 4"):
         build(operator.getitem, (a, (slice(None), [0, 5])))
     with pytest.raises(ValueError, match="could not be broadcast"):

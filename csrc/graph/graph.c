@@ -109,7 +109,8 @@ PyObject *fj_node_shape_tuple(fj_Node *n)
 {
     PyObject *t = PyTuple_New(n->ndim);
     for (int i = 0; t && i < n->ndim; i++) {
-        PyObject *d = PyLong_FromSsize_t(n->shape[i]);
+        /* a size that depends on the data is not known: None */
+        PyObject *d = i == 0 && n->datadep ? Py_NewRef(Py_None) : PyLong_FromSsize_t(n->shape[i]);
         if (!d) {
             Py_CLEAR(t);
             break;
@@ -145,6 +146,12 @@ static PyObject *node_get_meta(fj_Node *n, void *c)
                                                                : "array");
     if (d != NULL && n->example != NULL && PyDict_SetItemString(d, "example", n->example) < 0)
         Py_CLEAR(d);
+    if (d != NULL && n->datadep) {
+        PyObject *sym = PyLong_FromLong(n->datadep);
+        if (sym == NULL || PyDict_SetItemString(d, "datadep", sym) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(sym);
+    }
     return d;
 }
 
@@ -760,6 +767,7 @@ fj_Node *fj_graph_placeholder_like(PyObject *gobj, PyObject *name, PyObject *lik
         ph->vkind = src->vkind;
         ph->ndim = src->ndim;
         memcpy(ph->shape, src->shape, sizeof(npy_intp) * (size_t)src->ndim);
+        ph->datadep = src->datadep;
     }
     ph->variant = variant;
     return ph;

@@ -20,6 +20,10 @@
 
 enum { FJ_NODE_PLACEHOLDER = 1, FJ_NODE_CALL = 2, FJ_NODE_OUTPUT = 3 };
 
+/* The metadata's stand-in for a size that depends on the data (fj_Node.datadep): not 0 or 1,
+   so that broadcasting and the native backend treat the dim as a full one. */
+#define FJ_DATADEP_SIZE 2
+
 typedef struct fj_Node {
     PyObject_HEAD
     int kind;              /* FJ_NODE_* */
@@ -53,6 +57,12 @@ typedef struct fj_Node {
     int variant;           /* the value changes from one iteration of a captured loop to the
                               next (docs/loops.md): its 'example' is only the first
                               iteration's, never a value the trace may use */
+    int datadep;           /* nonzero: the size of dim 0 depends on the data (x[mask],
+                              np.flatnonzero; docs/dynamic.md): the symbol of that size (equal
+                              symbols, equal sizes at run time); shape[0] is then
+                              FJ_DATADEP_SIZE, a stand-in the trace never reads as a value */
+    int nzsym;             /* the symbol of this node's number of nonzero items, once asked
+                              (fj_dims_count_symbol); 0 before */
 } fj_Node;
 
 /* The Node type; valid after fj_graph_init. */

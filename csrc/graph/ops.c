@@ -194,6 +194,9 @@ static const fj_OpDef fj_op_table[] = {
     {"flip", FJ_OP_FUNC, "numpy", "flip", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "m,axis", 0},
     {"fliplr", FJ_OP_FUNC, "numpy", "fliplr", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "m", 0},
     {"flipud", FJ_OP_FUNC, "numpy", "flipud", 0, NULL, FJ_SH_SAME, FJ_DT_RUN, 1, "m", 0},
+    /* sizes that depend on the data (trace_dims.c gives the result its symbol) */
+    {"flatnonzero", FJ_OP_FUNC, "numpy", "flatnonzero", 0, NULL, FJ_SH_NONZERO, FJ_DT_RUN, 1, "a", 0},
+    {"argwhere", FJ_OP_FUNC, "numpy", "argwhere", 0, NULL, FJ_SH_NONZERO, FJ_DT_RUN, 1, "a", 0},
     {"diff", FJ_OP_FUNC, "numpy", "diff", 0, NULL, FJ_SH_DIFF, FJ_DT_RUN, 1, "a,n,axis,prepend,append", 0},
     {"tile", FJ_OP_FUNC, "numpy", "tile", 0, NULL, FJ_SH_TILE, FJ_DT_SAME, 1, "A,reps", 0},
     {"repeat", FJ_OP_FUNC, "numpy", "repeat", 0, NULL, FJ_SH_REPEAT, FJ_DT_SAME, 1, "a,repeats,axis", 0},

@@ -70,7 +70,8 @@ enum {
     FJ_SH_LINALG,     /* np.linalg's inv, pinv, det, solve, norm, matrix_power (by the row's attr) */
     FJ_SH_RANDOM,     /* draws of np.random's legacy functions: 'size' (or rand's dims), scalar parameters */
     FJ_SH_SETITEM,    /* a[index] = value: the selection (basic indexing, or a boolean mask of a's
-                         shape with a scalar value) must take the value; the node keeps a's shape */
+                         leading dims) must take the value; the node keeps a's shape */
+    FJ_SH_NONZERO,    /* flatnonzero (n,), argwhere (n, a.ndim): n depends on the data (fj_Node.datadep) */
 };
 
 /* Dtype rules. */

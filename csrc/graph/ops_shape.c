@@ -817,14 +817,51 @@ static int index_out_of_bounds(const fj_OpDef *op, Py_ssize_t v, int dim, npy_in
 }
 
 /*
+** a[mask] with a boolean array 'm' (the whole index): m's dims must be a's
+** leading ones, as NumPy checks; the result is (n, *a.shape[m.ndim:]) where
+** n, the number of true items, depends on the data (FJ_DATADEP_SIZE stands
+** for it; the tracer gives the node its symbol, trace_dims.c).
+*/
+static int mask_selection(const fj_OpDef *op, fj_Node *a, fj_Node *m, fj_Meta *out)
+{
+    if (a->vkind != FJ_VAL_ARRAY || m->vkind != FJ_VAL_ARRAY || m->ndim < 1 || m->ndim > a->ndim) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s: a boolean mask index is traced only as an array of at least one dim and at most "
+                     "the indexed array's", QN(op));
+        return -1;
+    }
+    for (int d = 0; d < m->ndim; d++)
+        if (m->shape[d] != a->shape[d]) {
+            PyErr_Format(PyExc_IndexError,
+                         "%s: boolean index did not match indexed array along axis %d; size of axis is %zd "
+                         "but size of corresponding boolean axis is %zd",
+                         QN(op), d, (Py_ssize_t)a->shape[d], (Py_ssize_t)m->shape[d]);
+            return -1;
+        }
+    if (too_many_dims(op, 1 + a->ndim - m->ndim) < 0)
+        return -1;
+    out->vkind = FJ_VAL_ARRAY;
+    out->ndim = 1 + a->ndim - m->ndim;
+    out->shape[0] = FJ_DATADEP_SIZE;
+    memcpy(out->shape + 1, a->shape + m->ndim, sizeof(npy_intp) * (size_t)(a->ndim - m->ndim));
+    return 0;
+}
+
+static int is_mask_node(PyObject *it)
+{
+    return fj_Node_Check(it) && ((fj_Node *)it)->dtype != NULL && ((fj_Node *)it)->dtype->type_num == NPY_BOOL &&
+           ((fj_Node *)it)->vkind != FJ_VAL_PYSCALAR;
+}
+
+/*
 ** Indexing: ints, slices, None, Ellipsis and integer arrays (nodes or
 ** constant lists), alone or in tuples, as NumPy's mapping.c does it.  With
 ** an integer array present, every int and array index is "advanced": their
 ** shapes broadcast together, and the broadcast shape takes the place of the
 ** first of them when they are all next to each other, else it comes first.
 ** Bounds of constant indices are checked here; an array's values are data,
-** and NumPy checks them when the graph runs.  Boolean arrays select a
-** number of items that depends on the data: refused.
+** and NumPy checks them when the graph runs.  A boolean array is traced as
+** the whole index (mask_selection); in a tuple it is refused.
 */
 static int sh_getitem(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
 {
@@ -838,6 +875,8 @@ static int sh_getitem(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
         PyErr_Format(PyExc_TypeError, "%s: missing the index", QN(op));
         return -1;
     }
+    if (is_mask_node(index))
+        return mask_selection(op, a, (fj_Node *)index, out);
     PyObject *const *items = &index;
     Py_ssize_t n = 1;
     if (PyTuple_Check(index)) {
@@ -1687,16 +1726,19 @@ static int sh_setitem(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
         return -1;
     if (fj_Node_Check(index) && ((fj_Node *)index)->dtype != NULL &&
         ((fj_Node *)index)->dtype->type_num == NPY_BOOL) {
-        fj_Node *m = (fj_Node *)index;
-        int mask = m->vkind == FJ_VAL_ARRAY && m->dtype->type_num == NPY_BOOL && m->ndim == a->ndim &&
-                   memcmp(m->shape, a->shape, sizeof(npy_intp) * (size_t)a->ndim) == 0;
-        if (!mask || vnd != 0) {
-            PyErr_Format(PyExc_TypeError,
-                         "%s: an array index is traced only as a boolean mask of the array's shape "
-                         "with a scalar value",
-                         QN(op));
+        /* a[mask] = value: the value broadcasts into the selection (n, *a.shape[m.ndim:]) */
+        fj_Meta sel;
+        memset(&sel, 0, sizeof sel);
+        if (mask_selection(op, a, (fj_Node *)index, &sel) < 0)
             return -1;
+        int ok = vnd <= sel.ndim;
+        for (int d = 1; ok && d <= vnd; d++) {
+            npy_intp v = vsh[vnd - d], s = sel.shape[sel.ndim - d];
+            ok = v == s || v == 1;
         }
+        if (!ok)
+            return shapes_error(op, "%s: could not broadcast input array from shape %s into shape %s", vnd, vsh,
+                                sel.ndim, sel.shape);
     }
     else {
         fj_Bound gb;
@@ -1804,6 +1846,27 @@ static int shape_rule(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
         return sh_linalg(op, b, out);
     case FJ_SH_SETITEM:
         return sh_setitem(op, b, out);
+    case FJ_SH_NONZERO: {
+        /* flatnonzero: (n,); argwhere: (n, a.ndim); n depends on the data */
+        int nd;
+        npy_intp sh[FJ_MAX_NDIM];
+        if (!b->v[0]) {
+            PyErr_Format(PyExc_TypeError, "%s: missing the array argument", QN(op));
+            return -1;
+        }
+        if (operand_shape(op, b->v[0], &nd, sh) < 0)
+            return -1;
+        int arg = strcmp(op->name, "argwhere") == 0;
+        if (arg && nd == 0) {
+            PyErr_Format(PyExc_TypeError, "%s of a 0-d value is not traced", QN(op));
+            return -1;
+        }
+        out->vkind = FJ_VAL_ARRAY;
+        out->ndim = arg ? 2 : 1;
+        out->shape[0] = FJ_DATADEP_SIZE;
+        out->shape[1] = nd;
+        return 0;
+    }
     }
     PyErr_Format(PyExc_SystemError, "framejit: op %s has no shape rule", op->name);
     return -1;

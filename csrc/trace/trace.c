@@ -609,6 +609,15 @@ int fj_trace_specialize(fj_Tracer *tx)
     return 0;
 }
 
+int fj_trace_pin_sizes(fj_Tracer *tx, PyObject *v, const char *what)
+{
+    fj_Var *vv = (fj_Var *)v;
+    if (vv->kind == FJ_VAR_NODE && ((fj_Node *)vv->obj)->datadep)
+        return fj_unsupported("%s of an array whose size depends on the data (x[mask], np.nonzero) is not "
+                              "traced", what);
+    return fj_trace_specialize(tx);
+}
+
 /*
 ** Lists, tuples and dicts longer than this are not unpacked into one guarded
 ** input per item: they are opaque objects (type-guarded; operations on them
@@ -869,7 +878,7 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
     }
     else if (PyModule_Check(value) || PyFunction_Check(value) || PyCFunction_Check(value) ||
              PyType_Check(value) || PyArray_DescrCheck(value) || fj_torch_is_singleton(value) ||
-             fj_trace_ops_for(value) != NULL ||
+             fj_trace_ops_for(value) != NULL || fj_trace_is_np_nonzero(value) ||
              strcmp(Py_TYPE(value)->tp_name, "numpy.ufunc") == 0 || PyMethod_Check(value) ||
              (Py_TYPE(value) == &PyMethodDescr_Type && fj_torch_callable_kind(value) != 0)) {
         if (fj_guard_add_id_match(mgr, value) < 0)
@@ -1393,7 +1402,7 @@ static PyObject *var_items(fj_TFrame *fr, PyObject *vo)
         fj_Node *n = (fj_Node *)v->obj;
         if (n->vkind == FJ_VAL_TENSORS)
             return fj_trace_torch_items(fr->tx, vo);
-        if (v->dynamic && fj_trace_specialize(fr->tx) < 0)
+        if (v->dynamic && fj_trace_pin_sizes(fr->tx, vo, "iteration") < 0)
             return NULL;
         if ((n->vkind == FJ_VAL_ARRAY || n->vkind == FJ_VAL_TENSOR) && n->ndim >= 1) {
             PyObject *out = PyList_New(n->shape[0]);

@@ -217,6 +217,9 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value);
 ** TENSOR_MATCH for arrays) so the values seen now are exact.  0 or -1.
 */
 int fj_trace_specialize(fj_Tracer *tx);
+/* As fj_trace_specialize where the trace needs the sizes of Var 'v' (for
+   'what', as "len()"): Unsupported when they depend on the data. */
+int fj_trace_pin_sizes(fj_Tracer *tx, PyObject *v, const char *what);
 /* The tracer running now (only one runs at a time per thread). */
 extern _Thread_local fj_Tracer *fj_current_tracer;
 /* Clears the Vars in tx->made (see fj_Tracer) and drops the list. */
@@ -441,6 +444,21 @@ int fj_dims_before_call(fj_TFrame *fr, const struct fj_OpDef *op, PyObject *cons
    (constants take no part; anything but nodes and constants specializes):
    as fj_dims_before_call's FJ_SH_BROADCAST.  0 or -1. */
 int fj_dims_broadcast(fj_Tracer *tx, PyObject *const *args, Py_ssize_t n, PyObject **out);
+
+/*
+** Sizes that depend on the data (x[mask], np.flatnonzero; docs/dynamic.md):
+** before 'op' goes into the graph, decides whether it is right for every such
+** size, and sets *sym to the result's symbol (0: its sizes are fixed).  1
+** when it decided (the op's sizes need nothing more), 0 when no such size
+** or mask takes part, -1 with Unsupported naming the op.  fj_dims_count_symbol: the symbol of the
+** number of nonzero items of 'n' (made on first use).
+*/
+int fj_dims_datadep(fj_TFrame *fr, const struct fj_OpDef *op, PyObject *const *args, Py_ssize_t n,
+                    PyObject *kwnames, int *sym);
+int fj_dims_count_symbol(void *node);
+/* True when 'fn' is numpy.nonzero or numpy.where (numpy imported already):
+   traced on one-dimensional arrays (trace_call.c). */
+int fj_trace_is_np_nonzero(PyObject *fn);
 
 /* One frame being traced: the top frame or an inlined call. */
 struct fj_TFrame {

@@ -541,8 +541,15 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
     if ((op->flags & FJ_OPF_RAISES) && fj_trace_effects_pending(fr->tx))
         return fj_unsupported("%s after side effects (an error it raises from the data would lose them)",
                               fj_op_qualname(op)), NULL;
+    int datadep = 0; /* the result's data-dependent size (x[mask]): its symbol */
+    int pinned_before = fj_current_tracer->specialized;
+    int dd = fj_dims_datadep(fr, op, args, n, kwnames, &datadep);
+    if (dd < 0)
+        return NULL;
+    if (dd && !pinned_before && fj_current_tracer->specialized && pyscalar)
+        return graph_call(fr, op, args, n, kwnames); /* pinned just now: with the values as constants */
     PyObject *dims = NULL; /* the result's symbolic dims */
-    int was_pinned = fj_current_tracer->specialized;
+    int was_pinned = fj_current_tracer->specialized || dd; /* dd: the sizes were decided there */
     if (dynamic && !was_pinned && fj_dims_before_call(fr, op, args, n, kwnames, &dims) < 0)
         return NULL;
     if (dynamic && !was_pinned && fj_current_tracer->specialized && pyscalar) {
@@ -573,11 +580,20 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
             goto done;
         }
     }
+    if (datadep && node->vkind == FJ_VAL_ARRAY && node->ndim >= 1 && !(op->flags & FJ_OPF_MUTATES)) {
+        node->datadep = datadep;
+        node->shape[0] = FJ_DATADEP_SIZE;
+    }
     res = (PyObject *)fj_var_node((PyObject *)node);
     if (res != NULL && !fj_current_tracer->specialized) {
         VAR(res)->dynamic = dynamic || node->vkind == FJ_VAL_PYSCALAR;
         if (dims != NULL && PyTuple_GET_SIZE(dims) == node->ndim)
             VAR(res)->extra2 = Py_NewRef(dims);
+    }
+    if (res != NULL && node->datadep) {
+        /* every use that needs its sizes asks fj_trace_pin_sizes, which refuses */
+        VAR(res)->dynamic = 1;
+        Py_CLEAR(VAR(res)->extra2);
     }
 done:
     Py_XDECREF(dims);
@@ -798,7 +814,7 @@ static PyObject *builtin_reduce(fj_TFrame *fr, PyObject *fn, PyObject *const *ar
     int which = fn == builtin_named("sum") ? 0 : fn == builtin_named("max") ? 1 : 2;
     /* its length decides the result's type (an empty array's sum is 'start';
        max of one raises): a dynamic length is pinned */
-    if (VAR(args[0])->dynamic && fj_trace_specialize(fr->tx) < 0)
+    if (VAR(args[0])->dynamic && fj_trace_pin_sizes(fr->tx, args[0], which == 0 ? "builtin sum" : which == 1 ? "builtin max" : "builtin min") < 0)
         return NULL;
     if (a->shape[0] == 0)
         return which == 0 ? NULL : (fj_unsupported("%s() of an empty array raises", which == 1 ? "max" : "min"), NULL);
@@ -868,7 +884,7 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
             return fj_trace_set_len(fr, a);
         if (a->kind == FJ_VAR_NODE) {
             fj_Node *nd = (fj_Node *)a->obj;
-            if (a->dynamic && fj_trace_specialize(fr->tx) < 0)
+            if (a->dynamic && fj_trace_pin_sizes(fr->tx, (PyObject *)a, "len()") < 0)
                 return NULL;
             if ((nd->vkind == FJ_VAL_ARRAY || nd->vkind == FJ_VAL_TENSOR) && nd->ndim > 0)
                 return int_var(nd->shape[0]);
@@ -1050,6 +1066,8 @@ static int is_pure_module_function(PyObject *fn)
 
 /* ------------------------------------------------------------ methods */
 
+static int nonzero_tuple(fj_TFrame *fr, PyObject *a, PyObject **out);
+
 static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py_ssize_t n,
                              PyObject *kwnames)
 {
@@ -1073,6 +1091,12 @@ static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py
         return torch_call(fr, &fj_torch_method_row, name, stack, n + 1, kwnames);
     }
     if (self->kind == FJ_VAR_NODE) {
+        if (n == 0 && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0) && fj_str_is(name, "nonzero")) {
+            PyObject *t = NULL;
+            int r = nonzero_tuple(fr, (PyObject *)self, &t);
+            if (r != 0)
+                return t;
+        }
         const fj_OpDef *op = fj_ops_for_method(name);
         if (op == NULL)
             return fj_unsupported("ndarray.%U is not supported", name), NULL;
@@ -1148,6 +1172,60 @@ static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py
     return fj_unsupported("call of method %U on %R", name, (PyObject *)self), NULL;
 }
 
+/*
+** np.nonzero(a), np.where(a) and a.nonzero() for a one-dimensional array 'a':
+** the tuple (np.flatnonzero(a),), the array NumPy returns (flatnonzero is
+** nonzero(ravel(a))[0]); its size depends on the data (trace_dims.c).  1 with
+** *out the tuple Var, 0 when 'a' is not such an array, -1 on error.
+*/
+static int nonzero_tuple(fj_TFrame *fr, PyObject *a, PyObject **out)
+{
+    static PyObject *flat = NULL;
+    fj_Node *an = VAR(a)->kind == FJ_VAR_NODE ? (fj_Node *)VAR(a)->obj : NULL;
+    *out = NULL;
+    if (an == NULL || an->vkind != FJ_VAL_ARRAY || an->ndim != 1 || an->dtype == NULL)
+        return 0;
+    if (flat == NULL) {
+        PyObject *np = PyImport_ImportModule("numpy");
+        flat = np ? PyObject_GetAttrString(np, "flatnonzero") : NULL;
+        Py_XDECREF(np);
+        if (flat == NULL)
+            return -1;
+    }
+    const fj_OpDef *op = fj_ops_for_callable(flat);
+    if (op == NULL)
+        return fj_unsupported("np.nonzero: no flatnonzero row");
+    PyObject *r = graph_call(fr, op, &a, 1, NULL);
+    PyObject *items = r ? PyList_New(1) : NULL;
+    if (items == NULL) {
+        Py_XDECREF(r);
+        return -1;
+    }
+    PyList_SET_ITEM(items, 0, r);
+    *out = new_seq_var(FJ_VAR_TUPLE, items);
+    Py_DECREF(items);
+    return *out ? 1 : -1;
+}
+
+int fj_trace_is_np_nonzero(PyObject *fn)
+{
+    static PyObject *nz = NULL, *wh = NULL;
+    if (nz == NULL) {
+        PyObject *name = PyUnicode_FromString("numpy");
+        PyObject *np = name ? PyImport_GetModule(name) : NULL;
+        Py_XDECREF(name);
+        if (np != NULL) {
+            nz = PyObject_GetAttrString(np, "nonzero");
+            wh = nz ? PyObject_GetAttrString(np, "where") : NULL;
+            Py_DECREF(np);
+        }
+        if (wh == NULL)
+            Py_CLEAR(nz);
+        PyErr_Clear();
+    }
+    return nz != NULL && (fn == nz || fn == wh);
+}
+
 PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_ssize_t n,
                         PyObject *kwnames)
 {
@@ -1183,6 +1261,12 @@ PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_
         return unsupported_obj("", fn, " reads or changes torch's global state (or is not an "
                                    "operation on tensors): not captured"),
                NULL;
+    if (n == 1 && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0) && fj_trace_is_np_nonzero(fn)) {
+        PyObject *t = NULL;
+        int r = nonzero_tuple(fr, args[0], &t);
+        if (r != 0)
+            return t;
+    }
     const fj_OpDef *op = fj_trace_ops_for(fn);
     if (op != NULL) {
         int nodes = 0;
@@ -1326,7 +1410,7 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
             /* shape, size, nbytes of a dynamic array: its dims must be pinned
                (ndim, dtype and itemsize never change under a dynamic guard) */
             if (o->dynamic && !fj_str_is(name, "ndim") && !fj_str_is(name, "dtype") &&
-                !fj_str_is(name, "itemsize") && fj_trace_specialize(fr->tx) < 0) {
+                !fj_str_is(name, "itemsize") && fj_trace_pin_sizes(fr->tx, (PyObject *)o, PyUnicode_AsUTF8(name)) < 0) {
                 Py_DECREF(st);
                 return NULL;
             }
@@ -1337,8 +1421,8 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
         const fj_OpDef *op = fj_ops_for_attr(name);
         if (op != NULL)
             return graph_call(fr, op, &objv, 1, NULL);
-        if (fj_ops_for_method(name) != NULL)
-            return method_var(objv, name);
+        if (fj_ops_for_method(name) != NULL || fj_str_is(name, "nonzero"))
+            return method_var(objv, name); /* (nonzero: call_method, one-dimensional arrays) */
         return fj_unsupported("ndarray attribute %U is not supported", name), NULL;
     }
     if (o->kind == FJ_VAR_CONST) {
@@ -1844,8 +1928,12 @@ PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
         /* an integer index is in range only for some sizes: with dynamic dims the
            graph could raise IndexError at run time (after side effects that come
            first in the program); pin the sizes so the trace's check holds */
-        int has_int = o->dynamic ? key_has_int(keyv) : 0;
-        if (has_int < 0 || (has_int && fj_trace_specialize(fr->tx) < 0))
+        fj_Node *kn = VAR(keyv)->kind == FJ_VAR_NODE ? (fj_Node *)VAR(keyv)->obj : NULL;
+        int mask = kn != NULL && kn->vkind == FJ_VAL_ARRAY && kn->dtype != NULL && kn->dtype->type_num == NPY_BOOL;
+        /* (a mask's sizes, and an index array's of a size that depends on the data, are
+           decided with the graph call: fj_dims_datadep) */
+        int has_int = o->dynamic && !mask && !(kn != NULL && kn->datadep) ? key_has_int(keyv) : 0;
+        if (has_int < 0 || (has_int && fj_trace_pin_sizes(fr->tx, objv, "an integer index") < 0))
             return NULL;
         if (!fj_trace_is_tensor_var(objv) && fj_trace_index_may_raise(fr->tx, keyv) < 0)
             return NULL;

@@ -366,3 +366,339 @@ int fj_dims_broadcast(fj_Tracer *tx, PyObject *const *args, Py_ssize_t n, PyObje
     Py_DECREF(ops);
     return r;
 }
+
+/* ------------------------------------------------ sizes that depend on the data */
+
+/*
+** x[mask], np.flatnonzero, np.argwhere (and nonzero/where of one argument,
+** trace_call.c) make an array whose dim 0 has a size only the data decides.
+** The node carries a symbol for it (fj_Node.datadep): the number of nonzero
+** items of the node counted (the mask), so x[m] and y[m] have the same size
+** and x[m] + y[m] is right for every m.  No guard can pin such a size, so an
+** op goes into the graph only when it is right for every size, 0 and 1
+** included, and gives NumPy's result whatever the size; everything else that
+** needs the size (len, .shape, iteration, indexing with ints or slices, ops
+** whose size relations are not modelled) is a graph break.
+*/
+
+static int next_symbol = 0;
+
+int fj_dims_count_symbol(void *node)
+{
+    fj_Node *n = (fj_Node *)node;
+    if (n->nzsym == 0) {
+        if (next_symbol == INT_MAX)
+            next_symbol = 0;
+        n->nzsym = ++next_symbol;
+    }
+    return n->nzsym;
+}
+
+typedef struct {
+    int sym;   /* the one symbol seen, 0 before */
+    int mixed; /* two different symbols */
+    int ndim;  /* the largest ndim of the operands with the symbol */
+    int count; /* operands with a symbol */
+} DataDeps;
+
+/* Records the data-dependent nodes in Var 'v' (tuples and lists walked). */
+static void note_datadeps(PyObject *v, DataDeps *dd, int depth)
+{
+    fj_Var *vv = VAR(v);
+    if (depth > 8)
+        return;
+    if (vv->kind == FJ_VAR_NODE) {
+        fj_Node *n = (fj_Node *)vv->obj;
+        if (n->datadep == 0)
+            return;
+        dd->count++;
+        if (dd->sym != 0 && dd->sym != n->datadep)
+            dd->mixed = 1;
+        dd->sym = n->datadep;
+        if (n->ndim > dd->ndim)
+            dd->ndim = n->ndim;
+    } else if ((vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST) && vv->items != NULL) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
+            note_datadeps(PyList_GET_ITEM(vv->items, i), dd, depth + 1);
+    }
+}
+
+/* The node of a NODE Var, or NULL. */
+static fj_Node *node_of(PyObject *v)
+{
+    return v != NULL && VAR(v)->kind == FJ_VAR_NODE ? (fj_Node *)VAR(v)->obj : NULL;
+}
+
+static int is_mask(fj_Node *n)
+{
+    return n != NULL && n->vkind == FJ_VAL_ARRAY && n->dtype != NULL && n->dtype->type_num == NPY_BOOL;
+}
+
+/* The Var bound to parameter 'name' of 'op' (positional or keyword), or NULL. */
+static PyObject *param_var(const fj_OpDef *op, PyObject *const *args, Py_ssize_t n, PyObject *kwnames,
+                           const char *name)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = n - nkw;
+    for (Py_ssize_t k = 0; k < nkw; k++)
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), name) == 0)
+            return args[npos + k];
+    int i = fj_ops_param_index(op, name);
+    if (i < 0)
+        PyErr_Clear();
+    return i >= 0 && i < npos ? args[i] : NULL;
+}
+
+/* True when Var 'v' is absent or the constant None. */
+static int absent(PyObject *v)
+{
+    return v == NULL || (VAR(v)->kind == FJ_VAR_CONST && VAR(v)->obj == Py_None);
+}
+
+/* True when the axis Var 'ax' of a reduction over an array of 'nd' dims with
+   a data-dependent dim 0 leaves fixed sizes: None, or dim 0 itself. */
+static int axis_leaves_fixed(PyObject *ax, int nd)
+{
+    if (absent(ax))
+        return 1;
+    if (VAR(ax)->kind != FJ_VAR_CONST || !PyLong_CheckExact(VAR(ax)->obj))
+        return 0;
+    long a = PyLong_AsLong(VAR(ax)->obj);
+    if (a == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return a == 0 || a == -nd;
+}
+
+/* True when Var 'v' holds no array node of one dim or more (tuples and lists walked). */
+static int plain_value(PyObject *v, int depth)
+{
+    fj_Var *vv = VAR(v);
+    if (depth > 8)
+        return 0;
+    if (vv->kind == FJ_VAR_NODE) {
+        fj_Node *a = (fj_Node *)vv->obj;
+        return !a->datadep && !(a->vkind == FJ_VAL_ARRAY && a->ndim > 0);
+    }
+    if ((vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST) && vv->items != NULL) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
+            if (!plain_value(PyList_GET_ITEM(vv->items, i), depth + 1))
+                return 0;
+        return 1;
+    }
+    return vv->kind == FJ_VAR_CONST;
+}
+
+/* True for a constant that takes no part in sizes: a Python or NumPy scalar, or None. */
+static int scalar_const(PyObject *c)
+{
+    return c == Py_None || PyBool_Check(c) || PyLong_CheckExact(c) || PyFloat_CheckExact(c) ||
+           PyComplex_CheckExact(c) || PyArray_IsScalar(c, Generic);
+}
+
+/* True when every argument but the first is a constant or scalar (no array). */
+static int rest_plain(PyObject *const *args, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 1; i < n; i++)
+        if (!plain_value(args[i], 0))
+            return 0;
+    return 1;
+}
+
+/* True when the dims 'd' of an array (a tuple) and 'm' of a mask (a tuple)
+   agree on the mask's dims for every size the guards let through: both fixed
+   (ops_shape.c compares the sizes) or one symbol. */
+static int mask_dims_agree(PyObject *d, PyObject *m)
+{
+    if (!PyTuple_Check(d) || !PyTuple_Check(m) || PyTuple_GET_SIZE(m) > PyTuple_GET_SIZE(d))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(m); i++) {
+        PyObject *a = PyTuple_GET_ITEM(d, i), *b = PyTuple_GET_ITEM(m, i);
+        if ((a == Py_None) != (b == Py_None) || (a != Py_None && !same_symbol(a, b)))
+            return 0;
+    }
+    return 1;
+}
+
+/*
+** An op with a data-dependent operand or a mask, whose other operands have
+** dynamic dims: x[m] with m's dims x's own symbols (m = x > 0) needs
+** nothing; any other dynamic array among the operands (a trailing operand
+** of an elementwise op, a store's value, a mask of other sizes) is pinned.
+** 0 or -1.
+*/
+static int dynamic_meets(fj_Tracer *tx, const fj_OpDef *op, PyObject *const *args, Py_ssize_t n, int masked)
+{
+    if (tx->specialized)
+        return 0;
+    fj_Node *a0 = n >= 1 ? node_of(args[0]) : NULL, *k = n >= 2 ? node_of(args[1]) : NULL;
+    if (masked && a0 != NULL && k != NULL && !a0->datadep && !k->datadep) {
+        PyObject *d = dims_of(args[0]), *m = d ? dims_of(args[1]) : NULL;
+        int agree = m != NULL && mask_dims_agree(d, m);
+        Py_XDECREF(d);
+        Py_XDECREF(m);
+        if (m == NULL && PyErr_Occurred())
+            return -1;
+        if (!agree)
+            return fj_trace_specialize(tx);
+    }
+    int first_free = op->shape_rule == FJ_SH_GETITEM || op->shape_rule == FJ_SH_SETITEM ||
+                     op->shape_rule == FJ_SH_NONZERO;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* the array indexed (its sizes meet the mask's, above, or an index array's
+           values, which NumPy checks when the graph runs) or counted: any size */
+        if ((masked && i < 2) || (first_free && i == 0))
+            continue;
+        fj_Node *a = node_of(args[i]);
+        if (a != NULL && !a->datadep && a->vkind == FJ_VAL_ARRAY && VAR(args[i])->dynamic)
+            return fj_trace_specialize(tx);
+        if (a == NULL && !plain_value(args[i], 0))
+            return fj_trace_specialize(tx); /* a list of arrays: not modelled */
+    }
+    return 0;
+}
+
+/* fj_dims_datadep's decision once data-dependent sizes or a mask take part.  0 or -1. */
+static int datadep_rule(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args, Py_ssize_t n,
+                        PyObject *kwnames, int *sym, DataDeps *ddp, fj_Node *key, int masked)
+{
+    DataDeps dd = *ddp;
+    const char *what = fj_op_qualname(op);
+#define REFUSE(why) return fj_unsupported("%s on an array whose size depends on the data (x[mask], np.nonzero): " why, what)
+    if (fr->tx->body != NULL)
+        return fj_unsupported("%s: a size that depends on the data inside a captured loop is not traced", what);
+    if (dd.mixed)
+        REFUSE("two such sizes that may differ are not traced");
+    /* dynamic sizes of other operands: kept where the relation is known, else pinned */
+    if (dynamic_meets(fr->tx, op, args, n, masked) < 0)
+        return -1;
+    fj_Node *a0 = n >= 1 ? node_of(args[0]) : NULL;
+    switch (op->shape_rule) {
+    case FJ_SH_BROADCAST: {
+        /* elementwise: the operands with the symbol have the same dims; every other array has
+           fewer (it never meets dim 0) or none */
+        PyObject *outv = (op->flags & FJ_OPF_OUT) ? fj_trace_out_arg(op, args, n, kwnames) : NULL;
+        if (outv != NULL && !absent(outv))
+            REFUSE("'out=' is not traced");
+        for (Py_ssize_t i = 0; i < n; i++) {
+            fj_Var *a = VAR(args[i]);
+            fj_Node *an = node_of(args[i]);
+            if (an == NULL) {
+                if (a->kind != FJ_VAR_CONST || PyList_Check(a->obj) || PyTuple_Check(a->obj) ||
+                    PyArray_Check(a->obj) || PyRange_Check(a->obj))
+                    REFUSE("an operand that is not an array or a scalar is not traced");
+                continue;
+            }
+            if (an->datadep ? an->ndim != dd.ndim : (an->vkind == FJ_VAL_ARRAY && an->ndim >= dd.ndim && an->ndim > 0))
+                REFUSE("broadcasting against an array of as many dims is not traced");
+        }
+        *sym = dd.sym;
+        return 0;
+    }
+    case FJ_SH_SAME:
+    case FJ_SH_LIKE:
+        if (a0 == NULL || !a0->datadep || !rest_plain(args, n))
+            REFUSE("only the array itself may have such a size");
+        if (op->shape_rule == FJ_SH_LIKE && !absent(param_var(op, args, n, kwnames, "shape")))
+            REFUSE("a 'shape' argument is not traced");
+        *sym = a0->datadep;
+        return 0;
+    case FJ_SH_RAVEL:
+    case FJ_SH_CUMULATIVE:
+    case FJ_SH_SORT:
+    case FJ_SH_ARGSORT: {
+        if (a0 == NULL || !a0->datadep || a0->ndim != 1 || !rest_plain(args, n))
+            REFUSE("traced on one-dimensional arrays only");
+        PyObject *ax = op->shape_rule == FJ_SH_RAVEL ? NULL : param_var(op, args, n, kwnames, "axis");
+        if (!axis_leaves_fixed(ax, 1))
+            REFUSE("this axis is not traced");
+        *sym = a0->datadep;
+        return 0;
+    }
+    case FJ_SH_REDUCE:
+    case FJ_SH_ARGREDUCE: {
+        if (a0 == NULL || !a0->datadep || !rest_plain(args, n))
+            REFUSE("only the array itself may have such a size");
+        if (!axis_leaves_fixed(param_var(op, args, n, kwnames, "axis"), a0->ndim))
+            REFUSE("a reduction along another axis than 0 is not traced");
+        if (!absent(param_var(op, args, n, kwnames, "out")) || !absent(param_var(op, args, n, kwnames, "where")))
+            REFUSE("'out=' and 'where=' are not traced");
+        if ((op->flags & FJ_OPF_NO_IDENTITY) && absent(param_var(op, args, n, kwnames, "initial")) &&
+            fj_trace_effects_pending(fr->tx))
+            return fj_unsupported("%s of a selection that may be empty after side effects (its ValueError "
+                                  "would lose them)", what);
+        return 0; /* the result's sizes are fixed */
+    }
+    case FJ_SH_GETITEM: {
+        fj_Node *a = a0;
+        if (a == NULL || key == NULL || VAR(args[1])->kind != FJ_VAR_NODE)
+            REFUSE("only a boolean mask or an integer array as the whole index is traced");
+        if (masked) {
+            /* x[m]: both fixed, or both with one symbol and one dim (y[y > 0]) */
+            if ((a->datadep || key->datadep) && !(a->datadep == key->datadep && a->ndim == 1 && key->ndim == 1))
+                REFUSE("a mask that may not match it is not traced");
+            *sym = fj_dims_count_symbol(key);
+            return 0;
+        }
+        /* x[idx] with idx from np.flatnonzero (its values are data, checked by NumPy) */
+        if (a->datadep || key->ndim != 1 || key->dtype == NULL || !PyTypeNum_ISINTEGER(key->dtype->type_num))
+            REFUSE("only a boolean mask or an integer array as the whole index is traced");
+        *sym = key->datadep;
+        return 0;
+    }
+    case FJ_SH_SETITEM: {
+        /* a[m] = v, a[idx] = v: v a scalar, an array that never meets dim 0, or an array with
+           the selection's symbol and dims */
+        fj_Node *a = a0, *v = n >= 3 ? node_of(args[2]) : NULL;
+        if (a == NULL || key == NULL || (a->datadep && !(masked && key->datadep == a->datadep && a->ndim == 1)))
+            REFUSE("only a store through a boolean mask or an integer array is traced");
+        int ssym, snd;
+        if (masked) {
+            if (key->datadep != a->datadep)
+                REFUSE("a mask that may not match it is not traced");
+            ssym = fj_dims_count_symbol(key);
+            snd = 1 + a->ndim - key->ndim;
+        } else {
+            if (key->ndim != 1 || key->dtype == NULL || !PyTypeNum_ISINTEGER(key->dtype->type_num) ||
+                !key->datadep)
+                REFUSE("only a store through a boolean mask or an integer array is traced");
+            ssym = key->datadep;
+            snd = a->ndim;
+        }
+        if (v == NULL) {
+            if (n < 3 || VAR(args[2])->kind != FJ_VAR_CONST || !scalar_const(VAR(args[2])->obj))
+                REFUSE("a value that is not an array or a scalar is not traced");
+            return 0;
+        }
+        if (v->datadep ? (v->datadep != ssym || v->ndim != snd) : (v->vkind == FJ_VAL_ARRAY && v->ndim >= snd && v->ndim > 0))
+            REFUSE("a value whose size may not match the selection is not traced");
+        return 0;
+    }
+    case FJ_SH_NONZERO:
+        if (a0 == NULL || !rest_plain(args, n))
+            REFUSE("only an array argument is traced");
+        if (a0->datadep && a0->ndim != 1)
+            REFUSE("traced on one-dimensional arrays only");
+        *sym = fj_dims_count_symbol(a0);
+        return 0;
+    default:
+        REFUSE("not traced");
+    }
+#undef REFUSE
+}
+
+int fj_dims_datadep(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args, Py_ssize_t n, PyObject *kwnames,
+                    int *sym)
+{
+    DataDeps dd = {0, 0, 0, 0};
+    *sym = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        note_datadeps(args[i], &dd, 0);
+    int getset = op->shape_rule == FJ_SH_GETITEM || op->shape_rule == FJ_SH_SETITEM;
+    fj_Node *key = getset && n >= 2 ? node_of(args[1]) : NULL;
+    int masked = is_mask(key);
+    if (dd.count == 0 && !masked && op->shape_rule != FJ_SH_NONZERO)
+        return 0;
+    int r = datadep_rule(fr, op, args, n, kwnames, sym, &dd, key, masked);
+    return r < 0 ? -1 : 1;
+}

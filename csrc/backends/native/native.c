@@ -462,7 +462,8 @@ done:
 
 static int same_shape(fjn_Group *g, fj_Node *n)
 {
-    if (g->ndim != n->ndim)
+    /* a size that depends on the data equals only itself (its stand-in is not a size) */
+    if (g->ndim != n->ndim || g->datadep != n->datadep)
         return 0;
     for (int i = 0; i < n->ndim; i++)
         if (g->shape[i] != n->shape[i])
@@ -562,6 +563,7 @@ static int open_group(fjn_Builder *b, fj_Node *n)
     fjn_Group *g = &p->groups[p->ngroups];
     memset(g, 0, sizeof *g);
     g->ndim = n->ndim;
+    g->datadep = n->datadep;
     g->pw = -1;
     if (n->ndim > 0)
         memcpy(g->shape, n->shape, sizeof(npy_intp) * (size_t)n->ndim);

@@ -80,6 +80,8 @@ typedef struct {
     int out_op[FJN_MAX_OUT];          /* member index of each output */
     int ndim;                         /* static ndim of the group */
     npy_intp shape[FJ_MAX_NDIM];      /* static shape (trace-time sizes) */
+    int datadep;                      /* the symbol of a dim 0 whose size depends on the data
+                                         (fj_Node.datadep; shape[0] is then a stand-in), or 0 */
     int has_partial;                  /* an input broadcasts partly: no flat loop */
     int fortran_ok;                   /* F order may be computed (no partial input, no static dim of 1) */
     int has_red;                      /* has reductions: one thread, the kernel runs even when empty */
