@@ -969,3 +969,182 @@ def narrowing_store_hoisted(x, out):
 ], ids=["data-index-overflow", "hoisted-underflow", "hoisted-overflow"])
 def test_narrowing_stores_warn_as_numpy(fn, make, mode):
     run_modes(fn, make, mode)
+
+
+# ---------------------------------------------------------------- bounds that change with the loop
+
+def tri_pairs(x):
+    n = x.shape[0]
+    s = 0.0
+    for i in range(n):
+        for j in range(i + 1, n):
+            d = x[i] - x[j]
+            s += d * d
+    return s
+
+
+def lower_copy(A):
+    n = A.shape[0]
+    out = np.zeros_like(A)
+    for i in range(n):
+        for j in range(i + 1):
+            out[i, j] = A[i, j] * 2.0
+    return out
+
+
+def back_substitution(U, b):
+    n = b.shape[0]
+    x = np.zeros(n)
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for j in range(i + 1, n):
+            s -= U[i, j] * x[j]
+        x[i] = s / U[i, i]
+    return x
+
+
+def inner_empty_for_some(x):
+    c = np.zeros(x.shape[0])
+    for i in range(600):
+        for j in range(i % 5, i % 9):
+            c[j] += x[i % x.shape[0]] * j
+    return c
+
+
+def inner_reversed_stepped(x):
+    c = np.zeros(50)
+    t = 0
+    for i in range(40):
+        for j in range(i - 1, -1, -3):
+            c[j] += 1.5
+            t += j - i
+    return c, t
+
+
+def inner_int_counter(n):
+    t = 0
+    for i in range(n):
+        for j in range(i):
+            t += i ^ j
+    return t
+
+
+def prefix_means(x):
+    out = np.zeros(x.shape[0])
+    for i in range(1, x.shape[0]):
+        s = x[0]
+        for j in range(1, i + 1):
+            s = s + x[j]
+        out[i] = s / (i + 1)
+    return out
+
+
+RNG_T = np.random.default_rng(44)
+U_T = np.triu(RNG_T.standard_normal((40, 40))) + 8 * np.eye(40)
+SYMBOLIC_CASES = [
+    (tri_pairs, [(RNG_T.standard_normal(200),), (np.zeros(1),), (np.arange(5.0),)]),
+    (lower_copy, [(RNG_T.standard_normal((30, 30)),), (RNG_T.standard_normal((1, 1)),)]),
+    (back_substitution, [(U_T, RNG_T.standard_normal(40))]),
+    (inner_empty_for_some, [(RNG_T.standard_normal(12),)]),
+    (inner_reversed_stepped, [(np.zeros(3),)]),
+    (inner_int_counter, [(30,), (1,), (0,)]),
+    (prefix_means, [(RNG_T.standard_normal(60),), (np.ones(2, dtype=np.float32),)]),
+]
+
+
+@pytest.mark.parametrize("fn,args_list", SYMBOLIC_CASES, ids=[c[0].__name__ for c in SYMBOLIC_CASES])
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_inner_loops_whose_bounds_change_with_the_outer_index(fn, args_list, backend):
+    counters = run_both(fn, args_list, backend)
+    assert dict(counters["graph_break"]) == {}
+
+
+@pytest.mark.parametrize("fn,args", [(tri_pairs, (RNG_T.standard_normal(300),)),
+                                     (lower_copy, (RNG_T.standard_normal((50, 50)),)),
+                                     (back_substitution, (U_T, RNG_T.standard_normal(40)))],
+                         ids=lambda a: getattr(a, "__name__", ""))
+def test_triangular_loops_are_nested_loop_nodes(fn, args):
+    # the outer loop is one node (its first iteration peeled where a carried value
+    # changes type), the inner one a loop node inside its body: the graph does not
+    # grow with n
+    loops, nodes = loop_nodes(fn, *args)
+    assert loops >= 1 and nodes < 40, (loops, nodes)
+
+
+@pytest.mark.parametrize("fn,args", [(tri_pairs, (RNG_T.standard_normal(300),)),
+                                     (lower_copy, (RNG_T.standard_normal((50, 50)),)),
+                                     (back_substitution, (U_T, RNG_T.standard_normal(40)))],
+                         ids=lambda a: getattr(a, "__name__", ""))
+def test_native_runs_triangular_loops_as_c_loops(fn, args):
+    plans = native_loop_plans(fn, args)
+    assert any("int fj_l" in p.source for p in plans)
+    assert all(p.fallbacks == 0 for p in plans), [p.fallbacks for p in plans]
+
+
+def read_index_after(x, k):
+    for j in range(k, x.shape[0]):
+        x[j] = 1.0
+    return j
+
+
+def carried_float_top_level(x, k):
+    s = 0.0
+    for j in range(k, x.shape[0]):
+        s += x[j]
+    return s
+
+
+def step_not_constant(x, k):
+    c = np.zeros(3)
+    for i in range(100):
+        for j in range(0, 10, k):
+            c[0] += j
+    return c
+
+
+def range_used_otherwise(x):
+    t = 0
+    for i in range(100):
+        t += len(range(i, 50))
+    return t
+
+
+def break_in_inner(x):
+    s = 0.0
+    for i in range(100):
+        for j in range(i, x.shape[0]):
+            if j > i + 2:
+                break
+            s += x[j]
+    return s
+
+
+@pytest.mark.parametrize("fn,args_list", [
+    # k dynamic after the first call: range(k, n) is symbolic at the top level
+    (read_index_after, [(np.zeros(40), 3), (np.zeros(40), 5), (np.zeros(40), 40), (np.zeros(40), 50),
+                        (np.zeros(40), 39)]),
+    (carried_float_top_level, [(np.arange(40.0), 3), (np.arange(40.0), 5), (np.arange(40.0), 40),
+                               (np.arange(40.0), 7)]),
+    (step_not_constant, [(None, 2), (None, 3), (None, -1)]),
+    (range_used_otherwise, [(None,)]),
+    (break_in_inner, [(np.arange(30.0),)]),
+], ids=lambda a: getattr(a, "__name__", ""))
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_symbolic_ranges_that_cannot_be_captured_stay_exact(fn, args_list, backend):
+    # a local unbound before the loop and read after it (the loop may run no
+    # iteration), a carried value changing type with no enclosing loop to peel,
+    # a step that is not a constant, a range used as a value, a break: the bounds
+    # are pinned (guarded constants), the enclosing loop unrolls, or CPython runs it
+    run_both(fn, args_list, backend)
+
+
+def test_a_loop_index_read_after_a_symbolic_loop_is_never_a_stale_value(logs):
+    # the loop runs no iteration for k == n: j is unbound, as in CPython
+    cf = framejit.compile(read_index_after, backend="eager")
+    framejit.reset()
+    assert cf(np.zeros(10), 3) == 9
+    assert cf(np.zeros(10), 4) == 9
+    with pytest.raises(UnboundLocalError):
+        cf(np.zeros(10), 10)
+    with pytest.raises(UnboundLocalError):
+        read_index_after(np.zeros(10), 10)

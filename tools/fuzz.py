@@ -324,6 +324,16 @@ class ProgGen:
         elif r.random() < 0.2:
             # an inner loop storing a hoisted range (saved once per run, or once per block)
             body += [f"for {j} in range(1, 19):", f"    {v}[{j}] = {v}[{j} - 1] * {c} + {v}[{j} + 1] - {i}"]
+        elif r.random() < 0.3:
+            # an inner loop whose bounds change with the outer index (a symbolic range:
+            # triangular, reversed, empty for some i)
+            rng = r.choice((f"range({i} + 1, {m})", f"range({i})", f"range({i} % 5, {i} % 9)",
+                            f"range({i} - 1, -1, -1)", f"range({i} // 2, {i}, 3)", f"range({m} - {i}, {m})"))
+            inner = r.choice((f"{s} = {s} + {v}[{j}] * {c}", f"{v}[{j}] = {v}[{j}] * {c} + {i}",
+                              f"{k} = {k} + {j} - {i}", f"{v}[{j} + 1] = {v}[{j}] + {v}[{i}]"))
+            body += [f"for {j} in {rng}:", f"    {inner}"]
+            if r.random() < 0.2:
+                body += [f"{s} = {s} + {j}"]  # read after the loop: maybe unbound
         lines += [f"{ind}    {b}" for b in body]
         env[v] = "arr"
         env[s] = "sc"
@@ -350,6 +360,8 @@ class ProgGen:
                 [f"{ind}import numpy.random as {name}", f"{ind}{v} = {e} * 2"],
                 [f"{ind}from numpy.random import rand as {name}", f"{ind}{v} = {e} + 0 * {name}(1)[0]"],
             ))
+        if r.random() < 0.04:
+            return self.mask_stmt(env, ind)
         c = r.randrange(32 + len(EXT_WEIGHTS))
         nested = depth < 2
         if c >= 32:
@@ -491,6 +503,41 @@ class ProgGen:
         e = self.arr(env, d)
         env[name] = "arr"
         return [f"{ind}{name} = {e}"]
+
+    def mask_stmt(self, env, ind):
+        """A selection whose size depends on the data (x[mask], np.flatnonzero,
+        np.nonzero): read, computed on, reduced and stored back."""
+        r = self.r
+        a = self.pick(env, "arr") or "x"
+        m, v = self.fresh("m"), self.fresh("sel")
+        s = self.scalar(env, 0)
+        out = [f"{ind}{m} = {a} {r.choice(('>', '<', '>=', '!='))} {s}"]
+        src = r.choice((f"{a}[{m}]", f"{a}[{m}]", f"{a}[np.flatnonzero({m})]",
+                        f"{a}[np.nonzero({m})[0]]", f"{a}[np.where({m})]"))
+        out.append(f"{ind}{v} = {src}")
+        for _ in range(r.randrange(1, 4)):
+            c = r.randrange(7)
+            if c == 0:
+                out.append(f"{ind}{v} = {v} {r.choice(BIN_ARR)} {self.scalar(env, 0)}")
+            elif c == 1:
+                out.append(f"{ind}{v} = {r.choice(UFUNCS)}({v})")
+            elif c == 2:
+                out.append(f"{ind}{a}[{m}] = {r.choice((v, s, '0', f'{v} * 2', f'-{v}'))}")
+            elif c == 3:
+                k = self.fresh("s")
+                env[k] = "sc"
+                out.append(f"{ind}{k} = {v}.{r.choice(('sum', 'mean', 'max', 'min', 'prod', 'any'))}()")
+            elif c == 4:
+                k = self.fresh("k")
+                env[k] = "num"
+                out.append(f"{ind}{k} = {r.choice((f'len({v})', f'{v}.size', f'int(({v} > 0).sum())'))}")
+            elif c == 5:
+                out.append(f"{ind}{v} = np.where({v} > 0, {v}, {self.scalar(env, 0)})")
+            else:
+                w = self.fresh("v")
+                env[w] = "arr"
+                out.append(f"{ind}{w} = {r.choice((f'np.sort({v})', f'np.cumsum({v})', f'{v}.astype(np.float32)', f'{v}[{v} > 0]', f'np.argwhere({m})'))}")
+        return out
 
     def stmt_ext(self, env, depth, ind, c):
         """Object attributes, input list/dict mutations, views of inputs,

@@ -7,7 +7,8 @@ fresh inputs for a size n (the functions may write into them), sizes are the
 n of the quick and the full run.  The kinds follow public NumPy benchmark
 collections: recurrences, stencils and time stepping, distance matrices,
 n-body, matrix products and convolutions, Mandelbrot, histograms/grouping,
-ODE integration, polynomials.
+ODE integration, polynomials, triangular loops (bounds that follow an
+enclosing index).
 """
 import numpy as np
 
@@ -240,6 +241,35 @@ def life_step(g, out):
     return out
 
 
+def sym_distance(x, d):
+    # triangular: the inner loop's bounds follow the outer index
+    n, k = x.shape
+    for i in range(n):
+        for j in range(i + 1, n):
+            s = 0.0
+            for m in range(k):
+                t = x[i, m] - x[j, m]
+                s = s + t * t
+            r = np.sqrt(s)
+            d[i, j] = r
+            d[j, i] = r
+    return d
+
+
+def back_substitution(u, b, x):
+    n = b.shape[0]
+    for i in range(n - 1, -1, -1):
+        s = b[i]
+        for j in range(i + 1, n):
+            s = s - u[i, j] * x[j]
+        x[i] = s / u[i, i]
+    return x
+
+
+def _upper(n):
+    return np.triu(_rng(29).random((n, n))) + n * np.eye(n)
+
+
 def _rng(n):
     return np.random.default_rng(n)
 
@@ -273,6 +303,9 @@ KERNELS = {
     "horner": (horner, lambda n: (_rng(23).random(n), _rng(24).random(8), np.zeros(n)), (10**5, 10**6)),
     "trapezoid": (trapezoid, lambda n: (_rng(25).random(n), 0.01), (10**5, 10**6)),
     "dot_loop": (dot_loop, lambda n: (_rng(26).random(n), _rng(27).random(n)), (10**5, 10**6)),
+    "sym_distance": (sym_distance, lambda n: (_rng(30).random((n, 3)), np.zeros((n, n))), (200, 600)),
+    "back_substitution": (back_substitution, lambda n: (_upper(n), _rng(31).random(n), np.zeros(n)),
+                          (300, 1500)),
     "life_step": (life_step, lambda n: ((_rng(28).random((n, n)) > 0.6).astype(np.int64),
                                        np.zeros((n, n), dtype=np.int64)), (200, 600)),
 }

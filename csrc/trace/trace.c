@@ -309,6 +309,8 @@ static PyObject *var_repr(fj_Var *self)
             return PyUnicode_FromFormat("%s iterator", Py_TYPE(self->obj)->tp_name);
         }
         return PyUnicode_FromString(self->obj != NULL ? "range iterator" : "iterator");
+    case FJ_VAR_RANGE:
+        return PyUnicode_FromString("range() whose bounds change with the data or the loop");
     case FJ_VAR_FUNC:
         return PyUnicode_FromFormat("function %U", ((PyCodeObject *)self->obj)->co_qualname);
     case FJ_VAR_CELL:
@@ -1487,6 +1489,8 @@ static PyObject *make_iter(fj_TFrame *fr, PyObject *vo)
     fj_Var *v = (fj_Var *)vo;
     if (v->kind == FJ_VAR_ITER)
         return iter_fill(v) < 0 ? NULL : Py_NewRef(vo);
+    if (v->kind == FJ_VAR_RANGE)
+        return Py_NewRef(vo); /* its own iterator: FOR_ITER captures the loop */
     if (v->kind == FJ_VAR_CONST && PyRange_Check(v->obj)) {
         /* lazily: a range of a million items is one Var, not a million */
         PyObject *empty = PyList_New(0);
@@ -2630,6 +2634,21 @@ static int run_frame_at(fj_TFrame *fr, int first)
             break;
         case FJ_PI_FOR_ITER: {
             fj_Var *it = (fj_Var *)TOP();
+            if (it->kind == FJ_VAR_RANGE) {
+                /* its length is not known: the loop is captured; else its bounds are made
+                   constants (symbolic ints pinned; a loop index among them: a break) */
+                int cr = fj_trace_capture_loop(fr, i);
+                if (cr < 0)
+                    goto error;
+                if (cr == 1) {
+                    Py_DECREF(POP());
+                    JUMPTO(in->target + argb);
+                    break;
+                }
+                if (fj_trace_range_pin(fr) < 0)
+                    goto error;
+                it = (fj_Var *)TOP();
+            }
             if (it->kind != FJ_VAR_ITER) {
                 fj_unsupported("FOR_ITER over %R", (PyObject *)it);
                 goto error;

@@ -37,8 +37,13 @@ typedef enum {
     FJ_VAR_METHOD,/* obj: method name; extra: self Var */
     FJ_VAR_NULL,  /* the NULL of PUSH_NULL / LOAD_GLOBAL / LOAD_METHOD */
     FJ_VAR_OBJ,   /* obj: an opaque object from an input; only its attributes may be read */
-    FJ_VAR_INST   /* an instance of a plain class made in the frame: obj: the class;
+    FJ_VAR_INST,  /* an instance of a plain class made in the frame: obj: the class;
                      extra: dict name -> Var (its __dict__); extra2: the class Var */
+    FJ_VAR_RANGE  /* range(start, stop, step) whose start or stop is a graph value (a loop
+                     index, a symbolic int): extra: the tuple (start, stop, step) of Vars
+                     (Python int constants or int nodes; step a nonzero constant).  It is
+                     its own iterator; a for loop over it is captured as a loop node
+                     (trace_loops.c) or is a graph break; any other use is a break. */
 } fj_VarKind;
 
 typedef struct fj_Var {
@@ -155,6 +160,10 @@ int fj_trace_run_body(struct fj_TFrame *fr, int start);
 ** with the loop unrolled or peeled).
 */
 int fj_trace_capture_loop(struct fj_TFrame *fr, int head);
+/* The FJ_VAR_RANGE at the top of fr's stack, not captured: replaced there by
+   an iterator over the range of its bounds' values (symbolic ints pinned);
+   Unsupported when a bound changes with an enclosing loop.  0 or -1. */
+int fj_trace_range_pin(struct fj_TFrame *fr);
 /* True when container or instance Var 'v' was made during this trace of
    the innermost captured loop's body (a change to it then happens once per
    iteration, as traced). */

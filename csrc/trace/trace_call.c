@@ -868,6 +868,62 @@ static PyObject *builtin_reduce(fj_TFrame *fr, PyObject *fn, PyObject *const *ar
     return (PyObject *)fj_var_node((PyObject *)node);
 }
 
+/* True for a Var that is a Python int: a constant (not a bool) or a Python-int node. */
+static int int_bound(PyObject *v, int *node)
+{
+    fj_Var *vv = VAR(v);
+    *node = 0;
+    if (vv->kind == FJ_VAR_CONST)
+        return PyLong_CheckExact(vv->obj);
+    if (vv->kind != FJ_VAR_NODE)
+        return 0;
+    fj_Node *nd = (fj_Node *)vv->obj;
+    *node = 1;
+    return nd->vkind == FJ_VAL_PYSCALAR && nd->example != NULL && PyLong_CheckExact(nd->example);
+}
+
+/*
+** range(start, stop[, step]) with a Python-int node among start and stop (a
+** loop index, a symbolic int): an FJ_VAR_RANGE Var (trace.h), or NULL
+** without an exception when the arguments are constants (folded as usual)
+** or not ints (the caller's break), NULL with Unsupported for a step that is
+** not a nonzero constant.
+*/
+static PyObject *symbolic_range(PyObject *const *args, Py_ssize_t n)
+{
+    int nodes = 0, node;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (!int_bound(args[k], &node))
+            return NULL;
+        nodes += node;
+    }
+    if (nodes == 0)
+        return NULL;
+    PyObject *zero = PyLong_FromLong(0), *one = PyLong_FromLong(1);
+    fj_Var *zv = zero ? fj_var_const(zero) : NULL, *ov = one ? fj_var_const(one) : NULL;
+    Py_XDECREF(zero);
+    Py_XDECREF(one);
+    PyObject *start = n >= 2 ? args[0] : (PyObject *)zv, *stop = n >= 2 ? args[1] : args[0];
+    PyObject *step = n == 3 ? args[2] : (PyObject *)ov;
+    PyObject *r = NULL;
+    if (zv == NULL || ov == NULL)
+        goto done;
+    if (VAR(step)->kind != FJ_VAR_CONST || PyObject_Not(VAR(step)->obj) != 0) {
+        fj_unsupported("range() whose step is not a nonzero constant");
+        goto done;
+    }
+    PyObject *t = PyTuple_Pack(3, start, stop, step);
+    fj_Var *rv = t ? fj_var_new(FJ_VAR_RANGE, NULL, NULL) : NULL;
+    if (rv != NULL)
+        rv->extra = Py_NewRef(t);
+    Py_XDECREF(t);
+    r = (PyObject *)rv;
+done:
+    Py_XDECREF(zv);
+    Py_XDECREF(ov);
+    return r;
+}
+
 static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n,
                               PyObject *kwnames)
 {
@@ -1037,6 +1093,11 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
                 return fj_unsupported("%s() of an array value", ((PyTypeObject *)fn)->tp_name),
                        NULL;
         return fold_call(fn, args, n, kwnames);
+    }
+    if (fn == builtin_named("range") && nkw == 0 && n >= 1 && n <= 3) {
+        PyObject *r = symbolic_range(args, n);
+        if (r != NULL || PyErr_Occurred())
+            return r;
     }
     static const char *pure[] = {"abs",   "min",   "max",   "round", "divmod", "pow",
                                  "range", "slice", "hash",  "ord",   "chr",    "sorted",

@@ -20,6 +20,7 @@
 
 #include "graph.h"
 #include "loop.h"
+#include "resume.h"
 #include "walk.h"
 
 /* The loop being captured.  Per local of its frame: written somewhere in the
@@ -28,6 +29,7 @@
 typedef struct fj_LoopCtx {
     fj_TFrame *fr;
     int head, end;
+    int phead;          /* its policy's head (FJ_SYMBOLIC_HEAD for a symbolic range) */
     Py_ssize_t made0;   /* length of tx->made when the body's trace began */
     unsigned char *written, *stored, *read_first;
     struct fj_LoopCtx *outer;
@@ -57,6 +59,11 @@ void fj_loop_note_store(fj_TFrame *fr, int i)
             c->stored[i] = 1;
 }
 
+/* A loop over a symbolic range (FJ_VAR_RANGE) has a policy of its own: 'head'
+   with this bit (the same loop with constant bounds, unrolled in an
+   enclosing loop's first iteration, keeps the plain one). */
+#define FJ_SYMBOLIC_HEAD (1 << 30)
+
 /* The loop's policy key: (id(code), head).  New reference. */
 static PyObject *policy_key(fj_TFrame *fr, int head)
 {
@@ -79,6 +86,11 @@ static int retry(fj_TFrame *fr, int head, long peel, const char *why)
     Py_DECREF(key);
     Py_DECREF(val);
     tx->loop_retry = 1;
+    if (head & FJ_SYMBOLIC_HEAD)
+        return fj_unsupported("loop at %U:%d over range() with bounds that are graph values not captured "
+                              "(%s): its bounds are made constants where they can be (guarded), else it "
+                              "runs in CPython", fr->code->co_filename,
+                              fr->il.v[head & ~FJ_SYMBOLIC_HEAD].line, why);
     if (peel < 0)
         return fj_unsupported("loop at %U:%d not captured (%s): it is unrolled", fr->code->co_filename,
                               fr->il.v[head].line, why);
@@ -356,25 +368,41 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
 
     if (!tx->capture_loops || tx->loop_policy == NULL || fr->il.v[head].target <= head)
         return 0;
-    int found = range_left(it, &c.start, &c.stop, &c.step, &left);
-    if (found <= 0)
-        return found;
-    if (left <= tx->loop_unroll_limit)
-        goto done;
-    if ((c.key = policy_key(fr, head)) == NULL)
+    /* a range whose bounds are graph values (FJ_VAR_RANGE): its length is not
+       known, so the loop is captured or not traced at all (never unrolled) */
+    int symbolic = it->kind == FJ_VAR_RANGE;
+    PyObject *enclosing = tx->body ? tx->body : tx->graph;
+    if (symbolic) {
+        for (int k = 0; k < 3; k++) {
+            PyObject **dst = k == 0 ? &c.start : k == 1 ? &c.stop : &c.step;
+            if ((*dst = init_value(enclosing, PyTuple_GET_ITEM(it->extra, k))) == NULL)
+                goto error;
+        }
+        left = -1;
+    } else {
+        int found = range_left(it, &c.start, &c.stop, &c.step, &left);
+        if (found <= 0)
+            return found;
+        if (left <= tx->loop_unroll_limit)
+            goto done;
+    }
+    int phead = symbolic ? head | FJ_SYMBOLIC_HEAD : head;
+    if ((c.key = policy_key(fr, phead)) == NULL)
         goto error;
     PyObject *pol = PyDict_GetItemWithError(tx->loop_policy, c.key);
     if (pol == NULL && PyErr_Occurred())
         goto error;
     long peel = pol ? PyLong_AsLong(pol) : 0;
-    if (peel < 0 || it->pos < peel)
-        goto done; /* unroll (this iteration) */
+    /* unroll (this iteration); a symbolic range: not traced (a peel asked by the
+       same loop with constant bounds, unrolled elsewhere, is its own) */
+    if (peel < 0 || (!symbolic && it->pos < peel))
+        goto done;
 
     if (fj_trace_effects_pending(tx)) {
         /* the loop may raise when it runs (an index, a division by zero): the
            side effects traced before it are replayed after the graph, so they
            would be lost; CPython has done them by then */
-        r = retry(fr, head, -1, "side effects come before it, and an error in the loop would lose them");
+        r = retry(fr, phead, -1, "side effects come before it, and an error in the loop would lose them");
         goto done;
     }
     int end = fr->il.v[head].target;
@@ -387,19 +415,19 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
     }
     ctx.fr = fr;
     ctx.head = head;
+    ctx.phead = phead;
     ctx.end = end;
     ctx.written = c.flags;
     ctx.stored = c.flags + nl;
     ctx.read_first = c.flags + 2 * nl;
     const char *why = scan_body(fr, head, end, ctx.written);
     if (why != NULL) {
-        r = retry(fr, head, -1, why);
+        r = retry(fr, phead, -1, why);
         goto done;
     }
 
     /* the body graph's placeholders: the induction variable, then one per
        carriable local the body writes; the values it lifts come after */
-    PyObject *enclosing = tx->body ? tx->body : tx->graph;
     if ((c.body = fj_graph_sub_new(enclosing)) == NULL || (c.saved = PyList_New(nl)) == NULL ||
         (c.carried = PyList_New(0)) == NULL || (c.inits = PyList_New(0)) == NULL ||
         (c.name = PyUnicode_FromString("i")) == NULL)
@@ -475,17 +503,17 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
             goto error; /* an inner loop asked for a retry with its own policy: this one stays */
         PyObject *reason = rb < 0 ? take_message() : NULL;
         const char *text = reason ? PyUnicode_AsUTF8(reason) : NULL;
-        r = retry(fr, head, -1, text ? text : "the body does not end its iteration");
+        r = retry(fr, phead, -1, text ? text : "the body does not end its iteration");
         Py_XDECREF(reason);
         goto done;
     }
     if (fr->sp != sp0) {
-        r = retry(fr, head, -1, "the body leaves values on the stack");
+        r = retry(fr, phead, -1, "the body leaves values on the stack");
         goto done;
     }
     if (PyList_GET_SIZE(tx->effects) != neffects || PyList_GET_SIZE(tx->mutated) != nmutated ||
         PyDict_GET_SIZE(tx->global_overlay) != noverlay) {
-        r = retry(fr, head, -1, "the body has side effects other than stores into arrays");
+        r = retry(fr, phead, -1, "the body has side effects other than stores into arrays");
         goto done;
     }
 
@@ -493,14 +521,14 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
     if (esc < 0)
         goto error;
     if (esc) {
-        r = retry(fr, head, -1, "a value the body computes is kept in a container or an object");
+        r = retry(fr, phead, -1, "a value the body computes is kept in a container or an object");
         goto done;
     }
-    if (left * fj_graph_num_calls(c.body) <= FJ_LOOP_FUSE_BUDGET && computes_arrays(c.body)) {
+    if (!symbolic && left * fj_graph_num_calls(c.body) <= FJ_LOOP_FUSE_BUDGET && computes_arrays(c.body)) {
         /* few iterations of array operations: unrolled, the native backend fuses
            them across iterations into one pass over memory (a loop node would
            run each one through NumPy) */
-        r = retry(fr, head, -1, "a short loop of array operations, whose operations fuse when unrolled");
+        r = retry(fr, phead, -1, "a short loop of array operations, whose operations fuse when unrolled");
         goto done;
     }
     /* the state after one iteration: each written local's value, which must
@@ -514,7 +542,7 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
         PyObject *out;
         if (v == NULL) {
             if (c.ph_of[k] != NULL) {
-                r = retry(fr, head, -1, "the body unbinds a local");
+                r = retry(fr, phead, -1, "the body unbinds a local");
                 goto done;
             }
             out = Py_NewRef(Py_None);
@@ -529,24 +557,63 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
             out = Py_NewRef(v->obj);
         }
         else {
-            r = retry(fr, head, -1, "a local the body sets is neither an array nor a number");
+            r = retry(fr, phead, -1, "a local the body sets is neither an array nor a number");
             goto done;
         }
         PyTuple_SET_ITEM(c.outputs, c.slot_of[k], out);
         if (ctx.read_first[k]) {
             if (c.ph_of[k] == NULL) {
-                r = retry(fr, head, -1, "a value the body carries to the next iteration is neither an "
+                r = retry(fr, phead, -1, "a value the body carries to the next iteration is neither an "
                                         "array nor a number");
                 goto done;
             }
             int same = same_meta(c.ph_of[k], out);
+            if (!same && symbolic && ctx.outer != NULL) {
+                /* no first iteration of a symbolic range can be unrolled: the enclosing
+                   loop unrolls its first iteration instead, where this loop's bounds are
+                   constants (it peels there), so the value has its kind after it */
+                int oph = ctx.outer->phead;
+                PyObject *okey = policy_key(ctx.outer->fr, oph);
+                PyObject *opol = okey ? PyDict_GetItemWithError(tx->loop_policy, okey) : NULL;
+                long opeel = opol ? PyLong_AsLong(opol) : 0;
+                Py_XDECREF(okey);
+                if (PyErr_Occurred())
+                    goto error;
+                r = retry(ctx.outer->fr, oph, !(oph & FJ_SYMBOLIC_HEAD) && opeel >= 0 && opeel < 2 ? opeel + 1 : -1,
+                          "a value a loop inside it carries changes its type, dtype or shape");
+                goto done;
+            }
             if (!same) {
                 /* s = 0; s += a[i]: an int before the loop, a NumPy scalar after
                    one iteration; unrolled once, the loop carries the same kind */
-                r = retry(fr, head, peel < 2 ? peel + 1 : -1, "a value the body carries changes its type, "
-                                                              "dtype or shape");
+                r = retry(fr, phead, !symbolic && peel < 2 ? peel + 1 : -1,
+                          "a value the body carries changes its type, dtype or shape");
                 goto done;
             }
+        }
+    }
+    if (symbolic) {
+        /* a local the body sets that is unbound before the loop is unbound after it
+           when the loop runs no iteration: the trace leaves it unbound, which is
+           exact only when no path after the loop reads it */
+        int ncode = FJ_CODE_NLOCALSPLUS(fr->code);
+        unsigned char *live = PyMem_Calloc((size_t)(ncode ? ncode : 1), 1);
+        if (live == NULL) {
+            PyErr_NoMemory();
+            goto error;
+        }
+        if (fj_resume_liveness(fr->code, &fr->il, end, live) < 0) {
+            PyMem_Free(live);
+            goto error;
+        }
+        int read_after = 0;
+        for (int k = 0; k < nl && k < ncode && !read_after; k++)
+            read_after = c.slot_of[k] >= 0 && PyList_GET_ITEM(c.saved, k) == Py_None && live[k];
+        PyMem_Free(live);
+        if (read_after) {
+            r = retry(fr, phead, -1, "a local it sets is unbound before it and read after it, and it may run "
+                                     "no iteration");
+            goto done;
         }
     }
     if (fj_graph_output(c.body, c.outputs) < 0)
@@ -597,6 +664,14 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
             continue;
         PyObject *out = PyTuple_GET_ITEM(c.outputs, c.slot_of[k]);
         PyObject *nv;
+        if (symbolic && PyList_GET_ITEM(c.saved, k) == Py_None) {
+            /* unbound before a loop that may run no iteration: unbound after it
+               as far as the trace knows (a read is a break) */
+            Py_CLEAR(fr->locals[k]);
+            fr->touched[k] = 1;
+            fj_loop_note_store(fr, k);
+            continue;
+        }
         if (fj_Node_Check(out)) {
             PyObject *iargs = Py_BuildValue("(On)", (PyObject *)ln, (Py_ssize_t)c.slot_of[k]);
             fj_Node *item = iargs ? fj_graph_raw_call(enclosing, &fj_loop_item_row, getitem, item_label, stem,
@@ -610,6 +685,7 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
         else if (out == Py_None && fr->locals[k] == NULL) {
             continue;
         }
+
         else
             nv = (PyObject *)fj_var_const(out);
         if (nv == NULL) {
@@ -626,7 +702,9 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
     Py_DECREF(stem);
     Py_DECREF(item_label);
     /* the iterator is exhausted: FOR_ITER takes the loop's exit */
-    if (it->obj != NULL && PyRange_Check(it->obj)) {
+    if (symbolic) {
+        /* (FOR_ITER pops it) */
+    } else if (it->obj != NULL && PyRange_Check(it->obj)) {
         Py_ssize_t len = PyObject_Length(it->obj);
         if (len < 0)
             goto error;
@@ -647,4 +725,28 @@ done:
     }
     capture_clear(&c);
     return r;
+}
+
+int fj_trace_range_pin(fj_TFrame *fr)
+{
+    fj_Var *rv = (fj_Var *)fr->stack[fr->sp - 1];
+    PyObject *b[3] = {NULL, NULL, NULL}, *range = NULL, *empty = NULL;
+    for (int k = 0; k < 3; k++) {
+        fj_Var *v = (fj_Var *)PyTuple_GET_ITEM(rv->extra, k);
+        if (v->kind == FJ_VAR_NODE && ((fj_Node *)v->obj)->variant)
+            return fj_unsupported("a loop over range() whose bounds change with each iteration of an "
+                                  "enclosing loop is traced only as a captured loop");
+        /* a symbolic int: pinned (its guards make it a constant), its value */
+        if ((b[k] = fj_var_as_const((PyObject *)v)) == NULL)
+            return PyErr_Occurred() ? -1 : fj_unsupported("range() bounds that are not known");
+    }
+    range = PyObject_CallFunctionObjArgs((PyObject *)&PyRange_Type, b[0], b[1], b[2], NULL);
+    empty = range ? PyList_New(0) : NULL;
+    fj_Var *it = empty ? fj_var_new(FJ_VAR_ITER, range, empty) : NULL;
+    Py_XDECREF(range);
+    Py_XDECREF(empty);
+    if (it == NULL)
+        return -1;
+    Py_SETREF(fr->stack[fr->sp - 1], (PyObject *)it); /* the range itself stays what it was */
+    return 0;
 }
