@@ -1148,3 +1148,20 @@ def test_a_loop_index_read_after_a_symbolic_loop_is_never_a_stale_value(logs):
         cf(np.zeros(10), 10)
     with pytest.raises(UnboundLocalError):
         read_index_after(np.zeros(10), 10)
+
+
+def int_sums_both_ways(x, k):
+    s = 0
+    for i in range(k, 100):
+        s = s + i
+    for i in range(k, 100, -1):  # empty for every k < 100
+        s = s + i
+    return s, x
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_a_symbolic_range_that_runs_no_iteration_keeps_the_state(backend):
+    # k dynamic from the second call: both loops are loop nodes over range(k, ...);
+    # the second never iterates (and the first does not for k >= 100)
+    X = np.arange(5.0)
+    run_both(int_sums_both_ways, [(X, 2), (X, 3), (X, 4), (X, 9), (X, 100), (X, 120), (X, -3)], backend)

@@ -475,3 +475,35 @@ def test_native_fused_group_of_a_selection_and_a_fixed_array():
 
     for x in (np.array([1.0, -1.0, 2.0, 3.0]), np.array([-1.0, 5.0]), np.array([1.0, 1.0])):
         diff(f, [(x, np.arange(2.0))], backend="native", graphs=1)
+
+
+def test_a_replaced_np_where_is_not_taken_for_numpy_s(monkeypatch):
+    monkeypatch.setattr(np, "where", lambda *a, **k: ("patched", len(a)))
+    monkeypatch.setattr(np, "nonzero", lambda *a, **k: ("patched nonzero", len(a)))
+
+    def f(x):
+        return np.where(x > 0), np.nonzero(x)
+
+    diff(f, [(V.copy(),)], graphs=0, breaks=("np.where", "np.nonzero", "where", "nonzero", "lambda"))
+
+
+def test_a_mask_written_through_a_view_is_a_new_count():
+    # m's contents change through mv: x[m] before and after have different sizes
+    def f(x):
+        m = x > 0
+        a = x[m]
+        mv = m[:]
+        mv[:] = True
+        b = x[m]
+        return a.sum() + b.sum(), b * 2
+
+    seen = []
+    cf = framejit.compile(f, backend=lambda gm, ex: seen.append(gm) or gm)
+    framejit.reset()
+    x = V.copy()
+    r = cf(x.copy())
+    want = f(x.copy())
+    assert r[0] == want[0] and np.array_equal(r[1], want[1])
+    syms = [n.meta["datadep"] for g in seen for n in g.nodes if n.meta.get("datadep") and "getitem" in str(n.target)]
+    assert len(syms) == 2 and syms[0] != syms[1], syms
+    diff(f, [(V.copy(),), (-np.abs(V),)], graphs=1)

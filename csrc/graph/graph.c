@@ -301,11 +301,27 @@ static int collect_inputs(fj_Graph *g, PyObject *o, PyObject *acc, int depth, in
 
 static fj_Node *append_node(fj_Graph *g, fj_Node *n, PyObject *acc);
 
+static PyObject *out_operand(fj_Node *n);
+
+/* Counts the calls appended to any graph that may write into an array (see
+   fj_graph_write_epoch). */
+static unsigned long write_epoch = 0;
+
+unsigned long fj_graph_write_epoch(void)
+{
+    return write_epoch;
+}
+
 /* Appends call node 'n' (stolen): variant when one of its inputs ('acc') is. */
 static fj_Node *append_call(fj_Graph *g, fj_Node *n, PyObject *acc)
 {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(acc) && !n->variant; i++)
         n->variant = ((fj_Node *)PyList_GET_ITEM(acc, i))->variant;
+    /* an in-place operator, an item store, a ufunc's 'out', and every raw call (a
+       loop, a torch op) may write into an array */
+    if (n->op == NULL || n->op->kind == FJ_OP_INPLACE || (n->op->flags & FJ_OPF_MUTATES) ||
+        n->fake != NULL || n->label != NULL || out_operand(n) != NULL)
+        write_epoch++;
     g->ncalls++;
     return append_node(g, n, acc);
 }

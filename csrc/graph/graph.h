@@ -63,7 +63,14 @@ typedef struct fj_Node {
                               FJ_DATADEP_SIZE, a stand-in the trace never reads as a value */
     int nzsym;             /* the symbol of this node's number of nonzero items, once asked
                               (fj_dims_count_symbol); 0 before */
+    unsigned long nzepoch; /* fj_graph_write_epoch() when nzsym was made: after any write
+                              since (through a view, say) the count is a new symbol */
 } fj_Node;
+
+/* A counter of the calls appended to any graph that may write into an array
+   (in-place operators, item stores, 'out=', loops, torch ops): a value read
+   from an array's contents (fj_Node.nzsym) holds while it has not changed. */
+unsigned long fj_graph_write_epoch(void);
 
 /* The Node type; valid after fj_graph_init. */
 extern PyTypeObject *fj_NodeType;

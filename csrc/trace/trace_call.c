@@ -1233,6 +1233,23 @@ static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py
     return fj_unsupported("call of method %U on %R", name, (PyObject *)self), NULL;
 }
 
+/* numpy's own function 'name' of its core module 'sub' (numpy._core.<sub>, or
+   numpy.core.<sub> before NumPy 2), never what the numpy namespace holds now (a
+   program may have replaced that).  New reference, or NULL (no exception). */
+static PyObject *numpy_own(const char *sub, const char *name)
+{
+    char path[64];
+    PyObject *r = NULL;
+    for (int k = 0; k < 2 && r == NULL; k++) {
+        snprintf(path, sizeof path, "numpy.%s.%s", k == 0 ? "_core" : "core", sub);
+        PyObject *m = PyImport_ImportModule(path);
+        r = m ? PyObject_GetAttrString(m, name) : NULL;
+        Py_XDECREF(m);
+        PyErr_Clear();
+    }
+    return r;
+}
+
 /*
 ** np.nonzero(a), np.where(a) and a.nonzero() for a one-dimensional array 'a':
 ** the tuple (np.flatnonzero(a),), the array NumPy returns (flatnonzero is
@@ -1246,13 +1263,8 @@ static int nonzero_tuple(fj_TFrame *fr, PyObject *a, PyObject **out)
     *out = NULL;
     if (an == NULL || an->vkind != FJ_VAL_ARRAY || an->ndim != 1 || an->dtype == NULL)
         return 0;
-    if (flat == NULL) {
-        PyObject *np = PyImport_ImportModule("numpy");
-        flat = np ? PyObject_GetAttrString(np, "flatnonzero") : NULL;
-        Py_XDECREF(np);
-        if (flat == NULL)
-            return -1;
-    }
+    if (flat == NULL && (flat = numpy_own("numeric", "flatnonzero")) == NULL)
+        return fj_unsupported("np.nonzero: numpy's flatnonzero not found");
     const fj_OpDef *op = fj_ops_for_callable(flat);
     if (op == NULL)
         return fj_unsupported("np.nonzero: no flatnonzero row");
@@ -1273,12 +1285,12 @@ int fj_trace_is_np_nonzero(PyObject *fn)
     static PyObject *nz = NULL, *wh = NULL;
     if (nz == NULL) {
         PyObject *name = PyUnicode_FromString("numpy");
-        PyObject *np = name ? PyImport_GetModule(name) : NULL;
+        PyObject *np = name ? PyImport_GetModule(name) : NULL; /* only once numpy is imported */
         Py_XDECREF(name);
         if (np != NULL) {
-            nz = PyObject_GetAttrString(np, "nonzero");
-            wh = nz ? PyObject_GetAttrString(np, "where") : NULL;
             Py_DECREF(np);
+            nz = numpy_own("fromnumeric", "nonzero");
+            wh = nz ? numpy_own("multiarray", "where") : NULL;
         }
         if (wh == NULL)
             Py_CLEAR(nz);

@@ -386,7 +386,8 @@ static int next_symbol = 0;
 int fj_dims_count_symbol(void *node)
 {
     fj_Node *n = (fj_Node *)node;
-    if (n->nzsym == 0) {
+    if (n->nzsym == 0 || n->nzepoch != fj_graph_write_epoch()) {
+        n->nzepoch = fj_graph_write_epoch();
         if (next_symbol == INT_MAX)
             next_symbol = 0;
         n->nzsym = ++next_symbol;

@@ -1847,6 +1847,14 @@ PyObject *fjn_loop_run(fjn_LoopPlan *lp, fj_Node *n, PyObject **env, Py_ssize_t 
         ok = unbox(&lp->ph[1 + lp->ncarried + m], arg_value(PyTuple_GET_ITEM(n->args, 3 + lp->nstate + m), env),
                    &v[1 + lp->ncarried + m]);
     int status = 2;
+    if (ok && (step > 0 ? start >= stop : start <= stop)) {
+        /* no iteration (a range whose bounds are graph values may be empty): the
+           state is the arguments */
+        PyObject *st = PyTuple_New(lp->nstate);
+        for (int s = 0; st != NULL && s < lp->nstate; s++)
+            PyTuple_SET_ITEM(st, s, Py_NewRef(arg_value(PyTuple_GET_ITEM(n->args, 3 + s), env)));
+        return st;
+    }
     if (ok) {
         int ignore = fjn_ignored_flags();
         status = lp->fn(start, stop, step, v, outs, ignore, &at);
