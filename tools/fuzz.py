@@ -318,6 +318,11 @@ class ProgGen:
         kind = r.choice(("float64", "float32", "int64"))
         lines = [f"{ind}{v} = np.zeros({m + 2}, dtype=np.{kind}) + 1", f"{ind}{s} = 0.0", f"{ind}{k} = 0",
                  f"{ind}for {i} in range({max(lo, 1)}, {m}):"]
+        if r.random() < 0.15:
+            # bounds from the int argument: a symbolic range once n is dynamic (maybe empty)
+            lines[-1] = r.choice((f"{ind}for {i} in range(n % 5 + 1, {m}):",
+                                  f"{ind}for {i} in range(1, {m} - n % 3 * 20):",
+                                  f"{ind}for {i} in range(abs(n) + 1, {m}):"))
         body = r.sample(stores, r.randrange(1, 3)) + r.sample(scal, r.randrange(0, 3))
         if r.random() < 0.25:
             body += [f"for {j} in range(20):", f"    {s} = {s} + {v}[{j}] * {i}"]

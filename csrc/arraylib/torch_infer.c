@@ -163,25 +163,38 @@ static int add_cpu_keys(PyObject *t)
     return ok ? 0 : -1;
 }
 
-static int setup(void)
+/*
+** The rule table's lookups (by callable, by method name): they need torch
+** imported, not the C reader of tensors, so whether an op is elementwise
+** (fj_torch_is_elementwise, which decides whether a symbolic int stays
+** symbolic) never depends on whether the reader is built yet.  1, 0 (not
+** yet), -1 with an exception.
+*/
+static int rules_done = 0;
+static int setup_rules(void)
 {
+    if (rules_done)
+        return 1;
     PyObject *modules = PyImport_GetModuleDict();
     PyObject *tm = PyDict_GetItemString(modules, "torch");
     PyObject *fm = PyDict_GetItemString(modules, "torch.nn.functional");
     PyObject *tensor = fj_torch_tensor_type();
     if (tm == NULL || fm == NULL || tensor == NULL)
         return 0; /* not yet: torch.nn.functional is imported with torch.nn */
+    Py_CLEAR(by_callable);
+    Py_CLEAR(by_method);
+    Py_CLEAR(callables);
     by_callable = PyDict_New();
     by_method = PyDict_New();
     callables = PyList_New(0);
-    kw_plain = Py_BuildValue("(ss)", "dtype", "device");
-    kw_grad = Py_BuildValue("(sss)", "dtype", "device", "requires_grad");
-    clone_name = PyUnicode_InternFromString("clone");
-    torch_empty = PyObject_GetAttrString(tm, "empty");
-    empty_strided = PyObject_GetAttrString(tm, "empty_strided");
-    view_as_name = PyUnicode_InternFromString("view_as");
-    is_view_name = PyUnicode_InternFromString("_is_view");
-    is_leaf_name = PyUnicode_InternFromString("is_leaf");
+    Py_XSETREF(kw_plain, Py_BuildValue("(ss)", "dtype", "device"));
+    Py_XSETREF(kw_grad, Py_BuildValue("(sss)", "dtype", "device", "requires_grad"));
+    Py_XSETREF(clone_name, PyUnicode_InternFromString("clone"));
+    Py_XSETREF(torch_empty, PyObject_GetAttrString(tm, "empty"));
+    Py_XSETREF(empty_strided, PyObject_GetAttrString(tm, "empty_strided"));
+    Py_XSETREF(view_as_name, PyUnicode_InternFromString("view_as"));
+    Py_XSETREF(is_view_name, PyUnicode_InternFromString("_is_view"));
+    Py_XSETREF(is_leaf_name, PyUnicode_InternFromString("is_leaf"));
     if (!by_callable || !by_method || !callables || !kw_plain || !kw_grad || !clone_name || !torch_empty ||
         !empty_strided || !view_as_name || !is_view_name || !is_leaf_name)
         return -1;
@@ -210,6 +223,17 @@ static int setup(void)
         if (bad)
             return -1;
     }
+    rules_done = 1;
+    return 1;
+}
+
+static int setup(void)
+{
+    int rr = setup_rules();
+    if (rr <= 0)
+        return rr;
+    PyObject *modules = PyImport_GetModuleDict();
+    PyObject *tm = PyDict_GetItemString(modules, "torch");
     /* dtype codes as the reader reports them, and the plain keys of meta fakes */
     static const char *names[] = {"float16", "bfloat16", "float32", "float64", "uint8", "int8",
                                   "int16",   "int32",    "int64",   "bool"};
@@ -1001,7 +1025,11 @@ PyObject *fj_torch_infer(const fj_OpDef *op, PyObject *target, PyObject *fargs, 
 
 int fj_torch_is_elementwise(const fj_OpDef *op, PyObject *target, PyObject *fargs, PyObject *fkw)
 {
-    if (!ready() || !PyTuple_Check(fargs))
+    /* the rules only (not the reader: see setup_rules) */
+    int rr = state > 0 ? 1 : fj_torch_ready() ? setup_rules() : 0;
+    if (rr < 0)
+        PyErr_Clear();
+    if (rr <= 0 || !PyTuple_Check(fargs))
         return 0;
     const Rule *r = rule_of(op, target);
     if (r == NULL)

@@ -146,6 +146,7 @@ static int collect_enter(fj_VarWalk *w, PyObject *v)
         /* an input as it was is reloaded */
         return vv->source != NULL && !vv->pos ? FJ_WALK_SKIP : FJ_WALK_INTO;
     case FJ_VAR_INST: /* an instance made in the frame: its attributes */
+    case FJ_VAR_RANGE: /* a range whose bounds are graph values: its bounds */
         return FJ_WALK_INTO;
     default:
         break;
@@ -618,6 +619,16 @@ static int emit_rebuild(CodegenCtx *cg, PyObject *v)
         return emit_container(cg, vv);
     case FJ_VAR_INST:
         return emit_instance(cg, vv);
+    case FJ_VAR_RANGE:
+        /* range(start, stop, step) again, from the bounds' values (a fresh range is
+           equal to it, and no program sees which range object it is) */
+        if (fj_dl_null_before(&cg->b->il) < 0 || fj_builder_load_const(cg->b, (PyObject *)&PyRange_Type) < 0 ||
+            fj_dl_null_after(&cg->b->il) < 0)
+            return -1;
+        for (Py_ssize_t k = 0; k < 3; k++)
+            if (emit_rebuild(cg, PyTuple_GET_ITEM(vv->extra, k)) < 0)
+                return -1;
+        return fj_builder_call(cg->b, 3, NULL) < 0 ? -1 : 0;
     case FJ_VAR_METHOD:
         if (vv->pos) /* the method of a (method, self) pair is no value of its own */
             return fj_unsupported("cannot rebuild %R after the graph", v);

@@ -172,6 +172,82 @@ static int plan_comprehension(const fj_InstrList *il, int index, int h, fj_Break
     return 0;
 }
 
+/*
+** A break inside a for loop (not a comprehension): the outermost loop around
+** the break runs whole in CPython, from its GET_ITER to its exit (an else
+** clause that a `break` jumps past included), and a resume function goes on
+** after it.  The functions the loop's body calls are still offered to the
+** hook as frames of their own.  The loop must not return, make closures or
+** sit under (or hold) a try or with block.  0 with the plan, or -1 with
+** fj_Unsupported.
+*/
+static int plan_loop(const fj_InstrList *il, int index, fj_BreakPlan *plan)
+{
+    int head = -1;
+    for (int j = index; j < il->n; j++) {
+        const fj_Instr *in = &il->v[j];
+        if (fj_opcode_jump_dir(in->op) < 0 && in->target <= index && (head < 0 || in->target < head))
+            head = in->target;
+    }
+    if (head < 1 || il->v[head].p.op != FJ_PI_FOR_ITER)
+        return fj_unsupported("graph break inside a loop that is not a for loop");
+    /* from its GET_ITER (the iterable on the stack); from the FOR_ITER itself (the
+       iterator on the stack) when other code jumps there (a resume function's
+       prologue, after a break at the GET_ITER) */
+    int first = head - 1;
+    for (int k = 0; k < il->n; k++)
+        if ((k < head - 1 || k > head) && fj_opcode_jump_dir(il->v[k].op) > 0 && il->v[k].target == head)
+            first = head;
+    if (first == head - 1 && il->v[first].p.op != FJ_PI_GET_ITER)
+        first = head;
+    int last = il->v[head].target + il->v[head].p.b - 1; /* the exit: past END_FOR (3.12+) */
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int k = first; k <= last; k++) {
+            const fj_Instr *in = &il->v[k];
+            if (fj_opcode_jump_dir(in->op) == 0)
+                continue;
+            if (in->target < first)
+                return fj_unsupported("graph break inside a loop that jumps back before it");
+            if (in->target > last + 1) {
+                last = in->target - 1; /* a break past an else clause: the clause runs too */
+                changed = 1;
+            }
+        }
+        if (last >= il->n)
+            return fj_unsupported("graph break inside a loop whose exit is not found");
+    }
+    for (int k = first; k <= last; k++) {
+        int op = il->v[k].p.op;
+        if (op == FJ_PI_LOAD_DEREF || op == FJ_PI_STORE_DEREF || op == FJ_PI_LOAD_CLOSURE ||
+            op == FJ_PI_MAKE_CELL || op == FJ_PI_DELETE_DEREF || op == FJ_PI_MAKE_FUNCTION ||
+            op == FJ_PI_RETURN_VALUE || op == FJ_PI_RETURN_CONST)
+            return fj_unsupported("graph break inside a loop with a closure or a return");
+        if (il->v[k].exc_target >= 0 && !fj_bc_handler_transparent(il, il->v[k].exc_target))
+            return fj_unsupported("graph break inside a loop under or around a try or with block");
+    }
+    /* nothing after the loop jumps into it */
+    for (int k = 0; k < il->n; k++)
+        if ((k < first || k > last) && fj_opcode_jump_dir(il->v[k].op) != 0 && il->v[k].target > first &&
+            il->v[k].target <= last)
+            return fj_unsupported("graph break inside a loop that other code jumps into");
+    /* (a forward jump from before the loop into its head, other than the one planned
+       for, would skip what runs here: none is left, checked above) */
+    for (int j = last + 1; j < il->n; j++)
+        if (fj_opcode_jump_dir(il->v[j].op) < 0 && il->v[j].target <= first)
+            return fj_unsupported("graph break inside a loop");
+    plan->kind = FJ_BREAK_REGION;
+    plan->first = first;
+    plan->last = last;
+    plan->npop = 1; /* the iterable, or the iterator */
+    plan->npush = 0;
+    plan->nresume = 1;
+    plan->resume[0] = last + 1;
+    plan->resume[1] = -1;
+    plan->handler = -1;
+    return 0;
+}
+
 void fj_resume_region_defs(PyCodeObject *co, const fj_InstrList *il, const fj_BreakPlan *plan,
                            unsigned char *defs)
 {
@@ -206,9 +282,12 @@ int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_Break
         plan->hlasti = in->exc_lasti;
     }
     if (in_loop(il, index)) {
+        if (in->exc_target >= 0 && plan->handler < 0 && plan_comprehension(il, index, in->exc_target, plan) == 0)
+            return 0;
         if (in->exc_target >= 0 && plan->handler < 0)
-            return plan_comprehension(il, index, in->exc_target, plan);
-        return fj_unsupported("graph break inside a loop");
+            PyErr_Clear(); /* not a comprehension's loop: a loop of the frame's own */
+        memset(plan, 0, sizeof(*plan));
+        return plan_loop(il, index, plan);
     }
     plan->first = plan->last = index;
     plan->nresume = 1;

@@ -3,7 +3,8 @@
 ** functions that continue it.
 **
 ** Responsible for: deciding whether a break at a top-frame instruction can
-** be resumed (not inside a loop, an instruction whose stack effect is known;
+** be resumed (an instruction whose stack effect is known, or inside a loop
+** the whole loop;
 ** under a try/with block it also resumes at the handler), the liveness of fast locals, and synthesizing the
 ** code of __resume_at_<offset>_<n> functions from the original code: a
 ** prologue that pushes the saved stack (RESUME, LOAD_FAST ___stack<i> or
@@ -21,8 +22,9 @@ typedef enum {
     FJ_BREAK_CALL,    /* a call: [KW_NAMES] PRECALL CALL run in CPython */
     FJ_BREAK_JUMP,    /* a conditional jump on a value the trace cannot know */
     FJ_BREAK_GENERIC, /* one instruction with a known stack effect */
-    FJ_BREAK_REGION,  /* a whole inlined comprehension (3.12+, PEP 709), from its GET_ITER to
-                         the restore of the locals it saved: a loop run in CPython */
+    FJ_BREAK_REGION,  /* a loop run whole in CPython: an inlined comprehension (3.12+, PEP 709),
+                         from its GET_ITER to the restore of the locals it saved, or the
+                         outermost for loop around the break, from its GET_ITER to its exit */
 } fj_BreakKind;
 
 typedef struct {

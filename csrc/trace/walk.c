@@ -48,6 +48,11 @@ int fj_var_children(PyObject *v, unsigned parts, fj_VarVisit visit, void *arg)
         return visit_part(parts, FJ_PART_CLOSURE, vv->items, visit, arg);
     case FJ_VAR_METHOD:
         return visit_part(parts, FJ_PART_SELF, vv->extra, visit, arg);
+    case FJ_VAR_RANGE: /* its bounds */
+        for (Py_ssize_t i = 0; (parts & FJ_PART_ITEMS) && i < PyTuple_GET_SIZE(vv->extra); i++)
+            if ((r = visit(PyTuple_GET_ITEM(vv->extra, i), NULL, arg)) != 0)
+                return r;
+        return 0;
     default:
         return 0;
     }
