@@ -130,13 +130,13 @@ def test_reset_forgets_entries_and_counters():
 
 
 def test_reset_frees_self_referencing_entry():
-    # a frame that runs whole in CPython (a break inside a loop) gets an entry
+    # a frame that runs whole in CPython (a break inside a loop that returns) gets an entry
     # running its own code: the entry must not keep the code alive, and reset
     # must not free its state twice
     script = textwrap.dedent("""
         import gc, numpy as np, framejit
         ns = {}
-        exec(compile("def f(x):\\n    for i in range(2):\\n        x = x + 1\\n        x.no_such_attribute\\n    return x\\n",
+        exec(compile("def f(x):\\n    for i in range(2):\\n        x = x + 1\\n        x.no_such_attribute\\n        if i > 5:\\n            return i\\n    return x\\n",
                      "/tmp/framejit_selfref.py", "exec"), ns)
         try:
             framejit.compile(ns["f"])(np.ones(2))

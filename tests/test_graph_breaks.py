@@ -148,9 +148,11 @@ def test_transparent_resume_functions_are_constants_with_the_original_name():
 # ------------------------------------------------ a callee framejit gave up on
 
 def gives_up(x):
-    for _ in range(1):
-        print("in a loop")  # a break inside a loop: the frame runs in CPython
+    i = 0
+    while i < 1:
+        print("in a loop")  # a break inside a while loop: the frame runs in CPython
         y = callee_compiled(x)
+        i += 1
     return y
 
 

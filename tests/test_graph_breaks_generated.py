@@ -57,7 +57,7 @@ BLOCK_BREAKS = [
     # data-dependent branch
     'if {a}.sum() > 0:\n    {a} = {a} * 2\nelse:\n    {a} = {a} - 1',
     'if ({a} > 0.5).any():\n    print("big")\n',
-    # loop with a break inside (whole frame runs in CPython)
+    # loop with a break inside (the loop runs in CPython, a resume function after it)
     'for i in range(2):\n    {a} = {a} + i\n    print("loop", i)',
     # try / with
     'try:\n    print("try")\n    {a} = {a} + 1\nexcept ValueError:\n    pass',
@@ -152,7 +152,7 @@ def test_generated_functions_exercise_breaks():
             except Exception:  # noqa: BLE001
                 pass
     stats = framejit.counters
-    # many resumable breaks (graphs in resume functions) and some whole-frame fallbacks
+    # many resumable breaks (graphs in resume functions; a break inside a loop
+    # runs the loop in CPython and resumes after it, docs/graph-breaks.md)
     assert sum(stats["graph_break"].values()) >= N_FUNCTIONS
     assert stats["stats"]["unique_graphs"] >= N_FUNCTIONS
-    assert stats["stats"]["frames_not_captured"] >= 10

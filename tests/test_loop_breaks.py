@@ -165,7 +165,26 @@ def loop_return_inside(x):
     return x
 
 
+def loop_var_maybe_unbound(x, n):
+    y = x * 2
+    for i in range(n):
+        print(i)
+    if n > 0:
+        return y + i
+    return y - 1
+
+
+def loop_var_bound_before(x, n):
+    i = -5
+    y = x * 2
+    for i in range(n):
+        print(i)
+    return y + i
+
+
 CASES = [
+    (loop_var_maybe_unbound, [(X, 2), (X, 0), (X, 3), (X, 0)]),
+    (loop_var_bound_before, [(X, 2), (X, 0), (X, 3)]),
     (loop_print, [(X,)]),
     (loop_print_long, [(X,)]),
     (loop_break_else, [(X,)]),

@@ -245,6 +245,7 @@ static int plan_loop(const fj_InstrList *il, int index, fj_BreakPlan *plan)
     plan->resume[0] = last + 1;
     plan->resume[1] = -1;
     plan->handler = -1;
+    plan->maybe_defs = 1;
     return 0;
 }
 

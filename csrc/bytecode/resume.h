@@ -38,6 +38,9 @@ typedef struct {
        (-1: none) with the stack cut to 'hdepth' entries, [the offset of the
        raising instruction if 'hlasti'], the exception. */
     int handler, hdepth, hlasti;
+    /* FJ_BREAK_REGION of a loop: the locals it binds are bound only if its body
+       runs (fj_resume_region_defs' are "maybe") */
+    int maybe_defs;
 } fj_BreakPlan;
 
 /*

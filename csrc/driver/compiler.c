@@ -595,6 +595,48 @@ static PyObject *bound_live_names(PyCodeObject *co, fj_TFrame *top, const unsign
     return t;
 }
 
+/*
+** For a loop run in CPython (plan->maybe_defs): per fast local, 1 when the
+** loop surely binds it: its target (the stores right after FOR_ITER) when
+** the iterable on the trace's stack is a constant or a tuple/list of known,
+** nonzero length.  A new array of FJ_CODE_NLOCALSPLUS(co) bytes, NULL on error.
+*/
+static unsigned char *loop_targets(PyCodeObject *co, const fj_InstrList *il, const fj_BreakPlan *plan,
+                                   fj_TFrame *top)
+{
+    int n = FJ_CODE_NLOCALSPLUS(co);
+    unsigned char *sure = PyMem_Calloc((size_t)(n ? n : 1), 1);
+    if (sure == NULL)
+        return (unsigned char *)PyErr_NoMemory();
+    fj_Var *it = top->sp >= 1 ? (fj_Var *)top->stack[top->sp - 1] : NULL;
+    Py_ssize_t len = -1;
+    if (it != NULL && il->v[plan->first].p.op == FJ_PI_GET_ITER) {
+        if (it->kind == FJ_VAR_CONST && (PyRange_Check(it->obj) || PyTuple_CheckExact(it->obj) ||
+                                         PyList_CheckExact(it->obj) || PyUnicode_CheckExact(it->obj)))
+            len = PyObject_Length(it->obj);
+        else if ((it->kind == FJ_VAR_TUPLE || it->kind == FJ_VAR_LIST) && it->items != NULL)
+            len = PyList_GET_SIZE(it->items);
+        if (len < 0)
+            PyErr_Clear();
+    }
+    if (len <= 0)
+        return sure;
+    for (int k = plan->first + 2; k <= plan->last; k++) {
+        const fj_Instr *in = &il->v[k];
+        if (in->p.op == FJ_PI_STORE_FAST && in->p.a < n)
+            sure[in->p.a] = 1;
+        else if (in->p.op == FJ_PI_STORE_FAST_STORE_FAST) {
+            if (in->p.a < n)
+                sure[in->p.a] = 1;
+            if (in->p.b < n)
+                sure[in->p.b] = 1;
+        }
+        else if (in->p.op != FJ_PI_UNPACK_SEQUENCE && in->p.op != FJ_PI_NOP)
+            break;
+    }
+    return sure;
+}
+
 /* The trace stopped at the planned break: prefix graph, CPython part, resume calls. */
 static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject *cid,
                               const fj_InstrList *il, const fj_BreakPlan *plan)
@@ -645,6 +687,25 @@ static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyOb
         for (int i = 0; i < nl; i++) {
             live[i] |= all;
             restore[i] |= live[i];
+        }
+        if (plan->maybe_defs) {
+            /* a loop run in CPython binds its locals only if its body runs: one the
+               trace saw unbound, read after it, would be passed unbound; but the
+               loop's own targets are bound when the iterable is not empty */
+            unsigned char *sure = loop_targets(co, il, plan, top);
+            if (sure == NULL)
+                goto done;
+            int bad = -1;
+            for (int i = 0; i < nl && bad < 0; i++)
+                if (live[i] && defs[i] && !sure[i] && top->locals[i] == NULL && !fj_trace_arg_untouched(top, i) &&
+                    !(fj_code_local_kind(co, i) & (FJ_FAST_CELL | FJ_FAST_FREE)))
+                    bad = i;
+            PyMem_Free(sure);
+            if (bad >= 0) {
+                fj_unsupported("local '%U' is bound only if the loop's body runs and is read after the "
+                               "loop", fj_code_local_name(co, bad));
+                goto done;
+            }
         }
         if ((rargs[r] = bound_live_names(co, top, live, defs)) == NULL)
             goto done;
