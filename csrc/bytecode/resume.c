@@ -90,6 +90,16 @@ int fj_resume_cells_ok(PyCodeObject *co, const fj_InstrList *il, int first,
     return 0;
 }
 
+/* True for an instruction a region run in CPython may not hold: one that
+   touches cells or makes a function (closures), or a return. */
+static int closure_or_return(const fj_Instr *in)
+{
+    int op = in->p.op;
+    return op == FJ_PI_LOAD_DEREF || op == FJ_PI_STORE_DEREF || op == FJ_PI_LOAD_CLOSURE ||
+           op == FJ_PI_MAKE_CELL || op == FJ_PI_DELETE_DEREF || op == FJ_PI_MAKE_FUNCTION ||
+           op == FJ_PI_RETURN_VALUE || op == FJ_PI_RETURN_CONST;
+}
+
 /*
 ** A break inside a comprehension that 3.12+ inline (PEP 709): the loop runs
 ** whole in CPython, as 3.11 ran the comprehension's own function.  Its body
@@ -147,10 +157,7 @@ static int plan_comprehension(const fj_InstrList *il, int index, int h, fj_Break
     if (restored < nsaved || extra_pops > 1)
         return fj_unsupported("graph break inside a loop");
     for (int k = first; k <= last; k++) {
-        int op = il->v[k].p.op;
-        if (op == FJ_PI_LOAD_DEREF || op == FJ_PI_STORE_DEREF || op == FJ_PI_LOAD_CLOSURE ||
-            op == FJ_PI_MAKE_CELL || op == FJ_PI_DELETE_DEREF || op == FJ_PI_MAKE_FUNCTION ||
-            op == FJ_PI_RETURN_VALUE || op == FJ_PI_RETURN_CONST)
+        if (closure_or_return(&il->v[k]))
             return fj_unsupported("graph break inside a comprehension with a closure or a return");
         if (fj_opcode_jump_dir(il->v[k].op) != 0 &&
             (il->v[k].target < first || il->v[k].target > last + 1))
@@ -218,10 +225,7 @@ static int plan_loop(const fj_InstrList *il, int index, fj_BreakPlan *plan)
             return fj_unsupported("graph break inside a loop whose exit is not found");
     }
     for (int k = first; k <= last; k++) {
-        int op = il->v[k].p.op;
-        if (op == FJ_PI_LOAD_DEREF || op == FJ_PI_STORE_DEREF || op == FJ_PI_LOAD_CLOSURE ||
-            op == FJ_PI_MAKE_CELL || op == FJ_PI_DELETE_DEREF || op == FJ_PI_MAKE_FUNCTION ||
-            op == FJ_PI_RETURN_VALUE || op == FJ_PI_RETURN_CONST)
+        if (closure_or_return(&il->v[k]))
             return fj_unsupported("graph break inside a loop with a closure or a return");
         if (il->v[k].exc_target >= 0 && !fj_bc_handler_transparent(il, il->v[k].exc_target))
             return fj_unsupported("graph break inside a loop under or around a try or with block");

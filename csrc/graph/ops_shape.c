@@ -1023,6 +1023,16 @@ static int sh_ravel(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
     return 0;
 }
 
+/* The shape of the op's first argument, the array (TypeError when it is missing).  0 or -1. */
+static int first_shape(const fj_OpDef *op, fj_Bound *b, int *nd, npy_intp *sh)
+{
+    if (!b->v[0]) {
+        PyErr_Format(PyExc_TypeError, "%s: missing the array argument", QN(op));
+        return -1;
+    }
+    return operand_shape(op, b->v[0], nd, sh);
+}
+
 /*
 ** cumsum/cumprod (rule FJ_SH_CUMULATIVE, default axis None), sort
 ** (FJ_SH_SORT, default -1) and argsort (FJ_SH_ARGSORT, default -1): axis None
@@ -1033,11 +1043,7 @@ static int sh_axis_keep(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
 {
     int nd, ax, ia = fj_ops_param_index(op, "axis");
     npy_intp sh[FJ_MAX_NDIM];
-    if (!b->v[0]) {
-        PyErr_Format(PyExc_TypeError, "%s: missing the array argument", QN(op));
-        return -1;
-    }
-    if (operand_shape(op, b->v[0], &nd, sh) < 0)
+    if (first_shape(op, b, &nd, sh) < 0)
         return -1;
     PyObject *axis = ia >= 0 ? b->v[ia] : NULL;
     if (axis == Py_None || (!axis && op->shape_rule == FJ_SH_CUMULATIVE)) {
@@ -1850,11 +1856,7 @@ static int shape_rule(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
         /* flatnonzero: (n,); argwhere: (n, a.ndim); n depends on the data */
         int nd;
         npy_intp sh[FJ_MAX_NDIM];
-        if (!b->v[0]) {
-            PyErr_Format(PyExc_TypeError, "%s: missing the array argument", QN(op));
-            return -1;
-        }
-        if (operand_shape(op, b->v[0], &nd, sh) < 0)
+        if (first_shape(op, b, &nd, sh) < 0)
             return -1;
         int arg = strcmp(op->name, "argwhere") == 0;
         if (arg && nd == 0) {
