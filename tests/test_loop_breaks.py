@@ -182,7 +182,30 @@ def loop_var_bound_before(x, n):
     return y + i
 
 
+def loop_deletes_a_local(x, flag):
+    y = x * 2
+    t = 5
+    for i in range(2):
+        print(i)
+        if i == 1:
+            del t
+    print("after")
+    if flag:
+        return y + t
+    return y
+
+
+def loop_comprehension_reuses_the_name(x):
+    y = x * 2
+    for k in range(3):
+        print(k)
+        v = [k for k in range(2)]
+    return y + k + len(v)
+
+
 CASES = [
+    (loop_deletes_a_local, [(X, True), (X, False), (X, False)]),
+    (loop_comprehension_reuses_the_name, [(X,), (X,)]),
     (loop_var_maybe_unbound, [(X, 2), (X, 0), (X, 3), (X, 0)]),
     (loop_var_bound_before, [(X, 2), (X, 0), (X, 3)]),
     (loop_print, [(X,)]),

@@ -1165,3 +1165,36 @@ def test_a_symbolic_range_that_runs_no_iteration_keeps_the_state(backend):
     # the second never iterates (and the first does not for k >= 100)
     X = np.arange(5.0)
     run_both(int_sums_both_ways, [(X, 2), (X, 3), (X, 4), (X, 9), (X, 100), (X, 120), (X, -3)], backend)
+
+
+def inner_bounds_near_int64_max(x, n):
+    s = 0.0
+    out = np.zeros(20)
+    for i in range(20):
+        for j in range(n - 1, n, 2):
+            s = s + 1.0
+            out[i] += 1.0
+    return s, out
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_inner_bounds_near_the_int64_limits(backend):
+    # n dynamic from the second call; j + step would pass INT64_MAX in a C loop:
+    # the C loop hands those iterations to the eager loop
+    run_both(inner_bounds_near_int64_max, [(None, 3), (None, 5), (None, 7), (None, 2**63 - 1),
+                                           (None, -2**63 + 1), (None, 2**62), (None, 9)], backend)
+
+
+def zip_over_ranges(x):
+    s = x[0] * 0
+    for a, b in zip(range(1, 3), range(2, 3)):
+        s = s + x[a] * x[b]
+    for a, b in zip(range(3), [5, 6]):
+        s = s + a * b
+    return s
+
+
+def test_zip_over_a_range_takes_its_items():
+    # a range iterator is lazy (its items are not listed): zip lists them
+    counters = run_both(zip_over_ranges, [(np.arange(5.0),)])
+    assert counters["stats"]["unique_graphs"] == 1

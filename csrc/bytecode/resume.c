@@ -227,6 +227,9 @@ static int plan_loop(const fj_InstrList *il, int index, fj_BreakPlan *plan)
     for (int k = first; k <= last; k++) {
         if (closure_or_return(&il->v[k]))
             return fj_unsupported("graph break inside a loop with a closure or a return");
+        if (il->v[k].p.op == FJ_PI_DELETE_FAST)
+            return fj_unsupported("graph break inside a loop that deletes a local (it may be unbound after "
+                                  "the loop)");
         if (il->v[k].exc_target >= 0 && !fj_bc_handler_transparent(il, il->v[k].exc_target))
             return fj_unsupported("graph break inside a loop under or around a try or with block");
     }
@@ -267,9 +270,11 @@ void fj_resume_region_defs(PyCodeObject *co, const fj_InstrList *il, const fj_Br
         if (d2 >= 0 && d2 < nl)
             defs[d2] = 1;
     }
-    for (int k = plan->first; k <= plan->last; k++)
+    /* a comprehension's own: restored as it was (in a loop, where the loop may
+       bind the same local itself, it counts as bound by the loop: maybe_defs) */
+    for (int k = plan->first; !plan->maybe_defs && k <= plan->last; k++)
         if (il->v[k].p.op == FJ_PI_LOAD_FAST_AND_CLEAR && il->v[k].p.a < nl)
-            defs[il->v[k].p.a] = 0; /* restored as it was */
+            defs[il->v[k].p.a] = 0;
 }
 
 int fj_resume_plan(PyCodeObject *co, const fj_InstrList *il, int index, fj_BreakPlan *plan)

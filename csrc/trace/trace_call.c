@@ -683,6 +683,18 @@ static PyObject *zip_iter(fj_TFrame *fr, PyObject *const *args, Py_ssize_t n)
         goto done;
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *it = fj_trace_make_iter(fr, args[k]);
+        if (it != NULL && VAR(it)->obj != NULL && PyRange_Check(VAR(it)->obj)) {
+            /* a lazy range iterator (items not listed: make_iter): listed here, as
+               zip reads items; a long one is not unrolled */
+            Py_ssize_t len = PyObject_Length(VAR(it)->obj);
+            if (len < 0 || len > 4096) {
+                Py_DECREF(it);
+                if (len >= 0)
+                    fj_unsupported("zip() over a range of %zd items", len);
+                goto done;
+            }
+            Py_SETREF(it, fj_trace_make_iter(fr, it)); /* an iterator made again: its items listed */
+        }
         int bad = it == NULL || PyList_Append(its, it) < 0;
         Py_XDECREF(it);
         if (bad)

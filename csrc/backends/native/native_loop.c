@@ -435,6 +435,13 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
     in.hoist = PyList_New(0);
     if (in.hoist == NULL)
         r = -1;
+    /* bounds that change with the loop (a symbolic range): within 2**62 (a step
+       within 2**30), so the count and the index cannot overflow; else the eager
+       loop runs this iteration of the enclosing loop on */
+    if (r == 0 && line(e, "    if (!(%U > -(1LL << 62) && %U < (1LL << 62) && %U > -(1LL << 62) && %U < (1LL << 62) && "
+                          "%U > -(1LL << 30) && %U < (1LL << 30) && %U != 0)) goto stop;",
+                       bound[0], bound[0], bound[1], bound[1], bound[2], bound[2], bound[2]) < 0)
+        r = -1;
     if (r == 0 && line(e, "    long long %s = %U, hn%s = %U > 0 ? (%U < %U ? (%U - %U - 1) / %U + 1 : 0) : "
                           "(%U > %U ? (%U - %U - 1) / (-%U) + 1 : 0), %s = %s + (hn%s - 1) * %U; int %s = hn%s > 0;",
                        hf, bound[0], pfx, bound[2], bound[0], bound[1], bound[1], bound[0], bound[2], bound[0],
