@@ -203,7 +203,54 @@ def loop_comprehension_reuses_the_name(x):
     return y + k + len(v)
 
 
+def while_print(x):
+    y = x * 2
+    i = 0
+    while i < 3:
+        print(i)
+        i += 1
+    return y + i
+
+
+def while_break_else(x, n):
+    y = x + 1
+    i = 0
+    while i < n:
+        print("it", i)
+        if i == 5:
+            break
+        i += 1
+    else:
+        y = y * 10
+    return y - i
+
+
+def while_true_break(x):
+    y = x * 1
+    k = 0
+    while True:
+        k += 1
+        print(k)
+        if k > 2:
+            break
+    return y * k
+
+
+def while_around_for(x):
+    t = x * 3
+    j = 0
+    while j < 2:
+        for q in range(2):
+            print(j, q)
+        j += 1
+    return t + j
+
+
 CASES = [
+    (while_print, [(X,)]),
+    (while_break_else, [(X, 2), (X, 0), (X, 9)]),
+    (while_true_break, [(X,), (X,)]),
+    (while_around_for, [(X,)]),
     (loop_deletes_a_local, [(X, True), (X, False), (X, False)]),
     (loop_comprehension_reuses_the_name, [(X,), (X,)]),
     (loop_var_maybe_unbound, [(X, 2), (X, 0), (X, 3), (X, 0)]),
@@ -252,8 +299,8 @@ def test_breaks_inside_loops_equal_plain(fn, args_list):
 
 # (loop_break_else is not here: 3.12+ copy the return after the loop into the
 # break's path, and a loop holding a return runs with its frame in CPython)
-@pytest.mark.parametrize("fn", [loop_print, loop_print_long, loop_continue, nested_loops, loop_var_after],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [loop_print, loop_print_long, loop_continue, nested_loops, loop_var_after,
+                                while_print, while_around_for], ids=lambda f: f.__name__)
 def test_the_code_around_the_loop_is_captured(fn):
     # before: "graph break inside a loop" made the whole frame run in CPython
     framejit.reset()

@@ -180,10 +180,10 @@ static int plan_comprehension(const fj_InstrList *il, int index, int h, fj_Break
 }
 
 /*
-** A break inside a for loop (not a comprehension): the outermost loop around
-** the break runs whole in CPython, from its GET_ITER to its exit (an else
-** clause that a `break` jumps past included), and a resume function goes on
-** after it.  The functions the loop's body calls are still offered to the
+** A break inside a loop (not a comprehension's): the outermost loop around
+** the break runs whole in CPython, a for loop from its GET_ITER to its exit,
+** a while loop from its head (an else clause that a `break` jumps past
+** included), and a resume function goes on after it.  The functions the loop's body calls are still offered to the
 ** hook as frames of their own.  The loop must not return, make closures or
 ** sit under (or hold) a try or with block.  0 with the plan, or -1 with
 ** fj_Unsupported.
@@ -196,18 +196,32 @@ static int plan_loop(const fj_InstrList *il, int index, fj_BreakPlan *plan)
         if (fj_opcode_jump_dir(in->op) < 0 && in->target <= index && (head < 0 || in->target < head))
             head = in->target;
     }
-    if (head < 1 || il->v[head].p.op != FJ_PI_FOR_ITER)
-        return fj_unsupported("graph break inside a loop that is not a for loop");
-    /* from its GET_ITER (the iterable on the stack); from the FOR_ITER itself (the
-       iterator on the stack) when other code jumps there (a resume function's
-       prologue, after a break at the GET_ITER) */
-    int first = head - 1;
-    for (int k = 0; k < il->n; k++)
-        if ((k < head - 1 || k > head) && fj_opcode_jump_dir(il->v[k].op) > 0 && il->v[k].target == head)
+    if (head < 0)
+        return fj_unsupported("graph break inside a loop whose head is not found");
+    int first, last, npop;
+    if (il->v[head].p.op == FJ_PI_FOR_ITER) {
+        /* from its GET_ITER (the iterable on the stack); from the FOR_ITER itself (the
+           iterator on the stack) when other code jumps there (a resume function's
+           prologue, after a break at the GET_ITER) */
+        first = head - 1;
+        for (int k = 0; k < il->n; k++)
+            if ((k < head - 1 || k > head) && fj_opcode_jump_dir(il->v[k].op) > 0 && il->v[k].target == head)
+                first = head;
+        if (first < 0 || (first == head - 1 && il->v[first].p.op != FJ_PI_GET_ITER))
             first = head;
-    if (first == head - 1 && il->v[first].p.op != FJ_PI_GET_ITER)
+        last = il->v[head].target + il->v[head].p.b - 1; /* the exit: past END_FOR (3.12+) */
+        npop = 1;                                       /* the iterable, or the iterator */
+    } else {
+        /* a while loop: from the target of its backward jumps (its test, or with
+           3.11's test copied to the bottom, its body: the trace took the entry test)
+           to the last backward jump to there; nothing on the stack */
         first = head;
-    int last = il->v[head].target + il->v[head].p.b - 1; /* the exit: past END_FOR (3.12+) */
+        last = head;
+        for (int j = head; j < il->n; j++)
+            if (fj_opcode_jump_dir(il->v[j].op) < 0 && il->v[j].target == head)
+                last = j;
+        npop = 0;
+    }
     for (int changed = 1; changed;) {
         changed = 0;
         for (int k = first; k <= last; k++) {
@@ -246,7 +260,7 @@ static int plan_loop(const fj_InstrList *il, int index, fj_BreakPlan *plan)
     plan->kind = FJ_BREAK_REGION;
     plan->first = first;
     plan->last = last;
-    plan->npop = 1; /* the iterable, or the iterator */
+    plan->npop = npop;
     plan->npush = 0;
     plan->nresume = 1;
     plan->resume[0] = last + 1;
