@@ -400,8 +400,10 @@ fj_Node *fj_graph_placeholder(PyObject *gobj, PyObject *name, PyObject *example)
                      FJ_MAX_NDIM);
         goto error;
     }
-    /* a Python scalar is a symbolic one (automatic dynamic): the example is its trace-time value */
-    int known = fj_value_meta(example, &n->vkind, &n->dtype, &n->example);
+    /* a Python scalar is a symbolic one (automatic dynamic): the example is its trace-time value;
+       Ellipsis stands for an opaque object input (FJ_VAL_OBJECT) */
+    int known = example == Py_Ellipsis ? (n->vkind = FJ_VAL_OBJECT, 1)
+                                       : fj_value_meta(example, &n->vkind, &n->dtype, &n->example);
     if (known < 0)
         goto error;
     if (!known) {

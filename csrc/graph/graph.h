@@ -84,7 +84,8 @@ PyObject *fj_graph_new(void);
 /*
 ** Appends a placeholder named 'name' (a str; made unique with a _N suffix
 ** if taken) whose metadata is read from 'example' (an ndarray or a NumPy
-** scalar; anything else is a TypeError).  Returns the node, borrowed (the
+** scalar, or Ellipsis for an opaque object input, FJ_VAL_OBJECT; anything
+** else is a TypeError).  Returns the node, borrowed (the
 ** graph owns it), or NULL on error.
 */
 fj_Node *fj_graph_placeholder(PyObject *g, PyObject *name, PyObject *example);

@@ -40,6 +40,9 @@
 #define RND(n, params, dt)                                                                                      \
     {n, FJ_OP_FUNC, "numpy.random", n, 0, NULL, FJ_SH_RANDOM, FJ_DT_RANDOM, 0, params,                          \
      FJ_OPF_CREATES | FJ_OPF_EFFECT | FJ_OPF_RAISES, NULL, 0, dt}
+#define GEN(n, params, dt)                                                                                      \
+    {n, FJ_OP_METHOD, NULL, n, 0, NULL, FJ_SH_RANDOM, FJ_DT_RANDOM, 0, "self," params,                          \
+     FJ_OPF_CREATES | FJ_OPF_EFFECT | FJ_OPF_RAISES | FJ_OPF_GENERATOR, NULL, 0, dt}
 #define INPLACE(n, code, sym) {n, FJ_OP_INPLACE, "operator", n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "a,b", 0}
 #define CMP(n, code, sym, ufunc, fused)                                                                      \
     {n, FJ_OP_COMPARE, "operator", n, code, sym, FJ_SH_BROADCAST, FJ_DT_RUN, 2, "a,b", 0, ufunc, fused}
@@ -246,6 +249,11 @@ static const fj_OpDef fj_op_table[] = {
     RND("uniform", "low,high,size", "float64"), RND("normal", "loc,scale,size", "float64"),
     RND("exponential", "scale,size", "float64"), RND("poisson", "lam,size", "int64"),
     RND("randint", "low,high,size,dtype", "int64"),
+    /* np.random.Generator's draws, on a generator that is a graph input */
+    GEN("normal", "loc,scale,size", "float64"), GEN("uniform", "low,high,size", "float64"),
+    GEN("random", "size,dtype,out?", "float64"), GEN("standard_normal", "size,dtype,out?", "float64"),
+    GEN("exponential", "scale,size", "float64"), GEN("standard_exponential", "size,dtype,method,out?", "float64"),
+    GEN("integers", "low,high,size,dtype,endpoint", "int64"), GEN("poisson", "lam,size", "int64"),
     /* indexing */
     {"getitem", FJ_OP_GETITEM, "operator", "getitem", 0, NULL, FJ_SH_GETITEM, FJ_DT_SAME, 1, "a,index", 0},
     /* item stores into an array (STORE_SUBSCR): in place, returns None */
@@ -272,6 +280,7 @@ static int fj_ops_ready;
 static PyObject *fj_by_callable;
 static PyObject *fj_by_method;   /* strong: dict str -> row index */
 static PyObject *fj_by_attr;     /* strong: dict str -> row index */
+static PyObject *fj_by_gen;      /* strong: dict str -> row index (FJ_OPF_GENERATOR) */
 /* torch operations (trace_torch.c): the node's target and label say which;
    metadata comes from torch's meta tensors, never from these rows' rules */
 const fj_OpDef fj_torch_func_row = {"call", FJ_OP_FUNC, NULL, NULL, 0, NULL, 0, 0, 0, "", 0, NULL, 0};
@@ -338,9 +347,10 @@ static int ops_ready(void)
         return 0;
     fj_by_callable = PyDict_New();
     fj_by_method = PyDict_New();
+    fj_by_gen = PyDict_New();
     fj_by_attr = PyDict_New();
     fj_dtype_cache = PyDict_New();
-    if (!fj_by_callable || !fj_by_method || !fj_by_attr || !fj_dtype_cache)
+    if (!fj_by_callable || !fj_by_method || !fj_by_attr || !fj_by_gen || !fj_dtype_cache)
         goto error;
     if (!(fj_numpy = PyImport_ImportModule("numpy")) || !(fj_warnings = PyImport_ImportModule("warnings")))
         goto error;
@@ -382,11 +392,12 @@ static int ops_ready(void)
             }
             Py_DECREF(id);
         } else {
-            snprintf(info->qualname, sizeof info->qualname, "ndarray.%s", op->attr);
+            int gen = (op->flags & FJ_OPF_GENERATOR) != 0;
+            snprintf(info->qualname, sizeof info->qualname, gen ? "np.random.Generator.%s" : "ndarray.%s", op->attr);
             info->target = PyUnicode_InternFromString(op->attr);
             if (!info->target)
                 goto error;
-            PyObject *d = op->kind == FJ_OP_ATTR ? fj_by_attr : fj_by_method;
+            PyObject *d = gen ? fj_by_gen : op->kind == FJ_OP_ATTR ? fj_by_attr : fj_by_method;
             if (PyDict_SetItem(d, info->target, idx) < 0)
                 goto error;
         }
@@ -459,6 +470,15 @@ const fj_OpDef *fj_ops_for_method(PyObject *name)
         return NULL;
     }
     return PyUnicode_Check(name) ? lookup_in(fj_by_method, name) : NULL;
+}
+
+const fj_OpDef *fj_ops_for_generator_method(PyObject *name)
+{
+    if (ops_ready() < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return PyUnicode_Check(name) ? lookup_in(fj_by_gen, name) : NULL;
 }
 
 const fj_OpDef *fj_ops_for_attr(PyObject *name)

@@ -102,6 +102,8 @@ enum {
 #define FJ_OPF_EFFECT 0x400    /* advances state outside the graph (a random generator's): the node runs
                                   once per call, in order, never dropped or folded (with FJ_OPF_CREATES);
                                   its graph is not run again after an error (node_mutates) */
+#define FJ_OPF_GENERATOR 0x800 /* a method of np.random.Generator on a generator the graph takes as an
+                                  input (an FJ_VAL_OBJECT placeholder): fj_ops_for_generator_method */
 #define FJ_OPF_SELECT 0x100    /* where(condition, x, y): x and y are required (the one-argument form is
                                   nonzero's, whose shape depends on the data) */
 
@@ -143,8 +145,10 @@ typedef struct fj_OpDef {
 ** the tracer reads its items with getitem nodes. */
 /* FJ_VAL_TUPLE: a tuple of values (a captured loop's final state, read
 ** with loop_item nodes); no dtype. */
+/* FJ_VAL_OBJECT: an opaque object the graph takes as an input and passes to
+** its ops as it is (a np.random.Generator whose methods draw); no dtype. */
 enum { FJ_VAL_ARRAY = 1, FJ_VAL_NPSCALAR = 2, FJ_VAL_PYSCALAR = 3, FJ_VAL_TENSOR = 4, FJ_VAL_TENSORS = 5,
-       FJ_VAL_TUPLE = 6 };
+       FJ_VAL_TUPLE = 6, FJ_VAL_OBJECT = 7 };
 
 /* The rows of torch operations met by callable, method or attribute name:
    the node's target says which (ops.c). */
@@ -171,6 +175,7 @@ typedef struct {
 const fj_OpDef *fj_ops_for_callable(PyObject *fn);   /* numpy.sin, operator.add, builtins.abs, by identity */
 const fj_OpDef *fj_ops_for_method(PyObject *name);   /* 'sum', 'reshape', 'astype', ... (str) */
 const fj_OpDef *fj_ops_for_attr(PyObject *name);     /* 'T' */
+const fj_OpDef *fj_ops_for_generator_method(PyObject *name); /* np.random.Generator's 'normal', ... */
 const fj_OpDef *fj_ops_for_binop(int nb_oparg);      /* NB_ADD ... NB_INPLACE_XOR */
 const fj_OpDef *fj_ops_for_compare(int op);          /* Py_LT ... Py_GE */
 const fj_OpDef *fj_ops_for_unary(int which);         /* FJ_UNARY_* */

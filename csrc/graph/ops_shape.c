@@ -1498,6 +1498,8 @@ static int sh_random(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
         PyObject *v = b->v[k];
         if (k == isz || v == NULL || v == Py_None || k == fj_ops_param_index(op, "dtype"))
             continue;
+        if (k == 0 && (op->flags & FJ_OPF_GENERATOR))
+            continue; /* the generator */
         if (isz >= 0 && !((PyLong_CheckExact(v) || PyFloat_CheckExact(v)) && !PyBool_Check(v))) {
             PyErr_Format(PyExc_TypeError, "%s: parameters that are not Python numbers are not traced", QN(op));
             return -1;

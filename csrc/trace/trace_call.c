@@ -1141,6 +1141,51 @@ static int is_pure_module_function(PyObject *fn)
 
 static int nonzero_tuple(fj_TFrame *fr, PyObject *a, PyObject **out);
 
+/* True when 'o' is a np.random.Generator (its exact type; numpy imported already). */
+static int is_np_generator(PyObject *o)
+{
+    static PyObject *gen_type = NULL;
+    if (gen_type == NULL) {
+        PyObject *name = PyUnicode_FromString("numpy.random");
+        PyObject *m = name ? PyImport_GetModule(name) : NULL;
+        Py_XDECREF(name);
+        gen_type = m ? PyObject_GetAttrString(m, "Generator") : NULL;
+        Py_XDECREF(m);
+        if (gen_type != NULL && !PyType_Check(gen_type))
+            Py_CLEAR(gen_type);
+        PyErr_Clear();
+    }
+    return gen_type != NULL && (PyObject *)Py_TYPE(o) == gen_type;
+}
+
+/*
+** The graph input standing for the generator of OBJ Var 'g' (an input, its
+** type guarded): an FJ_VAL_OBJECT placeholder whose value each call is the
+** generator itself, made once per Var.  A NODE Var (borrowed: 'g' keeps it
+** in extra2), or NULL with Unsupported.
+*/
+static PyObject *generator_input(fj_TFrame *fr, fj_Var *g)
+{
+    fj_Tracer *tx = fr->tx;
+    if (g->extra2 != NULL)
+        return g->extra2;
+    if (g->source == NULL)
+        return fj_unsupported("a np.random.Generator made in the frame is not a graph input"), NULL;
+    PyObject *name = fj_source_placeholder_name(g->source);
+    fj_Node *node = name ? fj_graph_placeholder(tx->graph, name, Py_Ellipsis) : NULL;
+    Py_XDECREF(name);
+    fj_Var *v = node ? fj_var_node((PyObject *)node) : NULL;
+    if (v == NULL)
+        return NULL;
+    v->source = (fj_Source *)Py_NewRef((PyObject *)g->source);
+    if (PyList_Append(tx->placeholders, (PyObject *)v) < 0) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    g->extra2 = (PyObject *)v; /* the reference */
+    return g->extra2;
+}
+
 static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py_ssize_t n,
                              PyObject *kwnames)
 {
@@ -1162,6 +1207,16 @@ static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py
         if (fj_trace_self_args(stack, (PyObject *)self, args, n) < 0)
             return NULL;
         return torch_call(fr, &fj_torch_method_row, name, stack, n + 1, kwnames);
+    }
+    if (self->kind == FJ_VAR_OBJ && is_np_generator(self->obj)) {
+        const fj_OpDef *op = fj_ops_for_generator_method(name);
+        PyObject *gv = op ? generator_input(fr, self) : NULL;
+        if (gv == NULL)
+            return op ? NULL : (fj_unsupported("method np.random.Generator.%U is not supported", name), NULL);
+        PyObject *stack[FJ_MAX_METHOD_ARGS];
+        if (fj_trace_self_args(stack, gv, args, n) < 0)
+            return NULL;
+        return graph_call(fr, op, stack, n + 1, kwnames);
     }
     if (self->kind == FJ_VAR_NODE) {
         if (n == 0 && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0) && fj_str_is(name, "nonzero")) {
@@ -1569,6 +1624,8 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
         }
         if (fj_trace_is_set_method(objv, name))
             return method_var(objv, name);
+        if (is_np_generator(obj) && fj_ops_for_generator_method(name) != NULL)
+            return method_var(objv, name); /* a draw: call_method */
         if (fj_torch_is_module(obj) && tp->tp_getattro != PyObject_GenericGetAttr &&
             fj_only_getattr_hook(tp)) {
             PyObject *d = _PyType_Lookup(tp, name), *v = NULL;
