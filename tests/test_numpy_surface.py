@@ -833,3 +833,19 @@ def test_linalg_alias_and_raise_after_effects():
             same(got[1], want[1])
         else:
             assert got[1:] == want[1:]
+
+
+def _gen_int_args(g, n):
+    return g.normal(size=n), g.poisson(n, size=3), g.integers(0, n + 1, size=2, dtype=np.int8)
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_generator_draws_with_an_int_that_changes(backend):
+    # n becomes a symbolic int on the second call: it meets the generator input
+    # (no dtype) in the op's arguments, then is pinned (size, integer bounds)
+    framejit.reset()
+    cf = framejit.compile(_gen_int_args, backend=backend)
+    for n in (1, 2, 3, 5, 120):
+        g1, g2 = np.random.default_rng(n), np.random.default_rng(n)
+        same(cf(g1, n), _gen_int_args(g2, n))
+        assert g1.random() == g2.random()

@@ -528,7 +528,7 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
     for (Py_ssize_t i = 0; pyscalar && i < n; i++) {
         fj_Var *a = VAR(args[i]);
         fj_Node *an = a->kind == FJ_VAR_NODE ? (fj_Node *)a->obj : NULL;
-        if (an != NULL && an->vkind != FJ_VAL_PYSCALAR &&
+        if (an != NULL && an->vkind != FJ_VAL_PYSCALAR && an->dtype != NULL && /* (an object input: none) */
             (an->dtype->kind == 'b' || an->dtype->kind == 'u' || an->dtype->kind == 'i'))
             narrow = 1;
     }
