@@ -465,6 +465,12 @@ int fj_dims_broadcast(fj_Tracer *tx, PyObject *const *args, Py_ssize_t n, PyObje
 int fj_dims_datadep(fj_TFrame *fr, const struct fj_OpDef *op, PyObject *const *args, Py_ssize_t n,
                     PyObject *kwnames, int *sym);
 int fj_dims_count_symbol(void *node);
+/* True for a NODE Var whose size depends on the data; for an index key whose
+   sizes fj_dims_datadep decides with the graph call (a boolean mask, or an
+   index array of a size that depends on the data): callers then leave the
+   dynamic sizes to it rather than pinning them. */
+int fj_dims_is_datadep(PyObject *v);
+int fj_dims_key_decides(PyObject *keyv);
 /* True when 'fn' is numpy.nonzero or numpy.where (numpy imported already):
    traced on one-dimensional arrays (trace_call.c). */
 int fj_trace_is_np_nonzero(PyObject *fn);

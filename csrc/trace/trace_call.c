@@ -2070,11 +2070,9 @@ PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
         /* an integer index is in range only for some sizes: with dynamic dims the
            graph could raise IndexError at run time (after side effects that come
            first in the program); pin the sizes so the trace's check holds */
-        fj_Node *kn = VAR(keyv)->kind == FJ_VAR_NODE ? (fj_Node *)VAR(keyv)->obj : NULL;
-        int mask = kn != NULL && kn->vkind == FJ_VAL_ARRAY && kn->dtype != NULL && kn->dtype->type_num == NPY_BOOL;
         /* (a mask's sizes, and an index array's of a size that depends on the data, are
            decided with the graph call: fj_dims_datadep) */
-        int has_int = o->dynamic && !mask && !(kn != NULL && kn->datadep) ? key_has_int(keyv) : 0;
+        int has_int = o->dynamic && !fj_dims_key_decides(keyv) ? key_has_int(keyv) : 0;
         if (has_int < 0 || (has_int && fj_trace_pin_sizes(fr->tx, objv, "an integer index") < 0))
             return NULL;
         if (!fj_trace_is_tensor_var(objv) && fj_trace_index_may_raise(fr->tx, keyv) < 0)

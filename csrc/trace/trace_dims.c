@@ -435,6 +435,24 @@ static int is_mask(fj_Node *n)
     return n != NULL && n->vkind == FJ_VAL_ARRAY && n->dtype != NULL && n->dtype->type_num == NPY_BOOL;
 }
 
+int fj_dims_is_datadep(PyObject *v)
+{
+    fj_Node *n = node_of(v);
+    return n != NULL && n->datadep != 0;
+}
+
+int fj_dims_key_decides(PyObject *keyv)
+{
+    fj_Node *k = node_of(keyv);
+    return is_mask(k) || (k != NULL && k->datadep != 0);
+}
+
+/* True for a one-dimensional integer array: an index array (np.flatnonzero's). */
+static int int_index_array(fj_Node *k)
+{
+    return k->ndim == 1 && k->dtype != NULL && PyTypeNum_ISINTEGER(k->dtype->type_num);
+}
+
 /* The Var bound to parameter 'name' of 'op' (positional or keyword), or NULL. */
 static PyObject *param_var(const fj_OpDef *op, PyObject *const *args, Py_ssize_t n, PyObject *kwnames,
                            const char *name)
@@ -642,7 +660,7 @@ static int datadep_rule(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
             return 0;
         }
         /* x[idx] with idx from np.flatnonzero (its values are data, checked by NumPy) */
-        if (a->datadep || key->ndim != 1 || key->dtype == NULL || !PyTypeNum_ISINTEGER(key->dtype->type_num))
+        if (a->datadep || !int_index_array(key))
             REFUSE("only a boolean mask or an integer array as the whole index is traced");
         *sym = key->datadep;
         return 0;
@@ -660,8 +678,7 @@ static int datadep_rule(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
             ssym = fj_dims_count_symbol(key);
             snd = 1 + a->ndim - key->ndim;
         } else {
-            if (key->ndim != 1 || key->dtype == NULL || !PyTypeNum_ISINTEGER(key->dtype->type_num) ||
-                !key->datadep)
+            if (!int_index_array(key) || !key->datadep)
                 REFUSE("only a store through a boolean mask or an integer array is traced");
             ssym = key->datadep;
             snd = a->ndim;

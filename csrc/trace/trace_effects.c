@@ -50,21 +50,6 @@ static PyObject *new_method_var(PyObject *self, PyObject *name)
 
 /* ------------------------------------------------------------ arrays */
 
-/* True for a NODE Var of a boolean array (a mask). */
-static int masked_store(PyObject *key)
-{
-    fj_Var *k = VAR(key);
-    fj_Node *n = k->kind == FJ_VAR_NODE ? (fj_Node *)k->obj : NULL;
-    return n != NULL && n->vkind == FJ_VAL_ARRAY && n->dtype != NULL && n->dtype->type_num == NPY_BOOL;
-}
-
-/* True for a NODE Var whose size depends on the data. */
-static int datadep_var(PyObject *v)
-{
-    fj_Var *vv = VAR(v);
-    return vv->kind == FJ_VAR_NODE && ((fj_Node *)vv->obj)->datadep != 0;
-}
-
 /*
 ** a[key] = v on an array: an in-place graph op.  The eager graph runs it in
 ** program order on the real array, so the input and every view of it change
@@ -83,7 +68,7 @@ static int array_setitem(fj_TFrame *fr, PyObject *a, PyObject *key, PyObject *v)
         dynamic = fj_trace_any_dynamic(v);
     /* a store through a mask, or of a size that depends on the data: its sizes are
        decided with the graph call (fj_dims_datadep) */
-    if (dynamic > 0 && (masked_store(key) || datadep_var(a) || datadep_var(key) || datadep_var(v)))
+    if (dynamic > 0 && (fj_dims_key_decides(key) || fj_dims_is_datadep(a) || fj_dims_is_datadep(v)))
         dynamic = 0;
     if (dynamic < 0 || (dynamic && fj_trace_specialize(fr->tx) < 0))
         return -1;

@@ -70,6 +70,17 @@ static PyObject *policy_key(fj_TFrame *fr, int head)
     return Py_BuildValue("(Ni)", PyLong_FromVoidPtr(fr->code), head);
 }
 
+/* The policy recorded for the loop at 'head' (policy_key): the first
+   iterations to peel, -1 never captured, 0 when none is.  -2 on error. */
+static long policy_peel(fj_Tracer *tx, fj_TFrame *fr, int head)
+{
+    PyObject *key = policy_key(fr, head);
+    PyObject *pol = key ? PyDict_GetItemWithError(tx->loop_policy, key) : NULL;
+    long peel = pol ? PyLong_AsLong(pol) : 0;
+    Py_XDECREF(key);
+    return PyErr_Occurred() ? -2 : peel;
+}
+
 /* Records that the loop at 'head' is to be traced again with 'peel' first
    iterations unrolled (-1: never captured), and asks for the retry:
    Unsupported with tx->loop_retry.  Returns -1. */
@@ -305,7 +316,7 @@ static PyObject *take_message(void)
 
 /* What the loop capture builds, freed in one place. */
 typedef struct {
-    PyObject *start, *stop, *step, *key, *body, *saved, *outputs, *carried, *inits, *lifted;
+    PyObject *start, *stop, *step, *body, *saved, *outputs, *carried, *inits, *lifted;
     PyObject *args, *runner, *name;
     unsigned char *flags;
     int *slot_of;
@@ -317,7 +328,6 @@ static void capture_clear(Capture *c)
     Py_CLEAR(c->start);
     Py_CLEAR(c->stop);
     Py_CLEAR(c->step);
-    Py_CLEAR(c->key);
     if (c->body != NULL)
         fj_graph_detach(c->body);
     Py_CLEAR(c->body);
@@ -387,12 +397,9 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
             goto done;
     }
     int phead = symbolic ? head | FJ_SYMBOLIC_HEAD : head;
-    if ((c.key = policy_key(fr, phead)) == NULL)
+    long peel = policy_peel(tx, fr, phead);
+    if (peel == -2)
         goto error;
-    PyObject *pol = PyDict_GetItemWithError(tx->loop_policy, c.key);
-    if (pol == NULL && PyErr_Occurred())
-        goto error;
-    long peel = pol ? PyLong_AsLong(pol) : 0;
     /* unroll (this iteration); a symbolic range: not traced (a peel asked by the
        same loop with constant bounds, unrolled elsewhere, is its own) */
     if (peel < 0 || (!symbolic && it->pos < peel))
@@ -573,11 +580,8 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
                    loop unrolls its first iteration instead, where this loop's bounds are
                    constants (it peels there), so the value has its kind after it */
                 int oph = ctx.outer->phead;
-                PyObject *okey = policy_key(ctx.outer->fr, oph);
-                PyObject *opol = okey ? PyDict_GetItemWithError(tx->loop_policy, okey) : NULL;
-                long opeel = opol ? PyLong_AsLong(opol) : 0;
-                Py_XDECREF(okey);
-                if (PyErr_Occurred())
+                long opeel = policy_peel(tx, ctx.outer->fr, oph);
+                if (opeel == -2)
                     goto error;
                 r = retry(ctx.outer->fr, oph, !(oph & FJ_SYMBOLIC_HEAD) && opeel >= 0 && opeel < 2 ? opeel + 1 : -1,
                           "a value a loop inside it carries changes its type, dtype or shape");
@@ -730,7 +734,7 @@ done:
 int fj_trace_range_pin(fj_TFrame *fr)
 {
     fj_Var *rv = (fj_Var *)fr->stack[fr->sp - 1];
-    PyObject *b[3] = {NULL, NULL, NULL}, *range = NULL, *empty = NULL;
+    PyObject *b[3] = {NULL, NULL, NULL};
     for (int k = 0; k < 3; k++) {
         fj_Var *v = (fj_Var *)PyTuple_GET_ITEM(rv->extra, k);
         if (v->kind == FJ_VAR_NODE && ((fj_Node *)v->obj)->variant)
@@ -740,13 +744,13 @@ int fj_trace_range_pin(fj_TFrame *fr)
         if ((b[k] = fj_var_as_const((PyObject *)v)) == NULL)
             return PyErr_Occurred() ? -1 : fj_unsupported("range() bounds that are not known");
     }
-    range = PyObject_CallFunctionObjArgs((PyObject *)&PyRange_Type, b[0], b[1], b[2], NULL);
-    empty = range ? PyList_New(0) : NULL;
-    fj_Var *it = empty ? fj_var_new(FJ_VAR_ITER, range, empty) : NULL;
-    Py_XDECREF(range);
-    Py_XDECREF(empty);
+    /* the constant range's own (lazy) iterator, as GET_ITER makes it */
+    PyObject *range = PyObject_CallFunctionObjArgs((PyObject *)&PyRange_Type, b[0], b[1], b[2], NULL);
+    fj_Var *rc = range ? fj_var_take(FJ_VAR_CONST, range) : NULL;
+    PyObject *it = rc ? fj_trace_make_iter(fr, (PyObject *)rc) : NULL;
+    Py_XDECREF(rc);
     if (it == NULL)
         return -1;
-    Py_SETREF(fr->stack[fr->sp - 1], (PyObject *)it); /* the range itself stays what it was */
+    Py_SETREF(fr->stack[fr->sp - 1], it); /* the range itself stays what it was */
     return 0;
 }
