@@ -951,6 +951,172 @@ def test_data_indexed_stores_source():
     assert all(p.fallbacks == 0 for p in plans)
 
 
+
+def counts_last(bins, counts):
+    for i in range(bins.shape[0]):
+        counts[bins[i]] += 1
+    return counts, i
+
+
+def group_last(keys, vals, sums, step):
+    for i in range(1, keys.shape[0], step):
+        sums[keys[i]] += vals[i]
+    return sums, i
+
+
+@pytest.mark.parametrize("mode", ["ignore", "warn"])
+@pytest.mark.parametrize("fn,make", [
+    (counts_last, _bins(1500)),
+    (counts_last, _bins(1500, big=True)),
+    (counts_last, _bins(700)),
+    (group_last, lambda: _groups(1500)() + (1,)),
+    (group_last, lambda: _groups(1500)() + (3,)),
+    (group_last, lambda: _groups(1500, 1e308, (700, 900))() + (1,)),
+    (group_last, lambda: _groups(1500, 1e308, (701, 904))() + (3,)),
+    (group_last, lambda: _groups(1500, np.nan, (5, 1000))() + (1,)),
+], ids=["counts", "counts-overflow", "counts-one-block", "unit", "step3", "unit-stops", "step3-stops", "nan"])
+def test_loop_index_after_the_loop(fn, make, mode):
+    """The loop's index after it (written back as the last iteration's, not copied
+    per iteration) equals CPython's where the C loop ends, and where it stops and
+    the eager loop goes on."""
+    run_modes(fn, make, mode)
+
+
+
+# -------------------------------------------- store-to-load forwarding (step-1 loops)
+
+def fw_recurrence(a, b):
+    for i in range(1, a.shape[0]):
+        a[i] = a[i - 1] * 0.999 + b[i]
+    return a
+
+
+def fw_fib(a):
+    for i in range(2, a.shape[0]):
+        a[i] = a[i - 1] * 0.5 + a[i - 2] * 0.5 + 1.0
+    return a
+
+
+def fw_ahead(a):
+    for i in range(a.shape[0] - 1):
+        a[i + 1] = a[i] * 0.5 + 1.0
+    return a
+
+
+def fw_int(a):
+    for i in range(4, a.shape[0]):
+        a[i] = a[i - 1] + a[i - 4]
+    return a
+
+
+def fw_two_reads(a):
+    s = 0.0
+    for i in range(1, a.shape[0]):
+        a[i] = a[i - 1] + 1.0
+        s += a[i - 1] * 2.0
+    return a, s
+
+
+def fw_gap(a):
+    for i in range(3, a.shape[0]):
+        a[i] = a[i - 1] * 0.5 + a[i - 3] * 0.25
+    return a
+
+
+def fw_after(a):
+    s = 0.0
+    for i in range(1, a.shape[0]):
+        a[i] = a[i - 1] * 0.5 + 1.0
+        s += a[i] + a[i - 1] * 0.125
+    return a, s
+
+
+def fw_step(a, step):
+    for i in range(2, a.shape[0], step):
+        a[i] = a[i - 2] + 1.0
+    return a
+
+
+def fw_pair(a, b):
+    for i in range(1, a.shape[0]):
+        a[i] = b[i - 1] + 1.0
+    return a
+
+
+def fw_f32(a, b):
+    for i in range(1, a.shape[0]):
+        a[i] = a[i - 1] * np.float32(0.5) + b[i]
+    return a
+
+
+def _fw_vals(n, dtype=np.float64, at=(), special=None):
+    def make():
+        a = np.random.default_rng(n).random(n).astype(dtype)
+        for k in at:
+            a[k] = special
+        return a
+    return make
+
+
+@pytest.mark.parametrize("mode", ["ignore", "warn", "raise"])
+@pytest.mark.parametrize("fn,make", [
+    (fw_recurrence, lambda: (_fw_vals(1500)(), _fw_vals(1501)())),
+    (fw_recurrence, lambda: (_fw_vals(1500)(), _fw_vals(1500, at=(900,), special=1e308)())),
+    (fw_recurrence, lambda: (_fw_vals(1500)(), _fw_vals(1500, at=(700, 701), special=np.nan)())),
+    (fw_fib, lambda: (_fw_vals(1500)(),)),
+    (fw_fib, lambda: (_fw_vals(1500, at=(600,), special=1e308)(),)),
+    (fw_ahead, lambda: (_fw_vals(1500)(),)),
+    (fw_int, lambda: (np.arange(1500, dtype=np.int64),)),
+    (fw_int, lambda: (np.r_[np.arange(4), np.zeros(1496, np.int64)] + 2**40,)),
+    (fw_two_reads, lambda: (_fw_vals(1500)(),)),
+    (fw_gap, lambda: (_fw_vals(1500)(),)),
+    (fw_after, lambda: (_fw_vals(1500)(),)),
+    (fw_step, lambda: (_fw_vals(1500)(), 1)),
+    (fw_step, lambda: (_fw_vals(1500)(), 2)),
+    (fw_step, lambda: (_fw_vals(1500)(), 3)),
+    (fw_f32, lambda: (_fw_vals(1500, np.float32)(), _fw_vals(1500, np.float32)())),
+    (fw_f32, lambda: (_fw_vals(1500, np.float32)(), _fw_vals(1500, np.float32, (800,), 3e38)())),
+], ids=["recurrence", "recurrence-overflow", "recurrence-nan", "fib", "fib-overflow", "ahead", "int", "int-overflow",
+        "two-reads", "gap", "after", "step1", "step2", "step3", "f32", "f32-overflow"])
+def test_forwarded_loads_equal_memory(fn, make, mode):
+    """A load of the element the previous iterations stored reads the register
+    the store left (step-1 loops): results, warnings and stops as CPython's."""
+    run_modes(fn, make, mode)
+
+
+def test_forwarded_loads_alias():
+    """Two placeholders of one array: the load reads memory (only a load of the
+    stored placeholder is forwarded), so the result is CPython's."""
+    x = np.random.default_rng(3).random(1500)
+    y = x.copy()
+    framejit.reset()
+    cf = framejit.compile(fw_pair, backend="native")
+    for _ in range(2):
+        same(cf(x, x), fw_pair(y, y))
+        same(x, y)
+
+
+@pytest.mark.parametrize("fn,args,fwd", [
+    (fw_recurrence, (np.ones(1000), np.ones(1000)), 1),
+    (fw_fib, (np.ones(1000),), 2),
+    (fw_int, (np.arange(1000),), 4),
+    (fw_pair, (np.ones(1000), np.ones(1000)), 0),
+    (fw_two_reads, (np.ones(1000),), 2),
+    (fw_gap, (np.ones(1000),), 3),
+])
+def test_forwarding_source(fn, args, fwd):
+    """The registers the step-1 version keeps (fw<d>_), loaded before its loop;
+    none where the load is of another array."""
+    src = native_loop_plans(fn, args)[0].source
+    body = src.split("int fj_l0(")[1]
+    assert ("fw%d_" % fwd in body) == (fwd > 0) and "fw%d_" % (fwd + 1) not in body
+    if fwd:
+        step1 = body.split("if (step == 1) {")[1].split("for (; ran < bc_")[0]
+        assert "memcpy(&fw1_, A" in step1 and "= fw1_;" in step1
+        rest = body.split("for (; ran < bc_")[1]
+        assert "if (0) n" in rest  # the other versions read memory
+
+
 def narrowing_store(idx, x, out):
     for i in range(idx.shape[0]):
         out[idx[i]] = x[i] * 2.0            # float64 into float32: NumPy's cast overflows to inf

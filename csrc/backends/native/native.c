@@ -889,19 +889,23 @@ done:
     return result;
 }
 
-/* Does NumPy's error state ignore every FE_* condition of kernel status
-   'status' (np.geterr()[...] == "ignore"), so the kernel's values stand?
-   Asked only when a kernel reports something; errors count as "no". */
-int fjn_ignored_flags(void)
+/* The FE_* conditions NumPy's error state ignores (np.geterr()[...] == "ignore").
+   The state lives in a ContextVar (numpy.ufunc.extobj, NumPy 2) whose value
+   np.seterr and np.errstate replace with a new capsule: the bits read for one
+   value stand while it is the value.  A captured loop asks on every run, and
+   np.geterr() (a Python function building a dict) cost a short loop's call a
+   microsecond.  Without the ContextVar (an older NumPy) every ask calls it.
+   Errors count as "nothing ignored". */
+static PyObject *fjn_err_cv;  /* the ContextVar; Py_None: not found; NULL: not looked up */
+static PyObject *fjn_err_key; /* the value fjn_err_bits were read for (strong: numpy's own capsule) */
+static int fjn_err_bits;
+
+static int read_ignored_flags(void)
 {
     static const struct {
         int bit;
         const char *name;
     } cats[] = {{FE_DIVBYZERO, "divide"}, {FE_OVERFLOW, "over"}, {FE_UNDERFLOW, "under"}, {FE_INVALID, "invalid"}};
-    if (!fjn_numpy && !(fjn_numpy = PyImport_ImportModule("numpy"))) {
-        PyErr_Clear();
-        return 0;
-    }
     PyObject *err = PyObject_CallMethod(fjn_numpy, "geterr", NULL);
     int bits = 0;
     if (err != NULL && PyDict_Check(err)) {
@@ -914,6 +918,39 @@ int fjn_ignored_flags(void)
     Py_XDECREF(err);
     PyErr_Clear();
     return bits;
+}
+
+int fjn_ignored_flags(void)
+{
+    if (!fjn_numpy && !(fjn_numpy = PyImport_ImportModule("numpy"))) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (fjn_err_cv == NULL) {
+        PyObject *m = PyImport_ImportModule("numpy._core._ufunc_config");
+        PyObject *cv = m ? PyObject_GetAttrString(m, "_extobj_contextvar") : NULL;
+        Py_XDECREF(m);
+        PyErr_Clear();
+        if (cv != NULL && PyContextVar_CheckExact(cv))
+            fjn_err_cv = cv;
+        else {
+            Py_XDECREF(cv);
+            fjn_err_cv = Py_NewRef(Py_None);
+        }
+    }
+    if (fjn_err_cv == Py_None)
+        return read_ignored_flags();
+    PyObject *val = NULL;
+    if (PyContextVar_Get(fjn_err_cv, NULL, &val) < 0 || val == NULL) {
+        PyErr_Clear();
+        return read_ignored_flags();
+    }
+    if (val != fjn_err_key) {
+        fjn_err_bits = read_ignored_flags();
+        Py_XSETREF(fjn_err_key, Py_NewRef(val));
+    }
+    Py_DECREF(val);
+    return fjn_err_bits;
 }
 
 /* Does NumPy's error state ignore every FE_* condition of kernel status
