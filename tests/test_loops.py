@@ -1117,6 +1117,41 @@ def test_forwarding_source(fn, args, fwd):
         assert "if (0) n" in rest  # the other versions read memory
 
 
+
+def running_sum(x, out):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[i]
+        out[i] = s
+    return out, s
+
+
+def running_diff(x, out, w):
+    s = 0.0
+    for i in range(w, x.shape[0]):
+        s = s + x[i] - x[i - w]
+        out[i] = s
+    return out
+
+
+@pytest.mark.parametrize("mode", ["ignore", "warn", "raise"])
+@pytest.mark.parametrize("fn,make", [
+    (running_sum, lambda: (_fw_vals(1500, at=(700,), special=1.7e308)() * 1e308, np.zeros(1500))),
+    (running_sum, lambda: (_fw_vals(1500, at=(600, 601), special=np.inf)(), np.zeros(1500))),
+    (running_sum, lambda: (_fw_vals(1500, at=(600, 1100), special=np.nan)(), np.zeros(1500))),
+    (running_sum, lambda: (np.r_[np.ones(800), np.inf, -np.inf, np.ones(700)], np.zeros(1502))),
+    (running_sum, lambda: (_fw_vals(1500, np.float32)() * np.float32(3e38), np.zeros(1500, np.float32))),
+    (running_diff, lambda: (_fw_vals(1500, at=(900,), special=1.7e308)(), np.zeros(1500), 7)),
+], ids=["overflow", "inf", "nan", "inf-minus-inf", "f32-overflow", "diff-overflow"])
+def test_hoisted_stores_tested_from_values(fn, make, mode):
+    """A loop whose stores' indices are hoisted and whose float operations are
+    adds (tested from their values, no range save): it stops at the iteration
+    NumPy warns or raises at, the stores before it made, none after."""
+    run_modes(fn, make, mode)
+    src = native_loop_plans(fn, make())[0].source.split("int fj_l0(")[1]
+    assert "/*fpv*/" in src and "fjl_save(" not in src
+
+
 def narrowing_store(idx, x, out):
     for i in range(idx.shape[0]):
         out[idx[i]] = x[i] * 2.0            # float64 into float32: NumPy's cast overflows to inf
