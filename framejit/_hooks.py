@@ -45,6 +45,8 @@ _SITE_DIRS = tuple(sorted({_realpath(_PATHS[k]) + _SEP for k in ("purelib", "pla
 
 
 _SKIPPED_LIBS = ("numpy", "_pytest", "pytest", "pluggy", "hypothesis", "torch")
+# the globals a named tuple's __new__ reads (collections.namedtuple evals it from "<string>")
+_NAMEDTUPLE_NEW_NAMES = ("_tuple_new",)
 
 
 def _skip_prefixes():
@@ -206,6 +208,11 @@ class Hooks:
         stats = counters["frames"]   # not "stats": its keys mirror torch's
         stats["offered"] += 1
         fname = code.co_filename
+        if fname == "<string>" and code.co_names == _NAMEDTUPLE_NEW_NAMES and config.skip_stdlib:
+            # a named tuple's __new__, which collections makes with eval (NumPy's
+            # EighResult... built inside a graph's call): the stdlib's own code
+            stats["skipped"] += 1
+            return True
         key = (fname, bool(config.skip_stdlib))
         hit = self._skip_cache.get(key)
         if hit is None:

@@ -849,3 +849,167 @@ def test_generator_draws_with_an_int_that_changes(backend):
         g1, g2 = np.random.default_rng(n), np.random.default_rng(n)
         same(cf(g1, n), _gen_int_args(g2, n))
         assert g1.random() == g2.random()
+
+
+# ---------------------------------------------------------------- calls of several results
+# np.linalg.eigh, qr, svd and slogdet (NumPy 2's named tuples) and np.nonzero /
+# np.where / a.nonzero() of n-d arrays: one graph call whose value is NumPy's
+# own tuple, and one item node per array (trace_multi.c).
+
+def _mr_eigh_unpack(a, b):
+    w, v = np.linalg.eigh(a + a.T)
+    return w * 2, v @ b
+
+
+def _mr_eigh_fields(a, b):
+    r = np.linalg.eigh(a + a.T, UPLO="U")
+    return r.eigenvalues.sum() + r.eigenvectors[0], r
+
+
+def _mr_eigh_returned(a, b):
+    return np.linalg.eigh(a @ a.T)
+
+
+def _mr_qr(a, b):
+    q, r = np.linalg.qr(a)
+    return q @ r - a, np.linalg.qr(a[:, :3], mode="complete"), np.linalg.qr(a[:3], "r")
+
+
+def _mr_svd(a, b):
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    return (u * s) @ vh, np.linalg.svd(a[:, :2]).S, np.linalg.svd(a, compute_uv=False) + 1
+
+
+def _mr_svd_hermitian(a, b):
+    return np.linalg.svd(a + a.T, hermitian=True)
+
+
+def _mr_slogdet(a, b):
+    sign, logdet = np.linalg.slogdet(a)
+    r = np.linalg.slogdet(np.stack([a, a * 2]))
+    return sign * np.exp(logdet), r, r.logabsdet.sum(), len(r), r[0]
+
+
+def _mr_tuple_ops(a, b):
+    r = np.linalg.eigh(a + a.T)
+    t = tuple(r)
+    return type(r).__name__, type(t) is tuple, isinstance(r, tuple), t[1], r[-1], r[:1]
+
+
+_MR_ARGS = [(_A, _B), (_A.astype(np.float32), _B.astype(np.float32)), ((_A * 10).astype(np.int64), _B),
+            (np.asfortranarray(_A), _B[::-1]), (_A + 1j * _A.T, _B.astype(np.complex128))]
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn", [_mr_eigh_unpack, _mr_eigh_fields, _mr_eigh_returned, _mr_qr, _mr_svd,
+                                _mr_svd_hermitian, _mr_slogdet, _mr_tuple_ops])
+def test_linalg_several_results_equal_plain(fn, backend):
+    check_differential(fn, _MR_ARGS, backend=backend)
+
+
+def test_linalg_several_results_one_graph():
+    """Each call is one graph call (LAPACK once); the value returned is NumPy's
+    own named tuple, not a tuple built from the items."""
+    for fn in (_mr_eigh_unpack, _mr_eigh_fields, _mr_qr, _mr_svd, _mr_slogdet):
+        framejit.reset()
+        graphs = []
+        cf = framejit.compile(fn, backend=lambda g, ex: graphs.append(g) or g)
+        cf(_A.copy(), _B.copy())
+        assert framejit.counters["stats"]["unique_graphs"] == 1 and not framejit.counters["graph_break"], fn
+        code = graphs[0].code
+        for name in ("eigh", "qr", "svd", "slogdet"):
+            if f"np.linalg.{name}(" in fn.__code__.co_consts.__repr__() or name in fn.__name__:
+                assert f"np.linalg.{name}(" in code, code
+    framejit.reset()
+    got = framejit.compile(_mr_eigh_returned, backend="eager")(_A, _B)
+    assert type(got).__name__ == "EighResult" and got.eigenvalues is got[0]
+
+
+def _mr_after_effect(a, log):
+    log.append(1)
+    return np.linalg.eigh(a)
+
+
+def _mr_field_unknown(a, b):
+    return np.linalg.eigh(a + a.T)._asdict()
+
+
+def _mr_not_traced(a, b):
+    return np.linalg.qr(a, mode="raw")[1] + 1, np.linalg.eig(a)[0]
+
+
+def test_linalg_several_results_breaks():
+    """What is not traced runs in CPython with the reason; after side effects a
+    LinAlgError from the data must not lose them."""
+    nan = np.array([[np.nan, 0.0], [0.0, 1.0]])
+    for a in (_A, nan):
+        framejit.reset()
+        l1, l2 = [], []
+        got = outcome(framejit.compile(_mr_after_effect, backend="eager"), (a, l1))
+        want = outcome(_mr_after_effect, (a, l2))
+        assert got[0] == want[0] and l1 == l2
+        if got[0] == "ok":
+            same(got[1], want[1])
+    assert any("after side effects" in r for r in framejit.counters["graph_break"])
+    check_with_inputs(_mr_field_unknown, [(_A, _B)])
+    check_with_inputs(_mr_not_traced, [(_A, _B)])
+    for fn, bad in ((lambda a: np.linalg.eigh(a), np.ones((3, 4))), (lambda a: np.linalg.slogdet(a), np.ones(3)),
+                    (lambda a: np.linalg.eigh(a), np.ones((3, 3), np.float16)),
+                    (lambda a: np.linalg.svd(a), np.ones((0, 3)))):
+        framejit.reset()
+        got, want = outcome(framejit.compile(fn, backend="eager"), (bad,)), outcome(fn, (bad,))
+        assert got[0] == want[0], (got, want)
+        if got[0] == "ok":
+            same(got[1], want[1])
+        else:
+            assert got[1:] == want[1:]
+
+
+def _nz2(x):
+    i, j = np.nonzero(x > 0.5)
+    return i, j, x[i, j] * 2
+
+
+def _nz_where_method(x):
+    r = np.where(x < 0)
+    c = (x > 1).nonzero()
+    return r, c, x[r].sum(), len(c)
+
+
+def _nz_store(x, y):
+    idx = np.nonzero(x > 0)
+    y[idx] = x[idx] + 1
+    return y
+
+
+def _nz_3d(x):
+    i, j, k = np.nonzero(x)
+    return x[i, j, k], x[i, j], k
+
+
+_NZ_X = [rng.standard_normal((4, 5)), np.zeros((3, 3)), np.ones((2, 6)), rng.standard_normal((6, 1)),
+         np.asfortranarray(rng.standard_normal((5, 4))), rng.standard_normal((4, 6))[:, ::2]]
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn", [_nz2, _nz_where_method])
+def test_nonzero_nd_equal_plain(fn, backend):
+    check_differential(fn, [(x,) for x in _NZ_X], backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_nonzero_nd_store_and_3d(backend):
+    check_with_inputs(_nz_store, [(x, np.zeros_like(x)) for x in _NZ_X], backend=backend)
+    xs = [rng.standard_normal((3, 4, 2)) > 0, np.zeros((2, 2, 2), int), rng.integers(0, 3, (2, 3, 4))]
+    check_with_inputs(_nz_3d, [(x,) for x in xs], backend=backend)
+
+
+def test_nonzero_nd_one_graph_over_sizes():
+    """np.nonzero of a 2-d array whose rows change: the index arrays' size is the
+    data's, so automatic dynamic keeps one graph (2 compiles)."""
+    framejit.reset()
+    cf = framejit.compile(_nz2, backend="eager")
+    for n in range(3, 9):
+        x = rng.standard_normal((n, 4))
+        same(cf(x), _nz2(x))
+    assert framejit.counters["stats"]["unique_graphs"] == 2 and not framejit.counters["graph_break"]

@@ -141,6 +141,14 @@ static int collect_enter(fj_VarWalk *w, PyObject *v)
             return FJ_WALK_INTO;
         break;
     case FJ_VAR_TUPLE:
+        if (vv->source == NULL && vv->extra != NULL && fj_Node_Check(vv->extra)) {
+            /* a named tuple NumPy returned (trace_multi.c): the call's own value */
+            int has = PySequence_Contains(c->out, vv->extra);
+            if (has < 0 || (!has && PyList_Append(c->out, vv->extra) < 0))
+                return -1;
+            return FJ_WALK_SKIP;
+        }
+        /* fall through */
     case FJ_VAR_LIST:
     case FJ_VAR_DICT:
         /* an input as it was is reloaded */
@@ -614,6 +622,11 @@ static int emit_rebuild(CodegenCtx *cg, PyObject *v)
         return i < 0 ? -1 : emit_fast(cg->b, LOAD_FAST, out_name(i));
     }
     case FJ_VAR_TUPLE:
+        if (vv->extra != NULL && fj_Node_Check(vv->extra)) { /* a named tuple NumPy returned */
+            Py_ssize_t i = PySequence_Index(cg->outputs, vv->extra);
+            return i < 0 ? -1 : emit_fast(cg->b, LOAD_FAST, out_name(i));
+        }
+        return emit_container(cg, vv);
     case FJ_VAR_LIST:
     case FJ_VAR_DICT:
         return emit_container(cg, vv);

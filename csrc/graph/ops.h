@@ -156,6 +156,9 @@ extern const fj_OpDef fj_torch_func_row, fj_torch_method_row, fj_torch_attr_row;
 /* A captured loop (the node's target is its fj_Loop, loop.h) and the
    reading of one value of its final state (operator.getitem). */
 extern const fj_OpDef fj_loop_row, fj_loop_item_row;
+/* A NumPy call of several results (np.linalg.eigh, n-d np.nonzero: trace_multi.c)
+   and the reading of one of them (operator.getitem). */
+extern const fj_OpDef fj_multi_row, fj_multi_item_row;
 
 /* Inferred output metadata of a call. */
 typedef struct {

@@ -880,7 +880,7 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
     }
     else if (PyModule_Check(value) || PyFunction_Check(value) || PyCFunction_Check(value) ||
              PyType_Check(value) || PyArray_DescrCheck(value) || fj_torch_is_singleton(value) ||
-             fj_trace_ops_for(value) != NULL || fj_trace_is_np_nonzero(value) ||
+             fj_trace_ops_for(value) != NULL || fj_trace_is_np_nonzero(value) || fj_trace_is_multi(value) ||
              strcmp(Py_TYPE(value)->tp_name, "numpy.ufunc") == 0 || PyMethod_Check(value) ||
              (Py_TYPE(value) == &PyMethodDescr_Type && fj_torch_callable_kind(value) != 0)) {
         if (fj_guard_add_id_match(mgr, value) < 0)

@@ -474,6 +474,17 @@ int fj_dims_key_decides(PyObject *keyv);
 /* True when 'fn' is numpy.nonzero or numpy.where (numpy imported already):
    traced on one-dimensional arrays (trace_call.c). */
 int fj_trace_is_np_nonzero(PyObject *fn);
+/* NumPy calls of several results (trace_multi.c): np.linalg.eigh, qr, svd and
+   slogdet on an array of the graph (*handled 0 for any other call: NULL, no
+   error; else the result Var or NULL with Unsupported); np.nonzero of an
+   array of 2 or more dimensions ('fn' the nonzero or where called); whether
+   'fn' is one of those linalg functions; the field 'name' of a named tuple
+   those return (a new Var, or NULL with Unsupported). */
+PyObject *fj_trace_multi_call(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n, PyObject *kwnames,
+                              int *handled);
+PyObject *fj_trace_nonzero_nd(fj_TFrame *fr, PyObject *fn, PyObject *av);
+int fj_trace_is_multi(PyObject *fn);
+PyObject *fj_trace_multi_field(fj_Var *t, PyObject *name);
 
 /* One frame being traced: the top frame or an inlined call. */
 struct fj_TFrame {

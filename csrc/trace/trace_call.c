@@ -778,8 +778,8 @@ static PyObject *var_type(PyObject *v)
         return (PyObject *)Py_TYPE(vv->obj);
     case FJ_VAR_INST:
         return vv->obj;
-    case FJ_VAR_TUPLE:
-        return (PyObject *)&PyTuple_Type;
+    case FJ_VAR_TUPLE: /* (extra2: a named tuple's type, trace_multi.c) */
+        return vv->extra2 != NULL ? vv->extra2 : (PyObject *)&PyTuple_Type;
     case FJ_VAR_LIST:
         return (PyObject *)&PyList_Type;
     case FJ_VAR_DICT:
@@ -992,8 +992,8 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
         return (PyObject *)fj_var_const(tp);
     }
     if (fn == (PyObject *)&PyTuple_Type && n == 1 && nkw == 0 &&
-        ((fj_Var *)args[0])->kind == FJ_VAR_TUPLE) /* an exact tuple: tuple(t) is t */
-        return Py_NewRef(args[0]);
+        ((fj_Var *)args[0])->kind == FJ_VAR_TUPLE && ((fj_Var *)args[0])->extra2 == NULL)
+        return Py_NewRef(args[0]); /* an exact tuple: tuple(t) is t (a named tuple's is a new tuple) */
     if ((fn == (PyObject *)&PyTuple_Type || fn == (PyObject *)&PyList_Type) && n <= 1 &&
         nkw == 0) {
         PyObject *items = n ? fj_trace_var_items(fr, args[0]) : PyList_New(0);
@@ -1139,7 +1139,7 @@ static int is_pure_module_function(PyObject *fn)
 
 /* ------------------------------------------------------------ methods */
 
-static int nonzero_tuple(fj_TFrame *fr, PyObject *a, PyObject **out);
+static int nonzero_tuple(fj_TFrame *fr, PyObject *a, PyObject **out, PyObject *fn);
 
 /* True when 'o' is a np.random.Generator (its exact type; numpy imported already). */
 static int is_np_generator(PyObject *o)
@@ -1221,7 +1221,7 @@ static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py
     if (self->kind == FJ_VAR_NODE) {
         if (n == 0 && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0) && fj_str_is(name, "nonzero")) {
             PyObject *t = NULL;
-            int r = nonzero_tuple(fr, (PyObject *)self, &t);
+            int r = nonzero_tuple(fr, (PyObject *)self, &t, NULL);
             if (r != 0)
                 return t;
         }
@@ -1323,11 +1323,18 @@ static PyObject *numpy_own(const char *sub, const char *name)
 ** nonzero(ravel(a))[0]); its size depends on the data (trace_dims.c).  1 with
 ** *out the tuple Var, 0 when 'a' is not such an array, -1 on error.
 */
-static int nonzero_tuple(fj_TFrame *fr, PyObject *a, PyObject **out)
+static int nonzero_tuple(fj_TFrame *fr, PyObject *a, PyObject **out, PyObject *fn)
 {
-    static PyObject *flat = NULL;
+    static PyObject *flat = NULL, *own_nonzero = NULL;
     fj_Node *an = VAR(a)->kind == FJ_VAR_NODE ? (fj_Node *)VAR(a)->obj : NULL;
     *out = NULL;
+    if (an != NULL && an->vkind == FJ_VAL_ARRAY && an->ndim >= 2 && an->dtype != NULL) {
+        /* a tuple of ndim index arrays: one call of NumPy's (trace_multi.c) */
+        if (fn == NULL && own_nonzero == NULL && (own_nonzero = numpy_own("fromnumeric", "nonzero")) == NULL)
+            return fj_unsupported("np.nonzero: numpy's nonzero not found");
+        *out = fj_trace_nonzero_nd(fr, fn ? fn : own_nonzero, a);
+        return *out ? 1 : -1;
+    }
     if (an == NULL || an->vkind != FJ_VAL_ARRAY || an->ndim != 1 || an->dtype == NULL)
         return 0;
     if (flat == NULL && (flat = numpy_own("numeric", "flatnonzero")) == NULL)
@@ -1403,9 +1410,15 @@ PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_
                NULL;
     if (n == 1 && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0) && fj_trace_is_np_nonzero(fn)) {
         PyObject *t = NULL;
-        int r = nonzero_tuple(fr, args[0], &t);
+        int r = nonzero_tuple(fr, args[0], &t, fn);
         if (r != 0)
             return t;
+    }
+    {
+        int handled = 0;
+        PyObject *mr = fj_trace_multi_call(fr, fn, args, n, kwnames, &handled);
+        if (handled)
+            return mr;
     }
     const fj_OpDef *op = fj_trace_ops_for(fn);
     if (op != NULL) {
@@ -1520,6 +1533,8 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
     }
     if (o->kind == FJ_VAR_NODE && ((fj_Node *)o->obj)->vkind == FJ_VAL_TENSORS)
         return fj_trace_torch_field(fr->tx, objv, name);
+    if (o->kind == FJ_VAR_TUPLE && o->extra2 != NULL && o->source == NULL)
+        return fj_trace_multi_field(o, name);
     if (fj_trace_is_tensor_var(objv)) {
         int ak = fj_torch_attr_kind(name);
         if (ak == 1)

@@ -444,13 +444,47 @@ int fj_dims_is_datadep(PyObject *v)
 int fj_dims_key_decides(PyObject *keyv)
 {
     fj_Node *k = node_of(keyv);
-    return is_mask(k) || (k != NULL && k->datadep != 0);
+    if (is_mask(k) || (k != NULL && k->datadep != 0))
+        return 1;
+    /* a tuple of index arrays of a size the data decides (np.nonzero's of an n-d array) */
+    fj_Var *kv = VAR(keyv);
+    if (kv->kind != FJ_VAR_TUPLE || kv->items == NULL || PyList_GET_SIZE(kv->items) == 0)
+        return 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(kv->items); i++) {
+        fj_Node *in = node_of(PyList_GET_ITEM(kv->items, i));
+        if (in == NULL || in->datadep == 0)
+            return 0;
+    }
+    return 1;
 }
 
 /* True for a one-dimensional integer array: an index array (np.flatnonzero's). */
 static int int_index_array(fj_Node *k)
 {
     return k->ndim == 1 && k->dtype != NULL && PyTypeNum_ISINTEGER(k->dtype->type_num);
+}
+
+/* An index that is a tuple of k integer index arrays of one symbol (np.nonzero's
+   of an n-d array, x[np.nonzero(m)]), k at most a's dims: that symbol, with *k;
+   else 0. */
+static int index_tuple_symbol(PyObject *key, fj_Node *a, int *k)
+{
+    fj_Var *kv = key != NULL ? VAR(key) : NULL;
+    if (kv == NULL || kv->kind != FJ_VAR_TUPLE || kv->items == NULL || a == NULL || a->datadep)
+        return 0;
+    Py_ssize_t m = PyList_GET_SIZE(kv->items);
+    int sym = 0;
+    if (m < 1 || m > a->ndim)
+        return 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        fj_Var *iv = VAR(PyList_GET_ITEM(kv->items, i));
+        fj_Node *in = iv->kind == FJ_VAR_NODE ? (fj_Node *)iv->obj : NULL;
+        if (in == NULL || !in->datadep || !int_index_array(in) || (sym != 0 && in->datadep != sym))
+            return 0;
+        sym = in->datadep;
+    }
+    *k = (int)m;
+    return sym;
 }
 
 /* The Var bound to parameter 'name' of 'op' (positional or keyword), or NULL. */
@@ -568,6 +602,9 @@ static int dynamic_meets(fj_Tracer *tx, const fj_OpDef *op, PyObject *const *arg
            values, which NumPy checks when the graph runs) or counted: any size */
         if ((masked && i < 2) || (first_free && i == 0))
             continue;
+        if (i == 1 && op->shape_rule != FJ_SH_NONZERO && first_free && VAR(args[1])->kind == FJ_VAR_TUPLE &&
+            fj_dims_key_decides(args[1]))
+            continue; /* np.nonzero's index arrays: their values NumPy checks */
         fj_Node *a = node_of(args[i]);
         if (a != NULL && !a->datadep && a->vkind == FJ_VAL_ARRAY && VAR(args[i])->dynamic)
             return fj_trace_specialize(tx);
@@ -650,6 +687,12 @@ static int datadep_rule(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
     }
     case FJ_SH_GETITEM: {
         fj_Node *a = a0;
+        int tk, tsym = n >= 2 ? index_tuple_symbol(args[1], a, &tk) : 0;
+        if (tsym != 0) {
+            /* x[i, j] with np.nonzero's arrays: a selection of their symbol */
+            *sym = tsym;
+            return 0;
+        }
         if (a == NULL || key == NULL || VAR(args[1])->kind != FJ_VAR_NODE)
             REFUSE("only a boolean mask or an integer array as the whole index is traced");
         if (masked) {
@@ -669,10 +712,16 @@ static int datadep_rule(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
         /* a[m] = v, a[idx] = v: v a scalar, an array that never meets dim 0, or an array with
            the selection's symbol and dims */
         fj_Node *a = a0, *v = n >= 3 ? node_of(args[2]) : NULL;
-        if (a == NULL || key == NULL || (a->datadep && !(masked && key->datadep == a->datadep && a->ndim == 1)))
+        int tk, tsym = n >= 2 ? index_tuple_symbol(args[1], a, &tk) : 0;
+        if (tsym == 0 &&
+            (a == NULL || key == NULL || (a->datadep && !(masked && key->datadep == a->datadep && a->ndim == 1))))
             REFUSE("only a store through a boolean mask or an integer array is traced");
         int ssym, snd;
-        if (masked) {
+        if (tsym != 0) {
+            /* x[i, j] = v with np.nonzero's arrays */
+            ssym = tsym;
+            snd = 1 + a->ndim - tk;
+        } else if (masked) {
             if (key->datadep != a->datadep)
                 REFUSE("a mask that may not match it is not traced");
             ssym = fj_dims_count_symbol(key);
