@@ -1399,3 +1399,114 @@ def test_zip_over_a_range_takes_its_items():
     # a range iterator is lazy (its items are not listed): zip lists them
     counters = run_both(zip_over_ranges, [(np.arange(5.0),)])
     assert counters["stats"]["unique_graphs"] == 1
+
+
+# ---------------------------------------------------------------- np.ndindex and np.ndenumerate
+
+def nd_fill(a, out):
+    for i, j in np.ndindex(a.shape):
+        out[i, j] = a[i, j] * 2.0 + i - j
+    return out
+
+
+def nd_tuple_index(a):
+    s = 0.0
+    for idx in np.ndindex(*a.shape):
+        s = s + a[idx] * idx[-1]
+    return s
+
+
+def nd_enumerate(a):
+    s = 0.0
+    for idx, v in np.ndenumerate(a):
+        s += v * (idx[0] + 1)
+    return s
+
+
+def nd_enumerate_store(a):
+    # each value is read when its iteration comes: the stores before it are seen
+    for (i, j), v in np.ndenumerate(a):
+        if j + 1 < a.shape[1]:
+            a[i, j + 1] = a[i, j + 1] + v * 0.5
+    return a
+
+
+def nd_enumerate_forward(a):
+    for (i, j), v in np.ndenumerate(a):
+        a[i, j] = v * 3.0 + 1.0
+    return a
+
+
+def nd_three(a):
+    t = 0.0
+    for i, j, k in np.ndindex(a.shape):
+        t = t + a[i, j, k] * (i * 100 + j * 10 + k)
+    return t
+
+
+def nd_small(a):
+    t = 0
+    for idx in np.ndindex(2, 3):
+        t += idx[0] * 10 + idx[1]
+    return a + t, list(np.ndindex((2, 2))), list(np.ndindex()), list(np.ndindex(0, 3))
+
+
+def nd_idx_after(a):
+    for idx in np.ndindex(a.shape):
+        a[idx] = a[idx] + 1.0
+    return a, idx
+
+
+def nd_zero(a):
+    s = 1.0
+    for idx, v in np.ndenumerate(a):
+        s = s + v
+    return s
+
+
+_ND_R = np.random.default_rng(7)
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn,args", [
+    (nd_fill, (_ND_R.random((30, 40)), np.zeros((30, 40)))),
+    (nd_fill, (_ND_R.random((40, 30))[::2, ::3], np.zeros((20, 10)))),
+    (nd_tuple_index, (_ND_R.random((25, 30)),)),
+    (nd_tuple_index, (_ND_R.random(500),)),
+    (nd_enumerate, (_ND_R.random((25, 30)),)),
+    (nd_enumerate, (np.asfortranarray(_ND_R.random((25, 30))),)),
+    (nd_enumerate, ((_ND_R.random((20, 30)) * 10).astype(np.int64),)),
+    (nd_enumerate_store, (_ND_R.random((20, 30)),)),
+    (nd_enumerate_forward, (_ND_R.random((20, 30)),)),
+    (nd_three, (_ND_R.random((6, 7, 8)),)),
+    (nd_small, (np.ones(3),)),
+    (nd_idx_after, (_ND_R.random((5, 6)),)),
+    (nd_zero, (np.ones((0, 5)),)),
+    (nd_zero, (np.ones((20, 0, 3)),)),
+], ids=["fill", "fill-strided", "tuple-index", "tuple-index-1d", "enumerate", "enumerate-F", "enumerate-int",
+        "enumerate-store", "enumerate-forward", "three", "small", "idx-after", "zero", "zero-3d"])
+def test_ndindex_loops_equal_plain(fn, args, backend):
+    run_both(fn, [args], backend)
+
+
+@pytest.mark.parametrize("fn,args", [
+    (nd_fill, (np.ones((30, 40)), np.zeros((30, 40)))),
+    (nd_tuple_index, (np.ones((25, 30)),)),
+    (nd_enumerate, (np.ones((25, 30)),)),
+    (nd_enumerate_forward, (np.ones((20, 30)),)),
+    (nd_three, (np.ones((6, 7, 8)),)),
+])
+def test_ndindex_loops_captured(fn, args):
+    """A loop over np.ndindex / np.ndenumerate is one loop node over the flat
+    index (its index tuple computed in the body), whatever the trip count."""
+    loops, nodes = loop_nodes(fn, *args)
+    assert loops == 1 and nodes < 40, (loops, nodes)
+    big = tuple(np.ones(tuple(2 * s for s in a.shape)) if isinstance(a, np.ndarray) else a for a in args)
+    assert loop_nodes(fn, *big)[1] == nodes
+
+
+def test_ndindex_native_runs_as_c():
+    """The native backend compiles the loop over np.ndindex to a C loop."""
+    plans = native_loop_plans(nd_fill, (np.ones((30, 40)), np.zeros((30, 40))))
+    assert plans and all(p.fallbacks == 0 for p in plans)
+    assert "int fj_l0(" in plans[0].source

@@ -1476,6 +1476,28 @@ static int iter_fill(fj_Var *it)
 {
     if (it->obj == NULL || !PyRange_Check(it->obj))
         return 0;
+    if (it->extra2 != NULL) {
+        /* np.ndindex / np.ndenumerate used otherwise than by a for loop: their items,
+           as constants (an ndenumerate's values are read now: no store can come
+           between, as list() or unpacking takes them all at once) */
+        Py_ssize_t n = PyObject_Length(it->obj);
+        PyObject *all = n >= 0 ? PyList_New(0) : NULL;
+        for (Py_ssize_t k = it->pos; all != NULL && k < n; k++) {
+            PyObject *kv = PyLong_FromSsize_t(k), *kvar = kv ? (PyObject *)fj_var_take(FJ_VAR_CONST, kv) : NULL;
+            PyObject *item = kvar ? fj_trace_nd_item(NULL, it, kvar) : NULL;
+            Py_XDECREF(kvar);
+            if (item == NULL || PyList_Append(all, item) < 0)
+                Py_CLEAR(all);
+            Py_XDECREF(item);
+        }
+        if (all == NULL)
+            return -1;
+        Py_SETREF(it->items, all);
+        Py_CLEAR(it->obj);
+        Py_CLEAR(it->extra2);
+        it->pos = 0;
+        return 0;
+    }
     PyObject *all = const_items(it->obj);
     if (all == NULL)
         return -1;
@@ -1484,9 +1506,96 @@ static int iter_fill(fj_Var *it)
     return 0;
 }
 
+/*
+** np.ndindex(*shape) and np.ndenumerate(a): an ITER Var over range(size) (so a
+** for loop over it is captured as a loop over the flat index, trace_loops.c,
+** or unrolled) whose extra2 is (shape, a's Var or None).  Its item for flat
+** index 'kv' (a Var: a constant, or the loop's induction placeholder): the
+** index tuple in C order (divisions and remainders of the flat index), and
+** for ndenumerate the tuple (index, a[index]) read then.  'fr' NULL: only
+** constants (iter_fill; an ndenumerate's value then is a constant too only
+** when a is one, else Unsupported).  New reference, or NULL.
+*/
+PyObject *fj_trace_nd_item(fj_TFrame *fr, fj_Var *it, PyObject *kv)
+{
+    PyObject *shape = PyTuple_GET_ITEM(it->extra2, 0), *arr = PyTuple_GET_ITEM(it->extra2, 1);
+    Py_ssize_t nd = PyTuple_GET_SIZE(shape);
+    PyObject *items = PyList_New(nd), *idx = NULL, *out = NULL;
+    int cst = VAR(kv)->kind == FJ_VAR_CONST;
+    Py_ssize_t flat = cst ? PyLong_AsSsize_t(VAR(kv)->obj) : 0, stride = 1;
+    if (items == NULL || (cst && flat == -1 && PyErr_Occurred()))
+        goto done;
+    for (Py_ssize_t d = nd - 1; d >= 0; d--) {
+        Py_ssize_t sd = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+        PyObject *v;
+        if (cst) {
+            PyObject *c = PyLong_FromSsize_t((flat / stride) % sd);
+            v = c ? (PyObject *)fj_var_take(FJ_VAR_CONST, c) : NULL;
+        }
+        else {
+            /* (k // stride) % sd; the first index k // stride (k < size) */
+            PyObject *st = PyLong_FromSsize_t(stride), *sz = st ? PyLong_FromSsize_t(sd) : NULL;
+            PyObject *stv = sz ? (PyObject *)fj_var_take(FJ_VAR_CONST, st) : NULL;
+            PyObject *szv = stv ? (PyObject *)fj_var_take(FJ_VAR_CONST, sz) : NULL;
+            if (stv == NULL)
+                Py_XDECREF(st);
+            if (szv == NULL)
+                Py_XDECREF(sz);
+            PyObject *q = szv == NULL ? NULL : stride == 1 ? Py_NewRef(kv) : fj_trace_binop(fr, NB_FLOOR_DIVIDE, kv, stv);
+            v = q == NULL || d == 0 ? q : fj_trace_binop(fr, NB_REMAINDER, q, szv);
+            if (d != 0)
+                Py_XDECREF(q);
+            Py_XDECREF(stv);
+            Py_XDECREF(szv);
+        }
+        if (v == NULL)
+            goto done;
+        PyList_SET_ITEM(items, d, v);
+        stride *= sd;
+    }
+    idx = (PyObject *)fj_var_new(FJ_VAR_TUPLE, NULL, items);
+    if (idx == NULL || arr == Py_None) {
+        out = Py_XNewRef(idx);
+        goto done;
+    }
+    if (cst) {
+        /* a constant tuple Var of constants: the key as one constant */
+        PyObject *key = PyTuple_New(nd);
+        for (Py_ssize_t d = 0; key != NULL && d < nd; d++)
+            PyTuple_SET_ITEM(key, d, Py_NewRef(VAR(PyList_GET_ITEM(items, d))->obj));
+        if (key == NULL)
+            goto done;
+        Py_SETREF(idx, (PyObject *)fj_var_take(FJ_VAR_CONST, key));
+        if (idx == NULL)
+            goto done;
+    }
+    if (fr == NULL) {
+        fj_unsupported("np.ndenumerate's items taken all at once (list(), unpacking)");
+        goto done;
+    }
+    PyObject *val = fj_trace_getitem(fr, arr, idx);
+    if (val == NULL)
+        goto done;
+    PyObject *pair = PyList_New(2);
+    if (pair != NULL) {
+        PyList_SET_ITEM(pair, 0, Py_NewRef(idx));
+        PyList_SET_ITEM(pair, 1, val);
+        out = (PyObject *)fj_var_new(FJ_VAR_TUPLE, NULL, pair);
+        Py_DECREF(pair);
+    }
+    else
+        Py_DECREF(val);
+done:
+    Py_XDECREF(items);
+    Py_XDECREF(idx);
+    return out;
+}
+
 static PyObject *make_iter(fj_TFrame *fr, PyObject *vo)
 {
     fj_Var *v = (fj_Var *)vo;
+    if (v->kind == FJ_VAR_ITER && v->extra2 != NULL && v->pos == 0)
+        return Py_NewRef(vo); /* np.ndindex / ndenumerate: iter() of it is it, still lazy */
     if (v->kind == FJ_VAR_ITER)
         return iter_fill(v) < 0 ? NULL : Py_NewRef(vo);
     if (v->kind == FJ_VAR_RANGE)
@@ -2666,6 +2775,11 @@ static int run_frame_at(fj_TFrame *fr, int first)
                 if (it->pos < len) {
                     PyObject *item = PySequence_GetItem(it->obj, it->pos++);
                     fj_Var *iv = item ? fj_var_take(FJ_VAR_CONST, item) : NULL;
+                    if (iv != NULL && it->extra2 != NULL) { /* np.ndindex / ndenumerate */
+                        PyObject *nv = fj_trace_nd_item(fr, it, (PyObject *)iv);
+                        Py_DECREF(iv);
+                        iv = (fj_Var *)nv;
+                    }
                     if (iv == NULL)
                         goto error;
                     PUSH(iv);

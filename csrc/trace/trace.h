@@ -31,7 +31,9 @@ typedef enum {
     FJ_VAR_LIST,  /* items: list of Var; an input's, once mutated: see fj_trace_list_resized */
     FJ_VAR_DICT,  /* items: dict of constant key -> Var */
     FJ_VAR_ITER,  /* items: list of Var (or obj: a range), pos: next index;
-                     extra: zip's lazy steps (see fj_trace_iter_step) or NULL */
+                     extra: zip's lazy steps (see fj_trace_iter_step) or NULL;
+                     extra2: np.ndindex / ndenumerate's (shape, array Var or None), whose
+                     items are index tuples made from the range's (fj_trace_nd_item) */
     FJ_VAR_FUNC,  /* obj: code; items: closure tuple Var (or NULL); extra: defaults, kwdefaults */
     FJ_VAR_CELL,  /* items: list [contents Var] (empty when unbound) */
     FJ_VAR_METHOD,/* obj: method name; extra: self Var */
@@ -485,6 +487,11 @@ PyObject *fj_trace_multi_call(fj_TFrame *fr, PyObject *fn, PyObject *const *args
 PyObject *fj_trace_nonzero_nd(fj_TFrame *fr, PyObject *fn, PyObject *av);
 int fj_trace_is_multi(PyObject *fn);
 PyObject *fj_trace_multi_field(fj_Var *t, PyObject *name);
+/* np.ndindex / np.ndenumerate iterators (trace.c): the item of flat index Var
+   'kv'; and the call of np.ndindex / np.ndenumerate ('handled' as above). */
+PyObject *fj_trace_nd_item(fj_TFrame *fr, fj_Var *it, PyObject *kv);
+PyObject *fj_trace_nd_call(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n, PyObject *kwnames,
+                           int *handled);
 
 /* One frame being traced: the top frame or an inlined call. */
 struct fj_TFrame {

@@ -1419,6 +1419,9 @@ PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_
         PyObject *mr = fj_trace_multi_call(fr, fn, args, n, kwnames, &handled);
         if (handled)
             return mr;
+        mr = fj_trace_nd_call(fr, fn, args, n, kwnames, &handled);
+        if (handled)
+            return mr;
     }
     const fj_OpDef *op = fj_trace_ops_for(fn);
     if (op != NULL) {

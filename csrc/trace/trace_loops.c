@@ -250,13 +250,13 @@ static int body_node_enter(fj_VarWalk *w, PyObject *v)
    are state slots ('slot_of' >= 0): another local's container, the stack,
    a global the trace stored.  The loop node gives the slots their values;
    anything else would keep a value of one iteration.  0, 1, or -1. */
-static int body_value_escapes(fj_TFrame *fr, PyObject *body, const int *slot_of)
+static int body_value_escapes(fj_TFrame *fr, PyObject *body, const int *slot_of, const unsigned char *drop)
 {
     unsigned parts = FJ_PART_ITEMS | FJ_PART_CLASS | FJ_PART_ATTRS | FJ_PART_DEFAULTS | FJ_PART_CLOSURE |
                      FJ_PART_SELF;
     for (int k = 0; k < fr->nlocals; k++) {
         PyObject *v = fr->locals[k];
-        if (v == NULL)
+        if (v == NULL || drop[k])
             continue;
         if (slot_of[k] >= 0 && ((fj_Var *)v)->kind == FJ_VAR_NODE)
             continue;
@@ -319,6 +319,9 @@ typedef struct {
     PyObject *start, *stop, *step, *body, *saved, *outputs, *carried, *inits, *lifted;
     PyObject *args, *runner, *name;
     unsigned char *flags;
+    unsigned char *drop; /* per local: a value of the body's that is not a node or constant (a
+                            tuple of indices), not carried and read by no path after the loop:
+                            unbound after it (dropped from the state) */
     int *slot_of;
     fj_Node **ph_of;
 } Capture;
@@ -340,6 +343,8 @@ static void capture_clear(Capture *c)
     Py_CLEAR(c->runner);
     Py_CLEAR(c->name);
     PyMem_Free(c->flags);
+    PyMem_Free(c->drop);
+    c->drop = NULL;
     PyMem_Free(c->slot_of);
     PyMem_Free(c->ph_of);
     c->flags = NULL;
@@ -488,6 +493,24 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
     fj_Var *iv = fj_var_node((PyObject *)iph);
     if (iv == NULL)
         goto error;
+    if (it->kind == FJ_VAR_ITER && it->extra2 != NULL) {
+        /* np.ndindex / np.ndenumerate: the index tuple from the flat index (and the
+           element it reads), computed in the body */
+        tx->body = c.body;
+        PyObject *item = fj_trace_nd_item(fr, it, (PyObject *)iv);
+        tx->body = prev_body;
+        Py_DECREF(iv);
+        if (item == NULL) {
+            if (!PyErr_ExceptionMatches(fj_Unsupported))
+                goto error;
+            PyObject *reason = take_message();
+            const char *text = reason ? PyUnicode_AsUTF8(reason) : NULL;
+            r = retry(fr, phead, -1, text ? text : "np.ndindex's index");
+            Py_XDECREF(reason);
+            goto done;
+        }
+        iv = (fj_Var *)item;
+    }
     fr->stack[fr->sp++] = (PyObject *)iv;
     ctx.outer = tx->loop;
     ctx.made0 = tx->made ? PyList_GET_SIZE(tx->made) : 0;
@@ -524,7 +547,26 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
         goto done;
     }
 
-    int esc = body_value_escapes(fr, c.body, c.slot_of);
+    /* locals the body sets to a tuple of its values (idx of np.ndindex), not carried
+       and dead after the loop: dropped (unbound after it) */
+    {
+        int ncode = FJ_CODE_NLOCALSPLUS(fr->code);
+        unsigned char *live = PyMem_Calloc((size_t)(ncode ? ncode : 1), 1);
+        c.drop = PyMem_Calloc((size_t)(nl ? nl : 1), 1);
+        if (live == NULL || c.drop == NULL || fj_resume_liveness(fr->code, &fr->il, end, live) < 0) {
+            PyMem_Free(live);
+            if (!PyErr_Occurred())
+                PyErr_NoMemory();
+            goto error;
+        }
+        for (int k = 0; k < nl; k++) {
+            fj_Var *v = (fj_Var *)fr->locals[k];
+            c.drop[k] = c.slot_of[k] >= 0 && v != NULL && v->kind == FJ_VAR_TUPLE && !ctx.read_first[k] &&
+                        k < ncode && !live[k];
+        }
+        PyMem_Free(live);
+    }
+    int esc = body_value_escapes(fr, c.body, c.slot_of, c.drop);
     if (esc < 0)
         goto error;
     if (esc) {
@@ -547,7 +589,10 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
             continue;
         fj_Var *v = (fj_Var *)fr->locals[k];
         PyObject *out;
-        if (v == NULL) {
+        if (c.drop[k]) {
+            out = Py_NewRef(Py_None);
+        }
+        else if (v == NULL) {
             if (c.ph_of[k] != NULL) {
                 r = retry(fr, phead, -1, "the body unbinds a local");
                 goto done;
@@ -668,7 +713,7 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
             continue;
         PyObject *out = PyTuple_GET_ITEM(c.outputs, c.slot_of[k]);
         PyObject *nv;
-        if (symbolic && PyList_GET_ITEM(c.saved, k) == Py_None) {
+        if (c.drop[k] || (symbolic && PyList_GET_ITEM(c.saved, k) == Py_None)) {
             /* unbound before a loop that may run no iteration: unbound after it
                as far as the trace knows (a read is a break) */
             Py_CLEAR(fr->locals[k]);

@@ -488,3 +488,136 @@ PyObject *fj_trace_multi_field(fj_Var *t, PyObject *name)
         return Py_NewRef(PyList_GET_ITEM(t->items, at));
     return fj_unsupported("attribute %U of %s", name, ((PyTypeObject *)t->extra2)->tp_name), NULL;
 }
+
+/* ---- np.ndindex and np.ndenumerate --------------------------------------- */
+
+/* numpy's own ndindex and ndenumerate classes (borrowed; NULL until numpy.lib is imported). */
+static PyObject *own_ndindex, *own_ndenumerate;
+
+static void look_up_nd(void)
+{
+    PyObject *name = PyUnicode_FromString("numpy");
+    PyObject *np = name ? PyImport_GetModule(name) : NULL;
+    Py_XDECREF(name);
+    PyErr_Clear();
+    if (np == NULL)
+        return;
+    Py_DECREF(np);
+    PyObject *impl = PyImport_ImportModule("numpy.lib._index_tricks_impl");
+    if (impl == NULL) {
+        PyErr_Clear();
+        impl = PyImport_ImportModule("numpy.lib.index_tricks");
+    }
+    if (impl != NULL) {
+        own_ndindex = PyObject_GetAttrString(impl, "ndindex");
+        own_ndenumerate = own_ndindex ? PyObject_GetAttrString(impl, "ndenumerate") : NULL;
+        Py_DECREF(impl);
+    }
+    PyErr_Clear();
+}
+
+/* A shape entry: a constant int >= 0 (a symbolic int pinned).  -1 with Unsupported. */
+static Py_ssize_t shape_entry(PyObject *v)
+{
+    PyObject *c = fj_var_as_const(v);
+    if (c == NULL && PyErr_Occurred())
+        return -1;
+    if (c == NULL || !PyLong_Check(c))
+        return fj_unsupported("np.ndindex with a shape that is not made of constant ints"), -1;
+    Py_ssize_t s = PyLong_AsSsize_t(c);
+    if (s == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return fj_unsupported("np.ndindex with a huge size"), -1;
+    }
+    if (s < 0)
+        return fj_unsupported("np.ndindex with a negative size (it raises)"), -1;
+    return s;
+}
+
+PyObject *fj_trace_nd_call(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n, PyObject *kwnames,
+                           int *handled)
+{
+    *handled = 0;
+    if (own_ndindex == NULL)
+        look_up_nd();
+    if (fn == NULL || (fn != own_ndindex && fn != own_ndenumerate) || (kwnames && PyTuple_GET_SIZE(kwnames)))
+        return NULL;
+    PyObject *shape = NULL, *arr = Py_None, *dims = NULL, *out = NULL;
+    if (fn == own_ndenumerate) {
+        if (n != 1)
+            return NULL;
+        fj_Var *a = VAR(args[0]);
+        fj_Node *an = a->kind == FJ_VAR_NODE ? (fj_Node *)a->obj : NULL;
+        if (an == NULL || an->vkind != FJ_VAL_ARRAY || an->dtype == NULL)
+            return NULL; /* a list, a constant: as before */
+        *handled = 1;
+        if (a->dynamic && fj_trace_pin_sizes(fr->tx, args[0], "np.ndenumerate") < 0)
+            return NULL;
+        if ((dims = PyList_New(an->ndim)) == NULL)
+            return NULL;
+        for (int d = 0; d < an->ndim; d++) {
+            PyObject *s = PyLong_FromSsize_t(an->shape[d]);
+            if (s == NULL)
+                goto done;
+            PyList_SET_ITEM(dims, d, s);
+        }
+        arr = args[0];
+    }
+    else {
+        *handled = 1;
+        /* ndindex(2, 3) or ndindex((2, 3)) */
+        PyObject *const *sv = args;
+        Py_ssize_t sn = n;
+        PyObject *one = NULL;
+        if (n == 1 && VAR(args[0])->kind == FJ_VAR_TUPLE) {
+            sv = &PyList_GET_ITEM(VAR(args[0])->items, 0);
+            sn = PyList_GET_SIZE(VAR(args[0])->items);
+        }
+        else if (n == 1 && VAR(args[0])->kind == FJ_VAR_CONST && PyTuple_Check(VAR(args[0])->obj)) {
+            one = VAR(args[0])->obj;
+            sn = PyTuple_GET_SIZE(one);
+        }
+        if ((dims = PyList_New(sn)) == NULL)
+            return NULL;
+        for (Py_ssize_t d = 0; d < sn; d++) {
+            Py_ssize_t s;
+            if (one != NULL) {
+                PyObject *c = PyTuple_GET_ITEM(one, d);
+                s = PyLong_Check(c) ? PyLong_AsSsize_t(c) : -2;
+                if (s < 0) {
+                    PyErr_Clear();
+                    fj_unsupported("np.ndindex with a shape that is not made of ints >= 0");
+                    goto done;
+                }
+            }
+            else if ((s = shape_entry(sv[d])) < 0)
+                goto done;
+            PyObject *o = PyLong_FromSsize_t(s);
+            if (o == NULL)
+                goto done;
+            PyList_SET_ITEM(dims, d, o);
+        }
+    }
+    Py_ssize_t size = 1;
+    for (Py_ssize_t d = 0; d < PyList_GET_SIZE(dims); d++) {
+        Py_ssize_t s = PyLong_AsSsize_t(PyList_GET_ITEM(dims, d));
+        if (s > 0 && size > PY_SSIZE_T_MAX / s) {
+            fj_unsupported("np.ndindex with a size over the index range");
+            goto done;
+        }
+        size *= s;
+    }
+    shape = PyList_AsTuple(dims);
+    PyObject *range = shape ? PyObject_CallFunction((PyObject *)&PyRange_Type, "n", size) : NULL;
+    PyObject *empty = range ? PyList_New(0) : NULL;
+    fj_Var *it = empty ? fj_var_new(FJ_VAR_ITER, range, empty) : NULL;
+    Py_XDECREF(range);
+    Py_XDECREF(empty);
+    if (it != NULL && (it->extra2 = PyTuple_Pack(2, shape, arr)) == NULL)
+        Py_CLEAR(it);
+    out = (PyObject *)it;
+done:
+    Py_XDECREF(dims);
+    Py_XDECREF(shape);
+    return out;
+}
