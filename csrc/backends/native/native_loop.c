@@ -384,8 +384,6 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
     }
     /* the state: every slot's class (from the body's outputs), initialized from
        the arguments (a slot the body sets before it reads may start unset) */
-    if (line(e, "    fjl_v S%s[%zd], T%s[%zd];", pfx, nstate > 0 ? nstate : 1, pfx, nstate > 0 ? nstate : 1) < 0)
-        r = -1;
     VClass *scls = PyMem_Calloc((size_t)(nstate ? nstate : 1), sizeof(VClass));
     if (scls == NULL)
         r = -1;
@@ -395,6 +393,12 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
         if (scls[s].kind == 0 || scls[s].kind == FJL_ARRAY)
             r = 2; /* not compiled */
     }
+    /* the state in scalars of their C types (S<pfx>v<slot>; T the next values): a
+       union array copied each iteration kept it in memory, where every carried
+       value's update waited on a store and a load (mandelbrot's x, y) */
+    for (Py_ssize_t s = 0; r == 0 && s < nstate; s++)
+        if (line(e, "    %s S%sv%zd = 0, T%sv%zd;", ctype_of(scls[s]), pfx, s, pfx, s) < 0)
+            r = -1;
     for (Py_ssize_t s = 0; r == 0 && s < nstate; s++) {
         PyObject *init = PyTuple_GET_ITEM(n->args, 3 + s);
         if (init == Py_None)
@@ -406,7 +410,7 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
             break;
         }
         cx = convert(e, x, ic, scls[s]);
-        if (cx == NULL || line(e, "    S%s[%zd].%s = %U;", pfx, s, field_of(scls[s]), cx) < 0)
+        if (cx == NULL || line(e, "    S%sv%zd = %U;", pfx, s, cx) < 0)
             r = -1;
         Py_DECREF(x);
         Py_XDECREF(cx);
@@ -420,12 +424,10 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
         }
         else if (k <= ncarried) {
             Py_ssize_t slot = PyLong_AsSsize_t(PyTuple_GET_ITEM(carried, k - 1));
-            char v[64];
-            snprintf(v, sizeof v, "S%s[%zd]", pfx, slot);
             if (in.cls[k].kind == FJL_ARRAY || in.cls[k].kind != scls[slot].kind || in.cls[k].type != scls[slot].type)
                 r = 2;
-            else
-                in.expr[k] = field_expr(v, in.cls[k]);
+            else if ((in.expr[k] = PyUnicode_FromFormat("S%sv%zd", pfx, slot)) == NULL)
+                r = -1;
         }
         else {
             PyObject *arg = PyTuple_GET_ITEM(n->args, 3 + nstate + (k - 1 - ncarried));
@@ -510,11 +512,16 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
         PyObject *o = PyTuple_GET_ITEM(outs, s);
         VClass oc;
         PyObject *x = operand(&in, o, &oc);
-        if (x == NULL || line(e, "    T%s[%zd].%s = %U;", pfx, s, field_of(scls[s]), x) < 0)
+        PyObject *cx = x != NULL ? convert(&in, x, oc, scls[s]) : NULL;
+        if (x == NULL || cx == NULL || line(e, "    T%sv%zd = %U;", pfx, s, cx) < 0)
             r = x == NULL && !PyErr_Occurred() ? 2 : -1;
         Py_XDECREF(x);
+        Py_XDECREF(cx);
     }
-    if (r == 0 && (line(e, "    memcpy(S%s, T%s, sizeof S%s);", pfx, pfx, pfx) < 0 || line(e, "    }") < 0 ||
+    for (Py_ssize_t s = 0; r == 0 && s < nstate; s++)
+        if (line(e, "    S%sv%zd = T%sv%zd;", pfx, s, pfx, s) < 0)
+            r = -1;
+    if (r == 0 && (line(e, "    }") < 0 ||
                    line(e, "    if (ovf_) goto stop; /* a wrapped int of the loop's version without checks */") < 0))
         r = -1;
     if (r == 0) {
@@ -827,10 +834,8 @@ static int emit_node(Emit *e, fj_Node *n)
         if (ln == NULL || !fj_Node_Check((PyObject *)ln) || ln->op != &fj_loop_row || !PyLong_Check(k) ||
             rc.kind == 0 || rc.kind == FJL_ARRAY)
             return 0;
-        char v[64];
-        snprintf(v, sizeof v, "S%s%zd_[%ld]", P, ln->index, PyLong_AsLong(k));
-        x = field_expr(v, rc);
-        r = x == NULL || line(e, "    %s n%s%zd = %U;", ctype_of(rc), P, n->index, x) < 0 ? -1 : 1;
+        x = PyUnicode_FromFormat("S%s%zd_v%ld", P, ln->index, PyLong_AsLong(k));
+        r = x == NULL || line(e, "    %s n%s%zd = (%s)(%U);", ctype_of(rc), P, n->index, ctype_of(rc), x) < 0 ? -1 : 1;
         Py_XDECREF(x);
         return r;
     }
