@@ -1510,3 +1510,161 @@ def test_ndindex_native_runs_as_c():
     plans = native_loop_plans(nd_fill, (np.ones((30, 40)), np.zeros((30, 40))))
     assert plans and all(p.fallbacks == 0 for p in plans)
     assert "int fj_l0(" in plans[0].source
+
+
+# ---------------------------------------------------------------- while loops
+
+def wl_halve(x, tol):
+    n = 0
+    s = x[0]
+    while s > tol:
+        s = s * 0.5
+        n += 1
+    return s, n
+
+
+def wl_scan(a):
+    i = 0
+    while a[i] < 0.99:
+        i += 1
+    return i
+
+
+def wl_count(x):
+    k = 0
+    t = 0.0
+    while k < x.shape[0]:
+        t = t + x[k]
+        k += 1
+    return t, k
+
+
+def wl_not(x):
+    n = 0
+    v = x.sum()
+    while not (v < 1.0):
+        v = v / 3.0
+        n += 1
+    return v, n
+
+
+def wl_else(x, lim):
+    k = 0
+    s = 0.0
+    while s < lim:
+        s = s + x[k % x.shape[0]]
+        k += 1
+    else:
+        s = -s
+    return s, k
+
+
+def wl_store(x, out):
+    k = 0
+    while x[k] > 0.05:
+        out[k] = x[k] * 2.0 + out[k]
+        k += 1
+    return out, k
+
+
+def wl_nested_for(x, out):
+    r = 0
+    while r < x.shape[0] and r >= 0:
+        s = 0.0
+        for j in range(x.shape[1]):
+            s = s + x[r, j]
+        out[r] = s
+        r += 1
+    return out
+
+
+def wl_in_for(x):
+    t = 0
+    for i in range(x.shape[0]):
+        v = x[i]
+        while v > 0.01:
+            v = v * 0.5
+            t += 1
+    return t
+
+
+def wl_overflow(x):
+    v = x[0]
+    n = 0
+    while n < 40:
+        v = v * 1e30
+        n += 1
+    return v
+
+
+def wl_unbound_after(x):
+    while x[0] > 5.0:
+        y = x[0] * 2
+        x[0] = x[0] - 1
+    return x
+
+
+def wl_continue(x):
+    k = 0
+    s = 0.0
+    while k < 40:
+        k += 1
+        if k % 2:
+            continue
+        s += x[k]
+    return s
+
+
+_WR = np.random.default_rng(9)
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn,args", [
+    (wl_halve, (np.array([1000.0]), 0.001)),
+    (wl_halve, (np.array([0.0001]), 0.001)),
+    (wl_halve, (np.array([np.nan]), 0.001)),
+    (wl_scan, (_WR.random(3000),)),
+    (wl_scan, (np.zeros(30),)),                       # runs past the end: IndexError
+    (wl_count, (_WR.random(200),)),
+    (wl_count, (_WR.random(3),)),
+    (wl_not, (_WR.random(10) * 100,)),
+    (wl_else, (_WR.random(7), 50.0)),
+    (wl_store, (_WR.random(500) + 0.01, np.zeros(500))),
+    (wl_store, (np.r_[_WR.random(300) + 0.1, 0.0], np.ones(301))),
+    (wl_nested_for, (_WR.random((30, 20)), np.zeros(30))),
+    (wl_in_for, (_WR.random(40) * 100,)),
+    (wl_unbound_after, (np.array([3.0]),)),
+    (wl_unbound_after, (np.array([9.5]),)),
+    (wl_continue, (_WR.random(50),)),
+], ids=["halve", "halve-none", "halve-nan", "scan", "scan-index-error", "count", "count-short", "not", "else",
+        "store", "store-stop", "nested-for", "in-for", "unbound-none", "unbound", "continue"])
+def test_while_loops_equal_plain(fn, args, backend):
+    run_both(fn, [args], backend)
+
+
+@pytest.mark.parametrize("mode", ["ignore", "warn", "raise"])
+def test_while_loop_float_conditions(mode):
+    run_modes(wl_overflow, lambda: (np.array([1e10, 1.0]),), mode)
+    run_modes(wl_halve, lambda: (np.array([1e300]), 1e-300), mode)
+
+
+@pytest.mark.parametrize("fn,args", [
+    (wl_halve, (np.array([1000.0]), 0.001)),
+    (wl_scan, (np.r_[np.zeros(1000), 1.0],)),
+    (wl_count, (np.ones(1000),)),
+    (wl_not, (np.ones(10) * 100,)),
+])
+def test_while_loops_captured(fn, args):
+    """A while loop whose test is data (or that runs long over Python numbers)
+    is one loop node: the trace does not grow with its trip count."""
+    loops, nodes = loop_nodes(fn, *args)
+    assert loops == 1 and nodes < 40, (loops, nodes)
+
+
+def test_while_loop_native_runs_as_c_in_chunks():
+    """The native kernel of a while loop runs as C (no eager fallback), in chunks
+    of iterations (signals are seen between them): a loop of 5 million."""
+    plans = native_loop_plans(wl_scan, (np.r_[np.zeros(5_000_000), 1.0],))
+    assert plans and all(p.fallbacks == 0 for p in plans)
+    src = plans[0].source
+    assert "wexit_ = 1" in src and "return 3;" in src

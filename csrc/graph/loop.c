@@ -12,6 +12,9 @@ typedef struct {
     Py_ssize_t *slot;    /* PyMem: the same slots as C ints (read each iteration) */
     Py_ssize_t nstate;   /* outputs of the body: the state slots */
     Py_ssize_t nlifted;  /* values of the enclosing graph, passed to every iteration */
+    int whilemode;       /* a while loop: its last argument is the test's first value, the
+                            body's last output the test's value after each iteration */
+    int neg0, negs;      /* the loop goes on while a test's truth is not neg0 / negs */
     vectorcallfunc vectorcall;
 } fj_Loop;
 
@@ -37,8 +40,32 @@ PyObject *fj_loop_new(PyObject *body, PyObject *carried, Py_ssize_t nstate, Py_s
     l->carried = Py_NewRef(carried);
     l->nstate = nstate;
     l->nlifted = nlifted;
+    l->whilemode = l->neg0 = l->negs = 0;
     l->vectorcall = loop_vectorcall;
     return (PyObject *)l;
+}
+
+PyObject *fj_loop_new_while(PyObject *body, PyObject *carried, Py_ssize_t nstate, Py_ssize_t nlifted, int neg0,
+                            int negs)
+{
+    PyObject *o = fj_loop_new(body, carried, nstate, nlifted);
+    if (o != NULL) {
+        ((fj_Loop *)o)->whilemode = 1;
+        ((fj_Loop *)o)->neg0 = neg0 != 0;
+        ((fj_Loop *)o)->negs = negs != 0;
+    }
+    return o;
+}
+
+int fj_loop_while(PyObject *o, int *neg0, int *negs)
+{
+    if (o == NULL || Py_TYPE(o) != fj_LoopType || !((fj_Loop *)o)->whilemode)
+        return 0;
+    if (neg0)
+        *neg0 = ((fj_Loop *)o)->neg0;
+    if (negs)
+        *negs = ((fj_Loop *)o)->negs;
+    return 1;
 }
 
 PyObject *fj_loop_body(PyObject *o)
@@ -67,8 +94,9 @@ static PyObject *loop_vectorcall(PyObject *self, PyObject *const *args, size_t n
 {
     fj_Loop *l = (fj_Loop *)self;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), ncarried = PyTuple_GET_SIZE(l->carried);
-    if ((kwnames && PyTuple_GET_SIZE(kwnames)) || nargs != 3 + l->nstate + l->nlifted) {
-        PyErr_Format(PyExc_TypeError, "framejit loop takes %zd positional arguments", 3 + l->nstate + l->nlifted);
+    Py_ssize_t want = 3 + l->nstate + l->nlifted + l->whilemode;
+    if ((kwnames && PyTuple_GET_SIZE(kwnames)) || nargs != want) {
+        PyErr_Format(PyExc_TypeError, "framejit loop takes %zd positional arguments", want);
         return NULL;
     }
     PyObject *start = args[0], *stop = args[1], *step = args[2];
@@ -91,23 +119,46 @@ static PyObject *loop_vectorcall(PyObject *self, PyObject *const *args, size_t n
     if (up < 0)
         goto done;
     i = Py_NewRef(start);
-    for (;;) {
+    if (l->whilemode) {
+        int t = PyObject_IsTrue(args[nargs - 1]);
+        if (t < 0)
+            goto done;
+        if (t == l->neg0)
+            goto finish; /* the test's first value: no iteration */
+    }
+    for (Py_ssize_t count = 1;; count++) {
         int more = PyObject_RichCompareBool(i, stop, up ? Py_LT : Py_GT);
         if (more < 0)
             goto done;
         if (!more)
             break;
+        /* a long loop can be interrupted (Ctrl-C), as CPython's would */
+        if ((count & 4095) == 0 && PyErr_CheckSignals() < 0)
+            goto done;
         in[0] = i;
         for (Py_ssize_t k = 0; k < ncarried; k++)
             in[1 + k] = PyTuple_GET_ITEM(state, l->slot[k]);
         PyObject *out = fj_graph_run(l->body, in, nin);
         if (out == NULL)
             goto done;
-        Py_SETREF(state, out);
+        if (l->whilemode) {
+            /* the state, then the test's value */
+            int t = PyObject_IsTrue(PyTuple_GET_ITEM(out, l->nstate));
+            PyObject *st = t >= 0 ? PyTuple_GetSlice(out, 0, l->nstate) : NULL;
+            Py_DECREF(out);
+            if (st == NULL)
+                goto done;
+            Py_SETREF(state, st);
+            if (t == l->negs)
+                break;
+        }
+        else
+            Py_SETREF(state, out);
         Py_SETREF(i, next_index(i, step));
         if (i == NULL)
             goto done;
     }
+finish:
     result = Py_NewRef(state);
 done:
     Py_XDECREF(i);

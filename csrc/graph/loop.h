@@ -28,6 +28,17 @@
 ** None).  New reference, NULL on error.
 */
 PyObject *fj_loop_new(PyObject *body, PyObject *carried, Py_ssize_t nstate, Py_ssize_t nlifted);
+/*
+** A captured while loop (trace_loops.c): as fj_loop_new, called with one more
+** argument, the loop test's first value; the body has one more output, the
+** test's value after the iteration.  It runs no iteration when the first
+** value's truth is neg0, and stops after the iteration whose test's truth is
+** negs (range(start, stop) only counts iterations: stop is out of reach).
+*/
+PyObject *fj_loop_new_while(PyObject *body, PyObject *carried, Py_ssize_t nstate, Py_ssize_t nlifted, int neg0,
+                            int negs);
+/* 1 when 'o' is a while loop's fj_Loop (*neg0, *negs its tests' polarities), else 0. */
+int fj_loop_while(PyObject *o, int *neg0, int *negs);
 /* The body graph of an fj_Loop (borrowed), or NULL when 'o' is not one. */
 PyObject *fj_loop_body(PyObject *o);
 /* Adds the Loop type (framejit._C.Loop).  -1 on error. */

@@ -946,6 +946,8 @@ static void frame_free(fj_TFrame *fr)
     fr->nlocals = 0;
     Py_CLEAR(fr->kwnames);
     Py_CLEAR(fr->retval);
+    Py_CLEAR(fr->loop_stay);
+    Py_CLEAR(fr->while_seen);
     fj_bc_free(&fr->il);
 }
 
@@ -959,7 +961,7 @@ static int frame_setup(fj_TFrame *fr, fj_Tracer *tx, PyCodeObject *co)
     fr->locals = PyMem_Calloc(fr->nlocals ? fr->nlocals : 1, sizeof(PyObject *));
     fr->stack = PyMem_Calloc(fr->stack_cap, sizeof(PyObject *));
     fr->touched = PyMem_Calloc(fr->nlocals ? fr->nlocals : 1, 1);
-    fr->loop_head = fr->loop_end = -1;
+    fr->loop_head = fr->loop_end = fr->loop_test = -1;
     if (fr->locals == NULL || fr->stack == NULL || fr->touched == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -2085,10 +2087,13 @@ static int run_frame_at(fj_TFrame *fr, int first)
     fj_Tracer *tx = fr->tx;
     PyCodeObject *co = fr->code;
     int next = first;
+    /* a while loop's body starts at its head (a for loop's after its FOR_ITER) */
+    int at_head = fr->loop_head >= 0 && first == fr->loop_head;
     while (next < fr->il.n) {
         if (fr->loop_head >= 0) {
-            if (next == fr->loop_head)
+            if (next == fr->loop_head && !at_head)
                 return 2;
+            at_head = 0;
             if (next < fr->loop_head || next >= fr->loop_end)
                 return fj_unsupported("the loop's body leaves it (break)");
         }
@@ -2464,6 +2469,12 @@ static int run_frame_at(fj_TFrame *fr, int first)
         case FJ_PI_TO_BOOL:
         to_bool: {
             PyObject *v = POP();
+            if (((fj_Var *)v)->kind == FJ_VAR_NODE && next < fr->il.n && fr->il.v[next].p.op == FJ_PI_POP_JUMP_IF) {
+                /* a test's value, which the jump takes the truth of (3.13 converts first):
+                   kept, so a while loop's test on data is captured (fj_trace_capture_while) */
+                PUSH(v);
+                break;
+            }
             int t = fj_trace_truth(fr, v);
             Py_DECREF(v);
             if (t < 0)
@@ -2807,6 +2818,24 @@ static int run_frame_at(fj_TFrame *fr, int first)
             int none = arg == FJ_IF_NONE || arg == FJ_IF_NOT_NONE;
             int want = arg == FJ_IF_TRUE || arg == FJ_IF_NONE;
             PyObject *v = POP();
+            if (fr->loop_head >= 0 && i == fr->loop_test) {
+                /* a captured while loop's bottom test: the iteration's end, its value
+                   the loop's "go on" */
+                Py_XSETREF(fr->loop_stay, v);
+                return 2;
+            }
+            if (!none) {
+                int wexit = -1, wr = fj_trace_capture_while(fr, i, v, &wexit);
+                if (wr < 0) {
+                    Py_DECREF(v);
+                    goto error;
+                }
+                if (wr == 1) {
+                    Py_DECREF(v);
+                    JUMPTO(wexit);
+                    break;
+                }
+            }
             int t = none ? var_is_none(v) : fj_trace_truth(fr, v);
             Py_DECREF(v);
             if (t < 0)

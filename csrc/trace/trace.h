@@ -162,6 +162,10 @@ int fj_trace_run_body(struct fj_TFrame *fr, int start);
 ** with the loop unrolled or peeled).
 */
 int fj_trace_capture_loop(struct fj_TFrame *fr, int head);
+/* At conditional jump 'j' whose popped value is 'cond' (borrowed): when it is a
+   while loop's test (top or bottom) and the loop is captured (trace_loops.c),
+   1 with *exit the instruction the trace goes on at; 0 when not; -1 on error. */
+int fj_trace_capture_while(struct fj_TFrame *fr, int j, PyObject *cond, int *exit);
 /* The FJ_VAR_RANGE at the top of fr's stack, not captured: replaced there by
    an iterator over the range of its bounds' values (symbolic ints pinned);
    Unsupported when a bound changes with an enclosing loop.  0 or -1. */
@@ -516,6 +520,11 @@ struct fj_TFrame {
     unsigned char *touched; /* owned: per local, stored or deleted by the trace */
     int loop_head, loop_end;/* a captured loop's body runs here: a jump to loop_head ends the
                                iteration, one outside [loop_head, loop_end) is refused; -1 if none */
+    int loop_test;          /* a captured while loop's bottom test (-1 if none): it ends the
+                               iteration, its value kept in loop_stay (strong) */
+    PyObject *loop_stay;
+    PyObject *while_seen;   /* strong dict or NULL: while loops' test arrivals with a constant
+                               value in this trace, by body start (trace_loops.c) */
     PyObject *retval;       /* strong: the value returned */
 };
 

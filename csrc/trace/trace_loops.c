@@ -63,6 +63,8 @@ void fj_loop_note_store(fj_TFrame *fr, int i)
    with this bit (the same loop with constant bounds, unrolled in an
    enclosing loop's first iteration, keeps the plain one). */
 #define FJ_SYMBOLIC_HEAD (1 << 30)
+/* A while loop's policy key: 'head' (its body's first instruction) with this bit. */
+#define FJ_WHILE_HEAD (1 << 29)
 
 /* The loop's policy key: (id(code), head).  New reference. */
 static PyObject *policy_key(fj_TFrame *fr, int head)
@@ -97,6 +99,11 @@ static int retry(fj_TFrame *fr, int head, long peel, const char *why)
     Py_DECREF(key);
     Py_DECREF(val);
     tx->loop_retry = 1;
+    if (head & FJ_WHILE_HEAD)
+        return fj_unsupported("while loop at %U:%d not captured (%s): %s", fr->code->co_filename,
+                              fr->il.v[head & ~FJ_WHILE_HEAD].line, why,
+                              peel < 0 ? "it is unrolled, or runs in CPython where its test is data"
+                                       : "traced again with its first iteration unrolled");
     if (head & FJ_SYMBOLIC_HEAD)
         return fj_unsupported("loop at %U:%d over range() with bounds that are graph values not captured "
                               "(%s): its bounds are made constants where they can be (guarded), else it "
@@ -368,26 +375,52 @@ static PyObject *init_value(PyObject *enclosing, PyObject *v)
     return Py_NewRef(Py_None); /* not carried: the body sets it before any read */
 }
 
+/* A while loop being captured (fj_trace_capture_while): its body's first
+   instruction L, its exit T, its bottom test's instruction, whether the trace
+   arrived at its top test, the test's first value and the tests' polarities
+   (the loop goes on while a test's truth is not neg). */
+typedef struct {
+    int L, T, test, at_top, neg0, negs, maybe_zero;
+    PyObject *c0;
+} WhileInfo;
+
+static int capture(fj_TFrame *fr, int head, const WhileInfo *w);
+
 int fj_trace_capture_loop(fj_TFrame *fr, int head)
 {
+    return capture(fr, head, NULL);
+}
+
+static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
+{
     fj_Tracer *tx = fr->tx;
-    fj_Var *it = (fj_Var *)fr->stack[fr->sp - 1];
+    fj_Var *it = w ? NULL : (fj_Var *)fr->stack[fr->sp - 1];
     Capture c;
     fj_LoopCtx ctx;
     Py_ssize_t left;
     int r = 0, sp0 = fr->sp, nl = fr->nlocals, pushed = 0;
-    int prev_head = fr->loop_head, prev_end = fr->loop_end;
-    PyObject *prev_body = tx->body;
+    int prev_head = fr->loop_head, prev_end = fr->loop_end, prev_test = fr->loop_test;
+    PyObject *prev_body = tx->body, *stay = NULL;
     memset(&c, 0, sizeof c);
     memset(&ctx, 0, sizeof ctx);
 
-    if (!tx->capture_loops || tx->loop_policy == NULL || fr->il.v[head].target <= head)
+    if (!tx->capture_loops || tx->loop_policy == NULL || (w == NULL && fr->il.v[head].target <= head))
         return 0;
     /* a range whose bounds are graph values (FJ_VAR_RANGE): its length is not
        known, so the loop is captured or not traced at all (never unrolled) */
-    int symbolic = it->kind == FJ_VAR_RANGE;
+    int symbolic = it != NULL && it->kind == FJ_VAR_RANGE;
     PyObject *enclosing = tx->body ? tx->body : tx->graph;
-    if (symbolic) {
+    if (w != NULL) {
+        /* a while loop: its iterations counted from 0 (the count is no value of the
+           program's), stop out of reach */
+        c.start = PyLong_FromLong(0);
+        c.stop = PyLong_FromLongLong((1LL << 62) - 1);
+        c.step = PyLong_FromLong(1);
+        if (c.start == NULL || c.stop == NULL || c.step == NULL)
+            goto error;
+        left = -1;
+    }
+    else if (symbolic) {
         for (int k = 0; k < 3; k++) {
             PyObject **dst = k == 0 ? &c.start : k == 1 ? &c.stop : &c.step;
             if ((*dst = init_value(enclosing, PyTuple_GET_ITEM(it->extra, k))) == NULL)
@@ -401,13 +434,15 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
         if (left <= tx->loop_unroll_limit)
             goto done;
     }
-    int phead = symbolic ? head | FJ_SYMBOLIC_HEAD : head;
+    int phead = symbolic ? head | FJ_SYMBOLIC_HEAD : w ? head | FJ_WHILE_HEAD : head;
     long peel = policy_peel(tx, fr, phead);
     if (peel == -2)
         goto error;
     /* unroll (this iteration); a symbolic range: not traced (a peel asked by the
-       same loop with constant bounds, unrolled elsewhere, is its own) */
-    if (peel < 0 || (!symbolic && it->pos < peel))
+       same loop with constant bounds, unrolled elsewhere, is its own); a while
+       loop peeled: its first iteration runs unrolled, the capture is at its
+       bottom test */
+    if (peel < 0 || (it != NULL && !symbolic && it->pos < peel) || (w != NULL && peel > 0 && w->at_top))
         goto done;
 
     if (fj_trace_effects_pending(tx)) {
@@ -417,7 +452,7 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
         r = retry(fr, phead, -1, "side effects come before it, and an error in the loop would lose them");
         goto done;
     }
-    int end = fr->il.v[head].target;
+    int end = w ? w->T : fr->il.v[head].target;
     c.flags = PyMem_Calloc((size_t)(nl ? nl : 1), 3);
     c.slot_of = PyMem_Calloc((size_t)(nl ? nl : 1), sizeof(int));
     c.ph_of = PyMem_Calloc((size_t)(nl ? nl : 1), sizeof(fj_Node *));
@@ -432,7 +467,7 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
     ctx.written = c.flags;
     ctx.stored = c.flags + nl;
     ctx.read_first = c.flags + 2 * nl;
-    const char *why = scan_body(fr, head, end, ctx.written);
+    const char *why = scan_body(fr, w ? w->L - 1 : head, end, ctx.written);
     if (why != NULL) {
         r = retry(fr, phead, -1, why);
         goto done;
@@ -493,7 +528,7 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
     fj_Var *iv = fj_var_node((PyObject *)iph);
     if (iv == NULL)
         goto error;
-    if (it->kind == FJ_VAR_ITER && it->extra2 != NULL) {
+    if (it != NULL && it->kind == FJ_VAR_ITER && it->extra2 != NULL) {
         /* np.ndindex / np.ndenumerate: the index tuple from the flat index (and the
            element it reads), computed in the body */
         tx->body = c.body;
@@ -511,18 +546,25 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
         }
         iv = (fj_Var *)item;
     }
-    fr->stack[fr->sp++] = (PyObject *)iv;
+    if (w != NULL)
+        Py_DECREF(iv); /* a while loop's count: no value of the program's */
+    else
+        fr->stack[fr->sp++] = (PyObject *)iv;
     ctx.outer = tx->loop;
     ctx.made0 = tx->made ? PyList_GET_SIZE(tx->made) : 0;
     tx->loop = &ctx;
     tx->body = c.body;
-    fr->loop_head = head;
+    fr->loop_head = w ? w->L : head;
     fr->loop_end = end;
+    fr->loop_test = w ? w->test : -1;
     pushed = 1;
     int retry_before = tx->loop_retry;
-    int rb = fj_trace_run_body(fr, head + 1);
+    int rb = fj_trace_run_body(fr, w ? w->L : head + 1);
     fr->loop_head = prev_head;
     fr->loop_end = prev_end;
+    fr->loop_test = prev_test;
+    stay = fr->loop_stay; /* (a while loop's test's value, when its bottom test ended the body) */
+    fr->loop_stay = NULL;
     tx->loop = ctx.outer;
     tx->body = prev_body;
     pushed = 0;
@@ -539,6 +581,10 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
     }
     if (fr->sp != sp0) {
         r = retry(fr, phead, -1, "the body leaves values on the stack");
+        goto done;
+    }
+    if (w != NULL && stay == NULL) {
+        r = retry(fr, phead, -1, "the body goes back to the loop's start without its test (continue)");
         goto done;
     }
     if (PyList_GET_SIZE(tx->effects) != neffects || PyList_GET_SIZE(tx->mutated) != nmutated ||
@@ -573,7 +619,8 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
         r = retry(fr, phead, -1, "a value the body computes is kept in a container or an object");
         goto done;
     }
-    if (!symbolic && left * fj_graph_num_calls(c.body) <= FJ_LOOP_FUSE_BUDGET && computes_arrays(c.body)) {
+    if (!symbolic && w == NULL && left * fj_graph_num_calls(c.body) <= FJ_LOOP_FUSE_BUDGET &&
+        computes_arrays(c.body)) {
         /* few iterations of array operations: unrolled, the native backend fuses
            them across iterations into one pass over memory (a loop node would
            run each one through NumPy) */
@@ -582,8 +629,26 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
     }
     /* the state after one iteration: each written local's value, which must
        keep the kind, dtype and shape of a value the next iteration reads */
-    if ((c.outputs = PyTuple_New(nslots)) == NULL)
+    if ((c.outputs = PyTuple_New(nslots + (w ? 1 : 0))) == NULL)
         goto error;
+    if (w != NULL) {
+        /* the test's value after the iteration: the body's last output */
+        fj_Var *sv = (fj_Var *)stay;
+        PyObject *so = NULL;
+        if (sv->kind == FJ_VAR_NODE) {
+            fj_Node *o = fj_graph_lift(c.body, (fj_Node *)sv->obj);
+            if (o == NULL)
+                goto error;
+            so = Py_NewRef((PyObject *)o);
+        }
+        else if (sv->kind == FJ_VAR_CONST)
+            so = Py_NewRef(sv->obj);
+        else {
+            r = retry(fr, phead, -1, "the loop's test is neither an array nor a number");
+            goto done;
+        }
+        PyTuple_SET_ITEM(c.outputs, nslots, so);
+    }
     for (int k = 0; k < nl; k++) {
         if (c.slot_of[k] < 0)
             continue;
@@ -635,13 +700,14 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
             if (!same) {
                 /* s = 0; s += a[i]: an int before the loop, a NumPy scalar after
                    one iteration; unrolled once, the loop carries the same kind */
-                r = retry(fr, phead, !symbolic && peel < 2 ? peel + 1 : -1,
+                r = retry(fr, phead, w ? (peel < 1 ? 1 : -1) : !symbolic && peel < 2 ? peel + 1 : -1,
                           "a value the body carries changes its type, dtype or shape");
                 goto done;
             }
         }
     }
-    if (symbolic) {
+    int maybe_zero = symbolic || (w != NULL && w->maybe_zero);
+    if (maybe_zero) {
         /* a local the body sets that is unbound before the loop is unbound after it
            when the loop runs no iteration: the trace leaves it unbound, which is
            exact only when no path after the loop reads it */
@@ -673,13 +739,21 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
         goto error;
     fj_graph_detach(c.body);
     PyObject *carried_t = PyList_AsTuple(c.carried);
-    c.runner = carried_t ? fj_loop_new(c.body, carried_t, nslots, PyList_GET_SIZE(c.lifted)) : NULL;
+    c.runner = carried_t == NULL ? NULL
+               : w ? fj_loop_new_while(c.body, carried_t, nslots, PyList_GET_SIZE(c.lifted), w->neg0, w->negs)
+                   : fj_loop_new(c.body, carried_t, nslots, PyList_GET_SIZE(c.lifted));
     Py_XDECREF(carried_t);
     if (c.runner == NULL)
         goto error;
-    Py_ssize_t nargs = 3 + nslots + PyList_GET_SIZE(c.lifted);
+    Py_ssize_t nargs = 3 + nslots + PyList_GET_SIZE(c.lifted) + (w ? 1 : 0);
     if ((c.args = PyTuple_New(nargs)) == NULL)
         goto error;
+    if (w != NULL) { /* the test's first value */
+        PyObject *c0 = init_value(enclosing, w->c0);
+        if (c0 == NULL)
+            goto error;
+        PyTuple_SET_ITEM(c.args, nargs - 1, c0);
+    }
     PyTuple_SET_ITEM(c.args, 0, Py_NewRef(c.start));
     PyTuple_SET_ITEM(c.args, 1, Py_NewRef(c.stop));
     PyTuple_SET_ITEM(c.args, 2, Py_NewRef(c.step));
@@ -713,7 +787,7 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
             continue;
         PyObject *out = PyTuple_GET_ITEM(c.outputs, c.slot_of[k]);
         PyObject *nv;
-        if (c.drop[k] || (symbolic && PyList_GET_ITEM(c.saved, k) == Py_None)) {
+        if (c.drop[k] || (maybe_zero && PyList_GET_ITEM(c.saved, k) == Py_None)) {
             /* unbound before a loop that may run no iteration: unbound after it
                as far as the trace knows (a read is a break) */
             Py_CLEAR(fr->locals[k]);
@@ -751,7 +825,7 @@ int fj_trace_capture_loop(fj_TFrame *fr, int head)
     Py_DECREF(stem);
     Py_DECREF(item_label);
     /* the iterator is exhausted: FOR_ITER takes the loop's exit */
-    if (symbolic) {
+    if (symbolic || w != NULL) {
         /* (FOR_ITER pops it) */
     } else if (it->obj != NULL && PyRange_Check(it->obj)) {
         Py_ssize_t len = PyObject_Length(it->obj);
@@ -769,9 +843,11 @@ done:
     if (pushed) {
         fr->loop_head = prev_head;
         fr->loop_end = prev_end;
+        fr->loop_test = prev_test;
         tx->loop = ctx.outer;
         tx->body = prev_body;
     }
+    Py_XDECREF(stay);
     capture_clear(&c);
     return r;
 }
@@ -798,4 +874,123 @@ int fj_trace_range_pin(fj_TFrame *fr)
         return -1;
     Py_SETREF(fr->stack[fr->sp - 1], it); /* the range itself stays what it was */
     return 0;
+}
+
+/*
+** While loops.  CPython 3.11 to 3.13 compile `while test: body` as
+**     test; jump-if-not L_exit;  L: body; test; jump-if L (3.11: one backward
+**     conditional jump) | jump-if-not L_exit; JUMP_BACKWARD L (3.12+);  L_exit:
+** so the loop is the body from L to its bottom test, which decides whether it
+** goes on.  A conditional jump is a while loop's test when it is the top test
+** (the next instruction is L, and the instruction before its target jumps back
+** to L, after one bottom test) or the bottom test itself (3.12+: followed by the
+** JUMP_BACKWARD, its target right after; 3.11: the backward jump).  `while
+** True: ... if t: break` at the body's end has the same shape.  The loop node
+** runs `if test0: do body while test` (loop.c, fj_loop_new_while).
+**
+** The capture happens where the test's value is a graph value (data: it would
+** be a break otherwise), or after the body ran unrolled loop_unroll_limit
+** times with constant tests (a long loop over Python numbers).  Compound tests
+** (`while a and b`) have more than one exit jump: the first is traced as a
+** branch (a break on data), so they are captured only where the parts before
+** the last are constants.
+*/
+static int while_shape(fj_TFrame *fr, int j, WhileInfo *w)
+{
+    fj_InstrList *il = &fr->il;
+    fj_Instr *in = &il->v[j];
+    if (in->p.op != FJ_PI_POP_JUMP_IF || (in->p.a != FJ_IF_TRUE && in->p.a != FJ_IF_FALSE))
+        return 0;
+    int t = in->target;
+    memset(w, 0, sizeof *w);
+    if (t <= j) {
+        /* 3.11's bottom test: jump back to L while the test holds (or fails) */
+        w->L = t;
+        w->T = j + 1;
+        w->test = j;
+        w->at_top = 0;
+    }
+    else if (j + 2 == t && j + 1 < il->n && il->v[j + 1].p.op == FJ_PI_JUMP && il->v[j + 1].target <= j) {
+        /* 3.12+: the bottom test, then the jump back */
+        w->L = il->v[j + 1].target;
+        w->T = t;
+        w->test = j;
+        w->at_top = 0;
+    }
+    else {
+        /* a top test: the body follows; its end jumps back to it */
+        if (t - 1 <= j + 1 || t > il->n)
+            return 0;
+        fj_Instr *back = &il->v[t - 1];
+        w->L = j + 1;
+        w->T = t;
+        w->at_top = 1;
+        if (back->p.op == FJ_PI_JUMP && back->target == w->L && t - 2 > j &&
+            il->v[t - 2].p.op == FJ_PI_POP_JUMP_IF && il->v[t - 2].target == t)
+            w->test = t - 2;
+        else if (back->p.op == FJ_PI_POP_JUMP_IF && back->target == w->L)
+            w->test = t - 1;
+        else
+            return 0;
+        if (il->v[w->test].p.a != FJ_IF_TRUE && il->v[w->test].p.a != FJ_IF_FALSE)
+            return 0;
+    }
+    if (w->L < 1 || w->L >= il->n || w->T > il->n || w->L > w->test || il->v[w->L].p.op == FJ_PI_FOR_ITER)
+        return 0;
+    /* the top test right before the body, leaving to the same exit (a jump back
+       from `if t: continue` is no loop's end) */
+    fj_Instr *top = &il->v[w->L - 1];
+    if (top->p.op != FJ_PI_POP_JUMP_IF || top->target != w->T || (top->p.a != FJ_IF_TRUE && top->p.a != FJ_IF_FALSE))
+        return 0;
+    /* polarities: a jump to the exit leaves when its test's truth is the jump's;
+       a jump back goes on when it is */
+    fj_Instr *b = &il->v[w->test];
+    w->negs = b->target == w->T ? b->p.a == FJ_IF_TRUE : b->p.a != FJ_IF_TRUE;
+    w->neg0 = in->target == w->T ? in->p.a == FJ_IF_TRUE : in->p.a != FJ_IF_TRUE;
+    return 1;
+}
+
+int fj_trace_capture_while(fj_TFrame *fr, int j, PyObject *cond, int *exit)
+{
+    fj_Tracer *tx = fr->tx;
+    WhileInfo w;
+    if (!tx->capture_loops || tx->loop_policy == NULL || !while_shape(fr, j, &w))
+        return 0;
+    /* inside a captured loop's body: only a loop strictly inside it */
+    if (fr->loop_head >= 0 && (w.L <= fr->loop_head || w.T > fr->loop_end))
+        return 0;
+    fj_Var *cv = (fj_Var *)cond;
+    int is_const = cv->kind == FJ_VAR_CONST;
+    if (is_const) {
+        /* a constant test: the loop unrolls while it is short; its test at the
+           bottom, after loop_unroll_limit iterations, captures the rest */
+        int t = PyObject_IsTrue(cv->obj);
+        if (t < 0) {
+            PyErr_Clear();
+            return 0;
+        }
+        if (t == w.neg0 || w.at_top)
+            return 0;
+        if (fr->while_seen == NULL && (fr->while_seen = PyDict_New()) == NULL)
+            return -1;
+        PyObject *key = PyLong_FromLong(w.L);
+        PyObject *seen = key ? PyDict_GetItemWithError(fr->while_seen, key) : NULL;
+        long n = seen ? PyLong_AsLong(seen) + 1 : 1;
+        PyObject *nv = key && !PyErr_Occurred() ? PyLong_FromLong(n) : NULL;
+        int bad = nv == NULL || PyDict_SetItem(fr->while_seen, key, nv) < 0;
+        Py_XDECREF(key);
+        Py_XDECREF(nv);
+        if (bad)
+            return -1;
+        if (n < tx->loop_unroll_limit)
+            return 0;
+    }
+    else if (cv->kind != FJ_VAR_NODE)
+        return 0;
+    w.c0 = cond;
+    w.maybe_zero = !is_const;
+    int r = capture(fr, w.L, &w);
+    if (r == 1)
+        *exit = w.T;
+    return r;
 }

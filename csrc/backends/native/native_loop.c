@@ -347,7 +347,8 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
     int r = 0;
     char pfx[32];
     memset(&in, 0, sizeof in);
-    if (body == NULL || outs == NULL || carried == NULL || e->depth > 6)
+    /* (a while loop inside a captured loop: not compiled, the enclosing loop runs eagerly) */
+    if (body == NULL || outs == NULL || carried == NULL || e->depth > 6 || fj_loop_while(n->target, NULL, NULL))
         goto out;
     Py_ssize_t nph = fj_graph_nplaceholders(body), nstate = PyTuple_GET_SIZE(outs);
     Py_ssize_t ncarried = PyTuple_GET_SIZE(carried), na = PyTuple_GET_SIZE(n->args);
@@ -1378,7 +1379,21 @@ int fjn_loop_plan(fj_Node *n, Py_ssize_t index, fjn_LoopPlan *lp)
     memset(lp, 0, sizeof *lp);
     lp->node = index;
     lp->nph = (int)nph;
-    lp->nstate = ok ? (int)PyTuple_GET_SIZE(outs) : 0;
+    lp->whilemode = fj_loop_while(n->target, &lp->wneg0, &lp->wnegs);
+    lp->nstate = ok ? (int)PyTuple_GET_SIZE(outs) - lp->whilemode : 0;
+    if (ok && lp->whilemode) {
+        /* the test's value: a scalar of the body (or a constant) */
+        PyObject *so = PyTuple_GET_ITEM(outs, lp->nstate);
+        if (!fj_Node_Check(so))
+            lp->stay_src = FJL_CONST;
+        else {
+            fj_Node *sn = (fj_Node *)so;
+            VClass sc = node_class(sn);
+            if (sc.kind == 0 || sc.kind == FJL_ARRAY)
+                ok = 0;
+            lp->stay_src = sn->kind == FJ_NODE_PLACEHOLDER ? (int)sn->index : -1 - (int)sn->index;
+        }
+    }
     /* the fj_Loop's layout: placeholder 0 the index, then the carried slots */
     PyObject *carried = ok ? PyObject_GetAttrString(n->target, "carried") : NULL;
     if (ok && carried == NULL) {
@@ -1655,6 +1670,29 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         Py_SETREF(bodyl, without_tag(bodyl, 0, PyList_GET_SIZE(bodyl), "FJL_KEEP("));
     PyObject *btext = sep && bodyl ? PyUnicode_Join(sep, bodyl) : NULL;
     PyObject *ttext = sep && taill ? PyUnicode_Join(sep, taill) : NULL;
+    /* a while loop: after an iteration, its test; the loop ends after the iteration
+       whose test's truth is wnegs (in the step-1 version i counts alone) */
+    PyObject *wx = NULL, *wx1 = PyUnicode_FromString(""), *wxg = PyUnicode_FromString("");
+    if (lp->whilemode && wx1 != NULL && wxg != NULL) {
+        if (lp->stay_src == FJL_CONST) {
+            PyObject *so = PyTuple_GET_ITEM(fj_graph_outputs(fj_loop_body(n->target)), lp->nstate);
+            int t = PyObject_IsTrue(so);
+            wx = t < 0 ? NULL : PyUnicode_FromString(t ? "1" : "0");
+        }
+        else if (lp->stay_src >= 0)
+            wx = e.expr[lp->stay_src] ? PyUnicode_FromFormat("(%U)", e.expr[lp->stay_src]) : NULL;
+        else
+            wx = PyUnicode_FromFormat("(n%d)", -1 - lp->stay_src);
+        if (wx != NULL) {
+            Py_SETREF(wx1, PyUnicode_FromFormat("        if ((%U != 0) == %d) { wexit_ = 1; i += step; break; }\n", wx,
+                                                lp->wnegs));
+            Py_SETREF(wxg, PyUnicode_FromFormat("        if ((%U != 0) == %d) { wexit_ = 1; ran++; i += step; break; }\n",
+                                                wx, lp->wnegs));
+        }
+        else
+            Py_CLEAR(wx1);
+    }
+    Py_XDECREF(wx);
     PyObject *dtext = sep ? PyUnicode_Join(sep, decl) : NULL;
     PyObject *wtext = sep ? PyUnicode_Join(sep, back) : NULL;
     PyObject *stext = sep ? PyUnicode_Join(sep, save) : NULL;
@@ -1747,7 +1785,7 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
     /* a level without inner loops: its version without checks once more for a step
        of 1 (a unit stride the compiler can vectorize) */
     char *step1 = NULL;
-    if (e.leaf && ufast != NULL && ttext != NULL) {
+    if (e.leaf && ufast != NULL && ttext != NULL && wx1 != NULL) {
         /* the forwarded store's registers loaded from memory (forward_analysis) */
         PyObject *pre = PyUnicode_FromString(""), *on = PyUnicode_FromString("fwon_"), *one = PyUnicode_FromString("1");
         for (int k = 1; pre != NULL && e.fw_store >= 0 && k <= e.fw_pre; k++) {
@@ -1757,8 +1795,8 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         }
         PyObject *uf1 = on != NULL && one != NULL ? PyUnicode_Replace(ufast, on, one, -1) : NULL;
         PyObject *t = pre != NULL && uf1 != NULL
-                          ? PyUnicode_FromFormat("        if (step == 1) {\n%U        for (long long ie_ = i + (bc_ - ran); i < ie_; i++) {\n%U\n%U\n"
-                                                 "        }\n        ran = (int)(i - bi);\n        }\n", pre, uf1, ttext)
+                          ? PyUnicode_FromFormat("        if (step == 1) {\n%U        for (long long ie_ = i + (bc_ - ran); i < ie_; i++) {\n%U\n%U\n%U"
+                                                 "        }\n        ran = (int)(i - bi);\n        }\n", pre, uf1, ttext, wx1)
                           : NULL;
         Py_XDECREF(pre);
         Py_XDECREF(on);
@@ -1775,7 +1813,14 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
                 PyErr_NoMemory();
         }
     }
-    PyObject *fn = btext && ttext && fast && ufast && upre && stext && rtext && dtext && wtext && reset && sdecl ? PyUnicode_FromFormat(
+    /* a while loop's chunk ended without its test ending it: the state written
+       back, status 3 (fjn_loop_run calls again from i) */
+    PyObject *wchunk = wtext == NULL ? NULL
+                       : lp->whilemode ? PyUnicode_FromFormat("    free(lg.u);\n    free(lg.ar);\n    if (done_any) {\n%U\n"
+                                                              "    }\n    *stopped = i;\n    return 3;\n", wtext)
+                                       : PyUnicode_FromString("");
+    PyObject *fn = btext && ttext && fast && ufast && upre && stext && rtext && dtext && wtext && reset && sdecl &&
+                   wx1 && wxg && wchunk ? PyUnicode_FromFormat(
         "\n#ifndef FJL_V\n#define FJL_V\n"
         "typedef union { double d; float f; long long i; struct { char *data; long long shape[2]; "
         "long long strides[2]; } a; } fjl_v;\n"
@@ -1825,7 +1870,7 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         "int fj_l%d(long long start, long long stop, long long step, fjl_v *v, fjl_v *outs, int ignore, "
         "long long *stopped)\n{\n"
         "    fjl_log lg = {malloc(sizeof(fjl_undo) * (size_t)%lld), 0, %lld, NULL, 0, 0};\n"
-        "    int done_any = 0, ovf_ = 0;\n"
+        "    int done_any = 0, ovf_ = 0, wexit_ = 0;\n"
         "    long long i = start;\n"
         "%U\n%U"
         "    if (lg.u == NULL) { *stopped = start; return 2; }\n"
@@ -1839,27 +1884,30 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         "        if (hs_) {\n"
         "%U\n"
         "%s"
-        "        for (; ran < bc_%s; ran++, i += step) {\n"
-        "%U\n%U\n"
+        "        for (; ran < bc_%s && !wexit_; ran++, i += step) {\n"
+        "%U\n%U\n%U"
         "        }\n"
         "        } else {\n"
-        "        for (; ran < bc_%s; ran++, i += step) {\n"
-        "%U\n%U\n"
+        "        for (; ran < bc_%s && !wexit_; ran++, i += step) {\n"
+        "%U\n%U\n%U"
         "        }\n"
         "        }\n"
-        "        if (!ovf_ && (!%d || !(fj_fetest(FJ_FPE) & ~ignore))) { done_any |= ran > 0; continue; }\n"
+        "        if (!ovf_ && (!%d || !(fj_fetest(FJ_FPE) & ~ignore))) { done_any |= ran > 0; if (wexit_) goto wend_; continue; }\n"
         "    slow:\n"
         "        /* the block again, each iteration checked: its stores undone, its state back */\n"
         "        fjl_undo_all(&lg);\n"
         "%U\n"
         "        fj_feclear(FJ_FPE);\n"
+        "        wexit_ = 0;\n"
         "        for (i = bi, ran = 0; ran < %d && (step > 0 ? i < stop : i > stop); ran++, i += step) {\n"
         "        %U\n"
         "%U\n"
         "        if (ovf_ || (%d && (fj_fetest(FJ_FPE) & ~ignore))) goto stop;\n"
         "%U\n"
         "        done_any = 1;\n"
+        "%U"
         "        }\n"
+        "        if (wexit_) goto wend_;\n"
         "        continue;\n"
         "    stop:\n"
         "        fjl_undo_all(&lg);\n"
@@ -1870,15 +1918,20 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         "        if (done_any) {\n%U\n        }\n"
         "        return done_any ? 1 : 2;\n"
         "    }\n"
+        "%U"
+        "wend_:\n"
         "    free(lg.u);\n"
         "    free(lg.ar);\n"
         "    if (done_any) {\n%U\n    }\n"
         "    return 0;\n}\n",
         li, li, cap, cap, dtext, sdecl, blk, blk, reset, stext, upre, step1 ? step1 : "", e.leaf ? "" : " && lg.na < FJL_AMAX",
-        ufast, ttext, e.leaf ? "" : " && lg.na < FJL_AMAX", fast, ttext, npfloat && !noundo, rtext, blk, reset, btext,
-        npfloat && !noundo, ttext,
-        wtext, wtext) : NULL;
+        ufast, ttext, wxg, e.leaf ? "" : " && lg.na < FJL_AMAX", fast, ttext, wxg, npfloat && !noundo, rtext, blk, reset, btext,
+        npfloat && !noundo, ttext, wxg,
+        wtext, wchunk, wtext) : NULL;
     PyMem_Free(step1);
+    Py_XDECREF(wx1);
+    Py_XDECREF(wxg);
+    Py_XDECREF(wchunk);
     Py_XDECREF(upre);
     Py_XDECREF(reset);
     Py_XDECREF(sdecl);
@@ -2025,7 +2078,7 @@ static PyObject *arg_value(PyObject *a, PyObject **env)
 
 PyObject *fjn_loop_run(fjn_LoopPlan *lp, fj_Node *n, PyObject **env, Py_ssize_t *fallbacks)
 {
-    Py_ssize_t na = PyTuple_GET_SIZE(n->args), nlifted = na - 3 - lp->nstate;
+    Py_ssize_t na = PyTuple_GET_SIZE(n->args), nlifted = na - 3 - lp->nstate - lp->whilemode;
     fjl_v v[FJL_MAX_VALUES], outs[FJL_MAX_VALUES];
     PyObject *state = NULL, *result = NULL, *rest = NULL;
     long long start, stop, step, at = 0;
@@ -2046,7 +2099,15 @@ PyObject *fjn_loop_run(fjn_LoopPlan *lp, fj_Node *n, PyObject **env, Py_ssize_t 
         ok = unbox(&lp->ph[1 + lp->ncarried + m], arg_value(PyTuple_GET_ITEM(n->args, 3 + lp->nstate + m), env),
                    &v[1 + lp->ncarried + m]);
     int status = 2;
-    if (ok && (step > 0 ? start >= stop : start <= stop)) {
+    int wskip = 0;
+    if (ok && lp->whilemode) {
+        /* the test's first value: no iteration when its truth is wneg0 */
+        int t = PyObject_IsTrue(arg_value(PyTuple_GET_ITEM(n->args, na - 1), env));
+        if (t < 0)
+            return NULL;
+        wskip = t == lp->wneg0;
+    }
+    if (ok && (wskip || (step > 0 ? start >= stop : start <= stop))) {
         /* no iteration (a range whose bounds are graph values may be empty): the
            state is the arguments */
         PyObject *st = PyTuple_New(lp->nstate);
@@ -2055,9 +2116,34 @@ PyObject *fjn_loop_run(fjn_LoopPlan *lp, fj_Node *n, PyObject **env, Py_ssize_t 
         return st;
     }
     if (ok) {
-        int ignore = fjn_ignored_flags();
-        status = lp->fn(start, stop, step, v, outs, ignore, &at);
-        feclearexcept(FE_ALL_EXCEPT);
+        int ignore = fjn_ignored_flags(), chunks = 0;
+        /* a while loop runs in chunks of iterations, between which a signal (Ctrl-C)
+           is seen, as CPython would see it; a for loop in one call */
+        long long cstop = lp->whilemode ? (start + FJL_WCHUNK < stop ? start + FJL_WCHUNK : stop) : stop;
+        for (;;) {
+            status = lp->fn(start, cstop, step, v, outs, ignore, &at);
+            feclearexcept(FE_ALL_EXCEPT);
+            if (!(lp->whilemode && status == 3))
+                break;
+            chunks++;
+            if (PyErr_CheckSignals() < 0)
+                return NULL;
+            /* the next chunk from the state the last one left: its carried values */
+            PyObject *bouts = fj_graph_outputs(fj_loop_body(n->target));
+            for (int k = 0; ok && k < lp->ncarried; k++) {
+                int slot = lp->carried_slot[k];
+                if (lp->out_src[slot] == FJL_CONST)
+                    ok = unbox(&lp->ph[1 + k], PyTuple_GET_ITEM(bouts, slot), &v[1 + k]);
+                else if (lp->out[slot].kind != FJL_ARRAY)
+                    v[1 + k] = outs[slot];
+            }
+            if (!ok) /* (a constant that does not unbox: not compiled so) */
+                return PyErr_Occurred() ? NULL : (PyErr_SetString(PyExc_SystemError, "framejit while loop state"), NULL);
+            start = at;
+            cstop = start + FJL_WCHUNK < stop ? start + FJL_WCHUNK : stop;
+        }
+        if (status == 2 && chunks > 0)
+            status = 1; /* the chunks before did iterations: their state stands */
     }
     else
         at = 0;
@@ -2104,6 +2190,8 @@ PyObject *fjn_loop_run(fjn_LoopPlan *lp, fj_Node *n, PyObject **env, Py_ssize_t 
     }
     PyTuple_SET_ITEM(rest, 0, ok ? PyLong_FromLongLong(at) : Py_NewRef(arg_value(PyTuple_GET_ITEM(n->args, 0), env)));
     PyTuple_SET_ITEM(rest, 1, Py_NewRef(arg_value(PyTuple_GET_ITEM(n->args, 1), env)));
+    if (lp->whilemode) /* the iteration stopped at was to run: its test's value let it */
+        PyTuple_SET_ITEM(rest, na - 1, Py_NewRef(lp->wneg0 ? Py_False : Py_True));
     PyTuple_SET_ITEM(rest, 2, Py_NewRef(arg_value(PyTuple_GET_ITEM(n->args, 2), env)));
     for (int s = 0; s < lp->nstate; s++)
         PyTuple_SET_ITEM(rest, 3 + s, Py_NewRef(PyTuple_GET_ITEM(state, s)));

@@ -52,10 +52,18 @@ typedef struct {
     fjl_Slot out[FJL_MAX_VALUES];     /* each state slot's value after an iteration */
     int out_src[FJL_MAX_VALUES];      /* the body output of each slot: placeholder index,
                                          -1 - node index for a computed one, or FJL_CONST */
+    int whilemode;            /* a while loop (loop.h, fj_loop_new_while): the body's output after
+                                 the state is its test's value ('stay_src', as out_src); the node's
+                                 last argument the test's first value; it goes on while a test's
+                                 truth is not wneg0 / wnegs.  Its kernel runs a chunk of iterations
+                                 per call (status 3: the chunk ended, call again) */
+    int wneg0, wnegs, stay_src;
     fjl_fn fn;                /* filled by _load */
 } fjn_LoopPlan;
 
 #define FJL_CONST (-1000000)
+/* the iterations a while loop's kernel runs per call (fjn_loop_run): signals are seen between */
+#define FJL_WCHUNK (1LL << 22)
 
 /*
 ** Fills 'lp' for loop node 'n' when its body compiles: 1; 0 when it does
