@@ -1668,3 +1668,27 @@ def test_while_loop_native_runs_as_c_in_chunks():
     assert plans and all(p.fallbacks == 0 for p in plans)
     src = plans[0].source
     assert "wexit_ = 1" in src and "return 3;" in src
+
+
+def nd_zip(a):
+    s = 0.0
+    for idx, v in zip(np.ndindex(a.shape), a.ravel()):
+        s += v * (idx[0] + 1)
+    return s, list(zip(a.ravel(), np.ndindex(a.shape)))
+
+
+def nd_zip_partial(a):
+    it = np.ndindex(5, 6)
+    z = list(zip(it, range(3)))
+    n = 0
+    for q in it:
+        n += 1
+    return z, n
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_ndindex_in_zip(backend):
+    """zip() over np.ndindex lists its items, and advances it by as many (review:
+    it ran no iteration)."""
+    run_both(nd_zip, [(np.arange(6.0).reshape(2, 3),), (np.ones((0, 3)),)], backend)
+    run_both(nd_zip_partial, [(np.ones(2),)], backend)

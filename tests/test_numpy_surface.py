@@ -1013,3 +1013,24 @@ def test_nonzero_nd_one_graph_over_sizes():
         x = rng.standard_normal((n, 4))
         same(cf(x), _nz2(x))
     assert framejit.counters["stats"]["unique_graphs"] == 2 and not framejit.counters["graph_break"]
+
+
+def _mr_live_at_break(a, b):
+    r = np.linalg.eigh(a + a.T)
+    print("break")                          # r is a local at the break: NumPy's object after it
+    return r, r[0] * 2
+
+
+def _mr_plus_at_break(a, b):
+    r = np.linalg.svd(a)
+    t = r + (1,)
+    print("break")
+    return t[3], r.S, len(t), type(r).__name__
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_linalg_named_tuple_live_at_a_break(backend, capsys):
+    """A named tuple NumPy returned, live at a graph break (review): the break
+    code loads the call's own value, the same object its items came from."""
+    check_differential(_mr_live_at_break, _MR_ARGS[:2], backend=backend)
+    check_differential(_mr_plus_at_break, _MR_ARGS[:2], backend=backend)

@@ -340,6 +340,12 @@ class ProgGen:
             if r.random() < 0.2:
                 body += [f"{s} = {s} + {j}"]  # read after the loop: maybe unbound
         lines += [f"{ind}    {b}" for b in body]
+        if lines[3] == f"{ind}for {i} in range({max(lo, 1)}, {m}):" and r.random() < 0.25:
+            # the same loop as a while loop: a test on Python ints (captured after the
+            # unroll limit) or on data (captured at its first test), always ending
+            test = r.choice((f"{i} < {m}", f"{i} < {m} - ({v}[0] > 1e300)", f"not ({i} >= {m} + ({s} > 1e300))"))
+            lines[3:4] = [f"{ind}{i} = {max(lo, 1)}", f"{ind}while {test}:"]
+            lines.append(f"{ind}    {i} = {i} + 1")
         env[v] = "arr"
         env[s] = "sc"
         env[k] = "num"

@@ -1132,6 +1132,8 @@ static int emit_value(CodegenCtx *cg, PyObject *v)
     int made = ((vv->kind == FJ_VAR_LIST || vv->kind == FJ_VAR_DICT || vv->kind == FJ_VAR_TUPLE) &&
                 vv->source == NULL) ||
                vv->kind == FJ_VAR_FUNC;
+    if (vv->kind == FJ_VAR_TUPLE && vv->extra != NULL && fj_Node_Check(vv->extra))
+        made = 0; /* a named tuple NumPy returned: the call's own value (emit_rebuild) */
     if (!made)
         return emit_rebuild(cg, v);
     PyObject *key = PyLong_FromVoidPtr(v);
@@ -1236,6 +1238,9 @@ static int drop_temporaries(CodegenCtx *cg, int base, int have_outputs)
             if (src->kind == FJ_SRC_LOCAL && PySet_Add(keep_saved, src->key) < 0)
                 goto done;
         if (vv->kind == FJ_VAR_NODE && PySet_Add(needed_out, vv->obj) < 0)
+            goto done;
+        if (vv->kind == FJ_VAR_TUPLE && vv->extra != NULL && fj_Node_Check(vv->extra) &&
+            PySet_Add(needed_out, vv->extra) < 0) /* a named tuple: its call's output */
             goto done;
     }
     /* the entry values of reassigned arguments */

@@ -1447,6 +1447,13 @@ PyObject *fj_trace_make_iter(fj_TFrame *fr, PyObject *vo)
     return make_iter(fr, vo);
 }
 
+static int iter_fill(fj_Var *it);
+
+int fj_trace_iter_list(fj_Var *it)
+{
+    return iter_fill(it);
+}
+
 int fj_trace_iter_step(fj_Var *it)
 {
     if (it->extra == NULL)

@@ -494,6 +494,9 @@ PyObject *fj_trace_multi_field(fj_Var *t, PyObject *name);
 /* np.ndindex / np.ndenumerate iterators (trace.c): the item of flat index Var
    'kv'; and the call of np.ndindex / np.ndenumerate ('handled' as above). */
 PyObject *fj_trace_nd_item(fj_TFrame *fr, fj_Var *it, PyObject *kv);
+/* A lazy iterator Var (over a range, np.ndindex's) made a plain one, its items
+   from its position on listed.  0 or -1. */
+int fj_trace_iter_list(fj_Var *it);
 PyObject *fj_trace_nd_call(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n, PyObject *kwnames,
                            int *handled);
 

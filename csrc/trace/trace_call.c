@@ -693,7 +693,8 @@ static PyObject *zip_iter(fj_TFrame *fr, PyObject *const *args, Py_ssize_t n)
                     fj_unsupported("zip() over a range of %zd items", len);
                 goto done;
             }
-            Py_SETREF(it, fj_trace_make_iter(fr, it)); /* an iterator made again: its items listed */
+            if (fj_trace_iter_list(VAR(it)) < 0) /* its items listed (np.ndindex's too) */
+                Py_CLEAR(it);
         }
         int bad = it == NULL || PyList_Append(its, it) < 0;
         Py_XDECREF(it);
