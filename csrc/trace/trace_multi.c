@@ -61,20 +61,32 @@ static const MultiFn multi_fns[] = {
 static PyObject *own_fns[N_MULTI];
 static int own_looked;
 
-static void look_up_own(void)
+/* NumPy's implementation module 'impl' (NumPy 2; 'old' before it), once module
+   'loaded' is imported (never importing it for the program): a new reference,
+   or NULL (no exception). */
+static PyObject *numpy_impl(const char *loaded, const char *impl, const char *old)
 {
-    PyObject *name = PyUnicode_FromString("numpy.linalg");
-    PyObject *la = name ? PyImport_GetModule(name) : NULL; /* only once numpy.linalg is imported */
+    PyObject *name = PyUnicode_FromString(loaded);
+    PyObject *m = name ? PyImport_GetModule(name) : NULL;
     Py_XDECREF(name);
     PyErr_Clear();
-    if (la == NULL)
-        return;
-    Py_DECREF(la);
-    PyObject *impl = PyImport_ImportModule("numpy.linalg._linalg");
-    if (impl == NULL) {
+    if (m == NULL)
+        return NULL;
+    Py_DECREF(m);
+    m = PyImport_ImportModule(impl);
+    if (m == NULL) {
         PyErr_Clear();
-        impl = PyImport_ImportModule("numpy.linalg.linalg");
+        m = PyImport_ImportModule(old);
     }
+    PyErr_Clear();
+    return m;
+}
+
+static void look_up_own(void)
+{
+    PyObject *impl = numpy_impl("numpy.linalg", "numpy.linalg._linalg", "numpy.linalg.linalg");
+    if (impl == NULL)
+        return;
     for (int k = 0; impl != NULL && k < N_MULTI; k++) {
         own_fns[k] = PyObject_GetAttrString(impl, multi_fns[k].name);
         PyErr_Clear();
@@ -496,18 +508,7 @@ static PyObject *own_ndindex, *own_ndenumerate;
 
 static void look_up_nd(void)
 {
-    PyObject *name = PyUnicode_FromString("numpy");
-    PyObject *np = name ? PyImport_GetModule(name) : NULL;
-    Py_XDECREF(name);
-    PyErr_Clear();
-    if (np == NULL)
-        return;
-    Py_DECREF(np);
-    PyObject *impl = PyImport_ImportModule("numpy.lib._index_tricks_impl");
-    if (impl == NULL) {
-        PyErr_Clear();
-        impl = PyImport_ImportModule("numpy.lib.index_tricks");
-    }
+    PyObject *impl = numpy_impl("numpy", "numpy.lib._index_tricks_impl", "numpy.lib.index_tricks");
     if (impl != NULL) {
         own_ndindex = PyObject_GetAttrString(impl, "ndindex");
         own_ndenumerate = own_ndindex ? PyObject_GetAttrString(impl, "ndenumerate") : NULL;
