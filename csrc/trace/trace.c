@@ -2477,10 +2477,26 @@ static int run_frame_at(fj_TFrame *fr, int first)
         to_bool: {
             PyObject *v = POP();
             if (((fj_Var *)v)->kind == FJ_VAR_NODE && next < fr->il.n && fr->il.v[next].p.op == FJ_PI_POP_JUMP_IF) {
-                /* a test's value, which the jump takes the truth of (3.13 converts first):
-                   kept, so a while loop's test on data is captured (fj_trace_capture_while) */
-                PUSH(v);
-                break;
+                /* 3.13 converts a test's value to bool before its jump.  A captured while
+                   loop's bottom test: the value itself is the loop's "go on" (the jump
+                   takes its truth; the body's trace never reaches CPython).  A while
+                   loop's test on data: the loop captured from here.  Else the value is
+                   converted here, as before (a break here leaves CPython the bool
+                   conversion the jump needs) */
+                if (fr->loop_head >= 0 && next == fr->loop_test) {
+                    PUSH(v);
+                    break;
+                }
+                int wexit = -1, wr = fj_trace_capture_while(fr, next, v, &wexit);
+                if (wr < 0) {
+                    Py_DECREF(v);
+                    goto error;
+                }
+                if (wr == 1) {
+                    Py_DECREF(v);
+                    JUMPTO(wexit);
+                    break;
+                }
             }
             int t = fj_trace_truth(fr, v);
             Py_DECREF(v);
