@@ -1692,3 +1692,37 @@ def test_ndindex_in_zip(backend):
     it ran no iteration)."""
     run_both(nd_zip, [(np.arange(6.0).reshape(2, 3),), (np.ones((0, 3)),)], backend)
     run_both(nd_zip_partial, [(np.ones(2),)], backend)
+
+
+def wl_newton(a, out):
+    for i in range(a.shape[0]):
+        x = a[i] + 1.0
+        while abs(x * x - a[i]) > 1e-12 * a[i]:
+            x = 0.5 * (x + a[i] / x)
+        out[i] = x
+    return out
+
+
+def wl_inner_not(x, out):
+    for i in range(x.shape[0]):
+        k = 0
+        v = x[i]
+        while not (v < 1.0):
+            v = v - 1.0
+            k += 1
+        out[i] = k + v
+    return out
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_while_inside_for(backend):
+    """A while loop inside a captured for loop (per element: Newton's method)
+    is a nested loop node, a nested C loop in the native kernel."""
+    rng = np.random.default_rng(11)
+    run_both(wl_newton, [(rng.random(300) * 100 + 1, np.zeros(300))], backend)
+    run_both(wl_inner_not, [(rng.random(300) * 5, np.zeros(300)), (np.r_[rng.random(200) * 5, 9.0, 3.0],
+                                                                    np.zeros(202))], backend)
+    if backend == "native":
+        plans = native_loop_plans(wl_newton, (rng.random(300) * 100 + 1, np.zeros(300)))
+        assert plans and all(p.fallbacks == 0 for p in plans)
+        assert "break;" in plans[0].source.split("int fj_l0(")[1]

@@ -347,13 +347,24 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
     int r = 0;
     char pfx[32];
     memset(&in, 0, sizeof in);
-    /* (a while loop inside a captured loop: not compiled, the enclosing loop runs eagerly) */
-    if (body == NULL || outs == NULL || carried == NULL || e->depth > 6 || fj_loop_while(n->target, NULL, NULL))
+    int wneg0 = 0, wnegs = 0, wl = fj_loop_while(n->target, &wneg0, &wnegs);
+    PyObject *wc0 = NULL; /* a while loop: its test's first value (C) */
+    if (body == NULL || outs == NULL || carried == NULL || e->depth > 6)
         goto out;
-    Py_ssize_t nph = fj_graph_nplaceholders(body), nstate = PyTuple_GET_SIZE(outs);
+    Py_ssize_t nph = fj_graph_nplaceholders(body), nstate = PyTuple_GET_SIZE(outs) - wl;
     Py_ssize_t ncarried = PyTuple_GET_SIZE(carried), na = PyTuple_GET_SIZE(n->args);
-    if (na != 3 + nstate + (nph - 1 - ncarried))
+    if (na != 3 + nstate + (nph - 1 - ncarried) + wl)
         goto out;
+    if (wl) {
+        VClass cc;
+        wc0 = operand(e, PyTuple_GET_ITEM(n->args, na - 1), &cc);
+        if (wc0 == NULL) {
+            r = PyErr_Occurred() ? -1 : 0;
+            goto out;
+        }
+        if (cc.kind == 0 || cc.kind == FJL_ARRAY)
+            goto out;
+    }
     snprintf(pfx, sizeof pfx, "%s%zd_", e->pfx, n->index);
     in.nodes = PyObject_GetAttrString(body, "nodes");
     in.src = e->src;
@@ -495,9 +506,18 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
     in.ninv = (int)(1 + ncarried);
     if (in.saves == NULL || in.save_step == NULL)
         r = -1;
+    /* a while loop: no iteration unless its test's first value lets it; at most 2**26
+       iterations here (more stop the kernel: the eager loop takes over, where a
+       signal is seen) */
+    if (r == 0 && wl && line(e, "    if ((%U != 0) != %d) {", wc0, wneg0) < 0)
+        r = -1;
     Py_ssize_t at = PyList_GET_SIZE(e->src);
-    if (r == 0 && line(e, "    for (long long j%s = %U; %U > 0 ? j%s < %U : j%s > %U; j%s += %U) {", pfx, bound[0],
-                       bound[2], pfx, bound[1], pfx, bound[1], pfx, bound[2]) < 0)
+    if (r == 0 && !wl &&
+        line(e, "    for (long long j%s = %U; %U > 0 ? j%s < %U : j%s > %U; j%s += %U) {", pfx, bound[0], bound[2], pfx,
+             bound[1], pfx, bound[1], pfx, bound[2]) < 0)
+        r = -1;
+    if (r == 0 && wl &&
+        line(e, "    for (long long j%s = 0;; j%s++) { if (j%s >= (1LL << 26)) goto stop;", pfx, pfx, pfx) < 0)
         r = -1;
     if (r == 0) {
         int b = emit_body(&in, nph);
@@ -522,6 +542,16 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
     for (Py_ssize_t s = 0; r == 0 && s < nstate; s++)
         if (line(e, "    S%sv%zd = T%sv%zd;", pfx, s, pfx, s) < 0)
             r = -1;
+    if (r == 0 && wl) {
+        /* the test after the iteration */
+        VClass sc;
+        PyObject *x = operand(&in, PyTuple_GET_ITEM(outs, nstate), &sc);
+        if (x == NULL || sc.kind == 0 || sc.kind == FJL_ARRAY)
+            r = x == NULL && PyErr_Occurred() ? -1 : 2;
+        else if (line(e, "    if ((%U != 0) == %d) break;", x, wnegs) < 0)
+            r = -1;
+        Py_XDECREF(x);
+    }
     if (r == 0 && (line(e, "    }") < 0 ||
                    line(e, "    if (ovf_) goto stop; /* a wrapped int of the loop's version without checks */") < 0))
         r = -1;
@@ -551,11 +581,14 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
         if (bad)
             r = -1;
     }
+    if (r == 0 && wl && line(e, "    }") < 0) /* the test's first value's block */
+        r = -1;
     for (int k = 0; k < 3; k++)
         Py_XDECREF(bound[k]);
     PyMem_Free(scls);
     r = r == 0 ? 1 : r == 2 ? 0 : -1;
 out:
+    Py_XDECREF(wc0);
     Py_XDECREF(carried);
     Py_XDECREF(in.saves);
     Py_XDECREF(in.nodes);
