@@ -1726,3 +1726,27 @@ def test_while_inside_for(backend):
         plans = native_loop_plans(wl_newton, (rng.random(300) * 100 + 1, np.zeros(300)))
         assert plans and all(p.fallbacks == 0 for p in plans)
         assert "break;" in plans[0].source.split("int fj_l0(")[1]
+
+
+def f32_cmp_const(x32, out):
+    for i in range(x32.shape[0]):
+        out[i] = x32[i] < 1e300             # NEP 50: 1e300 cast to float32 overflows (NumPy warns)
+    return out
+
+
+def f32_cmp_arg(x32, out, c):
+    for i in range(x32.shape[0]):
+        out[i] = (x32[i] * c > 1.0) + (x32[i] < c)
+    return out
+
+
+@pytest.mark.parametrize("mode", ["ignore", "warn", "raise"])
+@pytest.mark.parametrize("fn,make", [
+    (f32_cmp_const, lambda: (np.ones(600, np.float32), np.zeros(600))),
+    (f32_cmp_arg, lambda: (np.ones(600, np.float32), np.zeros(600), 1e300)),
+    (f32_cmp_arg, lambda: (np.linspace(0, 3, 600).astype(np.float32), np.zeros(600), 0.7)),
+], ids=["const", "arg-overflow", "arg"])
+def test_python_float_meeting_float32_warns_as_numpy(fn, make, mode):
+    """A Python float meeting a float32 scalar is cast to float32 (NEP 50); NumPy
+    warns when the cast overflows, so the native loop stops there (review)."""
+    run_modes(fn, make, mode)

@@ -289,6 +289,10 @@ static PyObject *convert(Emit *e, PyObject *x, VClass from, VClass to)
             if (line(e, "    if (%U > (1LL << %ld) || %U < -(1LL << %ld)) goto stop;", x, lim, x, lim) < 0)
                 return NULL;
         }
+        if (to.kind == FJL_NP && to.type == FJT_F32 && is_float_class(from) &&
+            !(from.kind == FJL_NP && from.type == FJT_F32) &&
+            line(e, "    if (fj_fin64(%U) && !fj_fin32((float)(%U))) goto stop; /* NumPy's cast warns */", x, x) < 0)
+            return NULL; /* a Python float meeting float32 (NEP 50): its cast overflows to inf */
         return PyUnicode_FromFormat("((%s)(%U))", ct, x);
     }
     if (to.kind == FJL_NP && (to.type == FJT_I32) && from.type != FJT_I32 && from.kind != FJL_PY_BOOL &&
