@@ -2487,14 +2487,11 @@ static int run_frame_at(fj_TFrame *fr, int first)
                     PUSH(v);
                     break;
                 }
-                int wexit = -1, wr = fj_trace_capture_while(fr, next, v, &wexit);
-                if (wr < 0) {
+                int wr = fj_trace_capture_while(fr, next, v, &next); /* (1: next is its exit) */
+                if (wr != 0) {
                     Py_DECREF(v);
-                    goto error;
-                }
-                if (wr == 1) {
-                    Py_DECREF(v);
-                    JUMPTO(wexit);
+                    if (wr < 0)
+                        goto error;
                     break;
                 }
             }
@@ -2847,17 +2844,12 @@ static int run_frame_at(fj_TFrame *fr, int first)
                 Py_XSETREF(fr->loop_stay, v);
                 return 2;
             }
-            if (!none) {
-                int wexit = -1, wr = fj_trace_capture_while(fr, i, v, &wexit);
-                if (wr < 0) {
-                    Py_DECREF(v);
+            int wr = none ? 0 : fj_trace_capture_while(fr, i, v, &next); /* (1: next is its exit) */
+            if (wr != 0) {
+                Py_DECREF(v);
+                if (wr < 0)
                     goto error;
-                }
-                if (wr == 1) {
-                    Py_DECREF(v);
-                    JUMPTO(wexit);
-                    break;
-                }
+                break;
             }
             int t = none ? var_is_none(v) : fj_trace_truth(fr, v);
             Py_DECREF(v);

@@ -164,7 +164,8 @@ int fj_trace_run_body(struct fj_TFrame *fr, int start);
 int fj_trace_capture_loop(struct fj_TFrame *fr, int head);
 /* At conditional jump 'j' whose popped value is 'cond' (borrowed): when it is a
    while loop's test (top or bottom) and the loop is captured (trace_loops.c),
-   1 with *exit the instruction the trace goes on at; 0 when not; -1 on error. */
+   1 with *exit the instruction the trace goes on at; 0 when not (*exit
+   untouched); -1 on error. */
 int fj_trace_capture_while(struct fj_TFrame *fr, int j, PyObject *cond, int *exit);
 /* The FJ_VAR_RANGE at the top of fr's stack, not captured: replaced there by
    an iterator over the range of its bounds' values (symbolic ints pinned);

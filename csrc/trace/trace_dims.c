@@ -441,50 +441,42 @@ int fj_dims_is_datadep(PyObject *v)
     return n != NULL && n->datadep != 0;
 }
 
-int fj_dims_key_decides(PyObject *keyv)
-{
-    fj_Node *k = node_of(keyv);
-    if (is_mask(k) || (k != NULL && k->datadep != 0))
-        return 1;
-    /* a tuple of index arrays of a size the data decides (np.nonzero's of an n-d array) */
-    fj_Var *kv = VAR(keyv);
-    if (kv->kind != FJ_VAR_TUPLE || kv->items == NULL || PyList_GET_SIZE(kv->items) == 0)
-        return 0;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(kv->items); i++) {
-        fj_Node *in = node_of(PyList_GET_ITEM(kv->items, i));
-        if (in == NULL || in->datadep == 0)
-            return 0;
-    }
-    return 1;
-}
-
 /* True for a one-dimensional integer array: an index array (np.flatnonzero's). */
 static int int_index_array(fj_Node *k)
 {
     return k->ndim == 1 && k->dtype != NULL && PyTypeNum_ISINTEGER(k->dtype->type_num);
 }
 
-/* An index that is a tuple of k integer index arrays of one symbol (np.nonzero's
-   of an n-d array, x[np.nonzero(m)]), k at most a's dims: that symbol, with *k;
-   else 0. */
-static int index_tuple_symbol(PyObject *key, fj_Node *a, int *k)
+/* An index that is a tuple of integer index arrays of one symbol (np.nonzero's of
+   an n-d array, x[np.nonzero(m)]): that symbol, with *k their number; else 0. */
+static int tuple_symbol(PyObject *key, int *k)
 {
     fj_Var *kv = key != NULL ? VAR(key) : NULL;
-    if (kv == NULL || kv->kind != FJ_VAR_TUPLE || kv->items == NULL || a == NULL || a->datadep)
+    if (kv == NULL || kv->kind != FJ_VAR_TUPLE || kv->items == NULL || PyList_GET_SIZE(kv->items) < 1)
         return 0;
-    Py_ssize_t m = PyList_GET_SIZE(kv->items);
     int sym = 0;
-    if (m < 1 || m > a->ndim)
-        return 0;
-    for (Py_ssize_t i = 0; i < m; i++) {
-        fj_Var *iv = VAR(PyList_GET_ITEM(kv->items, i));
-        fj_Node *in = iv->kind == FJ_VAR_NODE ? (fj_Node *)iv->obj : NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(kv->items); i++) {
+        fj_Node *in = node_of(PyList_GET_ITEM(kv->items, i));
         if (in == NULL || !in->datadep || !int_index_array(in) || (sym != 0 && in->datadep != sym))
             return 0;
         sym = in->datadep;
     }
-    *k = (int)m;
+    *k = (int)PyList_GET_SIZE(kv->items);
     return sym;
+}
+
+int fj_dims_key_decides(PyObject *keyv)
+{
+    fj_Node *k = node_of(keyv);
+    int m;
+    return is_mask(k) || (k != NULL && k->datadep != 0) || tuple_symbol(keyv, &m) != 0;
+}
+
+/* tuple_symbol for indexing array 'a' (of a fixed size, with at least k dims). */
+static int index_tuple_symbol(PyObject *key, fj_Node *a, int *k)
+{
+    int sym = a != NULL && !a->datadep ? tuple_symbol(key, k) : 0;
+    return sym != 0 && *k <= a->ndim ? sym : 0;
 }
 
 /* The Var bound to parameter 'name' of 'op' (positional or keyword), or NULL. */
@@ -602,8 +594,7 @@ static int dynamic_meets(fj_Tracer *tx, const fj_OpDef *op, PyObject *const *arg
            values, which NumPy checks when the graph runs) or counted: any size */
         if ((masked && i < 2) || (first_free && i == 0))
             continue;
-        if (i == 1 && op->shape_rule != FJ_SH_NONZERO && first_free && VAR(args[1])->kind == FJ_VAR_TUPLE &&
-            fj_dims_key_decides(args[1]))
+        if (i == 1 && op->shape_rule != FJ_SH_NONZERO && first_free && fj_dims_key_decides(args[1]))
             continue; /* np.nonzero's index arrays: their values NumPy checks */
         fj_Node *a = node_of(args[i]);
         if (a != NULL && !a->datadep && a->vkind == FJ_VAL_ARRAY && VAR(args[i])->dynamic)

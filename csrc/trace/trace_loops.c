@@ -329,6 +329,8 @@ typedef struct {
     unsigned char *drop; /* per local: a value of the body's that is not a node or constant (a
                             tuple of indices), not carried and read by no path after the loop:
                             unbound after it (dropped from the state) */
+    unsigned char *live; /* per local of the code: read by a path after the loop (NULL: not
+                            asked; fj_resume_liveness at its exit) */
     int *slot_of;
     fj_Node **ph_of;
 } Capture;
@@ -352,6 +354,8 @@ static void capture_clear(Capture *c)
     PyMem_Free(c->flags);
     PyMem_Free(c->drop);
     c->drop = NULL;
+    PyMem_Free(c->live);
+    c->live = NULL;
     PyMem_Free(c->slot_of);
     PyMem_Free(c->ph_of);
     c->flags = NULL;
@@ -595,22 +599,28 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
 
     /* locals the body sets to a tuple of its values (idx of np.ndindex), not carried
        and dead after the loop: dropped (unbound after it) */
-    {
-        int ncode = FJ_CODE_NLOCALSPLUS(fr->code);
-        unsigned char *live = PyMem_Calloc((size_t)(ncode ? ncode : 1), 1);
-        c.drop = PyMem_Calloc((size_t)(nl ? nl : 1), 1);
-        if (live == NULL || c.drop == NULL || fj_resume_liveness(fr->code, &fr->il, end, live) < 0) {
-            PyMem_Free(live);
-            if (!PyErr_Occurred())
-                PyErr_NoMemory();
+    int maybe_zero = symbolic || (w != NULL && w->maybe_zero), tuples = 0;
+    int ncode = FJ_CODE_NLOCALSPLUS(fr->code);
+    for (int k = 0; k < nl && !tuples; k++)
+        tuples = c.slot_of[k] >= 0 && fr->locals[k] != NULL && ((fj_Var *)fr->locals[k])->kind == FJ_VAR_TUPLE;
+    if ((c.drop = PyMem_Calloc((size_t)(nl ? nl : 1), 1)) == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    if (tuples || maybe_zero) {
+        /* which locals a path after the loop reads (here and for a loop that may run
+           no iteration, below) */
+        if ((c.live = PyMem_Calloc((size_t)(ncode ? ncode : 1), 1)) == NULL) {
+            PyErr_NoMemory();
             goto error;
         }
-        for (int k = 0; k < nl; k++) {
-            fj_Var *v = (fj_Var *)fr->locals[k];
-            c.drop[k] = c.slot_of[k] >= 0 && v != NULL && v->kind == FJ_VAR_TUPLE && !ctx.read_first[k] &&
-                        k < ncode && !live[k];
-        }
-        PyMem_Free(live);
+        if (fj_resume_liveness(fr->code, &fr->il, end, c.live) < 0)
+            goto error;
+    }
+    for (int k = 0; tuples && k < nl; k++) {
+        fj_Var *v = (fj_Var *)fr->locals[k];
+        c.drop[k] = c.slot_of[k] >= 0 && v != NULL && v->kind == FJ_VAR_TUPLE && !ctx.read_first[k] && k < ncode &&
+                    !c.live[k];
     }
     int esc = body_value_escapes(fr, c.body, c.slot_of, c.drop);
     if (esc < 0)
@@ -706,25 +716,13 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
             }
         }
     }
-    int maybe_zero = symbolic || (w != NULL && w->maybe_zero);
     if (maybe_zero) {
         /* a local the body sets that is unbound before the loop is unbound after it
            when the loop runs no iteration: the trace leaves it unbound, which is
            exact only when no path after the loop reads it */
-        int ncode = FJ_CODE_NLOCALSPLUS(fr->code);
-        unsigned char *live = PyMem_Calloc((size_t)(ncode ? ncode : 1), 1);
-        if (live == NULL) {
-            PyErr_NoMemory();
-            goto error;
-        }
-        if (fj_resume_liveness(fr->code, &fr->il, end, live) < 0) {
-            PyMem_Free(live);
-            goto error;
-        }
         int read_after = 0;
         for (int k = 0; k < nl && k < ncode && !read_after; k++)
-            read_after = c.slot_of[k] >= 0 && PyList_GET_ITEM(c.saved, k) == Py_None && live[k];
-        PyMem_Free(live);
+            read_after = c.slot_of[k] >= 0 && PyList_GET_ITEM(c.saved, k) == Py_None && c.live[k];
         if (read_after) {
             r = retry(fr, phead, -1, "a local it sets is unbound before it and read after it, and it may run "
                                      "no iteration");

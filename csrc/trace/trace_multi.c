@@ -41,17 +41,19 @@
 enum { M_EIGH, M_QR, M_SVD, M_SLOGDET, M_NONZERO };
 
 typedef struct {
-    const char *name;   /* numpy.linalg's (and the printed name's) */
+    const char *name;      /* numpy.linalg's (and the printed name's) */
     int kind;
-    const char *params; /* after the array, with their defaults below */
-    int raises;         /* LinAlgError from the data (did not converge) */
+    int nparams;
+    const char *params[3]; /* after the array */
+    const char *defaults;  /* their defaults: a string's ("L"), or 't' / 'f' per bool */
+    int raises;            /* LinAlgError from the data (did not converge) */
 } MultiFn;
 
 static const MultiFn multi_fns[] = {
-    {"eigh", M_EIGH, "UPLO", 1},
-    {"qr", M_QR, "mode", 1},
-    {"svd", M_SVD, "full_matrices,compute_uv,hermitian", 1},
-    {"slogdet", M_SLOGDET, "", 1},
+    {"eigh", M_EIGH, 1, {"UPLO"}, "L", 1},
+    {"qr", M_QR, 1, {"mode"}, "reduced", 1},
+    {"svd", M_SVD, 3, {"full_matrices", "compute_uv", "hermitian"}, "ttf", 1},
+    {"slogdet", M_SLOGDET, 0, {NULL}, "", 1},
 };
 #define N_MULTI ((int)(sizeof multi_fns / sizeof multi_fns[0]))
 
@@ -229,20 +231,8 @@ static int result_shapes(const MultiFn *f, fj_Node *an, PyObject *const *p, int 
 static int bind_params(const MultiFn *f, PyObject *const *args, Py_ssize_t n, PyObject *kwnames, PyObject *p[3],
                        int *np_)
 {
-    static const char *defaults_eigh[] = {"L"}, *defaults_qr[] = {"reduced"};
-    char names[64];
-    const char *pn[3];
-    int k = 0;
-    snprintf(names, sizeof names, "%s", f->params);
-    for (char *s = names, *t; *s && k < 3; s = t) {
-        pn[k++] = s;
-        t = strchr(s, ',');
-        if (t == NULL)
-            break;
-        *t++ = '\0';
-    }
-    if (f->params[0] == '\0')
-        k = 0;
+    const char *const *pn = f->params;
+    int k = f->nparams;
     *np_ = k;
     for (int i = 0; i < 3; i++)
         p[i] = NULL;
@@ -270,16 +260,8 @@ static int bind_params(const MultiFn *f, PyObject *const *args, Py_ssize_t n, Py
     for (int q = 0; q < k; q++) {
         if (p[q] != NULL)
             continue;
-        switch (f->kind) {
-        case M_EIGH:
-            p[q] = PyUnicode_FromString(defaults_eigh[0]);
-            break;
-        case M_QR:
-            p[q] = PyUnicode_FromString(defaults_qr[0]);
-            break;
-        default: /* svd: full_matrices, compute_uv True; hermitian False */
-            p[q] = Py_NewRef(q < 2 ? Py_True : Py_False);
-        }
+        p[q] = f->kind == M_SVD ? Py_NewRef(f->defaults[q] == 't' ? Py_True : Py_False)
+                                : PyUnicode_FromString(f->defaults);
         if (p[q] == NULL)
             goto error;
     }
@@ -292,24 +274,13 @@ error:
     return -1;
 }
 
-/* operator.getitem (the item nodes' target), borrowed. */
-static PyObject *getitem_fn(void)
-{
-    static PyObject *gi;
-    if (gi == NULL) {
-        PyObject *m = PyImport_ImportModule("operator");
-        gi = m ? PyObject_GetAttrString(m, "getitem") : NULL;
-        Py_XDECREF(m);
-    }
-    return gi;
-}
-
 /* Item node k of call node 'call' with the metadata of stand-in result 'like'
    (an array or a NumPy scalar) and the shape given.  Borrowed node, NULL on error. */
 static fj_Node *item_node(PyObject *g, fj_Node *call, Py_ssize_t k, PyObject *like, int nd, const npy_intp *sh,
                           PyObject *stem)
 {
-    PyObject *gi = getitem_fn(), *label = PyUnicode_FromString("operator.getitem");
+    const fj_OpDef *gr = fj_ops_for_getitem(); /* its target: operator.getitem */
+    PyObject *gi = gr ? fj_op_target(gr) : NULL, *label = PyUnicode_FromString("operator.getitem");
     PyObject *args = gi && label ? Py_BuildValue("(On)", (PyObject *)call, k) : NULL;
     int scalar = PyArray_IsScalar(like, Generic);
     fj_Node *it = args ? fj_graph_raw_call(g, &fj_multi_item_row, gi, label, stem, args, NULL,

@@ -1853,14 +1853,8 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
                 PyErr_NoMemory();
         }
     }
-    /* a while loop's chunk ended without its test ending it: the state written
-       back, status 3 (fjn_loop_run calls again from i) */
-    PyObject *wchunk = wtext == NULL ? NULL
-                       : lp->whilemode ? PyUnicode_FromFormat("    free(lg.u);\n    free(lg.ar);\n    if (done_any) {\n%U\n"
-                                                              "    }\n    *stopped = i;\n    return 3;\n", wtext)
-                                       : PyUnicode_FromString("");
     PyObject *fn = btext && ttext && fast && ufast && upre && stext && rtext && dtext && wtext && reset && sdecl &&
-                   wx1 && wxg && wchunk ? PyUnicode_FromFormat(
+                   wx1 && wxg ? PyUnicode_FromFormat(
         "\n#ifndef FJL_V\n#define FJL_V\n"
         "typedef union { double d; float f; long long i; struct { char *data; long long shape[2]; "
         "long long strides[2]; } a; } fjl_v;\n"
@@ -1932,7 +1926,7 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         "%U\n%U\n%U"
         "        }\n"
         "        }\n"
-        "        if (!ovf_ && (!%d || !(fj_fetest(FJ_FPE) & ~ignore))) { done_any |= ran > 0; if (wexit_) goto wend_; continue; }\n"
+        "        if (!ovf_ && (!%d || !(fj_fetest(FJ_FPE) & ~ignore))) { done_any |= ran > 0; if (wexit_) break; continue; }\n"
         "    slow:\n"
         "        /* the block again, each iteration checked: its stores undone, its state back */\n"
         "        fjl_undo_all(&lg);\n"
@@ -1947,7 +1941,7 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         "        done_any = 1;\n"
         "%U"
         "        }\n"
-        "        if (wexit_) goto wend_;\n"
+        "        if (wexit_) break;\n"
         "        continue;\n"
         "    stop:\n"
         "        fjl_undo_all(&lg);\n"
@@ -1958,20 +1952,20 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         "        if (done_any) {\n%U\n        }\n"
         "        return done_any ? 1 : 2;\n"
         "    }\n"
-        "%U"
-        "wend_:\n"
         "    free(lg.u);\n"
         "    free(lg.ar);\n"
         "    if (done_any) {\n%U\n    }\n"
-        "    return 0;\n}\n",
+        "    /* a while loop whose test did not end it ran its chunk: status 3 (fjn_loop_run\n"
+        "       calls again from i) */\n"
+        "    *stopped = i;\n"
+        "    return %d && !wexit_ ? 3 : 0;\n}\n",
         li, li, cap, cap, dtext, sdecl, blk, blk, reset, stext, upre, step1 ? step1 : "", e.leaf ? "" : " && lg.na < FJL_AMAX",
         ufast, ttext, wxg, e.leaf ? "" : " && lg.na < FJL_AMAX", fast, ttext, wxg, npfloat && !noundo, rtext, blk, reset, btext,
         npfloat && !noundo, ttext, wxg,
-        wtext, wchunk, wtext) : NULL;
+        wtext, wtext, lp->whilemode) : NULL;
     PyMem_Free(step1);
     Py_XDECREF(wx1);
     Py_XDECREF(wxg);
-    Py_XDECREF(wchunk);
     Py_XDECREF(upre);
     Py_XDECREF(reset);
     Py_XDECREF(sdecl);
