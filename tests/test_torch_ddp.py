@@ -23,9 +23,16 @@ def free_port():
 
 def train(compiled, out):
     env = dict(os.environ, PYTHONPATH=os.path.dirname(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run([sys.executable, os.path.join(HERE, "torch_ddp_worker.py"), str(free_port()),
-                        "1" if compiled else "0", out], env=env, capture_output=True, text=True,
-                       timeout=300)
+    for attempt in range(2):
+        r = subprocess.run([sys.executable, os.path.join(HERE, "torch_ddp_worker.py"), str(free_port()),
+                            "1" if compiled else "0", out], env=env, capture_output=True, text=True,
+                           timeout=300)
+        # KNOWN DEFECT (issue 21's note, session 18): now and then a spawned worker aborts
+        # with "terminate called without an active exception" (SIGABRT; also at 1c549ef,
+        # never when the worker runs alone).  Until it is understood and fixed, that one
+        # signature is run again once, on a fresh port; any other failure fails the test
+        if r.returncode == 0 or "terminate called without an active exception" not in r.stderr:
+            break
     assert r.returncode == 0, r.stderr[-3000:]
     return [torch.load(f"{out}.{rank}") for rank in (0, 1)]
 
