@@ -1750,3 +1750,255 @@ def test_python_float_meeting_float32_warns_as_numpy(fn, make, mode):
     """A Python float meeting a float32 scalar is cast to float32 (NEP 50); NumPy
     warns when the cast overflows, so the native loop stops there (review)."""
     run_modes(fn, make, mode)
+
+
+# ---------------------------------------------------------------- inner chunk versions
+# (native_loop.c chunk_version): an inner loop of step 1 whose every store
+# writes a moving range of an array the kernel neither reads nor shares memory
+# with runs in chunks of FJL_CK iterations that store into buffers, committed
+# after the chunk's conditions are tested (no saved range).  Each kernel below
+# fails (an int overflow, a float condition) at an element of a chunk (the
+# first, the middle, a row's shorter last chunk) under every errstate mode;
+# aliased, strided and re-read arrays take the other versions.
+
+def conv3(img, w, out):
+    for i in range(1, img.shape[0] - 1):
+        for j in range(1, img.shape[1] - 1):
+            s = 0.0
+            for di in range(3):
+                for dj in range(3):
+                    s = s + img[i + di - 1, j + dj - 1] * w[di, dj]
+            out[i, j] = s
+    return out
+
+
+def life_like(g, out):
+    for i in range(1, g.shape[0] - 1):
+        for j in range(1, g.shape[1] - 1):
+            n = g[i - 1, j] + g[i + 1, j] + g[i, j - 1] + g[i, j + 1]
+            out[i, j] = (n == 3) | ((n == 2) & (g[i, j] == 1))
+    return out
+
+
+def two_outputs(x, a, b):
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            a[i, j] = x[i, j] * 1e300
+            b[i, j] = x[i, j] + 1.0
+    return a, b
+
+
+def row_init_then_fill(x, out):
+    for i in range(x.shape[0]):
+        out[i, 0] = -1.0
+        for j in range(1, x.shape[1]):
+            out[i, j] = x[i, j] * x[i, j - 1] * 1e300
+    return out
+
+
+def same_array_twice(x, out):
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1] - 1):
+            out[i, j] = x[i, j] * 1e300
+            out[i, j + 1] = x[i, j] * 2.0
+    return out
+
+
+def rereads_output(x, out):
+    for i in range(1, x.shape[0]):
+        for j in range(x.shape[1]):
+            out[i, j] = out[i - 1, j] * 3.0 + x[i, j]
+    return out
+
+
+def to_float32(x, out):
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            out[i, j] = x[i, j] * 1e30
+    return out
+
+
+def _grid_at(shape, at, v, dtype=np.float64, out_dtype=None):
+    def make():
+        x = np.random.default_rng(at[0] * 131 + at[1]).random(shape).astype(dtype)
+        if v is not None:
+            x[at] = v
+        return x, np.zeros(shape, dtype=out_dtype or dtype)
+    return make
+
+
+def _conv_at(shape, at, v):
+    def make():
+        img = np.random.default_rng(at[1]).random(shape)
+        img[at] = v
+        return img, np.random.default_rng(1).random((3, 3)), np.zeros(shape)
+    return make
+
+
+def _life_at(shape, at):
+    def make():
+        g = np.random.default_rng(at[1]).integers(0, 2, shape).astype(np.int64)
+        g[at] = 2**62
+        g[at[0], at[1] + 2] = 2**62
+        return g, np.zeros(shape, dtype=np.int64)
+    return make
+
+
+@pytest.mark.parametrize("mode", ["ignore", "warn", "raise"])
+@pytest.mark.parametrize("fn,make", [
+    (conv3, _conv_at((30, 40), (12, 1), 1e306)),       # a chunk's first element
+    (conv3, _conv_at((30, 40), (12, 20), 1e306)),      # its middle
+    (conv3, _conv_at((30, 40), (12, 37), 1e306)),      # the row's shorter last chunk
+    (conv3, _conv_at((30, 40), (12, 20), np.nan)),     # NaN: no condition, NaN results
+    (conv3, _conv_at((30, 40), (12, 20), np.inf)),     # inf * 0 possible: invalid
+    (life_like, _life_at((30, 40), (12, 17))),         # int overflow in a chunk
+    (life_like, _life_at((30, 21), (12, 17))),         # ... in a row's last chunk
+    (two_outputs, _grid_at((20, 35), (9, 18), 5.0)),   # two buffers committed
+    (row_init_then_fill, _grid_at((20, 35), (9, 18), 1e10)),
+    (same_array_twice, _grid_at((20, 35), (9, 18), 1e10)),
+    (rereads_output, _grid_at((20, 35), (9, 18), 1e300)),
+], ids=["conv-first", "conv-middle", "conv-last", "conv-nan", "conv-inf", "life", "life-last", "two-outputs",
+        "row-init", "same-array-twice", "rereads"])
+def test_chunk_versions_stop_where_numpy_does(fn, make, mode):
+    run_modes(fn, make, mode)
+
+
+@pytest.mark.parametrize("mode", ["ignore", "warn", "raise"])
+def test_chunk_version_float32_cast(mode):
+    # a float64 value stored into float32: overflow in the cast, then underflow
+    run_modes(to_float32, _grid_at((20, 35), (9, 18), 1e10, out_dtype=np.float32), mode)
+    run_modes(to_float32, _grid_at((20, 35), (9, 30), 1e-60, out_dtype=np.float32), mode)
+
+
+@pytest.mark.parametrize("width", [1, 2, 15, 16, 17, 31, 33])
+def test_chunk_version_row_lengths(width):
+    """Rows of every length around the chunk's (16): whole chunks, a shorter
+    last one, none whole; an overflow in the row's last element."""
+    shape = (9, width + 2)
+    run_modes(conv3, _conv_at(shape, (5, width), 1e306), "raise")
+    run_modes(conv3, _conv_at(shape, (5, width), 1e306), "warn")
+    img = np.random.default_rng(width).random(shape)
+    run_both(conv3, [(img, np.ones((3, 3)), np.zeros(shape))], "native")
+
+
+def test_chunk_version_aliasing_takes_the_saved_ranges():
+    """The output a view of the input (the same memory, overlapping, or the
+    same array twice): the chunk version's condition does not hold."""
+    def same():
+        g = np.random.default_rng(3).random((20, 35))
+        g[9, 18] = 1e10
+        return g, g
+
+    def overlapping():
+        a = np.random.default_rng(4).random((21, 35))
+        a[9, 18] = 1e10
+        return a[1:], a[:-1]
+
+    def disjoint_halves():
+        a = np.random.default_rng(5).random((40, 35))
+        a[9, 18] = 1e10
+        return a[:20], a[20:]
+
+    for make in (same, overlapping, disjoint_halves):
+        for mode in ("warn", "raise"):
+            run_modes(row_init_then_fill, make, mode)
+
+
+def test_chunk_version_strided_output():
+    """A non-contiguous output: each element committed at its stride."""
+    def make():
+        x = np.random.default_rng(6).random((20, 35))
+        x[9, 18] = 1e10
+        return x, np.zeros((20, 70))[:, ::2]
+    run_modes(row_init_then_fill, make, "raise")
+    run_modes(row_init_then_fill, make, "warn")
+
+    def make_t():
+        x = np.random.default_rng(7).random((20, 35))
+        return x, np.zeros((35, 20)).T
+    run_modes(two_outputs, lambda: (*make_t(), np.zeros((20, 35))), "warn")
+
+
+def test_chunk_version_source():
+    """Which inner loops get a chunk version (its buffers, its test before the
+    commit), and which keep the saved range."""
+    args = _conv_at((30, 40), (12, 20), 1.0)()
+    src = native_loop_plans(conv3, args)[0].source
+    assert "if (hs4_ && cw_) {" in src and "cb4_0[FJL_CK]" in src and "fjl_disj(&v[" in src
+    assert "if ((ovf_ | cm4_) < 0 || (1 && (fj_fetest(FJ_FPE) & ~ignore))) goto slow;" in src
+    src = native_loop_plans(life_like, _life_at((30, 40), (12, 17))())[0].source
+    assert "cw_) {" in src and "(0 && (fj_fetest" in src and "cm3_ |= o3_" in src
+    # two stores into one array: none
+    src = native_loop_plans(same_array_twice, _grid_at((20, 35), (9, 18), 1.0)())[0].source
+    assert "FJL_CK]" not in src.split("#endif")[-1]
+    # the array stored is read: never taken (cw_ 0 before any test of memory)
+    src = native_loop_plans(rereads_output, _grid_at((20, 35), (9, 18), 1.0)())[0].source
+    assert "int cw_ = 1; (void)cw_; cw_ = 0;" in src
+
+
+# ---------------------------------------------------------------- counters
+# (native_loop.c counter_slot): an inner loop's carried int stepped by a bool or
+# a small constant adds without an overflow test where its first value is
+# within 2**62; past that, the checked version counts, and a Python int beyond
+# int64 is the eager loop's.
+
+def count_inside(x, start, out):
+    for i in range(x.shape[0]):
+        count = start
+        for j in range(x.shape[1]):
+            count += x[i, j] > 0.5
+        out[i] = count % 1000
+    return count
+
+
+def mandel_rows(w, h, maxiter, out):
+    for r in range(h):
+        for c in range(w):
+            x = 0.0
+            y = 0.0
+            count = 0
+            for k in range(maxiter):
+                x, y = x * x - y * y + (c / w - 1.5), 2.0 * x * y + (r / h - 1.0)
+                count += x * x + y * y <= 4.0
+            out[r, c] = count
+    return out
+
+
+def count_down(x, start):
+    total = 0
+    for i in range(x.shape[0]):
+        k = start
+        for j in range(x.shape[1]):
+            k = k - 3
+        total += k % 7
+    return total, k
+
+
+def count_mixed(x, start):
+    # 2 + count (the counter second), then a step that is not small
+    for i in range(x.shape[0]):
+        c = start
+        for j in range(x.shape[1]):
+            c = (x[i, j] > 0.2) + c
+        for j in range(x.shape[1]):
+            c = c + 2**30
+    return c
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("start", [0, -5, 2**62 - 10, 2**63 - 20, -(2**63) + 10, 2**70])
+def test_counters(backend, start):
+    x = np.random.default_rng(12).random((6, 40))
+    run_both(count_inside, [(x, start, np.zeros(6))], backend)
+    run_both(count_down, [(x, start)], backend)
+    run_both(count_mixed, [(x, start)], backend)
+    run_both(mandel_rows, [(8, 8, 30, np.zeros((8, 8), dtype=np.int64))], backend)
+
+
+def test_counter_source():
+    src = native_loop_plans(count_inside, (np.random.default_rng(1).random((6, 40)), 0, np.zeros(6)))[0].source
+    # (the inner loop is the kernel: the outer one's first iteration changes count's type)
+    assert "hs_ = hs_ && V1 > -(1LL << 62) && V1 < (1LL << 62) && hn_ < (1LL << 40);" in src
+    assert "if (hs_) n6 = ((long long)(V1)) + ((long long)(n5));" in src
+    src = native_loop_plans(mandel_rows, (8, 8, 30, np.zeros((8, 8), dtype=np.int64)))[0].source
+    assert "< (1LL << 62) && hn" in src and "_ < (1LL << 40);" in src

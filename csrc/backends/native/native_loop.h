@@ -37,6 +37,8 @@ typedef struct {
     int type;   /* FJT_* (FJL_NP, FJL_ARRAY) */
     int ndim;   /* FJL_ARRAY */
     int stored; /* FJL_ARRAY: the body stores into it (must be writeable) */
+    int loaded; /* FJL_ARRAY: the body reads its elements */
+    int chunked; /* FJL_ARRAY: an inner loop's chunk version stores into it (native_loop.c, cw_) */
     PyArray_Descr *descr; /* borrowed (the node holds it): FJL_NP boxing */
 } fjl_Slot;
 
