@@ -2002,3 +2002,158 @@ def test_counter_source():
     assert "if (hs_) n6 = ((long long)(V1)) + ((long long)(n5));" in src
     src = native_loop_plans(mandel_rows, (8, 8, 30, np.zeros((8, 8), dtype=np.int64)))[0].source
     assert "< (1LL << 62) && hn" in src and "_ < (1LL << 40);" in src
+
+
+# ---------------------------------------------------------------- while True
+# `while True: ... if t: break` with the break at the body's end is a loop
+# node (trace_loops.c while_shape: the test goes on through a jump back, the
+# exit follows it), on a data test or after loop_unroll_limit constant tests;
+# a break elsewhere stays a break.
+
+def wt_data(x):
+    i = 0
+    while True:
+        x[i] = x[i] * 0.5
+        i += 1
+        if x[i] > 100.0:
+            break
+    return i
+
+
+def wt_count(x, n):
+    i = 0
+    s = 0.0
+    while True:
+        s = s + x[i]
+        i += 1
+        if i >= n:
+            break
+    return s, i
+
+
+def wt_not(x):
+    v = x[0]
+    k = 0
+    while True:
+        v = v * 0.5
+        k += 1
+        if not (v > 1e-3):
+            break
+    return v, k
+
+
+def wt_in_for(x, out):
+    for r in range(x.shape[0]):
+        v = x[r]
+        k = 0
+        while True:
+            v = v * 0.7
+            k += 1
+            if v < 1.0:
+                break
+        out[r] = k
+    return out
+
+
+def wt_around_while(x, n):
+    # an inner while's exit is the outer `while True`'s jump back
+    i = 0
+    t = 0
+    while True:
+        i += 1
+        while x[i % 7] > 0.5 and t < 10 ** 6:
+            t += 1
+            x[i % 7] = x[i % 7] - 0.25
+        if i >= n:
+            break
+    return t, i
+
+
+def wt_inner_last(x, n):
+    # the inner while's top test jumps to the outer loop's jump back when it
+    # fails: that jump is a loop of its own (control flow alone)
+    i = 0
+    t = 0
+    while True:
+        i += 1
+        if i >= n:
+            break
+        while x[i % 7] > 0.5 and t < 10 ** 6:
+            t += 1
+            x[i % 7] = x[i % 7] - 0.25
+    return t, i
+
+
+def wt_break_middle(x):
+    s = 0.0
+    i = 0
+    while True:
+        s = s + x[i]
+        if s > 50.0:
+            break
+        i += 1
+    return s, i
+
+
+def wt_continue(x):
+    i = 0
+    s = 0.0
+    while True:
+        i += 1
+        if i % 3 == 0:
+            continue
+        s = s + x[i]
+        if s > 20.0:
+            break
+    return s, i
+
+
+def wt_index_error(x):
+    i = 0
+    while True:
+        i += 1
+        if x[i] < 0.0:
+            break
+    return i
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn,args", [
+    (wt_data, (np.arange(1000.0),)),
+    (wt_data, (np.r_[1.0, 200.0],)),
+    (wt_count, (_WR.random(500), 500)),
+    (wt_count, (_WR.random(500), 3)),
+    (wt_count, (_WR.random(500), 0)),                   # one iteration: 0 >= 0 after i += 1 is false...
+    (wt_not, (np.array([1e6]),)),
+    (wt_not, (np.array([np.nan]),)),
+    (wt_in_for, (_WR.random(50) * 1000, np.zeros(50))),
+    (wt_around_while, (_WR.random(7), 40)),
+    (wt_inner_last, (_WR.random(7) * 3, 40)),
+    (wt_inner_last, (np.zeros(7), 300)),
+    (wt_break_middle, (np.ones(100),)),
+    (wt_continue, (_WR.random(200),)),
+    (wt_index_error, (np.ones(50),)),
+], ids=["data", "data-short", "count", "count-3", "count-0", "not", "not-nan", "in-for", "around-while",
+        "inner-last", "inner-last-zeros", "break-middle", "continue", "index-error"])
+def test_while_true_equal_plain(fn, args, backend):
+    run_both(fn, [args], backend)
+
+
+@pytest.mark.parametrize("fn,args", [
+    (wt_data, (np.arange(1000.0),)),
+    (wt_count, (np.ones(1000), 1000)),
+    (wt_not, (np.array([1e100]),)),
+])
+def test_while_true_captured(fn, args):
+    loops, nodes = loop_nodes(fn, *args)
+    assert loops == 1 and nodes < 40, (loops, nodes)
+
+
+def test_while_true_in_for_is_nested():
+    """Inside a captured for loop: a node of its body, a nested C loop run
+    whole (no eager fallback)."""
+    loops, nodes = loop_nodes(wt_in_for, _WR.random(50) * 1000, np.zeros(50))
+    assert loops == 1 and nodes < 15, (loops, nodes)
+    plans = native_loop_plans(wt_in_for, (_WR.random(300) * 1000, np.zeros(300)))
+    assert plans and all(p.fallbacks == 0 for p in plans)
+    assert "break;" in plans[0].source.split("int fj_l0(")[1]

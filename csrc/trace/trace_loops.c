@@ -899,7 +899,7 @@ static int while_shape(fj_TFrame *fr, int j, WhileInfo *w)
     fj_Instr *in = &il->v[j];
     if (in->p.op != FJ_PI_POP_JUMP_IF || (in->p.a != FJ_IF_TRUE && in->p.a != FJ_IF_FALSE))
         return 0;
-    int t = in->target;
+    int t = in->target, no_top = 0;
     memset(w, 0, sizeof *w);
     if (t <= j) {
         /* 3.11's bottom test: jump back to L while the test holds (or fails) */
@@ -914,6 +914,18 @@ static int while_shape(fj_TFrame *fr, int j, WhileInfo *w)
         w->T = t;
         w->test = j;
         w->at_top = 0;
+    }
+    else if (t < il->n && il->v[t].p.op == FJ_PI_JUMP && il->v[t].target <= j) {
+        /* `while True: ... if t: break` at the body's end: the jump goes on through
+           a jump back to L; the exit follows the test (3.12+: inline), or a jump
+           forward there (3.11).  No top test: the control flow alone makes the loop
+           (the body's trace must reach this test without leaving [L, T)) */
+        w->L = il->v[t].target;
+        w->T = j + 1 < il->n && il->v[j + 1].p.op == FJ_PI_JUMP && il->v[j + 1].target > j + 1 ? il->v[j + 1].target
+                                                                                            : j + 1;
+        w->test = j;
+        w->at_top = 0;
+        no_top = 1;
     }
     else {
         /* a top test: the body follows; its end jumps back to it */
@@ -938,7 +950,8 @@ static int while_shape(fj_TFrame *fr, int j, WhileInfo *w)
     /* the top test right before the body, leaving to the same exit (a jump back
        from `if t: continue` is no loop's end) */
     fj_Instr *top = &il->v[w->L - 1];
-    if (top->p.op != FJ_PI_POP_JUMP_IF || top->target != w->T || (top->p.a != FJ_IF_TRUE && top->p.a != FJ_IF_FALSE))
+    if (!no_top &&
+        (top->p.op != FJ_PI_POP_JUMP_IF || top->target != w->T || (top->p.a != FJ_IF_TRUE && top->p.a != FJ_IF_FALSE)))
         return 0;
     /* polarities: a jump to the exit leaves when its test's truth is the jump's;
        a jump back goes on when it is */
