@@ -2095,6 +2095,69 @@ def wt_break_middle(x):
     return s, i
 
 
+def wt_middle_store(x, out):
+    # rotated: the part after the break (B) runs before the part before it (A)
+    i = 0
+    acc = 1.0
+    while True:
+        acc = acc * 1.01 + x[i]
+        out[i] = acc
+        if acc > 40.0:
+            break
+        i += 1
+        x[i] = x[i] + acc * 0.001
+    return acc, i
+
+
+def wt_middle_count(x, n):
+    # constant tests (Python ints): unrolled, then captured at the break
+    i = 0
+    s = 0.0
+    while True:
+        i += 1
+        if i >= n:
+            break
+        s = s + x[i] * i
+    return s, i
+
+
+def wt_middle_nested_for(x, out):
+    r = 0
+    while True:
+        s = 0.0
+        for j in range(x.shape[1]):
+            s = s + x[r, j]
+        if s > 9.0 or r >= x.shape[0] - 1:
+            break
+        out[r] = s
+        r += 1
+    return out, r
+
+
+def wt_middle_in_for(x, out):
+    for r in range(x.shape[0]):
+        v = x[r]
+        k = 0
+        while True:
+            v = v * 0.9
+            if v < 1.0:
+                break
+            k += 1
+        out[r] = k + v
+    return out
+
+
+def wt_middle_return(x):
+    i = 0
+    while True:
+        i += 1
+        if x[i] > 0.9:
+            break
+        if x[i] < 0.0:
+            return -i
+    return i
+
+
 def wt_continue(x):
     i = 0
     s = 0.0
@@ -2131,10 +2194,21 @@ def wt_index_error(x):
     (wt_inner_last, (_WR.random(7) * 3, 40)),
     (wt_inner_last, (np.zeros(7), 300)),
     (wt_break_middle, (np.ones(100),)),
+    (wt_break_middle, (np.ones(10),)),                  # IndexError in the loop
+    (wt_middle_store, (_WR.random(500), np.zeros(500))),
+    (wt_middle_count, (_WR.random(300), 300)),
+    (wt_middle_count, (_WR.random(300), 1)),
+    (wt_middle_nested_for, (_WR.random((40, 12)), np.zeros(40))),
+    (wt_middle_nested_for, (_WR.random((40, 30)), np.zeros(40))),
+    (wt_middle_in_for, (_WR.random(60) * 1000, np.zeros(60))),
+    (wt_middle_return, (np.r_[_WR.random(100) * 0.8, 0.95],)),
+    (wt_middle_return, (np.r_[_WR.random(100) * 0.8, -1.0],)),
     (wt_continue, (_WR.random(200),)),
     (wt_index_error, (np.ones(50),)),
 ], ids=["data", "data-short", "count", "count-3", "count-0", "not", "not-nan", "in-for", "around-while",
-        "inner-last", "inner-last-zeros", "break-middle", "continue", "index-error"])
+        "inner-last", "inner-last-zeros", "break-middle", "break-middle-index-error", "middle-store",
+        "middle-count", "middle-count-1", "middle-nested-for", "middle-nested-for-long", "middle-in-for",
+        "middle-return-break", "middle-return", "continue", "index-error"])
 def test_while_true_equal_plain(fn, args, backend):
     run_both(fn, [args], backend)
 
@@ -2143,10 +2217,21 @@ def test_while_true_equal_plain(fn, args, backend):
     (wt_data, (np.arange(1000.0),)),
     (wt_count, (np.ones(1000), 1000)),
     (wt_not, (np.array([1e100]),)),
+    (wt_break_middle, (np.ones(1000),)),
+    (wt_middle_store, (_WR.random(2000) * 0.01, np.zeros(2000))),
 ])
 def test_while_true_captured(fn, args):
+    """(The break at the body's end, or rotated: in the middle.)"""
     loops, nodes = loop_nodes(fn, *args)
     assert loops == 1 and nodes < 40, (loops, nodes)
+
+
+def test_while_true_constant_tests_captured():
+    """Over Python ints: loop_unroll_limit iterations unrolled, the rest one
+    loop node; the graph does not grow with the trip count."""
+    a = loop_nodes(wt_middle_count, np.ones(1000), 1000)
+    b = loop_nodes(wt_middle_count, np.ones(5000), 5000)
+    assert a[0] == 1 and a == b, (a, b)
 
 
 def test_while_true_in_for_is_nested():

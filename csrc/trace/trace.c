@@ -962,6 +962,8 @@ static int frame_setup(fj_TFrame *fr, fj_Tracer *tx, PyCodeObject *co)
     fr->stack = PyMem_Calloc(fr->stack_cap, sizeof(PyObject *));
     fr->touched = PyMem_Calloc(fr->nlocals ? fr->nlocals : 1, 1);
     fr->loop_head = fr->loop_end = fr->loop_test = -1;
+    fr->loop_hole_lo = fr->loop_hole_hi = -1;
+    fr->loop_wrap = 0;
     if (fr->locals == NULL || fr->stack == NULL || fr->touched == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -2098,10 +2100,13 @@ static int run_frame_at(fj_TFrame *fr, int first)
     int at_head = fr->loop_head >= 0 && first == fr->loop_head;
     while (next < fr->il.n) {
         if (fr->loop_head >= 0) {
-            if (next == fr->loop_head && !at_head)
-                return 2;
+            if (next == fr->loop_head && !at_head) {
+                if (fr->loop_wrap != 1)
+                    return 2;
+                fr->loop_wrap = 2; /* a rotated body's jump back: the part before its test follows */
+            }
             at_head = 0;
-            if (next < fr->loop_head || next >= fr->loop_end)
+            if (next < fr->loop_head || next >= fr->loop_end || (next >= fr->loop_hole_lo && next < fr->loop_hole_hi))
                 return fj_unsupported("the loop's body leaves it (break)");
         }
         int i = next;
@@ -2483,7 +2488,7 @@ static int run_frame_at(fj_TFrame *fr, int first)
                    loop's test on data: the loop captured from here.  Else the value is
                    converted here, as before (a break here leaves CPython the bool
                    conversion the jump needs) */
-                if (fr->loop_head >= 0 && next == fr->loop_test) {
+                if (fr->loop_head >= 0 && next == fr->loop_test && fr->loop_wrap != 1) {
                     PUSH(v);
                     break;
                 }
@@ -2840,7 +2845,12 @@ static int run_frame_at(fj_TFrame *fr, int first)
             PyObject *v = POP();
             if (fr->loop_head >= 0 && i == fr->loop_test) {
                 /* a captured while loop's bottom test: the iteration's end, its value
-                   the loop's "go on" */
+                   the loop's "go on" (a rotated body: after its jump back only) */
+                if (fr->loop_wrap == 1) {
+                    Py_DECREF(v);
+                    fj_unsupported("the loop's test is reached again before its body ends");
+                    goto error;
+                }
                 Py_XSETREF(fr->loop_stay, v);
                 return 2;
             }

@@ -526,6 +526,10 @@ struct fj_TFrame {
                                iteration, one outside [loop_head, loop_end) is refused; -1 if none */
     int loop_test;          /* a captured while loop's bottom test (-1 if none): it ends the
                                iteration, its value kept in loop_stay (strong) */
+    int loop_hole_lo, loop_hole_hi; /* a rotated while loop (trace_loops.c, while_shape): its exit's
+                               code inside [loop_head, loop_end), refused like outside; and */
+    int loop_wrap;          /* 1 until its body (from after its test) jumped back to loop_head,
+                               which then goes on to the test; 0 for other loops */
     PyObject *loop_stay;
     PyObject *while_seen;   /* strong dict or NULL: while loops' test arrivals with a constant
                                value in this trace, by body start (trace_loops.c) */

@@ -386,6 +386,10 @@ static PyObject *init_value(PyObject *enclosing, PyObject *v)
 typedef struct {
     int L, T, test, at_top, neg0, negs, maybe_zero;
     PyObject *c0;
+    /* rotated (`while True: A; if t: break; B`): the body traced from B (the
+       test's "go on" target) to the jump back at K, then from L to the test;
+       the exit's code in between, [hlo, hhi), is no part of it */
+    int rot, B, K, hlo, hhi;
 } WhileInfo;
 
 static int capture(fj_TFrame *fr, int head, const WhileInfo *w);
@@ -404,6 +408,7 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
     Py_ssize_t left;
     int r = 0, sp0 = fr->sp, nl = fr->nlocals, pushed = 0;
     int prev_head = fr->loop_head, prev_end = fr->loop_end, prev_test = fr->loop_test;
+    int prev_hlo = fr->loop_hole_lo, prev_hhi = fr->loop_hole_hi, prev_wrap = fr->loop_wrap;
     PyObject *prev_body = tx->body, *stay = NULL;
     memset(&c, 0, sizeof c);
     memset(&ctx, 0, sizeof ctx);
@@ -456,7 +461,7 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
         r = retry(fr, phead, -1, "side effects come before it, and an error in the loop would lose them");
         goto done;
     }
-    int end = w ? w->T : fr->il.v[head].target;
+    int end = w ? (w->rot ? w->K + 1 : w->T) : fr->il.v[head].target;
     c.flags = PyMem_Calloc((size_t)(nl ? nl : 1), 3);
     c.slot_of = PyMem_Calloc((size_t)(nl ? nl : 1), sizeof(int));
     c.ph_of = PyMem_Calloc((size_t)(nl ? nl : 1), sizeof(fj_Node *));
@@ -471,7 +476,10 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
     ctx.written = c.flags;
     ctx.stored = c.flags + nl;
     ctx.read_first = c.flags + 2 * nl;
-    const char *why = scan_body(fr, w ? w->L - 1 : head, end, ctx.written);
+    const char *why = w && w->rot ? scan_body(fr, w->L - 1, w->test + 1, ctx.written)
+                                   : scan_body(fr, w ? w->L - 1 : head, end, ctx.written);
+    if (why == NULL && w && w->rot)
+        why = scan_body(fr, w->B - 1, end, ctx.written);
     if (why != NULL) {
         r = retry(fr, phead, -1, why);
         goto done;
@@ -561,12 +569,18 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
     fr->loop_head = w ? w->L : head;
     fr->loop_end = end;
     fr->loop_test = w ? w->test : -1;
+    fr->loop_hole_lo = w && w->rot ? w->hlo : -1;
+    fr->loop_hole_hi = w && w->rot ? w->hhi : -1;
+    fr->loop_wrap = w && w->rot ? 1 : 0;
     pushed = 1;
     int retry_before = tx->loop_retry;
-    int rb = fj_trace_run_body(fr, w ? w->L : head + 1);
+    int rb = fj_trace_run_body(fr, w ? (w->rot ? w->B : w->L) : head + 1);
     fr->loop_head = prev_head;
     fr->loop_end = prev_end;
     fr->loop_test = prev_test;
+    fr->loop_hole_lo = prev_hlo;
+    fr->loop_hole_hi = prev_hhi;
+    fr->loop_wrap = prev_wrap;
     stay = fr->loop_stay; /* (a while loop's test's value, when its bottom test ended the body) */
     fr->loop_stay = NULL;
     tx->loop = ctx.outer;
@@ -842,6 +856,9 @@ done:
         fr->loop_head = prev_head;
         fr->loop_end = prev_end;
         fr->loop_test = prev_test;
+        fr->loop_hole_lo = prev_hlo;
+        fr->loop_hole_hi = prev_hhi;
+        fr->loop_wrap = prev_wrap;
         tx->loop = ctx.outer;
         tx->body = prev_body;
     }
@@ -883,7 +900,11 @@ int fj_trace_range_pin(fj_TFrame *fr)
 ** (the next instruction is L, and the instruction before its target jumps back
 ** to L, after one bottom test) or the bottom test itself (3.12+: followed by the
 ** JUMP_BACKWARD, its target right after; 3.11: the backward jump).  `while
-** True: ... if t: break` at the body's end has the same shape.  The loop node
+** True: A; if t: break; B` has no top test: its test goes on to a jump back
+** (after B) and leaves to the code after it (3.12+ puts the exit's code there,
+** 3.11 a jump forward); with B empty the body is A, else the loop is rotated:
+** its body is B then A, traced from B, through the jump back, to the test
+** (fr->loop_wrap), the exit's code between them no part of it.  The loop node
 ** runs `if test0: do body while test` (loop.c, fj_loop_new_while).
 **
 ** The capture happens where the test's value is a graph value (data: it would
@@ -893,15 +914,61 @@ int fj_trace_range_pin(fj_TFrame *fr)
 ** branch (a break on data), so they are captured only where the parts before
 ** the last are constants.
 */
+/* The first jump back to before 'j' from instruction 't' on (none past a
+   return), or -1. */
+static int back_jump_from(fj_InstrList *il, int t, int j)
+{
+    for (int k = t; k < il->n; k++) {
+        if (il->v[k].p.op == FJ_PI_JUMP && il->v[k].target <= j)
+            return k;
+        if (il->v[k].p.op == FJ_PI_RETURN_VALUE || il->v[k].p.op == FJ_PI_RETURN_CONST)
+            return -1;
+    }
+    return -1;
+}
+
+static int while_shape_as(fj_TFrame *fr, int j, WhileInfo *w, int no_top);
+
+/* A loop's shape at conditional jump j: a while loop's test (top or bottom),
+   else the break of a `while True` loop */
 static int while_shape(fj_TFrame *fr, int j, WhileInfo *w)
+{
+    return while_shape_as(fr, j, w, 0) || while_shape_as(fr, j, w, 1);
+}
+
+static int while_shape_as(fj_TFrame *fr, int j, WhileInfo *w, int no_top)
 {
     fj_InstrList *il = &fr->il;
     fj_Instr *in = &il->v[j];
     if (in->p.op != FJ_PI_POP_JUMP_IF || (in->p.a != FJ_IF_TRUE && in->p.a != FJ_IF_FALSE))
         return 0;
-    int t = in->target, no_top = 0;
+    int t = in->target, k;
     memset(w, 0, sizeof *w);
-    if (t <= j) {
+    if (no_top) {
+        if (t <= j || t >= il->n || (k = back_jump_from(il, t, j)) < 0)
+            return 0;
+        /* `while True: ... if t: break`: the jump goes on (through B, the code after
+           the break, when the break is not at the body's end) to a jump back to L;
+           the exit follows the test (3.12+: inline), or a jump forward there
+           (3.11).  No top test: the control flow alone makes the loop (the body's
+           trace must reach this test without leaving [L, T), or, rotated, the
+           region from L to the jump back without the exit's code) */
+        w->L = il->v[k].target;
+        w->T = j + 1 < il->n && il->v[j + 1].p.op == FJ_PI_JUMP && il->v[j + 1].target > j + 1 ? il->v[j + 1].target
+                                                                                            : j + 1;
+        w->test = j;
+        w->at_top = 0;
+        if (k > t) {
+            w->rot = 1;
+            w->B = t;
+            w->K = k;
+            w->hlo = j + 1;
+            w->hhi = t;
+            if (w->T > j + 1 && w->T <= k) /* (3.11: the exit after the jump back) */
+                return 0;
+        }
+    }
+    else if (t <= j) {
         /* 3.11's bottom test: jump back to L while the test holds (or fails) */
         w->L = t;
         w->T = j + 1;
@@ -914,18 +981,6 @@ static int while_shape(fj_TFrame *fr, int j, WhileInfo *w)
         w->T = t;
         w->test = j;
         w->at_top = 0;
-    }
-    else if (t < il->n && il->v[t].p.op == FJ_PI_JUMP && il->v[t].target <= j) {
-        /* `while True: ... if t: break` at the body's end: the jump goes on through
-           a jump back to L; the exit follows the test (3.12+: inline), or a jump
-           forward there (3.11).  No top test: the control flow alone makes the loop
-           (the body's trace must reach this test without leaving [L, T)) */
-        w->L = il->v[t].target;
-        w->T = j + 1 < il->n && il->v[j + 1].p.op == FJ_PI_JUMP && il->v[j + 1].target > j + 1 ? il->v[j + 1].target
-                                                                                            : j + 1;
-        w->test = j;
-        w->at_top = 0;
-        no_top = 1;
     }
     else {
         /* a top test: the body follows; its end jumps back to it */
@@ -968,7 +1023,7 @@ int fj_trace_capture_while(fj_TFrame *fr, int j, PyObject *cond, int *exit)
     if (!tx->capture_loops || tx->loop_policy == NULL || !while_shape(fr, j, &w))
         return 0;
     /* inside a captured loop's body: only a loop strictly inside it */
-    if (fr->loop_head >= 0 && (w.L <= fr->loop_head || w.T > fr->loop_end))
+    if (fr->loop_head >= 0 && (w.L <= fr->loop_head || w.T > fr->loop_end || (w.rot && w.K >= fr->loop_end)))
         return 0;
     fj_Var *cv = (fj_Var *)cond;
     int is_const = cv->kind == FJ_VAR_CONST;
