@@ -344,8 +344,18 @@ class ProgGen:
             # the same loop as a while loop: a test on Python ints (captured after the
             # unroll limit) or on data (captured at its first test), always ending
             test = r.choice((f"{i} < {m}", f"{i} < {m} - ({v}[0] > 1e300)", f"not ({i} >= {m} + ({s} > 1e300))"))
-            lines[3:4] = [f"{ind}{i} = {max(lo, 1)}", f"{ind}while {test}:"]
-            lines.append(f"{ind}    {i} = {i} + 1")
+            shape = r.random()
+            if shape < 0.5:
+                lines[3:4] = [f"{ind}{i} = {max(lo, 1)}", f"{ind}while {test}:"]
+                lines.append(f"{ind}    {i} = {i} + 1")
+            elif shape < 0.75:
+                # `while True` with the break at the body's end
+                lines[3:4] = [f"{ind}{i} = {max(lo, 1)}", f"{ind}while True:"]
+                lines += [f"{ind}    {i} = {i} + 1", f"{ind}    if not ({test}):", f"{ind}        break"]
+            else:
+                # ... and in its middle (a rotated loop)
+                lines[3:4] = [f"{ind}{i} = {max(lo, 1) - 1}", f"{ind}while True:", f"{ind}    {i} = {i} + 1",
+                              f"{ind}    if not ({test}):", f"{ind}        break"]
         env[v] = "arr"
         env[s] = "sc"
         env[k] = "num"
