@@ -2242,3 +2242,152 @@ def test_while_true_in_for_is_nested():
     plans = native_loop_plans(wt_in_for, (_WR.random(300) * 1000, np.zeros(300)))
     assert plans and all(p.fallbacks == 0 for p in plans)
     assert "break;" in plans[0].source.split("int fj_l0(")[1]
+
+
+# ---------------------------------------------------------------- top-level chunks
+# (native_loop.c top_chunks): a flat loop's step-1 version, where cw_ holds,
+# stores chunks of FJL_CKT (64) iterations into buffers and commits them after
+# the chunk's conditions are tested, instead of saving the block's (512)
+# ranges; the values' tests of a noundo body become the flags' test there.
+
+def flat_ema(x, out, alpha):
+    m = x[0]
+    for i in range(x.shape[0]):
+        m = alpha * x[i] + (1.0 - alpha) * m
+        out[i] = m
+    return out
+
+
+def flat_prefix(x, out):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[i]
+        out[i] = s
+    return out
+
+
+def flat_int(x, out):
+    t = 0
+    for i in range(x.shape[0]):
+        t = x[i] + x[i]
+        out[i] = t
+    return out
+
+
+def flat_two(x, a, b):
+    for i in range(x.shape[0]):
+        a[i] = x[i] * 1e300
+        b[i] = x[i] - 1.0
+    return a, b
+
+
+def flat_f32(x, out):
+    for i in range(x.shape[0]):
+        out[i] = x[i] * 1e30
+    return out
+
+
+def flat_dead(x, out):
+    for i in range(x.shape[0]):
+        t = x[i] * 1e308
+        out[i] = x[i] + 1.0
+    return out
+
+
+def flat_dead_add(x, out):
+    for i in range(x.shape[0]):
+        t = x[i] + 1.7e308
+        out[i] = x[i] + 1.0
+    return out
+
+
+def _flat_at(n, k, v, dtype=np.float64, out_dtype=None, extra=()):
+    def make():
+        x = np.random.default_rng(k).random(n).astype(dtype)
+        if k is not None:
+            x[k] = v
+        return (x, np.zeros(n, dtype=out_dtype or dtype)) + tuple(e() if callable(e) else e for e in extra)
+    return make
+
+
+@pytest.mark.parametrize("mode", ["ignore", "warn", "raise"])
+@pytest.mark.parametrize("k", [0, 63, 64, 100, 511, 512, 700, 1999])
+def test_top_chunks_stop_where_numpy_does(k, mode):
+    run_modes(flat_ema, _flat_at(2000, k, 1e308, extra=(0.5,)), mode)
+    run_modes(flat_prefix, _flat_at(2000, k, 1.7e308), mode)
+    run_modes(flat_two, _flat_at(2000, k, 1e10, extra=(lambda: np.zeros(2000),)), mode)
+
+
+@pytest.mark.parametrize("mode", ["ignore", "warn", "raise"])
+def test_top_chunks_int_and_float32(mode):
+    def ints(k):
+        def make():
+            x = np.arange(2000, dtype=np.int64)
+            x[k] = 2**62
+            return x, np.zeros(2000, dtype=np.int64)
+        return make
+    for k in (5, 64, 900):
+        run_modes(flat_int, ints(k), mode)
+    run_modes(flat_f32, _flat_at(2000, 700, 1e10, out_dtype=np.float32), mode)
+    run_modes(flat_f32, _flat_at(2000, 700, 1e-60, out_dtype=np.float32), mode)
+    run_modes(flat_dead, _flat_at(2000, 300, 1e10), mode)
+    run_modes(flat_dead_add, _flat_at(2000, 300, 1e308), mode)
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 130, 511, 513, 1000])
+def test_top_chunks_lengths(n):
+    x = np.random.default_rng(n).random(n)
+    run_both(flat_ema, [(x, np.zeros(n), 0.3)], "native")
+    run_both(flat_prefix, [(x, np.zeros(n))], "native")
+    run_both(flat_two, [(x, np.zeros(n), np.zeros(n))], "native")
+
+
+def test_top_chunks_aliasing():
+    def same():
+        x = np.random.default_rng(1).random(2000)
+        x[900] = 1.7e308
+        return x, x
+
+    def shifted():
+        a = np.random.default_rng(2).random(2001)
+        a[900] = 1.7e308
+        return a[1:], a[:-1]
+    for make in (same, shifted):
+        for mode in ("warn", "raise"):
+            run_modes(flat_prefix, make, mode)
+
+
+def test_top_chunks_source():
+    src = native_loop_plans(flat_ema, (np.random.default_rng(1).random(3000), np.zeros(3000), 0.4))[0].source
+    assert "if (step == 1 && cw_) {" in src and "cb0[FJL_CKT]" in src and "FJL_FENCE(cb0);" in src
+    # noundo body: the flags tested per chunk, no value test inside the chunks
+    src = native_loop_plans(flat_prefix, (np.random.default_rng(1).random(3000), np.zeros(3000)))[0].source
+    chunk = src.split("if (step == 1 && cw_) {")[1].split("} else {\n    if (fjl_save")[0].split("ran += (int)ck;")[0]
+    assert "/*fpv*/" not in chunk and "fj_fetest(FJ_FPE)" in chunk
+    # a dead float operation: kept (FJL_KEEP) before the chunk's test; in a noundo
+    # body (its FJL_KEEP dropped there): no chunks
+    src = native_loop_plans(flat_dead, (np.random.default_rng(1).random(3000), np.zeros(3000)))[0].source
+    chunk = src.split("if (step == 1 && cw_) {")[1].split("ran += (int)ck;")[0]
+    assert "FJL_KEEP(n" in chunk
+    src = native_loop_plans(flat_dead_add, (np.random.default_rng(1).random(3000), np.zeros(3000)))[0].source
+    assert "cw_) {" not in src.split("int fj_l0(")[1]
+    # a store forwarded to a load: no chunks
+    src = native_loop_plans(recurrence_blowup, (np.ones(3000), np.random.default_rng(9).random(3000)))[0].source
+    assert "cw_) {" not in src.split("int fj_l0(")[1]
+
+
+def bool_bytes_loop(b, out):
+    c = 0
+    for i in range(b.shape[0]):
+        for j in range(b.shape[1]):
+            c = c + b[i, j]
+            out[i, j] = b[i, j] * np.int64(3)
+    return c, out
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_bool_bytes_other_than_0_and_1_are_true(backend):
+    """A view of uint8 as bool holds bytes NumPy reads as True: the kernels
+    read every bool element as its truth (found by review)."""
+    b = (np.arange(60, dtype=np.uint8) % 5).reshape(6, 10).view(np.bool_)
+    run_both(bool_bytes_loop, [(b, np.zeros((6, 10), dtype=np.int64))], backend)

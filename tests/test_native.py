@@ -1081,3 +1081,18 @@ def test_float_max_min_kernel(expr, dt):
     # NaN and zero results: NumPy's answer (through NumPy)
     for arg in (np.array([1.0, np.nan, -2.0], dt), np.array([0.0, -0.0], dt), np.array([-0.0, 0.0], dt)):
         _plans_outcome(expr, (arg,))
+
+
+@pytest.mark.parametrize("n", [7, 1000])
+def test_bool_bytes_other_than_0_and_1_are_true(n):
+    """A view of uint8 as bool: NumPy reads a byte other than 0 or 1 as True
+    (its casts, arithmetic and logic); the native kernels read its truth."""
+    import framejit
+    b = (np.arange(n, dtype=np.uint8) % 5).view(np.bool_)
+
+    def f(b):
+        return b.astype(np.int64), b + np.int64(1), b * 2.5, b & b, ~b, np.logical_xor(b, b), b[::2] * 3
+    framejit.reset()
+    got = framejit.compile(f, backend="native")(b)
+    for x, y in zip(got, f(b)):
+        assert x.dtype == y.dtype and np.array_equal(x.view(np.uint8), y.view(np.uint8)), (x, y)

@@ -783,10 +783,13 @@ static int emit_body(PyObject *buf, const fjn_Group *g, int mode, const char *pw
             continue;
         if (mode == 0 && in->bcast == 0)
             continue; /* loaded once before the loop */
+        /* (a bool element is read as its truth: NumPy reads a byte other than 0 or 1,
+           from a view of uint8 as bool, as True) */
+        const char *nz = in->type == FJT_BOOL ? " != 0" : "";
         if (mode == 0) {
-            if (put(buf, "            const %s v%d = p%d[i];\n", ct, k, k) < 0)
+            if (put(buf, "            const %s v%d = p%d[i]%s;\n", ct, k, k, nz) < 0)
                 return -1;
-        } else if (put(buf, "            const %s v%d = *(const %s *)(p%d + i * s%d);\n", ct, k, ct, k, k) < 0) {
+        } else if (put(buf, "            const %s v%d = *(const %s *)(p%d + i * s%d)%s;\n", ct, k, ct, k, k, nz) < 0) {
             return -1;
         }
     }
@@ -873,7 +876,7 @@ static int emit_flat_decls(PyObject *buf, const fjn_Group *g)
         if (in->kind == FJN_IN_CONST)
             continue;
         if (in->bcast == 0) {
-            if (put(buf, "    const %s v%d = *(const %s *)data[%d];\n", ct, k, ct, k) < 0)
+            if (put(buf, "    const %s v%d = *(const %s *)data[%d]%s;\n", ct, k, ct, k, in->type == FJT_BOOL ? " != 0" : "") < 0)
                 return -1;
         } else if (put(buf, "    const %s *restrict p%d = (const %s *)data[%d];\n", ct, k, ct, k) < 0) {
             return -1;

@@ -372,14 +372,16 @@ static int chunk_site(Emit *e, PyObject *caddr, int site, int A, const char *et,
         return 0;
     }
     PyObject *orig = PyList_GET_ITEM(e->src, PyList_GET_SIZE(e->src) - 1);
-    PyObject *to = PyUnicode_FromFormat("    { char *p = (char *)&cb%s%d[j%s - %s]; %s t = %U;", e->pfx, site, e->pfx,
+    PyObject *to = PyUnicode_FromFormat("    { char *p = (char *)&cb%s%d[%U - %s]; %s t = %U;", e->pfx, site, e->expr[0],
                                         e->chunk_first, et, cx);
     PyObject *decl = PyUnicode_FromFormat("    %s cb%s%d[FJL_CK];", et, e->pfx, site);
     PyObject *commit = PyUnicode_FromFormat(
         "    { char *d_ = %U; long long sd_ = (%s) * (%U); if (sd_ == %d) memcpy(d_, cb%s%d, (size_t)ck%s * %d);"
         " else for (long long k_ = 0; k_ < ck%s; k_++) memcpy(d_ + k_ * sd_, (char *)cb%s%d + k_ * %d, %d); }",
         caddr, e->save_step, sstep, size, e->pfx, site, e->pfx, size, e->pfx, e->pfx, site, size, size);
-    PyObject *t = to && decl && commit ? Py_BuildValue("(OOOOi)", orig, to, decl, commit, A) : NULL;
+    PyObject *fence = PyUnicode_FromFormat("    FJL_FENCE(cb%s%d);", e->pfx, site);
+    PyObject *t = to && decl && commit && fence ? Py_BuildValue("(OOOOiO)", orig, to, decl, commit, A, fence) : NULL;
+    Py_XDECREF(fence);
     int r = t == NULL || PyList_Append(e->csites, t) < 0 ? -1 : 0;
     Py_XDECREF(to);
     Py_XDECREF(decl);
@@ -418,6 +420,115 @@ static int has_line_with(PyObject *lines, const char *s)
     }
     Py_XDECREF(t);
     return has;
+}
+
+/* cw_, the chunk versions' condition (chunk_version, top_chunks), as C: no array
+   they store is read, none overlaps another array of the kernel.  New str. */
+static PyObject *cw_text(fjn_LoopPlan *lp)
+{
+    PyObject *cw = PyUnicode_FromString("    int cw_ = 1; (void)cw_;");
+    for (int ca = 0; cw != NULL && ca < lp->nph; ca++) {
+        if (lp->ph[ca].kind != FJL_ARRAY || !lp->ph[ca].chunked)
+            continue;
+        if (lp->ph[ca].loaded)
+            Py_SETREF(cw, PyUnicode_FromFormat("%U cw_ = 0;", cw));
+        for (int cb = 0; cw != NULL && cb < lp->nph; cb++)
+            if (cb != ca && lp->ph[cb].kind == FJL_ARRAY)
+                Py_SETREF(cw, PyUnicode_FromFormat("%U\n    cw_ = cw_ && fjl_disj(&v[%d], %d, %d, &v[%d], %d, %d);", cw, ca,
+                                                   lp->ph[ca].ndim, fjn_type_size(lp->ph[ca].type), cb, lp->ph[cb].ndim,
+                                                   fjn_type_size(lp->ph[cb].type)));
+    }
+    return cw;
+}
+
+/*
+** The top level's chunk version (a level without inner loops, its step-1
+** version; chunk_version's for the top level): the block's iterations in
+** chunks of FJL_CK storing into buffers, committed after the chunk's
+** conditions are tested (noundo: each iteration stops before its store, so a
+** stop commits the chunk's iterations before it), instead of saving the
+** block's ranges first (ema: the save, a read of the output from memory
+** before the block, cost about a tenth of its time).  'ucl' the body's lines
+** without checks (as emitted: the stores' lines match csites), 'ttext' the
+** state's update after an iteration.  Its text (the stores' gotos already
+** aimed), or Py_None when the level has none; NULL on error.
+*/
+static PyObject *top_chunks(Emit *e, PyObject *ucl, PyObject *ttext, int noundo, int keeps)
+{
+    Py_ssize_t ns = e->csites ? PyList_GET_SIZE(e->csites) : 0;
+    if (e->chunk_first == NULL || e->chunk_bad || ns == 0 || ttext == NULL || (noundo && keeps))
+        return Py_NewRef(Py_None);
+    /* (noundo: the flags tested instead of the values, as the block's test
+       would; a NumPy float operation whose value nothing uses would need its
+       FJL_KEEP, which noundo dropped: 'keeps', no chunks then) */
+    PyObject *body = noundo ? without_tag(ucl, 0, PyList_GET_SIZE(ucl), "/*fpv*/") : Py_NewRef(ucl);
+    if (body == NULL)
+        return NULL;
+    Py_ssize_t nf = PyList_GET_SIZE(body);
+    PyObject *out = PyList_New(0), *l;
+    int bad = out == NULL, found = 0;
+#define TC_ADD(x) do { l = (x); bad = bad || l == NULL || PyList_Append(out, l) < 0; Py_XDECREF(l); } while (0)
+    TC_ADD(PyUnicode_FromString("        while (ran < bc_) {"));
+    TC_ADD(PyUnicode_FromString("        long long jc_ = i, ck = bc_ - ran < FJL_CKT ? bc_ - ran : FJL_CKT;"));
+    PyObject *cks = PyUnicode_FromString("[FJL_CK]"), *ckt = PyUnicode_FromString("[FJL_CKT]");
+    for (Py_ssize_t k = 0; !bad && k < ns; k++)
+        TC_ADD(cks && ckt ? PyUnicode_Replace(PyTuple_GET_ITEM(PyList_GET_ITEM(e->csites, k), 2), cks, ckt, -1) : NULL);
+    Py_XDECREF(cks);
+    Py_XDECREF(ckt);
+    for (int whole = 1; whole >= 0; whole--) {
+        TC_ADD(whole ? PyUnicode_FromString("        if (ck == FJL_CKT) {") : PyUnicode_FromString("        } else {"));
+        TC_ADD(PyUnicode_FromFormat("        for (long long ie_ = jc_ + %s; i < ie_; i++) {", whole ? "FJL_CKT" : "ck"));
+        for (Py_ssize_t k = 0; !bad && k < nf; k++) {
+            PyObject *x = PyList_GET_ITEM(body, k), *to = x;
+            for (Py_ssize_t s = 0; s < ns; s++) {
+                PyObject *cs = PyList_GET_ITEM(e->csites, s);
+                if (PyUnicode_Compare(x, PyTuple_GET_ITEM(cs, 0)) == 0) {
+                    to = PyTuple_GET_ITEM(cs, 1);
+                    found++;
+                    break;
+                }
+            }
+            TC_ADD(Py_NewRef(to));
+        }
+        TC_ADD(Py_NewRef(ttext));
+        TC_ADD(PyUnicode_FromString("        }"));
+        /* the chunk's conditions, then its commit (a whole chunk's copy of a constant size) */
+        for (Py_ssize_t k = 0; !bad && k < ns; k++)
+            TC_ADD(Py_NewRef(PyTuple_GET_ITEM(PyList_GET_ITEM(e->csites, k), 5)));
+        TC_ADD(PyUnicode_FromString("        if (ovf_ < 0 || (FJL_NPF && (fj_fetest(FJ_FPE) & ~ignore))) goto slow;"));
+        PyObject *ckn = PyUnicode_FromString("(size_t)ck *"), *ckw = PyUnicode_FromString("(size_t)FJL_CKT *");
+        for (Py_ssize_t k = 0; !bad && k < ns; k++) {
+            PyObject *c = PyTuple_GET_ITEM(PyList_GET_ITEM(e->csites, k), 3);
+            TC_ADD(whole ? (ckn && ckw ? PyUnicode_Replace(c, ckn, ckw, -1) : NULL) : Py_NewRef(c));
+        }
+        Py_XDECREF(ckn);
+        Py_XDECREF(ckw);
+    }
+    TC_ADD(PyUnicode_FromString("        }"));
+    TC_ADD(PyUnicode_FromString("        ran += (int)ck;\n        }"));
+#undef TC_ADD
+    Py_DECREF(body);
+    if (bad) {
+        Py_XDECREF(out);
+        return NULL;
+    }
+    if (found != 2 * ns) {
+        Py_DECREF(out);
+        return Py_NewRef(Py_None);
+    }
+    PyObject *sep = PyUnicode_FromString("\n"), *text = sep ? PyUnicode_Join(sep, out) : NULL;
+    Py_XDECREF(sep);
+    Py_DECREF(out);
+    /* the body's stops: the block again (a chunk's stores are exact: cw_), or
+       (noundo) the chunk's iterations before the stop kept */
+    PyObject *gs = PyUnicode_FromString("goto stop;"), *to = PyUnicode_FromString("goto slow;");
+    Py_XSETREF(text, text && gs && to ? PyUnicode_Replace(text, gs, to, -1) : NULL);
+    Py_XDECREF(gs);
+    Py_XDECREF(to);
+    if (text != NULL)
+        for (Py_ssize_t k = 0; k < ns; k++)
+            e->top->ph[PyLong_AsLong(PyTuple_GET_ITEM(PyList_GET_ITEM(e->csites, k), 4))].chunked = 1;
+    return text;
 }
 
 /*
@@ -487,6 +598,8 @@ static PyObject *chunk_version(Emit *in, PyObject *fast, const char *hs)
                 CV_ADD(Py_NewRef(to));
         }
         CV_ADD(PyUnicode_FromString("    }"));
+        for (Py_ssize_t k = 0; !bad && k < ns; k++)
+            CV_ADD(Py_NewRef(PyTuple_GET_ITEM(PyList_GET_ITEM(in->csites, k), 5)));
         CV_ADD(PyUnicode_FromFormat("    if ((ovf_ | cm%s) < 0 || (FJL_NPF && (fj_fetest(FJ_FPE) & ~ignore))) goto stop;", p));
         PyObject *ckn = PyUnicode_FromFormat("(size_t)ck%s", p), *ckw = PyUnicode_FromString("(size_t)FJL_CK");
         for (Py_ssize_t k = 0; !bad && k < ns; k++) {
@@ -1205,7 +1318,10 @@ static int emit_node(Emit *e, fj_Node *n)
                         : 1;
             else
                 r = line(e, "    %s n%s%zd; memcpy(&n%s%zd, %U, sizeof n%s%zd);", et, P, n->index, P, n->index, addr, P,
-                         n->index) < 0
+                         n->index) < 0 ||
+                            /* a bool element read as its truth: NumPy reads a byte other than 0 or 1
+                               (a view of uint8 as bool) as True */
+                            (ac.type == FJT_BOOL && line(e, "    n%s%zd = n%s%zd != 0;", P, n->index, P, n->index) < 0)
                         ? -1
                         : 1;
             Py_DECREF(addr);
@@ -1790,6 +1906,14 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
     e.logtag = "hsl_";
     /* counters (counter_slot): the carried values are V<k>, read at the kernel's
        entry, where hs_ is computed for the hn_ iterations of this call */
+    if (!lp->whilemode) { /* a chunk version of the step-1 loop (top_chunks) */
+        e.chunk_first = "jc_";
+        e.csites = PyList_New(0);
+        if (e.csites == NULL)
+            PyErr_Clear();
+        if (e.csites == NULL)
+            e.chunk_first = NULL;
+    }
     e.lcarried = PyObject_GetAttrString(n->target, "carried");
     e.louts = fj_graph_outputs(body);
     e.lcount = "hn_";
@@ -1820,22 +1944,6 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
                                            "    const int hsl_ = 0; /* the top level's saved stores log in the checked versions */");
         int bad = d == NULL || PyList_Append(decl, d) < 0;
         Py_XDECREF(d);
-        /* cw_: the inner levels' chunk versions may run (chunk_version): no array
-           they store is read, none overlaps another array of the kernel */
-        PyObject *cw = bad ? NULL : PyUnicode_FromString("    int cw_ = 1; (void)cw_;");
-        for (int ca = 0; cw != NULL && ca < lp->nph; ca++) {
-            if (lp->ph[ca].kind != FJL_ARRAY || !lp->ph[ca].chunked)
-                continue;
-            if (lp->ph[ca].loaded)
-                Py_SETREF(cw, PyUnicode_FromFormat("%U cw_ = 0;", cw));
-            for (int cb = 0; cw != NULL && cb < lp->nph; cb++)
-                if (cb != ca && lp->ph[cb].kind == FJL_ARRAY)
-                    Py_SETREF(cw, PyUnicode_FromFormat("%U\n    cw_ = cw_ && fjl_disj(&v[%d], %d, %d, &v[%d], %d, %d);", cw, ca,
-                                                       lp->ph[ca].ndim, fjn_type_size(lp->ph[ca].type), cb, lp->ph[cb].ndim,
-                                                       fjn_type_size(lp->ph[cb].type)));
-        }
-        bad = bad || cw == NULL || PyList_Append(decl, cw) < 0;
-        Py_XDECREF(cw);
         for (Py_ssize_t k = 0; !bad && k < PyList_GET_SIZE(e.hoist); k++)
             bad = PyList_Append(decl, PyList_GET_ITEM(e.hoist, k)) < 0;
         /* the version without checks also takes every array's last axis as
@@ -1964,6 +2072,7 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
        recurrence and stencil3 1.1 to 2.2x slower with them).  A body without
        stores keeps the flag test: it saves nothing (trapezoid 0.67 -> 0.84 ms
        with value tests) */
+    int keeps = bodyl != NULL && has_line_with(bodyl, "FJL_KEEP(");
     int noundo = bodyl != NULL && e.leaf &&
                  (has_line_starting(bodyl, "    if (fjl_log1(") ||
                   (has_line_with(bodyl, "memcpy(p, &t") && !has_line_with(bodyl, "/*fpu*/"))) &&
@@ -2050,6 +2159,10 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         }
         Py_XDECREF(cand);
     }
+    PyObject *ctop = ucl != NULL && e.leaf && e.fw_store < 0 && !lp->whilemode ? top_chunks(&e, ucl, ttext, noundo, keeps)
+                                                                                : Py_NewRef(Py_None);
+    if (ctop == NULL)
+        Py_CLEAR(ucl);
     PyObject *sep2 = PyUnicode_FromString("\n");
     PyObject *utext = ucl && sep2 ? PyUnicode_Join(sep2, ucl) : NULL;
     PyObject *ttsv = tsl && sep2 ? PyUnicode_Join(sep2, tsl) : NULL;
@@ -2062,6 +2175,14 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
     PyObject *upre = ttsv && gs && gw ? PyUnicode_Replace(ttsv, gs, gw, -1) : NULL;
     Py_XDECREF(utext);
     Py_XDECREF(ttsv);
+    if (dtext != NULL) { /* (after every chunk version is known) */
+        PyObject *cw = cw_text(lp);
+        Py_SETREF(dtext, cw ? PyUnicode_FromFormat("%U\n%U", dtext, cw) : NULL);
+        Py_XDECREF(cw);
+    }
+    if (upre != NULL && ctop != NULL && ctop != Py_None) /* the chunks instead of the block's saves */
+        Py_SETREF(upre, PyUnicode_FromFormat("        if (step == 1 && cw_) {\n%U        } else {\n%U\n        }", ctop, upre));
+    Py_XDECREF(ctop);
     for (int k = 0; ufast != NULL && upre != NULL && k < lp->nph; k++) {
         if (lp->ph[k].kind != FJL_ARRAY)
             continue;
@@ -2176,6 +2297,11 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         "  L->na = 0; }\n"
         "/* the iterations of an inner level's chunk (chunk_version) */\n"
         "#define FJL_CK 16\n"
+        "/* a chunk's buffer written (its values computed) before its conditions are read:\n"
+        "   the status register's read does not order arithmetic by itself */\n"
+        "#ifndef FJL_FENCE\n#if defined(__GNUC__)\n#define FJL_FENCE(b) __asm__ volatile(\"\" : \"+m\"(b))\n"
+        "#else\n#define FJL_FENCE(b) ((void)0)\n#endif\n#endif\n"
+        "#ifndef FJL_CKT\n#define FJL_CKT 64\n#endif\n"
         "/* whether two arrays' memory (each from its lowest to its highest element's\n"
         "   end) is apart: an empty one is apart from all */\n"
         "static int fjl_ext(const fjl_v *a, int nd, long long isz, char **lo, char **hi)\n"
@@ -2288,6 +2414,7 @@ done:
     Py_XDECREF(e.hoist);
     Py_XDECREF(e.saves);
     Py_XDECREF(e.lcarried);
+    Py_XDECREF(e.csites);
     Py_XDECREF(e.nodes);
     Py_XDECREF(e.src);
     PyMem_Free(e.cls);
