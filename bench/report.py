@@ -206,16 +206,21 @@ make bench-loops                               # pip-installs bench/loops/requir
 python3 bench/loops/bench_loops.py --quick     # the smaller sizes
 ```
 
-23 kernels written as loops, the way Numba's users write them
+25 kernels written as loops, the way Numba's users write them
 (bench/loops/kernels.py: recurrences, stencils and time stepping, distance
 matrices, n-body, matrix products and convolutions, Mandelbrot, histograms
 and grouping, ODE integration, polynomials), each run plain, through
 framejit's native backend (its loops captured as loop nodes and compiled to
 C loops, docs/loops.md) and through Numba's `@njit`.  Warm times are the best
-of the rounds; first calls start from an empty kernel cache (trace, C
-compile, run), at the size and at the smaller size (flat: the trace does not
-grow with the trip count).  framejit's results and the inputs it writes are
-compared bit for bit with plain; the run fails when one differs."""),
+of the rounds; framejit's and Numba's rounds are interleaved (since
+2026-12-03: measured one after the other before, Numba's figures for the
+flat loops came out up to 2x slower than interleaved, so earlier counts of
+kernels at or above Numba were too kind); first calls start from an empty
+kernel cache (trace, C compile, run), at the size and at the smaller size
+(flat: the trace does not grow with the trip count).  framejit's results
+and the inputs it writes are compared bit for bit with plain; the run fails
+when one differs.  On this shared 2-core machine a kernel's ratio moves by
+about 5-10% between runs."""),
     ("native", "Native backend", "bench/native/bench_native.py [--quick] [--sizes ...] [--procs K]",
      """\
 ```sh
