@@ -1091,7 +1091,9 @@ def test_bool_bytes_other_than_0_and_1_are_true(n):
     b = (np.arange(n, dtype=np.uint8) % 5).view(np.bool_)
 
     def f(b):
-        return b.astype(np.int64), b + np.int64(1), b * 2.5, b & b, ~b, np.logical_xor(b, b), b[::2] * 3
+        return (b.astype(np.int64), b + np.int64(1), b * 2.5, b & b, ~b, np.logical_xor(b, b), b[::2] * 3, b + b,
+                # copies keep the bytes (review): a select's arms, a cast to bool
+                np.where(b, b, b), np.where(b[::-1], b, ~b), b.astype(np.bool_), np.where(b, 1.0, 2.0))
     framejit.reset()
     got = framejit.compile(f, backend="native")(b)
     for x, y in zip(got, f(b)):

@@ -628,7 +628,7 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
             PyErr_NoMemory();
             goto error;
         }
-        if (fj_resume_liveness(fr->code, &fr->il, end, c.live) < 0)
+        if (fj_resume_liveness(fr->code, &fr->il, w ? w->T : end, c.live) < 0)
             goto error;
     }
     for (int k = 0; tuples && k < nl; k++) {

@@ -281,13 +281,16 @@ static int operand_type(const fjn_Group *g, int ref)
     return ref >= 0 ? g->in[ref].type : g->ops[-ref - 1].type;
 }
 
-/* The operand's value cast to type 'to'. */
-static void operand_expr(const fjn_Group *g, int ref, int to, fjn_Expr *e)
+/* The operand's value cast to type 'to'.  A bool input is read as its truth
+   (v<k>: NumPy reads a byte other than 0 or 1, from a view of uint8 as bool,
+   as True), or 'raw' as its byte (w<k>), where NumPy copies it: a select's
+   arms, a cast to bool. */
+static void operand_expr_as(const fjn_Group *g, int ref, int to, fjn_Expr *e, int raw)
 {
     char name[32];
     int from = operand_type(g, ref);
     if (ref >= 0)
-        snprintf(name, sizeof name, "v%d", ref);
+        snprintf(name, sizeof name, "%c%d", raw && from == FJT_BOOL && g->in[ref].kind != FJN_IN_CONST ? 'w' : 'v', ref);
     else
         snprintf(name, sizeof name, "m%d", -ref - 1);
     if (from == to)
@@ -296,6 +299,11 @@ static void operand_expr(const fjn_Group *g, int ref, int to, fjn_Expr *e)
         snprintf(e->s, sizeof e->s, "((unsigned char)(%s != 0))", name);
     else
         snprintf(e->s, sizeof e->s, "((%s)%s)", fjt_info[to].ctype, name);
+}
+
+static void operand_expr(const fjn_Group *g, int ref, int to, fjn_Expr *e)
+{
+    operand_expr_as(g, ref, to, e, 0);
 }
 
 /* Is member op a cast of a float to an integer (whose invalid only the FE flag tells)? */
@@ -369,15 +377,16 @@ static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
     const char *a = A.s, *b = B.s, *c = C.s;
     const char *f32 = t == FJT_F32 ? "f" : "";
     if (op->code == FJN_CAST) {
-        operand_expr(g, op->arg[0], rt, &A);
+        operand_expr_as(g, op->arg[0], rt, &A, rt == FJT_BOOL);
         snprintf(out, cap, "%s", a);
         return 0;
     }
+    int sel = op->code == FJN_WHERE;
     operand_expr(g, op->arg[0], op->argtype[0], &A);
     if (op->nargs > 1)
-        operand_expr(g, op->arg[1], op->argtype[1], &B);
+        operand_expr_as(g, op->arg[1], op->argtype[1], &B, sel);
     if (op->nargs > 2)
-        operand_expr(g, op->arg[2], op->argtype[2], &C);
+        operand_expr_as(g, op->arg[2], op->argtype[2], &C, sel);
 #define W(...) snprintf(out, cap, __VA_ARGS__)
     switch (op->code) {
     case FJN_ADD:
@@ -783,15 +792,16 @@ static int emit_body(PyObject *buf, const fjn_Group *g, int mode, const char *pw
             continue;
         if (mode == 0 && in->bcast == 0)
             continue; /* loaded once before the loop */
-        /* (a bool element is read as its truth: NumPy reads a byte other than 0 or 1,
-           from a view of uint8 as bool, as True) */
-        const char *nz = in->type == FJT_BOOL ? " != 0" : "";
+        /* (a bool element: its byte w<k>, its truth v<k>, see operand_expr_as) */
+        int bl = in->type == FJT_BOOL;
         if (mode == 0) {
-            if (put(buf, "            const %s v%d = p%d[i]%s;\n", ct, k, k, nz) < 0)
+            if (put(buf, "            const %s %c%d = p%d[i];\n", ct, bl ? 'w' : 'v', k, k) < 0)
                 return -1;
-        } else if (put(buf, "            const %s v%d = *(const %s *)(p%d + i * s%d)%s;\n", ct, k, ct, k, k, nz) < 0) {
+        } else if (put(buf, "            const %s %c%d = *(const %s *)(p%d + i * s%d);\n", ct, bl ? 'w' : 'v', k, ct, k, k) < 0) {
             return -1;
         }
+        if (bl && put(buf, "            const unsigned char v%d = w%d != 0; (void)v%d; (void)w%d;\n", k, k, k, k) < 0)
+            return -1;
     }
     for (int m = 0; m < g->nops; m++) {
         const fjn_Op *op = &g->ops[m];
@@ -876,7 +886,8 @@ static int emit_flat_decls(PyObject *buf, const fjn_Group *g)
         if (in->kind == FJN_IN_CONST)
             continue;
         if (in->bcast == 0) {
-            if (put(buf, "    const %s v%d = *(const %s *)data[%d]%s;\n", ct, k, ct, k, in->type == FJT_BOOL ? " != 0" : "") < 0)
+            if (put(buf, "    const %s %c%d = *(const %s *)data[%d];\n", ct, in->type == FJT_BOOL ? 'w' : 'v', k, ct, k) < 0 ||
+                (in->type == FJT_BOOL && put(buf, "    const unsigned char v%d = w%d != 0; (void)v%d; (void)w%d;\n", k, k, k, k) < 0))
                 return -1;
         } else if (put(buf, "    const %s *restrict p%d = (const %s *)data[%d];\n", ct, k, ct, k) < 0) {
             return -1;
