@@ -359,3 +359,49 @@ def test_the_break_is_logged_where_it_happens(logs):
         cf(X.copy())
     text = "\n".join(logs.lines)
     assert "call of print is not supported" in text and "whole frame" not in text, text
+
+
+def loop_ends_code(x):
+    # 3.12+ move the exit (the raise) inline: the loop is the code's end, and a
+    # break inside it has nothing to resume after it (review: the resume point
+    # was past the code, an internal error)
+    y = x * 2
+    i = 0
+    while True:
+        i += 1
+        if y[i] > 1.8:
+            break
+    raise ValueError(i)
+
+
+def loop_ends_code_print(x):
+    y = x * 2
+    i = 0
+    while True:
+        i += 1
+        print(i)
+        if y[i] > 1.8:
+            break
+    raise ValueError(i)
+
+
+@pytest.mark.parametrize("capture", [True, False])
+@pytest.mark.parametrize("fn", [loop_ends_code, loop_ends_code_print])
+def test_break_in_a_loop_that_ends_the_code(fn, capture):
+    import warnings
+    x = np.r_[np.zeros(40), 0.95, np.zeros(5)]
+    old = framejit.config.capture_loops
+    framejit.config.capture_loops = capture
+    try:
+        framejit.reset()
+        cf = framejit.compile(fn, backend="eager")
+        for _ in range(2):
+            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()) as out:
+                warnings.simplefilter("error")  # an internal error warns
+                with pytest.raises(ValueError) as e:
+                    cf(x.copy())
+            with contextlib.redirect_stdout(io.StringIO()) as pout, pytest.raises(ValueError) as pe:
+                fn(x.copy())
+            assert str(e.value) == str(pe.value) == "40" and out.getvalue() == pout.getvalue()
+    finally:
+        framejit.config.capture_loops = old

@@ -267,6 +267,16 @@ static int plan_loop(const fj_InstrList *il, int index, fj_BreakPlan *plan)
     plan->resume[1] = -1;
     plan->handler = -1;
     plan->maybe_defs = 1;
+    if (last + 1 >= il->n) {
+        /* the loop ends the code (3.12+ moves a `while True` loop's exit inline, here a
+           raise): it never falls out at its end, so nothing resumes after it */
+        for (int k = first; k <= last; k++)
+            if (fj_opcode_jump_dir(il->v[k].op) > 0 && il->v[k].target == last + 1)
+                return fj_unsupported("graph break inside a loop whose exit is not found");
+        if (fj_opcode_jump_dir(il->v[last].op) >= 0)
+            return fj_unsupported("graph break inside a loop whose exit is not found");
+        plan->nresume = 0;
+    }
     return 0;
 }
 
