@@ -441,6 +441,72 @@ static PyObject *cw_text(fjn_LoopPlan *lp)
     return cw;
 }
 
+/* Whether str l starts with 'prefix'. */
+static int starts_with(PyObject *l, const char *prefix)
+{
+    PyObject *t = PyUnicode_FromString(prefix);
+    int r = t != NULL && PyUnicode_Tailmatch(l, t, 0, PY_SSIZE_T_MAX, -1) == 1;
+    Py_XDECREF(t);
+    PyErr_Clear();
+    return r;
+}
+
+/* A chunk's body: lines[from:to] appended to 'out', each store of a chunk
+   site storing into its buffer (counted in *found); with 'cm' (an inner
+   level's prefix) the sticky overflow ORed into the chunk's own cm<pfx>.
+   0, or -1 on error. */
+static int chunk_body(PyObject *out, PyObject *lines, Py_ssize_t from, Py_ssize_t to, PyObject *csites, int *found,
+                      const char *cm)
+{
+    for (Py_ssize_t k = from; k < to; k++) {
+        PyObject *x = PyList_GET_ITEM(lines, k), *y = NULL;
+        for (Py_ssize_t s = 0; y == NULL && s < PyList_GET_SIZE(csites); s++) {
+            PyObject *cs = PyList_GET_ITEM(csites, s);
+            if (PyUnicode_Compare(x, PyTuple_GET_ITEM(cs, 0)) == 0) {
+                y = Py_NewRef(PyTuple_GET_ITEM(cs, 1));
+                (*found)++;
+            }
+        }
+        if (y == NULL && cm != NULL && starts_with(x, "    ovf_ |= ")) { /* no dependence across chunks */
+            PyObject *v = PyUnicode_Substring(x, 12, PyUnicode_GET_LENGTH(x));
+            y = v != NULL ? PyUnicode_FromFormat("    cm%s |= %U", cm, v) : NULL;
+            Py_XDECREF(v);
+            if (y == NULL)
+                return -1;
+        }
+        if (y == NULL)
+            y = Py_NewRef(x);
+        int bad = PyList_Append(out, y) < 0;
+        Py_DECREF(y);
+        if (bad)
+            return -1;
+    }
+    return 0;
+}
+
+/* A chunk's end, appended to 'out': its buffers fenced, its conditions' test
+   'test' (new ref, taken), its commits (a whole chunk's count 'ck' is the
+   constant 'ckw'). 0, or -1 on error. */
+static int chunk_end(PyObject *out, PyObject *csites, PyObject *test, const char *ck, const char *ckw, int whole)
+{
+    Py_ssize_t ns = PyList_GET_SIZE(csites);
+    int bad = test == NULL;
+    for (Py_ssize_t k = 0; !bad && k < ns; k++)
+        bad = PyList_Append(out, PyTuple_GET_ITEM(PyList_GET_ITEM(csites, k), 5)) < 0;
+    bad = bad || PyList_Append(out, test) < 0;
+    Py_XDECREF(test);
+    PyObject *ckn = PyUnicode_FromFormat("(size_t)%s *", ck), *ckc = PyUnicode_FromFormat("(size_t)%s *", ckw);
+    for (Py_ssize_t k = 0; !bad && k < ns; k++) {
+        PyObject *c = PyTuple_GET_ITEM(PyList_GET_ITEM(csites, k), 3);
+        PyObject *l = whole ? (ckn && ckc ? PyUnicode_Replace(c, ckn, ckc, -1) : NULL) : Py_NewRef(c);
+        bad = l == NULL || PyList_Append(out, l) < 0;
+        Py_XDECREF(l);
+    }
+    Py_XDECREF(ckn);
+    Py_XDECREF(ckc);
+    return bad ? -1 : 0;
+}
+
 /*
 ** The top level's chunk version (a level without inner loops, its step-1
 ** version; chunk_version's for the top level): the block's iterations in
@@ -478,31 +544,13 @@ static PyObject *top_chunks(Emit *e, PyObject *ucl, PyObject *ttext, int noundo,
     for (int whole = 1; whole >= 0; whole--) {
         TC_ADD(whole ? PyUnicode_FromString("        if (ck == FJL_CKT) {") : PyUnicode_FromString("        } else {"));
         TC_ADD(PyUnicode_FromFormat("        for (long long ie_ = jc_ + %s; i < ie_; i++) {", whole ? "FJL_CKT" : "ck"));
-        for (Py_ssize_t k = 0; !bad && k < nf; k++) {
-            PyObject *x = PyList_GET_ITEM(body, k), *to = x;
-            for (Py_ssize_t s = 0; s < ns; s++) {
-                PyObject *cs = PyList_GET_ITEM(e->csites, s);
-                if (PyUnicode_Compare(x, PyTuple_GET_ITEM(cs, 0)) == 0) {
-                    to = PyTuple_GET_ITEM(cs, 1);
-                    found++;
-                    break;
-                }
-            }
-            TC_ADD(Py_NewRef(to));
-        }
+        bad = bad || chunk_body(out, body, 0, nf, e->csites, &found, NULL) < 0;
         TC_ADD(Py_NewRef(ttext));
         TC_ADD(PyUnicode_FromString("        }"));
         /* the chunk's conditions, then its commit (a whole chunk's copy of a constant size) */
-        for (Py_ssize_t k = 0; !bad && k < ns; k++)
-            TC_ADD(Py_NewRef(PyTuple_GET_ITEM(PyList_GET_ITEM(e->csites, k), 5)));
-        TC_ADD(PyUnicode_FromString("        if (ovf_ < 0 || (FJL_NPF && (fj_fetest(FJ_FPE) & ~ignore))) goto slow;"));
-        PyObject *ckn = PyUnicode_FromString("(size_t)ck *"), *ckw = PyUnicode_FromString("(size_t)FJL_CKT *");
-        for (Py_ssize_t k = 0; !bad && k < ns; k++) {
-            PyObject *c = PyTuple_GET_ITEM(PyList_GET_ITEM(e->csites, k), 3);
-            TC_ADD(whole ? (ckn && ckw ? PyUnicode_Replace(c, ckn, ckw, -1) : NULL) : Py_NewRef(c));
-        }
-        Py_XDECREF(ckn);
-        Py_XDECREF(ckw);
+        bad = bad || chunk_end(out, e->csites,
+                               PyUnicode_FromString("        if (ovf_ < 0 || (FJL_NPF && (fj_fetest(FJ_FPE) & ~ignore))) goto slow;"),
+                               "ck", "FJL_CKT", whole) < 0;
     }
     TC_ADD(PyUnicode_FromString("        }"));
     TC_ADD(PyUnicode_FromString("        ran += (int)ck;\n        }"));
@@ -546,15 +594,6 @@ static PyObject *top_chunks(Emit *e, PyObject *ucl, PyObject *ttext, int noundo,
 ** its first line the loop's head, its last two the loop's end and the sticky
 ** overflow's test.  New list; Py_None when the level has none; NULL on error.
 */
-static int starts_with(PyObject *l, const char *prefix)
-{
-    PyObject *t = PyUnicode_FromString(prefix);
-    int r = t != NULL && PyUnicode_Tailmatch(l, t, 0, PY_SSIZE_T_MAX, -1) == 1;
-    Py_XDECREF(t);
-    PyErr_Clear();
-    return r;
-}
-
 static PyObject *chunk_version(Emit *in, PyObject *fast, const char *hs)
 {
     Py_ssize_t nf = PyList_GET_SIZE(fast), ns = in->csites ? PyList_GET_SIZE(in->csites) : 0;
@@ -579,35 +618,13 @@ static PyObject *chunk_version(Emit *in, PyObject *fast, const char *hs)
         CV_ADD(whole ? PyUnicode_FromFormat("    if (ck%s == FJL_CK) {", p) : PyUnicode_FromString("    } else {"));
         CV_ADD(whole ? PyUnicode_FromFormat("    for (long long j%s = %s; j%s < %s + FJL_CK; j%s++) {", p, jc, p, jc, p)
                      : PyUnicode_FromFormat("    for (long long j%s = %s; j%s < %s + ck%s; j%s++) {", p, jc, p, jc, p, p));
-        for (Py_ssize_t k = 1; !bad && k < nf - 2; k++) {
-            PyObject *x = PyList_GET_ITEM(fast, k), *to = x;
-            for (Py_ssize_t s = 0; s < ns; s++) {
-                PyObject *cs = PyList_GET_ITEM(in->csites, s);
-                if (PyUnicode_Compare(x, PyTuple_GET_ITEM(cs, 0)) == 0) {
-                    to = PyTuple_GET_ITEM(cs, 1);
-                    found++;
-                    break;
-                }
-            }
-            if (to == x && starts_with(x, "    ovf_ |= ")) { /* the chunk's own: no dependence across chunks */
-                PyObject *v = PyUnicode_Substring(x, 12, PyUnicode_GET_LENGTH(x));
-                CV_ADD(v != NULL ? PyUnicode_FromFormat("    cm%s |= %U", p, v) : NULL);
-                Py_XDECREF(v);
-            }
-            else
-                CV_ADD(Py_NewRef(to));
-        }
+        bad = bad || chunk_body(out, fast, 1, nf - 2, in->csites, &found, p) < 0;
         CV_ADD(PyUnicode_FromString("    }"));
-        for (Py_ssize_t k = 0; !bad && k < ns; k++)
-            CV_ADD(Py_NewRef(PyTuple_GET_ITEM(PyList_GET_ITEM(in->csites, k), 5)));
-        CV_ADD(PyUnicode_FromFormat("    if ((ovf_ | cm%s) < 0 || (FJL_NPF && (fj_fetest(FJ_FPE) & ~ignore))) goto stop;", p));
-        PyObject *ckn = PyUnicode_FromFormat("(size_t)ck%s", p), *ckw = PyUnicode_FromString("(size_t)FJL_CK");
-        for (Py_ssize_t k = 0; !bad && k < ns; k++) {
-            PyObject *c = PyTuple_GET_ITEM(PyList_GET_ITEM(in->csites, k), 3);
-            CV_ADD(whole ? (ckn && ckw ? PyUnicode_Replace(c, ckn, ckw, -1) : NULL) : Py_NewRef(c));
-        }
-        Py_XDECREF(ckn);
-        Py_XDECREF(ckw);
+        char ck[48];
+        snprintf(ck, sizeof ck, "ck%s", p);
+        bad = bad || chunk_end(out, in->csites,
+                               PyUnicode_FromFormat("    if ((ovf_ | cm%s) < 0 || (FJL_NPF && (fj_fetest(FJ_FPE) & ~ignore))) goto stop;", p),
+                               ck, "FJL_CK", whole) < 0;
     }
     CV_ADD(PyUnicode_FromString("    }"));
     CV_ADD(PyUnicode_FromString("    }"));
