@@ -2334,6 +2334,47 @@ def test_top_chunks_int_and_float32(mode):
     run_modes(flat_dead_add, _flat_at(2000, 300, 1e308), mode)
 
 
+def fw_two_back(a, b):
+    for i in range(2, a.shape[0]):
+        a[i] = a[i - 2] * 1.5 + a[i - 1] * 0.25 + b[i]
+    return a
+
+
+def fw_read_ahead(a, b):
+    for i in range(1, a.shape[0] - 1):
+        a[i] = a[i - 1] * 0.5 + a[i + 1] * b[i]
+    return a
+
+
+def _fw_at(n, k, v):
+    def make():
+        b = np.random.default_rng(k).random(n)
+        b[k] = v
+        return np.ones(n), b
+    return make
+
+
+@pytest.mark.parametrize("mode", ["ignore", "warn", "raise"])
+@pytest.mark.parametrize("k", [1, 2, 63, 64, 65, 511, 512, 513, 1999])
+def test_top_chunks_with_forwarding(k, mode):
+    """A recurrence through memory (a[i] = a[i - 1] * c + b[i]): its loads of a
+    read the forwarding registers, so the chunks apply; a condition at every
+    place of a chunk and of a block."""
+    run_modes(recurrence_blowup, _fw_at(2000, k, 1e308), mode)
+    run_modes(fw_two_back, _fw_at(2000, k, 1e308), mode)
+    run_modes(fw_read_ahead, _fw_at(2000, k, 1e308), mode)
+
+
+def test_top_chunks_with_forwarding_aliased():
+    def make():
+        a = np.ones(2001)
+        b = a[1:]          # b is a shifted view of a: cw_ does not hold
+        a[700] = 1e308
+        return a[:-1], b
+    for mode in ("warn", "raise"):
+        run_modes(recurrence_blowup, make, mode)
+
+
 @pytest.mark.parametrize("n", [1, 63, 64, 65, 130, 511, 513, 1000])
 def test_top_chunks_lengths(n):
     x = np.random.default_rng(n).random(n)
@@ -2371,9 +2412,13 @@ def test_top_chunks_source():
     assert "FJL_KEEP(n" in chunk
     src = native_loop_plans(flat_dead_add, (np.random.default_rng(1).random(3000), np.zeros(3000)))[0].source
     assert "cw_) {" not in src.split("int fj_l0(")[1]
-    # a store forwarded to a load: no chunks
+    # a store forwarded to its loads (they read registers): chunks, the registers
+    # loaded first; a load of the stored array that is not forwarded: cw_ is 0
     src = native_loop_plans(recurrence_blowup, (np.ones(3000), np.random.default_rng(9).random(3000)))[0].source
-    assert "cw_) {" not in src.split("int fj_l0(")[1]
+    chunk = src.split("if (step == 1 && cw_) {")[1].split("ran += (int)ck;")[0]
+    assert "memcpy(&fw1_, A1 + (i + -1) * 8, 8);" in chunk and "if (1) n" in chunk and "fwon_" not in chunk
+    src = native_loop_plans(fw_read_ahead, (np.ones(3000), np.random.default_rng(9).random(3000)))[0].source
+    assert "int cw_ = 1; (void)cw_; cw_ = 0;" in src
 
 
 def bool_bytes_loop(b, out):

@@ -507,6 +507,20 @@ static int chunk_end(PyObject *out, PyObject *csites, PyObject *test, const char
     return bad ? -1 : 0;
 }
 
+/* The step-1 version's forwarding registers loaded from memory before its loop
+   (forward_analysis: the elements before the store's, the ones the loads
+   further back read first).  New str ("" without forwarding), NULL on error. */
+static PyObject *fw_preload(Emit *e)
+{
+    PyObject *pre = PyUnicode_FromString("");
+    for (int k = 1; pre != NULL && e->fw_store >= 0 && k <= e->fw_pre; k++) {
+        int sz = fjn_type_size(e->cls[e->fw_arr->index].type);
+        Py_SETREF(pre, PyUnicode_FromFormat("%U        memcpy(&fw%d_, A%d + (i + %lld) * %d, %d);\n", pre, k,
+                                            e->arr[e->fw_arr->index], e->fw_cs - k, sz, sz));
+    }
+    return pre;
+}
+
 /*
 ** The top level's chunk version (a level without inner loops, its step-1
 ** version; chunk_version's for the top level): the block's iterations in
@@ -534,6 +548,10 @@ static PyObject *top_chunks(Emit *e, PyObject *ucl, PyObject *ttext, int noundo,
     PyObject *out = PyList_New(0), *l;
     int bad = out == NULL, found = 0;
 #define TC_ADD(x) do { l = (x); bad = bad || l == NULL || PyList_Append(out, l) < 0; Py_XDECREF(l); } while (0)
+    /* forwarding (its array's loads all read registers here, or cw_ is 0): the
+       registers from memory first, as the step-1 version's (the elements before
+       the block's, committed) */
+    TC_ADD(fw_preload(e));
     TC_ADD(PyUnicode_FromString("        while (ran < bc_) {"));
     TC_ADD(PyUnicode_FromString("        long long jc_ = i, ck = bc_ - ran < FJL_CKT ? bc_ - ran : FJL_CKT;"));
     PyObject *cks = PyUnicode_FromString("[FJL_CK]"), *ckt = PyUnicode_FromString("[FJL_CKT]");
@@ -570,9 +588,13 @@ static PyObject *top_chunks(Emit *e, PyObject *ucl, PyObject *ttext, int noundo,
     /* the body's stops: the block again (a chunk's stores are exact: cw_), or
        (noundo) the chunk's iterations before the stop kept */
     PyObject *gs = PyUnicode_FromString("goto stop;"), *to = PyUnicode_FromString("goto slow;");
+    PyObject *on = PyUnicode_FromString("fwon_"), *one = PyUnicode_FromString("1");
     Py_XSETREF(text, text && gs && to ? PyUnicode_Replace(text, gs, to, -1) : NULL);
+    Py_XSETREF(text, text && on && one ? PyUnicode_Replace(text, on, one, -1) : NULL);
     Py_XDECREF(gs);
     Py_XDECREF(to);
+    Py_XDECREF(on);
+    Py_XDECREF(one);
     if (text != NULL)
         for (Py_ssize_t k = 0; k < ns; k++)
             e->top->ph[PyLong_AsLong(PyTuple_GET_ITEM(PyList_GET_ITEM(e->csites, k), 4))].chunked = 1;
@@ -1326,8 +1348,10 @@ static int emit_node(Emit *e, fj_Node *n)
         VClass ec = {FJL_NP, ac.type};
         const char *et = ctype_of(ec);
         if (!store) {
-            e->top->ph[A].loaded = 1;
             int d = e->fw_dist != NULL && e->fw_store >= 0 ? e->fw_dist[n->index] : 0;
+            if (d == 0) /* (a forwarded load reads a register in the step-1 version, the
+                           only one with chunks at the top level: top_chunks) */
+                e->top->ph[A].loaded = 1;
             if (d > 0) /* forward_analysis: fwon_ is 1 in the step-1 version only */
                 r = line(e, "    %s n%s%zd; if (fwon_) n%s%zd = fw%d_; else memcpy(&n%s%zd, %U, sizeof n%s%zd);", et, P,
                          n->index, P, n->index, d, P, n->index, addr, P, n->index) < 0
@@ -2176,7 +2200,7 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         }
         Py_XDECREF(cand);
     }
-    PyObject *ctop = ucl != NULL && e.leaf && e.fw_store < 0 && !lp->whilemode ? top_chunks(&e, ucl, ttext, noundo, keeps)
+    PyObject *ctop = ucl != NULL && e.leaf && !lp->whilemode ? top_chunks(&e, ucl, ttext, noundo, keeps)
                                                                                 : Py_NewRef(Py_None);
     if (ctop == NULL)
         Py_CLEAR(ucl);
@@ -2240,12 +2264,7 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
     char *step1 = NULL;
     if (e.leaf && ufast != NULL && ttext != NULL && wx1 != NULL) {
         /* the forwarded store's registers loaded from memory (forward_analysis) */
-        PyObject *pre = PyUnicode_FromString(""), *on = PyUnicode_FromString("fwon_"), *one = PyUnicode_FromString("1");
-        for (int k = 1; pre != NULL && e.fw_store >= 0 && k <= e.fw_pre; k++) {
-            int sz = fjn_type_size(e.cls[e.fw_arr->index].type);
-            Py_SETREF(pre, PyUnicode_FromFormat("%U        memcpy(&fw%d_, A%d + (i + %lld) * %d, %d);\n", pre, k,
-                                                e.arr[e.fw_arr->index], e.fw_cs - k, sz, sz));
-        }
+        PyObject *pre = fw_preload(&e), *on = PyUnicode_FromString("fwon_"), *one = PyUnicode_FromString("1");
         PyObject *uf1 = on != NULL && one != NULL ? PyUnicode_Replace(ufast, on, one, -1) : NULL;
         PyObject *t = pre != NULL && uf1 != NULL
                           ? PyUnicode_FromFormat("        if (step == 1) {\n%U        for (long long ie_ = i + (bc_ - ran); i < ie_; i++) {\n%U\n%U\n%U"
