@@ -1533,40 +1533,28 @@ static int emit_node(Emit *e, fj_Node *n)
     case '+': case '-': case '*':
         if (isint) {
             const char *fn = code == '+' ? "add" : code == '-' ? "sub" : "mul";
-            PyObject *cs;
             long long c;
             PyObject *base = NULL;
             int form = code != '*' && rc.kind == FJL_PY_INT && e->hoist != NULL ? index_form(e, (PyObject *)n, &c, &base) : 0;
-            if (form == 2 || form == 3) {
-                /* an index plus a constant: it cannot overflow where the level's
-                   hoisted checks hold (the index within 2**62, the constant below 2**40) */
-                PyObject *cond = form == 2 ? NULL
-                                           : PyUnicode_FromFormat("    %s = %s && (%U) > -(1LL << 62) && (%U) < (1LL << 62);",
-                                                                  e->hs, e->hs, base, base);
-                int bad = form == 3 && (cond == NULL || PyList_Append(e->hoist, cond) < 0);
+            /* (a counter: its first value within 2**62, its steps below 2**20, fewer than
+               2**40 of them; mandelbrot's count: 4.9 -> 4.5 ms) */
+            PyObject *cs = form == 2 || form == 3 ? NULL : counter_slot(e, n, code, ct);
+            if (form == 2 || form == 3 || cs != NULL) {
+                /* an index plus a constant, or a counter: it cannot overflow where the
+                   level's hoisted checks hold (the index within 2**62, the constant
+                   below 2**40) */
+                PyObject *cond = form == 3 ? PyUnicode_FromFormat("    %s = %s && (%U) > -(1LL << 62) && (%U) < (1LL << 62);",
+                                                                  e->hs, e->hs, base, base)
+                                 : cs != NULL ? PyUnicode_FromFormat("    %s = %s && %U > -(1LL << 62) && %U < (1LL << 62) && "
+                                                                    "%s < (1LL << 40);", e->hs, e->hs, cs, cs, e->lcount)
+                                              : NULL;
+                int bad = form != 2 && (cond == NULL || PyList_Append(e->hoist, cond) < 0);
                 Py_XDECREF(cond);
                 Py_XDECREF(base);
                 if (bad)
                     goto error;
                 /* plain signed arithmetic where the checks hold: the compiler's
                    dependence analysis follows it (not a wrapping one) */
-                r = line(e, "    %s n%s%zd;", ct, P, n->index);
-                if (r >= 0)
-                    r = line(e, "    if (!%s) { if (__builtin_%s_overflow(%U, %U, &n%s%zd)) goto stop; }", e->hs, fn, cx, cy, P,
-                             n->index);
-                if (r >= 0)
-                    r = line(e, "    if (%s) n%s%zd = %U %c %U;", e->hs, P, n->index, cx, code, cy);
-            }
-            else if ((cs = counter_slot(e, n, code, ct)) != NULL) {
-                /* a counter: its first value within 2**62, its steps below 2**20, fewer
-                   than 2**40 of them: it cannot overflow where the level's hoisted
-                   checks hold (mandelbrot's count: 4.9 -> 4.5 ms) */
-                PyObject *cond = PyUnicode_FromFormat("    %s = %s && %U > -(1LL << 62) && %U < (1LL << 62) && %s < (1LL << 40);",
-                                                      e->hs, e->hs, cs, cs, e->lcount);
-                int bad = cond == NULL || PyList_Append(e->hoist, cond) < 0;
-                Py_XDECREF(cond);
-                if (bad)
-                    goto error;
                 r = line(e, "    %s n%s%zd;", ct, P, n->index);
                 if (r >= 0)
                     r = line(e, "    if (!%s) { if (__builtin_%s_overflow(%U, %U, &n%s%zd)) goto stop; }", e->hs, fn, cx, cy, P,
