@@ -1667,7 +1667,7 @@ def test_while_loop_native_runs_as_c_in_chunks():
     plans = native_loop_plans(wl_scan, (np.r_[np.zeros(5_000_000), 1.0],))
     assert plans and all(p.fallbacks == 0 for p in plans)
     src = plans[0].source
-    assert "wexit_ = 1" in src and "!wexit_ ? 3 : 0" in src
+    assert "wexit_ = 1" in src and "!wexit_ ? 3 : done_any ? 0 : 4" in src
 
 
 def nd_zip(a):
@@ -2436,3 +2436,258 @@ def test_bool_bytes_other_than_0_and_1_are_true(backend):
     read every bool element as its truth (found by review)."""
     b = (np.arange(60, dtype=np.uint8) % 5).reshape(6, 10).view(np.bool_)
     run_both(bool_bytes_loop, [(b, np.zeros((6, 10), dtype=np.int64))], backend)
+
+
+# ---------------------------------------------------------------- compound while tests
+# (trace_loops.c and_shape): `while a and b: body` is captured as `while True:
+# if not a: break; if not b: break; body`, its parts on data loop_exit nodes
+# before anything the iteration stores or sets.
+
+def cw_search(x, n):
+    i = 0
+    s = 0.0
+    while i < n and x[i] > 0:
+        s = s + x[i]
+        i = i + 1
+    return s, i
+
+
+def cw_count(x):
+    i = 0
+    while i < x.shape[0] and x[i] != 0:
+        i += 1
+    return i
+
+
+def cw_three(x, lim):
+    i = 0
+    s = x[0] * 0
+    while i < x.shape[0] and x[i] > 0.05 and s < lim:
+        s = s + x[i]
+        i += 1
+    return s, i
+
+
+def cw_store(x, out, lim):
+    i = 0
+    while i < x.shape[0] and x[i] > lim:
+        out[i] = x[i] * 2.0
+        i += 1
+    return i, out
+
+
+def cw_rows(a, out):
+    for r in range(a.shape[0]):
+        j = 0
+        while j < a.shape[1] and a[r, j] > 0.1:
+            j += 1
+        out[r] = j
+    return out
+
+
+def cw_wrong_order(x):
+    i = 0
+    while x[i] > 0 and i < 100000:
+        i += 1
+    return i
+
+
+def cw_consts(n, m):
+    i = 0
+    j = 0
+    while i < n and j < m:
+        i += 1
+        j += 2
+    return i, j
+
+
+def cw_or(x, n):
+    i = 0
+    while i < 3 or x[i] > 0.2:
+        i += 1
+        if i >= n:
+            break
+    return i
+
+
+def cw_walrus(x, n):
+    i = 0
+    while (k := i + 1) < n and x[k] > 0:
+        i = k
+    return i, k
+
+
+def cw_continue(x):
+    i = 0
+    c = 0
+    while i < x.shape[0] and x[i] >= 0:
+        i += 1
+        if x[i - 1] > 0.5:
+            continue
+        c += 1
+    return i, c
+
+
+def cw_break(x):
+    i = 0
+    while i < x.shape[0] and x[i] > 0:
+        if x[i] > 0.99:
+            break
+        i += 1
+    return i
+
+
+def cw_truth(x):
+    i = 0
+    while i < x.shape[0] and x[i]:
+        i += 1
+    return i
+
+
+def cw_ints(k, lim):
+    i = 0
+    t = k[0] - k[0]
+    while i < k.shape[0] and t + k[i] < lim:
+        t = t + k[i]
+        i += 1
+    return t, i
+
+
+def cw_unbound(x):
+    i = 0
+    while i < x.shape[0] and x[i] > 0.5:
+        last = x[i]
+        i += 1
+    return i
+
+
+def cw_not(x):
+    i = 0
+    while not i >= x.shape[0] and not x[i] < 0.1:
+        i += 1
+    return i
+
+
+_CW = np.random.default_rng(21)
+_CW_X = np.r_[_CW.random(700) + 0.01, -1.0, _CW.random(299)]
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn,args", [
+    (cw_search, (_CW_X, 1000)),
+    (cw_search, (_CW_X, 300)),
+    (cw_search, (np.ones(50), 50)),
+    (cw_search, (np.r_[-1.0, np.ones(5)], 6)),
+    (cw_count, (np.ones(400),)),
+    (cw_count, (np.r_[np.ones(100), 0.0, np.ones(5)],)),
+    (cw_count, (np.zeros(0),)),
+    (cw_three, (_CW.random(500) + 0.1, 30.0)),
+    (cw_three, (_CW.random(500), 1e9)),
+    (cw_store, (_CW.random(600), np.zeros(600), 0.01)),
+    (cw_store, (_CW.random(600), np.zeros(600), -1.0)),
+    (cw_rows, (_CW.random((30, 80)), np.zeros(30, dtype=np.int64))),
+    (cw_wrong_order, (np.ones(60),)),
+    (cw_consts, (500, 700)),
+    (cw_consts, (0, 5)),
+    (cw_or, (_CW.random(100), 100)),
+    (cw_walrus, (np.r_[np.ones(80), -1.0, np.ones(3)], 84)),
+    (cw_continue, (_CW.random(300),)),
+    (cw_continue, (np.r_[_CW.random(100), -1.0, _CW.random(10)],)),
+    (cw_break, (np.r_[np.full(90, 0.5), 0.995, np.ones(5)],)),
+    (cw_truth, (np.r_[np.ones(40), np.nan, np.ones(4), 0.0, 1.0],)),
+    (cw_ints, (np.arange(1, 300, dtype=np.int64), 2000)),
+    (cw_ints, (np.arange(1, 300, dtype=np.int32), 2000)),
+    (cw_unbound, (_CW.random(100),)),
+    (cw_unbound, (np.zeros(10),)),
+    (cw_not, (_CW.random(400),)),
+], ids=["search", "search-short", "search-all", "search-none", "count", "count-zero", "count-empty",
+        "three", "three-long", "store", "store-all", "rows", "wrong-order-index-error", "consts",
+        "consts-none", "or", "walrus", "continue", "continue-negative", "break", "truth-nan",
+        "ints", "ints-int32", "unbound", "unbound-none", "not"])
+def test_compound_while_equal_plain(fn, args, backend):
+    run_both(fn, [args], backend)
+
+
+@pytest.mark.parametrize("fn,args", [
+    (cw_search, (_CW_X, 1000)),
+    (cw_count, (np.ones(1000),)),
+    (cw_three, (_CW.random(2000) + 0.1, 300.0)),
+    (cw_store, (_CW.random(2000), np.zeros(2000), 0.001)),
+    (cw_truth, (np.ones(3000),)),
+    (cw_not, (_CW.random(4000) + 0.1,)),
+    (cw_consts, (5000, 7000)),
+])
+def test_compound_while_captured(fn, args):
+    """One loop node: the graphs do not grow with the trip count."""
+    loops, nodes = loop_nodes(fn, *args)
+    assert loops == 1 and nodes < 45, (loops, nodes)
+
+
+def test_compound_while_body_graph_has_exits_first():
+    """The parts of the test on data are loop_exit nodes, in the order of the
+    test, before the body's nodes; the body's last output is the last exit."""
+    graphs = []
+    framejit.reset()
+    cf = framejit.compile(cw_store, backend=lambda g, ex: graphs.append(g) or g)
+    cf(_CW.random(300), np.zeros(300), 0.001)
+    loop = [n for g in graphs for n in g.nodes if n.op == "call_function" and isinstance(n.target, framejit._C.Loop)]
+    body = loop[0].target.body
+    names = [str(n.target) for n in body.nodes if n.op == "call_function"]
+    exits = [k for k, n in enumerate(names) if "loop_exit" in n]
+    stores = [k for k, n in enumerate(names) if "setitem" in n]
+    assert len(exits) == 2 and stores and max(exits) < min(stores), names
+    out = [n for n in body.nodes if n.op == "output"][0]
+    assert "loop_exit" in str(out.args[0][-1].target)
+
+
+def test_compound_while_native_kernel_runs_whole():
+    """The native kernel leaves at the exits (a break before the iteration's
+    stores); no iteration is handed to the eager loop."""
+    plans = native_loop_plans(cw_store, (_CW.random(3000), np.zeros(3000), 0.001))
+    assert plans and all(p.fallbacks == 0 for p in plans), [p.fallbacks for p in plans]
+    src = plans[0].source.split("int fj_l0(")[1]
+    assert "wexit_ = 1; break; }" in src
+    plans = native_loop_plans(cw_rows, (_CW.random((40, 300)), np.zeros(40, dtype=np.int64)))
+    assert plans and all(p.fallbacks == 0 for p in plans)
+
+
+def test_compound_while_not_captured_when_test_sets_a_local():
+    """A walrus in a part before the last sets a local before the loop may end:
+    not captured (the frame still equals plain)."""
+    x = np.r_[np.ones(2000), -1.0]
+    loops, _ = loop_nodes(cw_walrus, x, 2001)
+    assert loops == 0
+
+
+def cw_from(x, i0, s0):
+    i = i0
+    s = s0
+    while i < x.shape[0] and x[i] > 0:
+        s = s + x[i]
+        i += 1
+    return i, s
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn,args_list", [
+    (cw_count, [(np.ones(300),), (np.zeros(5),), (np.r_[1.0, 0.0],), (np.ones(7),)]),
+    (cw_from, [(np.ones(300), 5, np.float64(2.5)), (np.r_[np.ones(10), 0.0, np.ones(5)], 10, np.float64(7.0)),
+               (np.r_[np.ones(10), 0.0, np.ones(5)], 11, np.float64(-1.0))]),
+    (cw_store, [(_CW.random(200), np.zeros(200), 0.01), (np.zeros(9), np.ones(9), 0.5)]),
+    (cw_three, [(_CW.random(300) + 0.1, 1e9), (np.r_[0.01, np.ones(9)], 1e9), (np.ones(9), -1.0)]),
+], ids=["count", "from", "store", "three"])
+def test_compound_while_exits_before_any_iteration(fn, args_list, backend):
+    """Compiled on a long run, called where the first test fails: the kernel
+    ends before any iteration, the state is what the loop began with."""
+    run_both(fn, args_list, backend)
+
+
+def test_compound_while_exit_at_a_chunk_boundary():
+    """A native while loop runs in chunks of FJL_WCHUNK (2**22) iterations; an
+    exit at the first iteration of a chunk keeps the chunks' state."""
+    x = np.r_[np.ones(1 << 22), 0.0, 1.0]
+    plans = native_loop_plans(cw_count, (x,))
+    assert plans and all(p.fallbacks == 0 for p in plans)
+    cf = framejit.compile(cw_count, backend="native")
+    assert cf(x) == 1 << 22
+    assert cf(np.r_[np.ones((1 << 22) + 3), 0.0]) == (1 << 22) + 3

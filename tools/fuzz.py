@@ -343,7 +343,11 @@ class ProgGen:
         if lines[3] == f"{ind}for {i} in range({max(lo, 1)}, {m}):" and r.random() < 0.25:
             # the same loop as a while loop: a test on Python ints (captured after the
             # unroll limit) or on data (captured at its first test), always ending
-            test = r.choice((f"{i} < {m}", f"{i} < {m} - ({v}[0] > 1e300)", f"not ({i} >= {m} + ({s} > 1e300))"))
+            test = r.choice((f"{i} < {m}", f"{i} < {m} - ({v}[0] > 1e300)", f"not ({i} >= {m} + ({s} > 1e300))",
+                             # compound tests (trace_loops.c and_shape): parts on data exit the loop
+                             f"{i} < {m} and {v}[{i}] > -1e300", f"{v}[{i} % 3] < 1e300 and {i} < {m}",
+                             f"{i} < {m} and not {s} > 1e300 and {k} < 10 ** 15",
+                             f"{i} < {m} and ({s} < 1e300 or {k} > 0)"))
             shape = r.random()
             if shape < 0.5:
                 lines[3:4] = [f"{ind}{i} = {max(lo, 1)}", f"{ind}while {test}:"]

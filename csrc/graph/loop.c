@@ -19,6 +19,8 @@ typedef struct {
 } fj_Loop;
 
 static PyTypeObject *fj_LoopType;
+static PyObject *fj_LoopExit;     /* raised by a loop_exit node, caught by its loop alone */
+static PyObject *fj_loop_exit_fn; /* the loop_exit nodes' callable */
 
 static PyObject *loop_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
@@ -139,8 +141,14 @@ static PyObject *loop_vectorcall(PyObject *self, PyObject *const *args, size_t n
         for (Py_ssize_t k = 0; k < ncarried; k++)
             in[1 + k] = PyTuple_GET_ITEM(state, l->slot[k]);
         PyObject *out = fj_graph_run(l->body, in, nin);
-        if (out == NULL)
+        if (out == NULL) {
+            if (l->whilemode && PyErr_ExceptionMatches(fj_LoopExit)) {
+                /* a compound test's exit: before any store, the state stands */
+                PyErr_Clear();
+                break;
+            }
             goto done;
+        }
         if (l->whilemode) {
             /* the state, then the test's value */
             int t = PyObject_IsTrue(PyTuple_GET_ITEM(out, l->nstate));
@@ -166,6 +174,30 @@ done:
     if (in != small)
         PyMem_Free(in);
     return result;
+}
+
+static PyObject *loop_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "framejit loop_exit takes 3 arguments");
+        return NULL;
+    }
+    int t = PyObject_IsTrue(args[0]), leave = PyObject_IsTrue(args[1]);
+    if (t < 0 || leave < 0)
+        return NULL;
+    if (t == leave) {
+        PyErr_SetNone(fj_LoopExit);
+        return NULL;
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyMethodDef loop_exit_def = {"loop_exit", (PyCFunction)(void (*)(void))loop_exit, METH_FASTCALL,
+                                    "A compound while test's exit (framejit internal)."};
+
+PyObject *fj_loop_exit_callable(void)
+{
+    return fj_loop_exit_fn;
 }
 
 static PyObject *loop_repr(fj_Loop *l)
@@ -216,6 +248,11 @@ int fj_loop_init(PyObject *module)
 {
     fj_LoopType = (PyTypeObject *)PyType_FromSpec(&loop_spec);
     if (fj_LoopType == NULL)
+        return -1;
+    if (fj_LoopExit == NULL &&
+        (fj_LoopExit = PyErr_NewException("framejit._C.LoopExit", PyExc_BaseException, NULL)) == NULL)
+        return -1;
+    if (fj_loop_exit_fn == NULL && (fj_loop_exit_fn = PyCFunction_New(&loop_exit_def, NULL)) == NULL)
         return -1;
     return PyModule_AddObjectRef(module, "Loop", (PyObject *)fj_LoopType);
 }

@@ -37,6 +37,16 @@ PyObject *fj_loop_new(PyObject *body, PyObject *carried, Py_ssize_t nstate, Py_s
 */
 PyObject *fj_loop_new_while(PyObject *body, PyObject *carried, Py_ssize_t nstate, Py_ssize_t nlifted, int neg0,
                             int negs);
+/*
+** A compound test's exit (`while a and b:`, trace_loops.c): the callable of
+** a loop_exit node (fj_loop_exit_row) in a while loop's body, called as
+** exit(value, leave, previous exit or None).  Where the value's truth is
+** 'leave' the iteration ends there, the loop with it, its state the one the
+** iteration began with (the body has stored and set nothing before its
+** exits); else it returns True (the body's last output is its last exit).
+** Borrowed; NULL before fj_loop_init.
+*/
+PyObject *fj_loop_exit_callable(void);
 /* 1 when 'o' is a while loop's fj_Loop (*neg0, *negs its tests' polarities), else 0. */
 int fj_loop_while(PyObject *o, int *neg0, int *negs);
 /* The body graph of an fj_Loop (borrowed), or NULL when 'o' is not one. */

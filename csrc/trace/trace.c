@@ -964,6 +964,7 @@ static int frame_setup(fj_TFrame *fr, fj_Tracer *tx, PyCodeObject *co)
     fr->loop_head = fr->loop_end = fr->loop_test = -1;
     fr->loop_hole_lo = fr->loop_hole_hi = -1;
     fr->loop_wrap = 0;
+    fr->loop_tail = -1;
     if (fr->locals == NULL || fr->stack == NULL || fr->touched == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -2100,7 +2101,7 @@ static int run_frame_at(fj_TFrame *fr, int first)
     int at_head = fr->loop_head >= 0 && first == fr->loop_head;
     while (next < fr->il.n) {
         if (fr->loop_head >= 0) {
-            if (next == fr->loop_head && !at_head) {
+            if ((next == fr->loop_head && !at_head) || next == fr->loop_tail) {
                 if (fr->loop_wrap != 1)
                     return 2;
                 fr->loop_wrap = 2; /* a rotated body's jump back: the part before its test follows */
@@ -2488,7 +2489,8 @@ static int run_frame_at(fj_TFrame *fr, int first)
                    loop's test on data: the loop captured from here.  Else the value is
                    converted here, as before (a break here leaves CPython the bool
                    conversion the jump needs) */
-                if (fr->loop_head >= 0 && next == fr->loop_test && fr->loop_wrap != 1) {
+                if (fr->loop_head >= 0 && ((next == fr->loop_test && fr->loop_wrap != 1) ||
+                                           fj_trace_loop_exit_part(fr, next))) {
                     PUSH(v);
                     break;
                 }
@@ -2853,6 +2855,14 @@ static int run_frame_at(fj_TFrame *fr, int first)
                 }
                 Py_XSETREF(fr->loop_stay, v);
                 return 2;
+            }
+            if (!none && ((fj_Var *)v)->kind == FJ_VAR_NODE && fj_trace_loop_exit_part(fr, i)) {
+                /* a part of a compound test on data: the loop ends there where it says */
+                int xr = fj_trace_loop_exit_if(fr, v, want);
+                Py_DECREF(v);
+                if (xr < 0)
+                    goto error;
+                break;
             }
             int wr = none ? 0 : fj_trace_capture_while(fr, i, v, &next); /* (1: next is its exit) */
             if (wr != 0) {

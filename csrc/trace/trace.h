@@ -167,6 +167,13 @@ int fj_trace_capture_loop(struct fj_TFrame *fr, int head);
    1 with *exit the instruction the trace goes on at; 0 when not (*exit
    untouched); -1 on error. */
 int fj_trace_capture_while(struct fj_TFrame *fr, int j, PyObject *cond, int *exit);
+/* In the trace of a compound test's loop body (trace_loops.c, and_shape):
+   1 when instruction i is one of its top test's jumps to the exit. */
+int fj_trace_loop_exit_part(struct fj_TFrame *fr, int i);
+/* There, a part of the test on data 'v' (not stolen): the loop_exit node
+   that ends the loop where its truth is 'leave'.  0, or -1 (fj_Unsupported
+   when the part cannot end the loop so). */
+int fj_trace_loop_exit_if(struct fj_TFrame *fr, PyObject *v, int leave);
 /* The FJ_VAR_RANGE at the top of fr's stack, not captured: replaced there by
    an iterator over the range of its bounds' values (symbolic ints pinned);
    Unsupported when a bound changes with an enclosing loop.  0 or -1. */
@@ -530,6 +537,8 @@ struct fj_TFrame {
                                code inside [loop_head, loop_end), refused like outside; and */
     int loop_wrap;          /* 1 until its body (from after its test) jumped back to loop_head,
                                which then goes on to the test; 0 for other loops */
+    int loop_tail;          /* a compound test's loop (trace_loops.c, and_shape): its bottom
+                               copy of the test, which ends the iteration like loop_head; -1 */
     PyObject *loop_stay;
     PyObject *while_seen;   /* strong dict or NULL: while loops' test arrivals with a constant
                                value in this trace, by body start (trace_loops.c) */

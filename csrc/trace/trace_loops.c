@@ -33,6 +33,14 @@ typedef struct fj_LoopCtx {
     Py_ssize_t made0;   /* length of tx->made when the body's trace began */
     unsigned char *written, *stored, *read_first;
     struct fj_LoopCtx *outer;
+    /* a compound test's loop (and_shape): its top test's jumps to the exit T in
+       [head, and_hi) are the body's loop_exit nodes, which must come before any
+       store, side effect or change of a local (what the iteration began with:
+       'entry', strong, nlocals entries) at the stack depth sp0; the last one */
+    int and_hi, and_T, sp0;
+    PyObject **entry;
+    Py_ssize_t neff0, nmut0, nov0;
+    PyObject *last_exit; /* strong Var or NULL */
 } fj_LoopCtx;
 
 int fj_loop_made_here(fj_Tracer *tx, fj_Var *v)
@@ -390,6 +398,8 @@ typedef struct {
        test's "go on" target) to the jump back at K, then from L to the test;
        the exit's code in between, [hlo, hhi), is no part of it */
     int rot, B, K, hlo, hhi;
+    /* a compound test (and_shape): its top copy [P, L), its bottom copy from Q */
+    int andm, P, Q;
 } WhileInfo;
 
 static int capture(fj_TFrame *fr, int head, const WhileInfo *w);
@@ -409,6 +419,7 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
     int r = 0, sp0 = fr->sp, nl = fr->nlocals, pushed = 0;
     int prev_head = fr->loop_head, prev_end = fr->loop_end, prev_test = fr->loop_test;
     int prev_hlo = fr->loop_hole_lo, prev_hhi = fr->loop_hole_hi, prev_wrap = fr->loop_wrap;
+    int prev_tail = fr->loop_tail;
     PyObject *prev_body = tx->body, *stay = NULL;
     memset(&c, 0, sizeof c);
     memset(&ctx, 0, sizeof ctx);
@@ -461,7 +472,7 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
         r = retry(fr, phead, -1, "side effects come before it, and an error in the loop would lose them");
         goto done;
     }
-    int end = w ? (w->rot ? w->K + 1 : w->T) : fr->il.v[head].target;
+    int end = w ? (w->rot ? w->K + 1 : w->andm ? w->Q : w->T) : fr->il.v[head].target;
     c.flags = PyMem_Calloc((size_t)(nl ? nl : 1), 3);
     c.slot_of = PyMem_Calloc((size_t)(nl ? nl : 1), sizeof(int));
     c.ph_of = PyMem_Calloc((size_t)(nl ? nl : 1), sizeof(fj_Node *));
@@ -477,7 +488,7 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
     ctx.stored = c.flags + nl;
     ctx.read_first = c.flags + 2 * nl;
     const char *why = w && w->rot ? scan_body(fr, w->L - 1, w->test + 1, ctx.written)
-                                   : scan_body(fr, w ? w->L - 1 : head, end, ctx.written);
+                                   : scan_body(fr, w ? (w->andm ? w->P : w->L) - 1 : head, end, ctx.written);
     if (why == NULL && w && w->rot)
         why = scan_body(fr, w->B - 1, end, ctx.written);
     if (why != NULL) {
@@ -564,25 +575,46 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
         fr->stack[fr->sp++] = (PyObject *)iv;
     ctx.outer = tx->loop;
     ctx.made0 = tx->made ? PyList_GET_SIZE(tx->made) : 0;
+    if (w != NULL && w->andm) {
+        /* a compound test: its exits come before anything the iteration changes */
+        ctx.and_hi = w->L;
+        ctx.and_T = w->T;
+        ctx.sp0 = fr->sp;
+        ctx.neff0 = neffects;
+        ctx.nmut0 = nmutated;
+        ctx.nov0 = noverlay;
+        if ((ctx.entry = PyMem_Calloc((size_t)(nl ? nl : 1), sizeof(PyObject *))) == NULL) {
+            PyErr_NoMemory();
+            goto error;
+        }
+        for (int k = 0; k < nl; k++)
+            ctx.entry[k] = Py_XNewRef(fr->locals[k]);
+    }
     tx->loop = &ctx;
     tx->body = c.body;
-    fr->loop_head = w ? w->L : head;
+    fr->loop_head = w ? (w->andm ? w->P : w->L) : head;
     fr->loop_end = end;
-    fr->loop_test = w ? w->test : -1;
+    fr->loop_test = w && !w->andm ? w->test : -1;
+    fr->loop_tail = w && w->andm ? w->Q : -1;
     fr->loop_hole_lo = w && w->rot ? w->hlo : -1;
     fr->loop_hole_hi = w && w->rot ? w->hhi : -1;
     fr->loop_wrap = w && w->rot ? 1 : 0;
     pushed = 1;
     int retry_before = tx->loop_retry;
-    int rb = fj_trace_run_body(fr, w ? (w->rot ? w->B : w->L) : head + 1);
+    int rb = fj_trace_run_body(fr, w ? (w->rot ? w->B : w->andm ? w->P : w->L) : head + 1);
     fr->loop_head = prev_head;
     fr->loop_end = prev_end;
     fr->loop_test = prev_test;
+    fr->loop_tail = prev_tail;
     fr->loop_hole_lo = prev_hlo;
     fr->loop_hole_hi = prev_hhi;
     fr->loop_wrap = prev_wrap;
     stay = fr->loop_stay; /* (a while loop's test's value, when its bottom test ended the body) */
     fr->loop_stay = NULL;
+    if (w != NULL && w->andm) { /* a compound test's: its last exit, True where it goes on */
+        Py_XSETREF(stay, ctx.last_exit);
+        ctx.last_exit = NULL;
+    }
     tx->loop = ctx.outer;
     tx->body = prev_body;
     pushed = 0;
@@ -602,7 +634,8 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
         goto done;
     }
     if (w != NULL && stay == NULL) {
-        r = retry(fr, phead, -1, "the body goes back to the loop's start without its test (continue)");
+        r = retry(fr, phead, -1, w->andm ? "no part of the loop's test is on data"
+                                         : "the body goes back to the loop's start without its test (continue)");
         goto done;
     }
     if (PyList_GET_SIZE(tx->effects) != neffects || PyList_GET_SIZE(tx->mutated) != nmutated ||
@@ -760,8 +793,8 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
     Py_ssize_t nargs = 3 + nslots + PyList_GET_SIZE(c.lifted) + (w ? 1 : 0);
     if ((c.args = PyTuple_New(nargs)) == NULL)
         goto error;
-    if (w != NULL) { /* the test's first value */
-        PyObject *c0 = init_value(enclosing, w->c0);
+    if (w != NULL) { /* the test's first value (a compound test's: its exits decide) */
+        PyObject *c0 = w->andm ? Py_NewRef(Py_True) : init_value(enclosing, w->c0);
         if (c0 == NULL)
             goto error;
         PyTuple_SET_ITEM(c.args, nargs - 1, c0);
@@ -859,9 +892,16 @@ done:
         fr->loop_hole_lo = prev_hlo;
         fr->loop_hole_hi = prev_hhi;
         fr->loop_wrap = prev_wrap;
+        fr->loop_tail = prev_tail;
         tx->loop = ctx.outer;
         tx->body = prev_body;
     }
+    if (ctx.entry != NULL) {
+        for (int k = 0; k < nl; k++)
+            Py_XDECREF(ctx.entry[k]);
+        PyMem_Free(ctx.entry);
+    }
+    Py_XDECREF(ctx.last_exit);
     Py_XDECREF(stay);
     capture_clear(&c);
     return r;
@@ -910,9 +950,7 @@ int fj_trace_range_pin(fj_TFrame *fr)
 ** The capture happens where the test's value is a graph value (data: it would
 ** be a break otherwise), or after the body ran unrolled loop_unroll_limit
 ** times with constant tests (a long loop over Python numbers).  Compound tests
-** (`while a and b`) have more than one exit jump: the first is traced as a
-** branch (a break on data), so they are captured only where the parts before
-** the last are constants.
+** (`while a and b`) are and_shape's (below).
 */
 /* The first jump back to before 'j' from instruction 't' on (none past a
    return), or -1. */
@@ -1016,26 +1054,178 @@ static int while_shape_as(fj_TFrame *fr, int j, WhileInfo *w, int no_top)
     return 1;
 }
 
+/*
+** Compound tests.  `while a and b: body` has its test twice: at the top
+** [P, L) and at the bottom [Q, ..] (3.11: its last jump goes back to L when
+** the test holds; 3.12+: to T when it fails, then a jump back), each part
+** but the last a jump to the exit T when it fails.  Both copies come from
+** the same expression: the same pseudo-instructions at the same source
+** positions, so P and Q are found by matching them backwards from their
+** last jumps, and the top copy is checked to be a whole test (its stack
+** back at the start's depth after each jump).  Such a loop is captured as
+** `while True: if not a: break; if not b: break; body`: an iteration is
+** traced from P to Q (the bottom copy is the top one again), the parts on
+** data become loop_exit nodes before anything the iteration stores or
+** sets.  `or` (a jump into the body) is not taken.
+*/
+static int same_instr(const fj_InstrList *il, int a, int b, int T)
+{
+    const fj_Instr *x = &il->v[a], *y = &il->v[b];
+    if (x->line < 0 || x->col < 0 || x->line != y->line || x->end_line != y->end_line || x->col != y->col ||
+        x->end_col != y->end_col || x->p.op != y->p.op || x->p.a != y->p.a || x->p.b != y->p.b)
+        return 0;
+    if (x->target >= 0 || y->target >= 0)
+        return x->p.op == FJ_PI_POP_JUMP_IF && x->target == T && y->target == T;
+    return 1;
+}
+
+static int and_shape(fj_TFrame *fr, int j, WhileInfo *w)
+{
+    fj_InstrList *il = &fr->il;
+    fj_Instr *in = &il->v[j];
+    int T, tb, L, back = 0;
+    if (in->p.op != FJ_PI_POP_JUMP_IF || (in->p.a != FJ_IF_TRUE && in->p.a != FJ_IF_FALSE) || in->target < 0)
+        return 0;
+    if (in->target > j) {
+        T = in->target;
+        if (T < 3 || T > il->n)
+            return 0;
+        fj_Instr *b = &il->v[T - 1];
+        if (b->p.op == FJ_PI_POP_JUMP_IF && b->target >= 0 && b->target < T - 1) {
+            tb = T - 1; /* 3.11 */
+            back = 1;
+        }
+        else if (b->p.op == FJ_PI_JUMP && b->target >= 0 && b->target < T - 1 &&
+                 il->v[T - 2].p.op == FJ_PI_POP_JUMP_IF && il->v[T - 2].target == T)
+            tb = T - 2; /* 3.12+ */
+        else
+            return 0;
+        L = b->target;
+    }
+    else {
+        T = j + 1; /* 3.11: the bottom copy's last jump, back to L */
+        tb = j;
+        L = in->target;
+        back = 1;
+    }
+    if (L < 2 || L >= tb)
+        return 0;
+    fj_Instr *tf = &il->v[L - 1], *bf = &il->v[tb];
+    if (tf->p.op != FJ_PI_POP_JUMP_IF || tf->target != T || (tf->p.a != FJ_IF_TRUE && tf->p.a != FJ_IF_FALSE) ||
+        bf->p.op != FJ_PI_POP_JUMP_IF || bf->line < 0 || bf->line != tf->line || bf->col != tf->col ||
+        bf->end_line != tf->end_line || bf->end_col != tf->end_col)
+        return 0;
+    if (back ? bf->target != L || bf->p.a == tf->p.a : bf->target != T || bf->p.a != tf->p.a)
+        return 0;
+    int len = 1;
+    while (L - 1 - len >= 1 && tb - len >= L && same_instr(il, L - 1 - len, tb - len, T))
+        len++;
+    int P = L - len, Q = tb + 1 - len, parts = 0, d = 0;
+    if (il->v[P - 1].target == T || !((j >= P && j < L) || (j >= Q && j <= tb)))
+        return 0;
+    /* the top copy: a whole test (at each jump the stack is back where it began),
+       its only jumps its parts' to the exit */
+    for (int k = P; k < L; k++) {
+        fj_Instr *x = &il->v[k];
+        int e = fj_opcode_stack_effect(x->op, x->arg, 0);
+        if (e == PY_INVALID_STACK_EFFECT) {
+            PyErr_Clear();
+            return 0;
+        }
+        if (x->target >= 0 && (x->p.op != FJ_PI_POP_JUMP_IF || x->target != T))
+            return 0;
+        if ((d += e) < 0 || (x->target >= 0 && d != 0))
+            return 0;
+        parts += x->target >= 0;
+    }
+    if (parts < 2)
+        return 0;
+    memset(w, 0, sizeof *w);
+    w->andm = 1;
+    w->P = P;
+    w->Q = Q;
+    w->L = L;
+    w->T = T;
+    w->test = tb;
+    w->at_top = j < L;
+    w->neg0 = w->negs = 0; /* (the loop goes on while the exits let it: its first value and
+                               last output are True) */
+    return 1;
+}
+
+/* 1 when the constant truth 't' of a compound test's bottom jump j lets the
+   loop go on. */
+static int and_goes_on(fj_TFrame *fr, int j, int t)
+{
+    fj_Instr *in = &fr->il.v[j];
+    int jumps = t == (in->p.a == FJ_IF_TRUE);
+    return in->target < j ? jumps : !jumps;
+}
+
+int fj_trace_loop_exit_part(fj_TFrame *fr, int i)
+{
+    fj_LoopCtx *c = fr->tx->loop;
+    if (c == NULL || c->fr != fr || c->and_hi <= 0 || i < fr->loop_head || i >= c->and_hi)
+        return 0;
+    return fr->il.v[i].p.op == FJ_PI_POP_JUMP_IF && fr->il.v[i].target == c->and_T;
+}
+
+int fj_trace_loop_exit_if(fj_TFrame *fr, PyObject *v, int leave)
+{
+    fj_Tracer *tx = fr->tx;
+    fj_LoopCtx *c = tx->loop;
+    if (fr->sp != c->sp0)
+        return fj_unsupported("a part of the loop's test leaves values on the stack");
+    if (PyList_GET_SIZE(tx->effects) != c->neff0 || PyList_GET_SIZE(tx->mutated) != c->nmut0 ||
+        PyDict_GET_SIZE(tx->global_overlay) != c->nov0 || fj_graph_mutates(tx->body))
+        return fj_unsupported("the loop's test has side effects before its last part");
+    for (int k = 0; k < fr->nlocals; k++)
+        if (fr->locals[k] != c->entry[k])
+            return fj_unsupported("the loop's test sets a local before its last part");
+    fj_Node *cn = (fj_Node *)((fj_Var *)v)->obj;
+    PyObject *prev = c->last_exit ? ((fj_Var *)c->last_exit)->obj : Py_None;
+    PyObject *args = Py_BuildValue("(OOO)", (PyObject *)cn, leave ? Py_True : Py_False, prev);
+    PyObject *label = args ? PyUnicode_FromString("framejit.loop_exit") : NULL;
+    PyObject *stem = label ? PyUnicode_FromString("loop_exit") : NULL;
+    fj_Node *n = stem ? fj_graph_raw_call(tx->body, &fj_loop_exit_row, fj_loop_exit_callable(), label, stem, args,
+                                          NULL, FJ_VAL_PYSCALAR)
+                      : NULL;
+    Py_XDECREF(args);
+    Py_XDECREF(label);
+    Py_XDECREF(stem);
+    if (n == NULL)
+        return -1;
+    Py_XSETREF(n->example, Py_NewRef(Py_True)); /* (its value where the iteration goes on) */
+    n->variant = 1;
+    PyObject *nv = (PyObject *)fj_var_node((PyObject *)n);
+    if (nv == NULL)
+        return -1;
+    Py_XSETREF(c->last_exit, nv);
+    return 0;
+}
+
 int fj_trace_capture_while(fj_TFrame *fr, int j, PyObject *cond, int *exit)
 {
     fj_Tracer *tx = fr->tx;
     WhileInfo w;
-    if (!tx->capture_loops || tx->loop_policy == NULL || !while_shape(fr, j, &w))
+    if (!tx->capture_loops || tx->loop_policy == NULL || (!and_shape(fr, j, &w) && !while_shape(fr, j, &w)))
         return 0;
     /* inside a captured loop's body: only a loop strictly inside it */
-    if (fr->loop_head >= 0 && (w.L <= fr->loop_head || w.T > fr->loop_end || (w.rot && w.K >= fr->loop_end)))
+    int first = w.andm ? w.P : w.L;
+    if (fr->loop_head >= 0 && (first <= fr->loop_head || w.T > fr->loop_end || (w.rot && w.K >= fr->loop_end)))
         return 0;
     fj_Var *cv = (fj_Var *)cond;
     int is_const = cv->kind == FJ_VAR_CONST;
     if (is_const) {
         /* a constant test: the loop unrolls while it is short; its test at the
-           bottom, after loop_unroll_limit iterations, captures the rest */
+           bottom, after loop_unroll_limit iterations, captures the rest (a
+           compound test: at its last part) */
         int t = PyObject_IsTrue(cv->obj);
         if (t < 0) {
             PyErr_Clear();
             return 0;
         }
-        if (t == w.neg0 || w.at_top)
+        if (w.andm ? j != w.test || !and_goes_on(fr, j, t) : t == w.neg0 || w.at_top)
             return 0;
         if (fr->while_seen == NULL && (fr->while_seen = PyDict_New()) == NULL)
             return -1;
@@ -1054,8 +1244,8 @@ int fj_trace_capture_while(fj_TFrame *fr, int j, PyObject *cond, int *exit)
     else if (cv->kind != FJ_VAR_NODE)
         return 0;
     w.c0 = cond;
-    w.maybe_zero = !is_const;
-    int r = capture(fr, w.L, &w);
+    w.maybe_zero = !is_const || w.andm;
+    int r = capture(fr, first, &w);
     if (r == 1)
         *exit = w.T;
     return r;

@@ -1224,6 +1224,26 @@ static int emit_node(Emit *e, fj_Node *n)
         Py_XDECREF(x);
         return r;
     }
+    if (op == &fj_loop_exit_row) {
+        /* a compound while test's exit (trace_loops.c, and_shape): it comes before
+           anything the iteration stores or sets, so the loop ends there with the
+           state the iteration began with (the top level's wexit_ ends its blocks) */
+        VClass cc;
+        int leave = na == 3 ? PyObject_IsTrue(PyTuple_GET_ITEM(n->args, 1)) : 0;
+        if (na != 3 || rc.kind != FJL_PY_BOOL || leave < 0)
+            return leave < 0 ? -1 : 0;
+        if ((x = operand(e, PyTuple_GET_ITEM(n->args, 0), &cc)) == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        if (cc.kind == 0 || cc.kind == FJL_ARRAY)
+            r = 0;
+        else
+            r = line(e, "    if ((%U != 0) == %d) { %sbreak; }", x, leave, e->depth == 0 ? "wexit_ = 1; " : "") < 0 ||
+                        line(e, "    %s n%s%zd = 1;", ctype_of(rc), P, n->index) < 0
+                    ? -1
+                    : 1;
+        Py_DECREF(x);
+        return r;
+    }
     if (op == NULL || n->kwargs != NULL || n->deep > 1)
         return 0;
     const char *ct = rc.kind ? ctype_of(rc) : NULL;
@@ -2395,9 +2415,10 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         "    free(lg.ar);\n"
         "    if (done_any) {\n%U\n    }\n"
         "    /* a while loop whose test did not end it ran its chunk: status 3 (fjn_loop_run\n"
-        "       calls again from i) */\n"
+        "       calls again from i); one a compound test's exit ended before any iteration\n"
+        "       of the call: 4 (the state is what the call began with) */\n"
         "    *stopped = i;\n"
-        "    return %d && !wexit_ ? 3 : 0;\n}\n",
+        "    return %d && !wexit_ ? 3 : done_any ? 0 : 4;\n}\n",
         li, li, cap, cap, dtext, sdecl, blk, blk, reset, stext, upre, step1 ? step1 : "", e.leaf ? "" : " && lg.na < FJL_AMAX",
         ufast, ttext, wxg, e.leaf ? "" : " && lg.na < FJL_AMAX", fast, ttext, wxg, npfloat && !noundo, rtext, blk, reset, btext,
         npfloat && !noundo, ttext, wxg,
@@ -2625,6 +2646,8 @@ PyObject *fjn_loop_run(fjn_LoopPlan *lp, fj_Node *n, PyObject **env, Py_ssize_t 
         }
         if (status == 2 && chunks > 0)
             status = 1; /* the chunks before did iterations: their state stands */
+        if (status == 4 && chunks > 0)
+            status = 0; /* (ended by a compound test's exit: the chunks' state stands) */
     }
     else
         at = 0;
@@ -2634,7 +2657,7 @@ PyObject *fjn_loop_run(fjn_LoopPlan *lp, fj_Node *n, PyObject **env, Py_ssize_t 
     PyObject *body_outs = fj_graph_outputs(fj_loop_body(n->target));
     for (int s = 0; s < lp->nstate; s++) {
         PyObject *val;
-        if (!ok || status == 2)
+        if (!ok || status == 2 || status == 4)
             val = Py_NewRef(arg_value(PyTuple_GET_ITEM(n->args, 3 + s), env));
         else if (lp->out_src[s] == FJL_CONST)
             val = Py_NewRef(PyTuple_GET_ITEM(body_outs, s));
@@ -2658,7 +2681,7 @@ PyObject *fjn_loop_run(fjn_LoopPlan *lp, fj_Node *n, PyObject **env, Py_ssize_t 
         }
         PyTuple_SET_ITEM(state, s, val);
     }
-    if (ok && status == 0)
+    if (ok && (status == 0 || status == 4))
         return state;
     /* from iteration 'at' on through the eager loop: it raises or warns as CPython */
     (*fallbacks)++;
