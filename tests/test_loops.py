@@ -2691,3 +2691,97 @@ def test_compound_while_exit_at_a_chunk_boundary():
     cf = framejit.compile(cw_count, backend="native")
     assert cf(x) == 1 << 22
     assert cf(np.r_[np.ones((1 << 22) + 3), 0.0]) == (1 << 22) + 3
+
+
+# ---------------------------------------------------------------- max(a, b) / min(a, b)
+# (trace_call.c builtin_pick): of values of one type, a node calling the builtin
+# itself (one of its arguments is the result); in loops a C compare and select.
+
+def mm_running(x):
+    m = x[0]
+    lo = x[0]
+    for i in range(x.shape[0]):
+        m = max(m, x[i])
+        lo = min(x[i], lo, m)
+    return m, lo
+
+
+def mm_pyint(n):
+    b = 0
+    for i in range(n):
+        b = max(b, (i * 7919) % 1000)
+        b = min(b, 990)
+    return b
+
+
+def mm_pyfloat(n):
+    b = 0.0
+    for i in range(n):
+        b = max(b, (i * 0.37) % 3.5, -1.0)
+    return b
+
+
+def mm_mixed(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + max(x[i], 0.0)        # np.float64 or float: its type depends on the data
+    return s
+
+
+def mm_identity(x):
+    a = x[0]
+    b = x[1]
+    m = max(a, b)
+    n = min(b, a)
+    return m is a, m is b, n is b, n is a, m, n
+
+
+def mm_clip_rows(a, out):
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            out[i, j] = min(max(a[i, j], a[i, 0]), a[i, a.shape[1] - 1])
+    return out
+
+
+_MM = np.random.default_rng(33)
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn,args", [
+    (mm_running, (_MM.random(800) - 0.5,)),
+    (mm_running, (np.r_[_MM.random(300), np.nan, _MM.random(300)],)),
+    (mm_running, (np.r_[np.nan, _MM.random(300)],)),
+    (mm_running, (np.ones(200),)),
+    (mm_running, (_MM.integers(-1000, 1000, 500),)),
+    (mm_running, (_MM.integers(-1000, 1000, 500).astype(np.int32),)),
+    (mm_running, (_MM.random(400).astype(np.float32),)),
+    (mm_running, (_MM.random(300) > 0.5,)),
+    (mm_pyint, (3000,)),
+    (mm_pyfloat, (3000,)),
+    (mm_mixed, (_MM.random(300) - 0.5,)),
+    (mm_identity, (np.array([1.0, 1.0]),)),
+    (mm_identity, (np.array([2.0, 1.0]),)),
+    (mm_identity, (np.array([np.nan, 1.0]),)),
+    (mm_identity, (np.array([1.0, np.nan]),)),
+    (mm_identity, (np.array([0.0, -0.0]),)),
+    (mm_clip_rows, (_MM.random((40, 60)), np.zeros((40, 60)))),
+], ids=["running", "nan-middle", "nan-first", "equal", "int64", "int32", "float32", "bool", "pyint", "pyfloat",
+        "mixed-types", "identity-equal", "identity", "identity-nan-first", "identity-nan-second", "signed-zeros",
+        "clip-rows"])
+def test_builtin_max_min_of_values_equal_plain(fn, args, backend):
+    run_both(fn, [args], backend)
+
+
+def test_builtin_max_min_of_one_type_captured():
+    """A running max over NumPy scalars, or Python ints, is one loop node (the
+    native kernel runs it whole); mixed types stay a break with its reason."""
+    assert loop_nodes(mm_running, _MM.random(3000))[0] == 1
+    assert loop_nodes(mm_pyint, 5000)[0] == 1
+    plans = native_loop_plans(mm_running, (_MM.random(3000),))
+    assert plans and all(p.fallbacks == 0 for p in plans)
+    assert "__builtin_isgreater(" in plans[0].source and "__builtin_isless(" in plans[0].source
+    framejit.reset()
+    cf = framejit.compile(mm_mixed, backend="eager")
+    cf(_MM.random(50))
+    reasons = dict(framejit.counters["graph_break"])
+    assert any("max() of values of different types" in k for k in reasons), reasons

@@ -266,6 +266,34 @@ def back_substitution(u, b, x):
     return x
 
 
+def escape_time(w, h, maxiter, out):
+    # the classic Mandelbrot: a while loop with a compound test per pixel
+    for r in range(h):
+        for c in range(w):
+            cx = -2.0 + 3.0 * c / w
+            cy = -1.5 + 3.0 * r / h
+            x = 0.0
+            y = 0.0
+            k = 0
+            while k < maxiter and x * x + y * y <= 4.0:
+                x, y = x * x - y * y + cx, 2.0 * x * y + cy
+                k += 1
+            out[r, c] = k
+    return out
+
+
+def first_passage(steps, level, out):
+    # per walk, the first step at which it leaves [-level, level]: a search
+    for r in range(steps.shape[0]):
+        s = 0.0
+        i = 0
+        while i < steps.shape[1] and abs(s) < level:
+            s = s + steps[r, i]
+            i += 1
+        out[r] = i
+    return out
+
+
 def _upper(n):
     return np.triu(_rng(29).random((n, n))) + n * np.eye(n)
 
@@ -306,6 +334,9 @@ KERNELS = {
     "sym_distance": (sym_distance, lambda n: (_rng(30).random((n, 3)), np.zeros((n, n))), (200, 600)),
     "back_substitution": (back_substitution, lambda n: (_upper(n), _rng(31).random(n), np.zeros(n)),
                           (300, 1500)),
+    "escape_time": (escape_time, lambda n: (n, n, 100, np.zeros((n, n), dtype=np.int64)), (60, 200)),
+    "first_passage": (first_passage, lambda n: (_rng(32).standard_normal((n, 2000)), 40.0,
+                                                np.zeros(n, dtype=np.int64)), (100, 1000)),
     "life_step": (life_step, lambda n: ((_rng(28).random((n, n)) > 0.6).astype(np.int64),
                                        np.zeros((n, n), dtype=np.int64)), (200, 600)),
 }

@@ -8,6 +8,7 @@
 #include <math.h>
 
 const fj_OpDef fj_builtin_reduce_row = {"builtin", FJ_OP_FUNC, NULL, NULL, 0, NULL, 0, 0, 0, "", 0, NULL, 0};
+const fj_OpDef fj_builtin_pick_row = {"builtin_pick", FJ_OP_FUNC, NULL, NULL, 0, NULL, 0, 0, 0, "", 0, NULL, 0};
 
 static PyObject *fns[3];
 

@@ -20,6 +20,9 @@
 
 /* The row of their nodes: the target is the _C function, the label its name. */
 extern const fj_OpDef fj_builtin_reduce_row;
+/* max(a, b, ...) and min(a, b, ...) of values of one type (trace_call.c,
+   builtin_pick): the target is the builtin itself, which returns one of them. */
+extern const fj_OpDef fj_builtin_pick_row;
 
 /* The _C functions: borrowed, valid after fj_builtin_ops_init.  'which':
    0 sum, 1 max, 2 min. */

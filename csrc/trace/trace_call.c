@@ -819,6 +819,89 @@ static int overrides_class_attr(PyTypeObject *tp)
 ** (builtin_ops.c computes what the builtin computes, item by item).  New
 ** ref; NULL with no error when 'a' is not such an array (the caller goes on).
 */
+/*
+** max(a, b, ...) and min(a, b, ...) of values of one type: NumPy scalars of
+** one dtype, or Python floats, or Python ints (nodes, and constants of that
+** type).  CPython's builtin keeps the first item and takes a later one when it
+** compares greater (less) than the one it holds, so its result is one of its
+** arguments, of their type whatever the data: the node calls the builtin
+** itself (the same object, NaN kept or not as CPython keeps it).  Mixed types
+** (max(m, 0.0) of a NumPy float) give a type that depends on the data: NULL,
+** as for anything else it does not take.
+*/
+static PyObject *builtin_pick(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n)
+{
+    PyTypeObject *tp = NULL;
+    PyArray_Descr *dt = NULL;
+    fj_Node *meta = NULL;
+    int variant = 0, examples = 1;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        fj_Var *v = VAR(args[k]);
+        PyTypeObject *t;
+        if (v->kind == FJ_VAR_NODE) {
+            fj_Node *nd = (fj_Node *)v->obj;
+            if (nd->vkind == FJ_VAL_NPSCALAR && nd->dtype != NULL && nd->ndim == 0 && !PyDataType_REFCHK(nd->dtype) &&
+                PyArray_ISNBO(nd->dtype->byteorder) && !PyTypeNum_ISCOMPLEX(nd->dtype->type_num) &&
+                (PyTypeNum_ISNUMBER(nd->dtype->type_num) || PyTypeNum_ISBOOL(nd->dtype->type_num))) {
+                if (dt != NULL && !PyArray_EquivTypes(dt, nd->dtype))
+                    return NULL;
+                dt = nd->dtype;
+                t = nd->dtype->typeobj;
+                examples = 0;
+            }
+            else if (nd->vkind == FJ_VAL_PYSCALAR && nd->example != NULL &&
+                     (PyFloat_CheckExact(nd->example) || PyLong_CheckExact(nd->example)))
+                t = Py_TYPE(nd->example);
+            else
+                return NULL;
+            if (meta == NULL)
+                meta = nd;
+            variant |= nd->variant;
+        }
+        else if (v->kind == FJ_VAR_CONST && (PyFloat_CheckExact(v->obj) || PyLong_CheckExact(v->obj)))
+            t = Py_TYPE(v->obj);
+        else
+            return NULL;
+        if (tp != NULL && t != tp)
+            return NULL;
+        tp = t;
+    }
+    if (meta == NULL)
+        return NULL;
+    int is_max = fn == builtin_named("max");
+    PyObject *targs = PyTuple_New(n), *vals = examples ? PyTuple_New(n) : NULL;
+    if (targs == NULL || (examples && vals == NULL)) {
+        Py_XDECREF(targs);
+        Py_XDECREF(vals);
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        fj_Var *v = VAR(args[k]);
+        PyTuple_SET_ITEM(targs, k, Py_NewRef(v->obj));
+        if (vals != NULL)
+            PyTuple_SET_ITEM(vals, k, Py_NewRef(v->kind == FJ_VAR_NODE ? ((fj_Node *)v->obj)->example : v->obj));
+    }
+    PyObject *label = PyUnicode_FromString(is_max ? "max" : "min");
+    fj_Node *node = label ? fj_graph_raw_call(fr->tx->body ? fr->tx->body : fr->tx->graph, &fj_builtin_pick_row, fn,
+                                              label, label, targs, meta, 0)
+                          : NULL;
+    Py_XDECREF(label);
+    Py_DECREF(targs);
+    if (node != NULL && vals != NULL) {
+        /* a Python number's value at trace time: the builtin on the arguments' */
+        PyObject *ex = PyObject_Call(fn, vals, NULL);
+        if (ex == NULL)
+            node = NULL;
+        else
+            Py_XSETREF(node->example, ex);
+    }
+    Py_XDECREF(vals);
+    if (node == NULL)
+        return NULL;
+    node->variant = variant;
+    return (PyObject *)fj_var_node((PyObject *)node);
+}
+
 static PyObject *builtin_reduce(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n)
 {
     fj_Node *a = (fj_Node *)VAR(args[0])->obj;
@@ -1077,8 +1160,15 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
         Py_DECREF(items);
         return acc;
     }
+    if ((fn == builtin_named("max") || fn == builtin_named("min")) && nkw == 0 && n >= 2 && !all_const(args, n)) {
+        PyObject *r = builtin_pick(fr, fn, args, n);
+        if (r != NULL || PyErr_Occurred())
+            return r;
+    }
     if ((fn == builtin_named("max") || fn == builtin_named("min")) && !all_const(args, n))
-        return fj_unsupported("%s() of arrays (a data-dependent comparison)",
+        return fj_unsupported(n >= 2 ? "%s() of values of different types or of arrays (its result, one of "
+                                       "them, depends on the data)"
+                                     : "%s() of arrays (a data-dependent comparison)",
                               fn == builtin_named("max") ? "max" : "min"),
                NULL;
     if (fn == builtin_named("getattr") && (n == 2) && nkw == 0) {

@@ -1,6 +1,7 @@
 /*
 ** native_loop.c: captured loops compiled to C loops (native_loop.h).
 */
+#include "builtin_ops.h"
 #include "fj_numpy.h"
 #include "loop.h"
 #include "native_loop.h"
@@ -1223,6 +1224,38 @@ static int emit_node(Emit *e, fj_Node *n)
         r = x == NULL || line(e, "    %s n%s%zd = (%s)(%U);", ctype_of(rc), P, n->index, ctype_of(rc), x) < 0 ? -1 : 1;
         Py_XDECREF(x);
         return r;
+    }
+    if (op == &fj_builtin_pick_row) {
+        /* max(a, b, ...) / min(...) of one type (trace_call.c, builtin_pick): a later
+           argument taken when it compares greater (less) than the one held, as
+           CPython's builtin does (a quiet comparison: NaN never taken unless first) */
+        int is_max = PyUnicode_Check(n->label) && PyUnicode_CompareWithASCIIString(n->label, "max") == 0;
+        if (na < 2 || rc.kind == 0 || rc.kind == FJL_ARRAY || rc.kind == FJL_PY_BOOL ||
+            (rc.kind == FJL_NP && rc.type == FJT_BOOL))
+            return 0;
+        const char *ct = ctype_of(rc);
+        for (Py_ssize_t k = 0; k < na; k++) {
+            VClass ac;
+            PyObject *ax = operand(e, PyTuple_GET_ITEM(n->args, k), &ac);
+            if (ax == NULL)
+                return PyErr_Occurred() ? -1 : 0;
+            PyObject *cax = ac.kind == rc.kind && ac.type == rc.type ? Py_NewRef(ax)
+                            : (rc.kind == FJL_PY_FLOAT || rc.kind == FJL_PY_INT) && ac.kind == rc.kind ? Py_NewRef(ax) : NULL;
+            Py_DECREF(ax);
+            if (cax == NULL)
+                return 0;
+            if (k == 0)
+                r = line(e, "    %s n%s%zd = %U;", ct, P, n->index, cax);
+            else if (is_float_class(rc))
+                r = line(e, "    if (%s(%U, n%s%zd)) n%s%zd = %U;", is_max ? "__builtin_isgreater" : "__builtin_isless", cax,
+                         P, n->index, P, n->index, cax);
+            else
+                r = line(e, "    if (%U %c n%s%zd) n%s%zd = %U;", cax, is_max ? '>' : '<', P, n->index, P, n->index, cax);
+            Py_DECREF(cax);
+            if (r < 0)
+                return -1;
+        }
+        return 1;
     }
     if (op == &fj_loop_exit_row) {
         /* a compound while test's exit (trace_loops.c, and_shape): it comes before
