@@ -206,10 +206,12 @@ make bench-loops                               # pip-installs bench/loops/requir
 python3 bench/loops/bench_loops.py --quick     # the smaller sizes
 ```
 
-25 kernels written as loops, the way Numba's users write them
+27 kernels written as loops, the way Numba's users write them
 (bench/loops/kernels.py: recurrences, stencils and time stepping, distance
-matrices, n-body, matrix products and convolutions, Mandelbrot, histograms
-and grouping, ODE integration, polynomials), each run plain, through
+matrices, n-body, matrix products and convolutions, Mandelbrot (a fixed
+count, and the escape time's `while k < maxiter and |z| <= 2`), searches
+(first passage), histograms and grouping, ODE integration, polynomials),
+each run plain, through
 framejit's native backend (its loops captured as loop nodes and compiled to
 C loops, docs/loops.md) and through Numba's `@njit`.  Warm times are the best
 of the rounds; framejit's and Numba's rounds are interleaved (since

@@ -314,6 +314,9 @@ class ProgGen:
             f"{k} = {k} + {i} * {i} - ({i} % 5)",
             f"{k} = ({k} * 31 + {i}) % 1000003",
             f"{s} = {s} / ({i} - {lo + 7})",
+            # builtin max/min of one type (a graph node), or of two (a break)
+            f"{k} = max({k}, {i} % 7, 2) - min({i}, 3)",
+            f"{s} = max({s}, {v}[{i}] * {c})",
         ]
         kind = r.choice(("float64", "float32", "int64"))
         lines = [f"{ind}{v} = np.zeros({m + 2}, dtype=np.{kind}) + 1", f"{ind}{s} = 0.0", f"{ind}{k} = 0",
