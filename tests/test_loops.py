@@ -2785,3 +2785,26 @@ def test_builtin_max_min_of_one_type_captured():
     cf(_MM.random(50))
     reasons = dict(framejit.counters["graph_break"])
     assert any("max() of values of different types" in k for k in reasons), reasons
+
+
+def wl_counter_rows(x, k0, out):
+    # an inner while loop's counter (counter_slot: no overflow test where its first
+    # value is within 2**62; the loop runs at most 2**26 iterations per entry)
+    for r in range(x.shape[0]):
+        k = k0 + r
+        j = 0
+        while j < x.shape[1] and x[r, j] < 0.9:
+            k += 3
+            j += 1
+        out[r] = k - k0
+    return out
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("k0", [0, -5, 2 ** 62 - 40, 2 ** 63 - 30, -(2 ** 63) + 3, 2 ** 70])
+def test_while_counter_near_int64_limits(k0, backend):
+    """Near 2**63 the counter leaves int64 (a Python int grows): the kernel
+    stops there and the eager loop goes on, as CPython's ints do."""
+    x = np.random.default_rng(3).random((20, 30))
+    run_both(wl_counter_rows, [(x, k0, np.zeros(20, dtype=object))], backend)
+    run_both(wl_counter_rows, [(x, k0, np.zeros(20))], backend)

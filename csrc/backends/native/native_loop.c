@@ -835,11 +835,11 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
     in.save_step = bound[2] ? PyUnicode_AsUTF8(bound[2]) : NULL;
     in.logtag = hs;
     in.nsites = e->nsites;
-    if (!wl) { /* counters (counter_slot) */
-        in.louts = outs;
-        in.lcarried = carried;
-        in.lcount = hn;
-    }
+    /* counters (counter_slot): a for loop runs hn iterations; a while loop here at
+       most 2**26 (more stop the kernel, below) */
+    in.louts = outs;
+    in.lcarried = carried;
+    in.lcount = wl ? "(1LL << 26)" : hn;
     /* a chunk version for a step of 1 (see below) */
     char jc[48];
     snprintf(jc, sizeof jc, "jc%s", pfx);
