@@ -4,6 +4,7 @@ exceptions), and what the graph holds: one loop node whose body is traced
 once, so compile time does not grow with the trip count."""
 import io
 import contextlib
+import warnings
 
 import numpy as np
 import pytest
@@ -2568,6 +2569,13 @@ def cw_not(x):
     return i
 
 
+def cw_args_late(x, y):
+    i = 0
+    while x[i] > 0 and y[i] > 0:     # y first read in the second part (loaded, not set)
+        i += 1
+    return i
+
+
 _CW = np.random.default_rng(21)
 _CW_X = np.r_[_CW.random(700) + 0.01, -1.0, _CW.random(299)]
 
@@ -2616,6 +2624,7 @@ def test_compound_while_equal_plain(fn, args, backend):
     (cw_truth, (np.ones(3000),)),
     (cw_not, (_CW.random(4000) + 0.1,)),
     (cw_consts, (5000, 7000)),
+    (cw_args_late, (np.r_[np.ones(3000), -1.0], np.ones(3001))),
 ])
 def test_compound_while_captured(fn, args):
     """One loop node: the graphs do not grow with the trip count."""
@@ -2646,7 +2655,7 @@ def test_compound_while_native_kernel_runs_whole():
     plans = native_loop_plans(cw_store, (_CW.random(3000), np.zeros(3000), 0.001))
     assert plans and all(p.fallbacks == 0 for p in plans), [p.fallbacks for p in plans]
     src = plans[0].source.split("int fj_l0(")[1]
-    assert "wexit_ = 1; break; }" in src
+    assert "goto stop; wexit_ = 1; break; }" in src.replace("goto slow; wexit_", "goto stop; wexit_")
     plans = native_loop_plans(cw_rows, (_CW.random((40, 300)), np.zeros(40, dtype=np.int64)))
     assert plans and all(p.fallbacks == 0 for p in plans)
 
@@ -2808,3 +2817,52 @@ def test_while_counter_near_int64_limits(k0, backend):
     x = np.random.default_rng(3).random((20, 30))
     run_both(wl_counter_rows, [(x, k0, np.zeros(20, dtype=object))], backend)
     run_both(wl_counter_rows, [(x, k0, np.zeros(20))], backend)
+
+
+def cw_int_part(n):
+    i = 0
+    t = 1
+    while i < n and t + t > 0:      # a Python int leaving int64 in a part of the test
+        t = t * 2
+        i += 1
+    return i, t
+
+
+def cw_float_part(x, n):
+    i = 0
+    while i < n and x[i] * 1e300 < 1e308:     # the part that exits overflows
+        i += 1
+    return i
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_compound_while_exit_part_conditions(backend):
+    """A part of the test that wraps an int or raises a float condition in the
+    iteration it exits: the kernel stops there (the eager loop meets the
+    condition again), as a plain test's (found by review)."""
+    run_both(cw_int_part, [(100,), (10,), (0,)], backend)
+    with np.errstate(over="raise"):
+        run_both(cw_float_part, [(np.r_[np.ones(1000), 1e10], 2000), (np.r_[1e10, np.ones(5)], 9)], backend)
+    for x, want in ((np.r_[np.ones(1000), 1e10], 1000), (np.r_[1e10, np.ones(9)], 0)):
+        # (the test's parts run once per arrival: the loop is captured from the
+        # test's start, not after a part was traced; found by review)
+        framejit.reset()
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            cf = framejit.compile(cw_float_part, backend=backend)
+            assert cf(x, 2000) == want
+            assert cf(x, 2000) == want
+        assert [w.category for w in got] == [RuntimeWarning] * 2, got
+
+
+def test_compound_while_graph_has_no_test_before_the_loop():
+    """Captured from the test's start: no part of the test is traced before
+    the loop node (it would run twice), and an argument first read in a later
+    part does not refuse the capture."""
+    graphs = []
+    framejit.reset()
+    cf = framejit.compile(cw_args_late, backend=lambda g, ex: graphs.append(g) or g)
+    assert cf(np.r_[np.ones(300), -1.0], np.ones(301)) == 300
+    assert len(graphs) == 1
+    calls = [str(n.target) for n in graphs[0].nodes if n.op == "call_function"]
+    assert "loop" in calls[0], calls

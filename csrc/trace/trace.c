@@ -948,6 +948,8 @@ static void frame_free(fj_TFrame *fr)
     Py_CLEAR(fr->retval);
     Py_CLEAR(fr->loop_stay);
     Py_CLEAR(fr->while_seen);
+    PyMem_Free(fr->and_arm);
+    fr->and_arm = NULL;
     fj_bc_free(&fr->il);
 }
 
@@ -969,7 +971,9 @@ static int frame_setup(fj_TFrame *fr, fj_Tracer *tx, PyCodeObject *co)
         PyErr_NoMemory();
         return -1;
     }
-    return fj_bc_decode(co, &fr->il);
+    if (fj_bc_decode(co, &fr->il) < 0)
+        return -1;
+    return fj_trace_and_arms(fr);
 }
 
 static PyObject *local_name(fj_TFrame *fr, int i)
@@ -2109,6 +2113,15 @@ static int run_frame_at(fj_TFrame *fr, int first)
             at_head = 0;
             if (next < fr->loop_head || next >= fr->loop_end || (next >= fr->loop_hole_lo && next < fr->loop_hole_hi))
                 return fj_unsupported("the loop's body leaves it (break)");
+        }
+        if (fr->and_arm != NULL && fr->and_arm[next] && next != fr->loop_head) {
+            /* a compound test's loop, captured from its test's start (no part of the
+               test traced before the loop node, which runs it) */
+            int a = fj_trace_and_arrive(fr, next, &next);
+            if (a < 0)
+                return -1;
+            if (a > 0)
+                continue;
         }
         int i = next;
         fj_Instr *in = &fr->il.v[i];

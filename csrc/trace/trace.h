@@ -167,6 +167,13 @@ int fj_trace_capture_loop(struct fj_TFrame *fr, int head);
    1 with *exit the instruction the trace goes on at; 0 when not (*exit
    untouched); -1 on error. */
 int fj_trace_capture_while(struct fj_TFrame *fr, int j, PyObject *cond, int *exit);
+/* Marks in fr->and_arm the compound tests of fr's code whose loops are
+   captured where the trace arrives at them (the compile's loop policy).
+   0, or -1 on error. */
+int fj_trace_and_arms(struct fj_TFrame *fr);
+/* The trace arrives at instruction x, so marked: 1 when the loop was captured
+   there (*next its exit), 0 when not (traced on as it is), -1 on error. */
+int fj_trace_and_arrive(struct fj_TFrame *fr, int x, int *next);
 /* In the trace of a compound test's loop body (trace_loops.c, and_shape):
    1 when instruction i is one of its top test's jumps to the exit. */
 int fj_trace_loop_exit_part(struct fj_TFrame *fr, int i);
@@ -539,6 +546,8 @@ struct fj_TFrame {
                                which then goes on to the test; 0 for other loops */
     int loop_tail;          /* a compound test's loop (trace_loops.c, and_shape): its bottom
                                copy of the test, which ends the iteration like loop_head; -1 */
+    unsigned char *and_arm; /* owned or NULL: per instruction, 1 where a compound test's copy
+                               starts whose loop is captured on arrival (trace_loops.c) */
     PyObject *loop_stay;
     PyObject *while_seen;   /* strong dict or NULL: while loops' test arrivals with a constant
                                value in this trace, by body start (trace_loops.c) */

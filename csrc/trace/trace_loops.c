@@ -73,6 +73,9 @@ void fj_loop_note_store(fj_TFrame *fr, int i)
 #define FJ_SYMBOLIC_HEAD (1 << 30)
 /* A while loop's policy key: 'head' (its body's first instruction) with this bit. */
 #define FJ_WHILE_HEAD (1 << 29)
+/* A compound test's copy to capture its loop from where the trace arrives
+   (fj_trace_and_arrive): its first instruction with this bit. */
+#define FJ_AND_ARM (1 << 28)
 
 /* The loop's policy key: (id(code), head).  New reference. */
 static PyObject *policy_key(fj_TFrame *fr, int head)
@@ -107,6 +110,8 @@ static int retry(fj_TFrame *fr, int head, long peel, const char *why)
     Py_DECREF(key);
     Py_DECREF(val);
     tx->loop_retry = 1;
+    if (head & FJ_AND_ARM)
+        return fj_unsupported("while loop at %U:%d: %s", fr->code->co_filename, fr->il.v[head & ~FJ_AND_ARM].line, why);
     if (head & FJ_WHILE_HEAD)
         return fj_unsupported("while loop at %U:%d not captured (%s): %s", fr->code->co_filename,
                               fr->il.v[head & ~FJ_WHILE_HEAD].line, why,
@@ -1180,8 +1185,10 @@ int fj_trace_loop_exit_if(fj_TFrame *fr, PyObject *v, int leave)
         PyDict_GET_SIZE(tx->global_overlay) != c->nov0 || fj_graph_mutates(tx->body))
         return fj_unsupported("the loop's test has side effects before its last part");
     for (int k = 0; k < fr->nlocals; k++)
-        if (fr->locals[k] != c->entry[k])
+        if (fr->locals[k] != c->entry[k] &&
+            !(c->entry[k] == NULL && fr->lazy_args && fj_trace_is_arg_slot(fr, k) && !fr->touched[k]))
             return fj_unsupported("the loop's test sets a local before its last part");
+    /* (an argument first read in the test is loaded, not set) */
     fj_Node *cn = (fj_Node *)((fj_Var *)v)->obj;
     PyObject *prev = c->last_exit ? ((fj_Var *)c->last_exit)->obj : Py_None;
     PyObject *args = Py_BuildValue("(OOO)", (PyObject *)cn, leave ? Py_True : Py_False, prev);
@@ -1202,6 +1209,78 @@ int fj_trace_loop_exit_if(fj_TFrame *fr, PyObject *v, int leave)
         return -1;
     Py_XSETREF(c->last_exit, nv);
     return 0;
+}
+
+/*
+** A part of a compound test on data is met after the parts before it were
+** traced: their nodes are in the enclosing graph, and the loop node would
+** run them again (a warning twice).  So the loop is captured where the trace
+** arrives at the test's copy instead (its top one, or the bottom one after an
+** unrolled iteration or in a resume function): the first arrival arms that
+** start in the compile's policy and traces again (FJ_AND_ARM); the frames of
+** the code mark it (fj_trace_and_arms) and run_frame_at captures there
+** (fj_trace_and_arrive).  Where that capture does not happen (a peel asked
+** for), the part is a branch on data, as before.
+*/
+static int armed(fj_TFrame *fr, int x)
+{
+    return fr->and_arm != NULL && fr->and_arm[x];
+}
+
+int fj_trace_and_arms(fj_TFrame *fr)
+{
+    PyObject *pol = fr->tx->loop_policy, *key, *val;
+    Py_ssize_t pos = 0;
+    if (pol == NULL || PyDict_GET_SIZE(pol) == 0)
+        return 0;
+    PyObject *me = PyLong_FromVoidPtr(fr->code);
+    if (me == NULL)
+        return -1;
+    while (PyDict_Next(pol, &pos, &key, &val)) {
+        if (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 2)
+            continue;
+        long head = PyLong_AsLong(PyTuple_GET_ITEM(key, 1));
+        if (head == -1 && PyErr_Occurred()) {
+            Py_DECREF(me);
+            return -1;
+        }
+        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 0), me, Py_EQ);
+        if (same < 0) {
+            Py_DECREF(me);
+            return -1;
+        }
+        if (!same || !(head & FJ_AND_ARM) || (head & ~FJ_AND_ARM) >= fr->il.n)
+            continue;
+        if (fr->and_arm == NULL && (fr->and_arm = PyMem_Calloc((size_t)fr->il.n, 1)) == NULL) {
+            Py_DECREF(me);
+            PyErr_NoMemory();
+            return -1;
+        }
+        fr->and_arm[head & ~FJ_AND_ARM] = 1;
+    }
+    Py_DECREF(me);
+    return 0;
+}
+
+int fj_trace_and_arrive(fj_TFrame *fr, int x, int *next)
+{
+    fj_Tracer *tx = fr->tx;
+    WhileInfo w;
+    int j = x;
+    while (j < fr->il.n && fr->il.v[j].p.op != FJ_PI_POP_JUMP_IF && fr->il.v[j].target < 0)
+        j++;
+    if (!tx->capture_loops || tx->loop_policy == NULL || j >= fr->il.n || !and_shape(fr, j, &w) ||
+        (x != w.P && x != w.Q))
+        return 0;
+    /* inside a captured loop's body: only a loop strictly inside it */
+    if (fr->loop_head >= 0 && (w.P <= fr->loop_head || w.T > fr->loop_end))
+        return 0;
+    w.at_top = x == w.P;
+    w.maybe_zero = 1;
+    int r = capture(fr, w.P, &w);
+    if (r == 1)
+        *next = w.T;
+    return r;
 }
 
 int fj_trace_capture_while(fj_TFrame *fr, int j, PyObject *cond, int *exit)
@@ -1243,6 +1322,14 @@ int fj_trace_capture_while(fj_TFrame *fr, int j, PyObject *cond, int *exit)
     }
     else if (cv->kind != FJ_VAR_NODE)
         return 0;
+    else if (w.andm) {
+        /* captured from the copy's start on the next trace (above); once armed, a
+           branch here */
+        int x = j < w.L ? w.P : w.Q;
+        if (armed(fr, x))
+            return 0;
+        return retry(fr, x | FJ_AND_ARM, 1, "its compound test is captured from its start: traced again");
+    }
     w.c0 = cond;
     w.maybe_zero = !is_const || w.andm;
     int r = capture(fr, first, &w);

@@ -1270,7 +1270,12 @@ static int emit_node(Emit *e, fj_Node *n)
         if (cc.kind == 0 || cc.kind == FJL_ARRAY)
             r = 0;
         else
-            r = line(e, "    if ((%U != 0) == %d) { %sbreak; }", x, leave, e->depth == 0 ? "wexit_ = 1; " : "") < 0 ||
+            /* (at the top level the iteration's conditions first: a part of the test
+               may have wrapped an int or raised a float condition, which the eager
+               loop then meets again; a nested loop's are tested after it) */
+            r = line(e, "    if ((%U != 0) == %d) { %sbreak; }", x, leave,
+                     e->depth == 0 ? "if (ovf_ < 0 || (FJL_NPF && (fj_fetest(FJ_FPE) & ~ignore))) goto stop; wexit_ = 1; "
+                                   : "") < 0 ||
                         line(e, "    %s n%s%zd = 1;", ctype_of(rc), P, n->index) < 0
                     ? -1
                     : 1;
