@@ -2866,3 +2866,31 @@ def test_compound_while_graph_has_no_test_before_the_loop():
     assert len(graphs) == 1
     calls = [str(n.target) for n in graphs[0].nodes if n.op == "call_function"]
     assert "loop" in calls[0], calls
+
+
+def cw_helper(v, n):
+    i = 0
+    while i < n and v[i] > 0:
+        i += 1
+    return i
+
+
+def cw_two_sites(x, lst):
+    # the helper's loop on an array (captured from its test's start) and on a list
+    # (constants: unrolled); its arm is per call site (found by review)
+    return cw_helper(x, x.shape[0]), cw_helper(lst, len(lst))
+
+
+def cw_two_sites_rev(x, lst):
+    return cw_helper(lst, len(lst)), cw_helper(x, x.shape[0])
+
+
+@pytest.mark.parametrize("fn", [cw_two_sites, cw_two_sites_rev])
+def test_compound_while_armed_per_call_site(fn):
+    x = np.r_[np.ones(3000), -1.0]
+    framejit.reset()
+    graphs = []
+    cf = framejit.compile(fn, backend=lambda g, ex: graphs.append(g) or g)
+    same(cf(x, [1, 2, -1, 3]), fn(x, [1, 2, -1, 3]))
+    assert len(graphs) == 1 and not framejit.counters["graph_break"], dict(framejit.counters["graph_break"])
+    run_both(fn, [(x, [1, 2, -1, 3]), (np.r_[-1.0, x], [5])], "native")

@@ -2114,7 +2114,8 @@ static int run_frame_at(fj_TFrame *fr, int first)
             if (next < fr->loop_head || next >= fr->loop_end || (next >= fr->loop_hole_lo && next < fr->loop_hole_hi))
                 return fj_unsupported("the loop's body leaves it (break)");
         }
-        if (fr->and_arm != NULL && fr->and_arm[next] && next != fr->loop_head) {
+        if (fr->and_arm != NULL && fr->and_arm[next] && next != fr->loop_head &&
+            !(fr->parent == NULL && next == tx->stop_at)) {
             /* a compound test's loop, captured from its test's start (no part of the
                test traced before the loop node, which runs it) */
             int a = fj_trace_and_arrive(fr, next, &next);

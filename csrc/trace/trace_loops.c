@@ -110,8 +110,6 @@ static int retry(fj_TFrame *fr, int head, long peel, const char *why)
     Py_DECREF(key);
     Py_DECREF(val);
     tx->loop_retry = 1;
-    if (head & FJ_AND_ARM)
-        return fj_unsupported("while loop at %U:%d: %s", fr->code->co_filename, fr->il.v[head & ~FJ_AND_ARM].line, why);
     if (head & FJ_WHILE_HEAD)
         return fj_unsupported("while loop at %U:%d not captured (%s): %s", fr->code->co_filename,
                               fr->il.v[head & ~FJ_WHILE_HEAD].line, why,
@@ -1222,9 +1220,58 @@ int fj_trace_loop_exit_if(fj_TFrame *fr, PyObject *v, int leave)
 ** (fj_trace_and_arrive).  Where that capture does not happen (a peel asked
 ** for), the part is a branch on data, as before.
 */
+/* The call path of frame fr: (id(code), ip) of each caller, outermost first.
+   New reference. */
+static PyObject *call_path(fj_TFrame *fr)
+{
+    Py_ssize_t n = 0;
+    for (fj_TFrame *f = fr->parent; f != NULL; f = f->parent)
+        n++;
+    PyObject *t = PyTuple_New(n);
+    for (fj_TFrame *f = fr->parent; t != NULL && f != NULL; f = f->parent) {
+        PyObject *e = Py_BuildValue("(Ni)", PyLong_FromVoidPtr(f->code), f->ip);
+        if (e == NULL)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, --n, e);
+    }
+    return t;
+}
+
+/* 1 when start x of fr's code is armed for fr's call path (an inlined
+   function's loop armed at one call site is not at another, where its test
+   may be constants and its loop unrolled), 0 when not, -1 on error. */
 static int armed(fj_TFrame *fr, int x)
 {
-    return fr->and_arm != NULL && fr->and_arm[x];
+    if (fr->and_arm == NULL || !fr->and_arm[x])
+        return 0;
+    PyObject *key = policy_key(fr, x | FJ_AND_ARM), *path = call_path(fr);
+    PyObject *paths = key && path ? PyDict_GetItemWithError(fr->tx->loop_policy, key) : NULL;
+    int r = paths != NULL && PyTuple_Check(paths) ? PySequence_Contains(paths, path) : 0;
+    Py_XDECREF(key);
+    Py_XDECREF(path);
+    return PyErr_Occurred() ? -1 : r;
+}
+
+/* Arms start x for fr's call path and asks for the compile's retry.  -1. */
+static int arm(fj_TFrame *fr, int x)
+{
+    fj_Tracer *tx = fr->tx;
+    PyObject *key = policy_key(fr, x | FJ_AND_ARM), *path = call_path(fr);
+    PyObject *old = key && path ? PyDict_GetItemWithError(tx->loop_policy, key) : NULL;
+    PyObject *one = path ? PyTuple_Pack(1, path) : NULL;
+    PyObject *paths = one == NULL || PyErr_Occurred() ? NULL
+                      : old != NULL && PyTuple_Check(old) ? PySequence_Concat(old, one) : Py_NewRef(one);
+    int bad = paths == NULL || PyDict_SetItem(tx->loop_policy, key, paths) < 0;
+    Py_XDECREF(key);
+    Py_XDECREF(path);
+    Py_XDECREF(one);
+    Py_XDECREF(paths);
+    if (bad)
+        return -1;
+    tx->loop_retry = 1;
+    return fj_unsupported("while loop at %U:%d: its compound test is captured from its start: traced again",
+                          fr->code->co_filename, fr->il.v[x].line);
 }
 
 int fj_trace_and_arms(fj_TFrame *fr)
@@ -1272,6 +1319,9 @@ int fj_trace_and_arrive(fj_TFrame *fr, int x, int *next)
     if (!tx->capture_loops || tx->loop_policy == NULL || j >= fr->il.n || !and_shape(fr, j, &w) ||
         (x != w.P && x != w.Q))
         return 0;
+    int a = armed(fr, x);
+    if (a <= 0)
+        return a;
     /* inside a captured loop's body: only a loop strictly inside it */
     if (fr->loop_head >= 0 && (w.P <= fr->loop_head || w.T > fr->loop_end))
         return 0;
@@ -1325,10 +1375,8 @@ int fj_trace_capture_while(fj_TFrame *fr, int j, PyObject *cond, int *exit)
     else if (w.andm) {
         /* captured from the copy's start on the next trace (above); once armed, a
            branch here */
-        int x = j < w.L ? w.P : w.Q;
-        if (armed(fr, x))
-            return 0;
-        return retry(fr, x | FJ_AND_ARM, 1, "its compound test is captured from its start: traced again");
+        int x = j < w.L ? w.P : w.Q, a = armed(fr, x);
+        return a != 0 ? (a < 0 ? -1 : 0) : arm(fr, x);
     }
     w.c0 = cond;
     w.maybe_zero = !is_const || w.andm;
