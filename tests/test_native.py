@@ -1098,3 +1098,39 @@ def test_bool_bytes_other_than_0_and_1_are_true(n):
     got = framejit.compile(f, backend="native")(b)
     for x, y in zip(got, f(b)):
         assert x.dtype == y.dtype and np.array_equal(x.view(np.uint8), y.view(np.uint8)), (x, y)
+
+
+def _f32_cast_mul(x):
+    return x * 1e300
+
+
+def _f32_cast_cmp(x):
+    return x[0] * 1e300 < 1e308
+
+
+def _f32_near_max(x):
+    return x * 3.4028235e38 - x * 3.402823567797e38
+
+
+@pytest.mark.parametrize("fn", [_f32_cast_mul, _f32_cast_cmp, _f32_near_max])
+@pytest.mark.parametrize("n", [3, 300000])
+def test_python_float_overflowing_float32_cast_warns_as_numpy(fn, n):
+    """A Python float meeting float32 (NEP 50) is cast to float32: where the
+    cast overflows NumPy warns "overflow encountered in cast" (or raises)
+    each time; such an operation is not fused (a compiled constant would fold
+    to inf silently; found by review).  Just below the limit it fuses."""
+    x = np.ones(n, dtype=np.float32)
+    framejit.reset()
+    cf = framejit.compile(fn, backend="native")
+    for errs in ("warn", "raise"):
+        outs = []
+        for f in (fn, cf):
+            with warnings.catch_warnings(record=True) as got, np.errstate(over=errs):
+                warnings.simplefilter("always")
+                try:
+                    r = f(x)
+                except FloatingPointError as e:
+                    r = ("raised", str(e))
+            outs.append((r, [str(w.message) for w in got if not str(w.message).startswith("framejit")]))
+        same(outs[1][0], outs[0][0])
+        assert outs[1][1] == outs[0][1], outs

@@ -449,6 +449,18 @@ static int fjn_classify(fj_Node *n, fjn_Op *op)
         }
         if (okind[i] == FJN_IN_CONST && otype[i] == FJT_F64 && to != FJT_F64 && to != FJT_F32)
             goto done;
+        if (okind[i] == FJN_IN_CONST && otype[i] == FJT_F64 && to == FJT_F32) {
+            /* a Python float meeting float32 (NEP 50) that overflows in the cast: NumPy
+               warns "overflow encountered in cast" (or raises) each time; a compiled
+               constant would fold to inf silently (found by review) */
+            double d = PyFloat_AsDouble(PyTuple_GET_ITEM(n->args, i));
+            if (d == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                goto done;
+            }
+            if (isfinite(d) && fabs(d) >= 0x1.ffffffp127)
+                goto done;
+        }
         if (okind[i] == FJN_IN_PYSCALAR && to != otype[i] && !(otype[i] == FJT_I64 && to == FJT_F64))
             goto done;
     }
