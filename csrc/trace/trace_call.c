@@ -813,12 +813,6 @@ static int overrides_class_attr(PyTypeObject *tp)
     return _PyType_Lookup(tp, name) != _PyType_Lookup(&PyBaseObject_Type, name);
 }
 
-/* Handles a call of a builtin; returns NULL with no exception if not handled. */
-/*
-** sum(a[, start]), max(a), min(a) of a 1-d NumPy array node: one graph node
-** (builtin_ops.c computes what the builtin computes, item by item).  New
-** ref; NULL with no error when 'a' is not such an array (the caller goes on).
-*/
 /*
 ** max(a, b, ...) and min(a, b, ...) of values of one type: NumPy scalars of
 ** one dtype, or Python floats, or Python ints (nodes, and constants of that
@@ -902,6 +896,11 @@ static PyObject *builtin_pick(fj_TFrame *fr, PyObject *fn, PyObject *const *args
     return (PyObject *)fj_var_node((PyObject *)node);
 }
 
+/*
+** sum(a[, start]), max(a), min(a) of a 1-d NumPy array node: one graph node
+** (builtin_ops.c computes what the builtin computes, item by item).  New
+** ref; NULL with no error when 'a' is not such an array (the caller goes on).
+*/
 static PyObject *builtin_reduce(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n)
 {
     fj_Node *a = (fj_Node *)VAR(args[0])->obj;
@@ -1020,6 +1019,7 @@ done:
     return r;
 }
 
+/* Handles a call of a builtin; returns NULL with no exception if not handled. */
 static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n,
                               PyObject *kwnames)
 {

@@ -1071,11 +1071,17 @@ static int while_shape_as(fj_TFrame *fr, int j, WhileInfo *w, int no_top)
 ** data become loop_exit nodes before anything the iteration stores or
 ** sets.  `or` (a jump into the body) is not taken.
 */
+/* x and y at one known source position (the same expression's code). */
+static int same_pos(const fj_Instr *x, const fj_Instr *y)
+{
+    return x->line >= 0 && x->col >= 0 && x->line == y->line && x->end_line == y->end_line && x->col == y->col &&
+           x->end_col == y->end_col;
+}
+
 static int same_instr(const fj_InstrList *il, int a, int b, int T)
 {
     const fj_Instr *x = &il->v[a], *y = &il->v[b];
-    if (x->line < 0 || x->col < 0 || x->line != y->line || x->end_line != y->end_line || x->col != y->col ||
-        x->end_col != y->end_col || x->p.op != y->p.op || x->p.a != y->p.a || x->p.b != y->p.b)
+    if (!same_pos(x, y) || x->p.op != y->p.op || x->p.a != y->p.a || x->p.b != y->p.b)
         return 0;
     if (x->target >= 0 || y->target >= 0)
         return x->p.op == FJ_PI_POP_JUMP_IF && x->target == T && y->target == T;
@@ -1115,8 +1121,7 @@ static int and_shape(fj_TFrame *fr, int j, WhileInfo *w)
         return 0;
     fj_Instr *tf = &il->v[L - 1], *bf = &il->v[tb];
     if (tf->p.op != FJ_PI_POP_JUMP_IF || tf->target != T || (tf->p.a != FJ_IF_TRUE && tf->p.a != FJ_IF_FALSE) ||
-        bf->p.op != FJ_PI_POP_JUMP_IF || bf->line < 0 || bf->line != tf->line || bf->col != tf->col ||
-        bf->end_line != tf->end_line || bf->end_col != tf->end_col)
+        bf->p.op != FJ_PI_POP_JUMP_IF || !same_pos(bf, tf))
         return 0;
     if (back ? bf->target != L || bf->p.a == tf->p.a : bf->target != T || bf->p.a != tf->p.a)
         return 0;
@@ -1278,34 +1283,20 @@ int fj_trace_and_arms(fj_TFrame *fr)
 {
     PyObject *pol = fr->tx->loop_policy, *key, *val;
     Py_ssize_t pos = 0;
-    if (pol == NULL || PyDict_GET_SIZE(pol) == 0)
-        return 0;
-    PyObject *me = PyLong_FromVoidPtr(fr->code);
-    if (me == NULL)
-        return -1;
-    while (PyDict_Next(pol, &pos, &key, &val)) {
-        if (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 2)
-            continue;
+    while (pol != NULL && PyDict_Next(pol, &pos, &key, &val)) {
+        /* (keys are policy_key's: (id(code), head)) */
         long head = PyLong_AsLong(PyTuple_GET_ITEM(key, 1));
-        if (head == -1 && PyErr_Occurred()) {
-            Py_DECREF(me);
+        if (head == -1 && PyErr_Occurred())
             return -1;
-        }
-        int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(key, 0), me, Py_EQ);
-        if (same < 0) {
-            Py_DECREF(me);
-            return -1;
-        }
-        if (!same || !(head & FJ_AND_ARM) || (head & ~FJ_AND_ARM) >= fr->il.n)
+        if (!(head & FJ_AND_ARM) || PyLong_AsVoidPtr(PyTuple_GET_ITEM(key, 0)) != (void *)fr->code ||
+            (head & ~FJ_AND_ARM) >= fr->il.n)
             continue;
         if (fr->and_arm == NULL && (fr->and_arm = PyMem_Calloc((size_t)fr->il.n, 1)) == NULL) {
-            Py_DECREF(me);
             PyErr_NoMemory();
             return -1;
         }
         fr->and_arm[head & ~FJ_AND_ARM] = 1;
     }
-    Py_DECREF(me);
     return 0;
 }
 

@@ -1239,19 +1239,18 @@ static int emit_node(Emit *e, fj_Node *n)
             PyObject *ax = operand(e, PyTuple_GET_ITEM(n->args, k), &ac);
             if (ax == NULL)
                 return PyErr_Occurred() ? -1 : 0;
-            PyObject *cax = ac.kind == rc.kind && ac.type == rc.type ? Py_NewRef(ax)
-                            : (rc.kind == FJL_PY_FLOAT || rc.kind == FJL_PY_INT) && ac.kind == rc.kind ? Py_NewRef(ax) : NULL;
-            Py_DECREF(ax);
-            if (cax == NULL)
+            if (ac.kind != rc.kind || (ac.kind == FJL_NP && ac.type != rc.type)) { /* (one type: no conversion) */
+                Py_DECREF(ax);
                 return 0;
+            }
             if (k == 0)
-                r = line(e, "    %s n%s%zd = %U;", ct, P, n->index, cax);
+                r = line(e, "    %s n%s%zd = %U;", ct, P, n->index, ax);
             else if (is_float_class(rc))
-                r = line(e, "    if (%s(%U, n%s%zd)) n%s%zd = %U;", is_max ? "__builtin_isgreater" : "__builtin_isless", cax,
-                         P, n->index, P, n->index, cax);
+                r = line(e, "    if (%s(%U, n%s%zd)) n%s%zd = %U;", is_max ? "__builtin_isgreater" : "__builtin_isless", ax,
+                         P, n->index, P, n->index, ax);
             else
-                r = line(e, "    if (%U %c n%s%zd) n%s%zd = %U;", cax, is_max ? '>' : '<', P, n->index, P, n->index, cax);
-            Py_DECREF(cax);
+                r = line(e, "    if (%U %c n%s%zd) n%s%zd = %U;", ax, is_max ? '>' : '<', P, n->index, P, n->index, ax);
+            Py_DECREF(ax);
             if (r < 0)
                 return -1;
         }
