@@ -22,6 +22,41 @@ static PyTypeObject *fj_LoopType;
 static PyObject *fj_LoopExit;     /* raised by a loop_exit node, caught by its loop alone */
 static PyObject *fj_loop_exit_fn; /* the loop_exit nodes' callable */
 
+/* The pending LoopExit taken; *state's slots it names set to its values.  0 or -1. */
+static int exit_state(PyObject **state, Py_ssize_t nstate)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyErr_NormalizeException(&et, &ev, &tb);
+    PyObject *a = ev != NULL ? ((PyBaseExceptionObject *)ev)->args : NULL;
+    int r = 0;
+    if (a != NULL && PyTuple_GET_SIZE(a) == 2) {
+        PyObject *slots = PyTuple_GET_ITEM(a, 0), *vals = PyTuple_GET_ITEM(a, 1);
+        PyObject *st = PyTuple_GetSlice(*state, 0, nstate);
+        r = st == NULL ? -1 : 0;
+        for (Py_ssize_t k = 0; r == 0 && k < PyTuple_GET_SIZE(slots); k++) {
+            Py_ssize_t s = PyLong_AsSsize_t(PyTuple_GET_ITEM(slots, k));
+            if (s < 0 || s >= nstate) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_SystemError, "framejit loop: an exit's slot out of range");
+                r = -1;
+                break;
+            }
+            PyObject *was = PyTuple_GET_ITEM(st, s);
+            PyTuple_SET_ITEM(st, s, Py_NewRef(PyTuple_GET_ITEM(vals, k)));
+            Py_DECREF(was);
+        }
+        if (r == 0)
+            Py_SETREF(*state, st);
+        else
+            Py_XDECREF(st);
+    }
+    Py_XDECREF(et);
+    Py_XDECREF(ev);
+    Py_XDECREF(tb);
+    return r;
+}
+
 static PyObject *loop_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
 
 PyObject *fj_loop_new(PyObject *body, PyObject *carried, Py_ssize_t nstate, Py_ssize_t nlifted)
@@ -142,9 +177,12 @@ static PyObject *loop_vectorcall(PyObject *self, PyObject *const *args, size_t n
             in[1 + k] = PyTuple_GET_ITEM(state, l->slot[k]);
         PyObject *out = fj_graph_run(l->body, in, nin);
         if (out == NULL) {
-            if (l->whilemode && PyErr_ExceptionMatches(fj_LoopExit)) {
-                /* a compound test's exit: before any store, the state stands */
-                PyErr_Clear();
+            if (PyErr_ExceptionMatches(fj_LoopExit)) {
+                /* an exit: a compound test's comes before anything the iteration
+                   changes (the state stands); a for loop's break sets the slots
+                   whose locals the iteration changed (its args: slots, values) */
+                if (exit_state(&state, l->nstate) < 0)
+                    goto done;
                 break;
             }
             goto done;
@@ -176,24 +214,40 @@ done:
     return result;
 }
 
+/* exit(value, leave, previous exit[, slots, values...]): True, or the loop's
+   exit (LoopExit, its args (slots, values) for a for loop's break) where the
+   value's truth is 'leave'. */
 static PyObject *loop_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "framejit loop_exit takes 3 arguments");
+    if (nargs < 3 || (nargs > 3 && (!PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) != nargs - 4))) {
+        PyErr_SetString(PyExc_TypeError, "framejit loop_exit takes (value, leave, previous[, slots, values...])");
         return NULL;
     }
     int t = PyObject_IsTrue(args[0]), leave = PyObject_IsTrue(args[1]);
     if (t < 0 || leave < 0)
         return NULL;
-    if (t == leave) {
+    if (t != leave)
+        Py_RETURN_TRUE;
+    if (nargs == 3) {
         PyErr_SetNone(fj_LoopExit);
         return NULL;
     }
-    Py_RETURN_TRUE;
+    PyObject *vals = PyTuple_New(nargs - 4);
+    if (vals == NULL)
+        return NULL;
+    for (Py_ssize_t k = 4; k < nargs; k++)
+        PyTuple_SET_ITEM(vals, k - 4, Py_NewRef(args[k]));
+    PyObject *a = PyTuple_Pack(2, args[3], vals);
+    Py_DECREF(vals);
+    if (a == NULL)
+        return NULL;
+    PyErr_SetObject(fj_LoopExit, a);
+    Py_DECREF(a);
+    return NULL;
 }
 
 static PyMethodDef loop_exit_def = {"loop_exit", (PyCFunction)(void (*)(void))loop_exit, METH_FASTCALL,
-                                    "A compound while test's exit (framejit internal)."};
+                                    "A loop's exit: a compound while test's, a for loop's break (framejit internal)."};
 
 PyObject *fj_loop_exit_callable(void)
 {

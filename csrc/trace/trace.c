@@ -2504,7 +2504,7 @@ static int run_frame_at(fj_TFrame *fr, int first)
                    converted here, as before (a break here leaves CPython the bool
                    conversion the jump needs) */
                 if (fr->loop_head >= 0 && ((next == fr->loop_test && fr->loop_wrap != 1) ||
-                                           fj_trace_loop_exit_part(fr, next))) {
+                                           fj_trace_loop_exit_part(fr, next) || fj_trace_loop_is_break(fr, next))) {
                     PUSH(v);
                     break;
                 }
@@ -2869,6 +2869,15 @@ static int run_frame_at(fj_TFrame *fr, int first)
                 }
                 Py_XSETREF(fr->loop_stay, v);
                 return 2;
+            }
+            int bstay, br = !none && ((fj_Var *)v)->kind == FJ_VAR_NODE ? fj_trace_loop_break(fr, i, want, v, &bstay) : 0;
+            if (br != 0) {
+                /* a break on data in a captured for loop: an exit, then the other side */
+                Py_DECREF(v);
+                if (br < 0)
+                    goto error;
+                JUMPTO(bstay);
+                break;
             }
             if (!none && ((fj_Var *)v)->kind == FJ_VAR_NODE && fj_trace_loop_exit_part(fr, i)) {
                 /* a part of a compound test on data: the loop ends there where it says */

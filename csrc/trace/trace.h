@@ -174,6 +174,14 @@ int fj_trace_and_arms(struct fj_TFrame *fr);
 /* The trace arrives at instruction x, so marked: 1 when the loop was captured
    there (*next its exit), 0 when not (traced on as it is), -1 on error. */
 int fj_trace_and_arrive(struct fj_TFrame *fr, int x, int *next);
+/* In the trace of a for loop's body being captured: when conditional jump i
+   (popping v, 'want' the truth it jumps on) is `if v: break` (trace_loops.c,
+   loop_break), the break is an exit of the loop: 1 (*stay where the iteration
+   goes on), 0 when it is not a break, -1 on error (fj_Unsupported: the loop is
+   not captured). */
+int fj_trace_loop_break(struct fj_TFrame *fr, int i, int want, PyObject *v, int *stay);
+/* 1 when conditional jump i is such a break (a value before it is kept). */
+int fj_trace_loop_is_break(struct fj_TFrame *fr, int i);
 /* In the trace of a compound test's loop body (trace_loops.c, and_shape):
    1 when instruction i is one of its top test's jumps to the exit. */
 int fj_trace_loop_exit_part(struct fj_TFrame *fr, int i);

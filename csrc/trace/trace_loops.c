@@ -41,6 +41,14 @@ typedef struct fj_LoopCtx {
     PyObject **entry;
     Py_ssize_t neff0, nmut0, nov0;
     PyObject *last_exit; /* strong Var or NULL */
+    /* a for loop over a range or a list: a `break` on data is an exit too
+       (break_X: the loop's exit, where a break jumps after popping the iterator):
+       its state is the iteration's locals where it breaks (after the break's own
+       moves, `k = i`), each local that differs from 'entry' a slot it sets; each
+       exit's (slots, values), strong, in 'exits' (checked against the outputs) */
+    int is_for, break_X;
+    const int *slot_of;
+    PyObject *exits;
 } fj_LoopCtx;
 
 int fj_loop_made_here(fj_Tracer *tx, fj_Var *v)
@@ -346,6 +354,21 @@ typedef struct {
     fj_Node **ph_of;
 } Capture;
 
+/* 1 when every one of a for loop's exits (fj_LoopCtx.exits) sets state slot s. */
+static int every_exit_sets(PyObject *exits, int s)
+{
+    Py_ssize_t n = exits ? PyList_GET_SIZE(exits) : 0;
+    for (Py_ssize_t e = 0; e < n; e++) {
+        PyObject *slots = PyTuple_GET_ITEM(PyList_GET_ITEM(exits, e), 0);
+        int found = 0;
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(slots) && !found; k++)
+            found = PyLong_AsLong(PyTuple_GET_ITEM(slots, k)) == s;
+        if (!found)
+            return 0;
+    }
+    return n > 0;
+}
+
 static void capture_clear(Capture *c)
 {
     Py_CLEAR(c->start);
@@ -578,11 +601,23 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
         fr->stack[fr->sp++] = (PyObject *)iv;
     ctx.outer = tx->loop;
     ctx.made0 = tx->made ? PyList_GET_SIZE(tx->made) : 0;
-    if (w != NULL && w->andm) {
-        /* a compound test: its exits come before anything the iteration changes */
-        ctx.and_hi = w->L;
-        ctx.and_T = w->T;
-        ctx.sp0 = fr->sp;
+    int for_exits = w == NULL && !(it != NULL && it->kind == FJ_VAR_ITER && it->extra2 != NULL);
+    if ((w != NULL && w->andm) || for_exits) {
+        /* a compound test: its exits come before anything the iteration changes; a
+           for loop's breaks keep what the iteration did before them */
+        if (w != NULL) {
+            ctx.and_hi = w->L;
+            ctx.and_T = w->T;
+            ctx.sp0 = fr->sp;
+        }
+        else {
+            ctx.is_for = 1;
+            ctx.break_X = fr->il.v[head].target + fr->il.v[head].p.b;
+            ctx.slot_of = c.slot_of;
+            ctx.sp0 = fr->sp - 1; /* (the index stored: the iterator below) */
+            if ((ctx.exits = PyList_New(0)) == NULL)
+                goto error;
+        }
         ctx.neff0 = neffects;
         ctx.nmut0 = nmutated;
         ctx.nov0 = noverlay;
@@ -649,7 +684,9 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
 
     /* locals the body sets to a tuple of its values (idx of np.ndindex), not carried
        and dead after the loop: dropped (unbound after it) */
-    int maybe_zero = symbolic || (w != NULL && w->maybe_zero), tuples = 0;
+    /* (a for loop with breaks may end in its first iteration, before it sets a local) */
+    int nexits = ctx.exits ? (int)PyList_GET_SIZE(ctx.exits) : 0;
+    int maybe_zero = symbolic || (w != NULL && w->maybe_zero) || nexits > 0, tuples = 0;
     int ncode = FJ_CODE_NLOCALSPLUS(fr->code);
     for (int k = 0; k < nl && !tuples; k++)
         tuples = c.slot_of[k] >= 0 && fr->locals[k] != NULL && ((fj_Var *)fr->locals[k])->kind == FJ_VAR_TUPLE;
@@ -766,13 +803,40 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
             }
         }
     }
+    for (int e = 0; e < nexits; e++) {
+        /* a break's values: of the kind, dtype and shape the iteration leaves in
+           their locals (the state after the loop is one of them) */
+        PyObject *ex = PyList_GET_ITEM(ctx.exits, e), *slots = PyTuple_GET_ITEM(ex, 0), *vals = PyTuple_GET_ITEM(ex, 1);
+        const char *bad = NULL;
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(slots) && bad == NULL; k++) {
+            PyObject *out = PyTuple_GET_ITEM(c.outputs, PyLong_AsSsize_t(PyTuple_GET_ITEM(slots, k)));
+            PyObject *val = PyTuple_GET_ITEM(vals, k);
+            if (out == val)
+                continue;
+            if (!fj_Node_Check(out))
+                bad = out == Py_None ? "a break sets a local the iteration leaves unbound"
+                                     : "a break sets a local the iteration sets to a constant";
+            else {
+                int same = same_meta((fj_Node *)out, val);
+                if (same < 0)
+                    goto error;
+                if (!same)
+                    bad = "a break leaves a local of another type, dtype or shape than the iteration";
+            }
+        }
+        if (bad != NULL) {
+            r = retry(fr, phead, -1, bad);
+            goto done;
+        }
+    }
     if (maybe_zero) {
         /* a local the body sets that is unbound before the loop is unbound after it
            when the loop runs no iteration: the trace leaves it unbound, which is
            exact only when no path after the loop reads it */
         int read_after = 0;
         for (int k = 0; k < nl && k < ncode && !read_after; k++)
-            read_after = c.slot_of[k] >= 0 && PyList_GET_ITEM(c.saved, k) == Py_None && c.live[k];
+            read_after = c.slot_of[k] >= 0 && PyList_GET_ITEM(c.saved, k) == Py_None && c.live[k] &&
+                         !(!symbolic && every_exit_sets(ctx.exits, c.slot_of[k]));
         if (read_after) {
             r = retry(fr, phead, -1, "a local it sets is unbound before it and read after it, and it may run "
                                      "no iteration");
@@ -835,7 +899,9 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
             continue;
         PyObject *out = PyTuple_GET_ITEM(c.outputs, c.slot_of[k]);
         PyObject *nv;
-        if (c.drop[k] || (maybe_zero && PyList_GET_ITEM(c.saved, k) == Py_None)) {
+        /* (a local every exit sets is bound after a loop that runs an iteration) */
+        int xslot = !symbolic && every_exit_sets(ctx.exits, c.slot_of[k]);
+        if (c.drop[k] || (maybe_zero && PyList_GET_ITEM(c.saved, k) == Py_None && !xslot)) {
             /* unbound before a loop that may run no iteration: unbound after it
                as far as the trace knows (a read is a break) */
             Py_CLEAR(fr->locals[k]);
@@ -905,6 +971,7 @@ done:
         PyMem_Free(ctx.entry);
     }
     Py_XDECREF(ctx.last_exit);
+    Py_XDECREF(ctx.exits);
     Py_XDECREF(stay);
     capture_clear(&c);
     return r;
@@ -1170,12 +1237,274 @@ static int and_goes_on(fj_TFrame *fr, int j, int t)
     return in->target < j ? jumps : !jumps;
 }
 
+/*
+** A for loop's `break` on data (docs/loops.md, "Breaks").  `if t: break` in
+** the body: one side of the jump is a break block, straight-line moves into
+** locals (`k = i`, `found = True`), then the iterator popped and the loop's
+** exit (3.11: a jump to it; 3.12+: a jump, or the exit's code copied inline
+** up to its return).  The trace takes the other side; the break is a loop_exit
+** node whose state is the iteration's locals where it breaks.
+*/
+#define FJ_BRK_MOVES 8
+
+typedef struct {
+    int n;
+    int local[FJ_BRK_MOVES];
+    PyObject *val[FJ_BRK_MOVES]; /* strong Vars */
+} BreakMoves;
+
+static void moves_clear(BreakMoves *m)
+{
+    for (int k = 0; k < m->n; k++)
+        Py_CLEAR(m->val[k]);
+    m->n = 0;
+}
+
+/* The local k's Var after the moves so far (borrowed; NULL when unbound). */
+static PyObject *moved(fj_TFrame *fr, const BreakMoves *m, int k)
+{
+    for (int j = m->n - 1; j >= 0; j--)
+        if (m->local[j] == k)
+            return m->val[j];
+    return fr->locals[k];
+}
+
+/* A cursor over instructions with 3.13's superinstructions taken apart
+   (LOAD_FAST_LOAD_FAST is two loads) and NOPs skipped. */
+typedef struct {
+    int at, half;
+} Unit;
+
+/* The next unit's kind and operand (*src its instruction), 0 at the end. */
+static int next_unit(const fj_InstrList *il, Unit *u, int *op, int *a, const fj_Instr **src)
+{
+    while (u->at < il->n && il->v[u->at].p.op == FJ_PI_NOP)
+        u->at++;
+    if (u->at >= il->n)
+        return 0;
+    const fj_Instr *in = &il->v[u->at];
+    int pop = in->p.op, first = u->half == 0;
+    *src = in;
+    *op = pop;
+    *a = in->p.a;
+    if (pop == FJ_PI_LOAD_FAST_LOAD_FAST || pop == FJ_PI_STORE_FAST_LOAD_FAST || pop == FJ_PI_STORE_FAST_STORE_FAST) {
+        *op = first ? (pop == FJ_PI_LOAD_FAST_LOAD_FAST ? FJ_PI_LOAD_FAST : FJ_PI_STORE_FAST)
+                    : (pop == FJ_PI_STORE_FAST_STORE_FAST ? FJ_PI_STORE_FAST : FJ_PI_LOAD_FAST);
+        *a = first ? in->p.a : in->p.b;
+        if (first) {
+            u->half = 1;
+            return 1;
+        }
+    }
+    u->half = 0;
+    u->at++;
+    return 1;
+}
+
+/* Instructions from a and from b: the same code up to a return (a copy of an
+   exit block: no jumps, the same positions where an instruction can raise).
+   3.12+ copy a small exit block into a break; 3.13 may pair its loads where
+   the original, after a loop that may run no iteration, cannot. */
+static int same_code_to_return(const fj_InstrList *il, int a, int b)
+{
+    Unit ua = {a, 0}, ub = {b, 0};
+    for (int steps = 0; steps < 64; steps++) {
+        int xo, xa, yo, ya;
+        const fj_Instr *x, *y;
+        if (!next_unit(il, &ua, &xo, &xa, &x) || !next_unit(il, &ub, &yo, &ya, &y))
+            return 0;
+        if (xo != yo || xa != ya || (xo == x->p.op && yo == y->p.op && x->p.b != y->p.b) || x->target >= 0 ||
+            y->target >= 0 || x->exc_target != y->exc_target || (xo == FJ_PI_OTHER && (x->op != y->op || x->arg != y->arg)))
+            return 0;
+        /* (a copy of an exit without a line takes the jump's; a constant, a local
+           that is bound (a break follows its store) and a return cannot raise) */
+        int quiet = xo == FJ_PI_LOAD_CONST || xo == FJ_PI_LOAD_FAST || xo == FJ_PI_RETURN_CONST ||
+                    xo == FJ_PI_RETURN_VALUE;
+        if (!quiet && (x->line != y->line || x->end_line != y->end_line || x->col != y->col || x->end_col != y->end_col))
+            return 0;
+        if (xo == FJ_PI_RETURN_VALUE || xo == FJ_PI_RETURN_CONST)
+            return 1;
+    }
+    return 0;
+}
+
+/* 1 when the code at b is a break block of loop c (its moves in *m, strong), 0
+   when not, -1 on error. */
+static int break_block(fj_TFrame *fr, fj_LoopCtx *c, int b, BreakMoves *m)
+{
+    const fj_InstrList *il = &fr->il;
+    PyObject *stk[4];
+    int sp = 0, r = 0;
+    m->n = 0;
+    for (int j = b; j < il->n && j < b + 32 && r == 0; j++) {
+        const fj_Instr *in = &il->v[j];
+        int op = in->p.op, loads = 0, ld[2] = {0, 0}, stores = 0, st[2] = {0, 0};
+        PyObject *cst = NULL;
+        switch (op) {
+        case FJ_PI_NOP:
+            continue;
+        case FJ_PI_LOAD_FAST:
+            loads = 1, ld[0] = in->p.a;
+            break;
+        case FJ_PI_LOAD_FAST_LOAD_FAST:
+            loads = 2, ld[0] = in->p.a, ld[1] = in->p.b;
+            break;
+        case FJ_PI_LOAD_CONST:
+            cst = PyTuple_GetItem(fr->code->co_consts, in->p.a);
+            if (cst == NULL)
+                r = -1;
+            break;
+        case FJ_PI_STORE_FAST:
+            stores = 1, st[0] = in->p.a;
+            break;
+        case FJ_PI_STORE_FAST_LOAD_FAST:
+            stores = 1, st[0] = in->p.a, loads = 1, ld[0] = in->p.b;
+            break;
+        case FJ_PI_STORE_FAST_STORE_FAST:
+            stores = 2, st[0] = in->p.a, st[1] = in->p.b;
+            break;
+        case FJ_PI_POP_TOP: {
+            /* the iterator: then the loop's exit, or its copy */
+            if (sp != 0)
+                goto no;
+            int q = j + 1;
+            while (q < il->n && il->v[q].p.op == FJ_PI_NOP)
+                q++;
+            if (q < il->n && il->v[q].p.op == FJ_PI_JUMP && il->v[q].target == c->break_X)
+                r = 1;
+            else if (same_code_to_return(il, q, c->break_X))
+                r = 1;
+            else
+                goto no;
+            continue;
+        }
+        default:
+            goto no;
+        }
+        if (r < 0)
+            break;
+        if (cst != NULL) {
+            if (sp == 4 || (stk[sp] = (PyObject *)fj_var_const(cst)) == NULL)
+                goto no_or_error;
+            sp++;
+        }
+        for (int k = 0; k < stores; k++) {
+            if (sp == 0 || m->n == FJ_BRK_MOVES)
+                goto no;
+            m->local[m->n] = st[k];
+            m->val[m->n++] = stk[--sp];
+        }
+        for (int k = 0; k < loads; k++) {
+            PyObject *v = ld[k] < fr->nlocals ? moved(fr, m, ld[k]) : NULL;
+            if (v == NULL || sp == 4)
+                goto no; /* (unbound, or an argument not read yet: not followed) */
+            stk[sp++] = Py_NewRef(v);
+        }
+    }
+    while (sp > 0)
+        Py_DECREF(stk[--sp]);
+    if (r <= 0)
+        moves_clear(m);
+    return r;
+no_or_error:
+    r = PyErr_Occurred() ? -1 : 0;
+    goto out;
+no:
+    r = 0;
+out:
+    while (sp > 0)
+        Py_DECREF(stk[--sp]);
+    moves_clear(m);
+    return r;
+}
+
+static int for_exit(fj_TFrame *fr, PyObject *v, int leave, const BreakMoves *m);
+
+/* fj_trace_loop_break, and with v NULL only whether jump i is a break. */
+static int loop_break(fj_TFrame *fr, int i, int want, PyObject *v, int *stay)
+{
+    fj_LoopCtx *c = fr->tx->loop;
+    if (c == NULL || c->fr != fr || !c->is_for || fr->loop_head < 0)
+        return 0;
+    const fj_Instr *in = &fr->il.v[i];
+    if (in->p.op != FJ_PI_POP_JUMP_IF || (in->p.a != FJ_IF_TRUE && in->p.a != FJ_IF_FALSE) || in->target <= i)
+        return 0;
+    for (int side = 0; side < 2; side++) {
+        BreakMoves m;
+        int r = break_block(fr, c, side ? in->target : i + 1, &m);
+        if (r <= 0) {
+            if (r < 0)
+                return -1;
+            continue;
+        }
+        if (v != NULL) {
+            r = for_exit(fr, v, side ? want : !want, &m);
+            *stay = side ? i + 1 : in->target;
+        }
+        moves_clear(&m);
+        return r < 0 ? -1 : 1;
+    }
+    return 0;
+}
+
+int fj_trace_loop_break(fj_TFrame *fr, int i, int want, PyObject *v, int *stay)
+{
+    return loop_break(fr, i, want, v, stay);
+}
+
+int fj_trace_loop_is_break(fj_TFrame *fr, int i)
+{
+    if (i < 0 || i >= fr->il.n || fr->il.v[i].p.op != FJ_PI_POP_JUMP_IF)
+        return 0;
+    int r = loop_break(fr, i, fr->il.v[i].p.a == FJ_IF_TRUE, NULL, NULL);
+    if (r < 0)
+        PyErr_Clear(); /* (asked only to keep a value; the jump asks again) */
+    return r > 0;
+}
+
 int fj_trace_loop_exit_part(fj_TFrame *fr, int i)
 {
     fj_LoopCtx *c = fr->tx->loop;
     if (c == NULL || c->fr != fr || c->and_hi <= 0 || i < fr->loop_head || i >= c->and_hi)
         return 0;
     return fr->il.v[i].p.op == FJ_PI_POP_JUMP_IF && fr->il.v[i].target == c->and_T;
+}
+
+/* The loop_exit node: exit(v, leave, the previous exit[, slots, values...]).
+   'slots' (a tuple of state slots, with as many values) or NULL.  0 or -1. */
+static int exit_node(fj_TFrame *fr, PyObject *v, int leave, PyObject *slots, PyObject *vals)
+{
+    fj_Tracer *tx = fr->tx;
+    fj_LoopCtx *c = tx->loop;
+    Py_ssize_t nv = slots ? PyTuple_GET_SIZE(vals) : 0;
+    PyObject *args = PyTuple_New(3 + (slots ? 1 + nv : 0));
+    if (args == NULL)
+        return -1;
+    PyTuple_SET_ITEM(args, 0, Py_NewRef(((fj_Var *)v)->obj));
+    PyTuple_SET_ITEM(args, 1, Py_NewRef(leave ? Py_True : Py_False));
+    PyTuple_SET_ITEM(args, 2, Py_NewRef(c->last_exit ? ((fj_Var *)c->last_exit)->obj : Py_None));
+    if (slots != NULL) {
+        PyTuple_SET_ITEM(args, 3, Py_NewRef(slots));
+        for (Py_ssize_t k = 0; k < nv; k++)
+            PyTuple_SET_ITEM(args, 4 + k, Py_NewRef(PyTuple_GET_ITEM(vals, k)));
+    }
+    PyObject *label = PyUnicode_FromString("framejit.loop_exit");
+    PyObject *stem = label ? PyUnicode_FromString("loop_exit") : NULL;
+    fj_Node *n = stem ? fj_graph_raw_call(tx->body, &fj_loop_exit_row, fj_loop_exit_callable(), label, stem, args,
+                                          NULL, FJ_VAL_PYSCALAR)
+                      : NULL;
+    Py_DECREF(args);
+    Py_XDECREF(label);
+    Py_XDECREF(stem);
+    if (n == NULL)
+        return -1;
+    Py_XSETREF(n->example, Py_NewRef(Py_True)); /* (its value where the iteration goes on) */
+    n->variant = 1;
+    PyObject *nv_ = (PyObject *)fj_var_node((PyObject *)n);
+    if (nv_ == NULL)
+        return -1;
+    Py_XSETREF(c->last_exit, nv_);
+    return 0;
 }
 
 int fj_trace_loop_exit_if(fj_TFrame *fr, PyObject *v, int leave)
@@ -1192,26 +1521,58 @@ int fj_trace_loop_exit_if(fj_TFrame *fr, PyObject *v, int leave)
             !(c->entry[k] == NULL && fr->lazy_args && fj_trace_is_arg_slot(fr, k) && !fr->touched[k]))
             return fj_unsupported("the loop's test sets a local before its last part");
     /* (an argument first read in the test is loaded, not set) */
-    fj_Node *cn = (fj_Node *)((fj_Var *)v)->obj;
-    PyObject *prev = c->last_exit ? ((fj_Var *)c->last_exit)->obj : Py_None;
-    PyObject *args = Py_BuildValue("(OOO)", (PyObject *)cn, leave ? Py_True : Py_False, prev);
-    PyObject *label = args ? PyUnicode_FromString("framejit.loop_exit") : NULL;
-    PyObject *stem = label ? PyUnicode_FromString("loop_exit") : NULL;
-    fj_Node *n = stem ? fj_graph_raw_call(tx->body, &fj_loop_exit_row, fj_loop_exit_callable(), label, stem, args,
-                                          NULL, FJ_VAL_PYSCALAR)
-                      : NULL;
-    Py_XDECREF(args);
-    Py_XDECREF(label);
-    Py_XDECREF(stem);
-    if (n == NULL)
-        return -1;
-    Py_XSETREF(n->example, Py_NewRef(Py_True)); /* (its value where the iteration goes on) */
-    n->variant = 1;
-    PyObject *nv = (PyObject *)fj_var_node((PyObject *)n);
-    if (nv == NULL)
-        return -1;
-    Py_XSETREF(c->last_exit, nv);
-    return 0;
+    return exit_node(fr, v, leave, NULL, NULL);
+}
+
+/* A for loop's break (loop_break): its state is the iteration's locals after
+   the break's moves, each that differs from the iteration's start a slot the
+   exit sets.  What the iteration did before it stands (its stores into
+   arrays too: CPython has done them); side effects, replayed after the graph,
+   would not be in order: refused.  0 or -1. */
+static int for_exit(fj_TFrame *fr, PyObject *v, int leave, const BreakMoves *m)
+{
+    fj_Tracer *tx = fr->tx;
+    fj_LoopCtx *c = tx->loop;
+    if (fr->sp != c->sp0)
+        return fj_unsupported("a break leaves values on the stack");
+    if (PyList_GET_SIZE(tx->effects) != c->neff0 || PyList_GET_SIZE(tx->mutated) != c->nmut0 ||
+        PyDict_GET_SIZE(tx->global_overlay) != c->nov0)
+        return fj_unsupported("a break comes after side effects of the iteration");
+    PyObject *slots = PyList_New(0), *vals = PyList_New(0), *st = NULL, *vt = NULL, *pair = NULL;
+    int r = -1;
+    if (slots == NULL || vals == NULL)
+        goto out;
+    for (int k = 0; k < fr->nlocals; k++) {
+        PyObject *cur = moved(fr, m, k);
+        if (cur == c->entry[k] ||
+            (c->entry[k] == NULL && fr->lazy_args && fj_trace_is_arg_slot(fr, k) && !fr->touched[k]))
+            continue; /* (an argument first read in the iteration is loaded, not set) */
+        fj_Var *cv = (fj_Var *)cur;
+        if (c->slot_of[k] < 0 || cv == NULL || (cv->kind != FJ_VAR_NODE && cv->kind != FJ_VAR_CONST)) {
+            fj_unsupported(cv == NULL ? "a break comes where the iteration has unbound a local"
+                                      : "a break leaves a local that is neither an array nor a number");
+            goto out;
+        }
+        PyObject *val = cv->obj;
+        if (cv->kind == FJ_VAR_NODE && (val = (PyObject *)fj_graph_lift(tx->body, (fj_Node *)cv->obj)) == NULL)
+            goto out;
+        PyObject *sl = PyLong_FromLong(c->slot_of[k]);
+        int bad = sl == NULL || PyList_Append(slots, sl) < 0 || PyList_Append(vals, val) < 0;
+        Py_XDECREF(sl);
+        if (bad)
+            goto out;
+    }
+    if ((st = PyList_AsTuple(slots)) == NULL || (vt = PyList_AsTuple(vals)) == NULL ||
+        (pair = PyTuple_Pack(2, st, vt)) == NULL || PyList_Append(c->exits, pair) < 0)
+        goto out;
+    r = exit_node(fr, v, leave, st, vt);
+out:
+    Py_XDECREF(slots);
+    Py_XDECREF(vals);
+    Py_XDECREF(st);
+    Py_XDECREF(vt);
+    Py_XDECREF(pair);
+    return r;
 }
 
 /*

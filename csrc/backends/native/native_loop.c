@@ -171,6 +171,7 @@ typedef struct {
                            where those are); the rest get their values from the shift first */
     long long fw_cs;    /* the store's index is i + fw_cs */
     fj_Node *fw_arr;    /* the array stored (a top-level placeholder) */
+    int while_level;    /* the level is a while loop's (its exits compile) */
 } Emit;
 
 /* Appends a formatted line to e->src.  0 or -1. */
@@ -704,6 +705,7 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
     in.top = e->top;
     in.depth = e->depth + 1;
     in.npfloat = e->npfloat;
+    in.while_level = wl;
     Py_ssize_t nn = in.nodes ? PyList_GET_SIZE(in.nodes) : 0;
     in.cls = PyMem_Calloc((size_t)(nn ? nn : 1), sizeof(VClass));
     in.expr = PyMem_Calloc((size_t)(nph ? nph : 1), sizeof(PyObject *));
@@ -1256,6 +1258,8 @@ static int emit_node(Emit *e, fj_Node *n)
         }
         return 1;
     }
+    if (op == &fj_loop_exit_row && !e->while_level)
+        return 0; /* a for loop's break: its loop runs eager (docs/loops.md) */
     if (op == &fj_loop_exit_row) {
         /* a compound while test's exit (trace_loops.c, and_shape): it comes before
            anything the iteration stores or sets, so the loop ends there with the
@@ -1980,6 +1984,7 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         Py_XDECREF(d);
     }
     e.hoist = PyList_New(0);
+    e.while_level = lp->whilemode;
     e.hs = "hs_";
     e.first = "start";
     e.last = "hl_";
