@@ -171,7 +171,6 @@ typedef struct {
                            where those are); the rest get their values from the shift first */
     long long fw_cs;    /* the store's index is i + fw_cs */
     fj_Node *fw_arr;    /* the array stored (a top-level placeholder) */
-    int while_level;    /* the level is a while loop's (its exits compile) */
 } Emit;
 
 /* Appends a formatted line to e->src.  0 or -1. */
@@ -705,7 +704,6 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
     in.top = e->top;
     in.depth = e->depth + 1;
     in.npfloat = e->npfloat;
-    in.while_level = wl;
     Py_ssize_t nn = in.nodes ? PyList_GET_SIZE(in.nodes) : 0;
     in.cls = PyMem_Calloc((size_t)(nn ? nn : 1), sizeof(VClass));
     in.expr = PyMem_Calloc((size_t)(nph ? nph : 1), sizeof(PyObject *));
@@ -1258,8 +1256,26 @@ static int emit_node(Emit *e, fj_Node *n)
         }
         return 1;
     }
-    if (op == &fj_loop_exit_row && !e->while_level)
-        return 0; /* a for loop's break: its loop runs eager (docs/loops.md) */
+    if (op == &fj_loop_exit_row && na > 3) {
+        /* a for loop's break (trace_loops.c, for_exit): the kernel stops at that
+           iteration (its stores undone, its state the iteration's start) and the
+           eager loop runs it, which breaks with the locals the iteration left
+           (docs/loops.md, "Breaks").  One in an inner loop: not compiled */
+        VClass cc;
+        int leave = PyObject_IsTrue(PyTuple_GET_ITEM(n->args, 1));
+        if (e->depth != 0 || e->top == NULL || e->top->whilemode || rc.kind != FJL_PY_BOOL || leave < 0)
+            return leave < 0 ? -1 : 0;
+        if ((x = operand(e, PyTuple_GET_ITEM(n->args, 0), &cc)) == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        e->top->breaks = 1;
+        r = cc.kind == 0 || cc.kind == FJL_ARRAY ? 0
+            : line(e, "    if ((%U != 0) == %d) { xit_ = 1; goto stop; }", x, leave) < 0 ||
+                      line(e, "    %s n%s%zd = 1;", ctype_of(rc), P, n->index) < 0
+                ? -1
+                : 1;
+        Py_DECREF(x);
+        return r;
+    }
     if (op == &fj_loop_exit_row) {
         /* a compound while test's exit (trace_loops.c, and_shape): it comes before
            anything the iteration stores or sets, so the loop ends there with the
@@ -1863,6 +1879,10 @@ int fjn_loop_plan(fj_Node *n, Py_ssize_t index, fjn_LoopPlan *lp)
     lp->node = index;
     lp->nph = (int)nph;
     lp->whilemode = fj_loop_while(n->target, &lp->wneg0, &lp->wnegs);
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(nodes); k++) {
+        fj_Node *m = (fj_Node *)PyList_GET_ITEM(nodes, k);
+        lp->breaks |= m->kind == FJ_NODE_CALL && m->op == &fj_loop_exit_row && PyTuple_GET_SIZE(m->args) > 3;
+    }
     lp->nstate = ok ? (int)PyTuple_GET_SIZE(outs) - lp->whilemode : 0;
     if (ok && lp->whilemode) {
         /* the test's value: a scalar of the body (or a constant) */
@@ -1984,7 +2004,6 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         Py_XDECREF(d);
     }
     e.hoist = PyList_New(0);
-    e.while_level = lp->whilemode;
     e.hs = "hs_";
     e.first = "start";
     e.last = "hl_";
@@ -1997,7 +2016,7 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
     e.logtag = "hsl_";
     /* counters (counter_slot): the carried values are V<k>, read at the kernel's
        entry, where hs_ is computed for the hn_ iterations of this call */
-    if (!lp->whilemode) { /* a chunk version of the step-1 loop (top_chunks) */
+    if (!lp->whilemode && !lp->breaks) { /* a chunk version of the step-1 loop (top_chunks) */
         e.chunk_first = "jc_";
         e.csites = PyList_New(0);
         if (e.csites == NULL)
@@ -2250,7 +2269,7 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         }
         Py_XDECREF(cand);
     }
-    PyObject *ctop = ucl != NULL && e.leaf && !lp->whilemode ? top_chunks(&e, ucl, ttext, noundo, keeps)
+    PyObject *ctop = ucl != NULL && e.leaf && !lp->whilemode && !lp->breaks ? top_chunks(&e, ucl, ttext, noundo, keeps)
                                                                                 : Py_NewRef(Py_None);
     if (ctop == NULL)
         Py_CLEAR(ucl);
@@ -2404,7 +2423,7 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         "int fj_l%d(long long start, long long stop, long long step, fjl_v *v, fjl_v *outs, int ignore, "
         "long long *stopped)\n{\n"
         "    fjl_log lg = {malloc(sizeof(fjl_undo) * (size_t)%lld), 0, %lld, NULL, 0, 0};\n"
-        "    int done_any = 0, wexit_ = 0;\n"
+        "    int done_any = 0, wexit_ = 0, xit_ = 0; /* (xit_: stopped at a for loop's break) */\n"
         "    long long ovf_ = 0; /* sticky int overflow: its sign bit */\n"
         "    long long i = start;\n"
         "%U\n%U"
@@ -2430,6 +2449,7 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         "        if (ovf_ >= 0 && (!%d || !(fj_fetest(FJ_FPE) & ~ignore))) { done_any |= ran > 0; if (wexit_) break; continue; }\n"
         "    slow:\n"
         "        /* the block again, each iteration checked: its stores undone, its state back */\n"
+        "        xit_ = 0;\n"
         "        fjl_undo_all(&lg);\n"
         "%U\n"
         "        fj_feclear(FJ_FPE);\n"
@@ -2451,7 +2471,7 @@ int fjn_loop_emit(PyObject *buf, fjn_LoopPlan *lp, fj_Node *n, int li)
         "        free(lg.ar);\n"
         "        *stopped = i;\n"
         "        if (done_any) {\n%U\n        }\n"
-        "        return done_any ? 1 : 2;\n"
+        "        return (done_any ? 1 : 2) + (xit_ ? 4 : 0);\n"
         "    }\n"
         "    free(lg.u);\n"
         "    free(lg.ar);\n"
@@ -2642,7 +2662,7 @@ PyObject *fjn_loop_run(fjn_LoopPlan *lp, fj_Node *n, PyObject **env, Py_ssize_t 
     for (Py_ssize_t m = 0; ok && m < nlifted; m++)
         ok = unbox(&lp->ph[1 + lp->ncarried + m], arg_value(PyTuple_GET_ITEM(n->args, 3 + lp->nstate + m), env),
                    &v[1 + lp->ncarried + m]);
-    int status = 2;
+    int status = 2, brk = 0;
     int wskip = 0;
     if (ok && lp->whilemode) {
         /* the test's first value: no iteration when its truth is wneg0 */
@@ -2690,6 +2710,10 @@ PyObject *fjn_loop_run(fjn_LoopPlan *lp, fj_Node *n, PyObject **env, Py_ssize_t 
             status = 1; /* the chunks before did iterations: their state stands */
         if (status == 4 && chunks > 0)
             status = 0; /* (ended by a compound test's exit: the chunks' state stands) */
+        if (status == 5 || status == 6) {
+            status -= 4; /* stopped at a break: the eager loop runs that iteration (no fallback) */
+            brk = 1;
+        }
     }
     else
         at = 0;
@@ -2725,8 +2749,10 @@ PyObject *fjn_loop_run(fjn_LoopPlan *lp, fj_Node *n, PyObject **env, Py_ssize_t 
     }
     if (ok && (status == 0 || status == 4))
         return state;
-    /* from iteration 'at' on through the eager loop: it raises or warns as CPython */
-    (*fallbacks)++;
+    /* from iteration 'at' on through the eager loop: it raises or warns as CPython
+       (or breaks) */
+    if (!brk)
+        (*fallbacks)++;
     if (!ok)
         at = 0;
     rest = PyTuple_New(na);

@@ -60,6 +60,9 @@ typedef struct {
                                  truth is not wneg0 / wnegs.  Its kernel runs a chunk of iterations
                                  per call (status 3: the chunk ended, call again) */
     int wneg0, wnegs, stay_src;
+    int breaks;               /* a for loop with breaks on data (loop_exit nodes at its top level):
+                                 the kernel stops at the iteration that breaks (status 5, or 6
+                                 before any iteration of the call), the eager loop runs it */
     fjl_fn fn;                /* filled by _load */
 } fjn_LoopPlan;
 

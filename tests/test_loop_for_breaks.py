@@ -1,0 +1,344 @@
+"""A `break` on data in a captured for loop (issue 21; csrc/trace/trace_loops.c,
+loop_break and for_exit; docs/loops.md, "Breaks"): `if t: break` is an exit of
+the loop node whose state is the iteration's locals where it breaks (after the
+break's own moves, `k = i`).  Each function compiled against plain CPython
+(results, inputs afterwards, exceptions, warnings) on both backends; what the
+graph holds (one loop node); and the native kernel stopping at the break (the
+eager loop runs that one iteration, no fallback counted)."""
+import warnings
+
+import numpy as np
+import pytest
+
+import framejit
+
+from difftools import _copy, check_with_inputs, same
+
+
+def loop_nodes(fn, *args):
+    graphs = []
+    framejit.reset()
+    cf = framejit.compile(fn, backend=lambda g, ex: graphs.append(g) or g)
+    same(cf(*_copy(args)), fn(*_copy(args)))
+    return sum(1 for g in graphs for n in g.nodes
+               if n.op == "call_function" and isinstance(n.target, framejit._C.Loop))
+
+
+def native_loop_plans(fn, args):
+    from framejit import native
+    plans = []
+    framejit.reset()
+    cf = framejit.compile(fn, backend=lambda g, ex: plans.append(native.backend(g, ex)) or plans[-1])
+    for _ in range(2):
+        same(cf(*_copy(args)), fn(*_copy(args)))
+    return [p for p in plans if isinstance(p, framejit._C.NativePlan)]
+
+
+# ---------------------------------------------------------------- kernels
+
+def sum_until_negative(x):
+    s = x[0] * 0
+    for i in range(x.shape[0]):
+        if x[i] < 0:
+            break
+        s = s + x[i]
+    return s, i
+
+
+def find_first(x, v):
+    k = -1
+    for i in range(len(x)):
+        if x[i] == v:
+            k = i
+            break
+    return k
+
+
+def found_flag(x, v):
+    found = False
+    for i in range(len(x)):
+        if x[i] == v:
+            found = True
+            break
+    return found
+
+
+def accumulate_until(x, lim):
+    t = x[0] * 0
+    n = 0
+    for i in range(x.shape[0]):
+        t = t + x[i]
+        if t > lim:
+            break
+        n += 1
+    return n, t
+
+
+def store_then_break(x, y):
+    for i in range(x.shape[0]):
+        y[i] = x[i] * 2.0
+        if y[i] > 10.0:
+            break
+    return y
+
+
+def two_breaks(x, lo, hi):
+    k = -1
+    high = False
+    for i in range(x.shape[0]):
+        if x[i] < lo:
+            k = i
+            break
+        if x[i] > hi:
+            k, high = i, True
+            break
+    return k, high
+
+
+def break_computes(x):
+    # an operation in the break's block (not a move): the loop is unrolled or
+    # runs as it is, never wrong
+    k = -1
+    for i in range(x.shape[0]):
+        if x[i] > 0.5:
+            k = -i
+            break
+    return k
+
+
+def break_on_else_side(x):
+    c = 0
+    for i in range(x.shape[0]):
+        if x[i] >= 0:
+            c += 1
+        else:
+            break
+    return c
+
+
+def int_search(a, v):
+    pos = -1
+    for j in range(a.shape[0]):
+        if a[j] >= v:
+            pos = j
+            break
+    return pos
+
+
+def index_after(x):
+    for i in range(x.shape[0]):
+        if x[i] > 0.5:
+            break
+    return i
+
+
+def symbolic_range(x, n):
+    k = n
+    for i in range(n):
+        if x[i] > 0.9:
+            k = i
+            break
+    return k
+
+
+def nested_row_search(m, t):
+    # a break in the inner loop only: the outer loop goes on (native: the
+    # inner loop's break runs eager)
+    out = np.zeros(m.shape[0], dtype=np.int64)
+    for r in range(m.shape[0]):
+        c = m.shape[1]
+        for j in range(m.shape[1]):
+            if m[r, j] > t:
+                c = j
+                break
+        out[r] = c
+    return out
+
+
+def outer_break_after_inner(m, t):
+    tot = m[0, 0] * 0
+    for r in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            tot = tot + m[r, j]
+        if tot > t:
+            break
+    return tot, r
+
+
+def for_else(x, v):
+    for i in range(x.shape[0]):
+        if x[i] == v:
+            k = i
+            break
+    else:
+        k = -1
+    return k
+
+
+def raises_before_break(x, idx):
+    s = x[0] * 0
+    for i in range(idx.shape[0]):
+        s = s + x[idx[i]]
+        if s > 100.0:
+            break
+    return s
+
+
+def overflow_before_break(a):
+    t = a[0] * 0
+    for i in range(a.shape[0]):
+        t = t + a[i] * a[i]
+        if t < 0:
+            break
+    return t
+
+
+def float32_until(x):
+    s = x[0] * np.float32(0)
+    for i in range(x.shape[0]):
+        if x[i] > np.float32(0.95):
+            break
+        s = s + x[i]
+    return s
+
+
+def helper_search(v, t):
+    k = -1
+    for i in range(v.shape[0]):
+        if v[i] > t:
+            k = i
+            break
+    return k
+
+
+def calls_helper(x):
+    return helper_search(x, 0.5) + helper_search(x * 2.0, 1.5)
+
+
+def break_type_changes(x):
+    k = None
+    for i in range(x.shape[0]):
+        if x[i] > 0.5:
+            k = i
+            break
+    return k
+
+
+def constant_after_break(x):
+    k = -1
+    for i in range(x.shape[0]):
+        if x[i] > 0.5:
+            k = i
+            break
+        k = 7
+    return k
+
+
+RNG = np.random.default_rng(21)
+U = RNG.random(400)
+POS = np.abs(RNG.standard_normal(300))
+NEG_AT = [np.r_[POS[:k], -1.0, POS[k:]] for k in (0, 1, 150, 300)]
+I64 = np.arange(500, dtype=np.int64) * 3
+M = RNG.random((40, 60))
+
+CASES = [
+    (sum_until_negative, [(a,) for a in NEG_AT] + [(POS,)]),
+    (find_first, [(np.arange(500.0), 0.0), (np.arange(500.0), 321.0), (np.arange(500.0), -2.0),
+                  (np.arange(500.0), np.nan)]),
+    (found_flag, [(np.arange(300.0), 17.0), (np.arange(300.0), 1e9)]),
+    (accumulate_until, [(POS, 5.0), (POS, 1e9), (POS, -1.0)]),
+    (store_then_break, [(np.linspace(0, 10, 200), np.zeros(200)), (np.linspace(0, 4, 200), np.zeros(200)),
+                        (np.r_[20.0, np.zeros(99)], np.ones(100))]),
+    (two_breaks, [(U, 0.001, 0.999), (U, -1.0, 2.0), (U, 0.5, 2.0), (U, -1.0, 0.0)]),
+    (break_on_else_side, [(a,) for a in NEG_AT]),
+    (int_search, [(I64, 0), (I64, 700), (I64, 10 ** 6), (I64[::-1].copy(), 5)]),
+    (index_after, [(U,), (np.zeros(100),), (np.r_[0.9, np.zeros(99)],)]),
+    (symbolic_range, [(U, 50), (U, 200), (U, 0), (U, 300), (np.zeros(400), 120)]),
+    (nested_row_search, [(M, 0.9), (M, 2.0), (M, -1.0)]),
+    (outer_break_after_inner, [(M, 100.0), (M, 1e9), (M, -1.0)]),
+    (for_else, [(np.arange(300.0), 5.0), (np.arange(300.0), -5.0)]),
+    (raises_before_break, [(POS, np.arange(300)), (POS, np.r_[np.arange(100), 400, np.arange(50)]),
+                           (POS, np.r_[np.arange(299), 301])]),
+    (float32_until, [(U.astype(np.float32),), (np.zeros(90, np.float32),)]),
+    (calls_helper, [(U,), (np.zeros(80),)]),
+    (break_type_changes, [(U,), (np.zeros(80),)]),
+    (constant_after_break, [(U,), (np.zeros(80),)]),
+    (break_computes, [(U,), (np.zeros(80),)]),
+]
+
+
+@pytest.mark.parametrize("fn,args_list", CASES, ids=[c[0].__name__ for c in CASES])
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_for_break_differential(fn, args_list, backend):
+    check_with_inputs(fn, args_list, backend)
+
+
+def test_overflow_before_break_warns_as_numpy():
+    a = np.r_[np.arange(100, dtype=np.int64), np.int64(3_100_000_000), np.arange(50, dtype=np.int64)]
+    for backend in ("eager", "native"):
+        framejit.reset()
+        cf = framejit.compile(overflow_before_break, backend=backend)
+        for _ in range(2):
+            with warnings.catch_warnings(record=True) as got:
+                warnings.simplefilter("always")
+                plain = overflow_before_break(a.copy())
+            with warnings.catch_warnings(record=True) as got2:
+                warnings.simplefilter("always")
+                r = cf(a.copy())
+            same(r, plain)
+            assert [str(w.message) for w in got2] == [str(w.message) for w in got]
+        with np.errstate(over="raise"):
+            with pytest.raises(FloatingPointError):
+                overflow_before_break(a.copy())
+            with pytest.raises(FloatingPointError):
+                cf(a.copy())
+
+
+@pytest.mark.parametrize("fn,args", [
+    (sum_until_negative, (NEG_AT[2],)), (find_first, (np.arange(500.0), 321.0)),
+    (found_flag, (np.arange(300.0), 17.0)), (accumulate_until, (POS, 5.0)),
+    (store_then_break, (np.linspace(0, 10, 200), np.zeros(200))), (two_breaks, (U, 0.001, 0.999)),
+    (break_on_else_side, (NEG_AT[2],)), (int_search, (I64, 700)), (index_after, (U,)),
+    (symbolic_range, (U, 200)), (nested_row_search, (M, 0.9)), (outer_break_after_inner, (M, 100.0)),
+    (float32_until, (U.astype(np.float32),)),
+], ids=lambda p: getattr(p, "__name__", ""))
+def test_break_is_captured_in_one_loop_node(fn, args):
+    assert loop_nodes(fn, *args) == 1
+
+
+@pytest.mark.parametrize("fn,args", [
+    (break_type_changes, (U,)),      # None before, an int at the break
+    (constant_after_break, (U,)),    # the iteration sets k to a constant
+    (break_computes, (U,)),          # an operation before the break: not a move
+    (for_else, (np.arange(300.0), 5.0)),  # the break jumps past the else clause
+])
+def test_breaks_not_captured_where_unsound(fn, args):
+    assert loop_nodes(fn, *args) == 0
+
+
+@pytest.mark.parametrize("fn,args", [
+    (sum_until_negative, (NEG_AT[2],)), (sum_until_negative, (NEG_AT[0],)), (sum_until_negative, (POS,)),
+    (find_first, (np.arange(5000.0), 4321.0)), (accumulate_until, (POS, 5.0)),
+    (store_then_break, (np.linspace(0, 10, 2000), np.zeros(2000))), (two_breaks, (U, 0.001, 0.999)),
+    (int_search, (I64, 700)), (symbolic_range, (U, 200)), (outer_break_after_inner, (M, 100.0)),
+], ids=lambda p: getattr(p, "__name__", ""))
+def test_native_kernel_stops_at_the_break(fn, args):
+    """The C loop runs up to the break and stops there (its stores in that
+    iteration undone); the eager loop runs the breaking iteration: no fallback."""
+    plans = native_loop_plans(fn, args)
+    src = "".join(p.source for p in plans)
+    assert "int fj_l" in src and "xit_ = 1; goto stop;" in src
+    assert all(p.fallbacks == 0 for p in plans), [p.fallbacks for p in plans]
+
+
+def test_break_first_iteration_leaves_no_store():
+    # the kernel stops in the iteration's middle, after its store: undone, the
+    # eager loop stores and breaks
+    x = np.r_[50.0, np.arange(1000.0)]
+    for backend in ("eager", "native"):
+        framejit.reset()
+        cf = framejit.compile(store_then_break, backend=backend)
+        for _ in range(2):
+            y = np.full(1001, -1.0)
+            same(cf(x, y), store_then_break(x, np.full(1001, -1.0)))
+            assert y[0] == 100.0 and (y[1:] == -1.0).all()
