@@ -234,6 +234,65 @@ def constant_after_break(x):
     return k
 
 
+def while_break(x, lim):
+    # (a test on Python ints: the loop is captured after loop_unroll_limit
+    # iterations; a break on data before that is a graph break)
+    i = 0
+    s = x[0] * 0
+    while i < x.shape[0]:
+        if s + x[i] > lim:
+            break
+        s = s + x[i]
+        i += 1
+    return i, s
+
+
+def while_break_data_test(x, y):
+    i = 0
+    k = -1
+    while x[i] > 0.01:
+        if y[i] < 0:
+            k = i
+            break
+        i += 1
+    return k, i
+
+
+def while_else(x, y):
+    # the break jumps past the else clause: not an exit of the loop node
+    i = 0
+    while x[i] > 0.01:
+        if y[i] < 0:
+            k = i
+            break
+        i += 1
+    else:
+        k = -1
+    return k, i
+
+
+def while_found(x, v):
+    i = 0
+    found = False
+    while i < len(x):
+        if x[i] == v:
+            found = True
+            break
+        i += 1
+    return found, i
+
+
+def inner_while_then_break(x):
+    # the inner while loop's exit is followed by the outer loop's break: the
+    # inner test is no break of the outer loop
+    j = 0
+    for i in range(x.shape[0]):
+        while j < x.shape[0] and x[j] > 0.2:
+            j += 1
+        break
+    return i, j
+
+
 RNG = np.random.default_rng(21)
 U = RNG.random(400)
 POS = np.abs(RNG.standard_normal(300))
@@ -264,6 +323,13 @@ CASES = [
     (break_type_changes, [(U,), (np.zeros(80),)]),
     (constant_after_break, [(U,), (np.zeros(80),)]),
     (break_computes, [(U,), (np.zeros(80),)]),
+    (while_break, [(POS, 10.0), (POS, 1e9), (POS, -1.0)]),
+    (while_break_data_test, [(np.r_[U + 0.02, 0.0], np.r_[np.ones(200), -1.0, np.ones(200)]),
+                             (np.r_[U + 0.02, 0.0], np.ones(401)), (np.r_[U + 0.02, 0.0], -np.ones(401))]),
+    (while_else, [(np.r_[U + 0.02, 0.0], np.r_[np.ones(200), -1.0, np.ones(200)]),
+                  (np.r_[U + 0.02, 0.0], np.ones(401))]),
+    (while_found, [(np.arange(300.0), 17.0), (np.arange(300.0), -3.0)]),
+    (inner_while_then_break, [(U,), (np.ones(50),)]),
 ]
 
 
@@ -301,6 +367,7 @@ def test_overflow_before_break_warns_as_numpy():
     (break_on_else_side, (NEG_AT[2],)), (int_search, (I64, 700)), (index_after, (U,)),
     (symbolic_range, (U, 200)), (nested_row_search, (M, 0.9)), (outer_break_after_inner, (M, 100.0)),
     (float32_until, (U.astype(np.float32),)),
+    (while_break_data_test, (np.r_[U + 0.02, 0.0], np.r_[np.ones(200), -1.0, np.ones(200)])),
 ], ids=lambda p: getattr(p, "__name__", ""))
 def test_break_is_captured_in_one_loop_node(fn, args):
     assert loop_nodes(fn, *args) == 1
@@ -311,6 +378,7 @@ def test_break_is_captured_in_one_loop_node(fn, args):
     (constant_after_break, (U,)),    # the iteration sets k to a constant
     (break_computes, (U,)),          # an operation before the break: not a move
     (for_else, (np.arange(300.0), 5.0)),  # the break jumps past the else clause
+    (while_else, (np.r_[U + 0.02, 0.0], np.r_[np.ones(200), -1.0, np.ones(200)])),
 ])
 def test_breaks_not_captured_where_unsound(fn, args):
     assert loop_nodes(fn, *args) == 0
@@ -321,6 +389,7 @@ def test_breaks_not_captured_where_unsound(fn, args):
     (find_first, (np.arange(5000.0), 4321.0)), (accumulate_until, (POS, 5.0)),
     (store_then_break, (np.linspace(0, 10, 2000), np.zeros(2000))), (two_breaks, (U, 0.001, 0.999)),
     (int_search, (I64, 700)), (symbolic_range, (U, 200)), (outer_break_after_inner, (M, 100.0)),
+    (while_break_data_test, (np.r_[U + 0.02, 0.0], np.r_[np.ones(200), -1.0, np.ones(200)])),
 ], ids=lambda p: getattr(p, "__name__", ""))
 def test_native_kernel_stops_at_the_break(fn, args):
     """The C loop runs up to the break and stops there (its stores in that

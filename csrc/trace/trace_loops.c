@@ -41,12 +41,13 @@ typedef struct fj_LoopCtx {
     PyObject **entry;
     Py_ssize_t neff0, nmut0, nov0;
     PyObject *last_exit; /* strong Var or NULL */
-    /* a for loop over a range or a list: a `break` on data is an exit too
-       (break_X: the loop's exit, where a break jumps after popping the iterator):
+    /* a for loop, or a while loop with a plain test: a `break` on data is an
+       exit too (break_X: the loop's exit, where a break jumps, after popping a
+       for loop's iterator: pops):
        its state is the iteration's locals where it breaks (after the break's own
        moves, `k = i`), each local that differs from 'entry' a slot it sets; each
        exit's (slots, values), strong, in 'exits' (checked against the outputs) */
-    int is_for, break_X;
+    int is_for, break_X, pops;
     const int *slot_of;
     PyObject *exits;
 } fj_LoopCtx;
@@ -601,20 +602,21 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
         fr->stack[fr->sp++] = (PyObject *)iv;
     ctx.outer = tx->loop;
     ctx.made0 = tx->made ? PyList_GET_SIZE(tx->made) : 0;
-    int for_exits = w == NULL && !(it != NULL && it->kind == FJ_VAR_ITER && it->extra2 != NULL);
+    int for_exits = w == NULL ? !(it != NULL && it->kind == FJ_VAR_ITER && it->extra2 != NULL) : !w->andm && !w->rot;
     if ((w != NULL && w->andm) || for_exits) {
         /* a compound test: its exits come before anything the iteration changes; a
            for loop's breaks keep what the iteration did before them */
-        if (w != NULL) {
+        if (!for_exits) {
             ctx.and_hi = w->L;
             ctx.and_T = w->T;
             ctx.sp0 = fr->sp;
         }
         else {
             ctx.is_for = 1;
-            ctx.break_X = fr->il.v[head].target + fr->il.v[head].p.b;
+            ctx.pops = w == NULL;
+            ctx.break_X = w ? w->T : fr->il.v[head].target + fr->il.v[head].p.b;
             ctx.slot_of = c.slot_of;
-            ctx.sp0 = fr->sp - 1; /* (the index stored: the iterator below) */
+            ctx.sp0 = w ? fr->sp : fr->sp - 1; /* (a for loop's index stored: the iterator below) */
             if ((ctx.exits = PyList_New(0)) == NULL)
                 goto error;
         }
@@ -836,7 +838,7 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
         int read_after = 0;
         for (int k = 0; k < nl && k < ncode && !read_after; k++)
             read_after = c.slot_of[k] >= 0 && PyList_GET_ITEM(c.saved, k) == Py_None && c.live[k] &&
-                         !(!symbolic && every_exit_sets(ctx.exits, c.slot_of[k]));
+                         !(!symbolic && !(w != NULL && w->maybe_zero) && every_exit_sets(ctx.exits, c.slot_of[k]));
         if (read_after) {
             r = retry(fr, phead, -1, "a local it sets is unbound before it and read after it, and it may run "
                                      "no iteration");
@@ -900,7 +902,7 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
         PyObject *out = PyTuple_GET_ITEM(c.outputs, c.slot_of[k]);
         PyObject *nv;
         /* (a local every exit sets is bound after a loop that runs an iteration) */
-        int xslot = !symbolic && every_exit_sets(ctx.exits, c.slot_of[k]);
+        int xslot = !symbolic && !(w != NULL && w->maybe_zero) && every_exit_sets(ctx.exits, c.slot_of[k]);
         if (c.drop[k] || (maybe_zero && PyList_GET_ITEM(c.saved, k) == Py_None && !xslot)) {
             /* unbound before a loop that may run no iteration: unbound after it
                as far as the trace knows (a read is a break) */
@@ -1340,9 +1342,14 @@ static int break_block(fj_TFrame *fr, fj_LoopCtx *c, int b, BreakMoves *m)
         const fj_Instr *in = &il->v[j];
         int op = in->p.op, loads = 0, ld[2] = {0, 0}, stores = 0, st[2] = {0, 0};
         PyObject *cst = NULL;
-        switch (op) {
-        case FJ_PI_NOP:
+        if (op == FJ_PI_NOP)
             continue;
+        if (!c->pops && sp == 0 &&
+            ((op == FJ_PI_JUMP && in->target == c->break_X) || same_code_to_return(il, j, c->break_X))) {
+            r = 1; /* a while loop's exit, or its copy */
+            break;
+        }
+        switch (op) {
         case FJ_PI_LOAD_FAST:
             loads = 1, ld[0] = in->p.a;
             break;
@@ -1364,8 +1371,8 @@ static int break_block(fj_TFrame *fr, fj_LoopCtx *c, int b, BreakMoves *m)
             stores = 2, st[0] = in->p.a, st[1] = in->p.b;
             break;
         case FJ_PI_POP_TOP: {
-            /* the iterator: then the loop's exit, or its copy */
-            if (sp != 0)
+            /* a for loop's iterator popped, then the loop's exit or its copy */
+            if (sp != 0 || !c->pops)
                 goto no;
             int q = j + 1;
             while (q < il->n && il->v[q].p.op == FJ_PI_NOP)
@@ -1429,6 +1436,11 @@ static int loop_break(fj_TFrame *fr, int i, int want, PyObject *v, int *stay)
     const fj_Instr *in = &fr->il.v[i];
     if (in->p.op != FJ_PI_POP_JUMP_IF || (in->p.a != FJ_IF_TRUE && in->p.a != FJ_IF_FALSE) || in->target <= i)
         return 0;
+    /* not in a loop inside the body (an inner while loop's test whose exit is
+       followed by a break: the inner loop's, unrolled here, would never end) */
+    for (int j = i + 1; j < fr->loop_end && j < fr->il.n; j++)
+        if (fj_opcode_jump_dir(fr->il.v[j].op) < 0 && fr->il.v[j].target <= i && fr->il.v[j].target > fr->loop_head)
+            return 0;
     for (int side = 0; side < 2; side++) {
         BreakMoves m;
         int r = break_block(fr, c, side ? in->target : i + 1, &m);

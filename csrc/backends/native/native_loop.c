@@ -1263,7 +1263,7 @@ static int emit_node(Emit *e, fj_Node *n)
            (docs/loops.md, "Breaks").  One in an inner loop: not compiled */
         VClass cc;
         int leave = PyObject_IsTrue(PyTuple_GET_ITEM(n->args, 1));
-        if (e->depth != 0 || e->top == NULL || e->top->whilemode || rc.kind != FJL_PY_BOOL || leave < 0)
+        if (e->depth != 0 || e->top == NULL || rc.kind != FJL_PY_BOOL || leave < 0)
             return leave < 0 ? -1 : 0;
         if ((x = operand(e, PyTuple_GET_ITEM(n->args, 0), &cc)) == NULL)
             return PyErr_Occurred() ? -1 : 0;
@@ -2687,6 +2687,10 @@ PyObject *fjn_loop_run(fjn_LoopPlan *lp, fj_Node *n, PyObject **env, Py_ssize_t 
         for (;;) {
             status = lp->fn(start, cstop, step, v, outs, ignore, &at);
             feclearexcept(FE_ALL_EXCEPT);
+            if (status == 5 || status == 6) {
+                status -= 4; /* stopped at a break: the eager loop runs that iteration (no fallback) */
+                brk = 1;
+            }
             if (!(lp->whilemode && status == 3))
                 break;
             chunks++;
@@ -2710,10 +2714,6 @@ PyObject *fjn_loop_run(fjn_LoopPlan *lp, fj_Node *n, PyObject **env, Py_ssize_t 
             status = 1; /* the chunks before did iterations: their state stands */
         if (status == 4 && chunks > 0)
             status = 0; /* (ended by a compound test's exit: the chunks' state stands) */
-        if (status == 5 || status == 6) {
-            status -= 4; /* stopped at a break: the eager loop runs that iteration (no fallback) */
-            brk = 1;
-        }
     }
     else
         at = 0;
