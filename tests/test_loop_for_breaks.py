@@ -155,6 +155,22 @@ def nested_row_search(m, t):
     return out
 
 
+def row_sums_until(m, t):
+    # per row: the sum up to the first element above t, and where it stopped
+    sums = np.zeros(m.shape[0])
+    stops = np.zeros(m.shape[0], dtype=np.int64)
+    for r in range(m.shape[0]):
+        s = m[r, 0] * 0
+        j = -1
+        for j in range(m.shape[1]):
+            if m[r, j] > t:
+                break
+            s = s + m[r, j]
+        sums[r] = s
+        stops[r] = j
+    return sums, stops
+
+
 def outer_break_after_inner(m, t):
     tot = m[0, 0] * 0
     for r in range(m.shape[0]):
@@ -315,6 +331,7 @@ CASES = [
     (symbolic_range, [(U, 50), (U, 200), (U, 0), (U, 300), (np.zeros(400), 120)]),
     (nested_row_search, [(M, 0.9), (M, 2.0), (M, -1.0)]),
     (outer_break_after_inner, [(M, 100.0), (M, 1e9), (M, -1.0)]),
+    (row_sums_until, [(M, 0.95), (M, 2.0), (M, -1.0), (M.astype(np.float32), 0.5)]),
     (for_else, [(np.arange(300.0), 5.0), (np.arange(300.0), -5.0)]),
     (raises_before_break, [(POS, np.arange(300)), (POS, np.r_[np.arange(100), 400, np.arange(50)]),
                            (POS, np.r_[np.arange(299), 301])]),
@@ -397,6 +414,20 @@ def test_native_kernel_stops_at_the_break(fn, args):
     plans = native_loop_plans(fn, args)
     src = "".join(p.source for p in plans)
     assert "int fj_l" in src and "xit_ = 1; goto stop;" in src
+    assert all(p.fallbacks == 0 for p in plans), [p.fallbacks for p in plans]
+
+
+@pytest.mark.parametrize("fn,args", [(nested_row_search, (M, 0.9)), (nested_row_search, (M, -1.0)),
+                                     (row_sums_until, (M, 0.95)), (row_sums_until, (M, 2.0))],
+                         ids=["search", "search-first", "sums", "sums-never"])
+def test_native_inner_loop_break_ends_the_c_loop(fn, args):
+    """A break in an inner loop: its state slots take the break's values and
+    the C loop ends; the outer loop goes on in C."""
+    plans = native_loop_plans(fn, args)
+    src = "".join(p.source for p in plans)
+    assert "int fj_l" in src and "xit_ = 1" not in src
+    assert any(line.strip().startswith("if ((") and line.endswith("break; }") and " = " in line
+               for line in src.split("\n"))
     assert all(p.fallbacks == 0 for p in plans), [p.fallbacks for p in plans]
 
 

@@ -327,6 +327,14 @@ class ProgGen:
                                   f"{ind}for {i} in range(1, {m} - n % 3 * 20):",
                                   f"{ind}for {i} in range(abs(n) + 1, {m}):"))
         body = r.sample(stores, r.randrange(1, 3)) + r.sample(scal, r.randrange(0, 3))
+        if r.random() < 0.2:
+            # a break on data (trace_loops.c, loop_break): an exit of the loop node,
+            # after moves into locals, anywhere in the body
+            test = r.choice((f"{v}[{i}] > {r.choice((1.5, 3.0, 1e9))}", f"{s} > {r.choice((2.0, 50.0))}",
+                             f"not {v}[{i} - 1] < 4.0", f"{k} > {r.choice((3, 100))}"))
+            moves = r.choice(([], [f"{k} = {i}"], [f"{k}, {s} = {i}, {c}"], [f"{s} = {k}"]))
+            body.insert(r.randrange(0, len(body) + 1), [f"if {test}:"] + [f"    {mv}" for mv in moves] + ["    break"])
+            body = [x for b in body for x in (b if isinstance(b, list) else [b])]
         if r.random() < 0.25:
             body += [f"for {j} in range(20):", f"    {s} = {s} + {v}[{j}] * {i}"]
         elif r.random() < 0.2:

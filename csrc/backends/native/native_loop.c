@@ -160,6 +160,7 @@ typedef struct {
        slots (borrowed), the C name of its iteration count; NULL elsewhere */
     PyObject *louts, *lcarried;
     const char *lcount;
+    VClass *scls;       /* an inner loop's state slots' classes (its S<pfx>v<s>), or NULL */
     /* store-to-load forwarding in the top level's step-1 version (forward_analysis):
        the only store's node (-1: none), per load node its distance back to the
        store (0: loads from memory), the largest distance */
@@ -670,6 +671,17 @@ static PyObject *chunk_version(Emit *in, PyObject *fast, const char *hs)
 ** level, its state in S<pfx><k>[] (read by the loop_item nodes after it).
 ** 1, 0 when it does not compile, -1 on error.
 */
+/* 1 when a body's nodes hold a loop's break (a loop_exit node with slots). */
+static int has_breaks(PyObject *nodes)
+{
+    for (Py_ssize_t k = 0; nodes != NULL && k < PyList_GET_SIZE(nodes); k++) {
+        fj_Node *m = (fj_Node *)PyList_GET_ITEM(nodes, k);
+        if (m->kind == FJ_NODE_CALL && m->op == &fj_loop_exit_row && PyTuple_GET_SIZE(m->args) > 3)
+            return 1;
+    }
+    return 0;
+}
+
 static int emit_inner_loop(Emit *e, fj_Node *n)
 {
     PyObject *body = fj_loop_body(n->target);
@@ -731,6 +743,7 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
     VClass *scls = PyMem_Calloc((size_t)(nstate ? nstate : 1), sizeof(VClass));
     if (scls == NULL)
         r = -1;
+    in.scls = scls; /* (its breaks set them) */
     for (Py_ssize_t s = 0; r == 0 && s < nstate; s++) {
         PyObject *o = PyTuple_GET_ITEM(outs, s);
         scls[s] = fj_Node_Check(o) ? in.cls[((fj_Node *)o)->index] : const_class(o);
@@ -843,7 +856,8 @@ static int emit_inner_loop(Emit *e, fj_Node *n)
     /* a chunk version for a step of 1 (see below) */
     char jc[48];
     snprintf(jc, sizeof jc, "jc%s", pfx);
-    if (r == 0 && !wl && bound[2] != NULL && PyUnicode_CompareWithASCIIString(bound[2], "(1LL)") == 0) {
+    if (r == 0 && !wl && bound[2] != NULL && PyUnicode_CompareWithASCIIString(bound[2], "(1LL)") == 0 &&
+        !has_breaks(in.nodes)) {
         in.chunk_first = jc;
         if ((in.csites = PyList_New(0)) == NULL)
             r = -1;
@@ -1257,22 +1271,47 @@ static int emit_node(Emit *e, fj_Node *n)
         return 1;
     }
     if (op == &fj_loop_exit_row && na > 3) {
-        /* a for loop's break (trace_loops.c, for_exit): the kernel stops at that
-           iteration (its stores undone, its state the iteration's start) and the
-           eager loop runs it, which breaks with the locals the iteration left
-           (docs/loops.md, "Breaks").  One in an inner loop: not compiled */
+        /* a loop's break (trace_loops.c, for_exit; docs/loops.md, "Breaks").  At
+           the top level the kernel stops at that iteration (its stores undone, its
+           state the iteration's start) and the eager loop runs it, which breaks with
+           the locals the iteration left.  In an inner loop, its state slots the
+           break sets take their values and the C loop ends (its conditions are
+           tested after it, as a compound test's exit's) */
         VClass cc;
         int leave = PyObject_IsTrue(PyTuple_GET_ITEM(n->args, 1));
-        if (e->depth != 0 || e->top == NULL || rc.kind != FJL_PY_BOOL || leave < 0)
+        PyObject *slots = PyTuple_GET_ITEM(n->args, 3);
+        if ((e->depth == 0 ? e->top == NULL : e->scls == NULL) || rc.kind != FJL_PY_BOOL || leave < 0 ||
+            !PyTuple_Check(slots) || PyTuple_GET_SIZE(slots) != na - 4)
             return leave < 0 ? -1 : 0;
         if ((x = operand(e, PyTuple_GET_ITEM(n->args, 0), &cc)) == NULL)
             return PyErr_Occurred() ? -1 : 0;
-        e->top->breaks = 1;
-        r = cc.kind == 0 || cc.kind == FJL_ARRAY ? 0
-            : line(e, "    if ((%U != 0) == %d) { xit_ = 1; goto stop; }", x, leave) < 0 ||
-                      line(e, "    %s n%s%zd = 1;", ctype_of(rc), P, n->index) < 0
-                ? -1
-                : 1;
+        PyObject *sets = PyUnicode_FromString("");
+        r = cc.kind == 0 || cc.kind == FJL_ARRAY || sets == NULL ? (sets == NULL ? -1 : 0) : 1;
+        for (Py_ssize_t k = 0; r == 1 && e->depth != 0 && k < na - 4; k++) {
+            Py_ssize_t s = PyLong_AsSsize_t(PyTuple_GET_ITEM(slots, k));
+            VClass vc;
+            PyObject *vx = s < 0 ? NULL : operand(e, PyTuple_GET_ITEM(n->args, 4 + k), &vc);
+            PyObject *sx = vx == NULL || vc.kind == 0 || vc.kind == FJL_ARRAY || e->scls[s].kind == FJL_ARRAY
+                               ? NULL
+                               : convert(e, vx, vc, e->scls[s]);
+            if (sx == NULL)
+                r = PyErr_Occurred() ? -1 : 0;
+            else
+                Py_SETREF(sets, PyUnicode_FromFormat("%US%sv%zd = %U; ", sets, e->pfx, s, sx));
+            Py_XDECREF(vx);
+            Py_XDECREF(sx);
+            if (sets == NULL)
+                r = -1;
+        }
+        if (r == 1 && e->depth == 0)
+            e->top->breaks = 1;
+        if (r == 1)
+            r = (e->depth == 0 ? line(e, "    if ((%U != 0) == %d) { xit_ = 1; goto stop; }", x, leave)
+                               : line(e, "    if ((%U != 0) == %d) { %Ubreak; }", x, leave, sets)) < 0 ||
+                        line(e, "    %s n%s%zd = 1;", ctype_of(rc), P, n->index) < 0
+                    ? -1
+                    : 1;
+        Py_XDECREF(sets);
         Py_DECREF(x);
         return r;
     }
@@ -1879,10 +1918,7 @@ int fjn_loop_plan(fj_Node *n, Py_ssize_t index, fjn_LoopPlan *lp)
     lp->node = index;
     lp->nph = (int)nph;
     lp->whilemode = fj_loop_while(n->target, &lp->wneg0, &lp->wnegs);
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(nodes); k++) {
-        fj_Node *m = (fj_Node *)PyList_GET_ITEM(nodes, k);
-        lp->breaks |= m->kind == FJ_NODE_CALL && m->op == &fj_loop_exit_row && PyTuple_GET_SIZE(m->args) > 3;
-    }
+    lp->breaks = has_breaks(nodes);
     lp->nstate = ok ? (int)PyTuple_GET_SIZE(outs) - lp->whilemode : 0;
     if (ok && lp->whilemode) {
         /* the test's value: a scalar of the body (or a constant) */
