@@ -206,11 +206,11 @@ make bench-loops                               # pip-installs bench/loops/requir
 python3 bench/loops/bench_loops.py --quick     # the smaller sizes
 ```
 
-27 kernels written as loops, the way Numba's users write them
+28 kernels written as loops, the way Numba's users write them
 (bench/loops/kernels.py: recurrences, stencils and time stepping, distance
 matrices, n-body, matrix products and convolutions, Mandelbrot (a fixed
 count, and the escape time's `while k < maxiter and |z| <= 2`), searches
-(first passage), histograms and grouping, ODE integration, polynomials),
+(first passage; a linear search per query, ending in a `break`), histograms and grouping, ODE integration, polynomials),
 each run plain, through
 framejit's native backend (its loops captured as loop nodes and compiled to
 C loops, docs/loops.md) and through Numba's `@njit`.  Warm times are the best

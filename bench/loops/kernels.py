@@ -294,6 +294,18 @@ def first_passage(steps, level, out):
     return out
 
 
+def linear_search(grid, queries, out):
+    # per query, the first grid point at or above it: a search ending in a break
+    for q in range(queries.shape[0]):
+        k = grid.shape[0]
+        for j in range(grid.shape[0]):
+            if grid[j] >= queries[q]:
+                k = j
+                break
+        out[q] = k
+    return out
+
+
 def _upper(n):
     return np.triu(_rng(29).random((n, n))) + n * np.eye(n)
 
@@ -336,6 +348,8 @@ KERNELS = {
                           (300, 1500)),
     "escape_time": (escape_time, lambda n: (n, n, 100, np.zeros((n, n), dtype=np.int64)), (60, 200)),
     "first_passage": (first_passage, lambda n: (_rng(32).standard_normal((n, 2000)), 40.0,
+                                                np.zeros(n, dtype=np.int64)), (100, 1000)),
+    "linear_search": (linear_search, lambda n: (np.sort(_rng(33).random(2000)), _rng(34).random(n),
                                                 np.zeros(n, dtype=np.int64)), (100, 1000)),
     "life_step": (life_step, lambda n: ((_rng(28).random((n, n)) > 0.6).astype(np.int64),
                                        np.zeros((n, n), dtype=np.int64)), (200, 600)),
