@@ -309,6 +309,76 @@ def inner_while_then_break(x):
     return i, j
 
 
+def find_return(x, v):
+    for j in range(len(x)):
+        if x[j] == v:
+            return j
+    return -1
+
+
+def any_above(x, t):
+    for j in range(x.shape[0]):
+        if x[j] > t:
+            return True
+    return False
+
+
+def return_local(x, t):
+    n = 0
+    for j in range(x.shape[0]):
+        if x[j] > t:
+            return n
+        n += 2
+    return n
+
+
+def return_or_break(x, lo, hi):
+    k = -7
+    for j in range(x.shape[0]):
+        if x[j] < lo:
+            return j
+        if x[j] > hi:
+            k = j
+            break
+    return k
+
+
+def return_other_type(x, t):
+    # an int in the loop, None after it: not captured (the return's value
+    # would be of two types), never wrong
+    for j in range(x.shape[0]):
+        if x[j] > t:
+            return j
+    return None
+
+
+def return_float_vs_int(x, t):
+    for j in range(x.shape[0]):
+        if x[j] > t:
+            return j
+    return -1.0
+
+
+def search_helper(v, t):
+    for j in range(v.shape[0]):
+        if v[j] >= t:
+            return j
+    return v.shape[0]
+
+
+def calls_search_helper(x):
+    # the helper inlined twice: its return values go on into the caller's trace
+    return search_helper(x, 0.25) * 1000 + search_helper(x, 0.75)
+
+
+def return_in_inner(m, t):
+    for r in range(m.shape[0]):
+        for j in range(m.shape[1]):
+            if m[r, j] > t:
+                return r * 100 + j
+    return -1
+
+
 RNG = np.random.default_rng(21)
 U = RNG.random(400)
 POS = np.abs(RNG.standard_normal(300))
@@ -346,6 +416,15 @@ CASES = [
     (while_else, [(np.r_[U + 0.02, 0.0], np.r_[np.ones(200), -1.0, np.ones(200)]),
                   (np.r_[U + 0.02, 0.0], np.ones(401))]),
     (while_found, [(np.arange(300.0), 17.0), (np.arange(300.0), -3.0)]),
+    (find_return, [(np.arange(500.0), 0.0), (np.arange(500.0), 321.0), (np.arange(500.0), 499.0),
+                   (np.arange(500.0), -2.0)]),
+    (any_above, [(U, 0.5), (U, 2.0), (U.astype(np.float32), 0.999)]),
+    (return_local, [(U, 0.99), (U, 2.0)]),
+    (return_or_break, [(U, 0.001, 0.999), (U, -1.0, 0.995), (U, 0.5, 0.4), (U, -1.0, 2.0)]),
+    (return_other_type, [(U, 0.9), (U, 2.0)]),
+    (return_float_vs_int, [(U, 0.9), (U, 2.0)]),
+    (calls_search_helper, [(np.sort(U),), (np.zeros(50),)]),
+    (return_in_inner, [(M, 0.99), (M, 2.0)]),
     (inner_while_then_break, [(U,), (np.ones(50),)]),
 ]
 
@@ -385,6 +464,8 @@ def test_overflow_before_break_warns_as_numpy():
     (symbolic_range, (U, 200)), (nested_row_search, (M, 0.9)), (outer_break_after_inner, (M, 100.0)),
     (float32_until, (U.astype(np.float32),)),
     (while_break_data_test, (np.r_[U + 0.02, 0.0], np.r_[np.ones(200), -1.0, np.ones(200)])),
+    (find_return, (np.arange(500.0), 321.0)), (any_above, (U, 0.5)), (return_local, (U, 0.99)),
+    (return_or_break, (U, -1.0, 0.995)),
 ], ids=lambda p: getattr(p, "__name__", ""))
 def test_break_is_captured_in_one_loop_node(fn, args):
     assert loop_nodes(fn, *args) == 1
@@ -396,6 +477,8 @@ def test_break_is_captured_in_one_loop_node(fn, args):
     (break_computes, (U,)),          # an operation before the break: not a move
     (for_else, (np.arange(300.0), 5.0)),  # the break jumps past the else clause
     (while_else, (np.r_[U + 0.02, 0.0], np.r_[np.ones(200), -1.0, np.ones(200)])),
+    (return_other_type, (U, 0.9)),   # an int returned in the loop, None after it
+    (return_float_vs_int, (U, 0.9)),  # an int in the loop, a float after it
 ])
 def test_breaks_not_captured_where_unsound(fn, args):
     assert loop_nodes(fn, *args) == 0
@@ -407,6 +490,7 @@ def test_breaks_not_captured_where_unsound(fn, args):
     (store_then_break, (np.linspace(0, 10, 2000), np.zeros(2000))), (two_breaks, (U, 0.001, 0.999)),
     (int_search, (I64, 700)), (symbolic_range, (U, 200)), (outer_break_after_inner, (M, 100.0)),
     (while_break_data_test, (np.r_[U + 0.02, 0.0], np.r_[np.ones(200), -1.0, np.ones(200)])),
+    (find_return, (np.arange(5000.0), 4321.0)), (any_above, (U, 0.99)), (return_or_break, (U, -1.0, 0.995)),
 ], ids=lambda p: getattr(p, "__name__", ""))
 def test_native_kernel_stops_at_the_break(fn, args):
     """The C loop runs up to the break and stops there (its stores in that
@@ -429,6 +513,19 @@ def test_native_inner_loop_break_ends_the_c_loop(fn, args):
     assert any(line.strip().startswith("if ((") and line.endswith("break; }") and " = " in line
                for line in src.split("\n"))
     assert all(p.fallbacks == 0 for p in plans), [p.fallbacks for p in plans]
+
+
+def test_return_in_loop_graph_picks_the_value():
+    """`return j` in the loop and `return -1` after it: one loop node, then a
+    loop_pick of the loop's returned value and the one after it."""
+    graphs = []
+    framejit.reset()
+    cf = framejit.compile(find_return, backend=lambda g, ex: graphs.append(g) or g)
+    assert cf(np.arange(500.0), 321.0) == 321
+    assert cf(np.arange(500.0), -5.0) == -1
+    targets = [str(n.target) for g in graphs for n in g.nodes if n.op == "call_function"]
+    assert any("loop_pick" in t for t in targets), targets
+    assert sum(isinstance(n.target, framejit._C.Loop) for n in graphs[0].nodes) == 1
 
 
 def test_break_first_iteration_leaves_no_store():

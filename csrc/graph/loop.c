@@ -246,6 +246,27 @@ static PyObject *loop_exit(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return NULL;
 }
 
+/* pick(returned, value returned in the loop, value after it): a for loop's
+   return (trace_loops.c, fj_trace_loop_return). */
+static PyObject *loop_pick(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "framejit loop_pick takes 3 arguments");
+        return NULL;
+    }
+    int t = PyObject_IsTrue(args[0]);
+    return t < 0 ? NULL : Py_NewRef(t ? args[1] : args[2]);
+}
+
+static PyMethodDef loop_pick_def = {"loop_pick", (PyCFunction)(void (*)(void))loop_pick, METH_FASTCALL,
+                                    "A for loop's return or the value after it (framejit internal)."};
+static PyObject *fj_loop_pick_fn;
+
+PyObject *fj_loop_pick_callable(void)
+{
+    return fj_loop_pick_fn;
+}
+
 static PyMethodDef loop_exit_def = {"loop_exit", (PyCFunction)(void (*)(void))loop_exit, METH_FASTCALL,
                                     "A loop's exit: a compound while test's, a for loop's break (framejit internal)."};
 
@@ -305,6 +326,8 @@ int fj_loop_init(PyObject *module)
         return -1;
     if (fj_LoopExit == NULL &&
         (fj_LoopExit = PyErr_NewException("framejit._C.LoopExit", PyExc_BaseException, NULL)) == NULL)
+        return -1;
+    if (fj_loop_pick_fn == NULL && (fj_loop_pick_fn = PyCFunction_New(&loop_pick_def, NULL)) == NULL)
         return -1;
     if (fj_loop_exit_fn == NULL && (fj_loop_exit_fn = PyCFunction_New(&loop_exit_def, NULL)) == NULL)
         return -1;

@@ -47,6 +47,9 @@ PyObject *fj_loop_new_while(PyObject *body, PyObject *carried, Py_ssize_t nstate
 ** Borrowed; NULL before fj_loop_init.
 */
 PyObject *fj_loop_exit_callable(void);
+/* The loop_pick nodes' callable: pick(flag, a, b) is a when flag, else b
+   (a for loop's return, trace_loops.c).  Borrowed; NULL before fj_loop_init. */
+PyObject *fj_loop_pick_callable(void);
 /* 1 when 'o' is a while loop's fj_Loop (*neg0, *negs its tests' polarities), else 0. */
 int fj_loop_while(PyObject *o, int *neg0, int *negs);
 /* The body graph of an fj_Loop (borrowed), or NULL when 'o' is not one. */

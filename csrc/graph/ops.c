@@ -289,6 +289,7 @@ const fj_OpDef fj_torch_attr_row = {"attr", FJ_OP_ATTR, NULL, NULL, 0, NULL, 0, 
 const fj_OpDef fj_loop_row = {"loop", FJ_OP_FUNC, NULL, NULL, 0, NULL, 0, 0, 0, "", 0, NULL, 0};
 const fj_OpDef fj_loop_item_row = {"loop_item", FJ_OP_FUNC, NULL, NULL, 0, NULL, 0, 0, 0, "", 0, NULL, 0};
 const fj_OpDef fj_loop_exit_row = {"loop_exit", FJ_OP_FUNC, NULL, NULL, 0, NULL, 0, 0, 0, "", 0, NULL, 0};
+const fj_OpDef fj_loop_pick_row = {"loop_pick", FJ_OP_FUNC, NULL, NULL, 0, NULL, 0, 0, 0, "", 0, NULL, 0};
 /* NumPy calls of several results (trace_multi.c): the call (a tuple, or one array) and
    the reading of one of its items (operator.getitem); what they run is their target */
 const fj_OpDef fj_multi_row = {"multi", FJ_OP_FUNC, NULL, NULL, 0, NULL, 0, 0, 0, "", FJ_OPF_RAISES, NULL, 0};

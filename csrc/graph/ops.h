@@ -156,7 +156,7 @@ extern const fj_OpDef fj_torch_func_row, fj_torch_method_row, fj_torch_attr_row;
 /* A captured loop (the node's target is its fj_Loop, loop.h), the
    reading of one value of its final state (operator.getitem), and a
    compound while test's exit in its body (fj_loop_exit_callable). */
-extern const fj_OpDef fj_loop_row, fj_loop_item_row, fj_loop_exit_row;
+extern const fj_OpDef fj_loop_row, fj_loop_item_row, fj_loop_exit_row, fj_loop_pick_row;
 /* A NumPy call of several results (np.linalg.eigh, n-d np.nonzero: trace_multi.c)
    and the reading of one of them (operator.getitem). */
 extern const fj_OpDef fj_multi_row, fj_multi_item_row;

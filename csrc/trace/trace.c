@@ -947,6 +947,7 @@ static void frame_free(fj_TFrame *fr)
     Py_CLEAR(fr->kwnames);
     Py_CLEAR(fr->retval);
     Py_CLEAR(fr->loop_stay);
+    Py_CLEAR(fr->loop_ret);
     Py_CLEAR(fr->while_seen);
     PyMem_Free(fr->and_arm);
     fr->and_arm = NULL;
@@ -2479,12 +2480,14 @@ static int run_frame_at(fj_TFrame *fr, int first)
             if (fr->loop_head >= 0)
                 return fj_unsupported("the loop's body returns");
             fr->retval = POP();
-            return 0;
+            return fr->loop_ret != NULL ? fj_trace_loop_return(fr, &fr->retval) : 0;
         case FJ_PI_RETURN_CONST:
             if (fr->loop_head >= 0)
                 return fj_unsupported("the loop's body returns");
             fr->retval = (PyObject *)fj_var_const(PyTuple_GET_ITEM(co->co_consts, arg));
-            return fr->retval == NULL ? -1 : 0;
+            if (fr->retval == NULL)
+                return -1;
+            return fr->loop_ret != NULL ? fj_trace_loop_return(fr, &fr->retval) : 0;
         case FJ_PI_BINARY_OP:
             POP2_APPLY(fj_trace_binop(fr, arg, a_, b_));
             break;

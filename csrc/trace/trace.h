@@ -182,6 +182,9 @@ int fj_trace_and_arrive(struct fj_TFrame *fr, int x, int *next);
 int fj_trace_loop_break(struct fj_TFrame *fr, int i, int want, PyObject *v, int *stay);
 /* 1 when conditional jump i is such a break (a value before it is kept). */
 int fj_trace_loop_is_break(struct fj_TFrame *fr, int i);
+/* The return right after a loop with a return inside (fr->loop_ret): *v (a
+   new reference, replaced) becomes the pick of the two.  0 or -1. */
+int fj_trace_loop_return(struct fj_TFrame *fr, PyObject **v);
 /* In the trace of a compound test's loop body (trace_loops.c, and_shape):
    1 when instruction i is one of its top test's jumps to the exit. */
 int fj_trace_loop_exit_part(struct fj_TFrame *fr, int i);
@@ -560,6 +563,8 @@ struct fj_TFrame {
     PyObject *while_seen;   /* strong dict or NULL: while loops' test arrivals with a constant
                                value in this trace, by body start (trace_loops.c) */
     PyObject *retval;       /* strong: the value returned */
+    PyObject *loop_ret;     /* strong or NULL: a loop just captured with a return inside, whose
+                               exit is a return: (flag, value, values returned, policy head) */
 };
 
 /*

@@ -50,6 +50,12 @@ typedef struct fj_LoopCtx {
     int is_for, break_X, pops;
     const int *slot_of;
     PyObject *exits;
+    /* a for loop whose exit is a plain `return v` (its code at break_X): a
+       `return w` in the body is an exit too, setting two state slots past the
+       locals', ret_slot (True) and ret_slot + 1 (w); -1 when not.  'rets' (strong
+       list) the values returned, checked against the exit's */
+    int ret_slot;
+    PyObject *rets;
 } fj_LoopCtx;
 
 int fj_loop_made_here(fj_Tracer *tx, fj_Var *v)
@@ -430,6 +436,7 @@ typedef struct {
 } WhileInfo;
 
 static int capture(fj_TFrame *fr, int head, const WhileInfo *w);
+static int plain_return(const fj_InstrList *il, int x);
 
 int fj_trace_capture_loop(fj_TFrame *fr, int head)
 {
@@ -533,6 +540,7 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
     if (iph == NULL)
         goto error;
     Py_ssize_t nslots = 0;
+    ctx.ret_slot = -1;
     for (int k = 0; k < nl; k++) {
         c.slot_of[k] = -1;
         PyList_SET_ITEM(c.saved, k, Py_NewRef(Py_None));
@@ -569,6 +577,22 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
         Py_DECREF(init);
         if (bad)
             goto error;
+    }
+    /* a for loop (not inside another one of this frame) whose exit is a plain
+       return, with a return in its body: two state slots for a return there */
+    Py_ssize_t nlslots = nslots;
+    if (w == NULL && !symbolic && (tx->loop == NULL || tx->loop->fr != fr) &&
+        plain_return(&fr->il, fr->il.v[head].target + fr->il.v[head].p.b)) {
+        int has_return = 0;
+        for (int k = head + 1; k < end && !has_return; k++)
+            has_return = fr->il.v[k].p.op == FJ_PI_RETURN_VALUE || fr->il.v[k].p.op == FJ_PI_RETURN_CONST;
+        if (has_return) {
+            ctx.ret_slot = (int)nslots;
+            nslots += 2;
+            if (PyList_Append(c.inits, Py_False) < 0 || PyList_Append(c.inits, Py_None) < 0 ||
+                (ctx.rets = PyList_New(0)) == NULL)
+                goto error;
+        }
     }
 
     /* trace one iteration, from the store of the induction variable to the
@@ -805,12 +829,18 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
             }
         }
     }
+    if (ctx.ret_slot >= 0) { /* (the return's slots: an iteration sets neither) */
+        PyTuple_SET_ITEM(c.outputs, ctx.ret_slot, Py_NewRef(Py_False));
+        PyTuple_SET_ITEM(c.outputs, ctx.ret_slot + 1, Py_NewRef(Py_None));
+    }
     for (int e = 0; e < nexits; e++) {
         /* a break's values: of the kind, dtype and shape the iteration leaves in
            their locals (the state after the loop is one of them) */
         PyObject *ex = PyList_GET_ITEM(ctx.exits, e), *slots = PyTuple_GET_ITEM(ex, 0), *vals = PyTuple_GET_ITEM(ex, 1);
         const char *bad = NULL;
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(slots) && bad == NULL; k++) {
+            if (PyLong_AsSsize_t(PyTuple_GET_ITEM(slots, k)) >= nlslots)
+                continue; /* (a return's: checked at the return) */
             PyObject *out = PyTuple_GET_ITEM(c.outputs, PyLong_AsSsize_t(PyTuple_GET_ITEM(slots, k)));
             PyObject *val = PyTuple_GET_ITEM(vals, k);
             if (out == val)
@@ -937,6 +967,35 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
         fr->touched[k] = 1;
         fj_loop_note_store(fr, k);
     }
+    if (ctx.rets != NULL && PyList_GET_SIZE(ctx.rets) > 0) {
+        /* a return in the loop: the return at its exit picks (fj_trace_loop_return) */
+        PyObject *items[2] = {NULL, NULL};
+        for (int h = 0; h < 2; h++) {
+            fj_Var *r0 = (fj_Var *)PyList_GET_ITEM(ctx.rets, 0);
+            fj_Node *like = h == 1 && r0->kind == FJ_VAR_NODE ? fj_graph_lift(c.body, (fj_Node *)r0->obj) : NULL;
+            PyObject *iargs = Py_BuildValue("(On)", (PyObject *)ln, (Py_ssize_t)(ctx.ret_slot + h));
+            fj_Node *item = iargs ? fj_graph_raw_call(enclosing, &fj_loop_item_row, getitem, item_label, stem, iargs,
+                                                      like, FJ_VAL_PYSCALAR)
+                                  : NULL;
+            Py_XDECREF(iargs);
+            if (item != NULL) {
+                item->variant = 1;
+                if (like == NULL)
+                    Py_XSETREF(item->example, Py_NewRef(h == 0 ? Py_True : r0->obj));
+            }
+            items[h] = item ? (PyObject *)fj_var_node((PyObject *)item) : NULL;
+        }
+        PyObject *pend = items[0] && items[1] ? Py_BuildValue("(OOOi)", items[0], items[1], ctx.rets, phead) : NULL;
+        Py_XDECREF(items[0]);
+        Py_XDECREF(items[1]);
+        if (pend == NULL) {
+            Py_DECREF(getitem);
+            Py_DECREF(stem);
+            Py_DECREF(item_label);
+            goto error;
+        }
+        Py_XSETREF(fr->loop_ret, pend);
+    }
     Py_DECREF(getitem);
     Py_DECREF(stem);
     Py_DECREF(item_label);
@@ -974,6 +1033,7 @@ done:
     }
     Py_XDECREF(ctx.last_exit);
     Py_XDECREF(ctx.exits);
+    Py_XDECREF(ctx.rets);
     Py_XDECREF(stay);
     capture_clear(&c);
     return r;
@@ -1253,6 +1313,7 @@ typedef struct {
     int n;
     int local[FJ_BRK_MOVES];
     PyObject *val[FJ_BRK_MOVES]; /* strong Vars */
+    PyObject *ret;               /* strong Var: a return's value; NULL for a break */
 } BreakMoves;
 
 static void moves_clear(BreakMoves *m)
@@ -1260,6 +1321,21 @@ static void moves_clear(BreakMoves *m)
     for (int k = 0; k < m->n; k++)
         Py_CLEAR(m->val[k]);
     m->n = 0;
+    Py_CLEAR(m->ret);
+}
+
+/* 1 when the code at x is a plain return: of a constant or of a local. */
+static int plain_return(const fj_InstrList *il, int x)
+{
+    while (x < il->n && il->v[x].p.op == FJ_PI_NOP)
+        x++;
+    if (x >= il->n)
+        return 0;
+    int op = il->v[x].p.op;
+    if (op == FJ_PI_RETURN_CONST)
+        return 1;
+    return (op == FJ_PI_LOAD_CONST || op == FJ_PI_LOAD_FAST) && x + 1 < il->n &&
+           il->v[x + 1].p.op == FJ_PI_RETURN_VALUE;
 }
 
 /* The local k's Var after the moves so far (borrowed; NULL when unbound). */
@@ -1338,6 +1414,7 @@ static int break_block(fj_TFrame *fr, fj_LoopCtx *c, int b, BreakMoves *m)
     PyObject *stk[4];
     int sp = 0, r = 0;
     m->n = 0;
+    m->ret = NULL;
     for (int j = b; j < il->n && j < b + 32 && r == 0; j++) {
         const fj_Instr *in = &il->v[j];
         int op = in->p.op, loads = 0, ld[2] = {0, 0}, stores = 0, st[2] = {0, 0};
@@ -1370,11 +1447,32 @@ static int break_block(fj_TFrame *fr, fj_LoopCtx *c, int b, BreakMoves *m)
         case FJ_PI_STORE_FAST_STORE_FAST:
             stores = 2, st[0] = in->p.a, st[1] = in->p.b;
             break;
+        case FJ_PI_SWAP:
+            /* `return v` in a for loop: v, SWAP 2, the iterator popped, the return */
+            if (c->ret_slot < 0 || sp != 1 || in->p.a != 2 || j + 2 >= il->n || il->v[j + 1].p.op != FJ_PI_POP_TOP ||
+                il->v[j + 2].p.op != FJ_PI_RETURN_VALUE)
+                goto no;
+            m->ret = stk[--sp];
+            r = 1;
+            continue;
         case FJ_PI_POP_TOP: {
-            /* a for loop's iterator popped, then the loop's exit or its copy */
+            /* a for loop's iterator popped, then the loop's exit or its copy (or
+               `return c`: a constant returned) */
             if (sp != 0 || !c->pops)
                 goto no;
             int q = j + 1;
+            int rq = c->ret_slot < 0 || q >= il->n ? -1
+                     : il->v[q].p.op == FJ_PI_RETURN_CONST ? q
+                     : il->v[q].p.op == FJ_PI_LOAD_CONST && q + 1 < il->n && il->v[q + 1].p.op == FJ_PI_RETURN_VALUE
+                         ? q
+                         : -1;
+            if (rq >= 0) {
+                PyObject *rc = PyTuple_GetItem(fr->code->co_consts, il->v[rq].p.a);
+                if (rc == NULL || (m->ret = (PyObject *)fj_var_const(rc)) == NULL)
+                    goto no_or_error;
+                r = 1;
+                continue;
+            }
             while (q < il->n && il->v[q].p.op == FJ_PI_NOP)
                 q++;
             if (q < il->n && il->v[q].p.op == FJ_PI_JUMP && il->v[q].target == c->break_X)
@@ -1574,6 +1672,26 @@ static int for_exit(fj_TFrame *fr, PyObject *v, int leave, const BreakMoves *m)
         if (bad)
             goto out;
     }
+    if (m->ret != NULL) {
+        /* a return: its two slots, True and the value returned */
+        fj_Var *rv = (fj_Var *)m->ret;
+        PyObject *val = rv->obj, *s1 = NULL, *s2 = NULL;
+        if ((rv->kind != FJ_VAR_NODE && rv->kind != FJ_VAR_CONST) ||
+            (rv->kind == FJ_VAR_CONST && !PyLong_CheckExact(rv->obj) && !PyFloat_CheckExact(rv->obj) &&
+             !PyBool_Check(rv->obj))) {
+            fj_unsupported("a return in the loop of a value that is neither an array nor a number");
+            goto out;
+        }
+        if (rv->kind == FJ_VAR_NODE && (val = (PyObject *)fj_graph_lift(tx->body, (fj_Node *)rv->obj)) == NULL)
+            goto out;
+        int bad = (s1 = PyLong_FromLong(c->ret_slot)) == NULL || (s2 = PyLong_FromLong(c->ret_slot + 1)) == NULL ||
+                  PyList_Append(slots, s1) < 0 || PyList_Append(vals, Py_True) < 0 || PyList_Append(slots, s2) < 0 ||
+                  PyList_Append(vals, val) < 0 || PyList_Append(c->rets, m->ret) < 0;
+        Py_XDECREF(s1);
+        Py_XDECREF(s2);
+        if (bad)
+            goto out;
+    }
     if ((st = PyList_AsTuple(slots)) == NULL || (vt = PyList_AsTuple(vals)) == NULL ||
         (pair = PyTuple_Pack(2, st, vt)) == NULL || PyList_Append(c->exits, pair) < 0)
         goto out;
@@ -1748,4 +1866,60 @@ int fj_trace_capture_while(fj_TFrame *fr, int j, PyObject *cond, int *exit)
     if (r == 1)
         *exit = w.T;
     return r;
+}
+
+/*
+** The return at the exit of a loop with a return inside (capture, ret_slot):
+** the value is the loop's returned one where a return ended it, else *v.
+** Both of one kind, dtype and shape (the trace goes on with one of them in
+** an inlined call); else the loop is not captured again.  0 (*v replaced by
+** a pick node) or -1.
+*/
+int fj_trace_loop_return(fj_TFrame *fr, PyObject **v)
+{
+    PyObject *pend = fr->loop_ret;
+    fr->loop_ret = NULL;
+    fj_Var *flag = (fj_Var *)PyTuple_GET_ITEM(pend, 0), *rv = (fj_Var *)PyTuple_GET_ITEM(pend, 1);
+    PyObject *rets = PyTuple_GET_ITEM(pend, 2);
+    int phead = (int)PyLong_AsLong(PyTuple_GET_ITEM(pend, 3));
+    fj_Var *x = (fj_Var *)*v;
+    int ok = x->kind == FJ_VAR_NODE || x->kind == FJ_VAR_CONST;
+    for (Py_ssize_t k = 0; ok && k < PyList_GET_SIZE(rets); k++) {
+        fj_Var *r = (fj_Var *)PyList_GET_ITEM(rets, k);
+        if (r->kind == FJ_VAR_NODE)
+            ok = same_meta((fj_Node *)r->obj, x->obj);
+        else if (x->kind == FJ_VAR_NODE)
+            ok = same_meta((fj_Node *)x->obj, r->obj);
+        else
+            ok = Py_TYPE(r->obj) == Py_TYPE(x->obj);
+        if (ok < 0) {
+            Py_DECREF(pend);
+            return -1;
+        }
+    }
+    if (!ok) {
+        int r = retry(fr, phead, -1, "a return in it returns another type than the code after it");
+        Py_DECREF(pend);
+        return r < 0 ? -1 : fj_unsupported("a return in a loop returns another type than the code after it");
+    }
+    fj_Tracer *tx = fr->tx;
+    PyObject *g = tx->body ? tx->body : tx->graph;
+    fj_Node *like = x->kind == FJ_VAR_NODE ? (fj_Node *)x->obj : (fj_Node *)rv->obj;
+    PyObject *args = Py_BuildValue("(OOO)", flag->obj, rv->obj, x->obj);
+    PyObject *label = args ? PyUnicode_FromString("framejit.loop_pick") : NULL;
+    PyObject *stem = label ? PyUnicode_FromString("loop_pick") : NULL;
+    fj_Node *n = stem ? fj_graph_raw_call(g, &fj_loop_pick_row, fj_loop_pick_callable(), label, stem, args, like, 0)
+                      : NULL;
+    Py_XDECREF(args);
+    Py_XDECREF(label);
+    Py_XDECREF(stem);
+    Py_DECREF(pend);
+    if (n == NULL)
+        return -1;
+    n->variant = 1;
+    PyObject *nv = (PyObject *)fj_var_node((PyObject *)n);
+    if (nv == NULL)
+        return -1;
+    Py_SETREF(*v, nv);
+    return 0;
 }
