@@ -2132,7 +2132,7 @@ static int run_frame_at(fj_TFrame *fr, int first)
         next = i + 1;
         fr->ip = i;
         if (fr->parent == NULL && i == tx->stop_at)
-            return 1;
+            return fr->loop_ret != NULL ? fj_trace_loop_return_lost(fr) : 1;
         if (--tx->budget < 0)
             return fj_unsupported("trace too long (instruction budget exhausted)");
         if (tx->log_trace)
@@ -2933,6 +2933,12 @@ static int run_frame_at(fj_TFrame *fr, int first)
     }
     return fj_unsupported("fell off the end of %U", co->co_name);
 error:
+    if (fr->loop_ret != NULL && PyErr_ExceptionMatches(fj_Unsupported) && !tx->loop_retry) {
+        /* a loop with a return inside is not followed by its return: a break here
+           would lose the loop's return (CPython runs on after the loop) */
+        PyErr_Clear();
+        fj_trace_loop_return_lost(fr);
+    }
     return -1;
 }
 

@@ -185,6 +185,9 @@ int fj_trace_loop_is_break(struct fj_TFrame *fr, int i);
 /* The return right after a loop with a return inside (fr->loop_ret): *v (a
    new reference, replaced) becomes the pick of the two.  0 or -1. */
 int fj_trace_loop_return(struct fj_TFrame *fr, PyObject **v);
+/* The trace stops or fails after such a loop before its return: the loop is
+   not captured again (retry).  -1. */
+int fj_trace_loop_return_lost(struct fj_TFrame *fr);
 /* In the trace of a compound test's loop body (trace_loops.c, and_shape):
    1 when instruction i is one of its top test's jumps to the exit. */
 int fj_trace_loop_exit_part(struct fj_TFrame *fr, int i);

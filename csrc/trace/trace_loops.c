@@ -1923,3 +1923,12 @@ int fj_trace_loop_return(fj_TFrame *fr, PyObject **v)
     Py_SETREF(*v, nv);
     return 0;
 }
+
+int fj_trace_loop_return_lost(fj_TFrame *fr)
+{
+    PyObject *pend = fr->loop_ret;
+    fr->loop_ret = NULL;
+    int phead = (int)PyLong_AsLong(PyTuple_GET_ITEM(pend, 3));
+    Py_DECREF(pend);
+    return retry(fr, phead, -1, "the code after it stops before its return");
+}
