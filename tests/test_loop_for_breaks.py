@@ -251,8 +251,8 @@ def constant_after_break(x):
 
 
 def while_break(x, lim):
-    # (a test on Python ints: the loop is captured after loop_unroll_limit
-    # iterations; a break on data before that is a graph break)
+    # a test on Python ints: a break on data in its unrolled iterations arms
+    # its capture at its first test (fj_trace_while_break_arm)
     i = 0
     s = x[0] * 0
     while i < x.shape[0]:
@@ -379,6 +379,76 @@ def return_in_inner(m, t):
     return -1
 
 
+# found by review: a break in an inner loop whose slots read each other (the
+# native kernel set them one after another); locals the iteration sets only
+# after a break that may come first (their value before the loop is of
+# another type); an implicit `return None` after a loop with a break
+
+def inner_break_reads_slot(m, t):
+    out = np.zeros(m.shape[0], dtype=np.int64)
+    for r in range(m.shape[0]):
+        k = -1
+        q = -2
+        for j in range(m.shape[1]):
+            if m[r, j] > t:
+                q = k
+                k = j
+                break
+        out[r] = q * 1000 + k
+    return out
+
+
+def inner_break_swaps(m, t):
+    out = np.zeros(m.shape[0], dtype=np.int64)
+    for r in range(m.shape[0]):
+        a = 1
+        b = 2
+        for j in range(m.shape[1]):
+            a = a + j
+            if m[r, j] > t:
+                a, b = b, a
+                break
+        out[r] = a * 100000 + b
+    return out
+
+
+def none_before_set_after_break(x):
+    k = None
+    for i in range(x.shape[0]):
+        if x[i] > 0.5:
+            break
+        k = i
+    return k is None
+
+
+def int_before_float_after_break(x):
+    v = 0
+    for i in range(x.shape[0]):
+        if x[i] > 0.5:
+            break
+        v = x[i]
+    return isinstance(v, float), v
+
+
+def shape_before_other_after_break(x):
+    y = np.zeros(3)
+    for i in range(x.shape[0]):
+        if x[i] > 0.5:
+            break
+        y = x[i] * np.ones(5)
+    return y.shape[0]
+
+
+def implicit_return_none(x, y):
+    for i in range(x.shape[0]):
+        y[i] = x[i] * 2.0
+        if x[i] > 0.5:
+            break
+
+
+M30 = np.zeros((40, 60))
+M30[:, 30] = 1.0
+
 RNG = np.random.default_rng(21)
 U = RNG.random(400)
 POS = np.abs(RNG.standard_normal(300))
@@ -425,6 +495,12 @@ CASES = [
     (return_float_vs_int, [(U, 0.9), (U, 2.0)]),
     (calls_search_helper, [(np.sort(U),), (np.zeros(50),)]),
     (return_in_inner, [(M, 0.99), (M, 2.0)]),
+    (inner_break_reads_slot, [(M30, 0.5), (M30, 2.0), (M, 0.9)]),
+    (inner_break_swaps, [(M30, 0.5), (M30, 2.0), (M, 0.9)]),
+    (none_before_set_after_break, [(np.ones(300),), (np.zeros(300),), (np.r_[np.zeros(100), 1.0, np.zeros(10)],)]),
+    (int_before_float_after_break, [(np.ones(300),), (np.zeros(300),)]),
+    (shape_before_other_after_break, [(np.ones(300),), (np.zeros(300),)]),
+    (implicit_return_none, [(U, np.zeros(400)), (np.zeros(300), np.ones(300))]),
     (inner_while_then_break, [(U,), (np.ones(50),)]),
 ]
 
@@ -464,8 +540,9 @@ def test_overflow_before_break_warns_as_numpy():
     (symbolic_range, (U, 200)), (nested_row_search, (M, 0.9)), (outer_break_after_inner, (M, 100.0)),
     (float32_until, (U.astype(np.float32),)),
     (while_break_data_test, (np.r_[U + 0.02, 0.0], np.r_[np.ones(200), -1.0, np.ones(200)])),
+    (while_break, (POS, 10.0)), (while_found, (np.arange(300.0), 17.0)),
     (find_return, (np.arange(500.0), 321.0)), (any_above, (U, 0.5)), (return_local, (U, 0.99)),
-    (return_or_break, (U, -1.0, 0.995)),
+    (return_or_break, (U, -1.0, 0.995)), (implicit_return_none, (U, np.zeros(400))),
 ], ids=lambda p: getattr(p, "__name__", ""))
 def test_break_is_captured_in_one_loop_node(fn, args):
     assert loop_nodes(fn, *args) == 1
@@ -490,6 +567,7 @@ def test_breaks_not_captured_where_unsound(fn, args):
     (store_then_break, (np.linspace(0, 10, 2000), np.zeros(2000))), (two_breaks, (U, 0.001, 0.999)),
     (int_search, (I64, 700)), (symbolic_range, (U, 200)), (outer_break_after_inner, (M, 100.0)),
     (while_break_data_test, (np.r_[U + 0.02, 0.0], np.r_[np.ones(200), -1.0, np.ones(200)])),
+    (while_break, (POS, 10.0)), (while_found, (np.arange(3000.0), 1717.0)),
     (find_return, (np.arange(5000.0), 4321.0)), (any_above, (U, 0.99)), (return_or_break, (U, -1.0, 0.995)),
 ], ids=lambda p: getattr(p, "__name__", ""))
 def test_native_kernel_stops_at_the_break(fn, args):
@@ -502,8 +580,9 @@ def test_native_kernel_stops_at_the_break(fn, args):
 
 
 @pytest.mark.parametrize("fn,args", [(nested_row_search, (M, 0.9)), (nested_row_search, (M, -1.0)),
-                                     (row_sums_until, (M, 0.95)), (row_sums_until, (M, 2.0))],
-                         ids=["search", "search-first", "sums", "sums-never"])
+                                     (row_sums_until, (M, 0.95)), (row_sums_until, (M, 2.0)),
+                                     (inner_break_reads_slot, (M30, 0.5)), (inner_break_swaps, (M30, 0.5))],
+                         ids=["search", "search-first", "sums", "sums-never", "reads-slot", "swaps"])
 def test_native_inner_loop_break_ends_the_c_loop(fn, args):
     """A break in an inner loop: its state slots take the break's values and
     the C loop ends; the outer loop goes on in C."""
@@ -526,6 +605,34 @@ def test_return_in_loop_graph_picks_the_value():
     targets = [str(n.target) for g in graphs for n in g.nodes if n.op == "call_function"]
     assert any("loop_pick" in t for t in targets), targets
     assert sum(isinstance(n.target, framejit._C.Loop) for n in graphs[0].nodes) == 1
+
+
+def test_symbolic_range_breaks():
+    """A loop over a dynamic length with a break (it may run no iteration): a
+    local set before it or only by the breaks keeps its value (found by review)."""
+    rng = np.random.default_rng(2)
+    for fn in (symbolic_range, index_after, none_before_set_after_break, find_return, find_first):
+        for backend in ("eager", "native"):
+            framejit.reset()
+            cf = framejit.compile(fn, backend=backend)
+            for n in (300, 400, 257, 0, 1, 2, 1000):
+                x = rng.random(n)
+                framejit.mark_dynamic(x, 0)
+                args = {symbolic_range: (x, n), index_after: (x,), none_before_set_after_break: (x,),
+                        find_return: (x, x[n // 2] if n else 0.5), find_first: (x, x[n // 3] if n else 0.5)}[fn]
+                try:
+                    plain = ("ok", fn(*_copy(args)))
+                except Exception as e:  # noqa: BLE001
+                    plain = ("raise", type(e))
+                try:
+                    got = ("ok", cf(*_copy(args)))
+                except Exception as e:  # noqa: BLE001
+                    got = ("raise", type(e))
+                assert got[0] == plain[0], (fn.__name__, backend, n, got, plain)
+                if got[0] == "ok":
+                    same(got[1], plain[1])
+                else:
+                    assert got[1] is plain[1]
 
 
 def test_break_first_iteration_leaves_no_store():

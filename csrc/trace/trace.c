@@ -2511,6 +2511,11 @@ static int run_frame_at(fj_TFrame *fr, int first)
                     PUSH(v);
                     break;
                 }
+                if (!((fj_Node *)((fj_Var *)v)->obj)->variant && ((fj_Node *)((fj_Var *)v)->obj)->vkind != FJ_VAL_PYSCALAR &&
+                    fj_trace_while_break_arm(fr, next) < 0) {
+                    Py_DECREF(v);
+                    goto error;
+                }
                 int wr = fj_trace_capture_while(fr, next, v, &next); /* (1: next is its exit) */
                 if (wr != 0) {
                     Py_DECREF(v);
@@ -2889,6 +2894,12 @@ static int run_frame_at(fj_TFrame *fr, int first)
                 if (xr < 0)
                     goto error;
                 break;
+            }
+            if (!none && ((fj_Var *)v)->kind == FJ_VAR_NODE && !((fj_Node *)((fj_Var *)v)->obj)->variant &&
+                ((fj_Node *)((fj_Var *)v)->obj)->vkind != FJ_VAL_PYSCALAR && fj_trace_while_break_arm(fr, i) < 0) {
+                /* a break of a while loop unrolled around it: captured at its test */
+                Py_DECREF(v);
+                goto error;
             }
             int wr = none ? 0 : fj_trace_capture_while(fr, i, v, &next); /* (1: next is its exit) */
             if (wr != 0) {

@@ -91,6 +91,10 @@ void fj_loop_note_store(fj_TFrame *fr, int i)
 /* A compound test's copy to capture its loop from where the trace arrives
    (fj_trace_and_arrive): its first instruction with this bit. */
 #define FJ_AND_ARM (1 << 28)
+/* A while loop with a constant test to capture at its first test (a break on
+   data in its unrolled iterations, fj_trace_while_break_arm): its body's first
+   instruction with this bit. */
+#define FJ_WHILE_TOP (1 << 27)
 
 /* The loop's policy key: (id(code), head).  New reference. */
 static PyObject *policy_key(fj_TFrame *fr, int head)
@@ -861,6 +865,29 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
             goto done;
         }
     }
+    for (int k = 0; maybe_zero && k < nl; k++) {
+        /* a loop that may end before its first iteration sets a local (none runs, or
+           one breaks first) leaves the value before it: of the kind, dtype and shape
+           of the iteration's (unbound before: below) */
+        int s = c.slot_of[k];
+        if (s < 0 || c.drop[k] || PyList_GET_ITEM(c.saved, k) == Py_None ||
+            (!symbolic && !(w != NULL && w->maybe_zero) && every_exit_sets(ctx.exits, s)))
+            continue;
+        PyObject *out = PyTuple_GET_ITEM(c.outputs, s), *init = PyList_GET_ITEM(c.inits, s);
+        int same = out == init;
+        if (!same && fj_Node_Check(out) && init != Py_None && (same = same_meta((fj_Node *)out, init)) < 0)
+            goto error;
+        if (!same && fj_Node_Check(out) && fj_Node_Check(init) && ((fj_Node *)init)->vkind == FJ_VAL_PYSCALAR &&
+            ((fj_Node *)out)->vkind == FJ_VAL_PYSCALAR) {
+            fj_Node *a = (fj_Node *)init, *b = (fj_Node *)out;
+            same = a->example != NULL && b->example != NULL && Py_TYPE(a->example) == Py_TYPE(b->example);
+        }
+        if (!same) {
+            r = retry(fr, phead, -1, "it may end before an iteration sets a local, whose value before it is of "
+                                     "another type, dtype or shape");
+            goto done;
+        }
+    }
     if (maybe_zero) {
         /* a local the body sets that is unbound before the loop is unbound after it
            when the loop runs no iteration: the trace leaves it unbound, which is
@@ -1461,6 +1488,13 @@ static int break_block(fj_TFrame *fr, fj_LoopCtx *c, int b, BreakMoves *m)
             if (sp != 0 || !c->pops)
                 goto no;
             int q = j + 1;
+            while (q < il->n && il->v[q].p.op == FJ_PI_NOP)
+                q++;
+            if ((q < il->n && il->v[q].p.op == FJ_PI_JUMP && il->v[q].target == c->break_X) ||
+                same_code_to_return(il, q, c->break_X)) {
+                r = 1; /* a break (a return of what the exit returns is one too) */
+                continue;
+            }
             int rq = c->ret_slot < 0 || q >= il->n ? -1
                      : il->v[q].p.op == FJ_PI_RETURN_CONST ? q
                      : il->v[q].p.op == FJ_PI_LOAD_CONST && q + 1 < il->n && il->v[q + 1].p.op == FJ_PI_RETURN_VALUE
@@ -1473,15 +1507,7 @@ static int break_block(fj_TFrame *fr, fj_LoopCtx *c, int b, BreakMoves *m)
                 r = 1;
                 continue;
             }
-            while (q < il->n && il->v[q].p.op == FJ_PI_NOP)
-                q++;
-            if (q < il->n && il->v[q].p.op == FJ_PI_JUMP && il->v[q].target == c->break_X)
-                r = 1;
-            else if (same_code_to_return(il, q, c->break_X))
-                r = 1;
-            else
-                goto no;
-            continue;
+            goto no;
         }
         default:
             goto no;
@@ -1836,6 +1862,11 @@ int fj_trace_capture_while(fj_TFrame *fr, int j, PyObject *cond, int *exit)
             PyErr_Clear();
             return 0;
         }
+        long top = !w.andm && w.at_top && t != w.neg0 ? policy_peel(tx, fr, w.L | FJ_WHILE_TOP) : 0;
+        if (top == -2)
+            return -1;
+        if (top == 1)
+            goto capture_now; /* armed: captured at its first test */
         if (w.andm ? j != w.test || !and_goes_on(fr, j, t) : t == w.neg0 || w.at_top)
             return 0;
         if (fr->while_seen == NULL && (fr->while_seen = PyDict_New()) == NULL)
@@ -1860,6 +1891,7 @@ int fj_trace_capture_while(fj_TFrame *fr, int j, PyObject *cond, int *exit)
         int x = j < w.L ? w.P : w.Q, a = armed(fr, x);
         return a != 0 ? (a < 0 ? -1 : 0) : arm(fr, x);
     }
+capture_now:
     w.c0 = cond;
     w.maybe_zero = !is_const || w.andm;
     int r = capture(fr, first, &w);
@@ -1931,4 +1963,60 @@ int fj_trace_loop_return_lost(fj_TFrame *fr)
     int phead = (int)PyLong_AsLong(PyTuple_GET_ITEM(pend, 3));
     Py_DECREF(pend);
     return retry(fr, phead, -1, "the code after it stops before its return");
+}
+
+/*
+** A branch on data in an unrolled iteration of a while loop whose test is
+** constant (on Python ints: unrolled loop_unroll_limit times, then captured
+** at its bottom test) that is a break of that loop: the loop is captured at
+** its first test instead, where the break is an exit (loop_break).  Arms it
+** in the compile's policy and asks for a retry: -1.  0 when not so.
+*/
+int fj_trace_while_break_arm(fj_TFrame *fr, int i)
+{
+    fj_Tracer *tx = fr->tx;
+    fj_InstrList *il = &fr->il;
+    if (!tx->capture_loops || tx->loop_policy == NULL || fr->loop_head >= 0 || i < 0 || i >= il->n ||
+        il->v[i].p.op != FJ_PI_POP_JUMP_IF || il->v[i].target <= i)
+        return 0;
+    /* the innermost loop around i: the first jump back to at or before it */
+    int j2 = -1;
+    for (int j = i + 1; j < il->n && j2 < 0; j++)
+        if (fj_opcode_jump_dir(il->v[j].op) < 0 && il->v[j].target <= i)
+            j2 = j;
+    if (j2 < 0)
+        return 0;
+    int bottom = il->v[j2].p.op == FJ_PI_POP_JUMP_IF ? j2 : j2 - 1; /* 3.11; 3.12+ (test, then jump back) */
+    WhileInfo w;
+    if (bottom <= i || !while_shape_as(fr, bottom, &w, 0) || w.rot || w.andm || i < w.L || i >= w.T)
+        return 0;
+    long armed_ = policy_peel(tx, fr, w.L | FJ_WHILE_TOP), pol = policy_peel(tx, fr, w.L | FJ_WHILE_HEAD);
+    if (armed_ == -2 || pol == -2)
+        return -1;
+    if (armed_ != 0 || pol != 0)
+        return 0; /* armed before (its capture declined), or its policy says otherwise */
+    fj_LoopCtx c;
+    memset(&c, 0, sizeof c);
+    c.fr = fr;
+    c.break_X = w.T;
+    c.ret_slot = -1;
+    for (int side = 0; side < 2; side++) {
+        BreakMoves m;
+        int r = break_block(fr, &c, side ? il->v[i].target : i + 1, &m);
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            continue;
+        moves_clear(&m);
+        PyObject *key = policy_key(fr, w.L | FJ_WHILE_TOP), *one = PyLong_FromLong(1);
+        int bad = key == NULL || one == NULL || PyDict_SetItem(tx->loop_policy, key, one) < 0;
+        Py_XDECREF(key);
+        Py_XDECREF(one);
+        if (bad)
+            return -1;
+        tx->loop_retry = 1;
+        return fj_unsupported("while loop at %U:%d: a break on data in its unrolled iterations: it is captured "
+                              "from its first test: traced again", fr->code->co_filename, il->v[w.L].line);
+    }
+    return 0;
 }

@@ -1294,12 +1294,20 @@ static int emit_node(Emit *e, fj_Node *n)
             PyObject *sx = vx == NULL || vc.kind == 0 || vc.kind == FJL_ARRAY || e->scls[s].kind == FJL_ARRAY
                                ? NULL
                                : convert(e, vx, vc, e->scls[s]);
+            /* (through T, then into S: a value may read a slot set before it, `q = k;
+               k = j`) */
             if (sx == NULL)
                 r = PyErr_Occurred() ? -1 : 0;
             else
-                Py_SETREF(sets, PyUnicode_FromFormat("%US%sv%zd = %U; ", sets, e->pfx, s, sx));
+                Py_SETREF(sets, PyUnicode_FromFormat("%UT%sv%zd = %U; ", sets, e->pfx, s, sx));
             Py_XDECREF(vx);
             Py_XDECREF(sx);
+            if (sets == NULL)
+                r = -1;
+        }
+        for (Py_ssize_t k = 0; r == 1 && e->depth != 0 && k < na - 4; k++) {
+            Py_ssize_t s = PyLong_AsSsize_t(PyTuple_GET_ITEM(slots, k));
+            Py_SETREF(sets, PyUnicode_FromFormat("%US%sv%zd = T%sv%zd; ", sets, e->pfx, s, e->pfx, s));
             if (sets == NULL)
                 r = -1;
         }
