@@ -84,6 +84,18 @@ def check_with_inputs(fn, args_list, backend="eager"):
     return framejit.counters
 
 
+def native_loop_plans(fn, args):
+    """The native plans compiling fn(*args) makes, after a call and a warm call
+    (each compared with plain)."""
+    from framejit import native
+    plans = []
+    framejit.reset()
+    cf = framejit.compile(fn, backend=lambda g, ex: plans.append(native.backend(g, ex)) or plans[-1])
+    for _ in range(2):
+        same(cf(*_copy(args)), fn(*_copy(args)))
+    return [p for p in plans if isinstance(p, framejit._C.NativePlan)]
+
+
 def clone(a):
     """A copy of 'a' with its layout (strides, negative ones included, and
     read-only-ness; always aligned), so compiled and plain runs see the same memory order;

@@ -12,7 +12,7 @@ import pytest
 
 import framejit
 
-from difftools import _copy, check_with_inputs, same
+from difftools import _copy, check_with_inputs, native_loop_plans, same
 
 
 def loop_nodes(fn, *args):
@@ -22,16 +22,6 @@ def loop_nodes(fn, *args):
     same(cf(*_copy(args)), fn(*_copy(args)))
     return sum(1 for g in graphs for n in g.nodes
                if n.op == "call_function" and isinstance(n.target, framejit._C.Loop))
-
-
-def native_loop_plans(fn, args):
-    from framejit import native
-    plans = []
-    framejit.reset()
-    cf = framejit.compile(fn, backend=lambda g, ex: plans.append(native.backend(g, ex)) or plans[-1])
-    for _ in range(2):
-        same(cf(*_copy(args)), fn(*_copy(args)))
-    return [p for p in plans if isinstance(p, framejit._C.NativePlan)]
 
 
 # ---------------------------------------------------------------- kernels

@@ -11,7 +11,7 @@ import pytest
 
 import framejit
 
-from difftools import _copy, check_with_inputs, outcome, same
+from difftools import _copy, check_with_inputs, native_loop_plans, outcome, same
 
 
 def run_both(fn, args_list, backend="eager"):
@@ -808,17 +808,6 @@ def test_fast_versions_without_conditions(backend):
     run_both(nested_offsets, [(img, np.zeros((30, 40)))], backend)
     run_both(neighbour_sums, [(np.arange(2800).reshape(40, 70), np.zeros((40, 70), dtype=np.int64))], backend)
     run_both(flat_blowup, [(np.linspace(0, 1e-5, 3000), np.zeros(3000))], backend)
-
-
-def native_loop_plans(fn, args):
-    """The native plans compiling fn(*args) makes, after a call and a warm call."""
-    from framejit import native
-    plans = []
-    framejit.reset()
-    cf = framejit.compile(fn, backend=lambda g, ex: plans.append(native.backend(g, ex)) or plans[-1])
-    for _ in range(2):
-        same(cf(*_copy(args)), fn(*_copy(args)))
-    return [p for p in plans if isinstance(p, framejit._C.NativePlan)]
 
 
 @pytest.mark.parametrize("fn,args", [

@@ -877,11 +877,6 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
         int same = out == init;
         if (!same && fj_Node_Check(out) && init != Py_None && (same = same_meta((fj_Node *)out, init)) < 0)
             goto error;
-        if (!same && fj_Node_Check(out) && fj_Node_Check(init) && ((fj_Node *)init)->vkind == FJ_VAL_PYSCALAR &&
-            ((fj_Node *)out)->vkind == FJ_VAL_PYSCALAR) {
-            fj_Node *a = (fj_Node *)init, *b = (fj_Node *)out;
-            same = a->example != NULL && b->example != NULL && Py_TYPE(a->example) == Py_TYPE(b->example);
-        }
         if (!same) {
             r = retry(fr, phead, -1, "it may end before an iteration sets a local, whose value before it is of "
                                      "another type, dtype or shape");
