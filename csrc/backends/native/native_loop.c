@@ -666,11 +666,6 @@ static PyObject *chunk_version(Emit *in, PyObject *fast, const char *hs)
     return out;
 }
 
-/*
-** A captured loop inside the body: its own body as a C loop at the next
-** level, its state in S<pfx><k>[] (read by the loop_item nodes after it).
-** 1, 0 when it does not compile, -1 on error.
-*/
 /* 1 when a body's nodes hold a loop's break (a loop_exit node with slots). */
 static int has_breaks(PyObject *nodes)
 {
@@ -682,6 +677,11 @@ static int has_breaks(PyObject *nodes)
     return 0;
 }
 
+/*
+** A captured loop inside the body: its own body as a C loop at the next
+** level, its state in S<pfx><k>[] (read by the loop_item nodes after it).
+** 1, 0 when it does not compile, -1 on error.
+*/
 static int emit_inner_loop(Emit *e, fj_Node *n)
 {
     PyObject *body = fj_loop_body(n->target);
