@@ -436,6 +436,61 @@ def implicit_return_none(x, y):
             break
 
 
+# found by the second review: a return of a value from before the loop (its
+# metadata was lifted into a detached body: an internal error); a helper's
+# loop inlined per row (3.12+ copy a plain return into a break: two return
+# slots nothing set kept the whole loop from compiling to C); a return that
+# leaves a local the code after it would read unset
+
+def return_outer_value(x, t):
+    y = x[:3] * 2
+    z = x[:3] + 1
+    for i in range(x.shape[0]):
+        if x[i] > t:
+            return y
+    return z
+
+
+def first_at_or_above(grid, q):
+    k = grid.shape[0]
+    for j in range(grid.shape[0]):
+        if grid[j] >= q:
+            k = j
+            break
+    return k
+
+
+def search_by_helper(grid, queries, out):
+    for q in range(queries.shape[0]):
+        out[q] = first_at_or_above(grid, queries[q])
+    return out
+
+
+def index_of_first(grid, q):
+    for j in range(grid.shape[0]):
+        if grid[j] >= q:
+            return j
+    return -1
+
+
+def search_by_returning_helper(grid, queries, out):
+    for q in range(queries.shape[0]):
+        out[q] = index_of_first(grid, queries[q])
+    return out
+
+
+def return_before_set(x, t):
+    k = None
+    for i in range(x.shape[0]):
+        if x[i] > t:
+            return -1
+        k = i
+    return k
+
+
+GRID = np.sort(np.random.default_rng(5).random(500))
+QUERIES = np.r_[np.random.default_rng(6).random(300), 2.0, -1.0]
+
 M30 = np.zeros((40, 60))
 M30[:, 30] = 1.0
 
@@ -491,6 +546,10 @@ CASES = [
     (int_before_float_after_break, [(np.ones(300),), (np.zeros(300),)]),
     (shape_before_other_after_break, [(np.ones(300),), (np.zeros(300),)]),
     (implicit_return_none, [(U, np.zeros(400)), (np.zeros(300), np.ones(300))]),
+    (return_outer_value, [(np.arange(100.0), 50.5), (np.arange(100.0), 500.0)]),
+    (search_by_helper, [(GRID, QUERIES, np.zeros(302, dtype=np.int64))]),
+    (search_by_returning_helper, [(GRID, QUERIES, np.zeros(302, dtype=np.int64))]),
+    (return_before_set, [(U, 0.9), (U, 2.0), (U, -1.0)]),
     (inner_while_then_break, [(U,), (np.ones(50),)]),
 ]
 
@@ -533,6 +592,7 @@ def test_overflow_before_break_warns_as_numpy():
     (while_break, (POS, 10.0)), (while_found, (np.arange(300.0), 17.0)),
     (find_return, (np.arange(500.0), 321.0)), (any_above, (U, 0.5)), (return_local, (U, 0.99)),
     (return_or_break, (U, -1.0, 0.995)), (implicit_return_none, (U, np.zeros(400))),
+    (return_outer_value, (np.arange(100.0), 50.5)), (return_before_set, (U, 0.9)),
 ], ids=lambda p: getattr(p, "__name__", ""))
 def test_break_is_captured_in_one_loop_node(fn, args):
     assert loop_nodes(fn, *args) == 1
@@ -571,8 +631,11 @@ def test_native_kernel_stops_at_the_break(fn, args):
 
 @pytest.mark.parametrize("fn,args", [(nested_row_search, (M, 0.9)), (nested_row_search, (M, -1.0)),
                                      (row_sums_until, (M, 0.95)), (row_sums_until, (M, 2.0)),
-                                     (inner_break_reads_slot, (M30, 0.5)), (inner_break_swaps, (M30, 0.5))],
-                         ids=["search", "search-first", "sums", "sums-never", "reads-slot", "swaps"])
+                                     (inner_break_reads_slot, (M30, 0.5)), (inner_break_swaps, (M30, 0.5)),
+                                     (search_by_helper, (GRID, QUERIES, np.zeros(302, dtype=np.int64))),
+                                     (search_by_returning_helper, (GRID, QUERIES, np.zeros(302, dtype=np.int64)))],
+                         ids=["search", "search-first", "sums", "sums-never", "reads-slot", "swaps", "helper",
+                              "returning-helper"])
 def test_native_inner_loop_break_ends_the_c_loop(fn, args):
     """A break in an inner loop: its state slots take the break's values and
     the C loop ends; the outer loop goes on in C."""

@@ -2133,8 +2133,10 @@ static int run_frame_at(fj_TFrame *fr, int first)
         fr->ip = i;
         if (fr->parent == NULL && i == tx->stop_at)
             return fr->loop_ret != NULL ? fj_trace_loop_return_lost(fr) : 1;
-        if (--tx->budget < 0)
-            return fj_unsupported("trace too long (instruction budget exhausted)");
+        if (--tx->budget < 0) {
+            fj_unsupported("trace too long (instruction budget exhausted)");
+            goto error;
+        }
         if (tx->log_trace)
             log_instruction(fr, in);
         /* under a try or with block: a graph op here could raise at run time,

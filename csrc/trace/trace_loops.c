@@ -365,15 +365,19 @@ typedef struct {
     fj_Node **ph_of;
 } Capture;
 
-/* 1 when every one of a for loop's exits (fj_LoopCtx.exits) sets state slot s. */
-static int every_exit_sets(PyObject *exits, int s)
+/* 1 when every one of a for loop's exits (fj_LoopCtx.exits) sets state slot s
+   (a return's counts: no local is read after it but by the plain return,
+   whose value the pick drops; ret_slot its first slot, or -1). */
+static int every_exit_sets(PyObject *exits, int s, int ret_slot)
 {
     Py_ssize_t n = exits ? PyList_GET_SIZE(exits) : 0;
     for (Py_ssize_t e = 0; e < n; e++) {
         PyObject *slots = PyTuple_GET_ITEM(PyList_GET_ITEM(exits, e), 0);
         int found = 0;
-        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(slots) && !found; k++)
-            found = PyLong_AsLong(PyTuple_GET_ITEM(slots, k)) == s;
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(slots) && !found; k++) {
+            long sk = PyLong_AsLong(PyTuple_GET_ITEM(slots, k));
+            found = sk == s || (ret_slot >= 0 && sk == ret_slot);
+        }
         if (!found)
             return 0;
     }
@@ -458,7 +462,8 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
     int prev_head = fr->loop_head, prev_end = fr->loop_end, prev_test = fr->loop_test;
     int prev_hlo = fr->loop_hole_lo, prev_hhi = fr->loop_hole_hi, prev_wrap = fr->loop_wrap;
     int prev_tail = fr->loop_tail;
-    PyObject *prev_body = tx->body, *stay = NULL;
+    PyObject *prev_body = tx->body, *stay = NULL, *rzero = NULL; /* (rzero: the return value slot's
+                                                                   value where no return ran) */
     memset(&c, 0, sizeof c);
     memset(&ctx, 0, sizeof ctx);
 
@@ -756,6 +761,33 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
     }
     /* the state after one iteration: each written local's value, which must
        keep the kind, dtype and shape of a value the next iteration reads */
+    if (ctx.ret_slot >= 0 && PyList_GET_SIZE(ctx.rets) == 0) {
+        /* no return became an exit (3.12+ copy a plain return into each break): no
+           return slots */
+        nslots -= 2;
+        if (PyList_SetSlice(c.inits, nslots, nslots + 2, NULL) < 0)
+            goto error;
+        ctx.ret_slot = -1;
+    }
+    else if (ctx.ret_slot >= 0) {
+        /* a zero of the returned values' kind (a native kernel's slot has one class) */
+        fj_Var *r0 = (fj_Var *)PyList_GET_ITEM(ctx.rets, 0);
+        PyObject *ex = r0->kind == FJ_VAR_CONST ? r0->obj : ((fj_Node *)r0->obj)->example;
+        fj_Node *rn = r0->kind == FJ_VAR_NODE ? (fj_Node *)r0->obj : NULL;
+        if (rn != NULL && rn->vkind == FJ_VAL_NPSCALAR && rn->dtype != NULL && PyDataType_ELSIZE(rn->dtype) <= 32) {
+            char zb[32] = {0};
+            rzero = PyArray_Scalar(zb, rn->dtype, NULL);
+        }
+        else if ((rn == NULL || rn->vkind == FJ_VAL_PYSCALAR) && ex != NULL &&
+                 (PyBool_Check(ex) || PyLong_CheckExact(ex) || PyFloat_CheckExact(ex)))
+            rzero = PyBool_Check(ex) ? Py_NewRef(Py_False) : PyLong_CheckExact(ex) ? PyLong_FromLong(0)
+                                                                                  : PyFloat_FromDouble(0.0);
+        else
+            rzero = Py_NewRef(Py_None); /* (an array: the eager loop's) */
+        if (rzero == NULL)
+            goto error;
+        Py_SETREF(PyList_GET_ITEM(c.inits, ctx.ret_slot + 1), Py_NewRef(rzero));
+    }
     if ((c.outputs = PyTuple_New(nslots + (w ? 1 : 0))) == NULL)
         goto error;
     if (w != NULL) {
@@ -835,7 +867,8 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
     }
     if (ctx.ret_slot >= 0) { /* (the return's slots: an iteration sets neither) */
         PyTuple_SET_ITEM(c.outputs, ctx.ret_slot, Py_NewRef(Py_False));
-        PyTuple_SET_ITEM(c.outputs, ctx.ret_slot + 1, Py_NewRef(Py_None));
+        PyTuple_SET_ITEM(c.outputs, ctx.ret_slot + 1, rzero);
+        rzero = NULL;
     }
     for (int e = 0; e < nexits; e++) {
         /* a break's values: of the kind, dtype and shape the iteration leaves in
@@ -871,7 +904,7 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
            of the iteration's (unbound before: below) */
         int s = c.slot_of[k];
         if (s < 0 || c.drop[k] || PyList_GET_ITEM(c.saved, k) == Py_None ||
-            (!symbolic && !(w != NULL && w->maybe_zero) && every_exit_sets(ctx.exits, s)))
+            (!symbolic && !(w != NULL && w->maybe_zero) && every_exit_sets(ctx.exits, s, ctx.ret_slot)))
             continue;
         PyObject *out = PyTuple_GET_ITEM(c.outputs, s), *init = PyList_GET_ITEM(c.inits, s);
         int same = out == init;
@@ -890,7 +923,7 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
         int read_after = 0;
         for (int k = 0; k < nl && k < ncode && !read_after; k++)
             read_after = c.slot_of[k] >= 0 && PyList_GET_ITEM(c.saved, k) == Py_None && c.live[k] &&
-                         !(!symbolic && !(w != NULL && w->maybe_zero) && every_exit_sets(ctx.exits, c.slot_of[k]));
+                         !(!symbolic && !(w != NULL && w->maybe_zero) && every_exit_sets(ctx.exits, c.slot_of[k], ctx.ret_slot));
         if (read_after) {
             r = retry(fr, phead, -1, "a local it sets is unbound before it and read after it, and it may run "
                                      "no iteration");
@@ -954,7 +987,7 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
         PyObject *out = PyTuple_GET_ITEM(c.outputs, c.slot_of[k]);
         PyObject *nv;
         /* (a local every exit sets is bound after a loop that runs an iteration) */
-        int xslot = !symbolic && !(w != NULL && w->maybe_zero) && every_exit_sets(ctx.exits, c.slot_of[k]);
+        int xslot = !symbolic && !(w != NULL && w->maybe_zero) && every_exit_sets(ctx.exits, c.slot_of[k], ctx.ret_slot);
         if (c.drop[k] || (maybe_zero && PyList_GET_ITEM(c.saved, k) == Py_None && !xslot)) {
             /* unbound before a loop that may run no iteration: unbound after it
                as far as the trace knows (a read is a break) */
@@ -994,7 +1027,8 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
         PyObject *items[2] = {NULL, NULL};
         for (int h = 0; h < 2; h++) {
             fj_Var *r0 = (fj_Var *)PyList_GET_ITEM(ctx.rets, 0);
-            fj_Node *like = h == 1 && r0->kind == FJ_VAR_NODE ? fj_graph_lift(c.body, (fj_Node *)r0->obj) : NULL;
+            /* (its metadata only: a node of the body, or of the graph around it) */
+            fj_Node *like = h == 1 && r0->kind == FJ_VAR_NODE ? (fj_Node *)r0->obj : NULL;
             PyObject *iargs = Py_BuildValue("(On)", (PyObject *)ln, (Py_ssize_t)(ctx.ret_slot + h));
             fj_Node *item = iargs ? fj_graph_raw_call(enclosing, &fj_loop_item_row, getitem, item_label, stem, iargs,
                                                       like, FJ_VAL_PYSCALAR)
@@ -1056,6 +1090,7 @@ done:
     Py_XDECREF(ctx.last_exit);
     Py_XDECREF(ctx.exits);
     Py_XDECREF(ctx.rets);
+    Py_XDECREF(rzero);
     Py_XDECREF(stay);
     capture_clear(&c);
     return r;

@@ -1270,6 +1270,27 @@ static int emit_node(Emit *e, fj_Node *n)
         }
         return 1;
     }
+    if (op == &fj_loop_pick_row) {
+        /* a for loop's return (trace_loops.c, fj_trace_loop_return): the value it
+           returned where it did, else the one after it (both of one class) */
+        if (na != 3 || rc.kind == 0 || rc.kind == FJL_ARRAY)
+            return 0;
+        VClass fc, ac, bc;
+        PyObject *fx = operand(e, PyTuple_GET_ITEM(n->args, 0), &fc);
+        PyObject *ax = fx ? operand(e, PyTuple_GET_ITEM(n->args, 1), &ac) : NULL;
+        PyObject *bx = ax ? operand(e, PyTuple_GET_ITEM(n->args, 2), &bc) : NULL;
+        if (bx == NULL)
+            r = PyErr_Occurred() ? -1 : 0;
+        else if (fc.kind == 0 || fc.kind == FJL_ARRAY || ac.kind != rc.kind || bc.kind != rc.kind ||
+                 (rc.kind == FJL_NP && (ac.type != rc.type || bc.type != rc.type)))
+            r = 0;
+        else
+            r = line(e, "    %s n%s%zd = (%U != 0) ? %U : %U;", ctype_of(rc), P, n->index, fx, ax, bx) < 0 ? -1 : 1;
+        Py_XDECREF(fx);
+        Py_XDECREF(ax);
+        Py_XDECREF(bx);
+        return r;
+    }
     if (op == &fj_loop_exit_row && na > 3) {
         /* a loop's break (trace_loops.c, for_exit; docs/loops.md, "Breaks").  At
            the top level the kernel stops at that iteration (its stores undone, its
