@@ -2513,8 +2513,7 @@ static int run_frame_at(fj_TFrame *fr, int first)
                     PUSH(v);
                     break;
                 }
-                if (!((fj_Node *)((fj_Var *)v)->obj)->variant && ((fj_Node *)((fj_Var *)v)->obj)->vkind != FJ_VAL_PYSCALAR &&
-                    fj_trace_while_break_arm(fr, next) < 0) {
+                if (fj_trace_while_break_arm(fr, next, v) < 0) {
                     Py_DECREF(v);
                     goto error;
                 }
@@ -2897,8 +2896,7 @@ static int run_frame_at(fj_TFrame *fr, int first)
                     goto error;
                 break;
             }
-            if (!none && ((fj_Var *)v)->kind == FJ_VAR_NODE && !((fj_Node *)((fj_Var *)v)->obj)->variant &&
-                ((fj_Node *)((fj_Var *)v)->obj)->vkind != FJ_VAL_PYSCALAR && fj_trace_while_break_arm(fr, i) < 0) {
+            if (!none && fj_trace_while_break_arm(fr, i, v) < 0) {
                 /* a break of a while loop unrolled around it: captured at its test */
                 Py_DECREF(v);
                 goto error;

@@ -188,10 +188,11 @@ int fj_trace_loop_return(struct fj_TFrame *fr, PyObject **v);
 /* The trace stops or fails after such a loop before its return: the loop is
    not captured again (retry).  -1. */
 int fj_trace_loop_return_lost(struct fj_TFrame *fr);
-/* A branch on data at jump i that is a break of a while loop unrolled around
-   it (its test constant): armed to be captured at its first test, -1 (a retry);
-   0 when not so. */
-int fj_trace_while_break_arm(struct fj_TFrame *fr, int i);
+/* A branch at jump i on v, an array's value that does not change with a
+   captured loop's iteration, that is a break of a while loop unrolled around
+   it (its test constant): armed to be captured at its first test, -1 (a
+   retry); 0 when not so. */
+int fj_trace_while_break_arm(struct fj_TFrame *fr, int i, PyObject *v);
 /* In the trace of a compound test's loop body (trace_loops.c, and_shape):
    1 when instruction i is one of its top test's jumps to the exit. */
 int fj_trace_loop_exit_part(struct fj_TFrame *fr, int i);

@@ -1590,11 +1590,6 @@ static int loop_break(fj_TFrame *fr, int i, int want, PyObject *v, int *stay)
     const fj_Instr *in = &fr->il.v[i];
     if (in->p.op != FJ_PI_POP_JUMP_IF || (in->p.a != FJ_IF_TRUE && in->p.a != FJ_IF_FALSE) || in->target <= i)
         return 0;
-    /* not in a loop inside the body (an inner while loop's test whose exit is
-       followed by a break: the inner loop's, unrolled here, would never end) */
-    for (int j = i + 1; j < fr->loop_end && j < fr->il.n; j++)
-        if (fj_opcode_jump_dir(fr->il.v[j].op) < 0 && fr->il.v[j].target <= i && fr->il.v[j].target > fr->loop_head)
-            return 0;
     for (int side = 0; side < 2; side++) {
         BreakMoves m;
         int r = break_block(fr, c, side ? in->target : i + 1, &m);
@@ -1603,6 +1598,14 @@ static int loop_break(fj_TFrame *fr, int i, int want, PyObject *v, int *stay)
                 return -1;
             continue;
         }
+        /* not in a loop inside the body (an inner while loop's test whose exit is
+           followed by a break: the inner loop's, unrolled here, would never end) */
+        for (int j = i + 1; j < fr->loop_end && j < fr->il.n; j++)
+            if (fj_opcode_jump_dir(fr->il.v[j].op) < 0 && fr->il.v[j].target <= i &&
+                fr->il.v[j].target > fr->loop_head) {
+                moves_clear(&m);
+                return 0;
+            }
         if (v != NULL) {
             r = for_exit(fr, v, side ? want : !want, &m);
             *stay = side ? i + 1 : in->target;
@@ -2002,10 +2005,13 @@ int fj_trace_loop_return_lost(fj_TFrame *fr)
 ** its first test instead, where the break is an exit (loop_break).  Arms it
 ** in the compile's policy and asks for a retry: -1.  0 when not so.
 */
-int fj_trace_while_break_arm(fj_TFrame *fr, int i)
+int fj_trace_while_break_arm(fj_TFrame *fr, int i, PyObject *v)
 {
     fj_Tracer *tx = fr->tx;
     fj_InstrList *il = &fr->il;
+    fj_Var *vv = (fj_Var *)v;
+    if (vv->kind != FJ_VAR_NODE || ((fj_Node *)vv->obj)->variant || ((fj_Node *)vv->obj)->vkind == FJ_VAL_PYSCALAR)
+        return 0; /* (a Python int specializes; a value of the iteration: its loop's) */
     if (!tx->capture_loops || tx->loop_policy == NULL || fr->loop_head >= 0 || i < 0 || i >= il->n ||
         il->v[i].p.op != FJ_PI_POP_JUMP_IF || il->v[i].target <= i)
         return 0;
