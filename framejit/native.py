@@ -51,6 +51,12 @@ MARCH = ["-march=native"]
 #: unselected negative lanes sets FE_INVALID spuriously, which makes every
 #: block run its checking loop (c7 float32 1e4: 8.2 us -> 2.5 us without it)
 NO_PRE = ["-fno-tree-pre"]
+#: added for a source with loop kernels (native_loop.c; its prologue defines
+#: FJL_AMAX): unrolled, a reduction's or a recurrence's scalar chain overlaps the
+#: next one's (matmul_loops 0.87 -> 1.04x Numba, mandelbrot 0.91 -> 1.06x,
+#: escape_time 0.89 -> 1.08x; the kernels' compile takes about a third longer).
+#: gcc and clang both take it.
+LOOP_FLAGS = ["-funroll-loops"]
 
 _toolchain = None       # (argv, version text, flags) or False when there is no compiler
 _toolchain_env = None   # the CC value _toolchain was found for
@@ -260,6 +266,8 @@ def compile_cached(source, argv, flags, suffix, what, libs=(), version=""):
 def build(source, toolchain):
     """The path of the shared object built from 'source' (from the cache when it is there)."""
     argv, version, flags = toolchain
+    if "\n#define FJL_AMAX " in source:
+        flags = flags + LOOP_FLAGS
     path, compiled = compile_cached(source, argv, flags, ".c", "framejit native",
                                     version=version)
     _counters()["kernels_compiled" if compiled else "kernels_loaded_from_cache"] += 1

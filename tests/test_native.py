@@ -435,6 +435,42 @@ def test_no_compiler_falls_back_to_eager(tmp_path):
     assert res["counters"].get("kernels_compiled", 0) == 0
 
 
+def test_loop_kernels_build_unrolled(native_kernel_cache, monkeypatch):
+    """A source with a loop kernel builds with native.LOOP_FLAGS (unrolled: a
+    reduction's chain overlaps the next one's); elementwise kernels without."""
+    import framejit.native as fn
+    seen = []
+    orig = fn.compile_cached
+
+    def spy(source, argv, flags, *a, **k):
+        seen.append(("\n#define FJL_AMAX " in source, list(flags)))
+        return orig(source, argv, flags, *a, **k)
+
+    monkeypatch.setattr(fn, "compile_cached", spy)
+
+    def dot(a, b):
+        s = 0.0
+        for i in range(a.shape[0]):
+            s = s + a[i] * b[i]
+        return s
+
+    def chain(a, b):
+        return (a * b + 1.0) * 0.5 - a
+
+    a, b = np.linspace(0, 1, 300), np.linspace(1, 2, 300)
+    framejit.reset()
+    try:
+        assert framejit.compile(dot, backend="native")(a, b) == dot(a, b)
+        assert np.array_equal(framejit.compile(chain, backend="native")(a, b), chain(a, b))
+    finally:
+        framejit.reset()
+    loops = [f for is_loop, f in seen if is_loop]
+    plain = [f for is_loop, f in seen if not is_loop]
+    assert loops and plain
+    assert all(set(fn.LOOP_FLAGS) <= set(f) for f in loops)
+    assert not any(set(fn.LOOP_FLAGS) & set(f) for f in plain)
+
+
 def test_kernels_unloaded_with_their_plan(native_kernel_cache):
     """A plan's shared object is dlclosed when the plan goes (after
     framejit.reset()): a program making many distinct kernels does not keep
