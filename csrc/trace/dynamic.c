@@ -41,8 +41,8 @@ int fj_dynamic_record(fj_DynState *ds, PyObject *inputs, const fj_FrameView *vie
     PyObject *text, *var;
     while (PyDict_Next(inputs, &pos, &text, &var)) {
         fj_Source *src = ((fj_Var *)var)->source;
-        if (src == NULL)
-            continue;
+        if (src == NULL || ((fj_Var *)var)->size_input)
+            continue; /* (a size read: its array's dims are watched) */
         PyObject *value = NULL;
         int got = fj_source_fetch(src, view, &value);
         if (got <= 0) {

@@ -347,6 +347,7 @@ fj_Var *fj_var_new(fj_VarKind kind, PyObject *obj, PyObject *items)
     v->pos = 0;
     v->split_dict = 0;
     v->dynamic = 0;
+    v->size_input = 0;
     PyObject_GC_Track(v);
     fj_Tracer *tx = fj_current_tracer;
     if (tx != NULL && tx->made != NULL && kind != FJ_VAR_CONST && kind != FJ_VAR_NODE &&
@@ -513,14 +514,11 @@ static int dynamic_input(fj_Tracer *tx, fj_Var *v, fj_Source *src, PyObject *dim
     return v->extra2 == NULL || note_dynamic(tx, v, value) < 0 ? -1 : 0;
 }
 
-/* True if the int input at 'src' is to be symbolic (never for 0 and 1, never once pinned). */
+/* True if the int input at 'src' is to be symbolic (never once pinned). */
 static int is_dynamic_int(fj_Tracer *tx, fj_Source *src, PyObject *value)
 {
+    (void)value;
     if (tx->specialized || tx->dyn_inputs == NULL)
-        return 0;
-    int overflow = 0;
-    long long x = PyLong_AsLongLongAndOverflow(value, &overflow);
-    if (!overflow && (x == 0 || x == 1))
         return 0;
     if (tx->all_dynamic)
         return 1;
@@ -659,6 +657,55 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
 }
 
 /*
+** The size of an input array's dynamic dim 'dim' (at 'asrc'), read by the
+** program (x.shape[0], len(x)): a symbolic int, the graph input
+** <asrc>.shape[dim] (docs/dynamic.md, "Sizes read by the program").  It needs
+** no guard of its own: the array's TENSOR_MATCH keeps that dim >= 2, and a
+** pin fixes it.  Never recorded for automatic dynamic (the array's dim is).
+** Returns a new reference, NULL on error.
+*/
+fj_Var *fj_trace_size_input(fj_Tracer *tx, fj_Source *asrc, Py_ssize_t dim)
+{
+    static PyObject *shape_name = NULL; /* strong, interned */
+    if (shape_name == NULL && (shape_name = PyUnicode_InternFromString("shape")) == NULL)
+        return NULL;
+    fj_Source *ssrc = fj_source_attr(asrc, shape_name);
+    fj_Source *src = ssrc ? fj_source_index(ssrc, dim) : NULL;
+    Py_XDECREF(ssrc);
+    if (src == NULL)
+        return NULL;
+    fj_Var *v = NULL;
+    PyObject *known = PyDict_GetItemWithError(tx->inputs, src->text), *value = NULL, *name = NULL;
+    if (known != NULL) {
+        v = (fj_Var *)Py_NewRef(known);
+        goto done;
+    }
+    if (PyErr_Occurred())
+        goto done;
+    int got = fj_source_fetch(src, &tx->view, &value);
+    if (got <= 0 || !PyLong_CheckExact(value)) {
+        if (got >= 0)
+            fj_unsupported("%U is not readable as an int", src->text);
+        goto done;
+    }
+    if ((name = fj_source_placeholder_name(src)) == NULL)
+        goto done;
+    PyObject *node = (PyObject *)fj_graph_placeholder(tx->graph, name, value);
+    if (node == NULL || (v = fj_var_node(node)) == NULL)
+        goto done;
+    v->dynamic = 1;
+    v->size_input = 1;
+    v->source = (fj_Source *)Py_NewRef((PyObject *)src);
+    if (PyList_Append(tx->placeholders, (PyObject *)v) < 0 || PyDict_SetItem(tx->inputs, src->text, (PyObject *)v) < 0)
+        Py_CLEAR(v);
+done:
+    Py_XDECREF(value);
+    Py_XDECREF(name);
+    Py_DECREF(src);
+    return v;
+}
+
+/*
 ** A bound method of a plain function of its object's class (a with
 ** statement's cm.__exit__ reaching a resume function): a new object on every
 ** call, so it is guarded by type, its __func__ by identity and its __self__
@@ -767,17 +814,15 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
             return NULL;
     }
     else if (PyLong_CheckExact(value) && is_dynamic_int(tx, src, value)) {
-        /* a symbolic int: a graph input, guarded to stay an int other than 0 and 1 */
+        /* a symbolic int: a graph input, guarded to stay an int (any value:
+           as in torch, 0 and 1 are specialized for sizes only; a use that
+           needs the value pins it) */
         PyObject *name = fj_source_placeholder_name(src);
         if (name == NULL)
             return NULL;
         PyObject *node = (PyObject *)fj_graph_placeholder(tx->graph, name, value);
         Py_DECREF(name);
-        PyObject *zero_one = node ? Py_BuildValue("(ii)", 0, 1) : NULL;
-        int bad = zero_one == NULL || fj_guard_add_type_match(mgr, (PyObject *)&PyLong_Type) < 0 ||
-                  fj_guard_add_not_in(mgr, zero_one) < 0;
-        Py_XDECREF(zero_one);
-        if (bad)
+        if (node == NULL || fj_guard_add_type_match(mgr, (PyObject *)&PyLong_Type) < 0)
             return NULL;
         v = fj_var_node(node);
         if (v != NULL && PyList_Append(tx->placeholders, (PyObject *)v) < 0)

@@ -61,6 +61,7 @@ typedef struct fj_Var {
                             LIST/DICT from an input: 1 once mutated (a side effect) */
     int split_dict;      /* an input dict whose storage is a split table (an instance __dict__) */
     int dynamic;         /* NODE whose shape or value depends on a dynamic input */
+    int size_input;      /* NODE: an array input's size (fj_trace_size_input), not an input of its own */
 } fj_Var;
 
 extern PyTypeObject *fj_Var_Type;
@@ -259,6 +260,10 @@ fj_Var *fj_var_take(fj_VarKind kind, PyObject *ref);
 ** Returns a new reference, NULL on error.
 */
 fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value);
+
+/* The size of dim 'dim' of the input array at 'asrc' as a symbolic int (a
+   graph input read from <asrc>.shape[dim]).  New reference, NULL on error. */
+fj_Var *fj_trace_size_input(fj_Tracer *tx, fj_Source *asrc, Py_ssize_t dim);
 
 /*
 ** The trace needs the concrete value or shape of a dynamic value: pins
@@ -481,6 +486,10 @@ int fj_trace_inst_truth(fj_Var *inst);
 /* ---- trace_dims.c: symbolic sizes of dynamic dims ---- */
 /* The dims tuple of an input array whose dims 'dyn' (tuple of ints) are dynamic. New ref. */
 PyObject *fj_dims_for_input(fj_Source *src, PyObject *dyn, int ndim);
+/* The size of dim 'd' of array Var 'v': an int constant, or the symbolic int
+   of the input dim its symbol names.  NULL with no error when v's sizes are
+   not modelled (pin them), NULL with an error on failure.  New reference. */
+PyObject *fj_dims_size(fj_Tracer *tx, PyObject *v, int d);
 /*
 ** Before 'op' with a dynamic operand goes into the graph: adds the guards
 ** (or specializes) that keep every size relation it relies on true.  *out:

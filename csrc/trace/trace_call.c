@@ -507,6 +507,14 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
        float): specialize rather than guess */
     int sign_typed = (op->kind == FJ_OP_BINOP || op->kind == FJ_OP_INPLACE) &&
                      (op->code == NB_POWER || op->code == NB_INPLACE_POWER);
+    if (sign_typed && n == 2 && VAR(args[1])->kind == FJ_VAR_CONST && PyLong_CheckExact(VAR(args[1])->obj)) {
+        /* an exponent that is a non-negative int: the base's type (n ** 2) */
+        int ovf = 0;
+        long long e = PyLong_AsLongLongAndOverflow(VAR(args[1])->obj, &ovf);
+        if (e == -1 && PyErr_Occurred())
+            return NULL;
+        sign_typed = ovf < 0 || (ovf == 0 && e < 0);
+    }
     /* a Python int meeting an integer or bool array raises OverflowError for
        values out of the array's range (NEP 50; int64 too, from 2**63): the
        guards do not bound a symbolic int (nor Python arithmetic on one), so
@@ -604,6 +612,7 @@ done:
 
 static PyObject *deep_const_at(PyObject *v, int depth);
 static PyObject *deep_const(PyObject *v);
+static PyObject *symbolic_sizes(fj_TFrame *fr, PyObject *v, char what);
 
 /* torch.Size([2, 3]) / torch.device('cpu') on constants: an immutable value. */
 static PyObject *torch_value_call(PyObject *fn, PyObject *const *args, Py_ssize_t n)
@@ -1036,6 +1045,11 @@ static PyObject *call_builtin(fj_TFrame *fr, PyObject *fn, PyObject *const *args
             return fj_trace_set_len(fr, a);
         if (a->kind == FJ_VAR_NODE) {
             fj_Node *nd = (fj_Node *)a->obj;
+            if (a->dynamic && nd->ndim > 0 && (nd->vkind == FJ_VAL_ARRAY || nd->vkind == FJ_VAL_TENSOR)) {
+                PyObject *sz = symbolic_sizes(fr, (PyObject *)a, 'l');
+                if (sz != NULL || PyErr_Occurred())
+                    return sz;
+            }
             if (a->dynamic && fj_trace_pin_sizes(fr->tx, (PyObject *)a, "len()") < 0)
                 return NULL;
             if ((nd->vkind == FJ_VAL_ARRAY || nd->vkind == FJ_VAL_TENSOR) && nd->ndim > 0)
@@ -1603,6 +1617,42 @@ static PyObject *descriptor_unsupported(PyTypeObject *tp, PyObject *name, PyObje
 }
 
 /*
+** The sizes of dynamic array Var 'v' read by the program, where its dims are
+** modelled (trace_dims.c): 's' x.shape (a tuple of ints and symbolic ints),
+** 'n' x.size (their product), 'l' len(x).  A symbolic size is the input's
+** <source>.shape[d] (fj_trace_size_input): the graph serves every size the
+** guards let through.  NULL with no error when not modelled (the caller
+** pins), NULL with an error on failure.  Tensors: not here (their sizes
+** specialize, trace_torch.c).
+*/
+static PyObject *symbolic_sizes(fj_TFrame *fr, PyObject *v, char what)
+{
+    fj_Node *n = (fj_Node *)VAR(v)->obj;
+    if (n->vkind != FJ_VAL_ARRAY)
+        return NULL;
+    if (what == 'l')
+        return fj_dims_size(fr->tx, v, 0);
+    PyObject *items = PyList_New(0);
+    for (int d = 0; items != NULL && d < n->ndim; d++) {
+        PyObject *s = fj_dims_size(fr->tx, v, d);
+        if (s == NULL || PyList_Append(items, s) < 0)
+            Py_CLEAR(items);
+        Py_XDECREF(s);
+    }
+    if (items == NULL)
+        return NULL;
+    if (what == 's')
+        return (PyObject *)fj_var_take(FJ_VAR_TUPLE, items);
+    PyObject *one = PyLong_FromLong(1);
+    PyObject *r = one ? (PyObject *)fj_var_const(one) : NULL;
+    Py_XDECREF(one);
+    for (Py_ssize_t d = 0; r != NULL && d < PyList_GET_SIZE(items); d++)
+        Py_SETREF(r, fj_trace_binop(fr, NB_MULTIPLY, r, PyList_GET_ITEM(items, d)));
+    Py_DECREF(items);
+    return r;
+}
+
+/*
 ** A symbolic Python int/float/bool used as a Python object (an attribute,
 ** a method, float(n)): pinned, then its value.  New ref to a CONST Var.
 */
@@ -1655,9 +1705,17 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
     }
     if (o->kind == FJ_VAR_NODE) {
         PyObject *st = fj_ops_static_attr((fj_Node *)o->obj, name);
+        if (st != NULL && o->dynamic && (fj_str_is(name, "shape") || fj_str_is(name, "size"))) {
+            PyObject *sz = symbolic_sizes(fr, objv, fj_str_is(name, "shape") ? 's' : 'n');
+            if (sz != NULL || PyErr_Occurred()) {
+                Py_DECREF(st);
+                return sz;
+            }
+        }
         if (st != NULL) {
-            /* shape, size, nbytes of a dynamic array: its dims must be pinned
-               (ndim, dtype and itemsize never change under a dynamic guard) */
+            /* shape, size, nbytes of a dynamic array whose sizes are not
+               modelled: its dims must be pinned (ndim, dtype and itemsize
+               never change under a dynamic guard) */
             if (o->dynamic && !fj_str_is(name, "ndim") && !fj_str_is(name, "dtype") &&
                 !fj_str_is(name, "itemsize") && fj_trace_pin_sizes(fr->tx, (PyObject *)o, PyUnicode_AsUTF8(name)) < 0) {
                 Py_DECREF(st);

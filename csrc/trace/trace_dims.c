@@ -75,6 +75,35 @@ static int same_symbol(PyObject *a, PyObject *b)
            PyLong_AsLong(PyTuple_GET_ITEM(a, 1)) == PyLong_AsLong(PyTuple_GET_ITEM(b, 1));
 }
 
+/*
+** The size of dim 'd' of NODE Var 'v' (an array) as a Var: an int constant
+** for a fixed size, the symbolic int of the input dim a symbol names
+** (fj_trace_size_input).  NULL with no error when v's sizes are not
+** modelled (the caller pins), NULL with an error on failure.
+*/
+PyObject *fj_dims_size(fj_Tracer *tx, PyObject *v, int d)
+{
+    fj_Node *n = (fj_Node *)VAR(v)->obj;
+    if (tx->specialized || d < 0 || d >= shaped_ndim(n) || n->datadep)
+        return NULL;
+    PyObject *dims = dims_of(v);
+    if (dims == NULL || dims == Py_None || PyTuple_GET_SIZE(dims) != n->ndim) {
+        Py_XDECREF(dims);
+        return NULL;
+    }
+    PyObject *sym = PyTuple_GET_ITEM(dims, d), *r;
+    if (sym == Py_None) {
+        PyObject *size = PyLong_FromSsize_t((Py_ssize_t)n->shape[d]);
+        r = size ? (PyObject *)fj_var_const(size) : NULL;
+        Py_XDECREF(size);
+    }
+    else
+        r = (PyObject *)fj_trace_size_input(tx, (fj_Source *)PyTuple_GET_ITEM(sym, 2),
+                                            PyLong_AsSsize_t(PyTuple_GET_ITEM(sym, 1)));
+    Py_DECREF(dims);
+    return r;
+}
+
 /* Specializes; the result's dims are then not needed.  0 or -1. */
 static int pin(fj_Tracer *tx, PyObject **out)
 {
