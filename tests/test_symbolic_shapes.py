@@ -304,3 +304,125 @@ def test_uses_needing_the_value_stay_exact(fn):
 def test_size_of_an_unmodelled_view_is_pinned_and_exact():
     # x.T's dims are not modelled yet: its size pins (a graph per size), exactly
     assert run_sizes(size_via_transpose, [(rows(r),) for r in SIZES]) <= 6
+
+
+# ---- relations: a branch on sizes and ints keeps a guard, not a pin ----
+
+def size_gt(x):
+    if x.shape[0] > 10:
+        return x * 2
+    return x - 1
+
+
+def size_eq_other(x, y):
+    if x.shape[0] == y.shape[0]:
+        return x * 2
+    return x.sum() + y.sum()
+
+
+def int_parity(x, n):
+    if n % 2 == 0:
+        return x * n
+    return x + n
+
+
+def int_floordiv_neg(x, n):
+    if n // 3 == -1:
+        return x * 3
+    return x - n
+
+
+def int_mod_neg(x, n):
+    if n % 3 == 2:
+        return x * 5
+    return x + 1
+
+
+def int_truth(x, n):
+    if n - 5:
+        return x * n
+    return x
+
+
+def size_arith_relation(x, n):
+    if len(x) * 2 - 3 > n:
+        return x + n
+    return x - n
+
+
+def size_negated(x):
+    if -x.shape[0] < -20:
+        return x * 3
+    return x
+
+
+def size_loop_bound(x):
+    # two branches on the same size: two guards, one graph per side
+    n = x.shape[0]
+    if n >= 8:
+        x = x * 2
+    if n < 16:
+        x = x + 1
+    return x
+
+
+REL_VEC = [size_gt, size_negated, size_loop_bound]
+REL_INT = [int_parity, int_floordiv_neg, int_mod_neg, int_truth]
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn", REL_VEC, ids=lambda f: f.__name__)
+def test_branch_on_size_keeps_a_relation(fn, backend):
+    sizes = [3, 5, 8, 13, 21, 34, 4, 9, 17, 2]
+    assert run_sizes(fn, [(vec(n),) for n in sizes], backend) <= 4
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn", REL_INT, ids=lambda f: f.__name__)
+def test_branch_on_int_keeps_a_relation(fn, backend):
+    x = vec(4)
+    assert run_sizes(fn, [(x, n) for n in range(-7, 12)], backend) <= 4
+
+
+def test_relation_between_two_sizes():
+    pairs = [(3, 3), (4, 5), (6, 6), (7, 9), (11, 11), (8, 2), (13, 13)]
+    assert run_sizes(size_eq_other, [(vec(a), vec(b, 1)) for a, b in pairs]) <= 4
+
+
+def test_relation_of_size_arithmetic_and_an_int():
+    args = [(vec(k), n) for k, n in [(3, 1), (5, 2), (8, 20), (13, 4), (21, 50), (6, 9), (9, 15)]]
+    assert run_sizes(size_arith_relation, args) <= 4
+
+
+def test_relation_guards_are_printed(logs):
+    framejit.set_logs("guards")
+    run_sizes(size_gt, [(vec(n),) for n in (3, 5, 8, 13, 21)])
+    text = "\n".join(logs.lines)
+    assert "RELATION: L['x'].shape[0] <= 10" in text
+    assert "RELATION: L['x'].shape[0] > 10" in text
+    framejit.reset()
+    logs.lines.clear()
+    run_sizes(int_parity, [(vec(3), n) for n in range(0, 6)])
+    text = "\n".join(logs.lines)
+    assert "RELATION: L['n'] % 2 != 0" in text and "RELATION: L['n'] % 2 == 0" in text
+
+
+def test_relation_with_ints_past_int64_recompiles_exactly():
+    """An int past int64 fails the relation guard (the guard computes in
+    int64): a recompile, never a wrong side."""
+    x = vec(3)
+    args = [(x, n) for n in (2, 3, 4, 2 ** 70, 2 ** 70 + 1, -(2 ** 80), 6)]
+    run_sizes(int_parity, args)
+
+
+def test_relation_side_not_taken_is_a_cache_miss():
+    framejit.reset()
+    cf = framejit.compile(size_gt)
+    for n in (3, 5, 6, 7):
+        same(cf(vec(n)), size_gt(vec(n)))
+    assert graphs() == 2
+    same(cf(vec(12)), size_gt(vec(12)))  # the other side: a new graph
+    assert graphs() == 3
+    for n in (11, 40, 9, 2):
+        same(cf(vec(n)), size_gt(vec(n)))
+    assert graphs() <= 4

@@ -42,6 +42,7 @@
 #include "torch_infer.h"
 #include "torchlib.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
@@ -67,11 +68,13 @@ enum {
     LEAF_DIMS_EQUAL,      /* root only: arrays at sources obj[0], obj[1]: size of dim ival == of dim n */
     LEAF_TORCH_MATCH,     /* torch tensor: type obj/ref, metadata tm, dtype aux; ival 1 when
                              read with the C reader (tensor_meta.h), 0 through torch's methods */
+    LEAF_RELATION,        /* root only: a relation over symbols (fj_guard_add_relation): the
+                             symbols in obj, the program prog (nprog words), its expected truth n */
 };
 static const char *const leaf_names[] = {
     "TYPE_MATCH",   "ID_MATCH",     "EQUALS_MATCH", "NONE_MATCH",   "SEQUENCE_LENGTH",
     "DICT_KEYS",    "DICT_VERSION", "TENSOR_MATCH", "GLOBAL_STATE", "GLOBAL_ABSENT", "NOT_IN", "NO_ALIASING",
-    "DIMS_EQUAL",   "TENSOR_MATCH",
+    "DIMS_EQUAL",   "TENSOR_MATCH", "RELATION",
 };
 
 
@@ -106,6 +109,8 @@ typedef struct {
     const void *dtype_id; /* TENSOR_MATCH: the builtin dtype singleton the array had
                              (NumPy keeps those for the process), compared by address
                              only, never dereferenced; NULL for other dtypes */
+    long long *prog;      /* RELATION: (opcode, operand) pairs (PyMem), nprog words */
+    Py_ssize_t nprog;
 } Leaf;
 
 typedef struct GuardManager {
@@ -149,6 +154,7 @@ static void leaf_free(Leaf *lf)
     PyMem_Free(lf->tm);
     PyMem_Free(lf->shape);
     PyMem_Free(lf->strides);
+    PyMem_Free(lf->prog);
     PyMem_Free(lf);
 }
 
@@ -1443,6 +1449,53 @@ int fj_guard_add_dims_equal(PyObject *root, PyObject *src_a, int dim_a, PyObject
     return manager_add_leaf(m, lf);
 }
 
+int fj_guard_add_relation(PyObject *root, PyObject *syms, PyObject *prog, int expect, PyObject *text)
+{
+    if (check_root(root) < 0)
+        return -1;
+    if (!PyTuple_Check(syms) || !PyTuple_Check(prog) || PyTuple_GET_SIZE(prog) % 2 != 0 ||
+        PyTuple_GET_SIZE(prog) == 0 || !PyUnicode_Check(text))
+        return wrong_type("RELATION takes a tuple of symbols, a tuple of (opcode, operand) words and a text",
+                          prog);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(syms); i++) {
+        PyObject *s = PyTuple_GET_ITEM(syms, i);
+        if (!PyTuple_Check(s) || PyTuple_GET_SIZE(s) != 2 || !fj_source_check(PyTuple_GET_ITEM(s, 0)) ||
+            !PyLong_Check(PyTuple_GET_ITEM(s, 1)))
+            return wrong_type("a RELATION symbol is (source, dim or -1)", s);
+    }
+    GuardManager *m = (GuardManager *)root;
+    for (Py_ssize_t i = 0; i < m->nleaves; i++)
+        if (m->leaves[i]->kind == LEAF_RELATION && PyUnicode_Compare(m->leaves[i]->text, text) == 0)
+            return 0; /* already there */
+    Leaf *lf = leaf_new(LEAF_RELATION);
+    if (lf == NULL)
+        return -1;
+    lf->nprog = PyTuple_GET_SIZE(prog);
+    lf->prog = PyMem_Calloc((size_t)lf->nprog, sizeof(long long));
+    lf->obj = Py_NewRef(syms);
+    lf->text = Py_NewRef(text);
+    lf->n = expect != 0;
+    if (lf->prog == NULL) {
+        leaf_free(lf);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < lf->nprog; i++) {
+        lf->prog[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(prog, i));
+        if (lf->prog[i] == -1 && PyErr_Occurred()) {
+            leaf_free(lf);
+            return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < lf->nprog; i += 2)
+        if (lf->prog[i] < FJ_REL_SYM || lf->prog[i] > FJ_REL_GE ||
+            (lf->prog[i] == FJ_REL_SYM && (lf->prog[i + 1] < 0 || lf->prog[i + 1] >= PyTuple_GET_SIZE(syms)))) {
+            leaf_free(lf);
+            return wrong_type("a RELATION program word is out of range", prog);
+        }
+    return manager_add_leaf(m, lf);
+}
+
 int fj_guard_add_not_in(PyObject *mgr, PyObject *values)
 {
     if (check_valued(mgr) < 0)
@@ -1596,12 +1649,105 @@ static int dims_equal_check(Leaf *lf, const fj_FrameView *view)
     return r;
 }
 
+/* Python's floor division and modulo of int64 (b != 0, no overflow: checked by the caller). */
+static long long floor_div(long long a, long long b)
+{
+    long long q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+static long long floor_mod(long long a, long long b)
+{
+    long long r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+/*
+** RELATION: the relation the trace branched on (shape_env.c) has the truth
+** it had then.  Each symbol is read from the frame: an input array's size
+** (source, dim) or an exact int input (source, -1).  The program runs on a
+** stack of int64 as Python would on ints; a value that is not there, not an
+** int, past int64, a division by zero or an overflow fails the guard (a
+** recompile: never a wrong answer).
+*/
+static int relation_check(Leaf *lf, const fj_FrameView *view)
+{
+    long long vals[16], stack[16];
+    Py_ssize_t nsym = PyTuple_GET_SIZE(lf->obj), sp = 0;
+    if (nsym > 16)
+        return 0;
+    for (Py_ssize_t i = 0; i < nsym; i++) {
+        PyObject *sym = PyTuple_GET_ITEM(lf->obj, i), *v = NULL;
+        long dim = PyLong_AsLong(PyTuple_GET_ITEM(sym, 1));
+        int r = fj_source_fetch((fj_Source *)PyTuple_GET_ITEM(sym, 0), view, &v);
+        if (r <= 0)
+            return r;
+        if (dim >= 0) {
+            int64_t s = 0;
+            r = dim_size(v, dim, &s);
+            vals[i] = s;
+        }
+        else if (PyLong_CheckExact(v)) {
+            int ovf = 0;
+            vals[i] = PyLong_AsLongLongAndOverflow(v, &ovf);
+            r = ovf == 0;
+            if (vals[i] == -1 && PyErr_Occurred())
+                r = -1;
+        }
+        else
+            r = 0;
+        Py_DECREF(v);
+        if (r <= 0)
+            return r;
+    }
+    for (Py_ssize_t i = 0; i < lf->nprog; i += 2) {
+        long long op = lf->prog[i], arg = lf->prog[i + 1], a, b, c = 0;
+        if (op == FJ_REL_SYM || op == FJ_REL_CONST) {
+            if (sp == 16)
+                return 0;
+            stack[sp++] = op == FJ_REL_SYM ? vals[arg] : arg;
+            continue;
+        }
+        if (op == FJ_REL_NEG) {
+            if (sp < 1 || stack[sp - 1] == LLONG_MIN)
+                return 0;
+            stack[sp - 1] = -stack[sp - 1];
+            continue;
+        }
+        if (sp < 2)
+            return 0;
+        b = stack[--sp];
+        a = stack[sp - 1];
+        switch (op) {
+        case FJ_REL_ADD: if (__builtin_add_overflow(a, b, &c)) return 0; break;
+        case FJ_REL_SUB: if (__builtin_sub_overflow(a, b, &c)) return 0; break;
+        case FJ_REL_MUL: if (__builtin_mul_overflow(a, b, &c)) return 0; break;
+        case FJ_REL_FLOORDIV:
+        case FJ_REL_MOD:
+            if (b == 0 || (a == LLONG_MIN && b == -1))
+                return 0;
+            c = op == FJ_REL_FLOORDIV ? floor_div(a, b) : floor_mod(a, b);
+            break;
+        case FJ_REL_LT: c = a < b; break;
+        case FJ_REL_LE: c = a <= b; break;
+        case FJ_REL_EQ: c = a == b; break;
+        case FJ_REL_NE: c = a != b; break;
+        case FJ_REL_GT: c = a > b; break;
+        case FJ_REL_GE: c = a >= b; break;
+        default: return 0;
+        }
+        stack[sp - 1] = c;
+    }
+    return sp == 1 && (stack[0] != 0) == (lf->n != 0);
+}
+
 static inline int check_leaves(GuardManager *m, PyObject *v, CheckCtx *ctx)
 {
     for (Py_ssize_t i = 0; i < m->nleaves; i++) {
         Leaf *lf = m->leaves[i];
         int r = lf->kind == LEAF_NO_ALIASING  ? no_aliasing_check(lf, ctx->view)
                 : lf->kind == LEAF_DIMS_EQUAL ? dims_equal_check(lf, ctx->view)
+                : lf->kind == LEAF_RELATION   ? relation_check(lf, ctx->view)
                                               : leaf_check(lf, v, MGR_TEXT(m), ctx->reason);
         if (r <= 0) {
             if (r == 0 && ctx->reason != NULL && *ctx->reason == NULL)

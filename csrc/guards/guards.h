@@ -125,6 +125,24 @@ int fj_guard_add_not_in(PyObject *mgr, PyObject *values);
 int fj_guard_add_no_aliasing(PyObject *root, PyObject *sources);
 /* Root only: dim 'dim_a' of the array at fj_Source 'src_a' has the size of dim 'dim_b' at 'src_b'. */
 int fj_guard_add_dims_equal(PyObject *root, PyObject *src_a, int dim_a, PyObject *src_b, int dim_b);
+/*
+** RELATION (root only): a relation over symbols the trace branched on
+** (csrc/trace/shape_env.c, docs/dynamic.md "Relations"), printed as 'text'
+** (L['x'].shape[0] > 10).  'syms': a tuple of (source, dim) for an input
+** array's size, (source, -1) for an int input; 'prog': a flat tuple of
+** (opcode, operand) ints, FJ_REL_* below, run on a stack of int64 as Python
+** runs them on ints; it passes when its one result's truth is 'expect'.
+** Anything it cannot compute exactly (past int64, a zero divisor) fails.
+** The same text twice is one leaf.  0 or -1.
+*/
+enum {
+    FJ_REL_SYM = 1, /* push symbol #operand */
+    FJ_REL_CONST,   /* push operand */
+    FJ_REL_NEG,
+    FJ_REL_ADD, FJ_REL_SUB, FJ_REL_MUL, FJ_REL_FLOORDIV, FJ_REL_MOD,
+    FJ_REL_LT, FJ_REL_LE, FJ_REL_EQ, FJ_REL_NE, FJ_REL_GT, FJ_REL_GE
+};
+int fj_guard_add_relation(PyObject *root, PyObject *syms, PyObject *prog, int expect, PyObject *text);
 
 /* The printer: "GUARDS:" then one line per leaf.  New reference, NULL on error. */
 PyObject *fj_guards_format(PyObject *root);

@@ -483,6 +483,16 @@ PyObject *fj_trace_inst_method(fj_TFrame *fr, fj_Var *inst, PyObject *name, PyOb
                                Py_ssize_t n, PyObject *kwnames);
 int fj_trace_inst_truth(fj_Var *inst);
 
+/* ---- shape_env.c: relations over symbolic sizes and ints ---- */
+/*
+** A branch on 'node', a Python int expression of the trace's symbolic ints
+** (or a comparison of two): adds the RELATION guard that keeps the branch's
+** side, *truth that side.  1 when done, 0 when the expression is not one it
+** models (the caller pins), -1 on error.
+*/
+struct fj_Node;
+int fj_shape_env_branch(fj_Tracer *tx, struct fj_Node *node, int *truth);
+
 /* ---- trace_dims.c: symbolic sizes of dynamic dims ---- */
 /* The dims tuple of an input array whose dims 'dyn' (tuple of ints) are dynamic. New ref. */
 PyObject *fj_dims_for_input(fj_Source *src, PyObject *dyn, int ndim);

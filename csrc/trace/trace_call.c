@@ -2374,7 +2374,11 @@ int fj_trace_truth(fj_TFrame *fr, PyObject *v)
         if (((fj_Node *)vv->obj)->variant)
             return fj_unsupported("branch on a value that changes with each iteration of the loop");
         if (((fj_Node *)vv->obj)->vkind == FJ_VAL_PYSCALAR) {
-            /* a branch on a symbolic int: specialize (guards pin the inputs) */
+            /* a branch on a symbolic int: a relation guard keeps the side
+               (shape_env.c), else specialize (guards pin the inputs) */
+            int truth = 0, rel = fj_shape_env_branch(fr->tx, (fj_Node *)vv->obj, &truth);
+            if (rel != 0)
+                return rel < 0 ? -1 : truth;
             if (fj_trace_specialize(fr->tx) < 0)
                 return -1;
             return PyObject_IsTrue(((fj_Node *)vv->obj)->example);
