@@ -80,7 +80,8 @@ def test_compiles_with_reset_stay_flat():
 
     def burst(n):
         for i in range(n):
-            cf = framejit.compile(compiled_body)
+            # dynamic=False: a graph per value of k (7 compiles per 10 calls)
+            cf = framejit.compile(compiled_body, dynamic=False)
             cf(x, i % 7)
             cf(x, i % 7)
             if i % 10 == 9:

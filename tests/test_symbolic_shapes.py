@@ -426,3 +426,168 @@ def test_relation_side_not_taken_is_a_cache_miss():
     for n in (11, 40, 9, 2):
         same(cf(vec(n)), size_gt(vec(n)))
     assert graphs() <= 4
+
+
+# ---- indexing and stores on dynamic arrays: no pin, NumPy's errors at run time ----
+
+from difftools import check_with_inputs  # noqa: E402
+
+log = []
+
+
+def copy_loop(x, y):
+    for i in range(len(x)):
+        y[i] = x[i] * 2.0
+    return y
+
+
+def store_row(x, v):
+    x[:, 0] = v
+    return x
+
+
+def index_last(x, k):
+    return x[k] * 2.0
+
+
+def store_after_effect(x, y):
+    log.append(len(log))  # a side effect replayed after the graph: sizes pinned
+    y[3] = x[0]
+    return y
+
+
+def test_loop_store_over_sizes_one_graph():
+    args = [(np.arange(k, dtype=float), np.zeros(k)) for k in (3, 5, 8, 30, 100, 7)]
+    c = check_with_inputs(copy_loop, args)
+    assert c["stats"]["unique_graphs"] == 2
+
+
+def test_loop_store_out_of_range_raises_after_the_earlier_stores():
+    # y shorter than x: IndexError at i == len(y), y[:len(y)] written, as in CPython
+    args = [(np.arange(k, dtype=float), np.zeros(m)) for k, m in ((3, 3), (5, 5), (8, 6), (9, 9), (12, 4))]
+    check_with_inputs(copy_loop, args)
+
+
+def test_store_of_a_value_that_does_not_fit_raises_as_numpy():
+    args = [(rows(r), vec(m)) for r, m in ((3, 3), (4, 4), (6, 6), (7, 5), (8, 8), (9, 2))]
+    check_with_inputs(store_row, args)
+
+
+def test_integer_index_out_of_range_raises_as_numpy():
+    args = [(vec(k), i) for k, i in ((3, 2), (5, 4), (8, 7), (6, 9), (10, -11), (12, -3))]
+    check_with_inputs(index_last, args)
+
+
+def test_store_after_a_side_effect_still_pins():
+    """The append is replayed after the graph: an IndexError inside the graph
+    would lose it, so the sizes are pinned and the trace's check holds."""
+    framejit.reset()
+    cf = framejit.compile(store_after_effect)
+    for k, m in ((4, 5), (6, 7), (8, 3), (9, 9), (11, 12), (5, 2)):
+        for fn in (store_after_effect, cf):
+            log.clear()
+            y = np.zeros(m)
+            got = outcome(fn, (vec(k), y))
+            assert len(log) == 1, (fn, k, m)
+            if m > 3:
+                assert got[0] == "ok" and got[1][3] == vec(k)[0]
+            else:
+                assert got[0] == "raise" and got[1] is IndexError
+
+
+# ---- shape arguments of sizes and ints: results with symbolic dims ----
+
+def zeros_like_len(x):
+    return np.zeros(x.shape[0]) + x
+
+
+def ones_rows_by_cols(x):
+    n, m = x.shape
+    return np.ones((n, 3)) * x.sum(axis=1, keepdims=True)
+
+
+def empty_filled(x):
+    e = np.empty(len(x))
+    e[:] = x * 2.0
+    return e
+
+
+def reshape_rows_flat(x):
+    return x.reshape(x.shape[0], -1).sum(axis=1)
+
+
+def reshape_rows_explicit(x):
+    return x.reshape(x.shape[0], 6) * 2.0
+
+
+def reshape_tuple(x):
+    return np.reshape(x, (x.shape[0], -1)).mean(axis=1)
+
+
+def full_of_size(x):
+    return np.full(x.shape[0], 2.5) * x
+
+
+def zeros_int_input(x, n):
+    return np.zeros(n) + x
+
+
+def ones_2d_int(x, n):
+    return np.ones((n, 2)) * x
+
+
+def zeros_int_reshape(x, n):
+    return np.zeros((n, 4)).reshape(n, -1) + x
+
+
+def reshape_wrong_size(x):
+    return x.reshape(x.shape[0], 5)  # (s0, 2, 3): raises ValueError, as NumPy
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn", [zeros_like_len, full_of_size, empty_filled], ids=lambda f: f.__name__)
+def test_creation_of_a_size_shares_one_graph(fn, backend):
+    assert run_sizes(fn, [(vec(n),) for n in SIZES], backend) <= 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn", [ones_rows_by_cols], ids=lambda f: f.__name__)
+def test_creation_of_row_count_shares_one_graph(fn, backend):
+    assert run_sizes(fn, [(rows(r),) for r in SIZES], backend) <= 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn", [reshape_rows_flat, reshape_rows_explicit, reshape_tuple], ids=lambda f: f.__name__)
+def test_reshape_by_own_size_shares_one_graph(fn, backend):
+    assert run_sizes(fn, [(rng(r).standard_normal((r, 2, 3)),) for r in SIZES], backend) <= 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn", [zeros_int_input, ones_2d_int, zeros_int_reshape], ids=lambda f: f.__name__)
+def test_creation_of_an_int_input_shares_one_graph(fn, backend):
+    assert run_sizes(fn, [(1.5, n) for n in (3, 5, 8, 13, 21, 34)], backend) <= 2
+
+
+def test_int_size_guard_and_sizes_0_and_1(logs):
+    """An int used as a size keeps the guard L['n'] >= 2; 0 and 1 then get a
+    graph of their own, exactly."""
+    framejit.set_logs("guards")
+    n = run_sizes(zeros_int_input, [(1.5, k) for k in (3, 5, 8, 1, 0, 13, 2)])
+    assert n <= 4
+    assert "RELATION: L['n'] >= 2" in "\n".join(logs.lines)
+
+
+def test_int_size_meeting_an_array_size_guards_equality(logs):
+    framejit.set_logs("guards")
+
+    def f(x, n):
+        return np.zeros(n) + x
+
+    args = [(vec(k), k) for k in (3, 5, 8, 13, 21)] + [(vec(6), 7)]  # the last: a broadcast error
+    assert run_sizes(f, args) <= 3
+    text = "\n".join(logs.lines)
+    assert "RELATION: L['x'].shape[0] == L['n']" in text or "RELATION: L['n'] == L['x'].shape[0]" in text
+
+
+def test_reshape_to_a_size_that_does_not_fit_raises_as_numpy():
+    run_sizes(reshape_wrong_size, [(rng(r).standard_normal((r, 2, 3)),) for r in SIZES])

@@ -217,7 +217,8 @@ static int tracer_init(Compiler *c, fj_Tracer *tx, const fj_FrameView *view, PyC
         (tx->mutated = PyList_New(0)) == NULL || (tx->made = PyList_New(0)) == NULL)
         return -1;
     tx->log_trace = hook_enabled(c, "trace_bytecode");
-    if (tx->log_trace && (tx->log_fn = PyObject_GetAttrString(c->hooks, "log")) == NULL)
+    tx->log_dynamic = hook_enabled(c, "dynamic");
+    if ((tx->log_trace || tx->log_dynamic) && (tx->log_fn = PyObject_GetAttrString(c->hooks, "log")) == NULL)
         return -1;
     if (tx->graph == NULL || tx->guards == NULL || tx->inputs == NULL ||
         tx->placeholders == NULL || fj_numpy_lib.add_global_state(tx->guards) < 0)

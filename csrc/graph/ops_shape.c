@@ -225,8 +225,20 @@ static int axis_mask(const fj_OpDef *op, PyObject *axis, int ndim, int allow_tup
 }
 
 /* Reads an int or a sequence of ints into dims.  0 or -1. */
+/* A symbolic int (a Python-int node: a size or an int input the trace keeps
+   symbolic, issue 22) read as its trace-time value, for metadata; anything
+   else as it is.  Borrowed. */
+static PyObject *int_example(PyObject *o)
+{
+    if (fj_Node_Check(o) && ((fj_Node *)o)->vkind == FJ_VAL_PYSCALAR && ((fj_Node *)o)->example != NULL &&
+        PyLong_CheckExact(((fj_Node *)o)->example))
+        return ((fj_Node *)o)->example;
+    return o;
+}
+
 static int int_seq(const fj_OpDef *op, PyObject *o, const char *what, npy_intp *dims, int *n)
 {
+    o = int_example(o);
     if (PyIndex_Check(o) && !PyBool_Check(o)) {
         Py_ssize_t v;
         if (int_arg(op, o, "", &v) < 0)
@@ -246,7 +258,7 @@ static int int_seq(const fj_OpDef *op, PyObject *o, const char *what, npy_intp *
         return -1;
     }
     for (Py_ssize_t i = 0; i < len; i++) {
-        PyObject *it = PySequence_Fast_GET_ITEM(o, i);
+        PyObject *it = int_example(PySequence_Fast_GET_ITEM(o, i));
         if (!PyIndex_Check(it) || PyBool_Check(it)) {
             PyErr_Format(PyExc_TypeError, "%s: %s entries must be ints, not %.100s", QN(op), what,
                          Py_TYPE(it)->tp_name);
@@ -1286,8 +1298,9 @@ static int size_arg(const fj_OpDef *op, PyObject *o, const char *what, npy_intp 
 /* A shape argument: an int or a sequence of non-negative ints. */
 static int shape_arg(const fj_OpDef *op, PyObject *o, fj_Meta *out)
 {
-    if (fj_Node_Check(o) || ((PyTuple_Check(o) || PyList_Check(o)) &&
-                             PySequence_Fast_GET_SIZE(o) > 0 && fj_Node_Check(PySequence_Fast_GET_ITEM(o, 0)))) {
+    o = int_example(o);
+    if (fj_Node_Check(o) || ((PyTuple_Check(o) || PyList_Check(o)) && PySequence_Fast_GET_SIZE(o) > 0 &&
+                             fj_Node_Check(int_example(PySequence_Fast_GET_ITEM(o, 0))))) {
         PyErr_Format(PyExc_TypeError, "%s: the shape must be constant, not a traced value", QN(op));
         return -1;
     }

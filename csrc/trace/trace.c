@@ -589,11 +589,42 @@ error:
     return NULL;
 }
 
-int fj_trace_specialize(fj_Tracer *tx)
+/* The 'dynamic' log line of a pin: which inputs, why, where (the
+   instruction being traced, in its own file).  Errors are cleared. */
+static void log_pin(fj_Tracer *tx, const char *why)
+{
+    PyObject *names = PyList_New(0), *sep = NULL, *joined = NULL, *text = NULL;
+    for (Py_ssize_t i = 0; names != NULL && i < PyList_GET_SIZE(tx->dyn_inputs); i++) {
+        fj_Var *v = (fj_Var *)PyTuple_GET_ITEM(PyList_GET_ITEM(tx->dyn_inputs, i), 0);
+        if (v->source != NULL && PyList_Append(names, v->source->text) < 0)
+            Py_CLEAR(names);
+    }
+    if (names != NULL && PyList_GET_SIZE(names) > 0 && (sep = PyUnicode_FromString(", ")) != NULL &&
+        (joined = PyUnicode_Join(sep, names)) != NULL) {
+        fj_TFrame *fr = tx->cur;
+        int line = fr != NULL && fr->ip >= 0 && fr->ip < fr->il.n ? fr->il.v[fr->ip].line : -1;
+        PyObject *file = fr != NULL ? fr->code->co_filename : tx->code->co_filename;
+        text = PyUnicode_FromFormat("specializing %U (every dynamic input of this compile): %s at %U:%d",
+                                    joined, why, file, line);
+    }
+    if (text != NULL) {
+        PyObject *r = PyObject_CallFunction(tx->log_fn, "sOO", "dynamic", tx->compile_id, text);
+        Py_XDECREF(r);
+    }
+    Py_XDECREF(names);
+    Py_XDECREF(sep);
+    Py_XDECREF(joined);
+    Py_XDECREF(text);
+    PyErr_Clear();
+}
+
+int fj_trace_specialize(fj_Tracer *tx, const char *why)
 {
     if (tx->specialized || tx->dyn_inputs == NULL)
         return 0;
     tx->specialized = 1;
+    if (tx->log_dynamic && tx->log_fn != NULL)
+        log_pin(tx, why);
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tx->dyn_inputs); i++) {
         PyObject *pair = PyList_GET_ITEM(tx->dyn_inputs, i);
         fj_Var *v = (fj_Var *)PyTuple_GET_ITEM(pair, 0);
@@ -615,7 +646,9 @@ int fj_trace_pin_sizes(fj_Tracer *tx, PyObject *v, const char *what)
     if (vv->kind == FJ_VAR_NODE && ((fj_Node *)vv->obj)->datadep)
         return fj_unsupported("%s of an array whose size depends on the data (x[mask], np.nonzero) is not "
                               "traced", what);
-    return fj_trace_specialize(tx);
+    char why[200];
+    snprintf(why, sizeof why, "%s needs the sizes of an array whose sizes are not modelled", what);
+    return fj_trace_specialize(tx, why);
 }
 
 /*
@@ -2176,6 +2209,7 @@ static int run_frame_at(fj_TFrame *fr, int first)
         int op = in->p.op, arg = in->p.a, argb = in->p.b;
         next = i + 1;
         fr->ip = i;
+        tx->cur = fr;
         if (fr->parent == NULL && i == tx->stop_at)
             return fr->loop_ret != NULL ? fj_trace_loop_return_lost(fr) : 1;
         if (--tx->budget < 0) {
@@ -3116,7 +3150,7 @@ PyObject *fj_var_as_const(PyObject *v)
     if (vv->kind == FJ_VAR_NODE && ((fj_Node *)vv->obj)->vkind == FJ_VAL_PYSCALAR &&
         fj_current_tracer != NULL) {
         /* a symbolic int used where the trace needs its value: pin it */
-        if (fj_trace_specialize(fj_current_tracer) < 0)
+        if (fj_trace_specialize(fj_current_tracer, "a symbolic int used where the trace needs its value") < 0)
             return NULL;
         return ((fj_Node *)vv->obj)->example;
     }

@@ -81,6 +81,8 @@ typedef struct fj_Tracer {
     long budget;             /* instructions left before giving up */
     int inline_depth_limit;
     int log_trace;           /* log each traced instruction (trace_bytecode) */
+    int log_dynamic;         /* the 'dynamic' channel is on (pins are logged) */
+    struct fj_TFrame *cur;   /* the frame whose instruction is being traced (for log lines) */
     PyObject *log_fn;        /* borrowed: log(channel, text) */
     PyObject *compile_id;    /* borrowed: str for log lines */
     /* Where the trace stopped when unsupported (in the top frame). */
@@ -268,9 +270,10 @@ fj_Var *fj_trace_size_input(fj_Tracer *tx, fj_Source *asrc, Py_ssize_t dim);
 /*
 ** The trace needs the concrete value or shape of a dynamic value: pins
 ** every dynamic input with a guard (EQUALS_MATCH for ints, a static
-** TENSOR_MATCH for arrays) so the values seen now are exact.  0 or -1.
+** TENSOR_MATCH for arrays) so the values seen now are exact; the 'dynamic'
+** log says which inputs, 'why' and at which source line.  0 or -1.
 */
-int fj_trace_specialize(fj_Tracer *tx);
+int fj_trace_specialize(fj_Tracer *tx, const char *why);
 /* As fj_trace_specialize where the trace needs the sizes of Var 'v' (for
    'what', as "len()"): Unsupported when they depend on the data. */
 int fj_trace_pin_sizes(fj_Tracer *tx, PyObject *v, const char *what);
@@ -496,6 +499,15 @@ int fj_shape_env_branch(fj_Tracer *tx, struct fj_Node *node, int *truth);
 /* ---- trace_dims.c: symbolic sizes of dynamic dims ---- */
 /* The dims tuple of an input array whose dims 'dyn' (tuple of ints) are dynamic. New ref. */
 PyObject *fj_dims_for_input(fj_Source *src, PyObject *dyn, int ndim);
+/*
+** Shape arguments that may hold symbolic ints (issue 22): for zeros, ones,
+** empty, full (the positional shape) and reshape (the positional entries
+** after the array), 1 with [*lo, *hi) their positions, else 0.
+** fj_dims_shape_arg_symbolic: 'v' holds only int constants and symbols a
+** size can be (a size input, an int input that is >= 2 now).
+*/
+int fj_dims_shape_args(const struct fj_OpDef *op, Py_ssize_t n, PyObject *kwnames, Py_ssize_t *lo, Py_ssize_t *hi);
+int fj_dims_shape_arg_symbolic(PyObject *v);
 /* The size of dim 'd' of array Var 'v': an int constant, or the symbolic int
    of the input dim its symbol names.  NULL with no error when v's sizes are
    not modelled (pin them), NULL with an error on failure.  New reference. */

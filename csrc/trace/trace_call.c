@@ -420,7 +420,9 @@ typedef PyObject *(*RetryFn)(fj_TFrame *fr, const fj_OpDef *op, PyObject *target
 static PyObject *pinned_retry(fj_TFrame *fr, const fj_OpDef *op, PyObject *target, PyObject *const *args,
                               Py_ssize_t n, PyObject *kwnames, RetryFn fn)
 {
-    if (fj_trace_specialize(fj_current_tracer) < 0)
+    char why[200];
+    snprintf(why, sizeof why, "%s takes a symbolic int where it needs its value", fj_op_qualname(op));
+    if (fj_trace_specialize(fj_current_tracer, why) < 0)
         return NULL;
     PyObject *stack[32];
     if (n > 32)
@@ -540,8 +542,25 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
             (an->dtype->kind == 'b' || an->dtype->kind == 'u' || an->dtype->kind == 'i'))
             narrow = 1;
     }
-    if (pyscalar && (op->shape_rule != FJ_SH_BROADCAST || sign_typed || narrow ||
-                     fj_current_tracer->specialized)) {
+    /* a shape argument of sizes and ints (zeros(n), x.reshape(n, -1) with n =
+       x.shape[0]): the result's dims are symbols (fj_dims_before_call) */
+    int symshape = 0;
+    Py_ssize_t slo = 0, shi = 0;
+    if (pyscalar && !variant && !fj_current_tracer->specialized && fj_dims_shape_args(op, n, kwnames, &slo, &shi)) {
+        symshape = 1;
+        for (Py_ssize_t i = 0; symshape && i < n; i++) {
+            if (i >= slo && i < shi) {
+                symshape = fj_dims_shape_arg_symbolic(args[i]);
+                continue;
+            }
+            int p = has_pyscalar(args[i]);
+            if (p < 0)
+                return NULL;
+            symshape = !p;
+        }
+    }
+    if (pyscalar && !symshape && (op->shape_rule != FJ_SH_BROADCAST || sign_typed || narrow ||
+                                  fj_current_tracer->specialized)) {
         return pinned_retry(fr, op, NULL, args, n, kwnames, graph_call_retry);
     }
     if (fj_trace_check_writeable(fr, op, args, n, kwnames) < 0)
@@ -1661,7 +1680,7 @@ static PyObject *pinned_scalar(fj_TFrame *fr, fj_Var *o)
     if (((fj_Node *)o->obj)->variant)
         return fj_unsupported("a value that changes with each iteration of the loop, used as a "
                               "Python object"), NULL;
-    if (fj_trace_specialize(fr->tx) < 0)
+    if (fj_trace_specialize(fr->tx, "a symbolic int used as a Python object") < 0)
         return NULL;
     return (PyObject *)fj_var_const(((fj_Node *)o->obj)->example);
 }
@@ -2235,11 +2254,17 @@ PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
             fj_trace_is_tensor_var(objv) != fj_trace_is_tensor_var(keyv))
             return fj_unsupported("indexing an array with an array of the other library"), NULL;
         /* an integer index is in range only for some sizes: with dynamic dims the
-           graph could raise IndexError at run time (after side effects that come
-           first in the program); pin the sizes so the trace's check holds */
+           graph raises IndexError at run time for the others, as NumPy does, before
+           anything is visible; after side effects that come first in the program
+           (replayed after the graph) it would lose them: then pin the sizes so the
+           trace's check holds (and for tensors, whose rules are torch's) */
         /* (a mask's sizes, and an index array's of a size that depends on the data, are
            decided with the graph call: fj_dims_datadep) */
-        int has_int = o->dynamic && !fj_dims_key_decides(keyv) ? key_has_int(keyv) : 0;
+        int has_int = o->dynamic && !fj_dims_key_decides(keyv) &&
+                              (fj_trace_effects_pending(fr->tx) || fj_trace_is_tensor_var(objv) ||
+                               fj_dims_is_datadep(objv))
+                          ? key_has_int(keyv)
+                          : 0;
         if (has_int < 0 || (has_int && fj_trace_pin_sizes(fr->tx, objv, "an integer index") < 0))
             return NULL;
         if (!fj_trace_is_tensor_var(objv) && fj_trace_index_may_raise(fr->tx, keyv) < 0)
@@ -2379,7 +2404,7 @@ int fj_trace_truth(fj_TFrame *fr, PyObject *v)
             int truth = 0, rel = fj_shape_env_branch(fr->tx, (fj_Node *)vv->obj, &truth);
             if (rel != 0)
                 return rel < 0 ? -1 : truth;
-            if (fj_trace_specialize(fr->tx) < 0)
+            if (fj_trace_specialize(fr->tx, "a branch on a symbolic value that is not an int relation") < 0)
                 return -1;
             return PyObject_IsTrue(((fj_Node *)vv->obj)->example);
         }

@@ -21,6 +21,7 @@
 
 #include "fj_numpy.h"
 #include "graph.h"
+#include "guards.h"
 
 #define VAR(o) ((fj_Var *)(o))
 
@@ -97,6 +98,11 @@ PyObject *fj_dims_size(fj_Tracer *tx, PyObject *v, int d)
         r = size ? (PyObject *)fj_var_const(size) : NULL;
         Py_XDECREF(size);
     }
+    else if (PyLong_AsLong(PyTuple_GET_ITEM(sym, 1)) < 0) {
+        /* an int input's symbol (size_symbol): its Var */
+        r = PyDict_GetItemWithError(tx->inputs, PyTuple_GET_ITEM(sym, 0));
+        Py_XINCREF(r);
+    }
     else
         r = (PyObject *)fj_trace_size_input(tx, (fj_Source *)PyTuple_GET_ITEM(sym, 2),
                                             PyLong_AsSsize_t(PyTuple_GET_ITEM(sym, 1)));
@@ -104,11 +110,114 @@ PyObject *fj_dims_size(fj_Tracer *tx, PyObject *v, int d)
     return r;
 }
 
-/* Specializes; the result's dims are then not needed.  0 or -1. */
-static int pin(fj_Tracer *tx, PyObject **out)
+/* The printed form of a symbol: L['x'].shape[0], or L['n'] for an int input's. */
+static PyObject *symbol_text(PyObject *sym)
+{
+    long d = PyLong_AsLong(PyTuple_GET_ITEM(sym, 1));
+    return d < 0 ? Py_NewRef(PyTuple_GET_ITEM(sym, 0))
+                 : PyUnicode_FromFormat("%U.shape[%ld]", PyTuple_GET_ITEM(sym, 0), d);
+}
+
+/* Guards that symbols 'a' and 'b' stay equal: DIMS_EQUAL for two input dims,
+   a RELATION where an int input's symbol takes part.  0 or -1. */
+static int guard_equal(fj_Tracer *tx, PyObject *a, PyObject *b)
+{
+    long da = PyLong_AsLong(PyTuple_GET_ITEM(a, 1)), db = PyLong_AsLong(PyTuple_GET_ITEM(b, 1));
+    if (da >= 0 && db >= 0)
+        return fj_guard_add_dims_equal(tx->guards, PyTuple_GET_ITEM(a, 2), (int)da, PyTuple_GET_ITEM(b, 2),
+                                       (int)db);
+    PyObject *ta = symbol_text(a), *tb = ta ? symbol_text(b) : NULL;
+    PyObject *text = tb ? PyUnicode_FromFormat("%U == %U", ta, tb) : NULL;
+    PyObject *syms = text ? Py_BuildValue("((Ol)(Ol))", PyTuple_GET_ITEM(a, 2), da, PyTuple_GET_ITEM(b, 2), db)
+                          : NULL;
+    PyObject *prog = syms ? Py_BuildValue("(iiiiii)", FJ_REL_SYM, 0, FJ_REL_SYM, 1, FJ_REL_EQ, 0) : NULL;
+    int r = prog ? fj_guard_add_relation(tx->guards, syms, prog, 1, text) : -1;
+    Py_XDECREF(ta);
+    Py_XDECREF(tb);
+    Py_XDECREF(text);
+    Py_XDECREF(syms);
+    Py_XDECREF(prog);
+    return r;
+}
+
+/*
+** The symbol of symbolic-int Var 'v' used as a size (a shape argument): a
+** size input's is the dim symbol its array's dims carry; an int input's is
+** (text, -1, source), with the RELATION guard that it stays >= 2 (sizes 0
+** and 1 are specialized: broadcasting treats 1 apart), only when it is >= 2
+** now.  New ref; NULL with no error when 'v' is no such symbol.
+*/
+static PyObject *size_symbol(fj_Tracer *tx, PyObject *v)
+{
+    fj_Var *vv = VAR(v);
+    if (vv->kind != FJ_VAR_NODE || vv->source == NULL || !vv->dynamic)
+        return NULL;
+    fj_Node *n = (fj_Node *)vv->obj;
+    if (n->kind != FJ_NODE_PLACEHOLDER || n->vkind != FJ_VAL_PYSCALAR || n->variant || n->example == NULL ||
+        !PyLong_CheckExact(n->example))
+        return NULL;
+    fj_Source *s = vv->source;
+    if (vv->size_input) {
+        fj_Source *arr = s->parent != NULL ? s->parent->parent : NULL;
+        return arr != NULL ? Py_BuildValue("(OnO)", arr->text, s->index, (PyObject *)arr) : NULL;
+    }
+    int ovf = 0;
+    long long x = PyLong_AsLongLongAndOverflow(n->example, &ovf);
+    if (ovf || x < 2)
+        return NULL;
+    PyObject *text = PyUnicode_FromFormat("%U >= 2", s->text);
+    PyObject *syms = text ? Py_BuildValue("((Oi))", (PyObject *)s, -1) : NULL;
+    PyObject *prog = syms ? Py_BuildValue("(iiiiii)", FJ_REL_SYM, 0, FJ_REL_CONST, 2, FJ_REL_GE, 0) : NULL;
+    PyObject *sym = NULL;
+    if (prog != NULL && fj_guard_add_relation(tx->guards, syms, prog, 1, text) == 0)
+        sym = Py_BuildValue("(OiO)", s->text, -1, (PyObject *)s);
+    Py_XDECREF(text);
+    Py_XDECREF(syms);
+    Py_XDECREF(prog);
+    return sym;
+}
+
+/*
+** The dims a shape argument 'v' (an int, a symbolic int or a tuple or list
+** of them) gives: a new tuple, None for a fixed entry (its size in
+** fixed[i], -1 for NumPy's unknown entry), a symbol for a symbolic one.
+** NULL with no error when an entry is neither (an expression of symbols).
+*/
+static PyObject *shape_dims(fj_Tracer *tx, PyObject *v, npy_intp *fixed, int *nd)
+{
+    fj_Var *vv = VAR(v);
+    PyObject *items = vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST ? vv->items : NULL;
+    Py_ssize_t k = items ? PyList_GET_SIZE(items) : 1;
+    if (k > FJ_MAX_NDIM)
+        return NULL;
+    PyObject *t = PyTuple_New(k);
+    for (Py_ssize_t i = 0; t != NULL && i < k; i++) {
+        PyObject *e = items ? PyList_GET_ITEM(items, i) : v;
+        PyObject *c = VAR(e)->kind == FJ_VAR_CONST ? VAR(e)->obj : NULL;
+        if (c != NULL && PyLong_CheckExact(c)) {
+            fixed[i] = PyLong_AsSsize_t(c);
+            if (fixed[i] == -1 && PyErr_Occurred())
+                Py_CLEAR(t);
+            else
+                PyTuple_SET_ITEM(t, i, Py_NewRef(Py_None));
+            continue;
+        }
+        PyObject *sym = size_symbol(tx, e);
+        fixed[i] = 0;
+        if (sym == NULL)
+            Py_CLEAR(t);
+        else
+            PyTuple_SET_ITEM(t, i, sym);
+    }
+    *nd = (int)k;
+    return t;
+}
+
+/* Specializes ('why': for the dynamic log); the result's dims are then not needed.  0 or -1. */
+static int pin(fj_Tracer *tx, PyObject **out, const char *why)
 {
     *out = NULL;
-    return fj_trace_specialize(tx);
+    return fj_trace_specialize(tx, why);
 }
 
 
@@ -163,7 +272,7 @@ static int combine(fj_Tracer *tx, PyObject *ops, PyObject **out)
         if (dims == Py_None) {
             Py_DECREF(dims);
             Py_DECREF(res);
-            return pin(tx, out);
+            return pin(tx, out, "an operand whose sizes are not modelled meets a dynamic one in broadcasting");
         }
         for (int d = 0; d < nd; d++) {
             int rd = rn - nd + d;
@@ -180,7 +289,7 @@ static int combine(fj_Tracer *tx, PyObject *ops, PyObject **out)
                 if (fixed != 1) {
                     Py_DECREF(dims);
                     Py_DECREF(res);
-                    return pin(tx, out);
+                    return pin(tx, out, "a dynamic dim meets a fixed size other than 1 in broadcasting");
                 }
                 if (cur == Py_None)
                     Py_SETREF(PyTuple_GET_ITEM(res, rd), Py_NewRef(sym));
@@ -189,10 +298,7 @@ static int combine(fj_Tracer *tx, PyObject *ops, PyObject **out)
             }
             if (!same_symbol(sym, cur)) {
                 /* two symbols equal now: guard that they stay equal */
-                int r = fj_guard_add_dims_equal(tx->guards, PyTuple_GET_ITEM(cur, 2),
-                                                (int)PyLong_AsLong(PyTuple_GET_ITEM(cur, 1)),
-                                                PyTuple_GET_ITEM(sym, 2),
-                                                (int)PyLong_AsLong(PyTuple_GET_ITEM(sym, 1)));
+                int r = guard_equal(tx, cur, sym);
                 if (r < 0) {
                     Py_DECREF(dims);
                     Py_DECREF(res);
@@ -286,6 +392,134 @@ static int reduce_dims(const fj_OpDef *op, PyObject *const *args, Py_ssize_t n,
     return *out ? 0 : -1;
 }
 
+/*
+** x.reshape(shape) (args[0] the array, the shape the positional args after
+** it: one tuple or list, or several entries) where the shape's symbols are
+** the array's, each once, and its fixed sizes match the array's (the unknown
+** entry, if any, their quotient): 1 with *out the result's dims, 0 when not
+** so (pin), -1 on error.
+*/
+static int reshape_dims(fj_Tracer *tx, PyObject *const *args, Py_ssize_t npos, Py_ssize_t nkw, PyObject **out)
+{
+    if (nkw != 0 || npos < 2 || VAR(args[0])->kind != FJ_VAR_NODE)
+        return 0;
+    fj_Node *a = (fj_Node *)VAR(args[0])->obj;
+    PyObject *in = dims_of(args[0]);
+    if (in == NULL)
+        return -1;
+    if (in == Py_None || a->datadep) {
+        Py_DECREF(in);
+        return 0;
+    }
+    npy_intp fixed[FJ_MAX_NDIM];
+    int nd = 0;
+    PyObject *shape = NULL;
+    if (npos == 2)
+        shape = Py_NewRef(args[1]);
+    else {
+        PyObject *items = PyList_New(0);
+        for (Py_ssize_t i = 1; items != NULL && i < npos; i++)
+            if (PyList_Append(items, args[i]) < 0)
+                Py_CLEAR(items);
+        shape = items ? (PyObject *)fj_var_take(FJ_VAR_TUPLE, items) : NULL;
+    }
+    PyObject *d = shape ? shape_dims(tx, shape, fixed, &nd) : NULL;
+    Py_XDECREF(shape);
+    int r = 0;
+    if (d == NULL) {
+        Py_DECREF(in);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    /* the symbols: each of the array's used once, no other */
+    npy_intp fin = 1, fout = 1;
+    int unknown = -1, used[FJ_MAX_NDIM] = {0}, ok = 1;
+    for (int i = 0; i < a->ndim; i++)
+        if (PyTuple_GET_ITEM(in, i) == Py_None)
+            fin *= a->shape[i];
+    for (int j = 0; ok && j < nd; j++) {
+        PyObject *sj = PyTuple_GET_ITEM(d, j);
+        if (sj == Py_None) {
+            if (fixed[j] < 0) {
+                ok = unknown < 0;
+                unknown = j;
+            }
+            else
+                fout *= fixed[j];
+            continue;
+        }
+        int found = 0;
+        for (int i = 0; !found && i < a->ndim; i++)
+            if (!used[i] && PyTuple_GET_ITEM(in, i) != Py_None && same_symbol(PyTuple_GET_ITEM(in, i), sj))
+                found = used[i] = 1;
+        ok = found;
+    }
+    for (int i = 0; ok && i < a->ndim; i++)
+        ok = PyTuple_GET_ITEM(in, i) == Py_None || used[i];
+    if (ok && unknown >= 0)
+        ok = fout != 0 && fin % fout == 0;
+    else if (ok)
+        ok = fin == fout;
+    if (ok) {
+        /* the unknown entry: a fixed size (its value the metadata's) */
+        *out = Py_NewRef(d);
+        r = 1;
+    }
+    Py_DECREF(d);
+    Py_DECREF(in);
+    return r;
+}
+
+/* True for a symbolic int that size_symbol takes (checked, no guard added). */
+static int is_size_symbol(PyObject *v)
+{
+    fj_Var *vv = VAR(v);
+    if (vv->kind != FJ_VAR_NODE || vv->source == NULL || !vv->dynamic)
+        return 0;
+    fj_Node *n = (fj_Node *)vv->obj;
+    if (n->kind != FJ_NODE_PLACEHOLDER || n->vkind != FJ_VAL_PYSCALAR || n->variant || n->example == NULL ||
+        !PyLong_CheckExact(n->example))
+        return 0;
+    if (vv->size_input)
+        return 1;
+    int ovf = 0;
+    long long x = PyLong_AsLongLongAndOverflow(n->example, &ovf);
+    return !ovf && x >= 2;
+}
+
+/* A shape argument entry or the whole argument: constants and size symbols only. */
+static int shape_arg_symbolic(PyObject *v)
+{
+    fj_Var *vv = VAR(v);
+    if (vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(vv->items); i++)
+            if (!shape_arg_symbolic(PyList_GET_ITEM(vv->items, i)))
+                return 0;
+        return 1;
+    }
+    return vv->kind == FJ_VAR_CONST ? PyLong_CheckExact(vv->obj) : is_size_symbol(v);
+}
+
+int fj_dims_shape_args(const fj_OpDef *op, Py_ssize_t n, PyObject *kwnames, Py_ssize_t *lo, Py_ssize_t *hi)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = n - nkw;
+    if (op->shape_rule == FJ_SH_CREATE && npos >= 1) {
+        *lo = 0;
+        *hi = 1;
+        return 1;
+    }
+    if (op->shape_rule == FJ_SH_RESHAPE && npos >= 2 && nkw == 0) {
+        *lo = 1;
+        *hi = npos;
+        return 1;
+    }
+    return 0;
+}
+
+int fj_dims_shape_arg_symbolic(PyObject *v)
+{
+    return shape_arg_symbolic(v);
+}
+
 int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args, Py_ssize_t n,
                         PyObject *kwnames, PyObject **out)
 {
@@ -305,7 +539,7 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
                 PyObject *kn = PyTuple_GET_ITEM(kwnames, i - npos);
                 if (PyUnicode_CompareWithASCIIString(kn, "out") == 0 && a->kind != FJ_VAR_CONST) {
                     Py_DECREF(ops);
-                    return pin(fr->tx, out);
+                    return pin(fr->tx, out, "out= of an op on a dynamic array");
                 }
                 int pi = fj_ops_param_index(op, PyUnicode_AsUTF8(kn));
                 operand = pi >= 0 && pi < op->nin;
@@ -315,13 +549,13 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
             if (i < npos && i >= op->nin && a->kind == FJ_VAR_NODE &&
                 (op->flags & FJ_OPF_OUT) && i == op->nin) {
                 Py_DECREF(ops);
-                return pin(fr->tx, out); /* a positional out */
+                return pin(fr->tx, out, "a positional out of an op on a dynamic array"); /* a positional out */
             }
             if (!operand || a->kind == FJ_VAR_CONST)
                 continue; /* a scalar constant (or None) takes no part in the sizes */
             if (a->kind != FJ_VAR_NODE) {
                 Py_DECREF(ops);
-                return pin(fr->tx, out); /* a list or tuple operand: its shape is not modelled */
+                return pin(fr->tx, out, "a list or tuple operand of an op on a dynamic array (its shape is not modelled)"); /* a list or tuple operand: its shape is not modelled */
             }
             bad = PyList_Append(ops, (PyObject *)a) < 0;
         }
@@ -343,11 +577,31 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
             *out = d;
         }
         return 0;
-    case FJ_SH_RESHAPE:
-        /* only x.reshape(-1) is right for every size */
+    case FJ_SH_RESHAPE: {
+        /* x.reshape(-1) is right for every size; so is a shape whose symbols are
+           the array's own, each once, with fixed sizes that match (x.reshape(n,
+           -1), n = x.shape[0]): the unknown entry is then a fixed size */
         if (npos == 2 && is_minus_one_shape(args[1]))
             return 0;
-        return pin(fr->tx, out);
+        int r = reshape_dims(fr->tx, args, npos, nkw, out);
+        if (r != 0)
+            return r < 0 ? -1 : 0;
+        return pin(fr->tx, out, "reshape of a dynamic array to a shape other than -1 or its own sizes");
+    }
+    case FJ_SH_CREATE: {
+        /* zeros/ones/empty/full of a shape of ints and symbols (n = x.shape[0], or
+           an int input >= 2): the result's dims are those symbols */
+        npy_intp fixed[FJ_MAX_NDIM];
+        int nd = 0;
+        PyObject *d = npos >= 1 ? shape_dims(fr->tx, args[0], fixed, &nd) : NULL;
+        if (d != NULL) {
+            *out = d;
+            return 0;
+        }
+        if (PyErr_Occurred())
+            return -1;
+        return pin(fr->tx, out, "a shape argument that is not ints and sizes");
+    }
     case FJ_SH_REDUCE:
     case FJ_SH_ARGREDUCE:
         return reduce_dims(op, args, n, kwnames, out);
@@ -362,11 +616,16 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
     case FJ_SH_GETITEM:
     case FJ_SH_LIKE:
         /* one array operand, no size relation that can fail (sizes 0 and 1 are
-           specialized; integer indices are pinned by the getitem tracer): the
+           specialized; an integer index out of range raises IndexError as NumPy
+           does, the getitem tracer pins where side effects are pending): the
            result's sizes are opaque */
         return 0;
+    case FJ_SH_SETITEM:
+        /* a store (array_setitem pins where side effects are pending): an index
+           or a value that does not fit raises as NumPy does; no result */
+        return 0;
     default:
-        return pin(fr->tx, out);
+        return pin(fr->tx, out, "an op whose size rule is not modelled, on a dynamic array");
     }
 }
 
@@ -384,7 +643,7 @@ int fj_dims_broadcast(fj_Tracer *tx, PyObject *const *args, Py_ssize_t n, PyObje
             continue; /* a scalar (or None) takes no part in the sizes */
         if (a->kind != FJ_VAR_NODE) {
             Py_DECREF(ops);
-            return pin(tx, out);
+            return pin(tx, out, "a list or tuple operand of an op on a dynamic array (its shape is not modelled)");
         }
         if (PyList_Append(ops, (PyObject *)a) < 0) {
             Py_DECREF(ops);
@@ -614,7 +873,7 @@ static int dynamic_meets(fj_Tracer *tx, const fj_OpDef *op, PyObject *const *arg
         if (m == NULL && PyErr_Occurred())
             return -1;
         if (!agree)
-            return fj_trace_specialize(tx);
+            return fj_trace_specialize(tx, "a mask whose dims do not agree with the indexed array's");
     }
     int first_free = op->shape_rule == FJ_SH_GETITEM || op->shape_rule == FJ_SH_SETITEM ||
                      op->shape_rule == FJ_SH_NONZERO;
@@ -627,9 +886,9 @@ static int dynamic_meets(fj_Tracer *tx, const fj_OpDef *op, PyObject *const *arg
             continue; /* np.nonzero's index arrays: their values NumPy checks */
         fj_Node *a = node_of(args[i]);
         if (a != NULL && !a->datadep && a->vkind == FJ_VAL_ARRAY && VAR(args[i])->dynamic)
-            return fj_trace_specialize(tx);
+            return fj_trace_specialize(tx, "a dynamic array meets a size that depends on the data");
         if (a == NULL && !plain_value(args[i], 0))
-            return fj_trace_specialize(tx); /* a list of arrays: not modelled */
+            return fj_trace_specialize(tx, "a list of arrays meets a size that depends on the data");
     }
     return 0;
 }

@@ -54,7 +54,10 @@ static PyObject *new_method_var(PyObject *self, PyObject *name)
 ** a[key] = v on an array: an in-place graph op.  The eager graph runs it in
 ** program order on the real array, so the input and every view of it change
 ** as in CPython.  With dynamic shapes the selection's size decides whether
-** the store raises: the sizes are pinned first.  0 or -1.
+** the store raises (IndexError, a broadcast ValueError): the graph raises
+** then as NumPy does, at the store, after the stores before it as in
+** CPython; only after side effects the graph replays (which the error would
+** lose), and for tensors (torch's rules), the sizes are pinned first.  0 or -1.
 */
 static int array_setitem(fj_TFrame *fr, PyObject *a, PyObject *key, PyObject *v)
 {
@@ -70,7 +73,9 @@ static int array_setitem(fj_TFrame *fr, PyObject *a, PyObject *key, PyObject *v)
        decided with the graph call (fj_dims_datadep) */
     if (dynamic > 0 && (fj_dims_key_decides(key) || fj_dims_is_datadep(a) || fj_dims_is_datadep(v)))
         dynamic = 0;
-    if (dynamic < 0 || (dynamic && fj_trace_specialize(fr->tx) < 0))
+    if (dynamic > 0 && !fj_trace_effects_pending(fr->tx) && !fj_trace_is_tensor_var(a))
+        dynamic = 0;
+    if (dynamic < 0 || (dynamic && fj_trace_specialize(fr->tx, "an item store with dynamic sizes") < 0))
         return -1;
     if (!fj_trace_is_tensor_var(a) && fj_trace_index_may_raise(fr->tx, key) < 0)
         return -1;

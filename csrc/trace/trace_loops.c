@@ -1106,6 +1106,9 @@ int fj_trace_range_pin(fj_TFrame *fr)
             return fj_unsupported("a loop over range() whose bounds change with each iteration of an "
                                   "enclosing loop is traced only as a captured loop");
         /* a symbolic int: pinned (its guards make it a constant), its value */
+        if (v->kind == FJ_VAR_NODE && fj_trace_specialize(fr->tx, "the bounds of a range() loop that is "
+                                                                  "not captured (it is unrolled)") < 0)
+            return -1;
         if ((b[k] = fj_var_as_const((PyObject *)v)) == NULL)
             return PyErr_Occurred() ? -1 : fj_unsupported("range() bounds that are not known");
     }

@@ -595,7 +595,8 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
     }
     if (dyn) {
         int ew = fj_torch_is_elementwise(op, target, fargs, fkw);
-        if (ew < 0 || (ew ? fj_dims_broadcast(tx, args, n, &dims) : fj_trace_specialize(tx)) < 0)
+        if (ew < 0 || (ew ? fj_dims_broadcast(tx, args, n, &dims)
+                             : fj_trace_specialize(tx, "a torch op other than an elementwise one on a dynamic tensor")) < 0)
             goto done;
     }
     /* the C rules first (torch_infer.h), then the cache, then torch's meta kernels */
@@ -723,7 +724,7 @@ PyObject *fj_trace_torch_meta_call(fj_TFrame *fr, PyObject *fn, PyObject *const 
     for (Py_ssize_t i = 0; i < n; i++) {
         /* torch.numel(t) of a dynamic tensor: pin its dims */
         int d = fj_trace_any_dynamic(args[i]);
-        if (d < 0 || (d && fj_trace_specialize(fr->tx) < 0))
+        if (d < 0 || (d && fj_trace_specialize(fr->tx, "torch.numel of a dynamic tensor") < 0))
             return NULL;
     }
     for (; filled < n; filled++) {
@@ -768,7 +769,8 @@ PyObject *fj_trace_torch_meta(PyObject *objv, PyObject *name, PyObject *const *a
     fj_Node *node = (fj_Node *)VAR(objv)->obj;
     PyObject *res;
     /* sizes, strides, numel of a dynamic tensor: pin its dims (the trace goes on with them) */
-    if (VAR(objv)->dynamic && !size_free(name) && fj_trace_specialize(fj_current_tracer) < 0)
+    if (VAR(objv)->dynamic && !size_free(name) &&
+        fj_trace_specialize(fj_current_tracer, "the sizes of a dynamic tensor read") < 0)
         return NULL;
     if (attr) {
         /* the real tensor is on the CPU; its fake is on the meta device */
