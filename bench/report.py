@@ -143,6 +143,17 @@ entry, then runs the frame in CPython.  The recompile time is a guard miss
 that traces and installs a new entry.  With automatic dynamic shapes (the
 default) an int that keeps changing stops recompiling after the second
 compile, so real workloads rarely hold 8 entries."""),
+    ("dynamic", "Symbolic sizes", "bench/bench_dynamic.py [--quick]",
+     """\
+Issue 22.  Each function is called once per size, 50 distinct sizes (n =
+0..49 for `x * n`), on a fresh compile; the same functions in torch ops go
+through torch.compile with an eager backend that counts its calls (the
+graphs).  Time: the sweep of 50 calls minus the same sweep plain, so
+tracing, guards, recompiles and their misses, best of 3 fresh sweeps;
+framejit's backend is eager too, so no C compiler time is in either
+figure.  framejit's sizes read by the program are symbolic ints (graph
+inputs `L['x'].shape[0]`), its branches on them relation guards, its shape
+arguments symbolic dims (docs/dynamic.md)."""),
     ("run_mode", "Whole programs under `framejit run`", "bench/bench_run_mode.py [--quick] [--rounds N]",
      """\
 CPU time (user + sys) of the child process, `python prog.py` and `python -m

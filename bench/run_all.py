@@ -16,7 +16,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-SCRIPTS = ("bench_guards.py", "bench_runtime.py", "bench_compile.py", "bench_recompile.py",
+SCRIPTS = ("bench_guards.py", "bench_runtime.py", "bench_compile.py", "bench_recompile.py", "bench_dynamic.py",
            "bench_run_mode.py", "bench_eager_large.py", "bench_versions.py")
 
 

@@ -1,0 +1,227 @@
+"""Symbolic sizes (issue 22): graphs and total compile time over 50 distinct
+sizes, framejit against torch.compile on the same functions, in one run.
+
+Each function is called once per size (50 distinct sizes, or n = 0..49 for
+the int case) on a fresh compile of it.  Counted: the graphs each compiler
+made (framejit: counters["stats"]["unique_graphs"]; torch.compile: calls of
+its backend, an eager one that counts).  Timed: the whole sweep of 50 calls
+minus the same sweep of plain calls (so: tracing, guards, recompiles and
+their misses), best of 3 sweeps on fresh compiles.  framejit uses the eager
+backend (torch.compile's backend is eager too), so no C compiler time is in
+either figure.  Every framejit result is checked against plain NumPy.
+
+Run: python3 bench/bench_dynamic.py [--quick]
+Writes bench/results/dynamic.json (bench/_results.py).
+"""
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _results  # noqa: E402
+import framejit  # noqa: E402
+
+try:
+    import torch
+    import torch._dynamo
+except ImportError:  # torch's column is left out, with a note
+    torch = None
+
+QUICK = "--quick" in sys.argv
+ROUNDS = 1 if QUICK else 3
+perf = time.perf_counter
+
+
+# ---- the functions, in NumPy and in torch (the same operations) ----
+
+def tanh_size_np(x):
+    return np.tanh(x) * x.shape[0]
+
+
+def tanh_size_t(x):
+    return torch.tanh(x) * x.shape[0]
+
+
+def row_norm_np(x):
+    return x / np.sqrt((x * x).sum(axis=1, keepdims=True))
+
+
+def row_norm_t(x):
+    return x / torch.sqrt((x * x).sum(dim=1, keepdim=True))
+
+
+def col_mean_np(x):
+    return x.sum(axis=0) / x.shape[0]
+
+
+def col_mean_t(x):
+    return x.sum(dim=0) / x.shape[0]
+
+
+def times_n_np(x, n):
+    return x * n
+
+
+def times_n_t(x, n):
+    return x * n
+
+
+def branch_np(x):
+    if x.shape[0] > 100:
+        return np.exp(x) - 1.0
+    return x * 2.0
+
+
+def branch_t(x):
+    if x.shape[0] > 100:
+        return torch.exp(x) - 1.0
+    return x * 2.0
+
+
+def reshape_np(x):
+    return x.reshape(x.shape[0], -1).sum(axis=1)
+
+
+def reshape_t(x):
+    return x.reshape(x.shape[0], -1).sum(dim=1)
+
+
+def zeros_np(x):
+    return np.zeros(x.shape[0]) + x
+
+
+def zeros_t(x):
+    return torch.zeros(x.shape[0], dtype=x.dtype) + x
+
+
+SIZES = [4 + 7 * k for k in range(50)]  # 4 .. 347, 50 distinct
+
+
+def vecs(k):
+    return (np.random.default_rng(k).standard_normal(SIZES[k]),)
+
+
+def rows(k):
+    return (np.random.default_rng(k).standard_normal((SIZES[k], 8)),)
+
+
+def cubes(k):
+    return (np.random.default_rng(k).standard_normal((SIZES[k], 2, 3)),)
+
+
+def ints(k):
+    return (np.linspace(0.0, 1.0, 16), k)
+
+
+CASES = [
+    ("np.tanh(x) * x.shape[0]", tanh_size_np, tanh_size_t, vecs),
+    ("row normalisation (rows change)", row_norm_np, row_norm_t, rows),
+    ("column mean x.sum(0) / x.shape[0]", col_mean_np, col_mean_t, rows),
+    ("x * n, n = 0..49", times_n_np, times_n_t, ints),
+    ("branch on x.shape[0] > 100", branch_np, branch_t, vecs),
+    ("x.reshape(x.shape[0], -1).sum(1)", reshape_np, reshape_t, cubes),
+    ("np.zeros(x.shape[0]) + x", zeros_np, zeros_t, vecs),
+]
+
+
+def to_torch(args):
+    return tuple(torch.from_numpy(a.copy()) if isinstance(a, np.ndarray) else a for a in args)
+
+
+def sweep(fn, inputs):
+    t0 = perf()
+    out = [fn(*a) for a in inputs]
+    return perf() - t0, out
+
+
+def run_framejit(fn, inputs):
+    best = None
+    for _ in range(ROUNDS):
+        framejit.reset()
+        cf = framejit.compile(fn, backend="eager")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t, out = sweep(cf, inputs)
+        graphs = framejit.counters["stats"].get("unique_graphs", 0)
+        best = t if best is None else min(best, t)
+    for a, r in zip(inputs, out):
+        e = fn(*a)
+        assert type(r) is type(e) and np.array_equal(r, e), fn.__name__
+    return best, graphs
+
+
+def run_torch(fn, inputs):
+    best = None
+    for _ in range(ROUNDS):
+        torch._dynamo.reset()
+        count = [0]
+
+        def backend(gm, example_inputs):
+            count[0] += 1
+            return gm.forward
+
+        cf = torch.compile(fn, backend=backend)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t, _ = sweep(cf, inputs)
+        best = t if best is None else min(best, t)
+    return best, count[0]
+
+
+def main():
+    _results.start()
+    if torch is not None:
+        torch.set_num_threads(1)
+    rows_out = []
+    print(f"bench_dynamic: CPython {sys.version.split()[0]}, NumPy {np.__version__}"
+          + (f", torch {torch.__version__}" if torch is not None else ", no torch"))
+    print(f"  {'function':36s} {'fj graphs':>9s} {'fj ms':>8s} {'tc graphs':>9s} {'tc ms':>8s} {'tc/fj':>7s}")
+    for name, fnp, ft, make in CASES:
+        inputs = [make(k) for k in range(50)]
+        plain = min(sweep(fnp, inputs)[0] for _ in range(3))
+        fj_t, fj_g = run_framejit(fnp, inputs)
+        row = {"function": name, "fj_graphs": fj_g, "fj_ms": (fj_t - plain) * 1e3}
+        if torch is not None:
+            tin = [to_torch(a) for a in inputs]
+            tplain = min(sweep(ft, tin)[0] for _ in range(3))
+            tc_t, tc_g = run_torch(ft, tin)
+            row.update({"tc_graphs": tc_g, "tc_ms": (tc_t - tplain) * 1e3})
+            row["ratio"] = row["tc_ms"] / row["fj_ms"] if row["fj_ms"] > 0 else None
+        rows_out.append(row)
+        print(f"  {name:36s} {fj_g:9d} {row['fj_ms']:8.1f} {row.get('tc_graphs', -1):9d} "
+              f"{row.get('tc_ms', float('nan')):8.1f} {row.get('ratio') or float('nan'):7.1f}")
+    C = _results.column
+    cols = [C("function", "function"), C("fj_graphs", "framejit graphs", "d"),
+            C("fj_ms", "framejit compile ms (50 sizes)", ".1f")]
+    if torch is not None:
+        cols += [C("tc_graphs", "torch.compile graphs", "d"), C("tc_ms", "torch.compile compile ms", ".1f"),
+                 C("ratio", "torch / framejit time", ".1f")]
+    targets = []
+    issue = {"np.tanh(x) * x.shape[0]", "row normalisation (rows change)", "x * n, n = 0..49"}
+    for r in rows_out:
+        if r["function"] in issue:
+            targets.append({"target": f"{r['function']}: at most 2 graphs over 50 sizes",
+                            "measured": f"{r['fj_graphs']} graphs", "met": r["fj_graphs"] <= 2})
+    if torch is not None:
+        fewer = sum(r["fj_graphs"] <= r["tc_graphs"] for r in rows_out)
+        faster = sum(r["fj_ms"] <= r["tc_ms"] for r in rows_out)
+        targets.append({"target": "graphs at most torch.compile's on each function",
+                        "measured": f"{fewer}/{len(rows_out)}", "met": fewer == len(rows_out)})
+        targets.append({"target": "total compile time below torch.compile's on each function",
+                        "measured": f"{faster}/{len(rows_out)}", "met": faster == len(rows_out)})
+    _results.write(
+        "dynamic", "Symbolic sizes: graphs and compile time over 50 sizes", size="--quick" if QUICK else "full",
+        tables=[_results.table(f"50 distinct sizes per function ({SIZES[0]}..{SIZES[-1]}; n = 0..49 for "
+                               f"x * n); sweep time minus plain, best of {ROUNDS}", cols, rows_out)],
+        targets=targets,
+        notes=([] if torch is not None else ["torch is not installed: its columns are left out"]),
+        data={"rows": rows_out, "sizes": SIZES})
+
+
+if __name__ == "__main__":
+    main()
