@@ -98,6 +98,8 @@ PyObject *fj_dims_size(fj_Tracer *tx, PyObject *v, int d)
         r = size ? (PyObject *)fj_var_const(size) : NULL;
         Py_XDECREF(size);
     }
+    else if (PyLong_AsLong(PyTuple_GET_ITEM(sym, 1)) == -2)
+        r = NULL; /* a slice's size (symbol + c): not a value of its own yet (pin) */
     else if (PyLong_AsLong(PyTuple_GET_ITEM(sym, 1)) < 0) {
         /* an int input's symbol (size_symbol): its Var */
         r = PyDict_GetItemWithError(tx->inputs, PyTuple_GET_ITEM(sym, 0));
@@ -118,26 +120,294 @@ static PyObject *symbol_text(PyObject *sym)
                  : PyUnicode_FromFormat("%U.shape[%ld]", PyTuple_GET_ITEM(sym, 0), d);
 }
 
+/*
+** Symbols (each a tuple): (text, d, source) an input array's dim d; (text, -1,
+** source) an int input used as a size (size_symbol); (text, -2, base, c) the
+** size base + c of a slice (slice_dim; text printed canonically, so equal
+** texts are equal sizes).
+*/
+
+/* Appends the program words of symbol 'sym' to 'prog', its base to 'syms'.  0 or -1. */
+static int symbol_prog(PyObject *sym, PyObject *syms, PyObject *prog)
+{
+    long d = PyLong_AsLong(PyTuple_GET_ITEM(sym, 1));
+    if (d == -2) {
+        PyObject *c = PyTuple_GET_ITEM(sym, 3), *add = PyLong_FromLong(FJ_REL_CONST), *op = PyLong_FromLong(FJ_REL_ADD),
+                 *zero = PyLong_FromLong(0);
+        int r = add && op && zero && symbol_prog(PyTuple_GET_ITEM(sym, 2), syms, prog) == 0 &&
+                        PyList_Append(prog, add) == 0 && PyList_Append(prog, c) == 0 &&
+                        PyList_Append(prog, op) == 0 && PyList_Append(prog, zero) == 0
+                    ? 0
+                    : -1;
+        Py_XDECREF(add);
+        Py_XDECREF(op);
+        Py_XDECREF(zero);
+        return r;
+    }
+    PyObject *pair = Py_BuildValue("(Ol)", PyTuple_GET_ITEM(sym, 2), d);
+    Py_ssize_t k = PyList_GET_SIZE(syms);
+    PyObject *w = pair && PyList_Append(syms, pair) == 0 ? Py_BuildValue("(in)", FJ_REL_SYM, k) : NULL;
+    int r = w != NULL && PyList_Append(prog, PyTuple_GET_ITEM(w, 0)) == 0 &&
+                    PyList_Append(prog, PyTuple_GET_ITEM(w, 1)) == 0
+                ? 0
+                : -1;
+    Py_XDECREF(pair);
+    Py_XDECREF(w);
+    return r;
+}
+
+/* The RELATION guard 'a <op> b' (Py_EQ, Py_GE, Py_LE) over symbols; 'b' a
+   symbol or, when NULL, the constant 'c'.  0 or -1. */
+static int guard_rel(fj_Tracer *tx, PyObject *a, int op, PyObject *b, long long c)
+{
+    static const char *const optext[] = {"<", "<=", "==", "!=", ">", ">="};
+    static const int opcode[] = {FJ_REL_LT, FJ_REL_LE, FJ_REL_EQ, FJ_REL_NE, FJ_REL_GT, FJ_REL_GE};
+    if (op == Py_GE && b == NULL && c <= 2 && PyLong_AsLong(PyTuple_GET_ITEM(a, 1)) >= -1)
+        return 0; /* an input's dynamic dim, an int size: >= 2 already (TENSOR_MATCH, size_symbol) */
+    PyObject *syms = PyList_New(0), *prog = PyList_New(0), *ta = NULL, *tb = NULL, *text = NULL, *st = NULL,
+             *pt = NULL;
+    int r = -1;
+    if (syms == NULL || prog == NULL || (ta = symbol_text(a)) == NULL ||
+        (tb = b ? symbol_text(b) : PyUnicode_FromFormat("%lld", c)) == NULL ||
+        (text = PyUnicode_FromFormat("%U %s %U", ta, optext[op], tb)) == NULL || symbol_prog(a, syms, prog) < 0)
+        goto done;
+    if (b != NULL ? symbol_prog(b, syms, prog) < 0 : 0)
+        goto done;
+    if (b == NULL) {
+        PyObject *w = Py_BuildValue("(iL)", FJ_REL_CONST, c);
+        int bad = w == NULL || PyList_Append(prog, PyTuple_GET_ITEM(w, 0)) < 0 ||
+                  PyList_Append(prog, PyTuple_GET_ITEM(w, 1)) < 0;
+        Py_XDECREF(w);
+        if (bad)
+            goto done;
+    }
+    PyObject *w = Py_BuildValue("(ii)", opcode[op], 0);
+    int bad = w == NULL || PyList_Append(prog, PyTuple_GET_ITEM(w, 0)) < 0 ||
+              PyList_Append(prog, PyTuple_GET_ITEM(w, 1)) < 0;
+    Py_XDECREF(w);
+    if (bad || (st = PyList_AsTuple(syms)) == NULL || (pt = PyList_AsTuple(prog)) == NULL)
+        goto done;
+    r = fj_guard_add_relation(tx->guards, st, pt, 1, text);
+done:
+    Py_XDECREF(syms);
+    Py_XDECREF(prog);
+    Py_XDECREF(ta);
+    Py_XDECREF(tb);
+    Py_XDECREF(text);
+    Py_XDECREF(st);
+    Py_XDECREF(pt);
+    return r;
+}
+
 /* Guards that symbols 'a' and 'b' stay equal: DIMS_EQUAL for two input dims,
-   a RELATION where an int input's symbol takes part.  0 or -1. */
+   a RELATION where an int input's symbol or a slice's size takes part.  0 or -1. */
 static int guard_equal(fj_Tracer *tx, PyObject *a, PyObject *b)
 {
     long da = PyLong_AsLong(PyTuple_GET_ITEM(a, 1)), db = PyLong_AsLong(PyTuple_GET_ITEM(b, 1));
     if (da >= 0 && db >= 0)
         return fj_guard_add_dims_equal(tx->guards, PyTuple_GET_ITEM(a, 2), (int)da, PyTuple_GET_ITEM(b, 2),
                                        (int)db);
-    PyObject *ta = symbol_text(a), *tb = ta ? symbol_text(b) : NULL;
-    PyObject *text = tb ? PyUnicode_FromFormat("%U == %U", ta, tb) : NULL;
-    PyObject *syms = text ? Py_BuildValue("((Ol)(Ol))", PyTuple_GET_ITEM(a, 2), da, PyTuple_GET_ITEM(b, 2), db)
-                          : NULL;
-    PyObject *prog = syms ? Py_BuildValue("(iiiiii)", FJ_REL_SYM, 0, FJ_REL_SYM, 1, FJ_REL_EQ, 0) : NULL;
-    int r = prog ? fj_guard_add_relation(tx->guards, syms, prog, 1, text) : -1;
-    Py_XDECREF(ta);
-    Py_XDECREF(tb);
+    return guard_rel(tx, a, Py_EQ, b, 0);
+}
+
+/* The symbol base + c (base itself for c == 0; a slice's of a slice adds up). New ref. */
+static PyObject *symbol_plus(PyObject *base, long long c)
+{
+    if (PyLong_AsLong(PyTuple_GET_ITEM(base, 1)) == -2) {
+        c += PyLong_AsLongLong(PyTuple_GET_ITEM(base, 3));
+        base = PyTuple_GET_ITEM(base, 2);
+    }
+    if (c == 0)
+        return Py_NewRef(base);
+    PyObject *bt = symbol_text(base);
+    PyObject *text = bt ? PyUnicode_FromFormat(c < 0 ? "%U - %lld" : "%U + %lld", bt, c < 0 ? -c : c) : NULL;
+    PyObject *r = text ? Py_BuildValue("(OiOL)", text, -2, base, c) : NULL;
+    Py_XDECREF(bt);
     Py_XDECREF(text);
-    Py_XDECREF(syms);
-    Py_XDECREF(prog);
     return r;
+}
+
+/*
+** The size of x[start:stop:step] along a dim of symbol 'sym' whose size is
+** 'n' now: start, stop, step constants (ints or None).  Step 1 (or None):
+** each bound is a constant or the size plus a constant, as the values now
+** clamp them; RELATION guards keep that so (sym >= a, sym <= b...).  Step -1
+** over the whole dim: the symbol.  Returns the new symbol (new ref),
+** Py_None (new ref) for a size that is fixed under those guards, or NULL with
+** no error when not modelled (other steps, an empty slice now).
+*/
+static PyObject *slice_dim(fj_Tracer *tx, PyObject *sym, npy_intp n, PyObject *slice)
+{
+    PySliceObject *sl = (PySliceObject *)slice;
+    long long a = 0, b = 0, st = 1;
+    int ka = 0, kb = 1; /* start = ka*sym + ca, stop = kb*sym + cb */
+    long long ca = 0, cb = 0;
+    if (sl->step != Py_None) {
+        if (!PyLong_CheckExact(sl->step))
+            return NULL;
+        st = PyLong_AsLongLong(sl->step);
+        if (st == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    if (st == -1 && sl->start == Py_None && sl->stop == Py_None)
+        return Py_NewRef(sym);
+    if (st != 1)
+        return NULL;
+    if (sl->start != Py_None) {
+        if (!PyLong_CheckExact(sl->start) || ((a = PyLong_AsLongLong(sl->start)) == -1 && PyErr_Occurred()))
+            return NULL;
+        if (a >= 0) {
+            if (n < a)
+                return NULL; /* clamped to the size now: empty */
+            ca = a;
+            if (a > 0 && guard_rel(tx, sym, Py_GE, NULL, a) < 0)
+                return NULL;
+        }
+        else {
+            if (n + a < 0)
+                return NULL;
+            ka = 1, ca = a;
+            if (guard_rel(tx, sym, Py_GE, NULL, -a) < 0)
+                return NULL;
+        }
+    }
+    if (sl->stop != Py_None) {
+        if (!PyLong_CheckExact(sl->stop) || ((b = PyLong_AsLongLong(sl->stop)) == -1 && PyErr_Occurred()))
+            return NULL;
+        if (b >= 0) {
+            if (b <= n) {
+                kb = 0, cb = b;
+                if (guard_rel(tx, sym, Py_GE, NULL, b) < 0)
+                    return NULL;
+            }
+            else if (guard_rel(tx, sym, Py_LE, NULL, b) < 0) /* stop clamps to the size */
+                return NULL;
+        }
+        else {
+            if (n + b < 0)
+                return NULL;
+            cb = b;
+            if (guard_rel(tx, sym, Py_GE, NULL, -b) < 0)
+                return NULL;
+        }
+    }
+    int k = kb - ka;
+    long long c = cb - ca;
+    if (k * (long long)n + c <= 0)
+        return NULL; /* empty now: not modelled */
+    if (k == 0)
+        return Py_NewRef(Py_None);
+    if (k != 1)
+        return NULL;
+    /* not empty for other sizes either */
+    PyObject *len = symbol_plus(sym, c);
+    if (len != NULL && c < 0 && guard_rel(tx, sym, Py_GE, NULL, 1 - c) < 0)
+        Py_CLEAR(len);
+    return len;
+}
+
+/*
+** The dims of x[key] for basic indexing by constants (ints, slices of int
+** bounds, None, Ellipsis, a tuple of them) of an array whose dims are
+** modelled: 1 with *out (new tuple), 0 when not modelled (the result is
+** opaque), -1 on error.
+*/
+static int getitem_dims(fj_Tracer *tx, PyObject *arr, PyObject *keyv, PyObject **out)
+{
+    fj_Var *kv = VAR(keyv);
+    fj_Node *a = (fj_Node *)VAR(arr)->obj;
+    PyObject *key = NULL;
+    if (kv->kind == FJ_VAR_CONST)
+        key = Py_NewRef(kv->obj);
+    else if (kv->kind == FJ_VAR_TUPLE) {
+        key = PyTuple_New(PyList_GET_SIZE(kv->items));
+        for (Py_ssize_t i = 0; key != NULL && i < PyList_GET_SIZE(kv->items); i++) {
+            fj_Var *it = VAR(PyList_GET_ITEM(kv->items, i));
+            if (it->kind != FJ_VAR_CONST) {
+                Py_DECREF(key);
+                return 0;
+            }
+            PyTuple_SET_ITEM(key, i, Py_NewRef(it->obj));
+        }
+    }
+    if (key == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (!PyTuple_Check(key))
+        Py_SETREF(key, PyTuple_Pack(1, key));
+    PyObject *in = key ? dims_of(arr) : NULL;
+    if (in == NULL || in == Py_None || a->datadep || a->vkind != FJ_VAL_ARRAY) {
+        Py_XDECREF(key);
+        Py_XDECREF(in);
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    Py_ssize_t nk = PyTuple_GET_SIZE(key), consumed = 0, ell = -1;
+    for (Py_ssize_t i = 0; i < nk; i++) {
+        PyObject *e = PyTuple_GET_ITEM(key, i);
+        if (e == Py_Ellipsis) {
+            if (ell >= 0)
+                goto unmodelled;
+            ell = i;
+        }
+        else if (PySlice_Check(e) || (PyLong_CheckExact(e)))
+            consumed++;
+        else if (e != Py_None)
+            goto unmodelled; /* a bool, an array, a list: advanced indexing */
+    }
+    if (consumed > a->ndim)
+        goto unmodelled;
+    PyObject *res = PyList_New(0);
+    int d = 0, bad = res == NULL;
+    for (Py_ssize_t i = 0; !bad && i <= nk; i++) {
+        PyObject *e = i < nk ? PyTuple_GET_ITEM(key, i) : NULL;
+        if (e == NULL || e == Py_Ellipsis) {
+            /* the dims the key leaves (all of them after an Ellipsis, or at the end) */
+            int stop = e == NULL ? a->ndim : d + (int)(a->ndim - consumed);
+            for (; !bad && d < stop; d++)
+                bad = PyList_Append(res, PyTuple_GET_ITEM(in, d)) < 0;
+            continue;
+        }
+        if (e == Py_None) {
+            bad = PyList_Append(res, Py_None) < 0; /* a new axis of size 1: fixed */
+            continue;
+        }
+        PyObject *sym = PyTuple_GET_ITEM(in, d);
+        if (PyLong_CheckExact(e)) {
+            d++; /* dropped (its range NumPy checks when the graph runs) */
+            continue;
+        }
+        if (sym == Py_None) {
+            bad = PyList_Append(res, Py_None) < 0;
+            d++;
+            continue;
+        }
+        PyObject *nd = slice_dim(tx, sym, a->shape[d], e);
+        if (nd == NULL) {
+            Py_DECREF(res);
+            if (PyErr_Occurred())
+                goto error;
+            goto unmodelled;
+        }
+        bad = PyList_Append(res, nd) < 0;
+        Py_DECREF(nd);
+        d++;
+    }
+    Py_DECREF(key);
+    Py_DECREF(in);
+    if (bad) {
+        Py_XDECREF(res);
+        return -1;
+    }
+    *out = PyList_AsTuple(res);
+    Py_DECREF(res);
+    return *out ? 1 : -1;
+unmodelled:
+    Py_DECREF(key);
+    Py_DECREF(in);
+    return 0;
+error:
+    Py_DECREF(key);
+    Py_DECREF(in);
+    return -1;
 }
 
 /*
@@ -520,6 +790,171 @@ int fj_dims_shape_arg_symbolic(PyObject *v)
     return shape_arg_symbolic(v);
 }
 
+/*
+** a @ b, np.dot(a, b) of one- or two-dimensional arrays whose dims are
+** modelled: the inner sizes must stay equal (the same symbol, two fixed
+** sizes, or two symbols with the equality guarded); the result's dims are
+** a's rows and b's columns.  1 with *out, 0 when not modelled (pin), -1 on
+** error.
+*/
+static int matmul_dims(fj_Tracer *tx, PyObject *const *args, Py_ssize_t npos, Py_ssize_t nkw, PyObject **out)
+{
+    if (npos != 2 || nkw != 0 || VAR(args[0])->kind != FJ_VAR_NODE || VAR(args[1])->kind != FJ_VAR_NODE)
+        return 0;
+    fj_Node *a = (fj_Node *)VAR(args[0])->obj, *b = (fj_Node *)VAR(args[1])->obj;
+    if (a->vkind != FJ_VAL_ARRAY || b->vkind != FJ_VAL_ARRAY || a->ndim < 1 || a->ndim > 2 || b->ndim < 1 ||
+        b->ndim > 2 || a->datadep || b->datadep)
+        return 0;
+    PyObject *da = dims_of(args[0]), *db = da ? dims_of(args[1]) : NULL;
+    int r = 0;
+    if (db == NULL || da == Py_None || db == Py_None)
+        goto done;
+    PyObject *ka = PyTuple_GET_ITEM(da, a->ndim - 1), *kb = PyTuple_GET_ITEM(db, 0);
+    if ((ka == Py_None) != (kb == Py_None))
+        goto done; /* a symbol against a fixed size: not modelled */
+    if (ka != Py_None && !same_symbol(ka, kb) && guard_equal(tx, ka, kb) < 0) {
+        r = -1;
+        goto done;
+    }
+    PyObject *res = PyTuple_New((a->ndim - 1) + (b->ndim - 1));
+    if (res == NULL) {
+        r = -1;
+        goto done;
+    }
+    Py_ssize_t k = 0;
+    if (a->ndim == 2)
+        PyTuple_SET_ITEM(res, k++, Py_NewRef(PyTuple_GET_ITEM(da, 0)));
+    if (b->ndim == 2)
+        PyTuple_SET_ITEM(res, k++, Py_NewRef(PyTuple_GET_ITEM(db, 1)));
+    *out = res;
+    r = 1;
+done:
+    Py_XDECREF(da);
+    Py_XDECREF(db);
+    return r;
+}
+
+/*
+** np.concatenate(seq, axis) / np.stack(seq, axis) of arrays of one rank whose
+** dims are modelled (axis a constant int, positional or axis=): dims off the
+** axis (every dim, for stack) stay equal (the same symbol, equal fixed sizes,
+** or two symbols with the equality guarded).  Concatenate's axis: a fixed
+** size, or one symbol plus the fixed sizes; stack's new axis: the number of
+** arrays.  1 with *out, 0 when not modelled (pin), -1 on error.
+*/
+static int join_dims(fj_Tracer *tx, int stack, PyObject *const *args, Py_ssize_t npos, PyObject *kwnames,
+                     PyObject **out)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *axisv = npos >= 2 ? args[1] : NULL;
+    if (npos < 1 || npos > 2)
+        return 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), "axis") != 0)
+            return 0; /* out=, dtype=, casting=: not modelled */
+        axisv = args[npos + k];
+    }
+    long axis = 0;
+    if (axisv != NULL) {
+        fj_Var *av = VAR(axisv);
+        if (av->kind != FJ_VAR_CONST || !PyLong_CheckExact(av->obj))
+            return 0;
+        axis = PyLong_AsLong(av->obj);
+    }
+    fj_Var *seq = VAR(args[0]);
+    if ((seq->kind != FJ_VAR_LIST && seq->kind != FJ_VAR_TUPLE) || PyList_GET_SIZE(seq->items) == 0)
+        return 0;
+    Py_ssize_t m = PyList_GET_SIZE(seq->items);
+    int nd = -1;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        fj_Var *it = VAR(PyList_GET_ITEM(seq->items, i));
+        if (it->kind != FJ_VAR_NODE)
+            return 0;
+        fj_Node *nn = (fj_Node *)it->obj;
+        if (nn->vkind != FJ_VAL_ARRAY || nn->datadep || (nd >= 0 && nn->ndim != nd))
+            return 0;
+        nd = nn->ndim;
+    }
+    int rnd = stack ? nd + 1 : nd;
+    if (nd < 1 && !stack)
+        return 0;
+    if (axis < 0)
+        axis += rnd;
+    if (axis < 0 || axis >= rnd)
+        return 0;
+    PyObject *first = dims_of(PyList_GET_ITEM(seq->items, 0));
+    if (first == NULL || first == Py_None) {
+        Py_XDECREF(first);
+        return first == NULL ? -1 : 0;
+    }
+    PyObject *res = PyList_New(0), *along = NULL;
+    long long fixed_along = 0;
+    int nsym_along = 0, r = 0;
+    for (int d = 0; res != NULL && d < nd; d++) {
+        PyObject *sd = PyTuple_GET_ITEM(first, d);
+        int on_axis = !stack && d == axis;
+        for (Py_ssize_t i = 0; i < m; i++) {
+            fj_Node *nn = (fj_Node *)VAR(PyList_GET_ITEM(seq->items, i))->obj;
+            PyObject *di = dims_of(PyList_GET_ITEM(seq->items, i));
+            if (di == NULL || di == Py_None) {
+                Py_XDECREF(di);
+                r = di == NULL ? -1 : 0;
+                goto fail;
+            }
+            PyObject *si = PyTuple_GET_ITEM(di, d);
+            if (on_axis) {
+                if (si == Py_None)
+                    fixed_along += nn->shape[d];
+                else {
+                    nsym_along++;
+                    Py_XSETREF(along, Py_NewRef(si));
+                }
+            }
+            else if ((si == Py_None) != (sd == Py_None) ||
+                     (si != Py_None && !same_symbol(si, sd) && guard_equal(tx, sd, si) < 0)) {
+                r = si != Py_None && sd != Py_None ? -1 : 0;
+                Py_DECREF(di);
+                goto fail;
+            }
+            Py_DECREF(di);
+        }
+        if (on_axis) {
+            PyObject *e = nsym_along == 0 ? Py_NewRef(Py_None)
+                          : nsym_along == 1 ? symbol_plus(along, fixed_along)
+                                            : NULL;
+            if (e == NULL) {
+                r = PyErr_Occurred() ? -1 : 0; /* two symbols along the axis: a sum, not modelled */
+                goto fail;
+            }
+            int bad = PyList_Append(res, e) < 0;
+            Py_DECREF(e);
+            if (bad) {
+                r = -1;
+                goto fail;
+            }
+        }
+        else if (PyList_Append(res, sd) < 0) {
+            r = -1;
+            goto fail;
+        }
+    }
+    if (res == NULL) {
+        r = -1;
+        goto fail;
+    }
+    if (stack && PyList_Insert(res, axis, Py_None) < 0) {
+        r = -1;
+        goto fail;
+    }
+    *out = PyList_AsTuple(res);
+    r = *out ? 1 : -1;
+fail:
+    Py_XDECREF(res);
+    Py_XDECREF(along);
+    Py_DECREF(first);
+    return r;
+}
+
 int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args, Py_ssize_t n,
                         PyObject *kwnames, PyObject **out)
 {
@@ -588,6 +1023,21 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
             return r < 0 ? -1 : 0;
         return pin(fr->tx, out, "reshape of a dynamic array to a shape other than -1 or its own sizes");
     }
+    case FJ_SH_CONCATENATE:
+    case FJ_SH_STACK: {
+        int r = join_dims(fr->tx, op->shape_rule == FJ_SH_STACK, args, npos, kwnames, out);
+        if (r != 0)
+            return r < 0 ? -1 : 0;
+        return pin(fr->tx, out, "a concatenation or stack whose sizes are not modelled");
+    }
+    case FJ_SH_MATMUL:
+    case FJ_SH_DOT: {
+        int r = matmul_dims(fr->tx, args, npos, nkw, out);
+        if (r != 0)
+            return r < 0 ? -1 : 0;
+        return pin(fr->tx, out, "a matrix product whose sizes are not modelled (more than 2 dims, a "
+                                "symbol against a fixed size)");
+    }
     case FJ_SH_CREATE: {
         /* zeros/ones/empty/full of a shape of ints and symbols (n = x.shape[0], or
            an int input >= 2): the result's dims are those symbols */
@@ -606,6 +1056,22 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
     case FJ_SH_ARGREDUCE:
         return reduce_dims(op, args, n, kwnames, out);
     case FJ_SH_TRANSPOSE:
+        /* x.T, np.transpose(x), x.transpose(): the dims reversed */
+        if (npos == 1 && nkw == 0 && VAR(args[0])->kind == FJ_VAR_NODE) {
+            PyObject *in = dims_of(args[0]);
+            if (in == NULL)
+                return -1;
+            if (in != Py_None) {
+                Py_ssize_t k = PyTuple_GET_SIZE(in);
+                PyObject *res = PyTuple_New(k);
+                for (Py_ssize_t i = 0; res != NULL && i < k; i++)
+                    PyTuple_SET_ITEM(res, i, Py_NewRef(PyTuple_GET_ITEM(in, k - 1 - i)));
+                *out = res;
+            }
+            Py_DECREF(in);
+            return in != Py_None && *out == NULL ? -1 : 0;
+        }
+        return 0;
     case FJ_SH_SWAPAXES:
     case FJ_SH_EXPAND_DIMS:
     case FJ_SH_SQUEEZE:
@@ -614,6 +1080,14 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
     case FJ_SH_SORT:
     case FJ_SH_ARGSORT:
     case FJ_SH_GETITEM:
+        /* basic indexing by constants: the result's dims (slices of symbols as
+           symbol + c, guarded); else opaque as below */
+        if (npos == 2 && nkw == 0 && VAR(args[0])->kind == FJ_VAR_NODE) {
+            int r = getitem_dims(fr->tx, args[0], args[1], out);
+            if (r != 0)
+                return r < 0 ? -1 : 0;
+        }
+        return 0;
     case FJ_SH_LIKE:
         /* one array operand, no size relation that can fail (sizes 0 and 1 are
            specialized; an integer index out of range raises IndexError as NumPy
