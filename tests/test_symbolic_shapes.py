@@ -780,3 +780,97 @@ def test_stack_of_two_inputs_guards_their_sizes(backend):
 
 def test_concatenate_of_two_symbols_pins_exactly():
     assert run_sizes(cat_twice_pinned, [(vec(n),) for n in SIZES]) <= 6
+
+
+# ---- np.arange of a size ----
+
+def weights_by_index(x):
+    return x * np.arange(x.shape[0])
+
+
+def arange_int(x, n):
+    return np.arange(n) * x
+
+
+def ramp_mean(x):
+    w = np.arange(len(x)) + 1.0
+    return (x * w).sum() / w.sum()
+
+
+def arange_two_bounds_pinned(x):
+    return np.arange(1, x.shape[0]) + x[1:]
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn", [weights_by_index, ramp_mean], ids=lambda f: f.__name__)
+def test_arange_of_a_size_shares_one_graph(fn, backend):
+    assert run_sizes(fn, [(vec(n),) for n in SIZES], backend) <= 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_arange_of_an_int(backend):
+    assert run_sizes(arange_int, [(1.5, n) for n in SIZES], backend) <= 2
+
+
+def test_arange_over_sizes_0_and_1_and_two_bounds_stay_exact():
+    run_sizes(weights_by_index, [(vec(n),) for n in (3, 5, 8, 1, 0, 13)])
+    run_sizes(arange_int, [(1.5, n) for n in (3, 5, 0, 1, 8)])
+    run_sizes(arange_two_bounds_pinned, [(vec(n),) for n in (3, 5, 8, 13)])
+
+
+# ---- more sizes read in reductions and arithmetic ----
+
+def mean_by_size(x):
+    return x.sum() / x.size
+
+
+def max_times_len(x):
+    return x.max() * len(x)
+
+
+def normalised_by_count(x):
+    return (x - x.sum() / len(x)) / (len(x) - 1)
+
+
+def shape_tuple_prod(x):
+    n, m = x.shape
+    return x.reshape(-1) * (n * m)
+
+
+def size_int_mix(x, k):
+    return x * (x.shape[0] + k) - k
+
+
+def len_of_rows(x):
+    return x.sum(axis=1) * len(x) - x.shape[1]
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn", [mean_by_size, max_times_len, normalised_by_count], ids=lambda f: f.__name__)
+def test_sizes_in_reductions_share_one_graph(fn, backend):
+    assert run_sizes(fn, [(vec(n),) for n in SIZES], backend) <= 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn", [shape_tuple_prod, len_of_rows], ids=lambda f: f.__name__)
+def test_sizes_of_rows_in_arithmetic_share_one_graph(fn, backend):
+    assert run_sizes(fn, [(rows(r, 4),) for r in SIZES], backend) <= 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_size_and_int_together(backend):
+    assert run_sizes(size_int_mix, [(vec(n), n % 4 + 2) for n in SIZES], backend) <= 2
+
+
+# ---- every vector function above over sizes 0, 1, 2 and back: exact ----
+
+EDGE_SIZES = [4, 6, 2, 1, 0, 3, 9, 2, 5]
+
+
+@pytest.mark.parametrize("fn", ONE_D + SLICE_VEC + [weights_by_index, ramp_mean, mean_by_size, max_times_len,
+                                                    normalised_by_count, zeros_like_len, full_of_size,
+                                                    empty_filled, cat_fixed, stack_two],
+                         ids=lambda f: f.__name__)
+def test_vector_functions_over_edge_sizes_are_exact(fn):
+    # sizes 0 and 1 take graphs of their own (or CPython's errors, the same ones)
+    run_sizes(fn, [(vec(n),) for n in EDGE_SIZES])

@@ -1132,6 +1132,8 @@ static int infer_create(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj
         static const char *names[] = {"start", "stop", "step"};
         for (int i = 0; i < 3; i++) {
             v = get_param(op, targs, tkw, names[i]);
+            if (v && fj_Node_Check(v) && ((fj_Node *)v)->vkind == FJ_VAL_PYSCALAR && ((fj_Node *)v)->example)
+                v = ((fj_Node *)v)->example; /* a symbolic int (np.arange(n)): its type */
             if (v && v != Py_None && set_param(op, targs, tkw, names[i], same_type_value(v, i == 2)) < 0)
                 goto error;
         }

@@ -1584,6 +1584,14 @@ static int sh_arange(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
         stop = NULL;
     if (step == Py_None)
         step = NULL;
+    /* a symbolic int (np.arange(n), n = x.shape[0]: trace_dims.c gives the
+       length its symbol) by its value now */
+    if (start)
+        start = int_example(start);
+    if (stop)
+        stop = int_example(stop);
+    if (step)
+        step = int_example(step);
     if (!stop) {
         if (!start) {
             PyErr_Format(PyExc_TypeError, "%s: arange() requires stop to be specified.", QN(op));

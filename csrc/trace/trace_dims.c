@@ -782,6 +782,11 @@ int fj_dims_shape_args(const fj_OpDef *op, Py_ssize_t n, PyObject *kwnames, Py_s
         *hi = npos;
         return 1;
     }
+    if (op->shape_rule == FJ_SH_ARANGE && npos == 1 && nkw == 0) {
+        *lo = 0; /* np.arange(n): the length n */
+        *hi = 1;
+        return 1;
+    }
     return 0;
 }
 
@@ -1037,6 +1042,20 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
             return r < 0 ? -1 : 0;
         return pin(fr->tx, out, "a matrix product whose sizes are not modelled (more than 2 dims, a "
                                 "symbol against a fixed size)");
+    }
+    case FJ_SH_ARANGE: {
+        /* np.arange(n) of a size symbol: its length */
+        npy_intp fixed[FJ_MAX_NDIM];
+        int nd = 0;
+        fj_Var *a0 = npos == 1 && nkw == 0 ? VAR(args[0]) : NULL;
+        PyObject *d = a0 != NULL && a0->kind == FJ_VAR_NODE ? shape_dims(fr->tx, args[0], fixed, &nd) : NULL;
+        if (d != NULL) {
+            *out = d;
+            return 0;
+        }
+        if (PyErr_Occurred())
+            return -1;
+        return pin(fr->tx, out, "np.arange with bounds that are not one size");
     }
     case FJ_SH_CREATE: {
         /* zeros/ones/empty/full of a shape of ints and symbols (n = x.shape[0], or
