@@ -63,7 +63,6 @@ enum {
     LEAF_TENSOR_MATCH,    /* ndarray: type obj, dtype aux, ndim n, shape, strides */
     LEAF_GLOBAL_STATE,    /* contextvar obj holds aux */
     LEAF_GLOBAL_ABSENT,   /* root only: name obj is not in the frame's globals (v) */
-    LEAF_NOT_IN,          /* v equals (fj_value_same) none of the values in the tuple obj */
     LEAF_NO_ALIASING,     /* root only: the sources in tuple obj are distinct objects */
     LEAF_DIMS_EQUAL,      /* root only: arrays at sources obj[0], obj[1]: size of dim ival == of dim n */
     LEAF_TORCH_MATCH,     /* torch tensor: type obj/ref, metadata tm, dtype aux; ival 1 when
@@ -73,7 +72,7 @@ enum {
 };
 static const char *const leaf_names[] = {
     "TYPE_MATCH",   "ID_MATCH",     "EQUALS_MATCH", "NONE_MATCH",   "SEQUENCE_LENGTH",
-    "DICT_KEYS",    "DICT_VERSION", "TENSOR_MATCH", "GLOBAL_STATE", "GLOBAL_ABSENT", "NOT_IN", "NO_ALIASING",
+    "DICT_KEYS",    "DICT_VERSION", "TENSOR_MATCH", "GLOBAL_STATE", "GLOBAL_ABSENT", "NO_ALIASING",
     "DIMS_EQUAL",   "TENSOR_MATCH", "RELATION",
 };
 
@@ -647,13 +646,6 @@ static inline int leaf_check(Leaf *lf, PyObject *v, PyObject *source, PyObject *
         return torch_check(lf, v, source, reason);
     case LEAF_GLOBAL_STATE:
         return global_state_check(lf);
-    case LEAF_NOT_IN:
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(lf->obj); i++) {
-            int eq = fj_value_same(PyTuple_GET_ITEM(lf->obj, i), v);
-            if (eq != 0)
-                return eq < 0 ? -1 : 0;
-        }
-        return 1;
     case LEAF_GLOBAL_ABSENT: {
         PyObject *found = NULL;
         if (v == NULL)
@@ -1494,28 +1486,6 @@ int fj_guard_add_relation(PyObject *root, PyObject *syms, PyObject *prog, int ex
             return wrong_type("a RELATION program word is out of range", prog);
         }
     return manager_add_leaf(m, lf);
-}
-
-int fj_guard_add_not_in(PyObject *mgr, PyObject *values)
-{
-    if (check_valued(mgr) < 0)
-        return -1;
-    if (!PyTuple_Check(values)) {
-        PyErr_SetString(PyExc_TypeError, "add_not_in expects a tuple");
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(values); i++) {
-        if (fj_value_kind(PyTuple_GET_ITEM(values, i), 0) == EQ_NONE) {
-            PyErr_SetString(PyExc_TypeError, "add_not_in compares builtin values only");
-            return -1;
-        }
-    }
-    Leaf *lf = leaf_new(LEAF_NOT_IN);
-    if (lf == NULL)
-        return -1;
-    lf->obj = Py_NewRef(values);
-    return add_leaf_text((GuardManager *)mgr, lf,
-                         PyUnicode_FromFormat("%U not in %R", MGR_TEXT((GuardManager *)mgr), values));
 }
 
 /* ----------------------------------------------------------------- check */

@@ -6,8 +6,8 @@
 ** local, global, builtin, closure cell, attribute, item, index, type of)
 ** its value is fetched through, and whose leaves are checks (TYPE_MATCH,
 ** ID_MATCH, EQUALS_MATCH, NONE_MATCH, SEQUENCE_LENGTH, DICT_KEYS,
-** DICT_VERSION, TENSOR_MATCH, GLOBAL_STATE, GLOBAL_ABSENT, NOT_IN,
-** NO_ALIASING, DIMS_EQUAL), none of which runs the program's code or keeps
+** DICT_VERSION, TENSOR_MATCH, GLOBAL_STATE, GLOBAL_ABSENT, NO_ALIASING,
+** DIMS_EQUAL, RELATION), none of which runs the program's code or keeps
 ** its objects alive; the fast check, the verbose
 ** check that names the failing guard, fail-count reordering of accessors,
 ** dict-version skipping, and the printer used by the `guards` log.
@@ -118,9 +118,6 @@ int fj_guard_add_torch_state(PyObject *root);
 int fj_guard_add_global_absent(PyObject *root, PyObject *name);
 /* The dict at 'mgr' (another module's globals) has no key 'name'. */
 int fj_guard_add_key_absent(PyObject *mgr, PyObject *name);
-/* v equals (same type, equal) none of 'values' (a tuple of builtin values): e.g. a
-   dynamic int is not 0 or 1. */
-int fj_guard_add_not_in(PyObject *mgr, PyObject *values);
 /* Root only: the values at 'sources' (a tuple of 2..16 fj_Source) are distinct objects. */
 int fj_guard_add_no_aliasing(PyObject *root, PyObject *sources);
 /* Root only: dim 'dim_a' of the array at fj_Source 'src_a' has the size of dim 'dim_b' at 'src_b'. */
