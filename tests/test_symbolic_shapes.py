@@ -874,3 +874,28 @@ EDGE_SIZES = [4, 6, 2, 1, 0, 3, 9, 2, 5]
 def test_vector_functions_over_edge_sizes_are_exact(fn):
     # sizes 0 and 1 take graphs of their own (or CPython's errors, the same ones)
     run_sizes(fn, [(vec(n),) for n in EDGE_SIZES])
+
+
+# ---- np.broadcast_to a shape of sizes ----
+
+def broadcast_rows(x):
+    return np.broadcast_to(x, (3, x.shape[0])) * 2.0
+
+
+def broadcast_int(x, n):
+    return np.broadcast_to(x, (n, 4)).sum(axis=0)
+
+
+def broadcast_column(x):
+    return np.broadcast_to(x[:, None], (x.shape[0], 5)) + 1.0
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn", [broadcast_rows, broadcast_column], ids=lambda f: f.__name__)
+def test_broadcast_to_a_size_shares_one_graph(fn, backend):
+    assert run_sizes(fn, [(vec(n),) for n in SIZES], backend) <= 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_broadcast_to_an_int(backend):
+    assert run_sizes(broadcast_int, [(vec(4), n) for n in SIZES], backend) <= 2

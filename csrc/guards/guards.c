@@ -1820,8 +1820,10 @@ static const char *manager_verify(GuardManager *m, GuardManager *parent, int dep
     int immutable = m->nchildren == 0 && m->nleaves > 0;
     for (Py_ssize_t i = 0; i < m->nleaves; i++) {
         Leaf *lf = m->leaves[i];
-        if (lf == NULL || lf->kind < LEAF_TYPE_MATCH || lf->kind > LEAF_TORCH_MATCH)
+        if (lf == NULL || lf->kind < LEAF_TYPE_MATCH || lf->kind > LEAF_RELATION)
             return "a leaf of no known kind";
+        if (lf->kind == LEAF_RELATION && (parent != NULL || lf->prog == NULL || lf->nprog < 2))
+            return "a RELATION leaf off the root or without its program";
         if (lf->text == NULL || !PyUnicode_Check(lf->text))
             return "a leaf without its printed text";
         immutable &= lf->immutable;

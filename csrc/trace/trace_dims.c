@@ -782,6 +782,11 @@ int fj_dims_shape_args(const fj_OpDef *op, Py_ssize_t n, PyObject *kwnames, Py_s
         *hi = npos;
         return 1;
     }
+    if (op->shape_rule == FJ_SH_BROADCAST_TO && npos == 2 && nkw == 0) {
+        *lo = 1; /* np.broadcast_to(x, shape) */
+        *hi = 2;
+        return 1;
+    }
     if (op->shape_rule == FJ_SH_ARANGE && npos == 1 && nkw == 0) {
         *lo = 0; /* np.arange(n): the length n */
         *hi = 1;
@@ -1042,6 +1047,43 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
             return r < 0 ? -1 : 0;
         return pin(fr->tx, out, "a matrix product whose sizes are not modelled (more than 2 dims, a "
                                 "symbol against a fixed size)");
+    }
+    case FJ_SH_BROADCAST_TO: {
+        /* np.broadcast_to(x, shape) of ints and symbols: each of x's dims (right
+           aligned) is a fixed 1, or equals its target (the same symbol, equal
+           fixed sizes, two symbols with the equality guarded); the result's dims
+           are the target's */
+        npy_intp fixed[FJ_MAX_NDIM];
+        int nd = 0, ok = npos == 2 && nkw == 0 && VAR(args[0])->kind == FJ_VAR_NODE;
+        PyObject *t = ok ? shape_dims(fr->tx, args[1], fixed, &nd) : NULL, *in = NULL;
+        if (t == NULL && PyErr_Occurred())
+            return -1;
+        fj_Node *a = ok ? (fj_Node *)VAR(args[0])->obj : NULL;
+        ok = t != NULL && a->vkind == FJ_VAL_ARRAY && !a->datadep && a->ndim <= nd;
+        if (ok && (in = dims_of(args[0])) == NULL) {
+            Py_DECREF(t);
+            return -1;
+        }
+        ok = ok && in != Py_None;
+        for (int i = 0; ok && i < a->ndim; i++) {
+            PyObject *si = PyTuple_GET_ITEM(in, i), *ti = PyTuple_GET_ITEM(t, nd - a->ndim + i);
+            if (si == Py_None && a->shape[i] == 1)
+                continue;
+            if ((si == Py_None) != (ti == Py_None))
+                ok = 0;
+            else if (si != Py_None && !same_symbol(si, ti) && guard_equal(fr->tx, ti, si) < 0) {
+                Py_XDECREF(in);
+                Py_DECREF(t);
+                return -1;
+            }
+        }
+        Py_XDECREF(in);
+        if (ok) {
+            *out = t;
+            return 0;
+        }
+        Py_XDECREF(t);
+        return pin(fr->tx, out, "np.broadcast_to whose sizes are not modelled");
     }
     case FJ_SH_ARANGE: {
         /* np.arange(n) of a size symbol: its length */
