@@ -57,8 +57,12 @@ NO_PRE = ["-fno-tree-pre"]
 #: escape_time 0.89 -> 1.08x; the kernels' compile takes about a third longer).
 #: gcc and clang both take it.
 LOOP_FLAGS = ["-funroll-loops"]
+#: also for loop kernels, on a CPU with AVX-512 and a compiler that takes it:
+#: 8 lanes of float64/int64 where gcc's tuning would keep 4 (life_step 0.70 ->
+#: 0.82x Numba, conv2d3x3 0.86 -> 0.89x, jacobi2d 0.93 -> 0.99x).
+LOOP_VEC = ["-mprefer-vector-width=512"]
 
-_toolchain = None       # (argv, version text, flags) or False when there is no compiler
+_toolchain = None       # (argv, version text, flags, loop kernels' extra flags) or False: no compiler
 _toolchain_env = None   # the CC value _toolchain was found for
 _machine = None         # _machine_id(), read once per process
 _warned_no_cc = False
@@ -112,13 +116,18 @@ def _compiler_identity(argv):
 
 def _toolchain_file(ident):
     """The file in the cache directory remembering the probe of compiler 'ident'."""
-    key = _hash(repr((ident, CFLAGS, MARCH, NO_PRE)).encode()).hexdigest()[:32]
+    key = _hash(repr((ident, CFLAGS, MARCH, NO_PRE, LOOP_FLAGS, LOOP_VEC)).encode()).hexdigest()[:32]
     return os.path.join(cache_dir(), f"toolchain_{key}.bin")
 
 
+def _avx512():
+    """True when the CPU has AVX-512F (from /proc/cpuinfo's flags)."""
+    return " avx512f" in _machine_id()
+
+
 def _probe(argv):
-    """(version, flags) of compiler argv by running it (--version, a -march=native
-    probe), or None when it does not work."""
+    """(version, flags, loop flags) of compiler argv by running it (--version, a
+    -march=native probe), or None when it does not work."""
     import subprocess
     try:
         out = subprocess.run(argv + ["--version"], capture_output=True, text=True, timeout=60)
@@ -133,11 +142,14 @@ def _probe(argv):
         flags += MARCH
     if "clang" not in version.lower() and _accepts(argv, NO_PRE):
         flags += NO_PRE
-    return version, flags
+    loop_flags = list(LOOP_FLAGS)
+    if MARCH[0] in flags and _avx512() and _accepts(argv, LOOP_VEC):
+        loop_flags += LOOP_VEC
+    return version, flags, loop_flags
 
 
 def _find_toolchain():
-    """(argv, version, flags) of the C compiler, or False.  Found once per CC value.
+    """(argv, version, flags, loop flags) of the C compiler, or False.  Found once per CC value.
 
     The probe (``cc --version`` and a test compile, tens of milliseconds) is
     remembered in the cache directory under the compiler's identity (resolved
@@ -161,20 +173,21 @@ def _find_toolchain():
             with open(tfile, "rb") as f:
                 saved = marshal.loads(f.read())
             if saved["ident"] == ident:
-                _toolchain = (argv, saved["version"], saved["flags"])
+                _toolchain = (argv, saved["version"], saved["flags"], saved["loop_flags"])
                 break
         except (OSError, ValueError, KeyError, TypeError, EOFError):
             pass
         probed = _probe(argv)
         if probed is None:
             continue
-        _toolchain = (argv, probed[0], probed[1])
+        _toolchain = (argv, probed[0], probed[1], probed[2])
         try:
             import tempfile
             os.makedirs(os.path.dirname(tfile), exist_ok=True)
             fd, tmp = tempfile.mkstemp(suffix=".bin", prefix=".fj_tmp_", dir=os.path.dirname(tfile))
             with os.fdopen(fd, "wb") as f:
-                f.write(marshal.dumps({"ident": ident, "version": probed[0], "flags": probed[1]}))
+                f.write(marshal.dumps({"ident": ident, "version": probed[0], "flags": probed[1],
+                                       "loop_flags": probed[2]}))
             os.replace(tmp, tfile)
         except OSError:
             pass
@@ -265,9 +278,9 @@ def compile_cached(source, argv, flags, suffix, what, libs=(), version=""):
 
 def build(source, toolchain):
     """The path of the shared object built from 'source' (from the cache when it is there)."""
-    argv, version, flags = toolchain
+    argv, version, flags, loop_flags = toolchain
     if "\n#define FJL_AMAX " in source:
-        flags = flags + LOOP_FLAGS
+        flags = flags + loop_flags
     path, compiled = compile_cached(source, argv, flags, ".c", "framejit native",
                                     version=version)
     _counters()["kernels_compiled" if compiled else "kernels_loaded_from_cache"] += 1

@@ -437,7 +437,8 @@ def test_no_compiler_falls_back_to_eager(tmp_path):
 
 def test_loop_kernels_build_unrolled(native_kernel_cache, monkeypatch):
     """A source with a loop kernel builds with native.LOOP_FLAGS (unrolled: a
-    reduction's chain overlaps the next one's); elementwise kernels without."""
+    reduction's chain overlaps the next one's) and, with AVX-512, LOOP_VEC;
+    elementwise kernels without."""
     import framejit.native as fn
     seen = []
     orig = fn.compile_cached
@@ -468,7 +469,10 @@ def test_loop_kernels_build_unrolled(native_kernel_cache, monkeypatch):
     plain = [f for is_loop, f in seen if not is_loop]
     assert loops and plain
     assert all(set(fn.LOOP_FLAGS) <= set(f) for f in loops)
-    assert not any(set(fn.LOOP_FLAGS) & set(f) for f in plain)
+    assert not any(set(fn.LOOP_FLAGS + fn.LOOP_VEC) & set(f) for f in plain)
+    # 512-bit vectors where the CPU has AVX-512 (and -march=native is taken)
+    wide = fn._avx512() and "-march=native" in fn._find_toolchain()[2]
+    assert all((set(fn.LOOP_VEC) <= set(f)) == wide for f in loops)
 
 
 def test_kernels_unloaded_with_their_plan(native_kernel_cache):
