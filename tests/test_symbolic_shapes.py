@@ -899,3 +899,89 @@ def test_broadcast_to_a_size_shares_one_graph(fn, backend):
 @pytest.mark.parametrize("backend", ["eager", "native"])
 def test_broadcast_to_an_int(backend):
     assert run_sizes(broadcast_int, [(vec(4), n) for n in SIZES], backend) <= 2
+
+
+# ---- raising int ops on symbols: guarded, so side effects are never lost ----
+
+import warnings  # noqa: E402
+
+effects = []
+
+
+def div_after_effect_size(x):
+    effects.append("seen")
+    n = len(x)
+    n -= 2
+    return x * (10 // n)
+
+
+def div_after_effect_int(x, n):
+    x += 1.0
+    effects.append("seen")
+    return x * (10 // n)
+
+
+def mod_after_effect(x, n):
+    effects.append("seen")
+    return x * (7.0 % n) + (7 / n)
+
+
+def shift_after_effect(x, n):
+    x += 1.0
+    effects.append("seen")
+    return x * (1 >> n)
+
+
+def log_then_div(x, n):
+    y = np.log(x)
+    return y * (10 // n)
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn,args", [
+    (div_after_effect_size, [(vec(k),) for k in (3, 4, 5, 2, 6, 2)]),
+    (div_after_effect_int, [(vec(3), n) for n in (2, 3, 4, 0, 5, 0, 1)]),
+    (mod_after_effect, [(vec(3), n) for n in (2, 3, 4, 0, 5, -3)]),
+    (shift_after_effect, [(vec(3), n) for n in (2, 3, 4, -1, 5, 0)]),
+], ids=["size_div", "int_div", "mod_truediv", "shift"])
+def test_raising_int_ops_keep_side_effects(fn, args, backend):
+    """CPython appends, then raises (ZeroDivisionError, ValueError): so must
+    the compiled function (a RELATION guard keeps the divisor off 0, the shift
+    count off negatives; the values that would raise run as CPython does)."""
+    framejit.reset()
+    cf = framejit.compile(fn, backend=backend)
+    for a in args:
+        got = []
+        for f in (fn, cf):
+            effects.clear()
+            r = outcome(f, _copy(a))
+            got.append((r, list(effects)))
+        (p, pe), (c, ce) = got
+        assert pe == ce == ["seen"], (a, pe, ce)
+        assert p[0] == c[0]
+        if p[0] == "ok":
+            same(c[1], p[1])
+        else:
+            assert p[1:] == c[1:]
+
+
+def test_divisor_guard_is_printed(logs):
+    framejit.set_logs("guards")
+    effects.clear()
+    run_sizes(div_after_effect_int, [(vec(3), n) for n in (2, 3, 4)])
+    assert "RELATION: L['n'] != 0" in "\\n".join(logs.lines)
+
+
+def test_a_graph_error_warns_once():
+    # log(0) warns; 10 // 0 raises: the warning is seen once, as in CPython
+    x = np.array([1.0, 0.0, 2.0])
+    framejit.reset()
+    cf = framejit.compile(log_then_div)
+    for n in (2, 3, 4):
+        same(cf(x.copy(), n), log_then_div(x.copy(), n))
+    for f in (log_then_div, cf):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            r = outcome(f, (x.copy(), 0))
+        assert r[0] == "raise" and r[1] is ZeroDivisionError
+        assert len([m for m in w if "divide by zero" in str(m.message)]) == 1, [str(m.message) for m in w]

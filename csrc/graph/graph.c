@@ -1046,6 +1046,10 @@ static int node_mutates(fj_Node *n, int torch)
         return 0;
     if (op != NULL && (op->flags & FJ_OPF_EFFECT))
         return 1; /* a random draw: run again, it would draw again */
+    if (op != NULL && op->kind == FJ_OP_INPLACE && PyTuple_GET_SIZE(n->args) > 0 &&
+        fj_Node_Check(PyTuple_GET_ITEM(n->args, 0)) &&
+        ((fj_Node *)PyTuple_GET_ITEM(n->args, 0))->vkind == FJ_VAL_PYSCALAR)
+        return 0; /* n -= 2 on a Python scalar: a new value, nothing written */
     if (op != NULL && (op->kind == FJ_OP_INPLACE || (op->flags & FJ_OPF_MUTATES)))
         return torch || PyTuple_GET_SIZE(n->args) == 0 ||
                !fresh_array(PyTuple_GET_ITEM(n->args, 0), 0);

@@ -247,3 +247,42 @@ done:
     Py_XDECREF(prog);
     return r;
 }
+
+int fj_shape_env_guard(fj_Tracer *tx, struct fj_Node *node, int cmp_op, long long c)
+{
+    static const char *const optext[] = {"<", "<=", "==", "!=", ">", ">="};
+    if (tx->specialized || node->variant || node->example == NULL || !PyLong_CheckExact(node->example) ||
+        cmp_op < 0 || cmp_op > 5)
+        return 0;
+    /* holds now? */
+    PyObject *cv = PyLong_FromLongLong(c);
+    int holds = cv ? PyObject_RichCompareBool(node->example, cv, cmp_op) : -1;
+    Py_XDECREF(cv);
+    if (holds <= 0)
+        return holds;
+    Expr e = {tx, PyList_New(0), PyList_New(0), PyList_New(0), 0};
+    PyObject *text = NULL, *syms = NULL, *prog = NULL, *a = NULL;
+    int r = -1, atom;
+    if (e.syms == NULL || e.keys == NULL || e.prog == NULL)
+        goto done;
+    a = emit(&e, (PyObject *)node, &atom);
+    if (a == NULL || PyList_GET_SIZE(e.syms) == 0) {
+        r = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    if (word(&e, FJ_REL_CONST, c) < 0 || word(&e, compare_code(cmp_op), 0) < 0 ||
+        (text = PyUnicode_FromFormat("%U %s %lld", a, optext[cmp_op], c)) == NULL ||
+        (syms = PyList_AsTuple(e.syms)) == NULL || (prog = PyList_AsTuple(e.prog)) == NULL ||
+        fj_guard_add_relation(tx->guards, syms, prog, 1, text) < 0)
+        goto done;
+    r = 1;
+done:
+    Py_XDECREF(e.syms);
+    Py_XDECREF(e.keys);
+    Py_XDECREF(e.prog);
+    Py_XDECREF(a);
+    Py_XDECREF(text);
+    Py_XDECREF(syms);
+    Py_XDECREF(prog);
+    return r;
+}

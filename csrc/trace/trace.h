@@ -495,6 +495,14 @@ int fj_trace_inst_truth(fj_Var *inst);
 */
 struct fj_Node;
 int fj_shape_env_branch(fj_Tracer *tx, struct fj_Node *node, int *truth);
+/*
+** Keeps 'node' (a Python int expression of the trace's symbols) in relation
+** 'cmp_op' (Py_NE...) to 'c' with a RELATION guard, where it holds now: a
+** divisor != 0, a shift count >= 0, so the graph's op never raises.  1 when
+** guarded, 0 when it does not hold now or is not expressible (pin), -1 on
+** error.
+*/
+int fj_shape_env_guard(fj_Tracer *tx, struct fj_Node *node, int cmp_op, long long c);
 
 /* ---- trace_dims.c: symbolic sizes of dynamic dims ---- */
 /* The dims tuple of an input array whose dims 'dyn' (tuple of ints) are dynamic. New ref. */

@@ -559,7 +559,30 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
             symshape = !p;
         }
     }
-    if (pyscalar && !symshape && (op->shape_rule != FJ_SH_BROADCAST || sign_typed || narrow ||
+    /* a Python-scalar divisor or shift count that is symbolic: a zero divisor
+       (ZeroDivisionError) or a negative count (ValueError) would raise inside
+       the graph, where the side effects it replays after the call would be
+       lost; a RELATION guard keeps it away from those values (`n - 2 != 0`),
+       else it is pinned */
+    int raising = 0;
+    if (pyscalar && !symshape && n == 2 && (op->kind == FJ_OP_BINOP || op->kind == FJ_OP_INPLACE)) {
+        int code = op->kind == FJ_OP_INPLACE ? op->code - NB_INPLACE_ADD : op->code;
+        fj_Var *d = VAR(args[1]), *l = VAR(args[0]);
+        fj_Node *dn = d->kind == FJ_VAR_NODE ? (fj_Node *)d->obj : NULL;
+        /* (an array's division by a Python scalar never raises: NumPy's inf/nan and warnings) */
+        if (l->kind == FJ_VAR_NODE && ((fj_Node *)l->obj)->vkind != FJ_VAL_PYSCALAR)
+            dn = NULL;
+        int div = code == NB_FLOOR_DIVIDE || code == NB_TRUE_DIVIDE || code == NB_REMAINDER;
+        int shift = code == NB_LSHIFT || code == NB_RSHIFT;
+        if ((div || shift) && dn != NULL && dn->vkind == FJ_VAL_PYSCALAR) {
+            int g = fj_current_tracer->specialized ? 1
+                                                   : fj_shape_env_guard(fj_current_tracer, dn, div ? Py_NE : Py_GE, 0);
+            if (g < 0)
+                return NULL;
+            raising = g == 0;
+        }
+    }
+    if (pyscalar && !symshape && (op->shape_rule != FJ_SH_BROADCAST || sign_typed || narrow || raising ||
                                   fj_current_tracer->specialized)) {
         return pinned_retry(fr, op, NULL, args, n, kwnames, graph_call_retry);
     }
