@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import framejit
-from difftools import outcome, same, _copy
+from difftools import _copy, check_differential, outcome, same
 
 
 def graphs():
@@ -21,18 +21,8 @@ def graphs():
 
 def run_sizes(fn, args_list, backend="eager"):
     """fn compiled against plain over args_list (twice each: the second a
-    cache hit); returns the number of graphs made."""
-    framejit.reset()
-    cf = framejit.compile(fn, backend=backend)
-    for args in args_list:
-        plain = outcome(fn, _copy(args))
-        for _ in range(2):
-            got = outcome(cf, _copy(args))
-            assert got[0] == plain[0], f"{fn.__name__}: {got} vs {plain}"
-            if got[0] == "ok":
-                same(got[1], plain[1])
-            else:
-                assert got[1:] == plain[1:]
+    cache hit; difftools.check_differential); returns the number of graphs made."""
+    check_differential(fn, args_list, expect_graph=False, backend=backend)
     return graphs()
 
 
