@@ -975,3 +975,111 @@ def test_a_graph_error_warns_once():
             r = outcome(f, (x.copy(), 0))
         assert r[0] == "raise" and r[1] is ZeroDivisionError
         assert len([m for m in w if "divide by zero" in str(m.message)]) == 1, [str(m.message) for m in w]
+
+
+# ---- second review's findings ----
+
+def squeeze_then_len(x):
+    y = x.squeeze(1)
+    return y.sum() / len(y)
+
+
+def np_squeeze_then_size(x):
+    y = np.squeeze(x, -1)
+    return y * y.shape[0]
+
+
+def slice_past_int64(x):
+    return x[:10 ** 20] * 2.0 + x[-10 ** 20:] + x[1:2 ** 63]
+
+
+def square_branch(x, n):
+    if n * n > 100:
+        return x * 2.0
+    return x + 1.0
+
+
+def div_by_square(x, n):
+    return x + 10 // (n * n)
+
+
+float_log = []
+
+
+def huge_int_after_mutation(x, n):
+    x *= 2.0
+    float_log.append(n)
+    return x + n
+
+
+def zeros_after_effect(x, n):
+    float_log.append(n)
+    return np.zeros(n) + x
+
+
+class ReturnsFromInit:
+    def __init__(self, n):
+        self.n = n
+        return n * 2  # a TypeError at the call, as CPython raises
+
+
+def init_returning(x, n):
+    return x * ReturnsFromInit(n).n
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn", [squeeze_then_len, np_squeeze_then_size], ids=lambda f: f.__name__)
+def test_squeeze_with_an_axis_keeps_its_sizes(fn, backend):
+    # squeeze(1) is not x[1]: the size stays the array's own
+    run_sizes(fn, [(rng(n).standard_normal((n, 1)),) for n in (4, 5, 6, 9, 13)], backend)
+
+
+def test_slice_bounds_past_int64_are_exact():
+    run_sizes(slice_past_int64, [(vec(n),) for n in (5, 6, 8, 13)])
+
+
+@pytest.mark.parametrize("fn", [square_branch, div_by_square], ids=lambda f: f.__name__)
+def test_relation_not_computable_now_pins_instead_of_recompiling(fn):
+    """n * n past int64: the guard could never pass; pinned, one graph for
+    the value, not a recompile per call up to the limit."""
+    import warnings as _w
+    framejit.reset()
+    cf = framejit.compile(fn)
+    x = vec(3)
+    same(cf(x, 2), fn(x, 2))
+    same(cf(x, 3), fn(x, 3))
+    with _w.catch_warnings():
+        _w.simplefilter("error")  # no recompile-limit warning
+        for _ in range(12):
+            same(cf(x, 2 ** 40), fn(x, 2 ** 40))
+    assert framejit.counters["stats"].get("recompile_limit_hit", 0) == 0
+    assert graphs() <= 4
+
+
+@pytest.mark.parametrize("fn,values", [(huge_int_after_mutation, (2, 3, 2 ** 1024, 4)),
+                                       (zeros_after_effect, (2, 3, 4, 2 ** 62, 5))],
+                         ids=["huge_int", "zeros"])
+def test_symbolic_values_after_side_effects_keep_them(fn, values):
+    framejit.reset()
+    cf = framejit.compile(fn)
+    for n in values:
+        got = []
+        for f in (fn, cf):
+            float_log.clear()
+            x = vec(3)
+            r = outcome(f, (x, n))
+            got.append((r, list(float_log), x))
+        (p, pl, px), (c, cl, cx) = got
+        assert pl == cl == [n]
+        assert p[0] == c[0], (n, p, c)
+        same(cx, px)
+        if p[0] == "ok":
+            same(c[1], p[1])
+        else:
+            assert p[1:] == c[1:]
+
+
+def test_dynamic_log_after_an_inlined_frame_returns(logs):
+    # the pin after __init__ returned logs the caller's line (the inlined frame is gone)
+    framejit.set_logs("dynamic")
+    run_sizes(init_returning, [(vec(3), n) for n in (2, 3, 4)])

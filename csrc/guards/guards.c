@@ -1441,7 +1441,10 @@ int fj_guard_add_dims_equal(PyObject *root, PyObject *src_a, int dim_a, PyObject
     return manager_add_leaf(m, lf);
 }
 
-int fj_guard_add_relation(PyObject *root, PyObject *syms, PyObject *prog, int expect, PyObject *text)
+static int relation_check(Leaf *lf, const fj_FrameView *view);
+
+int fj_guard_add_relation(PyObject *root, PyObject *syms, PyObject *prog, int expect, PyObject *text,
+                          const fj_FrameView *view)
 {
     if (check_root(root) < 0)
         return -1;
@@ -1458,7 +1461,7 @@ int fj_guard_add_relation(PyObject *root, PyObject *syms, PyObject *prog, int ex
     GuardManager *m = (GuardManager *)root;
     for (Py_ssize_t i = 0; i < m->nleaves; i++)
         if (m->leaves[i]->kind == LEAF_RELATION && PyUnicode_Compare(m->leaves[i]->text, text) == 0)
-            return 0; /* already there */
+            return 1; /* already there */
     Leaf *lf = leaf_new(LEAF_RELATION);
     if (lf == NULL)
         return -1;
@@ -1485,7 +1488,16 @@ int fj_guard_add_relation(PyObject *root, PyObject *syms, PyObject *prog, int ex
             leaf_free(lf);
             return wrong_type("a RELATION program word is out of range", prog);
         }
-    return manager_add_leaf(m, lf);
+    if (view != NULL) {
+        /* a relation the check cannot compute for the values now (past int64,
+           too deep) would fail on every call: not added */
+        int now = relation_check(lf, view);
+        if (now <= 0) {
+            leaf_free(lf);
+            return now;
+        }
+    }
+    return manager_add_leaf(m, lf) < 0 ? -1 : 1;
 }
 
 /* ----------------------------------------------------------------- check */

@@ -130,7 +130,9 @@ int fj_guard_add_dims_equal(PyObject *root, PyObject *src_a, int dim_a, PyObject
 ** (opcode, operand) ints, FJ_REL_* below, run on a stack of int64 as Python
 ** runs them on ints; it passes when its one result's truth is 'expect'.
 ** Anything it cannot compute exactly (past int64, a zero divisor) fails.
-** The same text twice is one leaf.  0 or -1.
+** With 'view' (the frame being traced), it is added only when it passes for
+** those values.  The same text twice is one leaf.  1 when there, 0 when it
+** does not pass now (not added), -1 on error.
 */
 enum {
     FJ_REL_SYM = 1, /* push symbol #operand */
@@ -139,7 +141,8 @@ enum {
     FJ_REL_ADD, FJ_REL_SUB, FJ_REL_MUL, FJ_REL_FLOORDIV, FJ_REL_MOD,
     FJ_REL_LT, FJ_REL_LE, FJ_REL_EQ, FJ_REL_NE, FJ_REL_GT, FJ_REL_GE
 };
-int fj_guard_add_relation(PyObject *root, PyObject *syms, PyObject *prog, int expect, PyObject *text);
+int fj_guard_add_relation(PyObject *root, PyObject *syms, PyObject *prog, int expect, PyObject *text,
+                          const fj_FrameView *view);
 
 /* The printer: "GUARDS:" then one line per leaf.  New reference, NULL on error. */
 PyObject *fj_guards_format(PyObject *root);

@@ -231,8 +231,11 @@ int fj_shape_env_branch(fj_Tracer *tx, struct fj_Node *node, int *truth)
         goto unexpressible; /* (no symbol: a constant the trace folds itself) */
     syms = PyList_AsTuple(e.syms);
     prog = syms ? PyList_AsTuple(e.prog) : NULL;
-    if (prog == NULL || fj_guard_add_relation(tx->guards, syms, prog, 1, text) < 0)
+    int added = prog ? fj_guard_add_relation(tx->guards, syms, prog, 1, text, &tx->view) : -1;
+    if (added < 0)
         goto done;
+    if (added == 0)
+        goto unexpressible; /* not computable for the values now (past int64): pin */
     *truth = t;
     r = 1;
     goto done;
@@ -272,10 +275,9 @@ int fj_shape_env_guard(fj_Tracer *tx, struct fj_Node *node, int cmp_op, long lon
     }
     if (word(&e, FJ_REL_CONST, c) < 0 || word(&e, compare_code(cmp_op), 0) < 0 ||
         (text = PyUnicode_FromFormat("%U %s %lld", a, optext[cmp_op], c)) == NULL ||
-        (syms = PyList_AsTuple(e.syms)) == NULL || (prog = PyList_AsTuple(e.prog)) == NULL ||
-        fj_guard_add_relation(tx->guards, syms, prog, 1, text) < 0)
+        (syms = PyList_AsTuple(e.syms)) == NULL || (prog = PyList_AsTuple(e.prog)) == NULL)
         goto done;
-    r = 1;
+    r = fj_guard_add_relation(tx->guards, syms, prog, 1, text, &tx->view); /* 0: not computable now */
 done:
     Py_XDECREF(e.syms);
     Py_XDECREF(e.keys);

@@ -2170,12 +2170,24 @@ int fj_trace_run_body(fj_TFrame *fr, int start)
     return run_frame_at(fr, start);
 }
 
+static int run_instructions(fj_TFrame *fr, int first);
+
 /*
 ** Runs the frame's instructions from 'start'.  0 when the frame returned,
 ** 1 when the top frame reached tx->stop_at, 2 when a captured loop's body
-** (fr->loop_head >= 0) jumped back to its head; -1 on error.
+** (fr->loop_head >= 0) jumped back to its head; -1 on error.  tx->cur is
+** the frame whose instruction runs; an inlined frame (a stack local of
+** fj_trace_inline) is no longer it once it returns.
 */
 static int run_frame_at(fj_TFrame *fr, int first)
+{
+    struct fj_TFrame *prev = fr->tx->cur;
+    int r = run_instructions(fr, first);
+    fr->tx->cur = prev;
+    return r;
+}
+
+static int run_instructions(fj_TFrame *fr, int first)
 {
     fj_Tracer *tx = fr->tx;
     PyCodeObject *co = fr->code;

@@ -415,6 +415,35 @@ static int tensors_are_float(PyObject *const *args, Py_ssize_t n)
 typedef PyObject *(*RetryFn)(fj_TFrame *fr, const fj_OpDef *op, PyObject *target, PyObject *const *args,
                              Py_ssize_t n, PyObject *kwnames);
 
+/* True for Python int arithmetic that cannot raise on any int values: + - *
+   // % (their divisor guarded != 0 by graph_call), comparisons, unary - +, on
+   int constants and Python-int nodes only. */
+static int int_arith_only(const fj_OpDef *op, PyObject *const *args, Py_ssize_t n)
+{
+    if (op->kind == FJ_OP_BINOP || op->kind == FJ_OP_INPLACE) {
+        int code = op->kind == FJ_OP_INPLACE ? op->code - NB_INPLACE_ADD : op->code;
+        if (code != NB_ADD && code != NB_SUBTRACT && code != NB_MULTIPLY && code != NB_FLOOR_DIVIDE &&
+            code != NB_REMAINDER)
+            return 0;
+    }
+    else if (op->kind == FJ_OP_UNARY) {
+        if (op->code != FJ_UNARY_NEG && op->code != FJ_UNARY_POS)
+            return 0;
+    }
+    else if (op->kind != FJ_OP_COMPARE)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        fj_Var *v = VAR(args[i]);
+        PyObject *val = v->kind == FJ_VAR_CONST ? v->obj
+                        : v->kind == FJ_VAR_NODE && ((fj_Node *)v->obj)->vkind == FJ_VAL_PYSCALAR
+                            ? ((fj_Node *)v->obj)->example
+                            : NULL;
+        if (val == NULL || !PyLong_CheckExact(val))
+            return 0;
+    }
+    return 1;
+}
+
 /* Pins the trace's symbolic scalars (specializing it) and calls 'fn' again
    with every symbolic scalar among the arguments replaced by its value. */
 static PyObject *pinned_retry(fj_TFrame *fr, const fj_OpDef *op, PyObject *target, PyObject *const *args,
@@ -581,6 +610,15 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
                 return NULL;
             raising = g == 0;
         }
+    }
+    /* after side effects the graph replays: a symbolic value reaching an op
+       that could raise for some values (an int too big for a float array or a
+       float, a shape NumPy refuses) would lose them; only Python int
+       arithmetic that cannot raise (+ - *, // and % with the divisor guarded
+       above, comparisons) stays symbolic there */
+    if (pyscalar && !raising && fj_trace_effects_pending(fj_current_tracer) && !int_arith_only(op, args, n)) {
+        raising = 1;
+        symshape = 0;
     }
     if (pyscalar && !symshape && (op->shape_rule != FJ_SH_BROADCAST || sign_typed || narrow || raising ||
                                   fj_current_tracer->specialized)) {

@@ -157,13 +157,14 @@ static int symbol_prog(PyObject *sym, PyObject *syms, PyObject *prog)
 }
 
 /* The RELATION guard 'a <op> b' (Py_EQ, Py_GE, Py_LE) over symbols; 'b' a
-   symbol or, when NULL, the constant 'c'.  0 or -1. */
+   symbol or, when NULL, the constant 'c'.  1 when guarded, 0 when the guard
+   cannot be computed for the values now (the caller pins), -1 on error. */
 static int guard_rel(fj_Tracer *tx, PyObject *a, int op, PyObject *b, long long c)
 {
     static const char *const optext[] = {"<", "<=", "==", "!=", ">", ">="};
     static const int opcode[] = {FJ_REL_LT, FJ_REL_LE, FJ_REL_EQ, FJ_REL_NE, FJ_REL_GT, FJ_REL_GE};
     if (op == Py_GE && b == NULL && c <= 2 && PyLong_AsLong(PyTuple_GET_ITEM(a, 1)) >= -1)
-        return 0; /* an input's dynamic dim, an int size: >= 2 already (TENSOR_MATCH, size_symbol) */
+        return 1; /* an input's dynamic dim, an int size: >= 2 already (TENSOR_MATCH, size_symbol) */
     PyObject *syms = PyList_New(0), *prog = PyList_New(0), *ta = NULL, *tb = NULL, *text = NULL, *st = NULL,
              *pt = NULL;
     int r = -1;
@@ -187,7 +188,7 @@ static int guard_rel(fj_Tracer *tx, PyObject *a, int op, PyObject *b, long long 
     Py_XDECREF(w);
     if (bad || (st = PyList_AsTuple(syms)) == NULL || (pt = PyList_AsTuple(prog)) == NULL)
         goto done;
-    r = fj_guard_add_relation(tx->guards, st, pt, 1, text);
+    r = fj_guard_add_relation(tx->guards, st, pt, 1, text, &tx->view);
 done:
     Py_XDECREF(syms);
     Py_XDECREF(prog);
@@ -200,13 +201,16 @@ done:
 }
 
 /* Guards that symbols 'a' and 'b' stay equal: DIMS_EQUAL for two input dims,
-   a RELATION where an int input's symbol or a slice's size takes part.  0 or -1. */
+   a RELATION where an int input's symbol or a slice's size takes part.  As
+   guard_rel: 1, 0 (pin) or -1. */
 static int guard_equal(fj_Tracer *tx, PyObject *a, PyObject *b)
 {
     long da = PyLong_AsLong(PyTuple_GET_ITEM(a, 1)), db = PyLong_AsLong(PyTuple_GET_ITEM(b, 1));
     if (da >= 0 && db >= 0)
         return fj_guard_add_dims_equal(tx->guards, PyTuple_GET_ITEM(a, 2), (int)da, PyTuple_GET_ITEM(b, 2),
-                                       (int)db);
+                                       (int)db) < 0
+                   ? -1
+                   : 1;
     return guard_rel(tx, a, Py_EQ, b, 0);
 }
 
@@ -242,52 +246,55 @@ static PyObject *slice_dim(fj_Tracer *tx, PyObject *sym, npy_intp n, PyObject *s
     long long a = 0, b = 0, st = 1;
     int ka = 0, kb = 1; /* start = ka*sym + ca, stop = kb*sym + cb */
     long long ca = 0, cb = 0;
+    int ovf = 0;
     if (sl->step != Py_None) {
         if (!PyLong_CheckExact(sl->step))
             return NULL;
-        st = PyLong_AsLongLong(sl->step);
-        if (st == -1 && PyErr_Occurred())
-            return NULL;
+        st = PyLong_AsLongLongAndOverflow(sl->step, &ovf);
+        if (ovf || (st == -1 && PyErr_Occurred()))
+            return NULL; /* past int64: not modelled */
     }
     if (st == -1 && sl->start == Py_None && sl->stop == Py_None)
         return Py_NewRef(sym);
     if (st != 1)
         return NULL;
     if (sl->start != Py_None) {
-        if (!PyLong_CheckExact(sl->start) || ((a = PyLong_AsLongLong(sl->start)) == -1 && PyErr_Occurred()))
+        if (!PyLong_CheckExact(sl->start) || ((a = PyLong_AsLongLongAndOverflow(sl->start, &ovf)) == -1 &&
+                                               PyErr_Occurred()) || ovf)
             return NULL;
         if (a >= 0) {
             if (n < a)
                 return NULL; /* clamped to the size now: empty */
             ca = a;
-            if (a > 0 && guard_rel(tx, sym, Py_GE, NULL, a) < 0)
+            if (a > 0 && guard_rel(tx, sym, Py_GE, NULL, a) <= 0)
                 return NULL;
         }
         else {
             if (n + a < 0)
                 return NULL;
             ka = 1, ca = a;
-            if (guard_rel(tx, sym, Py_GE, NULL, -a) < 0)
+            if (guard_rel(tx, sym, Py_GE, NULL, -a) <= 0)
                 return NULL;
         }
     }
     if (sl->stop != Py_None) {
-        if (!PyLong_CheckExact(sl->stop) || ((b = PyLong_AsLongLong(sl->stop)) == -1 && PyErr_Occurred()))
+        if (!PyLong_CheckExact(sl->stop) || ((b = PyLong_AsLongLongAndOverflow(sl->stop, &ovf)) == -1 &&
+                                              PyErr_Occurred()) || ovf)
             return NULL;
         if (b >= 0) {
             if (b <= n) {
                 kb = 0, cb = b;
-                if (guard_rel(tx, sym, Py_GE, NULL, b) < 0)
+                if (guard_rel(tx, sym, Py_GE, NULL, b) <= 0)
                     return NULL;
             }
-            else if (guard_rel(tx, sym, Py_LE, NULL, b) < 0) /* stop clamps to the size */
+            else if (guard_rel(tx, sym, Py_LE, NULL, b) <= 0) /* stop clamps to the size */
                 return NULL;
         }
         else {
             if (n + b < 0)
                 return NULL;
             cb = b;
-            if (guard_rel(tx, sym, Py_GE, NULL, -b) < 0)
+            if (guard_rel(tx, sym, Py_GE, NULL, -b) <= 0)
                 return NULL;
         }
     }
@@ -301,7 +308,7 @@ static PyObject *slice_dim(fj_Tracer *tx, PyObject *sym, npy_intp n, PyObject *s
         return NULL;
     /* not empty for other sizes either */
     PyObject *len = symbol_plus(sym, c);
-    if (len != NULL && c < 0 && guard_rel(tx, sym, Py_GE, NULL, 1 - c) < 0)
+    if (len != NULL && c < 0 && guard_rel(tx, sym, Py_GE, NULL, 1 - c) <= 0)
         Py_CLEAR(len);
     return len;
 }
@@ -439,7 +446,7 @@ static PyObject *size_symbol(fj_Tracer *tx, PyObject *v)
     PyObject *syms = text ? Py_BuildValue("((Oi))", (PyObject *)s, -1) : NULL;
     PyObject *prog = syms ? Py_BuildValue("(iiiiii)", FJ_REL_SYM, 0, FJ_REL_CONST, 2, FJ_REL_GE, 0) : NULL;
     PyObject *sym = NULL;
-    if (prog != NULL && fj_guard_add_relation(tx->guards, syms, prog, 1, text) == 0)
+    if (prog != NULL && fj_guard_add_relation(tx->guards, syms, prog, 1, text, &tx->view) > 0)
         sym = Py_BuildValue("(OiO)", s->text, -1, (PyObject *)s);
     Py_XDECREF(text);
     Py_XDECREF(syms);
@@ -569,10 +576,10 @@ static int combine(fj_Tracer *tx, PyObject *ops, PyObject **out)
             if (!same_symbol(sym, cur)) {
                 /* two symbols equal now: guard that they stay equal */
                 int r = guard_equal(tx, cur, sym);
-                if (r < 0) {
+                if (r <= 0) {
                     Py_DECREF(dims);
                     Py_DECREF(res);
-                    return -1;
+                    return r < 0 ? -1 : pin(tx, out, "two sizes meet whose equality cannot be guarded");
                 }
             }
         }
@@ -822,10 +829,9 @@ static int matmul_dims(fj_Tracer *tx, PyObject *const *args, Py_ssize_t npos, Py
     PyObject *ka = PyTuple_GET_ITEM(da, a->ndim - 1), *kb = PyTuple_GET_ITEM(db, 0);
     if ((ka == Py_None) != (kb == Py_None))
         goto done; /* a symbol against a fixed size: not modelled */
-    if (ka != Py_None && !same_symbol(ka, kb) && guard_equal(tx, ka, kb) < 0) {
-        r = -1;
-        goto done;
-    }
+    if (ka != Py_None && !same_symbol(ka, kb) && (r = guard_equal(tx, ka, kb)) <= 0)
+        goto done; /* (0: not guarded, pin) */
+    r = 0;
     PyObject *res = PyTuple_New((a->ndim - 1) + (b->ndim - 1));
     if (res == NULL) {
         r = -1;
@@ -921,8 +927,8 @@ static int join_dims(fj_Tracer *tx, int stack, PyObject *const *args, Py_ssize_t
                 }
             }
             else if ((si == Py_None) != (sd == Py_None) ||
-                     (si != Py_None && !same_symbol(si, sd) && guard_equal(tx, sd, si) < 0)) {
-                r = si != Py_None && sd != Py_None ? -1 : 0;
+                     (si != Py_None && !same_symbol(si, sd) && (r = guard_equal(tx, sd, si)) <= 0)) {
+                r = r < 0 ? -1 : 0;
                 Py_DECREF(di);
                 goto fail;
             }
@@ -1071,10 +1077,14 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
                 continue;
             if ((si == Py_None) != (ti == Py_None))
                 ok = 0;
-            else if (si != Py_None && !same_symbol(si, ti) && guard_equal(fr->tx, ti, si) < 0) {
-                Py_XDECREF(in);
-                Py_DECREF(t);
-                return -1;
+            else if (si != Py_None && !same_symbol(si, ti)) {
+                int g = guard_equal(fr->tx, ti, si);
+                if (g < 0) {
+                    Py_XDECREF(in);
+                    Py_DECREF(t);
+                    return -1;
+                }
+                ok = g > 0;
             }
         }
         Py_XDECREF(in);
@@ -1140,6 +1150,8 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
     case FJ_SH_CUMULATIVE:
     case FJ_SH_SORT:
     case FJ_SH_ARGSORT:
+        /* one array operand, no size relation that can fail: opaque */
+        return 0;
     case FJ_SH_GETITEM:
         /* basic indexing by constants: the result's dims (slices of symbols as
            symbol + c, guarded); else opaque as below */
