@@ -1083,3 +1083,22 @@ def test_dynamic_log_after_an_inlined_frame_returns(logs):
     # the pin after __init__ returned logs the caller's line (the inlined frame is gone)
     framejit.set_logs("dynamic")
     run_sizes(init_returning, [(vec(3), n) for n in (2, 3, 4)])
+
+
+def counter_then_scale(x, n):
+    float_log.append(1)
+    return x + n * 2
+
+
+def test_int_after_side_effects_stays_symbolic_within_int64(logs):
+    """A side effect before x + n: n stays symbolic (one graph for many
+    values), guarded to fit int64 (a value past it, too big for a float
+    array from 2**1024, is a cache miss and pins)."""
+    framejit.set_logs("guards")
+    run_sizes(counter_then_scale, [(vec(3), n) for n in range(2, 12)] + [(vec(3), 2 ** 1024), (vec(3), 5)])
+    assert "L['n'] fits int64" in "\\n".join(logs.lines)
+    framejit.reset()
+    cf = framejit.compile(counter_then_scale)
+    for n in range(2, 12):
+        same(cf(vec(3), n), counter_then_scale(vec(3), n))
+    assert graphs() <= 2

@@ -22,6 +22,8 @@
 #include "guards.h"
 #include "source.h"
 
+#include <limits.h>
+
 typedef struct {
     fj_Tracer *tx;
     PyObject *syms;  /* list of (source, dim or -1) */
@@ -274,7 +276,8 @@ int fj_shape_env_guard(fj_Tracer *tx, struct fj_Node *node, int cmp_op, long lon
         goto done;
     }
     if (word(&e, FJ_REL_CONST, c) < 0 || word(&e, compare_code(cmp_op), 0) < 0 ||
-        (text = PyUnicode_FromFormat("%U %s %lld", a, optext[cmp_op], c)) == NULL ||
+        (text = cmp_op == Py_GE && c == LLONG_MIN ? PyUnicode_FromFormat("%U fits int64", a)
+                                                   : PyUnicode_FromFormat("%U %s %lld", a, optext[cmp_op], c)) == NULL ||
         (syms = PyList_AsTuple(e.syms)) == NULL || (prog = PyList_AsTuple(e.prog)) == NULL)
         goto done;
     r = fj_guard_add_relation(tx->guards, syms, prog, 1, text, &tx->view); /* 0: not computable now */

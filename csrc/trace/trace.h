@@ -498,7 +498,8 @@ int fj_shape_env_branch(fj_Tracer *tx, struct fj_Node *node, int *truth);
 /*
 ** Keeps 'node' (a Python int expression of the trace's symbols) in relation
 ** 'cmp_op' (Py_NE...) to 'c' with a RELATION guard, where it holds now: a
-** divisor != 0, a shift count >= 0, so the graph's op never raises.  1 when
+** divisor != 0, a shift count >= 0, so the graph's op never raises (Py_GE
+** LLONG_MIN: the value fits int64, printed "... fits int64").  1 when
 ** guarded, 0 when it does not hold now or is not expressible (pin), -1 on
 ** error.
 */

@@ -8,6 +8,7 @@
 ** code); anything else raises fj_Unsupported with the reason.
 */
 #include "trace.h"
+
 #include "builtin_ops.h"
 
 #include "fj_numpy.h"
@@ -16,6 +17,8 @@
 #include "guards.h"
 #include "torchlib.h"
 #include "walk.h"
+
+#include <limits.h>
 
 PyObject *fj_trace_var_items(fj_TFrame *fr, PyObject *v); /* trace.c */
 
@@ -611,14 +614,28 @@ static PyObject *graph_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *
             raising = g == 0;
         }
     }
-    /* after side effects the graph replays: a symbolic value reaching an op
-       that could raise for some values (an int too big for a float array or a
-       float, a shape NumPy refuses) would lose them; only Python int
-       arithmetic that cannot raise (+ - *, // and % with the divisor guarded
-       above, comparisons) stays symbolic there */
+    /* after side effects the graph replays, a symbolic value must not reach an
+       op that could raise for some of its values (it would lose them): Python
+       int arithmetic that cannot raise (+ - *, // and % with the divisor
+       guarded above, comparisons) stays symbolic; an int meeting floats or
+       arrays (too big for a float above 2**1024) is guarded to fit int64; a
+       shape argument (an array too big) pins */
     if (pyscalar && !raising && fj_trace_effects_pending(fj_current_tracer) && !int_arith_only(op, args, n)) {
-        raising = 1;
         symshape = 0;
+        for (Py_ssize_t i = 0; !raising && i < n; i++) {
+            fj_Var *v = VAR(args[i]);
+            fj_Node *vn = v->kind == FJ_VAR_NODE ? (fj_Node *)v->obj : NULL;
+            if (vn == NULL || vn->vkind != FJ_VAL_PYSCALAR)
+                continue;
+            if (vn->example == NULL || !PyLong_CheckExact(vn->example)) {
+                raising = 1; /* a symbolic float or bool: pinned */
+                break;
+            }
+            int g = fj_shape_env_guard(fj_current_tracer, vn, Py_GE, LLONG_MIN);
+            if (g < 0)
+                return NULL;
+            raising = g == 0;
+        }
     }
     if (pyscalar && !symshape && (op->shape_rule != FJ_SH_BROADCAST || sign_typed || narrow || raising ||
                                   fj_current_tracer->specialized)) {
