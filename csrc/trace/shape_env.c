@@ -255,7 +255,6 @@ done:
 
 int fj_shape_env_guard(fj_Tracer *tx, struct fj_Node *node, int cmp_op, long long c)
 {
-    static const char *const optext[] = {"<", "<=", "==", "!=", ">", ">="};
     if (tx->specialized || node->variant || node->example == NULL || !PyLong_CheckExact(node->example) ||
         cmp_op < 0 || cmp_op > 5)
         return 0;
@@ -277,7 +276,7 @@ int fj_shape_env_guard(fj_Tracer *tx, struct fj_Node *node, int cmp_op, long lon
     }
     if (word(&e, FJ_REL_CONST, c) < 0 || word(&e, compare_code(cmp_op), 0) < 0 ||
         (text = cmp_op == Py_GE && c == LLONG_MIN ? PyUnicode_FromFormat("%U fits int64", a)
-                                                   : PyUnicode_FromFormat("%U %s %lld", a, optext[cmp_op], c)) == NULL ||
+                                                   : PyUnicode_FromFormat("%U %s %lld", a, rel_text[cmp_op], c)) == NULL ||
         (syms = PyList_AsTuple(e.syms)) == NULL || (prog = PyList_AsTuple(e.prog)) == NULL)
         goto done;
     r = fj_guard_add_relation(tx->guards, syms, prog, 1, text, &tx->view); /* 0: not computable now */
