@@ -1104,6 +1104,8 @@ static PyObject *same_type_value(PyObject *like, long val)
     return r;
 }
 
+static PyObject *py_value(PyObject *o, int *is_node);
+
 /*
 ** Dtype of a creation function: NumPy runs on the same call with every size
 ** shrunk (shape -> (1,)*ndim, arange's bounds -> a length-0 range of the
@@ -1132,8 +1134,10 @@ static int infer_create(const fj_OpDef *op, PyObject *args, PyObject *kwargs, fj
         static const char *names[] = {"start", "stop", "step"};
         for (int i = 0; i < 3; i++) {
             v = get_param(op, targs, tkw, names[i]);
-            if (v && fj_Node_Check(v) && ((fj_Node *)v)->vkind == FJ_VAL_PYSCALAR && ((fj_Node *)v)->example)
-                v = ((fj_Node *)v)->example; /* a symbolic int (np.arange(n)): its type */
+            int is_node = 0;
+            PyObject *pv = v ? py_value(v, &is_node) : NULL;
+            if (is_node && pv != NULL)
+                v = pv; /* a symbolic int (np.arange(n)): its value's type */
             if (v && v != Py_None && set_param(op, targs, tkw, names[i], same_type_value(v, i == 2)) < 0)
                 goto error;
         }

@@ -32,13 +32,26 @@ typedef struct {
     int depth;
 } Expr;
 
-/* Appends the word pair; 0 or -1. */
-static int word(Expr *e, long long op, long long arg)
+int fj_rel_word(PyObject *prog, long long op, long long arg)
 {
     PyObject *a = PyLong_FromLongLong(op), *b = a ? PyLong_FromLongLong(arg) : NULL;
-    int r = b != NULL && PyList_Append(e->prog, a) == 0 && PyList_Append(e->prog, b) == 0 ? 0 : -1;
+    int r = b != NULL && PyList_Append(prog, a) == 0 && PyList_Append(prog, b) == 0 ? 0 : -1;
     Py_XDECREF(a);
     Py_XDECREF(b);
+    return r;
+}
+
+static int word(Expr *e, long long op, long long arg)
+{
+    return fj_rel_word(e->prog, op, arg);
+}
+
+int fj_rel_add(fj_Tracer *tx, PyObject *syms, PyObject *prog, PyObject *text)
+{
+    PyObject *st = PyList_AsTuple(syms), *pt = st ? PyList_AsTuple(prog) : NULL;
+    int r = pt ? fj_guard_add_relation(tx->guards, st, pt, 1, text, &tx->view) : -1;
+    Py_XDECREF(st);
+    Py_XDECREF(pt);
     return r;
 }
 
@@ -84,13 +97,17 @@ static long long arith_code(const fj_OpDef *op)
     return 0;
 }
 
-static long long compare_code(int py_op)
+long long fj_rel_compare(int py_op)
 {
     static const long long codes[6] = {FJ_REL_LT, FJ_REL_LE, FJ_REL_EQ, FJ_REL_NE, FJ_REL_GT, FJ_REL_GE};
     return py_op >= 0 && py_op < 6 ? codes[py_op] : 0;
 }
 
-static const char *const rel_text[] = {"<", "<=", "==", "!=", ">", ">="};
+const char *fj_rel_optext(int py_op)
+{
+    static const char *const text[6] = {"<", "<=", "==", "!=", ">", ">="};
+    return py_op >= 0 && py_op < 6 ? text[py_op] : "?";
+}
 
 /*
 ** Emits the program of 'v' (a node or a constant) and returns its printed
@@ -185,7 +202,7 @@ int fj_shape_env_branch(fj_Tracer *tx, struct fj_Node *node, int *truth)
     if (t < 0)
         return -1;
     Expr e = {tx, PyList_New(0), PyList_New(0), PyList_New(0), 0};
-    PyObject *text = NULL, *syms = NULL, *prog = NULL;
+    PyObject *text = NULL;
     int r = -1;
     if (e.syms == NULL || e.keys == NULL || e.prog == NULL)
         goto done;
@@ -225,15 +242,13 @@ int fj_shape_env_branch(fj_Tracer *tx, struct fj_Node *node, int *truth)
         Py_DECREF(a);
         goto unexpressible;
     }
-    cmp = compare_code(cmp_op);
-    text = word(&e, cmp, 0) < 0 ? NULL : PyUnicode_FromFormat("%U %s %U", a, rel_text[cmp_op], b);
+    cmp = fj_rel_compare(cmp_op);
+    text = word(&e, cmp, 0) < 0 ? NULL : PyUnicode_FromFormat("%U %s %U", a, fj_rel_optext(cmp_op), b);
     Py_DECREF(a);
     Py_DECREF(b);
     if (text == NULL || PyList_GET_SIZE(e.syms) == 0)
         goto unexpressible; /* (no symbol: a constant the trace folds itself) */
-    syms = PyList_AsTuple(e.syms);
-    prog = syms ? PyList_AsTuple(e.prog) : NULL;
-    int added = prog ? fj_guard_add_relation(tx->guards, syms, prog, 1, text, &tx->view) : -1;
+    int added = fj_rel_add(tx, e.syms, e.prog, text);
     if (added < 0)
         goto done;
     if (added == 0)
@@ -248,8 +263,6 @@ done:
     Py_XDECREF(e.keys);
     Py_XDECREF(e.prog);
     Py_XDECREF(text);
-    Py_XDECREF(syms);
-    Py_XDECREF(prog);
     return r;
 }
 
@@ -265,7 +278,7 @@ int fj_shape_env_guard(fj_Tracer *tx, struct fj_Node *node, int cmp_op, long lon
     if (holds <= 0)
         return holds;
     Expr e = {tx, PyList_New(0), PyList_New(0), PyList_New(0), 0};
-    PyObject *text = NULL, *syms = NULL, *prog = NULL, *a = NULL;
+    PyObject *text = NULL, *a = NULL;
     int r = -1, atom;
     if (e.syms == NULL || e.keys == NULL || e.prog == NULL)
         goto done;
@@ -274,19 +287,16 @@ int fj_shape_env_guard(fj_Tracer *tx, struct fj_Node *node, int cmp_op, long lon
         r = PyErr_Occurred() ? -1 : 0;
         goto done;
     }
-    if (word(&e, FJ_REL_CONST, c) < 0 || word(&e, compare_code(cmp_op), 0) < 0 ||
+    if (word(&e, FJ_REL_CONST, c) < 0 || word(&e, fj_rel_compare(cmp_op), 0) < 0 ||
         (text = cmp_op == Py_GE && c == LLONG_MIN ? PyUnicode_FromFormat("%U fits int64", a)
-                                                   : PyUnicode_FromFormat("%U %s %lld", a, rel_text[cmp_op], c)) == NULL ||
-        (syms = PyList_AsTuple(e.syms)) == NULL || (prog = PyList_AsTuple(e.prog)) == NULL)
+                                                   : PyUnicode_FromFormat("%U %s %lld", a, fj_rel_optext(cmp_op), c)) == NULL)
         goto done;
-    r = fj_guard_add_relation(tx->guards, syms, prog, 1, text, &tx->view); /* 0: not computable now */
+    r = fj_rel_add(tx, e.syms, e.prog, text); /* 0: not computable now */
 done:
     Py_XDECREF(e.syms);
     Py_XDECREF(e.keys);
     Py_XDECREF(e.prog);
     Py_XDECREF(a);
     Py_XDECREF(text);
-    Py_XDECREF(syms);
-    Py_XDECREF(prog);
     return r;
 }

@@ -689,6 +689,19 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
     return v;
 }
 
+/* A graph input for the value at 'src': its placeholder (named after the
+   source) and Var, listed in tx->placeholders.  New reference, NULL on error. */
+static fj_Var *placeholder_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
+{
+    PyObject *name = fj_source_placeholder_name(src);
+    PyObject *node = name ? (PyObject *)fj_graph_placeholder(tx->graph, name, value) : NULL;
+    Py_XDECREF(name);
+    fj_Var *v = node ? fj_var_node(node) : NULL;
+    if (v != NULL && PyList_Append(tx->placeholders, (PyObject *)v) < 0)
+        Py_CLEAR(v);
+    return v;
+}
+
 /*
 ** The size of an input array's dynamic dim 'dim' (at 'asrc'), read by the
 ** program (x.shape[0], len(x)): a symbolic int, the graph input
@@ -708,7 +721,7 @@ fj_Var *fj_trace_size_input(fj_Tracer *tx, fj_Source *asrc, Py_ssize_t dim)
     if (src == NULL)
         return NULL;
     fj_Var *v = NULL;
-    PyObject *known = PyDict_GetItemWithError(tx->inputs, src->text), *value = NULL, *name = NULL;
+    PyObject *known = PyDict_GetItemWithError(tx->inputs, src->text), *value = NULL;
     if (known != NULL) {
         v = (fj_Var *)Py_NewRef(known);
         goto done;
@@ -721,19 +734,15 @@ fj_Var *fj_trace_size_input(fj_Tracer *tx, fj_Source *asrc, Py_ssize_t dim)
             fj_unsupported("%U is not readable as an int", src->text);
         goto done;
     }
-    if ((name = fj_source_placeholder_name(src)) == NULL)
-        goto done;
-    PyObject *node = (PyObject *)fj_graph_placeholder(tx->graph, name, value);
-    if (node == NULL || (v = fj_var_node(node)) == NULL)
+    if ((v = placeholder_input(tx, src, value)) == NULL)
         goto done;
     v->dynamic = 1;
     v->size_input = 1;
     v->source = (fj_Source *)Py_NewRef((PyObject *)src);
-    if (PyList_Append(tx->placeholders, (PyObject *)v) < 0 || PyDict_SetItem(tx->inputs, src->text, (PyObject *)v) < 0)
+    if (PyDict_SetItem(tx->inputs, src->text, (PyObject *)v) < 0)
         Py_CLEAR(v);
 done:
     Py_XDECREF(value);
-    Py_XDECREF(name);
     Py_DECREF(src);
     return v;
 }
@@ -818,19 +827,12 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
         return NULL;
     }
     if (PyArray_CheckExact(value)) {
-        PyObject *name = fj_source_placeholder_name(src);
-        if (name == NULL)
-            return NULL;
-        PyObject *node = (PyObject *)fj_graph_placeholder(tx->graph, name, value);
-        Py_DECREF(name);
-        PyObject *dims = node ? dynamic_dims_of(tx, src, value) : NULL;
+        PyObject *dims = dynamic_dims_of(tx, src, value);
         if (dims == NULL || fj_guard_add_tensor_match(mgr, value, dims) < 0) {
             Py_XDECREF(dims);
             return NULL;
         }
-        v = fj_var_node(node);
-        if (v != NULL && PyList_Append(tx->placeholders, (PyObject *)v) < 0)
-            Py_CLEAR(v);
+        v = placeholder_input(tx, src, value);
         if (v != NULL && dynamic_input(tx, v, src, dims, value) < 0)
             Py_CLEAR(v);
         Py_DECREF(dims);
@@ -850,16 +852,9 @@ static fj_Var *trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
         /* a symbolic int: a graph input, guarded to stay an int (any value:
            as in torch, 0 and 1 are specialized for sizes only; a use that
            needs the value pins it) */
-        PyObject *name = fj_source_placeholder_name(src);
-        if (name == NULL)
+        if (fj_guard_add_type_match(mgr, (PyObject *)&PyLong_Type) < 0)
             return NULL;
-        PyObject *node = (PyObject *)fj_graph_placeholder(tx->graph, name, value);
-        Py_DECREF(name);
-        if (node == NULL || fj_guard_add_type_match(mgr, (PyObject *)&PyLong_Type) < 0)
-            return NULL;
-        v = fj_var_node(node);
-        if (v != NULL && PyList_Append(tx->placeholders, (PyObject *)v) < 0)
-            Py_CLEAR(v);
+        v = placeholder_input(tx, src, value);
         if (v != NULL) {
             v->dynamic = 1;
             if (note_dynamic(tx, v, value) < 0)

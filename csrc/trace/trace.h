@@ -493,6 +493,19 @@ int fj_trace_inst_truth(fj_Var *inst);
 ** side, *truth that side.  1 when done, 0 when the expression is not one it
 ** models (the caller pins), -1 on error.
 */
+/*
+** RELATION programs (guards.h FJ_REL_*), shared by shape_env.c and trace_dims.c:
+** fj_rel_word appends an (opcode, operand) pair to the list 'prog' (0 or -1);
+** fj_rel_compare / fj_rel_optext: the opcode and printed form of comparison
+** Py_LT..Py_GE; fj_rel_add: the guard of the lists 'syms' and 'prog', printed
+** 'text', added where it passes for the frame's values now (1), else not (0:
+** pin), -1 on error.
+*/
+int fj_rel_word(PyObject *prog, long long op, long long arg);
+long long fj_rel_compare(int py_op);
+const char *fj_rel_optext(int py_op);
+int fj_rel_add(fj_Tracer *tx, PyObject *syms, PyObject *prog, PyObject *text);
+
 struct fj_Node;
 int fj_shape_env_branch(fj_Tracer *tx, struct fj_Node *node, int *truth);
 /*

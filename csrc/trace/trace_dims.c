@@ -131,28 +131,16 @@ static PyObject *symbol_text(PyObject *sym)
 static int symbol_prog(PyObject *sym, PyObject *syms, PyObject *prog)
 {
     long d = PyLong_AsLong(PyTuple_GET_ITEM(sym, 1));
-    if (d == -2) {
-        PyObject *c = PyTuple_GET_ITEM(sym, 3), *add = PyLong_FromLong(FJ_REL_CONST), *op = PyLong_FromLong(FJ_REL_ADD),
-                 *zero = PyLong_FromLong(0);
-        int r = add && op && zero && symbol_prog(PyTuple_GET_ITEM(sym, 2), syms, prog) == 0 &&
-                        PyList_Append(prog, add) == 0 && PyList_Append(prog, c) == 0 &&
-                        PyList_Append(prog, op) == 0 && PyList_Append(prog, zero) == 0
-                    ? 0
-                    : -1;
-        Py_XDECREF(add);
-        Py_XDECREF(op);
-        Py_XDECREF(zero);
-        return r;
-    }
+    if (d == -2)
+        return symbol_prog(PyTuple_GET_ITEM(sym, 2), syms, prog) < 0 ||
+                       fj_rel_word(prog, FJ_REL_CONST, PyLong_AsLongLong(PyTuple_GET_ITEM(sym, 3))) < 0 ||
+                       fj_rel_word(prog, FJ_REL_ADD, 0) < 0
+                   ? -1
+                   : 0;
     PyObject *pair = Py_BuildValue("(Ol)", PyTuple_GET_ITEM(sym, 2), d);
     Py_ssize_t k = PyList_GET_SIZE(syms);
-    PyObject *w = pair && PyList_Append(syms, pair) == 0 ? Py_BuildValue("(in)", FJ_REL_SYM, k) : NULL;
-    int r = w != NULL && PyList_Append(prog, PyTuple_GET_ITEM(w, 0)) == 0 &&
-                    PyList_Append(prog, PyTuple_GET_ITEM(w, 1)) == 0
-                ? 0
-                : -1;
+    int r = pair != NULL && PyList_Append(syms, pair) == 0 ? fj_rel_word(prog, FJ_REL_SYM, k) : -1;
     Py_XDECREF(pair);
-    Py_XDECREF(w);
     return r;
 }
 
@@ -161,42 +149,22 @@ static int symbol_prog(PyObject *sym, PyObject *syms, PyObject *prog)
    cannot be computed for the values now (the caller pins), -1 on error. */
 static int guard_rel(fj_Tracer *tx, PyObject *a, int op, PyObject *b, long long c)
 {
-    static const char *const optext[] = {"<", "<=", "==", "!=", ">", ">="};
-    static const int opcode[] = {FJ_REL_LT, FJ_REL_LE, FJ_REL_EQ, FJ_REL_NE, FJ_REL_GT, FJ_REL_GE};
     if (op == Py_GE && b == NULL && c <= 2 && PyLong_AsLong(PyTuple_GET_ITEM(a, 1)) >= -1)
         return 1; /* an input's dynamic dim, an int size: >= 2 already (TENSOR_MATCH, size_symbol) */
-    PyObject *syms = PyList_New(0), *prog = PyList_New(0), *ta = NULL, *tb = NULL, *text = NULL, *st = NULL,
-             *pt = NULL;
+    PyObject *syms = PyList_New(0), *prog = PyList_New(0), *ta = NULL, *tb = NULL, *text = NULL;
     int r = -1;
-    if (syms == NULL || prog == NULL || (ta = symbol_text(a)) == NULL ||
-        (tb = b ? symbol_text(b) : PyUnicode_FromFormat("%lld", c)) == NULL ||
-        (text = PyUnicode_FromFormat("%U %s %U", ta, optext[op], tb)) == NULL || symbol_prog(a, syms, prog) < 0)
-        goto done;
-    if (b != NULL ? symbol_prog(b, syms, prog) < 0 : 0)
-        goto done;
-    if (b == NULL) {
-        PyObject *w = Py_BuildValue("(iL)", FJ_REL_CONST, c);
-        int bad = w == NULL || PyList_Append(prog, PyTuple_GET_ITEM(w, 0)) < 0 ||
-                  PyList_Append(prog, PyTuple_GET_ITEM(w, 1)) < 0;
-        Py_XDECREF(w);
-        if (bad)
-            goto done;
-    }
-    PyObject *w = Py_BuildValue("(ii)", opcode[op], 0);
-    int bad = w == NULL || PyList_Append(prog, PyTuple_GET_ITEM(w, 0)) < 0 ||
-              PyList_Append(prog, PyTuple_GET_ITEM(w, 1)) < 0;
-    Py_XDECREF(w);
-    if (bad || (st = PyList_AsTuple(syms)) == NULL || (pt = PyList_AsTuple(prog)) == NULL)
-        goto done;
-    r = fj_guard_add_relation(tx->guards, st, pt, 1, text, &tx->view);
-done:
+    if (syms != NULL && prog != NULL && (ta = symbol_text(a)) != NULL &&
+        (tb = b ? symbol_text(b) : PyUnicode_FromFormat("%lld", c)) != NULL &&
+        (text = PyUnicode_FromFormat("%U %s %U", ta, fj_rel_optext(op), tb)) != NULL &&
+        symbol_prog(a, syms, prog) == 0 &&
+        (b != NULL ? symbol_prog(b, syms, prog) : fj_rel_word(prog, FJ_REL_CONST, c)) == 0 &&
+        fj_rel_word(prog, fj_rel_compare(op), 0) == 0)
+        r = fj_rel_add(tx, syms, prog, text);
     Py_XDECREF(syms);
     Py_XDECREF(prog);
     Py_XDECREF(ta);
     Py_XDECREF(tb);
     Py_XDECREF(text);
-    Py_XDECREF(st);
-    Py_XDECREF(pt);
     return r;
 }
 
@@ -240,27 +208,30 @@ static PyObject *symbol_plus(PyObject *base, long long c)
 ** Py_None (new ref) for a size that is fixed under those guards, or NULL with
 ** no error when not modelled (other steps, an empty slice now).
 */
+/* A slice bound: 1 with *v for an int within int64, else 0 (not modelled). */
+static int slice_int(PyObject *o, long long *v)
+{
+    int ovf = 0;
+    if (!PyLong_CheckExact(o))
+        return 0;
+    *v = PyLong_AsLongLongAndOverflow(o, &ovf); /* (an exact int: no error but past int64) */
+    return !ovf;
+}
+
 static PyObject *slice_dim(fj_Tracer *tx, PyObject *sym, npy_intp n, PyObject *slice)
 {
     PySliceObject *sl = (PySliceObject *)slice;
     long long a = 0, b = 0, st = 1;
     int ka = 0, kb = 1; /* start = ka*sym + ca, stop = kb*sym + cb */
     long long ca = 0, cb = 0;
-    int ovf = 0;
-    if (sl->step != Py_None) {
-        if (!PyLong_CheckExact(sl->step))
-            return NULL;
-        st = PyLong_AsLongLongAndOverflow(sl->step, &ovf);
-        if (ovf || (st == -1 && PyErr_Occurred()))
-            return NULL; /* past int64: not modelled */
-    }
+    if (sl->step != Py_None && !slice_int(sl->step, &st))
+        return NULL;
     if (st == -1 && sl->start == Py_None && sl->stop == Py_None)
         return Py_NewRef(sym);
     if (st != 1)
         return NULL;
     if (sl->start != Py_None) {
-        if (!PyLong_CheckExact(sl->start) || ((a = PyLong_AsLongLongAndOverflow(sl->start, &ovf)) == -1 &&
-                                               PyErr_Occurred()) || ovf)
+        if (!slice_int(sl->start, &a))
             return NULL;
         if (a >= 0) {
             if (n < a)
@@ -278,8 +249,7 @@ static PyObject *slice_dim(fj_Tracer *tx, PyObject *sym, npy_intp n, PyObject *s
         }
     }
     if (sl->stop != Py_None) {
-        if (!PyLong_CheckExact(sl->stop) || ((b = PyLong_AsLongLongAndOverflow(sl->stop, &ovf)) == -1 &&
-                                              PyErr_Occurred()) || ovf)
+        if (!slice_int(sl->stop, &b))
             return NULL;
         if (b >= 0) {
             if (b <= n) {
@@ -424,24 +394,33 @@ error:
 ** and 1 are specialized: broadcasting treats 1 apart), only when it is >= 2
 ** now.  New ref; NULL with no error when 'v' is no such symbol.
 */
-static PyObject *size_symbol(fj_Tracer *tx, PyObject *v)
+/* True for a symbolic int that size_symbol takes (checked, no guard added). */
+static int is_size_symbol(PyObject *v)
 {
     fj_Var *vv = VAR(v);
     if (vv->kind != FJ_VAR_NODE || vv->source == NULL || !vv->dynamic)
-        return NULL;
+        return 0;
     fj_Node *n = (fj_Node *)vv->obj;
     if (n->kind != FJ_NODE_PLACEHOLDER || n->vkind != FJ_VAL_PYSCALAR || n->variant || n->example == NULL ||
         !PyLong_CheckExact(n->example))
+        return 0;
+    if (vv->size_input)
+        return 1;
+    int ovf = 0;
+    long long x = PyLong_AsLongLongAndOverflow(n->example, &ovf);
+    return !ovf && x >= 2;
+}
+
+static PyObject *size_symbol(fj_Tracer *tx, PyObject *v)
+{
+    if (!is_size_symbol(v))
         return NULL;
+    fj_Var *vv = VAR(v);
     fj_Source *s = vv->source;
     if (vv->size_input) {
         fj_Source *arr = s->parent != NULL ? s->parent->parent : NULL;
         return arr != NULL ? Py_BuildValue("(OnO)", arr->text, s->index, (PyObject *)arr) : NULL;
     }
-    int ovf = 0;
-    long long x = PyLong_AsLongLongAndOverflow(n->example, &ovf);
-    if (ovf || x < 2)
-        return NULL;
     PyObject *text = PyUnicode_FromFormat("%U >= 2", s->text);
     PyObject *syms = text ? Py_BuildValue("((Oi))", (PyObject *)s, -1) : NULL;
     PyObject *prog = syms ? Py_BuildValue("(iiiiii)", FJ_REL_SYM, 0, FJ_REL_CONST, 2, FJ_REL_GE, 0) : NULL;
@@ -744,23 +723,6 @@ static int reshape_dims(fj_Tracer *tx, PyObject *const *args, Py_ssize_t npos, P
     Py_DECREF(d);
     Py_DECREF(in);
     return r;
-}
-
-/* True for a symbolic int that size_symbol takes (checked, no guard added). */
-static int is_size_symbol(PyObject *v)
-{
-    fj_Var *vv = VAR(v);
-    if (vv->kind != FJ_VAR_NODE || vv->source == NULL || !vv->dynamic)
-        return 0;
-    fj_Node *n = (fj_Node *)vv->obj;
-    if (n->kind != FJ_NODE_PLACEHOLDER || n->vkind != FJ_VAL_PYSCALAR || n->variant || n->example == NULL ||
-        !PyLong_CheckExact(n->example))
-        return 0;
-    if (vv->size_input)
-        return 1;
-    int ovf = 0;
-    long long x = PyLong_AsLongLongAndOverflow(n->example, &ovf);
-    return !ovf && x >= 2;
 }
 
 /* A shape argument entry or the whole argument: constants and size symbols only. */
