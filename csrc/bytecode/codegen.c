@@ -275,6 +275,21 @@ static int emit_source(CodegenCtx *cg, fj_Source *src)
         EMIT(BINARY_SUBSCR, 0);
         return 0;
     }
+    case FJ_SRC_SIZE: {
+        /* x.shape[d]: an ndarray's or a plain tensor's (TENSOR_MATCH pinned its type) */
+        PyObject *shape = PyUnicode_InternFromString("shape"), *d = PyLong_FromSsize_t(src->index);
+        int r = shape != NULL && d != NULL ? emit_source(cg, src->parent) : -1;
+        if (r >= 0)
+            r = fj_builder_load_attr(b, shape);
+        if (r >= 0)
+            r = fj_builder_load_const(b, d);
+        Py_XDECREF(shape);
+        Py_XDECREF(d);
+        if (r < 0)
+            return -1;
+        EMIT(BINARY_SUBSCR, 0);
+        return 0;
+    }
     case FJ_SRC_TYPE: /* guards only: no traced value is read as type(x) */
         break;
     case FJ_SRC_MODULE: {

@@ -308,7 +308,7 @@ static int install_graph(Compiler *c, fj_Tracer *tx, PyCodeObject *co, PyObject 
         return 0;
     if ((out_tuple = PyList_AsTuple(outputs)) == NULL || fj_graph_output(tx->graph, out_tuple) < 0)
         goto done;
-    if ((inputs = example_inputs(tx)) == NULL)
+    if (fj_trace_dynamic_meta(tx) < 0 || (inputs = example_inputs(tx)) == NULL)
         goto done;
     compiled = PyObject_CallFunctionObjArgs(c->backend, tx->graph, inputs, NULL);
     if (compiled == NULL) {

@@ -63,6 +63,7 @@ static void node_dealloc(fj_Node *n)
     Py_XDECREF(n->fake);
     Py_XDECREF(n->label);
     Py_XDECREF(n->pytype);
+    Py_XDECREF(n->dynmeta);
     tp->tp_free((PyObject *)n);
     Py_DECREF(tp);
 }
@@ -120,8 +121,19 @@ PyObject *fj_node_shape_tuple(fj_Node *n)
     return t;
 }
 
-/* meta: {'dtype': dtype, 'shape': (..), 'kind': 'array'|'scalar'}; {} for output. */
+static PyObject *node_meta(fj_Node *n);
+
+/* meta: {'dtype': dtype, 'shape': (..), 'kind': 'array'|'scalar'}; {} for output;
+   a placeholder's symbolic sizes too ('dynamic_dims', 'size_of'). */
 static PyObject *node_get_meta(fj_Node *n, void *c)
+{
+    PyObject *d = node_meta(n);
+    if (d != NULL && n->dynmeta != NULL && PyDict_Update(d, n->dynmeta) < 0)
+        Py_CLEAR(d);
+    return d;
+}
+
+static PyObject *node_meta(fj_Node *n)
 {
     if (n->vkind == FJ_VAL_TENSORS)
         return Py_BuildValue("{s:s,s:O}", "kind", "tensors", "fake", n->fake);

@@ -65,6 +65,9 @@ typedef struct fj_Node {
                               (fj_dims_count_symbol); 0 before */
     unsigned long nzepoch; /* fj_graph_write_epoch() when nzsym was made: after any write
                               since (through a view, say) the count is a new symbol */
+    PyObject *dynmeta;     /* strong dict or NULL: a placeholder's symbolic sizes, merged into
+                              its meta for backends ('dynamic_dims', 'size_of';
+                              fj_trace_dynamic_meta, docs/dynamic.md) */
 } fj_Node;
 
 /* A counter of the calls appended to any graph that may write into an array

@@ -1611,6 +1611,16 @@ static int dim_size(PyObject *o, Py_ssize_t d, int64_t *out)
     return 1;
 }
 
+int fj_source_size(PyObject *o, Py_ssize_t d, PyObject **out)
+{
+    int64_t s = 0;
+    int r = dim_size(o, d, &s);
+    if (r <= 0)
+        return r;
+    *out = PyLong_FromLongLong((long long)s);
+    return *out != NULL ? 1 : -1;
+}
+
 /*
 ** DIMS_EQUAL: two dynamic dims the trace saw meet in broadcasting are still
 ** equal (torch's symbolic shape guard s0 == s1).  Anything else fails.

@@ -77,6 +77,8 @@ static PyObject *source_text(fj_SourceKind kind, PyObject *key, Py_ssize_t index
         return PyUnicode_FromFormat("%U[%zd]", parent->text, index);
     case FJ_SRC_TYPE:
         return PyUnicode_FromFormat("type(%U)", parent->text);
+    case FJ_SRC_SIZE:
+        return PyUnicode_FromFormat("%U.shape[%zd]", parent->text, index);
     }
     PyErr_SetString(PyExc_SystemError, "framejit: bad source kind");
     return NULL;
@@ -91,7 +93,7 @@ static fj_Source *source_new(fj_SourceKind kind, PyObject *key, Py_ssize_t index
         PyErr_SetString(PyExc_RuntimeError, "framejit sources are not initialized");
         return NULL;
     }
-    if (kind != FJ_SRC_ITEM && kind != FJ_SRC_INDEX && kind != FJ_SRC_TYPE &&
+    if (kind != FJ_SRC_ITEM && kind != FJ_SRC_INDEX && kind != FJ_SRC_TYPE && kind != FJ_SRC_SIZE &&
         (key == NULL || !PyUnicode_Check(key))) {
         PyErr_Format(PyExc_TypeError, "guard name must be a str, not %.100s",
                      key ? Py_TYPE(key)->tp_name : "NULL");
@@ -149,6 +151,14 @@ fj_Source *fj_source_index(fj_Source *parent, Py_ssize_t index)
 {
     return source_new(FJ_SRC_INDEX, NULL, index, parent);
 }
+fj_Source *fj_source_size_of(fj_Source *parent, Py_ssize_t dim)
+{
+    if (dim < 0) {
+        PyErr_SetString(PyExc_ValueError, "a size source's dim must be >= 0");
+        return NULL;
+    }
+    return source_new(FJ_SRC_SIZE, NULL, dim, parent);
+}
 fj_Source *fj_source_type_of(fj_Source *parent)
 {
     return source_new(FJ_SRC_TYPE, NULL, 0, parent);
@@ -179,6 +189,7 @@ int fj_source_same_step(const fj_Source *a, const fj_Source *b)
     case FJ_SRC_LOCAL:
     case FJ_SRC_CLOSURE:
     case FJ_SRC_INDEX:
+    case FJ_SRC_SIZE:
         return a->index == b->index;
     case FJ_SRC_TYPE:
         return 1;
@@ -232,6 +243,8 @@ PyObject *fj_source_placeholder_name(fj_Source *src)
         return NULL;
     if (src->kind == FJ_SRC_INDEX)
         out = PyUnicode_FromFormat("%U%zd_", base, src->index);
+    else if (src->kind == FJ_SRC_SIZE)
+        out = PyUnicode_FromFormat("%Ushape_%zd_", base, src->index);
     else if (src->kind == FJ_SRC_TYPE)
         out = PyUnicode_FromFormat("%Utype_", base);
     else if (PyUnicode_Check(src->key) && PyUnicode_IsIdentifier(src->key))

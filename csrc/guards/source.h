@@ -30,7 +30,9 @@ typedef enum {
     FJ_SRC_ITEM,    /* parent[key] (exact dicts) */
     FJ_SRC_INDEX,   /* parent[index] (exact lists and tuples; negative counts from the end) */
     FJ_SRC_TYPE,    /* type(parent) */
-    FJ_SRC_MODULE   /* sys.modules[key]: a module an import statement of the frame reads */
+    FJ_SRC_MODULE,  /* sys.modules[key]: a module an import statement of the frame reads */
+    FJ_SRC_SIZE     /* the size of dim 'index' of parent, an ndarray or a plain torch tensor
+                       (printed parent.shape[index]; read without running any code) */
 } fj_SourceKind;
 
 typedef struct fj_Source {
@@ -55,7 +57,13 @@ fj_Source *fj_source_attr(fj_Source *parent, PyObject *name);
 fj_Source *fj_source_item(fj_Source *parent, PyObject *key);
 fj_Source *fj_source_index(fj_Source *parent, Py_ssize_t index);
 fj_Source *fj_source_type_of(fj_Source *parent);
+fj_Source *fj_source_size_of(fj_Source *parent, Py_ssize_t dim);
 fj_Source *fj_source_module(PyObject *name);
+
+/* The size of dim 'd' of an ndarray or a plain torch tensor 'o' as an int:
+   1 with *out a new reference, 0 when 'o' is neither or has too few dims, -1
+   on error (FJ_SRC_SIZE's step). */
+int fj_source_size(PyObject *o, Py_ssize_t d, PyObject **out);
 
 /* 1 if 'o' is an fj_Source. */
 int fj_source_check(PyObject *o);
@@ -116,6 +124,8 @@ static inline int fj_source_fetch_step(const fj_Source *src, PyObject *parent, i
     case FJ_SRC_MODULE:
         d = PyImport_GetModuleDict();
         goto dict;
+    case FJ_SRC_SIZE:
+        return fj_source_size(parent, src->index, out);
     }
     PyErr_SetString(PyExc_SystemError, "framejit: bad source kind");
     return -1;

@@ -68,9 +68,9 @@ static int symbol_of(fj_Tracer *tx, fj_Node *n, fj_Source **src, long *dim)
         if (v->size_input) {
             /* <array>.shape[d] (fj_trace_size_input) */
             fj_Source *s = v->source;
-            if (s->kind != FJ_SRC_INDEX || s->parent == NULL || s->parent->parent == NULL)
+            if (s->kind != FJ_SRC_SIZE || s->parent == NULL)
                 return 0;
-            *src = s->parent->parent;
+            *src = s->parent;
             *dim = (long)s->index;
             return 1;
         }

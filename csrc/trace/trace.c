@@ -710,14 +710,61 @@ static fj_Var *placeholder_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
 ** pin fixes it.  Never recorded for automatic dynamic (the array's dim is).
 ** Returns a new reference, NULL on error.
 */
+int fj_trace_dynamic_meta(fj_Tracer *tx)
+{
+    if (tx->specialized)
+        return 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tx->placeholders); i++) {
+        fj_Var *v = (fj_Var *)PyList_GET_ITEM(tx->placeholders, i);
+        fj_Node *n = (fj_Node *)v->obj;
+        PyObject *meta = NULL;
+        if (v->kind != FJ_VAR_NODE || !v->dynamic || n->dynmeta != NULL)
+            continue;
+        if (v->size_input && v->source != NULL && v->source->kind == FJ_SRC_SIZE) {
+            PyObject *arr = PyDict_GetItemWithError(tx->inputs, v->source->parent->text);
+            if (arr == NULL) {
+                if (PyErr_Occurred())
+                    return -1;
+                continue;
+            }
+            if (VAR(arr)->kind != FJ_VAR_NODE)
+                continue;
+            meta = Py_BuildValue("{s:(On)}", "size_of", ((fj_Node *)VAR(arr)->obj)->name, v->source->index);
+        }
+        else if ((n->vkind == FJ_VAL_ARRAY || n->vkind == FJ_VAL_TENSOR) && v->extra2 != NULL &&
+                 PyTuple_Check(v->extra2) && PyTuple_GET_SIZE(v->extra2) == n->ndim) {
+            PyObject *dims = PyList_New(0);
+            for (Py_ssize_t d = 0; dims != NULL && d < n->ndim; d++) {
+                if (PyTuple_GET_ITEM(v->extra2, d) == Py_None)
+                    continue;
+                PyObject *o = PyLong_FromSsize_t(d);
+                if (o == NULL || PyList_Append(dims, o) < 0)
+                    Py_CLEAR(dims);
+                Py_XDECREF(o);
+            }
+            if (dims == NULL)
+                return -1;
+            if (PyList_GET_SIZE(dims) > 0) {
+                PyObject *t = PyList_AsTuple(dims);
+                meta = t ? Py_BuildValue("{s:N}", "dynamic_dims", t) : NULL;
+            }
+            else
+                meta = Py_None; /* nothing to say */
+            Py_DECREF(dims);
+        }
+        else
+            continue;
+        if (meta == NULL)
+            return -1;
+        if (meta != Py_None)
+            n->dynmeta = meta;
+    }
+    return 0;
+}
+
 fj_Var *fj_trace_size_input(fj_Tracer *tx, fj_Source *asrc, Py_ssize_t dim)
 {
-    static PyObject *shape_name = NULL; /* strong, interned */
-    if (shape_name == NULL && (shape_name = PyUnicode_InternFromString("shape")) == NULL)
-        return NULL;
-    fj_Source *ssrc = fj_source_attr(asrc, shape_name);
-    fj_Source *src = ssrc ? fj_source_index(ssrc, dim) : NULL;
-    Py_XDECREF(ssrc);
+    fj_Source *src = fj_source_size_of(asrc, dim);
     if (src == NULL)
         return NULL;
     fj_Var *v = NULL;

@@ -266,6 +266,14 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value);
 /* The size of dim 'dim' of the input array at 'asrc' as a symbolic int (a
    graph input read from <asrc>.shape[dim]).  New reference, NULL on error. */
 fj_Var *fj_trace_size_input(fj_Tracer *tx, fj_Source *asrc, Py_ssize_t dim);
+/*
+** Before the graph goes to its backend: each placeholder that stays symbolic
+** says so in its node's meta (torch backends compile those dynamically):
+** an array or tensor input {'dynamic_dims': (d, ...)}, a size input
+** {'size_of': (the array's placeholder name, d)}.  Nothing once the trace
+** specialized.  0 or -1.
+*/
+int fj_trace_dynamic_meta(fj_Tracer *tx);
 
 /*
 ** The trace needs the concrete value or shape of a dynamic value: pins

@@ -418,7 +418,7 @@ static PyObject *size_symbol(fj_Tracer *tx, PyObject *v)
     fj_Var *vv = VAR(v);
     fj_Source *s = vv->source;
     if (vv->size_input) {
-        fj_Source *arr = s->parent != NULL ? s->parent->parent : NULL;
+        fj_Source *arr = s->kind == FJ_SRC_SIZE ? s->parent : NULL;
         return arr != NULL ? Py_BuildValue("(OnO)", arr->text, s->index, (PyObject *)arr) : NULL;
     }
     PyObject *text = PyUnicode_FromFormat("%U >= 2", s->text);
