@@ -98,11 +98,90 @@ static const Rule op_add = {NULL, "add", K_BINARY, S_ADD, "a,b"}, op_sub = {NULL
                   op_pow = {NULL, "pow", K_BINARY, S_POW, "a,b"}, op_matmul = {NULL, "matmul", K_MATMUL, 0, "a,b"},
                   op_cmp = {NULL, "cmp", K_CMP, 0, "a,b"}, op_neg = {NULL, "neg", K_UNARY, S_PLAIN, "a"};
 
+/*
+** Shape rules (symbolic sizes, trace_dims.c's fj_dims_torch): which ops
+** carry a dynamic dim through, by the kind of relation between their
+** operands' sizes and their result's.  A separate table: these rules give
+** no fakes, and an op here may have no output rule above.
+*/
+typedef struct {
+    const char *where, *name;
+    int kind;
+    const char *params; /* as Rule's; NULL: positional sizes after the tensor (varargs) */
+} ShapeRule;
+
+#define SH2(n, k, p) {"torch", n, k, "input," p}, {"T", n, k, "self," p}
+static const ShapeRule shape_rules[] = {
+    SH2("clone", FJ_TSH_SAME, "*memory_format"),
+    {"T", "contiguous", FJ_TSH_SAME, "self,memory_format"},
+    SH2("detach", FJ_TSH_SAME, ""),
+    {"T", "float", FJ_TSH_SAME, "self"}, {"T", "double", FJ_TSH_SAME, "self"},
+    {"T", "half", FJ_TSH_SAME, "self"}, {"T", "bfloat16", FJ_TSH_SAME, "self"},
+    {"T", "long", FJ_TSH_SAME, "self"}, {"T", "int", FJ_TSH_SAME, "self"},
+    {"T", "bool", FJ_TSH_SAME, "self"},
+    SH2("cumsum", FJ_TSH_SAME, "dim,*dtype"), SH2("cumprod", FJ_TSH_SAME, "dim,*dtype"),
+    SH2("softmax", FJ_TSH_SAME, "dim,*dtype"), SH2("log_softmax", FJ_TSH_SAME, "dim,*dtype"),
+    {"F", "softmax", FJ_TSH_SAME, "input,dim,_stacklevel,dtype"},
+    {"F", "log_softmax", FJ_TSH_SAME, "input,dim,_stacklevel,dtype"},
+    SH2("tril", FJ_TSH_SAME, "diagonal"), SH2("triu", FJ_TSH_SAME, "diagonal"),
+    SH2("clamp", FJ_TSH_SAME, "min,max"),
+    {"F", "normalize", FJ_TSH_SAME, "input,p,dim,eps"},
+    {"F", "dropout", FJ_TSH_SAME, "input,p,training,inplace"},
+    {"F", "leaky_relu", FJ_TSH_SAME, "input,negative_slope,inplace"},
+    {"F", "elu", FJ_TSH_SAME, "input,alpha,inplace"},
+    {"F", "softplus", FJ_TSH_SAME, "input,beta,threshold"},
+    {"F", "hardtanh", FJ_TSH_SAME, "input,min_val,max_val,inplace"},
+    SH2("masked_fill", FJ_TSH_MASKED_FILL, "mask,value"),
+    SH2("sum", FJ_TSH_REDUCE, "dim,keepdim,*dtype"), SH2("mean", FJ_TSH_REDUCE, "dim,keepdim,*dtype"),
+    SH2("nansum", FJ_TSH_REDUCE, "dim,keepdim,*dtype"), SH2("nanmean", FJ_TSH_REDUCE, "dim,keepdim,*dtype"),
+    SH2("amax", FJ_TSH_REDUCE, "dim,keepdim"), SH2("amin", FJ_TSH_REDUCE, "dim,keepdim"),
+    SH2("logsumexp", FJ_TSH_REDUCE, "dim,keepdim"), SH2("prod", FJ_TSH_REDUCE, "dim,keepdim,*dtype"),
+    SH2("argmax", FJ_TSH_REDUCE, "dim,keepdim"), SH2("argmin", FJ_TSH_REDUCE, "dim,keepdim"),
+    SH2("all", FJ_TSH_REDUCE, "dim,keepdim"), SH2("any", FJ_TSH_REDUCE, "dim,keepdim"),
+    SH2("std", FJ_TSH_REDUCE, "dim,unbiased,keepdim,*correction"),
+    SH2("var", FJ_TSH_REDUCE, "dim,unbiased,keepdim,*correction"),
+    SH2("norm", FJ_TSH_REDUCE, "p,dim,keepdim,dtype"),
+    SH2("matmul", FJ_TSH_MATMUL, "other"), SH2("mm", FJ_TSH_MATMUL, "mat2"),
+    {"F", "linear", FJ_TSH_LINEAR, "input,weight,bias"},
+    {"F", "conv1d", FJ_TSH_CONV, "input,weight,bias,stride,padding,dilation,groups"},
+    {"F", "conv2d", FJ_TSH_CONV, "input,weight,bias,stride,padding,dilation,groups"},
+    {"F", "max_pool1d", FJ_TSH_POOL, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices"},
+    {"F", "max_pool2d", FJ_TSH_POOL, "input,kernel_size,stride,padding,dilation,ceil_mode,return_indices"},
+    {"F", "avg_pool1d", FJ_TSH_POOL, "input,kernel_size,stride,padding,ceil_mode,count_include_pad"},
+    {"F", "avg_pool2d", FJ_TSH_POOL,
+     "input,kernel_size,stride,padding,ceil_mode,count_include_pad,divisor_override"},
+    {"F", "adaptive_avg_pool1d", FJ_TSH_POOL, "input,output_size"},
+    {"F", "adaptive_avg_pool2d", FJ_TSH_POOL, "input,output_size"},
+    {"F", "batch_norm", FJ_TSH_BATCH_NORM, "input,running_mean,running_var,weight,bias,training,momentum,eps"},
+    {"F", "layer_norm", FJ_TSH_LAYER_NORM, "input,normalized_shape,weight,bias,eps"},
+    {"F", "embedding", FJ_TSH_EMBEDDING,
+     "input,weight,padding_idx,max_norm,norm_type,scale_grad_by_freq,sparse"},
+    {"T", "view", FJ_TSH_VIEW, NULL}, {"T", "reshape", FJ_TSH_VIEW, NULL},
+    {"torch", "reshape", FJ_TSH_VIEW, "input,shape"},
+    {"torch", "zeros", FJ_TSH_CREATE, NULL}, {"torch", "ones", FJ_TSH_CREATE, NULL},
+    {"torch", "empty", FJ_TSH_CREATE, NULL}, {"torch", "rand", FJ_TSH_CREATE, NULL},
+    {"torch", "randn", FJ_TSH_CREATE, NULL},
+    {"torch", "full", FJ_TSH_CREATE, "size,fill_value,*out,dtype,layout,device,pin_memory,requires_grad"},
+    {"T", "new_zeros", FJ_TSH_NEW, NULL}, {"T", "new_ones", FJ_TSH_NEW, NULL},
+    {"T", "new_empty", FJ_TSH_NEW, NULL},
+    {"torch", "arange", FJ_TSH_ARANGE, NULL},
+    SH2("transpose", FJ_TSH_TRANSPOSE, "dim0,dim1"), SH2("swapaxes", FJ_TSH_TRANSPOSE, "axis0,axis1"),
+    SH2("t", FJ_TSH_T, ""),
+    {"T", "permute", FJ_TSH_PERMUTE, NULL}, {"torch", "permute", FJ_TSH_PERMUTE, "input,dims"},
+    SH2("unsqueeze", FJ_TSH_UNSQUEEZE, "dim"), SH2("squeeze", FJ_TSH_SQUEEZE, "dim"),
+    SH2("flatten", FJ_TSH_FLATTEN, "start_dim,end_dim"),
+    {"torch", "cat", FJ_TSH_CAT, "tensors,dim"}, {"torch", "concat", FJ_TSH_CAT, "tensors,dim"},
+    {"torch", "stack", FJ_TSH_STACK, "tensors,dim"},
+};
+#define NSHAPE ((Py_ssize_t)(sizeof(shape_rules) / sizeof(shape_rules[0])))
+
 /* ---------------------------------------------------------------- state */
 
 static int state = 0;                  /* 0 not yet, 1 ready, -1 unavailable */
 static PyObject *by_callable = NULL;   /* id(callable) -> rule index */
 static PyObject *by_method = NULL;     /* method name -> rule index */
+static PyObject *sh_by_callable = NULL; /* id(callable) -> shape rule index */
+static PyObject *sh_by_method = NULL;   /* method name -> shape rule index */
 static PyObject *callables = NULL;     /* keeps the callables (and so their ids) alive */
 static PyObject *dtypes[ST_MAX];       /* ScalarType code -> torch.dtype */
 static PyObject *torch_empty = NULL;   /* torch.empty */
@@ -216,6 +295,35 @@ static int setup_rules(void)
                 PyErr_Clear(); /* a torch without it: no rule */
             else
                 bad = id == NULL || PyList_Append(callables, fn) < 0 || PyDict_SetItem(by_callable, id, idx) < 0;
+            Py_XDECREF(fn);
+            Py_XDECREF(id);
+        }
+        Py_DECREF(idx);
+        if (bad)
+            return -1;
+    }
+    Py_XSETREF(sh_by_callable, PyDict_New());
+    Py_XSETREF(sh_by_method, PyDict_New());
+    if (sh_by_callable == NULL || sh_by_method == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < NSHAPE; i++) {
+        const ShapeRule *r = &shape_rules[i];
+        PyObject *idx = PyLong_FromSsize_t(i);
+        if (idx == NULL)
+            return -1;
+        int bad = 0;
+        if (r->where[0] == 'T') {
+            PyObject *name = PyUnicode_InternFromString(r->name);
+            bad = name == NULL || PyDict_SetItem(sh_by_method, name, idx) < 0;
+            Py_XDECREF(name);
+        }
+        else {
+            PyObject *fn = PyObject_GetAttrString(r->where[0] == 'F' ? fm : tm, r->name);
+            PyObject *id = fn ? PyLong_FromVoidPtr(fn) : NULL;
+            if (fn == NULL)
+                PyErr_Clear();
+            else
+                bad = id == NULL || PyList_Append(callables, fn) < 0 || PyDict_SetItem(sh_by_callable, id, idx) < 0;
             Py_XDECREF(fn);
             Py_XDECREF(id);
         }
@@ -1234,4 +1342,55 @@ static PyMethodDef methods[] = {
 int fj_torch_infer_init(PyObject *testing)
 {
     return PyModule_AddFunctions(testing, methods);
+}
+
+/* ------------------------------------------------------------ shape rules */
+
+int fj_torch_shape_rule(const fj_OpDef *op, PyObject *target, const char **params)
+{
+    *params = NULL;
+    int rr = state > 0 ? 1 : fj_torch_ready() ? setup_rules() : 0;
+    if (rr <= 0) {
+        if (rr < 0)
+            PyErr_Clear();
+        return FJ_TSH_NONE;
+    }
+    PyObject *i = NULL;
+    switch (op->kind) {
+    case FJ_OP_BINOP:
+        if (op->code == NB_MATRIX_MULTIPLY) {
+            *params = "a,b";
+            return FJ_TSH_MATMUL;
+        }
+        return FJ_TSH_NONE;
+    case FJ_OP_ATTR:
+        if (PyUnicode_Check(target) && PyUnicode_CompareWithASCIIString(target, "T") == 0)
+            return FJ_TSH_T;
+        if (PyUnicode_Check(target) && PyUnicode_CompareWithASCIIString(target, "mT") == 0)
+            return FJ_TSH_MT;
+        return FJ_TSH_NONE;
+    case FJ_OP_METHOD:
+        i = PyUnicode_Check(target) ? PyDict_GetItemWithError(sh_by_method, target) : NULL;
+        break;
+    case FJ_OP_FUNC: {
+        PyObject *id = PyLong_FromVoidPtr(target);
+        i = id ? PyDict_GetItemWithError(sh_by_callable, id) : NULL;
+        Py_XDECREF(id);
+        break;
+    }
+    default:
+        return FJ_TSH_NONE;
+    }
+    if (i == NULL) {
+        PyErr_Clear();
+        return FJ_TSH_NONE;
+    }
+    const ShapeRule *r = &shape_rules[PyLong_AsSsize_t(i)];
+    *params = r->params;
+    return r->kind;
+}
+
+int fj_torch_bind(const char *params, PyObject *args, PyObject *kw, PyObject **slots)
+{
+    return bind(params, args, kw, slots);
 }

@@ -47,6 +47,47 @@ PyObject *fj_torch_infer(const fj_OpDef *op, PyObject *target, PyObject *fargs, 
 int fj_torch_is_elementwise(const fj_OpDef *op, PyObject *target, PyObject *fargs, PyObject *fkw);
 
 /*
+** Shape rules of torch ops for symbolic sizes (trace_dims.c fj_dims_torch,
+** docs/dynamic.md): the kind of size relation op/target has between its
+** operands and its result (FJ_TSH_NONE: not modelled), and in *params its
+** parameter names as Rule's (NULL: the sizes are positional varargs after
+** the tensor, as x.view(n, -1), torch.zeros(n, 3)).  Found by the
+** callable's identity (torch and torch.nn.functional) or a Tensor
+** method's name.  fj_torch_bind: binds args (a tuple) and kw (a dict or
+** NULL) to params' slots (FJ_TORCH_MAXP of them): 1, or 0 when they do
+** not bind.
+*/
+enum {
+    FJ_TSH_NONE = 0,
+    FJ_TSH_SAME,        /* the input's sizes (activations, softmax, cumsum, clone, casts) */
+    FJ_TSH_MASKED_FILL, /* self's sizes; the mask broadcasts to them */
+    FJ_TSH_REDUCE,      /* dims reduced: dropped, or fixed 1s with keepdim */
+    FJ_TSH_MATMUL,      /* a @ b, b 2-d: a's leading dims and b's columns, inner sizes equal */
+    FJ_TSH_LINEAR,      /* F.linear: the input's leading dims, the weight's rows */
+    FJ_TSH_CONV,        /* batched conv: the batch dim carried, the rest fixed */
+    FJ_TSH_POOL,        /* pooling: the leading (batch, channel) dims carried, the rest fixed */
+    FJ_TSH_BATCH_NORM,  /* the input's sizes; channels (dim 1) fixed */
+    FJ_TSH_LAYER_NORM,  /* the input's sizes; the normalized trailing dims fixed */
+    FJ_TSH_EMBEDDING,   /* the indices' sizes, then the weight's columns */
+    FJ_TSH_VIEW,        /* view / reshape to a shape of ints and the tensor's own symbols */
+    FJ_TSH_CREATE,      /* torch.zeros / ones / empty / rand / randn / full of a shape */
+    FJ_TSH_NEW,         /* t.new_zeros / new_ones / new_empty of a shape */
+    FJ_TSH_ARANGE,      /* torch.arange(n) */
+    FJ_TSH_TRANSPOSE,   /* two dims swapped */
+    FJ_TSH_T,           /* t(), .T: dims reversed */
+    FJ_TSH_MT,          /* .mT: the last two swapped */
+    FJ_TSH_PERMUTE,     /* dims permuted */
+    FJ_TSH_UNSQUEEZE,   /* a fixed 1 inserted */
+    FJ_TSH_SQUEEZE,     /* fixed 1s removed (a symbol is >= 2: never) */
+    FJ_TSH_FLATTEN,     /* a run of dims collapsed (fixed, or one symbol among 1s) */
+    FJ_TSH_CAT,         /* torch.cat along a dim */
+    FJ_TSH_STACK        /* torch.stack along a new dim */
+};
+#define FJ_TORCH_MAXP 32
+int fj_torch_shape_rule(const fj_OpDef *op, PyObject *target, const char **params);
+int fj_torch_bind(const char *params, PyObject *args, PyObject *kw, PyObject **slots);
+
+/*
 ** Fast fakes, from the C reader (each NULL with no exception when it
 ** cannot answer, and the caller takes torchlib.h's slower path):
 ** fj_torch_fast_fake: the fake of a CPU tensor input (fj_torch_fake's

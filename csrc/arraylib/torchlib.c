@@ -148,6 +148,11 @@ int fj_torch_is_plain_tensor(PyObject *o)
            ((PyObject *)Py_TYPE(o) == tensor_type || (PyObject *)Py_TYPE(o) == param_type);
 }
 
+PyObject *fj_torch_size_type(void)
+{
+    return tensor_base != NULL ? size_type : NULL;
+}
+
 int fj_torch_is_value_type(PyObject *tp)
 {
     /* torch.Size(...) and torch.device(...) of constants make immutable values */

@@ -33,6 +33,8 @@ int fj_torch_ready(void);
 int fj_torch_is_tensor(PyObject *o);
 /* True for an exact torch.Tensor or torch.nn.Parameter: what the graph takes. */
 int fj_torch_is_plain_tensor(PyObject *o);
+/* torch.Size (borrowed; NULL before fj_torch_ready). */
+PyObject *fj_torch_size_type(void);
 /* True for torch.Size and torch.device: called on constants, they fold. */
 int fj_torch_is_value_type(PyObject *tp);
 /* torch._VF.<name> (a module whose __getattr__ forwards to

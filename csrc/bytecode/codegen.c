@@ -424,6 +424,14 @@ static int build_container(CodegenCtx *cg, fj_Var *vv, EmitFn item, EmitFn memo)
     static const int build_ops[] = {[FJ_VAR_TUPLE] = BUILD_TUPLE, [FJ_VAR_LIST] = BUILD_LIST,
                                     [FJ_VAR_DICT] = BUILD_MAP};
     int op = build_ops[vv->kind];
+    if (vv->kind == FJ_VAR_TUPLE && vv->extra == NULL && vv->extra2 != NULL && PyType_Check(vv->extra2))
+        /* a torch.Size of symbolic sizes (t.shape of a dynamic tensor): torch.Size((...)),
+           kept once made (it holds only ints: never itself) */
+        return fj_dl_null_before(&cg->b->il) < 0 || fj_builder_load_const(cg->b, vv->extra2) < 0 ||
+                       fj_dl_null_after(&cg->b->il) < 0 || emit_items(cg, vv->items, op, item) < 0 ||
+                       fj_builder_call(cg->b, 1, NULL) < 0 || memo(cg, (PyObject *)vv) < 0
+                   ? -1
+                   : 0;
     if (!cg->two_phase)
         return emit_items(cg, vv->items, op, item) < 0 || memo(cg, (PyObject *)vv) < 0 ? -1 : 0;
     int r;

@@ -404,7 +404,8 @@ int fj_trace_has_tensor(PyObject *const *args, Py_ssize_t n);
 ** metadata from the fakes.  The result's Var (new ref) or NULL.
 */
 PyObject *fj_trace_torch_node(fj_Tracer *tx, const struct fj_OpDef *op, PyObject *target,
-                              PyObject *targs, PyObject *kwargs, PyObject *const *args, Py_ssize_t n);
+                              PyObject *targs, PyObject *kwargs, PyObject *const *args, Py_ssize_t n,
+                              PyObject *kwnames);
 /* torch.numel(t), torch.is_floating_point(t) ...: a constant computed on fakes.  New ref. */
 PyObject *fj_trace_torch_meta_call(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n,
                                    PyObject *kwnames);
@@ -549,6 +550,17 @@ PyObject *fj_dims_size(fj_Tracer *tx, PyObject *v, int d);
 */
 int fj_dims_before_call(fj_TFrame *fr, const struct fj_OpDef *op, PyObject *const *args,
                         Py_ssize_t n, PyObject *kwnames, PyObject **out);
+
+/*
+** The dims of the result of torch op/target on the Vars args (kwnames as in
+** CALL) with a dynamic operand or a symbolic size among them (docs/dynamic.md,
+** "torch tensors"), by the op's shape rule (torch_infer.h FJ_TSH_*), given
+** 'res_size' (the result fake's sizes, a torch.Size): 1 with *out the dims
+** (new tuple), adding the guards the relation needs; 0 when not modelled
+** (the caller pins); -1 on error.
+*/
+int fj_dims_torch(fj_Tracer *tx, const struct fj_OpDef *op, PyObject *target, PyObject *const *args, Py_ssize_t n,
+                  PyObject *kwnames, PyObject *res_size, PyObject **out);
 
 /* The result dims of a broadcasting elementwise op on the Vars args[0..n)
    (constants take no part; anything but nodes and constants specializes):

@@ -8,6 +8,7 @@
 ** code); anything else raises fj_Unsupported with the reason.
 */
 #include "trace.h"
+#include "torch_infer.h"
 
 #include "builtin_ops.h"
 
@@ -492,12 +493,24 @@ static PyObject *torch_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *target,
                 keep = 0;
         if (keep && (keep = tensors_are_float(args, n)) < 0)
             return NULL;
+        if (!keep && !fj_current_tracer->specialized) {
+            /* sizes of a view, a reshape, a new tensor: symbolic (trace_dims.c fj_dims_torch) */
+            const char *params;
+            int k = fj_torch_shape_rule(op, target, &params);
+            keep = k == FJ_TSH_VIEW || k == FJ_TSH_CREATE || k == FJ_TSH_NEW || k == FJ_TSH_ARANGE;
+            for (Py_ssize_t i = 0; keep && i < n; i++) {
+                int p = has_pyscalar(args[i]);
+                if (p < 0)
+                    return NULL;
+                keep = !p || fj_dims_shape_arg_symbolic(args[i]);
+            }
+        }
         if (!keep)
             return pinned_retry(fr, op, target, args, n, kwnames, torch_call);
     }
     PyObject *targs = NULL, *kwargs = NULL, *res = NULL;
     if (graph_args(args, n, kwnames, "a torch operation", &targs, &kwargs) == 0)
-        res = fj_trace_torch_node(fr->tx, op, target, targs, kwargs, args, n);
+        res = fj_trace_torch_node(fr->tx, op, target, targs, kwargs, args, n, kwnames);
     Py_XDECREF(targs);
     Py_XDECREF(kwargs);
     return res;
@@ -1388,6 +1401,30 @@ static PyObject *generator_input(fj_TFrame *fr, fj_Var *g)
     return g->extra2;
 }
 
+/*
+** t.size(), t.size(d), t.numel() of a dynamic tensor whose sizes are
+** modelled: symbolic ints (a torch.Size of them), as symbolic_sizes; NULL
+** with no error when not (the caller pins), NULL with an error on failure.
+*/
+static PyObject *tensor_size_call(fj_TFrame *fr, PyObject *self, PyObject *name, PyObject *const *args,
+                                  Py_ssize_t n, PyObject *kwnames)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    int size = PyUnicode_CompareWithASCIIString(name, "size") == 0;
+    if (n == 0 && (size || PyUnicode_CompareWithASCIIString(name, "numel") == 0))
+        return symbolic_sizes(fr, self, size ? 's' : 'n');
+    if (!size || n != 1 || (nkw == 1 && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "dim") != 0))
+        return NULL;
+    PyObject *dv = fj_var_as_const(args[0]);
+    if (dv == NULL || !PyLong_CheckExact(dv))
+        return NULL;
+    int nd = ((fj_Node *)VAR(self)->obj)->ndim, ovf = 0;
+    long d = PyLong_AsLongAndOverflow(dv, &ovf);
+    if (ovf || d < -nd || d >= nd)
+        return NULL; /* out of range: torch raises (on the fake, after the pin) */
+    return fj_dims_size(fr->tx, self, (int)(d < 0 ? d + nd : d));
+}
+
 static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py_ssize_t n,
                              PyObject *kwnames)
 {
@@ -1396,6 +1433,11 @@ static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py
     /* args[0] is self when the call came through LOAD_METHOD's two slots */
     if (fj_trace_is_tensor_var((PyObject *)self)) {
         const char *why = NULL;
+        if (fj_torch_method_is_meta(name) && self->dynamic) {
+            PyObject *sz = tensor_size_call(fr, (PyObject *)self, name, args, n, kwnames);
+            if (sz != NULL || PyErr_Occurred())
+                return sz;
+        }
         if (fj_torch_method_is_meta(name))
             return fj_trace_torch_meta((PyObject *)self, name, args, n, kwnames, 0);
         if (!fj_torch_method_ok(name, &why)) {
@@ -1725,7 +1767,7 @@ static PyObject *descriptor_unsupported(PyTypeObject *tp, PyObject *name, PyObje
 static PyObject *symbolic_sizes(fj_TFrame *fr, PyObject *v, char what)
 {
     fj_Node *n = (fj_Node *)VAR(v)->obj;
-    if (n->vkind != FJ_VAL_ARRAY)
+    if (n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_TENSOR)
         return NULL;
     if (what == 'l')
         return fj_dims_size(fr->tx, v, 0);
@@ -1738,8 +1780,13 @@ static PyObject *symbolic_sizes(fj_TFrame *fr, PyObject *v, char what)
     }
     if (items == NULL)
         return NULL;
-    if (what == 's')
-        return (PyObject *)fj_var_take(FJ_VAR_TUPLE, items);
+    if (what == 's') {
+        /* a tensor's is a torch.Size: rebuilt as one where it leaves the trace */
+        fj_Var *t = fj_var_take(FJ_VAR_TUPLE, items);
+        if (t != NULL && n->vkind == FJ_VAL_TENSOR)
+            t->extra2 = Py_XNewRef(fj_torch_size_type());
+        return (PyObject *)t;
+    }
     PyObject *one = PyLong_FromLong(1);
     PyObject *r = one ? (PyObject *)fj_var_const(one) : NULL;
     Py_XDECREF(one);
@@ -1778,6 +1825,11 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
         return fj_trace_multi_field(o, name);
     if (fj_trace_is_tensor_var(objv)) {
         int ak = fj_torch_attr_kind(name);
+        if (ak == 1 && o->dynamic && PyUnicode_CompareWithASCIIString(name, "shape") == 0) {
+            PyObject *sz = symbolic_sizes(fr, objv, 's');
+            if (sz != NULL || PyErr_Occurred())
+                return sz;
+        }
         if (ak == 1)
             return fj_trace_torch_meta(objv, name, NULL, 0, NULL, 1);
         if (ak == 2)
@@ -2335,12 +2387,13 @@ PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
            graph raises IndexError at run time for the others, as NumPy does, before
            anything is visible; after side effects that come first in the program
            (replayed after the graph) it would lose them: then pin the sizes so the
-           trace's check holds (and for tensors, whose rules are torch's) */
+           trace's check holds.  (A tensor's integer index into a symbolic dim pins
+           in its shape rule, trace_dims.c fj_dims_torch; into a fixed one it is
+           in range for every size.) */
         /* (a mask's sizes, and an index array's of a size that depends on the data, are
            decided with the graph call: fj_dims_datadep) */
-        int has_int = o->dynamic && !fj_dims_key_decides(keyv) &&
-                              (fj_trace_effects_pending(fr->tx) || fj_trace_is_tensor_var(objv) ||
-                               fj_dims_is_datadep(objv))
+        int has_int = o->dynamic && !fj_dims_key_decides(keyv) && !fj_trace_is_tensor_var(objv) &&
+                              (fj_trace_effects_pending(fr->tx) || fj_dims_is_datadep(objv))
                           ? key_has_int(keyv)
                           : 0;
         if (has_int < 0 || (has_int && fj_trace_pin_sizes(fr->tx, objv, "an integer index") < 0))
@@ -2366,7 +2419,10 @@ PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
             PyObject *items = PyObject_GetItem(o->items, key);
             if (items == NULL)
                 return fj_trace_as_unsupported("slicing");
-            return (PyObject *)fj_var_take(o->kind, items);
+            fj_Var *r = fj_var_take(o->kind, items);
+            if (r != NULL && o->kind == FJ_VAR_TUPLE && o->extra2 != NULL && o->extra2 == fj_torch_size_type())
+                r->extra2 = Py_NewRef(o->extra2); /* a torch.Size's slice is one */
+            return (PyObject *)r;
         }
         return fj_unsupported("subscript of a sequence with %R", key), NULL;
     }

@@ -22,6 +22,7 @@
 #include "fj_numpy.h"
 #include "graph.h"
 #include "guards.h"
+#include "torch_infer.h"
 
 #define VAR(o) ((fj_Var *)(o))
 
@@ -312,7 +313,7 @@ static int getitem_dims(fj_Tracer *tx, PyObject *arr, PyObject *keyv, PyObject *
     if (!PyTuple_Check(key))
         Py_SETREF(key, PyTuple_Pack(1, key));
     PyObject *in = key ? dims_of(arr) : NULL;
-    if (in == NULL || in == Py_None || a->datadep || a->vkind != FJ_VAL_ARRAY) {
+    if (in == NULL || in == Py_None || a->datadep || (a->vkind != FJ_VAL_ARRAY && a->vkind != FJ_VAL_TENSOR)) {
         Py_XDECREF(key);
         Py_XDECREF(in);
         return PyErr_Occurred() ? -1 : 0;
@@ -349,7 +350,13 @@ static int getitem_dims(fj_Tracer *tx, PyObject *arr, PyObject *keyv, PyObject *
         }
         PyObject *sym = PyTuple_GET_ITEM(in, d);
         if (PyLong_CheckExact(e)) {
-            d++; /* dropped (its range NumPy checks when the graph runs) */
+            /* dropped (its range NumPy checks when the graph runs); a tensor's
+               index into a symbolic dim: not modelled (the trace pins) */
+            if (sym != Py_None && a->vkind == FJ_VAL_TENSOR) {
+                Py_DECREF(res);
+                goto unmodelled;
+            }
+            d++;
             continue;
         }
         if (sym == Py_None) {
@@ -849,7 +856,8 @@ static int join_dims(fj_Tracer *tx, int stack, PyObject *const *args, Py_ssize_t
         if (it->kind != FJ_VAR_NODE)
             return 0;
         fj_Node *nn = (fj_Node *)it->obj;
-        if (nn->vkind != FJ_VAL_ARRAY || nn->datadep || (nd >= 0 && nn->ndim != nd))
+        if ((nn->vkind != FJ_VAL_ARRAY && nn->vkind != FJ_VAL_TENSOR) || nn->datadep || (nd >= 0 && nn->ndim != nd) ||
+            nn->vkind != ((fj_Node *)VAR(PyList_GET_ITEM(seq->items, 0))->obj)->vkind)
             return 0;
         nd = nn->ndim;
     }
@@ -1556,4 +1564,571 @@ int fj_dims_datadep(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args, Py
         return 0;
     int r = datadep_rule(fr, op, args, n, kwnames, sym, &dd, key, masked);
     return r < 0 ? -1 : 1;
+}
+
+/* ------------------------------------------------------------ torch ops */
+
+/* The slot of parameter 'name' in a Rule-style 'params' list, -1 if absent. */
+static int param_slot(const char *params, const char *name)
+{
+    size_t ln = strlen(name);
+    int i = 0;
+    for (const char *p = params; p && *p; i++) {
+        if (*p == '*')
+            p++;
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == ln && memcmp(p, name, ln) == 0)
+            return i;
+        p = e ? e + 1 : NULL;
+    }
+    return -1;
+}
+
+/* A tensor NODE Var (any sizes), 0 if not. */
+static int is_tensor_var(PyObject *v)
+{
+    return v != NULL && VAR(v)->kind == FJ_VAR_NODE && ((fj_Node *)VAR(v)->obj)->vkind == FJ_VAL_TENSOR;
+}
+
+/* 1 when every dim of tensor Var 'v' is fixed (no symbol, sizes modelled). */
+static int all_fixed(PyObject *v)
+{
+    if (!is_tensor_var(v) || ((fj_Node *)VAR(v)->obj)->datadep)
+        return 0;
+    PyObject *d = dims_of(v);
+    int ok = d != NULL && d != Py_None;
+    for (Py_ssize_t i = 0; ok && i < PyTuple_GET_SIZE(d); i++)
+        ok = PyTuple_GET_ITEM(d, i) == Py_None;
+    Py_XDECREF(d);
+    PyErr_Clear();
+    return ok;
+}
+
+/* A constant int Var's value in *x: 1, else 0. */
+static int const_long(PyObject *v, long *x)
+{
+    PyObject *c = v != NULL && VAR(v)->kind == FJ_VAR_CONST ? VAR(v)->obj : NULL;
+    if (c == NULL || !PyLong_CheckExact(c))
+        return 0;
+    int ovf = 0;
+    *x = PyLong_AsLongAndOverflow(c, &ovf);
+    return !ovf && !(*x == -1 && PyErr_Occurred());
+}
+
+/* Dim 'd' (negative counts from the end) of 'nd' dims, normalized: 1, or 0 when out of range. */
+static int norm_dim(long *d, int nd)
+{
+    if (*d < 0)
+        *d += nd;
+    return *d >= 0 && *d < nd;
+}
+
+/* The constant dims a reduction's 'dim' names into mask[]: None/absent is all. 1, or 0. */
+static int dim_mask(PyObject *dimv, int nd, int *mask)
+{
+    for (int i = 0; i < nd; i++)
+        mask[i] = dimv == NULL || (VAR(dimv)->kind == FJ_VAR_CONST && VAR(dimv)->obj == Py_None);
+    if (mask[0] || nd == 0)
+        return 1;
+    long d;
+    if (const_long(dimv, &d))
+        return norm_dim(&d, nd) && (mask[d] = 1);
+    PyObject *items = VAR(dimv)->kind == FJ_VAR_TUPLE || VAR(dimv)->kind == FJ_VAR_LIST ? VAR(dimv)->items : NULL;
+    PyObject *c = VAR(dimv)->kind == FJ_VAR_CONST ? VAR(dimv)->obj : NULL;
+    Py_ssize_t k = items ? PyList_GET_SIZE(items) : c && PyTuple_CheckExact(c) ? PyTuple_GET_SIZE(c) : -1;
+    if (k <= 0)
+        return 0;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *e = items ? PyList_GET_ITEM(items, i) : PyTuple_GET_ITEM(c, i);
+        if (items ? !const_long(e, &d) : !PyLong_CheckExact(e))
+            return 0;
+        if (!items)
+            d = PyLong_AsLong(e);
+        if (!norm_dim(&d, nd) || mask[d])
+            return 0;
+        mask[d] = 1;
+    }
+    return 1;
+}
+
+/* dims with entries [a, b) taken out of tuple 'in' and 'mid' (a new tuple or
+   NULL) put in their place.  New tuple. */
+static PyObject *splice(PyObject *in, Py_ssize_t a, Py_ssize_t b, PyObject *mid)
+{
+    PyObject *l = PyList_New(0);
+    for (Py_ssize_t i = 0; l != NULL && i < a; i++)
+        if (PyList_Append(l, PyTuple_GET_ITEM(in, i)) < 0)
+            Py_CLEAR(l);
+    for (Py_ssize_t i = 0; l != NULL && mid != NULL && i < PyTuple_GET_SIZE(mid); i++)
+        if (PyList_Append(l, PyTuple_GET_ITEM(mid, i)) < 0)
+            Py_CLEAR(l);
+    for (Py_ssize_t i = b; l != NULL && i < PyTuple_GET_SIZE(in); i++)
+        if (PyList_Append(l, PyTuple_GET_ITEM(in, i)) < 0)
+            Py_CLEAR(l);
+    PyObject *t = l ? PyList_AsTuple(l) : NULL;
+    Py_XDECREF(l);
+    return t;
+}
+
+/* A new tuple: 'in' with entries a and b swapped (never 'in' itself: dims
+   tuples are shared between Vars). */
+static PyObject *swapped(PyObject *in, Py_ssize_t a, Py_ssize_t b)
+{
+    Py_ssize_t k = PyTuple_GET_SIZE(in);
+    PyObject *t = PyTuple_New(k);
+    for (Py_ssize_t i = 0; t != NULL && i < k; i++)
+        PyTuple_SET_ITEM(t, i, Py_NewRef(PyTuple_GET_ITEM(in, i == a ? b : i == b ? a : i)));
+    return t;
+}
+
+/* A tuple of k Nones (fixed dims). */
+static PyObject *nones(Py_ssize_t k)
+{
+    PyObject *t = PyTuple_New(k);
+    for (Py_ssize_t i = 0; t != NULL && i < k; i++)
+        PyTuple_SET_ITEM(t, i, Py_NewRef(Py_None));
+    return t;
+}
+
+/* The shape positional entries args[lo..hi) give (one shape Var, or several ints): as shape_dims. */
+static PyObject *shape_of_args(fj_Tracer *tx, PyObject *const *args, Py_ssize_t lo, Py_ssize_t hi)
+{
+    npy_intp fixed[FJ_MAX_NDIM];
+    int nd = 0;
+    if (hi - lo == 1)
+        return shape_dims(tx, args[lo], fixed, &nd);
+    if (hi - lo < 1 || hi - lo > FJ_MAX_NDIM)
+        return NULL;
+    PyObject *items = PyList_New(0);
+    for (Py_ssize_t i = lo; items != NULL && i < hi; i++)
+        if (PyList_Append(items, args[i]) < 0)
+            Py_CLEAR(items);
+    PyObject *tv = items ? (PyObject *)fj_var_take(FJ_VAR_TUPLE, items) : NULL;
+    PyObject *d = tv ? shape_dims(tx, tv, fixed, &nd) : NULL;
+    Py_XDECREF(tv);
+    return d;
+}
+
+/* The rule's dims for the bound slots; 1 with *out, 0 when not modelled, -1. */
+static int torch_rule_dims(fj_Tracer *tx, int kind, const char *params, PyObject **sl, PyObject *const *args,
+                           Py_ssize_t npos, Py_ssize_t nkw, PyObject *res, PyObject **out)
+{
+    int rnd = res != NULL ? (int)PyObject_Length(res) : -1; /* a torch.Size-like len() of the fake: its ndim */
+    PyObject *in = NULL, *d = NULL;
+    fj_Node *a = NULL;
+    int r = 0;
+    if (rnd < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *x = sl[0];
+    if (kind != FJ_TSH_CREATE && kind != FJ_TSH_ARANGE && kind != FJ_TSH_CAT && kind != FJ_TSH_STACK) {
+        if (!is_tensor_var(x))
+            return 0;
+        a = (fj_Node *)VAR(x)->obj;
+        if (a->datadep)
+            return 0;
+        if ((in = dims_of(x)) == NULL)
+            return -1;
+        if (in == Py_None) {
+            Py_DECREF(in);
+            return 0;
+        }
+    }
+    int nd = a ? a->ndim : 0;
+    switch (kind) {
+    case FJ_TSH_SAME:
+    case FJ_TSH_BATCH_NORM:
+    case FJ_TSH_LAYER_NORM: {
+        int ok = rnd == nd;
+        for (int i = 1; ok && i < FJ_TORCH_MAXP; i++)
+            if (is_tensor_var(sl[i]))
+                ok = kind != FJ_TSH_SAME && all_fixed(sl[i]); /* weights, running stats */
+        if (ok && kind == FJ_TSH_BATCH_NORM)
+            ok = nd < 2 || PyTuple_GET_ITEM(in, 1) == Py_None;
+        if (ok && kind == FJ_TSH_LAYER_NORM) {
+            /* normalized_shape: constant ints over trailing fixed dims */
+            PyObject *ns = sl[1] && VAR(sl[1])->kind == FJ_VAR_CONST ? VAR(sl[1])->obj : NULL;
+            Py_ssize_t k = ns == NULL ? -1 : PyLong_CheckExact(ns) ? 1 : PyTuple_Check(ns) || PyList_Check(ns) ? PySequence_Size(ns) : -1;
+            ok = k >= 0 && k <= nd;
+            for (Py_ssize_t i = nd - k; ok && i < nd; i++)
+                ok = PyTuple_GET_ITEM(in, i) == Py_None;
+        }
+        if (ok)
+            d = Py_NewRef(in);
+        break;
+    }
+    case FJ_TSH_MASKED_FILL: {
+        if (!is_tensor_var(sl[1]) || rnd != nd)
+            break;
+        PyObject *ops = PyList_New(0);
+        if (ops == NULL || PyList_Append(ops, x) < 0 || PyList_Append(ops, sl[1]) < 0) {
+            Py_XDECREF(ops);
+            r = -1;
+            goto done;
+        }
+        r = combine(tx, ops, &d);
+        Py_DECREF(ops);
+        if (r < 0)
+            goto done;
+        if (d != NULL && PyTuple_GET_SIZE(d) != nd)
+            Py_CLEAR(d);
+        break;
+    }
+    case FJ_TSH_REDUCE: {
+        int slot = param_slot(params, "dim"), mask[FJ_MAX_NDIM];
+        PyObject *dimv = slot >= 0 ? sl[slot] : NULL;
+        for (int i = 1; i < FJ_TORCH_MAXP; i++)
+            if (is_tensor_var(sl[i]))
+                goto done;
+        if (nd == 0 || !dim_mask(dimv, nd, mask))
+            break;
+        int nred = 0;
+        for (int i = 0; i < nd; i++)
+            nred += mask[i];
+        int keep = rnd == nd && nred > 0 && !(nred == nd && rnd == 0);
+        if (!keep && rnd != nd - nred)
+            break;
+        PyObject *l = PyList_New(0);
+        for (int i = 0; l != NULL && i < nd; i++) {
+            if (mask[i] && !keep)
+                continue;
+            if (PyList_Append(l, mask[i] ? Py_None : PyTuple_GET_ITEM(in, i)) < 0)
+                Py_CLEAR(l);
+        }
+        d = l ? PyList_AsTuple(l) : NULL;
+        Py_XDECREF(l);
+        if (d == NULL)
+            r = -1;
+        break;
+    }
+    case FJ_TSH_MATMUL: {
+        PyObject *bv = sl[1];
+        if (!is_tensor_var(bv) || nd < 1 || ((fj_Node *)VAR(bv)->obj)->datadep)
+            break;
+        fj_Node *b = (fj_Node *)VAR(bv)->obj;
+        if (b->ndim < 1 || b->ndim > 2 || (nd == 1 && b->ndim == 1))
+            break;
+        PyObject *db = dims_of(bv);
+        if (db == NULL) {
+            r = -1;
+            goto done;
+        }
+        if (db == Py_None) {
+            Py_DECREF(db);
+            break;
+        }
+        PyObject *ka = PyTuple_GET_ITEM(in, nd - 1), *kb = PyTuple_GET_ITEM(db, 0);
+        int ok = (ka == Py_None) == (kb == Py_None);
+        if (ok && ka != Py_None && !same_symbol(ka, kb)) {
+            int g = guard_equal(tx, ka, kb);
+            if (g < 0) {
+                Py_DECREF(db);
+                r = -1;
+                goto done;
+            }
+            ok = g > 0;
+        }
+        if (ok) {
+            PyObject *tail = b->ndim == 2 ? PyTuple_GetSlice(db, 1, 2) : PyTuple_New(0);
+            d = tail ? splice(in, nd - 1, nd, tail) : NULL;
+            Py_XDECREF(tail);
+            if (d == NULL)
+                r = -1;
+            else if (PyTuple_GET_SIZE(d) != rnd)
+                Py_CLEAR(d);
+        }
+        Py_DECREF(db);
+        break;
+    }
+    case FJ_TSH_LINEAR:
+        if (nd >= 1 && PyTuple_GET_ITEM(in, nd - 1) == Py_None && all_fixed(sl[1]) &&
+            (sl[2] == NULL || !is_tensor_var(sl[2]) || all_fixed(sl[2])) && rnd == nd) {
+            PyObject *one = nones(1);
+            d = one ? splice(in, nd - 1, nd, one) : NULL;
+            Py_XDECREF(one);
+            r = d == NULL ? -1 : 0;
+        }
+        break;
+    case FJ_TSH_CONV:
+    case FJ_TSH_POOL: {
+        int ok = rnd == nd && nd >= 2;
+        for (int i = 1; ok && i < nd; i++)
+            ok = PyTuple_GET_ITEM(in, i) == Py_None;
+        for (int i = 1; ok && i < FJ_TORCH_MAXP; i++)
+            if (is_tensor_var(sl[i]))
+                ok = all_fixed(sl[i]);
+        if (ok && kind == FJ_TSH_CONV) /* batched: dim 0 is the batch, not the channels */
+            ok = is_tensor_var(sl[1]) && ((fj_Node *)VAR(sl[1])->obj)->ndim == nd;
+        if (ok) {
+            PyObject *rest = nones(nd - 1);
+            d = rest ? splice(in, 1, nd, rest) : NULL;
+            Py_XDECREF(rest);
+            r = d == NULL ? -1 : 0;
+        }
+        break;
+    }
+    case FJ_TSH_EMBEDDING:
+        if (all_fixed(sl[1]) && ((fj_Node *)VAR(sl[1])->obj)->ndim == 2 && rnd == nd + 1) {
+            PyObject *one = nones(1);
+            d = one ? splice(in, nd, nd, one) : NULL;
+            Py_XDECREF(one);
+            r = d == NULL ? -1 : 0;
+        }
+        break;
+    case FJ_TSH_VIEW:
+        if (params == NULL ? nkw == 0 : (sl[1] != NULL && npos == 2 && nkw == 0)) {
+            PyObject *argv[FJ_MAX_NDIM + 2];
+            Py_ssize_t k = npos;
+            if (k > FJ_MAX_NDIM + 1)
+                break;
+            for (Py_ssize_t i = 0; i < k; i++)
+                argv[i] = args[i];
+            r = reshape_dims(tx, argv, k, 0, &d);
+            if (r < 0)
+                goto done;
+            if (d != NULL && PyTuple_GET_SIZE(d) != rnd)
+                Py_CLEAR(d);
+        }
+        break;
+    case FJ_TSH_NEW:
+    case FJ_TSH_CREATE: {
+        Py_ssize_t lo = kind == FJ_TSH_NEW ? 1 : 0, hi = npos;
+        if (params != NULL) {
+            /* torch.full(size, fill_value): the shape is the first slot */
+            if (sl[0] == NULL)
+                break;
+            d = shape_of_args(tx, sl, 0, 1);
+        }
+        else if (hi > lo)
+            d = shape_of_args(tx, args, lo, hi);
+        if (d == NULL && PyErr_Occurred())
+            r = -1;
+        else if (d != NULL && PyTuple_GET_SIZE(d) != rnd)
+            Py_CLEAR(d);
+        break;
+    }
+    case FJ_TSH_ARANGE:
+        if (npos == 1 && rnd == 1) {
+            d = shape_of_args(tx, args, 0, 1);
+            if (d == NULL && PyErr_Occurred())
+                r = -1;
+        }
+        break;
+    case FJ_TSH_TRANSPOSE: {
+        long d0, d1;
+        if (const_long(sl[1], &d0) && const_long(sl[2], &d1) && norm_dim(&d0, nd) && norm_dim(&d1, nd) &&
+            rnd == nd) {
+            d = swapped(in, d0, d1);
+            r = d == NULL ? -1 : 0;
+        }
+        break;
+    }
+    case FJ_TSH_T:
+    case FJ_TSH_MT:
+        if (rnd == nd && (kind == FJ_TSH_T ? nd <= 2 : nd >= 2)) {
+            d = nd >= 2 ? swapped(in, nd - 2, nd - 1) : Py_NewRef(in);
+            r = d == NULL ? -1 : 0;
+        }
+        break;
+    case FJ_TSH_PERMUTE: {
+        /* x.permute(1, 0), x.permute((1, 0)), torch.permute(x, (1, 0)) */
+        PyObject *seq = NULL;
+        if (params != NULL)
+            seq = sl[1];
+        else if (npos == 2 && nkw == 0)
+            seq = args[1];
+        long perm[FJ_MAX_NDIM];
+        Py_ssize_t k = 0;
+        if (seq != NULL) {
+            PyObject *items = VAR(seq)->kind == FJ_VAR_TUPLE || VAR(seq)->kind == FJ_VAR_LIST ? VAR(seq)->items : NULL;
+            PyObject *c = VAR(seq)->kind == FJ_VAR_CONST ? VAR(seq)->obj : NULL;
+            if (items != NULL) {
+                k = PyList_GET_SIZE(items);
+                for (Py_ssize_t i = 0; i < k && i < FJ_MAX_NDIM; i++)
+                    if (!const_long(PyList_GET_ITEM(items, i), &perm[i]))
+                        k = -1;
+            }
+            else if (c != NULL && (PyTuple_CheckExact(c) || PyList_CheckExact(c))) {
+                k = PySequence_Fast_GET_SIZE(c);
+                for (Py_ssize_t i = 0; i < k && i < FJ_MAX_NDIM; i++) {
+                    PyObject *e = PySequence_Fast_GET_ITEM(c, i);
+                    if (!PyLong_CheckExact(e))
+                        k = -1;
+                    else
+                        perm[i] = PyLong_AsLong(e);
+                }
+            }
+            else
+                k = -1;
+        }
+        else if (nkw == 0 && npos - 1 <= FJ_MAX_NDIM) {
+            k = npos - 1;
+            for (Py_ssize_t i = 0; i < k; i++)
+                if (!const_long(args[i + 1], &perm[i]))
+                    k = -1;
+        }
+        if (k != nd || rnd != nd)
+            break;
+        int seen[FJ_MAX_NDIM] = {0}, ok = 1;
+        for (Py_ssize_t i = 0; ok && i < k; i++)
+            ok = norm_dim(&perm[i], nd) && !seen[perm[i]] && (seen[perm[i]] = 1);
+        if (!ok)
+            break;
+        d = PyTuple_New(nd);
+        for (Py_ssize_t i = 0; d != NULL && i < k; i++)
+            PyTuple_SET_ITEM(d, i, Py_NewRef(PyTuple_GET_ITEM(in, perm[i])));
+        r = d == NULL ? -1 : 0;
+        break;
+    }
+    case FJ_TSH_UNSQUEEZE: {
+        long dd;
+        if (const_long(sl[1], &dd) && norm_dim(&dd, nd + 1) && rnd == nd + 1) {
+            PyObject *one = nones(1);
+            d = one ? splice(in, dd, dd, one) : NULL;
+            Py_XDECREF(one);
+            r = d == NULL ? -1 : 0;
+        }
+        break;
+    }
+    case FJ_TSH_SQUEEZE: {
+        /* a symbol is >= 2 (sizes 0 and 1 stay specialized): never squeezed */
+        int mask[FJ_MAX_NDIM];
+        if (nd == 0 || !dim_mask(sl[1], nd, mask))
+            break;
+        PyObject *l = PyList_New(0);
+        for (int i = 0; l != NULL && i < nd; i++) {
+            PyObject *e = PyTuple_GET_ITEM(in, i);
+            if (mask[i] && e == Py_None && a->shape[i] == 1)
+                continue;
+            if (PyList_Append(l, e) < 0)
+                Py_CLEAR(l);
+        }
+        d = l ? PyList_AsTuple(l) : NULL;
+        Py_XDECREF(l);
+        if (d == NULL)
+            r = -1;
+        else if (PyTuple_GET_SIZE(d) != rnd)
+            Py_CLEAR(d);
+        break;
+    }
+    case FJ_TSH_FLATTEN: {
+        long s0 = 0, s1 = -1;
+        if ((sl[1] != NULL && !const_long(sl[1], &s0)) || (sl[2] != NULL && !const_long(sl[2], &s1)))
+            break;
+        if (nd == 0) {
+            if (rnd == 1)
+                d = nones(1);
+            r = d == NULL && rnd == 1 ? -1 : 0;
+            break;
+        }
+        if (!norm_dim(&s0, nd) || !norm_dim(&s1, nd) || s0 > s1 || rnd != nd - (s1 - s0))
+            break;
+        PyObject *sym = NULL;
+        int ok = 1;
+        for (long i = s0; ok && i <= s1; i++) {
+            PyObject *e = PyTuple_GET_ITEM(in, i);
+            if (e != Py_None)
+                ok = sym == NULL && (sym = e) != NULL;
+            else if (a->shape[i] != 1 && sym != NULL)
+                ok = 0;
+        }
+        /* one symbol among fixed 1s, or all fixed */
+        for (long i = s0; ok && sym != NULL && i <= s1; i++)
+            ok = PyTuple_GET_ITEM(in, i) != Py_None || a->shape[i] == 1;
+        if (!ok)
+            break;
+        PyObject *mid = sym ? PyTuple_Pack(1, sym) : nones(1);
+        d = mid ? splice(in, s0, s1 + 1, mid) : NULL;
+        Py_XDECREF(mid);
+        r = d == NULL ? -1 : 0;
+        break;
+    }
+    case FJ_TSH_CAT:
+    case FJ_TSH_STACK: {
+        if (sl[0] == NULL)
+            break;
+        PyObject *argv[2] = {sl[0], sl[1]};
+        r = join_dims(tx, kind == FJ_TSH_STACK, argv, sl[1] ? 2 : 1, NULL, &d);
+        if (r < 0)
+            goto done;
+        r = 0;
+        if (d != NULL && PyTuple_GET_SIZE(d) != rnd)
+            Py_CLEAR(d);
+        break;
+    }
+    default:
+        break;
+    }
+    if (d != NULL) {
+        *out = d;
+        d = NULL;
+        r = 1;
+    }
+done:
+    Py_XDECREF(in);
+    Py_XDECREF(d);
+    return r;
+}
+
+int fj_dims_torch(fj_Tracer *tx, const fj_OpDef *op, PyObject *target, PyObject *const *args, Py_ssize_t n,
+                  PyObject *kwnames, PyObject *res_size, PyObject **out)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, npos = n - nkw;
+    *out = NULL;
+    if (tx->specialized)
+        return 0;
+    if (op == fj_ops_for_getitem()) {
+        if (npos != 2 || nkw != 0 || !is_tensor_var(args[0]))
+            return 0;
+        int r = getitem_dims(tx, args[0], args[1], out);
+        if (r > 0 && PyTuple_GET_SIZE(*out) != PyObject_Length(res_size))
+            Py_CLEAR(*out);
+        PyErr_Clear();
+        return r < 0 ? -1 : *out != NULL;
+    }
+    const char *params = NULL;
+    int kind = fj_torch_shape_rule(op, target, &params);
+    if (kind == FJ_TSH_NONE)
+        return 0;
+    PyObject *sl[FJ_TORCH_MAXP];
+    for (int i = 0; i < FJ_TORCH_MAXP; i++)
+        sl[i] = NULL;
+    if (params != NULL) {
+        PyObject *pt = PyTuple_New(npos), *kw = nkw ? PyDict_New() : NULL;
+        int ok = pt != NULL && (nkw == 0 || kw != NULL);
+        for (Py_ssize_t i = 0; ok && i < npos; i++)
+            PyTuple_SET_ITEM(pt, i, Py_NewRef(args[i]));
+        for (Py_ssize_t k = 0; ok && k < nkw; k++)
+            ok = PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, k), args[npos + k]) == 0;
+        if (!ok) {
+            Py_XDECREF(pt);
+            Py_XDECREF(kw);
+            return -1;
+        }
+        ok = fj_torch_bind(params, pt, kw, sl);
+        /* the slots borrow from args (pt and kw hold the same references) */
+        Py_DECREF(pt);
+        Py_XDECREF(kw);
+        if (!ok)
+            return 0;
+    }
+    else {
+        /* varargs: the tensor (a method's self) first, sizes after; keywords
+           may only be dtype/device/requires_grad/layout/pin_memory */
+        for (Py_ssize_t k = 0; k < nkw; k++) {
+            const char *kn = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+            if (kn == NULL)
+                return -1;
+            if (strcmp(kn, "dtype") && strcmp(kn, "device") && strcmp(kn, "requires_grad") &&
+                strcmp(kn, "layout") && strcmp(kn, "pin_memory"))
+                return 0;
+        }
+        sl[0] = npos > 0 ? args[0] : NULL;
+        if (kind == FJ_TSH_CREATE || kind == FJ_TSH_ARANGE)
+            sl[0] = NULL;
+        nkw = kind == FJ_TSH_CREATE || kind == FJ_TSH_NEW || kind == FJ_TSH_ARANGE ? 0 : nkw;
+    }
+    return torch_rule_dims(tx, kind, params, sl, args, npos, nkw, res_size, out);
 }

@@ -469,6 +469,8 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
 
     if (!tx->capture_loops || tx->loop_policy == NULL || (w == NULL && fr->il.v[head].target <= head))
         return 0;
+    if (fj_graph_is_torch(tx->graph))
+        return 0; /* loop nodes run NumPy bodies: a torch trace unrolls its loops */
     /* a range whose bounds are graph values (FJ_VAR_RANGE): its length is not
        known, so the loop is captured or not traced at all (never unrolled) */
     int symbolic = it != NULL && it->kind == FJ_VAR_RANGE;

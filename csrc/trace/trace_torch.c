@@ -53,6 +53,9 @@ static void ensure_reader(void)
 int fj_trace_torch_begin(fj_Tracer *tx);
 int fj_trace_torch_begin(fj_Tracer *tx)
 {
+    if (tx->body != NULL)
+        return fj_unsupported("a torch tensor inside a captured loop (loop nodes run NumPy bodies; a "
+                              "loop over tensors is unrolled)");
     /* the first torch value of the trace: the graph depends on torch's global state */
     if (fj_graph_is_torch(tx->graph))
         return 0;
@@ -506,8 +509,36 @@ static PyObject *cached_or_meta(const fj_OpDef *op, PyObject *target, PyObject *
     return res;
 }
 
+/*
+** The dims of a torch op's tensor result 'res' when a dynamic operand or a
+** symbolic size takes part and the op is not elementwise: its shape rule's
+** (fj_dims_torch), or, where none models it (or the result is no tensor),
+** the trace specializes, naming the op.  *dims: new tuple or NULL.  0 or -1.
+*/
+static int symbolic_dims(fj_Tracer *tx, const fj_OpDef *op, PyObject *target, PyObject *const *args, Py_ssize_t n,
+                         PyObject *kwnames, PyObject *res, PyObject **dims)
+{
+    int r = 0;
+    *dims = NULL;
+    if (fj_torch_is_tensor(res)) {
+        PyObject *size = PyObject_GetAttrString(res, "shape");
+        r = size ? fj_dims_torch(tx, op, target, args, n, kwnames, size, dims) : -1;
+        Py_XDECREF(size);
+        if (r != 0)
+            return r < 0 ? -1 : 0;
+    }
+    PyObject *what = op_text(op, target);
+    const char *w = what ? PyUnicode_AsUTF8(what) : NULL;
+    char why[240];
+    snprintf(why, sizeof why, "%s on a dynamic tensor or size (a torch op whose sizes are not modelled)",
+             w ? w : "a torch op");
+    PyErr_Clear();
+    Py_XDECREF(what);
+    return fj_trace_specialize(tx, why);
+}
+
 PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *target, PyObject *targs,
-                              PyObject *kwargs, PyObject *const *args, Py_ssize_t n)
+                              PyObject *kwargs, PyObject *const *args, Py_ssize_t n, PyObject *kwnames)
 {
     PyObject *fargs = NULL, *fkw = NULL, *res = NULL, *stem = NULL, *label = NULL, *out = NULL;
     PyObject *dims = NULL;
@@ -593,17 +624,20 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
             goto done;
         dyn |= d;
     }
+    int pending = 0; /* the op's shape rule decides once its result's sizes are known */
     if (dyn) {
         int ew = fj_torch_is_elementwise(op, target, fargs, fkw);
-        if (ew < 0 || (ew ? fj_dims_broadcast(tx, args, n, &dims)
-                             : fj_trace_specialize(tx, "a torch op other than an elementwise one on a dynamic tensor")) < 0)
+        if (ew < 0 || (ew && fj_dims_broadcast(tx, args, n, &dims) < 0))
             goto done;
+        pending = !ew;
     }
     /* the C rules first (torch_infer.h), then the cache, then torch's meta kernels */
     res = fj_torch_infer(op, target, fargs, fkw);
     if (res == NULL && PyErr_Occurred())
         goto done;
     if (res == NULL && (res = cached_or_meta(op, target, fargs, fkw, args, n)) == NULL)
+        goto done;
+    if (pending && !tx->specialized && symbolic_dims(tx, op, target, args, n, kwnames, res, &dims) < 0)
         goto done;
     if (op == &fj_torch_func_row) {
         if (func_names(target, &stem, &label) < 0)
