@@ -1761,8 +1761,8 @@ static PyObject *descriptor_unsupported(PyTypeObject *tp, PyObject *name, PyObje
 ** 'n' x.size (their product), 'l' len(x).  A symbolic size is the input's
 ** <source>.shape[d] (fj_trace_size_input): the graph serves every size the
 ** guards let through.  NULL with no error when not modelled (the caller
-** pins), NULL with an error on failure.  Tensors: not here (their sizes
-** specialize, trace_torch.c).
+** pins), NULL with an error on failure.  A tensor's 's' is a torch.Size
+** (the tuple Var's extra2), rebuilt as one where it leaves the trace.
 */
 static PyObject *symbolic_sizes(fj_TFrame *fr, PyObject *v, char what)
 {
@@ -1810,6 +1810,33 @@ static PyObject *pinned_scalar(fj_TFrame *fr, fj_Var *o)
     return (PyObject *)fj_var_const(((fj_Node *)o->obj)->example);
 }
 
+/* A torch.Size Var of symbolic sizes (t.shape of a dynamic tensor) made a
+   constant: the trace pinned, then the torch.Size of the items' values.  New
+   ref to a CONST Var. */
+static PyObject *pinned_size(fj_TFrame *fr, fj_Var *o)
+{
+    if (fj_trace_specialize(fr->tx, "a torch.Size of symbolic sizes used as a Python object") < 0)
+        return NULL;
+    Py_ssize_t k = PyList_GET_SIZE(o->items);
+    PyObject *t = PyTuple_New(k);
+    for (Py_ssize_t i = 0; t != NULL && i < k; i++) {
+        fj_Var *it = VAR(PyList_GET_ITEM(o->items, i));
+        PyObject *val = it->kind == FJ_VAR_CONST ? it->obj
+                        : it->kind == FJ_VAR_NODE && !((fj_Node *)it->obj)->variant ? ((fj_Node *)it->obj)->example
+                                                                                     : NULL;
+        if (val == NULL || !PyLong_CheckExact(val)) {
+            Py_DECREF(t);
+            return fj_unsupported("a torch.Size whose sizes are not known ints"), NULL;
+        }
+        PyTuple_SET_ITEM(t, i, Py_NewRef(val));
+    }
+    PyObject *sz = t ? PyObject_CallOneArg(o->extra2, t) : NULL;
+    Py_XDECREF(t);
+    PyObject *r = sz ? (PyObject *)fj_var_const(sz) : NULL;
+    Py_XDECREF(sz);
+    return r;
+}
+
 PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
 {
     fj_Var *o = VAR(objv);
@@ -1821,6 +1848,15 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
     }
     if (o->kind == FJ_VAR_NODE && ((fj_Node *)o->obj)->vkind == FJ_VAL_TENSORS)
         return fj_trace_torch_field(fr->tx, objv, name);
+    if (o->kind == FJ_VAR_TUPLE && o->extra2 != NULL && o->extra == NULL && o->source == NULL &&
+        o->extra2 == fj_torch_size_type()) {
+        /* s.numel(), s.index(...) of a torch.Size of symbolic sizes: pinned, then the
+           method of the torch.Size of their values */
+        PyObject *c = pinned_size(fr, o);
+        PyObject *r = c ? fj_trace_getattr(fr, c, name) : NULL;
+        Py_XDECREF(c);
+        return r;
+    }
     if (o->kind == FJ_VAR_TUPLE && o->extra2 != NULL && o->source == NULL)
         return fj_trace_multi_field(o, name);
     if (fj_trace_is_tensor_var(objv)) {
