@@ -513,6 +513,11 @@ def reshape_tuple(x):
     return np.reshape(x, (x.shape[0], -1)).mean(axis=1)
 
 
+def reshape_unknown_rows(x):
+    # (s, 2, 3) -> (-1, 6): the unknown entry is the symbol no entry names
+    return x.reshape(-1, 6).sum(axis=1) * x.shape[0]
+
+
 def full_of_size(x):
     return np.full(x.shape[0], 2.5) * x
 
@@ -546,7 +551,8 @@ def test_creation_of_row_count_shares_one_graph(fn, backend):
 
 
 @pytest.mark.parametrize("backend", ["eager", "native"])
-@pytest.mark.parametrize("fn", [reshape_rows_flat, reshape_rows_explicit, reshape_tuple], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [reshape_rows_flat, reshape_rows_explicit, reshape_tuple, reshape_unknown_rows],
+                         ids=lambda f: f.__name__)
 def test_reshape_by_own_size_shares_one_graph(fn, backend):
     assert run_sizes(fn, [(rng(r).standard_normal((r, 2, 3)),) for r in SIZES], backend) <= 2
 

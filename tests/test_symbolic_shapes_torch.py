@@ -233,6 +233,11 @@ def reshape_own(x):
     return x.reshape(x.size(0), 5, 1).squeeze(-1) * 3
 
 
+def view_unknown_rows(x):
+    # (s, 5) -> (-1, 5), (-1, 1, 5): the unknown entry is the symbol no entry names
+    return x.view(-1, 5).sum(1) * x.shape[0] + x.reshape(-1, 1, 5).view(-1, 5).mean(0).sum()
+
+
 def flatten_f(x):
     return x.unsqueeze(1).flatten(1) - x
 
@@ -310,7 +315,7 @@ def tril_f(x):
 
 
 OPS = [row_normalise, row_norm2, centred, col_max, softmax_rows, log_softmax_f, std_rows, normalize_f,
-       layer_norm_f, cumsum_f, argmax_f, total_sum, reduce_all_dims, view_rows, reshape_own, flatten_f,
+       layer_norm_f, cumsum_f, argmax_f, total_sum, reduce_all_dims, view_rows, reshape_own, view_unknown_rows, flatten_f,
        transpose_f, transposed_then_size, permute_f, matmul_w, linear_f, zeros_of_size, ones_of_shape, new_zeros_f, full_f,
        arange_f, slice_diff, slice_cols, slice_none, cat_cols, stack_f, masked, clamp_clone, cast_f, tril_f]
 

@@ -716,16 +716,31 @@ static int reshape_dims(fj_Tracer *tx, PyObject *const *args, Py_ssize_t npos, P
                 found = used[i] = 1;
         ok = found;
     }
-    for (int i = 0; ok && i < a->ndim; i++)
-        ok = PyTuple_GET_ITEM(in, i) == Py_None || used[i];
-    if (ok && unknown >= 0)
-        ok = fout != 0 && fin % fout == 0;
-    else if (ok)
-        ok = fin == fout;
-    if (ok) {
-        /* the unknown entry: a fixed size (its value the metadata's) */
-        *out = Py_NewRef(d);
-        r = 1;
+    int nunused = 0, unused = -1;
+    for (int i = 0; i < a->ndim; i++)
+        if (PyTuple_GET_ITEM(in, i) != Py_None && !used[i]) {
+            nunused++;
+            unused = i;
+        }
+    if (ok && nunused == 1 && unknown >= 0 && fout > 0 && fin == fout) {
+        /* x.reshape(-1, 5) of (s, 5), x.view(-1) of (s,): s * fin items in
+           u * fout, so the unknown entry is the one symbol no entry named */
+        PyObject *t = PyTuple_New(nd);
+        for (int j = 0; t != NULL && j < nd; j++)
+            PyTuple_SET_ITEM(t, j, Py_NewRef(j == unknown ? PyTuple_GET_ITEM(in, unused) : PyTuple_GET_ITEM(d, j)));
+        *out = t;
+        r = t != NULL ? 1 : -1;
+    }
+    else if (ok && nunused == 0) {
+        if (unknown >= 0)
+            ok = fout != 0 && fin % fout == 0;
+        else
+            ok = fin == fout;
+        if (ok) {
+            /* the unknown entry: a fixed size (its value the metadata's) */
+            *out = Py_NewRef(d);
+            r = 1;
+        }
     }
     Py_DECREF(d);
     Py_DECREF(in);
