@@ -19,12 +19,21 @@ AOTAutograd and inductor bake the example value of an int input into the
 compiled code (a slice ``x[:n]`` compiled with n=2 keeps returning two rows
 when called with n=3) and inductor's code asserts the sizes and strides of
 its inputs.  A framejit graph, though, may serve several values: a symbolic
-int placeholder, a dynamic dimension (docs/dynamic.md).  So the callable
-returned here keys its compiled functions by what they were specialized on
-(int values, tensor sizes and strides, grad mode) and compiles again for a
-new key, up to ``framejit.config.recompile_limit`` keys per graph; past
-that, new keys run the GraphModule uncompiled (op by op in torch: exact,
-just not compiled), with one warning.
+int placeholder, a dynamic dimension (docs/dynamic.md).  Such a graph is
+compiled dynamically, as torch.compile compiles with dynamic shapes: the
+backend gets fakes whose dynamic dims are symbols, and its ints become
+symbols (AOTAutograd's own), so one compile serves many sizes and values;
+what the compile assumed about them comes back from the ShapeEnv as a guard
+expression over the inputs' sizes, strides and ints.  The callable returned
+here keeps every compile with the part of its inputs it cannot take as
+symbols (grad mode, aliasing, dtypes, devices, other scalars: its static
+key) and its guard expression; a call whose static key matches a compile
+and whose sizes pass that compile's guards reuses it, and only a call no
+compile serves compiles again.  A fully static graph (no dynamic dims, no
+int inputs) compiles once per exact key, as before.  Past
+``framejit.config.recompile_limit`` compiles per graph, inputs no compile
+serves run the GraphModule uncompiled (op by op in torch: exact, just not
+compiled), with one warning.
 """
 import contextlib
 import sys
@@ -33,8 +42,9 @@ import warnings
 # Builtins bound at import: framejit's code runs while the program's frames
 # compile, when the program may have patched builtins (len, isinstance, open...).
 from builtins import (  # noqa: A004
-    Exception, ImportError, RuntimeWarning, TypeError, ValueError, all, callable, dict,
-    enumerate, getattr, isinstance, len, list, next, repr, reversed, slice, str, tuple, type
+    Exception, ImportError, RuntimeWarning, TypeError, ValueError, all, any, bool, callable,
+    dict, enumerate, eval, frozenset, getattr, id, int, isinstance, len, list, next, range,
+    repr, reversed, set, slice, str, tuple, type
 )
 import builtins as _builtins
 
@@ -119,16 +129,36 @@ def to_fx(graph):
     mutations (setitem, in-place operators and methods) happen where they
     did.  The output returns the graph's output tuple as it is: nested
     tuples and constants included.  Tensor nodes carry framejit's meta
-    tensor as ``meta['example_value']`` (see _set_example_value)."""
+    tensor as ``meta['example_value']`` (see _set_example_value).
+
+    A size input (an int placeholder whose meta says ``size_of: (tensor
+    placeholder's name, dim)``) stays a placeholder, but its uses read
+    ``torch.ops.aten.sym_size.int(tensor, dim)``, computed once after the
+    placeholders: a backend compiling with symbolic sizes then sees the
+    int as the tensor's own size symbol (as in Dynamo's graphs), not as a
+    second symbol it would have to guard equal to it."""
     torch = _torch()
     fx_graph = torch.fx.Graph()
     nodes = list(graph.nodes)
     node_types = frozenset(type(n) for n in nodes)
     env = {}
+    sizes = []   # (size placeholder's name, tensor placeholder's name, dim)
+    for node in nodes:
+        if node.op == "placeholder":
+            fx_node = env[node.name] = fx_graph.placeholder(node.name)
+            _set_example_value(fx_node, node.meta)
+            size_of = node.meta.get("size_of") if node.meta else None
+            if size_of is not None:
+                sizes.append((node.name, size_of[0], size_of[1]))
+    for name, tensor, dim in sizes:
+        if tensor not in env:
+            raise ValueError(f"to_fx: size input {name!r} is the size of {tensor!r}, which is "
+                             f"not a placeholder of the graph")
+        env[name] = fx_graph.call_function(torch.ops.aten.sym_size.int, (env[tensor], dim))
     for node in nodes:
         op = node.op
         if op == "placeholder":
-            fx_node = fx_graph.placeholder(node.name)
+            continue
         elif op == "output":
             fx_graph.output(_map_arg(node.args[0], env, node_types))
             continue
@@ -206,36 +236,192 @@ def _resolve(fn_or_name):
 
 
 @contextlib.contextmanager
-def _tracing_context(torch, args):
+def _tracing_context(torch, args, dynamic=None):
     """What torch.compile gives a backend around its call: a TracingContext
     whose FakeTensorMode has a ShapeEnv and has already made each tensor
-    input's fake, with static sizes (framejit's graphs specialize sizes).
-    Inductor's FX graph cache needs that ShapeEnv: without it every compile
-    bypasses the cache ("No shape env") and a first call recompiles what a
-    process compiled before."""
+    input's fake.  Inductor's FX graph cache needs that ShapeEnv: without it
+    every compile bypasses the cache ("No shape env") and a first call
+    recompiles what a process compiled before.
+
+    Without 'dynamic' every fake has static sizes.  With it (a _Dynamic), a
+    tensor input's dims in ``dynamic.dims[i]`` are symbols (source
+    ``t{i}``, the name produce_guards_expression gives input i), its other
+    dims static, and each int input in ``dynamic.ints`` is the SymInt
+    AOTAutograd's process_inputs makes of it (the same call, source
+    ``sym_{i}``: with duck sizing it returns this symbol again, so the
+    graph's example values and AOTAutograd's trace share their symbols).
+
+    Yields (mode, fake inputs: each tensor's fake, each int's SymInt, other
+    inputs as they are), or None for a torch without these APIs (the
+    backend then makes its own fakes)."""
     try:
         from torch._guards import TracingContext, tracing
         from torch._subclasses.fake_tensor import FakeTensorMode
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
-    except ImportError:  # a torch without them: the backend makes its own fakes
-        yield
+        if dynamic is not None:
+            from torch._dynamo.source import ConstantSource, LocalSource
+            from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
+    except ImportError:
+        yield None
         return
     mode = FakeTensorMode(shape_env=ShapeEnv())
     # the mode's memo holds a fake only while it lives: kept here until the
-    # backend returns, the backend's own from_tensor finds these static ones
-    fakes = [mode.from_tensor(a, static_shapes=True) for a in args if isinstance(a, torch.Tensor)]
+    # backend returns, the backend's own from_tensor finds these
+    fakes = []
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor):
+            dims = dynamic.dims.get(i) if dynamic is not None else None
+            if dims:
+                context = StatelessSymbolicContext(dynamic_sizes=[
+                    DimDynamic.DYNAMIC if d in dims else DimDynamic.STATIC for d in range(a.dim())])
+                a = mode.from_tensor(a, symbolic_context=context, source=LocalSource(f"t{i}"))
+            else:
+                a = mode.from_tensor(a, static_shapes=True)
+        elif dynamic is not None and i in dynamic.ints and type(a) is int:
+            env = mode.shape_env
+            source = ConstantSource(f"sym_{i}")
+            a = env.create_symintnode(env.create_symbol(a, source, positive=a >= 0),
+                                      hint=a, source=source)
+        fakes.append(a)
     with tracing(TracingContext(mode)):
-        yield
+        yield mode, fakes
     del fakes
+
+
+def _fake_example_values(gm, mode, fakes):
+    """Gives every node of 'gm' the example value it has on 'fakes' (symbolic
+    sizes, SymInts), as Dynamo's graphs carry theirs, in place of
+    framejit's static meta tensors: passes that read ``example_value``
+    then see the symbols the backend compiles with.  A node whose value is
+    no tensor, symbol or number (setitem's None), and the output, get
+    none.  'val' stays absent, as in Dynamo's graphs (AOTAutograd sets it
+    on its own graphs)."""
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+    FakeTensorProp(gm, mode).propagate_dont_convert_inputs(*fakes)
+    for node in gm.graph.nodes:
+        val = node.meta.pop("val", None)
+        if val is None or node.op == "output":
+            node.meta.pop("example_value", None)
+        else:
+            node.meta["example_value"] = val
+
+
+class _Dynamic:
+    """What makes a graph's compile dynamic, read once from its placeholders'
+    meta: ``dims[i]``, the dynamic dims of tensor input i (a tuple, maybe
+    empty); ``ints``, the indices of int inputs (symbolic ints and sizes:
+    framejit makes an int a graph input only once it varies)."""
+    __slots__ = ("dims", "ints")
+
+    def __init__(self, dims, ints):
+        self.dims = dims
+        self.ints = ints
+
+
+def _dynamic_of(placeholders):
+    """The _Dynamic of a graph with these placeholders, or None when nothing
+    in it varies (no dynamic dim, no int input)."""
+    dims, ints = {}, set()
+    for i, node in enumerate(placeholders):
+        meta = node.meta or {}
+        if meta.get("kind") == "tensor":
+            dims[i] = tuple(meta.get("dynamic_dims") or ())
+        elif meta.get("size_of") is not None or type(meta.get("example")) is int:
+            ints.add(i)
+    if not ints and not any(dims.values()):
+        return None
+    return _Dynamic(dims, frozenset(ints))
+
+
+class _Compiled:
+    """One compile of a graph: the backend's callable 'fn' and the inputs it
+    serves.  A static compile ('static' None) serves the exact key 'key' it
+    was compiled for; a dynamic one serves any inputs with its static key
+    whose sizes and ints pass 'guards' (a code object over ``L['t0']``...,
+    ``L['t{j}']`` being input ``guard_args[j]``; True when the ShapeEnv
+    had no guard)."""
+    __slots__ = ("fn", "key", "static", "guards", "guard_args")
+
+    def __init__(self, fn, key, static=None, guards=None, guard_args=()):
+        self.fn = fn
+        self.key = key
+        self.static = static
+        self.guards = guards
+        self.guard_args = guard_args
+
+    def serves(self, key, static, args):
+        """True when this compile may run 'args' (exact key 'key', static key
+        'static').  Reads only sizes, strides, storage offsets and ints."""
+        if self.static is None:
+            return self.key == key
+        if self.static != static:
+            return False
+        if self.guards is True:
+            return True
+        names = {f"t{j}": args[i] for j, i in enumerate(self.guard_args)}
+        try:
+            return bool(eval(self.guards, _sympy_interp(), {"L": names}))
+        except Exception:
+            # a guard that cannot be evaluated on these inputs (an int out
+            # of a range it computes in) does not hold for them
+            return False
+
+
+def _sympy_interp():
+    """The globals guard expressions evaluate in (ShapeEnv.evaluate_guards_expression's)."""
+    from torch.fx.experimental.symbolic_shapes import SYMPY_INTERP
+    return SYMPY_INTERP
+
+
+def _guard_code(shape_env, fakes, dynamic, args):
+    """The guard expression of a dynamic compile, compiled, and the input
+    index of each of its placeholders: (code or True when there are no
+    guards, guard_args).
+
+    The placeholders are the tensors' fakes and, for an int input, the
+    SymInt of each symbol whose sources include ``sym_{i}`` (AOTAutograd's
+    and ours: with duck sizing off they are two) or the int itself when it
+    has none (0 and 1 are specialized: the guard then pins the value).
+    ignore_static=False: the guards also pin every static size and stride
+    and each storage offset, which the static key leaves out.  Other
+    scalars are left to the static key."""
+    from torch._dynamo.source import ConstantSource
+    by_input = {}
+    for sym, sources in shape_env.var_to_sources.items():
+        for source in sources:
+            if isinstance(source, ConstantSource) and source.source_name.startswith("sym_"):
+                by_input.setdefault(int(source.source_name[4:]), []).append(sym)
+    placeholders, guard_args = [], []
+    for i, fake in enumerate(fakes):
+        if i in dynamic.ints:
+            syms = by_input.get(i)
+            if syms:
+                for sym in dict.fromkeys(syms):
+                    placeholders.append(shape_env.create_symintnode(sym, hint=args[i]))
+                    guard_args.append(i)
+                continue
+        elif not isinstance(fake, _torch().Tensor):
+            continue
+        placeholders.append(fake)
+        guard_args.append(i)
+    text = shape_env.produce_guards_expression(placeholders, ignore_static=False)
+    code = True if text is None else _builtins.compile(text, "<framejit torch guards>", "eval")
+    return code, tuple(guard_args)
 
 
 class _Specialized:
     """The callable a torch backend's framejit backend returns (see the
-    module's docstring): one compiled function per key of what torch
-    specialized on, the structure of the outputs put back around them."""
+    module's docstring): the graph's compiles, found for a call through a
+    bounded dict of exact keys (the fast path) and otherwise by their
+    static keys and guards; the structure of the outputs put back around
+    the compiled function's flat tuple."""
 
     __slots__ = ("graph", "backend", "name", "tensor_args", "scalar_args", "compiled",
-                 "structure", "eager", "warned", "torch")
+                 "entries", "dynamic", "structure", "eager", "warned", "torch")
+
+    # exact keys remembered (the dict is cleared past it): a loop over
+    # ever-new ints must not grow it without end
+    MAX_KEYS = 256
 
     def __init__(self, graph, backend, name):
         self.graph = graph      # strong: each compile gets a GraphModule of its own from it
@@ -247,7 +433,9 @@ class _Specialized:
                                  if (n.meta or {}).get("kind") == "tensor")
         self.scalar_args = tuple(i for i, n in enumerate(placeholders)
                                  if (n.meta or {}).get("kind") != "tensor")
-        self.compiled = {}      # key() of the example inputs -> the backend's callable
+        self.dynamic = _dynamic_of(placeholders)   # None: compile per exact key
+        self.compiled = {}      # key() -> the callable serving it (a cache of 'entries')
+        self.entries = []       # the _Compiled of each compile, oldest first
         self.structure = None   # the output's structure (_flatten_output)
         self.eager = None       # the GraphModule run uncompiled past the recompile limit
         self.warned = False
@@ -256,7 +444,9 @@ class _Specialized:
         """What torch backends specialize on and one framejit graph may see
         vary: int values, tensor sizes and strides (dynamic dims), grad mode
         (with it, AOTAutograd compiles an autograd function; without, an
-        inference graph)."""
+        inference graph), aliasing.  dtypes, devices and requires_grad are
+        not in it: framejit's TENSOR_MATCH guards hold them fixed for all
+        calls of a graph, and this key is computed on every call."""
         key = [self.torch.is_grad_enabled()]
         for i in self.tensor_args:
             a = args[i]
@@ -284,6 +474,26 @@ class _Specialized:
             key.append(a)
         return tuple(key)
 
+    def static_key(self, args, key):
+        """What a dynamic compile holds fixed and its guards do not check,
+        for 'args' of exact key 'key': the key's grad mode, aliasing (views'
+        storage offsets included) and scalar types, the values of scalars
+        that are not int inputs (a float is baked into the compile), and
+        each tensor's type, dtype, device, requires_grad and number of
+        dims.  Sizes, strides and ints are the guards'."""
+        tensors, scalars = len(self.tensor_args), len(key) - 2 * len(self.scalar_args)
+        static = [key[0]]
+        for i in self.tensor_args:
+            a = args[i]
+            static += (type(a), a.dtype, a.device, a.requires_grad, a.dim())
+        static += key[1 + 2 * tensors:scalars]
+        ints = self.dynamic.ints
+        for j, i in enumerate(self.scalar_args):
+            static.append(key[scalars + 2 * j])
+            if i not in ints:
+                static.append(key[scalars + 2 * j + 1])
+        return tuple(static)
+
     def gm(self):
         """A new flat-output GraphModule of the graph (compile_fx takes
         ownership of the one it is given and may change it)."""
@@ -291,25 +501,83 @@ class _Specialized:
         self.structure = _flatten_output(gm)
         return gm
 
-    def compile(self, args, key):
-        if len(self.compiled) >= config.recompile_limit:
+    def find(self, args, key):
+        """The callable for inputs whose exact key missed: the first
+        compile that serves them (oldest first), else a new compile (see
+        compile)."""
+        static = self.static_key(args, key) if self.dynamic is not None else None
+        for entry in self.entries:
+            if entry.serves(key, static, args):
+                return entry.fn
+        return self.compile(args, key, static)
+
+    def compile(self, args, key, static=None):
+        """Compiles the graph for 'args' (exact key 'key', static key
+        'static' when the graph is dynamic), records the compile in
+        self.entries and returns the backend's callable.  Past the recompile
+        limit, and for inputs fake tensors cannot run the graph on, returns
+        the uncompiled GraphModule instead (recording nothing)."""
+        if len(self.entries) >= config.recompile_limit:
             if not self.warned:
                 self.warned = True
                 warnings.warn(
                     f"framejit: torch backend {self.name!r} compiled one graph for "
-                    f"{len(self.compiled)} different int values or tensor sizes "
+                    f"{len(self.entries)} different int values or tensor sizes "
                     f"(framejit.config.recompile_limit); others run the FX graph uncompiled",
-                    RuntimeWarning, stacklevel=3)
+                    RuntimeWarning, stacklevel=4)
             if self.eager is None:
                 self.eager = self.gm()
             return self.eager
-        with _tracing_context(self.torch, args):
-            fn = self.backend(self.gm(), list(args))
-        if not callable(fn):
-            raise TypeError(f"torch backend {self.name!r} returned {type(fn).__name__}; "
-                            f"expected a callable")
-        self.compiled[key] = fn
+        dynamic = self.dynamic
+        if dynamic is not None and static is None:
+            static = self.static_key(args, key)
+        if dynamic is not None and len(self.tensor_args) > 1:
+            dynamic = self._unaliased(args)
+        gm = self.gm()
+        with _tracing_context(self.torch, args, dynamic) as context:
+            if context is None:
+                dynamic = None
+            if dynamic is not None:
+                mode, fakes = context
+                try:
+                    _fake_example_values(gm, mode, fakes)
+                except Exception:
+                    # the graph does not run on fakes of these inputs: their
+                    # sizes do not fit its ops (two dynamic dims that differ
+                    # meeting in a broadcast) or fake tensors cannot run an
+                    # op.  The uncompiled graph serves them exactly: it
+                    # raises torch's own error where eager torch raises.
+                    return self.gm()
+            fn = self.backend(gm, list(args))
+            if not callable(fn):
+                raise TypeError(f"torch backend {self.name!r} returned {type(fn).__name__}; "
+                                f"expected a callable")
+            entry = None
+            if dynamic is not None:
+                try:
+                    guards, guard_args = _guard_code(mode.shape_env, fakes, dynamic, args)
+                    entry = _Compiled(fn, key, static, guards, guard_args)
+                except Exception:
+                    pass   # no guards to check: the compile serves its own exact key
+        self.entries.append(entry or _Compiled(fn, key))
         return fn
+
+    def _unaliased(self, args):
+        """self.dynamic without the dynamic dims of inputs that alias another
+        input (one tensor twice, views of one base): their fakes are static,
+        so the guards pin their sizes and strides, and with the storage
+        offsets in the static key AOTAutograd's aliasing analysis (which
+        inputs overlap) holds for every call the compile serves."""
+        bases = {}
+        for i in self.tensor_args:
+            a = args[i]
+            base = a._base if a._base is not None else a
+            bases.setdefault(id(base), []).append(i)
+        aliased = {i for group in bases.values() if len(group) > 1 for i in group}
+        if not aliased:
+            return self.dynamic
+        dims = {i: (() if i in aliased else d) for i, d in self.dynamic.dims.items()}
+        return _Dynamic(dims, self.dynamic.ints)
 
     def __call__(self, *args):
         key = self.key(args)
@@ -318,12 +586,15 @@ class _Specialized:
             # a compile at call time has no frame of its own for the C
             # core to name (it wraps only the first compile's errors)
             try:
-                fn = self.compile(args, key)
+                fn = self.find(args, key)
             except Exception as e:
                 from .exc import BackendCompilerFailed
                 raise BackendCompilerFailed(
                     f"torch backend {self.name!r} failed compiling a graph again for new int "
                     f"values or tensor sizes: {type(e).__name__}: {e}") from e
+            if len(self.compiled) >= self.MAX_KEYS:
+                self.compiled.clear()
+            self.compiled[key] = fn
         out = fn(*args)
         if self.structure is None:
             return out if type(out) is tuple else tuple(out)
@@ -358,7 +629,8 @@ class TorchBackend:
                 f"{getattr(graph, 'library', None) or 'NumPy'} arrays: use backend 'native' "
                 f"(NumPy graphs to C kernels, torch graphs to inductor) or 'eager'")
         run = _Specialized(graph, _resolve(self.target), name)
-        run.compile(example_inputs, run.key(example_inputs))
+        key = run.key(example_inputs)
+        run.compiled[key] = run.compile(example_inputs, key)
         return run
 
 
