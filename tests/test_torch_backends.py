@@ -281,26 +281,29 @@ def test_past_the_recompile_limit_new_keys_run_uncompiled(monkeypatch):
 
     monkeypatch.setattr(config, "recompile_limit", 2)
     run = torch_backend(mine)(g, [X, Y, 2])
-    assert_same(run(X, Y, 3), direct(X, Y, 3))
+    assert_same(run(X, Y, 3), direct(X, Y, 3))    # n is symbolic: the first compile serves 3
+    assert_same(run(X, Y, 1), direct(X, Y, 1))    # 1 is specialized: a second compile
+    x7 = torch.randn(7, 3)                        # x's sizes are static: a third
     with pytest.warns(RuntimeWarning, match="compiled one graph for 2 different int values"):
-        assert_same(run(X, Y, 4), direct(X, Y, 4))
+        assert_same(run(x7, Y, 2), direct(x7, Y, 2))
     with warnings.catch_warnings():
         warnings.simplefilter("error")      # once per graph
-        assert_same(run(X, Y, 1), direct(X, Y, 1))
-    assert calls == [2, 3]
+        x9 = torch.randn(9, 3)
+        assert_same(run(x9, Y, 2), direct(x9, Y, 2))
+    assert calls == [2, 1]
 
 
 def test_a_torch_backend_failing_at_call_time_names_itself():
     g, _ = many_ops_graph(X, Y, 2)
 
-    def fails_on_three(gm, example_inputs):
-        if example_inputs[2] == 3:
-            raise RuntimeError("no threes")
+    def fails_on_one(gm, example_inputs):
+        if example_inputs[2] == 1:
+            raise RuntimeError("no ones")
         return gm.forward
 
-    run = torch_backend(fails_on_three)(g, [X, Y, 2])
-    with pytest.raises(framejit.BackendCompilerFailed, match="fails_on_three.*RuntimeError: no threes"):
-        run(X, Y, 3)
+    run = torch_backend(fails_on_one)(g, [X, Y, 2])
+    with pytest.raises(framejit.BackendCompilerFailed, match="fails_on_one.*RuntimeError: no ones"):
+        run(X, Y, 1)    # 1 is specialized: a compile (3 would be served by the first)
 
 
 def test_inductor_compiles_the_graph_given_to_native():
