@@ -13,7 +13,13 @@ With torch installed, framejit also runs the torch version of each function
 (eager backend; results checked against eager torch): the same graph
 counts on tensors as on arrays (docs/dynamic.md, "torch tensors").
 
-Run: python3 bench/bench_dynamic.py [--quick]
+With torch installed, a second table compiles the torch versions of two
+functions with inductor over 10 sizes: inductor compiles and the sweep's
+time, framejit (backend "inductor": symbolic sizes reach inductor, which
+compiles dynamically) against torch.compile (its default automatic dynamic
+shapes), inductor's caches disabled so every compile is a real one.
+
+Run: python3 bench/bench_dynamic.py [--quick] [--no-inductor]
 Writes bench/results/dynamic.json (bench/_results.py).
 """
 import os
@@ -182,6 +188,49 @@ def run_torch(fn, inputs):
     return best, count[0]
 
 
+INDUCTOR_SIZES = [16 + 24 * k for k in range(10)]
+
+
+def run_inductor(fn, inputs, through_framejit):
+    """Sweep time and inductor compiles of fn over inputs: framejit with
+    backend "inductor", or torch.compile with inductor."""
+    from torch._inductor import config as iconfig
+    from torch._inductor.compile_fx import compile_fx
+    count = [0]
+
+    def counting(gm, example_inputs):
+        count[0] += 1
+        return compile_fx(gm, example_inputs)
+
+    with iconfig.patch(force_disable_caches=True):
+        if through_framejit:
+            framejit.reset()
+            cf = framejit.compile(fn, backend=counting)
+        else:
+            torch._dynamo.reset()
+            cf = torch.compile(fn, backend=counting)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t, out = sweep(cf, inputs)
+    for a, r in zip(inputs, out):
+        e = fn(*a)
+        assert r.shape == e.shape and torch.allclose(r, e, rtol=1e-5, atol=1e-6), fn.__name__
+    return t, count[0]
+
+
+def inductor_table():
+    rows_out = []
+    print(f"  inductor over {len(INDUCTOR_SIZES)} sizes ({INDUCTOR_SIZES[0]}..{INDUCTOR_SIZES[-1]} rows of 64):")
+    print(f"  {'function':36s} {'fj compiles':>11s} {'fj s':>7s} {'tc compiles':>11s} {'tc s':>7s}")
+    for name, ft in (("torch.tanh(x) * x.shape[0]", tanh_size_t), ("row normalisation (rows change)", row_norm_t)):
+        inputs = [(torch.randn(n, 64, generator=torch.Generator().manual_seed(n)),) for n in INDUCTOR_SIZES]
+        fj_t, fj_c = run_inductor(ft, inputs, True)
+        tc_t, tc_c = run_inductor(ft, inputs, False)
+        rows_out.append({"function": name, "fj_compiles": fj_c, "fj_s": fj_t, "tc_compiles": tc_c, "tc_s": tc_t})
+        print(f"  {name:36s} {fj_c:11d} {fj_t:7.2f} {tc_c:11d} {tc_t:7.2f}")
+    return rows_out
+
+
 def main():
     _results.start()
     if torch is not None:
@@ -232,13 +281,26 @@ def main():
         tfewer = sum(r["fjt_graphs"] <= r["tc_graphs"] for r in rows_out)
         targets.append({"target": "on the torch versions: graphs at most torch.compile's on each function",
                         "measured": f"{tfewer}/{len(rows_out)}", "met": tfewer == len(rows_out)})
+    tables = [_results.table(f"50 distinct sizes per function ({SIZES[0]}..{SIZES[-1]}; n = 0..49 for "
+                             f"x * n); sweep time minus plain, best of {ROUNDS}", cols, rows_out)]
+    ind = []
+    if torch is not None and "--no-inductor" not in sys.argv:
+        ind = inductor_table()
+        tables.append(_results.table(
+            f"inductor: the torch versions over {len(INDUCTOR_SIZES)} sizes, one sweep, caches disabled",
+            [C("function", "function"), C("fj_compiles", "framejit inductor compiles", "d"),
+             C("fj_s", "framejit sweep s", ".2f"), C("tc_compiles", "torch.compile inductor compiles", "d"),
+             C("tc_s", "torch.compile sweep s", ".2f")], ind))
+        for r in ind:
+            targets.append({"target": f"inductor compiles dynamically through framejit: {r['function']}",
+                            "measured": f"{r['fj_compiles']} compiles (torch.compile {r['tc_compiles']})",
+                            "met": r["fj_compiles"] <= r["tc_compiles"]})
     _results.write(
         "dynamic", "Symbolic sizes: graphs and compile time over 50 sizes", size="--quick" if QUICK else "full",
-        tables=[_results.table(f"50 distinct sizes per function ({SIZES[0]}..{SIZES[-1]}; n = 0..49 for "
-                               f"x * n); sweep time minus plain, best of {ROUNDS}", cols, rows_out)],
+        tables=tables,
         targets=targets,
         notes=([] if torch is not None else ["torch is not installed: its columns are left out"]),
-        data={"rows": rows_out, "sizes": SIZES})
+        data={"rows": rows_out, "sizes": SIZES, "inductor": ind, "inductor_sizes": INDUCTOR_SIZES})
 
 
 if __name__ == "__main__":
