@@ -432,3 +432,64 @@ def test_bytecode_reads_the_size_from_the_tensor():
     for n in (3, 4, 5):
         cf(vec(n))
     assert "l_x_shape_0_" in seen[-1], seen[-1]
+
+
+# ---- found by review: a slice's size may be 1; torch.Size operators ----
+
+def squeeze_of_a_slice(x):
+    y = x[1:].squeeze(0)          # (n - 1, 5); (5,) when n == 2
+    if y.dim() == 2:
+        return y.sum(-1)
+    return y * 100
+
+
+def squeeze_of_a_slice_size(x):
+    return x[1:].squeeze(0).size(-1) * x
+
+
+def test_squeeze_of_a_slice_whose_size_may_be_1_stays_right():
+    for fn in (squeeze_of_a_slice, squeeze_of_a_slice_size):
+        run_sizes(fn, [(rows(n),) for n in (5, 4, 2, 3, 6, 2)])
+
+
+def test_batch_norm_of_a_slice_in_training_raises_as_eager():
+    def f(x, w):
+        return F.batch_norm(x[1:], None, None, training=True) * 2
+    run_sizes(f, [(rows(n), None) for n in (5, 4, 6, 2, 3)])
+
+
+def size_concat(x):
+    y = x * 2
+    return y.view(y.shape[:-1] + (2, 3)).sum(-1), (1,) + y.shape, y.shape + y.shape
+
+
+def size_built(x):
+    y = x * 2
+    return y.view(torch.Size([y.shape[0], 2, 3])).sum(-1), torch.Size([y.shape[0], 4])
+
+
+def size_compared(x):
+    y = x * 2
+    return y + 1, y.shape == (4, 6), tuple(y.shape) == (4, 6), y.shape[0] in (3, 4), y.shape != x.shape
+
+
+def shapes_asserted(x, y):
+    assert x.shape == y.shape, "shapes differ"
+    return x + y
+
+
+@pytest.mark.parametrize("fn", [size_concat, size_built, size_compared], ids=lambda f: f.__name__)
+def test_torch_size_operators_stay_in_the_graph(fn):
+    framejit.counters.clear()
+    graphs = run_sizes(fn, [(cols(6, n),) for n in (3, 4, 5, 6, 7, 8)])
+    assert graphs <= 6
+    assert not framejit.counters["graph_break"], dict(framejit.counters["graph_break"])
+
+
+def test_size_concat_and_build_share_one_graph():
+    assert run_sizes(size_concat, [(cols(6, n),) for n in (3, 4, 5, 6, 7, 8)]) <= 2
+    assert run_sizes(size_built, [(cols(6, n),) for n in (3, 4, 5, 6, 7, 8)]) <= 2
+
+
+def test_shapes_asserted_equal_stay_right():
+    run_sizes(shapes_asserted, [(rows(n), rows(n, k=1)) for n in (3, 4, 5)] + [(rows(4), rows(5))])

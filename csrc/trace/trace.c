@@ -1461,7 +1461,7 @@ static int list_add(fj_TFrame *fr, fj_Var *lv, PyObject *src, int extend)
     return ok;
 }
 
-static PyObject *const_items(PyObject *obj)
+PyObject *fj_trace_const_items(PyObject *obj)
 {
     PyObject *seq = PySequence_List(obj);
     if (seq == NULL)
@@ -1491,7 +1491,7 @@ static PyObject *var_items(fj_TFrame *fr, PyObject *vo)
         PyObject *keys = PyDict_Keys(v->items);
         if (keys == NULL)
             return NULL;
-        PyObject *r = const_items(keys);
+        PyObject *r = fj_trace_const_items(keys);
         Py_DECREF(keys);
         return r;
     }
@@ -1500,7 +1500,7 @@ static PyObject *var_items(fj_TFrame *fr, PyObject *vo)
             (PyTuple_Check(v->obj) && fj_torch_is_value(v->obj)) ||
             PyUnicode_CheckExact(v->obj) || PyRange_Check(v->obj) || PyBytes_CheckExact(v->obj) ||
             PyFrozenSet_CheckExact(v->obj))
-            return const_items(v->obj);
+            return fj_trace_const_items(v->obj);
         break;
     case FJ_VAR_ITER: {
         if (iter_fill(v) < 0)
@@ -1635,7 +1635,7 @@ static int iter_fill(fj_Var *it)
         it->pos = 0;
         return 0;
     }
-    PyObject *all = const_items(it->obj);
+    PyObject *all = fj_trace_const_items(it->obj);
     if (all == NULL)
         return -1;
     Py_SETREF(it->items, all);

@@ -266,6 +266,8 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value);
 /* The size of dim 'dim' of the input array at 'asrc' as a symbolic int (a
    graph input read from <asrc>.shape[dim]).  New reference, NULL on error. */
 fj_Var *fj_trace_size_input(fj_Tracer *tx, fj_Source *asrc, Py_ssize_t dim);
+/* A new list of CONST Vars, one per item of sequence 'obj'. */
+PyObject *fj_trace_const_items(PyObject *obj);
 /*
 ** Before the graph goes to its backend: each placeholder that stays symbolic
 ** says so in its node's meta (torch backends compile those dynamically):

@@ -722,16 +722,44 @@ done:
 
 static PyObject *deep_const_at(PyObject *v, int depth);
 static PyObject *deep_const(PyObject *v);
+
+/* True for a torch.Size tuple Var of symbolic sizes (t.shape of a dynamic tensor). */
+static int is_size_tuple(fj_Var *v)
+{
+    return v->kind == FJ_VAR_TUPLE && v->extra == NULL && v->extra2 != NULL && v->extra2 == fj_torch_size_type();
+}
 static PyObject *symbolic_sizes(fj_TFrame *fr, PyObject *v, char what);
 
 /* torch.Size([2, 3]) / torch.device('cpu') on constants: an immutable value. */
-static PyObject *torch_value_call(PyObject *fn, PyObject *const *args, Py_ssize_t n)
+static PyObject *pinned_const(fj_TFrame *fr, PyObject *v);
+
+static PyObject *torch_value_call(fj_TFrame *fr, PyObject *fn, PyObject *const *args, Py_ssize_t n)
 {
     PyObject *stack[2] = {NULL, NULL};
     if (n > 2)
         return unsupported_obj("call of ", fn, " with more than 2 arguments"), NULL;
+    if (fn == fj_torch_size_type() && n == 1 &&
+        (VAR(args[0])->kind == FJ_VAR_TUPLE || VAR(args[0])->kind == FJ_VAR_LIST)) {
+        /* torch.Size([s, 2, 3]) of ints and symbolic ints: a torch.Size of sizes */
+        PyObject *items = VAR(args[0])->items;
+        int ok = 1;
+        for (Py_ssize_t i = 0; ok && i < PyList_GET_SIZE(items); i++) {
+            fj_Var *it = VAR(PyList_GET_ITEM(items, i));
+            PyObject *val = it->kind == FJ_VAR_CONST ? it->obj
+                            : it->kind == FJ_VAR_NODE && node_pyscalar(it) && !((fj_Node *)it->obj)->variant
+                                ? ((fj_Node *)it->obj)->example
+                                : NULL;
+            ok = val != NULL && PyLong_CheckExact(val);
+        }
+        if (ok) {
+            fj_Var *r = fj_var_take(FJ_VAR_TUPLE, PyList_GetSlice(items, 0, PyList_GET_SIZE(items)));
+            if (r != NULL)
+                r->extra2 = Py_NewRef(fn);
+            return (PyObject *)r;
+        }
+    }
     for (Py_ssize_t i = 0; i < n; i++)
-        if ((stack[i] = deep_const(args[i])) == NULL) {
+        if ((stack[i] = pinned_const(fr, args[i])) == NULL) {
             Py_XDECREF(stack[0]);
             return PyErr_Occurred() ? NULL
                                     : (unsupported_obj("call of ", fn, " with arguments that are not constants"),
@@ -1640,7 +1668,7 @@ PyObject *fj_trace_call(fj_TFrame *fr, PyObject *fnv, PyObject *const *args, Py_
     if (tk == FJ_TORCH_META)
         return fj_trace_torch_meta_call(fr, fn, args, n, kwnames);
     if (PyType_Check(fn) && fj_torch_is_value_type(fn) && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0))
-        return torch_value_call(fn, args, n);
+        return torch_value_call(fr, fn, args, n);
     if (tk == FJ_TORCH_STATE_READ) {
         /* what it reads is pinned by GLOBAL_STATE */
         if (fj_trace_torch_begin(fr->tx) < 0 || !all_const(args, n))
@@ -2249,6 +2277,22 @@ PyObject *fj_trace_binop(fj_TFrame *fr, int oparg, PyObject *a, PyObject *b)
     if (ca != NULL && cb != NULL && is_safe_const(ca) && is_safe_const(cb))
         return const_result(fold_binop(oparg, ca, cb), "a constant operation");
     int base = oparg >= NB_INPLACE_ADD ? oparg - NB_INPLACE_ADD : oparg;
+    if (base == NB_ADD && (is_size_tuple(va) || is_size_tuple(vb)) &&
+        (va->kind == FJ_VAR_TUPLE || (ca != NULL && PyTuple_Check(ca))) &&
+        (vb->kind == FJ_VAR_TUPLE || (cb != NULL && PyTuple_Check(cb)))) {
+        /* s[:-1] + (2, 3) of a torch.Size of sizes: a torch.Size (either side's) */
+        PyObject *ia = va->kind == FJ_VAR_TUPLE ? Py_NewRef(va->items) : fj_trace_const_items(ca);
+        PyObject *ib = ia && vb->kind == FJ_VAR_TUPLE ? Py_NewRef(vb->items) : ia ? fj_trace_const_items(cb) : NULL;
+        PyObject *items = ib ? PyList_GetSlice(ia, 0, PyList_GET_SIZE(ia)) : NULL;
+        if (items != NULL && PyList_SetSlice(items, PY_SSIZE_T_MAX, PY_SSIZE_T_MAX, ib) < 0)
+            Py_CLEAR(items);
+        Py_XDECREF(ia);
+        Py_XDECREF(ib);
+        fj_Var *r = items ? fj_var_take(FJ_VAR_TUPLE, items) : NULL;
+        if (r != NULL)
+            r->extra2 = Py_XNewRef(fj_torch_size_type());
+        return (PyObject *)r;
+    }
     if (base == NB_ADD && (va->kind == FJ_VAR_TUPLE || va->kind == FJ_VAR_LIST) &&
         vb->kind == va->kind) {
         if (oparg == NB_INPLACE_ADD && va->kind == FJ_VAR_LIST) {
@@ -2307,6 +2351,52 @@ static PyObject *deep_const(PyObject *v)
     return deep_const_at(v, 0);
 }
 
+static int node_loop_scalar(fj_Var *node)
+{
+    return node_pyscalar(node) && ((fj_Node *)node->obj)->variant;
+}
+
+/* deep_const_at with symbolic scalars as their values and torch.Size tuple
+   Vars as torch.Size (the trace pinned them first: pinned_const). */
+static PyObject *pinned_item(PyObject *v, void *depth);
+static PyObject *pinned_at(PyObject *v, int depth)
+{
+    fj_Var *vv = VAR(v);
+    if (vv->kind == FJ_VAR_NODE && node_pyscalar(vv) && !((fj_Node *)vv->obj)->variant)
+        return Py_XNewRef(((fj_Node *)vv->obj)->example);
+    if ((vv->kind == FJ_VAR_TUPLE || vv->kind == FJ_VAR_LIST) && depth < FJ_MAX_NEST) {
+        PyObject *t = fj_map_items(vv->items, vv->kind == FJ_VAR_TUPLE, pinned_item, &depth);
+        if (t != NULL && is_size_tuple(vv))
+            Py_SETREF(t, PyObject_CallOneArg(vv->extra2, t));
+        return t;
+    }
+    return deep_const_at(v, depth);
+}
+
+static PyObject *pinned_item(PyObject *v, void *depth)
+{
+    return pinned_at(v, *(int *)depth + 1);
+}
+
+/*
+** A Var's value as a plain constant where a tuple or list holds symbolic
+** ints (x.shape == y.shape, s[0] in (3, 4), a torch.Size of sizes compared):
+** the trace pins its dynamic inputs, then their values stand in.  As
+** deep_const otherwise: NULL with no exception when not a constant.
+*/
+static PyObject *pinned_const(fj_TFrame *fr, PyObject *v)
+{
+    PyObject *c = deep_const(v);
+    if (c != NULL || PyErr_Occurred() || (VAR(v)->kind != FJ_VAR_TUPLE && VAR(v)->kind != FJ_VAR_LIST))
+        return c;
+    int p = has_pyscalar(v), loop = p > 0 ? any_node(v, node_loop_scalar) : 0;
+    if (p <= 0 || loop != 0)
+        return NULL; /* (an error, or no symbolic int, or a captured loop's value: not a constant) */
+    if (fj_trace_specialize(fr->tx, "a tuple of symbolic sizes used as a Python value") < 0)
+        return NULL;
+    return pinned_at(v, 0);
+}
+
 PyObject *fj_trace_compare(fj_TFrame *fr, int op, PyObject *a, PyObject *b)
 {
     if (VAR(a)->kind == FJ_VAR_NODE || VAR(b)->kind == FJ_VAR_NODE) {
@@ -2316,7 +2406,7 @@ PyObject *fj_trace_compare(fj_TFrame *fr, int op, PyObject *a, PyObject *b)
         PyObject *args[2] = {a, b};
         return graph_call(fr, row, args, 2, NULL);
     }
-    PyObject *ca = deep_const(a), *cb = deep_const(b);
+    PyObject *ca = pinned_const(fr, a), *cb = ca ? pinned_const(fr, b) : NULL;
     if (ca == NULL || cb == NULL) {
         Py_XDECREF(ca);
         Py_XDECREF(cb);
@@ -2491,7 +2581,7 @@ PyObject *fj_trace_contains(fj_TFrame *fr, PyObject *item, PyObject *container, 
         int found = fj_trace_set_contains(fr, c, item);
         return found < 0 ? NULL : (PyObject *)fj_var_const((found ^ invert) ? Py_True : Py_False);
     }
-    PyObject *ci = deep_const(item);
+    PyObject *ci = pinned_const(fr, item);
     if (ci == NULL)
         return PyErr_Occurred() ? NULL
                                 : (fj_unsupported("'in' test of a non-constant value"), NULL);
@@ -2508,7 +2598,7 @@ PyObject *fj_trace_contains(fj_TFrame *fr, PyObject *item, PyObject *container, 
         found = PyDict_Contains(c->items, ci);
     }
     else {
-        PyObject *cc = deep_const(container);
+        PyObject *cc = PyErr_Occurred() ? NULL : pinned_const(fr, container);
         if (cc != NULL && (PyTuple_CheckExact(cc) || PyList_CheckExact(cc) ||
                            PyFrozenSet_CheckExact(cc) || PySet_CheckExact(cc))) {
             PyObject *fast = PySequence_Fast(cc, "in");

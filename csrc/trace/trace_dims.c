@@ -1760,8 +1760,11 @@ static int torch_rule_dims(fj_Tracer *tx, int kind, const char *params, PyObject
         for (int i = 1; ok && i < FJ_TORCH_MAXP; i++)
             if (is_tensor_var(sl[i]))
                 ok = kind != FJ_TSH_SAME && all_fixed(sl[i]); /* weights, running stats */
-        if (ok && kind == FJ_TSH_BATCH_NORM)
-            ok = nd < 2 || PyTuple_GET_ITEM(in, 1) == Py_None;
+        if (ok && kind == FJ_TSH_BATCH_NORM) /* channels fixed; a batch that may be 1 (a slice's) raises
+                                                 in training: not modelled */
+            ok = (nd < 2 || PyTuple_GET_ITEM(in, 1) == Py_None) &&
+                 (nd < 1 || PyTuple_GET_ITEM(in, 0) == Py_None ||
+                  PyLong_AsLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(in, 0), 1)) != -2);
         if (ok && kind == FJ_TSH_LAYER_NORM) {
             /* normalized_shape: constant ints over trailing fixed dims */
             PyObject *ns = sl[1] && VAR(sl[1])->kind == FJ_VAR_CONST ? VAR(sl[1])->obj : NULL;
@@ -2008,10 +2011,15 @@ static int torch_rule_dims(fj_Tracer *tx, int kind, const char *params, PyObject
         break;
     }
     case FJ_TSH_SQUEEZE: {
-        /* a symbol is >= 2 (sizes 0 and 1 stay specialized): never squeezed */
+        /* an input's symbol is >= 2 (sizes 0 and 1 stay specialized): never squeezed */
         int mask[FJ_MAX_NDIM];
         if (nd == 0 || !dim_mask(sl[1], nd, mask))
             break;
+        /* a slice's size (s - 1) may be 1: not modelled (the trace pins) */
+        for (int i = 0; i < nd; i++)
+            if (mask[i] && PyTuple_GET_ITEM(in, i) != Py_None &&
+                PyLong_AsLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(in, i), 1)) == -2)
+                goto done;
         PyObject *l = PyList_New(0);
         for (int i = 0; l != NULL && i < nd; i++) {
             PyObject *e = PyTuple_GET_ITEM(in, i);
@@ -2098,10 +2106,12 @@ int fj_dims_torch(fj_Tracer *tx, const fj_OpDef *op, PyObject *target, PyObject 
         if (npos != 2 || nkw != 0 || !is_tensor_var(args[0]))
             return 0;
         int r = getitem_dims(tx, args[0], args[1], out);
+        if (r < 0)
+            return -1;
         if (r > 0 && PyTuple_GET_SIZE(*out) != PyObject_Length(res_size))
             Py_CLEAR(*out);
-        PyErr_Clear();
-        return r < 0 ? -1 : *out != NULL;
+        PyErr_Clear(); /* (PyObject_Length of a torch.Size cannot fail; nothing else here sets one) */
+        return *out != NULL;
     }
     const char *params = NULL;
     int kind = fj_torch_shape_rule(op, target, &params);
