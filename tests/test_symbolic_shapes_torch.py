@@ -493,3 +493,53 @@ def test_size_concat_and_build_share_one_graph():
 
 def test_shapes_asserted_equal_stay_right():
     run_sizes(shapes_asserted, [(rows(n), rows(n, k=1)) for n in (3, 4, 5)] + [(rows(4), rows(5))])
+
+
+# ---- an op raising from the data after side effects (found by review) ----
+
+SINK = []
+EMB = torch.randn(4, 2, generator=gen(99))
+
+
+def embed_after_effects(i, acc):
+    acc.add_(1)
+    SINK.append(1)
+    return F.embedding(i, EMB)
+
+
+def index_after_effects(i, acc):
+    acc.add_(1)
+    SINK.append(2)
+    return acc[i] * 2
+
+
+def gather_after_effects(i, acc):
+    acc.mul_(2)
+    SINK.append(3)
+    return torch.gather(acc, 0, i)
+
+
+def int_div_after_effects(i, acc):
+    acc.add_(1)
+    SINK.append(4)
+    return i // (i - 1)
+
+
+@pytest.mark.parametrize("fn", [embed_after_effects, index_after_effects, gather_after_effects,
+                                int_div_after_effects], ids=lambda f: f.__name__)
+def test_an_op_raising_from_the_data_keeps_the_side_effects_before_it(fn):
+    cf = framejit.compile(fn, backend="eager")
+    for idx in ([0, 1], [1, 9], [0, 1], [2, 3], [1, 1]):
+        outs = []
+        for f in (fn, cf):
+            SINK.clear()
+            acc = torch.zeros(4)
+            got = outcome(f, [torch.tensor(idx), acc])
+            outs.append((got, acc.clone(), list(SINK)))
+        (a, acc_a, sink_a), (b, acc_b, sink_b) = outs
+        assert a[0] == b[0], (idx, a, b)
+        if a[0] == "ok":
+            same(b[1], a[1])
+        else:
+            assert a[1:] == b[1:]
+        assert torch.equal(acc_a, acc_b) and sink_a == sink_b, (idx, sink_a, sink_b)

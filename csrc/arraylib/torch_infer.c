@@ -175,6 +175,32 @@ static const ShapeRule shape_rules[] = {
 };
 #define NSHAPE ((Py_ssize_t)(sizeof(shape_rules) / sizeof(shape_rules[0])))
 
+/*
+** Ops that may raise from the values of their operands when the graph runs
+** (an index out of range, a singular matrix, an integer division by zero):
+** after side effects the graph replays they are not captured
+** (fj_torch_may_raise_on_data).  "L": torch.linalg.
+*/
+static const struct {
+    const char *where, *name;
+} raising_rules[] = {
+    {"F", "embedding"}, {"F", "embedding_bag"}, {"F", "one_hot"}, {"F", "cross_entropy"}, {"F", "nll_loss"},
+    {"torch", "index_select"}, {"T", "index_select"}, {"torch", "gather"}, {"T", "gather"},
+    {"torch", "take"}, {"T", "take"}, {"torch", "take_along_dim"}, {"T", "take_along_dim"},
+    {"torch", "scatter"}, {"T", "scatter"}, {"T", "scatter_"}, {"torch", "scatter_add"}, {"T", "scatter_add"},
+    {"T", "scatter_add_"}, {"torch", "scatter_reduce"}, {"T", "scatter_reduce"}, {"T", "scatter_reduce_"},
+    {"torch", "index_add"}, {"T", "index_add"}, {"T", "index_add_"}, {"torch", "index_copy"},
+    {"T", "index_copy"}, {"T", "index_copy_"}, {"torch", "index_fill"}, {"T", "index_fill"},
+    {"T", "index_fill_"}, {"torch", "index_put"}, {"T", "index_put"}, {"T", "index_put_"},
+    {"torch", "bincount"}, {"T", "bincount"}, {"torch", "multinomial"}, {"T", "multinomial"},
+    {"torch", "inverse"}, {"T", "inverse"}, {"torch", "cholesky"}, {"T", "cholesky"},
+    {"L", "inv"}, {"L", "cholesky"}, {"L", "solve"}, {"L", "cholesky_ex"}, {"L", "inv_ex"},
+    {"torch", "repeat_interleave"}, {"T", "repeat_interleave"},
+};
+#define NRAISING ((Py_ssize_t)(sizeof(raising_rules) / sizeof(raising_rules[0])))
+static PyObject *raising_callables = NULL; /* set of id(callable) */
+static PyObject *raising_methods = NULL;   /* set of method names */
+
 /* ---------------------------------------------------------------- state */
 
 static int state = 0;                  /* 0 not yet, 1 ready, -1 unavailable */
@@ -299,6 +325,32 @@ static int setup_rules(void)
             Py_XDECREF(id);
         }
         Py_DECREF(idx);
+        if (bad)
+            return -1;
+    }
+    Py_XSETREF(raising_callables, PySet_New(NULL));
+    Py_XSETREF(raising_methods, PySet_New(NULL));
+    if (raising_callables == NULL || raising_methods == NULL)
+        return -1;
+    PyObject *lm = PyDict_GetItemString(modules, "torch.linalg");
+    for (Py_ssize_t i = 0; i < NRAISING; i++) {
+        int bad = 0;
+        if (raising_rules[i].where[0] == 'T') {
+            PyObject *name = PyUnicode_InternFromString(raising_rules[i].name);
+            bad = name == NULL || PySet_Add(raising_methods, name) < 0;
+            Py_XDECREF(name);
+        }
+        else {
+            PyObject *mod = raising_rules[i].where[0] == 'F' ? fm : raising_rules[i].where[0] == 'L' ? lm : tm;
+            PyObject *fn = mod ? PyObject_GetAttrString(mod, raising_rules[i].name) : NULL;
+            PyObject *id = fn ? PyLong_FromVoidPtr(fn) : NULL;
+            if (fn == NULL)
+                PyErr_Clear(); /* a torch without it (or torch.linalg not imported yet) */
+            else
+                bad = id == NULL || PyList_Append(callables, fn) < 0 || PySet_Add(raising_callables, id) < 0;
+            Py_XDECREF(fn);
+            Py_XDECREF(id);
+        }
         if (bad)
             return -1;
     }
@@ -1393,4 +1445,46 @@ int fj_torch_shape_rule(const fj_OpDef *op, PyObject *target, const char **param
 int fj_torch_bind(const char *params, PyObject *args, PyObject *kw, PyObject **slots)
 {
     return bind(params, args, kw, slots);
+}
+
+int fj_torch_may_raise_on_data(const fj_OpDef *op, PyObject *target, PyObject *fargs)
+{
+    int rr = state > 0 ? 1 : fj_torch_ready() ? setup_rules() : 0;
+    if (rr <= 0) {
+        if (rr < 0)
+            PyErr_Clear();
+        return 0;
+    }
+    if (op->kind == FJ_OP_BINOP || op->kind == FJ_OP_INPLACE) {
+        /* // and % of integer tensors: a zero divisor raises */
+        int code = op->kind == FJ_OP_INPLACE && op->code >= NB_INPLACE_ADD ? op->code - NB_INPLACE_ADD : op->code;
+        if (code != NB_FLOOR_DIVIDE && code != NB_REMAINDER)
+            return 0;
+        for (Py_ssize_t i = 0; PyTuple_Check(fargs) && i < PyTuple_GET_SIZE(fargs); i++) {
+            PyObject *a = PyTuple_GET_ITEM(fargs, i);
+            if (fj_torch_is_tensor(a)) {
+                PyObject *fp = PyObject_CallMethod(a, "is_floating_point", NULL);
+                int isfp = fp == NULL ? -1 : PyObject_IsTrue(fp);
+                Py_XDECREF(fp);
+                if (isfp < 0) {
+                    PyErr_Clear();
+                    return 1;
+                }
+                if (!isfp)
+                    return 1;
+            }
+        }
+        return 0;
+    }
+    if (op->kind == FJ_OP_METHOD)
+        return PyUnicode_Check(target) && PySet_Contains(raising_methods, target) > 0;
+    if (op->kind == FJ_OP_FUNC) {
+        PyObject *id = PyLong_FromVoidPtr(target);
+        int r = id ? PySet_Contains(raising_callables, id) : -1;
+        Py_XDECREF(id);
+        if (r < 0)
+            PyErr_Clear();
+        return r > 0;
+    }
+    return 0;
 }

@@ -84,6 +84,10 @@ enum {
     FJ_TSH_STACK        /* torch.stack along a new dim */
 };
 #define FJ_TORCH_MAXP 32
+/* 1 when op/target on the fakes 'fargs' may raise from its operands' values
+   when the graph runs (an index out of range: F.embedding, index_select,
+   gather...; a singular matrix: linalg.inv; an integer // or % by zero). */
+int fj_torch_may_raise_on_data(const fj_OpDef *op, PyObject *target, PyObject *fargs);
 int fj_torch_shape_rule(const fj_OpDef *op, PyObject *target, const char **params);
 int fj_torch_bind(const char *params, PyObject *args, PyObject *kw, PyObject **slots);
 

@@ -509,6 +509,29 @@ static PyObject *cached_or_meta(const fj_OpDef *op, PyObject *target, PyObject *
     return res;
 }
 
+/* 1 when index key 'k' (fakes) is or holds an integer tensor (its values may be
+   out of range), 0 if not, -1 on error. */
+static int int_index_in(PyObject *k, int depth)
+{
+    if (fj_torch_is_tensor(k)) {
+        PyObject *fp = PyObject_CallMethod(k, "is_floating_point", NULL);
+        PyObject *dt = fp ? PyObject_GetAttrString(k, "dtype") : NULL;
+        PyObject *name = dt ? PyObject_Str(dt) : NULL;
+        int r = name == NULL ? -1 : !PyObject_IsTrue(fp) && PyUnicode_CompareWithASCIIString(name, "torch.bool") != 0;
+        Py_XDECREF(fp);
+        Py_XDECREF(dt);
+        Py_XDECREF(name);
+        return r;
+    }
+    if ((PyTuple_Check(k) || PyList_Check(k)) && depth < 8)
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(k); i++) {
+            int r = int_index_in(PySequence_Fast_GET_ITEM(k, i), depth + 1);
+            if (r != 0)
+                return r;
+        }
+    return 0;
+}
+
 /*
 ** The dims of a torch op's tensor result 'res' when a dynamic operand or a
 ** symbolic size takes part and the op is not elementwise: its shape rule's
@@ -623,6 +646,23 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
         if (d < 0)
             goto done;
         dyn |= d;
+    }
+    if (fj_trace_effects_pending(tx)) {
+        /* an error the graph raises from the data would lose the side effects it
+           replays after its call (CPython has made them by then) */
+        int raises = fj_torch_may_raise_on_data(op, target, fargs);
+        if (!raises && (op == fj_ops_for_getitem() || op == fj_ops_for_setitem()) && PyTuple_GET_SIZE(fargs) >= 2)
+            raises = int_index_in(PyTuple_GET_ITEM(fargs, 1), 0);
+        if (raises < 0)
+            goto done;
+        if (raises) {
+            PyObject *what = op_text(op, target);
+            if (what != NULL)
+                fj_unsupported("%U after side effects (an error it raises from the data, such as an index "
+                               "out of range, would lose them)", what);
+            Py_XDECREF(what);
+            goto done;
+        }
     }
     int pending = 0; /* the op's shape rule decides once its result's sizes are known */
     if (dyn) {
