@@ -153,7 +153,14 @@ tracing, guards, recompiles and their misses, best of 3 fresh sweeps;
 framejit's backend is eager too, so no C compiler time is in either
 figure.  framejit's sizes read by the program are symbolic ints (graph
 inputs `L['x'].shape[0]`), its branches on them relation guards, its shape
-arguments symbolic dims (docs/dynamic.md)."""),
+arguments symbolic dims (docs/dynamic.md).  The torch versions also go
+through framejit (eager backend; the last two columns): the same graph
+counts on tensors as on arrays.  The second table compiles the torch
+versions with inductor over 10 sizes, framejit (backend "inductor": the
+graph's dynamic dims and size inputs reach inductor as symbols, so it
+compiles dynamically) against torch.compile, inductor's caches disabled
+and its one-time start-up paid before either side is timed; the time is
+the whole sweep (inductor's compiles dominate it)."""),
     ("run_mode", "Whole programs under `framejit run`", "bench/bench_run_mode.py [--quick] [--rounds N]",
      """\
 CPU time (user + sys) of the child process, `python prog.py` and `python -m
