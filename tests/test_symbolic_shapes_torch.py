@@ -314,10 +314,31 @@ def tril_f(x):
     return torch.tril(x) + x.triu(1)
 
 
+def unary_more(x):
+    return torch.log1p(x.abs()) * x.shape[0] + x.square().sign() - x.clamp_min(0).expm1()
+
+
+def where_like(x):
+    return torch.where(x > 0, x, torch.zeros_like(x)) + torch.full_like(x, 2.0) * len(x)
+
+
+def broadcast_more(x):
+    return torch.maximum(x, x.flip(0)) * x.size(0) + x.pow(2) + 2 ** x + torch.atan2(x, x.sum(0))
+
+
+def int_and_bool_ops(x):
+    return (x.long() // 3).float() * x.shape[0] + ((x > 0) & (x < 1)).float().sum(0) / x.shape[0]
+
+
+def casts_to(x):
+    return x.to(torch.float64) * x.shape[0] + F.hardswish(x).double()
+
+
 OPS = [row_normalise, row_norm2, centred, col_max, softmax_rows, log_softmax_f, std_rows, normalize_f,
        layer_norm_f, cumsum_f, argmax_f, total_sum, reduce_all_dims, view_rows, reshape_own, view_unknown_rows, flatten_f,
        transpose_f, transposed_then_size, permute_f, matmul_w, linear_f, zeros_of_size, ones_of_shape, new_zeros_f, full_f,
-       arange_f, slice_diff, slice_cols, slice_none, cat_cols, stack_f, masked, clamp_clone, cast_f, tril_f]
+       arange_f, slice_diff, slice_cols, slice_none, cat_cols, stack_f, masked, clamp_clone, cast_f, tril_f,
+       unary_more, where_like, broadcast_more, int_and_bool_ops, casts_to]
 
 
 @pytest.mark.parametrize("fn", OPS, ids=lambda f: f.__name__)

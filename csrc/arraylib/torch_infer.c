@@ -132,6 +132,55 @@ static const ShapeRule shape_rules[] = {
     {"F", "softplus", FJ_TSH_SAME, "input,beta,threshold"},
     {"F", "hardtanh", FJ_TSH_SAME, "input,min_val,max_val,inplace"},
     SH2("masked_fill", FJ_TSH_MASKED_FILL, "mask,value"),
+    /* elementwise ops without an output rule of their own: the input's sizes */
+    SH2("exp2", FJ_TSH_SAME, ""), SH2("expm1", FJ_TSH_SAME, ""), SH2("log1p", FJ_TSH_SAME, ""),
+    SH2("log2", FJ_TSH_SAME, ""), SH2("log10", FJ_TSH_SAME, ""), SH2("square", FJ_TSH_SAME, ""),
+    SH2("reciprocal", FJ_TSH_SAME, ""), SH2("sign", FJ_TSH_SAME, ""), SH2("floor", FJ_TSH_SAME, ""),
+    SH2("ceil", FJ_TSH_SAME, ""), SH2("round", FJ_TSH_SAME, "*decimals"), SH2("trunc", FJ_TSH_SAME, ""),
+    SH2("frac", FJ_TSH_SAME, ""), SH2("tan", FJ_TSH_SAME, ""), SH2("sinh", FJ_TSH_SAME, ""),
+    SH2("cosh", FJ_TSH_SAME, ""), SH2("asin", FJ_TSH_SAME, ""), SH2("acos", FJ_TSH_SAME, ""),
+    SH2("atan", FJ_TSH_SAME, ""), SH2("asinh", FJ_TSH_SAME, ""), SH2("acosh", FJ_TSH_SAME, ""),
+    SH2("atanh", FJ_TSH_SAME, ""), SH2("erfc", FJ_TSH_SAME, ""), SH2("lgamma", FJ_TSH_SAME, ""),
+    SH2("digamma", FJ_TSH_SAME, ""), SH2("isnan", FJ_TSH_SAME, ""), SH2("isinf", FJ_TSH_SAME, ""),
+    SH2("isfinite", FJ_TSH_SAME, ""), SH2("logical_not", FJ_TSH_SAME, ""),
+    SH2("bitwise_not", FJ_TSH_SAME, ""), SH2("nan_to_num", FJ_TSH_SAME, "nan,posinf,neginf"),
+    SH2("clamp_min", FJ_TSH_SAME, "min"), SH2("clamp_max", FJ_TSH_SAME, "max"), SH2("clip", FJ_TSH_SAME, "min,max"),
+    SH2("flip", FJ_TSH_SAME, "dims"), SH2("roll", FJ_TSH_SAME, "shifts,dims"),
+    SH2("relu", FJ_TSH_SAME, ""), SH2("sigmoid", FJ_TSH_SAME, ""), SH2("tanh", FJ_TSH_SAME, ""),
+    SH2("exp", FJ_TSH_SAME, ""), SH2("log", FJ_TSH_SAME, ""), SH2("sqrt", FJ_TSH_SAME, ""),
+    SH2("rsqrt", FJ_TSH_SAME, ""), SH2("abs", FJ_TSH_SAME, ""), SH2("neg", FJ_TSH_SAME, ""),
+    SH2("sin", FJ_TSH_SAME, ""), SH2("cos", FJ_TSH_SAME, ""), SH2("erf", FJ_TSH_SAME, ""),
+    {"T", "to", FJ_TSH_SAME, "self,a,b,c,d,*dtype,device,non_blocking,copy,memory_format"},
+    {"T", "type", FJ_TSH_SAME, "self,dtype,non_blocking"},
+    {"F", "relu6", FJ_TSH_SAME, "input,inplace"}, {"F", "hardswish", FJ_TSH_SAME, "input,inplace"},
+    {"F", "hardsigmoid", FJ_TSH_SAME, "input,inplace"}, {"F", "mish", FJ_TSH_SAME, "input,inplace"},
+    {"F", "selu", FJ_TSH_SAME, "input,inplace"}, {"F", "celu", FJ_TSH_SAME, "input,alpha,inplace"},
+    {"F", "logsigmoid", FJ_TSH_SAME, "input"}, {"F", "softsign", FJ_TSH_SAME, "input"},
+    {"F", "tanhshrink", FJ_TSH_SAME, "input"}, {"F", "silu", FJ_TSH_SAME, "input,inplace"},
+    {"F", "gelu", FJ_TSH_SAME, "input,*approximate"}, {"F", "relu", FJ_TSH_SAME, "input,inplace"},
+    {"F", "softmin", FJ_TSH_SAME, "input,dim,_stacklevel,dtype"},
+    {"torch", "zeros_like", FJ_TSH_SAME, "input,*dtype,layout,device,pin_memory,requires_grad,memory_format"},
+    {"torch", "ones_like", FJ_TSH_SAME, "input,*dtype,layout,device,pin_memory,requires_grad,memory_format"},
+    {"torch", "empty_like", FJ_TSH_SAME, "input,*dtype,layout,device,pin_memory,requires_grad,memory_format"},
+    {"torch", "rand_like", FJ_TSH_SAME, "input,*dtype,layout,device,pin_memory,requires_grad,memory_format"},
+    {"torch", "randn_like", FJ_TSH_SAME, "input,*dtype,layout,device,pin_memory,requires_grad,memory_format"},
+    {"torch", "full_like", FJ_TSH_SAME,
+     "input,fill_value,*dtype,layout,device,pin_memory,requires_grad,memory_format"},
+    /* broadcasting ops: the operands' broadcast sizes (two symbols meeting: guarded equal) */
+    SH2("maximum", FJ_TSH_BROADCAST, "other"), SH2("minimum", FJ_TSH_BROADCAST, "other"),
+    SH2("fmax", FJ_TSH_BROADCAST, "other"), SH2("fmin", FJ_TSH_BROADCAST, "other"),
+    SH2("pow", FJ_TSH_BROADCAST, "exponent"), SH2("atan2", FJ_TSH_BROADCAST, "other"),
+    SH2("fmod", FJ_TSH_BROADCAST, "other"), SH2("remainder", FJ_TSH_BROADCAST, "other"),
+    SH2("hypot", FJ_TSH_BROADCAST, "other"), SH2("logaddexp", FJ_TSH_BROADCAST, "other"),
+    SH2("copysign", FJ_TSH_BROADCAST, "other"), SH2("floor_divide", FJ_TSH_BROADCAST, "other"),
+    SH2("lerp", FJ_TSH_BROADCAST, "end,weight"), SH2("addcmul", FJ_TSH_BROADCAST, "tensor1,tensor2,*value"),
+    SH2("addcdiv", FJ_TSH_BROADCAST, "tensor1,tensor2,*value"),
+    SH2("logical_and", FJ_TSH_BROADCAST, "other"), SH2("logical_or", FJ_TSH_BROADCAST, "other"),
+    SH2("logical_xor", FJ_TSH_BROADCAST, "other"), SH2("bitwise_and", FJ_TSH_BROADCAST, "other"),
+    SH2("bitwise_or", FJ_TSH_BROADCAST, "other"), SH2("bitwise_xor", FJ_TSH_BROADCAST, "other"),
+    SH2("isclose", FJ_TSH_BROADCAST, "other,rtol,atol,equal_nan"),
+    {"torch", "where", FJ_TSH_BROADCAST, "condition,input,other"},
+    {"T", "where", FJ_TSH_BROADCAST, "self,condition,other"},
     SH2("sum", FJ_TSH_REDUCE, "dim,keepdim,*dtype"), SH2("mean", FJ_TSH_REDUCE, "dim,keepdim,*dtype"),
     SH2("nansum", FJ_TSH_REDUCE, "dim,keepdim,*dtype"), SH2("nanmean", FJ_TSH_REDUCE, "dim,keepdim,*dtype"),
     SH2("amax", FJ_TSH_REDUCE, "dim,keepdim"), SH2("amin", FJ_TSH_REDUCE, "dim,keepdim"),
@@ -1410,11 +1459,19 @@ int fj_torch_shape_rule(const fj_OpDef *op, PyObject *target, const char **param
     PyObject *i = NULL;
     switch (op->kind) {
     case FJ_OP_BINOP:
-        if (op->code == NB_MATRIX_MULTIPLY) {
-            *params = "a,b";
+        *params = "a,b";
+        if (op->code == NB_MATRIX_MULTIPLY)
             return FJ_TSH_MATMUL;
-        }
-        return FJ_TSH_NONE;
+        /* & | ^ // % << >> **: broadcasting (the elementwise rules take + - * /) */
+        return op->code == NB_AND || op->code == NB_OR || op->code == NB_XOR || op->code == NB_FLOOR_DIVIDE ||
+                       op->code == NB_REMAINDER || op->code == NB_LSHIFT || op->code == NB_RSHIFT ||
+                       op->code == NB_POWER || op->code == NB_ADD || op->code == NB_SUBTRACT ||
+                       op->code == NB_MULTIPLY || op->code == NB_TRUE_DIVIDE
+                   ? FJ_TSH_BROADCAST
+                   : FJ_TSH_NONE;
+    case FJ_OP_COMPARE:
+        *params = "a,b";
+        return FJ_TSH_BROADCAST;
     case FJ_OP_ATTR:
         if (PyUnicode_Check(target) && PyUnicode_CompareWithASCIIString(target, "T") == 0)
             return FJ_TSH_T;

@@ -61,6 +61,7 @@ enum {
     FJ_TSH_NONE = 0,
     FJ_TSH_SAME,        /* the input's sizes (activations, softmax, cumsum, clone, casts) */
     FJ_TSH_MASKED_FILL, /* self's sizes; the mask broadcasts to them */
+    FJ_TSH_BROADCAST,   /* the tensor operands' broadcast sizes (where, maximum, pow, &, //...) */
     FJ_TSH_REDUCE,      /* dims reduced: dropped, or fixed 1s with keepdim */
     FJ_TSH_MATMUL,      /* a @ b, b 2-d: a's leading dims and b's columns, inner sizes equal */
     FJ_TSH_LINEAR,      /* F.linear: the input's leading dims, the weight's rows */

@@ -1738,7 +1738,8 @@ static int torch_rule_dims(fj_Tracer *tx, int kind, const char *params, PyObject
         return 0;
     }
     PyObject *x = sl[0];
-    if (kind != FJ_TSH_CREATE && kind != FJ_TSH_ARANGE && kind != FJ_TSH_CAT && kind != FJ_TSH_STACK) {
+    if (kind != FJ_TSH_CREATE && kind != FJ_TSH_ARANGE && kind != FJ_TSH_CAT && kind != FJ_TSH_STACK &&
+        kind != FJ_TSH_BROADCAST) {
         if (!is_tensor_var(x))
             return 0;
         a = (fj_Node *)VAR(x)->obj;
@@ -1775,6 +1776,30 @@ static int torch_rule_dims(fj_Tracer *tx, int kind, const char *params, PyObject
         }
         if (ok)
             d = Py_NewRef(in);
+        break;
+    }
+    case FJ_TSH_BROADCAST: {
+        /* every tensor operand broadcast together (scalars take no part) */
+        PyObject *ops = PyList_New(0);
+        int bad = ops == NULL;
+        for (int i = 0; !bad && i < FJ_TORCH_MAXP; i++)
+            if (sl[i] != NULL && is_tensor_var(sl[i]))
+                bad = PyList_Append(ops, sl[i]) < 0;
+            else if (sl[i] != NULL && VAR(sl[i])->kind != FJ_VAR_CONST && VAR(sl[i])->kind != FJ_VAR_NODE) {
+                Py_DECREF(ops);
+                goto done; /* a list or tuple operand: its sizes are not modelled */
+            }
+        if (bad) {
+            Py_XDECREF(ops);
+            r = -1;
+            goto done;
+        }
+        r = combine(tx, ops, &d);
+        Py_DECREF(ops);
+        if (r < 0)
+            goto done;
+        if (d != NULL && PyTuple_GET_SIZE(d) != rnd)
+            Py_CLEAR(d);
         break;
     }
     case FJ_TSH_MASKED_FILL: {
