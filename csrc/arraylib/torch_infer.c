@@ -324,6 +324,40 @@ static int add_cpu_keys(PyObject *t)
 ** symbolic) never depends on whether the reader is built yet.  1, 0 (not
 ** yet), -1 with an exception.
 */
+/*
+** Registers the rule of 'where' ("T": a Tensor method, by name in
+** 'methods'; "torch", "F", "L": the callable of torch, torch.nn.functional
+** or torch.linalg, by its id in 'ids', kept alive in 'callables') with
+** index 'idx' (dicts), or as a member (sets: idx -1).  A torch without the
+** callable has no such rule.  0 or -1.
+*/
+static int register_rule(const char *where, const char *name, Py_ssize_t idx, PyObject *methods, PyObject *ids,
+                         PyObject *tm, PyObject *fm, PyObject *lm)
+{
+    PyObject *key, *val = idx >= 0 ? PyLong_FromSsize_t(idx) : NULL;
+    int bad = idx >= 0 && val == NULL;
+    if (bad)
+        return -1;
+    if (where[0] == 'T') {
+        key = PyUnicode_InternFromString(name);
+        bad = key == NULL || (val ? PyDict_SetItem(methods, key, val) : PySet_Add(methods, key)) < 0;
+    }
+    else {
+        PyObject *mod = where[0] == 'F' ? fm : where[0] == 'L' ? lm : tm;
+        PyObject *fn = mod ? PyObject_GetAttrString(mod, name) : NULL;
+        key = fn ? PyLong_FromVoidPtr(fn) : NULL;
+        if (fn == NULL)
+            PyErr_Clear(); /* a torch without it (or torch.linalg not imported yet): no rule */
+        else
+            bad = key == NULL || PyList_Append(callables, fn) < 0 ||
+                  (val ? PyDict_SetItem(ids, key, val) : PySet_Add(ids, key)) < 0;
+        Py_XDECREF(fn);
+    }
+    Py_XDECREF(key);
+    Py_XDECREF(val);
+    return bad ? -1 : 0;
+}
+
 static int rules_done = 0;
 static int setup_rules(void)
 {
@@ -352,86 +386,23 @@ static int setup_rules(void)
     if (!by_callable || !by_method || !callables || !kw_plain || !kw_grad || !clone_name || !torch_empty ||
         !empty_strided || !view_as_name || !is_view_name || !is_leaf_name)
         return -1;
-    for (Py_ssize_t i = 0; i < NRULES; i++) {
-        const Rule *r = &rules[i];
-        PyObject *idx = PyLong_FromSsize_t(i);
-        if (idx == NULL)
-            return -1;
-        int bad = 0;
-        if (r->where[0] == 'T') {
-            PyObject *name = PyUnicode_InternFromString(r->name);
-            bad = name == NULL || PyDict_SetItem(by_method, name, idx) < 0;
-            Py_XDECREF(name);
-        }
-        else {
-            PyObject *fn = PyObject_GetAttrString(r->where[0] == 'F' ? fm : tm, r->name);
-            PyObject *id = fn ? PyLong_FromVoidPtr(fn) : NULL;
-            if (fn == NULL)
-                PyErr_Clear(); /* a torch without it: no rule */
-            else
-                bad = id == NULL || PyList_Append(callables, fn) < 0 || PyDict_SetItem(by_callable, id, idx) < 0;
-            Py_XDECREF(fn);
-            Py_XDECREF(id);
-        }
-        Py_DECREF(idx);
-        if (bad)
-            return -1;
-    }
+    PyObject *lm = PyDict_GetItemString(modules, "torch.linalg");
     Py_XSETREF(raising_callables, PySet_New(NULL));
     Py_XSETREF(raising_methods, PySet_New(NULL));
-    if (raising_callables == NULL || raising_methods == NULL)
-        return -1;
-    PyObject *lm = PyDict_GetItemString(modules, "torch.linalg");
-    for (Py_ssize_t i = 0; i < NRAISING; i++) {
-        int bad = 0;
-        if (raising_rules[i].where[0] == 'T') {
-            PyObject *name = PyUnicode_InternFromString(raising_rules[i].name);
-            bad = name == NULL || PySet_Add(raising_methods, name) < 0;
-            Py_XDECREF(name);
-        }
-        else {
-            PyObject *mod = raising_rules[i].where[0] == 'F' ? fm : raising_rules[i].where[0] == 'L' ? lm : tm;
-            PyObject *fn = mod ? PyObject_GetAttrString(mod, raising_rules[i].name) : NULL;
-            PyObject *id = fn ? PyLong_FromVoidPtr(fn) : NULL;
-            if (fn == NULL)
-                PyErr_Clear(); /* a torch without it (or torch.linalg not imported yet) */
-            else
-                bad = id == NULL || PyList_Append(callables, fn) < 0 || PySet_Add(raising_callables, id) < 0;
-            Py_XDECREF(fn);
-            Py_XDECREF(id);
-        }
-        if (bad)
-            return -1;
-    }
     Py_XSETREF(sh_by_callable, PyDict_New());
     Py_XSETREF(sh_by_method, PyDict_New());
-    if (sh_by_callable == NULL || sh_by_method == NULL)
+    if (raising_callables == NULL || raising_methods == NULL || sh_by_callable == NULL || sh_by_method == NULL)
         return -1;
-    for (Py_ssize_t i = 0; i < NSHAPE; i++) {
-        const ShapeRule *r = &shape_rules[i];
-        PyObject *idx = PyLong_FromSsize_t(i);
-        if (idx == NULL)
+    for (Py_ssize_t i = 0; i < NRULES; i++)
+        if (register_rule(rules[i].where, rules[i].name, i, by_method, by_callable, tm, fm, lm) < 0)
             return -1;
-        int bad = 0;
-        if (r->where[0] == 'T') {
-            PyObject *name = PyUnicode_InternFromString(r->name);
-            bad = name == NULL || PyDict_SetItem(sh_by_method, name, idx) < 0;
-            Py_XDECREF(name);
-        }
-        else {
-            PyObject *fn = PyObject_GetAttrString(r->where[0] == 'F' ? fm : tm, r->name);
-            PyObject *id = fn ? PyLong_FromVoidPtr(fn) : NULL;
-            if (fn == NULL)
-                PyErr_Clear();
-            else
-                bad = id == NULL || PyList_Append(callables, fn) < 0 || PyDict_SetItem(sh_by_callable, id, idx) < 0;
-            Py_XDECREF(fn);
-            Py_XDECREF(id);
-        }
-        Py_DECREF(idx);
-        if (bad)
+    for (Py_ssize_t i = 0; i < NRAISING; i++)
+        if (register_rule(raising_rules[i].where, raising_rules[i].name, -1, raising_methods, raising_callables, tm,
+                          fm, lm) < 0)
             return -1;
-    }
+    for (Py_ssize_t i = 0; i < NSHAPE; i++)
+        if (register_rule(shape_rules[i].where, shape_rules[i].name, i, sh_by_method, sh_by_callable, tm, fm, lm) < 0)
+            return -1;
     rules_done = 1;
     return 1;
 }

@@ -1778,6 +1778,10 @@ static int torch_rule_dims(fj_Tracer *tx, int kind, const char *params, PyObject
             d = Py_NewRef(in);
         break;
     }
+    case FJ_TSH_MASKED_FILL:
+        if (!is_tensor_var(sl[1]) || rnd != nd)
+            break; /* (self's sizes: the mask broadcasts to them, never them to it) */
+        /* fall through */
     case FJ_TSH_BROADCAST: {
         /* every tensor operand broadcast together (scalars take no part) */
         PyObject *ops = PyList_New(0);
@@ -1799,23 +1803,6 @@ static int torch_rule_dims(fj_Tracer *tx, int kind, const char *params, PyObject
         if (r < 0)
             goto done;
         if (d != NULL && PyTuple_GET_SIZE(d) != rnd)
-            Py_CLEAR(d);
-        break;
-    }
-    case FJ_TSH_MASKED_FILL: {
-        if (!is_tensor_var(sl[1]) || rnd != nd)
-            break;
-        PyObject *ops = PyList_New(0);
-        if (ops == NULL || PyList_Append(ops, x) < 0 || PyList_Append(ops, sl[1]) < 0) {
-            Py_XDECREF(ops);
-            r = -1;
-            goto done;
-        }
-        r = combine(tx, ops, &d);
-        Py_DECREF(ops);
-        if (r < 0)
-            goto done;
-        if (d != NULL && PyTuple_GET_SIZE(d) != nd)
             Py_CLEAR(d);
         break;
     }
