@@ -548,7 +548,20 @@ class _Specialized:
                     # op.  The uncompiled graph serves them exactly: it
                     # raises torch's own error where eager torch raises.
                     return self.gm()
-            fn = self.backend(gm, list(args))
+            try:
+                fn = self.backend(gm, list(args))
+            except Exception:
+                if dynamic is None:
+                    raise
+                fn = None
+            if fn is None:
+                # the backend failed on the symbolic graph (inductor on an int
+                # input specialized to 0 beside a size input: KeyError in its
+                # graph copy): compile for these exact inputs, statically, as
+                # before symbolic sizes
+                with _tracing_context(self.torch, args):
+                    fn = self.backend(self.gm(), list(args))
+                dynamic = None
             if not callable(fn):
                 raise TypeError(f"torch backend {self.name!r} returned {type(fn).__name__}; "
                                 f"expected a callable")

@@ -98,6 +98,10 @@ typedef struct fj_Tracer {
     int all_dynamic;         /* compile(dynamic=True): every int and dim (but 0/1) */
     PyObject *dyn_inputs;    /* strong list of (Var, value): inputs made dynamic */
     int specialized;         /* the trace needed concrete values: dynamic inputs pinned */
+    int torch_inplace;       /* a torch op of the graph wrote into a tensor (in-place, setitem): a
+                                later op that may raise from the data is not captured, since a
+                                functionalizing backend (aot_eager, inductor) drops such writes
+                                when the graph raises */
     int op_raised;           /* an op raised on the trace's values (a shape error...): the
                                 break is there, and a restart stopping before it starts
                                 specialized (compiler.c) */

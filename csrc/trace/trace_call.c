@@ -2313,7 +2313,10 @@ PyObject *fj_trace_binop(fj_TFrame *fr, int oparg, PyObject *a, PyObject *b)
             return NULL;
         if (times > 0 && PyList_GET_SIZE(va->items) > 4096 / times)
             return fj_unsupported("sequence repeat of more than 4096 items"), NULL;
-        return (PyObject *)fj_var_take(va->kind, PySequence_Repeat(va->items, times));
+        fj_Var *r = fj_var_take(va->kind, PySequence_Repeat(va->items, times));
+        if (r != NULL && is_size_tuple(va))
+            r->extra2 = Py_NewRef(va->extra2); /* a torch.Size repeated is one */
+        return (PyObject *)r;
     }
     return fj_unsupported("operator %d on %R and %R", oparg, a, b), NULL;
 }

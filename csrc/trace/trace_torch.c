@@ -647,9 +647,10 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
             goto done;
         dyn |= d;
     }
-    if (fj_trace_effects_pending(tx)) {
+    if (fj_trace_effects_pending(tx) || tx->torch_inplace) {
         /* an error the graph raises from the data would lose the side effects it
-           replays after its call (CPython has made them by then) */
+           replays after its call (CPython has made them by then), and a backend
+           that functionalizes the graph the writes into tensors before it */
         int raises = fj_torch_may_raise_on_data(op, target, fargs);
         if (!raises && (op == fj_ops_for_getitem() || op == fj_ops_for_setitem()) && PyTuple_GET_SIZE(fargs) >= 2)
             raises = int_index_in(PyTuple_GET_ITEM(fargs, 1), 0);
@@ -693,6 +694,7 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
         /* t[key] = v: an in-place node with t's metadata; the statement's value is None */
         fj_Node *node = fj_graph_torch_call(tx->graph, op, target, label, stem, targs, kwargs,
                                             ((fj_Node *)VAR(args[0])->obj)->fake);
+        tx->torch_inplace = 1;
         if (node != NULL)
             out = (PyObject *)fj_var_const(Py_None);
         goto done;
@@ -709,6 +711,8 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
             goto done;
         }
         /* an in-place op returns its operand: the same Var, so identity holds */
+        if (same != NULL)
+            tx->torch_inplace = 1;
         out = same != NULL ? Py_NewRef(same) : (PyObject *)fj_var_node((PyObject *)node);
         if (out != NULL && same == NULL && dims != NULL && !tx->specialized) {
             VAR(out)->dynamic = 1;
