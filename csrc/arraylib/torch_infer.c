@@ -1488,7 +1488,12 @@ int fj_torch_may_raise_on_data(const fj_OpDef *op, PyObject *target, PyObject *f
         int code = op->kind == FJ_OP_INPLACE && op->code >= NB_INPLACE_ADD ? op->code - NB_INPLACE_ADD : op->code;
         if (code != NB_FLOOR_DIVIDE && code != NB_REMAINDER)
             return 0;
-        for (Py_ssize_t i = 0; PyTuple_Check(fargs) && i < PyTuple_GET_SIZE(fargs); i++) {
+        if (!PyTuple_Check(fargs) || PyTuple_GET_SIZE(fargs) != 2)
+            return 1;
+        /* only an integer division can raise, and only by a divisor that may be
+           zero: an integer tensor's values, or the constant 0 */
+        int isint = 1;
+        for (Py_ssize_t i = 0; i < 2 && isint; i++) {
             PyObject *a = PyTuple_GET_ITEM(fargs, i);
             if (fj_torch_is_tensor(a)) {
                 PyObject *fp = PyObject_CallMethod(a, "is_floating_point", NULL);
@@ -1498,11 +1503,21 @@ int fj_torch_may_raise_on_data(const fj_OpDef *op, PyObject *target, PyObject *f
                     PyErr_Clear();
                     return 1;
                 }
-                if (!isfp)
-                    return 1;
+                isint = !isfp;
             }
+            else
+                isint = PyLong_Check(a);
         }
-        return 0;
+        if (!isint)
+            return 0;
+        PyObject *d = PyTuple_GET_ITEM(fargs, 1);
+        if (fj_torch_is_tensor(d))
+            return 1;
+        int ovf = 0;
+        long long v = PyLong_AsLongLongAndOverflow(d, &ovf);
+        if (v == -1 && PyErr_Occurred())
+            PyErr_Clear();
+        return v == 0 && !ovf;
     }
     if (op->kind == FJ_OP_METHOD)
         return PyUnicode_Check(target) && PySet_Contains(raising_methods, target) > 0;
