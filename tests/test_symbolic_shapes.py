@@ -1117,3 +1117,58 @@ def test_int_after_side_effects_stays_symbolic_within_int64(logs):
         if n == 11:
             assert graphs() <= 2
     assert "L['n'] * 2 fits int64" in "\n".join(logs.lines)
+
+
+# ---- slicing with a symbolic stop (x[:n], n an int input or a size) ----
+
+def head_n(x, n):
+    return x[:n] * 2.0
+
+
+def head_n_stats(x, n):
+    y = x[:n]
+    return y.sum() / len(y), y.shape
+
+
+def head_by_other_size(x, y):
+    return x[:y.shape[0]] + y
+
+
+def head_zero_start(x, n):
+    return x[0:n] - 1.0
+
+
+def head_rows(x, n):
+    return x[:n].sum(axis=0) * n
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn", [head_n, head_n_stats, head_zero_start], ids=lambda f: f.__name__)
+def test_a_slice_to_an_int_input_shares_one_graph(fn, backend):
+    # n <= len(x) throughout: one graph after the first (n guarded 2 <= n <= 40)
+    assert run_sizes(fn, [(vec(40), n) for n in (3, 5, 8, 13, 21, 34)], backend) <= 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_a_slice_past_the_end_takes_the_clamped_side(backend):
+    # n beyond len(x): the size is len(x) (guarded n >= 10), a second side
+    assert run_sizes(head_n, [(vec(10), n) for n in (3, 5, 8, 12, 20, 7, 30)], backend) <= 3
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_a_slice_to_another_arrays_size_shares_one_graph(backend):
+    assert run_sizes(head_by_other_size, [(vec(50), vec(n, 1)) for n in SIZES], backend) <= 2
+
+
+def test_a_slice_of_rows_to_an_int_input():
+    assert run_sizes(head_rows, [(rows(40), n) for n in SIZES]) <= 2
+
+
+def test_a_symbolic_slice_in_the_guards(logs):
+    framejit.reset()
+    framejit.set_logs(guards=True)
+    cf = framejit.compile(head_n, backend="eager")
+    for n in (3, 4):
+        cf(vec(20), n)
+    text = "\n".join(logs.lines)
+    assert "RELATION: L['n'] <= 20" in text and "RELATION: L['n'] >= 2" in text, text

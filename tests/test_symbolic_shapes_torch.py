@@ -612,3 +612,23 @@ def test_a_backend_failing_on_the_symbolic_graph_compiles_it_statically():
         return x * n + x.shape[0]
     assert run_sizes(h, [(vec(k), k - 4) for k in (3, 4, 5, 6, 7)], backend=picky) >= 1
     assert True in seen and False in seen, seen
+
+
+# ---- slicing with a symbolic stop ----
+
+def t_head_n(x, n):
+    return x[:n] * 2
+
+
+def t_head_by_size(x, y):
+    return x[:y.shape[0]] + y, x[:len(y)].shape
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_tensor_slice_to_an_int_input_shares_one_graph(backend):
+    assert run_sizes(t_head_n, [(vec(40), n) for n in (3, 5, 8, 13, 21, 34)], backend) <= 2
+
+
+def test_a_tensor_slice_past_the_end_and_to_another_size():
+    assert run_sizes(t_head_n, [(vec(10), n) for n in (3, 5, 8, 12, 20, 7, 30)]) <= 3
+    assert run_sizes(t_head_by_size, [(vec(50), vec(n, 1)) for n in SIZES]) <= 2

@@ -308,7 +308,29 @@ static int collect_inputs(fj_Graph *g, PyObject *o, PyObject *acc, int depth, in
             if (collect_inputs(g, PySequence_Fast_GET_ITEM(o, i), acc, depth + 1, deep, limit) < 0)
                 return -1;
     }
+    else if (PySlice_Check(o)) {
+        /* x[:n] with a symbolic bound: the slice's bounds may be nodes */
+        PySliceObject *sl = (PySliceObject *)o;
+        PyObject *parts[3] = {sl->start, sl->stop, sl->step};
+        for (int i = 0; i < 3; i++)
+            if (collect_inputs(g, parts[i], acc, depth + 2, deep, limit) < 0)
+                return -1;
+        if (*deep)
+            *deep = 2; /* (native loop bodies take no node nested this way) */
+    }
     return 0;
+}
+
+/* A slice of 'sl' with each bound mapped by fn (new reference, NULL on error). */
+static PyObject *map_slice(PyObject *o, PyObject *(*fn)(PyObject *, void *), void *arg)
+{
+    PySliceObject *sl = (PySliceObject *)o;
+    PyObject *a = fn(sl->start, arg), *b = a ? fn(sl->stop, arg) : NULL, *c = b ? fn(sl->step, arg) : NULL;
+    PyObject *r = c ? PySlice_New(a, b, c) : NULL;
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    Py_XDECREF(c);
+    return r;
 }
 
 static fj_Node *append_node(fj_Graph *g, fj_Node *n, PyObject *acc);
@@ -770,6 +792,16 @@ static PyObject *lift_all(fj_Graph *g, PyObject *o, int depth)
         }
         return out;
     }
+    if (PySlice_Check(o)) {
+        PySliceObject *sl = (PySliceObject *)o;
+        PyObject *a = lift_all(g, sl->start, depth + 1), *b = a ? lift_all(g, sl->stop, depth + 1) : NULL;
+        PyObject *c = b ? lift_all(g, sl->step, depth + 1) : NULL;
+        PyObject *r = c ? PySlice_New(a, b, c) : NULL;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(c);
+        return r;
+    }
     return Py_NewRef(o);
 }
 
@@ -1201,6 +1233,8 @@ PyObject *fj_graph_resolve(PyObject *o, PyObject **env)
     }
     if (PyTuple_Check(o) || PyList_Check(o))
         return fj_map_items(o, PyTuple_Check(o), resolve_item, env);
+    if (PySlice_Check(o))
+        return map_slice(o, resolve_item, env);
     return Py_NewRef(o);
 }
 

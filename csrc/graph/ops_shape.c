@@ -875,6 +875,31 @@ static int is_mask_node(PyObject *it)
 ** and NumPy checks them when the graph runs.  A boolean array is traced as
 ** the whole index (mask_selection); in a tuple it is refused.
 */
+/* PySlice_Unpack of a slice whose bounds may be symbolic ints (Python-scalar
+   nodes, x[:n]: their trace-time values).  0 or -1. */
+static int unpack_slice(PyObject *o, Py_ssize_t *start, Py_ssize_t *stop, Py_ssize_t *step)
+{
+    PySliceObject *sl = (PySliceObject *)o;
+    PyObject *p[3] = {sl->start, sl->stop, sl->step};
+    int nodes = 0;
+    for (int i = 0; i < 3; i++)
+        if (fj_Node_Check(p[i])) {
+            fj_Node *n = (fj_Node *)p[i];
+            if (n->vkind != FJ_VAL_PYSCALAR || n->example == NULL) {
+                PyErr_Format(PyExc_TypeError, "framejit: slice bound %U is not a Python int", n->name);
+                return -1;
+            }
+            p[i] = n->example;
+            nodes = 1;
+        }
+    if (!nodes)
+        return PySlice_Unpack(o, start, stop, step);
+    PyObject *t = PySlice_New(p[0], p[1], p[2]);
+    int r = t ? PySlice_Unpack(t, start, stop, step) : -1;
+    Py_XDECREF(t);
+    return r;
+}
+
 static int sh_getitem(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
 {
     fj_Node *a = array_node(op, b->v[0]);
@@ -967,7 +992,7 @@ static int sh_getitem(const fj_OpDef *op, fj_Bound *b, fj_Meta *out)
                 out->shape[out->ndim++] = a->shape[dim++];
         } else if (it->kind == IX_SLICE) {
             Py_ssize_t start, stop, step;
-            if (PySlice_Unpack(items[i], &start, &stop, &step) < 0)
+            if (unpack_slice(items[i], &start, &stop, &step) < 0)
                 goto out;
             if (too_many_dims(op, out->ndim + 1) < 0)
                 goto out;

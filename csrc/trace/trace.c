@@ -2737,6 +2737,14 @@ static int run_instructions(fj_TFrame *fr, int first)
             break;
         case FJ_PI_BINARY_SLICE: { /* [obj, start, stop] -> obj[start:stop] */
             PyObject *stop = POP(), *start = POP();
+            PyObject *sym = fj_trace_symbolic_slice(fr, TOP(), start, stop, NULL);
+            if (sym != NULL || PyErr_Occurred()) {
+                Py_DECREF(start);
+                Py_DECREF(stop);
+                Py_DECREF(POP());
+                PUSH(sym);
+                break;
+            }
             fj_Var *sl = make_slice(start, stop, NULL);
             PyObject *obj = POP();
             PyObject *r = sl == NULL ? NULL : fj_trace_getitem(fr, obj, (PyObject *)sl);
@@ -2830,6 +2838,19 @@ static int run_instructions(fj_TFrame *fr, int first)
         case FJ_PI_BUILD_SLICE: {
             PyObject *step = arg == 3 ? POP() : NULL;
             PyObject *stop = POP(), *start = POP();
+            if (i + 1 < fr->il.n && fr->il.v[i + 1].p.op == FJ_PI_BINARY_SUBSCR && fr->sp >= 1) {
+                /* x[:n] (BUILD_SLICE; BINARY_SUBSCR) with a symbolic n: one getitem */
+                PyObject *sym = fj_trace_symbolic_slice(fr, TOP(), start, stop, step);
+                if (sym != NULL || PyErr_Occurred()) {
+                    Py_DECREF(start);
+                    Py_DECREF(stop);
+                    Py_XDECREF(step);
+                    Py_DECREF(POP());
+                    PUSH(sym);
+                    next = i + 2;
+                    break;
+                }
+            }
             fj_Var *sl = make_slice(start, stop, step);
             Py_DECREF(start);
             Py_DECREF(stop);

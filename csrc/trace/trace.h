@@ -568,6 +568,18 @@ int fj_dims_before_call(fj_TFrame *fr, const struct fj_OpDef *op, PyObject *cons
 int fj_dims_torch(fj_Tracer *tx, const struct fj_OpDef *op, PyObject *target, PyObject *const *args, Py_ssize_t n,
                   PyObject *kwnames, PyObject *res_size, PyObject **out);
 
+/* The result dims of arr[key] (basic indexing by constants, and slices whose
+   stop is a size symbol: x[:n]): 1 with *out a new tuple, 0 when not
+   modelled, -1 on error. */
+int fj_dims_getitem(fj_Tracer *tx, PyObject *arr, PyObject *keyv, PyObject **out);
+/*
+** obj[start:stop:step] of an array or tensor with a symbolic stop (x[:n], n
+** an int input or a size): a getitem node whose key holds n's node, the
+** result's dim n (or the size, as the values clamp, guarded); NULL with no
+** error when not this case (the caller subscripts as usual, which pins n).
+*/
+PyObject *fj_trace_symbolic_slice(fj_TFrame *fr, PyObject *objv, PyObject *start, PyObject *stop, PyObject *step);
+
 /* The result dims of a broadcasting elementwise op on the Vars args[0..n)
    (constants take no part; anything but nodes and constants specializes):
    as fj_dims_before_call's FJ_SH_BROADCAST.  0 or -1. */

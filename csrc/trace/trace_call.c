@@ -2505,6 +2505,42 @@ int fj_trace_index_may_raise(fj_Tracer *tx, PyObject *keyv)
     return fj_unsupported("indexing with integer arrays after side effects (an IndexError would lose them)");
 }
 
+PyObject *fj_trace_symbolic_slice(fj_TFrame *fr, PyObject *objv, PyObject *start, PyObject *stop, PyObject *step)
+{
+    fj_Var *o = VAR(objv), *sv = VAR(stop);
+    fj_Tracer *tx = fr->tx;
+    if (o->kind != FJ_VAR_NODE || tx->specialized || tx->body != NULL || sv->kind != FJ_VAR_NODE ||
+        !node_pyscalar(sv) || ((fj_Node *)sv->obj)->variant)
+        return NULL;
+    fj_Node *n = (fj_Node *)o->obj;
+    PyObject *c0 = fj_var_as_const(start);
+    if ((n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_TENSOR) || n->datadep || n->ndim < 1 ||
+        (step != NULL && !(VAR(step)->kind == FJ_VAR_CONST && VAR(step)->obj == Py_None)) ||
+        VAR(start)->kind != FJ_VAR_CONST || c0 == NULL ||
+        !(c0 == Py_None || (PyLong_CheckExact(c0) && PyLong_AsLong(c0) == 0)))
+        return NULL;
+    /* the key: a slice holding the stop's node (the graph's runner and torch's
+       fakes read slices' bounds; a transient Var, never rebuilt) */
+    PyObject *sl = PySlice_New(c0, sv->obj, Py_None);
+    fj_Var *kv = sl ? fj_var_const(sl) : NULL;
+    Py_XDECREF(sl);
+    if (kv == NULL)
+        return NULL;
+    PyObject *dims = NULL, *res = NULL;
+    int r = fj_dims_getitem(tx, objv, (PyObject *)kv, &dims);
+    if (r > 0) {
+        PyObject *args[2] = {objv, (PyObject *)kv};
+        res = graph_call(fr, fj_ops_for_getitem(), args, 2, NULL);
+        if (res != NULL && VAR(res)->kind == FJ_VAR_NODE && !tx->specialized) {
+            VAR(res)->dynamic = 1;
+            Py_XSETREF(VAR(res)->extra2, Py_NewRef(dims));
+        }
+    }
+    Py_XDECREF(dims);
+    Py_DECREF(kv);
+    return res;
+}
+
 PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
 {
     fj_Var *o = VAR(objv);

@@ -290,6 +290,62 @@ static PyObject *slice_dim(fj_Tracer *tx, PyObject *sym, npy_intp n, PyObject *s
 ** modelled: 1 with *out (new tuple), 0 when not modelled (the result is
 ** opaque), -1 on error.
 */
+static PyObject *size_symbol(fj_Tracer *tx, PyObject *v);
+static int getitem_dims(fj_Tracer *tx, PyObject *arr, PyObject *keyv, PyObject **out);
+
+int fj_dims_getitem(fj_Tracer *tx, PyObject *arr, PyObject *keyv, PyObject **out)
+{
+    *out = NULL;
+    return tx->specialized ? 0 : getitem_dims(tx, arr, keyv, out);
+}
+
+/* True when a bound of slice 'e' is a graph node (x[:n], n symbolic). */
+static int slice_has_node(PyObject *e)
+{
+    PySliceObject *sl = (PySliceObject *)e;
+    return fj_Node_Check(sl->start) || fj_Node_Check(sl->stop) || fj_Node_Check(sl->step);
+}
+
+/*
+** The size of x[:n] along a dim whose symbol is 'sym' (Py_None: fixed at
+** 'size'), n a size symbol (an int input >= 2, or a size read from an
+** array): n where n <= the size now (guarded), else the size (guarded
+** n >= it), as the clamp makes it.  Only start None or 0 and step None.  A
+** new symbol or Py_None (fixed), or NULL with no error when not modelled.
+*/
+static PyObject *symslice_dim(fj_Tracer *tx, PyObject *sym, npy_intp size, PyObject *e)
+{
+    PySliceObject *sl = (PySliceObject *)e;
+    if (sl->step != Py_None || !fj_Node_Check(sl->stop) ||
+        !(sl->start == Py_None || (PyLong_CheckExact(sl->start) && PyLong_AsLong(sl->start) == 0)))
+        return NULL;
+    fj_Node *nn = (fj_Node *)sl->stop;
+    PyObject *nv = NULL;
+    for (Py_ssize_t i = 0; nv == NULL && i < PyList_GET_SIZE(tx->placeholders); i++)
+        if (VAR(PyList_GET_ITEM(tx->placeholders, i))->obj == (PyObject *)nn)
+            nv = PyList_GET_ITEM(tx->placeholders, i);
+    if (nv == NULL || nn->example == NULL || !PyLong_CheckExact(nn->example))
+        return NULL;
+    PyObject *symn = size_symbol(tx, nv);
+    if (symn == NULL)
+        return NULL;
+    long long now = PyLong_AsLongLong(nn->example);
+    PyObject *r = NULL;
+    int g;
+    if (sym != Py_None && same_symbol(sym, symn))
+        r = Py_NewRef(sym); /* x[:x.shape[0]] */
+    else if (now <= (long long)size) {
+        g = guard_rel(tx, symn, Py_LE, sym == Py_None ? NULL : sym, (long long)size);
+        r = g > 0 ? Py_NewRef(symn) : NULL;
+    }
+    else {
+        g = guard_rel(tx, symn, Py_GE, sym == Py_None ? NULL : sym, (long long)size);
+        r = g > 0 ? Py_NewRef(sym) : NULL;
+    }
+    Py_DECREF(symn);
+    return r;
+}
+
 static int getitem_dims(fj_Tracer *tx, PyObject *arr, PyObject *keyv, PyObject **out)
 {
     fj_Var *kv = VAR(keyv);
@@ -349,6 +405,20 @@ static int getitem_dims(fj_Tracer *tx, PyObject *arr, PyObject *keyv, PyObject *
             continue;
         }
         PyObject *sym = PyTuple_GET_ITEM(in, d);
+        if (PySlice_Check(e) && slice_has_node(e)) {
+            /* x[:n] with a symbolic bound */
+            PyObject *nd = symslice_dim(tx, sym, a->shape[d], e);
+            if (nd == NULL) {
+                Py_DECREF(res);
+                if (PyErr_Occurred())
+                    goto error;
+                goto unmodelled;
+            }
+            bad = PyList_Append(res, nd) < 0;
+            Py_DECREF(nd);
+            d++;
+            continue;
+        }
         if (PyLong_CheckExact(e)) {
             /* dropped (its range NumPy checks when the graph runs); a tensor's
                index into a symbolic dim: not modelled (the trace pins) */

@@ -167,6 +167,17 @@ static PyObject *fake_arg(PyObject *a, void *unused)
     }
     if (PyTuple_CheckExact(a) || PyList_CheckExact(a))
         return fj_map_items(a, PyTuple_CheckExact(a), fake_arg, NULL);
+    if (PySlice_Check(a)) {
+        /* x[:n] with a symbolic bound: the bound's value */
+        PySliceObject *sl = (PySliceObject *)a;
+        PyObject *p0 = fake_arg(sl->start, NULL), *p1 = p0 ? fake_arg(sl->stop, NULL) : NULL;
+        PyObject *p2 = p1 ? fake_arg(sl->step, NULL) : NULL;
+        PyObject *r = p2 ? PySlice_New(p0, p1, p2) : NULL;
+        Py_XDECREF(p0);
+        Py_XDECREF(p1);
+        Py_XDECREF(p2);
+        return r;
+    }
     return Py_NewRef(a);
 }
 
