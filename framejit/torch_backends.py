@@ -409,6 +409,13 @@ def _guard_code(shape_env, fakes, dynamic, args):
     return code, tuple(guard_args)
 
 
+def _storage_key(t):
+    """What tensors sharing memory have in common: their storage's address
+    (an empty storage's is 0: the tensor itself then)."""
+    ptr = t.untyped_storage().data_ptr()
+    return ptr if ptr else id(t)
+
+
 class _Specialized:
     """The callable a torch backend's framejit backend returns (see the
     module's docstring): the graph's compiles, found for a call through a
@@ -458,16 +465,16 @@ class _Specialized:
             # is shown (AOTAutograd's in-place ops on one of two aliased
             # inputs), so another pattern is another compile, as Dynamo's
             # duplicate-input and aliasing guards make it
+            # (by storage, not by _base: t and t.detach(), two from_numpy of
+            # one array share memory without being views of each other)
             same, based = {}, {}
             for i in self.tensor_args:
                 a = args[i]
-                base = a._base
                 key.append(same.setdefault(id(a), i))
-                if base is not None:
-                    key.append(based.setdefault(id(base), i))
+                first = based.setdefault(_storage_key(a), i)
+                key.append(first)
+                if first != i or a._base is not None:
                     key.append(a.storage_offset())
-                else:
-                    key.append(based.setdefault(id(a), i))
         for i in self.scalar_args:
             a = args[i]
             key.append(type(a))
@@ -577,15 +584,14 @@ class _Specialized:
 
     def _unaliased(self, args):
         """self.dynamic without the dynamic dims of inputs that alias another
-        input (one tensor twice, views of one base): their fakes are static,
+        input (one tensor twice, views of one base, tensors sharing a
+        storage): their fakes are static,
         so the guards pin their sizes and strides, and with the storage
         offsets in the static key AOTAutograd's aliasing analysis (which
         inputs overlap) holds for every call the compile serves."""
         bases = {}
         for i in self.tensor_args:
-            a = args[i]
-            base = a._base if a._base is not None else a
-            bases.setdefault(id(base), []).append(i)
+            bases.setdefault(_storage_key(args[i]), []).append(i)
         aliased = {i for group in bases.values() if len(group) > 1 for i in group}
         if not aliased:
             return self.dynamic
