@@ -32,7 +32,7 @@ def _fresh():
 
 
 # ----------------------------------------------------- hand-built graphs
-from test_torch_backends import Node  # noqa: E402  (a node with framejit's Node surface)
+from test_torch_backends import Node, assert_same  # noqa: E402  (framejit's Node surface; exact compare)
 
 
 class Graph:
@@ -109,20 +109,6 @@ def scale_by_size(x, n):
     return (torch.tanh(x) * x.shape[0]).view(n, -1), x.shape[0]
 
 
-def assert_same(a, b, exact=True):
-    assert type(a) is type(b), (a, b)
-    if isinstance(a, torch.Tensor):
-        assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape)
-        if exact:
-            assert torch.equal(a, b)
-        else:
-            torch.testing.assert_close(a, b)
-    elif isinstance(a, (tuple, list)):
-        assert len(a) == len(b)
-        for p, q in zip(a, b):
-            assert_same(p, q, exact)
-    else:
-        assert a == b
 
 
 # ------------------------------------------------------------------ to_fx

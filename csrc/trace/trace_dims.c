@@ -405,20 +405,7 @@ static int getitem_dims(fj_Tracer *tx, PyObject *arr, PyObject *keyv, PyObject *
             continue;
         }
         PyObject *sym = PyTuple_GET_ITEM(in, d);
-        if (PySlice_Check(e) && slice_has_node(e)) {
-            /* x[:n] with a symbolic bound */
-            PyObject *nd = symslice_dim(tx, sym, a->shape[d], e);
-            if (nd == NULL) {
-                Py_DECREF(res);
-                if (PyErr_Occurred())
-                    goto error;
-                goto unmodelled;
-            }
-            bad = PyList_Append(res, nd) < 0;
-            Py_DECREF(nd);
-            d++;
-            continue;
-        }
+        int symbolic_bound = PySlice_Check(e) && slice_has_node(e); /* x[:n] */
         if (PyLong_CheckExact(e)) {
             /* dropped (its range NumPy checks when the graph runs); a tensor's
                index into a symbolic dim: not modelled (the trace pins) */
@@ -429,12 +416,12 @@ static int getitem_dims(fj_Tracer *tx, PyObject *arr, PyObject *keyv, PyObject *
             d++;
             continue;
         }
-        if (sym == Py_None) {
+        if (sym == Py_None && !symbolic_bound) {
             bad = PyList_Append(res, Py_None) < 0;
             d++;
             continue;
         }
-        PyObject *nd = slice_dim(tx, sym, a->shape[d], e);
+        PyObject *nd = symbolic_bound ? symslice_dim(tx, sym, a->shape[d], e) : slice_dim(tx, sym, a->shape[d], e);
         if (nd == NULL) {
             Py_DECREF(res);
             if (PyErr_Occurred())
