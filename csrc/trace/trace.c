@@ -702,14 +702,7 @@ static fj_Var *placeholder_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
     return v;
 }
 
-/*
-** The size of an input array's dynamic dim 'dim' (at 'asrc'), read by the
-** program (x.shape[0], len(x)): a symbolic int, the graph input
-** <asrc>.shape[dim] (docs/dynamic.md, "Sizes read by the program").  It needs
-** no guard of its own: the array's TENSOR_MATCH keeps that dim >= 2, and a
-** pin fixes it.  Never recorded for automatic dynamic (the array's dim is).
-** Returns a new reference, NULL on error.
-*/
+/* trace.h: the placeholders' symbolic sizes in their node meta, for backends. */
 int fj_trace_dynamic_meta(fj_Tracer *tx)
 {
     if (tx->specialized)
@@ -762,6 +755,14 @@ int fj_trace_dynamic_meta(fj_Tracer *tx)
     return 0;
 }
 
+/*
+** The size of an input array's dynamic dim 'dim' (at 'asrc'), read by the
+** program (x.shape[0], len(x)): a symbolic int, the graph input
+** <asrc>.shape[dim] (a SIZE source) (docs/dynamic.md, "Sizes read by the program").  It needs
+** no guard of its own: the array's TENSOR_MATCH keeps that dim >= 2, and a
+** pin fixes it.  Never recorded for automatic dynamic (the array's dim is).
+** Returns a new reference, NULL on error.
+*/
 fj_Var *fj_trace_size_input(fj_Tracer *tx, fj_Source *asrc, Py_ssize_t dim)
 {
     fj_Source *src = fj_source_size_of(asrc, dim);

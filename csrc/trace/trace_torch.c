@@ -670,8 +670,8 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
         if (raises) {
             PyObject *what = op_text(op, target);
             if (what != NULL)
-                fj_unsupported("%U after side effects (an error it raises from the data, such as an index "
-                               "out of range, would lose them)", what);
+                fj_unsupported("%U after side effects or a write into a tensor (an error it raises from the "
+                               "data, such as an index out of range, would lose them)", what);
             Py_XDECREF(what);
             goto done;
         }
