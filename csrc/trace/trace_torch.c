@@ -520,6 +520,63 @@ static PyObject *cached_or_meta(const fj_OpDef *op, PyObject *target, PyObject *
     return res;
 }
 
+/*
+** 1 when in-place arithmetic op/target on the fakes 'fargs' (x += y, x *= y,
+** x.add_(y) ...) would raise torch's "result type ... can't be cast to the
+** desired output type": the promoted type of its operands (a float for a
+** true division) cannot be cast to x's dtype.  0 when it can or the op is
+** no such op, -1 on error.
+*/
+static int inplace_cast_fails(const fj_OpDef *op, PyObject *target, PyObject *fargs)
+{
+    int truediv = 0;
+    if (op->kind == FJ_OP_INPLACE)
+        truediv = op->code == NB_INPLACE_TRUE_DIVIDE;
+    else if (op->kind == FJ_OP_METHOD && PyUnicode_Check(target)) {
+        static const char *const names[] = {"add_", "sub_", "mul_", "div_", "true_divide_", "pow_",
+                                            "floor_divide_", "remainder_", "fmod_", NULL};
+        int found = 0;
+        for (int i = 0; names[i] != NULL && !found; i++)
+            found = PyUnicode_CompareWithASCIIString(target, names[i]) == 0;
+        if (!found)
+            return 0;
+        truediv = PyUnicode_CompareWithASCIIString(target, "div_") == 0 ||
+                  PyUnicode_CompareWithASCIIString(target, "true_divide_") == 0;
+    }
+    else
+        return 0;
+    if (!PyTuple_Check(fargs) || PyTuple_GET_SIZE(fargs) < 2 || !fj_torch_is_tensor(PyTuple_GET_ITEM(fargs, 0)))
+        return 0;
+    PyObject *torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");
+    if (torch == NULL)
+        return 0;
+    PyObject *x = PyTuple_GET_ITEM(fargs, 0), *y = PyTuple_GET_ITEM(fargs, 1);
+    if (!(fj_torch_is_tensor(y) || PyLong_Check(y) || PyFloat_Check(y) || PyComplex_Check(y)))
+        return 0;
+    PyObject *rt = PyObject_CallMethod(torch, "result_type", "OO", x, y);
+    PyObject *xd = rt ? PyObject_GetAttrString(x, "dtype") : NULL;
+    if (rt != NULL && xd != NULL && truediv) {
+        PyObject *fp = PyObject_GetAttrString(rt, "is_floating_point");
+        int isfp = fp ? PyObject_IsTrue(fp) : -1;
+        Py_XDECREF(fp);
+        PyObject *cx = isfp == 0 ? PyObject_GetAttrString(rt, "is_complex") : NULL;
+        int iscx = cx ? PyObject_IsTrue(cx) : 0;
+        Py_XDECREF(cx);
+        if (isfp == 0 && iscx == 0)
+            Py_SETREF(rt, PyObject_CallMethod(torch, "get_default_dtype", NULL));
+    }
+    PyObject *ok = rt && xd ? PyObject_CallMethod(torch, "can_cast", "OO", rt, xd) : NULL;
+    int r = ok == NULL ? -1 : !PyObject_IsTrue(ok);
+    Py_XDECREF(rt);
+    Py_XDECREF(xd);
+    Py_XDECREF(ok);
+    if (r < 0) {
+        PyErr_Clear(); /* not decidable here: torch decides when the graph runs, as before */
+        return 0;
+    }
+    return r;
+}
+
 /* 1 when index key 'k' (fakes) is or holds an integer tensor (its values may be
    out of range), 0 if not, -1 on error. */
 static int int_index_in(PyObject *k, int depth)
@@ -675,6 +732,18 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
             Py_XDECREF(what);
             goto done;
         }
+    }
+    if (inplace_cast_fails(op, target, fargs) != 0) {
+        /* meta kernels do not check an in-place op's cast: the graph would raise
+           after the side effects it replays (x *= y, x an int tensor, y a float one) */
+        if (!PyErr_Occurred()) {
+            PyObject *what = op_text(op, target);
+            if (what != NULL)
+                fj_unsupported("%U of a tensor whose dtype cannot hold the result (torch raises "
+                               "\"result type ... can't be cast\")", what);
+            Py_XDECREF(what);
+        }
+        goto done;
     }
     int pending = 0; /* the op's shape rule decides once its result's sizes are known */
     if (dyn) {
