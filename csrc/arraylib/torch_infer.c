@@ -247,8 +247,8 @@ static const struct {
     {"torch", "repeat_interleave"}, {"T", "repeat_interleave"},
 };
 #define NRAISING ((Py_ssize_t)(sizeof(raising_rules) / sizeof(raising_rules[0])))
-static PyObject *raising_callables = NULL; /* set of id(callable) */
-static PyObject *raising_methods = NULL;   /* set of method names */
+static PyObject *raising_callables = NULL; /* id(callable) -> None */
+static PyObject *raising_methods = NULL;   /* method name -> None */
 
 /* ---------------------------------------------------------------- state */
 
@@ -328,19 +328,19 @@ static int add_cpu_keys(PyObject *t)
 ** Registers the rule of 'where' ("T": a Tensor method, by name in
 ** 'methods'; "torch", "F", "L": the callable of torch, torch.nn.functional
 ** or torch.linalg, by its id in 'ids', kept alive in 'callables') with
-** index 'idx' (dicts), or as a member (sets: idx -1).  A torch without the
+** index 'idx' (None for idx -1: a membership).  A torch without the
 ** callable has no such rule.  0 or -1.
 */
 static int register_rule(const char *where, const char *name, Py_ssize_t idx, PyObject *methods, PyObject *ids,
                          PyObject *tm, PyObject *fm, PyObject *lm)
 {
-    PyObject *key, *val = idx >= 0 ? PyLong_FromSsize_t(idx) : NULL;
-    int bad = idx >= 0 && val == NULL;
+    PyObject *key, *val = idx >= 0 ? PyLong_FromSsize_t(idx) : Py_NewRef(Py_None);
+    int bad = val == NULL;
     if (bad)
         return -1;
     if (where[0] == 'T') {
         key = PyUnicode_InternFromString(name);
-        bad = key == NULL || (val ? PyDict_SetItem(methods, key, val) : PySet_Add(methods, key)) < 0;
+        bad = key == NULL || PyDict_SetItem(methods, key, val) < 0;
     }
     else {
         PyObject *mod = where[0] == 'F' ? fm : where[0] == 'L' ? lm : tm;
@@ -349,13 +349,29 @@ static int register_rule(const char *where, const char *name, Py_ssize_t idx, Py
         if (fn == NULL)
             PyErr_Clear(); /* a torch without it (or torch.linalg not imported yet): no rule */
         else
-            bad = key == NULL || PyList_Append(callables, fn) < 0 ||
-                  (val ? PyDict_SetItem(ids, key, val) : PySet_Add(ids, key)) < 0;
+            bad = key == NULL || PyList_Append(callables, fn) < 0 || PyDict_SetItem(ids, key, val) < 0;
         Py_XDECREF(fn);
     }
     Py_XDECREF(key);
-    Py_XDECREF(val);
+    Py_DECREF(val);
     return bad ? -1 : 0;
+}
+
+/* The entry of a method (by name in 'methods') or a function (by its id in
+   'ids') for op/target: borrowed, or NULL (no error) when it has none. */
+static PyObject *rule_entry(const fj_OpDef *op, PyObject *target, PyObject *methods, PyObject *ids)
+{
+    PyObject *e = NULL;
+    if (op->kind == FJ_OP_METHOD)
+        e = PyUnicode_Check(target) ? PyDict_GetItemWithError(methods, target) : NULL;
+    else if (op->kind == FJ_OP_FUNC) {
+        PyObject *id = PyLong_FromVoidPtr(target);
+        e = id ? PyDict_GetItemWithError(ids, id) : NULL;
+        Py_XDECREF(id);
+    }
+    if (e == NULL)
+        PyErr_Clear();
+    return e;
 }
 
 static int rules_done = 0;
@@ -387,8 +403,8 @@ static int setup_rules(void)
         !empty_strided || !view_as_name || !is_view_name || !is_leaf_name)
         return -1;
     PyObject *lm = PyDict_GetItemString(modules, "torch.linalg");
-    Py_XSETREF(raising_callables, PySet_New(NULL));
-    Py_XSETREF(raising_methods, PySet_New(NULL));
+    Py_XSETREF(raising_callables, PyDict_New());
+    Py_XSETREF(raising_methods, PyDict_New());
     Py_XSETREF(sh_by_callable, PyDict_New());
     Py_XSETREF(sh_by_method, PyDict_New());
     if (raising_callables == NULL || raising_methods == NULL || sh_by_callable == NULL || sh_by_method == NULL)
@@ -1116,14 +1132,9 @@ static const Rule *rule_of(const fj_OpDef *op, PyObject *target)
         return &op_cmp;
     case FJ_OP_UNARY:
         return op->code == FJ_UNARY_NEG ? &op_neg : NULL;
-    case FJ_OP_METHOD: {
-        PyObject *i = PyUnicode_Check(target) ? PyDict_GetItemWithError(by_method, target) : NULL;
-        return i ? &rules[PyLong_AsSsize_t(i)] : NULL;
-    }
+    case FJ_OP_METHOD:
     case FJ_OP_FUNC: {
-        PyObject *id = PyLong_FromVoidPtr(target);
-        PyObject *i = id ? PyDict_GetItemWithError(by_callable, id) : NULL;
-        Py_XDECREF(id);
+        PyObject *i = rule_entry(op, target, by_method, by_callable);
         return i ? &rules[PyLong_AsSsize_t(i)] : NULL;
     }
     }
@@ -1450,21 +1461,14 @@ int fj_torch_shape_rule(const fj_OpDef *op, PyObject *target, const char **param
             return FJ_TSH_MT;
         return FJ_TSH_NONE;
     case FJ_OP_METHOD:
-        i = PyUnicode_Check(target) ? PyDict_GetItemWithError(sh_by_method, target) : NULL;
+    case FJ_OP_FUNC:
+        i = rule_entry(op, target, sh_by_method, sh_by_callable);
         break;
-    case FJ_OP_FUNC: {
-        PyObject *id = PyLong_FromVoidPtr(target);
-        i = id ? PyDict_GetItemWithError(sh_by_callable, id) : NULL;
-        Py_XDECREF(id);
-        break;
-    }
     default:
         return FJ_TSH_NONE;
     }
-    if (i == NULL) {
-        PyErr_Clear();
+    if (i == NULL)
         return FJ_TSH_NONE;
-    }
     const ShapeRule *r = &shape_rules[PyLong_AsSsize_t(i)];
     *params = r->params;
     return r->kind;
@@ -1519,15 +1523,5 @@ int fj_torch_may_raise_on_data(const fj_OpDef *op, PyObject *target, PyObject *f
             PyErr_Clear();
         return v == 0 && !ovf;
     }
-    if (op->kind == FJ_OP_METHOD)
-        return PyUnicode_Check(target) && PySet_Contains(raising_methods, target) > 0;
-    if (op->kind == FJ_OP_FUNC) {
-        PyObject *id = PyLong_FromVoidPtr(target);
-        int r = id ? PySet_Contains(raising_callables, id) : -1;
-        Py_XDECREF(id);
-        if (r < 0)
-            PyErr_Clear();
-        return r > 0;
-    }
-    return 0;
+    return rule_entry(op, target, raising_methods, raising_callables) != NULL;
 }

@@ -59,26 +59,21 @@ int fj_rel_add(fj_Tracer *tx, PyObject *syms, PyObject *prog, PyObject *text)
    (-1 for an int input), 0 when it is not a symbolic int of the trace. */
 static int symbol_of(fj_Tracer *tx, fj_Node *n, fj_Source **src, long *dim)
 {
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tx->placeholders); i++) {
-        fj_Var *v = (fj_Var *)PyList_GET_ITEM(tx->placeholders, i);
-        if (v->obj != (PyObject *)n || v->source == NULL || !v->dynamic)
-            continue;
-        if (n->example == NULL || !PyLong_CheckExact(n->example))
+    fj_Var *v = fj_trace_placeholder_var(tx, (PyObject *)n);
+    if (v == NULL || v->source == NULL || !v->dynamic || n->example == NULL || !PyLong_CheckExact(n->example))
+        return 0;
+    if (v->size_input) {
+        /* <array>.shape[d] (fj_trace_size_input) */
+        fj_Source *s = v->source;
+        if (s->kind != FJ_SRC_SIZE || s->parent == NULL)
             return 0;
-        if (v->size_input) {
-            /* <array>.shape[d] (fj_trace_size_input) */
-            fj_Source *s = v->source;
-            if (s->kind != FJ_SRC_SIZE || s->parent == NULL)
-                return 0;
-            *src = s->parent;
-            *dim = (long)s->index;
-            return 1;
-        }
-        *src = v->source;
-        *dim = -1;
+        *src = s->parent;
+        *dim = (long)s->index;
         return 1;
     }
-    return 0;
+    *src = v->source;
+    *dim = -1;
+    return 1;
 }
 
 /* Binary operator codes of Python int arithmetic (NB_* of BINARY_OP, in place or not). */

@@ -702,6 +702,14 @@ static fj_Var *placeholder_input(fj_Tracer *tx, fj_Source *src, PyObject *value)
     return v;
 }
 
+fj_Var *fj_trace_placeholder_var(fj_Tracer *tx, PyObject *node)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(tx->placeholders); i++)
+        if (((fj_Var *)PyList_GET_ITEM(tx->placeholders, i))->obj == node)
+            return (fj_Var *)PyList_GET_ITEM(tx->placeholders, i);
+    return NULL;
+}
+
 /* trace.h: the placeholders' symbolic sizes in their node meta, for backends. */
 int fj_trace_dynamic_meta(fj_Tracer *tx)
 {

@@ -270,6 +270,8 @@ fj_Var *fj_trace_input(fj_Tracer *tx, fj_Source *src, PyObject *value);
 /* The size of dim 'dim' of the input array at 'asrc' as a symbolic int (a
    graph input read from <asrc>.shape[dim]).  New reference, NULL on error. */
 fj_Var *fj_trace_size_input(fj_Tracer *tx, fj_Source *asrc, Py_ssize_t dim);
+/* The placeholder Var (in tx->placeholders) whose node is 'node' (borrowed), NULL if none. */
+fj_Var *fj_trace_placeholder_var(fj_Tracer *tx, PyObject *node);
 /* A new list of CONST Vars, one per item of sequence 'obj'. */
 PyObject *fj_trace_const_items(PyObject *obj);
 /*

@@ -1876,8 +1876,7 @@ PyObject *fj_trace_getattr(fj_TFrame *fr, PyObject *objv, PyObject *name)
     }
     if (o->kind == FJ_VAR_NODE && ((fj_Node *)o->obj)->vkind == FJ_VAL_TENSORS)
         return fj_trace_torch_field(fr->tx, objv, name);
-    if (o->kind == FJ_VAR_TUPLE && o->extra2 != NULL && o->extra == NULL && o->source == NULL &&
-        o->extra2 == fj_torch_size_type()) {
+    if (is_size_tuple(o) && o->source == NULL) {
         /* s.numel(), s.index(...) of a torch.Size of symbolic sizes: pinned, then the
            method of the torch.Size of their values */
         PyObject *c = pinned_size(fr, o);
@@ -2585,7 +2584,7 @@ PyObject *fj_trace_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
             if (items == NULL)
                 return fj_trace_as_unsupported("slicing");
             fj_Var *r = fj_var_take(o->kind, items);
-            if (r != NULL && o->kind == FJ_VAR_TUPLE && o->extra2 != NULL && o->extra2 == fj_torch_size_type())
+            if (r != NULL && is_size_tuple(o))
                 r->extra2 = Py_NewRef(o->extra2); /* a torch.Size's slice is one */
             return (PyObject *)r;
         }

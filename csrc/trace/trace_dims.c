@@ -320,10 +320,7 @@ static PyObject *symslice_dim(fj_Tracer *tx, PyObject *sym, npy_intp size, PyObj
         !(sl->start == Py_None || (PyLong_CheckExact(sl->start) && PyLong_AsLong(sl->start) == 0)))
         return NULL;
     fj_Node *nn = (fj_Node *)sl->stop;
-    PyObject *nv = NULL;
-    for (Py_ssize_t i = 0; nv == NULL && i < PyList_GET_SIZE(tx->placeholders); i++)
-        if (VAR(PyList_GET_ITEM(tx->placeholders, i))->obj == (PyObject *)nn)
-            nv = PyList_GET_ITEM(tx->placeholders, i);
+    PyObject *nv = (PyObject *)fj_trace_placeholder_var(tx, (PyObject *)nn);
     if (nv == NULL || nn->example == NULL || !PyLong_CheckExact(nn->example))
         return NULL;
     PyObject *symn = size_symbol(tx, nv);

@@ -577,6 +577,17 @@ static int inplace_cast_fails(const fj_OpDef *op, PyObject *target, PyObject *fa
     return r;
 }
 
+/* Unsupported, naming the op: "<op> <why>" (unless an error is set already). */
+static void refuse(const fj_OpDef *op, PyObject *target, const char *why)
+{
+    if (PyErr_Occurred())
+        return;
+    PyObject *what = op_text(op, target);
+    if (what != NULL)
+        fj_unsupported("%U %s", what, why);
+    Py_XDECREF(what);
+}
+
 /* 1 when index key 'k' (fakes) is or holds an integer tensor (its values may be
    out of range), 0 if not, -1 on error. */
 static int int_index_in(PyObject *k, int depth)
@@ -725,24 +736,16 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
         if (raises < 0)
             goto done;
         if (raises) {
-            PyObject *what = op_text(op, target);
-            if (what != NULL)
-                fj_unsupported("%U after side effects or a write into a tensor (an error it raises from the "
-                               "data, such as an index out of range, would lose them)", what);
-            Py_XDECREF(what);
+            refuse(op, target, "after side effects or a write into a tensor (an error it raises from the "
+                               "data, such as an index out of range, would lose them)");
             goto done;
         }
     }
     if (inplace_cast_fails(op, target, fargs) != 0) {
         /* meta kernels do not check an in-place op's cast: the graph would raise
            after the side effects it replays (x *= y, x an int tensor, y a float one) */
-        if (!PyErr_Occurred()) {
-            PyObject *what = op_text(op, target);
-            if (what != NULL)
-                fj_unsupported("%U of a tensor whose dtype cannot hold the result (torch raises "
-                               "\"result type ... can't be cast\")", what);
-            Py_XDECREF(what);
-        }
+        refuse(op, target, "of a tensor whose dtype cannot hold the result (torch raises \"result type "
+                           "... can't be cast\")");
         goto done;
     }
     int pending = 0; /* the op's shape rule decides once its result's sizes are known */
