@@ -108,6 +108,30 @@ def zeros_t(x):
     return torch.zeros(x.shape[0], dtype=x.dtype) + x
 
 
+def tail_np(x, n):
+    return x[n:] * 2.0
+
+
+def tail_t(x, n):
+    return x[n:] * 2.0
+
+
+def cat_tail_np(x):
+    return np.concatenate([x, x[1:]]) * len(x)
+
+
+def cat_tail_t(x):
+    return torch.cat([x, x[1:]]) * len(x)
+
+
+def flat_np(x):
+    return x.reshape(-1) * x.shape[0]
+
+
+def flat_t(x):
+    return x.reshape(-1) * x.shape[0]
+
+
 SIZES = [4 + 7 * k for k in range(50)]  # 4 .. 347, 50 distinct
 
 
@@ -127,6 +151,10 @@ def ints(k):
     return (np.linspace(0.0, 1.0, 16), k)
 
 
+def starts(k):
+    return (np.linspace(0.0, 1.0, 400), 3 + 5 * k)
+
+
 CASES = [
     ("np.tanh(x) * x.shape[0]", tanh_size_np, tanh_size_t, vecs),
     ("row normalisation (rows change)", row_norm_np, row_norm_t, rows),
@@ -135,6 +163,9 @@ CASES = [
     ("branch on x.shape[0] > 100", branch_np, branch_t, vecs),
     ("x.reshape(x.shape[0], -1).sum(1)", reshape_np, reshape_t, cubes),
     ("np.zeros(x.shape[0]) + x", zeros_np, zeros_t, vecs),
+    ("x[n:] * 2, n = 3..248", tail_np, tail_t, starts),
+    ("np.concatenate([x, x[1:]]) * len(x)", cat_tail_np, cat_tail_t, vecs),
+    ("x.reshape(-1) * x.shape[0]", flat_np, flat_t, rows),
 ]
 
 

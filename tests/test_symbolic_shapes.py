@@ -1172,3 +1172,180 @@ def test_a_symbolic_slice_in_the_guards(logs):
         cf(vec(20), n)
     text = "\n".join(logs.lines)
     assert "RELATION: L['n'] <= 20" in text and "RELATION: L['n'] >= 2" in text, text
+
+
+# ---- linear sizes: slices with symbolic bounds, concatenations, flat reshapes ----
+# (docs/dynamic.md "Linear sizes": a size may be a form a*s + b*t + c over the
+# symbols; x[n:] is s - n, guarded n <= s and s - n >= 1)
+
+def tail_n(x, n):
+    return x[n:] * 2.0
+
+
+def between(x, a, b):
+    y = x[a:b]
+    return y.sum() / len(y), y.shape
+
+
+def head_plus_one(x, n):
+    return x[:n + 1] - 1.0
+
+
+def ends_n(x, n):
+    return x[-n:] + x[:n]
+
+
+def head_twice(x, n):
+    return x[:2 * n].sum() + n
+
+
+def tail_len(x, n):
+    y = x[n:]
+    return y / len(y), y.shape[0] - 1
+
+
+def cols_n(x, n):
+    return x[:, :n] * 2.0
+
+
+def first_col_n(x, n):
+    return x[:n, 0] + 1.0
+
+
+def last_axis_tail(x, n):
+    return x[..., n:].sum(axis=-1)
+
+
+def store_head(x, n):
+    y = x.copy()
+    y[:n] = 0.0
+    return y
+
+
+def store_cols(x, n):
+    y = x.copy()
+    y[:, n:] = -1.0
+    return y
+
+
+SYMBOUND_VEC = [tail_n, head_plus_one, ends_n, head_twice, tail_len, store_head]
+SYMBOUND_ROWS = [cols_n, last_axis_tail, store_cols]
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn", SYMBOUND_VEC, ids=lambda f: f.__name__)
+def test_a_slice_with_a_symbolic_start_or_expression_shares_one_graph(fn, backend):
+    assert run_sizes(fn, [(vec(80), n) for n in (3, 5, 8, 13, 21, 34)], backend) <= 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_a_slice_between_two_int_inputs_shares_one_graph(backend):
+    args = [(vec(60), a, a + k) for a, k in ((2, 5), (3, 7), (4, 9), (5, 11), (6, 12), (9, 30))]
+    assert run_sizes(between, args, backend) <= 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn", SYMBOUND_ROWS, ids=lambda f: f.__name__)
+def test_a_symbolic_slice_in_a_tuple_key_shares_one_graph(fn, backend):
+    assert run_sizes(fn, [(rows(6, 40), n) for n in (3, 5, 8, 13, 21, 34)], backend) <= 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_a_symbolic_slice_of_rows_in_a_tuple_key(backend):
+    assert run_sizes(first_col_n, [(rows(40), n) for n in SIZES], backend) <= 2
+
+
+@pytest.mark.parametrize("fn", [tail_n, between, head_plus_one, ends_n, tail_len, store_head],
+                         ids=lambda f: f.__name__)
+def test_symbolic_bounds_across_their_regimes_stay_exact(fn):
+    # past the end (clamped, empty), negative, 0 and 1 (specialized), equal to the size
+    ns = (3, 5, 12, 10, 0, -2, 7, 1, 20, 4, -9, 9, 2)
+    if fn is between:
+        args = [(vec(10), a, b) for a, b in ((2, 5), (3, 7), (4, 12), (8, 3), (-4, 9), (0, 10), (5, 5),
+                                             (2, 6), (7, -1), (3, 30))]
+    else:
+        args = [(vec(10), n) for n in ns]
+    run_sizes(fn, args)
+
+
+def test_a_symbolic_slice_in_the_guards_reads_as_relations(logs):
+    framejit.reset()
+    framejit.set_logs(guards=True)
+    cf = framejit.compile(tail_n, backend="eager")
+    for n in (3, 4):
+        cf(vec(40), n)
+    text = "\n".join(logs.lines)
+    # n >= 0 is implied by n >= 2; the slice is not empty: 40 - n >= 1
+    assert "RELATION: L['n'] <= 40" in text and "RELATION: L['n'] <= 39" in text, text
+
+
+def tail_meets_vec(x, n, y):
+    return x[n:] + y
+
+
+def test_a_tail_meeting_another_size_guards_the_linear_relation(logs):
+    framejit.set_logs("guards")
+    # x[n:] has len(y) items throughout (the last call: it does not, ValueError)
+    args = [(vec(2 * k + 10), k, vec(k + 10, 1)) for k in (3, 5, 8, 13)] + [(vec(30), 5, vec(20, 1))]
+    assert run_sizes(tail_meets_vec, args) <= 3
+    assert "RELATION: L['x'].shape[0] - L['n'] == L['y'].shape[0]" in "\n".join(logs.lines)
+
+
+def test_a_tail_meeting_a_fixed_size_guards_it_equal(logs):
+    framejit.set_logs("guards")
+    args = [(vec(k + 20), k, vec(20, 1)) for k in (3, 5, 8, 13)] + [(vec(30), 5, vec(20, 1))]
+    assert run_sizes(tail_meets_vec, args) <= 3
+    assert "RELATION: L['x'].shape[0] - L['n'] == 20" in "\n".join(logs.lines)
+
+
+def concat_twice(x):
+    y = np.concatenate([x, x])
+    return y * len(y)
+
+
+def concat_with_tail(x):
+    y = np.concatenate([x, x[1:]], axis=0)
+    return y.sum(axis=0) + y.shape[0]
+
+
+def concat_two_inputs(x, y):
+    z = np.concatenate([x, y, x])
+    return z - z.shape[0]
+
+
+def flat_rows(x):
+    y = x.reshape(-1)
+    return y * y.shape[0]
+
+
+def flat_then_rows(x):
+    return x.reshape(-1).reshape(-1, 10).sum(axis=1)
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+@pytest.mark.parametrize("fn", [concat_twice, concat_with_tail, flat_rows], ids=lambda f: f.__name__)
+def test_sums_and_multiples_of_sizes_share_one_graph(fn, backend):
+    arg = vec if fn is concat_twice else rows
+    assert run_sizes(fn, [(arg(n),) for n in SIZES], backend) <= 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_a_concatenation_of_two_dynamic_inputs_shares_one_graph(backend):
+    args = [(vec(n), vec(n + k, 1)) for n, k in ((3, 1), (5, 2), (8, 5), (13, 3), (21, 8))]
+    assert run_sizes(concat_two_inputs, args, backend) <= 2
+
+
+def test_a_reshape_whose_unknown_entry_may_not_divide_stays_right():
+    # (s, 5) -> (-1, 10): right only for even s, raises for the others
+    run_sizes(flat_then_rows, [(rows(n),) for n in (4, 6, 8, 7, 10, 5)])
+
+
+def squeezed_tail(x):
+    y = np.squeeze(x[1:])
+    return y * 2, y.ndim
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_squeeze_of_a_slice_whose_size_may_be_1_stays_right(backend):
+    # x[1:] of 2 items has one: squeeze changes the rank (pinned, logged)
+    run_sizes(squeezed_tail, [(vec(n),) for n in (5, 6, 7, 8, 2, 3)], backend)

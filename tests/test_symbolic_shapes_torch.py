@@ -430,14 +430,14 @@ def test_an_integer_index_into_a_dynamic_dim_stays_right():
 
 
 def test_pins_are_logged_naming_the_op(logs):
-    # cat([x, x]) along a dynamic dim is 2 * s0: a sum of symbols, not modelled
+    # kron(x, x) of a dynamic dim is s0 * s0: a product of symbols, not modelled
     framejit.reset()
-    cf = framejit.compile(lambda x: torch.cat([x, x]).sum(0), backend="eager")
+    cf = framejit.compile(lambda x: torch.kron(x, x).sum(0), backend="eager")
     framejit.set_logs(dynamic=True)
     for n in (3, 4, 5):
         cf(rows(n))
     text = "\n".join(logs.lines)
-    assert "specializing L['x'] (every dynamic input of this compile): torch.cat on a dynamic tensor or size" \
+    assert "specializing L['x'] (every dynamic input of this compile): torch.kron on a dynamic tensor or size" \
         in text, text
 
 
@@ -668,3 +668,95 @@ def test_an_inplace_op_whose_result_cannot_be_cast_raises_after_the_side_effects
             same(b[1], a[1])
         else:
             assert a[1:] == b[1:]
+
+
+# ---- linear sizes: symbolic slice bounds, cat, flat views (docs/dynamic.md "Linear sizes") ----
+
+def t_tail_n(x, n):
+    return x[n:] * 2
+
+
+def t_between(x, a, b):
+    y = x[a:b]
+    return y.sum() / len(y), y.shape
+
+
+def t_head_plus_one(x, n):
+    return x[:n + 1] - 1
+
+
+def t_ends_n(x, n):
+    return x[-n:] + x[:n]
+
+
+def t_tail_len(x, n):
+    y = x[n:]
+    return y / len(y), y.size(0) - 1
+
+
+def t_cols_n(x, n):
+    return x[:, :n] * 2
+
+
+def t_first_col_n(x, n):
+    return x[:n, 0] + 1
+
+
+def t_last_axis_tail(x, n):
+    return x[..., n:].sum(-1)
+
+
+def t_store_head(x, n):
+    y = x.clone()
+    y[:n] = 0
+    return y
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("fn", [t_tail_n, t_head_plus_one, t_ends_n, t_tail_len], ids=lambda f: f.__name__)
+def test_a_tensor_slice_with_a_symbolic_start_or_expression_shares_one_graph(fn, backend):
+    assert run_sizes(fn, [(vec(80), n) for n in (3, 5, 8, 13, 21, 34)], backend) <= 2
+
+
+def test_a_tensor_slice_between_two_int_inputs_shares_one_graph():
+    args = [(vec(60), a, a + k) for a, k in ((2, 5), (3, 7), (4, 9), (5, 11), (6, 12), (9, 30))]
+    assert run_sizes(t_between, args) <= 2
+
+
+@pytest.mark.parametrize("fn", [t_cols_n, t_last_axis_tail], ids=lambda f: f.__name__)
+def test_a_tensor_slice_in_a_tuple_key_shares_one_graph(fn):
+    assert run_sizes(fn, [(rows(6, 40), n) for n in (3, 5, 8, 13, 21, 34)]) <= 2
+    assert run_sizes(t_first_col_n, [(rows(40), n) for n in SIZES]) <= 2
+
+
+@pytest.mark.parametrize("fn", [t_tail_n, t_between, t_ends_n, t_tail_len, t_store_head],
+                         ids=lambda f: f.__name__)
+def test_tensor_symbolic_bounds_across_their_regimes_stay_exact(fn):
+    if fn is t_between:
+        args = [(vec(10), a, b) for a, b in ((2, 5), (3, 7), (4, 12), (8, 3), (-4, 9), (0, 10), (5, 5),
+                                             (2, 6), (7, -1), (3, 30))]
+    else:
+        args = [(vec(10), n) for n in (3, 5, 12, 10, 0, -2, 7, 1, 20, 4, -9, 9, 2)]
+    run_sizes(fn, args)
+
+
+def t_cat_twice(x):
+    y = torch.cat([x, x])
+    return y * y.shape[0]
+
+
+def t_cat_with_tail(x):
+    y = torch.cat([x, x[1:]], 0)
+    return y.sum(0) + x.size(0) + y.size(0)
+
+
+def t_flat_view(x):
+    y = x.view(-1)
+    return y * 2, y.shape
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("fn", [t_cat_twice, t_cat_with_tail, t_flat_view], ids=lambda f: f.__name__)
+def test_tensor_sums_and_multiples_of_sizes_share_one_graph(fn, backend):
+    arg = vec if fn is t_cat_twice else rows
+    assert run_sizes(fn, [(arg(n),) for n in SIZES], backend) <= 2

@@ -160,6 +160,24 @@ def test_a_function_over_many_sizes_compiles_once_in_the_torch_backend():
     assert framejit.counters["stats"]["unique_graphs"] == 2
 
 
+def _window(x, a, b):
+    y = torch.cat([x[a:b], x[:b - a]])
+    return y * y.shape[0], y.shape
+
+
+def test_linear_sizes_compile_once_in_the_torch_backend():
+    # x[a:b] (b - a), cat of two such (2*b - 2*a): SymInts in the backend too
+    backend = counting()
+    cf = framejit.compile(_window, backend=backend)
+    for a, b in ((2, 5), (3, 9), (4, 12), (6, 8), (7, 30), (10, 20)):
+        x = torch.randn(40)
+        assert_same(cf(x, a, b), _window(x, a, b))
+    assert len(backend.calls) == 2
+    gm, _ = backend.calls[1]
+    assert any(symbolic(n.meta.get("example_value")) for n in gm.graph.nodes if n.op == "call_function")
+    assert framejit.counters["stats"]["unique_graphs"] == 2
+
+
 def test_a_size_input_and_an_int_in_a_view_compile_once_for_the_sizes_that_divide():
     backend = counting()
     x = torch.randn(6, 4)

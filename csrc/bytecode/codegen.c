@@ -595,6 +595,9 @@ done:
 static int emit_const(CodegenCtx *cg, fj_Var *vv)
 {
     fj_Builder *b = cg->b;
+    if (fj_trace_key_symbolic((PyObject *)vv))
+        return fj_unsupported("a slice with symbolic bounds would leave the trace"); /* (trace.c
+                                                                                      slice_feeds_subscript) */
     int k = fj_trace_identity(cg->tx, (PyObject *)vv, vv->obj);
     if (k < 0)
         return -1;

@@ -77,7 +77,7 @@ static int symbol_of(fj_Tracer *tx, fj_Node *n, fj_Source **src, long *dim)
 }
 
 /* Binary operator codes of Python int arithmetic (NB_* of BINARY_OP, in place or not). */
-static long long arith_code(const fj_OpDef *op)
+long long fj_rel_arith(const fj_OpDef *op)
 {
     if (op->kind != FJ_OP_BINOP && op->kind != FJ_OP_INPLACE)
         return 0;
@@ -169,7 +169,7 @@ static PyObject *emit(Expr *e, PyObject *v, int *atom)
         *atom = 0;
         return r;
     }
-    long long code = arith_code(n->op);
+    long long code = fj_rel_arith(n->op);
     if (code == 0 || na != 2 || !PyLong_CheckExact(n->example))
         return NULL;
     int a_atom, b_atom;

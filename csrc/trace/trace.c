@@ -1761,6 +1761,52 @@ static PyObject *make_iter(fj_TFrame *fr, PyObject *vo)
     return (PyObject *)fj_var_take(FJ_VAR_ITER, var_items(fr, vo));
 }
 
+/*
+** True when the slice BUILD_SLICE at instruction i builds is only a
+** subscript's key: what follows is loads, other BUILD_SLICEs and at most one
+** BUILD_TUPLE holding it, then the BINARY_SUBSCR or STORE_SUBSCR that takes
+** it (x[:n, 0], x[..., n:], x[:, :n] = v), and no graph break stops the
+** trace in between (tx->stop_at).  Nothing between runs the program's code,
+** so the slice (holding nodes: fj_trace_node_slice) never leaves the trace.
+*/
+static int slice_feeds_subscript(const fj_TFrame *fr, Py_ssize_t i)
+{
+    int p = 0, in_tuple = 0; /* p: the slot of the slice (or its tuple), 0 the top */
+    for (Py_ssize_t j = i + 1; j < fr->il.n && j <= i + 32; j++) {
+        const fj_Pseudo *ps = &fr->il.v[j].p;
+        if (fr->parent == NULL && j == fr->tx->stop_at)
+            return 0; /* a graph break there: the slice is rebuilt on the stack */
+        switch (ps->op) {
+        case FJ_PI_LOAD_CONST:
+        case FJ_PI_LOAD_FAST:
+            p++;
+            break;
+        case FJ_PI_LOAD_FAST_LOAD_FAST:
+            p += 2;
+            break;
+        case FJ_PI_BUILD_SLICE:
+            if (p < ps->a)
+                return 0;
+            p -= ps->a - 1;
+            break;
+        case FJ_PI_BUILD_TUPLE:
+            if (p >= ps->a)
+                p -= ps->a - 1;
+            else if (in_tuple++)
+                return 0;
+            else
+                p = 0;
+            break;
+        case FJ_PI_BINARY_SUBSCR:
+        case FJ_PI_STORE_SUBSCR:
+            return p == 0;
+        default:
+            return 0;
+        }
+    }
+    return 0;
+}
+
 /* A CONST Var holding slice(start, stop, step) (step NULL: None) from Vars
    that are constants; NULL with Unsupported otherwise.  New reference. */
 static fj_Var *make_slice(PyObject *start, PyObject *stop, PyObject *step)
@@ -2742,7 +2788,7 @@ static int run_instructions(fj_TFrame *fr, int first)
             POP1_APPLY(fj_trace_unary(fr, op, a_));
             break;
         case FJ_PI_BINARY_SUBSCR:
-            POP2_APPLY(fj_trace_getitem(fr, a_, b_));
+            POP2_APPLY(fj_trace_key_symbolic(b_) ? fj_trace_symbolic_getitem(fr, a_, b_) : fj_trace_getitem(fr, a_, b_));
             break;
         case FJ_PI_BINARY_SLICE: { /* [obj, start, stop] -> obj[start:stop] */
             PyObject *stop = POP(), *start = POP();
@@ -2764,7 +2810,9 @@ static int run_instructions(fj_TFrame *fr, int first)
         }
         case FJ_PI_STORE_SLICE: { /* [value, obj, start, stop] */
             PyObject *stop = POP(), *start = POP();
-            fj_Var *sl = make_slice(start, stop, NULL);
+            fj_Var *sl = fj_trace_node_slice(fr->tx, start, stop, NULL); /* x[:n] = v */
+            if (sl == NULL && !PyErr_Occurred())
+                sl = make_slice(start, stop, NULL);
             PyObject *obj = POP(), *v = POP();
             int r = sl == NULL ? -1 : fj_trace_store_subscr(fr, obj, (PyObject *)sl, v);
             Py_XDECREF(sl);
@@ -2860,7 +2908,10 @@ static int run_instructions(fj_TFrame *fr, int first)
                     break;
                 }
             }
-            fj_Var *sl = make_slice(start, stop, step);
+            /* x[:n, 0], x[..., n:], x[:, :n] = v: a key holding n's node */
+            fj_Var *sl = slice_feeds_subscript(fr, i) ? fj_trace_node_slice(fr->tx, start, stop, step) : NULL;
+            if (sl == NULL && !PyErr_Occurred())
+                sl = make_slice(start, stop, step);
             Py_DECREF(start);
             Py_DECREF(stop);
             Py_XDECREF(step);

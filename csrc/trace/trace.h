@@ -520,6 +520,8 @@ int fj_trace_inst_truth(fj_Var *inst);
 */
 int fj_rel_word(PyObject *prog, long long op, long long arg);
 long long fj_rel_compare(int py_op);
+/* The FJ_REL_ opcode of a Python int binary operator's op (+ - * // %, in place or not), else 0. */
+long long fj_rel_arith(const struct fj_OpDef *op);
 const char *fj_rel_optext(int py_op);
 int fj_rel_add(fj_Tracer *tx, PyObject *syms, PyObject *prog, PyObject *text);
 
@@ -547,10 +549,10 @@ PyObject *fj_dims_for_input(fj_Source *src, PyObject *dyn, int ndim);
 */
 int fj_dims_shape_args(const struct fj_OpDef *op, Py_ssize_t n, PyObject *kwnames, Py_ssize_t *lo, Py_ssize_t *hi);
 int fj_dims_shape_arg_symbolic(PyObject *v);
-/* The size of dim 'd' of array Var 'v': an int constant, or the symbolic int
-   of the input dim its symbol names.  NULL with no error when v's sizes are
+/* The size of dim 'd' of array Var 'v': an int constant, the symbolic int
+   of the input dim its symbol names, or a form's int arithmetic over them.  NULL with no error when v's sizes are
    not modelled (pin them), NULL with an error on failure.  New reference. */
-PyObject *fj_dims_size(fj_Tracer *tx, PyObject *v, int d);
+PyObject *fj_dims_size(fj_TFrame *fr, PyObject *v, int d);
 /*
 ** Before 'op' with a dynamic operand goes into the graph: adds the guards
 ** (or specializes) that keep every size relation it relies on true.  *out:
@@ -571,16 +573,33 @@ int fj_dims_torch(fj_Tracer *tx, const struct fj_OpDef *op, PyObject *target, Py
                   PyObject *kwnames, PyObject *res_size, PyObject **out);
 
 /* The result dims of arr[key] (basic indexing by constants, and slices whose
-   stop is a size symbol: x[:n]): 1 with *out a new tuple, 0 when not
+   bounds are int expressions over size symbols: x[:n], x[n:], x[:n + 1]): 1 with *out a new tuple, 0 when not
    modelled, -1 on error. */
 int fj_dims_getitem(fj_Tracer *tx, PyObject *arr, PyObject *keyv, PyObject **out);
 /*
-** obj[start:stop:step] of an array or tensor with a symbolic stop (x[:n], n
-** an int input or a size): a getitem node whose key holds n's node, the
-** result's dim n (or the size, as the values clamp, guarded); NULL with no
-** error when not this case (the caller subscripts as usual, which pins n).
+** obj[start:stop] of an array or tensor with a symbolic bound (x[:n], x[n:],
+** x[-n:], x[a:b], x[:n + 1]; n an int input or a size): a getitem node whose
+** key holds the bounds' nodes, the result's dim a form over the symbols (as
+** the values clamp, guarded: trace_dims.c slice_dim); NULL with no error when
+** not this case (the caller subscripts as usual, which pins the bounds).
 */
 PyObject *fj_trace_symbolic_slice(fj_TFrame *fr, PyObject *objv, PyObject *start, PyObject *stop, PyObject *step);
+/*
+** Keys holding slices with symbolic bounds (x[:n, 0], x[..., n:]: BUILD_SLICE
+** feeding a subscript, trace.c).  fj_trace_key_symbolic: true for such a key
+** Var (a slice, or a tuple holding one).  fj_trace_symbolic_getitem: obj[key]
+** with such a key: an array's getitem node whose dims are modelled
+** (trace_dims.c slice_dim), else with every dynamic input pinned; another
+** object's subscript with the bounds' values.  fj_trace_key_pinned: the key
+** with its bounds' values, every dynamic input pinned.  New references.
+*/
+/* A CONST Var of slice(start, stop) holding the nodes of symbolic int bounds
+   (at least one), or NULL with no error when the bounds are not such (the
+   step NULL or None).  Only a subscript's key: never rebuilt. */
+fj_Var *fj_trace_node_slice(fj_Tracer *tx, PyObject *start, PyObject *stop, PyObject *step);
+int fj_trace_key_symbolic(PyObject *k);
+PyObject *fj_trace_symbolic_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv);
+PyObject *fj_trace_key_pinned(fj_TFrame *fr, PyObject *k);
 
 /* The result dims of a broadcasting elementwise op on the Vars args[0..n)
    (constants take no part; anything but nodes and constants specializes):

@@ -1450,7 +1450,7 @@ static PyObject *tensor_size_call(fj_TFrame *fr, PyObject *self, PyObject *name,
     long d = PyLong_AsLongAndOverflow(dv, &ovf);
     if (ovf || d < -nd || d >= nd)
         return NULL; /* out of range: torch raises (on the fake, after the pin) */
-    return fj_dims_size(fr->tx, self, (int)(d < 0 ? d + nd : d));
+    return fj_dims_size(fr, self, (int)(d < 0 ? d + nd : d));
 }
 
 static PyObject *call_method(fj_TFrame *fr, fj_Var *m, PyObject *const *args, Py_ssize_t n,
@@ -1798,10 +1798,10 @@ static PyObject *symbolic_sizes(fj_TFrame *fr, PyObject *v, char what)
     if (n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_TENSOR)
         return NULL;
     if (what == 'l')
-        return fj_dims_size(fr->tx, v, 0);
+        return fj_dims_size(fr, v, 0);
     PyObject *items = PyList_New(0);
     for (int d = 0; items != NULL && d < n->ndim; d++) {
-        PyObject *s = fj_dims_size(fr->tx, v, d);
+        PyObject *s = fj_dims_size(fr, v, d);
         if (s == NULL || PyList_Append(items, s) < 0)
             Py_CLEAR(items);
         Py_XDECREF(s);
@@ -2504,39 +2504,131 @@ int fj_trace_index_may_raise(fj_Tracer *tx, PyObject *keyv)
     return fj_unsupported("indexing with integer arrays after side effects (an IndexError would lose them)");
 }
 
+/* A bound of a symbolic slice: a constant None or int, or a Python int node
+   (counted in *nodes); *o the object the slice holds (borrowed).  1 or 0. */
+static int slice_bound(fj_Var *v, PyObject **o, int *nodes)
+{
+    if (v->kind == FJ_VAR_CONST) {
+        *o = v->obj;
+        return v->obj == Py_None || PyLong_CheckExact(v->obj);
+    }
+    fj_Node *n = v->kind == FJ_VAR_NODE ? (fj_Node *)v->obj : NULL;
+    if (n == NULL || n->vkind != FJ_VAL_PYSCALAR || n->variant || n->example == NULL ||
+        !PyLong_CheckExact(n->example))
+        return 0;
+    *o = v->obj;
+    ++*nodes;
+    return 1;
+}
+
+fj_Var *fj_trace_node_slice(fj_Tracer *tx, PyObject *start, PyObject *stop, PyObject *step)
+{
+    PyObject *lo = NULL, *hi = NULL;
+    int nodes = 0;
+    if (tx->specialized || tx->body != NULL ||
+        (step != NULL && !(VAR(step)->kind == FJ_VAR_CONST && VAR(step)->obj == Py_None)) ||
+        !slice_bound(VAR(start), &lo, &nodes) || !slice_bound(VAR(stop), &hi, &nodes) || nodes == 0)
+        return NULL;
+    /* (the graph's runner and torch's fakes read slices' bounds) */
+    return fj_var_take(FJ_VAR_CONST, PySlice_New(lo, hi, Py_None));
+}
+
 PyObject *fj_trace_symbolic_slice(fj_TFrame *fr, PyObject *objv, PyObject *start, PyObject *stop, PyObject *step)
 {
-    fj_Var *o = VAR(objv), *sv = VAR(stop);
-    fj_Tracer *tx = fr->tx;
-    if (o->kind != FJ_VAR_NODE || tx->specialized || tx->body != NULL || sv->kind != FJ_VAR_NODE ||
-        !node_pyscalar(sv) || ((fj_Node *)sv->obj)->variant)
+    fj_Var *o = VAR(objv);
+    if (o->kind != FJ_VAR_NODE)
         return NULL;
     fj_Node *n = (fj_Node *)o->obj;
-    PyObject *c0 = fj_var_as_const(start);
-    if ((n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_TENSOR) || n->datadep || n->ndim < 1 ||
-        (step != NULL && !(VAR(step)->kind == FJ_VAR_CONST && VAR(step)->obj == Py_None)) ||
-        VAR(start)->kind != FJ_VAR_CONST || c0 == NULL ||
-        !(c0 == Py_None || (PyLong_CheckExact(c0) && PyLong_AsLong(c0) == 0)))
+    if ((n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_TENSOR) || n->datadep || n->ndim < 1)
         return NULL;
-    /* the key: a slice holding the stop's node (the graph's runner and torch's
-       fakes read slices' bounds; a transient Var, never rebuilt) */
-    PyObject *sl = PySlice_New(c0, sv->obj, Py_None);
-    fj_Var *kv = sl ? fj_var_const(sl) : NULL;
-    Py_XDECREF(sl);
+    fj_Var *kv = fj_trace_node_slice(fr->tx, start, stop, step);
     if (kv == NULL)
         return NULL;
-    PyObject *dims = NULL, *res = NULL;
-    int r = fj_dims_getitem(tx, objv, (PyObject *)kv, &dims);
-    if (r > 0) {
-        PyObject *args[2] = {objv, (PyObject *)kv};
-        res = graph_call(fr, fj_ops_for_getitem(), args, 2, NULL);
-        if (res != NULL && VAR(res)->kind == FJ_VAR_NODE && !tx->specialized) {
-            VAR(res)->dynamic = 1;
-            Py_XSETREF(VAR(res)->extra2, Py_NewRef(dims));
+    PyObject *res = fj_trace_symbolic_getitem(fr, objv, (PyObject *)kv);
+    Py_DECREF(kv);
+    return res;
+}
+
+/* A slice object one of whose bounds is a graph node. */
+static int slice_symbolic(PyObject *o)
+{
+    if (!PySlice_Check(o))
+        return 0;
+    PySliceObject *sl = (PySliceObject *)o;
+    return fj_Node_Check(sl->start) || fj_Node_Check(sl->stop) || fj_Node_Check(sl->step);
+}
+
+int fj_trace_key_symbolic(PyObject *k)
+{
+    fj_Var *kv = VAR(k);
+    if (kv->kind == FJ_VAR_CONST)
+        return slice_symbolic(kv->obj);
+    if (kv->kind == FJ_VAR_TUPLE)
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(kv->items); i++) {
+            fj_Var *it = VAR(PyList_GET_ITEM(kv->items, i));
+            if (it->kind == FJ_VAR_CONST && slice_symbolic(it->obj))
+                return 1;
         }
+    return 0;
+}
+
+/* A slice's bound with a node replaced by its value (borrowed). */
+static PyObject *bound_value(PyObject *o)
+{
+    return fj_Node_Check(o) ? ((fj_Node *)o)->example : o;
+}
+
+/* The CONST Var 'v' itself, or a new one whose slice has its bounds' values. */
+static PyObject *slice_pinned(PyObject *v)
+{
+    PyObject *o = VAR(v)->obj;
+    if (VAR(v)->kind != FJ_VAR_CONST || !slice_symbolic(o))
+        return Py_NewRef(v);
+    PySliceObject *sl = (PySliceObject *)o;
+    return (PyObject *)fj_var_take(FJ_VAR_CONST,
+                                   PySlice_New(bound_value(sl->start), bound_value(sl->stop), bound_value(sl->step)));
+}
+
+PyObject *fj_trace_key_pinned(fj_TFrame *fr, PyObject *k)
+{
+    if (fj_trace_specialize(fr->tx, "a slice bound used where the trace needs its value") < 0)
+        return NULL;
+    fj_Var *kv = VAR(k);
+    if (kv->kind != FJ_VAR_TUPLE)
+        return slice_pinned(k);
+    PyObject *items = PyList_New(0);
+    for (Py_ssize_t i = 0; items != NULL && i < PyList_GET_SIZE(kv->items); i++) {
+        PyObject *it = slice_pinned(PyList_GET_ITEM(kv->items, i));
+        if (it == NULL || PyList_Append(items, it) < 0)
+            Py_CLEAR(items);
+        Py_XDECREF(it);
+    }
+    return items ? (PyObject *)fj_var_take(FJ_VAR_TUPLE, items) : NULL;
+}
+
+PyObject *fj_trace_symbolic_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv)
+{
+    fj_Var *o = VAR(objv);
+    fj_Tracer *tx = fr->tx;
+    fj_Node *n = o->kind == FJ_VAR_NODE ? (fj_Node *)o->obj : NULL;
+    if (n == NULL || (n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_TENSOR)) {
+        /* not an array's subscript: the bounds' values */
+        PyObject *k = fj_trace_key_pinned(fr, keyv);
+        PyObject *r = k ? fj_trace_getitem(fr, objv, k) : NULL;
+        Py_XDECREF(k);
+        return r;
+    }
+    PyObject *dims = NULL, *res = NULL;
+    int r = fj_dims_getitem(tx, objv, keyv, &dims);
+    if (r == 0 && fj_trace_specialize(tx, "a slice with a symbolic bound whose sizes are not modelled") < 0)
+        r = -1;
+    if (r >= 0)
+        res = fj_trace_getitem(fr, objv, keyv); /* (pinned: the graph reads the bounds it was traced with) */
+    if (res != NULL && dims != NULL && VAR(res)->kind == FJ_VAR_NODE && !tx->specialized) {
+        VAR(res)->dynamic = 1;
+        Py_XSETREF(VAR(res)->extra2, Py_NewRef(dims));
     }
     Py_XDECREF(dims);
-    Py_DECREF(kv);
     return res;
 }
 

@@ -80,11 +80,15 @@ static int same_symbol(PyObject *a, PyObject *b)
 /*
 ** The size of dim 'd' of NODE Var 'v' (an array) as a Var: an int constant
 ** for a fixed size, the symbolic int of the input dim a symbol names
-** (fj_trace_size_input).  NULL with no error when v's sizes are not
-** modelled (the caller pins), NULL with an error on failure.
+** (fj_trace_size_input), of the int input, or a form's Python int arithmetic
+** over those (x[n:]'s size: s - n).  NULL with no error when v's sizes are
+** not modelled (the caller pins), NULL with an error on failure.
 */
-PyObject *fj_dims_size(fj_Tracer *tx, PyObject *v, int d)
+static PyObject *symbol_var(fj_TFrame *fr, PyObject *sym);
+
+PyObject *fj_dims_size(fj_TFrame *fr, PyObject *v, int d)
 {
+    fj_Tracer *tx = fr->tx;
     fj_Node *n = (fj_Node *)VAR(v)->obj;
     if (tx->specialized || d < 0 || d >= shaped_ndim(n) || n->datadep)
         return NULL;
@@ -99,21 +103,72 @@ PyObject *fj_dims_size(fj_Tracer *tx, PyObject *v, int d)
         r = size ? (PyObject *)fj_var_const(size) : NULL;
         Py_XDECREF(size);
     }
-    else if (PyLong_AsLong(PyTuple_GET_ITEM(sym, 1)) == -2)
-        r = NULL; /* a slice's size (symbol + c): not a value of its own yet (pin) */
-    else if (PyLong_AsLong(PyTuple_GET_ITEM(sym, 1)) < 0) {
-        /* an int input's symbol (size_symbol): its Var */
-        r = PyDict_GetItemWithError(tx->inputs, PyTuple_GET_ITEM(sym, 0));
-        Py_XINCREF(r);
-    }
     else
-        r = (PyObject *)fj_trace_size_input(tx, (fj_Source *)PyTuple_GET_ITEM(sym, 2),
-                                            PyLong_AsSsize_t(PyTuple_GET_ITEM(sym, 1)));
+        r = symbol_var(fr, sym);
     Py_DECREF(dims);
     return r;
 }
 
-/* The printed form of a symbol: L['x'].shape[0], or L['n'] for an int input's. */
+/* A constant int Var.  New ref or NULL. */
+static PyObject *int_var(long long k)
+{
+    PyObject *c = PyLong_FromLongLong(k);
+    PyObject *r = c ? (PyObject *)fj_var_const(c) : NULL;
+    Py_XDECREF(c);
+    return r;
+}
+
+/* The Var of a symbol (fj_dims_size): an input's symbolic int, or a form's
+   arithmetic over them (the terms in the symbol's order: positive first). */
+static PyObject *symbol_var(fj_TFrame *fr, PyObject *sym)
+{
+    long d = PyLong_AsLong(PyTuple_GET_ITEM(sym, 1));
+    if (d >= 0)
+        return (PyObject *)fj_trace_size_input(fr->tx, (fj_Source *)PyTuple_GET_ITEM(sym, 2),
+                                               PyLong_AsSsize_t(PyTuple_GET_ITEM(sym, 1)));
+    if (d == -1) {
+        /* an int input's symbol (size_symbol): its Var */
+        PyObject *r = PyDict_GetItemWithError(fr->tx->inputs, PyTuple_GET_ITEM(sym, 0));
+        return Py_XNewRef(r);
+    }
+    PyObject *terms = PyTuple_GET_ITEM(sym, 2), *acc = NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(terms); i++) {
+        PyObject *t = PyTuple_GET_ITEM(terms, i);
+        long long k = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 1));
+        if (k == LLONG_MIN) {
+            Py_XDECREF(acc);
+            return NULL; /* (not negated: the caller pins) */
+        }
+        PyObject *av = symbol_var(fr, PyTuple_GET_ITEM(t, 0)), *term = av;
+        int sub = acc != NULL && k < 0;
+        long long mag = sub ? -k : k;
+        if (av != NULL && mag != 1) {
+            PyObject *kv = int_var(mag);
+            term = kv ? fj_trace_binop(fr, NB_MULTIPLY, av, kv) : NULL;
+            Py_XDECREF(kv);
+            Py_DECREF(av);
+        }
+        if (term == NULL || acc == NULL) {
+            Py_XSETREF(acc, term);
+            if (term == NULL)
+                return NULL;
+            continue;
+        }
+        Py_SETREF(acc, fj_trace_binop(fr, sub ? NB_SUBTRACT : NB_ADD, acc, term));
+        Py_DECREF(term);
+        if (acc == NULL)
+            return NULL;
+    }
+    long long c = PyLong_AsLongLong(PyTuple_GET_ITEM(sym, 3));
+    if (acc != NULL && c != 0) {
+        PyObject *cv = int_var(c < 0 && c > LLONG_MIN ? -c : c);
+        Py_SETREF(acc, cv ? fj_trace_binop(fr, c < 0 && c > LLONG_MIN ? NB_SUBTRACT : NB_ADD, acc, cv) : NULL);
+        Py_XDECREF(cv);
+    }
+    return acc;
+}
+
+/* The printed form of a symbol: L['x'].shape[0], L['n'] for an int input's, its text for a form. */
 static PyObject *symbol_text(PyObject *sym)
 {
     long d = PyLong_AsLong(PyTuple_GET_ITEM(sym, 1));
@@ -123,21 +178,156 @@ static PyObject *symbol_text(PyObject *sym)
 
 /*
 ** Symbols (each a tuple): (text, d, source) an input array's dim d; (text, -1,
-** source) an int input used as a size (size_symbol); (text, -2, base, c) the
-** size base + c of a slice (slice_dim; text printed canonically, so equal
-** texts are equal sizes).
+** source) an int input used as a size (size_symbol), >= 2; (text, -2, terms,
+** c) a linear form sum(coef * atom) + c over those (a slice's size s - 1 or
+** s - n, a concatenation's 2*s, a reshape's 5*s; docs/dynamic.md "Linear
+** sizes"): terms a tuple of (atom, coef), the text printed canonically
+** (positive terms first, then by text), so equal texts are equal sizes.  A
+** form may be 1 where its guards allow it: rules that treat size 1 apart
+** (squeeze, batch_norm) do not model it.
 */
+#define LIN_MAX 8
+typedef struct {
+    int n;
+    PyObject *atom[LIN_MAX]; /* strong: symbols of inputs (d >= -1) */
+    long long coef[LIN_MAX]; /* non-zero */
+    long long c;
+} Lin;
 
-/* Appends the program words of symbol 'sym' to 'prog', its base to 'syms'.  0 or -1. */
+static void lin_clear(Lin *f)
+{
+    for (int i = 0; i < f->n; i++)
+        Py_CLEAR(f->atom[i]);
+    f->n = 0;
+    f->c = 0;
+}
+
+/* f += k.  1, or 0 when past int64 (not modelled). */
+static int lin_const(Lin *f, long long k)
+{
+    return !__builtin_add_overflow(f->c, k, &f->c);
+}
+
+/* f += k * atom.  1, or 0 when not representable (past int64, too many terms). */
+static int lin_term(Lin *f, PyObject *atom, long long k)
+{
+    for (int i = 0; i < f->n; i++)
+        if (same_symbol(f->atom[i], atom)) {
+            if (__builtin_add_overflow(f->coef[i], k, &f->coef[i]))
+                return 0;
+            if (f->coef[i] == 0) {
+                Py_DECREF(f->atom[i]);
+                f->n--;
+                f->atom[i] = f->atom[f->n];
+                f->coef[i] = f->coef[f->n];
+            }
+            return 1;
+        }
+    if (k == 0)
+        return 1;
+    if (f->n == LIN_MAX)
+        return 0;
+    f->atom[f->n] = Py_NewRef(atom);
+    f->coef[f->n++] = k;
+    return 1;
+}
+
+/* f += k * sym, a symbol of any kind.  1 or 0 as lin_term. */
+static int lin_add_symbol(Lin *f, PyObject *sym, long long k)
+{
+    if (PyLong_AsLong(PyTuple_GET_ITEM(sym, 1)) != -2)
+        return lin_term(f, sym, k);
+    PyObject *terms = PyTuple_GET_ITEM(sym, 2);
+    long long m;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(terms); i++) {
+        PyObject *t = PyTuple_GET_ITEM(terms, i);
+        if (__builtin_mul_overflow(k, PyLong_AsLongLong(PyTuple_GET_ITEM(t, 1)), &m) ||
+            !lin_term(f, PyTuple_GET_ITEM(t, 0), m))
+            return 0;
+    }
+    return !__builtin_mul_overflow(k, PyLong_AsLongLong(PyTuple_GET_ITEM(sym, 3)), &m) && lin_const(f, m);
+}
+
+/* f += k * g.  1 or 0 as lin_term. */
+static int lin_add(Lin *f, const Lin *g, long long k)
+{
+    long long m;
+    for (int i = 0; i < g->n; i++)
+        if (__builtin_mul_overflow(k, g->coef[i], &m) || !lin_term(f, g->atom[i], m))
+            return 0;
+    return !__builtin_mul_overflow(k, g->c, &m) && lin_const(f, m);
+}
+
+/* The symbol of form f: an input's symbol itself (1 * atom + 0), Py_None for
+   a constant, else (text, -2, terms, c).  New ref, NULL on error. */
+static PyObject *lin_symbol(const Lin *f)
+{
+    if (f->n == 0)
+        return Py_NewRef(Py_None);
+    if (f->n == 1 && f->coef[0] == 1 && f->c == 0)
+        return Py_NewRef(f->atom[0]);
+    PyObject *txt[LIN_MAX] = {NULL}, *text = NULL, *terms = NULL, *r = NULL;
+    int ord[LIN_MAX], ok = 1;
+    for (int i = 0; i < f->n; i++) {
+        ord[i] = i;
+        ok = ok && (txt[i] = symbol_text(f->atom[i])) != NULL;
+    }
+    /* canonical order: positive coefficients first, then by text */
+    for (int i = 1; ok && i < f->n; i++)
+        for (int j = i; j > 0; j--) {
+            int a = ord[j - 1], b = ord[j];
+            int later = (f->coef[a] < 0) != (f->coef[b] < 0) ? f->coef[a] < 0
+                                                              : PyUnicode_Compare(txt[a], txt[b]) > 0;
+            if (!later)
+                break;
+            ord[j - 1] = b;
+            ord[j] = a;
+        }
+    if (ok && (text = PyUnicode_FromString("")) != NULL && (terms = PyTuple_New(f->n)) != NULL) {
+        for (int j = 0; text != NULL && j < f->n; j++) {
+            int i = ord[j];
+            long long k = f->coef[i];
+            unsigned long long mag = k < 0 ? 0ULL - (unsigned long long)k : (unsigned long long)k;
+            const char *sign = j == 0 ? (k < 0 ? "-" : "") : (k < 0 ? " - " : " + ");
+            PyUnicode_AppendAndDel(&text, mag == 1 ? PyUnicode_FromFormat("%s%U", sign, txt[i])
+                                                   : PyUnicode_FromFormat("%s%llu*%U", sign, mag, txt[i]));
+            PyObject *t = Py_BuildValue("(OL)", f->atom[i], k);
+            if (t == NULL)
+                Py_CLEAR(text);
+            else
+                PyTuple_SET_ITEM(terms, j, t);
+        }
+        if (text != NULL && f->c != 0) {
+            unsigned long long mag = f->c < 0 ? 0ULL - (unsigned long long)f->c : (unsigned long long)f->c;
+            PyUnicode_AppendAndDel(&text, PyUnicode_FromFormat(f->c < 0 ? " - %llu" : " + %llu", mag));
+        }
+        if (text != NULL)
+            r = Py_BuildValue("(OiOL)", text, -2, terms, f->c);
+    }
+    for (int i = 0; i < f->n; i++)
+        Py_XDECREF(txt[i]);
+    Py_XDECREF(text);
+    Py_XDECREF(terms);
+    return r;
+}
+
+/* Appends the program words of symbol 'sym' to 'prog', its input symbols to 'syms'.  0 or -1. */
 static int symbol_prog(PyObject *sym, PyObject *syms, PyObject *prog)
 {
     long d = PyLong_AsLong(PyTuple_GET_ITEM(sym, 1));
-    if (d == -2)
-        return symbol_prog(PyTuple_GET_ITEM(sym, 2), syms, prog) < 0 ||
-                       fj_rel_word(prog, FJ_REL_CONST, PyLong_AsLongLong(PyTuple_GET_ITEM(sym, 3))) < 0 ||
-                       fj_rel_word(prog, FJ_REL_ADD, 0) < 0
-                   ? -1
-                   : 0;
+    if (d == -2) {
+        PyObject *terms = PyTuple_GET_ITEM(sym, 2);
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(terms); i++) {
+            PyObject *t = PyTuple_GET_ITEM(terms, i);
+            long long k = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 1));
+            if (symbol_prog(PyTuple_GET_ITEM(t, 0), syms, prog) < 0 ||
+                (k != 1 && (fj_rel_word(prog, FJ_REL_CONST, k) < 0 || fj_rel_word(prog, FJ_REL_MUL, 0) < 0)) ||
+                (i > 0 && fj_rel_word(prog, FJ_REL_ADD, 0) < 0))
+                return -1;
+        }
+        long long c = PyLong_AsLongLong(PyTuple_GET_ITEM(sym, 3));
+        return c != 0 && (fj_rel_word(prog, FJ_REL_CONST, c) < 0 || fj_rel_word(prog, FJ_REL_ADD, 0) < 0) ? -1 : 0;
+    }
     PyObject *pair = Py_BuildValue("(Ol)", PyTuple_GET_ITEM(sym, 2), d);
     Py_ssize_t k = PyList_GET_SIZE(syms);
     int r = pair != NULL && PyList_Append(syms, pair) == 0 ? fj_rel_word(prog, FJ_REL_SYM, k) : -1;
@@ -147,7 +337,8 @@ static int symbol_prog(PyObject *sym, PyObject *syms, PyObject *prog)
 
 /* The RELATION guard 'a <op> b' (Py_EQ, Py_GE, Py_LE) over symbols; 'b' a
    symbol or, when NULL, the constant 'c'.  1 when guarded, 0 when the guard
-   cannot be computed for the values now (the caller pins), -1 on error. */
+   cannot be computed for the values now or does not hold for them (the
+   caller pins), -1 on error. */
 static int guard_rel(fj_Tracer *tx, PyObject *a, int op, PyObject *b, long long c)
 {
     if (op == Py_GE && b == NULL && c <= 2 && PyLong_AsLong(PyTuple_GET_ITEM(a, 1)) >= -1)
@@ -170,7 +361,7 @@ static int guard_rel(fj_Tracer *tx, PyObject *a, int op, PyObject *b, long long 
 }
 
 /* Guards that symbols 'a' and 'b' stay equal: DIMS_EQUAL for two input dims,
-   a RELATION where an int input's symbol or a slice's size takes part.  As
+   a RELATION where an int input's symbol or a form takes part.  As
    guard_rel: 1, 0 (pin) or -1. */
 static int guard_equal(fj_Tracer *tx, PyObject *a, PyObject *b)
 {
@@ -183,32 +374,66 @@ static int guard_equal(fj_Tracer *tx, PyObject *a, PyObject *b)
     return guard_rel(tx, a, Py_EQ, b, 0);
 }
 
-/* The symbol base + c (base itself for c == 0; a slice's of a slice adds up). New ref. */
-static PyObject *symbol_plus(PyObject *base, long long c)
+/*
+** The guard 'a <op> b' (Py_EQ, Py_LE, Py_GE) over forms, printed with the
+** constants on the right (L['x'].shape[0] - L['n'] >= 1, L['n'] <= 20).  1
+** when guarded (or constant and true), 0 when it cannot be (pin), -1 on error.
+*/
+static int guard_forms(fj_Tracer *tx, const Lin *a, int op, const Lin *b)
 {
-    if (PyLong_AsLong(PyTuple_GET_ITEM(base, 1)) == -2) {
-        c += PyLong_AsLongLong(PyTuple_GET_ITEM(base, 3));
-        base = PyTuple_GET_ITEM(base, 2);
+    static const int flipped[6] = {Py_GT, Py_GE, Py_EQ, Py_NE, Py_LT, Py_LE};
+    long long k; /* b->c - a->c */
+    if (__builtin_sub_overflow(b->c, a->c, &k) || k == LLONG_MIN)
+        return 0;
+    if (a->n == 0 && b->n == 0)
+        return op == Py_EQ ? k == 0 : op == Py_LE ? 0 <= k : 0 >= k;
+    Lin l = {0}, rr = {0};
+    int left = a->n > 0, r = 0, neg = 1;
+    PyObject *sl = NULL, *sr = NULL;
+    if (!left) {
+        /* c op b: b flipped(op) c */
+        op = flipped[op];
+        k = -k;
     }
-    if (c == 0)
-        return Py_NewRef(base);
-    PyObject *bt = symbol_text(base);
-    PyObject *text = bt ? PyUnicode_FromFormat(c < 0 ? "%U - %lld" : "%U + %lld", bt, c < 0 ? -c : c) : NULL;
-    PyObject *r = text ? Py_BuildValue("(OiOL)", text, -2, base, c) : NULL;
-    Py_XDECREF(bt);
-    Py_XDECREF(text);
+    for (int i = 0; i < (left ? a : b)->n; i++)
+        neg = neg && (left ? a : b)->coef[i] < 0;
+    if (neg && (!left || b->n == 0)) {
+        /* -n >= -39: n <= 39 */
+        op = flipped[op];
+        k = -k;
+    }
+    else
+        neg = 0;
+    if (lin_add(&l, left ? a : b, neg ? -1 : 1)) {
+        l.c = 0;
+        sl = lin_symbol(&l);
+        if (sl != NULL && left && b->n > 0) {
+            /* both sides have terms: the constant goes with the right's */
+            r = lin_add(&rr, b, 1);
+            rr.c = k;
+            sr = r ? lin_symbol(&rr) : NULL;
+            r = sr == NULL ? (PyErr_Occurred() ? -1 : 0) : guard_rel(tx, sl, op, sr, 0);
+        }
+        else if (sl != NULL)
+            r = guard_rel(tx, sl, op, NULL, k);
+        else
+            r = -1;
+    }
+    Py_XDECREF(sl);
+    Py_XDECREF(sr);
+    lin_clear(&l);
+    lin_clear(&rr);
     return r;
 }
 
 /*
-** The size of x[start:stop:step] along a dim of symbol 'sym' whose size is
-** 'n' now: start, stop, step constants (ints or None).  Step 1 (or None):
-** each bound is a constant or the size plus a constant, as the values now
-** clamp them; RELATION guards keep that so (sym >= a, sym <= b...).  Step -1
-** over the whole dim: the symbol.  Returns the new symbol (new ref),
-** Py_None (new ref) for a size that is fixed under those guards, or NULL with
-** no error when not modelled (other steps, an empty slice now).
+** A slice bound as a form.  node_form: f += k * v, v a graph argument (an
+** int, or a node of Python int arithmetic + - * (by a constant) and unary -
+** over the size symbols of the trace: an int input >= 2, a size read from an
+** array).  1, 0 when not expressible, -1 on error.
 */
+static PyObject *size_symbol(fj_Tracer *tx, PyObject *v);
+
 /* A slice bound: 1 with *v for an int within int64, else 0 (not modelled). */
 static int slice_int(PyObject *o, long long *v)
 {
@@ -219,78 +444,163 @@ static int slice_int(PyObject *o, long long *v)
     return !ovf;
 }
 
+static int node_form(fj_Tracer *tx, PyObject *v, Lin *f, long long k, int depth)
+{
+    long long c, m;
+    if (PyLong_CheckExact(v))
+        return slice_int(v, &c) && !__builtin_mul_overflow(k, c, &m) && lin_const(f, m);
+    if (!fj_Node_Check(v) || depth > 32 || k == LLONG_MIN)
+        return 0;
+    fj_Node *n = (fj_Node *)v;
+    if (n->vkind != FJ_VAL_PYSCALAR || n->variant || n->example == NULL || !PyLong_CheckExact(n->example))
+        return 0;
+    if (n->kind == FJ_NODE_PLACEHOLDER) {
+        fj_Var *pv = fj_trace_placeholder_var(tx, v);
+        PyObject *sym = pv != NULL ? size_symbol(tx, (PyObject *)pv) : NULL;
+        if (sym == NULL)
+            return PyErr_Occurred() ? -1 : 0;
+        int r = lin_add_symbol(f, sym, k);
+        Py_DECREF(sym);
+        return r;
+    }
+    if (n->kind != FJ_NODE_CALL || n->op == NULL || n->kwargs != NULL || !PyTuple_Check(n->args))
+        return 0;
+    PyObject *const *a = &PyTuple_GET_ITEM(n->args, 0);
+    Py_ssize_t na = PyTuple_GET_SIZE(n->args);
+    if (n->op->kind == FJ_OP_UNARY && na == 1 && (n->op->code == FJ_UNARY_NEG || n->op->code == FJ_UNARY_POS))
+        return node_form(tx, a[0], f, n->op->code == FJ_UNARY_NEG ? -k : k, depth + 1);
+    long long code = fj_rel_arith(n->op);
+    if (na != 2)
+        return 0;
+    if (code == FJ_REL_ADD || code == FJ_REL_SUB) {
+        int r = node_form(tx, a[0], f, k, depth + 1);
+        return r <= 0 ? r : node_form(tx, a[1], f, code == FJ_REL_SUB ? -k : k, depth + 1);
+    }
+    if (code != FJ_REL_MUL)
+        return 0;
+    /* by a constant: one side without terms */
+    Lin x = {0}, y = {0};
+    int r = node_form(tx, a[0], &x, 1, depth + 1);
+    if (r > 0)
+        r = node_form(tx, a[1], &y, 1, depth + 1);
+    if (r > 0)
+        r = x.n == 0 ? !__builtin_mul_overflow(k, x.c, &m) && lin_add(f, &y, m)
+            : y.n == 0 ? !__builtin_mul_overflow(k, y.c, &m) && lin_add(f, &x, m)
+                       : 0;
+    lin_clear(&x);
+    lin_clear(&y);
+    return r;
+}
+
+/*
+** Python's clamp of a slice bound (step 1) to [0, size]: bound F (value v
+** now) against the size S (value sn now) gives the form *out (zeroed by the
+** caller) and its value *now, on the side the values now take, guarded so.
+** 1, 0 (not modelled: pin), -1 on error.
+*/
+static int clamp_bound(fj_Tracer *tx, const Lin *F, long long v, const Lin *S, long long sn, Lin *out,
+                       long long *now)
+{
+    Lin zero = {0}, minus1 = {0}, t = {0};
+    minus1.c = -1;
+    int r;
+    if (v >= 0) {
+        if (v <= sn) {
+            if ((r = guard_forms(tx, F, Py_GE, &zero)) <= 0 || (r = guard_forms(tx, F, Py_LE, S)) <= 0)
+                return r;
+            *now = v;
+            return lin_add(out, F, 1);
+        }
+        if ((r = guard_forms(tx, F, Py_GE, S)) <= 0) /* clamps to the size */
+            return r;
+        *now = sn;
+        return lin_add(out, S, 1);
+    }
+    if ((r = guard_forms(tx, F, Py_LE, &minus1)) <= 0) /* counts from the end */
+        return r;
+    r = lin_add(&t, F, 1) && lin_add(&t, S, 1);
+    if (r && v + sn >= 0) {
+        r = guard_forms(tx, &t, Py_GE, &zero);
+        *now = v + sn;
+        if (r > 0)
+            r = lin_add(out, &t, 1);
+    }
+    else if (r) {
+        r = guard_forms(tx, &t, Py_LE, &zero); /* past the start: 0 */
+        *now = 0;
+    }
+    lin_clear(&t);
+    return r;
+}
+
+/* Bound 'o' of a slice (an int or a node: node_form) with its value now. */
+static int bound_form(fj_Tracer *tx, PyObject *o, Lin *f, long long *now)
+{
+    if (fj_Node_Check(o)) {
+        fj_Node *nn = (fj_Node *)o;
+        if (nn->example == NULL || !slice_int(nn->example, now))
+            return 0;
+        return node_form(tx, o, f, 1, 0);
+    }
+    if (!slice_int(o, now))
+        return 0;
+    f->c = *now;
+    return 1;
+}
+
+/*
+** The size of x[start:stop:step] along a dim of symbol 'sym' (Py_None: fixed)
+** whose size is 'n' now.  Step 1 (or None), bounds None, ints or int
+** expressions over size symbols (x[1:], x[:-1], x[n:], x[:n + 1], x[-n:],
+** x[a:b]): the size is stop' - start', each bound clamped as the values now
+** clamp it and guarded so, the size itself guarded >= 1.  Step -1 over the
+** whole dim: the symbol.  Returns the new symbol (new ref), Py_None (new
+** ref) for a size that is fixed under those guards, or NULL with no error
+** when not modelled (other steps, an empty slice now).
+*/
 static PyObject *slice_dim(fj_Tracer *tx, PyObject *sym, npy_intp n, PyObject *slice)
 {
     PySliceObject *sl = (PySliceObject *)slice;
-    long long a = 0, b = 0, st = 1;
-    int ka = 0, kb = 1; /* start = ka*sym + ca, stop = kb*sym + cb */
-    long long ca = 0, cb = 0;
+    long long st = 1;
     if (sl->step != Py_None && !slice_int(sl->step, &st))
         return NULL;
-    if (st == -1 && sl->start == Py_None && sl->stop == Py_None)
+    if (st == -1 && sl->start == Py_None && sl->stop == Py_None && sym != Py_None)
         return Py_NewRef(sym);
     if (st != 1)
         return NULL;
-    if (sl->start != Py_None) {
-        if (!slice_int(sl->start, &a))
-            return NULL;
-        if (a >= 0) {
-            if (n < a)
-                return NULL; /* clamped to the size now: empty */
-            ca = a;
-            if (a > 0 && guard_rel(tx, sym, Py_GE, NULL, a) <= 0)
-                return NULL;
-        }
-        else {
-            if (n + a < 0)
-                return NULL;
-            ka = 1, ca = a;
-            if (guard_rel(tx, sym, Py_GE, NULL, -a) <= 0)
-                return NULL;
-        }
-    }
-    if (sl->stop != Py_None) {
-        if (!slice_int(sl->stop, &b))
-            return NULL;
-        if (b >= 0) {
-            if (b <= n) {
-                kb = 0, cb = b;
-                if (guard_rel(tx, sym, Py_GE, NULL, b) <= 0)
-                    return NULL;
-            }
-            else if (guard_rel(tx, sym, Py_LE, NULL, b) <= 0) /* stop clamps to the size */
-                return NULL;
-        }
-        else {
-            if (n + b < 0)
-                return NULL;
-            cb = b;
-            if (guard_rel(tx, sym, Py_GE, NULL, -b) <= 0)
-                return NULL;
-        }
-    }
-    int k = kb - ka;
-    long long c = cb - ca;
-    if (k * (long long)n + c <= 0)
-        return NULL; /* empty now: not modelled */
-    if (k == 0)
-        return Py_NewRef(Py_None);
-    if (k != 1)
-        return NULL;
-    /* not empty for other sizes either */
-    PyObject *len = symbol_plus(sym, c);
-    if (len != NULL && c < 0 && guard_rel(tx, sym, Py_GE, NULL, 1 - c) <= 0)
-        Py_CLEAR(len);
-    return len;
+    Lin S = {0}, A = {0}, B = {0}, ea = {0}, eb = {0}, L = {0}, one = {0};
+    one.c = 1;
+    long long va = 0, vb = 0, na = 0, nb = (long long)n;
+    PyObject *res = NULL;
+    int r = sym == Py_None ? lin_const(&S, (long long)n) : lin_add_symbol(&S, sym, 1);
+    if (r > 0 && sl->start != Py_None && (r = bound_form(tx, sl->start, &A, &va)) > 0)
+        r = clamp_bound(tx, &A, va, &S, n, &ea, &na);
+    if (r > 0)
+        r = sl->stop == Py_None ? lin_add(&eb, &S, 1)
+            : (r = bound_form(tx, sl->stop, &B, &vb)) > 0 ? clamp_bound(tx, &B, vb, &S, n, &eb, &nb)
+                                                           : r;
+    if (r > 0 && nb - na <= 0)
+        r = 0; /* empty now: not modelled */
+    if (r > 0)
+        r = lin_add(&L, &eb, 1) && lin_add(&L, &ea, -1);
+    if (r > 0 && (r = guard_forms(tx, &L, Py_GE, &one)) > 0) /* not empty for other sizes either */
+        res = lin_symbol(&L);
+    lin_clear(&S);
+    lin_clear(&A);
+    lin_clear(&B);
+    lin_clear(&ea);
+    lin_clear(&eb);
+    lin_clear(&L);
+    return res;
 }
 
 /*
 ** The dims of x[key] for basic indexing by constants (ints, slices of int
 ** bounds, None, Ellipsis, a tuple of them) of an array whose dims are
 ** modelled: 1 with *out (new tuple), 0 when not modelled (the result is
-** opaque), -1 on error.
+** opaque), -1 on error.  A slice's bounds may be nodes (x[n:], x[:n + 1]:
+** fj_trace_symbolic_slice).
 */
-static PyObject *size_symbol(fj_Tracer *tx, PyObject *v);
 static int getitem_dims(fj_Tracer *tx, PyObject *arr, PyObject *keyv, PyObject **out);
 
 int fj_dims_getitem(fj_Tracer *tx, PyObject *arr, PyObject *keyv, PyObject **out)
@@ -304,43 +614,6 @@ static int slice_has_node(PyObject *e)
 {
     PySliceObject *sl = (PySliceObject *)e;
     return fj_Node_Check(sl->start) || fj_Node_Check(sl->stop) || fj_Node_Check(sl->step);
-}
-
-/*
-** The size of x[:n] along a dim whose symbol is 'sym' (Py_None: fixed at
-** 'size'), n a size symbol (an int input >= 2, or a size read from an
-** array): n where n <= the size now (guarded), else the size (guarded
-** n >= it), as the clamp makes it.  Only start None or 0 and step None.  A
-** new symbol or Py_None (fixed), or NULL with no error when not modelled.
-*/
-static PyObject *symslice_dim(fj_Tracer *tx, PyObject *sym, npy_intp size, PyObject *e)
-{
-    PySliceObject *sl = (PySliceObject *)e;
-    if (sl->step != Py_None || !fj_Node_Check(sl->stop) ||
-        !(sl->start == Py_None || (PyLong_CheckExact(sl->start) && PyLong_AsLong(sl->start) == 0)))
-        return NULL;
-    fj_Node *nn = (fj_Node *)sl->stop;
-    PyObject *nv = (PyObject *)fj_trace_placeholder_var(tx, (PyObject *)nn);
-    if (nv == NULL || nn->example == NULL || !PyLong_CheckExact(nn->example))
-        return NULL;
-    PyObject *symn = size_symbol(tx, nv);
-    if (symn == NULL)
-        return NULL;
-    long long now = PyLong_AsLongLong(nn->example);
-    PyObject *r = NULL;
-    int g;
-    if (sym != Py_None && same_symbol(sym, symn))
-        r = Py_NewRef(sym); /* x[:x.shape[0]] */
-    else if (now <= (long long)size) {
-        g = guard_rel(tx, symn, Py_LE, sym == Py_None ? NULL : sym, (long long)size);
-        r = g > 0 ? Py_NewRef(symn) : NULL;
-    }
-    else {
-        g = guard_rel(tx, symn, Py_GE, sym == Py_None ? NULL : sym, (long long)size);
-        r = g > 0 ? Py_NewRef(sym) : NULL;
-    }
-    Py_DECREF(symn);
-    return r;
 }
 
 static int getitem_dims(fj_Tracer *tx, PyObject *arr, PyObject *keyv, PyObject **out)
@@ -418,7 +691,7 @@ static int getitem_dims(fj_Tracer *tx, PyObject *arr, PyObject *keyv, PyObject *
             d++;
             continue;
         }
-        PyObject *nd = symbolic_bound ? symslice_dim(tx, sym, a->shape[d], e) : slice_dim(tx, sym, a->shape[d], e);
+        PyObject *nd = slice_dim(tx, sym, a->shape[d], e);
         if (nd == NULL) {
             Py_DECREF(res);
             if (PyErr_Occurred())
@@ -601,8 +874,25 @@ static int combine(fj_Tracer *tx, PyObject *ops, PyObject **out)
                 continue;
             }
             if (sym == Py_None || cur == Py_None) {
-                /* a symbol meets a fixed size: right for every size only against 1 */
+                /* a symbol meets a fixed size: right for every size only against 1;
+                   a form equal to it now (x[n:] of s + 20 against 20) is guarded
+                   equal (s - n == 20) and the dim is fixed */
                 npy_intp fixed = sym == Py_None ? s : size[rd];
+                PyObject *form = sym == Py_None ? cur : sym;
+                if (fixed != 1 && PyLong_AsLong(PyTuple_GET_ITEM(form, 1)) == -2 &&
+                    (sym == Py_None ? size[rd] : s) == fixed) {
+                    int g = guard_rel(tx, form, Py_EQ, NULL, (long long)fixed);
+                    if (g < 0) {
+                        Py_DECREF(dims);
+                        Py_DECREF(res);
+                        return -1;
+                    }
+                    if (g > 0) {
+                        Py_SETREF(PyTuple_GET_ITEM(res, rd), Py_NewRef(Py_None));
+                        size[rd] = fixed;
+                        continue;
+                    }
+                }
                 if (fixed != 1) {
                     Py_DECREF(dims);
                     Py_DECREF(res);
@@ -776,14 +1066,19 @@ static int reshape_dims(fj_Tracer *tx, PyObject *const *args, Py_ssize_t npos, P
             nunused++;
             unused = i;
         }
-    if (ok && nunused == 1 && unknown >= 0 && fout > 0 && fin == fout) {
-        /* x.reshape(-1, 5) of (s, 5), x.view(-1) of (s,): s * fin items in
-           u * fout, so the unknown entry is the one symbol no entry named */
-        PyObject *t = PyTuple_New(nd);
+    if (ok && nunused == 1 && unknown >= 0 && fout > 0 && fin % fout == 0) {
+        /* x.reshape(-1, 5) of (s, 5), x.view(-1) of (s,), x.reshape(-1) of
+           (s, 5): s * fin items in u * fout, so the unknown entry is the one
+           symbol no entry named times fin / fout (a form: 5*s) */
+        Lin u = {0};
+        PyObject *us = lin_add_symbol(&u, PyTuple_GET_ITEM(in, unused), (long long)(fin / fout)) ? lin_symbol(&u) : NULL;
+        lin_clear(&u);
+        PyObject *t = us != NULL ? PyTuple_New(nd) : NULL;
         for (int j = 0; t != NULL && j < nd; j++)
-            PyTuple_SET_ITEM(t, j, Py_NewRef(j == unknown ? PyTuple_GET_ITEM(in, unused) : PyTuple_GET_ITEM(d, j)));
+            PyTuple_SET_ITEM(t, j, Py_NewRef(j == unknown ? us : PyTuple_GET_ITEM(d, j)));
+        Py_XDECREF(us);
         *out = t;
-        r = t != NULL ? 1 : -1;
+        r = t != NULL ? 1 : PyErr_Occurred() ? -1 : 0;
     }
     else if (ok && nunused == 0) {
         if (unknown >= 0)
@@ -892,9 +1187,9 @@ done:
 ** np.concatenate(seq, axis) / np.stack(seq, axis) of arrays of one rank whose
 ** dims are modelled (axis a constant int, positional or axis=): dims off the
 ** axis (every dim, for stack) stay equal (the same symbol, equal fixed sizes,
-** or two symbols with the equality guarded).  Concatenate's axis: a fixed
-** size, or one symbol plus the fixed sizes; stack's new axis: the number of
-** arrays.  1 with *out, 0 when not modelled (pin), -1 on error.
+** or two symbols with the equality guarded).  Concatenate's axis: the sum
+** of the sizes (a fixed size, or a form: s + 3, 2*s, s + t); stack's new
+** axis: the number of arrays.  1 with *out, 0 when not modelled (pin), -1 on error.
 */
 static int join_dims(fj_Tracer *tx, int stack, PyObject *const *args, Py_ssize_t npos, PyObject *kwnames,
                      PyObject **out)
@@ -942,9 +1237,9 @@ static int join_dims(fj_Tracer *tx, int stack, PyObject *const *args, Py_ssize_t
         Py_XDECREF(first);
         return first == NULL ? -1 : 0;
     }
-    PyObject *res = PyList_New(0), *along = NULL;
-    long long fixed_along = 0;
-    int nsym_along = 0, r = 0;
+    PyObject *res = PyList_New(0);
+    Lin along = {0}; /* the axis's size: the sum of the arrays' */
+    int r = 0;
     for (int d = 0; res != NULL && d < nd; d++) {
         PyObject *sd = PyTuple_GET_ITEM(first, d);
         int on_axis = !stack && d == axis;
@@ -958,11 +1253,9 @@ static int join_dims(fj_Tracer *tx, int stack, PyObject *const *args, Py_ssize_t
             }
             PyObject *si = PyTuple_GET_ITEM(di, d);
             if (on_axis) {
-                if (si == Py_None)
-                    fixed_along += nn->shape[d];
-                else {
-                    nsym_along++;
-                    Py_XSETREF(along, Py_NewRef(si));
+                if (!(si == Py_None ? lin_const(&along, (long long)nn->shape[d]) : lin_add_symbol(&along, si, 1))) {
+                    Py_DECREF(di);
+                    goto fail; /* past int64, too many terms: not modelled */
                 }
             }
             else if ((si == Py_None) != (sd == Py_None) ||
@@ -974,11 +1267,9 @@ static int join_dims(fj_Tracer *tx, int stack, PyObject *const *args, Py_ssize_t
             Py_DECREF(di);
         }
         if (on_axis) {
-            PyObject *e = nsym_along == 0 ? Py_NewRef(Py_None)
-                          : nsym_along == 1 ? symbol_plus(along, fixed_along)
-                                            : NULL;
+            PyObject *e = lin_symbol(&along); /* s + 3, 2*s, s + t; Py_None: fixed */
             if (e == NULL) {
-                r = PyErr_Occurred() ? -1 : 0; /* two symbols along the axis: a sum, not modelled */
+                r = -1;
                 goto fail;
             }
             int bad = PyList_Append(res, e) < 0;
@@ -1005,7 +1296,7 @@ static int join_dims(fj_Tracer *tx, int stack, PyObject *const *args, Py_ssize_t
     r = *out ? 1 : -1;
 fail:
     Py_XDECREF(res);
-    Py_XDECREF(along);
+    lin_clear(&along);
     Py_DECREF(first);
     return r;
 }
@@ -1071,11 +1362,11 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
         /* x.reshape(-1) is right for every size; so is a shape whose symbols are
            the array's own, each once, with fixed sizes that match (x.reshape(n,
            -1), n = x.shape[0]): the unknown entry is then a fixed size */
-        if (npos == 2 && is_minus_one_shape(args[1]))
-            return 0;
         int r = reshape_dims(fr->tx, args, npos, nkw, out);
         if (r != 0)
             return r < 0 ? -1 : 0;
+        if (npos == 2 && is_minus_one_shape(args[1]))
+            return 0; /* (two symbols: s*t, opaque) */
         return pin(fr->tx, out, "reshape of a dynamic array to a shape other than -1 or its own sizes");
     }
     case FJ_SH_CONCATENATE:
@@ -1182,9 +1473,25 @@ int fj_dims_before_call(fj_TFrame *fr, const fj_OpDef *op, PyObject *const *args
             return in != Py_None && *out == NULL ? -1 : 0;
         }
         return 0;
+    case FJ_SH_SQUEEZE:
+        /* which dims squeeze drops depends on which are 1: an input's symbol is
+           >= 2, a form (x[1:]'s s - 1) or an opaque size may be 1 (the rank
+           would change under the same guards): pin those */
+        if (n >= 1 && VAR(args[0])->kind == FJ_VAR_NODE) {
+            PyObject *in = dims_of(args[0]);
+            if (in == NULL)
+                return -1;
+            int maybe_one = in == Py_None;
+            for (Py_ssize_t i = 0; !maybe_one && i < PyTuple_GET_SIZE(in); i++)
+                maybe_one = PyTuple_GET_ITEM(in, i) != Py_None &&
+                            PyLong_AsLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(in, i), 1)) == -2;
+            Py_DECREF(in);
+            if (maybe_one)
+                return pin(fr->tx, out, "squeeze of a dynamic array with a size that may be 1");
+        }
+        return 0;
     case FJ_SH_SWAPAXES:
     case FJ_SH_EXPAND_DIMS:
-    case FJ_SH_SQUEEZE:
     case FJ_SH_RAVEL:
     case FJ_SH_CUMULATIVE:
     case FJ_SH_SORT:

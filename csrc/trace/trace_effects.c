@@ -66,7 +66,7 @@ static int array_setitem(fj_TFrame *fr, PyObject *a, PyObject *key, PyObject *v)
         return fj_unsupported("item assignment on an array (no setitem op)");
     int dynamic = fj_trace_any_dynamic(a);
     if (dynamic == 0)
-        dynamic = fj_trace_any_dynamic(key);
+        dynamic = fj_trace_key_symbolic(key) || fj_trace_any_dynamic(key); /* x[:n] = v: n symbolic */
     if (dynamic == 0)
         dynamic = fj_trace_any_dynamic(v);
     /* a store through a mask, or of a size that depends on the data: its sizes are
@@ -151,6 +151,13 @@ int fj_trace_store_subscr(fj_TFrame *fr, PyObject *o, PyObject *k, PyObject *v)
     if (ov->kind == FJ_VAR_NODE && (((fj_Node *)ov->obj)->vkind == FJ_VAL_ARRAY ||
                                      ((fj_Node *)ov->obj)->vkind == FJ_VAL_TENSOR))
         return array_setitem(fr, o, k, v);
+    if (fj_trace_key_symbolic(k)) {
+        /* xs[:n] = ... on a list: the bounds' values */
+        PyObject *kp = fj_trace_key_pinned(fr, k);
+        int r = kp != NULL ? fj_trace_store_subscr(fr, o, kp, v) : -1;
+        Py_XDECREF(kp);
+        return r;
+    }
     PyObject *key = item_key(o, k, "item assignment");
     if (key == NULL)
         return -1;
