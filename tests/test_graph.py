@@ -357,9 +357,29 @@ def test_dead_temporary_is_written_in_place():
     assert plain_peak > 8 * BIG * 1.5  # np.maximum/np.sqrt calls: NumPy cannot elide
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.complex128])
+def test_a_dead_temporary_is_raised_to_a_power_in_place(dtype):
+    # t ** 2 is NumPy's in-place power (its square fast path), not np.power
+    # with out= (the generic pow loop: np.abs(x)**2 ran 0.37x plain)
+    import framejit
+
+    def f(x):
+        return np.abs(x) ** 2
+
+    x = (np.random.default_rng(1).standard_normal(BIG) * 50).astype(dtype)
+    cf = framejit.compile(f, backend="eager")
+    cf(x)
+    out, peak = _peak(cf, x)
+    expect = f(x)
+    assert out.dtype == expect.dtype and out.shape == expect.shape
+    np.testing.assert_array_equal(out, expect)
+    assert peak < x.nbytes * 1.5, peak   # one buffer: abs's result, squared in place
+
+
 @pytest.mark.parametrize("case", [
     "view_alive", "used_later", "returned", "dtype_changes", "broadcast_grows", "fortran",
-    "subclass_operand", "small", "int_overflow", "same_temp_twice"])
+    "subclass_operand", "small", "int_overflow", "same_temp_twice", "pow_rhs", "pow_float",
+    "pow_int_negative", "pow_int_by_float", "pow_array"])
 def test_reuse_only_when_invisible(case):
     import framejit
     rng = np.random.default_rng(0)
@@ -415,7 +435,34 @@ def test_reuse_only_when_invisible(case):
         def f(a, b):
             t = a - b
             return t * t
+    elif case == "pow_rhs":
+        def f(a, b):
+            return 2.0 ** (a + b)
+    elif case == "pow_float":
+        def f(a, b):
+            return (a * b) ** 2.5
+    elif case == "pow_int_negative":
+        a = np.full(BIG, 3, np.int64)
+
+        def f(a, b):
+            return (a + 1) ** -1          # ValueError, as plain
+    elif case == "pow_int_by_float":
+        a = np.full(BIG, 3, np.int64)
+
+        def f(a, b):
+            return (a + 1) ** 2.0         # float64: a new array
+    elif case == "pow_array":
+        def f(a, b):
+            return (a + 1) ** b
     cf = framejit.compile(f)
+    if case == "pow_int_negative":
+        for _ in range(2):
+            with pytest.raises(ValueError) as got:
+                cf(a, b)
+            with pytest.raises(ValueError) as want:
+                f(a, b)
+            assert str(got.value) == str(want.value)
+        return
     with np.errstate(all="ignore"):
         for _ in range(2):
             a0, b0 = a.copy(order="K"), b.copy(order="K")

@@ -1296,7 +1296,8 @@ done:
 ** defeats NumPy's check, so it does the same itself: when node 'n' is an
 ** elementwise ufunc whose operand is a temporary the graph made, that dies
 ** here and is referenced by 'env' alone, owns its C-contiguous data and has
-** the result's dtype and shape, the ufunc writes into it ('out=').  The
+** the result's dtype and shape, the ufunc writes into it ('out='; for `**`,
+** NumPy's in-place power, so `t ** 2` squares as the operator does).  The
 ** other operands must be exact ndarrays (C-contiguous, broadcasting into the
 ** temporary's shape) or plain scalars, so nothing can override the ufunc and
 ** the result is what NumPy returns without 'out' (same values, dtype, shape,
@@ -1304,6 +1305,13 @@ done:
 ** or leaves *res NULL when the node does not qualify; -1 on error.
 */
 #define FJ_ELIDE_MIN_BYTES (256 * 1024) /* NumPy's NPY_MIN_ELIDE_BYTES */
+
+/* The ** operator (its row has no ufunc: np.power lacks the operator's fast paths). */
+static int is_power(const fj_Node *n)
+{
+    return n->op != NULL && n->op->kind == FJ_OP_BINOP && n->op->code == NB_POWER &&
+           PyTuple_GET_SIZE(n->args) == 2 && n->vkind == FJ_VAL_ARRAY;
+}
 
 static int reuse_temporary(fj_Node *n, PyObject **env, PyObject **res)
 {
@@ -1350,6 +1358,14 @@ static int reuse_temporary(fj_Node *n, PyObject **env, PyObject **res)
                      PyComplex_CheckExact(o) || PyArray_CheckAnyScalarExact(o))) {
             return 0;
         }
+    }
+    if (is_power(n)) {
+        /* tmp ** e: NumPy's in-place power, with the operator's scalar fast path
+           (e == 2: square) that the power ufunc has not; e ** tmp: not reused */
+        if (argv[0] != tmp)
+            return 0;
+        *res = PyNumber_InPlacePower(tmp, argv[1], Py_None);
+        return *res == NULL ? -1 : 0;
     }
     if (out_kw == NULL && (out_kw = Py_BuildValue("(s)", "out")) == NULL)
         return -1;
@@ -1400,7 +1416,7 @@ PyObject *fj_graph_run(PyObject *gobj, PyObject *const *inputs, Py_ssize_t ninpu
             env[i] = Py_NewRef(inputs[k++]);
             break;
         case FJ_NODE_CALL:
-            if (n->ufunc != NULL && reuse_temporary(n, env, &env[i]) < 0)
+            if ((n->ufunc != NULL || is_power(n)) && reuse_temporary(n, env, &env[i]) < 0)
                 goto done;
             if (env[i] == NULL && !(env[i] = fj_graph_run_node(n, env)))
                 goto done;
