@@ -1349,3 +1349,42 @@ def squeezed_tail(x):
 def test_squeeze_of_a_slice_whose_size_may_be_1_stays_right(backend):
     # x[1:] of 2 items has one: squeeze changes the rank (pinned, logged)
     run_sizes(squeezed_tail, [(vec(n),) for n in (5, 6, 7, 8, 2, 3)], backend)
+
+
+def window_rows_cols(x, n, m):
+    return x[n:-m, :n + 1] * 2.0
+
+
+@pytest.mark.parametrize("backend", ["eager", "native"])
+def test_a_tuple_key_with_computed_bounds_shares_one_graph(backend):
+    # an operator between the slices (n + 1) keeps them symbolic (found by review)
+    args = [(rows(30, 20), n, m) for n, m in ((2, 3), (3, 4), (4, 5), (5, 2), (6, 3), (9, 9))]
+    assert run_sizes(window_rows_cols, args, backend) <= 2
+
+
+def tail_of_tail(x, n):
+    return x[-n:][n - 1:] * 2.0
+
+
+def test_a_relation_true_for_every_size_is_not_guarded(logs):
+    # x[-n:][n - 1:]: n - 1 <= n holds whatever n is: no RELATION for it (found by review)
+    framejit.reset()
+    framejit.set_logs(guards=True)
+    assert run_sizes(tail_of_tail, [(vec(30), n) for n in (3, 4, 5, 6, 7)]) <= 2
+    text = "\n".join(logs.lines)
+    assert "RELATION: L['n'] <= 30" in text
+    assert "L['n'] + " not in text and "L['n'] - 1 <= L['n']" not in text, text
+
+
+def store_slice_in_dict(x, d):
+    d[:3] = 1            # TypeError before 3.12 (a slice is not hashable), stored after
+    return x * 2
+
+
+def test_a_slice_key_into_a_dict_is_the_programs_own_outcome():
+    framejit.config.raise_internal_errors = True
+    try:
+        check_differential(store_slice_in_dict, [(vec(5), {}), (vec(6), {1: 2})], expect_graph=False)
+    finally:
+        framejit.config.raise_internal_errors = False
+    assert not framejit.counters.get("internal_error")

@@ -760,3 +760,54 @@ def t_flat_view(x):
 def test_tensor_sums_and_multiples_of_sizes_share_one_graph(fn, backend):
     arg = vec if fn is t_cat_twice else rows
     assert run_sizes(fn, [(arg(n),) for n in SIZES], backend) <= 2
+
+
+# ---- found by review: an in-place write whose operand is a view of the tensor it writes ----
+# Eager torch copies as it writes (or raises "some elements of the input tensor and the
+# written-to tensor refer to a single memory location"); aot_eager's functionalized graph
+# read the operand first and returned other values.  The trace leaves such a write to CPython.
+
+def overlap_store(x):
+    y = x.clone()
+    y[1:, :5] = y[:-1, -5:]
+    return y
+
+
+def overlap_iadd(x):
+    y = x.clone()
+    y[1:] += y[:-1]
+    return y
+
+
+def overlap_method(x):
+    y = x.clone()
+    y[1:].add_(y[:-1])
+    return y
+
+
+def overlap_out(x):
+    y = x.clone()
+    torch.add(y[:-1], 1, out=y[1:])
+    return y
+
+
+def overlap_copy(x):
+    y = x.clone()
+    y[1:].copy_(y[:-1])
+    return y
+
+
+def self_inplace(x):
+    y = x.clone()
+    y.mul_(y)             # the same view: torch allows it, the graph keeps it
+    y += y
+    return y
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("fn", [overlap_store, overlap_iadd, overlap_method, overlap_out, overlap_copy,
+                                self_inplace], ids=lambda f: f.__name__)
+def test_an_inplace_write_reading_a_view_of_its_tensor_runs_as_eager(fn, backend):
+    run_sizes(fn, [(torch.arange(40.).reshape(5, 8),), (torch.arange(48.).reshape(6, 8),)], backend)
+    if fn is self_inplace:
+        assert framejit.counters["stats"].get("unique_graphs", 0) >= 1

@@ -1763,11 +1763,12 @@ static PyObject *make_iter(fj_TFrame *fr, PyObject *vo)
 
 /*
 ** True when the slice BUILD_SLICE at instruction i builds is only a
-** subscript's key: what follows is loads, other BUILD_SLICEs and at most one
-** BUILD_TUPLE holding it, then the BINARY_SUBSCR or STORE_SUBSCR that takes
-** it (x[:n, 0], x[..., n:], x[:, :n] = v), and no graph break stops the
-** trace in between (tx->stop_at).  Nothing between runs the program's code,
-** so the slice (holding nodes: fj_trace_node_slice) never leaves the trace.
+** subscript's key: what follows is loads, operators on the values above it,
+** other BUILD_SLICEs and at most one BUILD_TUPLE holding it, then the
+** BINARY_SUBSCR or STORE_SUBSCR that takes it (x[:n, 0], x[..., n:],
+** x[n:-m, :n + 1], x[:, :n] = v), and no graph break stops the trace in
+** between (tx->stop_at: the trace that stops there keeps a plain slice).  So
+** the slice (holding nodes: fj_trace_node_slice) never leaves the trace.
 */
 static int slice_feeds_subscript(const fj_TFrame *fr, Py_ssize_t i)
 {
@@ -1783,6 +1784,20 @@ static int slice_feeds_subscript(const fj_TFrame *fr, Py_ssize_t i)
             break;
         case FJ_PI_LOAD_FAST_LOAD_FAST:
             p += 2;
+            break;
+        case FJ_PI_LOAD_DEREF:
+            p++;
+            break;
+        case FJ_PI_UNARY_NEGATIVE:
+        case FJ_PI_UNARY_POSITIVE:
+        case FJ_PI_UNARY_INVERT:
+            if (p < 1)
+                return 0;
+            break;
+        case FJ_PI_BINARY_OP: /* x[n:-m, :n + 1] */
+            if (p < 2)
+                return 0;
+            p--;
             break;
         case FJ_PI_BUILD_SLICE:
             if (p < ps->a)

@@ -404,6 +404,14 @@ PyObject *fj_trace_torch_items(fj_Tracer *tx, PyObject *v);
 PyObject *fj_trace_torch_field(fj_Tracer *tx, PyObject *v, PyObject *name);
 /* True for a NODE Var of a tensor. */
 int fj_trace_is_tensor_var(PyObject *v);
+/* 1 when tensor Vars 'target' and 'value' are two views of one tensor node
+   (through view ops: x[1:] = x[:-1], y[1:] += y[:-1]), 0 when not.  Eager
+   torch copies such a value element by element as it writes (or refuses the
+   overlap); a functionalized graph reads it whole first: the trace leaves
+   the store or in-place op to CPython (trace_effects.c, trace_torch.c).  A
+   store's 'key' (else NULL): storing target[key] itself back (x[k] += 1) is
+   no overlap. */
+int fj_trace_torch_store_overlaps(PyObject *target, PyObject *value, PyObject *key);
 /* 1 when one of the Vars args[0..n) is or holds (in tuples and lists) a tensor. */
 int fj_trace_has_tensor(PyObject *const *args, Py_ssize_t n);
 /*

@@ -385,9 +385,14 @@ static int guard_forms(fj_Tracer *tx, const Lin *a, int op, const Lin *b)
     long long k; /* b->c - a->c */
     if (__builtin_sub_overflow(b->c, a->c, &k) || k == LLONG_MIN)
         return 0;
-    if (a->n == 0 && b->n == 0)
-        return op == Py_EQ ? k == 0 : op == Py_LE ? 0 <= k : 0 >= k;
     Lin l = {0}, rr = {0};
+    if (!lin_add(&l, a, 1) || !lin_add(&l, b, -1)) {
+        lin_clear(&l);
+        return 0;
+    }
+    if (l.n == 0) /* the same terms on both sides (n <= n + 1): constant, true now */
+        return op == Py_EQ ? k == 0 : op == Py_LE ? 0 <= k : 0 >= k;
+    lin_clear(&l);
     int left = a->n > 0, r = 0, neg = 1;
     PyObject *sl = NULL, *sr = NULL;
     if (!left) {

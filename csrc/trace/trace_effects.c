@@ -79,6 +79,12 @@ static int array_setitem(fj_TFrame *fr, PyObject *a, PyObject *key, PyObject *v)
         return -1;
     if (!fj_trace_is_tensor_var(a) && fj_trace_index_may_raise(fr->tx, key) < 0)
         return -1;
+    int overlap = fj_trace_torch_store_overlaps(a, v, key);
+    if (overlap != 0)
+        return overlap < 0 ? -1
+                           : fj_unsupported("a tensor store whose value is a view of the tensor it writes (compiled "
+                                            "torch reads the value before the store; eager torch copies as it "
+                                            "writes)");
     PyObject *args[3] = {a, key, v};
     PyObject *r = fj_trace_graph_call(fr, op, args, 3, NULL);
     if (r == NULL)
@@ -164,7 +170,8 @@ int fj_trace_store_subscr(fj_TFrame *fr, PyObject *o, PyObject *k, PyObject *v)
     if (ov->kind == FJ_VAR_DICT) {
         if (fj_trace_note_mutation(fr->tx, ov) < 0)
             return -1;
-        return PyDict_SetItem(ov->items, key, v);
+        /* an unhashable key (a slice before 3.12): the program's TypeError, in CPython */
+        return PyDict_SetItem(ov->items, key, v) < 0 ? (fj_trace_as_unsupported("dict item assignment"), -1) : 0;
     }
     if (PyLong_CheckExact(key)) {
         Py_ssize_t ix = list_index(key, PyList_GET_SIZE(ov->items), "list assignment");

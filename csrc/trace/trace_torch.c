@@ -406,6 +406,8 @@ static PyObject *meta_key(const fj_OpDef *op, PyObject *target, PyObject *fargs,
 }
 
 /* The Var of top-level argument args[i] whose node's fake is 'fake', or NULL. */
+static int inplace_reads_overlap(PyObject *written, PyObject *const *args, Py_ssize_t n);
+
 static PyObject *operand_with_fake(PyObject *const *args, Py_ssize_t n, PyObject *fake)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -784,6 +786,13 @@ PyObject *fj_trace_torch_node(fj_Tracer *tx, const fj_OpDef *op, PyObject *targe
     }
     if (fj_torch_is_tensor(res)) {
         PyObject *same = operand_with_fake(args, n, res);
+        int ov = same != NULL ? inplace_reads_overlap(same, args, n) : 0;
+        if (ov != 0) {
+            if (ov > 0)
+                refuse(op, target, "that writes a tensor another of its operands is a view of (eager torch "
+                                   "raises or copies as it writes; a compiled graph reads the operand first)");
+            goto done;
+        }
         fj_Node *node = fj_graph_torch_call(tx->graph, op, target, label, stem, targs, kwargs, res);
         if (node == NULL) {
             PyObject *what = PyErr_ExceptionMatches(PyExc_ValueError) ? PyUnicode_FromFormat("%U's result", stem)
@@ -1276,4 +1285,87 @@ PyObject *fj_trace_torch_field(fj_Tracer *tx, PyObject *v, PyObject *name)
     }
     PyErr_Clear();
     return fj_unsupported("attribute %U of a tuple of tensors", name), NULL;
+}
+
+/* Names of torch ops whose result is a view of their first operand. */
+static const char *const view_ops[] = {
+    "view", "view_as", "reshape", "reshape_as", "t", "T", "mT", "H", "mH", "transpose", "swapaxes",
+    "swapdims", "permute", "movedim", "moveaxis", "squeeze", "unsqueeze", "expand", "expand_as", "narrow",
+    "select", "flatten", "unflatten", "detach", "as_strided", "diagonal", "unfold", "real", "imag",
+    "view_as_real", "view_as_complex", "split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit",
+    "dsplit", "contiguous", "alias", "__getitem__", "getitem", NULL};
+
+static int is_view_name(PyObject *name)
+{
+    for (int i = 0; name != NULL && PyUnicode_Check(name) && view_ops[i] != NULL; i++)
+        if (PyUnicode_CompareWithASCIIString(name, view_ops[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* The node tensor node 'n' is a view of, through view ops (itself when none). */
+static fj_Node *view_base(fj_Node *n)
+{
+    for (int depth = 0; depth < 64; depth++) {
+        if (n->kind != FJ_NODE_CALL || n->op == NULL || !PyTuple_Check(n->args) || PyTuple_GET_SIZE(n->args) < 1)
+            return n;
+        PyObject *a0 = PyTuple_GET_ITEM(n->args, 0);
+        if (!fj_Node_Check(a0) || ((fj_Node *)a0)->vkind != FJ_VAL_TENSOR)
+            return n;
+        int view = n->op == fj_ops_for_getitem();
+        if (!view && n->op->kind == FJ_OP_METHOD)
+            view = is_view_name(n->target);
+        else if (!view && n->op == &fj_torch_func_row && n->target != NULL) {
+            PyObject *name = PyObject_GetAttrString(n->target, "__name__");
+            PyErr_Clear();
+            view = is_view_name(name);
+            Py_XDECREF(name);
+        }
+        if (!view)
+            return n;
+        n = (fj_Node *)a0;
+    }
+    return n;
+}
+
+/* True when node 'vn' is t[key] itself (x[k] += 1 stores x[k] back into x[k]). */
+static int is_same_item(fj_Node *vn, fj_Node *tn, PyObject *key)
+{
+    if (key == NULL || vn->kind != FJ_NODE_CALL || vn->op != fj_ops_for_getitem() || !PyTuple_Check(vn->args) ||
+        PyTuple_GET_SIZE(vn->args) != 2 || PyTuple_GET_ITEM(vn->args, 0) != (PyObject *)tn)
+        return 0;
+    PyObject *k = PyTuple_GET_ITEM(vn->args, 1);
+    fj_Var *kv = (fj_Var *)key;
+    if (kv->kind == FJ_VAR_NODE)
+        return k == kv->obj;
+    if (kv->kind != FJ_VAR_CONST || fj_Node_Check(k))
+        return 0;
+    /* (constant keys: ints, slices, Ellipsis, None, tuples of them: no program code runs) */
+    int eq = PyObject_RichCompareBool(k, kv->obj, Py_EQ);
+    if (eq < 0)
+        PyErr_Clear();
+    return eq > 0;
+}
+
+int fj_trace_torch_store_overlaps(PyObject *target, PyObject *value, PyObject *key)
+{
+    fj_Var *t = (fj_Var *)target, *v = (fj_Var *)value;
+    if (t->kind != FJ_VAR_NODE || v->kind != FJ_VAR_NODE || t->obj == v->obj)
+        return 0;
+    fj_Node *tn = (fj_Node *)t->obj, *vn = (fj_Node *)v->obj;
+    if (tn->vkind != FJ_VAL_TENSOR || vn->vkind != FJ_VAL_TENSOR || is_same_item(vn, tn, key))
+        return 0;
+    return view_base(tn) == view_base(vn);
+}
+
+/* An in-place op writing 'written' (a Var among args) reads another view of its
+   storage: 1 (the trace refuses it: fj_trace_torch_store_overlaps), 0, -1. */
+static int inplace_reads_overlap(PyObject *written, PyObject *const *args, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int r = fj_trace_is_tensor_var(args[i]) ? fj_trace_torch_store_overlaps(written, args[i], NULL) : 0;
+        if (r != 0)
+            return r;
+    }
+    return 0;
 }
