@@ -4,24 +4,31 @@
 **
 ** Appended to a kernel's source (csrc/backends/native/native_emit.c) when a
 ** group computes one of them and config.native_exact is False.  Each
-** function is straight-line C (no branches, bit casts through memcpy,
-** int64 arithmetic on the bits) so that gcc vectorizes the loop around it.
-** Each has a domain, fj_<f>_ok: inside it the function raises no
-** floating-point flag and its result is within the bound measured in
-** docs/native.md (tools/vmath_accuracy.py); an element outside it (NaN,
-** infinities, overflow, results in the subnormal range, log of 0 or of a
-** negative) makes the kernel's status FJ_HARD, and the group runs through
-** NumPy, whose values, flags and warnings are then the program's.  The
-** functions clamp their argument into the domain first, so the lanes a
-** vectorized loop computes for other elements raise no flag either.
+** function is straight-line C (bit casts through memcpy, selects as bit
+** operations, no branch and no call) so that gcc vectorizes the loop around
+** it; float32 versions compute in float64 and round once.
 **
-** Algorithms (textbook; constants are the usual ones): exp: x = k ln2 + r
-** (k rounded with the 1.5 * 2^52 shift, ln2 split in a 32-bit head and a
+** Results are within the bounds docs/native.md measures
+** (tools/vmath_accuracy.py) of the correctly rounded value: not NumPy's bits
+** (which differ between NumPy's own SIMD paths).  Special values and
+** floating-point conditions are NumPy's:
+**   exp: an argument is clamped to +-1400 first (past it exp is 0 or inf
+**   anyway), so overflow and underflow happen in the final scaling and
+**   raise their flags as NumPy's exp does (the kernel then asks NumPy's
+**   error state, or runs the group through NumPy); NaN gives NaN.
+**   log: an argument that is not a positive normal finite number (0, < 0,
+**   subnormal, inf, NaN) raises invalid on purpose; a group with a log
+**   treats invalid as hard (native_emit.c), so such an element makes the
+**   group run through NumPy, whose value, flag and warning then stand.
+**
+** Algorithms (textbook; the constants are the usual ones): exp: x = k ln2 +
+** r (k rounded with the 1.5 * 2^52 shift, ln2 split in a 32-bit head and a
 ** tail so k * head is exact), exp(r) by its Taylor series (degree 13 for
-** float64, |r| <= ln2 / 2), scaled by 2^k in two exact steps.  log: x = 2^e
-** m, m in [sqrt(2)/2, sqrt(2)) from the bits, log(m) = log1p(f) with s =
-** f / (2 + f) and fdlibm's polynomial in s^2, plus e ln2 in two parts.
-** float32 versions compute in float64 and round once.
+** float64, 7 for float32; |r| <= ln2 / 2), times 2^k as two factors 2^k1
+** 2^k2 built from the bits (exact, and over/underflowing only in the last
+** product).  log: x = 2^e m, m in [sqrt(2)/2, sqrt(2)) from the bits, log(m)
+** = log1p(f), f = m - 1, with s = f / (2 + f) and fdlibm's polynomial in
+** s^2 (e_log.c), plus e ln2 in two parts.
 */
 #ifndef FJ_VMATH_H
 #define FJ_VMATH_H
@@ -30,12 +37,26 @@
 
 static inline double fjv_d(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
 static inline uint64_t fjv_u(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
+static inline float fjv_f(uint32_t u) { float d; memcpy(&d, &u, 4); return d; }
+static inline uint32_t fjv_uf(float d) { uint32_t u; memcpy(&u, &d, 4); return u; }
+
+/* x with |x| clamped to the value of bits 'lim' (sign kept); a NaN stays.
+   Bit operations: gcc if-converts no float select in a loop mixing float32
+   and float64 lanes. */
+static inline double fjv_clamp_abs(double x, uint64_t lim)
+{
+    uint64_t u = fjv_u(x), a = u & 0x7fffffffffffffffULL;
+    uint64_t m = 0 - (uint64_t)((a > lim) & (a <= 0x7ff0000000000000ULL));
+    return fjv_d((u & ~m) | (((u & 0x8000000000000000ULL) | lim) & m));
+}
+static inline float fjv_clamp_absf(float x, uint32_t lim)
+{
+    uint32_t u = fjv_uf(x), a = u & 0x7fffffffu;
+    uint32_t m = 0u - (uint32_t)((a > lim) & (a <= 0x7f800000u));
+    return fjv_f((u & ~m) | (((u & 0x80000000u) | lim) & m));
+}
 
 /* ---- exp ----------------------------------------------------------------- */
-
-/* exp(x) normal and finite: x in [-708.39, 709.78] (quiet compares: a NaN is outside) */
-static inline int fj_exp64_ok(double x) { return __builtin_isgreaterequal(x, -708.39) & __builtin_islessequal(x, 709.78); }
-static inline int fj_exp32_ok(float x) { return __builtin_isgreaterequal(x, -87.33f) & __builtin_islessequal(x, 88.72f); }
 
 /* exp(r) - 1 for |r| <= ln2/2 + a little: the Taylor series to degree 13 */
 static inline double fjv_expm1_core(double r)
@@ -55,7 +76,7 @@ static inline double fjv_expm1_core(double r)
     return r + (r * r) * p;
 }
 
-/* exp(r) - 1 for |r| <= ln2/2: degree 7, enough for a float32 result */
+/* the same to degree 7: enough for a result rounded to float32 */
 static inline double fjv_expm1_core32(double r)
 {
     double p = 1.0 / 40320.0;
@@ -68,43 +89,38 @@ static inline double fjv_expm1_core32(double r)
     return r + (r * r) * p;
 }
 
-/* x = k ln2 + r; returns r and the bits of 2^(k/2) and 2^(k - k/2) */
+/* x = k ln2 + r, |x| <= 1400: returns r and the bits of 2^k1, 2^k2, k1 + k2 = k
+   (each within the normal exponents) */
 static inline double fjv_exp_reduce(double x, uint64_t *s1, uint64_t *s2)
 {
     const double shift = 0x1.8p52, invln2 = 0x1.71547652b82fep0;
     const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
     double z = x * invln2 + shift;
     double k = z - shift;
-    int64_t ki = (int64_t)(fjv_u(z) - fjv_u(shift)); /* k as an integer, from the bits */
-    int64_t k1 = ki >> 1, k2 = ki - k1;
-    *s1 = (uint64_t)(k1 + 1023) << 52;
-    *s2 = (uint64_t)(k2 + 1023) << 52;
+    double k1 = (k * 0.5 + shift) - shift; /* k / 2 rounded: k1 and k - k1 within +-1010 */
+    uint64_t u1 = fjv_u(k1 + shift) - fjv_u(shift), u2 = fjv_u((k - k1) + shift) - fjv_u(shift);
+    *s1 = (u1 + 1023) << 52;
+    *s2 = (u2 + 1023) << 52;
     return (x - k * ln2hi) - k * ln2lo;
 }
 
 static inline double fj_exp64(double x)
 {
-    x = __builtin_fmin(__builtin_fmax(x, -708.39), 709.78); /* (fmin/fmax: no flag for a NaN) */
     uint64_t s1, s2;
-    double r = fjv_exp_reduce(x, &s1, &s2);
+    double r = fjv_exp_reduce(fjv_clamp_abs(x, 0x4095e00000000000ULL /* 1400 */), &s1, &s2);
     return ((1.0 + fjv_expm1_core(r)) * fjv_d(s1)) * fjv_d(s2);
 }
 
-static inline float fj_exp32(float xf)
+static inline float fj_exp32(float x)
 {
-    double x = __builtin_fmin(__builtin_fmax((double)xf, -87.33), 88.72);
     uint64_t s1, s2;
-    double r = fjv_exp_reduce(x, &s1, &s2);
+    double r = fjv_exp_reduce((double)fjv_clamp_absf(x, 0x44af0000u /* 1400 */), &s1, &s2);
     return (float)(((1.0 + fjv_expm1_core32(r)) * fjv_d(s1)) * fjv_d(s2));
 }
 
 /* ---- log ----------------------------------------------------------------- */
 
-/* log(x) computed here: x positive, normal and finite */
-static inline int fj_log64_ok(double x) { return __builtin_isgreaterequal(x, 0x1p-1022) & __builtin_islessequal(x, 0x1.fffffffffffffp1023); }
-static inline int fj_log32_ok(float x) { return __builtin_isgreaterequal(x, 0x1p-126f) & __builtin_islessequal(x, 0x1.fffffep127f); }
-
-/* log(x), x positive, normal, finite (fdlibm's e_log.c polynomial) */
+/* log(x), x positive, normal, finite */
 static inline double fjv_log(double x)
 {
     const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
@@ -112,13 +128,13 @@ static inline double fjv_log(double x)
                  Lg3 = 2.857142874366239149e-01, Lg4 = 2.222219843214978396e-01,
                  Lg5 = 1.818357216161805012e-01, Lg6 = 1.531383769920937332e-01,
                  Lg7 = 1.479819860511658591e-01;
-    /* x = 2^e m, m in [sqrt(2)/2, sqrt(2)): e from the bits above 0.7071... */
+    /* x = 2^e m, m in [sqrt(2)/2, sqrt(2)): e from the bits above those of sqrt(2)/2 */
     uint64_t ix = fjv_u(x);
-    uint64_t tmp = ix - 0x3fe6a09e667f3bcdULL;
-    int64_t e = (int64_t)tmp >> 52;
-    double m = fjv_d(ix - ((uint64_t)e << 52));
+    uint64_t eb = (ix - 0x3fe6a09e667f3bcdULL) >> 52; /* e in 12 bits, two's complement */
+    double m = fjv_d(ix - (eb << 52));
     double f = m - 1.0;
-    double dk = (double)e;
+    /* e as a double: its sign-extended bits in the low bits of 1.5 * 2^52 */
+    double dk = fjv_d(0x4338000000000000ULL + ((eb ^ 0x800) - 0x800)) - 0x1.8p52;
     double s = f / (2.0 + f);
     double z = s * s, w = z * z;
     double t1 = w * (Lg2 + w * (Lg4 + w * Lg6));
@@ -127,13 +143,27 @@ static inline double fjv_log(double x)
     return dk * ln2hi - ((hfsq - (s * (hfsq + R) + dk * ln2lo)) - f);
 }
 
+/* 1.0, or for a 0 mask NaN with invalid raised (inf * 0: the special lanes of log) */
+static inline double fjv_invalid_unless(uint64_t m)
+{
+    double q = fjv_d((0x3ff0000000000000ULL & m) | (0x7ff0000000000000ULL & ~m));
+    double w = fjv_d(0x3ff0000000000000ULL & m);
+    return q * w;
+}
+
 static inline double fj_log64(double x)
 {
-    return fjv_log(__builtin_fmin(__builtin_fmax(x, 0x1p-1022), 0x1.fffffffffffffp1023));
+    uint64_t u = fjv_u(x);
+    uint64_t m = 0 - (uint64_t)((u - 0x0010000000000000ULL) < 0x7fe0000000000000ULL); /* positive normal */
+    return fjv_log(fjv_d((u & m) | (0x3ff0000000000000ULL & ~m))) * fjv_invalid_unless(m);
 }
 
 static inline float fj_log32(float x)
 {
-    return (float)fjv_log((double)__builtin_fminf(__builtin_fmaxf(x, 0x1p-126f), 0x1.fffffep127f));
+    uint32_t u = fjv_uf(x);
+    uint32_t ok = (uint32_t)((u - 0x00800000u) < 0x7f000000u); /* positive normal float32 */
+    uint64_t m = 0 - (uint64_t)ok;
+    double d = (double)fjv_f((u & (0u - ok)) | (0x3f800000u & ~(0u - ok)));
+    return (float)(fjv_log(d) * fjv_invalid_unless(m));
 }
 #endif

@@ -28,6 +28,14 @@ max_restarts = 100
 #: containers and bodies that cannot be captured are unrolled as before
 capture_loops = True
 loop_unroll_limit = 16
+#: the native backend's transcendental functions (np.exp, np.log) run through
+#: NumPy, whose bits they then are (True, the default: a compiled function
+#: returns exactly what plain NumPy returns), or inside the fused kernels
+#: (False: framejit/_vmath.h, vectorized, within the bounds docs/native.md
+#: measures against correctly rounded results, and 2-5x faster on chains
+#: with them).  Special values, floating-point flags and warnings are NumPy's
+#: either way.  Read when a graph is compiled.
+native_exact = True
 #: re-raise internal compiler errors instead of running the frame uncompiled (tests)
 raise_internal_errors = False
 #: never offer frames of the stdlib, NumPy and the test runners to the compiler

@@ -324,9 +324,22 @@ def _backend_failed(exc):
                       f"and logged): {text[:500]}", RuntimeWarning, stacklevel=3)
 
 
+_vmath = None  # the text of _vmath.h, read once (config.native_exact False)
+
+
+def _vmath_text():
+    global _vmath
+    if _vmath is None:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "_vmath.h")) as f:
+            _vmath = f.read()
+    return _vmath
+
+
 def _plan(graph, toolchain):
     c = _counters()
     c["graphs"] += 1
+    exact = bool(config.native_exact)
+    _C.native_config(exact=exact, vmath=None if exact else _vmath_text())
     plan, source = _C.native_plan(graph)
     if plan is None:
         c["graphs_unfused"] += 1

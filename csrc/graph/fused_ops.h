@@ -21,6 +21,9 @@ enum {
     FJN_MAX, FJN_MIN, FJN_LT, FJN_LE, FJN_EQ, FJN_NE, FJN_GT, FJN_GE, FJN_LAND, FJN_LOR, FJN_LXOR, FJN_LNOT,
     FJN_BAND, FJN_BOR, FJN_BXOR, FJN_INVERT, FJN_ISNAN, FJN_ISINF, FJN_ISFINITE, FJN_SIGNBIT, FJN_FLOOR,
     FJN_CEIL, FJN_TRUNC, FJN_RINT, FJN_WHERE, FJN_CAST, FJN_FLOORDIV, FJN_MOD,
+    /* transcendental functions (framejit/_vmath.h): within a documented bound of the correctly
+       rounded value, not NumPy's bits; fused only with config.native_exact False */
+    FJN_EXP, FJN_LOG,
     /* a row's code only, never a kernel's: x ** c with a constant exponent c fuses as FJN_SQUARE (2),
        FJN_SQRT (0.5) or FJN_RECIP (-1), what ndarray.__pow__ runs for these (native.c's classify_pow) */
     FJN_POW,

@@ -50,6 +50,11 @@ static Py_ssize_t fjn_nogil_min = 1 << 14;     /* elements before the GIL is rel
 /* Float max/min over one axis: exact (zero and NaN results go to NumPy) but
    slower than NumPy's SIMD loops here, so off (native_config(float_axis_minmax=True)). */
 static int fjn_float_axis_minmax = 0;
+/* config.native_exact (native_config(exact=)): transcendental functions through
+   NumPy (its bits) rather than framejit/_vmath.h's (within a bound) */
+static int fjn_exact = 1;
+/* the text of framejit/_vmath.h (native_config(vmath=): native.py reads it) */
+static PyObject *fjn_vmath_src = NULL;
 
 /* ---- classification of nodes -------------------------------------------- */
 
@@ -63,6 +68,8 @@ static int node_code(fj_Node *n)
     const fj_OpDef *op = n->op;
     if (n->kind != FJ_NODE_CALL || op == NULL || (n->kwargs != NULL && !FJN_IS_REDUCTION(op->fused)))
         return 0;
+    if ((op->fused == FJN_EXP || op->fused == FJN_LOG) && (fjn_exact || fjn_vmath_src == NULL))
+        return 0; /* NumPy's bits (config.native_exact) */
     return op->fused;
 }
 
@@ -877,6 +884,15 @@ static PyObject *plan_new_from_graph(PyObject *graph)
     buf = PyList_New(0);
     if (!buf || !(pro = fjn_emit_prologue()) || PyList_Append(buf, pro) < 0)
         goto error;
+    for (int gi = 0; gi < p->ngroups; gi++)
+        if (p->groups[gi].nops > 0 && fjn_group_uses_vmath(&p->groups[gi])) {
+            if (fjn_vmath_src == NULL || PyList_Append(buf, fjn_vmath_src) < 0) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_RuntimeError, "framejit native: _vmath.h was not read");
+                goto error;
+            }
+            break;
+        }
     for (int gi = 0; gi < p->ngroups; gi++)
         if (p->groups[gi].nops > 0 && fjn_emit_group(buf, &p->groups[gi], gi) < 0)
             goto error;
@@ -2013,9 +2029,17 @@ static PyObject *native_plan(PyObject *mod, PyObject *graph)
    with streaming stores (csrc/backends/native/native_stream.c); -1 when the machine has none. */
 static PyObject *native_config(PyObject *mod, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"threads", "thread_min", "float_axis_minmax", "stream_min", NULL};
-    PyObject *t = Py_None, *m = Py_None, *f = Py_None, *sm = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOO:native_config", kwlist, &t, &m, &f, &sm))
+    static char *kwlist[] = {"threads", "thread_min", "float_axis_minmax", "stream_min", "exact", "vmath", NULL};
+    PyObject *t = Py_None, *m = Py_None, *f = Py_None, *sm = Py_None, *ex = Py_None, *vm = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOO:native_config", kwlist, &t, &m, &f, &sm, &ex, &vm))
+        return NULL;
+    if (vm != Py_None && !PyUnicode_Check(vm)) {
+        PyErr_Format(PyExc_TypeError, "native_config: vmath must be the text of _vmath.h, not %.100s",
+                     Py_TYPE(vm)->tp_name);
+        return NULL;
+    }
+    int exv = ex == Py_None ? -1 : PyObject_IsTrue(ex);
+    if (ex != Py_None && exv < 0)
         return NULL;
     Py_ssize_t smv = -2;
     if (sm != Py_None) {
@@ -2046,6 +2070,10 @@ static PyObject *native_config(PyObject *mod, PyObject *args, PyObject *kw)
         fjn_thread_min = mv < 1 ? 1 : mv;
     if (smv >= 0)
         fjn_stream_min = smv;
+    if (exv >= 0)
+        fjn_exact = exv;
+    if (vm != Py_None)
+        Py_XSETREF(fjn_vmath_src, Py_NewRef(vm));
     return Py_BuildValue("(inOn)", fjn_threads, fjn_thread_min, fjn_float_axis_minmax ? Py_True : Py_False,
                          fjn_stream_available() ? fjn_stream_min : (Py_ssize_t)-1);
 }

@@ -313,10 +313,27 @@ static int is_float_int_cast(const fjn_Op *op)
            op->type != FJT_BOOL;
 }
 
-static int has_float_int_cast(const fjn_Group *g)
+/* Is member op one whose invalid flag is hard: a float to int cast, or a log,
+   which raises invalid on purpose for an argument it leaves to NumPy
+   (framejit/_vmath.h)?  A group with one runs through NumPy when the flag is
+   raised (its values, flags and warnings are then NumPy's). */
+static int is_hard_invalid(const fjn_Op *op)
+{
+    return is_float_int_cast(op) || op->code == FJN_LOG;
+}
+
+static int has_hard_invalid(const fjn_Group *g)
 {
     for (int m = 0; m < g->nops; m++)
-        if (is_float_int_cast(&g->ops[m]))
+        if (is_hard_invalid(&g->ops[m]))
+            return 1;
+    return 0;
+}
+
+int fjn_group_uses_vmath(const fjn_Group *g)
+{
+    for (int m = 0; m < g->nops; m++)
+        if (g->ops[m].code == FJN_EXP || g->ops[m].code == FJN_LOG)
             return 1;
     return 0;
 }
@@ -335,7 +352,7 @@ static int feeds_invalid_op(const fjn_Group *g, int m)
             reach[k] = op->arg[j] < 0 && reach[-op->arg[j] - 1];
         if (!reach[k])
             continue;
-        if ((op->code == FJN_SQRT && fjt_info[op->argtype[0]].is_float) || is_float_int_cast(op))
+        if ((op->code == FJN_SQRT && fjt_info[op->argtype[0]].is_float) || is_hard_invalid(op))
             return 1;
     }
     return 0;
@@ -442,6 +459,9 @@ static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
     case FJN_TRUNC:
     case FJN_RINT:
         return isf ? (W("__builtin_%s%s(%s)", float_builtin[op->code], f32, a), 0) : -1;
+    case FJN_EXP:
+    case FJN_LOG:
+        return isf ? (W("fj_%s%s(%s)", op->code == FJN_EXP ? "exp" : "log", t == FJT_F32 ? "32" : "64", a), 0) : -1;
     case FJN_MAX:
     case FJN_MIN: {
         const char *cmp = op->code == FJN_MAX ? "__builtin_isgreater" : "__builtin_isless";
@@ -932,7 +952,7 @@ static int emit_pairwise_group(PyObject *buf, const fjn_Group *g, int gi)
 {
     const fjn_Op *op = &g->ops[g->pw];
     const char *T = fjt_info[op->type].ctype;
-    int slot = g->nin + op->out, hardinv = has_float_int_cast(g);
+    int slot = g->nin + op->out, hardinv = has_hard_invalid(g);
     /* float64: the group's elements are computed inside NumPy's leaves (no buffer):
        a leaf's eight accumulators start at -0.0 (-0.0 + x is x, bit for bit,
        so the first block's adds are NumPy's r[j] = x[j]), fj_g<N>_acc adds
@@ -1190,7 +1210,7 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
 {
     if (g->pw >= 0)
         return emit_pairwise_group(buf, g, gi);
-    int checks = group_has_checks(g) && !has_float_int_cast(g);
+    int checks = group_has_checks(g) && !has_hard_invalid(g);
     int r = emit_group_loops(buf, g, gi, checks);
     fjn_checks = 1;
     fjn_checkonly = 0;
@@ -1199,7 +1219,7 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
 
 static int emit_group_loops(PyObject *buf, const fjn_Group *g, int gi, int checks)
 {
-    int nslot = g->nin + g->nout, hardinv = has_float_int_cast(g), hb = hardinv;
+    int nslot = g->nin + g->nout, hardinv = has_hard_invalid(g), hb = hardinv;
     /* flat */
     if ((hb && emit_hinv(buf, g, gi) < 0) ||
         put(buf, "\nint fj_g%d_flat(intptr_t start, intptr_t end, char *const *data)\n{\n    int st = 0, inv = 0%s;\n",

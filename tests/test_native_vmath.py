@@ -1,0 +1,172 @@
+"""Transcendental functions inside the native backend's kernels (framejit/_vmath.h,
+docs/native.md "Transcendental functions"; issue 23).
+
+With config.native_exact False, np.exp and np.log fuse into the kernels: each
+value is within the bound docs/native.md gives of the correctly rounded one
+(1 ulp; tools/vmath_accuracy.py measures it), so within 2 ulp of NumPy's own
+(itself within 1 ulp for float64, 2 for float32).  Special values, the
+warnings NumPy raises (overflow, divide, invalid) and errstate's "raise" are
+exactly NumPy's.  With native_exact True (the default) the functions run
+through NumPy: bit for bit NumPy's, as every other native test checks.
+"""
+import warnings
+
+import numpy as np
+import pytest
+
+import framejit
+from difftools import clone
+from native_compare import outcome
+
+
+@pytest.fixture(autouse=True)
+def _inexact(native_kernel_cache):
+    framejit.reset()
+    framejit.config.native_exact = False
+    yield
+    framejit.config.native_exact = True
+    framejit.reset()
+
+
+_n = [0]
+
+
+def make(expr, params="x"):
+    _n[0] += 1
+    src = f"def vm_{_n[0]}({params}):\n    return {expr}\n"
+    ns = {"np": np}
+    exec(compile(src, f"<vmath case {_n[0]}: {expr}>", "exec"), ns)
+    return ns[f"vm_{_n[0]}"]
+
+
+def ulp_apart(a, b):
+    """Largest distance in ulp between same-dtype float arrays (NaN must match NaN)."""
+    a, b = np.asarray(a), np.asarray(b)
+    it = np.int64 if a.dtype == np.float64 else np.int32
+    na, nb = np.isnan(a), np.isnan(b)
+    assert np.array_equal(na, nb), "NaN positions differ"
+    ia, ib = a[~na].view(it).astype(np.int64), b[~nb].view(it).astype(np.int64)
+    ia = np.where(ia < 0, np.iinfo(it).min - ia, ia)
+    ib = np.where(ib < 0, np.iinfo(it).min - ib, ib)
+    return int(np.abs(ia - ib).max()) if ia.size else 0
+
+
+def close_outcomes(fn, args_list, ulps=2):
+    """The compiled function (twice: cold, warm) against plain: the same kind
+    of outcome and warnings, values within 'ulps' of NumPy's; returns the
+    compiled function."""
+    cf = framejit.compile(fn, backend="native")
+    for args in args_list:
+        exp = outcome(fn, [clone(a) for a in args])
+        for _ in range(2):
+            got = outcome(cf, [clone(a) for a in args])
+            assert got[0][0] == exp[0][0], (got, exp)
+            assert got[1] == exp[1], f"warnings {got[1]} vs NumPy {exp[1]}"
+            if exp[0][0] == "raise":
+                assert got[0][1:] == exp[0][1:]
+                continue
+            g, e = got[0][1], exp[0][1]
+            assert type(g) is type(e) and g.dtype == e.dtype and g.shape == e.shape
+            assert np.array_equal(np.isinf(g), np.isinf(e)) and np.array_equal(g[np.isinf(g)], e[np.isinf(e)])
+            assert ulp_apart(g, e) <= ulps, (fn, ulp_apart(g, e))
+    return cf
+
+
+def rng(k=0):
+    return np.random.default_rng(k)
+
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1e-310, 710.0, -750.0, 88.8, -104.0,
+           1e300, -1e300, 700.0, -708.5]
+
+
+def inputs(dtype):
+    r = rng(1)
+    return [r.standard_normal(5000).astype(dtype) * 20, r.uniform(-80, 80, 4099).astype(dtype),
+            (r.standard_normal((64, 65)) * 3).astype(dtype)]
+
+
+# each function's own result, computed from the same operand as NumPy's and
+# then scaled exactly (a power of two, a sign): its ulp distance is the function's
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("expr", ["np.exp(x)", "np.exp(x * 0.5) * 2.0", "-np.exp(-x)", "np.log(np.abs(x) + 1.0)",
+                                  "np.log(x * x + 1.0) * 4.0"])
+def test_fused_functions_are_within_their_bound(expr, dtype):
+    close_outcomes(make(expr), [(x,) for x in inputs(dtype)])
+    assert framejit.counters["native"]["nodes_fused"] >= 2
+
+
+# in a chain the other operations round the function's result again: within a
+# few ulp of the largest term (cancellation makes any other bound meaningless)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("expr,terms", [
+    ("np.exp(-x) * 0.5 + x", "np.abs(np.exp(-x) * 0.5) + np.abs(x)"),
+    ("np.log(np.abs(x) + 1.0) * x - np.exp(x * 0.01)", "np.abs(np.log(np.abs(x) + 1.0) * x) + np.exp(x * 0.01)")])
+def test_chains_with_fused_functions_are_close(expr, terms, dtype):
+    fn, mag = make(expr), make(terms)
+    cf = framejit.compile(fn, backend="native")
+    eps = np.finfo(dtype).eps
+    for x in inputs(dtype):
+        got, exp = cf(x), fn(x)
+        assert got.dtype == exp.dtype and got.shape == exp.shape
+        fin = np.isfinite(exp)
+        assert np.array_equal(fin, np.isfinite(got))
+        assert np.all(np.abs(got - exp)[fin] <= 8 * eps * mag(x)[fin])
+    assert framejit.counters["native"]["nodes_fused"] >= 3
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("fname", ["exp", "log"])
+def test_special_values_flags_and_warnings_are_numpys(fname, dtype):
+    fn = make(f"np.{fname}(x) + 0.0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        special = np.array(SPECIAL, dtype=np.float64).astype(dtype)
+    base = rng(2).uniform(0.5, 3.0, 997).astype(dtype)
+    cases = [(base,)]
+    for v in special:   # one special value among ordinary ones, each a call of its own
+        x = base.copy()
+        x[500] = v
+        cases.append((x,))
+    close_outcomes(fn, cases)
+
+
+@pytest.mark.parametrize("mode", ["raise", "ignore", "warn"])
+def test_errstate_is_numpys(mode):
+    fn = make("np.log(x) * 2.0 + np.exp(x)")
+    x = rng(3).uniform(0.1, 5.0, 2000)
+    x[7], x[8], x[9] = -1.0, 0.0, 800.0    # invalid, divide, overflow
+    cf = framejit.compile(fn, backend="native")
+    with np.errstate(all=mode):
+        exp = outcome(fn, [x.copy()])
+        got = outcome(cf, [x.copy()])
+    assert got[0][0] == exp[0][0] and got[1] == exp[1], (got, exp)
+    if exp[0][0] == "ok":
+        assert ulp_apart(got[0][1], exp[0][1]) <= 2
+    else:
+        assert got[0][1:] == exp[0][1:]
+
+
+def test_int_and_reduction_groups():
+    # an int array's exp is float64 (NumPy's loop); a sum of exps runs in the pairwise group
+    x = rng(4).integers(-20, 20, 3001)
+    close_outcomes(make("np.exp(x) * 2"), [(x,)])
+    close_outcomes(make("np.log(np.abs(x) + 1)"), [(x,)])
+    y = rng(5).standard_normal(100000)
+    cf = framejit.compile(make("np.exp(x).sum()"), backend="native")
+    got, exp = cf(y), np.exp(y).sum()
+    assert abs(got - exp) <= 1e-12 * abs(exp)
+
+
+def test_exact_mode_keeps_numpys_bits():
+    framejit.config.native_exact = True
+    fn = make("(x * 2.0 + np.sin(x)) * 0.5 - np.exp(-x) / (1.0 + np.log(x * x + 1.0))")
+    x = rng(6).standard_normal(10000)
+    cf = framejit.compile(fn, backend="native")
+    assert np.array_equal(cf(x), fn(x))
+    fused_exact = framejit.counters["native"]["nodes_fused"]
+    framejit.reset()
+    framejit.config.native_exact = False
+    cf = framejit.compile(fn, backend="native")
+    assert ulp_apart(cf(x), fn(x)) < 1 << 20   # (cancellation: a few ulp of the terms)
+    assert framejit.counters["native"]["nodes_fused"] > fused_exact   # exp and log joined the kernel

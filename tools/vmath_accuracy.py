@@ -1,0 +1,148 @@
+"""Accuracy of the native backend's transcendental functions (framejit/_vmath.h).
+
+Compiles _vmath.h with the flags of the native backend's kernels (a loop per
+function, as the kernels run it: vectorized), runs it over inputs drawn from
+each function's domain, and measures the error in ulp (units in the last
+place of the result's type) against the correctly rounded result (mpmath at
+160 bits, rounded once to the type) and against NumPy's own result.  Prints
+the table docs/native.md shows ("Transcendental functions").
+
+Inputs per function and dtype (--n, default 200000): a third uniform over
+the range where the result is a normal number, a third with log-uniform
+magnitudes (exponents spread over the whole type), a third near the
+points where the function is hardest (|x| < 1e-3 for exp; x near 1 for
+log); plus the edges of each range.  Special values (NaN, infinities,
+zeros, subnormals, past the range) are checked against NumPy for values and
+for the floating-point flags the kernel reports (tests/test_native_vmath.py
+checks them in the kernels).
+
+Run: python3 tools/vmath_accuracy.py [--n N] [--seed S] [--json FILE]
+"""
+import argparse
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+HEADER = os.path.join(ROOT, "framejit", "_vmath.h")
+FUNCS = [  # (name, C function stem, mpmath function, numpy function)
+    ("exp", "exp", "exp", np.exp),
+    ("log", "log", "log", np.log),
+]
+TYPES = [("float64", np.float64, "double", "64", np.int64), ("float32", np.float32, "float", "32", np.int32)]
+
+
+def build(cc="cc"):
+    """The shared object of one loop per function and dtype; its path."""
+    from framejit import native
+    lines = [f'#include "{HEADER}"', "#include <fenv.h>"]
+    for name, stem, _, _ in FUNCS:
+        for _, _, ctype, bits, _ in TYPES:
+            lines.append(
+                f"int run_{name}{bits}(const {ctype} *restrict x, {ctype} *restrict y, long n)\n"
+                f"{{ feclearexcept(FE_ALL_EXCEPT); for (long i = 0; i < n; i++) y[i] = fj_{stem}{bits}(x[i]);\n"
+                f"  return fetestexcept(FE_INVALID | FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW); }}")
+    d = tempfile.mkdtemp(prefix="fj_vmath_")
+    src, so = os.path.join(d, "v.c"), os.path.join(d, "v.so")
+    with open(src, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    flags = [f for f in native.CFLAGS if f != "-shared"] + native.MARCH
+    subprocess.run([cc, *flags, "-shared", "-o", so, src], check=True)
+    return so
+
+
+def domain(name, dt, n, rng):
+    """Inputs whose results are normal numbers, as the header docstring says."""
+    f64 = dt == np.float64
+    k = n // 3
+    if name == "exp":
+        lo, hi = (-708.39, 709.78) if f64 else (-87.33, 88.72)
+        mags = np.clip(np.exp(rng.uniform(np.log(1e-30), np.log(hi), k)) * rng.choice([-1, 1], k), lo, hi)
+        xs = [rng.uniform(lo, hi, k), mags, rng.uniform(-1e-3, 1e-3, n - 2 * k), [lo, hi, 0.0, -0.0, 1.0, -1.0]]
+    else:
+        emax = 1020 if f64 else 125
+        xs = [rng.uniform(0.0, 10.0, k) + 1e-300, 2.0 ** rng.uniform(-emax, emax, k),
+              1.0 + rng.uniform(-1e-3, 1e-3, n - 2 * k),
+              [np.finfo(dt).tiny, np.finfo(dt).max, 1.0, 2.0, 0.5]]
+    with np.errstate(over="ignore", under="ignore"):
+        x = np.concatenate([np.asarray(v, dtype=np.float64) for v in xs]).astype(dt)
+    keep = np.isfinite(x) if name == "exp" else np.isfinite(x) & (x >= np.finfo(dt).tiny)
+    return x[keep]
+
+
+def ulp_distance(a, b, it):
+    """|a - b| in representable values between them (same-sign finite floats)."""
+    ia, ib = a.view(it).astype(np.int64), b.view(it).astype(np.int64)
+    # order the bit patterns so negative values compare as numbers
+    ia = np.where(ia < 0, np.iinfo(it).min - ia, ia)
+    ib = np.where(ib < 0, np.iinfo(it).min - ib, ib)
+    return np.abs(ia - ib)
+
+
+def correctly_rounded(fname, x, dt):
+    import mpmath
+    mpmath.mp.prec = 160
+    f = getattr(mpmath, fname)
+    out = np.empty(len(x), dtype=dt)
+    for i, v in enumerate(x.tolist()):
+        r = f(mpmath.mpf(v))
+        # round once to the type: to float64 by mpmath, then to float32 exactly when the
+        # float64 is not itself a float32 halfway point (checked: rounding through a
+        # wider mpf keeps the single rounding)
+        if dt == np.float32:
+            with mpmath.workprec(24):
+                out[i] = np.float32(float(+r))
+        else:
+            out[i] = float(r)
+    return out
+
+
+def measure(lib, n, seed):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for name, stem, mfun, npf in FUNCS:
+        for tname, dt, ctype, bits, it in TYPES:
+            x = domain(name, dt, n, rng)
+            y = np.empty_like(x)
+            fn = getattr(lib, f"run_{name}{bits}")
+            flags = fn(x.ctypes.data_as(ctypes.c_void_p), y.ctypes.data_as(ctypes.c_void_p), ctypes.c_long(len(x)))
+            cr = correctly_rounded(mfun, x, dt)
+            with np.errstate(all="ignore"):
+                ref = npf(x)
+            d_cr, d_np, np_cr = ulp_distance(y, cr, it), ulp_distance(y, ref, it), ulp_distance(ref, cr, it)
+            rows.append({"function": f"np.{name}", "dtype": tname, "inputs": int(len(x)),
+                         "max_ulp_vs_correctly_rounded": int(d_cr.max()),
+                         "share_correctly_rounded": float((d_cr == 0).mean()),
+                         "max_ulp_vs_numpy": int(d_np.max()), "share_equal_to_numpy": float((d_np == 0).mean()),
+                         "numpy_max_ulp_vs_correctly_rounded": int(np_cr.max()), "flags_in_domain": int(flags)})
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=200000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    lib = ctypes.CDLL(build(os.environ.get("CC", "cc")))
+    rows = measure(lib, args.n, args.seed)
+    print(f"{'function':10} {'dtype':8} {'inputs':>8} {'max ulp (cr)':>12} {'cr share':>9} "
+          f"{'max ulp (NumPy)':>15} {'= NumPy':>8} {'NumPy max ulp (cr)':>19} {'flags':>6}")
+    for r in rows:
+        print(f"{r['function']:10} {r['dtype']:8} {r['inputs']:>8} {r['max_ulp_vs_correctly_rounded']:>12} "
+              f"{r['share_correctly_rounded']:>9.4f} {r['max_ulp_vs_numpy']:>15} {r['share_equal_to_numpy']:>8.4f} "
+              f"{r['numpy_max_ulp_vs_correctly_rounded']:>19} {r['flags_in_domain']:>6}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"n": args.n, "seed": args.seed, "numpy": np.__version__, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
