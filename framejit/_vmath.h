@@ -20,6 +20,9 @@
 **   subnormal, inf, NaN) raises invalid on purpose; a group with a log
 **   treats invalid as hard (native_emit.c), so such an element makes the
 **   group run through NumPy, whose value, flag and warning then stand.
+**   sin, cos: the same for |x| > 2^18, inf and NaN.
+**   tanh: every argument (|x| clamped to 22, past which tanh is +-1); NaN
+**   gives NaN, no flag.
 **
 ** Algorithms (textbook; the constants are the usual ones): exp: x = k ln2 +
 ** r (k rounded with the 1.5 * 2^52 shift, ln2 split in a 32-bit head and a
@@ -28,7 +31,10 @@
 ** 2^k2 built from the bits (exact, and over/underflowing only in the last
 ** product).  log: x = 2^e m, m in [sqrt(2)/2, sqrt(2)) from the bits, log(m)
 ** = log1p(f), f = m - 1, with s = f / (2 + f) and fdlibm's polynomial in
-** s^2 (e_log.c), plus e ln2 in two parts.
+** s^2 (e_log.c), plus e ln2 in two parts.  sin, cos: x = n pi/2 + r by
+** fdlibm's three rounds of __rem_pio2 (r in double-double), then k_sin.c /
+** k_cos.c, chosen and signed by n's bits.  tanh: expm1(2|x|) / (expm1(2|x|)
+** + 2), expm1 from exp's reduction as (2^k - 1) + 2^k p.
 */
 #ifndef FJ_VMATH_H
 #define FJ_VMATH_H
@@ -166,4 +172,108 @@ static inline float fj_log32(float x)
     double d = (double)fjv_f((u & (0u - ok)) | (0x3f800000u & ~(0u - ok)));
     return (float)(fjv_log(d) * fjv_invalid_unless(m));
 }
+
+/* ---- sin, cos ------------------------------------------------------------ */
+
+/* |x| <= 2^18: x = n pi/2 + r, r = hi + lo in double-double: pi/2 in 33-bit
+   parts (fdlibm's __rem_pio2 constants; n * part is exact for |n| < 2^20)
+   subtracted one by one, each subtraction's rounding error kept (the three
+   rounds fdlibm takes only on cancellation, always: no branch) */
+static inline double fjv_rem_pio2(double x, double *lo, uint64_t *quadrant)
+{
+    const double shift = 0x1.8p52, invpio2 = 6.36619772367581382433e-01;
+    const double pio2_1 = 1.57079632673412561417e+00, pio2_2 = 6.07710050630396597660e-11,
+                 pio2_3 = 2.02226624871116645580e-21, pio2_3t = 8.47842766036889956997e-32;
+    double z = x * invpio2 + shift;
+    double fn = z - shift;
+    *quadrant = fjv_u(z); /* n in the low bits (two's complement: n & 3 is the quadrant) */
+    double t = x - fn * pio2_1;          /* exact */
+    double w2 = fn * pio2_2, r2 = t - w2;
+    double e2 = (t - r2) - w2;           /* t - w2 = r2 + e2 */
+    double w3 = fn * pio2_3, r3 = r2 - w3;
+    double e3 = (r2 - r3) - w3;          /* r2 - w3 = r3 + e3 */
+    double w = fn * pio2_3t - (e2 + e3); /* x - n pi/2 = r3 - w */
+    double y0 = r3 - w;
+    *lo = (r3 - y0) - w;
+    return y0;
+}
+
+/* sin(x + y), |x| <= pi/4, y the tail (fdlibm k_sin.c) */
+static inline double fjv_ksin(double x, double y)
+{
+    const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
+                 S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
+                 S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
+    double z = x * x, v = z * x;
+    double r = S2 + z * (S3 + z * (S4 + z * (S5 + z * S6)));
+    return x - ((z * (0.5 * y - v * r) - y) - v * S1);
+}
+
+/* cos(x + y), |x| <= pi/4 (fdlibm k_cos.c) */
+static inline double fjv_kcos(double x, double y)
+{
+    const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
+                 C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
+                 C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
+    double z = x * x, w = z * z;
+    double r = z * (C1 + z * (C2 + z * C3)) + w * w * (C4 + z * (C5 + z * C6));
+    double hz = 0.5 * z;
+    w = 1.0 - hz;
+    return w + (((1.0 - w) - hz) + (z * r - x * y));
+}
+
+/* sin (which 0) or cos (1) of x: the kernel the quadrant asks for, its sign
+   from the quadrant's bits; |x| > 2^18, inf and NaN raise invalid (the
+   group then runs through NumPy) */
+static inline double fjv_sincos(double x, int which)
+{
+    uint64_t u = fjv_u(x);
+    uint64_t m = 0 - (uint64_t)((u & 0x7fffffffffffffffULL) <= 0x4110000000000000ULL); /* |x| <= 2^18 */
+    x = fjv_d(u & m); /* others: 0 */
+    double lo;
+    uint64_t q;
+    double hi = fjv_rem_pio2(x, &lo, &q);
+    q += (uint64_t)which;
+    double s = fjv_ksin(hi, lo), c = fjv_kcos(hi, lo);
+    uint64_t pick = 0 - (q & 1);                       /* odd quadrant: the other kernel */
+    uint64_t v = (fjv_u(s) & ~pick) | (fjv_u(c) & pick);
+    v ^= (q & 2) << 62;                                /* quadrants 2, 3: negated */
+    return fjv_d(v) * fjv_invalid_unless(m);
+}
+
+static inline double fj_sin64(double x) { return fjv_sincos(x, 0); }
+static inline double fj_cos64(double x) { return fjv_sincos(x, 1); }
+static inline float fj_sin32(float x) { return (float)fjv_sincos((double)x, 0); }
+static inline float fj_cos32(float x) { return (float)fjv_sincos((double)x, 1); }
+
+/* ---- tanh ---------------------------------------------------------------- */
+
+/* expm1(y) for |y| <= 44: 2^k (1 + p) - 1 as (2^k - 1) + 2^k p (2^k - 1 exact) */
+static inline double fjv_expm1(double y)
+{
+    uint64_t s1, s2;
+    double r = fjv_exp_reduce(y, &s1, &s2);
+    double p = fjv_expm1_core(r), k2 = fjv_d(s1) * fjv_d(s2);
+    return (k2 - 1.0) + k2 * p;
+}
+
+/* tanh(x) = expm1(2|x|) / (expm1(2|x|) + 2), the sign put back; |x| clamped to 22
+   (tanh is 1 in double past it); NaN stays NaN, no flag */
+static inline double fj_tanh64(double x)
+{
+    uint64_t u = fjv_u(x), sign = u & 0x8000000000000000ULL;
+    double a = fjv_clamp_abs(fjv_d(u & 0x7fffffffffffffffULL), 0x4036000000000000ULL /* 22 */);
+    double e = fjv_expm1(2.0 * a);
+    double d = e + 2.0, q = e / d;
+#ifdef __FMA__
+    /* the sum's and the quotient's rounding errors corrected (one Newton step on
+       the exact residual): what is left is expm1's error, scaled by 2 / (e + 2) < 1 */
+    double dl = __builtin_isgreater(e, 2.0) ? (e - d) + 2.0 : (2.0 - d) + e; /* d + dl = e + 2 exactly */
+    double r = __builtin_fma(-q, d, e) - q * dl;
+    q = q + r / d;
+#endif
+    return fjv_d(fjv_u(q) | sign);
+}
+
+static inline float fj_tanh32(float x) { return (float)fj_tanh64((double)x); }
 #endif

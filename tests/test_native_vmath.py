@@ -77,7 +77,7 @@ def rng(k=0):
 
 
 SPECIAL = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1e-310, 710.0, -750.0, 88.8, -104.0,
-           1e300, -1e300, 700.0, -708.5]
+           1e300, -1e300, 700.0, -708.5, 262144.0, 262145.0, -3e5, 22.0, -23.0, 1e-20]
 
 
 def inputs(dtype):
@@ -90,7 +90,8 @@ def inputs(dtype):
 # then scaled exactly (a power of two, a sign): its ulp distance is the function's
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("expr", ["np.exp(x)", "np.exp(x * 0.5) * 2.0", "-np.exp(-x)", "np.log(np.abs(x) + 1.0)",
-                                  "np.log(x * x + 1.0) * 4.0"])
+                                  "np.log(x * x + 1.0) * 4.0", "np.sin(x)", "np.cos(x * 1000.0)", "-np.sin(x * 3.0)",
+                                  "np.tanh(x)", "np.tanh(x * 0.01) * 0.5"])
 def test_fused_functions_are_within_their_bound(expr, dtype):
     close_outcomes(make(expr), [(x,) for x in inputs(dtype)])
     assert framejit.counters["native"]["nodes_fused"] >= 2
@@ -116,7 +117,7 @@ def test_chains_with_fused_functions_are_close(expr, terms, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("fname", ["exp", "log"])
+@pytest.mark.parametrize("fname", ["exp", "log", "sin", "cos", "tanh"])
 def test_special_values_flags_and_warnings_are_numpys(fname, dtype):
     fn = make(f"np.{fname}(x) + 0.0")
     with warnings.catch_warnings():

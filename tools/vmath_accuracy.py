@@ -10,8 +10,9 @@ the table docs/native.md shows ("Transcendental functions").
 Inputs per function and dtype (--n, default 200000): a third uniform over
 the range where the result is a normal number, a third with log-uniform
 magnitudes (exponents spread over the whole type), a third near the
-points where the function is hardest (|x| < 1e-3 for exp; x near 1 for
-log); plus the edges of each range.  Special values (NaN, infinities,
+points where the function is hardest (|x| < 1e-3 for exp and tanh; x near
+1 for log; near multiples of pi/2 for sin and cos, |x| <= 2^18); plus the
+edges of each range.  Special values (NaN, infinities,
 zeros, subnormals, past the range) are checked against NumPy for values and
 for the floating-point flags the kernel reports (tests/test_native_vmath.py
 checks them in the kernels).
@@ -35,6 +36,9 @@ HEADER = os.path.join(ROOT, "framejit", "_vmath.h")
 FUNCS = [  # (name, C function stem, mpmath function, numpy function)
     ("exp", "exp", "exp", np.exp),
     ("log", "log", "log", np.log),
+    ("sin", "sin", "sin", np.sin),
+    ("cos", "cos", "cos", np.cos),
+    ("tanh", "tanh", "tanh", np.tanh),
 ]
 TYPES = [("float64", np.float64, "double", "64", np.int64), ("float32", np.float32, "float", "32", np.int32)]
 
@@ -62,10 +66,14 @@ def domain(name, dt, n, rng):
     """Inputs whose results are normal numbers, as the header docstring says."""
     f64 = dt == np.float64
     k = n // 3
-    if name == "exp":
-        lo, hi = (-708.39, 709.78) if f64 else (-87.33, 88.72)
+    if name in ("exp", "sin", "cos", "tanh"):
+        lo, hi = {"exp": (-708.39, 709.78) if f64 else (-87.33, 88.72), "tanh": (-25.0, 25.0)}.get(
+            name, (-2.0 ** 18, 2.0 ** 18))
         mags = np.clip(np.exp(rng.uniform(np.log(1e-30), np.log(hi), k)) * rng.choice([-1, 1], k), lo, hi)
-        xs = [rng.uniform(lo, hi, k), mags, rng.uniform(-1e-3, 1e-3, n - 2 * k), [lo, hi, 0.0, -0.0, 1.0, -1.0]]
+        # where it is hardest: near 0 for exp and tanh; near multiples of pi/2 for sin, cos
+        hard = (rng.uniform(-1e-3, 1e-3, n - 2 * k) if name in ("exp", "tanh")
+                else np.round(rng.uniform(-1e5, 1e5, n - 2 * k)) * (np.pi / 2) + rng.uniform(-1e-6, 1e-6, n - 2 * k))
+        xs = [rng.uniform(lo, hi, k), mags, hard, [lo, hi, 0.0, -0.0, 1.0, -1.0]]
     else:
         emax = 1020 if f64 else 125
         xs = [rng.uniform(0.0, 10.0, k) + 1e-300, 2.0 ** rng.uniform(-emax, emax, k),
@@ -73,7 +81,7 @@ def domain(name, dt, n, rng):
               [np.finfo(dt).tiny, np.finfo(dt).max, 1.0, 2.0, 0.5]]
     with np.errstate(over="ignore", under="ignore"):
         x = np.concatenate([np.asarray(v, dtype=np.float64) for v in xs]).astype(dt)
-    keep = np.isfinite(x) if name == "exp" else np.isfinite(x) & (x >= np.finfo(dt).tiny)
+    keep = np.isfinite(x) & (x >= np.finfo(dt).tiny) if name == "log" else np.isfinite(x)
     return x[keep]
 
 

@@ -118,8 +118,8 @@ static const fj_OpDef fj_op_table[] = {
     UNARY("invert", "operator", FJ_UNARY_INVERT, "~", "invert", FJN_INVERT),
     UNARY("abs", "builtins", FJ_UNARY_ABS, NULL, "absolute", FJN_ABS),
     /* unary ufuncs */
-    UF1("sin"), UF1("cos"), UF1("tan"), UF1("arcsin"), UF1("arccos"), UF1("arctan"),
-    UF1("sinh"), UF1("cosh"), UF1("tanh"), UF1("arcsinh"), UF1("arccosh"), UF1("arctanh"),
+    UF1K("sin", FJN_SIN), UF1K("cos", FJN_COS), UF1("tan"), UF1("arcsin"), UF1("arccos"), UF1("arctan"),
+    UF1("sinh"), UF1("cosh"), UF1K("tanh", FJN_TANH), UF1("arcsinh"), UF1("arccosh"), UF1("arctanh"),
     UF1K("exp", FJN_EXP), UF1("exp2"), UF1("expm1"), UF1K("log", FJN_LOG), UF1("log1p"), UF1("log2"), UF1("log10"),
     UF1K("sqrt", FJN_SQRT), UF1("cbrt"), UF1K("square", FJN_SQUARE), UF1K("reciprocal", FJN_RECIP),
     UF1K("abs", FJN_ABS), UF1K("absolute", FJN_ABS), UF1K("fabs", FJN_ABS), UF1("sign"),

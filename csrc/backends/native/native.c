@@ -68,7 +68,7 @@ static int node_code(fj_Node *n)
     const fj_OpDef *op = n->op;
     if (n->kind != FJ_NODE_CALL || op == NULL || (n->kwargs != NULL && !FJN_IS_REDUCTION(op->fused)))
         return 0;
-    if ((op->fused == FJN_EXP || op->fused == FJN_LOG) && (fjn_exact || fjn_vmath_src == NULL))
+    if (FJN_IS_VMATH(op->fused) && (fjn_exact || fjn_vmath_src == NULL))
         return 0; /* NumPy's bits (config.native_exact) */
     return op->fused;
 }

@@ -108,7 +108,7 @@ int fjn_type_size(int t);
 int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi);
 /* The common prologue of every kernel file (new reference str, NULL on error). */
 PyObject *fjn_emit_prologue(void);
-/* True when group 'g' computes a function of framejit/_vmath.h (exp, log). */
+/* True when group 'g' computes a function of framejit/_vmath.h (exp, log, sin, cos, tanh). */
 int fjn_group_uses_vmath(const fjn_Group *g);
 
 /* The FE_* bits of the conditions np.geterr() says "ignore" for (0 when it

@@ -319,7 +319,7 @@ static int is_float_int_cast(const fjn_Op *op)
    raised (its values, flags and warnings are then NumPy's). */
 static int is_hard_invalid(const fjn_Op *op)
 {
-    return is_float_int_cast(op) || op->code == FJN_LOG;
+    return is_float_int_cast(op) || op->code == FJN_LOG || op->code == FJN_SIN || op->code == FJN_COS;
 }
 
 static int has_hard_invalid(const fjn_Group *g)
@@ -333,7 +333,7 @@ static int has_hard_invalid(const fjn_Group *g)
 int fjn_group_uses_vmath(const fjn_Group *g)
 {
     for (int m = 0; m < g->nops; m++)
-        if (g->ops[m].code == FJN_EXP || g->ops[m].code == FJN_LOG)
+        if (FJN_IS_VMATH(g->ops[m].code))
             return 1;
     return 0;
 }
@@ -461,7 +461,12 @@ static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
         return isf ? (W("__builtin_%s%s(%s)", float_builtin[op->code], f32, a), 0) : -1;
     case FJN_EXP:
     case FJN_LOG:
-        return isf ? (W("fj_%s%s(%s)", op->code == FJN_EXP ? "exp" : "log", t == FJT_F32 ? "32" : "64", a), 0) : -1;
+    case FJN_SIN:
+    case FJN_COS:
+    case FJN_TANH: {
+        static const char *const names[] = {"exp", "log", "sin", "cos", "tanh"};
+        return isf ? (W("fj_%s%s(%s)", names[op->code - FJN_EXP], t == FJT_F32 ? "32" : "64", a), 0) : -1;
+    }
     case FJN_MAX:
     case FJN_MIN: {
         const char *cmp = op->code == FJN_MAX ? "__builtin_isgreater" : "__builtin_isless";
