@@ -207,6 +207,17 @@ a dead temporary as a ufunc's `out` (docs/design.md, Backends), as NumPy's
 temporary elision does for Python operators; it also does so for the
 `np.maximum` / `np.sqrt` calls, which plain NumPy cannot, hence ratios below
 1.0 on c5 and c7 from about 1e5 elements."""),
+    ("native_vmath", "Transcendental functions in native kernels", "bench/native/transcendental.py [--quick]",
+     """\
+Issue 23.  Two chains with transcendental functions, one core, warm, best
+of interleaved rounds, speed relative to plain NumPy: `tchain` =
+`(a*b + sin(c))*0.5 - exp(-a)/(1 + c*c)` (the issue's), `texplog` =
+`log(a*a + 1)*tanh(b) + cos(c)`.  *fj native, exact* is the default
+(`config.native_exact = True`: the functions run through NumPy, its bits);
+*fj native* sets it False (framejit/_vmath.h fused into the kernel, within
+1 ulp of the correctly rounded result: docs/native.md, "Transcendental
+functions").  torch.compile is inductor on torch tensors; Numba a serial
+`@njit` loop."""),
     ("memcheck", "Memory", "bench/memcheck.py [--quick]",
      """\
 Memory stays flat over many warm calls (a 3-op function), cache misses (an

@@ -1,10 +1,11 @@
 """Transcendental functions inside the native backend's kernels (framejit/_vmath.h,
 docs/native.md "Transcendental functions"; issue 23).
 
-With config.native_exact False, np.exp and np.log fuse into the kernels: each
-value is within the bound docs/native.md gives of the correctly rounded one
-(1 ulp; tools/vmath_accuracy.py measures it), so within 2 ulp of NumPy's own
-(itself within 1 ulp for float64, 2 for float32).  Special values, the
+With config.native_exact False, np.exp, np.log, np.sin, np.cos and np.tanh of
+float64 fuse into the kernels: each value is within the bound docs/native.md
+gives of the correctly rounded one (1 ulp; tools/vmath_accuracy.py measures
+it), so within 2 ulp of NumPy's own (itself within 1 ulp).  float32 stays
+NumPy's (its float32 SIMD loops were faster): bit for bit.  Special values, the
 warnings NumPy raises (overflow, divide, invalid) and errstate's "raise" are
 exactly NumPy's.  With native_exact True (the default) the functions run
 through NumPy: bit for bit NumPy's, as every other native test checks.
@@ -93,8 +94,11 @@ def inputs(dtype):
                                   "np.log(x * x + 1.0) * 4.0", "np.sin(x)", "np.cos(x * 1000.0)", "-np.sin(x * 3.0)",
                                   "np.tanh(x)", "np.tanh(x * 0.01) * 0.5"])
 def test_fused_functions_are_within_their_bound(expr, dtype):
-    close_outcomes(make(expr), [(x,) for x in inputs(dtype)])
-    assert framejit.counters["native"]["nodes_fused"] >= 2
+    # float32 stays NumPy's loops (its own float32 SIMD was faster: native.c code_accepts)
+    f64 = dtype == np.float64
+    close_outcomes(make(expr), [(x,) for x in inputs(dtype)], ulps=2 if f64 else 0)
+    if f64:
+        assert framejit.counters["native"]["nodes_fused"] >= 1
 
 
 # in a chain the other operations round the function's result again: within a
@@ -113,7 +117,7 @@ def test_chains_with_fused_functions_are_close(expr, terms, dtype):
         fin = np.isfinite(exp)
         assert np.array_equal(fin, np.isfinite(got))
         assert np.all(np.abs(got - exp)[fin] <= 8 * eps * mag(x)[fin])
-    assert framejit.counters["native"]["nodes_fused"] >= 3
+    assert framejit.counters["native"]["nodes_fused"] >= (3 if dtype == np.float64 else 1)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -1,0 +1,186 @@
+"""Transcendental chains in the native backend (issue 23), one core, in one run.
+
+Functions (inputs a, b, c of one dtype, 1-D, standard normal):
+
+    tchain   (a*b + sin(c))*0.5 - exp(-a)/(1 + c*c)        the issue's chain
+    texplog  log(a*a + 1) * tanh(b) + cos(c)               log, tanh, cos
+
+at 1e5, 1e6 and 1e7 elements, float64 and float32.  Columns, warm (compiles
+excluded), best of ROUNDS rounds, all variants interleaved within a round:
+
+    NumPy              the plain function
+    fj native exact    framejit native backend, config.native_exact = True
+                       (the default: the functions run through NumPy)
+    fj native          config.native_exact = False (framejit/_vmath.h fused)
+    torch.compile      inductor, on torch.from_numpy inputs (torch ops)
+    Numba              @njit serial loop (no fastmath)
+
+Threads: OMP/MKL/NUMBA at 1, torch.set_num_threads(1), native threads=1.
+Results are checked against NumPy (native exact: bit for bit; the others
+within 1e-6 relative of the largest term, float32 1e-3... see close()).
+
+Run: python3 bench/native/transcendental.py [--quick]
+Writes bench/results/native_vmath.json (bench/_results.py).
+"""
+import os
+import sys
+import time
+
+for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ[v] = "1"
+
+import numpy as np  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import _results  # noqa: E402
+import framejit  # noqa: E402
+
+QUICK = "--quick" in sys.argv
+ROUNDS = 3 if QUICK else 7
+SIZES = [10**5, 10**6] if QUICK else [10**5, 10**6, 10**7]
+
+
+def tchain(a, b, c):
+    return (a * b + np.sin(c)) * 0.5 - np.exp(-a) / (1 + c * c)
+
+
+def texplog(a, b, c):
+    return np.log(a * a + 1) * np.tanh(b) + np.cos(c)
+
+
+KERNELS = {"tchain": tchain, "texplog": texplog}
+
+
+def torch_fns(torch):
+    return {"tchain": lambda a, b, c: (a * b + torch.sin(c)) * 0.5 - torch.exp(-a) / (1 + c * c),
+            "texplog": lambda a, b, c: torch.log(a * a + 1) * torch.tanh(b) + torch.cos(c)}
+
+
+def numba_fns():
+    from numba import njit
+
+    @njit(cache=False)
+    def nb_tchain(a, b, c):
+        out = np.empty_like(a)
+        for i in range(a.shape[0]):
+            out[i] = (a[i] * b[i] + np.sin(c[i])) * 0.5 - np.exp(-a[i]) / (1 + c[i] * c[i])
+        return out
+
+    @njit(cache=False)
+    def nb_texplog(a, b, c):
+        out = np.empty_like(a)
+        for i in range(a.shape[0]):
+            out[i] = np.log(a[i] * a[i] + 1) * np.tanh(b[i]) + np.cos(c[i])
+        return out
+
+    return {"tchain": nb_tchain, "texplog": nb_texplog}
+
+
+def close(got, want, dtype):
+    got = np.asarray(got)
+    tol = 1e-12 if dtype == np.float64 else 1e-4
+    return got.dtype == want.dtype and np.allclose(got, want, rtol=tol, atol=tol)
+
+
+def timed(fn, args, reps):
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        fn(*args)
+    return (time.perf_counter() - t0) / reps
+
+
+def main():
+    _results.start()
+    framejit._C.native_config(threads=1)
+    try:
+        import torch
+        torch.set_num_threads(1)
+        tfns = torch_fns(torch)
+    except ImportError:
+        torch, tfns = None, {}
+    try:
+        nbf = numba_fns()
+    except ImportError:
+        nbf = {}
+    rows = []
+    print(f"{'kernel':8} {'dtype':8} {'n':>6} {'NumPy':>9} {'exact':>7} {'native':>7} {'inductor':>9} {'Numba':>7}"
+          "   (speed vs NumPy)")
+    for name, fn in KERNELS.items():
+        for dtype in (np.float64, np.float32):
+            for n in SIZES:
+                rng = np.random.default_rng(1)
+                args = tuple(rng.standard_normal(n).astype(dtype) for _ in range(3))
+                want = fn(*args)
+                calls = {"numpy": (fn, args)}
+                for key, exact in (("exact", True), ("native", False)):
+                    framejit.config.native_exact = exact
+                    cf = framejit.compile(_fresh(fn), backend="native")
+                    got = cf(*args)
+                    assert close(got, want, dtype), (name, key)
+                    if exact:
+                        assert np.array_equal(got, want), (name, "exact mode must be NumPy's bits")
+                    calls[key] = (cf, args)
+                framejit.config.native_exact = True
+                if torch is not None:
+                    targs = tuple(torch.from_numpy(x) for x in args)
+                    tc = torch.compile(tfns[name])
+                    assert close(tc(*targs).numpy(), want, dtype)
+                    calls["inductor"] = (tc, targs)
+                if nbf:
+                    assert close(nbf[name](*args), want, dtype)
+                    calls["numba"] = (nbf[name], args)
+                reps = max(2, int(3e6 // n))
+                best = {k: float("inf") for k in calls}
+                for r in range(ROUNDS):
+                    order = list(calls)
+                    if r % 2:
+                        order.reverse()
+                    for k in order:
+                        f, a = calls[k]
+                        f(*a)
+                        best[k] = min(best[k], timed(f, a, reps))
+                row = {"kernel": name, "dtype": np.dtype(dtype).name, "n": f"{n:.0e}",
+                       "numpy_us": best["numpy"] * 1e6}
+                for k in ("exact", "native", "inductor", "numba"):
+                    row[k] = best["numpy"] / best[k] if k in best else None
+                rows.append(row)
+                print(f"{name:8} {row['dtype']:8} {row['n']:>6} {row['numpy_us']:>7.0f}us {row['exact']:>7.2f} "
+                      f"{row['native']:>7.2f} {row['inductor'] or 0:>9.2f} {row['numba'] or 0:>7.2f}", flush=True)
+    C = _results.column
+    chain64 = [r for r in rows if r["kernel"] == "tchain"]
+    targets = [
+        _results.target("tchain at least 3x NumPy (fj native, native_exact False), one core",
+                        f"{min(r['native'] for r in chain64):.2f}x .. {max(r['native'] for r in chain64):.2f}x",
+                        all(r["native"] >= 3 for r in chain64)),
+    ]
+    if all(r["inductor"] for r in chain64):
+        targets.append(_results.target(
+            "tchain at or above torch.compile's inductor, one core",
+            f"{sum(r['native'] >= r['inductor'] for r in chain64)}/{len(chain64)} cells",
+            all(r["native"] >= r["inductor"] for r in chain64)))
+    _results.write(
+        "native_vmath", "Transcendental functions in native kernels", size="--quick" if QUICK else "full",
+        tables=[_results.table(
+            f"one core, best of {ROUNDS} interleaved rounds; speed relative to NumPy (higher is faster)",
+            [C("kernel", "kernel"), C("dtype", "dtype"), C("n", "n"), C("numpy_us", "NumPy µs", ".0f"),
+             C("exact", "fj native, exact", ".2f"), C("native", "fj native", ".2f"),
+             C("inductor", "torch.compile", ".2f"), C("numba", "Numba", ".2f")], rows)],
+        targets=targets, data={"rows": rows})
+
+
+_fresh_n = [0]
+
+
+def _fresh(fn):
+    """A new function object with its own code (framejit caches per code object)."""
+    _fresh_n[0] += 1
+    import types
+    code = fn.__code__.replace(co_name=f"{fn.__name__}_{_fresh_n[0]}")
+    return types.FunctionType(code, fn.__globals__, code.co_name)
+
+
+if __name__ == "__main__":
+    main()
