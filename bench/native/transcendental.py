@@ -150,17 +150,18 @@ def main():
                 print(f"{name:8} {row['dtype']:8} {row['n']:>6} {row['numpy_us']:>7.0f}us {row['exact']:>7.2f} "
                       f"{row['native']:>7.2f} {row['inductor'] or 0:>9.2f} {row['numba'] or 0:>7.2f}", flush=True)
     C = _results.column
-    chain64 = [r for r in rows if r["kernel"] == "tchain"]
-    targets = [
-        _results.target("tchain at least 3x NumPy (fj native, native_exact False), one core",
-                        f"{min(r['native'] for r in chain64):.2f}x .. {max(r['native'] for r in chain64):.2f}x",
-                        all(r["native"] >= 3 for r in chain64)),
-    ]
-    if all(r["inductor"] for r in chain64):
+    targets = []
+    for dt in ("float64", "float32"):
+        ch = [r for r in rows if r["kernel"] == "tchain" and r["dtype"] == dt]
         targets.append(_results.target(
-            "tchain at or above torch.compile's inductor, one core",
-            f"{sum(r['native'] >= r['inductor'] for r in chain64)}/{len(chain64)} cells",
-            all(r["native"] >= r["inductor"] for r in chain64)))
+            f"tchain {dt} at least 3x NumPy (fj native, native_exact False), one core",
+            f"{min(r['native'] for r in ch):.2f}x .. {max(r['native'] for r in ch):.2f}x",
+            all(r["native"] >= 3 for r in ch)))
+        if all(r["inductor"] for r in ch):
+            targets.append(_results.target(
+                f"tchain {dt} at or above torch.compile's inductor, one core",
+                f"{sum(r['native'] >= r['inductor'] for r in ch)}/{len(ch)} cells",
+                all(r["native"] >= r["inductor"] for r in ch)))
     _results.write(
         "native_vmath", "Transcendental functions in native kernels", size="--quick" if QUICK else "full",
         tables=[_results.table(
