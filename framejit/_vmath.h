@@ -27,7 +27,7 @@
 ** Algorithms (textbook; the constants are the usual ones): exp: x = k ln2 +
 ** r (k rounded with the 1.5 * 2^52 shift, ln2 split in a 32-bit head and a
 ** tail so k * head is exact), exp(r) by its Taylor series (degree 13 for
-** float64, 7 for float32; |r| <= ln2 / 2), times 2^k as two factors 2^k1
+** float64 and float32 alike; |r| <= ln2 / 2), times 2^k as two factors 2^k1
 ** 2^k2 built from the bits (exact, and over/underflowing only in the last
 ** product).  log: x = 2^e m, m in [sqrt(2)/2, sqrt(2)) from the bits, log(m)
 ** = log1p(f), f = m - 1, with s = f / (2 + f) and fdlibm's polynomial in
@@ -82,19 +82,6 @@ static inline double fjv_expm1_core(double r)
     return r + (r * r) * p;
 }
 
-/* the same to degree 7: enough for a result rounded to float32 */
-static inline double fjv_expm1_core32(double r)
-{
-    double p = 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    return r + (r * r) * p;
-}
-
 /* x = k ln2 + r, |x| <= 1400: returns r and the bits of 2^k1, 2^k2, k1 + k2 = k
    (each within the normal exponents) */
 static inline double fjv_exp_reduce(double x, uint64_t *s1, uint64_t *s2)
@@ -121,7 +108,7 @@ static inline float fj_exp32(float x)
 {
     uint64_t s1, s2;
     double r = fjv_exp_reduce((double)fjv_clamp_absf(x, 0x44af0000u /* 1400 */), &s1, &s2);
-    return (float)(((1.0 + fjv_expm1_core32(r)) * fjv_d(s1)) * fjv_d(s2));
+    return (float)(((1.0 + fjv_expm1_core(r)) * fjv_d(s1)) * fjv_d(s2));
 }
 
 /* ---- log ----------------------------------------------------------------- */
