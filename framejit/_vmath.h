@@ -22,7 +22,8 @@
 **   group run through NumPy, whose value, flag and warning then stand.
 **   sin, cos: the same for |x| > 2^18, inf and NaN.
 **   tanh: every argument (|x| clamped to 22, past which tanh is +-1); NaN
-**   gives NaN, no flag.
+**   gives NaN, no flag.  expm1: as exp.  log1p: as log, of 1 + x.  A zero
+**   argument keeps its sign where NumPy's does (sin, tanh, expm1, log1p).
 **
 ** Algorithms (textbook; the constants are the usual ones): exp: x = k ln2 +
 ** r (k rounded with the 1.5 * 2^52 shift, ln2 split in a 32-bit head and a
@@ -235,13 +236,16 @@ static inline float fj_cos32(float x) { return (float)fjv_sincos((double)x, 1); 
 
 /* ---- tanh ---------------------------------------------------------------- */
 
-/* expm1(y) for |y| <= 44: 2^k (1 + p) - 1 as (2^k - 1) + 2^k p (2^k - 1 exact) */
+/* expm1(y), |y| <= 1400: 2^k (1 + p) - 1 as 2^k1 ((2^k2 - 2^-k1) + 2^k2 p): the
+   difference of powers of two is exact while k <= 53, and 2^k itself (which
+   overflows at k = 1024) is never formed */
 static inline double fjv_expm1(double y)
 {
     uint64_t s1, s2;
     double r = fjv_exp_reduce(y, &s1, &s2);
-    double p = fjv_expm1_core(r), k2 = fjv_d(s1) * fjv_d(s2);
-    return (k2 - 1.0) + k2 * p;
+    double p = fjv_expm1_core(r), a = fjv_d(s1), b = fjv_d(s2);
+    double inv_a = fjv_d((2046ULL << 52) - s1); /* 2^-k1: exponent bits 2046 - (k1 + 1023) */
+    return a * ((b - inv_a) + b * p);
 }
 
 /* tanh(x) = expm1(2|x|) / (expm1(2|x|) + 2), the sign put back; |x| clamped to 22
@@ -263,4 +267,33 @@ static inline double fj_tanh64(double x)
 }
 
 static inline float fj_tanh32(float x) { return (float)fj_tanh64((double)x); }
+
+/* ---- expm1, log1p -------------------------------------------------------- */
+
+/* x where x is a zero (its sign kept: -0.0 -> -0.0, as NumPy's), else r */
+static inline double fjv_zero_keeps(double x, double r)
+{
+    uint64_t m = 0 - (uint64_t)(x == 0.0); /* (== is a quiet compare) */
+    return fjv_d((fjv_u(x) & m) | (fjv_u(r) & ~m));
+}
+
+/* expm1(x): |x| clamped to 1400 as exp's; 0 <= |x| < ln2/2 is the series
+   itself (k = 0), else (2^k - 1) + 2^k p */
+static inline double fj_expm1_64(double x)
+{
+    return fjv_zero_keeps(x, fjv_expm1(fjv_clamp_abs(x, 0x4095e00000000000ULL /* 1400 */)));
+}
+
+/* log1p(x) = log(u) - ((u - 1) - x) / u, u = 1 + x (the rounding of u corrected
+   to first order); u not positive normal finite (x <= -1, inf, NaN) raises
+   invalid as log does */
+static inline double fj_log1p64(double x)
+{
+    double u = 1.0 + x;
+    uint64_t b = fjv_u(u);
+    uint64_t m = 0 - (uint64_t)((b - 0x0010000000000000ULL) < 0x7fe0000000000000ULL);
+    double us = fjv_d((b & m) | (0x3ff0000000000000ULL & ~m));
+    double r = fjv_log(us) - ((us - 1.0) - fjv_d(fjv_u(x) & m)) / us;
+    return fjv_zero_keeps(x, r * fjv_invalid_unless(m));
+}
 #endif

@@ -39,7 +39,10 @@ FUNCS = [  # (name, C function stem, mpmath function, numpy function)
     ("sin", "sin", "sin", np.sin),
     ("cos", "cos", "cos", np.cos),
     ("tanh", "tanh", "tanh", np.tanh),
+    ("expm1", "expm1_", "expm1", np.expm1),
+    ("log1p", "log1p", "log1p", np.log1p),
 ]
+F64_ONLY = ("expm1", "log1p")  # (float32 stays NumPy's for every function: docs/native.md)
 TYPES = [("float64", np.float64, "double", "64", np.int64), ("float32", np.float32, "float", "32", np.int32)]
 
 
@@ -49,6 +52,8 @@ def build(cc="cc"):
     lines = [f'#include "{HEADER}"', "#include <fenv.h>"]
     for name, stem, _, _ in FUNCS:
         for _, _, ctype, bits, _ in TYPES:
+            if bits == "32" and name in F64_ONLY:
+                continue
             lines.append(
                 f"int run_{name}{bits}(const {ctype} *restrict x, {ctype} *restrict y, long n)\n"
                 f"{{ feclearexcept(FE_ALL_EXCEPT); for (long i = 0; i < n; i++) y[i] = fj_{stem}{bits}(x[i]);\n"
@@ -66,14 +71,18 @@ def domain(name, dt, n, rng):
     """Inputs whose results are normal numbers, as the header docstring says."""
     f64 = dt == np.float64
     k = n // 3
-    if name in ("exp", "sin", "cos", "tanh"):
-        lo, hi = {"exp": (-708.39, 709.78) if f64 else (-87.33, 88.72), "tanh": (-25.0, 25.0)}.get(
+    if name in ("exp", "sin", "cos", "tanh", "expm1"):
+        lo, hi = {"exp": (-708.39, 709.78) if f64 else (-87.33, 88.72), "tanh": (-25.0, 25.0),
+                  "expm1": (-40.0, 709.78)}.get(
             name, (-2.0 ** 18, 2.0 ** 18))
         mags = np.clip(np.exp(rng.uniform(np.log(1e-30), np.log(hi), k)) * rng.choice([-1, 1], k), lo, hi)
         # where it is hardest: near 0 for exp and tanh; near multiples of pi/2 for sin, cos
-        hard = (rng.uniform(-1e-3, 1e-3, n - 2 * k) if name in ("exp", "tanh")
+        hard = (rng.uniform(-1e-3, 1e-3, n - 2 * k) if name in ("exp", "tanh", "expm1")
                 else np.round(rng.uniform(-1e5, 1e5, n - 2 * k)) * (np.pi / 2) + rng.uniform(-1e-6, 1e-6, n - 2 * k))
         xs = [rng.uniform(lo, hi, k), mags, hard, [lo, hi, 0.0, -0.0, 1.0, -1.0]]
+    elif name == "log1p":
+        xs = [rng.uniform(-0.999, 10.0, k), 2.0 ** rng.uniform(-60, 1000 if f64 else 120, k) * rng.choice([-1, 1], k),
+              rng.uniform(-1e-3, 1e-3, n - 2 * k), [-0.5, 0.0, -0.0, 1.0, 1e-300]]
     else:
         emax = 1020 if f64 else 125
         xs = [rng.uniform(0.0, 10.0, k) + 1e-300, 2.0 ** rng.uniform(-emax, emax, k),
@@ -81,7 +90,8 @@ def domain(name, dt, n, rng):
               [np.finfo(dt).tiny, np.finfo(dt).max, 1.0, 2.0, 0.5]]
     with np.errstate(over="ignore", under="ignore"):
         x = np.concatenate([np.asarray(v, dtype=np.float64) for v in xs]).astype(dt)
-    keep = np.isfinite(x) & (x >= np.finfo(dt).tiny) if name == "log" else np.isfinite(x)
+    keep = (np.isfinite(x) & (x >= np.finfo(dt).tiny) if name == "log"
+            else np.isfinite(x) & (x > -1) if name == "log1p" else np.isfinite(x))
     return x[keep]
 
 
@@ -117,6 +127,8 @@ def measure(lib, n, seed):
     rows = []
     for name, stem, mfun, npf in FUNCS:
         for tname, dt, ctype, bits, it in TYPES:
+            if bits == "32" and name in F64_ONLY:
+                continue
             x = domain(name, dt, n, rng)
             y = np.empty_like(x)
             fn = getattr(lib, f"run_{name}{bits}")

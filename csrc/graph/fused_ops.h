@@ -23,7 +23,7 @@ enum {
     FJN_CEIL, FJN_TRUNC, FJN_RINT, FJN_WHERE, FJN_CAST, FJN_FLOORDIV, FJN_MOD,
     /* transcendental functions (framejit/_vmath.h): within a documented bound of the correctly
        rounded value, not NumPy's bits; fused only with config.native_exact False */
-    FJN_EXP, FJN_LOG, FJN_SIN, FJN_COS, FJN_TANH,
+    FJN_EXP, FJN_LOG, FJN_SIN, FJN_COS, FJN_TANH, FJN_EXPM1, FJN_LOG1P,
     /* a row's code only, never a kernel's: x ** c with a constant exponent c fuses as FJN_SQUARE (2),
        FJN_SQRT (0.5) or FJN_RECIP (-1), what ndarray.__pow__ runs for these (native.c's classify_pow) */
     FJN_POW,
@@ -31,6 +31,6 @@ enum {
     FJN_RSUM, FJN_RMAX, FJN_RMIN, FJN_RANY, FJN_RALL, FJN_RMEAN,
 };
 #define FJN_IS_REDUCTION(code) ((code) >= FJN_RSUM)
-#define FJN_IS_VMATH(code) ((code) >= FJN_EXP && (code) <= FJN_TANH)
+#define FJN_IS_VMATH(code) ((code) >= FJN_EXP && (code) <= FJN_LOG1P)
 
 #endif

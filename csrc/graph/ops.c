@@ -120,7 +120,7 @@ static const fj_OpDef fj_op_table[] = {
     /* unary ufuncs */
     UF1K("sin", FJN_SIN), UF1K("cos", FJN_COS), UF1("tan"), UF1("arcsin"), UF1("arccos"), UF1("arctan"),
     UF1("sinh"), UF1("cosh"), UF1K("tanh", FJN_TANH), UF1("arcsinh"), UF1("arccosh"), UF1("arctanh"),
-    UF1K("exp", FJN_EXP), UF1("exp2"), UF1("expm1"), UF1K("log", FJN_LOG), UF1("log1p"), UF1("log2"), UF1("log10"),
+    UF1K("exp", FJN_EXP), UF1("exp2"), UF1K("expm1", FJN_EXPM1), UF1K("log", FJN_LOG), UF1K("log1p", FJN_LOG1P), UF1("log2"), UF1("log10"),
     UF1K("sqrt", FJN_SQRT), UF1("cbrt"), UF1K("square", FJN_SQUARE), UF1K("reciprocal", FJN_RECIP),
     UF1K("abs", FJN_ABS), UF1K("absolute", FJN_ABS), UF1K("fabs", FJN_ABS), UF1("sign"),
     UF1K("floor", FJN_FLOOR), UF1K("ceil", FJN_CEIL), UF1K("trunc", FJN_TRUNC), UF1K("rint", FJN_RINT),

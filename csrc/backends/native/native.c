@@ -114,6 +114,8 @@ static int code_accepts(int code, int t)
     case FJN_SIN:
     case FJN_COS:
     case FJN_TANH:
+    case FJN_EXPM1:
+    case FJN_LOG1P:
         /* float64 only: the float32 versions (float64 inside) ran 0.3-1.0x NumPy's
            float32 SIMD loops (bench/native/transcendental.py); they stay NumPy's */
         return t == FJT_F64;

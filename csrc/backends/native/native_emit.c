@@ -319,7 +319,8 @@ static int is_float_int_cast(const fjn_Op *op)
    raised (its values, flags and warnings are then NumPy's). */
 static int is_hard_invalid(const fjn_Op *op)
 {
-    return is_float_int_cast(op) || op->code == FJN_LOG || op->code == FJN_SIN || op->code == FJN_COS;
+    return is_float_int_cast(op) || op->code == FJN_LOG || op->code == FJN_LOG1P || op->code == FJN_SIN ||
+           op->code == FJN_COS;
 }
 
 static int has_hard_invalid(const fjn_Group *g)
@@ -463,9 +464,11 @@ static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
     case FJN_LOG:
     case FJN_SIN:
     case FJN_COS:
-    case FJN_TANH: {
-        static const char *const names[] = {"exp", "log", "sin", "cos", "tanh"};
-        return isf ? (W("fj_%s%s(%s)", names[op->code - FJN_EXP], t == FJT_F32 ? "32" : "64", a), 0) : -1;
+    case FJN_TANH:
+    case FJN_EXPM1:
+    case FJN_LOG1P: {
+        static const char *const names[] = {"exp", "log", "sin", "cos", "tanh", "expm1_", "log1p"};
+        return t == FJT_F64 ? (W("fj_%s64(%s)", names[op->code - FJN_EXP], a), 0) : -1;
     }
     case FJN_MAX:
     case FJN_MIN: {
