@@ -1100,6 +1100,48 @@ static int slot_size(const fjn_Group *g, int k)
     return fjn_type_size(k < g->nin ? g->in[k].type : g->ops[g->out_op[k - g->nin]].type);
 }
 
+/*
+** An elementwise group's axes merged where every operand's memory lets them
+** be one (the outer axis's stride is the inner's times the inner's size, for
+** each slot with data; size-1 axes dropped): x[1:-1, 1:-1, :] of a (500,
+** 500, 3) array is 498 rows of 1494 contiguous items, not 248004 rows of 3
+** (its stencil ran 0.18x NumPy).  The element order of an elementwise group
+** does not matter (its outputs are new arrays).  Writes *ond, oshape and
+** ostrides (slot-major, as 'strides'); nd 0 stays 0.
+*/
+static void coalesce_axes(int nd, const npy_intp *shape, const npy_intp *strides, char *const *data, int nslot,
+                          int *ond, npy_intp *oshape, npy_intp *ostrides)
+{
+    int keep[FJ_MAX_NDIM], nk = 0;
+    for (int a = 0; a < nd; a++)
+        if (shape[a] != 1)
+            keep[nk++] = a;
+    if (nk == 0 && nd > 0)
+        keep[nk++] = nd - 1; /* all ones: one axis of 1 */
+    int on = 0;
+    for (int i = 0; i < nk; i++) {
+        int a = keep[i];
+        int merge = on > 0;
+        for (int k = 0; merge && k < nslot; k++)
+            merge = !data[k] || ostrides[k * FJ_MAX_NDIM + on - 1] == shape[a] * strides[k * nd + a];
+        if (merge) {
+            oshape[on - 1] *= shape[a];
+            for (int k = 0; k < nslot; k++)
+                ostrides[k * FJ_MAX_NDIM + on - 1] = data[k] ? strides[k * nd + a] : 0;
+            continue;
+        }
+        oshape[on] = shape[a];
+        for (int k = 0; k < nslot; k++)
+            ostrides[k * FJ_MAX_NDIM + on] = data[k] ? strides[k * nd + a] : 0;
+        on++;
+    }
+    /* to the layout of 'strides' (slot-major rows of 'on' entries) */
+    for (int k = 0; k < nslot; k++)
+        for (int a = 0; a < on; a++)
+            ostrides[k * on + a] = ostrides[k * FJ_MAX_NDIM + a];
+    *ond = on;
+}
+
 /* 1 when the rows of this call take run_rows: an elementwise group of at least
    two axes, rows of at least FJN_ROW_WORK / (its operations) elements, every
    operand contiguous along the row or (an input) constant along it, at least
@@ -1747,10 +1789,19 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
     status = 0;
     if (size > 0 || g->has_red) {
         int flat = (all_c || (fortran && all_f)) && !g->has_axisred;
+        /* an elementwise group's strided run over its axes merged (coalesce_axes) */
+        npy_intp cstrides[(FJN_MAX_IN + FJN_MAX_OUT) * FJ_MAX_NDIM], cshape[FJ_MAX_NDIM];
+        int cnd = nd;
+        const npy_intp *sshape = shape, *sstrides = strides;
+        if (!flat && !g->has_red && nd > 1) {
+            coalesce_axes(nd, shape, strides, data, nslot, &cnd, cshape, cstrides);
+            sshape = cshape;
+            sstrides = cstrides;
+        }
         fjn_Stream stb;
         const fjn_Stream *stream = flat ? stream_for(g, size, outs, &stb) : NULL;
         streamed = stream != NULL;
-        rows = !flat && rows_ok(g, nd, shape, data, strides, nslot);
+        rows = !flat && rows_ok(g, cnd, sshape, data, sstrides, nslot);
         if (size >= fjn_nogil_min) {
             int split = 0;
             Py_BEGIN_ALLOW_THREADS
@@ -1766,7 +1817,7 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
                 status = flat ? g->flat(0, size, data) : g->strided(nd, shape, data, strides);
             else
                 status = flat ? run_flat(g->flat, size, data, stream)
-                              : run_strided(g, nd, shape, data, nslot, strides, size, rows);
+                              : run_strided(g, cnd, sshape, data, nslot, sstrides, size, rows);
             Py_END_ALLOW_THREADS
             p->split_reductions += split;
         } else if (stream) {
@@ -1774,7 +1825,7 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
         } else if (g->has_red) {
             status = flat ? g->flat(0, size, data) : g->strided(nd, shape, data, strides);
         } else {
-            status = flat ? g->flat(0, size, data) : strided_or_rows(g, nd, shape, data, strides, nslot, rows);
+            status = flat ? g->flat(0, size, data) : strided_or_rows(g, cnd, sshape, data, sstrides, nslot, rows);
         }
     }
     /* a float max/min over one axis with a zero (the sign depends on NumPy's
