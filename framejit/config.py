@@ -28,7 +28,8 @@ max_restarts = 100
 #: containers and bodies that cannot be captured are unrolled as before
 capture_loops = True
 loop_unroll_limit = 16
-#: the native backend's transcendental functions (np.exp, np.log) run through
+#: the native backend's transcendental functions (np.exp, expm1, log, log1p,
+#: sin, cos, tanh of float64) run through
 #: NumPy, whose bits they then are (True, the default: a compiled function
 #: returns exactly what plain NumPy returns), or inside the fused kernels
 #: (False: framejit/_vmath.h, vectorized, within the bounds docs/native.md
