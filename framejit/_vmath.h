@@ -102,7 +102,13 @@ static inline double fj_exp64(double x)
 {
     uint64_t s1, s2;
     double r = fjv_exp_reduce(fjv_clamp_abs(x, 0x4095e00000000000ULL /* 1400 */), &s1, &s2);
-    return ((1.0 + fjv_expm1_core(r)) * fjv_d(s1)) * fjv_d(s2);
+    double y = ((1.0 + fjv_expm1_core(r)) * fjv_d(s1)) * fjv_d(s2);
+    /* NumPy's exp raises underflow for every result below 2^-1022; the last product
+       is exact for some of those (no flag): 2^-1082 underflows for them, 2^-60 is
+       exact for the others, and either times 0 adds nothing to y (> 0 or NaN) */
+    uint64_t tiny = 0 - (uint64_t)__builtin_isless(x, -708.3964185322641);
+    double t = fjv_d((0x0010000000000000ULL & tiny) | (0x3ff0000000000000ULL & ~tiny)) * 0x1p-60;
+    return y + t * 0.0;
 }
 
 static inline float fj_exp32(float x)

@@ -180,3 +180,44 @@ def test_exact_mode_keeps_numpys_bits():
     cf = framejit.compile(fn, backend="native")
     assert ulp_apart(cf(x), fn(x)) < 1 << 20   # (cancellation: a few ulp of the terms)
     assert framejit.counters["native"]["nodes_fused"] > fused_exact   # exp and log joined the kernel
+
+
+# ---- found by review: flags of members the compiler could skip ----
+# (a recheck loop folded away when two members were one value; a where() arm
+# computed under its mask; a member nothing reads dropped; exp's exact subnormal
+# products without underflow) -- the first three also without native_exact
+
+REVIEW = ["np.log(x).astype(np.float64)", "np.sin(x) * 1.0", "np.cos(x) - 0.0",
+          "np.where(x > 0, np.log(x), 0.0)", "np.where(x < 700, np.exp(x), 0.0)",
+          "np.where(np.isfinite(x), np.sin(x), 0.0)", "np.where(x != 0, 1.0 / x, 0.0)",
+          "np.where(x > 0, np.sqrt(x), 0.0)", "np.exp(x)", "np.log(x).astype(np.float64).sum()"]
+
+
+@pytest.mark.parametrize("exact", [False, True])
+@pytest.mark.parametrize("expr", REVIEW)
+def test_flags_of_every_member_are_numpys(expr, exact):
+    framejit.config.native_exact = exact
+    fn = make(expr)
+    x = np.array([1.0, 2.0, 0.0, -1.0, np.inf, 4.0, 800.0, 3e5, -709.0, -710.0, -745.5, np.nan] * 50)
+    cf = close_outcomes(fn, [(x,)], ulps=2 if not exact else 0)
+    for mode in ("raise", "warn"):
+        with np.errstate(all=mode):
+            assert outcome(cf, [x.copy()]) [0][0] == outcome(fn, [x.copy()])[0][0]
+            assert outcome(cf, [x.copy()])[1] == outcome(fn, [x.copy()])[1]
+
+
+def test_a_member_nothing_reads_still_warns():
+    def f(x):
+        y = np.log(x)   # noqa: F841 - computed, warns, unused
+        return x * 2.0
+    close_outcomes(f, [(np.array([1.0, 0.0, -1.0, 2.0] * 100),)])
+
+
+def test_exp_of_a_subnormal_result_raises_underflow():
+    fn = make("np.exp(x)")
+    cf = framejit.compile(fn, backend="native")
+    x = np.random.default_rng(7).uniform(-745.0, -708.4, 3000)
+    for mode in ("raise", "warn"):
+        with np.errstate(under=mode):
+            got, exp = outcome(cf, [x.copy()]), outcome(fn, [x.copy()])
+        assert got[0][0] == exp[0][0] and got[1] == exp[1]

@@ -529,6 +529,7 @@ static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
     case FJN_SIGNBIT:
         return isf ? (W("((unsigned char)(__builtin_signbit(%s) != 0))", a), 0) : -1;
     case FJN_WHERE:
+        /* (a float member among the arms is an output: native.c finish_groups) */
         if (fjt_info[rt].is_float && feeds_invalid_op(g, (int)(op - g->ops)))
             W("fj_bsel%s(%s, %s, %s)", rt == FJT_F32 ? "32" : "64", a, b, c);
         else
@@ -1202,15 +1203,16 @@ static int emit_hinv(PyObject *buf, const fjn_Group *g, int gi)
     if (r < 0)
         return -1;
     for (int m = 0; m < g->nops; m++) {
-        int t = g->ops[m].type;
         if (FJN_IS_REDUCTION(g->ops[m].code))
             continue; /* not computed here */
-        if (put(buf, t == FJT_F64 ? "            sk ^= fj_b64(m%d);\n" : t == FJT_F32 ? "            sk ^= fj_b32(m%d);\n"
-                                                                             : "            sk ^= (uint64_t)m%d;\n",
-                m) < 0)
+        /* a volatile store of each member: an XOR of their bits folded to 0 when two
+           members were the same value (x.astype(float64) of a float64, x * 1), and
+           gcc then dropped every operation of the loop (found by review) */
+        if (put(buf, "            { volatile %s keep%d = m%d; (void)keep%d; }\n", fjt_info[g->ops[m].type].ctype,
+                m, m, m) < 0)
             return -1;
     }
-    return put(buf, "    }\n    volatile uint64_t keep = sk;\n    (void)keep;\n    (void)st;\n"
+    return put(buf, "    }\n    (void)sk;\n    (void)st;\n"
                     "    const int r = fj_fetest(FE_INVALID) != 0;\n    fj_feclear(FE_INVALID);\n    return r;\n}\n");
 }
 
