@@ -645,18 +645,10 @@ static int finish_groups(fjn_Builder *b)
                 /* a member nothing reads (y = np.log(x), y unused) is an output all the
                    same: a kernel would drop its operations, and with them the flags and
                    warnings NumPy raises computing it (found by review) */
-                /* so is a float member a where() selects from: gcc computed it under the
-                   select's mask (AVX-512), which raised no flag for the other lanes
-                   (np.where(x != 0, 1.0 / x, 0.0) lost NumPy's divide warning); stored,
-                   it is computed on every element */
-                int read = op->out >= 0, armed = 0;
-                for (int k = m + 1; k < g->nops; k++)
+                int read = op->out >= 0;
+                for (int k = m + 1; !read && k < g->nops; k++)
                     for (int j = 0; j < g->ops[k].nargs; j++)
-                        if (g->ops[k].arg[j] == -m - 1) {
-                            read = 1;
-                            armed |= g->ops[k].code == FJN_WHERE && j > 0 && (op->type == FJT_F64 || op->type == FJT_F32);
-                        }
-                read &= !armed;
+                        read |= g->ops[k].arg[j] == -m - 1;
                 if (!read && g->nout <= FJN_MAX_OUT) {
                     if (g->nout == FJN_MAX_OUT) {
                         g->nout = FJN_MAX_OUT + 1;

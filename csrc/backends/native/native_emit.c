@@ -145,6 +145,18 @@ PyObject *fjn_emit_prologue(void)
         "static inline float fj_bsel32(int c, float a, float b)\n"
         "{ uint32_t x, y, m = (uint32_t)0 - (uint32_t)(c != 0); memcpy(&x, &a, 4); memcpy(&y, &b, 4);\n"
         "  x = (x & m) | (y & ~m); memcpy(&a, &x, 4); return a; }\n"
+        "/* the same with the mask XORed with o, a 0 the compiler cannot see (fj_opaque0, read\n"
+        "   once per kernel: fjo), for a where() whose arm is a member computed from the data:\n"
+        "   with a mask it knows to be all ones or zeros per lane, gcc computed the arm under it\n"
+        "   (AVX-512 masked operations), raising no flag for the lanes not selected, where NumPy\n"
+        "   computes (and warns) on every element: np.where(x != 0, 1.0 / x, 0.0) */\n"
+        "static volatile uint64_t fj_opaque0 = 0;\n"
+        "static inline double fj_osel64(int c, double a, double b, uint64_t o)\n"
+        "{ uint64_t x, y, m = ((uint64_t)0 - (uint64_t)(c != 0)) ^ o; memcpy(&x, &a, 8); memcpy(&y, &b, 8);\n"
+        "  x = (x & m) | (y & ~m); memcpy(&a, &x, 8); return a; }\n"
+        "static inline float fj_osel32(int c, float a, float b, uint64_t o)\n"
+        "{ uint32_t x, y, m = ((uint32_t)0 - (uint32_t)(c != 0)) ^ (uint32_t)o; memcpy(&x, &a, 4); memcpy(&y, &b, 4);\n"
+        "  x = (x & m) | (y & ~m); memcpy(&a, &x, 4); return a; }\n"
         "/* isfinite / isinf from the exponent bits: gcc vectorizes __builtin_isfinite as a\n"
         "   signaling compare, which raises invalid for a NaN (NumPy's isfinite does not) */\n"
         "static inline int fj_fin64(double a) { uint64_t x; memcpy(&x, &a, 8); return (x & 0x7ff0000000000000ULL) != 0x7ff0000000000000ULL; }\n"
@@ -529,8 +541,9 @@ static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
     case FJN_SIGNBIT:
         return isf ? (W("((unsigned char)(__builtin_signbit(%s) != 0))", a), 0) : -1;
     case FJN_WHERE:
-        /* (a float member among the arms is an output: native.c finish_groups) */
-        if (fjt_info[rt].is_float && feeds_invalid_op(g, (int)(op - g->ops)))
+        if (fjt_info[rt].is_float && (op->arg[1] < 0 || op->arg[2] < 0))
+            W("fj_osel%s(%s, %s, %s, fjo)", rt == FJT_F32 ? "32" : "64", a, b, c); /* an arm is a member */
+        else if (fjt_info[rt].is_float && feeds_invalid_op(g, (int)(op - g->ops)))
             W("fj_bsel%s(%s, %s, %s)", rt == FJT_F32 ? "32" : "64", a, b, c);
         else
             W("(%s ? %s : %s)", a, b, c);
@@ -881,6 +894,8 @@ static int emit_body(PyObject *buf, const fjn_Group *g, int mode, const char *pw
 /* Declarations of constants (both modes). */
 static int emit_consts(PyObject *buf, const fjn_Group *g)
 {
+    if (put(buf, "    const uint64_t fjo = fj_opaque0; /* (fj_osel*) */\n    (void)fjo;\n") < 0)
+        return -1;
     for (int k = 0; k < g->nin; k++) {
         const fjn_Input *in = &g->in[k];
         if (in->kind != FJN_IN_CONST)
