@@ -606,6 +606,8 @@ PyObject *fj_trace_symbolic_slice(fj_TFrame *fr, PyObject *objv, PyObject *start
    step NULL or None).  Only a subscript's key: never rebuilt. */
 fj_Var *fj_trace_node_slice(fj_Tracer *tx, PyObject *start, PyObject *stop, PyObject *step);
 int fj_trace_key_symbolic(PyObject *k);
+/* True for a slice object one of whose bounds is a graph node (x[:n], n symbolic). */
+int fj_slice_symbolic(PyObject *o);
 PyObject *fj_trace_symbolic_getitem(fj_TFrame *fr, PyObject *objv, PyObject *keyv);
 PyObject *fj_trace_key_pinned(fj_TFrame *fr, PyObject *k);
 

@@ -2549,8 +2549,7 @@ PyObject *fj_trace_symbolic_slice(fj_TFrame *fr, PyObject *objv, PyObject *start
     return res;
 }
 
-/* A slice object one of whose bounds is a graph node. */
-static int slice_symbolic(PyObject *o)
+int fj_slice_symbolic(PyObject *o)
 {
     if (!PySlice_Check(o))
         return 0;
@@ -2562,11 +2561,11 @@ int fj_trace_key_symbolic(PyObject *k)
 {
     fj_Var *kv = VAR(k);
     if (kv->kind == FJ_VAR_CONST)
-        return slice_symbolic(kv->obj);
+        return fj_slice_symbolic(kv->obj);
     if (kv->kind == FJ_VAR_TUPLE)
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(kv->items); i++) {
             fj_Var *it = VAR(PyList_GET_ITEM(kv->items, i));
-            if (it->kind == FJ_VAR_CONST && slice_symbolic(it->obj))
+            if (it->kind == FJ_VAR_CONST && fj_slice_symbolic(it->obj))
                 return 1;
         }
     return 0;
@@ -2582,7 +2581,7 @@ static PyObject *bound_value(PyObject *o)
 static PyObject *slice_pinned(PyObject *v)
 {
     PyObject *o = VAR(v)->obj;
-    if (VAR(v)->kind != FJ_VAR_CONST || !slice_symbolic(o))
+    if (VAR(v)->kind != FJ_VAR_CONST || !fj_slice_symbolic(o))
         return Py_NewRef(v);
     PySliceObject *sl = (PySliceObject *)o;
     return (PyObject *)fj_var_take(FJ_VAR_CONST,

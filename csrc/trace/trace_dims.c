@@ -2,8 +2,9 @@
 ** trace_dims.c: symbolic sizes of dynamic dims (docs/dynamic.md).
 **
 ** Responsible for: keeping, for each array Var of a dynamic shape, which of
-** its dims are symbols (an input's dynamic dim: (source text, dim, source))
-** and deciding, before an op with a dynamic operand goes into the graph,
+** its dims are symbols (an input's dynamic dim, an int input used as a size,
+** or a linear form over those: the symbol kinds are described above
+** symbol_prog) and deciding, before an op with a dynamic operand goes into the graph,
 ** whether the op can raise for other sizes the guards let through.  Where
 ** two dims meet in broadcasting, the relation the trace saw is made a guard
 ** (DIMS_EQUAL, torch's s0 == s1) or, when a symbol meets a fixed size other
@@ -614,12 +615,6 @@ int fj_dims_getitem(fj_Tracer *tx, PyObject *arr, PyObject *keyv, PyObject **out
     return tx->specialized ? 0 : getitem_dims(tx, arr, keyv, out);
 }
 
-/* True when a bound of slice 'e' is a graph node (x[:n], n symbolic). */
-static int slice_has_node(PyObject *e)
-{
-    PySliceObject *sl = (PySliceObject *)e;
-    return fj_Node_Check(sl->start) || fj_Node_Check(sl->stop) || fj_Node_Check(sl->step);
-}
 
 static int getitem_dims(fj_Tracer *tx, PyObject *arr, PyObject *keyv, PyObject **out)
 {
@@ -680,7 +675,7 @@ static int getitem_dims(fj_Tracer *tx, PyObject *arr, PyObject *keyv, PyObject *
             continue;
         }
         PyObject *sym = PyTuple_GET_ITEM(in, d);
-        int symbolic_bound = PySlice_Check(e) && slice_has_node(e); /* x[:n] */
+        int symbolic_bound = fj_slice_symbolic(e); /* x[:n] */
         if (PyLong_CheckExact(e)) {
             /* dropped (its range NumPy checks when the graph runs); a tensor's
                index into a symbolic dim: not modelled (the trace pins) */

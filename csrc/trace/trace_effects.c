@@ -66,7 +66,7 @@ static int array_setitem(fj_TFrame *fr, PyObject *a, PyObject *key, PyObject *v)
         return fj_unsupported("item assignment on an array (no setitem op)");
     int dynamic = fj_trace_any_dynamic(a);
     if (dynamic == 0)
-        dynamic = fj_trace_key_symbolic(key) || fj_trace_any_dynamic(key); /* x[:n] = v: n symbolic */
+        dynamic = fj_trace_key_symbolic(key) ? 1 : fj_trace_any_dynamic(key); /* x[:n] = v: n symbolic */
     if (dynamic == 0)
         dynamic = fj_trace_any_dynamic(v);
     /* a store through a mask, or of a size that depends on the data: its sizes are
