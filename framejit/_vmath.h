@@ -42,6 +42,14 @@
 #include <stdint.h>
 #include <string.h>
 
+/* a * b + c for the polynomials: one rounding with FMA (-march=native targets have it),
+   two without (the command line's -ffp-contract=off keeps a * b + c as written) */
+#ifdef __FMA__
+#define FJV_MA(a, b, c) __builtin_fma((a), (b), (c))
+#else
+#define FJV_MA(a, b, c) ((a) * (b) + (c))
+#endif
+
 static inline double fjv_d(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
 static inline uint64_t fjv_u(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
 static inline float fjv_f(uint32_t u) { float d; memcpy(&d, &u, 4); return d; }
@@ -69,17 +77,17 @@ static inline float fjv_clamp_absf(float x, uint32_t lim)
 static inline double fjv_expm1_core(double r)
 {
     double p = 1.0 / 6227020800.0;            /* 1/13! */
-    p = p * r + 1.0 / 479001600.0;            /* 1/12! */
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
+    p = FJV_MA(p, r, 1.0 / 479001600.0);            /* 1/12! */
+    p = FJV_MA(p, r, 1.0 / 39916800.0);
+    p = FJV_MA(p, r, 1.0 / 3628800.0);
+    p = FJV_MA(p, r, 1.0 / 362880.0);
+    p = FJV_MA(p, r, 1.0 / 40320.0);
+    p = FJV_MA(p, r, 1.0 / 5040.0);
+    p = FJV_MA(p, r, 1.0 / 720.0);
+    p = FJV_MA(p, r, 1.0 / 120.0);
+    p = FJV_MA(p, r, 1.0 / 24.0);
+    p = FJV_MA(p, r, 1.0 / 6.0);
+    p = FJV_MA(p, r, 0.5);
     return r + (r * r) * p;
 }
 
@@ -137,8 +145,8 @@ static inline double fjv_log(double x)
     double dk = fjv_d(0x4338000000000000ULL + ((eb ^ 0x800) - 0x800)) - 0x1.8p52;
     double s = f / (2.0 + f);
     double z = s * s, w = z * z;
-    double t1 = w * (Lg2 + w * (Lg4 + w * Lg6));
-    double t2 = z * (Lg1 + w * (Lg3 + w * (Lg5 + w * Lg7)));
+    double t1 = w * FJV_MA(w, FJV_MA(w, Lg6, Lg4), Lg2);
+    double t2 = z * FJV_MA(w, FJV_MA(w, FJV_MA(w, Lg7, Lg5), Lg3), Lg1);
     double R = t2 + t1, hfsq = 0.5 * f * f;
     return dk * ln2hi - ((hfsq - (s * (hfsq + R) + dk * ln2lo)) - f);
 }
@@ -199,7 +207,7 @@ static inline double fjv_ksin(double x, double y)
                  S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
                  S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
     double z = x * x, v = z * x;
-    double r = S2 + z * (S3 + z * (S4 + z * (S5 + z * S6)));
+    double r = FJV_MA(z, FJV_MA(z, FJV_MA(z, FJV_MA(z, S6, S5), S4), S3), S2);
     return x - ((z * (0.5 * y - v * r) - y) - v * S1);
 }
 
@@ -210,7 +218,7 @@ static inline double fjv_kcos(double x, double y)
                  C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
                  C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
     double z = x * x, w = z * z;
-    double r = z * (C1 + z * (C2 + z * C3)) + w * w * (C4 + z * (C5 + z * C6));
+    double r = z * FJV_MA(z, FJV_MA(z, C3, C2), C1) + w * w * FJV_MA(z, FJV_MA(z, C6, C5), C4);
     double hz = 0.5 * z;
     w = 1.0 - hz;
     return w + (((1.0 - w) - hz) + (z * r - x * y));
