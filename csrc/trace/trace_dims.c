@@ -99,23 +99,11 @@ PyObject *fj_dims_size(fj_TFrame *fr, PyObject *v, int d)
         return NULL;
     }
     PyObject *sym = PyTuple_GET_ITEM(dims, d), *r;
-    if (sym == Py_None) {
-        PyObject *size = PyLong_FromSsize_t((Py_ssize_t)n->shape[d]);
-        r = size ? (PyObject *)fj_var_const(size) : NULL;
-        Py_XDECREF(size);
-    }
+    if (sym == Py_None)
+        r = (PyObject *)fj_var_take(FJ_VAR_CONST, PyLong_FromSsize_t((Py_ssize_t)n->shape[d]));
     else
         r = symbol_var(fr, sym);
     Py_DECREF(dims);
-    return r;
-}
-
-/* A constant int Var.  New ref or NULL. */
-static PyObject *int_var(long long k)
-{
-    PyObject *c = PyLong_FromLongLong(k);
-    PyObject *r = c ? (PyObject *)fj_var_const(c) : NULL;
-    Py_XDECREF(c);
     return r;
 }
 
@@ -144,7 +132,7 @@ static PyObject *symbol_var(fj_TFrame *fr, PyObject *sym)
         int sub = acc != NULL && k < 0;
         long long mag = sub ? -k : k;
         if (av != NULL && mag != 1) {
-            PyObject *kv = int_var(mag);
+            PyObject *kv = (PyObject *)fj_var_take(FJ_VAR_CONST, PyLong_FromLongLong(mag));
             term = kv ? fj_trace_binop(fr, NB_MULTIPLY, av, kv) : NULL;
             Py_XDECREF(kv);
             Py_DECREF(av);
@@ -162,7 +150,7 @@ static PyObject *symbol_var(fj_TFrame *fr, PyObject *sym)
     }
     long long c = PyLong_AsLongLong(PyTuple_GET_ITEM(sym, 3));
     if (acc != NULL && c != 0) {
-        PyObject *cv = int_var(c < 0 && c > LLONG_MIN ? -c : c);
+        PyObject *cv = (PyObject *)fj_var_take(FJ_VAR_CONST, PyLong_FromLongLong(c < 0 && c > LLONG_MIN ? -c : c));
         Py_SETREF(acc, cv ? fj_trace_binop(fr, c < 0 && c > LLONG_MIN ? NB_SUBTRACT : NB_ADD, acc, cv) : NULL);
         Py_XDECREF(cv);
     }

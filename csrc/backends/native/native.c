@@ -77,6 +77,9 @@ static int node_code(fj_Node *n)
 static int code_accepts(int code, int t)
 {
     int isf = t == FJT_F32 || t == FJT_F64, isb = t == FJT_BOOL, isi = !isf && !isb && t != FJT_NONE;
+    if (FJN_IS_VMATH(code))
+        return t == FJT_F64; /* float64 only: the float32 versions (float64 inside) ran 0.3-1.0x
+                                NumPy's float32 SIMD loops (bench/native/transcendental.py) */
     switch (code) {
     case FJN_ADD:
     case FJN_MUL:
@@ -109,16 +112,6 @@ static int code_accepts(int code, int t)
     case FJN_FLOORDIV:
     case FJN_MOD:
         return isi;
-    case FJN_EXP:
-    case FJN_LOG:
-    case FJN_SIN:
-    case FJN_COS:
-    case FJN_TANH:
-    case FJN_EXPM1:
-    case FJN_LOG1P:
-        /* float64 only: the float32 versions (float64 inside) ran 0.3-1.0x NumPy's
-           float32 SIMD loops (bench/native/transcendental.py); they stay NumPy's */
-        return t == FJT_F64;
     default: /* TDIV RECIP SQRT ISNAN ISINF ISFINITE SIGNBIT FLOOR CEIL TRUNC RINT */
         return isf;
     }

@@ -411,6 +411,12 @@ static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
         snprintf(out, cap, "%s", a);
         return 0;
     }
+    if (FJN_IS_VMATH(op->code)) {
+        /* framejit/_vmath.h's fj_<name>64, in FJN_EXP .. FJN_LOG1P order */
+        static const char *const names[] = {"exp", "log", "sin", "cos", "tanh", "expm1_", "log1p"};
+        operand_expr(g, op->arg[0], t, &A);
+        return t == FJT_F64 ? (snprintf(out, cap, "fj_%s64(%s)", names[op->code - FJN_EXP], a), 0) : -1;
+    }
     int sel = op->code == FJN_WHERE;
     operand_expr(g, op->arg[0], op->argtype[0], &A);
     if (op->nargs > 1)
@@ -472,16 +478,6 @@ static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
     case FJN_TRUNC:
     case FJN_RINT:
         return isf ? (W("__builtin_%s%s(%s)", float_builtin[op->code], f32, a), 0) : -1;
-    case FJN_EXP:
-    case FJN_LOG:
-    case FJN_SIN:
-    case FJN_COS:
-    case FJN_TANH:
-    case FJN_EXPM1:
-    case FJN_LOG1P: {
-        static const char *const names[] = {"exp", "log", "sin", "cos", "tanh", "expm1_", "log1p"};
-        return t == FJT_F64 ? (W("fj_%s64(%s)", names[op->code - FJN_EXP], a), 0) : -1;
-    }
     case FJN_MAX:
     case FJN_MIN: {
         const char *cmp = op->code == FJN_MAX ? "__builtin_isgreater" : "__builtin_isless";
