@@ -385,8 +385,17 @@ static int fjn_classify(fj_Node *n, fjn_Op *op)
            whose result holds a zero or a NaN runs through NumPy (run_group) */
         if (axis >= 0 && tf && (code == FJN_RSUM || code == FJN_RMEAN))
             return axis == ((fj_Node *)PyTuple_GET_ITEM(n->args, 0))->ndim - 1 && rt == t; /* rows: pairwise */
-        if (axis >= 0 && ((tf && !fjn_float_axis_minmax) || code == FJN_RMEAN))
+        if (axis >= 0 && code == FJN_RMEAN)
             return 0;
+        if (axis >= 0 && tf && !fjn_float_axis_minmax) {
+            /* a float max / min over the last axis fuses into a row group (the
+               rows are in cache for the passes after it); alone over another axis
+               NumPy's SIMD loops are faster than this backend's */
+            fj_Node *a = (fj_Node *)PyTuple_GET_ITEM(n->args, 0);
+            if (axis != a->ndim - 1 || a->shape[axis] == 1 || (code != FJN_RMAX && code != FJN_RMIN))
+                return 0;
+            op->rowonly = 1;
+        }
         switch (code) {
         case FJN_RSUM:
             return tf ? rt == t : (rt == FJT_I64 || rt == FJT_U64);
@@ -607,6 +616,178 @@ static int reads_open_reduction(fjn_Builder *b, fj_Node *n)
     return 0;
 }
 
+/* ---- row groups ------------------------------------------------------------
+** A reduction along the last axis whose result the members after it read
+** back (x - x.max(axis=-1, keepdims=True), a softmax, a layer norm) closes a
+** plain group: its value exists only once every element was reduced.  A row
+** group runs such a chain row by row instead: passes over one row (which
+** stays in cache) compute the reductions of each level and then the members
+** reading them (docs/native.md, "Row groups"; native_emit.c
+** fjn_emit_row_group).  Members are of three kinds: VEC (the group's shape),
+** RED (a reduction along the last axis), RSC (one value per row: the
+** group's shape with the last axis 1, computed from reductions).
+*/
+
+/* Is op a reduction along group g's rows: the last axis (1-d: also every axis)? */
+static int is_row_red(const fjn_Group *g, const fjn_Op *op)
+{
+    return FJN_IS_REDUCTION(op->code) && g->ndim >= 1 && (op->axis == g->ndim - 1 || (g->ndim == 1 && op->axis < 0));
+}
+
+/* Is node n of group g's row-scalar shape: the group's with the last axis 1 (1-d: also ())? */
+static int row_scalar_shape(const fjn_Group *g, const fj_Node *n)
+{
+    if (g->ndim == 1)
+        return n->ndim == 0 || (n->ndim == 1 && n->shape[0] == 1);
+    if (n->ndim != g->ndim || n->datadep != g->datadep || n->shape[g->ndim - 1] != 1)
+        return 0;
+    for (int a = 0; a + 1 < g->ndim; a++)
+        if (n->shape[a] != g->shape[a])
+            return 0;
+    return 1;
+}
+
+/* Can group g become a row group: rows longer than 1, reductions all along them? */
+static int row_capable(const fjn_Group *g)
+{
+    if (g->ndim < 1 || g->shape[g->ndim - 1] == 1)
+        return 0;
+    for (int m = 0; m < g->nops; m++)
+        if (FJN_IS_REDUCTION(g->ops[m].code) && !is_row_red(g, &g->ops[m]))
+            return 0;
+    return 1;
+}
+
+/* Adds classified node n to the open group as a row-group member when that is
+   what it needs: a member reading the group's reductions back, a reduction the
+   plain group cannot take (a second float sum, a float max / min along rows).
+   1 (added: the group is a row group), 0 (not: the caller goes on), -1 error. */
+static int row_join(fjn_Builder *b, fj_Node *n, fjn_Op *op)
+{
+    if (b->open < 0)
+        return 0;
+    fjn_Group *g = &b->p->groups[b->open];
+    if (!row_capable(g) || g->nops == FJN_MAX_OPS)
+        return 0;
+    int reads = 0;
+    for (int i = 0; i < op->nargs; i++) {
+        PyObject *a = PyTuple_GET_ITEM(n->args, i);
+        if (!fj_Node_Check(a))
+            continue;
+        fj_Node *an = (fj_Node *)a;
+        if (b->member_group[an->index] != b->open) {
+            /* an input of a row-scalar member: a scalar or an array of the row-scalar shape */
+            if (!same_shape(g, n) && !FJN_IS_REDUCTION(op->code) && an->vkind == FJ_VAL_ARRAY &&
+                !row_scalar_shape(g, an)) {
+                npy_intp size = 1;
+                for (int d = 0; d < an->ndim; d++)
+                    size *= an->shape[d];
+                if (size != 1)
+                    return 0;
+            }
+            continue;
+        }
+        const fjn_Op *ao = &g->ops[b->member_index[an->index]];
+        if (FJN_IS_REDUCTION(ao->code)) {
+            /* read back along the row: keepdims (a 1-d group's scalar result broadcasts too) */
+            if (!ao->keepdims && g->ndim != 1)
+                return 0;
+            reads = 1;
+        } else if (!same_shape(g, an)) {
+            reads = 1; /* a row-scalar member */
+        }
+    }
+    if (FJN_IS_REDUCTION(op->code)) {
+        fj_Node *a = (fj_Node *)PyTuple_GET_ITEM(n->args, 0);
+        if (!is_row_red(g, op) || !same_shape(g, a) || reads)
+            return 0;
+        /* the plain group takes it when it can */
+        if (!g->rowk && !op->rowonly && !(g->pw >= 0 || (is_pairwise(op) && g->has_red)))
+            return 0;
+    } else if (same_shape(g, n)) {
+        if (!reads)
+            return 0;
+    } else if (row_scalar_shape(g, n)) {
+        if (!reads)
+            return 0;
+    } else {
+        return 0;
+    }
+    int r = group_add(b, n, op);
+    if (r != 0)
+        return r < 0 ? -1 : 0;
+    g->rowk = 1;
+    return 1;
+}
+
+/* The passes, kinds, levels and row buffers of row group g (its outputs read
+   outside marked).  A member no one reads is an output (its flags are NumPy's
+   too); a reduction read only inside the group is not.  A VEC member read in a
+   later pass is recomputed there, unless it is costly (a transcendental
+   function, a division, a square root): then its row is kept in a buffer, as
+   is the summed row of a float sum or mean.  0, or 1 when the group cannot run
+   this way (too many outputs: its nodes run one by one). */
+static int finish_row_group(fjn_Plan *p, fjn_Group *g)
+{
+    unsigned char read_in[FJN_MAX_OPS] = {0};
+    int maxlvl = 0;
+    g->nbuf = 0;
+    for (int m = 0; m < g->nops; m++) {
+        fjn_Op *op = &g->ops[m];
+        fj_Node *n = plan_node(p, op->node);
+        int lvl = 0;
+        for (int j = 0; j < op->nargs; j++) {
+            if (op->arg[j] >= 0)
+                continue;
+            const fjn_Op *ao = &g->ops[-op->arg[j] - 1];
+            int al = ao->level + (ao->rk == FJN_RK_RED);
+            lvl = al > lvl ? al : lvl;
+            read_in[-op->arg[j] - 1] = 1;
+        }
+        op->rk = FJN_IS_REDUCTION(op->code) ? FJN_RK_RED : same_shape(g, n) ? FJN_RK_VEC : FJN_RK_RSC;
+        op->level = lvl;
+        op->buf = -1;
+        if (op->rk != FJN_RK_RSC && lvl > maxlvl)
+            maxlvl = lvl;
+    }
+    g->npass = maxlvl + 1;
+    for (int m = 0; m < g->nops; m++) {
+        fjn_Op *op = &g->ops[m];
+        if (op->rk != FJN_RK_RED && !read_in[m] && op->out < 0) {
+            if (g->nout == FJN_MAX_OUT)
+                return 1;
+            op->out = g->nout;
+            g->out_op[g->nout++] = m;
+        }
+        if (op->rk == FJN_RK_RED && is_pairwise(op)) {
+            if (op->arg[0] >= 0)
+                g->in[op->arg[0]].pwsrc = 1;
+            else if (g->ops[-op->arg[0] - 1].buf < 0)
+                g->ops[-op->arg[0] - 1].buf = g->nbuf++;
+        }
+        if (op->rk != FJN_RK_VEC || op->buf >= 0 ||
+            !(FJN_IS_VMATH(op->code) || op->code == FJN_TDIV || op->code == FJN_SQRT || op->code == FJN_RECIP))
+            continue;
+        for (int k = m + 1; k < g->nops; k++) {
+            const fjn_Op *ko = &g->ops[k];
+            int later = 0;
+            for (int j = 0; j < ko->nargs; j++)
+                later |= ko->arg[j] == -m - 1 && ko->level > op->level;
+            if (later) {
+                op->buf = g->nbuf++;
+                break;
+            }
+        }
+    }
+    for (int k = 0; k < g->nin; k++) {
+        fjn_Input *in = &g->in[k];
+        in->rowvec = 0;
+        if (in->kind == FJN_IN_ARRAY && in->bcast != 0 && in->ndim >= 1)
+            in->rowvec = plan_node(p, in->node)->shape[in->ndim - 1] != 1;
+    }
+    return 0;
+}
+
 /* Marks outputs, static layout facts, and turns unusable groups into node steps. */
 static int finish_groups(fjn_Builder *b)
 {
@@ -632,7 +813,9 @@ static int finish_groups(fjn_Builder *b)
     }
     for (int gi = 0; gi < p->ngroups; gi++) {
         fjn_Group *g = &p->groups[gi];
-        for (int m = 0; m < g->nops; m++) {
+        if (g->rowk && g->nout <= FJN_MAX_OUT && finish_row_group(p, g))
+            g->nout = FJN_MAX_OUT + 1; /* too many outputs: the group runs unfused */
+        for (int m = 0; m < g->nops && !g->rowk; m++) {
             fjn_Op *op = &g->ops[m];
             if (!FJN_IS_REDUCTION(op->code)) {
                 /* a member nothing reads (y = np.log(x), y unused) is an output all the
@@ -844,6 +1027,13 @@ static PyObject *plan_new_from_graph(PyObject *graph)
         int c = fjn_classify(n, &op);
         if (c < 0)
             goto error;
+        if (c == 1) {
+            int rj = row_join(&b, n, &op);
+            if (rj < 0)
+                goto error;
+            if (rj)
+                continue;
+        }
         if (c == 1 && reads_open_reduction(&b, n) && close_group(&b) < 0)
             goto error;
         if (c == 1 && FJN_IS_REDUCTION(op.code)) {
@@ -854,6 +1044,10 @@ static PyObject *plan_new_from_graph(PyObject *graph)
             int pw = is_pairwise(&op);
             int mine = b.open >= 0 && (b.member_group[a->index] == b.open || same_shape(&p->groups[b.open], a));
             if (mine && (p->groups[b.open].pw >= 0 || (pw && p->groups[b.open].has_red)))
+                mine = 0;
+            /* a row group takes row reductions only (row_join); a float max / min
+               along rows only joins a group that can be one */
+            if (mine && (p->groups[b.open].rowk || (op.rowonly && !row_capable(&p->groups[b.open]))))
                 mine = 0;
             if (!mine && b.open >= 0 && close_group(&b) < 0)
                 goto error;
@@ -866,6 +1060,8 @@ static PyObject *plan_new_from_graph(PyObject *graph)
                 if (close_group(&b) < 0 || open_group(&b, a) < 0 || group_add(&b, n, &op) != 0)
                     goto error;
             }
+            if (op.rowonly)
+                p->groups[b.open].rowk = 1;
             continue;
         }
         if (c == 1) {
@@ -1620,6 +1816,100 @@ static void fill_identity(PyArrayObject *a, const fjn_Op *op)
     }
 }
 
+/* The row stride of slot strides 's' over the leading axes of 'shape' (nd >= 1),
+   when one stride walks them all (every leading axis of more than one element
+   is the next one's stride times its size, or all are 0): 1 and *rs; else 0. */
+static int row_stride(int nd, const npy_intp *shape, const npy_intp *s, npy_intp *rs)
+{
+    npy_intp r = 0, prod = 1;
+    int first = 1;
+    for (int a = nd - 2; a >= 0; a--) {
+        if (shape[a] == 1)
+            continue;
+        if (first) {
+            r = s[a];
+            first = 0;
+        } else if (s[a] != r * prod) {
+            return 0;
+        }
+        prod *= shape[a];
+    }
+    *rs = r;
+    return 1;
+}
+
+/* Runs row group g's kernel (inputs in data / strides, 'shape' the broadcast
+   shape, not empty, C order): allocates the outputs into outs (a NumPy scalar
+   result into obuf), returns the kernel's status, FJN_ST_HARD when the layouts
+   do not suit it (nothing ran), or -1 with an exception. */
+static int run_rowk(fjn_Plan *p, fjn_Group *g, int nd, npy_intp *shape, char **data, const npy_intp *strides,
+                    PyArrayObject **outs, fjn_Scalar *obuf, PyObject **env)
+{
+    if (nd < 1)
+        return FJN_ST_HARD;
+    npy_intp M = shape[nd - 1], R = 1, rs[FJN_MAX_IN + FJN_MAX_OUT];
+    for (int a = 0; a + 1 < nd; a++)
+        R *= shape[a];
+    for (int k = 0; k < g->nin; k++) {
+        const fjn_Input *in = &g->in[k];
+        rs[k] = 0;
+        if (in->kind != FJN_IN_ARRAY || in->bcast == 0)
+            continue;
+        const npy_intp *s = &strides[k * nd];
+        /* along the row: contiguous (or a row of one), or one value */
+        if (in->rowvec ? (s[nd - 1] != fjn_type_size(in->type) && M != 1) : s[nd - 1] != 0)
+            return FJN_ST_HARD;
+        if (!row_stride(nd, shape, s, &rs[k]))
+            return FJN_ST_HARD;
+        /* a float sum of the input itself follows NumPy's order when C-contiguous */
+        if (in->pwsrc && !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)env[in->node]))
+            return FJN_ST_HARD;
+    }
+    for (int j = 0; j < g->nout; j++) {
+        const fjn_Op *op = &g->ops[g->out_op[j]];
+        fj_Node *n = plan_node(p, op->node);
+        int slot = g->nin + j, isz = fjn_type_size(op->type);
+        if (op->rk == FJN_RK_VEC) {
+            Py_INCREF(n->dtype);
+            outs[j] = fjn_pool_new_array(n->dtype, nd, shape, 0);
+            rs[slot] = M * isz;
+        } else if (n->vkind == FJ_VAL_NPSCALAR) {
+            data[slot] = obuf[j].raw; /* a 1-d group: one row */
+            rs[slot] = 0;
+            continue;
+        } else {
+            /* one value per row: the leading axes, and the last as 1 (keepdims) */
+            npy_intp rshape[FJ_MAX_NDIM];
+            for (int a = 0; a < n->ndim; a++)
+                rshape[a] = a + 1 < nd ? shape[a] : 1;
+            Py_INCREF(n->dtype);
+            outs[j] = fjn_pool_new_array(n->dtype, n->ndim, rshape, 0);
+            rs[slot] = isz;
+        }
+        if (!outs[j])
+            return -1;
+        data[slot] = PyArray_DATA(outs[j]);
+    }
+    size_t need = (size_t)g->nbuf * (size_t)M * 8;
+    char small[4096];
+    void *scratch = need <= sizeof small ? (void *)small : PyMem_RawMalloc(need);
+    if (!scratch) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int status;
+    if (R * M >= fjn_nogil_min) {
+        Py_BEGIN_ALLOW_THREADS
+        status = g->rows(0, R, M, data, rs, scratch);
+        Py_END_ALLOW_THREADS
+    } else {
+        status = g->rows(0, R, M, data, rs, scratch);
+    }
+    if (scratch != (void *)small)
+        PyMem_RawFree(scratch);
+    return status;
+}
+
 /* Runs group 'g'.  0 or -1 with an exception. */
 static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
 {
@@ -1743,6 +2033,16 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
         else
             goto unfused;
     }
+    if (g->rowk) {
+        /* a row group: C order (its float sums follow NumPy's rows there), not empty
+           (NumPy's errors and warnings for empty rows are its own) */
+        if (fortran || size == 0 || !g->rows)
+            goto unfused;
+        status = run_rowk(p, g, nd, shape, data, strides, outs, obuf, env);
+        if (status == -1)
+            goto error;
+        goto ran;
+    }
     if (fortran && g->has_axisred)
         goto unfused; /* NumPy's order of an axis reduction's result is not computed here */
     if (g->pw >= 0 && g->ops[g->pw].axis >= 0 && !all_c)
@@ -1837,9 +2137,10 @@ static int run_group(fjn_Plan *p, fjn_Group *g, PyObject **env)
             status = flat ? g->flat(0, size, data) : strided_or_rows(g, cnd, sshape, data, sstrides, nslot, rows);
         }
     }
+ran:
     /* a float max/min over one axis with a zero (the sign depends on NumPy's
        order) or a NaN (the payload does) somewhere: NumPy decides */
-    for (int j = 0; status == 0 && g->has_axisred && j < g->nout; j++) {
+    for (int j = 0; status == 0 && g->has_axisred && !g->rowk && j < g->nout; j++) {
         const fjn_Op *op = &g->ops[g->out_op[j]];
         if ((op->code != FJN_RMAX && op->code != FJN_RMIN) || op->axis < 0 ||
             (op->type != FJT_F32 && op->type != FJT_F64))
@@ -1971,6 +2272,15 @@ static PyObject *plan_load(fjn_Plan *p, PyObject *path)
         char name[64];
         if (g->nops == 0)
             continue;
+        if (g->rowk) {
+            snprintf(name, sizeof name, "fj_g%d_rows", gi);
+            *(void **)&g->rows = dlsym(h, name);
+            if (!g->rows) {
+                PyErr_Format(PyExc_OSError, "framejit native: %S lacks the kernel of group %d", path, gi);
+                return NULL;
+            }
+            continue;
+        }
         snprintf(name, sizeof name, "fj_g%d_flat", gi);
         *(void **)&g->flat = dlsym(h, name);
         snprintf(name, sizeof name, "fj_g%d_strided", gi);

@@ -48,7 +48,12 @@ typedef struct {
     double dval;        /* CONST F64 */
     long long ival;     /* CONST I64 / BOOL */
     PyTypeObject *sctype; /* NPSCALAR: the exact scalar type (borrowed: NumPy's static types) */
+    int rowvec;         /* a row group's array input that varies along the row (else one value per row) */
+    int pwsrc;          /* a row group's input a float sum or mean reduces directly (C-contiguous then) */
 } fjn_Input;
+
+/* The kinds of a row group's members (fjn_Op.rk): docs/native.md, "Row groups". */
+enum { FJN_RK_VEC = 1, FJN_RK_RSC, FJN_RK_RED };
 
 /* An operand reference: >= 0 a group input, < 0 member -(ref)-1. */
 typedef struct {
@@ -61,6 +66,10 @@ typedef struct {
     int out;            /* index among the group's outputs, or -1 (not materialized) */
     int axis;           /* reductions: the reduced axis of the group, or -1 for every axis */
     int keepdims;       /* reductions over one axis: keepdims=True */
+    int rowonly;        /* a float max/min over the last axis that fuses in a row group only */
+    int rk;             /* row groups: FJN_RK_VEC (one value per element), _RSC (one per row), _RED */
+    int level;          /* row groups: the pass that computes it (a reduction: the pass it accumulates in) */
+    int buf;            /* row groups: its row buffer (kept for later passes, or summed), or -1 */
 } fjn_Op;
 
 typedef int (*fjn_flat_fn)(Py_ssize_t start, Py_ssize_t end, char *const *data);
@@ -72,6 +81,10 @@ typedef int (*fjn_strided_fn)(int ndim, const Py_ssize_t *shape, char *const *da
    thread would (the prologue's fj_suminv). */
 typedef int (*fjn_part_fn)(Py_ssize_t lo, Py_ssize_t n, char *const *data, void *total);
 typedef int (*fjn_check_fn)(Py_ssize_t lo, Py_ssize_t n, char *const *data, int nan, int ovf);
+/* A row group's kernel: rows r0 .. r1-1 of length m; slot k's row r starts at data[k] + r * rs[k];
+   'scratch' holds the group's row buffers (nbuf rows of m 8-byte items). */
+typedef int (*fjn_rows_fn)(Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t m, char *const *data, const Py_ssize_t *rs,
+                           void *scratch);
 
 typedef struct {
     int nops, nin, nout;
@@ -89,11 +102,15 @@ typedef struct {
     int pw;                           /* member index of a float sum/mean (NumPy's pairwise order), or -1 */
     int has_axisred;                  /* has reductions over one axis: strided kernel, C order only */
     int row_bytes;                    /* bytes per element a flat run moves: array inputs + outputs */
+    int rowk;                         /* a row group: reductions along the last axis read back by the
+                                         members after them (passes over each row: fjn_emit_row_group) */
+    int npass, nbuf;                  /* row groups: passes over a row, row buffers */
     /* filled by _load */
     fjn_flat_fn flat;
     fjn_strided_fn strided;
     fjn_part_fn part;   /* float sum / mean over every axis only (else NULL) */
     fjn_check_fn check;
+    fjn_rows_fn rows;   /* row groups only (then flat and strided are NULL) */
 } fjn_Group;
 
 /* Type helpers (native_emit.c). */

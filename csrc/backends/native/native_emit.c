@@ -252,6 +252,9 @@ PyObject *fjn_emit_prologue(void)
         "    return s + fj_pws##S(x + n2, m2); \\\n"
         "}\n"
         "FJ_PWS(float, fj_v8f, 32)\n"
+        "/* float64 rows of row groups, summed from their row buffer (native_emit.c fjn_emit_row_group) */\n"
+        "typedef double fj_v8d __attribute__((vector_size(64)));\n"
+        "FJ_PWS(double, fj_v8d, 64)\n"
         "/* a function whose loops are not worth vectorizing (gcc; others vectorize it) */\n"
         "#if defined(__GNUC__) && !defined(__clang__)\n#define FJ_NOVEC __attribute__((optimize(\"no-tree-vectorize\")))\n"
         "/* a scalar loop compiled at -O1 (an elementwise group's strided rows: -O3 made them no\n"
@@ -1227,8 +1230,259 @@ static int emit_hinv(PyObject *buf, const fjn_Group *g, int gi)
                     "    const int r = fj_fetest(FE_INVALID) != 0;\n    fj_feclear(FE_INVALID);\n    return r;\n}\n");
 }
 
+/*
+** A row group (native.c row_join, finish_row_group; docs/native.md "Row
+** groups") as one function
+**
+**   int fj_g<N>_rows(intptr_t r0, intptr_t r1, intptr_t M, char *const *data,
+**                    const intptr_t *rs, void *scratch)
+**
+** over rows r0 .. r1-1 of M elements: slot k's row r starts at data[k] +
+** r * rs[k]; an input that varies along the row is contiguous there (p<k>),
+** one that does not is read once per row (v<k>).  Per row, pass L (0 ..
+** npass-1) is one loop over the row computing the VEC members it needs
+** (those of level L that are outputs, kept in a row buffer or reduced in this
+** pass, and what they read: recomputed, or loaded from the buffer of a kept
+** member of an earlier pass), storing outputs and buffers and accumulating
+** the pass's reductions; after it, its reductions' values, then the RSC
+** members of level L + 1.  Float sums and means sum their row buffer (or
+** the input's row) with the prologue's fj_pws32 / fj_pws64: NumPy's pairwise
+** order over a C-ordered row.  Float max / min are the max / min of ordered
+** keys; a NaN element, or a zero result where the row also holds the other
+** zero (NumPy's order picks the sign), makes the status FJ_HARD.  Any
+** invalid flag is hard too (no invalid conditions are computed here: data
+** with NaN or inf may run through NumPy, with NumPy's values and warnings).
+*/
+static int emit_row_load(PyObject *buf, const fjn_Group *g, int k, const char *src)
+{
+    const char *ct = fjt_info[g->in[k].type].ctype;
+    if (g->in[k].type == FJT_BOOL)
+        return put(buf, "%s const unsigned char w%d = %s; const unsigned char v%d = w%d != 0; (void)v%d; (void)w%d;\n",
+                   "       ", k, src, k, k, k, k);
+    return put(buf, "        const %s v%d = %s; (void)v%d;\n", ct, k, src, k);
+}
+
+static int emit_row_member(PyObject *buf, const fjn_Group *g, int m)
+{
+    char e[2048];
+    const fjn_Op *op = &g->ops[m];
+    if (op->code == FJN_FLOORDIV || op->code == FJN_MOD)
+        return emit_intdiv(buf, g, op, m);
+    if (op_expr(g, op, e, sizeof e) < 0) {
+        PyErr_Format(PyExc_SystemError, "framejit native: cannot emit op %d on type %d", op->code, op->argtype[0]);
+        return -1;
+    }
+    return put(buf, "            const %s m%d = %s;\n", fjt_info[op->type].ctype, m, e);
+}
+
+static int emit_row_pass(PyObject *buf, const fjn_Group *g, int L)
+{
+    unsigned char need[FJN_MAX_OPS] = {0};
+    int any = 0;
+    for (int m = g->nops - 1; m >= 0; m--) {
+        const fjn_Op *op = &g->ops[m];
+        if (op->level == L && ((op->rk == FJN_RK_VEC && (op->out >= 0 || op->buf >= 0)) ||
+                               (op->rk == FJN_RK_RED && !(fjt_info[op->type].is_float &&
+                                                          (op->code == FJN_RSUM || op->code == FJN_RMEAN)))))
+            need[m] = 1;
+        any |= need[m];
+        if (!need[m] || (op->rk == FJN_RK_VEC && op->buf >= 0 && op->level < L))
+            continue;
+        for (int j = 0; j < op->nargs; j++)
+            if (op->arg[j] < 0 && g->ops[-op->arg[j] - 1].rk == FJN_RK_VEC)
+                need[-op->arg[j] - 1] = 1;
+    }
+    if (!any)
+        return 0;
+    /* the accumulators of this pass's reductions (float sums: after the loop) */
+    for (int m = 0; m < g->nops; m++) {
+        const fjn_Op *op = &g->ops[m];
+        if (!need[m] || op->rk != FJN_RK_RED)
+            continue;
+        const char *ct = fjt_info[op->type].ctype;
+        int f = fjt_info[op->type].is_float, f32 = op->type == FJT_F32;
+        const char *init = op->code == FJN_RMAX ? fjt_info[op->type].lo : op->code == FJN_RMIN ? fjt_info[op->type].hi
+                         : op->code == FJN_RALL ? "1" : "0";
+        if (f) {
+            if (put(buf, "        %s k%d = fj_key%s(%s), nn%d = 0, zz%d = 0;\n", f32 ? "int32_t" : "int64_t", m,
+                    f32 ? "32" : "64", init, m, m) < 0)
+                return -1;
+        } else if (put(buf, "        %s r%d = %s;\n", ct, m, init) < 0) {
+            return -1;
+        }
+    }
+    if (put(buf, "        for (intptr_t i = 0; i < M; i++) {\n") < 0)
+        return -1;
+    for (int k = 0; k < g->nin; k++) {
+        char src[32];
+        if (!g->in[k].rowvec)
+            continue;
+        snprintf(src, sizeof src, "p%d[i]", k);
+        if (put(buf, "    ") < 0 || emit_row_load(buf, g, k, src) < 0)
+            return -1;
+    }
+    for (int m = 0; m < g->nops; m++) {
+        const fjn_Op *op = &g->ops[m];
+        if (!need[m])
+            continue;
+        if (op->rk == FJN_RK_RED) {
+            fjn_Expr A = {{0}};
+            const char *xt = fjt_info[op->argtype[0]].ctype;
+            int f32 = op->type == FJT_F32;
+            operand_expr(g, op->arg[0], op->argtype[0], &A);
+            if (put(buf, "            { const %s x = %s;\n", xt, A.s) < 0)
+                return -1;
+            int r;
+            if (fjt_info[op->type].is_float) {
+                const char *kt = f32 ? "int32_t" : "int64_t", *sz = f32 ? "32" : "64";
+                /* max: is there a -0.0 (a +0.0 result is then NumPy's order's); min: a +0.0 */
+                const char *zb = op->code == FJN_RMAX ? (f32 ? "0x80000000u" : "0x8000000000000000ULL") : "0";
+                r = put(buf, "              const %s kx = fj_key%s(x); k%d = kx %c k%d ? kx : k%d;\n"
+                             "              nn%d |= (%s)(__builtin_isnan(x) != 0); zz%d |= (%s)(fj_b%s(x) == %s); }\n",
+                        kt, sz, m, op->code == FJN_RMAX ? '>' : '<', m, m, m, kt, m, kt, sz, zb);
+            } else if (op->code == FJN_RSUM) {
+                r = put(buf, "              r%d = (%s)((uint64_t)r%d + (uint64_t)x); }\n", m, fjt_info[op->type].ctype, m);
+            } else if (op->code == FJN_RMAX || op->code == FJN_RMIN) {
+                r = put(buf, "              r%d = x %c r%d ? x : r%d; }\n", m, op->code == FJN_RMAX ? '>' : '<', m, m);
+            } else if (op->code == FJN_RANY || op->code == FJN_RALL) {
+                r = put(buf, "              r%d %s= (unsigned char)(x != 0); }\n", m, op->code == FJN_RANY ? "|" : "&");
+            } else {
+                PyErr_SetString(PyExc_SystemError, "framejit native: a row reduction of no known kind");
+                return -1;
+            }
+            if (r < 0)
+                return -1;
+            continue;
+        }
+        if (op->buf >= 0 && op->level < L) {
+            if (put(buf, "            const %s m%d = kb%d[i];\n", fjt_info[op->type].ctype, m, m) < 0)
+                return -1;
+            continue;
+        }
+        if (emit_row_member(buf, g, m) < 0)
+            return -1;
+        if (op->level == L && op->buf >= 0 && put(buf, "            kb%d[i] = m%d;\n", m, m) < 0)
+            return -1;
+        if (op->level == L && op->out >= 0 && put(buf, "            q%d[i] = m%d;\n", g->nin + op->out, m) < 0)
+            return -1;
+    }
+    return put(buf, "        }\n");
+}
+
+/* After pass L: its reductions' values (m<N>) and outputs. */
+static int emit_row_reduced(PyObject *buf, const fjn_Group *g, int L)
+{
+    for (int m = 0; m < g->nops; m++) {
+        const fjn_Op *op = &g->ops[m];
+        if (op->rk != FJN_RK_RED || op->level != L)
+            continue;
+        const char *ct = fjt_info[op->type].ctype;
+        int f32 = op->type == FJT_F32;
+        const char *sz = f32 ? "32" : "64";
+        if (fjt_info[op->type].is_float && (op->code == FJN_RSUM || op->code == FJN_RMEAN)) {
+            char src[32];
+            if (op->arg[0] >= 0)
+                snprintf(src, sizeof src, "p%d", op->arg[0]);
+            else
+                snprintf(src, sizeof src, "kb%d", -op->arg[0] - 1);
+            if (put(buf, "        %s m%d = (%s)0 + fj_pws%s(%s, M);\n", ct, m, ct, sz, src) < 0)
+                return -1;
+            if (op->code == FJN_RMEAN && put(buf, "        m%d = (%s)((double)m%d / (double)(int64_t)M);\n", m, ct, m) < 0)
+                return -1;
+        } else if (fjt_info[op->type].is_float) {
+            const char *rb = op->code == FJN_RMAX ? "0" : (f32 ? "0x80000000u" : "0x8000000000000000ULL");
+            if (put(buf, "        const %s m%d = fj_unkey%s(k%d);\n"
+                         "        st |= (nn%d != 0) | ((fj_b%s(m%d) == %s) & (zz%d != 0));\n",
+                    ct, m, sz, m, m, sz, m, rb, m) < 0)
+                return -1;
+        } else if (put(buf, "        const %s m%d = r%d;\n", ct, m, m) < 0) {
+            return -1;
+        }
+        if (op->out >= 0 && put(buf, "        *(%s *)(data[%d] + r * rs[%d]) = m%d;\n", ct, g->nin + op->out,
+                                g->nin + op->out, m) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The RSC members of level L (computed once per row) and their outputs. */
+static int emit_row_scalars(PyObject *buf, const fjn_Group *g, int L)
+{
+    for (int m = 0; m < g->nops; m++) {
+        const fjn_Op *op = &g->ops[m];
+        if (op->rk != FJN_RK_RSC || op->level != L)
+            continue;
+        if (emit_row_member(buf, g, m) < 0)
+            return -1;
+        if (op->out >= 0 && put(buf, "        *(%s *)(data[%d] + r * rs[%d]) = m%d;\n", fjt_info[op->type].ctype,
+                                g->nin + op->out, g->nin + op->out, m) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int emit_row_group(PyObject *buf, const fjn_Group *g, int gi)
+{
+    if (put(buf, "\nint fj_g%d_rows(intptr_t r0, intptr_t r1, intptr_t M, char *const *data, const intptr_t *rs, "
+                 "void *scratch)\n{\n    int st = 0;\n    (void)scratch;\n", gi) < 0 ||
+        emit_consts(buf, g) < 0)
+        return -1;
+    for (int k = 0; k < g->nin; k++) {
+        const fjn_Input *in = &g->in[k];
+        char src[64];
+        if (in->kind == FJN_IN_CONST || (in->kind == FJN_IN_ARRAY && in->bcast != 0))
+            continue;
+        snprintf(src, sizeof src, "*(const %s *)data[%d]", fjt_info[in->type].ctype, k);
+        if (emit_row_load(buf, g, k, src) < 0)
+            return -1;
+    }
+    if (put(buf, "    fj_feclear(FJ_FPE);\n    for (intptr_t r = r0; r < r1; r++) {\n") < 0)
+        return -1;
+    for (int k = 0; k < g->nin; k++) {
+        const fjn_Input *in = &g->in[k];
+        const char *ct = fjt_info[in->type].ctype;
+        char src[96];
+        if (in->kind != FJN_IN_ARRAY || in->bcast == 0)
+            continue;
+        if (in->rowvec) {
+            if (put(buf, "        const %s *restrict p%d = (const %s *)(data[%d] + r * rs[%d]);\n", ct, k, ct, k, k) < 0)
+                return -1;
+            continue;
+        }
+        snprintf(src, sizeof src, "*(const %s *)(data[%d] + r * rs[%d])", ct, k, k);
+        if (emit_row_load(buf, g, k, src) < 0)
+            return -1;
+    }
+    for (int j = 0; j < g->nout; j++) {
+        const fjn_Op *op = &g->ops[g->out_op[j]];
+        const char *ct = fjt_info[op->type].ctype;
+        if (op->rk == FJN_RK_VEC &&
+            put(buf, "        %s *restrict q%d = (%s *)(data[%d] + r * rs[%d]);\n", ct, g->nin + j, ct, g->nin + j,
+                g->nin + j) < 0)
+            return -1;
+    }
+    for (int m = 0; m < g->nops; m++) {
+        const fjn_Op *op = &g->ops[m];
+        const char *ct = fjt_info[op->type].ctype;
+        if (op->buf >= 0 && put(buf, "        %s *restrict kb%d = (%s *)((char *)scratch + (size_t)%d * (size_t)M * 8);\n",
+                                ct, m, ct, op->buf) < 0)
+            return -1;
+    }
+    for (int L = 0; L <= g->npass; L++) {
+        if (emit_row_scalars(buf, g, L) < 0)
+            return -1;
+        if (L == g->npass)
+            break;
+        if (emit_row_pass(buf, g, L) < 0 || emit_row_reduced(buf, g, L) < 0)
+            return -1;
+    }
+    return put(buf, "    }\n    return fj_ret(st, 0, 1);\n}\n");
+}
+
 int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi)
 {
+    if (g->rowk)
+        return emit_row_group(buf, g, gi);
     if (g->pw >= 0)
         return emit_pairwise_group(buf, g, gi);
     int checks = group_has_checks(g) && !has_hard_invalid(g);

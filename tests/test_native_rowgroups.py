@@ -1,0 +1,300 @@
+"""Row groups (csrc/backends/native/native.c row_join / finish_row_group /
+run_rowk, native_emit.c emit_row_group; docs/native.md "Row groups").
+
+A reduction along the last axis read back by the members after it (a
+softmax, a layer norm, logsumexp, a row-norm normalisation) runs as one
+kernel of passes over each row.  Every case compares with plain NumPy bit for
+bit (values, dtype, shape, strides, warnings and exceptions, on a first and a
+warm call), checks which groups the plan made, and that clean data ran the
+kernel (``plan.fallbacks == 0``)."""
+import numpy as np
+import pytest
+
+import framejit
+from framejit import _C
+from difftools import clone
+from native_compare import outcome, same_outcomes
+
+_cases = [0]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _cache_dir(native_kernel_cache):
+    yield
+
+
+@pytest.fixture(autouse=True)
+def _exact():
+    old = framejit.config.native_exact
+    yield
+    framejit.config.native_exact = old
+    framejit.reset()
+
+
+def compile_src(body, params="x"):
+    """(plain function, native-compiled function, its NativePlans) for a
+    function of 'params' whose body is 'body' (lines; NumPy as np)."""
+    _cases[0] += 1
+    name = f"rowcase_{_cases[0]}"
+    src = f"def {name}({params}):\n" + "".join(f"    {ln}\n" for ln in body.strip().splitlines())
+    ns = {"np": np}
+    exec(compile(src, f"<rowcase {_cases[0]}>", "exec"), ns)
+    fn = ns[name]
+    plans = []
+
+    def capture(graph, example_inputs):
+        from framejit import native
+        p = native.backend(graph, example_inputs)
+        plans.append(p)
+        return p
+    framejit.reset()
+    return fn, framejit.compile(fn, backend=capture), plans
+
+
+def close_outcomes(fn, cf, arg_sets, label):
+    """As same_outcomes, values within a relative 1e-13 (framejit/_vmath.h's
+    functions are within a few ulp of NumPy's, not its bits)."""
+    for args in arg_sets:
+        exp = outcome(fn, [clone(a) for a in args])
+        for _ in range(2):
+            got = outcome(cf, [clone(a) for a in args])
+            assert got[0][0] == exp[0][0] == "ok", (label, got, exp)
+            g, e = got[0][1], exp[0][1]
+            assert type(g) is type(e) and g.dtype == e.dtype and g.shape == e.shape and g.strides == e.strides
+            np.testing.assert_allclose(g, e, rtol=1e-13, atol=0, err_msg=label)
+            assert got[1] == exp[1], (label, got[1], exp[1])
+
+
+def check(body, arg_sets, params="x"):
+    """Outcomes equal NumPy's (bit for bit; within 1e-13 when a float64
+    transcendental function fuses, native_exact False).  The NativePlans."""
+    fn, cf, plans = compile_src(body, params)
+    approx = not framejit.config.native_exact and any(
+        a.dtype == np.float64 for args in arg_sets for a in args if isinstance(a, np.ndarray)) and "np.exp" in body
+    (close_outcomes if approx else same_outcomes)(fn, cf, arg_sets, body, *(() if approx else (clone,)))
+    return [p for p in plans if isinstance(p, _C.NativePlan)]
+
+
+def fallbacks(plans):
+    return sum(p.fallbacks for p in plans)
+
+
+def data(dt, shape, seed=0, scale=3.0):
+    rng = np.random.default_rng(seed + int(np.prod(shape)))
+    if np.dtype(dt).kind == "f":
+        return (rng.standard_normal(shape) * scale).astype(dt)
+    if np.dtype(dt).kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    info = np.iinfo(dt)
+    return rng.integers(max(info.min, -1000), min(info.max, 1000), shape, dtype=dt, endpoint=True)
+
+
+SOFTMAX = """
+e = np.exp(x - x.max(axis=-1, keepdims=True))
+return e / e.sum(axis=-1, keepdims=True)
+"""
+LOG_SOFTMAX = """
+s = x - x.max(axis=-1, keepdims=True)
+return s - np.log(np.exp(s).sum(axis=-1, keepdims=True))
+"""
+LAYER_NORM = """
+mu = x.mean(axis=-1, keepdims=True)
+var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+return (x - mu) / np.sqrt(var + 1e-5) * g + b
+"""
+LOGSUMEXP = """
+m = x.max(axis=-1, keepdims=True)
+return m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+"""
+ROW_NORM = """
+return x / np.sqrt((x * x).sum(axis=-1, keepdims=True))
+"""
+CENTER = """
+return (x - x.mean(axis=-1, keepdims=True)) * 2.0
+"""
+
+SHAPES = [(1, 5), (7, 13), (4, 128), (3, 129), (2, 1000), (5, 4100), (2, 3, 17), (2, 2, 2, 9)]
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("exact", [True, False])
+def test_softmax(dt, shape, exact):
+    framejit.config.native_exact = exact
+    plans = check(SOFTMAX, [(data(dt, shape),), (data(dt, shape, 1, 30.0),)])
+    assert fallbacks(plans) == 0
+    groups = plans[0].groups
+    if exact or dt == np.float32:
+        # exp runs through NumPy: the max and the subtraction, then the sum and the division
+        assert groups == [["max", "sub"], ["sum", "truediv"]], groups
+    else:
+        assert groups == [["max", "sub", "exp", "sum", "truediv"]], groups
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_layer_norm_one_group(dt, shape):
+    g = data(dt, shape[-1:], 5)
+    b = data(dt, shape[-1:], 6)
+    plans = check(LAYER_NORM, [(data(dt, shape), g, b), (data(dt, shape, 2, 1e3), g, b)], "x, g, b")
+    assert fallbacks(plans) == 0
+    assert len(plans[0].groups) == 1, plans[0].groups
+    assert plans[0].groups[0][:2] == ["mean", "sub"], plans[0].groups
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+@pytest.mark.parametrize("body", [LOG_SOFTMAX, LOGSUMEXP, ROW_NORM, CENTER], ids=["logsoftmax", "lse", "rownorm", "center"])
+@pytest.mark.parametrize("exact", [True, False])
+def test_row_chains(dt, body, exact):
+    framejit.config.native_exact = exact
+    plans = check(body, [(data(dt, s),) for s in [(6, 50), (3, 300), (2, 2, 33)]])
+    assert fallbacks(plans) == 0
+
+
+def test_row_scalar_members_and_outputs():
+    """var + eps and its sqrt are one value per row (RSC members), computed
+    once per row; the reductions are outputs too (read outside the group)."""
+    plans = check("""
+mu = x.mean(axis=-1, keepdims=True)
+var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+inv = 1.0 / np.sqrt(var + 1e-5)
+return (x - mu) * inv, mu, var, inv
+""", [(data(np.float64, (9, 77)),), (data(np.float32, (4, 3, 10)),)])
+    assert fallbacks(plans) == 0
+    assert all(len(p.groups) == 1 for p in plans)
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.int32, np.int64, np.uint16, np.uint64])
+def test_integer_rows(dt):
+    plans = check("""
+c = x - x.min(axis=-1, keepdims=True)
+return c * 2 + x.max(axis=-1, keepdims=True), c.sum(axis=-1)
+""", [(data(dt, (5, 40)),), (data(dt, (2, 3, 9)),)])
+    assert fallbacks(plans) == 0
+
+
+def test_bool_any_all_read_back():
+    plans = check("""
+return (x & x.any(axis=-1, keepdims=True)) | x.all(axis=-1, keepdims=True)
+""", [(data(np.bool_, (8, 20)),), (np.zeros((3, 5), bool),), (np.ones((3, 5), bool),)])
+    assert fallbacks(plans) == 0
+
+
+def test_two_sums_in_one_pass_and_a_third_level():
+    plans = check("""
+s1 = x.sum(axis=-1, keepdims=True)
+s2 = (x * x).sum(axis=-1, keepdims=True)
+v = s2 / x.shape[-1] - (s1 / x.shape[-1]) ** 2
+y = (x - s1) / v
+return y - y.max(axis=-1, keepdims=True)
+""", [(data(np.float64, (6, 130)),), (data(np.float32, (3, 1025)),)])
+    assert fallbacks(plans) == 0
+    assert len(plans[0].groups) == 1, plans[0].groups
+
+
+def test_one_dimensional_softmax():
+    framejit.config.native_exact = False
+    plans = check("""
+e = np.exp(x - x.max())
+return e / e.sum()
+""", [(data(np.float64, (1000,)),), (data(np.float64, (3,)),)])
+    assert fallbacks(plans) == 0
+    assert plans[0].groups == [["max", "sub", "exp", "sum", "truediv"]], plans[0].groups
+
+
+def test_broadcast_inputs_along_and_across_rows():
+    """w varies along the row, c is one value per row, s one value in all."""
+    x = data(np.float64, (6, 70))
+    w = data(np.float64, (70,), 1)
+    c = data(np.float64, (6, 1), 2)
+    plans = check("""
+y = x * w + c
+return y / y.sum(axis=-1, keepdims=True) - c * s
+""", [(x, w, c, 2.5), (x, w, c, np.float64(-1.0))], "x, w, c, s")
+    assert fallbacks(plans) == 0
+
+
+@pytest.mark.parametrize("layout", ["fortran", "transposed", "sliced_rows", "sliced_cols", "negative"])
+def test_layouts(layout):
+    """Non-C layouts: NumPy's order of the sums is its own (the group runs
+    through NumPy) or the rows are still contiguous (the kernel)."""
+    base = data(np.float64, (40, 60))
+    x = {"fortran": np.asfortranarray(base), "transposed": base.T,
+         "sliced_rows": base[::2], "sliced_cols": base[:, 5:50], "negative": base[::-1]}[layout]
+    check(CENTER, [(x,)])
+    check(SOFTMAX, [(x,)])
+
+
+def test_special_values():
+    """NaN and infinities (warnings: the group then runs through NumPy),
+    signed zeros where NumPy's order picks the max's sign, all-equal rows."""
+    x = data(np.float64, (6, 40))
+    x[0, 3] = np.nan
+    x[1, 7] = np.inf
+    x[2, :] = 0.0
+    x[2, 5] = -0.0
+    x[3, :] = -0.0
+    x[4, 9] = -np.inf
+    x[5, :] = 1.5
+    for body in (SOFTMAX, LOGSUMEXP, CENTER, ROW_NORM):
+        for exact in (True, False):
+            framejit.config.native_exact = exact
+            check(body, [(x,), (x[2:4],), (x[3:],)])
+    zeros = np.zeros((4, 8))
+    zeros[1, 2] = -0.0
+    zeros[3] = -0.0
+    plans = check("return x.max(axis=-1, keepdims=True) + x * 0.0, x.min(axis=-1)", [(zeros,), (-zeros,)])
+    assert plans
+
+
+def test_errstate_and_division_by_zero_rows():
+    x = data(np.float64, (5, 16))
+    x[2] = 0.0
+    body = "return x / np.abs(x).sum(axis=-1, keepdims=True)"
+    check(body, [(x,)])
+
+    def run(mode):
+        fn, cf, _ = compile_src(f"""
+with np.errstate(divide="{mode}", invalid="{mode}"):
+    return x / np.abs(x).sum(axis=-1, keepdims=True)
+""")
+        same_outcomes(fn, cf, [(x,)], mode, clone)
+    for mode in ("raise", "ignore", "warn"):
+        run(mode)
+
+
+def test_empty_and_unit_shapes():
+    for shape in [(0, 5), (3, 0), (0, 0), (5, 1), (1, 1)]:
+        x = np.ones(shape)
+        check(CENTER, [(x,)])
+        check(SOFTMAX, [(x,)])
+
+
+def test_float_max_alone_and_other_axes():
+    """A float max / min along rows fuses (a row group of one pass); along
+    another axis it is left to NumPy's loops."""
+    x = data(np.float64, (30, 50))
+    plans = check("return x.max(axis=-1) * 2.0", [(x,)])
+    assert plans[0].groups == [["max"], ["mul"]], plans[0].groups
+    assert fallbacks(plans) == 0
+    plans = check("return (x * 2.0).max(axis=0)", [(x,)])
+    assert plans[0].groups == [["mul"]], plans[0].groups
+
+
+def test_no_keepdims_result_is_not_read_back():
+    """x.sum(-1) (no keepdims) broadcast against x aligns with the columns,
+    not the rows: it is not a row value (the group closes)."""
+    x = data(np.float64, (40, 40))
+    plans = check("return x - x.sum(axis=-1)", [(x,)])
+    assert [len(g) for g in plans[0].groups] == [1, 1], plans[0].groups
+
+
+def test_dynamic_rows_compile_once():
+    """Over changing row counts and lengths the kernel is reused (the sizes
+    are parameters of the kernel, not constants)."""
+    fn, cf, plans = compile_src(SOFTMAX)
+    args = [(data(np.float64, (n, m), n),) for n, m in [(3, 20), (5, 33), (8, 100), (2, 7)]]
+    same_outcomes(fn, cf, args, "dynamic", clone)
+    nplans = [p for p in plans if isinstance(p, _C.NativePlan)]
+    assert len(nplans) <= 2, len(nplans)
+    assert fallbacks(nplans) == 0
