@@ -218,6 +218,18 @@ of interleaved rounds, speed relative to plain NumPy: `tchain` =
 1 ulp of the correctly rounded result: docs/native.md, "Transcendental
 functions").  torch.compile is inductor on torch tensors; Numba a serial
 `@njit` loop."""),
+    ("native_rows", "Reductions along rows in native kernels", "bench/native/rowreduce.py [--quick]",
+     """\
+Issue 23.  Row reductions read back by the work around them (docs/native.md,
+"Row groups"): softmax, log-softmax, layer norm (mean, then the mean of the
+squared deviations, as NumPy code writes it), logsumexp and a row-norm
+normalisation, every reduction keepdims along the last axis; one core, warm,
+best of interleaved rounds, speed relative to plain NumPy.  *fj native* is
+the default (`config.native_exact = True`: exp and log run through NumPy
+between two row groups; results are NumPy's bits, checked); *native_exact
+False* fuses float64 exp and log into the row kernel.  torch.compile is
+inductor on torch tensors with torch's own softmax / log_softmax /
+layer_norm / logsumexp (not NumPy's bits)."""),
     ("memcheck", "Memory", "bench/memcheck.py [--quick]",
      """\
 Memory stays flat over many warm calls (a 3-op function), cache misses (an
