@@ -123,12 +123,8 @@ def test_softmax(dt, shape, exact):
     framejit.config.native_exact = exact
     plans = check(SOFTMAX, [(data(dt, shape),), (data(dt, shape, 1, 30.0),)])
     assert fallbacks(plans) == 0
-    groups = plans[0].groups
-    if exact or dt == np.float32:
-        # exp runs through NumPy: the max and the subtraction, then the sum and the division
-        assert groups == [["max", "sub"], ["sum", "truediv"]], groups
-    else:
-        assert groups == [["max", "sub", "exp", "sum", "truediv"]], groups
+    # one group: exp fused (float64, native_exact False) or NumPy's own exp loop called per row
+    assert plans[0].groups == [["max", "sub", "exp", "sum", "truediv"]], plans[0].groups
 
 
 @pytest.mark.parametrize("dt", [np.float64, np.float32])
@@ -298,3 +294,82 @@ def test_dynamic_rows_compile_once():
     nplans = [p for p in plans if isinstance(p, _C.NativePlan)]
     assert len(nplans) <= 2, len(nplans)
     assert fallbacks(nplans) == 0
+
+
+CALLED = ["exp", "log", "sin", "cos", "tanh", "expm1", "log1p"]
+ROW_LENGTHS = [2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 65, 127, 129, 257, 1000, 4097]
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+@pytest.mark.parametrize("fname", CALLED)
+def test_numpy_loops_called_per_row(dt, fname):
+    """With native_exact True, a transcendental function inside a row group
+    is NumPy's own inner loop called on each row: NumPy's bits for every row
+    length (its SIMD loops' results do not depend on where a run starts)."""
+    arg = "np.abs(c) + 0.5" if fname.startswith("log") else "c"
+    body = f"""
+c = x - x.mean(axis=-1, keepdims=True)
+y = np.{fname}({arg})
+return y - y.sum(axis=-1, keepdims=True)
+"""
+    args = [(data(dt, (3, m), m, 1.0),) for m in ROW_LENGTHS]
+    plans = check(body, args)
+    assert fallbacks(plans) == 0
+    assert any(fname in g for p in plans for g in p.groups), [p.groups for p in plans]
+    assert all(len(p.groups) == 1 for p in plans), [p.groups for p in plans]
+
+
+def test_called_loop_output_input_operand_and_warnings():
+    """A called loop's row as an output (written into it), a called loop on
+    an input's row, and overflow / invalid from NumPy's loop (the group then
+    runs through NumPy: its warnings)."""
+    plans = check("""
+m = x.max(axis=-1, keepdims=True)
+e = np.exp(x - m)
+return e, e.sum(axis=-1)
+""", [(data(np.float64, (5, 40)),), (data(np.float32, (2, 3, 70)),)])
+    assert fallbacks(plans) == 0
+    plans = check("""
+s = x.sum(axis=-1, keepdims=True)
+return np.exp(x) / s
+""", [(data(np.float64, (4, 50), 0, 1.0) + 3.0,)])
+    assert fallbacks(plans) == 0
+    assert plans[0].groups == [["sum", "exp", "truediv"]], plans[0].groups
+    big = data(np.float64, (4, 30), 0, 1.0)
+    big[1, 3] = 800.0
+    neg = data(np.float32, (4, 30), 0, 1.0)
+    check("""
+s = x.sum(axis=-1, keepdims=True)
+return np.exp(x) / s + np.log(x - s)
+""", [(big,), (neg,)])
+
+
+@pytest.mark.parametrize("fname", CALLED)
+def test_flags_raised_before_a_called_loop_survive_it(fname):
+    """An overflow in the rows before a called loop (NumPy's tanh loop clears
+    the status) still warns: the kernel raises the earlier flags again after
+    each call, so the group runs through NumPy and NumPy warns."""
+    x = data(np.float64, (4, 20), 0, 1.0)
+    x[0, 5] = 1e300
+    arg = "np.abs(c) + 0.5" if fname.startswith("log") else "c * 1e-300"
+    check(f"""
+c = x * 1e10 - x.max(axis=-1, keepdims=True)
+return np.{fname}({arg}) + c
+""", [(x,)])
+
+
+def test_plans_with_called_loops_are_freed():
+    """A plan holding NumPy's loop capsules goes with its function (no cycle)."""
+    import gc
+    import sys
+    fn, cf, plans = compile_src(SOFTMAX)
+    cf(data(np.float64, (3, 20)))
+    nplans = [p for p in plans if isinstance(p, _C.NativePlan)]
+    assert nplans
+    del fn, cf
+    plans.clear()
+    framejit.reset()
+    gc.collect()
+    # the list, the loop variable and getrefcount's argument: nothing else holds a plan
+    counts = [sys.getrefcount(p) for p in nplans]
+    assert counts == [3] * len(nplans), counts

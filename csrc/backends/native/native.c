@@ -173,6 +173,7 @@ typedef struct {
     Py_ssize_t split_reductions; /* group runs whose reductions were split over threads */
     Py_ssize_t streamed;         /* group runs whose outputs were written with streaming stores */
     Py_ssize_t row_runs;         /* group runs whose rows ran the flat kernel with inputs constant along them */
+    PyObject *capsules;          /* list: NumPy's call-info capsules of the inner loops row groups call */
     vectorcallfunc vectorcall;
 } fjn_Plan;
 
@@ -720,6 +721,126 @@ static int row_join(fjn_Builder *b, fj_Node *n, fjn_Op *op)
     return 1;
 }
 
+/* The prefix of NumPy's ufunc_call_info (the "numpy_1.24_ufunc_call_info"
+   capsule of ufunc._resolve_dtypes_and_context, filled by
+   ufunc._get_strided_loop; NumPy's test_loop_access reads it the same way). */
+typedef struct {
+    void *strided_loop;
+    void *context;
+    void *auxdata;
+    npy_bool requires_pyapi;
+    npy_bool no_floatingpoint_errors;
+} fjn_CallInfo;
+
+/* NumPy's own inner loop of unary ufunc 'name' on contiguous items of type
+   'descr' (in and out): fills fn (function, context, auxdata) and appends the
+   capsule owning them to *caps.  1, 0 when NumPy has no such loop, -1 error. */
+static int numpy_loop(const char *name, PyArray_Descr *descr, PyObject **caps, void **fn)
+{
+    PyObject *uf = NULL, *r = NULL, *dts = NULL, *fixed = NULL, *kw = NULL, *got = NULL;
+    int rc = 0;
+    if (!(uf = PyObject_GetAttrString(fjn_numpy, name)) || !(dts = Py_BuildValue("(OO)", (PyObject *)descr, Py_None)))
+        goto done;
+    r = PyObject_CallMethod(uf, "_resolve_dtypes_and_context", "(O)", dts);
+    if (!r || !PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 2 || !PyTuple_Check(PyTuple_GET_ITEM(r, 0)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(r, 0)) != 2)
+        goto done;
+    for (int i = 0; i < 2; i++) {
+        PyObject *d = PyTuple_GET_ITEM(PyTuple_GET_ITEM(r, 0), i);
+        if (!PyArray_DescrCheck(d) || !PyArray_EquivTypes((PyArray_Descr *)d, descr))
+            goto done; /* another loop (a cast in between): not this */
+    }
+    PyObject *cap = PyTuple_GET_ITEM(r, 1);
+    if (!(fixed = Py_BuildValue("(nn)", (Py_ssize_t)PyDataType_ELSIZE(descr), (Py_ssize_t)PyDataType_ELSIZE(descr))) ||
+        !(kw = Py_BuildValue("{sO}", "fixed_strides", fixed)))
+        goto done;
+    PyObject *meth = PyObject_GetAttrString(uf, "_get_strided_loop"), *args = PyTuple_Pack(1, cap);
+    got = meth && args ? PyObject_Call(meth, args, kw) : NULL;
+    Py_XDECREF(meth);
+    Py_XDECREF(args);
+    if (!got)
+        goto done;
+    fjn_CallInfo *ci = PyCapsule_GetPointer(cap, "numpy_1.24_ufunc_call_info");
+    if (!ci || !ci->strided_loop || ci->requires_pyapi)
+        goto done;
+    if (!*caps && !(*caps = PyList_New(0))) {
+        rc = -1;
+        goto done;
+    }
+    if (PyList_Append(*caps, cap) < 0) {
+        rc = -1;
+        goto done;
+    }
+    fn[0] = ci->strided_loop;
+    fn[1] = ci->context;
+    fn[2] = ci->auxdata;
+    rc = 1;
+done:
+    if (rc == 0 && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_MemoryError))
+            rc = -1;
+        else
+            PyErr_Clear(); /* an older NumPy, no such loop: the node runs through NumPy */
+    }
+    Py_XDECREF(uf);
+    Py_XDECREF(r);
+    Py_XDECREF(dts);
+    Py_XDECREF(fixed);
+    Py_XDECREF(kw);
+    Py_XDECREF(got);
+    return rc;
+}
+
+/* A transcendental function the kernels do not compute (config.native_exact)
+   joins an open group that reduces along rows as a call of NumPy's own inner
+   loop on each row (NumPy's bits: the loop NumPy runs for a contiguous
+   array, whose elements do not depend on where a call's run starts or ends;
+   tests/test_native_rowgroups.py checks every run length).  1 joined, 0 not,
+   -1 error. */
+static int row_join_call(fjn_Builder *b, fj_Node *n)
+{
+    const fj_OpDef *row = n->op;
+    if (b->open < 0 || n->kind != FJ_NODE_CALL || row == NULL || !FJN_IS_VMATH(row->fused) || row->ufunc == NULL ||
+        (n->kwargs && PyDict_GET_SIZE(n->kwargs)) || PyTuple_GET_SIZE(n->args) != 1 || n->vkind != FJ_VAL_ARRAY)
+        return 0;
+    fjn_Group *g = &b->p->groups[b->open];
+    PyObject *a = PyTuple_GET_ITEM(n->args, 0);
+    if (!(g->rowk || g->has_red) || !row_capable(g) || g->nops == FJN_MAX_OPS || g->ncall == FJN_MAX_CALL ||
+        !fj_Node_Check(a) || ((fj_Node *)a)->vkind != FJ_VAL_ARRAY || !same_shape(g, (fj_Node *)a) || !same_shape(g, n))
+        return 0;
+    int t = fjn_type_of_descr(n->dtype);
+    if ((t != FJT_F32 && t != FJT_F64) || fjn_type_of_descr(((fj_Node *)a)->dtype) != t)
+        return 0;
+    int rc = numpy_loop(row->ufunc, n->dtype, &b->p->capsules, &g->calls[3 * g->ncall]);
+    if (rc <= 0)
+        return rc;
+    fjn_Op op;
+    memset(&op, 0, sizeof op);
+    op.node = n->index;
+    op.code = row->fused;
+    op.nargs = 1;
+    op.argtype[0] = op.type = t;
+    op.out = -1;
+    op.axis = -1;
+    op.call = g->ncall + 1;
+    int r = group_add(b, n, &op);
+    if (r != 0)
+        return r < 0 ? -1 : 0;
+    g->ncall++;
+    g->rowk = 1;
+    return 1;
+}
+
+/* Operand 'ref' of a row group's member read as a whole row (summed, or a
+   NumPy call's argument): a member gets a row buffer, unless it has its row
+   already (a buffer, or a NumPy call's: a buffer or its output's row); an
+   input is read in place. */
+static void row_buffer(fjn_Group *g, int ref)
+{
+    if (ref < 0 && g->ops[-ref - 1].buf < 0 && g->ops[-ref - 1].rk != FJN_RK_CALL)
+        g->ops[-ref - 1].buf = g->nbuf++;
+}
+
 /* The passes, kinds, levels and row buffers of row group g (its outputs read
    outside marked).  A member no one reads is an output (its flags are NumPy's
    too); a reduction read only inside the group is not.  A VEC member read in a
@@ -740,11 +861,12 @@ static int finish_row_group(fjn_Plan *p, fjn_Group *g)
             if (op->arg[j] >= 0)
                 continue;
             const fjn_Op *ao = &g->ops[-op->arg[j] - 1];
-            int al = ao->level + (ao->rk == FJN_RK_RED);
+            int al = ao->level + (ao->rk == FJN_RK_RED || ao->rk == FJN_RK_CALL);
             lvl = al > lvl ? al : lvl;
             read_in[-op->arg[j] - 1] = 1;
         }
-        op->rk = FJN_IS_REDUCTION(op->code) ? FJN_RK_RED : same_shape(g, n) ? FJN_RK_VEC : FJN_RK_RSC;
+        op->rk = FJN_IS_REDUCTION(op->code) ? FJN_RK_RED : op->call ? FJN_RK_CALL : same_shape(g, n) ? FJN_RK_VEC
+                                                                                                     : FJN_RK_RSC;
         op->level = lvl;
         op->buf = -1;
         if (op->rk != FJN_RK_RSC && lvl > maxlvl)
@@ -759,11 +881,18 @@ static int finish_row_group(fjn_Plan *p, fjn_Group *g)
             op->out = g->nout;
             g->out_op[g->nout++] = m;
         }
+        if (op->rk == FJN_RK_CALL) {
+            /* its row: computed into a buffer (an output: into the output row), its
+               operand's row in a buffer too (an input: the input's row) */
+            if (op->out < 0)
+                op->buf = g->nbuf++;
+            row_buffer(g, op->arg[0]);
+            continue;
+        }
         if (op->rk == FJN_RK_RED && is_pairwise(op)) {
             if (op->arg[0] >= 0)
                 g->in[op->arg[0]].pwsrc = 1;
-            else if (g->ops[-op->arg[0] - 1].buf < 0)
-                g->ops[-op->arg[0] - 1].buf = g->nbuf++;
+            row_buffer(g, op->arg[0]);
         }
         if (op->rk != FJN_RK_VEC || op->buf >= 0 ||
             !(FJN_IS_VMATH(op->code) || op->code == FJN_TDIV || op->code == FJN_SQRT || op->code == FJN_RECIP))
@@ -977,6 +1106,7 @@ static PyObject *plan_new_from_graph(PyObject *graph)
     p->split_reductions = 0;
     p->streamed = 0;
     p->row_runs = 0;
+    p->capsules = NULL;
     p->output = NULL;
     p->nph = 0;
     p->vectorcall = NULL;
@@ -1077,6 +1207,13 @@ static PyObject *plan_new_from_graph(PyObject *graph)
                     goto error;
             }
             continue;
+        }
+        if (c == 0) {
+            int rj = row_join_call(&b, n);
+            if (rj < 0)
+                goto error;
+            if (rj)
+                continue;
         }
         /* the open group runs before any node that does not fuse: a group is a
            run of consecutive nodes, so warnings and errors come in eager's order
@@ -1869,7 +2006,7 @@ static int run_rowk(fjn_Plan *p, fjn_Group *g, int nd, npy_intp *shape, char **d
         const fjn_Op *op = &g->ops[g->out_op[j]];
         fj_Node *n = plan_node(p, op->node);
         int slot = g->nin + j, isz = fjn_type_size(op->type);
-        if (op->rk == FJN_RK_VEC) {
+        if (op->rk == FJN_RK_VEC || op->rk == FJN_RK_CALL) {
             Py_INCREF(n->dtype);
             outs[j] = fjn_pool_new_array(n->dtype, nd, shape, 0);
             rs[slot] = M * isz;
@@ -1900,10 +2037,10 @@ static int run_rowk(fjn_Plan *p, fjn_Group *g, int nd, npy_intp *shape, char **d
     int status;
     if (R * M >= fjn_nogil_min) {
         Py_BEGIN_ALLOW_THREADS
-        status = g->rows(0, R, M, data, rs, scratch);
+        status = g->rows(0, R, M, data, rs, scratch, g->calls);
         Py_END_ALLOW_THREADS
     } else {
-        status = g->rows(0, R, M, data, rs, scratch);
+        status = g->rows(0, R, M, data, rs, scratch, g->calls);
     }
     if (scratch != (void *)small)
         PyMem_RawFree(scratch);
@@ -2240,6 +2377,8 @@ static void plan_dealloc(fjn_Plan *p)
     Py_XDECREF(p->graph);
     Py_XDECREF(p->nodes);
     Py_XDECREF(p->source);
+    /* after the kernels that call their loops are gone (they are not running) */
+    Py_XDECREF(p->capsules);
     /* no call of this plan is running (a call holds a reference), so no
        worker runs its kernels; dlopen counts the plans sharing one file */
     if (p->dl)

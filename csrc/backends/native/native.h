@@ -53,7 +53,8 @@ typedef struct {
 } fjn_Input;
 
 /* The kinds of a row group's members (fjn_Op.rk): docs/native.md, "Row groups". */
-enum { FJN_RK_VEC = 1, FJN_RK_RSC, FJN_RK_RED };
+enum { FJN_RK_VEC = 1, FJN_RK_RSC, FJN_RK_RED, FJN_RK_CALL };
+#define FJN_MAX_CALL 8 /* NumPy inner loops one row group calls */
 
 /* An operand reference: >= 0 a group input, < 0 member -(ref)-1. */
 typedef struct {
@@ -70,6 +71,7 @@ typedef struct {
     int rk;             /* row groups: FJN_RK_VEC (one value per element), _RSC (one per row), _RED */
     int level;          /* row groups: the pass that computes it (a reduction: the pass it accumulates in) */
     int buf;            /* row groups: its row buffer (kept for later passes, or summed), or -1 */
+    int call;           /* row groups: 1 + the index of the NumPy inner loop computing it (FJN_RK_CALL), or 0 */
 } fjn_Op;
 
 typedef int (*fjn_flat_fn)(Py_ssize_t start, Py_ssize_t end, char *const *data);
@@ -84,7 +86,7 @@ typedef int (*fjn_check_fn)(Py_ssize_t lo, Py_ssize_t n, char *const *data, int 
 /* A row group's kernel: rows r0 .. r1-1 of length m; slot k's row r starts at data[k] + r * rs[k];
    'scratch' holds the group's row buffers (nbuf rows of m 8-byte items). */
 typedef int (*fjn_rows_fn)(Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t m, char *const *data, const Py_ssize_t *rs,
-                           void *scratch);
+                           void *scratch, void *const *calls);
 
 typedef struct {
     int nops, nin, nout;
@@ -105,6 +107,9 @@ typedef struct {
     int rowk;                         /* a row group: reductions along the last axis read back by the
                                          members after them (passes over each row: fjn_emit_row_group) */
     int npass, nbuf;                  /* row groups: passes over a row, row buffers */
+    int ncall;                        /* row groups: NumPy inner loops called on rows */
+    void *calls[3 * FJN_MAX_CALL];    /* each loop's function, context and auxdata (its capsule: the
+                                         plan's 'capsules') */
     /* filled by _load */
     fjn_flat_fn flat;
     fjn_strided_fn strided;

@@ -127,10 +127,12 @@ PyObject *fjn_emit_prologue(void)
         "               \"FE_* bits are not MXCSR's\");\n"
         "static inline int fj_fetest(int m) { return (int)(__builtin_ia32_stmxcsr() & (unsigned)m); }\n"
         "static inline void fj_feclear(int m) { __builtin_ia32_ldmxcsr(__builtin_ia32_stmxcsr() & ~(unsigned)m); }\n"
+        "static inline void fj_feset(int m) { __builtin_ia32_ldmxcsr(__builtin_ia32_stmxcsr() | (unsigned)m); }\n"
         "/* round to nearest, no flush-to-zero, no denormals-are-zero (the float sums' leaves start\n"
         "   at -0.0, which is NumPy's first element for every value in that mode only) */\n"
         "static inline int fj_fpstd(void) { return (__builtin_ia32_stmxcsr() & 0xE040u) == 0; }\n"
         "#else\n#define fj_fetest fetestexcept\n#define fj_feclear feclearexcept\n"
+        "static inline void fj_feset(int m) { fexcept_t f = 0; (void)f; if (m) feraiseexcept(m); }\n"
         "static inline int fj_fpstd(void) { return fegetround() == FE_TONEAREST; }\n#endif\n"
         "static inline double fj_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }\n"
         "/* c ? a : b as bit operations, for a float select whose value reaches a sqrt or a float\n"
@@ -279,6 +281,14 @@ PyObject *fjn_emit_prologue(void)
         "    if (sc & 4)\n        return FE_INVALID;\n"
         "    if (sc & 8)\n        return (sc & 16) || ovf ? FJ_HARD : 0;\n"
         "    return nan ? FE_INVALID : 0;\n}\n"
+        "/* NumPy's own inner loop c = {function, context, auxdata} (ufunc._get_strided_loop's) on n\n"
+        "   contiguous items of size isz: 0, or -1 (its error: the group then runs through NumPy).\n"
+        "   The flags raised before it are raised again after it: some of NumPy's loops clear the\n"
+        "   status (tanh does), which NumPy reads around each loop but a kernel after all of them */\n"
+        "typedef int (*fj_loop_t)(void *, char *const *, const intptr_t *, const intptr_t *, void *);\n"
+        "static inline int fj_call1(void *const *c, const void *src, void *dst, intptr_t n, intptr_t isz)\n"
+        "{ char *d[2] = {(char *)src, (char *)dst}; intptr_t s[2] = {isz, isz}; int f = fj_fetest(FJ_FPE);\n"
+        "  int r = ((fj_loop_t)c[0])(c[1], d, &n, s, c[2]); fj_feset(f); return r; }\n"
         "static inline int fj_ret(int st, int inv, int hardinv)\n{\n"
         "    int f = fj_fetest(FJ_FPE);\n"
         "    int r = (st ? FJ_HARD : 0) | (f & FJ_FPE_SOFT) | (inv ? FE_INVALID : 0);\n"
@@ -349,7 +359,7 @@ static int has_hard_invalid(const fjn_Group *g)
 int fjn_group_uses_vmath(const fjn_Group *g)
 {
     for (int m = 0; m < g->nops; m++)
-        if (FJN_IS_VMATH(g->ops[m].code))
+        if (FJN_IS_VMATH(g->ops[m].code) && !g->ops[m].call)
             return 1;
     return 0;
 }
@@ -1286,11 +1296,14 @@ static int emit_row_pass(PyObject *buf, const fjn_Group *g, int L)
                                                           (op->code == FJN_RSUM || op->code == FJN_RMEAN)))))
             need[m] = 1;
         any |= need[m];
-        if (!need[m] || (op->rk == FJN_RK_VEC && op->buf >= 0 && op->level < L))
+        /* a kept row or a NumPy call's row is loaded, not computed */
+        if (!need[m] || op->rk == FJN_RK_CALL || (op->rk == FJN_RK_VEC && op->buf >= 0 && op->level < L))
             continue;
-        for (int j = 0; j < op->nargs; j++)
-            if (op->arg[j] < 0 && g->ops[-op->arg[j] - 1].rk == FJN_RK_VEC)
-                need[-op->arg[j] - 1] = 1;
+        for (int j = 0; j < op->nargs; j++) {
+            int a = -op->arg[j] - 1;
+            if (op->arg[j] < 0 && (g->ops[a].rk == FJN_RK_VEC || g->ops[a].rk == FJN_RK_CALL))
+                need[a] = 1;
+        }
     }
     if (!any)
         return 0;
@@ -1354,7 +1367,7 @@ static int emit_row_pass(PyObject *buf, const fjn_Group *g, int L)
                 return -1;
             continue;
         }
-        if (op->buf >= 0 && op->level < L) {
+        if (op->rk == FJN_RK_CALL || (op->buf >= 0 && op->level < L)) {
             if (put(buf, "            const %s m%d = kb%d[i];\n", fjt_info[op->type].ctype, m, m) < 0)
                 return -1;
             continue;
@@ -1421,10 +1434,26 @@ static int emit_row_scalars(PyObject *buf, const fjn_Group *g, int L)
     return 0;
 }
 
+/* The NumPy calls of level L: each on its operand's row (a buffer, or the input's row). */
+static int emit_row_calls(PyObject *buf, const fjn_Group *g, int L)
+{
+    for (int m = 0; m < g->nops; m++) {
+        const fjn_Op *op = &g->ops[m];
+        char src[32];
+        if (op->rk != FJN_RK_CALL || op->level != L)
+            continue;
+        snprintf(src, sizeof src, op->arg[0] >= 0 ? "p%d" : "kb%d", op->arg[0] >= 0 ? op->arg[0] : -op->arg[0] - 1);
+        if (put(buf, "        st |= fj_call1(calls + %d, %s, kb%d, M, %d) < 0;\n", 3 * (op->call - 1), src, m,
+                fjt_info[op->type].size) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int emit_row_group(PyObject *buf, const fjn_Group *g, int gi)
 {
     if (put(buf, "\nint fj_g%d_rows(intptr_t r0, intptr_t r1, intptr_t M, char *const *data, const intptr_t *rs, "
-                 "void *scratch)\n{\n    int st = 0;\n    (void)scratch;\n", gi) < 0 ||
+                 "void *scratch, void *const *calls)\n{\n    int st = 0;\n    (void)scratch;\n    (void)calls;\n", gi) < 0 ||
         emit_consts(buf, g) < 0)
         return -1;
     for (int k = 0; k < g->nin; k++) {
@@ -1467,13 +1496,18 @@ static int emit_row_group(PyObject *buf, const fjn_Group *g, int gi)
         if (op->buf >= 0 && put(buf, "        %s *restrict kb%d = (%s *)((char *)scratch + (size_t)%d * (size_t)M * 8);\n",
                                 ct, m, ct, op->buf) < 0)
             return -1;
+        /* a NumPy call's result that is an output: computed in the output's row */
+        if (op->rk == FJN_RK_CALL && op->buf < 0 &&
+            put(buf, "        %s *restrict kb%d = (%s *)(data[%d] + r * rs[%d]);\n", ct, m, ct, g->nin + op->out,
+                g->nin + op->out) < 0)
+            return -1;
     }
     for (int L = 0; L <= g->npass; L++) {
         if (emit_row_scalars(buf, g, L) < 0)
             return -1;
         if (L == g->npass)
             break;
-        if (emit_row_pass(buf, g, L) < 0 || emit_row_reduced(buf, g, L) < 0)
+        if (emit_row_pass(buf, g, L) < 0 || emit_row_reduced(buf, g, L) < 0 || emit_row_calls(buf, g, L) < 0)
             return -1;
     }
     return put(buf, "    }\n    return fj_ret(st, 0, 1);\n}\n");
