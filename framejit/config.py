@@ -37,6 +37,14 @@ loop_unroll_limit = 16
 #: with them).  Special values, floating-point flags and warnings are NumPy's
 #: either way.  Read when a graph is compiled.
 native_exact = True
+#: tiered compilation (the native backend): a graph whose kernels are not in
+#: the disk cache runs with the eager runner while a background thread builds
+#: them with the C compiler, then with the kernels (True, the default: a first
+#: call costs about what eager's does, not a compiler run); False builds them
+#: before the first call returns.  ``framejit.native.wait()`` waits for the
+#: builds under way.  FRAMEJIT_NATIVE_BACKGROUND=0 sets it False at import
+#: (the test suite sets it False; its tiered tests turn it on).
+native_background = os.environ.get("FRAMEJIT_NATIVE_BACKGROUND", "1") != "0"
 #: re-raise internal compiler errors instead of running the frame uncompiled (tests)
 raise_internal_errors = False
 #: never offer frames of the stdlib, NumPy and the test runners to the compiler

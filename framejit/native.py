@@ -13,11 +13,15 @@ Environment: ``CC`` (the compiler, default ``cc``), ``FRAMEJIT_CACHE_DIR``
 Counters: ``framejit.counters["native"]``: graphs, graphs_unfused, groups,
 nodes_fused, kernels_compiled, kernels_loaded_from_cache, no_compiler, backend_failures,
 compiler_probes (runs of ``cc --version`` and the flag probe; 0 in a process
-that finds the compiler's probe remembered in the cache directory).
+that finds the compiler's probe remembered in the cache directory),
+background_compiles (graphs whose kernels were built by a background thread
+while their first calls ran eager: ``config.native_background``).
 """
 import marshal
 import os
 import shutil
+import _thread
+import threading
 import warnings
 
 try:  # already loaded by `random` (which NumPy imports): no import cost at all;
@@ -37,7 +41,7 @@ from .api import counters as _all_counters
 # compile, when the program may have patched builtins (len, isinstance, open...).
 from builtins import (  # noqa: A004
     EOFError, Exception, ImportError, KeyError, OSError, RuntimeError,
-    RuntimeWarning, TypeError, ValueError, enumerate, len, list, open, repr, sum,
+    RuntimeWarning, TypeError, ValueError, enumerate, len, list, max, open, repr, set, sum,
     type
 )
 
@@ -231,6 +235,10 @@ def cached_path(source, argv, flags, libs=(), version=""):
     return os.path.join(cache_dir(), f"fj_{key[:40]}.so")
 
 
+_processes = set()      # compilers running (stopped at exit: _stop_background)
+_processes_lock = threading.Lock()
+
+
 def compile_cached(source, argv, flags, suffix, what, libs=(), version=""):
     """The path of the shared object 'argv + flags' builds from 'source' (a
     'suffix' file: ".c" or ".cpp"), linked with 'libs', in cache_dir(); from
@@ -255,13 +263,20 @@ def compile_cached(source, argv, flags, suffix, what, libs=(), version=""):
         with os.fdopen(fd, "w") as f:
             f.write(source)
         try:
-            r = subprocess.run(argv + flags + [tmp_src, "-o", tmp_so] + list(libs),
-                               capture_output=True, text=True)
+            pr = subprocess.Popen(argv + flags + [tmp_src, "-o", tmp_so] + list(libs),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         except OSError as e:
             raise RuntimeError(f"{what}: the compiler ({' '.join(argv)}) cannot run: {e}") from None
-        if r.returncode != 0:
+        with _processes_lock:
+            _processes.add(pr)
+        try:
+            out, err = pr.communicate()
+        finally:
+            with _processes_lock:
+                _processes.discard(pr)
+        if pr.returncode != 0:
             raise RuntimeError(f"{what}: the compiler failed ({' '.join(argv)}):\n"
-                               f"{(r.stderr or r.stdout)[-4000:]}")
+                               f"{(err or out)[-4000:]}")
         os.replace(tmp_so, path)  # atomic: other processes see a whole file or none
         try:
             os.replace(tmp_src, path[:-3] + suffix)  # kept next to it, for reading
@@ -295,10 +310,13 @@ def backend(graph, example_inputs):
     backend: a RuntimeWarning once per process, the reason in the
     ``framejit`` log, counters["native"]["backend_failures"].  With
     ``framejit.config.raise_internal_errors`` (the test suite) it raises."""
-    toolchain = _find_toolchain()
-    if not toolchain:
-        _warn_no_compiler()
-        return graph
+    background = config.native_background and _toolchain is not False
+    toolchain = None
+    if not background:
+        toolchain = _find_toolchain()
+        if not toolchain:
+            _warn_no_compiler()
+            return graph
     try:
         return _plan(graph, toolchain)
     except Exception as e:  # noqa: BLE001 - any failure here must not fail the user's call
@@ -340,6 +358,13 @@ def _plan(graph, toolchain):
     c["graphs"] += 1
     exact = bool(config.native_exact)
     _C.native_config(exact=exact, vmath=None if exact else _vmath_text())
+    if toolchain is None:
+        # tiered: the plan runs the graph with the eager runner until a thread
+        # has partitioned it, found the compiler, built (or found in the disk
+        # cache) and loaded the kernels (docs/native.md, "Tiered compilation")
+        plan = _C.native_plan_deferred(graph)
+        _start_background(plan)
+        return plan
     plan, source = _C.native_plan(graph)
     if plan is None:
         c["graphs_unfused"] += 1
@@ -347,6 +372,11 @@ def _plan(graph, toolchain):
     groups = plan.groups
     c["groups"] += len(groups)
     c["nodes_fused"] += sum(len(g) for g in groups)
+    _load_built(plan, source, toolchain)
+    return plan
+
+
+def _load_built(plan, source, toolchain):
     path = build(source, toolchain)
     try:
         plan._load(path)
@@ -357,4 +387,95 @@ def _plan(graph, toolchain):
         except OSError:
             pass
         plan._load(build(source, toolchain))
-    return plan
+
+
+# ---- tiered compilation -------------------------------------------------------
+
+_pending = set()        # builds under way in background threads (a lock each, released when done)
+_pending_lock = threading.Lock()
+_atexit_set = False
+
+
+def _start_background(plan):
+    global _atexit_set
+    c = _counters()
+    c["background_compiles"] += 1
+    # plain locks, held until released: cheaper to make than threading.Event
+    done = _thread.allocate_lock()
+    done.acquire()
+    first = _thread.allocate_lock()
+    first.acquire()
+    plan._after_first_call(first)
+    with _pending_lock:
+        _pending.add(done)
+        if not _atexit_set:
+            import atexit
+            atexit.register(_stop_background)
+            _atexit_set = True
+    # a bare thread: threading.Thread.start waits until the new thread runs,
+    # which (holding the GIL from then on) cost the first call milliseconds
+    _thread.start_new_thread(_background, (plan, done, first))
+
+
+def _background(plan, done, first):
+    c = _counters()
+    try:
+        # the thread's Python work (partitioning, the cache lookup) holds the
+        # GIL: it starts once the first call (eager) has returned (the plan
+        # releases 'first'), or after a while if that call is long
+        first.acquire(True, 0.05)
+        source = plan._partition()
+        if source is None:
+            c["graphs_unfused"] += 1  # the plan keeps running eager
+            return
+        groups = plan.groups
+        c["groups"] += len(groups)
+        c["nodes_fused"] += sum(len(g) for g in groups)
+        toolchain = _find_toolchain()
+        if not toolchain:
+            _warn_no_compiler()  # the plan keeps running eager
+            return
+        _load_built(plan, source, toolchain)
+    except Exception as e:  # noqa: BLE001 - the plan keeps running eager; reported once
+        _backend_failed(e)
+    finally:
+        with _pending_lock:
+            _pending.discard(done)
+        done.release()
+
+
+def wait(timeout=None):
+    """Waits until the kernels being built in the background
+    (``config.native_background``) are loaded; True when none is left (False
+    when 'timeout' seconds passed first)."""
+    import time
+    end = None if timeout is None else time.monotonic() + timeout
+    while True:
+        with _pending_lock:
+            locks = list(_pending)
+        if not locks:
+            return True
+        for lk in locks:
+            left = -1 if end is None else max(0.0, end - time.monotonic())
+            if lk.acquire(True, left):
+                lk.release()
+            if end is not None and time.monotonic() >= end:
+                with _pending_lock:
+                    return not _pending
+
+
+def _stop_background():
+    """At exit: compilers still running are stopped (their temporary files
+    removed by their threads), not waited for."""
+    with _processes_lock:
+        procs = list(_processes)
+    for pr in procs:
+        try:
+            pr.kill()
+        except OSError:
+            pass
+    with _pending_lock:
+        locks = list(_pending)
+    for lk in locks:
+        if lk.acquire(True, 2.0):
+            lk.release()

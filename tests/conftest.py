@@ -9,6 +9,9 @@ import pytest
 # (compiling C for thousands of graphs: a long run, not `make test`).
 # Set before framejit is imported; inherited by the subprocesses tests start.
 os.environ.setdefault("FRAMEJIT_BACKEND", "eager")
+# Kernels build before a first call returns (the differential tests check
+# which kernels ran); tests/test_native_tiered.py turns tiered compilation on.
+os.environ.setdefault("FRAMEJIT_NATIVE_BACKGROUND", "0")
 
 import framejit  # noqa: E402
 from framejit._C import eval_frame  # noqa: E402

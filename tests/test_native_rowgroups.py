@@ -373,3 +373,34 @@ def test_plans_with_called_loops_are_freed():
     # the list, the loop variable and getrefcount's argument: nothing else holds a plan
     counts = [sys.getrefcount(p) for p in nplans]
     assert counts == [3] * len(nplans), counts
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.int16, np.int32, np.int64, np.uint32])
+def test_integer_division_members(dt):
+    """Signed // and % in a row group (their quotient's temporary once shadowed
+    an output row's pointer: found by review)."""
+    x = data(dt, (4, 5))
+    x = np.where(x == 0, 1, x).astype(dt)
+    plans = check("""
+m = np.abs(x).max(axis=-1, keepdims=True) + 1
+return x // m, x % m, x // 3 - x.max(axis=-1, keepdims=True)
+""", [(x,), (data(dt, (3, 40), 1),)])
+    assert all(len(p.groups) >= 1 for p in plans)
+
+
+@pytest.mark.parametrize("mode", ["warn", "raise"])
+def test_float32_exp_overflow_and_underflow_from_numpys_loop(mode):
+    """NumPy's float32 exp raises overflow / underflow with feraiseexcept,
+    which on x86-64 sets the x87 status, not MXCSR: the kernel reads both
+    around a called loop (found by review)."""
+    x = np.array([[0, 0, 0, 400], [1, 2, 3, 4]], np.float32)
+    s = np.array([[0, 0, 0, -400], [1e30, 0, 1, 2]], np.float32)
+    fn, cf, _ = compile_src(f"""
+with np.errstate(over="{mode}", under="{mode}"):
+    return np.exp(x - x.mean(axis=-1, keepdims=True))
+""")
+    same_outcomes(fn, cf, [(x,), (s,), (s.astype(np.float64),)], mode, clone)
+    check("""
+e = np.exp(x - x.max(axis=-1, keepdims=True))
+return e / e.sum(axis=-1, keepdims=True)
+""", [(s,)])

@@ -63,12 +63,12 @@ static PyObject *fjn_numpy; /* strong: the numpy module */
 /* The fused code of call node 'n': its row's (fj_OpDef.fused), or 0 when its
    operation never fuses.  Keywords only go with reductions (axis, keepdims:
    checked by fjn_classify). */
-static int node_code(fj_Node *n)
+static int node_code(fj_Node *n, int exact)
 {
     const fj_OpDef *op = n->op;
     if (n->kind != FJ_NODE_CALL || op == NULL || (n->kwargs != NULL && !FJN_IS_REDUCTION(op->fused)))
         return 0;
-    if (FJN_IS_VMATH(op->fused) && (fjn_exact || fjn_vmath_src == NULL))
+    if (FJN_IS_VMATH(op->fused) && (exact || fjn_vmath_src == NULL))
         return 0; /* NumPy's bits (config.native_exact) */
     return op->fused;
 }
@@ -174,6 +174,10 @@ typedef struct {
     Py_ssize_t streamed;         /* group runs whose outputs were written with streaming stores */
     Py_ssize_t row_runs;         /* group runs whose rows ran the flat kernel with inputs constant along them */
     PyObject *capsules;          /* list: NumPy's call-info capsules of the inner loops row groups call */
+    Py_ssize_t eager_runs;       /* calls run by the eager runner before the kernels were loaded */
+    int partitioned;             /* plan_partition ran (once) */
+    PyObject *first_event;       /* released (a lock's release()) after the first eager call, then dropped */
+    int exact;                   /* config.native_exact when the plan was made (native_config(exact=)) */
     vectorcallfunc vectorcall;
 } fjn_Plan;
 
@@ -341,9 +345,9 @@ static int reduction_axis(fj_Node *n, int *axis, int *keepdims)
 ** type; arg refs are filled by the caller).  Returns 1 (fuses), 0 (does not),
 ** -1 on a real error (memory).
 */
-static int fjn_classify(fj_Node *n, fjn_Op *op)
+static int fjn_classify(fj_Node *n, fjn_Op *op, int exact)
 {
-    int code = node_code(n);
+    int code = node_code(n, exact);
     if (code == FJN_POW)
         return classify_pow(n, op);
     if (code == 0)
@@ -1077,11 +1081,13 @@ done:
     return rc;
 }
 
-static PyObject *plan_new_from_graph(PyObject *graph)
+static PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames);
+
+/* A plan of 'graph' with nothing partitioned yet (its calls run the graph
+   eagerly until _partition and _load).  New reference, NULL on error. */
+static fjn_Plan *plan_alloc(PyObject *graph)
 {
     fjn_Plan *p = NULL;
-    fjn_Builder b = {0};
-    PyObject *buf = NULL, *result = NULL, *pro = NULL, *sep = NULL, *src = NULL;
     if (!fj_Graph_Check(graph)) {
         PyErr_SetString(PyExc_TypeError, "native_plan expects a framejit graph");
         return NULL;
@@ -1107,9 +1113,13 @@ static PyObject *plan_new_from_graph(PyObject *graph)
     p->streamed = 0;
     p->row_runs = 0;
     p->capsules = NULL;
+    p->eager_runs = 0;
     p->output = NULL;
     p->nph = 0;
-    p->vectorcall = NULL;
+    p->vectorcall = plan_vectorcall;
+    p->partitioned = 0;
+    p->first_event = NULL;
+    p->exact = fjn_exact;
     p->nodes = PyObject_GetAttrString(graph, "nodes");
     if (!p->nodes || !PyList_Check(p->nodes))
         goto error;
@@ -1119,6 +1129,24 @@ static PyObject *plan_new_from_graph(PyObject *graph)
         goto error;
     }
     p->output = plan_node(p, p->nnodes - 1);
+    return p;
+error:
+    Py_DECREF(p);
+    return NULL;
+}
+
+/* Partitions plan p's graph into steps and fused groups: the C source of its
+   kernels (new reference), Py_None when nothing fuses or loops (the plan then
+   runs the graph eagerly), NULL on error. */
+static PyObject *plan_partition(fjn_Plan *p)
+{
+    fjn_Builder b = {0};
+    PyObject *buf = NULL, *result = NULL, *pro = NULL, *sep = NULL, *src = NULL;
+    if (p->partitioned) {
+        PyErr_SetString(PyExc_RuntimeError, "framejit native: the plan is partitioned already");
+        return NULL;
+    }
+    p->partitioned = 1;
     b.p = p;
     b.open = -1;
     b.member_group = PyMem_Malloc(sizeof(int) * (size_t)p->nnodes);
@@ -1154,7 +1182,7 @@ static PyObject *plan_new_from_graph(PyObject *graph)
             p->nloops += lc;
             continue;
         }
-        int c = fjn_classify(n, &op);
+        int c = fjn_classify(n, &op, p->exact);
         if (c < 0)
             goto error;
         if (c == 1) {
@@ -1230,7 +1258,7 @@ static PyObject *plan_new_from_graph(PyObject *graph)
     for (int gi = 0; gi < p->ngroups; gi++)
         live += p->groups[gi].nops > 0;
     if (!live) {
-        result = Py_BuildValue("(OO)", Py_None, Py_None);
+        result = Py_NewRef(Py_None);
         goto done;
     }
     buf = PyList_New(0);
@@ -1254,7 +1282,7 @@ static PyObject *plan_new_from_graph(PyObject *graph)
     if (!(sep = PyUnicode_FromString("")) || !(src = PyUnicode_Join(sep, buf)))
         goto error;
     p->source = Py_NewRef(src);
-    result = PyTuple_Pack(2, (PyObject *)p, src);
+    result = Py_NewRef(src);
     goto done;
 error:
     result = NULL;
@@ -1265,9 +1293,25 @@ done:
     Py_XDECREF(pro);
     Py_XDECREF(sep);
     Py_XDECREF(src);
-    Py_XDECREF(p);
     return result;
 }
+
+static PyObject *plan_new_from_graph(PyObject *graph)
+{
+    fjn_Plan *p = plan_alloc(graph);
+    if (!p)
+        return NULL;
+    PyObject *src = plan_partition(p), *r = NULL;
+    if (src == Py_None)
+        r = Py_BuildValue("(OO)", Py_None, Py_None);
+    else if (src)
+        r = PyTuple_Pack(2, (PyObject *)p, src);
+    Py_XDECREF(src);
+    Py_DECREF(p);
+    return r;
+}
+
+
 
 /* The FE_* conditions NumPy's error state ignores (np.geterr()[...] == "ignore").
    The state lives in a ContextVar (numpy.ufunc.extobj, NumPy 2) whose value
@@ -2329,8 +2373,24 @@ static PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t n
         return NULL;
     }
     if (!p->loaded) {
-        PyErr_SetString(PyExc_RuntimeError, "framejit native plan: kernels not loaded");
-        return NULL;
+        /* the kernels are still compiling (framejit/native.py, config.native_background):
+           the graph runs as the eager backend runs it */
+        PyObject *r = PyObject_Vectorcall(p->graph, args, nargsf, kwnames);
+        p->eager_runs++;
+        if (p->first_event) {
+            /* the thread building the kernels waits for the first call to finish
+               (its Python work would hold the GIL in the middle of it) */
+            PyObject *ev = p->first_event, *x;
+            p->first_event = NULL;
+            PyObject *et, *evv, *tb;
+            PyErr_Fetch(&et, &evv, &tb);
+            if (!(x = PyObject_CallMethod(ev, "release", NULL)))
+                PyErr_WriteUnraisable(ev);
+            Py_XDECREF(x);
+            PyErr_Restore(et, evv, tb);
+            Py_DECREF(ev);
+        }
+        return r;
     }
     if (nargs != p->nph) {
         PyErr_Format(PyExc_TypeError, "framejit graph takes %zd inputs but %zd were given", p->nph, nargs);
@@ -2379,6 +2439,7 @@ static void plan_dealloc(fjn_Plan *p)
     Py_XDECREF(p->source);
     /* after the kernels that call their loops are gone (they are not running) */
     Py_XDECREF(p->capsules);
+    Py_XDECREF(p->first_event);
     /* no call of this plan is running (a call holds a reference), so no
        worker runs its kernels; dlopen counts the plans sharing one file */
     if (p->dl)
@@ -2487,8 +2548,26 @@ static PyObject *plan_repr(fjn_Plan *p)
                                 p->nsteps);
 }
 
+/* plan._after_first_call(lock): lock.release() is called when the first call
+   (run eagerly) returns. */
+static PyObject *plan_after_first_call(fjn_Plan *p, PyObject *event)
+{
+    Py_XSETREF(p->first_event, Py_NewRef(event));
+    Py_RETURN_NONE;
+}
+
+/* plan._partition(): the kernels' C source, or None when nothing fuses. */
+static PyObject *plan_partition_method(fjn_Plan *p, PyObject *unused)
+{
+    return plan_partition(p);
+}
+
 static PyMethodDef plan_methods[] = {
     {"_load", (PyCFunction)plan_load, METH_O, "_load(path): dlopen the compiled kernels of this plan."},
+    {"_after_first_call", (PyCFunction)plan_after_first_call, METH_O,
+     "_after_first_call(lock): lock.release() when the first (eager) call returns."},
+    {"_partition", (PyCFunction)plan_partition_method, METH_NOARGS,
+     "_partition(): partitions a deferred plan's graph; the kernels' C source, or None when nothing fuses."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2507,6 +2586,9 @@ static PyMemberDef plan_members[] = {
      "them (x * w[:, None]); counted when the results are kept"},
     {"streamed", T_PYSSIZET, offsetof(fjn_Plan, streamed), READONLY,
      "group runs whose outputs were written with streaming (non-temporal) stores"},
+    {"eager_runs", T_PYSSIZET, offsetof(fjn_Plan, eager_runs), READONLY,
+     "calls that ran the graph with the eager runner while the kernels were compiling"},
+    {"loaded", T_INT, offsetof(fjn_Plan, loaded), READONLY, "1 once the compiled kernels are loaded"},
     {"split_reductions", T_PYSSIZET, offsetof(fjn_Plan, split_reductions), READONLY,
      "group runs whose reductions over every axis were split over the worker threads"},
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(fjn_Plan, vectorcall), READONLY, NULL},
@@ -2536,11 +2618,20 @@ static PyObject *native_plan(PyObject *mod, PyObject *graph)
 {
     if (fj_numpy_ensure() < 0) /* fj_numpy.h: loaded lazily */
         return NULL;
-    PyObject *r = plan_new_from_graph(graph);
-    if (r && PyTuple_GET_ITEM(r, 0) != Py_None)
-        ((fjn_Plan *)PyTuple_GET_ITEM(r, 0))->vectorcall = plan_vectorcall;
-    return r;
+    return plan_new_from_graph(graph);
 }
+
+/* native_plan_deferred(graph): a plan not partitioned yet, which runs the graph
+   eagerly until plan._partition() and plan._load(path) (tiered compilation:
+   framejit/native.py does both in a background thread). */
+static PyObject *native_plan_deferred(PyObject *mod, PyObject *graph)
+{
+    if (fj_numpy_ensure() < 0)
+        return NULL;
+    return (PyObject *)plan_alloc(graph);
+}
+
+
 
 /* native_config(threads=None, thread_min=None, float_axis_minmax=None, stream_min=None) ->
    (threads, thread_min, float_axis_minmax, stream_min): reads / sets the knobs (new reference,
@@ -2660,6 +2751,8 @@ static PyObject *native_stream_copy(PyObject *mod, PyObject *args)
 static PyMethodDef native_functions[] = {
     {"native_plan", (PyCFunction)native_plan, METH_O,
      "native_plan(graph) -> (NativePlan, C source) or (None, None) when nothing fuses."},
+    {"native_plan_deferred", (PyCFunction)native_plan_deferred, METH_O,
+     "native_plan_deferred(graph) -> a NativePlan running the graph eagerly until _partition() and _load()."},
     {"native_config", (PyCFunction)(void (*)(void))native_config, METH_VARARGS | METH_KEYWORDS,
      "native_config(threads=None, thread_min=None, float_axis_minmax=None, stream_min=None) -> the four settings"},
     {"native_stream_width", (PyCFunction)(void (*)(void))native_stream_width, METH_VARARGS | METH_KEYWORDS,

@@ -288,7 +288,14 @@ PyObject *fjn_emit_prologue(void)
         "typedef int (*fj_loop_t)(void *, char *const *, const intptr_t *, const intptr_t *, void *);\n"
         "static inline int fj_call1(void *const *c, const void *src, void *dst, intptr_t n, intptr_t isz)\n"
         "{ char *d[2] = {(char *)src, (char *)dst}; intptr_t s[2] = {isz, isz}; int f = fj_fetest(FJ_FPE);\n"
-        "  int r = ((fj_loop_t)c[0])(c[1], d, &n, s, c[2]); fj_feset(f); return r; }\n"
+        "  feclearexcept(FJ_FPE);\n"
+        "  int r = ((fj_loop_t)c[0])(c[1], d, &n, s, c[2]);\n"
+        "  /* fetestexcept: also the x87 status, where glibc's feraiseexcept (NumPy's\n"
+        "     npy_set_floatstatus_*: float32 exp's overflow) raises them on x86-64 */\n"
+        "  int g = fetestexcept(FJ_FPE);\n"
+        "  feclearexcept(FJ_FPE);\n"
+        "  fj_feset(f | g);\n"
+        "  return r; }\n"
         "static inline int fj_ret(int st, int inv, int hardinv)\n{\n"
         "    int f = fj_fetest(FJ_FPE);\n"
         "    int r = (st ? FJ_HARD : 0) | (f & FJ_FPE_SOFT) | (inv ? FE_INVALID : 0);\n"
@@ -1376,7 +1383,7 @@ static int emit_row_pass(PyObject *buf, const fjn_Group *g, int L)
             return -1;
         if (op->level == L && op->buf >= 0 && put(buf, "            kb%d[i] = m%d;\n", m, m) < 0)
             return -1;
-        if (op->level == L && op->out >= 0 && put(buf, "            q%d[i] = m%d;\n", g->nin + op->out, m) < 0)
+        if (op->level == L && op->out >= 0 && put(buf, "            ro%d[i] = m%d;\n", g->nin + op->out, m) < 0)
             return -1;
     }
     return put(buf, "        }\n");
@@ -1486,7 +1493,7 @@ static int emit_row_group(PyObject *buf, const fjn_Group *g, int gi)
         const fjn_Op *op = &g->ops[g->out_op[j]];
         const char *ct = fjt_info[op->type].ctype;
         if (op->rk == FJN_RK_VEC &&
-            put(buf, "        %s *restrict q%d = (%s *)(data[%d] + r * rs[%d]);\n", ct, g->nin + j, ct, g->nin + j,
+            put(buf, "        %s *restrict ro%d = (%s *)(data[%d] + r * rs[%d]);\n", ct, g->nin + j, ct, g->nin + j,
                 g->nin + j) < 0)
             return -1;
     }

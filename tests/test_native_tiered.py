@@ -1,0 +1,156 @@
+"""Tiered compilation (framejit/native.py, config.native_background;
+docs/native.md "Tiered compilation").
+
+With it on, the native backend returns a plan that runs the graph with the
+eager runner while a background thread partitions it, finds the compiler,
+builds (or finds in the disk cache) and loads the kernels; calls after that
+run the kernels.  Results are NumPy's either way (compared bit for bit)."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import framejit
+from framejit import _C, native
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture
+def tiered(tmp_path, monkeypatch):
+    monkeypatch.setenv("FRAMEJIT_CACHE_DIR", str(tmp_path / "k"))
+    old = framejit.config.native_background
+    framejit.config.native_background = True
+    framejit.reset()
+    yield tmp_path / "k"
+    assert native.wait(300)
+    framejit.config.native_background = old
+    framejit.reset()
+
+
+def capture():
+    plans = []
+
+    def backend(graph, example_inputs):
+        p = native.backend(graph, example_inputs)
+        plans.append(p)
+        return p
+    return plans, backend
+
+
+def chain(x, y):
+    return np.sqrt(np.maximum(x * y + 1.0, 0.0)) * 2.0 - x, (x > y).sum()
+
+
+def same(a, b):
+    if isinstance(a, tuple):
+        return all(same(u, v) for u, v in zip(a, b))
+    return type(a) is type(b) and a.dtype == b.dtype and np.array_equal(a, b)
+
+
+def test_first_calls_run_eager_then_the_kernels(tiered):
+    plans, backend = capture()
+    cf = framejit.compile(chain, backend=backend)
+    x, y = np.linspace(-2, 2, 1000), np.linspace(1, 3, 1000)
+    c0 = dict(framejit.counters["native"])
+    assert same(cf(x, y), chain(x, y))
+    (plan,) = plans
+    assert isinstance(plan, _C.NativePlan)
+    assert plan.eager_runs >= 1  # the compiler takes far longer than a call
+    assert framejit.counters["native"]["background_compiles"] == c0.get("background_compiles", 0) + 1
+    assert native.wait(300)
+    assert plan.loaded == 1
+    runs = plan.eager_runs
+    for _ in range(3):
+        assert same(cf(x, y), chain(x, y))
+    assert plan.eager_runs == runs and plan.fallbacks == 0
+    assert plan.groups and framejit.counters["native"]["kernels_compiled"] >= 1
+
+
+def test_native_exact_is_read_when_the_graph_compiles(tiered):
+    """The setting at compile time decides, not the one when the thread partitions."""
+    plans, backend = capture()
+    framejit.config.native_exact = False
+    try:
+        cf = framejit.compile(lambda x: np.exp(x) * 2.0 + 1.0, backend=backend)
+        x = np.linspace(-3, 3, 500)
+        cf(x)
+    finally:
+        framejit.config.native_exact = True
+    assert native.wait(300)
+    assert plans[0].groups == [["exp", "mul", "add"]], plans[0].groups
+    np.testing.assert_allclose(cf(x), np.exp(x) * 2.0 + 1.0, rtol=1e-15)
+
+
+def test_nothing_fused_stays_eager(tiered):
+    plans, backend = capture()
+    cf = framejit.compile(lambda a, b: np.exp(a) @ b, backend=backend)
+    a = np.ones((3, 3))
+    before = framejit.counters["native"].get("graphs_unfused", 0)
+    assert np.array_equal(cf(a, a), np.exp(a) @ a)
+    assert native.wait(300)
+    assert plans[0].loaded == 0 and plans[0].groups == []
+    assert np.array_equal(cf(a, a), np.exp(a) @ a)
+    assert plans[0].eager_runs == 2
+    assert framejit.counters["native"]["graphs_unfused"] == before + 1
+
+
+def test_wait_with_nothing_pending():
+    assert native.wait(0) is True
+
+
+_SUB = textwrap.dedent("""
+    import json, os, warnings, numpy as np, framejit
+    from framejit import native
+    def f(x, y):
+        return (x * 2 + y) / 3, x > y
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        cf = framejit.compile(f, backend="native")
+        x, y = np.arange(6.0), np.ones(6)
+        r = cf(x, y)
+        waited = native.wait(300) if os.environ.get("WAIT") else None
+        r2 = cf(x, y)
+    e = f(x, y)
+    ok = all(np.array_equal(a, b) and a.dtype == b.dtype for rr in (r, r2) for a, b in zip(rr, e))
+    print(json.dumps({"ok": ok, "waited": waited, "counters": dict(framejit.counters["native"]),
+                      "warnings": [str(m.message) for m in w]}))
+""")
+
+
+def _run_sub(env_extra):
+    env = dict(os.environ, PYTHONPATH=ROOT, FRAMEJIT_NATIVE_BACKGROUND="1", **env_extra)
+    r = subprocess.run([sys.executable, "-c", _SUB], capture_output=True, text=True, env=env, cwd=ROOT,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_disk_cache_and_exit_while_compiling(tmp_path):
+    """A process that exits while its kernels compile leaves no temporary
+    file; a process that waits builds them; the next loads them from the
+    cache (in the background too)."""
+    k = tmp_path / "k"
+    gone = _run_sub({"FRAMEJIT_CACHE_DIR": str(k)})
+    # (at exit a compiler still running is killed; one not started yet may finish)
+    assert gone["ok"] and gone["counters"].get("background_compiles") == 1
+    assert not [f for f in os.listdir(k) if f.startswith(".fj_tmp")] if k.exists() else True
+    first = _run_sub({"FRAMEJIT_CACHE_DIR": str(k), "WAIT": "1"})
+    assert first["ok"] and first["waited"] is True
+    c = first["counters"]
+    assert c.get("kernels_compiled", 0) + c.get("kernels_loaded_from_cache", 0) == 1
+    second = _run_sub({"FRAMEJIT_CACHE_DIR": str(k), "WAIT": "1"})
+    assert second["ok"] and second["counters"].get("kernels_loaded_from_cache") == 1
+    assert second["counters"].get("kernels_compiled", 0) == 0
+    assert not [f for f in os.listdir(k) if f.startswith(".fj_tmp")]
+
+
+def test_no_compiler_in_the_background(tmp_path):
+    res = _run_sub({"FRAMEJIT_CACHE_DIR": str(tmp_path / "k"), "CC": "/nonexistent/cc", "WAIT": "1"})
+    assert res["ok"]
+    assert len(res["warnings"]) == 1 and "no working C compiler" in res["warnings"][0]
+    assert res["counters"].get("kernels_compiled", 0) == 0
