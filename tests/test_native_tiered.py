@@ -154,3 +154,28 @@ def test_no_compiler_in_the_background(tmp_path):
     assert res["ok"]
     assert len(res["warnings"]) == 1 and "no working C compiler" in res["warnings"][0]
     assert res["counters"].get("kernels_compiled", 0) == 0
+
+
+def test_identical_groups_compile_once(tmp_path, monkeypatch):
+    """An unrolled loop repeats its body's group between matmuls: each
+    distinct group text is compiled once and the copies run its kernels."""
+    monkeypatch.setenv("FRAMEJIT_CACHE_DIR", str(tmp_path / "k"))
+    plans, backend = capture()
+
+    def f(a, w, b):
+        x = a
+        for _ in range(12):
+            x = np.maximum(x @ w * 0.5 + b, 0.0) - 0.25
+        return x, (x > 0.3).sum()
+    framejit.reset()
+    cf = framejit.compile(f, backend=backend)
+    rng = np.random.default_rng(0)
+    a, w, b = rng.random((16, 16)), rng.random((16, 16)) / 8, rng.random(16)
+    for _ in range(2):
+        assert same(cf(a, w, b), f(a, w, b))
+    (plan,) = plans
+    assert len(plan.groups) == 12, plan.groups
+    import re
+    assert len(set(re.findall(r"fj_g(\d+)_", plan.source))) == 2  # the loop body's group and the last one
+    assert plan.fallbacks == 0
+    framejit.reset()

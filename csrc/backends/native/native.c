@@ -1141,7 +1141,7 @@ error:
 static PyObject *plan_partition(fjn_Plan *p)
 {
     fjn_Builder b = {0};
-    PyObject *buf = NULL, *result = NULL, *pro = NULL, *sep = NULL, *src = NULL;
+    PyObject *buf = NULL, *result = NULL, *pro = NULL, *sep = NULL, *src = NULL, *seen = NULL;
     if (p->partitioned) {
         PyErr_SetString(PyExc_RuntimeError, "framejit native: the plan is partitioned already");
         return NULL;
@@ -1273,13 +1273,43 @@ static PyObject *plan_partition(fjn_Plan *p)
             }
             break;
         }
-    for (int gi = 0; gi < p->ngroups; gi++)
-        if (p->groups[gi].nops > 0 && fjn_emit_group(buf, &p->groups[gi], gi) < 0)
+    /* identical groups (an unrolled loop repeats its body's) are compiled once:
+       a group whose text, its index aside, is an earlier group's runs that
+       group's functions (g->alias) */
+    if (!(seen = PyDict_New()) || !(sep = PyUnicode_FromString("")))
+        goto error;
+    for (int gi = 0; gi < p->ngroups; gi++) {
+        fjn_Group *g = &p->groups[gi];
+        g->alias = gi;
+        if (g->nops == 0)
+            continue;
+        PyObject *gb = PyList_New(0), *text = NULL, *norm = NULL, *pat = NULL, *at = NULL, *first;
+        int rc = -1;
+        if (gb && fjn_emit_group(gb, g, gi) == 0 && (text = PyUnicode_Join(sep, gb)) &&
+            (pat = PyUnicode_FromFormat("fj_g%d_", gi)) && (at = PyUnicode_FromString("fj_g@_")) &&
+            (norm = PyUnicode_Replace(text, pat, at, -1))) {
+            first = PyDict_GetItemWithError(seen, norm);
+            if (first) {
+                g->alias = (int)PyLong_AsLong(first);
+                rc = 0;
+            } else if (!PyErr_Occurred()) {
+                PyObject *idx = PyLong_FromLong(gi);
+                rc = idx && PyDict_SetItem(seen, norm, idx) == 0 && PyList_Append(buf, text) == 0 ? 0 : -1;
+                Py_XDECREF(idx);
+            }
+        }
+        Py_XDECREF(gb);
+        Py_XDECREF(text);
+        Py_XDECREF(norm);
+        Py_XDECREF(pat);
+        Py_XDECREF(at);
+        if (rc < 0)
             goto error;
+    }
     for (int li = 0; li < p->nloops; li++)
         if (fjn_loop_emit(buf, &p->loops[li], plan_node(p, p->loops[li].node), li) < 0)
             goto error;
-    if (!(sep = PyUnicode_FromString("")) || !(src = PyUnicode_Join(sep, buf)))
+    if (!(src = PyUnicode_Join(sep, buf)))
         goto error;
     p->source = Py_NewRef(src);
     result = Py_NewRef(src);
@@ -1292,6 +1322,7 @@ done:
     Py_XDECREF(buf);
     Py_XDECREF(pro);
     Py_XDECREF(sep);
+    Py_XDECREF(seen);
     Py_XDECREF(src);
     return result;
 }
@@ -2472,8 +2503,9 @@ static PyObject *plan_load(fjn_Plan *p, PyObject *path)
         char name[64];
         if (g->nops == 0)
             continue;
+        int ai = g->alias; /* an identical earlier group's functions */
         if (g->rowk) {
-            snprintf(name, sizeof name, "fj_g%d_rows", gi);
+            snprintf(name, sizeof name, "fj_g%d_rows", ai);
             *(void **)&g->rows = dlsym(h, name);
             if (!g->rows) {
                 PyErr_Format(PyExc_OSError, "framejit native: %S lacks the kernel of group %d", path, gi);
@@ -2481,13 +2513,13 @@ static PyObject *plan_load(fjn_Plan *p, PyObject *path)
             }
             continue;
         }
-        snprintf(name, sizeof name, "fj_g%d_flat", gi);
+        snprintf(name, sizeof name, "fj_g%d_flat", ai);
         *(void **)&g->flat = dlsym(h, name);
-        snprintf(name, sizeof name, "fj_g%d_strided", gi);
+        snprintf(name, sizeof name, "fj_g%d_strided", ai);
         *(void **)&g->strided = dlsym(h, name);
-        snprintf(name, sizeof name, "fj_g%d_part", gi); /* float sums over every axis only */
+        snprintf(name, sizeof name, "fj_g%d_part", ai); /* float sums over every axis only */
         *(void **)&g->part = dlsym(h, name);
-        snprintf(name, sizeof name, "fj_g%d_check", gi);
+        snprintf(name, sizeof name, "fj_g%d_check", ai);
         *(void **)&g->check = dlsym(h, name);
         if (!g->part || !g->check)
             g->part = NULL, g->check = NULL;

@@ -108,6 +108,8 @@ typedef struct {
                                          members after them (passes over each row: fjn_emit_row_group) */
     int npass, nbuf;                  /* row groups: passes over a row, row buffers */
     int ncall;                        /* row groups: NumPy inner loops called on rows */
+    int alias;                        /* the group whose kernels this one runs (itself, or an earlier
+                                         group of the same text: compiled once) */
     void *calls[3 * FJN_MAX_CALL];    /* each loop's function, context and auxdata (its capsule: the
                                          plan's 'capsules') */
     /* filled by _load */
