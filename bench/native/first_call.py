@@ -18,8 +18,8 @@ REPS processes:
 
 Functions: c3 = (a*b + c)*0.5 (one group), softmax and layer norm over rows
 (one row group each), and unrolled: a loop of 12 iterations of
-x = np.sqrt(np.abs(x * 1.01 - 0.5)) + k, unrolled into 12 identical groups
-with a reduction between them.
+x = np.maximum(x @ w * 0.5 + b, 0.0) - 0.25 on (64, 64), unrolled into 12
+identical groups between the matmuls (compiled once).
 
 Run: python3 bench/native/first_call.py [--quick]
 Writes bench/results/native_first_call.json (bench/_results.py).
@@ -52,7 +52,7 @@ SRC = {
  "c3": "def f(a, b, c):\n    return (a * b + c) * (0.5 + SALT)\n",
  "softmax": "def f(a, b, c):\n    e = np.exp(a - a.max(axis=-1, keepdims=True) + SALT)\n    return e / e.sum(axis=-1, keepdims=True)\n",
  "layer_norm": "def f(a, b, c):\n    mu = a.mean(axis=-1, keepdims=True)\n    var = ((a - mu) ** 2).mean(axis=-1, keepdims=True)\n    return (a - mu) / np.sqrt(var + 1e-5 + SALT) * b + c\n",
- "unrolled": "def f(a, b, c):\n    x = a\n    for k in range(12):\n        x = np.sqrt(np.abs(x * 1.01 - 0.5)) + x.sum() * (1e-9 + SALT)\n    return x\n",
+ "unrolled": "def f(a, b, c):\n    x = a\n    for k in range(12):\n        x = np.maximum(x @ b * (0.5 + SALT) + c, 0.0) - 0.25\n    return x\n",
 }[fname].replace("SALT", repr(salt))
 ns = {"np": np}
 exec(compile(SRC, "<bench>", "exec"), ns)
@@ -60,8 +60,10 @@ f = ns["f"]
 shape = (200, 100) if fname in ("softmax", "layer_norm") else (20000,)
 rng = np.random.default_rng(0)
 a = rng.standard_normal(shape); b = rng.standard_normal(shape[-1:]); c = rng.standard_normal(shape[-1:])
-if fname in ("c3", "unrolled"):
+if fname == "c3":
     b = rng.standard_normal(shape); c = rng.standard_normal(shape)
+if fname == "unrolled":
+    a = rng.random((64, 64)); b = rng.random((64, 64)) / 32; c = rng.random(64)
 cf = framejit.compile(f, backend="eager" if mode == "eager" else "native")
 t0 = time.perf_counter()
 r = cf(a, b, c)
