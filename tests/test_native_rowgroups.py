@@ -404,3 +404,38 @@ with np.errstate(over="{mode}", under="{mode}"):
 e = np.exp(x - x.max(axis=-1, keepdims=True))
 return e / e.sum(axis=-1, keepdims=True)
 """, [(s,)])
+
+
+TCHAIN = "return (x * w + np.sin(x)) * 0.5 - np.exp(-x) / (1 + w * w)"
+
+
+@pytest.mark.parametrize("n", [1, 7, 2047, 2048, 2049, 4097, 100003])
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_numpy_loops_in_blocks(n, dt):
+    """A group without reductions calling NumPy's loops runs in blocks of
+    2048 elements (and a shorter last one) when its operands are contiguous."""
+    plans = check(TCHAIN, [(data(dt, (n,), 0, 2.0), data(dt, (n,), 1, 2.0))], "x, w")
+    if n > 1:  # (a shape of one element has no rows to speak of: the calls stay NumPy's nodes)
+        assert plans[0].groups == [["mul", "sin", "add", "mul_1", "neg", "exp", "mul_2", "add_1", "truediv", "sub"]], \
+            plans[0].groups
+    assert fallbacks(plans) == 0
+
+
+@pytest.mark.parametrize("layout", ["c2d", "column", "row", "scalar", "fortran", "sliced", "threads"])
+def test_numpy_loops_layouts(layout):
+    """Blocks for contiguous operands; rows along the last axis for partly
+    broadcast ones; NumPy for other layouts; threads split the rows."""
+    x = data(np.float64, (300, 70), 0, 2.0)
+    w = {"c2d": data(np.float64, (300, 70), 1), "column": data(np.float64, (300, 1), 1),
+         "row": data(np.float64, (70,), 1), "scalar": 1.5, "fortran": np.asfortranarray(data(np.float64, (300, 70))),
+         "sliced": data(np.float64, (300, 140), 1)[:, ::2], "threads": data(np.float64, (300, 70), 1)}[layout]
+    if layout == "fortran":
+        x = np.asfortranarray(x)
+    old = _C.native_config()[0]
+    if layout == "threads":
+        _C.native_config(threads=2, thread_min=1000)
+    try:
+        plans = check(TCHAIN, [(x, w)], "x, w")
+    finally:
+        _C.native_config(threads=old, thread_min=1 << 16)
+    assert fallbacks(plans) == (1 if layout in ("fortran", "sliced") else 0) * 2

@@ -809,7 +809,7 @@ static int row_join_call(fjn_Builder *b, fj_Node *n)
         return 0;
     fjn_Group *g = &b->p->groups[b->open];
     PyObject *a = PyTuple_GET_ITEM(n->args, 0);
-    if (!(g->rowk || g->has_red) || !row_capable(g) || g->nops == FJN_MAX_OPS || g->ncall == FJN_MAX_CALL ||
+    if (!row_capable(g) || g->nops == FJN_MAX_OPS || g->ncall == FJN_MAX_CALL ||
         !fj_Node_Check(a) || ((fj_Node *)a)->vkind != FJ_VAL_ARRAY || !same_shape(g, (fj_Node *)a) || !same_shape(g, n))
         return 0;
     int t = fjn_type_of_descr(n->dtype);
@@ -2054,19 +2054,95 @@ static int row_stride(int nd, const npy_intp *shape, const npy_intp *s, npy_intp
    shape, not empty, C order): allocates the outputs into outs (a NumPy scalar
    result into obuf), returns the kernel's status, FJN_ST_HARD when the layouts
    do not suit it (nothing ran), or -1 with an exception. */
+/* Rows of a row group's call, split over the worker threads (each with its own scratch). */
+typedef struct {
+    fjn_rows_fn fn;
+    Py_ssize_t r0, r1, m;
+    char *const *data;
+    const npy_intp *rs;
+    void *const *calls;
+    size_t scratch;
+    int status;
+} fjn_RGWork;
+
+static void rows_task(void *arg, int t)
+{
+    fjn_RGWork *w = &((fjn_RGWork *)arg)[t];
+    char small[4096];
+    w->status = 0;
+    if (w->r0 >= w->r1)
+        return;
+    void *s = w->scratch <= sizeof small ? (void *)small : PyMem_RawMalloc(w->scratch);
+    if (!s) {
+        w->status = FJN_ST_HARD; /* the group runs through NumPy */
+        return;
+    }
+    w->status = w->fn(w->r0, w->r1, w->m, w->data, w->rs, s, w->calls);
+    if (s != (void *)small)
+        PyMem_RawFree(s);
+}
+
+/* Rows [0, R) of length M (threads when large); the statuses ORed.  Called without the GIL when large. */
+static int run_rows_split(fjn_Group *g, Py_ssize_t R, Py_ssize_t M, char *const *data, const npy_intp *rs)
+{
+    int nt = fjn_threads > 16 ? 16 : fjn_threads, status = 0;
+    if (nt < 1 || R * M < fjn_thread_min)
+        nt = 1;
+    if (nt > R)
+        nt = (int)R;
+    fjn_RGWork w[16];
+    for (int t = 0; t < nt; t++) {
+        chunk_of(R, nt, t, &w[t].r0, &w[t].r1);
+        w[t].fn = g->rows;
+        w[t].m = M;
+        w[t].data = data;
+        w[t].rs = rs;
+        w[t].calls = g->calls;
+        w[t].scratch = (size_t)g->nbuf * (size_t)M * 8;
+    }
+    if (nt <= 1)
+        rows_task(w, 0);
+    else
+        fjn_parallel(rows_task, w, nt);
+    for (int t = 0; t < nt; t++)
+        status |= w[t].status;
+    return status;
+}
+
+/* The rows of a row group without reductions (NumPy loops called between
+   elementwise members) whose operands are all C-contiguous or one value:
+   blocks of this many elements, whatever the shape. */
+#define FJN_ROW_BLOCK 2048
+
 static int run_rowk(fjn_Plan *p, fjn_Group *g, int nd, npy_intp *shape, char **data, const npy_intp *strides,
                     PyArrayObject **outs, fjn_Scalar *obuf, PyObject **env)
 {
     if (nd < 1)
         return FJN_ST_HARD;
-    npy_intp M = shape[nd - 1], R = 1, rs[FJN_MAX_IN + FJN_MAX_OUT];
-    for (int a = 0; a + 1 < nd; a++)
-        R *= shape[a];
+    npy_intp M = shape[nd - 1], R = 1, size = 1, rs[FJN_MAX_IN + FJN_MAX_OUT];
+    for (int a = 0; a < nd; a++)
+        size *= shape[a];
+    /* blocks: no reductions (so no row is special), every operand contiguous or one value */
+    int blocks = 1;
+    for (int m = 0; m < g->nops && blocks; m++)
+        blocks = g->ops[m].rk != FJN_RK_RED;
+    for (int k = 0; k < g->nin && blocks; k++) {
+        const fjn_Input *in = &g->in[k];
+        if (in->kind == FJN_IN_ARRAY && in->bcast != 0)
+            blocks = in->bcast == 1 && PyArray_IS_C_CONTIGUOUS((PyArrayObject *)env[in->node]);
+    }
+    if (blocks)
+        M = size < FJN_ROW_BLOCK ? size : FJN_ROW_BLOCK;
+    R = size / M; /* rows: the leading axes' product (blocks: whole blocks) */
     for (int k = 0; k < g->nin; k++) {
         const fjn_Input *in = &g->in[k];
         rs[k] = 0;
         if (in->kind != FJN_IN_ARRAY || in->bcast == 0)
             continue;
+        if (blocks) {
+            rs[k] = M * fjn_type_size(in->type);
+            continue;
+        }
         const npy_intp *s = &strides[k * nd];
         /* along the row: contiguous (or a row of one), or one value */
         if (in->rowvec ? (s[nd - 1] != fjn_type_size(in->type) && M != 1) : s[nd - 1] != 0)
@@ -2102,23 +2178,23 @@ static int run_rowk(fjn_Plan *p, fjn_Group *g, int nd, npy_intp *shape, char **d
             return -1;
         data[slot] = PyArray_DATA(outs[j]);
     }
-    size_t need = (size_t)g->nbuf * (size_t)M * 8;
-    char small[4096];
-    void *scratch = need <= sizeof small ? (void *)small : PyMem_RawMalloc(need);
-    if (!scratch) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    /* blocks: the elements after the last whole block, one shorter row */
+    npy_intp tail = blocks ? size - R * M : 0;
+    char *tdata[FJN_MAX_IN + FJN_MAX_OUT];
+    for (int k = 0; k < g->nin + g->nout; k++)
+        tdata[k] = data[k] && rs[k] ? data[k] + R * rs[k] : data[k];
     int status;
-    if (R * M >= fjn_nogil_min) {
+    if (size >= fjn_nogil_min) {
         Py_BEGIN_ALLOW_THREADS
-        status = g->rows(0, R, M, data, rs, scratch, g->calls);
+        status = run_rows_split(g, R, M, data, rs);
+        if (tail)
+            status |= run_rows_split(g, 1, tail, tdata, rs);
         Py_END_ALLOW_THREADS
     } else {
-        status = g->rows(0, R, M, data, rs, scratch, g->calls);
+        status = run_rows_split(g, R, M, data, rs);
+        if (tail)
+            status |= run_rows_split(g, 1, tail, tdata, rs);
     }
-    if (scratch != (void *)small)
-        PyMem_RawFree(scratch);
     return status;
 }
 
