@@ -128,11 +128,17 @@ PyObject *fjn_emit_prologue(void)
         "static inline int fj_fetest(int m) { return (int)(__builtin_ia32_stmxcsr() & (unsigned)m); }\n"
         "static inline void fj_feclear(int m) { __builtin_ia32_ldmxcsr(__builtin_ia32_stmxcsr() & ~(unsigned)m); }\n"
         "static inline void fj_feset(int m) { __builtin_ia32_ldmxcsr(__builtin_ia32_stmxcsr() | (unsigned)m); }\n"
+        "/* the x87 status (its exception bits are the FE_* bits there too): glibc's feraiseexcept\n"
+        "   raises overflow and underflow in it; fnstsw and fnclex are a few cycles, where\n"
+        "   feclearexcept stores and reloads the whole x87 environment */\n"
+        "static inline int fj_x87test(void) { unsigned short sw; __asm__ volatile(\"fnstsw %0\" : \"=m\"(sw)); return sw & FJ_FPE; }\n"
+        "static inline void fj_x87clear(void) { __asm__ volatile(\"fnclex\"); }\n"
         "/* round to nearest, no flush-to-zero, no denormals-are-zero (the float sums' leaves start\n"
         "   at -0.0, which is NumPy's first element for every value in that mode only) */\n"
         "static inline int fj_fpstd(void) { return (__builtin_ia32_stmxcsr() & 0xE040u) == 0; }\n"
         "#else\n#define fj_fetest fetestexcept\n#define fj_feclear feclearexcept\n"
-        "static inline void fj_feset(int m) { fexcept_t f = 0; (void)f; if (m) feraiseexcept(m); }\n"
+        "static inline void fj_feset(int m) { if (m) feraiseexcept(m); }\n"
+        "static inline int fj_x87test(void) { return 0; }\nstatic inline void fj_x87clear(void) { }\n"
         "static inline int fj_fpstd(void) { return fegetround() == FE_TONEAREST; }\n#endif\n"
         "static inline double fj_f64(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }\n"
         "/* c ? a : b as bit operations, for a float select whose value reaches a sqrt or a float\n"
@@ -288,13 +294,13 @@ PyObject *fjn_emit_prologue(void)
         "typedef int (*fj_loop_t)(void *, char *const *, const intptr_t *, const intptr_t *, void *);\n"
         "static inline int fj_call1(void *const *c, const void *src, void *dst, intptr_t n, intptr_t isz)\n"
         "{ char *d[2] = {(char *)src, (char *)dst}; intptr_t s[2] = {isz, isz}; int f = fj_fetest(FJ_FPE);\n"
-        "  feclearexcept(FJ_FPE);\n"
         "  int r = ((fj_loop_t)c[0])(c[1], d, &n, s, c[2]);\n"
-        "  /* fetestexcept: also the x87 status, where glibc's feraiseexcept (NumPy's\n"
-        "     npy_set_floatstatus_*: float32 exp's overflow) raises them on x86-64 */\n"
-        "  int g = fetestexcept(FJ_FPE);\n"
-        "  feclearexcept(FJ_FPE);\n"
-        "  fj_feset(f | g);\n"
+        "  /* the x87 status too (cleared when the kernel starts): glibc's feraiseexcept (NumPy's\n"
+        "     npy_set_floatstatus_*: float32 exp's overflow) raises there on x86-64; MXCSR is\n"
+        "     written only when something is to be added back (ldmxcsr is the slow part) */\n"
+        "  int g = fj_x87test(), now = fj_fetest(FJ_FPE);\n"
+        "  if ((now | g) != now || (now & f) != f)\n"
+        "      fj_feset(f | g);\n"
         "  return r; }\n"
         "static inline int fj_ret(int st, int inv, int hardinv)\n{\n"
         "    int f = fj_fetest(FJ_FPE);\n"
@@ -1472,7 +1478,8 @@ static int emit_row_group(PyObject *buf, const fjn_Group *g, int gi)
         if (emit_row_load(buf, g, k, src) < 0)
             return -1;
     }
-    if (put(buf, "    fj_feclear(FJ_FPE);\n    for (intptr_t r = r0; r < r1; r++) {\n") < 0)
+    if (put(buf, "    fj_feclear(FJ_FPE);\n%s    for (intptr_t r = r0; r < r1; r++) {\n",
+            g->ncall ? "    fj_x87clear();\n" : "") < 0)
         return -1;
     for (int k = 0; k < g->nin; k++) {
         const fjn_Input *in = &g->in[k];
