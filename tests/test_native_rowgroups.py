@@ -439,3 +439,28 @@ def test_numpy_loops_layouts(layout):
     finally:
         _C.native_config(threads=old, thread_min=1 << 16)
     assert fallbacks(plans) == (1 if layout in ("fortran", "sliced") else 0) * 2
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_log_softmax_one_group_and_per_row_calls(dt):
+    """log of a row's sum is NumPy's loop on one value per row; an output
+    member's row is what a call and a sum read (no buffer)."""
+    plans = check(LOG_SOFTMAX, [(data(dt, s),) for s in [(5, 33), (2, 3, 129), (40, 2049)]])
+    assert fallbacks(plans) == 0
+    assert plans[0].groups == [["max", "sub", "exp", "sum", "log", "sub_1"]], plans[0].groups
+    plans = check("""
+s = x - x.max(axis=-1, keepdims=True)
+e = np.exp(s)
+return s, e.sum(axis=-1, keepdims=True), np.log(s.sum(axis=-1, keepdims=True) * -1.0 + 1.0)
+""", [(data(dt, (6, 50)),), (data(dt, (3, 8), 2),)])
+    assert fallbacks(plans) == 0
+    # log of a negative row value: NumPy's invalid warning (the group runs through NumPy)
+    check("""
+t = x.sum(axis=-1, keepdims=True)
+return x - np.log(t)
+""", [(data(dt, (4, 9)),)])
+    fn, cf, _ = compile_src("""
+m = x.max()
+return m + np.log(np.exp(x - m).sum())
+""")
+    same_outcomes(fn, cf, [(data(dt, (n,)),) for n in (2, 100, 5000)], "lse 1-d", clone)

@@ -805,13 +805,26 @@ static int row_join_call(fjn_Builder *b, fj_Node *n)
 {
     const fj_OpDef *row = n->op;
     if (b->open < 0 || n->kind != FJ_NODE_CALL || row == NULL || !FJN_IS_VMATH(row->fused) || row->ufunc == NULL ||
-        (n->kwargs && PyDict_GET_SIZE(n->kwargs)) || PyTuple_GET_SIZE(n->args) != 1 || n->vkind != FJ_VAL_ARRAY)
+        (n->kwargs && PyDict_GET_SIZE(n->kwargs)) || PyTuple_GET_SIZE(n->args) != 1 ||
+        (n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_NPSCALAR))
         return 0;
     fjn_Group *g = &b->p->groups[b->open];
     PyObject *a = PyTuple_GET_ITEM(n->args, 0);
-    if (!row_capable(g) || g->nops == FJN_MAX_OPS || g->ncall == FJN_MAX_CALL ||
-        !fj_Node_Check(a) || ((fj_Node *)a)->vkind != FJ_VAL_ARRAY || !same_shape(g, (fj_Node *)a) || !same_shape(g, n))
+    if (!row_capable(g) || g->nops == FJN_MAX_OPS || g->ncall == FJN_MAX_CALL || !fj_Node_Check(a))
         return 0;
+    fj_Node *an = (fj_Node *)a;
+    if (same_shape(g, an) && same_shape(g, n)) {
+        if (an->vkind != FJ_VAL_ARRAY || n->vkind != FJ_VAL_ARRAY)
+            return 0;
+    } else if (g->rowk && row_scalar_shape(g, n) && b->member_group[an->index] == b->open) {
+        /* one value per row (log of a row's sum): NumPy's loop on that one value;
+           its operand a reduction read back or another such value */
+        const fjn_Op *ao = &g->ops[b->member_index[an->index]];
+        if (same_shape(g, an) || (FJN_IS_REDUCTION(ao->code) && !ao->keepdims && g->ndim != 1))
+            return 0;
+    } else {
+        return 0;
+    }
     int t = fjn_type_of_descr(n->dtype);
     if ((t != FJT_F32 && t != FJT_F64) || fjn_type_of_descr(((fj_Node *)a)->dtype) != t)
         return 0;
@@ -841,7 +854,7 @@ static int row_join_call(fjn_Builder *b, fj_Node *n)
    input is read in place. */
 static void row_buffer(fjn_Group *g, int ref)
 {
-    if (ref < 0 && g->ops[-ref - 1].buf < 0 && g->ops[-ref - 1].rk != FJN_RK_CALL)
+    if (ref < 0 && !fjn_has_row(&g->ops[-ref - 1]) && g->ops[-ref - 1].rk != FJN_RK_CALL)
         g->ops[-ref - 1].buf = g->nbuf++;
 }
 
@@ -869,8 +882,9 @@ static int finish_row_group(fjn_Plan *p, fjn_Group *g)
             lvl = al > lvl ? al : lvl;
             read_in[-op->arg[j] - 1] = 1;
         }
-        op->rk = FJN_IS_REDUCTION(op->code) ? FJN_RK_RED : op->call ? FJN_RK_CALL : same_shape(g, n) ? FJN_RK_VEC
-                                                                                                     : FJN_RK_RSC;
+        op->rk = FJN_IS_REDUCTION(op->code) ? FJN_RK_RED
+                 : same_shape(g, n)          ? (op->call ? FJN_RK_CALL : FJN_RK_VEC)
+                                             : FJN_RK_RSC; /* (a NumPy call on one value per row too) */
         op->level = lvl;
         op->buf = -1;
         if (op->rk != FJN_RK_RSC && lvl > maxlvl)
@@ -898,7 +912,7 @@ static int finish_row_group(fjn_Plan *p, fjn_Group *g)
                 g->in[op->arg[0]].pwsrc = 1;
             row_buffer(g, op->arg[0]);
         }
-        if (op->rk != FJN_RK_VEC || op->buf >= 0 ||
+        if (op->rk != FJN_RK_VEC || fjn_has_row(op) ||
             !(FJN_IS_VMATH(op->code) || op->code == FJN_TDIV || op->code == FJN_SQRT || op->code == FJN_RECIP))
             continue;
         for (int k = m + 1; k < g->nops; k++) {

@@ -120,6 +120,14 @@ typedef struct {
     fjn_rows_fn rows;   /* row groups only (then flat and strided are NULL) */
 } fjn_Group;
 
+/* Does row-group member op have its values in a row (a row buffer, or its output's row:
+   native_emit.c names it kb<member>)?  Such a member read in a later pass is loaded, not
+   recomputed, and a float sum or a NumPy call reads that row. */
+static inline int fjn_has_row(const fjn_Op *op)
+{
+    return (op->rk == FJN_RK_VEC || op->rk == FJN_RK_CALL) && (op->buf >= 0 || op->out >= 0);
+}
+
 /* Type helpers (native_emit.c). */
 int fjn_type_of_descr(PyArray_Descr *d); /* FJT_* or FJT_NONE when not computed natively */
 int fjn_type_num(int t);                 /* the NumPy type number of FJT_* */

@@ -1310,7 +1310,7 @@ static int emit_row_pass(PyObject *buf, const fjn_Group *g, int L)
             need[m] = 1;
         any |= need[m];
         /* a kept row or a NumPy call's row is loaded, not computed */
-        if (!need[m] || op->rk == FJN_RK_CALL || (op->rk == FJN_RK_VEC && op->buf >= 0 && op->level < L))
+        if (!need[m] || op->rk == FJN_RK_CALL || (op->rk == FJN_RK_VEC && fjn_has_row(op) && op->level < L))
             continue;
         for (int j = 0; j < op->nargs; j++) {
             int a = -op->arg[j] - 1;
@@ -1380,16 +1380,15 @@ static int emit_row_pass(PyObject *buf, const fjn_Group *g, int L)
                 return -1;
             continue;
         }
-        if (op->rk == FJN_RK_CALL || (op->buf >= 0 && op->level < L)) {
+        if (op->rk == FJN_RK_CALL || (fjn_has_row(op) && op->level < L)) {
             if (put(buf, "            const %s m%d = kb%d[i];\n", fjt_info[op->type].ctype, m, m) < 0)
                 return -1;
             continue;
         }
         if (emit_row_member(buf, g, m) < 0)
             return -1;
-        if (op->level == L && op->buf >= 0 && put(buf, "            kb%d[i] = m%d;\n", m, m) < 0)
-            return -1;
-        if (op->level == L && op->out >= 0 && put(buf, "            ro%d[i] = m%d;\n", g->nin + op->out, m) < 0)
+        /* its row: a buffer or the output's */
+        if (op->level == L && fjn_has_row(op) && put(buf, "            kb%d[i] = m%d;\n", m, m) < 0)
             return -1;
     }
     return put(buf, "        }\n");
@@ -1438,8 +1437,14 @@ static int emit_row_scalars(PyObject *buf, const fjn_Group *g, int L)
         const fjn_Op *op = &g->ops[m];
         if (op->rk != FJN_RK_RSC || op->level != L)
             continue;
-        if (emit_row_member(buf, g, m) < 0)
+        if (op->call) {
+            /* NumPy's loop on the row's one value */
+            if (put(buf, "        %s m%d;\n        st |= fj_call1(calls + %d, &m%d, &m%d, 1, %d) < 0;\n",
+                    fjt_info[op->type].ctype, m, 3 * (op->call - 1), -op->arg[0] - 1, m, fjt_info[op->type].size) < 0)
+                return -1;
+        } else if (emit_row_member(buf, g, m) < 0) {
             return -1;
+        }
         if (op->out >= 0 && put(buf, "        *(%s *)(data[%d] + r * rs[%d]) = m%d;\n", fjt_info[op->type].ctype,
                                 g->nin + op->out, g->nin + op->out, m) < 0)
             return -1;
@@ -1496,22 +1501,14 @@ static int emit_row_group(PyObject *buf, const fjn_Group *g, int gi)
         if (emit_row_load(buf, g, k, src) < 0)
             return -1;
     }
-    for (int j = 0; j < g->nout; j++) {
-        const fjn_Op *op = &g->ops[g->out_op[j]];
-        const char *ct = fjt_info[op->type].ctype;
-        if (op->rk == FJN_RK_VEC &&
-            put(buf, "        %s *restrict ro%d = (%s *)(data[%d] + r * rs[%d]);\n", ct, g->nin + j, ct, g->nin + j,
-                g->nin + j) < 0)
-            return -1;
-    }
     for (int m = 0; m < g->nops; m++) {
         const fjn_Op *op = &g->ops[m];
         const char *ct = fjt_info[op->type].ctype;
         if (op->buf >= 0 && put(buf, "        %s *restrict kb%d = (%s *)((char *)scratch + (size_t)%d * (size_t)M * 8);\n",
                                 ct, m, ct, op->buf) < 0)
             return -1;
-        /* a NumPy call's result that is an output: computed in the output's row */
-        if (op->rk == FJN_RK_CALL && op->buf < 0 &&
+        /* an output's row (a NumPy call's result is computed there) */
+        if ((op->rk == FJN_RK_CALL || op->rk == FJN_RK_VEC) && op->buf < 0 && op->out >= 0 &&
             put(buf, "        %s *restrict kb%d = (%s *)(data[%d] + r * rs[%d]);\n", ct, m, ct, g->nin + op->out,
                 g->nin + op->out) < 0)
             return -1;
