@@ -40,7 +40,7 @@ from .api import counters as _all_counters
 # Builtins bound at import: framejit's code runs while the program's frames
 # compile, when the program may have patched builtins (len, isinstance, open...).
 from builtins import (  # noqa: A004
-    EOFError, Exception, ImportError, KeyError, OSError, RuntimeError,
+    BaseException, EOFError, Exception, ImportError, KeyError, OSError, RuntimeError,
     RuntimeWarning, TypeError, ValueError, enumerate, len, list, max, open, repr, set, sum,
     type
 )
@@ -412,9 +412,46 @@ def _start_background(plan):
             import atexit
             atexit.register(_stop_background)
             _atexit_set = True
-    # a bare thread: threading.Thread.start waits until the new thread runs,
-    # which (holding the GIL from then on) cost the first call milliseconds
-    _thread.start_new_thread(_background, (plan, done, first))
+    start_workers()
+    _jobs.put((plan, done, first))
+
+
+_jobs = None            # queue.SimpleQueue of builds for the worker threads
+_WORKERS = 2            # compilers at once
+
+
+def start_workers():
+    """Starts the threads that build kernels in the background (once per
+    process; framejit.compile calls it when the native backend is chosen, so
+    that a first call does not pay for starting a thread).  Bare threads:
+    threading.Thread.start waits until the new thread runs."""
+    global _jobs
+    if _jobs is not None:
+        return
+    import queue
+    _jobs = queue.SimpleQueue()
+    for _ in range(_WORKERS):
+        _thread.start_new_thread(_worker, (_jobs,))
+
+
+def _worker(jobs):
+    while True:
+        job = jobs.get()
+        try:
+            _background(*job)
+        except BaseException:  # noqa: BLE001 - (_background reports its errors) the worker stays
+            pass
+
+
+def _after_fork():
+    # the workers are not in the child: new ones start on its first build
+    global _jobs
+    _jobs = None
+    _pending.clear()
+    _processes.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def _background(plan, done, first):
