@@ -230,6 +230,18 @@ between two row groups; results are NumPy's bits, checked); *native_exact
 False* fuses float64 exp and log into the row kernel.  torch.compile is
 inductor on torch tensors with torch's own softmax / log_softmax /
 layer_norm / logsumexp (not NumPy's bits)."""),
+    ("native_first_call", "First calls of the native backend", "bench/native/first_call.py [--quick]",
+     """\
+Issue 23, tiered compilation (docs/native.md, "Tiered compilation").  Each
+figure is the median over fresh processes, each compiling one function and
+timing its first call: *eager* is backend="eager"; *tiered* the native
+backend as users get it (`config.native_background = True`): the first call
+runs the graph eagerly while worker threads build the kernels; *cached* the
+same with the kernels already in the disk cache; *blocking* with
+`native_background = False`, the first call waiting for the C compiler (the
+behaviour before); *kernels loaded after* is the time from the first call
+until the kernels are in use.  `unrolled` repeats one group twelve times
+between matmuls, compiled once."""),
     ("memcheck", "Memory", "bench/memcheck.py [--quick]",
      """\
 Memory stays flat over many warm calls (a 3-op function), cache misses (an
