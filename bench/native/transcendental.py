@@ -9,6 +9,7 @@ at 1e5, 1e6 and 1e7 elements, float64 and float32.  Columns, warm (compiles
 excluded), best of ROUNDS rounds, all variants interleaved within a round:
 
     NumPy              the plain function
+    fj eager           framejit's eager backend
     fj native exact    framejit native backend, config.native_exact = True
                        (the default: the functions run through NumPy)
     fj native          config.native_exact = False (framejit/_vmath.h fused)
@@ -124,6 +125,9 @@ def main():
                         assert np.array_equal(got, want), (name, "exact mode must be NumPy's bits")
                     calls[key] = (cf, args)
                 framejit.config.native_exact = True
+                ce = framejit.compile(_fresh(fn), backend="eager")
+                assert np.array_equal(ce(*args), want), (name, "eager")
+                calls["eager"] = (ce, args)
                 if torch is not None:
                     targs = tuple(torch.from_numpy(x) for x in args)
                     tc = torch.compile(tfns[name])
@@ -144,7 +148,7 @@ def main():
                         best[k] = min(best[k], timed(f, a, reps))
                 row = {"kernel": name, "dtype": np.dtype(dtype).name, "n": f"{n:.0e}",
                        "numpy_us": best["numpy"] * 1e6}
-                for k in ("exact", "native", "inductor", "numba"):
+                for k in ("eager", "exact", "native", "inductor", "numba"):
                     row[k] = best["numpy"] / best[k] if k in best else None
                 rows.append(row)
                 print(f"{name:8} {row['dtype']:8} {row['n']:>6} {row['numpy_us']:>7.0f}us {row['exact']:>7.2f} "
@@ -162,12 +166,17 @@ def main():
                 f"tchain {dt} at or above torch.compile's inductor, one core",
                 f"{sum(r['native'] >= r['inductor'] for r in ch)}/{len(ch)} cells",
                 all(r["native"] >= r["inductor"] for r in ch)))
+    worst = min(rows, key=lambda r: r["eager"])
+    targets.append(_results.target(
+        "eager backend at least 0.95x NumPy on every chain and size (one core)",
+        f"worst {worst['eager']:.2f}x ({worst['kernel']} {worst['dtype']} {worst['n']})",
+        all(r["eager"] >= 0.95 for r in rows)))
     _results.write(
         "native_vmath", "Transcendental functions in native kernels", size="--quick" if QUICK else "full",
         tables=[_results.table(
             f"one core, best of {ROUNDS} interleaved rounds; speed relative to NumPy (higher is faster)",
             [C("kernel", "kernel"), C("dtype", "dtype"), C("n", "n"), C("numpy_us", "NumPy µs", ".0f"),
-             C("exact", "fj native, exact", ".2f"), C("native", "fj native", ".2f"),
+             C("eager", "fj eager", ".2f"), C("exact", "fj native, exact", ".2f"), C("native", "fj native", ".2f"),
              C("inductor", "torch.compile", ".2f"), C("numba", "Numba", ".2f")], rows)],
         targets=targets, data={"rows": rows})
 
