@@ -46,6 +46,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+# native kernels build before a first call returns: a program's few calls
+# would otherwise run eagerly while they compile (config.native_background);
+# set before framejit is imported, inherited by the isolated subprocesses
+os.environ.setdefault("FRAMEJIT_NATIVE_BACKGROUND", "0")
+
 import framejit  # noqa: E402
 
 REGRESSION_DIR = os.path.join(ROOT, "tests", "fuzz_regressions")
