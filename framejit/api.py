@@ -65,9 +65,6 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None, callback=No
     if backend is None:
         backend = config.backend
     backend_fn = _resolve_backend(backend)  # an unknown name fails here, on any Python
-    if backend == "native" and config.native_background:
-        from . import native
-        native.start_workers()  # (so that no first call pays for starting them)
     if not is_supported():
         _warn_unsupported()
         return fn

@@ -68,6 +68,7 @@ LOOP_VEC = ["-mprefer-vector-width=512"]
 
 _toolchain = None       # (argv, version text, flags, loop kernels' extra flags) or False: no compiler
 _toolchain_env = None   # the CC value _toolchain was found for
+_toolchain_lock = threading.Lock()
 _machine = None         # _machine_id(), read once per process
 _warned_no_cc = False
 
@@ -159,11 +160,23 @@ def _find_toolchain():
     remembered in the cache directory under the compiler's identity (resolved
     path, size, mtime), so a process whose kernels are all cached runs no
     subprocess at all."""
-    global _toolchain, _toolchain_env
     env = os.environ.get("CC")
     if _toolchain is not None and _toolchain_env == env:
         return _toolchain
-    _toolchain_env = env
+    with _toolchain_lock:  # (worker threads look it up too: one probe, published when found)
+        return _find_toolchain_locked(env)
+
+
+def _find_toolchain_locked(env):
+    global _toolchain, _toolchain_env
+    if _toolchain is not None and _toolchain_env == env:
+        return _toolchain
+    found = _probe_toolchain(env)
+    _toolchain_env, _toolchain = env, found
+    return found
+
+
+def _probe_toolchain(env):
     _toolchain = False
     if env:
         import shlex
@@ -262,18 +275,31 @@ def compile_cached(source, argv, flags, suffix, what, libs=(), version=""):
     try:
         with os.fdopen(fd, "w") as f:
             f.write(source)
+        if _stopping:
+            raise _Stopped(what)
         try:
+            # its own process group: stopped with cc1 and as (_kill), whose
+            # pipes would otherwise keep communicate() waiting
             pr = subprocess.Popen(argv + flags + [tmp_src, "-o", tmp_so] + list(libs),
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  start_new_session=True)
         except OSError as e:
             raise RuntimeError(f"{what}: the compiler ({' '.join(argv)}) cannot run: {e}") from None
         with _processes_lock:
             _processes.add(pr)
         try:
+            if _stopping:  # (the exit's sweep may have run before this compiler was registered)
+                _kill(pr)
             out, err = pr.communicate()
+        except BaseException:
+            _kill(pr)  # an interrupt (Ctrl-C) while a blocking build waits: no orphan compiler
+            pr.wait()
+            raise
         finally:
             with _processes_lock:
                 _processes.discard(pr)
+        if _stopping:
+            raise _Stopped(what)
         if pr.returncode != 0:
             raise RuntimeError(f"{what}: the compiler failed ({' '.join(argv)}):\n"
                                f"{(err or out)[-4000:]}")
@@ -391,64 +417,85 @@ def _load_built(plan, source, toolchain):
 
 # ---- tiered compilation -------------------------------------------------------
 
-_pending = set()        # builds under way in background threads (a lock each, released when done)
+_pending = {}           # builds under way: their 'done' lock (released when done) -> (plan, first)
 _pending_lock = threading.Lock()
 _atexit_set = False
+_stopping = False       # the interpreter is exiting: no build starts any more
+_jobs = None            # queue.SimpleQueue of builds for the worker threads
+_nworkers = 0           # worker threads running (they exit when idle: _worker)
+_WORKERS = 2            # compilers at once
 
 
-def _start_background(plan):
+class _Stopped(RuntimeError):
+    """A build given up because the interpreter is exiting."""
+
+
+def _start_background(plan, first=None, done=None):
     global _atexit_set
-    c = _counters()
-    c["background_compiles"] += 1
-    # plain locks, held until released: cheaper to make than threading.Event
-    done = _thread.allocate_lock()
-    done.acquire()
-    first = _thread.allocate_lock()
-    first.acquire()
-    plan._after_first_call(first)
+    if first is None:
+        _counters()["background_compiles"] += 1
+        # plain locks, held until released: cheaper to make than threading.Event
+        done = _thread.allocate_lock()
+        done.acquire()
+        first = _thread.allocate_lock()
+        first.acquire()
+        plan._after_first_call(first)
+    _submit(plan, done, first)
+
+
+def _submit(plan, done, first):
+    global _atexit_set, _jobs, _nworkers
     with _pending_lock:
-        _pending.add(done)
+        _pending[done] = (plan, first)
         if not _atexit_set:
             import atexit
             atexit.register(_stop_background)
             _atexit_set = True
-    start_workers()
-    _jobs.put((plan, done, first))
-
-
-_jobs = None            # queue.SimpleQueue of builds for the worker threads
-_WORKERS = 2            # compilers at once
-
-
-def start_workers():
-    """Starts the threads that build kernels in the background (once per
-    process; framejit.compile calls it when the native backend is chosen, so
-    that a first call does not pay for starting a thread).  Bare threads:
-    threading.Thread.start waits until the new thread runs."""
-    global _jobs
-    if _jobs is not None:
-        return
-    import queue
-    _jobs = queue.SimpleQueue()
-    for _ in range(_WORKERS):
-        _thread.start_new_thread(_worker, (_jobs,))
+        if _jobs is None:
+            import queue
+            _jobs = queue.SimpleQueue()
+        _jobs.put((plan, done, first))
+        # workers start with the first build of a burst and exit when idle, so
+        # a process forks without threads unless a build is under way (Python
+        # 3.12 warns about fork() in a process with threads); bare threads:
+        # threading.Thread.start waits until the new thread runs
+        if _nworkers < _WORKERS:
+            _nworkers += 1
+            _thread.start_new_thread(_worker, (_jobs,))
 
 
 def _worker(jobs):
+    global _nworkers
+    import queue
     while True:
-        job = jobs.get()
+        try:
+            job = jobs.get(True, 1.0)
+        except queue.Empty:
+            with _pending_lock:
+                if jobs.empty():
+                    _nworkers -= 1
+                    return
+            continue
         try:
             _background(*job)
         except BaseException:  # noqa: BLE001 - (_background reports its errors) the worker stays
             pass
+        del job  # (the plan is not kept alive by an idle worker)
 
 
 def _after_fork():
-    # the workers are not in the child: new ones start on its first build
-    global _jobs
+    """In a child: no worker thread exists; the builds the parent had under
+    way are submitted again (new workers, new locks)."""
+    global _jobs, _nworkers, _pending_lock, _processes_lock, _pending, _processes
+    pending = list(_pending.items())
     _jobs = None
-    _pending.clear()
-    _processes.clear()
+    _nworkers = 0
+    _pending = {}
+    _processes = set()
+    _pending_lock = threading.Lock()
+    _processes_lock = threading.Lock()
+    for done, (plan, first) in pending:
+        _submit(plan, done, first)
 
 
 os.register_at_fork(after_in_child=_after_fork)
@@ -457,27 +504,37 @@ os.register_at_fork(after_in_child=_after_fork)
 def _background(plan, done, first):
     c = _counters()
     try:
+        if _stopping:
+            return
         # the thread's Python work (partitioning, the cache lookup) holds the
         # GIL: it starts once the first call (eager) has returned (the plan
         # releases 'first'), or after a while if that call is long
         first.acquire(True, 0.05)
-        source = plan._partition()
-        if source is None:
-            c["graphs_unfused"] += 1  # the plan keeps running eager
-            return
-        groups = plan.groups
-        c["groups"] += len(groups)
-        c["nodes_fused"] += sum(len(g) for g in groups)
+        if plan.loaded:
+            return  # (built before a fork, loaded in this child too)
+        if plan.partitioned:  # (before a fork: this is the child)
+            source = plan.source
+            if source is None:
+                return
+        else:
+            source = plan._partition()
+            if source is None:
+                c["graphs_unfused"] += 1  # the plan keeps running eager
+                return
+            groups = plan.groups
+            c["groups"] += len(groups)
+            c["nodes_fused"] += sum(len(g) for g in groups)
         toolchain = _find_toolchain()
         if not toolchain:
             _warn_no_compiler()  # the plan keeps running eager
             return
         _load_built(plan, source, toolchain)
     except Exception as e:  # noqa: BLE001 - the plan keeps running eager; reported once
-        _backend_failed(e)
+        if not _stopping:
+            _backend_failed(e)
     finally:
         with _pending_lock:
-            _pending.discard(done)
+            _pending.pop(done, None)
         done.release()
 
 
@@ -502,17 +559,28 @@ def wait(timeout=None):
 
 
 def _stop_background():
-    """At exit: compilers still running are stopped (their temporary files
-    removed by their threads), not waited for."""
+    """At exit: no build starts any more; compilers still running are killed
+    with their process group (cc1, as), their threads remove their temporary
+    files (waited for up to 2 s each); queued builds are dropped."""
+    global _stopping
+    _stopping = True
     with _processes_lock:
         procs = list(_processes)
     for pr in procs:
-        try:
-            pr.kill()
-        except OSError:
-            pass
+        _kill(pr)
     with _pending_lock:
         locks = list(_pending)
     for lk in locks:
         if lk.acquire(True, 2.0):
             lk.release()
+
+
+def _kill(pr):
+    import signal
+    try:
+        os.killpg(pr.pid, signal.SIGKILL)
+    except OSError:
+        try:
+            pr.kill()
+        except OSError:
+            pass

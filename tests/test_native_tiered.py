@@ -179,3 +179,106 @@ def test_identical_groups_compile_once(tmp_path, monkeypatch):
     assert len(set(re.findall(r"fj_g(\d+)_", plan.source))) == 2  # the loop body's group and the last one
     assert plan.fallbacks == 0
     framejit.reset()
+
+
+# ---- found by review -----------------------------------------------------------
+
+_SUB2 = textwrap.dedent("""
+    import json, os, sys, threading, warnings, numpy as np, framejit
+    from framejit import native
+    framejit.config.native_background = True
+    mode = sys.argv[1]
+    out = {}
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        if mode == "race":
+            # two graphs' builds look the compiler up at once (fresh cache directory)
+            fs = [framejit.compile(eval(f"lambda x: np.sqrt(x * x + {k}.0) * 2.0 - x")) for k in range(6)]
+            x = np.linspace(0, 1, 1000)
+            ts = [threading.Thread(target=lambda f=f: [f(x) for _ in range(3)]) for f in fs]
+            [t.start() for t in ts]
+            [t.join() for t in ts]
+            out["waited"] = native.wait(300)
+            out["ok"] = all(np.array_equal(f(x), np.sqrt(x * x + k) * 2.0 - x) for k, f in enumerate(fs))
+        elif mode == "exit":
+            lines = ["def f(x, w):"]
+            for i in range(60):
+                lines.append(f"    x = np.sqrt(np.abs(x * {i}.5 + {i}.25) + 1.0) * {i + 1}.0 - x")
+                lines.append("    x = x @ w")
+            lines.append("    return x")
+            ns = {"np": np}
+            exec("\\n".join(lines), ns)
+            framejit.compile(ns["f"])(np.ones((4, 4)), np.eye(4) * 0.5)
+            out["ok"] = True  # and exit while the kernels build
+        elif mode == "fork":
+            f = framejit.compile(lambda x: np.sqrt(x * x + 1.0) * 3.0 - x)
+            x = np.linspace(0, 1, 100)
+            f(x)
+            assert native._nworkers >= 1
+            pid = os.fork()
+            if pid == 0:
+                f(x)
+                code = 0 if native.wait(120) and np.array_equal(f(x), np.sqrt(x * x + 1.0) * 3.0 - x) else 1
+                import framejit._C as C
+                os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            out["child_status"] = status
+            out["ok"] = native.wait(120)
+    out["warnings"] = [str(m.message) for m in w]
+    out["counters"] = dict(framejit.counters["native"])
+    print(json.dumps(out))
+""")
+
+
+def _run_sub2(mode, cache):
+    env = dict(os.environ, PYTHONPATH=ROOT, FRAMEJIT_CACHE_DIR=str(cache), FRAMEJIT_BACKEND="native")
+    env.pop("FRAMEJIT_NATIVE_BACKGROUND", None)
+    r = subprocess.run([sys.executable, "-c", _SUB2, mode], capture_output=True, text=True, env=env, cwd=ROOT,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_compiler_lookup_by_two_workers(tmp_path):
+    """The compiler's lookup is published when done (a worker saw the lookup
+    of the other under way as "no compiler": a false warning, a plan eager
+    for good)."""
+    res = _run_sub2("race", tmp_path / "k")
+    assert res["ok"] and res["waited"]
+    assert res["warnings"] == []
+    assert res["counters"].get("kernels_compiled", 0) == 6 and "no_compiler" not in res["counters"]
+
+
+def test_exit_during_a_build_leaves_nothing(tmp_path):
+    """At exit no build starts and the running compiler is killed with its
+    process group: no temporary file stays, no false failure warning."""
+    res = _run_sub2("exit", tmp_path / "k")
+    assert res["ok"]
+    k = tmp_path / "k"
+    assert not [f for f in os.listdir(k) if f.startswith(".fj_tmp")] if k.exists() else True
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_fork_while_building(tmp_path):
+    """A build under way at a fork is built again in the child (its plan was
+    left eager for good)."""
+    res = _run_sub2("fork", tmp_path / "k")
+    assert res["ok"] and res["child_status"] == 0
+
+
+def test_no_thread_before_a_build_and_no_plan_kept(tiered):
+    """framejit.compile starts no thread (a fork after it has nothing to warn
+    about); an idle worker keeps no plan alive."""
+    import gc
+    plans, backend = capture()
+    cf = framejit.compile(chain, backend=backend)
+    x, y = np.linspace(-2, 2, 100), np.linspace(1, 3, 100)
+    cf(x, y)
+    assert native.wait(300)
+    nplans = [p for p in plans if isinstance(p, _C.NativePlan)]
+    del cf
+    plans.clear()
+    framejit.reset()
+    gc.collect()
+    counts = [sys.getrefcount(p) for p in nplans]
+    assert counts == [3] * len(nplans), counts

@@ -2573,6 +2573,10 @@ static void plan_dealloc(fjn_Plan *p)
 static PyObject *plan_load(fjn_Plan *p, PyObject *path)
 {
     PyObject *bytes = NULL;
+    if (!p->partitioned) {
+        PyErr_SetString(PyExc_RuntimeError, "framejit native: _load before _partition");
+        return NULL;
+    }
     if (!PyUnicode_FSConverter(path, &bytes))
         return NULL;
     void *h = dlopen(PyBytes_AS_STRING(bytes), RTLD_NOW | RTLD_LOCAL);
@@ -2711,6 +2715,8 @@ static PyMemberDef plan_members[] = {
     {"eager_runs", T_PYSSIZET, offsetof(fjn_Plan, eager_runs), READONLY,
      "calls that ran the graph with the eager runner while the kernels were compiling"},
     {"loaded", T_INT, offsetof(fjn_Plan, loaded), READONLY, "1 once the compiled kernels are loaded"},
+    {"partitioned", T_INT, offsetof(fjn_Plan, partitioned), READONLY,
+     "1 once the graph is partitioned into steps and groups (native_plan_deferred plans: _partition)"},
     {"split_reductions", T_PYSSIZET, offsetof(fjn_Plan, split_reductions), READONLY,
      "group runs whose reductions over every axis were split over the worker threads"},
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(fjn_Plan, vectorcall), READONLY, NULL},
