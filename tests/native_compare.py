@@ -68,18 +68,8 @@ def same_outcomes(fn, cf, arg_sets, label, clone):
 _cases = [0]
 
 
-def compile_capturing(expr, params, tag="case"):
-    """(plain function, native-compiled function, the list the backend's
-    plans go into) for a function of 'params' returning 'expr' (NumPy as
-    np); each call makes a new function (its own code object), after
-    framejit.reset()."""
-    import framejit
-    _cases[0] += 1
-    name = f"{tag}_{_cases[0]}"
-    src = f"def {name}({params}):\n    return {expr}\n"
-    ns = {"np": np}
-    exec(compile(src, f"<{tag} {_cases[0]}: {expr}>", "exec"), ns)
-    fn = ns[name]
+def capturing_backend():
+    """(the list the native backend's plans go into, a backend putting them there)."""
     plans = []
 
     def capture(graph, example_inputs):
@@ -87,5 +77,22 @@ def compile_capturing(expr, params, tag="case"):
         p = native.backend(graph, example_inputs)
         plans.append(p)
         return p
+    return plans, capture
+
+
+def compile_capturing(expr, params, tag="case", body=False):
+    """(plain function, native-compiled function, the list the backend's
+    plans go into) for a function of 'params' returning 'expr' (NumPy as
+    np; with body=True 'expr' is the function's body, lines); each call
+    makes a new function (its own code object), after framejit.reset()."""
+    import framejit
+    _cases[0] += 1
+    name = f"{tag}_{_cases[0]}"
+    lines = expr.strip().splitlines() if body else [f"return {expr}"]
+    src = f"def {name}({params}):\n" + "".join(f"    {ln}\n" for ln in lines)
+    ns = {"np": np}
+    exec(compile(src, f"<{tag} {_cases[0]}: {lines[-1]}>", "exec"), ns)
+    fn = ns[name]
+    plans, capture = capturing_backend()
     framejit.reset()
     return fn, framejit.compile(fn, backend=capture), plans

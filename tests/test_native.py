@@ -14,7 +14,7 @@ import pytest
 import framejit
 from framejit import _C
 from difftools import clone
-from native_compare import outcome, same, same_outcomes
+from native_compare import capturing_backend, outcome, same, same_outcomes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -336,13 +336,7 @@ def test_threads_large_arrays():
 # ---- plan surface ----------------------------------------------------------------------
 
 def test_plan_introspection():
-    plans = []
-
-    def capture(graph, example_inputs):
-        from framejit import native
-        p = native.backend(graph, example_inputs)
-        plans.append(p)
-        return p
+    plans, capture = capturing_backend()
     fn = make_fn("np.sort(x * 2 + y) - x")
     framejit.reset()
     framejit.compile(fn, backend=capture)(data("f8", (3,)), data("f8", (3,)))

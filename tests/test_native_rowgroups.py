@@ -13,10 +13,7 @@ import pytest
 import framejit
 from framejit import _C
 from difftools import clone
-from native_compare import outcome, same_outcomes
-
-_cases = [0]
-
+from native_compare import compile_capturing, outcome, same_outcomes
 
 @pytest.fixture(autouse=True, scope="module")
 def _cache_dir(native_kernel_cache):
@@ -34,21 +31,7 @@ def _exact():
 def compile_src(body, params="x"):
     """(plain function, native-compiled function, its NativePlans) for a
     function of 'params' whose body is 'body' (lines; NumPy as np)."""
-    _cases[0] += 1
-    name = f"rowcase_{_cases[0]}"
-    src = f"def {name}({params}):\n" + "".join(f"    {ln}\n" for ln in body.strip().splitlines())
-    ns = {"np": np}
-    exec(compile(src, f"<rowcase {_cases[0]}>", "exec"), ns)
-    fn = ns[name]
-    plans = []
-
-    def capture(graph, example_inputs):
-        from framejit import native
-        p = native.backend(graph, example_inputs)
-        plans.append(p)
-        return p
-    framejit.reset()
-    return fn, framejit.compile(fn, backend=capture), plans
+    return compile_capturing(body, params, "rowcase", body=True)
 
 
 def close_outcomes(fn, cf, arg_sets, label):

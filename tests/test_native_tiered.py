@@ -16,6 +16,7 @@ import pytest
 
 import framejit
 from framejit import _C, native
+from native_compare import capturing_backend
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,13 +34,7 @@ def tiered(tmp_path, monkeypatch):
 
 
 def capture():
-    plans = []
-
-    def backend(graph, example_inputs):
-        p = native.backend(graph, example_inputs)
-        plans.append(p)
-        return p
-    return plans, backend
+    return capturing_backend()
 
 
 def chain(x, y):

@@ -25,7 +25,6 @@ Writes bench/results/native_vmath.json (bench/_results.py).
 """
 import os
 import sys
-import time
 
 for v in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
     os.environ[v] = "1"
@@ -37,6 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.dirname(HERE))
 
 import _results  # noqa: E402
+from _harness import best_interleaved, fresh  # noqa: E402
 import framejit  # noqa: E402
 
 QUICK = "--quick" in sys.argv
@@ -86,12 +86,6 @@ def close(got, want, dtype):
     return got.dtype == want.dtype and np.allclose(got, want, rtol=tol, atol=tol)
 
 
-def timed(fn, args, reps):
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        fn(*args)
-    return (time.perf_counter() - t0) / reps
-
 
 def main():
     _results.start()
@@ -118,14 +112,14 @@ def main():
                 calls = {"numpy": (fn, args)}
                 for key, exact in (("exact", True), ("native", False)):
                     framejit.config.native_exact = exact
-                    cf = framejit.compile(_fresh(fn), backend="native")
+                    cf = framejit.compile(fresh(fn), backend="native")
                     got = cf(*args)
                     assert close(got, want, dtype), (name, key)
                     if exact:
                         assert np.array_equal(got, want), (name, "exact mode must be NumPy's bits")
                     calls[key] = (cf, args)
                 framejit.config.native_exact = True
-                ce = framejit.compile(_fresh(fn), backend="eager")
+                ce = framejit.compile(fresh(fn), backend="eager")
                 assert np.array_equal(ce(*args), want), (name, "eager")
                 calls["eager"] = (ce, args)
                 if torch is not None:
@@ -137,15 +131,7 @@ def main():
                     assert close(nbf[name](*args), want, dtype)
                     calls["numba"] = (nbf[name], args)
                 reps = max(2, int(3e6 // n))
-                best = {k: float("inf") for k in calls}
-                for r in range(ROUNDS):
-                    order = list(calls)
-                    if r % 2:
-                        order.reverse()
-                    for k in order:
-                        f, a = calls[k]
-                        f(*a)
-                        best[k] = min(best[k], timed(f, a, reps))
+                best = best_interleaved(calls, ROUNDS, reps)
                 row = {"kernel": name, "dtype": np.dtype(dtype).name, "n": f"{n:.0e}",
                        "numpy_us": best["numpy"] * 1e6}
                 for k in ("eager", "exact", "native", "inductor", "numba"):
@@ -181,15 +167,6 @@ def main():
         targets=targets, data={"rows": rows})
 
 
-_fresh_n = [0]
-
-
-def _fresh(fn):
-    """A new function object with its own code (framejit caches per code object)."""
-    _fresh_n[0] += 1
-    import types
-    code = fn.__code__.replace(co_name=f"{fn.__name__}_{_fresh_n[0]}")
-    return types.FunctionType(code, fn.__globals__, code.co_name)
 
 
 if __name__ == "__main__":
