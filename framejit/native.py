@@ -22,6 +22,7 @@ import os
 import shutil
 import _thread
 import threading
+from _queue import Empty as _QueueEmpty, SimpleQueue as _SimpleQueue  # (C: no import of queue.py on a first call)
 import warnings
 
 try:  # already loaded by `random` (which NumPy imports): no import cost at all;
@@ -417,11 +418,11 @@ def _load_built(plan, source, toolchain):
 
 # ---- tiered compilation -------------------------------------------------------
 
-_pending = {}           # builds under way: their 'done' lock (released when done) -> (plan, first)
+_pending = {}           # builds under way: their 'done' lock (released when done) -> plan
 _pending_lock = threading.Lock()
 _atexit_set = False
 _stopping = False       # the interpreter is exiting: no build starts any more
-_jobs = None            # queue.SimpleQueue of builds for the worker threads
+_jobs = None            # SimpleQueue of builds for the worker threads
 _nworkers = 0           # worker threads running (they exit when idle: _worker)
 _WORKERS = 2            # compilers at once
 
@@ -430,31 +431,28 @@ class _Stopped(RuntimeError):
     """A build given up because the interpreter is exiting."""
 
 
-def _start_background(plan, first=None, done=None):
-    global _atexit_set
-    if first is None:
-        _counters()["background_compiles"] += 1
-        # plain locks, held until released: cheaper to make than threading.Event
-        done = _thread.allocate_lock()
-        done.acquire()
-        first = _thread.allocate_lock()
-        first.acquire()
-        plan._after_first_call(first)
-    _submit(plan, done, first)
+def _start_background(plan):
+    _counters()["background_compiles"] += 1
+    # the build is submitted when the first call (eager) has returned: its
+    # thread's start and its Python work (holding the GIL) stay out of it
+    plan._after_first_call(_submit)
 
 
-def _submit(plan, done, first):
+def _submit(plan, done=None):
+    """Queues the build of 'plan' (called by the plan after its first call)."""
     global _atexit_set, _jobs, _nworkers
+    if done is None:
+        done = _thread.allocate_lock()  # held until the build is over (wait())
+        done.acquire()
     with _pending_lock:
-        _pending[done] = (plan, first)
+        _pending[done] = plan
         if not _atexit_set:
             import atexit
             atexit.register(_stop_background)
             _atexit_set = True
         if _jobs is None:
-            import queue
-            _jobs = queue.SimpleQueue()
-        _jobs.put((plan, done, first))
+            _jobs = _SimpleQueue()
+        _jobs.put((plan, done))
         # workers start with the first build of a burst and exit when idle, so
         # a process forks without threads unless a build is under way (Python
         # 3.12 warns about fork() in a process with threads); bare threads:
@@ -466,11 +464,10 @@ def _submit(plan, done, first):
 
 def _worker(jobs):
     global _nworkers
-    import queue
     while True:
         try:
             job = jobs.get(True, 1.0)
-        except queue.Empty:
+        except _QueueEmpty:
             with _pending_lock:
                 if jobs.empty():
                     _nworkers -= 1
@@ -494,22 +491,18 @@ def _after_fork():
     _processes = set()
     _pending_lock = threading.Lock()
     _processes_lock = threading.Lock()
-    for done, (plan, first) in pending:
-        _submit(plan, done, first)
+    for done, plan in pending:
+        _submit(plan, done)
 
 
 os.register_at_fork(after_in_child=_after_fork)
 
 
-def _background(plan, done, first):
+def _background(plan, done):
     c = _counters()
     try:
         if _stopping:
             return
-        # the thread's Python work (partitioning, the cache lookup) holds the
-        # GIL: it starts once the first call (eager) has returned (the plan
-        # releases 'first'), or after a while if that call is long
-        first.acquire(True, 0.05)
         if plan.loaded:
             return  # (built before a fork, loaded in this child too)
         if plan.partitioned:  # (before a fork: this is the child)

@@ -176,7 +176,7 @@ typedef struct {
     PyObject *capsules;          /* list: NumPy's call-info capsules of the inner loops row groups call */
     Py_ssize_t eager_runs;       /* calls run by the eager runner before the kernels were loaded */
     int partitioned;             /* plan_partition ran (once) */
-    PyObject *first_event;       /* released (a lock's release()) after the first eager call, then dropped */
+    PyObject *first_event;       /* called with the plan after the first eager call, then dropped */
     int exact;                   /* config.native_exact when the plan was made (native_config(exact=)) */
     vectorcallfunc vectorcall;
 } fjn_Plan;
@@ -2499,13 +2499,13 @@ static PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t n
         PyObject *r = PyObject_Vectorcall(p->graph, args, nargsf, kwnames);
         p->eager_runs++;
         if (p->first_event) {
-            /* the thread building the kernels waits for the first call to finish
-               (its Python work would hold the GIL in the middle of it) */
+            /* the build starts when the first call is over (framejit/native.py
+               _submit(plan): a thread's start, its Python work holding the GIL) */
             PyObject *ev = p->first_event, *x;
             p->first_event = NULL;
             PyObject *et, *evv, *tb;
             PyErr_Fetch(&et, &evv, &tb);
-            if (!(x = PyObject_CallMethod(ev, "release", NULL)))
+            if (!(x = PyObject_CallOneArg(ev, (PyObject *)p)))
                 PyErr_WriteUnraisable(ev);
             Py_XDECREF(x);
             PyErr_Restore(et, evv, tb);
@@ -2674,8 +2674,8 @@ static PyObject *plan_repr(fjn_Plan *p)
                                 p->nsteps);
 }
 
-/* plan._after_first_call(lock): lock.release() is called when the first call
-   (run eagerly) returns. */
+/* plan._after_first_call(fn): fn(plan) is called when the first call (run
+   eagerly) has run, before it returns. */
 static PyObject *plan_after_first_call(fjn_Plan *p, PyObject *event)
 {
     Py_XSETREF(p->first_event, Py_NewRef(event));
@@ -2691,7 +2691,7 @@ static PyObject *plan_partition_method(fjn_Plan *p, PyObject *unused)
 static PyMethodDef plan_methods[] = {
     {"_load", (PyCFunction)plan_load, METH_O, "_load(path): dlopen the compiled kernels of this plan."},
     {"_after_first_call", (PyCFunction)plan_after_first_call, METH_O,
-     "_after_first_call(lock): lock.release() when the first (eager) call returns."},
+     "_after_first_call(fn): fn(plan) when the first (eager) call has run."},
     {"_partition", (PyCFunction)plan_partition_method, METH_NOARGS,
      "_partition(): partitions a deferred plan's graph; the kernels' C source, or None when nothing fuses."},
     {NULL, NULL, 0, NULL},
