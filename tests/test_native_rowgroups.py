@@ -280,16 +280,29 @@ def test_dynamic_rows_compile_once():
 
 
 CALLED = ["exp", "log", "sin", "cos", "tanh", "expm1", "log1p"]
+# unary ufuncs the kernels never compute: always NumPy's loop inside a group
+OTHER_CALLED = ["tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "exp2",
+                "log2", "log10", "cbrt", "sign", "deg2rad", "rad2deg", "degrees", "radians", "spacing"]
+
+
+def _call_arg(fname):
+    """An argument within fname's domain, from c (any real)."""
+    if fname.startswith("log") or fname == "arccosh":
+        return "np.abs(c) + 1.0"
+    if fname in ("arcsin", "arccos", "arctanh"):
+        return "c / (np.abs(c) + 1.0)"
+    return "c"
 ROW_LENGTHS = [2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 64, 65, 127, 129, 257, 1000, 4097]
 
 
 @pytest.mark.parametrize("dt", [np.float64, np.float32])
-@pytest.mark.parametrize("fname", CALLED)
+@pytest.mark.parametrize("fname", CALLED + OTHER_CALLED)
 def test_numpy_loops_called_per_row(dt, fname):
     """With native_exact True, a transcendental function inside a row group
-    is NumPy's own inner loop called on each row: NumPy's bits for every row
-    length (its SIMD loops' results do not depend on where a run starts)."""
-    arg = "np.abs(c) + 0.5" if fname.startswith("log") else "c"
+    is NumPy's own inner loop called on each row (the other unary ufuncs
+    always): NumPy's bits for every row length (its SIMD loops' results do
+    not depend on where a run starts)."""
+    arg = _call_arg(fname)
     body = f"""
 c = x - x.mean(axis=-1, keepdims=True)
 y = np.{fname}({arg})
@@ -298,7 +311,7 @@ return y - y.sum(axis=-1, keepdims=True)
     args = [(data(dt, (3, m), m, 1.0),) for m in ROW_LENGTHS]
     plans = check(body, args)
     assert fallbacks(plans) == 0
-    assert any(fname in g for p in plans for g in p.groups), [p.groups for p in plans]
+    assert any(fname in g or f"{fname}_1" in g for p in plans for g in p.groups), [p.groups for p in plans]
     assert all(len(p.groups) == 1 for p in plans), [p.groups for p in plans]
 
 
@@ -447,3 +460,14 @@ m = x.max()
 return m + np.log(np.exp(x - m).sum())
 """)
     same_outcomes(fn, cf, [(data(dt, (n,)),) for n in (2, 100, 5000)], "lse 1-d", clone)
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_other_unary_ufuncs_in_blocks(dt):
+    """tan, cbrt, arctan, log10 ... join a plain group as NumPy's loops (the
+    group runs in blocks): one group, NumPy's bits, special values too."""
+    x = data(dt, (5003,), 0, 3.0)
+    x[:6] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30]
+    plans = check("return x * 0.5 + np.cbrt(x) * np.arctan(x) - np.tan(x * 0.1) + np.log10(np.abs(x) + 1.0)",
+                  [(x,), (x[:2047],), (x.reshape(7, 713) if x.size == 4991 else x[:4991].reshape(7, 713),)])
+    assert len(plans[0].groups) == 1, plans[0].groups

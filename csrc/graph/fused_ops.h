@@ -27,6 +27,9 @@ enum {
     /* a row's code only, never a kernel's: x ** c with a constant exponent c fuses as FJN_SQUARE (2),
        FJN_SQRT (0.5) or FJN_RECIP (-1), what ndarray.__pow__ runs for these (native.c's classify_pow) */
     FJN_POW,
+    /* a row group's member computed by NumPy's own inner loop of its row's unary ufunc (tan, cbrt,
+       log2, ...: native.c row_join_call), never a row's code */
+    FJN_UCALL,
     /* reductions over every axis (their result is a 0-d value, always materialized) */
     FJN_RSUM, FJN_RMAX, FJN_RMIN, FJN_RANY, FJN_RALL, FJN_RMEAN,
 };

@@ -795,16 +795,19 @@ done:
     return rc;
 }
 
-/* A transcendental function the kernels do not compute (config.native_exact)
-   joins an open group that reduces along rows as a call of NumPy's own inner
-   loop on each row (NumPy's bits: the loop NumPy runs for a contiguous
-   array, whose elements do not depend on where a call's run starts or ends;
-   tests/test_native_rowgroups.py checks every run length).  1 joined, 0 not,
-   -1 error. */
+/* A unary ufunc the kernels do not compute (a transcendental function with
+   config.native_exact, tan, cbrt, log2 ...) joins the open group as a call
+   of NumPy's own inner loop on each row or block (NumPy's bits: the loop
+   NumPy runs for a contiguous array, whose elements do not depend on where a
+   call's run starts or ends; tests/test_native_rowgroups.py checks every
+   run length class).  1 joined, 0 not, -1 error. */
 static int row_join_call(fjn_Builder *b, fj_Node *n)
 {
     const fj_OpDef *row = n->op;
-    if (b->open < 0 || n->kind != FJ_NODE_CALL || row == NULL || !FJN_IS_VMATH(row->fused) || row->ufunc == NULL ||
+    /* a unary ufunc the kernels do not compute: the transcendental functions (with
+       native_exact), tan, arcsin ... arctanh, exp2, log2, log10, cbrt, sign, degrees ... */
+    if (b->open < 0 || n->kind != FJ_NODE_CALL || row == NULL || row->kind != FJ_OP_FUNC || row->nin != 1 ||
+        !(row->flags & FJ_OPF_UFUNC) || !(row->fused == 0 || FJN_IS_VMATH(row->fused)) || row->ufunc == NULL ||
         (n->kwargs && PyDict_GET_SIZE(n->kwargs)) || PyTuple_GET_SIZE(n->args) != 1 ||
         (n->vkind != FJ_VAL_ARRAY && n->vkind != FJ_VAL_NPSCALAR))
         return 0;
@@ -834,7 +837,7 @@ static int row_join_call(fjn_Builder *b, fj_Node *n)
     fjn_Op op;
     memset(&op, 0, sizeof op);
     op.node = n->index;
-    op.code = row->fused;
+    op.code = row->fused ? row->fused : FJN_UCALL;
     op.nargs = 1;
     op.argtype[0] = op.type = t;
     op.out = -1;
