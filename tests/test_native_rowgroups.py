@@ -471,3 +471,16 @@ def test_other_unary_ufuncs_in_blocks(dt):
     plans = check("return x * 0.5 + np.cbrt(x) * np.arctan(x) - np.tan(x * 0.1) + np.log10(np.abs(x) + 1.0)",
                   [(x,), (x[:2047],), (x.reshape(7, 713) if x.size == 4991 else x[:4991].reshape(7, 713),)])
     assert len(plans[0].groups) == 1, plans[0].groups
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_a_call_opens_a_group(dt):
+    """A NumPy-loop call no open group takes opens one (np.tanh(x) * 2.0 + 1.0
+    is one group); a group of calls only stays NumPy's nodes."""
+    xs = [(data(dt, (n,), n, 2.0),) for n in (2, 2047, 2049, 10000)] + [(data(dt, (30, 70)),)]
+    plans = check("return np.tanh(x) * 2.0 + 1.0", xs)
+    assert all(p.groups == [["tanh", "mul", "add"]] for p in plans), [p.groups for p in plans]
+    assert fallbacks(plans) == 0
+    fn, cf, raw = compile_src("return np.exp(np.sin(x))")
+    same_outcomes(fn, cf, xs[:2], "calls only", clone)
+    assert not [p for p in raw if isinstance(p, _C.NativePlan)]  # nothing fused: the graph runs eagerly

@@ -851,6 +851,35 @@ static int row_join_call(fjn_Builder *b, fj_Node *n)
     return 1;
 }
 
+/* A call of NumPy's loop (row_join_call) that no open group takes opens a
+   group of its own shape (np.tanh(x) * 2.0 + b is then one group).  A group
+   left with calls only runs them as NumPy nodes (finish_groups).  1 opened
+   and joined, 0 not (nothing changed), -1 error. */
+static int row_open_call(fjn_Builder *b, fj_Node *n)
+{
+    if (n->kind != FJ_NODE_CALL || n->vkind != FJ_VAL_ARRAY || PyTuple_GET_SIZE(n->args) != 1 || n->ndim < 1 ||
+        n->shape[n->ndim - 1] == 1)
+        return 0;
+    PyObject *a = PyTuple_GET_ITEM(n->args, 0);
+    if (!fj_Node_Check(a) || ((fj_Node *)a)->vkind != FJ_VAL_ARRAY)
+        return 0;
+    fj_Node *an = (fj_Node *)a;
+    if (an->ndim != n->ndim || an->datadep != n->datadep)
+        return 0;
+    for (int i = 0; i < n->ndim; i++)
+        if (an->shape[i] != n->shape[i])
+            return 0;
+    if (close_group(b) < 0 || open_group(b, n) < 0)
+        return -1;
+    int rc = row_join_call(b, n);
+    if (rc <= 0) {
+        /* not taken: the empty group is undone (no step was added for it) */
+        b->p->ngroups--;
+        b->open = -1;
+    }
+    return rc;
+}
+
 /* Operand 'ref' of a row group's member read as a whole row (summed, or a
    NumPy call's argument): a member gets a row buffer, unless it has its row
    already (a buffer, or a NumPy call's: a buffer or its output's row); an
@@ -963,6 +992,11 @@ static int finish_groups(fjn_Builder *b)
     }
     for (int gi = 0; gi < p->ngroups; gi++) {
         fjn_Group *g = &p->groups[gi];
+        int calls_only = g->nops > 0;
+        for (int m = 0; m < g->nops && calls_only; m++)
+            calls_only = g->ops[m].call != 0;
+        if (calls_only)
+            g->nout = FJN_MAX_OUT + 1; /* NumPy's loops alone: its nodes, as they are */
         if (g->rowk && g->nout <= FJN_MAX_OUT && finish_row_group(p, g))
             g->nout = FJN_MAX_OUT + 1; /* too many outputs: the group runs unfused */
         for (int m = 0; m < g->nops && !g->rowk; m++) {
@@ -1255,6 +1289,8 @@ static PyObject *plan_partition(fjn_Plan *p)
         }
         if (c == 0) {
             int rj = row_join_call(&b, n);
+            if (rj == 0)
+                rj = row_open_call(&b, n);
             if (rj < 0)
                 goto error;
             if (rj)
