@@ -161,24 +161,20 @@ def _find_toolchain():
     remembered in the cache directory under the compiler's identity (resolved
     path, size, mtime), so a process whose kernels are all cached runs no
     subprocess at all."""
+    global _toolchain, _toolchain_env
     env = os.environ.get("CC")
     if _toolchain is not None and _toolchain_env == env:
         return _toolchain
     with _toolchain_lock:  # (worker threads look it up too: one probe, published when found)
-        return _find_toolchain_locked(env)
-
-
-def _find_toolchain_locked(env):
-    global _toolchain, _toolchain_env
-    if _toolchain is not None and _toolchain_env == env:
+        if _toolchain is None or _toolchain_env != env:
+            found = _probe_toolchain(env)
+            _toolchain_env, _toolchain = env, found
         return _toolchain
-    found = _probe_toolchain(env)
-    _toolchain_env, _toolchain = env, found
-    return found
 
 
 def _probe_toolchain(env):
-    _toolchain = False
+    """The toolchain of CC value 'env' (the remembered probe, else a new one), or False."""
+    found = False
     if env:
         import shlex
     candidates = [shlex.split(env)] if env else [["cc"], ["gcc"], ["clang"]]
@@ -191,14 +187,14 @@ def _probe_toolchain(env):
             with open(tfile, "rb") as f:
                 saved = marshal.loads(f.read())
             if saved["ident"] == ident:
-                _toolchain = (argv, saved["version"], saved["flags"], saved["loop_flags"])
+                found = (argv, saved["version"], saved["flags"], saved["loop_flags"])
                 break
         except (OSError, ValueError, KeyError, TypeError, EOFError):
             pass
         probed = _probe(argv)
         if probed is None:
             continue
-        _toolchain = (argv, probed[0], probed[1], probed[2])
+        found = (argv, probed[0], probed[1], probed[2])
         try:
             import tempfile
             os.makedirs(os.path.dirname(tfile), exist_ok=True)
@@ -210,7 +206,7 @@ def _probe_toolchain(env):
         except OSError:
             pass
         break
-    return _toolchain
+    return found
 
 
 def _accepts(argv, flags):

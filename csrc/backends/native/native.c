@@ -176,7 +176,7 @@ typedef struct {
     PyObject *capsules;          /* list: NumPy's call-info capsules of the inner loops row groups call */
     Py_ssize_t eager_runs;       /* calls run by the eager runner before the kernels were loaded */
     int partitioned;             /* plan_partition ran (once) */
-    PyObject *first_event;       /* called with the plan after the first eager call, then dropped */
+    PyObject *on_first_call;     /* called with the plan after its first (eager) call, then dropped */
     int exact;                   /* config.native_exact when the plan was made (native_config(exact=)) */
     vectorcallfunc vectorcall;
 } fjn_Plan;
@@ -857,18 +857,7 @@ static int row_join_call(fjn_Builder *b, fj_Node *n)
    and joined, 0 not (nothing changed), -1 error. */
 static int row_open_call(fjn_Builder *b, fj_Node *n)
 {
-    if (n->kind != FJ_NODE_CALL || n->vkind != FJ_VAL_ARRAY || PyTuple_GET_SIZE(n->args) != 1 || n->ndim < 1 ||
-        n->shape[n->ndim - 1] == 1)
-        return 0;
-    PyObject *a = PyTuple_GET_ITEM(n->args, 0);
-    if (!fj_Node_Check(a) || ((fj_Node *)a)->vkind != FJ_VAL_ARRAY)
-        return 0;
-    fj_Node *an = (fj_Node *)a;
-    if (an->ndim != n->ndim || an->datadep != n->datadep)
-        return 0;
-    for (int i = 0; i < n->ndim; i++)
-        if (an->shape[i] != n->shape[i])
-            return 0;
+    /* (row_join_call checks the operand against the new group's shape) */
     if (close_group(b) < 0 || open_group(b, n) < 0)
         return -1;
     int rc = row_join_call(b, n);
@@ -1169,7 +1158,7 @@ static fjn_Plan *plan_alloc(PyObject *graph)
     p->nph = 0;
     p->vectorcall = plan_vectorcall;
     p->partitioned = 0;
-    p->first_event = NULL;
+    p->on_first_call = NULL;
     p->exact = fjn_exact;
     p->nodes = PyObject_GetAttrString(graph, "nodes");
     if (!p->nodes || !PyList_Check(p->nodes))
@@ -1394,8 +1383,6 @@ static PyObject *plan_new_from_graph(PyObject *graph)
     Py_DECREF(p);
     return r;
 }
-
-
 
 /* The FE_* conditions NumPy's error state ignores (np.geterr()[...] == "ignore").
    The state lives in a ContextVar (numpy.ufunc.extobj, NumPy 2) whose value
@@ -2103,10 +2090,6 @@ static int row_stride(int nd, const npy_intp *shape, const npy_intp *s, npy_intp
     return 1;
 }
 
-/* Runs row group g's kernel (inputs in data / strides, 'shape' the broadcast
-   shape, not empty, C order): allocates the outputs into outs (a NumPy scalar
-   result into obuf), returns the kernel's status, FJN_ST_HARD when the layouts
-   do not suit it (nothing ran), or -1 with an exception. */
 /* Rows of a row group's call, split over the worker threads (each with its own scratch). */
 typedef struct {
     fjn_rows_fn fn;
@@ -2167,6 +2150,10 @@ static int run_rows_split(fjn_Group *g, Py_ssize_t R, Py_ssize_t M, char *const 
    blocks of this many elements, whatever the shape. */
 #define FJN_ROW_BLOCK 2048
 
+/* Runs row group g's kernel (inputs in data / strides, 'shape' the broadcast
+   shape, not empty, C order): allocates the outputs into outs (a NumPy scalar
+   result into obuf), returns the kernel's status, FJN_ST_HARD when the layouts
+   do not suit it (nothing ran), or -1 with an exception. */
 static int run_rowk(fjn_Plan *p, fjn_Group *g, int nd, npy_intp *shape, char **data, const npy_intp *strides,
                     PyArrayObject **outs, fjn_Scalar *obuf, PyObject **env)
 {
@@ -2176,9 +2163,7 @@ static int run_rowk(fjn_Plan *p, fjn_Group *g, int nd, npy_intp *shape, char **d
     for (int a = 0; a < nd; a++)
         size *= shape[a];
     /* blocks: no reductions (so no row is special), every operand contiguous or one value */
-    int blocks = 1;
-    for (int m = 0; m < g->nops && blocks; m++)
-        blocks = g->ops[m].rk != FJN_RK_RED;
+    int blocks = !g->has_red;
     for (int k = 0; k < g->nin && blocks; k++) {
         const fjn_Input *in = &g->in[k];
         if (in->kind == FJN_IN_ARRAY && in->bcast != 0)
@@ -2237,17 +2222,12 @@ static int run_rowk(fjn_Plan *p, fjn_Group *g, int nd, npy_intp *shape, char **d
     for (int k = 0; k < g->nin + g->nout; k++)
         tdata[k] = data[k] && rs[k] ? data[k] + R * rs[k] : data[k];
     int status;
-    if (size >= fjn_nogil_min) {
-        Py_BEGIN_ALLOW_THREADS
-        status = run_rows_split(g, R, M, data, rs);
-        if (tail)
-            status |= run_rows_split(g, 1, tail, tdata, rs);
-        Py_END_ALLOW_THREADS
-    } else {
-        status = run_rows_split(g, R, M, data, rs);
-        if (tail)
-            status |= run_rows_split(g, 1, tail, tdata, rs);
-    }
+    PyThreadState *ts = size >= fjn_nogil_min ? PyEval_SaveThread() : NULL;
+    status = run_rows_split(g, R, M, data, rs);
+    if (tail)
+        status |= run_rows_split(g, 1, tail, tdata, rs);
+    if (ts)
+        PyEval_RestoreThread(ts);
     return status;
 }
 
@@ -2537,18 +2517,17 @@ static PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t n
            the graph runs as the eager backend runs it */
         PyObject *r = PyObject_Vectorcall(p->graph, args, nargsf, kwnames);
         p->eager_runs++;
-        if (p->first_event) {
+        if (p->on_first_call) {
             /* the build starts when the first call is over (framejit/native.py
                _submit(plan): a thread's start, its Python work holding the GIL) */
-            PyObject *ev = p->first_event, *x;
-            p->first_event = NULL;
-            PyObject *et, *evv, *tb;
-            PyErr_Fetch(&et, &evv, &tb);
-            if (!(x = PyObject_CallOneArg(ev, (PyObject *)p)))
-                PyErr_WriteUnraisable(ev);
+            PyObject *fn = p->on_first_call, *x, *et, *ev, *tb;
+            p->on_first_call = NULL;
+            PyErr_Fetch(&et, &ev, &tb);
+            if (!(x = PyObject_CallOneArg(fn, (PyObject *)p)))
+                PyErr_WriteUnraisable(fn);
             Py_XDECREF(x);
-            PyErr_Restore(et, evv, tb);
-            Py_DECREF(ev);
+            PyErr_Restore(et, ev, tb);
+            Py_DECREF(fn);
         }
         return r;
     }
@@ -2599,7 +2578,7 @@ static void plan_dealloc(fjn_Plan *p)
     Py_XDECREF(p->source);
     /* after the kernels that call their loops are gone (they are not running) */
     Py_XDECREF(p->capsules);
-    Py_XDECREF(p->first_event);
+    Py_XDECREF(p->on_first_call);
     /* no call of this plan is running (a call holds a reference), so no
        worker runs its kernels; dlopen counts the plans sharing one file */
     if (p->dl)
@@ -2715,9 +2694,9 @@ static PyObject *plan_repr(fjn_Plan *p)
 
 /* plan._after_first_call(fn): fn(plan) is called when the first call (run
    eagerly) has run, before it returns. */
-static PyObject *plan_after_first_call(fjn_Plan *p, PyObject *event)
+static PyObject *plan_after_first_call(fjn_Plan *p, PyObject *fn)
 {
-    Py_XSETREF(p->first_event, Py_NewRef(event));
+    Py_XSETREF(p->on_first_call, Py_NewRef(fn));
     Py_RETURN_NONE;
 }
 
@@ -2797,8 +2776,6 @@ static PyObject *native_plan_deferred(PyObject *mod, PyObject *graph)
         return NULL;
     return (PyObject *)plan_alloc(graph);
 }
-
-
 
 /* native_config(threads=None, thread_min=None, float_axis_minmax=None, stream_min=None) ->
    (threads, thread_min, float_axis_minmax, stream_min): reads / sets the knobs (new reference,

@@ -843,12 +843,24 @@ static int emit_invalid_check(PyObject *buf, const fjn_Group *g, const fjn_Op *o
     }
 }
 
+/* The statements computing member m (elementwise): const <type> m<m> = ...; */
+static int emit_member(PyObject *buf, const fjn_Group *g, int m)
+{
+    char e[2048];
+    const fjn_Op *op = &g->ops[m];
+    if (op->code == FJN_FLOORDIV || op->code == FJN_MOD)
+        return emit_intdiv(buf, g, op, m);
+    if (op_expr(g, op, e, sizeof e) < 0) {
+        PyErr_Format(PyExc_SystemError, "framejit native: cannot emit op %d on type %d", op->code, op->argtype[0]);
+        return -1;
+    }
+    return put(buf, "            const %s m%d = %s;\n", fjt_info[op->type].ctype, m, e);
+}
+
 /* The loop body: loads (by 'mode'), members, stores. mode 0: flat, 1: strided.
    'pwstmt' is the statement that takes the pairwise-summed value ("res +="). */
 static int emit_body(PyObject *buf, const fjn_Group *g, int mode, const char *pwstmt)
 {
-    char e[2048];
-
     for (int k = 0; k < g->nin; k++) {
         const fjn_Input *in = &g->in[k];
         const char *ct = fjt_info[in->type].ctype;
@@ -869,11 +881,6 @@ static int emit_body(PyObject *buf, const fjn_Group *g, int mode, const char *pw
     }
     for (int m = 0; m < g->nops; m++) {
         const fjn_Op *op = &g->ops[m];
-        if (op->code == FJN_FLOORDIV || op->code == FJN_MOD) {
-            if (emit_intdiv(buf, g, op, m) < 0)
-                return -1;
-            continue;
-        }
         if (FJN_IS_REDUCTION(op->code)) {
             if (fjn_checkonly) {
                 /* the pairwise-summed operand: is it NaN (fj_g<N>_chk) */
@@ -888,13 +895,7 @@ static int emit_body(PyObject *buf, const fjn_Group *g, int mode, const char *pw
                 return -1;
             continue;
         }
-        if (op_expr(g, op, e, sizeof e) < 0) {
-            PyErr_Format(PyExc_SystemError, "framejit native: cannot emit op %d on type %d", op->code,
-                         op->argtype[0]);
-            return -1;
-        }
-        if (put(buf, "            const %s m%d = %s;\n", fjt_info[op->type].ctype, m, e) < 0 ||
-            emit_invalid_check(buf, g, op, m) < 0)
+        if (emit_member(buf, g, m) < 0 || emit_invalid_check(buf, g, op, m) < 0)
             return -1;
     }
     for (int j = 0; j < g->nout && !fjn_checkonly; j++) {
@@ -1280,22 +1281,9 @@ static int emit_row_load(PyObject *buf, const fjn_Group *g, int k, const char *s
 {
     const char *ct = fjt_info[g->in[k].type].ctype;
     if (g->in[k].type == FJT_BOOL)
-        return put(buf, "%s const unsigned char w%d = %s; const unsigned char v%d = w%d != 0; (void)v%d; (void)w%d;\n",
-                   "       ", k, src, k, k, k, k);
+        return put(buf, "        const unsigned char w%d = %s; const unsigned char v%d = w%d != 0; (void)v%d; (void)w%d;\n",
+                   k, src, k, k, k, k);
     return put(buf, "        const %s v%d = %s; (void)v%d;\n", ct, k, src, k);
-}
-
-static int emit_row_member(PyObject *buf, const fjn_Group *g, int m)
-{
-    char e[2048];
-    const fjn_Op *op = &g->ops[m];
-    if (op->code == FJN_FLOORDIV || op->code == FJN_MOD)
-        return emit_intdiv(buf, g, op, m);
-    if (op_expr(g, op, e, sizeof e) < 0) {
-        PyErr_Format(PyExc_SystemError, "framejit native: cannot emit op %d on type %d", op->code, op->argtype[0]);
-        return -1;
-    }
-    return put(buf, "            const %s m%d = %s;\n", fjt_info[op->type].ctype, m, e);
 }
 
 static int emit_row_pass(PyObject *buf, const fjn_Group *g, int L)
@@ -1385,7 +1373,7 @@ static int emit_row_pass(PyObject *buf, const fjn_Group *g, int L)
                 return -1;
             continue;
         }
-        if (emit_row_member(buf, g, m) < 0)
+        if (emit_member(buf, g, m) < 0)
             return -1;
         /* its row: a buffer or the output's */
         if (op->level == L && fjn_has_row(op) && put(buf, "            kb%d[i] = m%d;\n", m, m) < 0)
@@ -1442,7 +1430,7 @@ static int emit_row_scalars(PyObject *buf, const fjn_Group *g, int L)
             if (put(buf, "        %s m%d;\n        st |= fj_call1(calls + %d, &m%d, &m%d, 1, %d) < 0;\n",
                     fjt_info[op->type].ctype, m, 3 * (op->call - 1), -op->arg[0] - 1, m, fjt_info[op->type].size) < 0)
                 return -1;
-        } else if (emit_row_member(buf, g, m) < 0) {
+        } else if (emit_member(buf, g, m) < 0) {
             return -1;
         }
         if (op->out >= 0 && put(buf, "        *(%s *)(data[%d] + r * rs[%d]) = m%d;\n", fjt_info[op->type].ctype,
