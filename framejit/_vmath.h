@@ -49,6 +49,11 @@
 #else
 #define FJV_MA(a, b, c) ((a) * (b) + (c))
 #endif
+#ifdef __FMA__
+#define FJV_MAF(a, b, c) __builtin_fmaf((a), (b), (c))
+#else
+#define FJV_MAF(a, b, c) ((a) * (b) + (c))
+#endif
 
 static inline double fjv_d(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
 static inline uint64_t fjv_u(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
@@ -106,24 +111,78 @@ static inline double fjv_exp_reduce(double x, uint64_t *s1, uint64_t *s2)
     return (x - k * ln2hi) - k * ln2lo;
 }
 
+/* exp(r), |r| <= ln2/2 + a little: 1 + r + r^2 q(r), q of degree 9 (a Chebyshev fit,
+   mpmath.chebyfit: 2^-55.7 relative to exp(r)) */
+static inline double fjv_exp64_poly(double r)
+{
+    double q = FJV_MA(0x1.af39789bfd689p-26, r, 0x1.28922d8c8d4fbp-22);
+    q = FJV_MA(q, r, 0x1.71de0d573888bp-19);
+    q = FJV_MA(q, r, 0x1.a019b87f7a6e9p-16);
+    q = FJV_MA(q, r, 0x1.a01a01a7da98dp-13);
+    q = FJV_MA(q, r, 0x1.6c16c178b0646p-10);
+    q = FJV_MA(q, r, 0x1.1111111110996p-7);
+    q = FJV_MA(q, r, 0x1.5555555553d05p-5);
+    q = FJV_MA(q, r, 0x1.5555555555556p-3);
+    q = FJV_MA(q, r, 0x1.0000000000001p-1);
+    return 1.0 + FJV_MA(r * r, q, r);
+}
+
+/* exp(x): |x| clamped to 1400 (past it exp is 0 or inf; a NaN is the result for a
+   NaN), x = k ln2 + r (k rounded with the 1.5 * 2^52 shift, ln2 in a 32-bit head
+   and a tail), exp(r) by fjv_exp64_poly, times 2^k as 2^k2 added to the exponent
+   bits (exact: |k2| <= 1010) and one product by 2^k1, which alone rounds, so
+   overflow and underflow are raised there; results below 2^-1022 also raise
+   underflow explicitly (2^-1075: NumPy's exp raises it for every such result,
+   where the product is exact for some) */
 static inline double fj_exp64(double x)
 {
-    uint64_t s1, s2;
-    double r = fjv_exp_reduce(fjv_clamp_abs(x, 0x4095e00000000000ULL /* 1400 */), &s1, &s2);
-    double y = ((1.0 + fjv_expm1_core(r)) * fjv_d(s1)) * fjv_d(s2);
-    /* NumPy's exp raises underflow for every result below 2^-1022; the last product
-       is exact for some of those (no flag): 2^-1082 underflows for them, 2^-60 is
-       exact for the others, and either times 0 adds nothing to y (> 0 or NaN) */
-    uint64_t tiny = 0 - (uint64_t)__builtin_isless(x, -708.3964185322641);
-    double t = fjv_d((0x0010000000000000ULL & tiny) | (0x3ff0000000000000ULL & ~tiny)) * 0x1p-60;
-    return y + t * 0.0;
+    const double shift = 0x1.8p52, invln2 = 0x1.71547652b82fep0;
+    const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
+    uint64_t u = fjv_u(x), a = u & 0x7fffffffffffffffULL;
+    a = a < 0x4095e00000000000ULL ? a : 0x4095e00000000000ULL; /* 1400 */
+    double c = fjv_d(a | (u & 0x8000000000000000ULL));
+    double z = FJV_MA(c, invln2, shift);
+    double k = z - shift;
+    uint64_t ki = fjv_u(z) - fjv_u(shift);                     /* k, two's complement */
+    uint64_t k1 = (uint64_t)((int64_t)ki >> 1), k2 = ki - k1;
+    double r = FJV_MA(-k, ln2lo, FJV_MA(-k, ln2hi, c));
+    double y = fjv_d(fjv_u(fjv_exp64_poly(r)) + (k2 << 52)) * fjv_d((k1 << 52) + 0x3ff0000000000000ULL);
+    double w = c < -708.3964185322641 ? 0.5 : 0.0;
+    y = y + w * 0x1p-1074;
+    return x != x ? x : y;
+}
+
+/* float32 exp in float32 lanes: |x| clamped to 160 (past it exp is 0 or inf in
+   float32; a NaN is the result for a NaN), x = k ln2 + r (k rounded with the
+   1.5 * 2^23 shift; ln2 in a 15-bit head and a tail), exp(r) = 1 + r + r^2 q(r),
+   q of degree 4 (fitted: 0.06 ulp), times 2^k as 2^k2 added to the exponent bits
+   (exact: |k2| <= 116) and one product by 2^k1, which alone rounds, so overflow
+   and underflow are raised there; results below 2^-126 also raise underflow
+   explicitly (2^-150: NumPy's exp raises it for every such result) */
+static inline float fjv_exp32_core(float c) /* |c| <= 160, not NaN */
+{
+    const float shift = 0x1.8p23f, invln2 = 0x1.715476p0f;
+    const float ln2hi = 0x1.62e4p-1f, ln2lo = 0x1.7f7d1cp-20f;
+    float z = FJV_MAF(c, invln2, shift);
+    float k = z - shift;
+    uint32_t ki = fjv_uf(z) - fjv_uf(shift);             /* k, two's complement */
+    uint32_t k1 = (uint32_t)((int32_t)ki >> 1), k2 = ki - k1;
+    float r = FJV_MAF(-k, ln2lo, FJV_MAF(-k, ln2hi, c));
+    float q = FJV_MAF(FJV_MAF(FJV_MAF(FJV_MAF(0x1.6a1a62p-10f, r, 0x1.123fc8p-7f), r, 0x1.555916p-5f), r,
+                              0x1.55548ap-3f), r, 0x1.fffffcp-2f);
+    float p = 1.0f + FJV_MAF(r * r, q, r);
+    return fjv_f(fjv_uf(p) + (k2 << 23)) * fjv_f((k1 << 23) + 0x3f800000u);
 }
 
 static inline float fj_exp32(float x)
 {
-    uint64_t s1, s2;
-    double r = fjv_exp_reduce((double)fjv_clamp_absf(x, 0x44af0000u /* 1400 */), &s1, &s2);
-    return (float)(((1.0 + fjv_expm1_core(r)) * fjv_d(s1)) * fjv_d(s2));
+    uint32_t u = fjv_uf(x), a = u & 0x7fffffffu;
+    a = a < 0x43200000u ? a : 0x43200000u;                 /* |x| <= 160; a NaN too, put back last */
+    float c = fjv_f(a | (u & 0x80000000u));
+    float y = fjv_exp32_core(c);
+    float w = c < -87.3365f ? 0.5f : 0.0f;
+    y = y + w * 0x1p-149f;
+    return x != x ? x : y;
 }
 
 /* ---- log ----------------------------------------------------------------- */
@@ -166,13 +225,26 @@ static inline double fj_log64(double x)
     return fjv_log(fjv_d((u & m) | (0x3ff0000000000000ULL & ~m))) * fjv_invalid_unless(m);
 }
 
+/* float32 log in float32 lanes (fdlibm's e_logf.c polynomial): x = 2^e m, m in
+   [sqrt(2)/2, sqrt(2)) from the bits, f = m - 1, s = f / (2 + f); an argument
+   that is not a positive normal finite float32 raises invalid as fj_log64's */
 static inline float fj_log32(float x)
 {
+    const float ln2hi = 6.9313812256e-01f, ln2lo = 9.0580006145e-06f;
+    const float Lg1 = 0x1.555554p-1f, Lg2 = 0x1.999c26p-2f, Lg3 = 0x1.23d3dcp-2f, Lg4 = 0x1.f13c4cp-3f;
     uint32_t u = fjv_uf(x);
-    uint32_t ok = (uint32_t)((u - 0x00800000u) < 0x7f000000u); /* positive normal float32 */
-    uint64_t m = 0 - (uint64_t)ok;
-    double d = (double)fjv_f((u & (0u - ok)) | (0x3f800000u & ~(0u - ok)));
-    return (float)(fjv_log(d) * fjv_invalid_unless(m));
+    uint32_t ok = 0u - (uint32_t)((u - 0x00800000u) < 0x7f000000u); /* positive normal float32 */
+    uint32_t ix = (u & ok) | (0x3f800000u & ~ok);
+    uint32_t eb = (ix - 0x3f3504f3u) >> 23;                          /* e in 9 bits */
+    float m = fjv_f(ix - (eb << 23));
+    float f = m - 1.0f;
+    float dk = (float)(int32_t)((eb ^ 0x100u) - 0x100u);
+    float s = f / (2.0f + f);
+    float z = s * s, w = z * z;
+    float R = z * FJV_MAF(w, Lg3, Lg1) + w * FJV_MAF(w, Lg4, Lg2);
+    float hfsq = 0.5f * f * f;
+    float q = fjv_f((0x3f800000u & ok) | (0x7f800000u & ~ok)) * fjv_f(0x3f800000u & ok); /* 1, or NaN + invalid */
+    return (dk * ln2hi - ((hfsq - (s * (hfsq + R) + dk * ln2lo)) - f)) * q;
 }
 
 /* ---- sin, cos ------------------------------------------------------------ */
@@ -245,8 +317,53 @@ static inline double fjv_sincos(double x, int which)
 
 static inline double fj_sin64(double x) { return fjv_sincos(x, 0); }
 static inline double fj_cos64(double x) { return fjv_sincos(x, 1); }
+#ifdef __FMA__
+/* float32 sin and cos in float32 lanes: x = n pi + r (sin) or (2m + 1) pi/2 + r (cos),
+   |r| <= pi/2, pi and pi/2 in three float32 parts (the first product exact in the
+   FMA), sin(r) = r + r^3 q(r^2), q of degree 3 (fitted: 0.1 ulp), negated for odd
+   n (sin) or even m (cos); |x| > 2^16, inf and NaN raise invalid (NumPy then
+   computes the group) */
+static inline float fjv_sinpolyf(float r)
+{
+    float s = r * r;
+    float q = FJV_MAF(FJV_MAF(FJV_MAF(0x1.5db39cp-19f, s, -0x1.9f6f4ep-13f), s, 0x1.110ed0p-7f), s,
+                      -0x1.55554cp-3f);
+    return FJV_MAF(r * s, q, r);
+}
+/* 1, or NaN with invalid raised where 'ok' is 0 */
+static inline float fjv_invalid_unlessf(uint32_t ok)
+{
+    return fjv_f((0x3f800000u & ok) | (0x7f800000u & ~ok)) * fjv_f(0x3f800000u & ok);
+}
+static inline float fj_sin32(float x)
+{
+    const float shift = 0x1.8p23f, invpi = 0x1.45f306p-2f;
+    const float P1 = 0x1.921fb6p1f, P2 = -0x1.777a5cp-24f, P3 = -0x1.ee59dap-49f;
+    uint32_t u = fjv_uf(x);
+    uint32_t ok = 0u - (uint32_t)((u & 0x7fffffffu) <= 0x47800000u); /* |x| <= 2^16 */
+    x = fjv_f(u & ok);
+    float z = FJV_MAF(x, invpi, shift);
+    float n = z - shift;
+    float r = FJV_MAF(-n, P3, FJV_MAF(-n, P2, FJV_MAF(-n, P1, x)));
+    return fjv_f(fjv_uf(fjv_sinpolyf(r)) ^ (fjv_uf(z) << 31)) * fjv_invalid_unlessf(ok);
+}
+static inline float fj_cos32(float x)
+{
+    const float shift = 0x1.8p23f, invpi = 0x1.45f306p-2f;
+    const float P1 = 0x1.921fb6p0f, P2 = -0x1.777a5cp-25f, P3 = -0x1.ee59dap-50f;
+    uint32_t u = fjv_uf(x);
+    uint32_t ok = 0u - (uint32_t)((u & 0x7fffffffu) <= 0x47800000u);
+    x = fjv_f(u & ok);
+    float z = FJV_MAF(x, invpi, -0.5f) + shift;                   /* m = rint(x / pi - 1/2) */
+    float q = FJV_MAF(z - shift, 2.0f, 1.0f);                     /* 2m + 1 */
+    float r = FJV_MAF(-q, P3, FJV_MAF(-q, P2, FJV_MAF(-q, P1, x)));
+    return fjv_f(fjv_uf(fjv_sinpolyf(r)) ^ ((~fjv_uf(z)) << 31)) * fjv_invalid_unlessf(ok);
+}
+#else
+/* without FMA the three-part reduction is not exact in float32: float64 inside */
 static inline float fj_sin32(float x) { return (float)fjv_sincos((double)x, 0); }
 static inline float fj_cos32(float x) { return (float)fjv_sincos((double)x, 1); }
+#endif
 
 /* ---- tanh ---------------------------------------------------------------- */
 
@@ -280,7 +397,22 @@ static inline double fj_tanh64(double x)
     return fjv_d(fjv_u(q) | sign);
 }
 
-static inline float fj_tanh32(float x) { return (float)fj_tanh64((double)x); }
+/* float32 tanh in float32 lanes: |x| < 0.55: x + x^3 q(x^2), q of degree 4
+   (fitted: 0.02 ulp); else 1 - 2 / (exp(2|x|) + 1), |x| clamped to 9 (tanh is 1
+   in float32 past it); the sign put back; NaN gives NaN, no flag */
+static inline float fj_tanh32(float x)
+{
+    uint32_t u = fjv_uf(x), sign = u & 0x80000000u, a = u & 0x7fffffffu;
+    a = a < 0x41100000u ? a : 0x41100000u;                 /* |x| <= 9; a NaN too, put back last */
+    float v = fjv_f(a), z = v * v;
+    float q = FJV_MAF(FJV_MAF(FJV_MAF(FJV_MAF(-0x1.9b2fd4p-8f, z, 0x1.593cf2p-6f), z, -0x1.b92878p-5f), z,
+                              0x1.110d26p-3f), z, -0x1.55554ap-2f);
+    float small = FJV_MAF(v * z, q, v);
+    float big = 1.0f - 2.0f / (fjv_exp32_core(2.0f * v) + 1.0f);
+    uint32_t m = 0u - (uint32_t)(a < 0x3f0ccccdu); /* |x| < 0.55 */
+    float t = fjv_f(((fjv_uf(small) & m) | (fjv_uf(big) & ~m)) | sign);
+    return x != x ? x : t;
+}
 
 /* ---- expm1, log1p -------------------------------------------------------- */
 

@@ -78,8 +78,9 @@ static int code_accepts(int code, int t)
 {
     int isf = t == FJT_F32 || t == FJT_F64, isb = t == FJT_BOOL, isi = !isf && !isb && t != FJT_NONE;
     if (FJN_IS_VMATH(code))
-        return t == FJT_F64; /* float64 only: the float32 versions (float64 inside) ran 0.3-1.0x
-                                NumPy's float32 SIMD loops (bench/native/transcendental.py) */
+        /* float32: exp, log, sin, cos and tanh in float32 lanes (framejit/_vmath.h);
+           expm1 and log1p of float32 stay NumPy's loops */
+        return t == FJT_F64 || (t == FJT_F32 && code != FJN_EXPM1 && code != FJN_LOG1P);
     switch (code) {
     case FJN_ADD:
     case FJN_MUL:

@@ -438,10 +438,13 @@ static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
         return 0;
     }
     if (FJN_IS_VMATH(op->code)) {
-        /* framejit/_vmath.h's fj_<name>64, in FJN_EXP .. FJN_LOG1P order */
+        /* framejit/_vmath.h's fj_<name>64 / fj_<name>32, in FJN_EXP .. FJN_LOG1P order */
         static const char *const names[] = {"exp", "log", "sin", "cos", "tanh", "expm1_", "log1p"};
         operand_expr(g, op->arg[0], t, &A);
-        return t == FJT_F64 ? (snprintf(out, cap, "fj_%s64(%s)", names[op->code - FJN_EXP], a), 0) : -1;
+        if (t != FJT_F64 && (t != FJT_F32 || op->code == FJN_EXPM1 || op->code == FJN_LOG1P))
+            return -1;
+        snprintf(out, cap, "fj_%s%s(%s)", names[op->code - FJN_EXP], t == FJT_F64 ? "64" : "32", a);
+        return 0;
     }
     int sel = op->code == FJN_WHERE;
     operand_expr(g, op->arg[0], op->argtype[0], &A);
