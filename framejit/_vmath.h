@@ -398,12 +398,12 @@ static inline double fj_tanh64(double x)
 }
 
 /* float32 tanh in float32 lanes: |x| < 0.55: x + x^3 q(x^2), q of degree 4
-   (fitted: 0.02 ulp); else 1 - 2 / (exp(2|x|) + 1), |x| clamped to 9 (tanh is 1
-   in float32 past it); the sign put back; NaN gives NaN, no flag */
+   (fitted: 0.02 ulp); else 1 - 2 / (exp(2|x|) + 1), |x| clamped to 10 (tanh rounds
+   to 1 in float32 from 9.02 on); the sign put back; NaN gives NaN, no flag */
 static inline float fj_tanh32(float x)
 {
     uint32_t u = fjv_uf(x), sign = u & 0x80000000u, a = u & 0x7fffffffu;
-    a = a < 0x41100000u ? a : 0x41100000u;                 /* |x| <= 9; a NaN too, put back last */
+    a = a < 0x41200000u ? a : 0x41200000u;                 /* |x| <= 10; a NaN too, put back last */
     float v = fjv_f(a), z = v * v;
     float q = FJV_MAF(FJV_MAF(FJV_MAF(FJV_MAF(-0x1.9b2fd4p-8f, z, 0x1.593cf2p-6f), z, -0x1.b92878p-5f), z,
                               0x1.110d26p-3f), z, -0x1.55554ap-2f);

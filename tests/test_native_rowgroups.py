@@ -485,3 +485,71 @@ def test_a_call_opens_a_group(dt):
     fn, cf, raw = compile_src("return np.exp(np.sin(x))")
     same_outcomes(fn, cf, xs[:2], "calls only", clone)
     assert not [p for p in raw if isinstance(p, _C.NativePlan)]  # nothing fused: the graph runs eagerly
+
+
+# ---- binary ufuncs as NumPy's loops (fj_call2) ----
+
+BINARY_CALLED = ["np.power({a}, {b})", "np.arctan2({a}, {b})", "np.hypot({a}, {b})", "np.logaddexp({a}, {b})",
+                 "np.logaddexp2({a}, {b})", "{a} ** {b}"]
+
+
+def _binary(expr, form):
+    """expr of operands a, b (from c, w): both arrays, or one a constant."""
+    a, b = {"arrays": ("np.abs(c) + 0.5", "w"), "const2": ("np.abs(c) + 0.5", "1.75"),
+            "const1": ("1.25", "w"), "int2": ("np.abs(c) + 0.5", "3")}[form]
+    return expr.format(a=f"({a})", b=f"({b})")
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+@pytest.mark.parametrize("form", ["arrays", "const2", "const1", "int2"])
+@pytest.mark.parametrize("expr", BINARY_CALLED)
+def test_binary_numpy_loops_called_per_row(dt, form, expr):
+    """np.power, x ** y (but the exponents ndarray.__pow__ computes with other
+    ufuncs), arctan2, hypot, logaddexp, logaddexp2 of float operands of the
+    group's shape, or one a constant, are NumPy's own binary loop called on
+    each row (the constant's stride 0): NumPy's bits for every row length."""
+    call = _binary(expr, form)
+    body = f"""
+c = x - x.mean(axis=-1, keepdims=True)
+w = x * 0.5
+y = {call}
+return y - y.sum(axis=-1, keepdims=True)
+"""
+    plans = check(body, [(data(dt, (3, m), m, 1.0),) for m in ROW_LENGTHS])
+    assert fallbacks(plans) == 0
+    name = "pow" if "**" in expr else expr[3:expr.index("(")]
+    assert all(len(p.groups) == 1 and any(m == name or m.startswith(name + "_") for m in p.groups[0])
+               for p in plans), [p.groups for p in plans]
+    assert "fj_call2(calls" in plans[0].source
+
+
+@pytest.mark.parametrize("n", [1, 7, 2047, 2049, 4097, 100003])
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
+def test_binary_numpy_loops_in_blocks(n, dt):
+    body = "return np.arctan2(x, w) * 2.0 + np.power(np.abs(x) + 0.5, w) - (np.abs(w) + 1.0) ** 1.5"
+    plans = check(body, [(data(dt, (n,), 0, 2.0), data(dt, (n,), 1, 2.0))], "x, w")
+    assert fallbacks(plans) == 0
+    if n > 1:
+        assert len(plans[0].groups) == 1 and "fj_call2(calls" in plans[0].source, plans[0].groups
+
+
+@pytest.mark.parametrize("mode", ["warn", "raise", "ignore"])
+def test_binary_numpy_loops_special_values_and_warnings(mode):
+    """Negative bases to fractional powers (invalid), overflow, infinities and
+    NaN: NumPy's values, warnings and errors (the group runs through NumPy
+    when the called loop raises a flag errstate does not ignore)."""
+    x = data(np.float64, (4, 40), 0, 3.0)
+    x[0, 3], x[1, 7], x[2, 9], x[3, 1] = np.inf, np.nan, 400.0, -np.inf
+    for body in ("return np.power(x, 1.5) + x", "return (x * 2.0) ** 0.75 - np.hypot(x, 1.0)",
+                 "return np.arctan2(x, x * 0.0) + np.logaddexp(x, 1e308)", "return 10.0 ** x + 1.0"):
+        for dt in (np.float64, np.float32):
+            fn, cf, _ = compile_src(f"with np.errstate(all='{mode}'):\n    " + body.replace("\n", "\n    "))
+            same_outcomes(fn, cf, [(x.astype(dt),), (np.abs(x).astype(dt),)], body, clone)
+
+
+def test_pow_exponents_numpy_computes_otherwise_are_not_calls():
+    """x ** 2, ** 0.5, ** -1 are fused as square / sqrt / reciprocal (ndarray.__pow__'s);
+    x ** 1.0 and x ** 0 are not taken as power's loop."""
+    for body in ("return x ** 2 + 1.0", "return x ** 1.0 + 1.0", "return x ** 0 + x"):
+        plans = check(body, [(data(np.float64, (200,)),)])
+        assert all("fj_call2(calls" not in p.source for p in plans), body

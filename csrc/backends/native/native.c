@@ -740,23 +740,29 @@ typedef struct {
 /* NumPy's own inner loop of unary ufunc 'name' on contiguous items of type
    'descr' (in and out): fills fn (function, context, auxdata) and appends the
    capsule owning them to *caps.  1, 0 when NumPy has no such loop, -1 error. */
-static int numpy_loop(const char *name, PyArray_Descr *descr, PyObject **caps, void **fn)
+static int numpy_loop(const char *name, int nin, PyArray_Descr *descr, const Py_ssize_t *strides, PyObject **caps,
+                      void **fn)
 {
     PyObject *uf = NULL, *r = NULL, *dts = NULL, *fixed = NULL, *kw = NULL, *got = NULL;
     int rc = 0;
-    if (!(uf = PyObject_GetAttrString(fjn_numpy, name)) || !(dts = Py_BuildValue("(OO)", (PyObject *)descr, Py_None)))
+    Py_ssize_t isz = (Py_ssize_t)PyDataType_ELSIZE(descr);
+    if (!(uf = PyObject_GetAttrString(fjn_numpy, name)) ||
+        !(dts = nin == 1 ? Py_BuildValue("(OO)", (PyObject *)descr, Py_None)
+                         : Py_BuildValue("(OOO)", (PyObject *)descr, (PyObject *)descr, Py_None)))
         goto done;
     r = PyObject_CallMethod(uf, "_resolve_dtypes_and_context", "(O)", dts);
     if (!r || !PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 2 || !PyTuple_Check(PyTuple_GET_ITEM(r, 0)) ||
-        PyTuple_GET_SIZE(PyTuple_GET_ITEM(r, 0)) != 2)
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(r, 0)) != nin + 1)
         goto done;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i <= nin; i++) {
         PyObject *d = PyTuple_GET_ITEM(PyTuple_GET_ITEM(r, 0), i);
         if (!PyArray_DescrCheck(d) || !PyArray_EquivTypes((PyArray_Descr *)d, descr))
             goto done; /* another loop (a cast in between): not this */
     }
     PyObject *cap = PyTuple_GET_ITEM(r, 1);
-    if (!(fixed = Py_BuildValue("(nn)", (Py_ssize_t)PyDataType_ELSIZE(descr), (Py_ssize_t)PyDataType_ELSIZE(descr))) ||
+    /* the strides the kernel calls it with (the loop may be chosen by them): each
+       operand's (0 for a constant), the output's contiguous */
+    if (!(fixed = nin == 1 ? Py_BuildValue("(nn)", strides[0], isz) : Py_BuildValue("(nnn)", strides[0], strides[1], isz)) ||
         !(kw = Py_BuildValue("{sO}", "fixed_strides", fixed)))
         goto done;
     PyObject *meth = PyObject_GetAttrString(uf, "_get_strided_loop"), *args = PyTuple_Pack(1, cap);
@@ -802,9 +808,13 @@ done:
    NumPy runs for a contiguous array, whose elements do not depend on where a
    call's run starts or ends; tests/test_native_rowgroups.py checks every
    run length class).  1 joined, 0 not, -1 error. */
+static int row_join_call2(fjn_Builder *b, fj_Node *n);
+
 static int row_join_call(fjn_Builder *b, fj_Node *n)
 {
     const fj_OpDef *row = n->op;
+    if (row != NULL && row->nin == 2)
+        return row_join_call2(b, n);
     /* a unary ufunc the kernels do not compute: the transcendental functions (with
        native_exact), tan, arcsin ... arctanh, exp2, log2, log10, cbrt, sign, degrees ... */
     if (b->open < 0 || n->kind != FJ_NODE_CALL || row == NULL || row->kind != FJ_OP_FUNC || row->nin != 1 ||
@@ -832,7 +842,8 @@ static int row_join_call(fjn_Builder *b, fj_Node *n)
     int t = fjn_type_of_descr(n->dtype);
     if ((t != FJT_F32 && t != FJT_F64) || fjn_type_of_descr(((fj_Node *)a)->dtype) != t)
         return 0;
-    int rc = numpy_loop(row->ufunc, n->dtype, &b->p->capsules, &g->calls[3 * g->ncall]);
+    Py_ssize_t stride = (Py_ssize_t)PyDataType_ELSIZE(n->dtype);
+    int rc = numpy_loop(row->ufunc, 1, n->dtype, &stride, &b->p->capsules, &g->calls[3 * g->ncall]);
     if (rc <= 0)
         return rc;
     fjn_Op op;
@@ -841,6 +852,88 @@ static int row_join_call(fjn_Builder *b, fj_Node *n)
     op.code = row->fused ? row->fused : FJN_UCALL;
     op.nargs = 1;
     op.argtype[0] = op.type = t;
+    op.out = -1;
+    op.axis = -1;
+    op.call = g->ncall + 1;
+    int r = group_add(b, n, &op);
+    if (r != 0)
+        return r < 0 ? -1 : 0;
+    g->ncall++;
+    g->rowk = 1;
+    return 1;
+}
+
+/* The binary float ufuncs the kernels do not compute whose NumPy loop joins a
+   group (each checked to give every element the same bits whatever run it is
+   in, with an array or a constant for either operand: tests/test_native_rowgroups.py). */
+static const char *const row_call2_ufuncs[] = {"power", "arctan2", "hypot", "logaddexp", "logaddexp2", NULL};
+
+/* A binary ufunc of row_call2_ufuncs (np.power, x ** y but for the exponents
+   NumPy's ndarray.__pow__ computes otherwise, np.arctan2 ...) of float operands
+   of the open group's shape and type, or one of them a Python float or int
+   constant of that type's exact value, joins the open group as a call of
+   NumPy's loop on each row or block (the constant's stride 0).  1 joined, 0 not,
+   -1 error. */
+static int row_join_call2(fjn_Builder *b, fj_Node *n)
+{
+    const fj_OpDef *row = n->op;
+    if (b->open < 0 || n->kind != FJ_NODE_CALL || row->ufunc == NULL || PyTuple_GET_SIZE(n->args) != 2 ||
+        (n->kwargs && PyDict_GET_SIZE(n->kwargs)) || n->vkind != FJ_VAL_ARRAY ||
+        !((row->kind == FJ_OP_FUNC && (row->flags & FJ_OPF_UFUNC) && row->fused == 0) ||
+          (row->kind == FJ_OP_BINOP && row->fused == FJN_POW)))
+        return 0;
+    int known = 0;
+    for (int i = 0; row_call2_ufuncs[i] && !known; i++)
+        known = strcmp(row->ufunc, row_call2_ufuncs[i]) == 0;
+    fjn_Group *g = &b->p->groups[b->open];
+    int t = fjn_type_of_descr(n->dtype);
+    if (!known || (t != FJT_F32 && t != FJT_F64) || !row_capable(g) || g->nops == FJN_MAX_OPS ||
+        g->ncall == FJN_MAX_CALL || !same_shape(g, n))
+        return 0;
+    Py_ssize_t strides[2];
+    int arrays = 0;
+    for (int i = 0; i < 2; i++) {
+        PyObject *a = PyTuple_GET_ITEM(n->args, i);
+        if (fj_Node_Check(a)) {
+            fj_Node *an = (fj_Node *)a;
+            if (an->vkind != FJ_VAL_ARRAY || !same_shape(g, an) || fjn_type_of_descr(an->dtype) != t)
+                return 0;
+            strides[i] = (Py_ssize_t)PyDataType_ELSIZE(n->dtype);
+            arrays++;
+            continue;
+        }
+        /* a constant: a Python float, or an int, whose value the type holds exactly
+           (NumPy converts it to the array's type) */
+        double v;
+        if (PyFloat_CheckExact(a)) {
+            v = PyFloat_AS_DOUBLE(a);
+        } else if (PyLong_CheckExact(a)) {
+            int ovf = 0;
+            long long iv = PyLong_AsLongLongAndOverflow(a, &ovf);
+            if (ovf || iv > (1LL << 24) || iv < -(1LL << 24))
+                return 0;
+            v = (double)iv;
+        } else {
+            return 0;
+        }
+        if (t == FJT_F32 && (double)(float)v != v && v == v)
+            return 0;
+        /* x ** k: ndarray.__pow__ computes these exponents with other ufuncs */
+        if (row->kind == FJ_OP_BINOP && i == 1 && (v == 2.0 || v == 0.5 || v == -1.0 || v == 1.0 || v == 0.0))
+            return 0;
+        strides[i] = 0;
+    }
+    if (arrays == 0)
+        return 0;
+    int rc = numpy_loop(row->ufunc, 2, n->dtype, strides, &b->p->capsules, &g->calls[3 * g->ncall]);
+    if (rc <= 0)
+        return rc;
+    fjn_Op op;
+    memset(&op, 0, sizeof op);
+    op.node = n->index;
+    op.code = FJN_UCALL;
+    op.nargs = 2;
+    op.argtype[0] = op.argtype[1] = op.type = t;
     op.out = -1;
     op.axis = -1;
     op.call = g->ncall + 1;
@@ -926,7 +1019,8 @@ static int finish_row_group(fjn_Plan *p, fjn_Group *g)
                operand's row in a buffer too (an input: the input's row) */
             if (op->out < 0)
                 op->buf = g->nbuf++;
-            row_buffer(g, op->arg[0]);
+            for (int j = 0; j < op->nargs; j++)
+                row_buffer(g, op->arg[j]);
             continue;
         }
         if (op->rk == FJN_RK_RED && is_pairwise(op)) {

@@ -292,8 +292,8 @@ PyObject *fjn_emit_prologue(void)
         "   The flags raised before it are raised again after it: some of NumPy's loops clear the\n"
         "   status (tanh does), which NumPy reads around each loop but a kernel after all of them */\n"
         "typedef int (*fj_loop_t)(void *, char *const *, const intptr_t *, const intptr_t *, void *);\n"
-        "static inline int fj_call1(void *const *c, const void *src, void *dst, intptr_t n, intptr_t isz)\n"
-        "{ char *d[2] = {(char *)src, (char *)dst}; intptr_t s[2] = {isz, isz}; int f = fj_fetest(FJ_FPE);\n"
+        "static inline int fj_calln(void *const *c, char *const *d, const intptr_t *s, intptr_t n)\n"
+        "{ int f = fj_fetest(FJ_FPE);\n"
         "  int r = ((fj_loop_t)c[0])(c[1], d, &n, s, c[2]);\n"
         "  /* the x87 status too (cleared when the kernel starts): glibc's feraiseexcept (NumPy's\n"
         "     npy_set_floatstatus_*: float32 exp's overflow) raises there on x86-64; MXCSR is\n"
@@ -302,6 +302,12 @@ PyObject *fjn_emit_prologue(void)
         "  if ((now | g) != now || (now & f) != f)\n"
         "      fj_feset(f | g);\n"
         "  return r; }\n"
+        "static inline int fj_call1(void *const *c, const void *src, void *dst, intptr_t n, intptr_t isz)\n"
+        "{ char *d[2] = {(char *)src, (char *)dst}; intptr_t s[2] = {isz, isz}; return fj_calln(c, d, s, n); }\n"
+        "/* a binary loop: an operand's stride 0 for a constant */\n"
+        "static inline int fj_call2(void *const *c, const void *a, intptr_t sa, const void *b, intptr_t sb, void *dst,\n"
+        "                           intptr_t n, intptr_t isz)\n"
+        "{ char *d[3] = {(char *)a, (char *)b, (char *)dst}; intptr_t s[3] = {sa, sb, isz}; return fj_calln(c, d, s, n); }\n"
         "static inline int fj_ret(int st, int inv, int hardinv)\n{\n"
         "    int f = fj_fetest(FJ_FPE);\n"
         "    int r = (st ? FJ_HARD : 0) | (f & FJ_FPE_SOFT) | (inv ? FE_INVALID : 0);\n"
@@ -1451,6 +1457,27 @@ static int emit_row_calls(PyObject *buf, const fjn_Group *g, int L)
         char src[32];
         if (op->rk != FJN_RK_CALL || op->level != L)
             continue;
+        if (op->nargs == 2) {
+            /* each operand's row (stride the item size), or a constant's value (stride 0) */
+            const char *ct = fjt_info[op->type].ctype;
+            char a[2][32];
+            int st[2];
+            for (int j = 0; j < 2; j++) {
+                int r = op->arg[j];
+                int cst = r >= 0 && g->in[r].kind == FJN_IN_CONST;
+                if (cst)
+                    snprintf(a[j], sizeof a[j], "&c%d_%d", r, m);
+                else
+                    snprintf(a[j], sizeof a[j], r >= 0 ? "p%d" : "kb%d", r >= 0 ? r : -r - 1);
+                st[j] = cst ? 0 : fjt_info[op->type].size;
+                if (cst && put(buf, "        const %s c%d_%d = (%s)v%d;\n", ct, r, m, ct, r) < 0)
+                    return -1;
+            }
+            if (put(buf, "        st |= fj_call2(calls + %d, %s, %d, %s, %d, kb%d, M, %d) < 0;\n", 3 * (op->call - 1),
+                    a[0], st[0], a[1], st[1], m, fjt_info[op->type].size) < 0)
+                return -1;
+            continue;
+        }
         snprintf(src, sizeof src, op->arg[0] >= 0 ? "p%d" : "kb%d", op->arg[0] >= 0 ? op->arg[0] : -op->arg[0] - 1);
         if (put(buf, "        st |= fj_call1(calls + %d, %s, kb%d, M, %d) < 0;\n", 3 * (op->call - 1), src, m,
                 fjt_info[op->type].size) < 0)
