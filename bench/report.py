@@ -214,10 +214,10 @@ of interleaved rounds, speed relative to plain NumPy: `tchain` =
 `(a*b + sin(c))*0.5 - exp(-a)/(1 + c*c)` (the issue's), `texplog` =
 `log(a*a + 1)*tanh(b) + cos(c)`.  *fj native, exact* is the default
 (`config.native_exact = True`: the functions run through NumPy, its bits);
-*fj native* sets it False (framejit/_vmath.h fused into the kernel, within
-1 ulp of the correctly rounded result: docs/native.md, "Transcendental
-functions").  torch.compile is inductor on torch tensors; Numba a serial
-`@njit` loop."""),
+*fj native* sets it False (framejit/_vmath.h fused into the kernel, float64
+and float32 (float32 lanes), within 1-2 ulp of the correctly rounded result:
+docs/native.md, "Transcendental functions").  torch.compile is inductor on
+torch tensors; Numba a serial `@njit` loop."""),
     ("native_rows", "Reductions along rows in native kernels", "bench/native/rowreduce.py [--quick]",
      """\
 Issue 23.  Row reductions read back by the work around them (docs/native.md,
@@ -225,11 +225,13 @@ Issue 23.  Row reductions read back by the work around them (docs/native.md,
 squared deviations, as NumPy code writes it), logsumexp and a row-norm
 normalisation, every reduction keepdims along the last axis; one core, warm,
 best of interleaved rounds, speed relative to plain NumPy.  *fj native* is
-the default (`config.native_exact = True`: exp and log run through NumPy
-between two row groups; results are NumPy's bits, checked); *native_exact
-False* fuses float64 exp and log into the row kernel.  torch.compile is
-inductor on torch tensors with torch's own softmax / log_softmax /
-layer_norm / logsumexp (not NumPy's bits)."""),
+the default (`config.native_exact = True`: NumPy's own exp and log loops,
+called inside the row kernel; results are NumPy's bits, checked);
+*native_exact False* computes exp and log in the row kernel
+(framejit/_vmath.h, float64 and float32), as inductor computes its own:
+the targets are judged there, the default mode's figures beside them.
+torch.compile is inductor on torch tensors with torch's own softmax /
+log_softmax / layer_norm / logsumexp (not NumPy's bits)."""),
     ("native_first_call", "First calls of the native backend", "bench/native/first_call.py [--quick]",
      """\
 Issue 23, tiered compilation (docs/native.md, "Tiered compilation").  Each

@@ -139,7 +139,8 @@ static inline double fj_exp64(double x)
     const double shift = 0x1.8p52, invln2 = 0x1.71547652b82fep0;
     const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
     uint64_t u = fjv_u(x), a = u & 0x7fffffffffffffffULL;
-    a = a < 0x4095e00000000000ULL ? a : 0x4095e00000000000ULL; /* 1400 */
+    /* |x| <= 1400; a NaN: 0 (no overflow flag for it), put back last */
+    a = a > 0x7ff0000000000000ULL ? 0 : a < 0x4095e00000000000ULL ? a : 0x4095e00000000000ULL;
     double c = fjv_d(a | (u & 0x8000000000000000ULL));
     double z = FJV_MA(c, invln2, shift);
     double k = z - shift;
@@ -177,7 +178,7 @@ static inline float fjv_exp32_core(float c) /* |c| <= 160, not NaN */
 static inline float fj_exp32(float x)
 {
     uint32_t u = fjv_uf(x), a = u & 0x7fffffffu;
-    a = a < 0x43200000u ? a : 0x43200000u;                 /* |x| <= 160; a NaN too, put back last */
+    a = a > 0x7f800000u ? 0u : a < 0x43200000u ? a : 0x43200000u; /* |x| <= 160; a NaN: 0, put back last */
     float c = fjv_f(a | (u & 0x80000000u));
     float y = fjv_exp32_core(c);
     float w = c < -87.3365f ? 0.5f : 0.0f;

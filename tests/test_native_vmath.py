@@ -291,3 +291,27 @@ def test_exp_of_a_subnormal_result_raises_underflow(dtype):
         with np.errstate(under=mode):
             got, exp = outcome(cf, [x.copy()]), outcome(fn, [x.copy()])
         assert got[0][0] == exp[0][0] and got[1] == exp[1]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_nan_arguments_keep_the_kernel(dtype):
+    # exp clamps |x| with integer operations: a NaN is clamped to 0, not to the
+    # largest argument (whose overflow flag, where the compiler does not mask the NaN
+    # lanes' last product away, would send every call with a NaN through NumPy),
+    # and the NaN is the result; tanh clamps a NaN to 10 (no flag either)
+    plans = []
+
+    def capture(graph, example_inputs):
+        from framejit import native
+        p = native.backend(graph, example_inputs)
+        plans.append(p)
+        return p
+    x = rng(9).standard_normal(4099).astype(dtype)
+    x[::17] = np.nan
+    for expr in ("np.exp(x) * 2.0", "np.tanh(x) * 0.5"):
+        fn = make(expr)
+        cf = framejit.compile(fn, backend=capture)
+        close_outcomes(fn, [(x,)], ulps=2 + (dtype == np.float32))
+        got = cf(x)
+        assert np.array_equal(np.isnan(got), np.isnan(x))
+    assert len(plans) == 2 and all(p.fallbacks == 0 for p in plans), [p.fallbacks for p in plans]
