@@ -5,37 +5,43 @@
 ** Appended to a kernel's source (csrc/backends/native/native_emit.c) when a
 ** group computes one of them and config.native_exact is False.  Each
 ** function is straight-line C (bit casts through memcpy, selects as bit
-** operations, no branch and no call) so that gcc vectorizes the loop around
-** it; float32 versions compute in float64 and round once.
+** operations or conditional expressions gcc turns into blends, no branch and
+** no call) so that gcc vectorizes the loop around it; float32 versions
+** compute in float32 lanes (sin and cos in float64 without FMA).
 **
 ** Results are within the bounds docs/native.md measures
-** (tools/vmath_accuracy.py) of the correctly rounded value: not NumPy's bits
-** (which differ between NumPy's own SIMD paths).  Special values and
-** floating-point conditions are NumPy's:
-**   exp: an argument is clamped to +-1400 first (past it exp is 0 or inf
-**   anyway), so overflow and underflow happen in the final scaling and
-**   raise their flags as NumPy's exp does (the kernel then asks NumPy's
-**   error state, or runs the group through NumPy); NaN gives NaN.
+** (tools/vmath_accuracy.py; float32 on every input) of the correctly rounded
+** value: not NumPy's bits (which differ between NumPy's own SIMD paths).
+** Special values and floating-point conditions are NumPy's, where a flag
+** NumPy does not raise may be raised (the kernel then checks again or runs
+** the group through NumPy) but none NumPy raises is missing:
+**   exp: |x| is clamped to 1400 (float32: 160; past it exp is 0 or inf), a
+**   NaN to 0 (the NaN is the result), so overflow and underflow happen in
+**   the final scaling and raise their flags as NumPy's exp does; results
+**   below the smallest normal raise underflow explicitly too.
 **   log: an argument that is not a positive normal finite number (0, < 0,
 **   subnormal, inf, NaN) raises invalid on purpose; a group with a log
 **   treats invalid as hard (native_emit.c), so such an element makes the
 **   group run through NumPy, whose value, flag and warning then stand.
-**   sin, cos: the same for |x| > 2^18, inf and NaN.
-**   tanh: every argument (|x| clamped to 22, past which tanh is +-1); NaN
-**   gives NaN, no flag.  expm1: as exp.  log1p: as log, of 1 + x.  A zero
-**   argument keeps its sign where NumPy's does (sin, tanh, expm1, log1p).
+**   sin, cos: the same for |x| > 2^18 (float32: 2^16), inf and NaN.
+**   tanh: every argument (|x| clamped to 22, float32 10, past which tanh
+**   rounds to +-1); NaN gives NaN.  expm1: as exp.  log1p: as log, of 1 + x.
+**   A zero argument keeps its sign where NumPy's does (sin, tanh, expm1,
+**   log1p).
 **
-** Algorithms (textbook; the constants are the usual ones): exp: x = k ln2 +
-** r (k rounded with the 1.5 * 2^52 shift, ln2 split in a 32-bit head and a
-** tail so k * head is exact), exp(r) by its Taylor series (degree 13 for
-** float64 and float32 alike; |r| <= ln2 / 2), times 2^k as two factors 2^k1
-** 2^k2 built from the bits (exact, and over/underflowing only in the last
-** product).  log: x = 2^e m, m in [sqrt(2)/2, sqrt(2)) from the bits, log(m)
-** = log1p(f), f = m - 1, with s = f / (2 + f) and fdlibm's polynomial in
-** s^2 (e_log.c), plus e ln2 in two parts.  sin, cos: x = n pi/2 + r by
-** fdlibm's three rounds of __rem_pio2 (r in double-double), then k_sin.c /
-** k_cos.c, chosen and signed by n's bits.  tanh: expm1(2|x|) / (expm1(2|x|)
-** + 2), expm1 from exp's reduction as (2^k - 1) + 2^k p.
+** Algorithms (textbook; docs/native.md lists them): exp: x = k ln2 + r (k
+** rounded with the 1.5 * 2^52 (2^23) shift, ln2 split in a head and a tail so
+** k * head is exact), exp(r) = 1 + r + r^2 q(r) with q fitted (degree 9,
+** float32 4; |r| <= ln2 / 2), times 2^k as 2^k2 added to the exponent bits
+** and one product by 2^k1 (over/underflowing only there).  log: x = 2^e m, m
+** in [sqrt(2)/2, sqrt(2)) from the bits, log(m) = log1p(f), f = m - 1, with
+** s = f / (2 + f) and fdlibm's polynomial in s^2 (e_log.c, e_logf.c), plus e
+** ln2 in two parts.  sin, cos float64: x = n pi/2 + r by fdlibm's three
+** rounds of __rem_pio2 (r in double-double), then k_sin.c / k_cos.c, chosen
+** and signed by n's bits; float32: x = n pi + r (cos: (2m + 1) pi/2 + r), one
+** fitted odd polynomial, signed by the multiple's low bit.  tanh: expm1(2|x|)
+** / (expm1(2|x|) + 2), expm1 from exp's reduction as (2^k - 1) + 2^k p;
+** float32: a fitted odd polynomial below 0.55, else 1 - 2 / (exp(2|x|) + 1).
 */
 #ifndef FJ_VMATH_H
 #define FJ_VMATH_H
@@ -346,7 +352,9 @@ static inline float fj_sin32(float x)
     float z = FJV_MAF(x, invpi, shift);
     float n = z - shift;
     float r = FJV_MAF(-n, P3, FJV_MAF(-n, P2, FJV_MAF(-n, P1, x)));
-    return fjv_f(fjv_uf(fjv_sinpolyf(r)) ^ (fjv_uf(z) << 31)) * fjv_invalid_unlessf(ok);
+    float y = fjv_f(fjv_uf(fjv_sinpolyf(r)) ^ (fjv_uf(z) << 31)) * fjv_invalid_unlessf(ok);
+    /* sin(-0.0) is -0.0 (the reduction's n * P2 term made it +0.0) */
+    return (u & 0x7fffffffu) == 0 ? fjv_f(u) : y;
 }
 static inline float fj_cos32(float x)
 {

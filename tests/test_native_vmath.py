@@ -2,11 +2,11 @@
 docs/native.md "Transcendental functions"; issue 23).
 
 With config.native_exact False, np.exp, np.log, np.sin, np.cos and np.tanh of
-float64 fuse into the kernels: each value is within the bound docs/native.md
-gives of the correctly rounded one (1 ulp, tanh and expm1 2;
-tools/vmath_accuracy.py measures it), so within 2 ulp of NumPy's own, 3 for
-tanh and expm1 (NumPy's own are within 1 ulp).  float32 stays
-NumPy's (its float32 SIMD loops were faster): bit for bit.  Special values, the
+float64 and float32 (and expm1, log1p of float64) fuse into the kernels: each
+value is within the bound docs/native.md gives of the correctly rounded one
+(float64: 1 ulp, tanh and expm1 2; float32: 1 ulp, sin and cos 2;
+tools/vmath_accuracy.py measures it, float32 on every input), so within a few
+ulp of NumPy's own.  float32 expm1 and log1p stay NumPy's loops.  Special values, the
 warnings NumPy raises (overflow, divide, invalid) and errstate's "raise" are
 exactly NumPy's.  With native_exact True (the default) the functions run
 through NumPy: bit for bit NumPy's, as every other native test checks.
@@ -103,8 +103,8 @@ def test_fused_functions_are_within_their_bound(expr, dtype):
         bound = 3 if fname in ("tanh", "expm1") else 2   # tanh, expm1: 2 ulp of the correctly rounded value
     else:
         # ours within BOUND32 of the correctly rounded value, NumPy's float32 loops within
-        # their own (docs/native.md's table: exp 2, log 3, sin / cos / tanh 1)
-        bound = BOUND32.get(fname, 0) + {"exp": 2, "log": 3}.get(fname, 1) if fname in BOUND32 else 0
+        # their own (docs/native.md's table, every float32: exp 3, log 4, sin / cos / tanh 1)
+        bound = BOUND32.get(fname, 0) + {"exp": 3, "log": 4}.get(fname, 1) if fname in BOUND32 else 0
     close_outcomes(make(expr), [(x,) for x in inputs(dtype)], ulps=bound)
     if dtype == np.float64 or fname in BOUND32:
         assert framejit.counters["native"]["nodes_fused"] >= 1
@@ -113,7 +113,7 @@ def test_fused_functions_are_within_their_bound(expr, dtype):
 # float32 exp, log, sin, cos and tanh are framejit/_vmath.h's own (float32 lanes):
 # their maximum error in ulp over every float32 input (tools/vmath_accuracy.py
 # --exhaustive); expm1 and log1p of float32 stay NumPy's loops
-BOUND32 = {"exp": 1, "log": 1, "sin": 2, "cos": 2, "tanh": 2}
+BOUND32 = {"exp": 1, "log": 1, "sin": 2, "cos": 2, "tanh": 1}
 
 
 def float32_domain(fname, n=200000):
@@ -315,3 +315,12 @@ def test_nan_arguments_keep_the_kernel(dtype):
         got = cf(x)
         assert np.array_equal(np.isnan(got), np.isnan(x))
     assert len(plans) == 2 and all(p.fallbacks == 0 for p in plans), [p.fallbacks for p in plans]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("fname", ["exp", "log", "sin", "cos", "tanh", "expm1", "log1p"])
+def test_signed_zeros(fname, dtype):
+    # x * 1.0 keeps a zero's sign (+ 0.0 would not): sin, tanh, expm1, log1p of -0.0
+    # are -0.0 (float32 sin's reduction once made it +0.0: found by review)
+    x = np.array([-0.0, 0.0, 1.0, -0.0, 0.5] * 40, dtype=dtype)
+    close_outcomes(make(f"np.{fname}(x) * 1.0"), [(x,)])
