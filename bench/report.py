@@ -227,9 +227,10 @@ normalisation, every reduction keepdims along the last axis; one core, warm,
 best of interleaved rounds, speed relative to plain NumPy.  *fj native* is
 the default (`config.native_exact = True`: NumPy's own exp and log loops,
 called inside the row kernel; results are NumPy's bits, checked);
-*native_exact False* computes exp and log in the row kernel
-(framejit/_vmath.h, float64 and float32), as inductor computes its own:
-the targets are judged there, the default mode's figures beside them.
+*native_exact False* computes float32 exp and log and float64 log in the
+row kernel (framejit/_vmath.h; float64 exp over rows stays NumPy's loop,
+faster there than ours), as inductor computes its own: the targets are
+judged there, the default mode's figures beside them.
 torch.compile is inductor on torch tensors with torch's own softmax /
 log_softmax / layer_norm / logsumexp (not NumPy's bits)."""),
     ("native_first_call", "First calls of the native backend", "bench/native/first_call.py [--quick]",
