@@ -18,7 +18,7 @@ import pytest
 
 import framejit
 from difftools import clone
-from native_compare import outcome
+from native_compare import capturing_backend, outcome
 
 
 @pytest.fixture(autouse=True)
@@ -138,19 +138,13 @@ def test_float32_functions_are_within_their_bound_of_the_correctly_rounded_value
     # the reference: NumPy's float64 function rounded once to float32 (off only within
     # 2^-29 of a rounding boundary; tools/vmath_accuracy.py uses mpmath there)
     fn = make(f"np.{fname}(x)")
-    sources = []
-
-    def capture(graph, example_inputs):
-        from framejit import native
-        p = native.backend(graph, example_inputs)
-        sources.append(p.source)
-        return p
+    plans, capture = capturing_backend()
     cf = framejit.compile(fn, backend=capture)
     x = float32_domain(fname)
     got = cf(x)
     ref = getattr(np, fname)(x.astype(np.float64)).astype(np.float32)
     assert got.dtype == np.float32 and ulp_apart(got, ref) <= BOUND32[fname]
-    assert f"fj_{fname}32(" in sources[0] and "fj_call1(calls" not in sources[0]
+    assert f"fj_{fname}32(" in plans[0].source and "fj_call1(calls" not in plans[0].source
 
 
 # in a chain the other operations round the function's result again: within a
@@ -219,33 +213,27 @@ def test_exact_mode_keeps_numpys_bits():
     framejit.config.native_exact = True
     fn = make("(x * 2.0 + np.sin(x)) * 0.5 - np.exp(-x) / (1.0 + np.log(x * x + 1.0))")
     x = rng(6).standard_normal(10000)
-    sources = []
-
-    def capture(graph, example_inputs):
-        from framejit import native
-        p = native.backend(graph, example_inputs)
-        sources.append(p.source)
-        return p
+    plans, capture = capturing_backend()
     cf = framejit.compile(fn, backend=capture)
     assert np.array_equal(cf(x), fn(x))
     # NumPy's own sin / exp / log loops, called on blocks inside the kernel
-    assert "fj_call1(calls" in sources[0] and "fj_exp64(" not in sources[0]
+    assert "fj_call1(calls" in plans[0].source and "fj_exp64(" not in plans[0].source
     framejit.reset()
     framejit.config.native_exact = False
     cf = framejit.compile(fn, backend=capture)
     assert ulp_apart(cf(x), fn(x)) < 1 << 20   # (cancellation: a few ulp of the terms)
-    assert "fj_exp64(" in sources[1] and "fj_call1(calls" not in sources[1]  # _vmath.h's, in the kernel
+    assert "fj_exp64(" in plans[1].source and "fj_call1(calls" not in plans[1].source  # _vmath.h's, in the kernel
     # float32 alike (fj_exp32 ...: float32 lanes)
     x32 = x.astype(np.float32)
     framejit.reset()
     framejit.config.native_exact = True
     cf = framejit.compile(fn, backend=capture)
-    assert np.array_equal(cf(x32), fn(x32)) and "fj_call1(calls" in sources[2] and "fj_exp32(" not in sources[2]
+    assert np.array_equal(cf(x32), fn(x32)) and "fj_call1(calls" in plans[2].source and "fj_exp32(" not in plans[2].source
     framejit.reset()
     framejit.config.native_exact = False
     cf = framejit.compile(fn, backend=capture)
     assert ulp_apart(cf(x32), fn(x32)) < 1 << 10
-    assert "fj_exp32(" in sources[3] and "fj_sin32(" in sources[3] and "fj_call1(calls" not in sources[3]
+    assert "fj_exp32(" in plans[3].source and "fj_sin32(" in plans[3].source and "fj_call1(calls" not in plans[3].source
 
 
 # ---- found by review: flags of members the compiler could skip ----
@@ -299,13 +287,7 @@ def test_nan_arguments_keep_the_kernel(dtype):
     # largest argument (whose overflow flag, where the compiler does not mask the NaN
     # lanes' last product away, would send every call with a NaN through NumPy),
     # and the NaN is the result; tanh clamps a NaN to 10 (no flag either)
-    plans = []
-
-    def capture(graph, example_inputs):
-        from framejit import native
-        p = native.backend(graph, example_inputs)
-        plans.append(p)
-        return p
+    plans, capture = capturing_backend()
     x = rng(9).standard_normal(4099).astype(dtype)
     x[::17] = np.nan
     for expr in ("np.exp(x) * 2.0", "np.tanh(x) * 0.5"):

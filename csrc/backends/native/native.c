@@ -737,9 +737,11 @@ typedef struct {
     npy_bool no_floatingpoint_errors;
 } fjn_CallInfo;
 
-/* NumPy's own inner loop of unary ufunc 'name' on contiguous items of type
-   'descr' (in and out): fills fn (function, context, auxdata) and appends the
-   capsule owning them to *caps.  1, 0 when NumPy has no such loop, -1 error. */
+/* NumPy's own inner loop of ufunc 'name' of nin (1 or 2) operands of type
+   'descr' and a result of that type, for the given operand strides (an item,
+   or 0 for a constant) and a contiguous result: fills fn (function, context,
+   auxdata) and appends the capsule owning them to *caps.  1, 0 when NumPy has
+   no such loop, -1 error. */
 static int numpy_loop(const char *name, int nin, PyArray_Descr *descr, const Py_ssize_t *strides, PyObject **caps,
                       void **fn)
 {
@@ -810,6 +812,31 @@ done:
    run length class).  1 joined, 0 not, -1 error. */
 static int row_join_call2(fjn_Builder *b, fj_Node *n);
 
+/* Adds node n, computed by the NumPy loop just stored at the open group's
+   calls[3 * ncall] (its nargs operands and result of type t), to the group,
+   which becomes a row group.  1 joined, 0 no room, -1 error. */
+static int add_call(fjn_Builder *b, fj_Node *n, int code, int nargs, int t)
+{
+    fjn_Group *g = &b->p->groups[b->open];
+    fjn_Op op;
+    memset(&op, 0, sizeof op);
+    op.node = n->index;
+    op.code = code;
+    op.nargs = nargs;
+    for (int j = 0; j < nargs; j++)
+        op.argtype[j] = t;
+    op.type = t;
+    op.out = -1;
+    op.axis = -1;
+    op.call = g->ncall + 1;
+    int r = group_add(b, n, &op);
+    if (r != 0)
+        return r < 0 ? -1 : 0;
+    g->ncall++;
+    g->rowk = 1;
+    return 1;
+}
+
 static int row_join_call(fjn_Builder *b, fj_Node *n)
 {
     const fj_OpDef *row = n->op;
@@ -846,21 +873,7 @@ static int row_join_call(fjn_Builder *b, fj_Node *n)
     int rc = numpy_loop(row->ufunc, 1, n->dtype, &stride, &b->p->capsules, &g->calls[3 * g->ncall]);
     if (rc <= 0)
         return rc;
-    fjn_Op op;
-    memset(&op, 0, sizeof op);
-    op.node = n->index;
-    op.code = row->fused ? row->fused : FJN_UCALL;
-    op.nargs = 1;
-    op.argtype[0] = op.type = t;
-    op.out = -1;
-    op.axis = -1;
-    op.call = g->ncall + 1;
-    int r = group_add(b, n, &op);
-    if (r != 0)
-        return r < 0 ? -1 : 0;
-    g->ncall++;
-    g->rowk = 1;
-    return 1;
+    return add_call(b, n, row->fused ? row->fused : FJN_UCALL, 1, t);
 }
 
 /* The binary float ufuncs the kernels do not compute whose NumPy loop joins a
@@ -928,21 +941,7 @@ static int row_join_call2(fjn_Builder *b, fj_Node *n)
     int rc = numpy_loop(row->ufunc, 2, n->dtype, strides, &b->p->capsules, &g->calls[3 * g->ncall]);
     if (rc <= 0)
         return rc;
-    fjn_Op op;
-    memset(&op, 0, sizeof op);
-    op.node = n->index;
-    op.code = FJN_UCALL;
-    op.nargs = 2;
-    op.argtype[0] = op.argtype[1] = op.type = t;
-    op.out = -1;
-    op.axis = -1;
-    op.call = g->ncall + 1;
-    int r = group_add(b, n, &op);
-    if (r != 0)
-        return r < 0 ? -1 : 0;
-    g->ncall++;
-    g->rowk = 1;
-    return 1;
+    return add_call(b, n, FJN_UCALL, 2, t);
 }
 
 /* A call of NumPy's loop (row_join_call) that no open group takes opens a
