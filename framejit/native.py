@@ -478,8 +478,10 @@ def _worker(jobs):
 
 def _after_fork():
     """In a child: no worker thread exists; the builds the parent had under
-    way are submitted again (new workers, new locks)."""
-    global _jobs, _nworkers, _pending_lock, _processes_lock, _pending, _processes
+    way are submitted again (new workers, new locks: a lock a parent's worker
+    held at the fork stays held in the child, by no one -- the compiler lookup's
+    did, and the child's build waited on it for good)."""
+    global _jobs, _nworkers, _pending_lock, _processes_lock, _pending, _processes, _toolchain_lock
     pending = list(_pending.items())
     _jobs = None
     _nworkers = 0
@@ -487,6 +489,7 @@ def _after_fork():
     _processes = set()
     _pending_lock = threading.Lock()
     _processes_lock = threading.Lock()
+    _toolchain_lock = threading.Lock()  # (a lookup under way in the parent: the child does its own)
     for done, plan in pending:
         _submit(plan, done)
 

@@ -205,15 +205,23 @@ _SUB2 = textwrap.dedent("""
             exec("\\n".join(lines), ns)
             framejit.compile(ns["f"])(np.ones((4, 4)), np.eye(4) * 0.5)
             out["ok"] = True  # and exit while the kernels build
-        elif mode == "fork":
+        elif mode in ("fork", "fork_lookup"):
             f = framejit.compile(lambda x: np.sqrt(x * x + 1.0) * 3.0 - x)
             x = np.linspace(0, 1, 100)
             f(x)
             assert native._nworkers >= 1
+            # fork_lookup: the fork comes while a worker looks the compiler up (its lock
+            # held, as a parent's worker held it under load: the child's build waited
+            # for it for good)
+            held = native._toolchain_lock if mode == "fork_lookup" else None
+            if held is not None:
+                held.acquire()
             pid = os.fork()
+            if held is not None and pid != 0:
+                held.release()
             if pid == 0:
                 f(x)
-                code = 0 if native.wait(120) and np.array_equal(f(x), np.sqrt(x * x + 1.0) * 3.0 - x) else 1
+                code = 0 if native.wait(60) and np.array_equal(f(x), np.sqrt(x * x + 1.0) * 3.0 - x) else 1
                 import framejit._C as C
                 os._exit(code)
             _, status = os.waitpid(pid, 0)
@@ -258,6 +266,15 @@ def test_fork_while_building(tmp_path):
     """A build under way at a fork is built again in the child (its plan was
     left eager for good)."""
     res = _run_sub2("fork", tmp_path / "k")
+    assert res["ok"] and res["child_status"] == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_fork_during_the_compiler_lookup(tmp_path):
+    """A fork while a worker holds the compiler lookup's lock: the child gets a
+    lock of its own and builds (it waited on the parent's for good: found under
+    ASan and load, where the worker reached the lookup before the fork)."""
+    res = _run_sub2("fork_lookup", tmp_path / "k")
     assert res["ok"] and res["child_status"] == 0
 
 
