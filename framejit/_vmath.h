@@ -232,6 +232,12 @@ static inline double fj_log64(double x)
     return fjv_log(fjv_d((u & m) | (0x3ff0000000000000ULL & ~m))) * fjv_invalid_unless(m);
 }
 
+/* float32's fjv_invalid_unless: 1, or NaN with invalid raised where 'ok' is 0 */
+static inline float fjv_invalid_unlessf(uint32_t ok)
+{
+    return fjv_f((0x3f800000u & ok) | (0x7f800000u & ~ok)) * fjv_f(0x3f800000u & ok);
+}
+
 /* float32 log in float32 lanes (fdlibm's e_logf.c polynomial): x = 2^e m, m in
    [sqrt(2)/2, sqrt(2)) from the bits, f = m - 1, s = f / (2 + f); an argument
    that is not a positive normal finite float32 raises invalid as fj_log64's */
@@ -250,8 +256,7 @@ static inline float fj_log32(float x)
     float z = s * s, w = z * z;
     float R = z * FJV_MAF(w, Lg3, Lg1) + w * FJV_MAF(w, Lg4, Lg2);
     float hfsq = 0.5f * f * f;
-    float q = fjv_f((0x3f800000u & ok) | (0x7f800000u & ~ok)) * fjv_f(0x3f800000u & ok); /* 1, or NaN + invalid */
-    return (dk * ln2hi - ((hfsq - (s * (hfsq + R) + dk * ln2lo)) - f)) * q;
+    return (dk * ln2hi - ((hfsq - (s * (hfsq + R) + dk * ln2lo)) - f)) * fjv_invalid_unlessf(ok);
 }
 
 /* ---- sin, cos ------------------------------------------------------------ */
@@ -336,11 +341,6 @@ static inline float fjv_sinpolyf(float r)
     float q = FJV_MAF(FJV_MAF(FJV_MAF(0x1.5db39cp-19f, s, -0x1.9f6f4ep-13f), s, 0x1.110ed0p-7f), s,
                       -0x1.55554cp-3f);
     return FJV_MAF(r * s, q, r);
-}
-/* 1, or NaN with invalid raised where 'ok' is 0 */
-static inline float fjv_invalid_unlessf(uint32_t ok)
-{
-    return fjv_f((0x3f800000u & ok) | (0x7f800000u & ~ok)) * fjv_f(0x3f800000u & ok);
 }
 static inline float fj_sin32(float x)
 {
