@@ -55,7 +55,11 @@ def test_first_calls_run_eager_then_the_kernels(tiered):
     assert same(cf(x, y), chain(x, y))
     (plan,) = plans
     assert isinstance(plan, _C.NativePlan)
-    assert plan.eager_runs >= 1  # the compiler takes far longer than a call
+    # a graph run once is not built: its second call starts the build
+    assert plan.eager_runs == 1 and not native._pending
+    assert framejit.counters["native"].get("background_compiles", 0) == c0.get("background_compiles", 0)
+    assert same(cf(x, y), chain(x, y))
+    assert plan.eager_runs >= 2  # the compiler takes far longer than a call
     assert framejit.counters["native"]["background_compiles"] == c0.get("background_compiles", 0) + 1
     assert native.wait(300)
     assert plan.loaded == 1
@@ -64,6 +68,41 @@ def test_first_calls_run_eager_then_the_kernels(tiered):
         assert same(cf(x, y), chain(x, y))
     assert plan.eager_runs == runs and plan.fallbacks == 0
     assert plan.groups and framejit.counters["native"]["kernels_compiled"] >= 1
+
+
+def test_wait_builds_a_graph_called_once(tiered):
+    """native.wait() builds the graphs called once (whose builds would start
+    at their second call); the second call then starts no second build."""
+    plans, backend = capture()
+    cf = framejit.compile(chain, backend=backend)
+    x, y = np.linspace(-2, 2, 1000), np.linspace(1, 3, 1000)
+    c0 = framejit.counters["native"].get("background_compiles", 0)
+    assert same(cf(x, y), chain(x, y))
+    (plan,) = plans
+    assert plan.loaded == 0 and not native._pending
+    assert native.wait(300)
+    assert plan.loaded == 1 and framejit.counters["native"]["background_compiles"] == c0 + 1
+    assert same(cf(x, y), chain(x, y))
+    assert plan.eager_runs == 1 and not native._pending
+    assert framejit.counters["native"]["background_compiles"] == c0 + 1
+
+
+def test_a_plan_called_once_is_not_kept_alive(tiered):
+    """The note that a plan ran once holds it weakly: a graph called once and
+    dropped goes with its code."""
+    import gc
+    import weakref
+    plans, backend = capture()
+    cf = framejit.compile(lambda x: np.sqrt(x * x + 2.0) - x, backend=backend)
+    cf(np.linspace(0, 1, 100))
+    ref = weakref.ref(plans[0])
+    assert len(native._once) >= 1
+    del cf
+    plans.clear()
+    framejit.reset()
+    gc.collect()
+    assert ref() is None
+    assert native.wait(300)
 
 
 def test_native_exact_is_read_when_the_graph_compiles(tiered):
@@ -203,12 +242,15 @@ _SUB2 = textwrap.dedent("""
             lines.append("    return x")
             ns = {"np": np}
             exec("\\n".join(lines), ns)
-            framejit.compile(ns["f"])(np.ones((4, 4)), np.eye(4) * 0.5)
+            cf = framejit.compile(ns["f"])
+            cf(np.ones((4, 4)), np.eye(4) * 0.5)
+            cf(np.ones((4, 4)), np.eye(4) * 0.5)  # (the second call starts the build)
             out["ok"] = True  # and exit while the kernels build
         elif mode in ("fork", "fork_lookup"):
             f = framejit.compile(lambda x: np.sqrt(x * x + 1.0) * 3.0 - x)
             x = np.linspace(0, 1, 100)
             f(x)
+            f(x)  # (the second call starts the build)
             assert native._nworkers >= 1
             # fork_lookup: the fork comes while a worker looks the compiler up (its lock
             # held, as a parent's worker held it under load: the child's build waited

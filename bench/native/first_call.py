@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 import _results  # noqa: E402
 
 QUICK = "--quick" in sys.argv
-REPS = 3 if QUICK else 7
+REPS = 3 if QUICK else 11
 
 CHILD = r'''
 import os, sys, time, json

@@ -177,7 +177,8 @@ typedef struct {
     PyObject *capsules;          /* list: NumPy's call-info capsules of the inner loops row groups call */
     Py_ssize_t eager_runs;       /* calls run by the eager runner before the kernels were loaded */
     int partitioned;             /* plan_partition ran (once) */
-    PyObject *on_first_call;     /* called with the plan after its first (eager) call, then dropped */
+    PyObject *on_next_call;      /* called with the plan after its next eager call, then dropped */
+    PyObject *weakrefs;          /* (framejit/native.py keeps plans that ran once in a WeakSet) */
     int exact;                   /* config.native_exact when the plan was made (native_config(exact=)) */
     vectorcallfunc vectorcall;
 } fjn_Plan;
@@ -1252,7 +1253,8 @@ static fjn_Plan *plan_alloc(PyObject *graph)
     p->nph = 0;
     p->vectorcall = plan_vectorcall;
     p->partitioned = 0;
-    p->on_first_call = NULL;
+    p->on_next_call = NULL;
+    p->weakrefs = NULL;
     p->exact = fjn_exact;
     p->nodes = PyObject_GetAttrString(graph, "nodes");
     if (!p->nodes || !PyList_Check(p->nodes))
@@ -2623,11 +2625,12 @@ static PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t n
            the graph runs as the eager backend runs it */
         PyObject *r = PyObject_Vectorcall(p->graph, args, nargsf, kwnames);
         p->eager_runs++;
-        if (p->on_first_call) {
-            /* the build starts when the first call is over (framejit/native.py
-               _submit(plan): a thread's start, its Python work holding the GIL) */
-            PyObject *fn = p->on_first_call, *x, *et, *ev, *tb;
-            p->on_first_call = NULL;
+        if (p->on_next_call) {
+            /* framejit/native.py: after the first call, a note that the plan ran;
+               after the second, the build (_submit: a thread's start, its Python
+               work holding the GIL, after the call rather than in it) */
+            PyObject *fn = p->on_next_call, *x, *et, *ev, *tb;
+            p->on_next_call = NULL;
             PyErr_Fetch(&et, &ev, &tb);
             if (!(x = PyObject_CallOneArg(fn, (PyObject *)p)))
                 PyErr_WriteUnraisable(fn);
@@ -2674,6 +2677,8 @@ done:
 static void plan_dealloc(fjn_Plan *p)
 {
     PyTypeObject *tp = Py_TYPE(p);
+    if (p->weakrefs)
+        PyObject_ClearWeakRefs((PyObject *)p);
     for (Py_ssize_t s = 0; s < p->nsteps; s++)
         PyMem_Free(p->steps[s].release);
     PyMem_Free(p->steps);
@@ -2684,7 +2689,7 @@ static void plan_dealloc(fjn_Plan *p)
     Py_XDECREF(p->source);
     /* after the kernels that call their loops are gone (they are not running) */
     Py_XDECREF(p->capsules);
-    Py_XDECREF(p->on_first_call);
+    Py_XDECREF(p->on_next_call);
     /* no call of this plan is running (a call holds a reference), so no
        worker runs its kernels; dlopen counts the plans sharing one file */
     if (p->dl)
@@ -2798,11 +2803,11 @@ static PyObject *plan_repr(fjn_Plan *p)
                                 p->nsteps);
 }
 
-/* plan._after_first_call(fn): fn(plan) is called when the first call (run
-   eagerly) has run, before it returns. */
-static PyObject *plan_after_first_call(fjn_Plan *p, PyObject *fn)
+/* plan._after_next_call(fn): fn(plan) is called when the next call (run
+   eagerly) has run, before it returns; fn may set the next one. */
+static PyObject *plan_after_next_call(fjn_Plan *p, PyObject *fn)
 {
-    Py_XSETREF(p->on_first_call, Py_NewRef(fn));
+    Py_XSETREF(p->on_next_call, Py_NewRef(fn));
     Py_RETURN_NONE;
 }
 
@@ -2814,8 +2819,8 @@ static PyObject *plan_partition_method(fjn_Plan *p, PyObject *unused)
 
 static PyMethodDef plan_methods[] = {
     {"_load", (PyCFunction)plan_load, METH_O, "_load(path): dlopen the compiled kernels of this plan."},
-    {"_after_first_call", (PyCFunction)plan_after_first_call, METH_O,
-     "_after_first_call(fn): fn(plan) when the first (eager) call has run."},
+    {"_after_next_call", (PyCFunction)plan_after_next_call, METH_O,
+     "_after_next_call(fn): fn(plan) when the next (eager) call has run."},
     {"_partition", (PyCFunction)plan_partition_method, METH_NOARGS,
      "_partition(): partitions a deferred plan's graph; the kernels' C source, or None when nothing fuses."},
     {NULL, NULL, 0, NULL},
@@ -2829,6 +2834,7 @@ static PyGetSetDef plan_getset[] = {
 };
 
 static PyMemberDef plan_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(fjn_Plan, weakrefs), READONLY, NULL},
     {"fallbacks", T_PYSSIZET, offsetof(fjn_Plan, fallbacks), READONLY,
      "group runs that went through NumPy instead of their kernel (flags, inputs or layouts)"},
     {"row_runs", T_PYSSIZET, offsetof(fjn_Plan, row_runs), READONLY,
