@@ -115,6 +115,34 @@ def test_softmax(dt, shape, exact):
 
 
 @pytest.mark.parametrize("dt", [np.float64, np.float32])
+@pytest.mark.parametrize("m", [1, 7, 8, 9, 15, 16, 17, 31, 100])
+def test_padded_tail_of_a_vmath_pass(dt, m):
+    """A pass computing fj_exp / fj_sin inline (native_exact False) runs a row's
+    last M % V elements as one padded block (native_emit.c emit_row_pass): the
+    values of every element, and the flags of the tail's own elements (the pad
+    lanes repeat element M - 1): an overflow there, or a NaN, is NumPy's
+    warning and value, and clean rows keep the kernel."""
+    framejit.config.native_exact = False
+    body = """
+e = np.exp(x) * np.sin(x)
+return e / e.sum(axis=-1, keepdims=True)
+"""
+    x = data(dt, (6, m), scale=2.0)
+    plans = check(body, [(x,), (x[1:],)])
+    assert fallbacks(plans) == 0
+    # (a row of one element is a flat group; the kernel takes any M)
+    assert ("if (Mv < M)" in plans[0].source) == (m > 1)
+    big = 100.0 if dt == np.float32 else 800.0  # exp overflows
+    for j in sorted({m - 1, m // 2, 0}):
+        for v in (big, np.nan, -np.inf):
+            y = x.copy()
+            y[3, j] = v
+            for mode in ("warn", "ignore"):
+                with np.errstate(over=mode, invalid=mode):
+                    check(body, [(y,)])
+
+
+@pytest.mark.parametrize("dt", [np.float64, np.float32])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_layer_norm_one_group(dt, shape):
     g = data(dt, shape[-1:], 5)
