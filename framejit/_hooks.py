@@ -11,7 +11,7 @@ import warnings
 # Everything is imported here, never inside a hook: the program may have
 # replaced builtins.__import__ (unittest.mock.patch('builtins.__import__'),
 # test_unittest's discovery tests) while its frames compile.
-from . import _C, config, logs
+from . import _C, config, logs, tracefile
 from .api import counters
 from .exc import BackendCompilerFailed, FramejitError, Unsupported
 
@@ -98,6 +98,22 @@ class Hooks:
     def recompile_limit(self):
         return int(config.recompile_limit)
 
+    @property
+    def trace(self):
+        """1 while the structured trace is on (config.trace_dir): the C compile
+        driver then times each compile and calls trace_start / trace_done."""
+        return 1 if tracefile.active() else 0
+
+    def trace_start(self):
+        tracefile.record(tracefile.start)
+
+    def trace_done(self, code, compile_id, outcome, guards, seconds, trace_seconds,
+                   backend_seconds, attempts):
+        """A frame's compile ended (only while the trace is on): 'outcome' says
+        what the frame runs now (docs/report.md), the times are in seconds."""
+        tracefile.record(tracefile.done, code, compile_id, outcome, guards, seconds,
+                         trace_seconds, backend_seconds, attempts)
+
     def _record(self, event):
         for r in self.recorders:
             r.append(event)
@@ -105,6 +121,8 @@ class Hooks:
     def on_compile(self, code, compile_id, guards, graph):
         """Every successful compile (explain() listens here)."""
         counters["frames"]["compiled"] += 1
+        if config.trace_dir:
+            tracefile.record(tracefile.compiled, code, compile_id, guards, graph)
         if self.recorders:
             self._record(("compile", code, compile_id, guards.format(), graph))
 
@@ -115,6 +133,8 @@ class Hooks:
         counters["frames"]["no_graph"] += 1
         if reason is not None:
             counters["graph_break"][reason] += 1
+        if config.trace_dir:
+            tracefile.record(tracefile.no_graph, code, compile_id, arrays, reason)
         if self.recorders:
             self._record(("no_graph", code, compile_id, bool(arrays), reason))
         if logs.on("graph_breaks"):
@@ -130,6 +150,8 @@ class Hooks:
         """A frame with cache entries is compiled again; 'failures' lists
         (compile_id, failed guard text) of every entry tried."""
         counters["stats"]["recompiles"] += 1
+        if config.trace_dir:
+            tracefile.record(tracefile.recompile, code, compile_id, failures)
         where = f"{code.co_filename}:{code.co_firstlineno}"
         if logs.on("recompiles") and failures:
             logs.log("recompiles", compile_id,
@@ -144,6 +166,8 @@ class Hooks:
     def recompile_limit_hit(self, code, failures):
         """Past config.recompile_limit entries: warn once, the code goes run-only."""
         counters["stats"]["recompile_limit_hit"] += 1
+        if config.trace_dir:
+            tracefile.record(tracefile.recompile_limit, code, failures)
         if code in self._limit_warned:
             return
         self._limit_warned.add(code)
@@ -269,6 +293,9 @@ class Hooks:
             raise Unsupported(f"framejit (fullgraph=True) cannot capture {_name(code)} "
                               f"({where}) whole: {reason}")
         counters["graph_break"][reason] += 1
+        if config.trace_dir:
+            tracefile.record(tracefile.graph_break, code, compile_id, reason, line, resumable,
+                             linecache.getline(code.co_filename, line).strip())
         if self.recorders:
             self._record(("break", code, compile_id, reason, line, bool(resumable)))
         if not resumable:
@@ -283,6 +310,9 @@ class Hooks:
     def internal_error(self, code, compile_id, exc):
         counters["stats"]["internal_errors"] += 1
         counters["internal_error"][f"{type(exc).__name__}: {exc}"] += 1
+        if config.trace_dir:
+            tracefile.record(tracefile.internal_error, code, compile_id, exc,
+                             "".join(traceback.format_exception(exc)))
         if config.raise_internal_errors:
             raise exc
         if config.warn_internal_errors:
@@ -296,6 +326,8 @@ class Hooks:
         """A compiled frame's graph raised 'exc' (an Exception): the frame's own
         code runs the call instead, from its start (evalframe.c)."""
         counters["stats"]["graph_raised_reruns"] += 1
+        if config.trace_dir:
+            tracefile.record(tracefile.graph_raised, code, exc)
         if logs.on("graph_breaks"):
             logs.log("graph_breaks", None,
                      f"The graph of {_name(code)} ({code.co_filename}:{code.co_firstlineno}) "
@@ -304,6 +336,8 @@ class Hooks:
 
     def backend_failed(self, code, backend, exc):
         name = getattr(backend, "__name__", repr(backend))
+        if config.trace_dir:
+            tracefile.record(tracefile.backend_failed, code, name, exc)
         raise BackendCompilerFailed(
             f"framejit backend {name!r} failed compiling {_name(code)} "
             f"({code.co_filename}:{code.co_firstlineno}): {type(exc).__name__}: {exc}") from exc

@@ -58,6 +58,13 @@ warn_internal_errors = True
 #: this off, for the same reason; counters["stats"]["recompile_limit_hit"])
 warn_recompile_limit = True
 
+#: the structured trace (docs/report.md): a directory where each process
+#: writes framejit_trace.<pid>.jsonl, every frame offered to the compiler, its
+#: graphs, guards, breaks, recompiles and compile times; None: off.  The
+#: environment variable FRAMEJIT_TRACE_DIR sets it at import.
+#: ``python -m framejit report DIR`` renders the files as one HTML page.
+trace_dir = os.environ.get("FRAMEJIT_TRACE_DIR") or None
+
 #: Transparent mode (python -m framejit run turns it on): the compiled and
 #: resume functions are constants of the new code instead of globals
 #: __compiled_fn_N / __resume_at_<offset>_<n> of the frame's module, and
@@ -74,6 +81,9 @@ class _ConfigModule(types.ModuleType):
     def __setattr__(self, name, value):
         types.ModuleType.__setattr__(self, name, value)
         from . import _C  # not at import: config is imported before _C
+        if name == "trace_dir":
+            from . import tracefile
+            tracefile.prepare()
         _C._config_changed()
 
     def __delattr__(self, name):

@@ -33,6 +33,8 @@
 #include "resume.h"
 #include "trace.h"
 
+#include <time.h>
+
 typedef struct {
     PyObject_HEAD
     PyObject *backend; /* strong: backend(graph, example_inputs) -> callable */
@@ -110,6 +112,14 @@ static void hook_log(Compiler *c, const char *channel, PyObject *cid, PyObject *
 }
 
 /* ---------------------------------------------------------- helpers */
+
+/* A monotonic clock in seconds (the structured trace's compile phases). */
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 /* Takes the pending exception: a new reference to its value (NULL if none). */
 static PyObject *fetch_exception(void)
@@ -310,7 +320,10 @@ static int install_graph(Compiler *c, fj_Tracer *tx, PyCodeObject *co, PyObject 
         goto done;
     if (fj_trace_dynamic_meta(tx) < 0 || (inputs = example_inputs(tx)) == NULL)
         goto done;
+    double t0 = c->cfg.trace ? now_seconds() : 0.0;
     compiled = PyObject_CallFunctionObjArgs(c->backend, tx->graph, inputs, NULL);
+    if (c->cfg.trace)
+        tx->backend_seconds += now_seconds() - t0;
     if (compiled == NULL) {
         PyObject *exc = fetch_exception();
         PyObject *r = exc ? hook_call(c, "backend_failed", "(OOO)", (PyObject *)co, c->backend, exc)
@@ -784,11 +797,22 @@ static PyObject *run_whole_after(Compiler *c, PyCodeObject *co, fj_Tracer *tx, P
     return run_whole(c, co, tx, cid);
 }
 
+/* What one compile tells the structured trace (config.trace_dir): filled by
+   compile_frame when it is given one, reported by compile_traced. */
+typedef struct {
+    PyCodeObject *code;    /* borrowed: the frame's code; NULL until it is known */
+    PyObject *cid;         /* strong: the last compile id made, or NULL */
+    double trace_seconds;  /* in the tracer, over every attempt */
+    double backend_seconds;/* in the backend call */
+    int attempts;          /* traces run (restarts and loop retries included) */
+} CompileReport;
+
 /*
-** Compiles the frame behind wrapper 'frame'.  Returns the callback result
-** (new reference) or NULL on a user-facing error (fullgraph, backend).
+** Compiles the frame behind wrapper 'frame'; fills 'rep' when it is not NULL
+** (the structured trace).  Returns the callback result (new reference) or
+** NULL on a user-facing error (fullgraph, backend).
 */
-static PyObject *compile_frame(Compiler *c, PyObject *frame)
+static PyObject *compile_frame(Compiler *c, PyObject *frame, CompileReport *rep)
 {
     fj_FrameView view;
     fj_Tracer tx;
@@ -800,6 +824,8 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame)
     fj_bc_init(&il);
     if (fj_frame_wrapper_view(frame, &view, &co) < 0)
         return NULL;
+    if (rep != NULL)
+        rep->code = co;
     /* module and class bodies (no CO_OPTIMIZED: LOAD_NAME, run once) are
        never captured, whatever the config (not remembered: exec'd code
        would grow the list without bound) */
@@ -870,6 +896,8 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame)
         Py_XSETREF(cid, make_compile_id(frame_id, compile_no, attempt));
         if (cid == NULL || tracer_init(c, &tx, &view, co, cid, stop_at, ces, loop_policy) < 0)
             goto done;
+        if (rep != NULL)
+            Py_XSETREF(rep->cid, Py_NewRef(cid));
         /* the last attempt broke where an op raised on dynamic sizes (x + y
            with unequal ones): the guards it would have added never come,
            so this entry is for these sizes only, not a dynamic one that
@@ -881,7 +909,12 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame)
             hook_log(c, "bytecode", cid, text);
             Py_XDECREF(text);
         }
+        double t0 = rep != NULL ? now_seconds() : 0.0;
         int r = fj_trace_run(&tx, co);
+        if (rep != NULL) {
+            rep->trace_seconds += now_seconds() - t0;
+            rep->attempts++;
+        }
         if (r == 0) {
             result = finish_return(c, co, &tx, cid);
             if (result == NULL && PyErr_ExceptionMatches(fj_Unsupported))
@@ -1002,10 +1035,66 @@ done:
             }
         }
     }
+    if (rep != NULL)
+        rep->backend_seconds += tx.backend_seconds;
     tracer_clear(&tx);
     fj_bc_free(&il);
     Py_XDECREF(cid);
     Py_XDECREF(loop_policy);
+    return result;
+}
+
+/* What the callback's 'result' for a frame of 'co' tells the frame (the
+   structured trace's words for it, docs/report.md). */
+static const char *outcome_name(PyObject *result, PyCodeObject *co)
+{
+    if (result == NULL)
+        return "error";
+    if (result == Py_None)
+        return "not_compiled";
+    if (result == fj_skip_code_sentinel())
+        return "skipped";
+    if (result == fj_unless_arrays_sentinel())
+        return "unless_arrays";
+    if (result == fj_run_only_sentinel())
+        return "run_only";
+    if (PyTuple_Check(result) && PyTuple_GET_SIZE(result) == 3)
+        return PyTuple_GET_ITEM(result, 0) == (PyObject *)co ? "own_code" : "compiled";
+    return "other";
+}
+
+/*
+** compile_frame with the structured trace on: hooks.trace_start() before,
+** hooks.trace_done(code, compile_id, outcome, guards, seconds, trace_seconds,
+** backend_seconds, attempts) after.  The trace never changes what the
+** program sees: a failing hook is reported as unraisable and the result
+** (or the pending user-facing error) is compile_frame's.
+*/
+static PyObject *compile_traced(Compiler *c, PyObject *frame)
+{
+    CompileReport rep = {NULL, NULL, 0.0, 0.0, 0};
+    PyObject *h = hook_call(c, "trace_start", "()");
+    if (h == NULL)
+        PyErr_WriteUnraisable(c->hooks);
+    Py_XDECREF(h);
+    double t0 = now_seconds();
+    PyObject *result = compile_frame(c, frame, &rep);
+    double seconds = now_seconds() - t0;
+    if (rep.code != NULL) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyObject *guards = result != NULL && PyTuple_Check(result) && PyTuple_GET_SIZE(result) == 3
+                               ? PyTuple_GET_ITEM(result, 1)
+                               : Py_None;
+        h = hook_call(c, "trace_done", "(OOsOdddi)", (PyObject *)rep.code,
+                      rep.cid ? rep.cid : Py_None, outcome_name(result, rep.code), guards,
+                      seconds, rep.trace_seconds, rep.backend_seconds, rep.attempts);
+        if (h == NULL)
+            PyErr_WriteUnraisable(c->hooks);
+        Py_XDECREF(h);
+        PyErr_Restore(et, ev, tb);
+    }
+    Py_XDECREF(rep.cid);
     return result;
 }
 
@@ -1027,7 +1116,9 @@ static PyObject *compiler_call(Compiler *self, PyObject *args, PyObject *kwargs)
         return PyErr_Format(PyExc_TypeError, "frame_state must be a dict");
     if (fj_config_refresh(&self->cfg, self->hooks) < 0)
         return NULL;
-    return compile_frame(self, frame);
+    if (self->cfg.trace)
+        return compile_traced(self, frame);
+    return compile_frame(self, frame, NULL);
 }
 
 static int compiler_init(Compiler *self, PyObject *args, PyObject *kwargs)

@@ -86,13 +86,14 @@ int fj_config_refresh(fj_Config *cfg, PyObject *hooks)
     if (cfg->version == fj_config_version)
         return 0;
     fj_Config n;
-    long limit, depth, restarts, transparent, capture, unroll;
+    long limit, depth, restarts, transparent, capture, unroll, trace;
     if (read_long(hooks, "recompile_limit", 0, LONG_MAX, 8, &limit) < 0 ||
         read_long(hooks, "inline_depth_limit", 0, 1000, 8, &depth) < 0 ||
         read_long(hooks, "max_restarts", 1, 100000, 100, &restarts) < 0 ||
         read_long(hooks, "transparent", 0, 1, 0, &transparent) < 0 ||
         read_long(hooks, "capture_loops", 0, 1, 1, &capture) < 0 ||
         read_long(hooks, "loop_unroll_limit", 0, LONG_MAX, 16, &unroll) < 0 ||
+        read_long(hooks, "trace", 0, 1, 0, &trace) < 0 ||
         read_channels(hooks, &n.channels) < 0)
         return -1;
     n.recompile_limit = limit;
@@ -101,6 +102,7 @@ int fj_config_refresh(fj_Config *cfg, PyObject *hooks)
     n.transparent = (int)transparent;
     n.capture_loops = (int)capture;
     n.loop_unroll_limit = unroll;
+    n.trace = (int)trace;
     n.version = fj_config_version;
     *cfg = n;
     return 0;

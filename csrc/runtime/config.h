@@ -35,13 +35,16 @@ typedef struct {
     int capture_loops;      /* loops over range() become loop nodes (docs/loops.md) */
     long loop_unroll_limit; /* ...when they have more iterations than this */
     unsigned channels;      /* FJ_LOG_* bits of the channels that are on */
+    int trace;              /* the structured trace is on (config.trace_dir,
+                               framejit/tracefile.py): compiles are timed and reported */
 } fj_Config;
 
 /* Bumped by framejit._C._config_changed(). */
 extern unsigned long fj_config_version;
 
 /* Refills 'cfg' from 'hooks' (its attributes recompile_limit,
-   inline_depth_limit, max_restarts, transparent, enabled) if config changed
+   inline_depth_limit, max_restarts, transparent, capture_loops,
+   loop_unroll_limit, trace, enabled) if config changed
    since it was filled.  A missing attribute keeps the default.  0, or -1
    with an exception. */
 int fj_config_refresh(fj_Config *cfg, PyObject *hooks);

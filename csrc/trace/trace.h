@@ -137,6 +137,8 @@ typedef struct fj_Tracer {
     int loop_retry;          /* a capture failed: the compile traces again with its policy */
     int capture_loops;       /* config.capture_loops */
     long loop_unroll_limit;  /* config.loop_unroll_limit */
+    double backend_seconds;  /* compiler.c: time in the backend call, measured while the
+                                structured trace is on (config.trace_dir) */
     PyObject *made;          /* strong list or NULL: the Vars made while this tracer ran
                                 that can hold Vars; cleared with the tracer, so reference
                                 cycles among them (self.loop = self) are not left to the
