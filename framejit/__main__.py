@@ -2,8 +2,9 @@
 
     python -m framejit run [--summary] SCRIPT [ARGS...]
     python -m framejit run [--summary] -m MODULE [ARGS...]
+    python -m framejit report DIR [-o OUT.html]
 
-(see framejit/run.py)."""
+(see framejit/run.py and framejit/report.py)."""
 import sys
 
 # Builtins bound at import: framejit's code runs while the program's frames
@@ -13,14 +14,21 @@ from builtins import (  # noqa: A004
 )
 
 
+def _usage():
+    from .run import USAGE
+    from .report import USAGE as REPORT_USAGE
+    return f"{USAGE}\n{REPORT_USAGE}"
+
+
 def _main(argv):
     if not argv or argv[0] in ("-h", "--help"):
-        from .run import USAGE
-        print(USAGE, file=sys.stderr if not argv else sys.stdout)
+        print(_usage(), file=sys.stderr if not argv else sys.stdout)
         return 2 if not argv else 0
+    if argv[0] == "report":
+        from .report import main as report_main
+        return report_main(argv[1:])
     if argv[0] != "run":
-        from .run import USAGE
-        print(f"python -m framejit: unknown command {argv[0]!r}\n{USAGE}", file=sys.stderr)
+        print(f"python -m framejit: unknown command {argv[0]!r}\n{_usage()}", file=sys.stderr)
         return 2
     from .run import main
     return main(argv[1:])
