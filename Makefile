@@ -10,7 +10,7 @@ LIBSTDCXX := $(shell gcc -print-file-name=libstdc++.so)
 ASAN_ENV := LD_PRELOAD="$(LIBASAN) $(LIBSTDCXX)" PYTHONMALLOC=malloc \
 	ASAN_OPTIONS=detect_leaks=0:halt_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-.PHONY: all build install deps test test-one demo debug asan test-asan test-debug bench memcheck valgrind clean fuzz \
+.PHONY: all build install deps test test-one demo report-demo debug asan test-asan test-debug bench memcheck valgrind clean fuzz \
 	cpython-tests numpy-tests bench-native bench-loops test-native-default bench-compare bench-report bench-all
 
 all: build
@@ -59,6 +59,25 @@ test-one: install
 
 demo: install
 	$(PY) examples/demo.py
+
+# The structured trace and its HTML report (docs/report.md) for the demo, a
+# program with many graph breaks (examples/breaks.py) and, when torch
+# imports, a small torch model (examples/torch_model.py): each program runs
+# with FRAMEJIT_TRACE_DIR=$(REPORT_DIR)/<name>/trace, its output goes to
+# $(REPORT_DIR)/<name>/output.txt, and the path of each report is printed.
+REPORT_DIR ?= build/report-demo
+report-demo: build
+	@set -e; for name in demo breaks torch_model; do \
+		if [ $$name = torch_model ] && ! $(PY) -c "import torch" 2>/dev/null; then \
+			echo "make report-demo: torch is not importable: no report for examples/torch_model.py"; continue; fi; \
+		rm -rf $(REPORT_DIR)/$$name; mkdir -p $(REPORT_DIR)/$$name; \
+		FRAMEJIT_TRACE_DIR=$(REPORT_DIR)/$$name/trace PYTHONPATH=$(CURDIR) \
+			$(PY) examples/$$name.py > $(REPORT_DIR)/$$name/output.txt 2>&1 || \
+			{ echo "make report-demo: examples/$$name.py failed:"; tail -20 $(REPORT_DIR)/$$name/output.txt; exit 1; }; \
+		PYTHONPATH=$(CURDIR) $(PY) -m framejit report $(REPORT_DIR)/$$name/trace \
+			-o $(REPORT_DIR)/$$name/report.html > /dev/null; \
+		echo "$(REPORT_DIR)/$$name/report.html"; \
+	done
 
 debug:
 	FRAMEJIT_BUILD=debug $(PY) setup.py -q build_ext --inplace --force

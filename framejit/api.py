@@ -141,3 +141,6 @@ def reset():
     _marked.clear()
     from ._hooks import hooks
     hooks._limit_warned.clear()
+    from . import tracefile
+    if tracefile.active():  # compile ids start again from 0/0: the trace says so
+        tracefile.emit({"kind": "reset", "compile_id": None})

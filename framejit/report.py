@@ -123,10 +123,14 @@ class Process:
         self.by_compile = {}   # base compile id -> {"kind": [records]}
         self.events = []       # records without a compile id (limits, graph raised...)
         self.counters = None
+        epoch = 0              # framejit.reset() calls so far: compile ids start again
         for r in records[1:]:
             kind = r["kind"]
             cid = r.get("compile_id")
-            if kind == "counters":
+            r["_epoch"] = epoch
+            if kind == "reset":
+                epoch += 1
+            elif kind == "counters":
                 self.counters = r.get("counters") if isinstance(r.get("counters"), dict) else {}
             elif kind == "frame" and cid is None:
                 self.uncompiled.append(r)
@@ -135,10 +139,22 @@ class Process:
             else:
                 if kind == "frame":
                     self.frames.append(r)
-                self.by_compile.setdefault(_base(cid), {}).setdefault(kind, []).append(r)
+                self.by_compile.setdefault(_key(r), {}).setdefault(kind, []).append(r)
 
-    def of(self, cid, kind):
-        return self.by_compile.get(_base(cid), {}).get(kind, [])
+    def of(self, rec, kind):
+        """The records of 'kind' of the compile 'rec' belongs to."""
+        return self.by_compile.get(_key(rec), {}).get(kind, [])
+
+
+def _key(rec):
+    """A compile's key: its compile id without the attempt, after how many resets."""
+    return (rec.get("_epoch", 0), _base(rec.get("compile_id")))
+
+
+def _cid(rec):
+    """A record's compile id as the page shows it (with the reset it follows)."""
+    ep = rec.get("_epoch", 0)
+    return f"{rec.get('compile_id')}" + (f" (after reset {ep})" if ep else "")
 
 
 def load(path):
@@ -300,9 +316,9 @@ class Renderer:
             x = left + start / t_max * width
             wd = max(1.5, (end - start) / t_max * width)
             color = colors.get(f.get("outcome"), "#c0392b")
-            tip = (f"{f.get('compile_id')} {f.get('name')} ({os.path.basename(str(f.get('file')))}:"
+            tip = (f"{_cid(f)} {f.get('name')} ({os.path.basename(str(f.get('file')))}:"
                    f"{f.get('line')}): {_secs(f.get('seconds'))}, {f.get('outcome')}")
-            self.w(f"<a href=\"#{esc(_anchor('c', p.pid, f.get('compile_id')))}\">"
+            self.w(f"<a href=\"#{esc(_anchor('c', p.pid, f['_epoch'], f.get('compile_id')))}\">"
                    f"<rect class=\"span\" x=\"{x:.1f}\" y=\"{row * rowh + 6}\" width=\"{wd:.1f}\" "
                    f"height=\"16\" fill=\"{color}\"><title>{esc(tip)}</title></rect></a>")
         y = rowh * len(self.procs) + 20
@@ -319,14 +335,15 @@ class Renderer:
         for p in self.procs:
             by_frame = {}
             for f in p.frames:
-                key = str(f.get("compile_id")).split("/", 1)[0]
+                key = (f["_epoch"], str(f.get("compile_id")).split("/", 1)[0])
                 by_frame.setdefault(key, []).append(f)
-            for fid, fs in by_frame.items():
+            for (epoch, fid), fs in by_frame.items():
                 cost = sum(_num(f.get("seconds")) for f in fs)
-                cids = {_base(f.get("compile_id")) for f in fs}
-                breaks = sum(len(p.of(c, "break")) for c in cids)
-                graphs = sum(len(p.of(c, "graph")) for c in cids)
-                recs = sum(len(p.of(c, "recompile")) for c in cids)
+                breaks = sum(len(p.of(f, "break")) for f in fs)
+                graphs = sum(len(p.of(f, "graph")) for f in fs)
+                recs = sum(len(p.of(f, "recompile")) for f in fs)
+                if epoch:
+                    fid = f"{fid} (after reset {epoch})"
                 rows.append((cost, p, fid, fs[0], len(fs), graphs, breaks, recs))
         rows.sort(key=lambda r: -r[0])
         top = rows[0][0] if rows and rows[0][0] > 0 else 1.0
@@ -391,12 +408,12 @@ class Renderer:
             cid = str(f.get("compile_id"))
             start = _num(f.get("resume_line")) or _num(f.get("line"))
             end = _num(f.get("last_line"))
-            brk = [b for b in p.of(cid, "break") if b.get("resumed")]
-            for b in p.of(cid, "break"):
+            brk = [b for b in p.of(f, "break") if b.get("resumed")]
+            for b in p.of(f, "break"):
                 breaks.setdefault(_num(b.get("break_line")), []).append((cid, b))
             if brk:
                 end = min(_num(b.get("break_line")) for b in brk) - 1
-            target = captured if p.of(cid, "graph") else nograph
+            target = captured if p.of(f, "graph") else nograph
             for ln in range(start, end + 1):
                 target.setdefault(ln, set()).add(_base(cid))
         self.w("<details class=\"fold\" open><summary>source</summary>"
@@ -426,10 +443,10 @@ class Renderer:
         self.w("</table></details>")
 
     def compile(self, p, f):
-        cid = str(f.get("compile_id"))
+        cid = _cid(f)
         outcome = str(f.get("outcome"))
         ph = f.get("phases") if isinstance(f.get("phases"), dict) else {}
-        self.w(f"<div class=\"compile {esc(outcome)}\" id=\"{esc(_anchor('c', p.pid, cid))}\">"
+        self.w(f"<div class=\"compile {esc(outcome)}\" id=\"{esc(_anchor('c', p.pid, f['_epoch'], f.get('compile_id')))}\">"
                f"<h4>[{esc(cid)}] {esc(f.get('name'))}: {esc(outcome)} "
                f"<span class=\"muted\">({esc(OUTCOMES.get(outcome, ''))})</span></h4>")
         self.w(f"<p>compile {_secs(f.get('seconds'))}: trace {_secs(ph.get('trace'))}, backend "
@@ -439,13 +456,13 @@ class Renderer:
         if isinstance(native, dict) and native:
             self.w("; native backend: " + ", ".join(f"{esc(k)} {esc(v)}" for k, v in native.items()))
         self.w("</p>")
-        for r in p.of(cid, "recompile"):
+        for r in p.of(f, "recompile"):
             self.w("<p><b>Recompile</b>, the guards that failed:</p><ul>")
             for fl in r.get("failures") or []:
                 self.w(f"<li class=\"recompile\">entry {esc(fl.get('compile_id'))}: "
                        f"<code>{esc(fl.get('guard'))}</code></li>")
             self.w("</ul>")
-        for b in p.of(cid, "break"):
+        for b in p.of(f, "break"):
             how = ("resumed after it" if b.get("resumed") else "the frame runs whole in CPython")
             self.w(f"<div class=\"break\"><b>Graph break</b> [{esc(b.get('compile_id'))}] at line "
                    f"{esc(b.get('break_line'))} ({how}): <span class=\"reason\">{esc(b.get('reason'))}"
@@ -458,22 +475,21 @@ class Renderer:
                            + "\n")
                 self.w("</pre></details>")
             self.w("</div>")
-        for n in p.of(cid, "no_graph"):
+        for n in p.of(f, "no_graph"):
             why = f" before a graph break: {n.get('reason')}" if n.get("reason") else ""
             self.w(f"<p class=\"no-graph\"><b>No graph</b>: no array operation captured{esc(why)}"
                    "</p>")
-        for e in p.of(cid, "internal_error"):
+        for e in p.of(f, "internal_error"):
             self.w(f"<p class=\"reason\"><b>Internal error</b>: {esc(e.get('error'))}</p>"
                    f"<details><summary>traceback</summary><pre>{esc(e.get('traceback'))}</pre>"
                    "</details>")
-        for g in p.of(cid, "graph"):
+        for g in p.of(f, "graph"):
             self.graph(g)
-        for g in p.of(cid, "guards"):
-            if _base(g.get("compile_id")) == _base(cid):
-                self.w(f"<details class=\"fold guards\"><summary>guards [{esc(g.get('compile_id'))}]"
-                       "</summary>")
-                self.guard_tree(g.get("tree"))
-                self.w("</details>")
+        for g in p.of(f, "guards"):
+            self.w(f"<details class=\"fold guards\"><summary>guards [{esc(g.get('compile_id'))}]"
+                   "</summary>")
+            self.guard_tree(g.get("tree"))
+            self.w("</details>")
         self.w("</div>")
 
     def graph(self, g):
