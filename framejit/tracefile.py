@@ -23,6 +23,7 @@ Every value written is built here from types framejit knows (str, int,
 float, the compiler's own objects); the program's objects appear as their
 type's name, never through their own __repr__ (which could run the
 program's code while a frame compiles)."""
+import _thread
 import os
 import sys
 import time
@@ -54,6 +55,7 @@ _getpid = os.getpid
 _getframe = sys._getframe
 _HERE = os.path.dirname(os.path.realpath(__file__)) + os.sep
 _atexit_set = False
+_lock = _thread.allocate_lock()  # one writer at a time (compiles on several threads)
 
 # what the compile under way has done so far (trace_start resets it)
 _native_before = None    # counters["native"] when it started
@@ -146,8 +148,9 @@ def emit(record):
         return
     t = _perf()
     try:
-        if _open():
-            _write(record)
+        with _lock:
+            if _open():
+                _write(record)
     except BaseException as e:  # noqa: BLE001 - the trace never changes what the program does
         _fail(e)
     _write_seconds += _perf() - t
@@ -165,7 +168,8 @@ def record(fn, *args):
 
 def _after_fork():
     """In a forked child: the parent's file stays the parent's."""
-    global _fd, _native_before, _write_seconds
+    global _fd, _native_before, _write_seconds, _lock
+    _lock = _thread.allocate_lock()  # (another thread may have held it at the fork)
     if _fd is not None:
         try:
             os.close(_fd)
