@@ -96,6 +96,7 @@ def _fail(exc):
         return
     _failed = True
     _fd = None
+    _C._config_changed()  # the C driver stops timing compiles for the trace
     try:
         warnings.warn(f"framejit: cannot write the trace to {config.trace_dir!s}: "
                       f"{type(exc).__name__}: {exc}; the trace is off in this process",
