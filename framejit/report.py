@@ -209,7 +209,8 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 code,pre{font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 pre{background:#f3f4f6;border:1px solid #d0d4da;padding:8px;overflow-x:auto;margin:4px 0}
 .bar{display:inline-block;height:10px;background:#4c78a8;vertical-align:middle}
-.fn{background:#fff;border:1px solid #d0d4da;border-radius:6px;padding:4px 16px 12px;margin:16px 0}
+.fn{background:#fff;border:1px solid #d0d4da;border-radius:6px;padding:4px 16px 12px;margin:16px 0;overflow-x:auto}
+table.graph-table td{word-break:break-word;max-width:32em}
 .compile{border-left:4px solid #4c78a8;padding:2px 12px;margin:10px 0;background:#fcfcfd}
 .compile.own_code,.compile.unless_arrays{border-left-color:#999}
 .compile.skipped,.compile.error,.compile.run_only{border-left-color:#c0392b}
