@@ -1,7 +1,6 @@
 """What the C compiler calls back into Python for: logging, dis listings,
 counters, skip rules and the user-facing exceptions.  Only the compile path
 comes here; nothing on a warm call does."""
-import linecache
 import os
 import sys
 import sysconfig
@@ -11,7 +10,7 @@ import warnings
 # Everything is imported here, never inside a hook: the program may have
 # replaced builtins.__import__ (unittest.mock.patch('builtins.__import__'),
 # test_unittest's discovery tests) while its frames compile.
-from . import _C, config, logs, tracefile
+from . import _C, breaks, config, logs, tracefile
 from .api import counters
 from .exc import BackendCompilerFailed, FramejitError, Unsupported
 
@@ -286,26 +285,30 @@ class Hooks:
         counters["stats"]["unique_graphs"] += 1
         counters["stats"]["calls_captured"] += ncalls
 
-    def graph_break(self, code, compile_id, reason, lineno, fullgraph, resumable):
+    def graph_break(self, code, compile_id, reason, lineno, fullgraph, resumable,
+                    detail=None, cols=None):
+        """A graph break for 'reason' at 'lineno' of 'code'; 'detail' is the
+        reason's (key, trace stack) and 'cols' the break instruction's
+        (col, end_col): framejit/breaks.py makes the message from them."""
         line = lineno if lineno and lineno > 0 else code.co_firstlineno
         where = f"{code.co_filename}:{line}"
+        info = breaks.BreakInfo(code, reason, line, detail, cols)
         if fullgraph:
             raise Unsupported(f"framejit (fullgraph=True) cannot capture {_name(code)} "
-                              f"({where}) whole: {reason}")
+                              f"({where}) whole: {info.message}\n{info.user_stack(_name(code))}")
         counters["graph_break"][reason] += 1
         if config.trace_dir:
             tracefile.record(tracefile.graph_break, code, compile_id, reason, line, resumable,
                              linecache.getline(code.co_filename, line).strip())
         if self.recorders:
-            self._record(("break", code, compile_id, reason, line, bool(resumable)))
+            self._record(("break", code, compile_id, reason, line, bool(resumable), info))
         if not resumable:
             counters["stats"]["frames_not_captured"] += 1
         else:
             counters["frames"]["broken"] += 1
         if logs.on("graph_breaks"):
-            src = linecache.getline(code.co_filename, line).strip()
             logs.log("graph_breaks", compile_id,
-                     f"Graph break in {_name(code)} at {where}: {reason}\n    {src}")
+                     f"Graph break in {_name(code)} at {where}: {info.message}")
 
     def internal_error(self, code, compile_id, exc):
         counters["stats"]["internal_errors"] += 1

@@ -21,7 +21,10 @@ class ExplainOutput:
     def __init__(self, result, graphs, breaks, guards):
         self.result = result
         self.graphs = graphs                  # [(compile_id, code name, Graph)]
-        self.break_reasons = breaks           # [dict(compile_id, function, file, line, reason, resumed)]
+        # [dict(compile_id, function, file, line, reason, resumed, kind, source, message)]:
+        # 'kind' is the anchor of its section of docs/graph-breaks.md, 'message'
+        # the text logs and fullgraph=True errors show (framejit/breaks.py)
+        self.break_reasons = breaks
         self.guards = guards                  # [(compile_id, code name, guard text)]
 
     @property
@@ -47,7 +50,7 @@ class ExplainOutput:
             how = "resumed after it" if b["resumed"] else "the frame ran whole in CPython"
             lines.append(f"  Break Reason {i} [{b['compile_id']}] in {b['function']} at "
                          f"{os.path.basename(b['file'])}:{b['line']} ({how}):")
-            lines.append(f"    {b['reason']}")
+            lines.extend(f"    {text}" for text in b["message"].splitlines())
         lines.append("Ops per Graph:")
         for (cid, name, _), ops in zip(self.graphs, self.ops_per_graph):
             lines.append(f"  Graph [{cid}] ({name}): {len(ops)} ops")
@@ -82,9 +85,11 @@ def explain(fn, backend="eager"):
                 if graph is not None and getattr(graph, "num_calls", 0) > 0:
                     graphs.append((cid, code.co_name, graph))
             elif ev[0] == "break":
-                _, code, cid, reason, line, resumed = ev
+                _, code, cid, reason, line, resumed, info = ev
                 breaks.append(dict(compile_id=cid, function=code.co_name, file=code.co_filename,
-                                   line=line, reason=reason, resumed=resumed))
+                                   line=line, reason=reason, resumed=resumed,
+                                   kind=info.kind.anchor, source=info.source,
+                                   message=info.message))
         return ExplainOutput(result, graphs, breaks, guards)
 
     return run

@@ -767,15 +767,43 @@ done:
 }
 
 
-/* Takes the pending fj_Unsupported as its message (new ref str), or NULL. */
-static PyObject *take_reason(void)
+/*
+** Takes the pending fj_Unsupported as its message (new ref str), or NULL.
+** With 'detail', also sets *detail to a new (key, stack) tuple from the
+** exception (fj_unsupported), or a new ref to None.
+*/
+static PyObject *take_reason_detail(PyObject **detail)
 {
     PyObject *exc = fetch_exception();
     if (exc == NULL)
         return NULL;
     PyObject *s = PyObject_Str(exc);
+    if (s != NULL && detail != NULL) {
+        PyObject *key = PyObject_GetAttrString(exc, "key");
+        PyObject *stack = key ? PyObject_GetAttrString(exc, "stack") : NULL;
+        PyErr_Clear(); /* a reason without key: the hook names it "other" */
+        *detail = stack ? PyTuple_Pack(2, key, stack) : Py_NewRef(Py_None);
+        Py_XDECREF(key);
+        Py_XDECREF(stack);
+        if (*detail == NULL)
+            Py_CLEAR(s);
+    }
     Py_DECREF(exc);
     return s;
+}
+
+static PyObject *take_reason(void)
+{
+    return take_reason_detail(NULL);
+}
+
+/* Calls the graph_break hook for a break at instruction 'in' (NULL: none). */
+static PyObject *call_break_hook(Compiler *c, PyCodeObject *co, PyObject *cid, PyObject *reason,
+                                 int lineno, int resumable, PyObject *detail, const fj_Instr *in)
+{
+    return hook_call(c, "graph_break", "(OOOiOOO(ii))", (PyObject *)co, cid, reason, lineno,
+                     c->fullgraph ? Py_True : Py_False, resumable ? Py_True : Py_False,
+                     detail ? detail : Py_None, in ? in->col : -1, in ? in->end_col : -1);
 }
 
 /*
@@ -784,13 +812,14 @@ static PyObject *take_reason(void)
 ** the frame run whole in CPython for inputs like these.  New ref or NULL.
 */
 static PyObject *run_whole_after(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject *cid,
-                                 int lineno)
+                                 const fj_Instr *in)
 {
-    PyObject *reason = take_reason();
-    PyObject *h = reason ? hook_call(c, "graph_break", "(OOOiOO)", (PyObject *)co, cid, reason,
-                                     lineno, c->fullgraph ? Py_True : Py_False, Py_False)
+    PyObject *detail = NULL;
+    PyObject *reason = take_reason_detail(&detail);
+    PyObject *h = reason ? call_break_hook(c, co, cid, reason, in ? in->line : -1, 0, detail, in)
                          : NULL;
     Py_XDECREF(reason);
+    Py_XDECREF(detail);
     if (h == NULL)
         return NULL;
     Py_DECREF(h);
@@ -918,13 +947,13 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, CompileReport *rep)
         if (r == 0) {
             result = finish_return(c, co, &tx, cid);
             if (result == NULL && PyErr_ExceptionMatches(fj_Unsupported))
-                result = run_whole_after(c, co, &tx, cid, -1); /* return value not rebuildable */
+                result = run_whole_after(c, co, &tx, cid, NULL); /* return value not rebuildable */
             goto done;
         }
         if (r == 1) {
             result = finish_break(c, co, &tx, cid, &il, &plan);
             if (result == NULL && PyErr_ExceptionMatches(fj_Unsupported))
-                result = run_whole_after(c, co, &tx, cid, il.v[plan.first].line);
+                result = run_whole_after(c, co, &tx, cid, &il.v[plan.first]);
             goto done;
         }
         if (tx.loop_retry && PyErr_ExceptionMatches(fj_Unsupported) && loop_retries++ < 1000) {
@@ -950,13 +979,15 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, CompileReport *rep)
             }
             goto done;
         }
-        PyObject *reason = take_reason();
+        PyObject *detail = NULL;
+        PyObject *reason = take_reason_detail(&detail);
         if (reason == NULL)
             goto done;
         if (!c->fullgraph && fj_graph_num_calls(tx.graph) == 0 && !trace_saw_arrays(&tx, co)) {
             /* nothing captured and no array in sight: no restart, no split */
             result = no_graph(c, co, &tx, cid, 1, reason);
             Py_DECREF(reason);
+            Py_DECREF(detail);
             goto done;
         }
         int bindex = tx.break_index;
@@ -969,6 +1000,7 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, CompileReport *rep)
             int is_resume = fj_resume_origin((PyObject *)co, &origin);
             if (is_resume < 0) {
                 Py_DECREF(reason);
+                Py_DECREF(detail);
                 goto done;
             }
             if (is_resume && bindex < origin.prefix)
@@ -979,19 +1011,22 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, CompileReport *rep)
                 PyObject *why = take_reason();
                 if (why == NULL) {
                     Py_DECREF(reason);
+                    Py_DECREF(detail);
                     goto done;
                 }
                 Py_SETREF(reason, PyUnicode_FromFormat("%U (the whole frame runs in CPython: %U)",
                                                        reason, why));
                 Py_DECREF(why);
-                if (reason == NULL)
+                if (reason == NULL) {
+                    Py_DECREF(detail);
                     goto done;
+                }
             }
         }
-        PyObject *h = hook_call(c, "graph_break", "(OOOiOO)", (PyObject *)co, cid, reason, lineno,
-                                c->fullgraph ? Py_True : Py_False,
-                                resumable ? Py_True : Py_False);
+        PyObject *h = call_break_hook(c, co, cid, reason, lineno, resumable, detail,
+                                      bindex >= 0 && bindex < il.n ? &il.v[bindex] : NULL);
         Py_DECREF(reason);
+        Py_DECREF(detail);
         if (h == NULL)
             goto done; /* fullgraph: the hook raised the user-facing error */
         Py_DECREF(h);

@@ -389,16 +389,106 @@ fj_Var *fj_var_take(fj_VarKind kind, PyObject *ref)
     return v;
 }
 
+/* " at 0x", made once (fj_trace_init) */
+static PyObject *ADDRESS_MARK = NULL;
+
+/*
+** 'msg' with every " at 0x<hex>" cut (a default repr's address: "<Foo
+** object at 0x7f..>" reads "<Foo object>"), so no reason carries an
+** address, whatever repr a %R ran.  Steals 'msg'; new reference or NULL.
+*/
+static PyObject *drop_addresses(PyObject *msg)
+{
+    if (msg == NULL || PyUnicode_Find(msg, ADDRESS_MARK, 0, PY_SSIZE_T_MAX, 1) < 0)
+        return msg; /* (-2 on error: the message is kept as it is) */
+    Py_ssize_t n = PyUnicode_GET_LENGTH(msg), i = 0;
+    PyObject *parts = PyList_New(0), *out = NULL;
+    while (parts != NULL && i < n) {
+        Py_ssize_t at = PyUnicode_Find(msg, ADDRESS_MARK, i, n, 1);
+        Py_ssize_t stop = at < 0 ? n : at;
+        PyObject *piece = PyUnicode_Substring(msg, i, stop);
+        if (piece == NULL || PyList_Append(parts, piece) < 0)
+            Py_CLEAR(parts);
+        Py_XDECREF(piece);
+        if (at < 0)
+            break;
+        i = at + PyUnicode_GET_LENGTH(ADDRESS_MARK);
+        while (i < n && Py_UNICODE_ISALNUM(PyUnicode_READ_CHAR(msg, i)))
+            i++;
+    }
+    if (parts != NULL) {
+        PyObject *empty = PyUnicode_FromStringAndSize(NULL, 0);
+        out = empty ? PyUnicode_Join(empty, parts) : NULL;
+        Py_XDECREF(empty);
+    }
+    Py_XDECREF(parts);
+    Py_DECREF(msg);
+    return out;
+}
+
+/*
+** Where the trace is when it gives up: a tuple of (code, line, col,
+** end_col) for the frame whose instruction runs and each frame that
+** inlined it, innermost first (empty outside a trace).  New reference.
+*/
+static PyObject *trace_stack(void)
+{
+    fj_Tracer *tx = fj_current_tracer;
+    PyObject *out = PyList_New(0);
+    for (fj_TFrame *f = tx ? tx->cur : NULL; out != NULL && f != NULL; f = f->parent) {
+        if (f->ip < 0 || f->ip >= f->il.n)
+            continue;
+        fj_Instr *in = &f->il.v[f->ip];
+        PyObject *e = Py_BuildValue("(Oiii)", (PyObject *)f->code, in->line, in->col, in->end_col);
+        if (e == NULL || PyList_Append(out, e) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(e);
+    }
+    if (out == NULL)
+        return NULL;
+    Py_SETREF(out, PyList_AsTuple(out));
+    return out;
+}
+
+/* fj_unsupported with 'key' (static storage) as the reason's stable key. */
+static int raise_unsupported(const char *key, const char *fmt, va_list va)
+{
+    PyObject *msg = drop_addresses(PyUnicode_FromFormatV(fmt, va));
+    if (msg == NULL)
+        return -1;
+    /* the key (the reason's template) is what framejit/breaks.py maps to a
+       break kind; the stack says where in the inlined calls the trace was */
+    PyObject *exc = PyObject_CallOneArg(fj_Unsupported, msg);
+    PyObject *pkey = exc ? PyUnicode_FromString(key) : NULL;
+    PyObject *stack = pkey ? trace_stack() : NULL;
+    if (stack == NULL || PyObject_SetAttrString(exc, "key", pkey) < 0 ||
+        PyObject_SetAttrString(exc, "stack", stack) < 0) {
+        PyErr_Clear(); /* the reason still reaches the user, without its key */
+        Py_CLEAR(exc);
+    }
+    PyErr_SetObject(fj_Unsupported, exc ? exc : msg);
+    Py_XDECREF(exc);
+    Py_XDECREF(pkey);
+    Py_XDECREF(stack);
+    Py_DECREF(msg);
+    return -1;
+}
+
 int fj_unsupported(const char *fmt, ...)
 {
     va_list va;
     va_start(va, fmt);
-    PyObject *msg = PyUnicode_FromFormatV(fmt, va);
+    raise_unsupported(fmt, fmt, va);
     va_end(va);
-    if (msg != NULL) {
-        PyErr_SetObject(fj_Unsupported, msg);
-        Py_DECREF(msg);
-    }
+    return -1;
+}
+
+int fj_unsupported_keyed(const char *key, const char *fmt, ...)
+{
+    va_list va;
+    va_start(va, fmt);
+    raise_unsupported(key, fmt, va);
+    va_end(va);
     return -1;
 }
 
@@ -3318,6 +3408,9 @@ int fj_trace_init(PyObject *module)
     if (fj_Unsupported == NULL || PyModule_AddObjectRef(module, "Unsupported", fj_Unsupported) < 0)
         return -1;
     null_var = fj_var_new(FJ_VAR_NULL, NULL, NULL);
+    ADDRESS_MARK = PyUnicode_InternFromString(" at 0x");
+    if (ADDRESS_MARK == NULL)
+        return -1;
     PyObject *opmod = PyImport_ImportModule("opcode");
     if (opmod == NULL)
         return -1;

@@ -327,8 +327,15 @@ const char *fj_trace_opname(int op);
 /* True for None, Ellipsis, bool, int, float, str, complex, bytes (exact types). */
 int fj_is_plain_constant(PyObject *v);
 
-/* Raises fj_Unsupported with a formatted reason. Always returns -1. */
+/*
+** Raises fj_Unsupported with a formatted reason (addresses of default reprs
+** cut).  The exception carries 'key', the template 'fmt' (a stable key that
+** framejit/breaks.py maps to a break kind), and 'stack', a tuple of (code,
+** line, col, end_col) of the traced frames, innermost first.  Always -1.
+*/
 int fj_unsupported(const char *fmt, ...);
+/* The same with 'key' (static storage) as the key, for a generic 'fmt'. */
+int fj_unsupported_keyed(const char *key, const char *fmt, ...);
 
 int fj_trace_init(PyObject *module);
 
