@@ -77,24 +77,27 @@ ARGUMENT = Kind(
     "Pass plain arrays (np.asarray) and constant Python values where the message asks "
     "for one; framejit.mark_dynamic(x, dim) makes a changing size one graph.")
 DEPTH = Kind(
-    "inline-limit", "recursion or inline depth limit",
+    "recursion-or-inline-depth-limit", "recursion or inline depth limit",
     "the call is recursive, or nests deeper than framejit.config.inline_depth_limit, or "
-    "the trace is too long, so the tracer stops inlining.",
+    "the trace or a value is too long or deep, so the tracer stops.",
     "A recursive call is never inlined: write the recursion as a loop or keep it out of "
     "the compiled function; for a deep chain of calls raise "
     "framejit.config.inline_depth_limit (8). The call runs in CPython, its frames compiled.")
 RAISES = Kind(
-    "raises-while-tracing", "the code raises",
+    "raises-while-tracing", "raises while tracing",
     "for these inputs the code raises here (an IndexError, KeyError, TypeError...): the "
     "line runs in CPython so the error, and its traceback, are CPython's.",
     "Nothing to do when the error is expected; otherwise fix the error the message names.")
 FRAME_STATE = Kind(
-    "frame-state", "state not handed on",
+    "frame-state-not-handed-on", "frame state not handed on",
     "a value the frame holds, or the place of the break, cannot be handed from the graph "
     "back to CPython (an object only CPython can rebuild, a break in a loop or under a "
     "handler that cannot be split).",
     "Keep arrays, numbers and containers of them in the frame across the break, or move "
     "the breaking line out of the loop or block; the frame otherwise runs in CPython.")
+
+# what compiler.c appends to a reason when the break cannot be planned
+_WHOLE_FRAME = " (the whole frame runs in CPython: "
 
 KINDS = (UNSUPPORTED_CALL, DATA_BRANCH, DATA_VALUE, SIDE_EFFECT, CONSTRUCT, ARGUMENT, DEPTH,
          RAISES, FRAME_STATE)
@@ -110,9 +113,10 @@ _IO_FUNCTIONS = frozenset({
 # (kind, fragments): the first kind with a fragment in the key (the reason's C
 # template: stable, unlike the formatted text).  Order matters: specific first.
 _RULES = (
-    (DATA_BRANCH, ("branch on", "truth value", "truth value depends on its data",
+    (DATA_BRANCH, ("branch on", "truth value depends on its data",
                    "a data-dependent comparison", "(its result, one of them, depends on the data)")),
     (DATA_VALUE, ("data-dependent", "depends on the data", "reads the tensor's values",
+                  "of an array value",
                   "np.nonzero", "a data-dependent", "size that depends on the data")),
     (DEPTH, ("recursive call", "depth limit", "instruction budget", "nests deeper",
              "nests too deep", "nests lists or tuples", "access path more than",
@@ -143,8 +147,7 @@ _RULES = (
                    "a break leaves", "a break comes", "a return in", "a slice with symbolic",
                    "the loop's", "loop at %U", "while loop at", "loop capture",
                    "changes with each iteration", "bounds change with each iteration",
-                   "a torch tensor inside a captured loop", "two-local instruction",
-                   "identity is not known")),
+                   "a torch tensor inside a captured loop", "two-local instruction")),
     (CONSTRUCT, ("opcode", "with statement", "exception handler", "generator", "import",
                  "f-string", "string built", "closure", "annotations", "MAKE_FUNCTION",
                  "SET_FUNCTION_ATTRIBUTE", "LOAD_CLOSURE", "LOAD_DEREF", "STORE_DEREF",
@@ -169,12 +172,14 @@ _RULES = (
                 "makes an array", "on constants", "neither arrays nor constants", "memory with",
                 "is an address", "storage is not", "converted to a NumPy array",
                 "not what framejit expects", "a mode", "returns a %s", "returns a sequence",
-                "torch metadata function returned", "np.random.Generator made")),
+                "torch metadata function returned", "np.random.Generator made",
+                "an input's object", "not a known", "not plain constants",
+                "whose dtype cannot hold", "a view of")),
     (UNSUPPORTED_CALL, ("call of", "method ", " is not supported", "is not captured",
                         "attribute %U", "attribute ", "ndarray", "descriptor", "operator",
                         "comparison", "unary", "dict.%U", "list.%U", "set.%U", "tuple.%U",
                         "type() of", "isinstance()", "getattr()", "len()", "torch module",
-                        "Tensor.")),
+                        "Tensor.", "truth value of", "item assignment", "%s on %R")),
 )
 
 
@@ -182,7 +187,7 @@ def kind_of(key, reason=""):
     """The Kind of a break whose reason was made from template 'key' (None
     when the C side gave none: a reason not raised by fj_unsupported)."""
     if key is None:
-        return FRAME_STATE if "whole frame runs in CPython" in reason else UNSUPPORTED_CALL
+        return FRAME_STATE if _WHOLE_FRAME in reason else UNSUPPORTED_CALL
     if key == "call of %R is not supported" and reason.startswith("call of "):
         name = reason[len("call of "):].partition(" is not supported")[0]
         if name in _IO_FUNCTIONS or name.endswith((".write", ".flush", ".writelines")):
@@ -261,6 +266,8 @@ class BreakInfo:
         out.append(f"{self.kind.title[0].upper()}{self.kind.title[1:]}: {self.kind.why}")
         out.append(f"Hint: {self.kind.hint}")
         out.append(f"See {self.kind.link}")
+        if self.kind is not FRAME_STATE and _WHOLE_FRAME in self.reason:
+            out.append(f"The frame is not split there either: see {FRAME_STATE.link}")
         return out
 
     @property

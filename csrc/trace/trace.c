@@ -155,6 +155,19 @@ static PyObject *safe_str_attr(PyObject *o, const char *name)
     return v;
 }
 
+/* True when 'o' is the builtin named 'name' (builtins.open is io.open). */
+static int is_builtin_named(PyObject *o, PyObject *name)
+{
+    PyObject *key = PyUnicode_FromString("builtins");
+    PyObject *mod = key != NULL ? PyImport_GetModule(key) : NULL;
+    Py_XDECREF(key);
+    PyObject *d = mod != NULL && PyModule_Check(mod) ? PyModule_GetDict(mod) : NULL;
+    int hit = d != NULL && PyDict_GetItemWithError(d, name) == o;
+    Py_XDECREF(mod);
+    PyErr_Clear();
+    return hit;
+}
+
 PyObject *fj_trace_public_name(PyObject *o)
 {
     PyObject *self = NULL, *qual = NULL, *mod = NULL, *out = NULL;
@@ -229,7 +242,9 @@ PyObject *fj_trace_public_name(PyObject *o)
         if (mod == NULL)
             PyErr_Clear();
     }
-    if (mod != NULL && PyUnicode_GET_LENGTH(mod) > 0 && PyUnicode_CompareWithASCIIString(mod, "builtins") != 0)
+    if (self == NULL && is_builtin_named(o, qual))
+        out = Py_NewRef(qual); /* open, not io.open: the builtin the program calls */
+    else if (mod != NULL && PyUnicode_GET_LENGTH(mod) > 0 && PyUnicode_CompareWithASCIIString(mod, "builtins") != 0)
         out = PyUnicode_FromFormat("%U.%U", mod, qual);
     else
         out = Py_NewRef(qual);

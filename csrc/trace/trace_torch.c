@@ -103,7 +103,7 @@ fj_Var *fj_trace_tensor_input(fj_Tracer *tx, fj_Source *src, PyObject *mgr, PyOb
     PyObject *fake = fj_torch_fake(value, &why);
     if (fake == NULL) {
         if (why != NULL)
-            fj_unsupported("%U: %s", src->text, why);
+            fj_unsupported_keyed(why, "%U: %s", src->text, why);
         else
             fj_trace_as_unsupported("reading a tensor's metadata");
         return NULL;
@@ -586,7 +586,7 @@ static void refuse(const fj_OpDef *op, PyObject *target, const char *why)
         return;
     PyObject *what = op_text(op, target);
     if (what != NULL)
-        fj_unsupported("%U %s", what, why);
+        fj_unsupported_keyed(why, "%U %s", what, why);
     Py_XDECREF(what);
 }
 
