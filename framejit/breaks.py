@@ -267,7 +267,8 @@ class BreakInfo:
         out.append(f"Hint: {self.kind.hint}")
         out.append(f"See {self.kind.link}")
         if self.kind is not FRAME_STATE and _WHOLE_FRAME in self.reason:
-            out.append(f"The frame is not split there either: see {FRAME_STATE.link}")
+            out.append(f"This break cannot be split, so the whole frame runs in CPython: see "
+                       f"{FRAME_STATE.link}")
         return out
 
     @property
