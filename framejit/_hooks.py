@@ -299,7 +299,7 @@ class Hooks:
         counters["graph_break"][reason] += 1
         if config.trace_dir:
             tracefile.record(tracefile.graph_break, code, compile_id, reason, line, resumable,
-                             linecache.getline(code.co_filename, line).strip())
+                             info.source, info)
         if self.recorders:
             self._record(("break", code, compile_id, reason, line, bool(resumable), info))
         if not resumable:

@@ -465,9 +465,11 @@ class Renderer:
             self.w("</ul>")
         for b in p.of(f, "break"):
             how = ("resumed after it" if b.get("resumed") else "the frame runs whole in CPython")
+            kind = b.get("break_kind")  # (traces before break kinds have none)
             self.w(f"<div class=\"break\"><b>Graph break</b> [{esc(b.get('compile_id'))}] at line "
                    f"{esc(b.get('break_line'))} ({how}): <span class=\"reason\">{esc(b.get('reason'))}"
-                   f"</span><pre>{esc(b.get('source'))}</pre>")
+                   f"</span>{f' <i>({esc(kind)})</i>' if kind else ''}"
+                   f"<pre>{esc(b.get('message') or b.get('source'))}</pre>")
             stack = b.get("stack") or []
             if stack:
                 self.w("<details><summary>user stack</summary><pre>")

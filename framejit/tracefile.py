@@ -355,11 +355,15 @@ def compiled(code, compile_id, guards, graph):
         emit(rec)
 
 
-def graph_break(code, compile_id, reason, line, resumable, source):
+def graph_break(code, compile_id, reason, line, resumable, source, info=None):
+    """'info' is the break's framejit.breaks.BreakInfo (its kind and message)."""
     stack = user_stack()
     stack.append({"file": code.co_filename, "line": line, "name": code.co_name})
-    emit({"kind": "break", "compile_id": compile_id, **_where(code), "break_line": line,
-          "reason": str(reason), "source": source, "resumed": bool(resumable), "stack": stack})
+    rec = {"kind": "break", "compile_id": compile_id, **_where(code), "break_line": line,
+           "reason": str(reason), "source": source, "resumed": bool(resumable), "stack": stack}
+    if info is not None:
+        rec.update(break_kind=info.kind.title, doc=info.kind.link, message=info.message)
+    emit(rec)
 
 
 def no_graph(code, compile_id, arrays, reason):

@@ -141,6 +141,10 @@ def test_breaks_recompiles_and_the_report(tmp_path):
     # a branch on an array's value
     clip = by_name["clip_positive"][0]
     assert clip["break_line"] == line_of(src, "if s > 10.0:") and "branch" in clip["reason"]
+    # each break's kind, its docs section and the message the logs show (framejit/breaks.py)
+    assert step["break_kind"] == "data-dependent value" and clip["break_kind"] == "data-dependent branch"
+    assert clip["doc"] == "docs/graph-breaks.md#data-dependent-branch"
+    assert clip["reason"] in clip["message"] and "np.where" in clip["message"] and "if s > 10.0:" in clip["message"]
     # an unsupported call
     assert any("repr" in b["reason"] and b["break_line"] == line_of(src, "len(repr(y.shape))")
                for b in by_name["with_unsupported"])
