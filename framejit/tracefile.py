@@ -55,7 +55,8 @@ _getpid = os.getpid
 _getframe = sys._getframe
 _HERE = os.path.dirname(os.path.realpath(__file__)) + os.sep
 _atexit_set = False
-_lock = _thread.allocate_lock()  # one writer at a time (compiles on several threads)
+_lock = _thread.RLock()  # one writer at a time (compiles on several threads)
+_writing = 0             # > 0 while a record is being written (under _lock)
 
 # what the compile under way has done so far (trace_start resets it)
 _native_before = None    # counters["native"] when it started
@@ -144,14 +145,25 @@ def _write(record):
 def emit(record):
     """Writes 'record' (a dict of JSON values) to this process's file.  Never
     raises: a failure warns once and turns the trace off."""
-    global _write_seconds
+    global _write_seconds, _writing
     if not active() or _json is None:
         return
     t = _perf()
     try:
         with _lock:
-            if _open():
-                _write(record)
+            # a record made while one is being written is dropped: the frames
+            # json.dumps and this module run are offered to the compiler too
+            # (a hook at run time, graph_raised; or run mode, where every frame
+            # is), and their own records, asking for the lock this thread held,
+            # waited for good (found by the fuzzer with the trace on)
+            if _writing:
+                return
+            _writing += 1
+            try:
+                if _open():
+                    _write(record)
+            finally:
+                _writing -= 1
     except BaseException as e:  # noqa: BLE001 - the trace never changes what the program does
         _fail(e)
     _write_seconds += _perf() - t
@@ -169,8 +181,9 @@ def record(fn, *args):
 
 def _after_fork():
     """In a forked child: the parent's file stays the parent's."""
-    global _fd, _native_before, _write_seconds, _lock
-    _lock = _thread.allocate_lock()  # (another thread may have held it at the fork)
+    global _fd, _native_before, _write_seconds, _lock, _writing
+    _lock = _thread.RLock()  # (another thread may have held it at the fork)
+    _writing = 0
     if _fd is not None:
         try:
             os.close(_fd)

@@ -464,3 +464,29 @@ def test_report_in_headless_chromium(tmp_path):
     assert s.returncode == 0 and shot.exists(), s.stderr[-2000:]
     assert _png_size(shot) == (1200, 900)
     assert shot.stat().st_size > 20_000  # a rendered page, not a blank one
+
+
+def test_a_graph_raising_at_run_time_with_the_trace_on(tmp_path):
+    """The graph_raised hook runs at call time, where the frames json.dumps and
+    the trace's own functions run are offered to the compiler: their records,
+    made while the first was being written, waited for the writer's lock this
+    thread held, for good (found by the fuzzer with the trace on).  They are
+    dropped now; the program ends and its graph_raised record is there."""
+    r, trace = run_traced(tmp_path, """
+        import numpy as np, framejit
+
+        @framejit.compile(backend="eager")
+        def f(x):
+            return np.log(x) * 2.0
+
+        with np.errstate(divide="raise"):
+            f(np.array([1.0, 2.0]))
+            try:
+                f(np.array([0.0, 2.0]))
+            except FloatingPointError:
+                print("raised")
+    """)
+    assert r.returncode == 0 and r.stdout.strip() == "raised", r.stderr
+    recs = only(trace)
+    (raised,) = kind(recs, "graph_raised")
+    assert raised["name"] == "f"
