@@ -3,6 +3,7 @@ import collections
 import functools
 import builtins as _builtins
 import sys
+import types
 import warnings
 
 from . import _C, config
@@ -11,8 +12,8 @@ from ._C import eval_frame
 # Builtins bound at import: framejit's code runs while the program's frames
 # compile, when the program may have patched builtins (len, isinstance, open...).
 from builtins import (  # noqa: A004
-    AttributeError, IndexError, RuntimeWarning, TypeError, bool, callable, id, int,
-    isinstance, set, sorted, tuple, type
+    AttributeError, IndexError, RuntimeWarning, TypeError, UserWarning, bool, callable, getattr, id,
+    int, isinstance, set, sorted, str, tuple, type
 )
 
 counters = collections.defaultdict(collections.Counter)
@@ -66,8 +67,16 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None, callback=No
         backend = config.backend
     backend_fn = _resolve_backend(backend)  # an unknown name fails here, on any Python
     if not is_supported():
+        if fullgraph:
+            from .exc import Unsupported
+            raise Unsupported(f"framejit (fullgraph=True) cannot capture {_public_name(fn)}: framejit "
+                              f"does not support Python {sys.version_info.major}."
+                              f"{sys.version_info.minor} (it compiles on CPython 3.11-3.13)")
         _warn_unsupported()
         return fn
+    why = _compiles_nothing(fn)
+    if why is not None:
+        warnings.warn(f"framejit.compile({_public_name(fn)}): {why}", UserWarning, stacklevel=2)
     if callback is None:
         from ._hooks import hooks
         callback = _C.Compiler(backend_fn, hooks, fullgraph=bool(fullgraph),
@@ -80,6 +89,50 @@ def compile(fn=None, *, backend=None, fullgraph=False, dynamic=None, callback=No
     except AttributeError:  # a callable without __name__ etc.
         pass
     return wrapper
+
+
+# code flags of functions whose call returns before their body runs
+_LAZY_BODY = {0x20: "a generator function", 0x80: "a coroutine function",
+              0x100: "a coroutine function", 0x200: "an async generator function"}
+_C_CALLABLES = (types.BuiltinFunctionType, types.MethodWrapperType, types.WrapperDescriptorType,
+                types.MethodDescriptorType, types.ClassMethodDescriptorType)
+
+
+def _public_name(fn):
+    """'fn' as the program names it (module.qualname), without calling its code."""
+    if isinstance(fn, types.MethodType):
+        fn = fn.__func__
+    if getattr(type(fn), "__name__", "") == "ufunc":
+        return "numpy." + str(fn.__name__)
+    if isinstance(fn, (type, types.FunctionType) + _C_CALLABLES):
+        name, mod = getattr(fn, "__qualname__", None), getattr(fn, "__module__", None)
+        if isinstance(name, str):
+            return f"{mod}.{name}" if isinstance(mod, str) and mod not in ("builtins", "__main__") else name
+    return f"a {type(fn).__name__} object"
+
+
+def _compiles_nothing(fn):
+    """Why framejit.compile(fn) would compile nothing (or not what the
+    program means), or None: a function written in C has no frame; a
+    generator's or coroutine's body runs after the call returns, outside the
+    wrapper; a class's wrapper is not the class."""
+    if isinstance(fn, type):
+        return ("it is a class: the wrapper constructs it with its __init__ (and what that calls) "
+                "compiled, but it is not the class (isinstance, subclassing and class attributes "
+                "do not go through it); compile the methods or the function that uses it")
+    f = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    if isinstance(f, types.FunctionType):
+        for flag, what in _LAZY_BODY.items():
+            if f.__code__.co_flags & flag:
+                return (f"it is {what}: its body runs when the result is iterated or awaited, after "
+                        f"the wrapper has returned, and framejit does not compile it yet; calls run "
+                        f"as they are")
+        return None
+    if isinstance(fn, _C_CALLABLES) or getattr(type(fn), "__name__", "") == "ufunc":
+        return ("it is written in C and has no Python frame to compile: calls run as they are "
+                "(only Python functions it calls back are offered); compile the Python function "
+                "that calls it")
+    return None
 
 
 _MODULE_CALL = "def forward_call(*args, **kwargs):\n    return module(*args, **kwargs)\n"

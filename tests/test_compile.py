@@ -574,3 +574,77 @@ def test_entries_are_used_only_by_the_backend_that_made_them():
     c = framejit.compile(f)
     same(c(x), f(x))
     assert len(entries(f)) == 2
+
+
+def _gen(x):
+    yield np.sin(x)
+
+
+async def _coro(x):
+    return np.sin(x)
+
+
+async def _agen(x):
+    yield np.sin(x)
+
+
+class _Klass:
+    def __init__(self, x):
+        self.y = np.sin(x) * 2.0
+
+    def method(self, x):
+        return np.sin(x) + 1.0
+
+    def __call__(self, x):
+        return np.cos(x)
+
+
+@pytest.mark.parametrize("fn, name, what", [
+    (_gen, "_gen", "a generator function"),
+    (_coro, "_coro", "a coroutine function"),
+    (_agen, "_agen", "an async generator function"),
+    (_Klass, "_Klass", "a class"),
+    (np.sin, "numpy.sin", "written in C"),
+    (len, "len", "written in C"),
+    ("abc".upper, "str.upper", "written in C"),
+], ids=["generator", "coroutine", "async-generator", "class", "ufunc", "builtin", "c-method"])
+def test_compile_warns_where_it_compiles_nothing(fn, name, what):
+    """framejit.compile of what it cannot compile (or not as the program
+    means) says so, naming the function as the program does; the wrapper
+    still calls it."""
+    import re
+    # (a function of this module: test_compile._gen)
+    with pytest.warns(UserWarning, match=rf"^framejit\.compile\((test_compile\.)?{re.escape(name)}\): "
+                                         rf"it is {what}") as rec:
+        cf = framejit.compile(fn)
+    assert len(rec) == 1 and rec[0].filename == __file__  # (the caller's line)
+    if fn is len:
+        assert cf([1, 2]) == 2
+    elif fn is np.sin:
+        assert cf(1.0) == np.sin(1.0)
+    elif fn is _Klass:
+        assert np.array_equal(cf(np.ones(3)).y, np.sin(np.ones(3)) * 2.0)
+
+
+def test_compile_of_python_callables_does_not_warn():
+    import functools
+    import warnings
+    k = _Klass(np.ones(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for fn in (lambda x: np.sin(x), k.method, k, functools.partial(np.add, 1.0), _Klass.method):
+            framejit.compile(fn)
+
+
+def test_fullgraph_on_an_unsupported_python_raises(monkeypatch):
+    """On a Python framejit does not compile on, compile() warns once and
+    returns the function; with fullgraph=True, which promises one graph, it
+    raises instead."""
+    import framejit.api as api
+    monkeypatch.setattr(api, "is_supported", lambda: False)
+    with pytest.raises(framejit.exc.Unsupported, match=r"fullgraph=True.*does not support Python"):
+        framejit.compile(lambda x: x + 1, fullgraph=True)
+    monkeypatch.setattr(api, "_warned_unsupported", False)
+    with pytest.warns(RuntimeWarning, match="does not support Python"):
+        f = framejit.compile(lambda x: x + 1)
+    assert f(1) == 2
