@@ -85,6 +85,7 @@ class Hooks:
         self._skip_libs = 0  # how many of _SKIPPED_LIBS were imported when _skip was made
         self.recorders = []          # explain() sessions: lists that receive events
         self._limit_warned = set()   # code objects warned about the recompile limit
+        self.summary = None          # run --summary's per-function figures (run.FunctionStats)
 
     #: errors of this type raised while compiling reach the user; others are internal
     user_error_type = FramejitError
@@ -99,19 +100,24 @@ class Hooks:
 
     @property
     def trace(self):
-        """1 while the structured trace is on (config.trace_dir): the C compile
-        driver then times each compile and calls trace_start / trace_done."""
-        return 1 if tracefile.active() else 0
+        """1 while the structured trace is on (config.trace_dir) or run
+        --summary counts compile time: the C compile driver then times each
+        compile and calls trace_start / trace_done."""
+        return 1 if tracefile.active() or self.summary is not None else 0
 
     def trace_start(self):
-        tracefile.record(tracefile.start)
+        if config.trace_dir:
+            tracefile.record(tracefile.start)
 
     def trace_done(self, code, compile_id, outcome, guards, seconds, trace_seconds,
                    backend_seconds, attempts):
         """A frame's compile ended (only while the trace is on): 'outcome' says
         what the frame runs now (docs/report.md), the times are in seconds."""
-        tracefile.record(tracefile.done, code, compile_id, outcome, guards, seconds,
-                         trace_seconds, backend_seconds, attempts)
+        if self.summary is not None:
+            self.summary.compiled(code, outcome, seconds)
+        if config.trace_dir:
+            tracefile.record(tracefile.done, code, compile_id, outcome, guards, seconds,
+                             trace_seconds, backend_seconds, attempts)
 
     def _record(self, event):
         for r in self.recorders:
@@ -120,6 +126,8 @@ class Hooks:
     def on_compile(self, code, compile_id, guards, graph):
         """Every successful compile (explain() listens here)."""
         counters["frames"]["compiled"] += 1
+        if self.summary is not None:
+            self.summary.graph(code, graph)
         if config.trace_dir:
             tracefile.record(tracefile.compiled, code, compile_id, guards, graph)
         if self.recorders:
@@ -132,6 +140,8 @@ class Hooks:
         counters["frames"]["no_graph"] += 1
         if reason is not None:
             counters["graph_break"][reason] += 1
+            if self.summary is not None:
+                self.summary.broke(code, reason)
         if config.trace_dir:
             tracefile.record(tracefile.no_graph, code, compile_id, arrays, reason)
         if self.recorders:
@@ -223,6 +233,14 @@ class Hooks:
                     text = text.replace(f"({const!r})", f"({hit[1]})")
         return "\n".join(line for line in text.splitlines() if line.strip())
 
+    def is_library(self, fname):
+        """True for a file of the standard library, site-packages, framejit
+        or frozen/generated code: not the program's own (run --summary)."""
+        if fname.startswith("<"):
+            return not fname.startswith(("<stdin>", "<string>"))
+        path = _realpath(fname)
+        return path.startswith(_HERE) or path.startswith(tuple(_STDLIB_DIRS)) or path.startswith(_SITE_DIRS)
+
     def should_skip(self, code):
         """True for frames never compiled.  With config.skip_stdlib (the
         default): the stdlib, NumPy, test runners and framejit itself.
@@ -297,6 +315,8 @@ class Hooks:
             raise Unsupported(f"framejit (fullgraph=True) cannot capture {_name(code)} "
                               f"({where}) whole: {info.message}\n{info.user_stack(_name(code))}")
         counters["graph_break"][reason] += 1
+        if self.summary is not None:
+            self.summary.broke(code, reason)
         if config.trace_dir:
             tracefile.record(tracefile.graph_break, code, compile_id, reason, line, resumable,
                              info.source, info)

@@ -1,8 +1,8 @@
 """``python -m framejit run``: run a whole program with every Python frame
 offered to framejit.
 
-    python -m framejit run [--summary] [--backend NAME] SCRIPT [ARGS...]
-    python -m framejit run [--summary] [--backend NAME] -m MODULE [ARGS...]
+    python -m framejit run [--summary[=all]] [--backend NAME] SCRIPT [ARGS...]
+    python -m framejit run [--summary[=all]] [--backend NAME] -m MODULE [ARGS...]
 
 ``--preload=MOD[,MOD...]`` imports modules before the program (a test aid:
 with ``--preload=numpy`` every frame of a program that never imports NumPy
@@ -26,7 +26,9 @@ The exit status and output are the program's: ``SystemExit`` passes
 through, an uncaught exception prints its traceback (without framejit's
 frames) and exits 1.  ``--summary`` prints framejit's counters to stderr
 when the program ends: counters["frames"] (offered, skipped, compiled,
-broken), counters["stats"] and the break reasons by count.
+broken), counters["stats"] and the break reasons by count, then the
+program's own functions ranked by graph breaks, graphs and compile time
+(``--summary=all``: the standard library's and site-packages' too).
 """
 import os
 import runpy
@@ -40,8 +42,8 @@ from builtins import (  # noqa: A004
     sorted, sum, type
 )
 
-USAGE = ("usage: python -m framejit run [--summary] [--backend NAME] SCRIPT [ARGS...]\n"
-         "       python -m framejit run [--summary] [--backend NAME] -m MODULE [ARGS...]")
+USAGE = ("usage: python -m framejit run [--summary[=all]] [--backend NAME] SCRIPT [ARGS...]\n"
+         "       python -m framejit run [--summary[=all]] [--backend NAME] -m MODULE [ARGS...]")
 
 _STAT_ORDER = ("frames_offered", "frames_skipped", "frames_compiled", "frames_no_graph", "frames_broken",
                "frames_not_captured", "unique_graphs", "calls_captured", "recompiles",
@@ -63,6 +65,8 @@ def _parse(argv):
         a = argv[i]
         if a == "--summary":
             summary = True
+        elif a == "--summary=all":
+            summary = "all"
         elif a.startswith("--preload="):
             _PRELOAD.extend(m for m in a.split("=", 1)[1].split(",") if m)
         elif a == "--backend" and i + 1 < len(argv):
@@ -138,9 +142,10 @@ def _wrap_tracing():
     return undo
 
 
-def format_summary(counters, dormant=False):
+def format_summary(counters, dormant=False, functions=None, everything=False):
     """The --summary text for framejit.counters; 'dormant': the program
-    never imported an array library (ARRAY_MODULES)."""
+    never imported an array library (ARRAY_MODULES); 'functions': the run's
+    FunctionStats (the per-function ranking; everything: libraries too)."""
     stats = dict(counters.get("stats", {}))
     for k, v in counters.get("frames", {}).items():
         stats["frames_" + k] = v
@@ -163,7 +168,69 @@ def format_summary(counters, dormant=False):
         for reason, n in sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])):
             short = reason if len(reason) <= 300 else reason[:300] + "..."
             lines.append(f"    {n:6d}  {short}")
+    if functions is not None:
+        from ._hooks import hooks
+        lines.extend(functions.format(hooks.is_library, everything))
     return "\n".join(lines)
+
+
+class FunctionStats:
+    """run --summary's figures per function (a function and its resume
+    functions share file, first line and name): graphs, breaks (by reason),
+    compiles and their time.  Fed by framejit/_hooks.py at compile time."""
+
+    def __init__(self):
+        self.by = {}  # (file, first line, name) -> [graphs, breaks, compiles, seconds, {reason: n}]
+
+    def _row(self, code):
+        key = (code.co_filename, code.co_firstlineno, code.co_name)
+        row = self.by.get(key)
+        if row is None:
+            row = self.by[key] = [0, 0, 0, 0.0, {}]
+        return row
+
+    def graph(self, code, graph):
+        if graph is not None:
+            self._row(code)[0] += 1
+
+    def broke(self, code, reason):
+        row = self._row(code)
+        row[1] += 1
+        row[4][reason] = row[4].get(reason, 0) + 1
+
+    def compiled(self, code, outcome, seconds):
+        if outcome == "skipped":
+            return  # (framejit's own files, the import machinery: never compiled)
+        row = self._row(code)
+        row[2] += 1
+        row[3] += seconds
+
+    def format(self, is_library, everything=False, top=25):
+        """The ranking's lines: the program's own functions (and with
+        'everything' the libraries'), most breaks first, then graphs, then
+        compile time."""
+        # (functions with a graph or a break: frames that ran as they were are many and say little)
+        rows = [(k, v) for k, v in self.by.items() if (v[0] or v[1]) and (everything or not is_library(k[0]))]
+        rows.sort(key=lambda kv: (-kv[1][1], -kv[1][0], -kv[1][3], kv[0]))
+        whose = "all functions" if everything else "the program's own functions"
+        hidden = sum(1 for k, v in self.by.items() if (v[0] or v[1]) and is_library(k[0])) if not everything else 0
+        lines = [f"  {whose} by graph breaks, graphs and compile time"
+                 + (f" ({hidden} library functions not shown: --summary=all)" if hidden else "") + ":"]
+        if not rows:
+            lines.append("    (none with a graph or a break)")
+            return lines
+        lines.append(f"    {'breaks':>6} {'graphs':>6} {'compiles':>8} {'compile ms':>10}  function")
+        for (fname, line, name), (graphs, breaks, compiles, seconds, reasons) in rows[:top]:
+            lines.append(f"    {breaks:6d} {graphs:6d} {compiles:8d} {seconds * 1e3:10.2f}  "
+                         f"{name} ({fname}:{line})")
+            if reasons:
+                reason, n = sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+                more = f" (+{len(reasons) - 1} other reasons)" if len(reasons) > 1 else ""
+                short = reason if len(reason) <= 120 else reason[:120] + "..."
+                lines.append(f"{'':41}{n} x {short}{more}")
+        if len(rows) > top:
+            lines.append(f"    ... {len(rows) - top} more")
+        return lines
 
 
 def _print_exception(exc):
@@ -198,6 +265,11 @@ def main(argv):
     config.transparent = True  # no new globals, original names in tracebacks
     config.warn_internal_errors = False
     config.warn_recompile_limit = False
+    functions = None
+    if summary:
+        from ._hooks import hooks
+        functions = hooks.summary = FunctionStats()
+        _C._config_changed()  # (the compile driver reads hooks.trace: it times compiles now)
     undo_threads = _wrap_threads(compiler)
     prev = eval_frame.set_eval_frame(compiler)
     _C._sleep_until_import(compiler, ARRAY_MODULES)
@@ -222,7 +294,7 @@ def main(argv):
     except SystemExit:
         if summary:
             sys.stdout.flush()
-            print(format_summary(api.counters, dormant), file=sys.stderr)
+            print(format_summary(api.counters, dormant, functions, summary == "all"), file=sys.stderr)
         raise
     except KeyboardInterrupt:
         raise
@@ -231,5 +303,5 @@ def main(argv):
         status = 1
     if summary:
         sys.stdout.flush()
-        print(format_summary(api.counters, dormant), file=sys.stderr)
+        print(format_summary(api.counters, dormant, functions, summary == "all"), file=sys.stderr)
     return status

@@ -77,6 +77,62 @@ def test_summary_counts_graphs_and_breaks(prog, tmp_path):
     assert "print" in r.stderr          # the break at print() is listed with its reason
 
 
+RANKED = """
+import json
+import numpy as np
+
+def helper(x):
+    print("helper", float(x.sum()))
+    return x * 2
+
+def step(x):
+    y = np.sin(x) + 1
+    if y.sum() > 0:
+        y = y * 2
+    return helper(y)
+
+def quiet(x):
+    return np.cos(x) * 2
+
+for i in range(3):
+    step(np.ones(4 + i))
+    quiet(np.ones(3))
+json.dumps({"a": [1, 2]})
+"""
+
+
+def _ranking(stderr):
+    """{function name: (breaks, graphs, compiles)} of --summary's ranking, in order."""
+    out, on = {}, False
+    for line in stderr.splitlines():
+        if "by graph breaks, graphs and compile time" in line:
+            on = True
+            continue
+        parts = line.split()
+        if on and len(parts) >= 6 and parts[0].isdigit() and parts[1].isdigit():
+            out[parts[4]] = (int(parts[0]), int(parts[1]), int(parts[2]))
+    return out
+
+
+def test_summary_ranks_the_programs_own_functions(prog, tmp_path):
+    """--summary ranks the program's functions by breaks, graphs and compile
+    time, each with its most frequent break reason; the standard library's
+    and site-packages' only with --summary=all."""
+    p = prog(RANKED)
+    r = _run(["--summary", str(p)], tmp_path)
+    assert r.returncode == 0, r.stderr
+    ranked = _ranking(r.stderr)
+    assert list(ranked)[:2] == ["helper", "step"], r.stderr   # most breaks first
+    assert set(ranked) == {"helper", "step", "quiet"}, ranked   # json's functions are not listed
+    assert ranked["helper"][0] >= 3 and ranked["quiet"][:2] == (0, 1)
+    assert "x call of print is not supported" in r.stderr
+    assert "library functions not shown: --summary=all" in r.stderr
+    every = _run(["--summary=all", str(p)], tmp_path)
+    assert every.returncode == 0, every.stderr
+    assert "all functions by graph breaks" in every.stderr and "json" in every.stderr.split("all functions")[1]
+    assert {"helper", "step", "quiet"} <= set(_ranking(every.stderr))
+
+
 def test_no_summary_without_flag(prog, tmp_path):
     r = _run([str(prog(BREAKS))], tmp_path)
     assert r.returncode == 0 and "framejit summary" not in r.stderr
