@@ -142,6 +142,23 @@ return e / e.sum(axis=-1, keepdims=True)
                     check(body, [(y,)])
 
 
+@pytest.mark.parametrize("m", [7, 9, 17])
+def test_two_padded_passes_in_one_row_group(m):
+    """Two passes of one row group that both pad their tail (a float sum is
+    taken after its pass, so the passes before and after it compute exp and
+    sin with no reduction in their loops): each pass's Mv is its own (the C
+    compiled; it once said "redefinition of 'Mv'" and the graph ran eager)."""
+    framejit.config.native_exact = False
+    body = """
+e = np.exp(x)
+return np.sin(e / e.sum(axis=-1, keepdims=True))
+"""
+    x = data(np.float64, (6, m), scale=2.0)
+    plans = check(body, [(x,), (x[1:],)])
+    assert all(p.loaded for p in plans) and fallbacks(plans) == 0
+    assert plans[0].source.count("if (Mv < M)") == 2
+
+
 @pytest.mark.parametrize("dt", [np.float64, np.float32])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_layer_norm_one_group(dt, shape):

@@ -1356,7 +1356,8 @@ static int emit_row_pass(PyObject *buf, const fjn_Group *g, int L)
     if (!costly || reduces)
         return emit_row_body(buf, g, L, need, "M", "", "i") < 0 ? -1 : put(buf, "        }\n");
     const int V = minsize <= 4 ? 16 : 8;
-    if (put(buf, "        const intptr_t Mv = M & ~(intptr_t)%d;\n", V - 1) < 0 ||
+    /* (a block of its own: several passes of a row group may pad, each its Mv) */
+    if (put(buf, "        {\n        const intptr_t Mv = M & ~(intptr_t)%d;\n", V - 1) < 0 ||
         emit_row_body(buf, g, L, need, "Mv", "", "i") < 0 || put(buf, "        }\n        if (Mv < M) {\n") < 0)
         return -1;
     /* the block's arrays: each input row and kept row read, each row written */
@@ -1385,7 +1386,7 @@ static int emit_row_pass(PyObject *buf, const fjn_Group *g, int L)
             put(buf, "            for (intptr_t j = 0; j < M - Mv; j++) kb%d[Mv + j] = tkb%d[j];\n", m, m) < 0)
             return -1;
     }
-    return put(buf, "        }\n");
+    return put(buf, "        }\n        }\n");
 }
 
 /* The loop of a row pass over elements 0 .. n-1 ('n' an expression), its arrays
