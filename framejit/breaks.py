@@ -17,7 +17,7 @@ import os
 # Builtins bound at import: framejit's code runs while the program's frames
 # compile, when the program may have patched builtins (len, isinstance, open...).
 from builtins import (  # noqa: A004
-    UnicodeDecodeError, frozenset, isinstance, len, reversed, set, tuple
+    UnicodeError, frozenset, isinstance, len, reversed, set, tuple
 )
 
 DOC = "docs/graph-breaks.md"
@@ -208,13 +208,13 @@ def _caret(text, col, end_col):
     col/end_col are UTF-8 byte offsets (co_positions); -1: unknown."""
     if col is None or col < 0:
         return None
-    raw = text.encode("utf-8")
-    if col > len(raw):
-        return None
     try:
+        raw = text.encode("utf-8")  # (a line put in linecache may hold a lone surrogate)
+        if col > len(raw):
+            return None
         start = len(raw[:col].decode("utf-8"))
         stop = len(raw[:end_col].decode("utf-8")) if end_col is not None and end_col > col else None
-    except UnicodeDecodeError:
+    except UnicodeError:
         return None
     body = text.rstrip()
     if stop is None or stop > len(body):

@@ -293,3 +293,26 @@ def test_every_c_reason_template_has_an_explicit_kind():
     unmatched = [t for t in templates
                  if not any(f in t for _, fragments in breaks._RULES for f in fragments)]
     assert not unmatched, unmatched
+
+
+def test_a_source_line_with_a_lone_surrogate_still_gives_the_message():
+    """A line put in linecache by the program (an editor, a notebook) may hold a
+    lone surrogate: the message has no caret then, and fullgraph=True still
+    raises Unsupported (the caret's encode once raised UnicodeEncodeError,
+    an internal error: the frame ran uncompiled, a warning and no error)."""
+    import linecache
+    src = "def f(x):\n    y = x * 2\n    print('mid')\n    return y + 1\n"
+    name = "<surrogate source>"
+    ns = {"np": np}
+    exec(compile(src, name, "exec"), ns)
+    lines = src.splitlines(True)
+    lines[2] = "    print('m\udc80id')\n"
+    linecache.cache[name] = (len(src), None, lines, name)
+    try:
+        framejit.reset()
+        with pytest.raises(framejit.Unsupported) as ei:
+            with contextlib.redirect_stdout(io.StringIO()):
+                framejit.compile(ns["f"], fullgraph=True, backend="eager")(X)
+        assert "call of print is not supported" in str(ei.value)
+    finally:
+        linecache.cache.pop(name, None)
