@@ -438,7 +438,8 @@ def _start_background(plan):
 
 
 def _ran_once(plan):
-    _once.add(plan)
+    with _pending_lock:  # (wait() lists _once on another thread: a set changed size)
+        _once.add(plan)
     plan._after_next_call(_ran_twice)
 
 
@@ -559,9 +560,12 @@ def wait(timeout=None):
     when 'timeout' seconds passed first).  Graphs called once, whose builds
     would start at their second call, are built now."""
     import time
-    for plan in list(_once):
+    with _pending_lock:  # (other threads' plans add to it and claim from it)
+        once = list(_once)
+    for plan in once:
         if _claim(plan):  # (its second call then finds it claimed)
             _submit(plan)
+    del once
     end = None if timeout is None else time.monotonic() + timeout
     while True:
         with _pending_lock:

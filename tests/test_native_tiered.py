@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import weakref
 
 import numpy as np
 import pytest
@@ -336,3 +337,44 @@ def test_no_thread_before_a_build_and_no_plan_kept(tiered):
     gc.collect()
     counts = [sys.getrefcount(p) for p in nplans]
     assert counts == [3] * len(nplans), counts
+
+
+def test_wait_while_other_threads_note_plans_run_once(monkeypatch):
+    """native.wait() lists the plans run once while other threads add to the
+    set (their first calls) and claim from it (their second): under the lock,
+    so no "Set changed size during iteration" reaches wait()'s caller."""
+    import sys
+    import threading
+
+    class Plan:  # (what _ran_once needs of a plan: a weak reference, _after_next_call)
+        def _after_next_call(self, fn):
+            self.fn = fn
+
+    monkeypatch.setattr(native, "_submit", lambda plan, done=None: None)  # only the set
+    monkeypatch.setattr(native, "_once", weakref.WeakSet())
+    plans = [Plan() for _ in range(20000)]
+    errors = []
+
+    def first_calls():
+        for p in plans:
+            native._ran_once(p)
+
+    def waits():
+        while ts[0].is_alive():
+            try:
+                native.wait(0)
+            except RuntimeError as e:
+                errors.append(e)
+                return
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        ts = [threading.Thread(target=first_calls), threading.Thread(target=waits)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert not errors, errors
