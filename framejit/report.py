@@ -620,7 +620,14 @@ def main(argv):
         if out is None:
             out = os.path.join(path if os.path.isdir(path) else os.path.dirname(path) or ".",
                                "report.html")
-        page = render(procs, os.path.abspath(path))
+        try:
+            page = render(procs, os.path.abspath(path))
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError) as e:
+            # a record whose fields are not what the trace writes (edited by hand,
+            # or another tool's): one line naming the files, not a traceback
+            files = ", ".join(sorted({str(p.path) for p in procs if getattr(p, "path", None)})) or path
+            raise ReportError(f"{files}: a record's fields are not what framejit's trace writes "
+                              f"({type(e).__name__}: {e})") from None
         try:
             with open(out, "w", encoding="utf-8") as f:
                 f.write(page)

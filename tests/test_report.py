@@ -388,6 +388,24 @@ def test_bad_input_is_one_clear_message(tmp_path):
     assert r.returncode == 2 and "usage: python -m framejit report" in r.stderr
     for r in [_report_cli(tmp_path / "nope"), _report_cli(empty)]:
         assert "Traceback" not in r.stderr
+    # records whose fields are of the wrong types (edited by hand): one line, no traceback
+    for rec in ('{"kind": "frame", "compile_id": "0/0", "name": "f", "file": "x.py", "line": 1.5, '
+                '"outcome": "compiled", "seconds": 0.1}',
+                '{"kind": "break", "compile_id": "0/0", "name": "f", "file": "x.py", "line": 1, '
+                '"break_line": 1, "reason": "r", "stack": {"a": 1}}'):
+        f.write_text('{"kind": "process", "schema": 1, "pid": 1}\n' + rec + "\n")
+        r = _report_cli(bad, "-o", tmp_path / "out2.html")
+        assert "Traceback" not in r.stderr, r.stderr
+        assert r.returncode == 0 or (r.returncode == 1 and "fields are not what framejit's trace writes"
+                                     in r.stderr), r.stderr
+    f.write_text('{"kind": "process", "schema": 1, "pid": 1}\n'
+                 '{"kind": "frame", "compile_id": "0/0", "name": "f", "co_name": "f", "file": "x.py", '
+                 '"line": 1, "last_line": 2, "outcome": "compiled", "seconds": 0.1, "phases": {}}\n'
+                 '{"kind": "break", "compile_id": "0/0", "name": "f", "co_name": "f", "file": "x.py", '
+                 '"line": 1, "break_line": 1, "reason": "r", "stack": ["a"]}\n')
+    r = _report_cli(bad, "-o", tmp_path / "out3.html")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert f"{f}: a record's fields are not what framejit's trace writes (AttributeError" in r.stderr
 
 
 def test_torch_model(tmp_path):
@@ -446,8 +464,12 @@ def test_report_in_headless_chromium(tmp_path):
     render_cli(trace, out)
     flags = ["--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
              f"--user-data-dir={tmp_path / 'profile'}"]
+    # the browser without the sanitizer build's preloads (make test-asan: libasan
+    # preloaded into Chromium made it hang past the timeout)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS", "PYTHONMALLOC")}
     dom = subprocess.run([browser, *flags, "--dump-dom", out.as_uri()], capture_output=True,
-                         text=True, timeout=120)
+                         text=True, timeout=120, env=env)
     assert dom.returncode == 0, dom.stderr[-2000:]
     page = dom.stdout
     # what the browser built from the page: every section, the index's rows, the marks
@@ -460,7 +482,7 @@ def test_report_in_headless_chromium(tmp_path):
     assert "call of print is not supported" in page
     shot = tmp_path / "shot.png"
     s = subprocess.run([browser, *flags, f"--screenshot={shot}", "--window-size=1200,900",
-                        out.as_uri()], capture_output=True, text=True, timeout=120)
+                        out.as_uri()], capture_output=True, text=True, timeout=120, env=env)
     assert s.returncode == 0 and shot.exists(), s.stderr[-2000:]
     assert _png_size(shot) == (1200, 900)
     assert shot.stat().st_size > 20_000  # a rendered page, not a blank one

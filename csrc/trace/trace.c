@@ -412,24 +412,42 @@ static PyObject *ADDRESS_MARK = NULL;
 ** object at 0x7f..>" reads "<Foo object>"), so no reason carries an
 ** address, whatever repr a %R ran.  Steals 'msg'; new reference or NULL.
 */
+static int is_hex_digit(Py_UCS4 c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
 static PyObject *drop_addresses(PyObject *msg)
 {
-    if (msg == NULL || PyUnicode_Find(msg, ADDRESS_MARK, 0, PY_SSIZE_T_MAX, 1) < 0)
-        return msg; /* (-2 on error: the message is kept as it is) */
+    Py_ssize_t first = msg == NULL ? -1 : PyUnicode_Find(msg, ADDRESS_MARK, 0, PY_SSIZE_T_MAX, 1);
+    if (first == -2)
+        Py_CLEAR(msg); /* (an error: NULL with it set) */
+    if (first < 0)
+        return msg;
     Py_ssize_t n = PyUnicode_GET_LENGTH(msg), i = 0;
     PyObject *parts = PyList_New(0), *out = NULL;
     while (parts != NULL && i < n) {
         Py_ssize_t at = PyUnicode_Find(msg, ADDRESS_MARK, i, n, 1);
-        Py_ssize_t stop = at < 0 ? n : at;
+        if (at == -2) {
+            Py_CLEAR(parts);
+            break;
+        }
+        /* an address is " at 0x" and hex digits up to a non-word character: a
+           user's text that reads "meet at 0xford" is kept as it is */
+        Py_ssize_t end = at < 0 ? n : at + PyUnicode_GET_LENGTH(ADDRESS_MARK), stop = at < 0 ? n : at;
+        while (at >= 0 && end < n && is_hex_digit(PyUnicode_READ_CHAR(msg, end)))
+            end++;
+        if (at >= 0 && (end == at + PyUnicode_GET_LENGTH(ADDRESS_MARK) ||
+                        (end < n && (Py_UNICODE_ISALNUM(PyUnicode_READ_CHAR(msg, end)) ||
+                                     PyUnicode_READ_CHAR(msg, end) == '_'))))
+            stop = end; /* not an address: kept */
         PyObject *piece = PyUnicode_Substring(msg, i, stop);
         if (piece == NULL || PyList_Append(parts, piece) < 0)
             Py_CLEAR(parts);
         Py_XDECREF(piece);
         if (at < 0)
             break;
-        i = at + PyUnicode_GET_LENGTH(ADDRESS_MARK);
-        while (i < n && Py_UNICODE_ISALNUM(PyUnicode_READ_CHAR(msg, i)))
-            i++;
+        i = end;
     }
     if (parts != NULL) {
         PyObject *empty = PyUnicode_FromStringAndSize(NULL, 0);
