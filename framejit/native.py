@@ -36,7 +36,7 @@ except ImportError:  # pragma: no cover
 # file is built, json not at all: a process whose kernels are all cached
 # never needs them (importing them cost several ms of its first backend call).
 
-from . import _C, config
+from . import _C, config, tracefile
 from .api import counters as _all_counters
 
 # Builtins bound at import: framejit's code runs while the program's frames
@@ -250,12 +250,43 @@ _processes = set()      # compilers running (stopped at exit: _stop_background)
 _processes_lock = threading.Lock()
 
 
-def compile_cached(source, argv, flags, suffix, what, libs=(), version=""):
+#: a compiler running longer than this many seconds says so (the logger
+#: "framejit": a warning when the program waits for it, info from a background
+#: build), then every PROGRESS_EVERY seconds
+PROGRESS_AFTER = 1.0
+PROGRESS_EVERY = 10.0
+
+
+def _communicate(pr, what, nbytes, background):
+    """pr.communicate(), saying so while the compiler runs long."""
+    import subprocess
+    import time
+    t0, wait, said = time.monotonic(), PROGRESS_AFTER, False
+    while True:
+        try:
+            return pr.communicate(timeout=wait)
+        except subprocess.TimeoutExpired:
+            import logging
+            text = (f"{what}: the C compiler has run {time.monotonic() - t0:.1f} s on "
+                    f"{nbytes / 1024:.0f} KB of generated C")
+            if background:
+                text += " (in the background: calls run eagerly meanwhile)"
+            elif not said:
+                text += (" (this call waits for it: framejit.config.native_background = True "
+                         "runs first calls eagerly meanwhile)")
+            log = logging.getLogger("framejit")
+            (log.info if background or said else log.warning)("%s", text)
+            said, wait = True, PROGRESS_EVERY
+
+
+def compile_cached(source, argv, flags, suffix, what, libs=(), version="", background=False):
     """The path of the shared object 'argv + flags' builds from 'source' (a
     'suffix' file: ".c" or ".cpp"), linked with 'libs', in cache_dir(); from
     the cache when it is there (keyed by all of these, the compiler's
     'version' text and the machine).  Returns (path, compiled).  Raises
-    RuntimeError naming 'what' when the compiler fails or cannot run."""
+    RuntimeError naming 'what' when the compiler fails or cannot run.  A
+    compiler that runs longer than PROGRESS_AFTER seconds is logged
+    ('background': a build no call waits for)."""
     path = cached_path(source, argv, flags, libs, version)
     d = os.path.dirname(path)
     key = os.path.basename(path)[3:-3]
@@ -288,7 +319,7 @@ def compile_cached(source, argv, flags, suffix, what, libs=(), version=""):
         try:
             if _stopping:  # (the exit's sweep may have run before this compiler was registered)
                 _kill(pr)
-            out, err = pr.communicate()
+            out, err = _communicate(pr, what, len(source), background)
         except BaseException:
             _kill(pr)  # an interrupt (Ctrl-C) while a blocking build waits: no orphan compiler
             pr.wait()
@@ -315,14 +346,21 @@ def compile_cached(source, argv, flags, suffix, what, libs=(), version=""):
     return path, True
 
 
-def build(source, toolchain):
-    """The path of the shared object built from 'source' (from the cache when it is there)."""
+def build(source, toolchain, background=False):
+    """The path of the shared object built from 'source' (from the cache when
+    it is there); the structured trace gets a "kernel" record."""
+    import time
     argv, version, flags, loop_flags = toolchain
     if "\n#define FJL_AMAX " in source:
         flags = flags + loop_flags
+    t0 = time.monotonic()
     path, compiled = compile_cached(source, argv, flags, ".c", "framejit native",
-                                    version=version)
+                                    version=version, background=background)
     _counters()["kernels_compiled" if compiled else "kernels_loaded_from_cache"] += 1
+    if config.trace_dir:
+        tracefile.emit({"kind": "kernel", "compile_id": None, "path": path, "compiled": bool(compiled),
+                        "seconds": round(time.monotonic() - t0, 6), "background": bool(background),
+                        "source_bytes": len(source)})
     return path
 
 
@@ -400,8 +438,8 @@ def _plan(graph, toolchain):
     return plan
 
 
-def _load_built(plan, source, toolchain):
-    path = build(source, toolchain)
+def _load_built(plan, source, toolchain, background=False):
+    path = build(source, toolchain, background)
     try:
         plan._load(path)
     except OSError:
@@ -410,7 +448,7 @@ def _load_built(plan, source, toolchain):
             os.unlink(path)
         except OSError:
             pass
-        plan._load(build(source, toolchain))
+        plan._load(build(source, toolchain, background))
 
 
 # ---- tiered compilation -------------------------------------------------------
@@ -544,7 +582,7 @@ def _background(plan, done):
         if not toolchain:
             _warn_no_compiler()  # the plan keeps running eager
             return
-        _load_built(plan, source, toolchain)
+        _load_built(plan, source, toolchain, background=True)
     except Exception as e:  # noqa: BLE001 - the plan keeps running eager; reported once
         if not _stopping:
             _backend_failed(e)

@@ -378,3 +378,43 @@ def test_wait_while_other_threads_note_plans_run_once(monkeypatch):
     finally:
         sys.setswitchinterval(old)
     assert not errors, errors
+
+
+def test_a_long_compile_says_so(tiered, monkeypatch, caplog):
+    """A compiler running longer than native.PROGRESS_AFTER seconds is logged
+    (issue 24, long compiles): a warning when the call waits for it (blocking
+    build), info from a background build; the structured trace gets a
+    "kernel" record per build (compiled, or a disk cache hit)."""
+    import json
+    import logging
+    monkeypatch.setattr(native, "PROGRESS_AFTER", 0.001)  # every real compile is "long"
+    trace = tiered.parent / "trace"
+    monkeypatch.setattr(framejit.config, "trace_dir", str(trace))
+    x = np.linspace(0, 1, 100)
+    framejit.config.native_background = False
+    with caplog.at_level(logging.INFO, logger="framejit"):
+        cf = framejit.compile(lambda v: np.sqrt(v * v + 17.25) * 3.0 - v, backend="native")
+        assert np.array_equal(cf(x), np.sqrt(x * x + 17.25) * 3.0 - x)
+        waited = [r for r in caplog.records if "the C compiler has run" in r.getMessage()]
+        assert waited and waited[0].levelno == logging.WARNING, caplog.text
+        assert "this call waits for it" in waited[0].getMessage()
+        caplog.clear()
+        framejit.config.native_background = True
+        cb = framejit.compile(lambda v: np.sqrt(v * v + 18.25) * 3.0 - v, backend="native")
+        cb(x)
+        cb(x)  # (the second call starts the build)
+        assert native.wait(300)
+        bg = [r for r in caplog.records if "the C compiler has run" in r.getMessage()]
+        assert bg and all(r.levelno == logging.INFO for r in bg), caplog.text
+        assert "in the background" in bg[0].getMessage()
+        # the same kernel again: a cache hit, no compiler
+        framejit.reset()
+        cc = framejit.compile(lambda v: np.sqrt(v * v + 18.25) * 3.0 - v, backend="native")
+        cc(x)
+        assert native.wait(300)
+    framejit.config.trace_dir = None
+    (name,) = os.listdir(trace)
+    with open(trace / name) as f:
+        kernels = [r for r in map(json.loads, f) if r["kind"] == "kernel"]
+    assert [(k["compiled"], k["background"]) for k in kernels] == [(True, False), (True, True), (False, True)]
+    assert all(k["path"].endswith(".so") and k["source_bytes"] > 0 for k in kernels)
