@@ -261,6 +261,7 @@ class Renderer:
         for p in self.procs:
             self.functions(p, multi)
         self.uncompiled()
+        self.kernels()
         self.counters()
         self.w("</main></body></html>\n")
         return "".join(self.out)
@@ -554,6 +555,22 @@ class Renderer:
             self.w(f"<tr><td>{esc(outcome)}</td><td>{esc(name)}</td><td><code>{esc(file)}:"
                    f"{esc(line)}</code></td><td class=\"num\">{n}</td></tr>")
         self.w("</tbody></table></details>")
+
+    def kernels(self):
+        """The native backend's kernel files: built by the C compiler or found
+        in its disk cache (framejit/native.py build)."""
+        rows = [(p, k) for p in self.procs for k in p.events if k.get("kind") == "kernel"]
+        if not rows:
+            return
+        self.w("<h2 id=\"kernels\">Native kernels</h2><table><thead><tr><th>pid</th><th>file</th>"
+               "<th>how</th><th>time</th><th>C source</th></tr></thead><tbody>")
+        for p, k in rows:
+            how = ("compiled" if k.get("compiled") else "disk cache hit") + (
+                " (background)" if k.get("background") else " (the call waited)")
+            self.w(f"<tr><td>{esc(p.pid)}</td><td><code>{esc(os.path.basename(str(k.get('path'))))}</code></td>"
+                   f"<td>{esc(how)}</td><td class=\"num\">{esc(_secs(_num(k.get('seconds'))))}</td>"
+                   f"<td class=\"num\">{esc(k.get('source_bytes'))} B</td></tr>")
+        self.w("</tbody></table>")
 
     def counters(self):
         self.w("<h2 id=\"counters\">Counters at exit</h2>")

@@ -418,3 +418,6 @@ def test_a_long_compile_says_so(tiered, monkeypatch, caplog):
         kernels = [r for r in map(json.loads, f) if r["kind"] == "kernel"]
     assert [(k["compiled"], k["background"]) for k in kernels] == [(True, False), (True, True), (False, True)]
     assert all(k["path"].endswith(".so") and k["source_bytes"] > 0 for k in kernels)
+    from framejit import report
+    page = report.render(report.load(str(trace)), "t")
+    assert 'id="kernels"' in page and "disk cache hit (background)" in page and "(the call waited)" in page
