@@ -32,6 +32,13 @@ deps:
 	elif ! $(PY) -m pip install -q --disable-pip-version-check torch==$(TORCH_VERSION); then \
 		echo "make deps: pip install torch==$(TORCH_VERSION) failed; torch tests will skip"; \
 	fi
+	@# Chromium (Debian's package) for the report's browser test (tests/test_report.py):
+	@# installed when missing and apt-get can (root); otherwise that test skips
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null 2>&1 \
+		|| echo "make deps: apt-get install chromium failed; the report's browser test will skip"; \
+	else echo "make deps: no chromium (and no root apt-get); the report's browser test will skip"; fi
 
 build:
 	$(PY) setup.py -q build_ext --inplace
