@@ -454,7 +454,7 @@ def _load_built(plan, source, toolchain, background=False):
 # ---- tiered compilation -------------------------------------------------------
 
 _pending = {}           # builds under way: their 'done' lock (released when done) -> plan
-_once = weakref.WeakSet()  # plans whose first call has run: built at their second, or by wait()
+_once = weakref.WeakSet()  # deferred plans not submitted yet: built after their second call, or by wait()
 _pending_lock = threading.Lock()
 _atexit_set = False
 _stopping = False       # the interpreter is exiting: no build starts any more
@@ -471,14 +471,11 @@ def _start_background(plan):
     # the build starts when the graph's second call has run: a graph run once
     # (setup code, a whole program's one-shot frames) never pays a compiler,
     # and the worker thread's start (0.05-0.15 ms, a first call's 5-15%) and
-    # its Python work, which holds the GIL, stay out of both calls
-    plan._after_next_call(_ran_once)
-
-
-def _ran_once(plan):
-    with _pending_lock:  # (wait() lists _once on another thread: a set changed size)
+    # its Python work, which holds the GIL, stay out of both calls; the plan
+    # counts its calls itself (no Python runs in its first)
+    with _pending_lock:
         _once.add(plan)
-    plan._after_next_call(_ran_twice)
+    plan._after_calls(2, _ran_twice)
 
 
 def _ran_twice(plan):
@@ -487,7 +484,7 @@ def _ran_twice(plan):
 
 
 def _claim(plan):
-    """True for the one caller that takes 'plan' out of the plans run once."""
+    """True for the one caller that takes 'plan' out of the plans not submitted yet."""
     with _pending_lock:
         if plan in _once:
             _once.discard(plan)
@@ -599,7 +596,7 @@ def wait(timeout=None):
     would start at their second call, are built now."""
     import time
     with _pending_lock:  # (other threads' plans add to it and claim from it)
-        once = list(_once)
+        once = [p for p in _once if p.eager_runs >= 1]  # (a plan never called is never built)
     for plan in once:
         if _claim(plan):  # (its second call then finds it claimed)
             _submit(plan)

@@ -340,14 +340,16 @@ def test_no_thread_before_a_build_and_no_plan_kept(tiered):
 
 
 def test_wait_while_other_threads_note_plans_run_once(monkeypatch):
-    """native.wait() lists the plans run once while other threads add to the
-    set (their first calls) and claim from it (their second): under the lock,
-    so no "Set changed size during iteration" reaches wait()'s caller."""
+    """native.wait() lists the deferred plans while other threads add to the
+    set (their compiles) and claim from it (their second calls): under the
+    lock, so no "Set changed size during iteration" reaches wait()'s caller."""
     import sys
     import threading
 
-    class Plan:  # (what _ran_once needs of a plan: a weak reference, _after_next_call)
-        def _after_next_call(self, fn):
+    class Plan:  # (what _start_background needs of a plan: a weak reference, _after_calls)
+        eager_runs = 1
+
+        def _after_calls(self, n, fn):
             self.fn = fn
 
     monkeypatch.setattr(native, "_submit", lambda plan, done=None: None)  # only the set
@@ -357,7 +359,7 @@ def test_wait_while_other_threads_note_plans_run_once(monkeypatch):
 
     def first_calls():
         for p in plans:
-            native._ran_once(p)
+            native._start_background(p)
 
     def waits():
         while ts[0].is_alive():

@@ -177,8 +177,9 @@ typedef struct {
     PyObject *capsules;          /* list: NumPy's call-info capsules of the inner loops row groups call */
     Py_ssize_t eager_runs;       /* calls run by the eager runner before the kernels were loaded */
     int partitioned;             /* plan_partition ran (once) */
-    PyObject *on_next_call;      /* called with the plan after its next eager call, then dropped */
-    PyObject *weakrefs;          /* (framejit/native.py keeps plans that ran once in a WeakSet) */
+    PyObject *on_next_call;      /* called with the plan after its eager call number call_at, then dropped */
+    Py_ssize_t call_at;
+    PyObject *weakrefs;          /* (framejit/native.py keeps the deferred plans in a WeakSet) */
     int exact;                   /* config.native_exact when the plan was made (native_config(exact=)) */
     vectorcallfunc vectorcall;
 } fjn_Plan;
@@ -1254,6 +1255,7 @@ static fjn_Plan *plan_alloc(PyObject *graph)
     p->vectorcall = plan_vectorcall;
     p->partitioned = 0;
     p->on_next_call = NULL;
+    p->call_at = 0;
     p->weakrefs = NULL;
     p->exact = fjn_exact;
     p->nodes = PyObject_GetAttrString(graph, "nodes");
@@ -2625,10 +2627,10 @@ static PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t n
            the graph runs as the eager backend runs it */
         PyObject *r = PyObject_Vectorcall(p->graph, args, nargsf, kwnames);
         p->eager_runs++;
-        if (p->on_next_call) {
-            /* framejit/native.py: after the first call, a note that the plan ran;
-               after the second, the build (_submit: a thread's start, its Python
-               work holding the GIL, after the call rather than in it) */
+        if (p->on_next_call && p->eager_runs >= p->call_at) {
+            /* framejit/native.py: the build after the second call (_submit: a
+               thread's start, its Python work holding the GIL, after the call
+               rather than in it; no Python at all in the first) */
             PyObject *fn = p->on_next_call, *x, *et, *ev, *tb;
             p->on_next_call = NULL;
             PyErr_Fetch(&et, &ev, &tb);
@@ -2803,10 +2805,15 @@ static PyObject *plan_repr(fjn_Plan *p)
                                 p->nsteps);
 }
 
-/* plan._after_next_call(fn): fn(plan) is called when the next call (run
-   eagerly) has run, before it returns; fn may set the next one. */
-static PyObject *plan_after_next_call(fjn_Plan *p, PyObject *fn)
+/* plan._after_calls(n, fn): fn(plan) is called when eager call number n (or
+   the next one, if n have run) is over, before it returns. */
+static PyObject *plan_after_calls(fjn_Plan *p, PyObject *args)
 {
+    Py_ssize_t n;
+    PyObject *fn;
+    if (!PyArg_ParseTuple(args, "nO:_after_calls", &n, &fn))
+        return NULL;
+    p->call_at = n;
     Py_XSETREF(p->on_next_call, Py_NewRef(fn));
     Py_RETURN_NONE;
 }
@@ -2819,8 +2826,8 @@ static PyObject *plan_partition_method(fjn_Plan *p, PyObject *unused)
 
 static PyMethodDef plan_methods[] = {
     {"_load", (PyCFunction)plan_load, METH_O, "_load(path): dlopen the compiled kernels of this plan."},
-    {"_after_next_call", (PyCFunction)plan_after_next_call, METH_O,
-     "_after_next_call(fn): fn(plan) when the next (eager) call has run."},
+    {"_after_calls", (PyCFunction)plan_after_calls, METH_VARARGS,
+     "_after_calls(n, fn): fn(plan) when eager call number n has run."},
     {"_partition", (PyCFunction)plan_partition_method, METH_NOARGS,
      "_partition(): partitions a deferred plan's graph; the kernels' C source, or None when nothing fuses."},
     {NULL, NULL, 0, NULL},
