@@ -502,7 +502,7 @@ def test_backend_failure_runs_eager(monkeypatch):
     config.raise_internal_errors (the suite's setting) it raises instead."""
     from framejit import native
 
-    def broken(source, toolchain):
+    def broken(source, toolchain, background=False):
         raise RuntimeError("framejit native: the C compiler failed (cc):\nerror: simulated")
     monkeypatch.setattr(native, "build", broken)
     monkeypatch.setattr(native, "_warned_failure", False)
