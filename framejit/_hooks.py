@@ -133,10 +133,12 @@ class Hooks:
         if self.recorders:
             self._record(("compile", code, compile_id, guards.format(), graph))
 
-    def no_graph(self, code, compile_id, arrays, reason):
+    def no_graph(self, code, compile_id, arrays, reason, detail=None):
         """The trace captured no graph operation (before its graph break for
-        'reason', if not None): the frame runs its own code, unguarded and
-        offered again only when an input is an array if 'arrays' is false."""
+        'reason', if not None; 'detail' its (key, trace stack)): the frame runs
+        its own code, unguarded and offered again only when an input is an
+        array if 'arrays' is false.  A reason counts as a break, in the
+        counters and in explain() (the frame ran whole in CPython)."""
         counters["frames"]["no_graph"] += 1
         if reason is not None:
             counters["graph_break"][reason] += 1
@@ -146,6 +148,12 @@ class Hooks:
             tracefile.record(tracefile.no_graph, code, compile_id, arrays, reason)
         if self.recorders:
             self._record(("no_graph", code, compile_id, bool(arrays), reason))
+            if reason is not None:
+                stack = detail[1] if isinstance(detail, tuple) and len(detail) == 2 else ()
+                top = stack[-1] if stack else None
+                line = top[1] if top is not None and top[0] is code and top[1] > 0 else code.co_firstlineno
+                self._record(("break", code, compile_id, reason, line, False,
+                              breaks.BreakInfo(code, reason, line, detail)))
         if logs.on("graph_breaks"):
             then = ("under guards; other inputs are traced again" if arrays else
                     "until an input is an array")

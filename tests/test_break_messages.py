@@ -316,3 +316,49 @@ def test_a_source_line_with_a_lone_surrogate_still_gives_the_message():
         assert "call of print is not supported" in str(ei.value)
     finally:
         linecache.cache.pop(name, None)
+
+
+def _gen_helper(x):
+    yield x * 2
+
+
+def _calls_a_generator(x):
+    return sum(_gen_helper(x))
+
+
+def _prints(x):
+    y = np.sin(x)
+    print("mid", file=io.StringIO())
+    return y + 1
+
+
+def _no_array_then_unsupported(n):
+    return sum(_gen_helper(n))
+
+
+def _branch_then_print(x):
+    if x.sum() > 0:
+        x = x * 2
+    print("x", file=io.StringIO())
+    return x
+
+
+@pytest.mark.parametrize("fn, args", [
+    (_calls_a_generator, (np.ones(3),)),
+    (_prints, (np.ones(3),)),
+    (_no_array_then_unsupported, (3,)),
+    (_branch_then_print, (np.ones(3),)),
+], ids=["generator", "print", "no-array", "branch-then-print"])
+def test_counters_explain_and_logs_agree(fn, args, logs):
+    """Every break the counters count is one explain() lists and one the
+    graph_breaks log reports, on every path: a resumed break, a frame that
+    runs whole in CPython, and a frame that captured nothing before it broke
+    (the no-graph path, which explain() used to leave out)."""
+    framejit.set_logs("graph_breaks")
+    e = framejit.explain(fn)(*args)
+    counted = sum(framejit.counters["graph_break"].values())
+    logged = [line for line in logs.lines
+              if "Graph break in" in line or "before a graph break" in line]
+    assert counted == e.graph_break_count == len(logged), (counted, e.break_reasons, logged)
+    assert sorted(framejit.counters["graph_break"].elements()) == sorted(b["reason"] for b in e.break_reasons)
+    assert all(b["message"].startswith(b["reason"]) for b in e.break_reasons)

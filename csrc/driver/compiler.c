@@ -461,13 +461,15 @@ static PyObject *run_whole(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObjec
 ** (returns NULL without an exception), so the continuation can capture.
 */
 static PyObject *no_graph(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject *cid,
-                          int at_break, PyObject *reason)
+                          int at_break, PyObject *reason, PyObject *detail)
 {
     int arrays = trace_saw_arrays(tx, co);
     if (arrays && at_break)
         return NULL;
-    PyObject *h = hook_call(c, "no_graph", "(OOOO)", (PyObject *)co, cid,
-                            arrays ? Py_True : Py_False, reason ? reason : Py_None);
+    /* 'detail': the reason's (key, trace stack), as the graph_break hook gets it */
+    PyObject *h = hook_call(c, "no_graph", "(OOOOO)", (PyObject *)co, cid,
+                            arrays ? Py_True : Py_False, reason ? reason : Py_None,
+                            detail ? detail : Py_None);
     if (h == NULL)
         return NULL;
     Py_DECREF(h);
@@ -530,7 +532,7 @@ done:
 static PyObject *finish_return(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyObject *cid)
 {
     if (fj_graph_num_calls(tx->graph) == 0)
-        return no_graph(c, co, tx, cid, 0, NULL);
+        return no_graph(c, co, tx, cid, 0, NULL, NULL);
     /* every guard is in the tree before any code is generated */
     if (fj_trace_alias_guards(tx) < 0)
         return NULL;
@@ -659,7 +661,7 @@ static PyObject *finish_break(Compiler *c, PyCodeObject *co, fj_Tracer *tx, PyOb
     int nl = top->nlocals;
     PyObject *result = NULL;
     if (fj_graph_num_calls(tx->graph) == 0) {
-        if ((result = no_graph(c, co, tx, cid, 1, NULL)) != NULL || PyErr_Occurred())
+        if ((result = no_graph(c, co, tx, cid, 1, NULL, NULL)) != NULL || PyErr_Occurred())
             return result;
     }
     /* every guard is in the tree before any code is generated */
@@ -985,7 +987,7 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, CompileReport *rep)
             goto done;
         if (!c->fullgraph && fj_graph_num_calls(tx.graph) == 0 && !trace_saw_arrays(&tx, co)) {
             /* nothing captured and no array in sight: no restart, no split */
-            result = no_graph(c, co, &tx, cid, 1, reason);
+            result = no_graph(c, co, &tx, cid, 1, reason, detail);
             Py_DECREF(reason);
             Py_DECREF(detail);
             goto done;
