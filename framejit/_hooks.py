@@ -64,6 +64,8 @@ def _skip_prefixes():
 
 
 _HERE = os.path.dirname(_realpath(__file__)) + os.sep
+# not the program's own code (run --summary): framejit, the stdlib, site-packages
+_LIBRARY_DIRS = (_HERE,) + tuple(sorted(_STDLIB_DIRS)) + _SITE_DIRS
 _RUN_MODE_SKIP_FROZEN = frozenset({"<frozen importlib._bootstrap>",
                                    "<frozen importlib._bootstrap_external>",
                                    "<frozen zipimport>"})
@@ -246,8 +248,7 @@ class Hooks:
         or frozen/generated code: not the program's own (run --summary)."""
         if fname.startswith("<"):
             return not fname.startswith(("<stdin>", "<string>"))
-        path = _realpath(fname)
-        return path.startswith(_HERE) or path.startswith(tuple(_STDLIB_DIRS)) or path.startswith(_SITE_DIRS)
+        return _realpath(fname).startswith(_LIBRARY_DIRS)
 
     def should_skip(self, code):
         """True for frames never compiled.  With config.skip_stdlib (the
@@ -318,7 +319,10 @@ class Hooks:
         (col, end_col): framejit/breaks.py makes the message from them."""
         line = lineno if lineno and lineno > 0 else code.co_firstlineno
         where = f"{code.co_filename}:{line}"
-        info = breaks.BreakInfo(code, reason, line, detail, cols)
+        # the message (its kind, the source line read through linecache) only
+        # for whoever shows it: a break nobody logs, records or raises costs a count
+        info = (breaks.BreakInfo(code, reason, line, detail, cols)
+                if fullgraph or self.recorders or config.trace_dir or logs.on("graph_breaks") else None)
         if fullgraph:
             raise Unsupported(f"framejit (fullgraph=True) cannot capture {_name(code)} "
                               f"({where}) whole: {info.message}\n{info.user_stack(_name(code))}")

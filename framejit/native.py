@@ -22,6 +22,7 @@ import os
 import shutil
 import _thread
 import threading
+import time
 from _queue import Empty as _QueueEmpty, SimpleQueue as _SimpleQueue  # (C: no import of queue.py on a first call)
 import warnings
 import weakref
@@ -260,7 +261,6 @@ PROGRESS_EVERY = 10.0
 def _communicate(pr, what, nbytes, background):
     """pr.communicate(), saying so while the compiler runs long."""
     import subprocess
-    import time
     t0, wait, said = time.monotonic(), PROGRESS_AFTER, False
     while True:
         try:
@@ -349,7 +349,6 @@ def compile_cached(source, argv, flags, suffix, what, libs=(), version="", backg
 def build(source, toolchain, background=False):
     """The path of the shared object built from 'source' (from the cache when
     it is there); the structured trace gets a "kernel" record."""
-    import time
     argv, version, flags, loop_flags = toolchain
     if "\n#define FJL_AMAX " in source:
         flags = flags + loop_flags
@@ -594,7 +593,6 @@ def wait(timeout=None):
     (``config.native_background``) are loaded; True when none is left (False
     when 'timeout' seconds passed first).  Graphs called once, whose builds
     would start at their second call, are built now."""
-    import time
     with _pending_lock:  # (other threads' plans add to it and claim from it)
         once = [p for p in _once if p.eager_runs >= 1]  # (a plan never called is never built)
     for plan in once:

@@ -514,6 +514,17 @@ const fj_OpDef *fj_ops_for_binop(int nb_oparg)
     return ready_or_null(fj_by_binop[nb_oparg]);
 }
 
+const char *fj_ops_binop_symbol(int nb_oparg)
+{
+    /* the table itself (no import needed: a message about an operator the
+       index could not load still names it) */
+    for (Py_ssize_t i = 0; i < FJ_NROWS; i++)
+        if ((fj_op_table[i].kind == FJ_OP_BINOP || fj_op_table[i].kind == FJ_OP_INPLACE) &&
+            fj_op_table[i].code == nb_oparg && fj_op_table[i].symbol != NULL)
+            return fj_op_table[i].symbol;
+    return "?";
+}
+
 const fj_OpDef *fj_ops_for_compare(int op)
 {
     if (ops_ready() < 0 || op < 0 || op >= 6) {

@@ -181,6 +181,7 @@ const fj_OpDef *fj_ops_for_method(PyObject *name);   /* 'sum', 'reshape', 'astyp
 const fj_OpDef *fj_ops_for_attr(PyObject *name);     /* 'T' */
 const fj_OpDef *fj_ops_for_generator_method(PyObject *name); /* np.random.Generator's 'normal', ... */
 const fj_OpDef *fj_ops_for_binop(int nb_oparg);      /* NB_ADD ... NB_INPLACE_XOR */
+const char *fj_ops_binop_symbol(int nb_oparg);       /* "+", "@=", ... as the program spells it; "?" */
 const fj_OpDef *fj_ops_for_compare(int op);          /* Py_LT ... Py_GE */
 const fj_OpDef *fj_ops_for_unary(int which);         /* FJ_UNARY_* */
 const fj_OpDef *fj_ops_for_getitem(void);

@@ -2257,47 +2257,6 @@ static PyObject *concat_seq(fj_Var *a, fj_Var *b)
     return (PyObject *)fj_var_take(a->kind, items);
 }
 
-/* The operator of BINARY_OP's 'oparg' as the program spells it ("+", "@=", ...). */
-static const char *binop_symbol(int oparg)
-{
-    switch (oparg) {
-    case NB_ADD: return "+";
-    case NB_AND: return "&";
-    case NB_FLOOR_DIVIDE: return "//";
-    case NB_LSHIFT: return "<<";
-    case NB_MATRIX_MULTIPLY: return "@";
-    case NB_MULTIPLY: return "*";
-    case NB_REMAINDER: return "%";
-    case NB_OR: return "|";
-    case NB_POWER: return "**";
-    case NB_RSHIFT: return ">>";
-    case NB_SUBTRACT: return "-";
-    case NB_TRUE_DIVIDE: return "/";
-    case NB_XOR: return "^";
-    case NB_INPLACE_ADD: return "+=";
-    case NB_INPLACE_AND: return "&=";
-    case NB_INPLACE_FLOOR_DIVIDE: return "//=";
-    case NB_INPLACE_LSHIFT: return "<<=";
-    case NB_INPLACE_MATRIX_MULTIPLY: return "@=";
-    case NB_INPLACE_MULTIPLY: return "*=";
-    case NB_INPLACE_REMAINDER: return "%=";
-    case NB_INPLACE_OR: return "|=";
-    case NB_INPLACE_POWER: return "**=";
-    case NB_INPLACE_RSHIFT: return ">>=";
-    case NB_INPLACE_SUBTRACT: return "-=";
-    case NB_INPLACE_TRUE_DIVIDE: return "/=";
-    case NB_INPLACE_XOR: return "^=";
-    default: return "(unknown)";
-    }
-}
-
-/* The comparison Py_LT..Py_GE as the program spells it. */
-static const char *compare_symbol(int op)
-{
-    static const char *const text[6] = {"<", "<=", "==", "!=", ">", ">="};
-    return op >= 0 && op < 6 ? text[op] : "(unknown)";
-}
-
 PyObject *fj_trace_binop(fj_TFrame *fr, int oparg, PyObject *a, PyObject *b)
 {
     fj_Var *va = VAR(a), *vb = VAR(b);
@@ -2311,7 +2270,8 @@ PyObject *fj_trace_binop(fj_TFrame *fr, int oparg, PyObject *a, PyObject *b)
         const fj_OpDef *op = fj_ops_for_binop(keep_inplace || !inplace ? oparg
                                                                        : oparg - NB_INPLACE_ADD);
         if (op == NULL)
-            return fj_unsupported("operator %s on arrays is not supported", binop_symbol(oparg)), NULL;
+            return fj_unsupported("operator %s on arrays is not supported", fj_ops_binop_symbol(oparg)),
+                   NULL;
         PyObject *args[2] = {a, b};
         return graph_call(fr, op, args, 2, NULL);
     }
@@ -2360,7 +2320,7 @@ PyObject *fj_trace_binop(fj_TFrame *fr, int oparg, PyObject *a, PyObject *b)
             r->extra2 = Py_NewRef(va->extra2); /* a torch.Size repeated is one */
         return (PyObject *)r;
     }
-    return fj_unsupported("operator %s on %R and %R", binop_symbol(oparg), a, b), NULL;
+    return fj_unsupported("operator %s on %R and %R", fj_ops_binop_symbol(oparg), a, b), NULL;
 }
 
 /*
@@ -2447,7 +2407,7 @@ PyObject *fj_trace_compare(fj_TFrame *fr, int op, PyObject *a, PyObject *b)
     if (VAR(a)->kind == FJ_VAR_NODE || VAR(b)->kind == FJ_VAR_NODE) {
         const fj_OpDef *row = fj_ops_for_compare(op);
         if (row == NULL)
-            return fj_unsupported("comparison %s on arrays", compare_symbol(op)), NULL;
+            return fj_unsupported("comparison %s on arrays", fj_rel_optext(op)), NULL;
         PyObject *args[2] = {a, b};
         return graph_call(fr, row, args, 2, NULL);
     }
