@@ -144,6 +144,7 @@ class Hooks:
         counters["frames"]["no_graph"] += 1
         if reason is not None:
             counters["graph_break"][reason] += 1
+            counters["stats"]["graph_breaks"] += 1
             if self.summary is not None:
                 self.summary.broke(code, reason)
         if config.trace_dir:
@@ -327,6 +328,10 @@ class Hooks:
             raise Unsupported(f"framejit (fullgraph=True) cannot capture {_name(code)} "
                               f"({where}) whole: {info.message}\n{info.user_stack(_name(code))}")
         counters["graph_break"][reason] += 1
+        # counters["stats"] as torch's (unique_graphs, calls_captured) and the
+        # breaks' total: never empty for a run whose frames broke (the reasons
+        # by count are counters["graph_break"], whose values sum to this)
+        counters["stats"]["graph_breaks"] += 1
         if self.summary is not None:
             self.summary.broke(code, reason)
         if config.trace_dir:

@@ -19,6 +19,10 @@ from builtins import (  # noqa: A004
 
 CHANNELS = ("bytecode", "guards", "graph", "graph_code", "graph_breaks", "recompiles",
             "recompiles_verbose", "dynamic", "trace_bytecode")
+# Channels "all" leaves out, as torch's off-by-default artifacts: a line per
+# traced instruction, and every failed guard of every cache entry.  Named,
+# or with "+all", they are on.
+VERBOSE = ("trace_bytecode", "recompiles_verbose")
 
 enabled = set()
 logger = None   # logging.getLogger("framejit"), once a channel was turned on
@@ -26,8 +30,9 @@ logger = None   # logging.getLogger("framejit"), once a channel was turned on
 
 def set_logs(*channels, **flags):
     """Turn log channels on: ``set_logs("bytecode", "guards")`` or
-    ``set_logs(bytecode=True)``; ``set_logs()`` turns all off; "all" turns
-    every channel on."""
+    ``set_logs(bytecode=True)``; ``set_logs()`` turns all off.  "all" turns
+    on every channel but the verbose ones (a line per traced instruction,
+    trace_bytecode, and recompiles_verbose), "+all" those too."""
     wanted = set()
     for c in channels:
         for name in str(c).split(","):
@@ -35,11 +40,14 @@ def set_logs(*channels, **flags):
             if name:
                 wanted.add(name)
     wanted |= {k for k, v in flags.items() if v}
+    if "+all" in wanted:
+        wanted = (wanted - {"+all", "all"}) | set(CHANNELS)
     if "all" in wanted:
-        wanted = set(CHANNELS)
+        wanted = (wanted - {"all"}) | (set(CHANNELS) - set(VERBOSE))
     unknown = sorted(wanted - set(CHANNELS))
     if unknown:
-        raise ValueError(f"unknown framejit log channel(s) {unknown}; known: {', '.join(CHANNELS)}, all")
+        raise ValueError(f"unknown framejit log channel(s) {unknown}; known: {', '.join(CHANNELS)}, "
+                         f"all (all but {' and '.join(VERBOSE)}), +all")
     enabled.clear()
     enabled.update(wanted)
     from . import _C   # the C core reads the channels once per change

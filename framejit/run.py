@@ -46,7 +46,7 @@ USAGE = ("usage: python -m framejit run [--summary[=all]] [--backend NAME] SCRIP
          "       python -m framejit run [--summary[=all]] [--backend NAME] -m MODULE [ARGS...]")
 
 _STAT_ORDER = ("frames_offered", "frames_skipped", "frames_compiled", "frames_no_graph", "frames_broken",
-               "frames_not_captured", "unique_graphs", "calls_captured", "recompiles",
+               "frames_not_captured", "unique_graphs", "calls_captured", "graph_breaks", "recompiles",
                "recompile_limit_hit", "internal_errors")
 
 

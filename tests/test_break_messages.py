@@ -360,5 +360,7 @@ def test_counters_explain_and_logs_agree(fn, args, logs):
     logged = [line for line in logs.lines
               if "Graph break in" in line or "before a graph break" in line]
     assert counted == e.graph_break_count == len(logged), (counted, e.break_reasons, logged)
+    # counters["stats"] is never empty for a run whose frames broke
+    assert framejit.counters["stats"]["graph_breaks"] == counted
     assert sorted(framejit.counters["graph_break"].elements()) == sorted(b["reason"] for b in e.break_reasons)
     assert all(b["message"].startswith(b["reason"]) for b in e.break_reasons)

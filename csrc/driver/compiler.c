@@ -934,6 +934,16 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, CompileReport *rep)
            so this entry is for these sizes only, not a dynamic one that
            other (valid) sizes would hit before the entry serving them */
         tx.specialized = pin_restart;
+        if (stop_at >= 0 && tx.log_trace) {
+            /* a restart traces the same instructions up to the break again:
+               logged once (trace_bytecode), not once per restart */
+            tx.log_trace = 0;
+            PyObject *t = PyUnicode_FromFormat("TRACE again up to the break at offset %d, to build "
+                                               "the graph (the same instructions as above)",
+                                               stop_at < il.n ? il.v[stop_at].offset * 2 : -1);
+            hook_log(c, "trace_bytecode", cid, t);
+            Py_XDECREF(t);
+        }
         if (attempt == 0 && hook_enabled(c, "bytecode")) {
             PyObject *text =
                 hook_call(c, "format_code", "(sO)", "ORIGINAL BYTECODE", (PyObject *)co);
