@@ -125,13 +125,15 @@ class Hooks:
         for r in self.recorders:
             r.append(event)
 
-    def on_compile(self, code, compile_id, guards, graph):
-        """Every successful compile (explain() listens here)."""
+    def on_compile(self, code, compile_id, guards, graph, traced=None):
+        """Every successful compile (explain() listens here): 'code' the
+        rewritten code, 'traced' the code traced (its offsets are the graph
+        nodes' 'offset')."""
         counters["frames"]["compiled"] += 1
         if self.summary is not None:
             self.summary.graph(code, graph)
         if config.trace_dir:
-            tracefile.record(tracefile.compiled, code, compile_id, guards, graph)
+            tracefile.record(tracefile.compiled, code, compile_id, guards, graph, traced)
         if self.recorders:
             self._record(("compile", code, compile_id, guards.format(), graph))
 

@@ -415,17 +415,33 @@ class Renderer:
                 breaks.setdefault(_num(b.get("break_line")), []).append((cid, b))
             if brk:
                 end = min(_num(b.get("break_line")) for b in brk) - 1
-            target = captured if p.of(f, "graph") else nograph
+            graphs = p.of(f, "graph")
+            lined = [n for g in graphs for n in (g.get("nodes") or [])
+                     if isinstance(n, dict) and "line" in n]
+            # lines with a graph operation (the node's line: the instruction that
+            # made it, an inlined call's for the calls inside it); the rest of
+            # the region was traced without one (folded into constants, guards)
+            ops = {_num(n.get("line")) for n in lined if n.get("line") is not None}
             for ln in range(start, end + 1):
-                target.setdefault(ln, set()).add(_base(cid))
+                if not graphs:
+                    nograph.setdefault(ln, set()).add(_base(cid))
+                elif ln in ops or not lined:  # (traces before nodes had lines: the region)
+                    captured.setdefault(ln, set()).add(_base(cid))
+                else:
+                    nograph.setdefault(ln, set()).add(_base(cid))
+            for ln in ops - set(range(start, end + 1)):
+                captured.setdefault(ln, set()).add(_base(cid))
         self.w("<details class=\"fold\" open><summary>source</summary>"
                "<p class=\"legend\"><span style=\"background:#e3f4e1\">captured in a graph</span>"
                "<span style=\"background:#fbdcdc\">graph break</span>"
-               "<span style=\"background:#eee\">traced, no graph</span></p><table class=\"src\">")
+               "<span style=\"background:#eee\">traced, no graph operation</span></p><table class=\"src\">")
         for ln in range(first, last + 1):
             text = lines[ln - 1].rstrip("\n")
             cls, mark, tip = "", "", ""
-            if ln in breaks:
+            blank = not text.strip() or text.lstrip().startswith("#")
+            if blank and ln not in breaks:
+                pass   # no instruction: nothing to mark
+            elif ln in breaks:
                 cls = "brk"
                 mark = "break " + ", ".join(sorted({_base(c) for c, _ in breaks[ln]}))
                 tip = "; ".join(str(b.get("reason")) for _, b in breaks[ln])

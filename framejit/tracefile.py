@@ -303,17 +303,38 @@ def guard_tree(manager):
     return node
 
 
-def graph_record(graph):
-    """The nodes and code of a framejit._C.Graph."""
+def _lines_of(code):
+    """A function from a bytecode offset of 'code' to its source line (None
+    when the offset has no line)."""
+    spans = [(start, end, line) for start, end, line in code.co_lines()]
+
+    def line(offset):
+        if offset is None:
+            return None
+        for start, end, ln in spans:
+            if start <= offset < end:
+                return ln
+        return None
+    return line
+
+
+def graph_record(graph, code=None):
+    """The nodes and code of a framejit._C.Graph; each node's source line in
+    'code' (the code traced: the instruction that made the node, an inlined
+    call's for the nodes inside it)."""
     nodes = []
+    line_of = _lines_of(code) if code is not None else None
     for n in graph.nodes:
         meta = {}
         for k, v in dict(n.meta).items():
             if k in ("dtype", "shape", "kind", "device", "requires_grad", "dynamic_dims", "stride"):
                 meta[k] = v if type(v) in (int, str, bool) else (
                     safe(v) if type(v) in (tuple, list) else _short(v))
-        nodes.append({"name": n.name, "op": n.op, "target": _name_of(n.target),
-                      "args": safe(n.args), "kwargs": safe(dict(n.kwargs)), "meta": meta})
+        node = {"name": n.name, "op": n.op, "target": _name_of(n.target),
+                "args": safe(n.args), "kwargs": safe(dict(n.kwargs)), "meta": meta}
+        if line_of is not None and n.op.startswith("call"):
+            node["line"] = line_of(n.offset)
+        nodes.append(node)
     return {"nodes": nodes, "code": str(graph.code), "num_calls": int(graph.num_calls)}
 
 
@@ -357,14 +378,14 @@ def _where(code):
             "line": code.co_firstlineno}
 
 
-def compiled(code, compile_id, guards, graph):
+def compiled(code, compile_id, guards, graph, traced=None):
     global _guards_cid
     _guards_cid = compile_id
     emit({"kind": "guards", "compile_id": compile_id, **_where(code),
           "text": str(guards.format()), "tree": guard_tree(guards)})
     if graph is not None and int(getattr(graph, "num_calls", 0)) > 0:
         rec = {"kind": "graph", "compile_id": compile_id, **_where(code)}
-        rec.update(graph_record(graph))
+        rec.update(graph_record(graph, traced))
         emit(rec)
 
 

@@ -180,6 +180,51 @@ def test_breaks_recompiles_and_the_report(tmp_path):
     assert 'class="guards"' in page and "TENSOR_MATCH" in page
 
 
+NODE_LINES = """
+    import numpy as np
+    import framejit
+
+    def helper(z):
+        return z * 3
+
+    def f(x, n):
+        y = np.sin(x)
+        k = n + 1
+        z = helper(y)
+        # a comment
+
+        return z + k
+
+    cf = framejit.compile(f, backend="eager")
+    assert np.array_equal(cf(np.ones(3), 2), np.sin(np.ones(3)) * 3 + 3)
+"""
+
+
+def test_graph_nodes_carry_their_source_lines(tmp_path):
+    """Each call node records the line of the instruction that made it (an
+    inlined call's line for the operations inside it); the report marks
+    those lines captured and the other traced lines as traced without a
+    graph operation (k = n + 1 is folded: n is a guarded constant)."""
+    r, trace = run_traced(tmp_path, NODE_LINES)
+    assert r.returncode == 0, r.stderr
+    prog = str(tmp_path / "prog.py")
+    (g,) = kind(only(trace), "graph", name="f")
+    calls = [(n["target"], n["line"]) for n in g["nodes"] if n["op"].startswith("call")]
+    assert calls == [("numpy.sin", line_of(prog, "np.sin(x)")),
+                     ("_operator.mul", line_of(prog, "helper(y)")),
+                     ("_operator.add", line_of(prog, "return z + k"))], calls
+    assert all("line" not in n for n in g["nodes"] if not n["op"].startswith("call"))
+    page = render_cli(trace, tmp_path / "r.html")
+
+    def row(text):
+        m = re.search(r'<tr class="(\w*)" id="[^"]*" title="[^"]*"><td class="ln">%d</td>'
+                      % line_of(prog, text), page)
+        assert m, text
+        return m.group(1)
+    assert [row(t) for t in ("np.sin(x)", "k = n + 1", "helper(y)", "# a comment", "return z + k")] == [
+        "cap", "nog", "cap", "", "cap"]
+
+
 def render_cli(trace, out):
     r = subprocess.run([sys.executable, "-m", "framejit", "report", str(trace), "-o", str(out)],
                        capture_output=True, text=True, env=_env(""), timeout=120)

@@ -408,7 +408,8 @@ static PyObject *finish(Compiler *c, PyCodeObject *co, PyObject *new_code, fj_Tr
     log_made(c, "guards", cid, fj_guards_format, tx->guards);
     if (remember_code(co) < 0)
         return NULL;
-    PyObject *h = hook_call(c, "on_compile", "(OOOO)", new_code, cid, tx->guards, tx->graph);
+    PyObject *h = hook_call(c, "on_compile", "(OOOOO)", new_code, cid, tx->guards, tx->graph,
+                              (PyObject *)co);
     if (h == NULL)
         return NULL;
     Py_DECREF(h);

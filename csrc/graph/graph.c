@@ -177,6 +177,13 @@ static PyObject *node_get_users(fj_Node *n, void *c)
     return PyLong_FromLong(n->users);
 }
 
+static PyObject *node_get_pos(fj_Node *n, void *c)
+{
+    if (n->pos < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLong(2L * n->pos);
+}
+
 static PyObject *node_repr(fj_Node *n)
 {
     return Py_NewRef(n->name);
@@ -191,6 +198,9 @@ static PyGetSetDef node_getset[] = {
     {"meta", (getter)node_get_meta, NULL, "inferred metadata: dtype, shape, kind", NULL},
     {"index", (getter)node_get_index, NULL, "position in the graph", NULL},
     {"users", (getter)node_get_users, NULL, "number of nodes using this one", NULL},
+    {"offset", (getter)node_get_pos, NULL,
+     "bytecode offset (as dis shows it) of the traced code's instruction that made the node "
+     "(an inlined call's nodes: the call's), or None", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -267,6 +277,14 @@ error:
     return NULL;
 }
 
+/* fj_graph_set_pos: one tracer runs at a time (the GIL is held through a trace) */
+static int current_pos = -1;
+
+void fj_graph_set_pos(int pos)
+{
+    current_pos = pos;
+}
+
 static fj_Node *node_alloc(int kind)
 {
     fj_Node *n = (fj_Node *)PyType_GenericAlloc(fj_NodeType, 0);
@@ -274,6 +292,7 @@ static fj_Node *node_alloc(int kind)
         return NULL;
     n->kind = kind;
     n->last_use = -1;
+    n->pos = current_pos;
     return n;
 }
 

@@ -68,7 +68,14 @@ typedef struct fj_Node {
     PyObject *dynmeta;     /* strong dict or NULL: a placeholder's symbolic sizes, merged into
                               its meta for backends ('dynamic_dims', 'size_of';
                               fj_trace_dynamic_meta, docs/dynamic.md) */
+    int pos;               /* the code-unit offset of the traced code's instruction that made
+                              it (an inlined call's nodes: the call's), -1 if none: the
+                              source line of the node (the report, docs/report.md) */
 } fj_Node;
+
+/* The traced code's instruction the tracer is at (fj_Node.pos of the nodes
+   appended from now on; -1 when not tracing). */
+void fj_graph_set_pos(int pos);
 
 /* A counter of the calls appended to any graph that may write into an array
    (in-place operators, item stores, 'out=', loops, torch ops): a value read

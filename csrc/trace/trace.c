@@ -2457,6 +2457,8 @@ static int run_instructions(fj_TFrame *fr, int first)
         next = i + 1;
         fr->ip = i;
         tx->cur = fr;
+        if (fr->parent == NULL)
+            fj_graph_set_pos(in->offset); /* the nodes' source line (an inlined call's: the call's) */
         if (fr->parent == NULL && i == tx->stop_at)
             return fr->loop_ret != NULL ? fj_trace_loop_return_lost(fr) : 1;
         if (--tx->budget < 0) {
@@ -3390,6 +3392,7 @@ int fj_trace_run(fj_Tracer *tx, PyCodeObject *co)
     fj_current_tracer = tx;
     int r = run_frame(fr);
     fj_current_tracer = outer;
+    fj_graph_set_pos(-1);
     if (r < 0) {
         note_break(tx, fr);
         /* no resume point: such code runs whole in CPython at a break */
