@@ -224,17 +224,42 @@ def _caret(text, col, end_col):
     return " " * start + "^" * (stop - start)
 
 
-def source_with_caret(filename, line, col=-1, end_col=-1, indent="    "):
+_MAX_LINES = 6   # of an instruction spanning lines: the first ones, then "..."
+
+
+def source_with_caret(filename, line, col=-1, end_col=-1, indent="    ", end_line=-1):
     """The source line (dedented) and, where the column is known, a caret
-    line under the instruction; [] when the source is not available."""
+    line under the instruction; [] when the source is not available.  An
+    instruction spanning lines to 'end_line' shows each of them with its
+    caret (from 'col' on the first, to 'end_col' on the last, the code
+    between on the others), dedented together."""
     text = _source_line(filename, line)
     if not text.strip():
         return []
-    caret = _caret(text, col, end_col)
-    cut = len(text) - len(text.lstrip())
-    out = [indent + text[cut:].rstrip()]
-    if caret is not None:
-        out.append(indent + caret[cut:])
+    last = end_line if end_line is not None and line < end_line <= line + 200 else line
+    texts = [text] + [_source_line(filename, ln) for ln in range(line + 1, last + 1)]
+    if last > line and col is not None and col >= 0:
+        carets = [_caret(text, col, len(text.encode("utf-8", "surrogatepass")))]
+        for t in texts[1:-1]:
+            carets.append(_caret(t, len(t) - len(t.lstrip()), len(t.encode("utf-8", "surrogatepass"))))
+        t = texts[-1]
+        carets.append(_caret(t, len(t) - len(t.lstrip()), end_col))
+    else:
+        texts = [text]
+        carets = [_caret(text, col, end_col)]
+    cut = min(len(t) - len(t.lstrip()) for t in texts if t.strip())
+    out = []
+    for i, (t, c) in enumerate(zip(texts, carets)):
+        if i == _MAX_LINES and len(texts) > _MAX_LINES + 1:
+            out.append(indent + "...")
+            t, c = texts[-1], carets[-1]
+        elif i > _MAX_LINES:
+            continue
+        out.append(indent + t[cut:].rstrip())
+        if c is not None:
+            out.append(indent + c[cut:])
+        if i == _MAX_LINES:
+            break
     return out
 
 
@@ -249,12 +274,12 @@ class BreakInfo:
         self.code = code
         self.filename = code.co_filename
         self.line = line
-        col, end_col = cols if isinstance(cols, tuple) and len(cols) == 2 else (-1, -1)
+        col, end_col, end_line = (tuple(cols) + (-1,))[:3] if isinstance(cols, tuple) and len(cols) >= 2 else (-1, -1, -1)
         # the top frame's entry of the trace's stack, when it is this line
         top = stack[-1] if stack else None
         if top is not None and top[0] is code and top[1] == line and col < 0:
-            col, end_col = top[2], top[3]
-        self.col, self.end_col = col, end_col
+            col, end_col, end_line = top[2], top[3], (top[4] if len(top) > 4 else -1)
+        self.col, self.end_col, self.end_line = col, end_col, end_line
         # inlined frames (outermost first), below the compiled one
         self.inlined = tuple(e for e in reversed(stack[:-1])) if stack and top[0] is code else ()
         self.source = _source_line(self.filename, line).strip()
@@ -262,7 +287,8 @@ class BreakInfo:
     def lines(self, indent="    "):
         """The message, one list item per line, the reason first."""
         out = [self.reason]
-        out.extend(source_with_caret(self.filename, self.line, self.col, self.end_col, indent))
+        out.extend(source_with_caret(self.filename, self.line, self.col, self.end_col, indent,
+                                     self.end_line))
         out.append(f"{self.kind.title[0].upper()}{self.kind.title[1:]}: {self.kind.why}")
         out.append(f"Hint: {self.kind.hint}")
         out.append(f"See {self.kind.link}")
@@ -280,10 +306,12 @@ class BreakInfo:
         function's line, then each inlined call down to where it broke."""
         out = ["User stack (most recent call last):",
                f'  File "{self.filename}", line {self.line}, in {name}']
-        out.extend(source_with_caret(self.filename, self.line, self.col, self.end_col))
-        for code, line, col, end_col in self.inlined:
+        out.extend(source_with_caret(self.filename, self.line, self.col, self.end_col,
+                                     end_line=self.end_line))
+        for code, line, col, end_col, *rest in self.inlined:
             out.append(f'  File "{code.co_filename}", line {line}, in {code.co_name} (inlined)')
-            out.extend(source_with_caret(code.co_filename, line, col, end_col))
+            out.extend(source_with_caret(code.co_filename, line, col, end_col,
+                                         end_line=rest[0] if rest else -1))
         return "\n".join(out)
 
 

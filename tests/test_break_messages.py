@@ -182,6 +182,44 @@ def test_fullgraph_user_stack_goes_into_inlined_calls():
     assert inlined and "fact(x * n, n - 1)" in stack[inlined[0] + 1]
 
 
+def _multi_line_call(x):
+    y = x * 2
+    print("a",
+          y.shape,
+          file=io.StringIO())
+    return y + 1
+
+
+def test_a_break_spanning_lines_marks_each_of_them():
+    """An instruction written over several lines shows each line, dedented
+    together, with a caret under its part of the instruction (from the
+    call's start on the first line, to its end on the last)."""
+    b = next(b for b in _explain(_multi_line_call, (X,)).break_reasons if "print" in b["reason"])
+    msg = b["message"].splitlines()
+    first = next(i for i, line in enumerate(msg) if 'print("a",' in line)
+    assert [ln.rstrip() for ln in msg[first:first + 6]] == [
+        '    print("a",',
+        "    ^^^^^^^^^^",
+        "          y.shape,",
+        "          ^^^^^^^^",
+        "          file=io.StringIO())",
+        "          ^^^^^^^^^^^^^^^^^^^"], msg
+
+
+def test_carets_of_a_long_instruction_stop_after_a_few_lines():
+    lines = ["def f(x):", "    return g(x,"] + [f"             {i}," for i in range(20)] + ["             0)"]
+    path = pathlib.Path(__file__).parent / "_long_call_for_carets.py"
+    import linecache
+    linecache.cache[str(path)] = (0, None, [ln + "\n" for ln in lines], str(path))
+    try:
+        out = breaks.source_with_caret(str(path), 2, 11, 15, end_line=len(lines))
+    finally:
+        linecache.cache.pop(str(path), None)
+    assert out[0].strip() == "return g(x," and set(out[1].strip()) == {"^"}
+    assert "    ..." in out and out[-2].strip() == "0)" and out[-1].strip() == "^^"
+    assert len(out) == 2 * (breaks._MAX_LINES + 1) + 1
+
+
 def test_every_kind_links_a_section_of_the_doc():
     anchors = _doc_anchors()
     for k in breaks.KINDS:

@@ -804,9 +804,10 @@ static PyObject *take_reason(void)
 static PyObject *call_break_hook(Compiler *c, PyCodeObject *co, PyObject *cid, PyObject *reason,
                                  int lineno, int resumable, PyObject *detail, const fj_Instr *in)
 {
-    return hook_call(c, "graph_break", "(OOOiOOO(ii))", (PyObject *)co, cid, reason, lineno,
+    return hook_call(c, "graph_break", "(OOOiOOO(iii))", (PyObject *)co, cid, reason, lineno,
                      c->fullgraph ? Py_True : Py_False, resumable ? Py_True : Py_False,
-                     detail ? detail : Py_None, in ? in->col : -1, in ? in->end_col : -1);
+                     detail ? detail : Py_None, in ? in->col : -1, in ? in->end_col : -1,
+                     in ? in->end_line : -1);
 }
 
 /*

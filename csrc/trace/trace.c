@@ -461,7 +461,7 @@ static PyObject *drop_addresses(PyObject *msg)
 
 /*
 ** Where the trace is when it gives up: a tuple of (code, line, col,
-** end_col) for the frame whose instruction runs and each frame that
+** end_col, end_line) for the frame whose instruction runs and each frame that
 ** inlined it, innermost first (empty outside a trace).  New reference.
 */
 static PyObject *trace_stack(void)
@@ -472,7 +472,8 @@ static PyObject *trace_stack(void)
         if (f->ip < 0 || f->ip >= f->il.n)
             continue;
         fj_Instr *in = &f->il.v[f->ip];
-        PyObject *e = Py_BuildValue("(Oiii)", (PyObject *)f->code, in->line, in->col, in->end_col);
+        PyObject *e = Py_BuildValue("(Oiiii)", (PyObject *)f->code, in->line, in->col, in->end_col,
+                                    in->end_line);
         if (e == NULL || PyList_Append(out, e) < 0)
             Py_CLEAR(out);
         Py_XDECREF(e);
