@@ -226,8 +226,28 @@ def _accepts(argv, flags):
         return r.returncode == 0
 
 
+class _Counts:
+    """counters["native"]; an increment made while a frame compiles on this
+    thread is also noted for that compile's frame record (the structured
+    trace, tracefile.note_native): not one made by another thread's compile
+    or a background build."""
+    __slots__ = ("_c",)
+
+    def __init__(self, c):
+        self._c = c
+
+    def __getitem__(self, key):
+        return self._c[key]
+
+    def __setitem__(self, key, value):
+        delta = value - self._c[key]
+        self._c[key] = value
+        if delta and config.trace_dir:
+            tracefile.note_native(key, delta)
+
+
 def _counters():
-    return _all_counters["native"]
+    return _Counts(_all_counters["native"])
 
 
 def _warn_no_compiler():

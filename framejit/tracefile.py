@@ -58,10 +58,32 @@ _atexit_set = False
 _lock = _thread.RLock()  # one writer at a time (compiles on several threads)
 _writing = 0             # > 0 while a record is being written (under _lock)
 
-# what the compile under way has done so far (trace_start resets it)
-_native_before = None    # counters["native"] when it started
-_write_seconds = 0.0     # spent writing its records
-_guards_cid = None       # the compile id whose guards were written (on_compile)
+# What each compile under way has done so far, per thread (two threads may
+# compile at once: one releases the GIL inside its compile) and nested (run
+# mode compiles json's frames while a record is made): a stack of
+# [its increments of counters["native"] (note_native), seconds spent writing
+# its records, the compile id whose guards were written (on_compile)].
+# start() pushes,
+# done() pops; a compile that ends without done() (a frame left alone)
+# leaves its entry, so the stack keeps its newest _MAX_NESTED entries.
+_local = _thread._local()
+_MAX_NESTED = 16
+
+
+def _compiles():
+    st = getattr(_local, "stack", None)
+    if st is None:
+        st = _local.stack = []
+    return st
+
+
+def note_native(key, delta):
+    """counters["native"][key] grew by 'delta' on this thread (native.py):
+    the innermost compile under way here did it."""
+    st = _compiles()
+    if st:
+        d = st[-1][0]
+        d[key] = d.get(key, 0) + delta
 
 
 def active():
@@ -145,7 +167,7 @@ def _write(record):
 def emit(record):
     """Writes 'record' (a dict of JSON values) to this process's file.  Never
     raises: a failure warns once and turns the trace off."""
-    global _write_seconds, _writing
+    global _writing
     if not active() or _json is None:
         return
     t = _perf()
@@ -166,7 +188,9 @@ def emit(record):
                 _writing -= 1
     except BaseException as e:  # noqa: BLE001 - the trace never changes what the program does
         _fail(e)
-    _write_seconds += _perf() - t
+    st = _compiles()
+    if st:
+        st[-1][1] += _perf() - t
 
 
 def record(fn, *args):
@@ -181,8 +205,9 @@ def record(fn, *args):
 
 def _after_fork():
     """In a forked child: the parent's file stays the parent's."""
-    global _fd, _native_before, _write_seconds, _lock, _writing
+    global _fd, _lock, _writing, _local
     _lock = _thread.RLock()  # (another thread may have held it at the fork)
+    _local = _thread._local()
     _writing = 0
     if _fd is not None:
         try:
@@ -190,8 +215,6 @@ def _after_fork():
         except OSError:
             pass
     _fd = None  # (_fd_pid keeps the parent's pid: the child's process record names it)
-    _native_before = None
-    _write_seconds = 0.0
 
 
 os.register_at_fork(after_in_child=_after_fork)
@@ -347,26 +370,24 @@ def counters_now():
 
 def start():
     """A compile begins (hooks.trace_start)."""
-    global _native_before, _write_seconds, _guards_cid
-    native = counters.get("native")
-    _native_before = dict(native) if native else {}
-    _write_seconds = 0.0
-    _guards_cid = None
+    st = _compiles()
+    st.append([{}, 0.0, None])
+    if len(st) > _MAX_NESTED:
+        del st[0]
 
 
 def done(code, compile_id, outcome, guards, seconds, trace_seconds, backend_seconds, attempts):
     """The compile of a frame of 'code' ended (hooks.trace_done): its frame record."""
-    native = counters.get("native") or {}
-    before = _native_before or {}
-    delta = {str(k): int(v - before.get(k, 0)) for k, v in dict(native).items()
-             if v != before.get(k, 0)}
+    st = _compiles()
+    native, write_seconds, guards_cid = st.pop() if st else ({}, 0.0, None)
+    delta = {str(k): int(v) for k, v in native.items() if v}
     rec = {"kind": "frame", "compile_id": compile_id, "outcome": outcome}
     rec.update(code_info(code))
     other = max(0.0, seconds - trace_seconds - backend_seconds)
     rec.update({"seconds": seconds, "phases": {"trace": trace_seconds, "backend": backend_seconds,
                                                "other": other},
-                "attempts": attempts, "record_seconds": _write_seconds, "native": delta})
-    if guards is not None and _guards_cid != compile_id:
+                "attempts": attempts, "record_seconds": write_seconds, "native": delta})
+    if guards is not None and guards_cid != compile_id:
         # the frame runs its own code behind these guards (no on_compile)
         emit({"kind": "guards", "compile_id": compile_id, **_where(code),
               "text": str(guards.format()), "tree": guard_tree(guards)})
@@ -379,8 +400,9 @@ def _where(code):
 
 
 def compiled(code, compile_id, guards, graph, traced=None):
-    global _guards_cid
-    _guards_cid = compile_id
+    st = _compiles()
+    if st:
+        st[-1][2] = compile_id
     emit({"kind": "guards", "compile_id": compile_id, **_where(code),
           "text": str(guards.format()), "tree": guard_tree(guards)})
     if graph is not None and int(getattr(graph, "num_calls", 0)) > 0:

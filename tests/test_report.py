@@ -301,6 +301,47 @@ def test_config_option_in_process(tmp_path):
     assert recs[3]["name"] == "<lambda>" and recs[3]["outcome"] == "compiled"
 
 
+def test_compiles_on_two_threads_keep_their_own_bookkeeping(tmp_path):
+    """What a compile did (its native counters, whether its guards were
+    written) is kept per thread and per nested compile: thread B's compile,
+    under way while thread A's is, is not counted in A's frame record, nor
+    a nested compile's in the one around it."""
+    import threading
+    from framejit import native, tracefile
+    code_a, code_b = (lambda: 1).__code__, (lambda: 2).__code__
+    framejit.reset()
+    try:
+        framejit.config.trace_dir = str(tmp_path)
+        a_started, b_done = threading.Event(), threading.Event()
+
+        def thread_a():
+            tracefile.start()
+            a_started.set()
+            b_done.wait(10)
+            tracefile.done(code_a, "0/0", "own_code", None, 0.001, 0.0, 0.0, 1)
+
+        def thread_b():
+            a_started.wait(10)
+            tracefile.start()
+            native._counters()["graphs"] += 2  # B's compile planned two graphs
+            tracefile.start()                  # nested in B (run mode: json's frames)
+            native._counters()["groups"] += 1
+            tracefile.done(code_b, "1/1", "own_code", None, 0.001, 0.0, 0.0, 1)
+            tracefile.done(code_b, "1/0", "own_code", None, 0.001, 0.0, 0.0, 1)
+            b_done.set()
+        ts = [threading.Thread(target=thread_a), threading.Thread(target=thread_b)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(20)
+    finally:
+        framejit.config.trace_dir = None
+        framejit.reset()
+    (recs,) = records(tmp_path)
+    seen = {r["compile_id"]: r["native"] for r in kind(recs, "frame")}
+    assert seen == {"1/1": {"groups": 1}, "1/0": {"graphs": 2}, "0/0": {}}, seen
+
+
 def test_write_failure_is_one_warning(tmp_path):
     blocker = tmp_path / "not_a_dir"
     blocker.write_text("")
