@@ -491,7 +491,8 @@ class Renderer:
             if stack:
                 self.w("<details><summary>user stack</summary><pre>")
                 for s in stack:
-                    self.w(esc(f"  File \"{s.get('file')}\", line {s.get('line')}, in {s.get('name')}")
+                    inl = " (inlined)" if s.get("inlined") is True else ""
+                    self.w(esc(f"  File \"{s.get('file')}\", line {s.get('line')}, in {s.get('name')}{inl}")
                            + "\n")
                 self.w("</pre></details>")
             self.w("</div>")

@@ -419,6 +419,11 @@ def graph_break(code, compile_id, reason, line, resumable, source, info=None):
            "reason": str(reason), "source": source, "resumed": bool(resumable), "stack": stack}
     if info is not None:
         rec.update(break_kind=info.kind.title, doc=info.kind.link, message=info.message)
+        # a break inside an inlined call: the frames the trace inlined, down to
+        # where it broke (break_line stays the compiled frame's: the call)
+        for icode, iline, *_ in info.inlined:
+            stack.append({"file": icode.co_filename, "line": iline, "name": icode.co_name,
+                          "inlined": True})
     emit(rec)
 
 

@@ -150,6 +150,10 @@ def test_breaks_recompiles_and_the_report(tmp_path):
                for b in by_name["with_unsupported"])
     # a break inside an inlined helper: at the call in pipeline, then in helper itself
     assert by_name["pipeline"][0]["break_line"] == line_of(src, "b = helper(a)")
+    # its stack goes on into the inlined helper, down to the line that broke
+    assert by_name["pipeline"][0]["stack"][-2:] == [
+        {"file": src, "line": line_of(src, "b = helper(a)"), "name": "pipeline"},
+        {"file": src, "line": line_of(src, 'print("helper sees"'), "name": "helper", "inlined": True}]
     assert by_name["helper"][0]["break_line"] == line_of(src, 'print("helper sees"')
     # recompiles: the failed guard of each entry tried
     rec = kind(recs, "recompile", name="log_step")
