@@ -28,6 +28,7 @@ from builtins import (  # noqa: A004
 _realpath = _C.realpath
 _SEP = os.sep
 _modules = sys.modules
+_ModuleType = type(sys)
 
 
 def _dir_of(path):
@@ -253,11 +254,14 @@ class Hooks:
             return not fname.startswith(("<stdin>", "<string>"))
         return _realpath(fname).startswith(_LIBRARY_DIRS)
 
-    def should_skip(self, code):
+    def should_skip(self, code, module=None):
         """True for frames never compiled.  With config.skip_stdlib (the
         default): the stdlib, NumPy, test runners and framejit itself.
         Without it (``python -m framejit run``): only framejit's own files and
-        the import machinery (see _run_mode_skip)."""
+        the import machinery (see _run_mode_skip).  'module' is the __name__
+        of the globals of code whose file is <...> (code made by exec: a
+        dataclass's __init__, a named tuple's __new__), else None: such code
+        is skipped when that module's file is."""
         stats = counters["frames"]   # not "stats": its keys mirror torch's
         stats["offered"] += 1
         fname = code.co_filename
@@ -267,13 +271,28 @@ class Hooks:
             stats["skipped"] += 1
             return True
         key = (fname, bool(config.skip_stdlib))
+        if module is not None and key[1] and fname.startswith("<"):
+            key = (fname, True, module)
         hit = self._skip_cache.get(key)
         if hit is None:
-            hit = self._skip_cache[key] = (self._stdlib_skip(fname) if key[1]
-                                           else self._run_mode_skip(fname))
+            hit = self._skip_cache[key] = (self._run_mode_skip(fname) if not key[1] else
+                                           self._stdlib_skip(fname) or self._generated_in_lib(module))
         if hit:
             stats["skipped"] += 1
         return hit
+
+    def _generated_in_lib(self, module):
+        """True when code made by exec runs in the globals of 'module' (a
+        str or None) whose file is skipped: torch's dataclasses' __init__
+        (its CompilationMetrics, built on a call that follows a graph
+        break), not the program's own dataclass."""
+        if type(module) is not str:
+            return False
+        m = _modules.get(module)
+        if type(m) is not _ModuleType:
+            return False
+        f = m.__dict__.get("__file__")   # (a module __getattr__ is the program's code: not called)
+        return type(f) is str and not f.startswith("<") and self._stdlib_skip(f)
 
     def _stdlib_skip(self, fname):
         libs = 0

@@ -255,6 +255,31 @@ def test_skip_policy_switch():
         framejit.config.skip_stdlib = old
 
 
+def test_code_made_by_exec_is_judged_by_its_module():
+    """A dataclass's __init__ (file <string>) made for a library's class
+    (torch's metrics, built on calls after a graph break) is skipped like
+    the library; one made for the program's own class is not, nor in run
+    mode (everything compiles)."""
+    import json
+    import framejit
+    from framejit._hooks import Hooks
+    h = Hooks()
+    ns = {}
+    exec(compile("def __init__(self, a):\n    self.a = a\n", "<string>", "exec"), ns)
+    init = ns["__init__"].__code__    # what dataclasses makes, whoever's class it is
+    assert init.co_filename == "<string>" and json.__file__
+    old = framejit.config.skip_stdlib
+    try:
+        framejit.config.skip_stdlib = True
+        assert h.should_skip(init, "json")           # made for a class of json's
+        assert not h.should_skip(init, __name__)     # for the program's own class
+        assert not h.should_skip(init, None) and not h.should_skip(init, "no.such.module")
+        framejit.config.skip_stdlib = False
+        assert not h.should_skip(init, "json")
+    finally:
+        framejit.config.skip_stdlib = old
+
+
 _PURE = """
 import sys
 def fib(n):

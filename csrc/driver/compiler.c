@@ -153,9 +153,16 @@ static int remember_code(PyCodeObject *co)
 ** -1 (no exception set) if the hook failed: the frame then runs as it is
 ** this time (the program may have broken what the hooks use).
 */
-static int should_skip(Compiler *c, PyCodeObject *co)
+static int should_skip(Compiler *c, PyCodeObject *co, PyObject *globals)
 {
-    PyObject *r = hook_call(c, "should_skip", "(O)", (PyObject *)co);
+    /* code made by exec (<string>: a dataclass's __init__, a named tuple's
+       __new__) is judged by the module whose globals it runs in */
+    PyObject *module = NULL;
+    if (PyUnicode_GET_LENGTH(co->co_filename) > 0 && PyUnicode_READ_CHAR(co->co_filename, 0) == '<' &&
+        globals != NULL && PyDict_Check(globals))
+        module = PyDict_GetItemString(globals, "__name__"); /* borrowed */
+    PyObject *r = hook_call(c, "should_skip", "(OO)", (PyObject *)co,
+                            module != NULL && PyUnicode_Check(module) ? module : Py_None);
     if (r == NULL) {
         PyErr_WriteUnraisable(c->hooks);
         return -1;
@@ -864,7 +871,7 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, CompileReport *rep)
        would grow the list without bound) */
     if (!(co->co_flags & CO_OPTIMIZED))
         return Py_NewRef(fj_skip_code_sentinel());
-    int skip = should_skip(c, co);
+    int skip = should_skip(c, co, view.globals);
     if (skip < 0)
         Py_RETURN_NONE;
     if (skip)
