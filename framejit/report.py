@@ -423,6 +423,8 @@ class Renderer:
             # the region was traced without one (folded into constants, guards)
             ops = {_num(n.get("line")) for n in lined if n.get("line") is not None}
             for ln in range(start, end + 1):
+                if ln == _num(f.get("line")) and ln not in ops and not _num(f.get("resume_line")):
+                    continue   # the def line (its RESUME): nothing traced there
                 if not graphs:
                     nograph.setdefault(ln, set()).add(_base(cid))
                 elif ln in ops or not lined:  # (traces before nodes had lines: the region)
