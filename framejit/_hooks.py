@@ -260,8 +260,9 @@ class Hooks:
         Without it (``python -m framejit run``): only framejit's own files and
         the import machinery (see _run_mode_skip).  'module' is the __name__
         of the globals of code whose file is <...> (code made by exec: a
-        dataclass's __init__, a named tuple's __new__), else None: such code
-        is skipped when that module's file is."""
+        dataclass's __init__), else None: such code is skipped when that
+        module's file is.  (A named tuple's __new__ runs in globals of its
+        own: _NAMEDTUPLE_NEW_NAMES.)"""
         stats = counters["frames"]   # not "stats": its keys mirror torch's
         stats["offered"] += 1
         fname = code.co_filename
@@ -271,7 +272,7 @@ class Hooks:
             stats["skipped"] += 1
             return True
         key = (fname, bool(config.skip_stdlib))
-        if module is not None and key[1] and fname.startswith("<"):
+        if type(module) is str and key[1] and fname.startswith("<"):   # (no str subclass: its __hash__)
             key = (fname, True, module)
         hit = self._skip_cache.get(key)
         if hit is None:

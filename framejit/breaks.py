@@ -227,39 +227,43 @@ def _caret(text, col, end_col):
 _MAX_LINES = 6   # of an instruction spanning lines: the first ones, then "..."
 
 
+def _indent(t):
+    return len(t) - len(t.lstrip(" \t"))
+
+
 def source_with_caret(filename, line, col=-1, end_col=-1, indent="    ", end_line=-1):
     """The source line (dedented) and, where the column is known, a caret
     line under the instruction; [] when the source is not available.  An
     instruction spanning lines to 'end_line' shows each of them with its
     caret (from 'col' on the first, to 'end_col' on the last, the code
-    between on the others), dedented together."""
+    between on the others; none under a comment), dedented together, the
+    first _MAX_LINES then "..." and the last."""
     text = _source_line(filename, line)
     if not text.strip():
         return []
-    last = end_line if end_line is not None and line < end_line <= line + 200 else line
-    texts = [text] + [_source_line(filename, ln) for ln in range(line + 1, last + 1)]
-    if last > line and col is not None and col >= 0:
-        carets = [_caret(text, col, len(text.encode("utf-8", "surrogatepass")))]
-        for t in texts[1:-1]:
-            carets.append(_caret(t, len(t) - len(t.lstrip()), len(t.encode("utf-8", "surrogatepass"))))
-        t = texts[-1]
-        carets.append(_caret(t, len(t) - len(t.lstrip()), end_col))
-    else:
-        texts = [text]
-        carets = [_caret(text, col, end_col)]
-    cut = min(len(t) - len(t.lstrip()) for t in texts if t.strip())
+    spans = [(text, col, end_col)]
+    if end_line is not None and end_line > line and col is not None and col >= 0:
+        last = min(end_line, line + 200)
+        spans = [(text, col, 1 << 30)]
+        for ln in range(line + 1, last + 1):
+            t = _source_line(filename, ln)
+            if not t.strip():
+                continue   # a blank line (or one the file no longer has)
+            stop = end_col if ln == end_line else 1 << 30
+            spans.append((t, -1 if t.lstrip(" \t").startswith("#") else _indent(t), stop))
+    if len(spans) > _MAX_LINES + 1:
+        spans = spans[:_MAX_LINES] + [None] + spans[-1:]
+    cut = min(_indent(sp[0]) for sp in spans if sp is not None)
     out = []
-    for i, (t, c) in enumerate(zip(texts, carets)):
-        if i == _MAX_LINES and len(texts) > _MAX_LINES + 1:
+    for sp in spans:
+        if sp is None:
             out.append(indent + "...")
-            t, c = texts[-1], carets[-1]
-        elif i > _MAX_LINES:
             continue
+        t, c0, c1 = sp
         out.append(indent + t[cut:].rstrip())
-        if c is not None:
-            out.append(indent + c[cut:])
-        if i == _MAX_LINES:
-            break
+        caret = _caret(t, c0, c1) if c0 is not None and c0 >= 0 and c0 >= cut else None
+        if caret is not None:
+            out.append(indent + caret[cut:])
     return out
 
 

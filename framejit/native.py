@@ -231,17 +231,21 @@ class _Counts:
     thread is also noted for that compile's frame record (the structured
     trace, tracefile.note_native): not one made by another thread's compile
     or a background build."""
-    __slots__ = ("_c",)
+    __slots__ = ("_c", "_read")
 
     def __init__(self, c):
         self._c = c
+        self._read = {}
 
     def __getitem__(self, key):
-        return self._c[key]
+        v = self._read[key] = self._c[key]
+        return v
 
     def __setitem__(self, key, value):
-        delta = value - self._c[key]
-        self._c[key] = value
+        # c[key] += n: n is the value set less the value read (another
+        # thread, a background build, may have counted in between)
+        delta = value - self._read.pop(key, self._c[key])
+        self._c[key] += delta
         if delta and config.trace_dir:
             tracefile.note_native(key, delta)
 

@@ -421,10 +421,18 @@ class Renderer:
             # lines with a graph operation (the node's line: the instruction that
             # made it, an inlined call's for the calls inside it); the rest of
             # the region was traced without one (folded into constants, guards)
-            ops = {_num(n.get("line")) for n in lined if n.get("line") is not None}
+            ops = set()
+            for n in lined:
+                if n.get("line") is not None:   # (an instruction over several lines: all of them)
+                    lo = _num(n.get("line"))
+                    hi = max(lo, min(_num(n.get("end_line")) or lo, lo + 500))
+                    ops.update(range(lo, hi + 1))
+            # the lines with code (after the prologue); traces before code_lines: all
+            has_code = f.get("code_lines")
+            has_code = set(has_code) if isinstance(has_code, list) else None
             for ln in range(start, end + 1):
-                if ln == _num(f.get("line")) and ln not in ops and not _num(f.get("resume_line")):
-                    continue   # the def line (its RESUME): nothing traced there
+                if has_code is not None and ln not in has_code and ln not in ops:
+                    continue   # a decorator, the def, a blank or comment line: no code
                 if not graphs:
                     nograph.setdefault(ln, set()).add(_base(cid))
                 elif ln in ops or not lined:  # (traces before nodes had lines: the region)

@@ -24,6 +24,7 @@ float, the compiler's own objects); the program's objects appear as their
 type's name, never through their own __repr__ (which could run the
 program's code while a frame compiles)."""
 import _thread
+import opcode
 import os
 import sys
 import time
@@ -35,8 +36,8 @@ from .api import counters
 # Builtins bound at import: framejit's code runs while the program's frames
 # compile, when the program may have patched builtins (len, isinstance, open...).
 from builtins import (  # noqa: A004
-    BaseException, Exception, OSError, RuntimeWarning, bool, dict, float, getattr, int,
-    isinstance, len, list, max, min, repr, str, tuple, type
+    BaseException, Exception, OSError, RuntimeWarning, bool, dict, enumerate, float, getattr, int,
+    isinstance, len, list, max, min, range, repr, round, set, sorted, str, tuple, type
 )
 
 FILE_PREFIX = "framejit_trace."
@@ -54,6 +55,7 @@ _perf = time.perf_counter
 _getpid = os.getpid
 _getframe = sys._getframe
 _HERE = os.path.dirname(os.path.realpath(__file__)) + os.sep
+_RESUME = opcode.opmap["RESUME"]
 _atexit_set = False
 _lock = _thread.RLock()  # one writer at a time (compiles on several threads)
 _writing = 0             # > 0 while a record is being written (under _lock)
@@ -294,14 +296,27 @@ def code_info(code):
         tail = name.rpartition("_at_")[2]
         resume_line = int(tail) if tail.isdigit() else None
     last = code.co_firstlineno
+    lines = set()
     try:
         for _, _, line in code.co_lines():
             if line is not None and line > last:
                 last = line
+        # the lines an instruction after the prologue (up to RESUME) spans: the
+        # report marks no other line (a decorator, a def, a blank or comment
+        # line, a continuation with no code of its own)
+        body = False
+        raw = code.co_code
+        for unit, pos in enumerate(code.co_positions()):
+            if body and pos[0] is not None:
+                lines.update(range(pos[0], (pos[1] if pos[1] is not None and pos[1] >= pos[0]
+                                            and pos[1] - pos[0] < 500 else pos[0]) + 1))
+            if 2 * unit < len(raw) and raw[2 * unit] == _RESUME:
+                body = True
     except Exception:  # noqa: BLE001
         pass
     return {"name": name or code.co_name, "co_name": code.co_name, "file": code.co_filename,
-            "line": code.co_firstlineno, "last_line": last, "resume_line": resume_line}
+            "line": code.co_firstlineno, "last_line": last, "resume_line": resume_line,
+            "code_lines": sorted(lines)}
 
 
 def user_stack(limit=40):
@@ -327,18 +342,18 @@ def guard_tree(manager):
 
 
 def _lines_of(code):
-    """A function from a bytecode offset of 'code' to its source line (None
-    when the offset has no line)."""
-    spans = [(start, end, line) for start, end, line in code.co_lines()]
+    """A function from a bytecode offset of 'code' to the (line, end_line)
+    of its instruction ((None, None) when it has no line)."""
+    positions = list(code.co_positions())
 
-    def line(offset):
-        if offset is None:
-            return None
-        for start, end, ln in spans:
-            if start <= offset < end:
-                return ln
-        return None
-    return line
+    def lines(offset):
+        if offset is None or not 0 <= offset // 2 < len(positions):
+            return None, None
+        line, end_line = positions[offset // 2][:2]
+        if line is None:
+            return None, None
+        return line, end_line if end_line is not None and end_line >= line else line
+    return lines
 
 
 def graph_record(graph, code=None):
@@ -356,7 +371,7 @@ def graph_record(graph, code=None):
         node = {"name": n.name, "op": n.op, "target": _name_of(n.target),
                 "args": safe(n.args), "kwargs": safe(dict(n.kwargs)), "meta": meta}
         if line_of is not None and n.op.startswith("call"):
-            node["line"] = line_of(n.offset)
+            node["line"], node["end_line"] = line_of(n.offset)
         nodes.append(node)
     return {"nodes": nodes, "code": str(graph.code), "num_calls": int(graph.num_calls)}
 
@@ -422,8 +437,8 @@ def graph_break(code, compile_id, reason, line, resumable, source, info=None):
         # a break inside an inlined call: the frames the trace inlined, down to
         # where it broke (break_line stays the compiled frame's: the call)
         for icode, iline, *_ in info.inlined:
-            stack.append({"file": icode.co_filename, "line": iline, "name": icode.co_name,
-                          "inlined": True})
+            stack.append({"file": icode.co_filename, "line": iline if iline > 0 else None,
+                          "name": icode.co_name, "inlined": True})
     emit(rec)
 
 

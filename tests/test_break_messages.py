@@ -220,6 +220,22 @@ def test_carets_of_a_long_instruction_stop_after_a_few_lines():
     assert len(out) == 2 * (breaks._MAX_LINES + 1) + 1
 
 
+def test_carets_skip_blank_lines_and_comments_inside_an_instruction():
+    lines = ["def f(x):", "    return g(x,", "", "             # why", "\t\t     y)"]
+    path = str(pathlib.Path(__file__).parent / "_blank_call_for_carets.py")
+    import linecache
+    linecache.cache[path] = (0, None, [ln + "\n" for ln in lines], path)
+    try:
+        out = breaks.source_with_caret(path, 2, 11, 7, end_line=5)
+        gone = breaks.source_with_caret(path + ".missing", 2, 11, 7, end_line=5)
+    finally:
+        linecache.cache.pop(path, None)
+    # (no caret under the comment, the blank line left out, dedented by the
+    # least indentation: the tabs of the last line go with it)
+    assert out == ["    return g(x,", "           ^^^^", "             # why", "       y)", "       ^^"], out
+    assert gone == []
+
+
 def test_every_kind_links_a_section_of_the_doc():
     anchors = _doc_anchors()
     for k in breaks.KINDS:

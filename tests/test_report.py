@@ -191,13 +191,19 @@ NODE_LINES = """
     def helper(z):
         return z * 3
 
+    def deco(fn):
+        return fn
+
+    @deco
     def f(x, n):
         y = np.sin(x)
         k = n + 1
         z = helper(y)
         # a comment
 
-        return z + k
+        w = np.add(z,
+                   k)
+        return w
 
     cf = framejit.compile(f, backend="eager")
     assert np.array_equal(cf(np.ones(3), 2), np.sin(np.ones(3)) * 3 + 3)
@@ -205,10 +211,11 @@ NODE_LINES = """
 
 
 def test_graph_nodes_carry_their_source_lines(tmp_path):
-    """Each call node records the line of the instruction that made it (an
-    inlined call's line for the operations inside it); the report marks
-    those lines captured and the other traced lines as traced without a
-    graph operation (k = n + 1 is folded: n is a guarded constant)."""
+    """Each call node records the lines of the instruction that made it (an
+    inlined call's for the operations inside it); the report marks those
+    lines captured, the other lines with code as traced without a graph
+    operation (k = n + 1 is folded: n is a guarded constant), and neither
+    the decorator, the def, a comment nor a blank line."""
     r, trace = run_traced(tmp_path, NODE_LINES)
     assert r.returncode == 0, r.stderr
     prog = str(tmp_path / "prog.py")
@@ -216,7 +223,8 @@ def test_graph_nodes_carry_their_source_lines(tmp_path):
     calls = [(n["target"], n["line"]) for n in g["nodes"] if n["op"].startswith("call")]
     assert calls == [("numpy.sin", line_of(prog, "np.sin(x)")),
                      ("_operator.mul", line_of(prog, "helper(y)")),
-                     ("_operator.add", line_of(prog, "return z + k"))], calls
+                     ("numpy.add", line_of(prog, "np.add(z,"))], calls
+    assert g["nodes"][-2]["end_line"] == line_of(prog, "np.add(z,") + 1
     assert all("line" not in n for n in g["nodes"] if not n["op"].startswith("call"))
     page = render_cli(trace, tmp_path / "r.html")
 
@@ -225,8 +233,79 @@ def test_graph_nodes_carry_their_source_lines(tmp_path):
                       % line_of(prog, text), page)
         assert m, text
         return m.group(1)
-    assert [row(t) for t in ("np.sin(x)", "k = n + 1", "helper(y)", "# a comment", "return z + k")] == [
-        "cap", "nog", "cap", "", "cap"]
+    assert [row(t) for t in ("@deco", "def f(x, n)", "np.sin(x)", "k = n + 1", "helper(y)", "# a comment",
+                             "np.add(z,", "           k)", "return w")] == [
+        "", "", "cap", "nog", "cap", "", "cap", "cap", "nog"]
+
+
+def _node_lines(graph, code):
+    lines = {s: ln for a, b, ln in code.co_lines() for s in range(a, b)}
+    return [(n.name, lines.get(n.offset)) for n in graph.nodes if n.op.startswith("call")]
+
+
+def _looping(x, n):
+    y = x + 1
+    for i in range(n):
+        y = y * 2
+        y = y - x
+    return y
+
+
+def test_a_captured_loop_node_comes_from_the_loop_line():
+    """A loop captured whole is one node, at the line of its for (not the
+    line the trace of its body ended on)."""
+    import numpy as np
+    from framejit._hooks import hooks
+    framejit.reset()
+    events = []
+    hooks.recorders.append(events)
+    try:
+        cf = framejit.compile(_looping, backend="eager")
+        cf(np.ones(3), 3)
+        cf(np.ones(3), 40)      # n changed: dynamic, the loop captured as one node
+    finally:
+        hooks.recorders.remove(events)
+    g = [ev[4] for ev in events if ev[0] == "compile"][-1]
+    first = _looping.__code__.co_firstlineno
+    got = _node_lines(g, _looping.__code__)
+    assert ("add", first + 1) in got and ("loop", first + 2) in got, got
+
+
+def test_node_positions_are_per_thread():
+    """Another thread's trace, run while this one's is under way (a log
+    handler here starts it), neither takes nor clears this trace's place."""
+    import logging
+    import threading
+    import numpy as np
+    other = framejit.compile(lambda x: x - 1, backend="eager")
+
+    class StartsAnotherTrace(logging.Filter):
+        done = False
+
+        def filter(self, rec):
+            if "BINARY_OP" in rec.getMessage() and not StartsAnotherTrace.done:
+                StartsAnotherTrace.done = True
+                t = threading.Thread(target=other, args=(np.ones(2),))
+                t.start()
+                t.join()
+            return False
+
+    def f(x):
+        y = x * 2
+        return y + 1
+    framejit.reset()
+    flt = StartsAnotherTrace()
+    logging.getLogger("framejit.trace_bytecode").addFilter(flt)
+    try:
+        framejit.set_logs("trace_bytecode")
+        e = framejit.explain(f)(np.ones(3))
+    finally:
+        framejit.set_logs()
+        logging.getLogger("framejit.trace_bytecode").removeFilter(flt)
+    assert StartsAnotherTrace.done
+    (_, _, g), = [gr for gr in e.graphs if gr[1] == "f"]
+    first = f.__code__.co_firstlineno
+    assert _node_lines(g, f.__code__) == [("mul", first + 1), ("add", first + 2)]
 
 
 def render_cli(trace, out):

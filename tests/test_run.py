@@ -299,3 +299,27 @@ def test_pure_program_does_not_import_numpy_and_preload_traces_it(tmp_path):
     assert pre.stdout == "610 True\n"
     assert "frames_no_graph        0" not in pre.stderr  # traced once, ran as is
     assert "frames_compiled        0" in pre.stderr
+
+
+def test_a_str_subclass_module_name_runs_no_program_code():
+    """Exec'd code whose globals' __name__ is a str subclass: the skip
+    decision neither hashes nor compares it (its __hash__ / __eq__ are the
+    program's code)."""
+    import numpy as np
+    import framejit
+    calls = []
+
+    class Name(str):
+        def __hash__(self):
+            calls.append("__hash__")
+            return str.__hash__(self)
+
+        def __eq__(self, other):
+            calls.append("__eq__")
+            return str.__eq__(self, other)
+
+    ns = {"__name__": Name("mymod"), "np": np}
+    exec(compile("def f(x):\n    return np.sin(x) + 1\n", "<generated>", "exec"), ns)
+    framejit.reset()
+    assert np.array_equal(framejit.compile(ns["f"], backend="eager")(np.ones(3)), np.sin(np.ones(3)) + 1)
+    assert calls == []

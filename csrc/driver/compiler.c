@@ -155,14 +155,15 @@ static int remember_code(PyCodeObject *co)
 */
 static int should_skip(Compiler *c, PyCodeObject *co, PyObject *globals)
 {
-    /* code made by exec (<string>: a dataclass's __init__, a named tuple's
-       __new__) is judged by the module whose globals it runs in */
+    /* code made by exec (<string>: a dataclass's __init__) is judged by the
+       module whose globals it runs in: its __name__ if an exact str (a
+       subclass's __hash__ would be the program's code) */
     PyObject *module = NULL;
     if (PyUnicode_GET_LENGTH(co->co_filename) > 0 && PyUnicode_READ_CHAR(co->co_filename, 0) == '<' &&
         globals != NULL && PyDict_Check(globals))
         module = PyDict_GetItemString(globals, "__name__"); /* borrowed */
     PyObject *r = hook_call(c, "should_skip", "(OO)", (PyObject *)co,
-                            module != NULL && PyUnicode_Check(module) ? module : Py_None);
+                            module != NULL && PyUnicode_CheckExact(module) ? module : Py_None);
     if (r == NULL) {
         PyErr_WriteUnraisable(c->hooks);
         return -1;
@@ -948,7 +949,7 @@ static PyObject *compile_frame(Compiler *c, PyObject *frame, CompileReport *rep)
                logged once (trace_bytecode), not once per restart */
             tx.log_trace = 0;
             PyObject *t = PyUnicode_FromFormat("TRACE again up to the break at offset %d, to build "
-                                               "the graph (the same instructions as above)",
+                                               "the graph (not logged again)",
                                                stop_at < il.n ? il.v[stop_at].offset * 2 : -1);
             hook_log(c, "trace_bytecode", cid, t);
             Py_XDECREF(t);

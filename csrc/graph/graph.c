@@ -277,12 +277,18 @@ error:
     return NULL;
 }
 
-/* fj_graph_set_pos: one tracer runs at a time (the GIL is held through a trace) */
-static int current_pos = -1;
+/* fj_graph_set_pos: per thread (a trace calls Python, the log hooks or
+   torch's fake tensors, where another thread may run a trace of its own) */
+static _Thread_local int current_pos = -1;
 
 void fj_graph_set_pos(int pos)
 {
     current_pos = pos;
+}
+
+int fj_graph_get_pos(void)
+{
+    return current_pos;
 }
 
 static fj_Node *node_alloc(int kind)

@@ -73,9 +73,10 @@ typedef struct fj_Node {
                               source line of the node (the report, docs/report.md) */
 } fj_Node;
 
-/* The traced code's instruction the tracer is at (fj_Node.pos of the nodes
-   appended from now on; -1 when not tracing). */
+/* The traced code's instruction the tracer of this thread is at (fj_Node.pos
+   of the nodes appended from now on; -1 when not tracing), and its getter. */
 void fj_graph_set_pos(int pos);
+int fj_graph_get_pos(void);
 
 /* A counter of the calls appended to any graph that may write into an array
    (in-place operators, item stores, 'out=', loops, torch ops): a value read

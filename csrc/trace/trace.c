@@ -2441,6 +2441,8 @@ static int run_instructions(fj_TFrame *fr, int first)
             if (next < fr->loop_head || next >= fr->loop_end || (next >= fr->loop_hole_lo && next < fr->loop_hole_hi))
                 return fj_unsupported("the loop's body leaves it (break)");
         }
+        if (fr->parent == NULL)
+            fj_graph_set_pos(fr->il.v[next].offset); /* the nodes' source (an inlined call's: the call's) */
         if (fr->and_arm != NULL && fr->and_arm[next] && next != fr->loop_head &&
             !(fr->parent == NULL && next == tx->stop_at)) {
             /* a compound test's loop, captured from its test's start (no part of the
@@ -2458,8 +2460,6 @@ static int run_instructions(fj_TFrame *fr, int first)
         next = i + 1;
         fr->ip = i;
         tx->cur = fr;
-        if (fr->parent == NULL)
-            fj_graph_set_pos(in->offset); /* the nodes' source line (an inlined call's: the call's) */
         if (fr->parent == NULL && i == tx->stop_at)
             return fr->loop_ret != NULL ? fj_trace_loop_return_lost(fr) : 1;
         if (--tx->budget < 0) {
@@ -3390,10 +3390,11 @@ int fj_trace_run(fj_Tracer *tx, PyCodeObject *co)
     fr->builtins = tx->view.builtins;
     fr->lazy_args = 1;
     fj_Tracer *outer = fj_current_tracer;
+    int outer_pos = fj_graph_get_pos();
     fj_current_tracer = tx;
     int r = run_frame(fr);
     fj_current_tracer = outer;
-    fj_graph_set_pos(-1);
+    fj_graph_set_pos(outer_pos); /* (-1 outside a trace; a nested one's caller's place) */
     if (r < 0) {
         note_break(tx, fr);
         /* no resume point: such code runs whole in CPython at a break */

@@ -676,7 +676,9 @@ static int capture(fj_TFrame *fr, int head, const WhileInfo *w)
     fr->loop_wrap = w && w->rot ? 1 : 0;
     pushed = 1;
     int retry_before = tx->loop_retry;
+    int loop_pos = fj_graph_get_pos(); /* the loop's nodes come from where its capture began */
     int rb = fj_trace_run_body(fr, w ? (w->rot ? w->B : w->andm ? w->P : w->L) : head + 1);
+    fj_graph_set_pos(loop_pos);
     fr->loop_head = prev_head;
     fr->loop_end = prev_end;
     fr->loop_test = prev_test;
