@@ -13,7 +13,7 @@ import pytest
 import framejit
 from framejit import _C
 from difftools import clone
-from native_compare import compile_capturing, outcome, same_outcomes
+from native_compare import compile_capturing, outcome, same, same_outcomes
 
 @pytest.fixture(autouse=True, scope="module")
 def _cache_dir(native_kernel_cache):
@@ -601,3 +601,133 @@ def test_pow_exponents_numpy_computes_otherwise_are_not_calls():
     for body in ("return x ** 2 + 1.0", "return x ** 1.0 + 1.0", "return x ** 0 + x"):
         plans = check(body, [(data(np.float64, (200,)),)])
         assert all("fj_call2(calls" not in p.source for p in plans), body
+
+
+# ---- float64 division by a value of the row (fj_qdiv64: native_emit.c emit_row_span) ----
+
+DIV_BY_ROW_MAX = "return x / d.max(axis=-1, keepdims=True)"
+
+
+def _qdiv_numerators(m, seed):
+    """m float64 numerators: magnitudes over the whole range (subnormals too), zeros of
+    both signs, and the bounds of fj_qdiv64 (2^-960, 2^960) and their neighbours."""
+    rng = np.random.default_rng(seed)
+    bits = rng.integers(0, 0x7FF0000000000000, m, dtype=np.int64).view(np.float64)
+    x = np.where(rng.integers(0, 2, m) == 1, -bits, bits)
+    special = np.array([0.0, -0.0, 2.0 ** -960, 2.0 ** 960, np.nextafter(2.0 ** -960, 0), np.nextafter(2.0 ** 960, np.inf),
+                        5e-324, -2.0 ** -1022, 1.0, -3.0, np.finfo("f8").max])
+    k = min(m, len(special))
+    x[rng.permutation(m)[:k]] = special[:k]
+    return x
+
+
+def test_division_by_a_row_value_runs_fj_qdiv64():
+    """A float64 division by a value of the row (a reduction, a row scalar, an
+    input constant along the row) in a pass without reductions runs fj_qdiv64;
+    float32, and a pass that also reduces, divide."""
+    x = data(np.float64, (6, 40))
+    c = data(np.float64, (6, 1), 1)
+    for body, params, args in [(SOFTMAX, "x", (x,)), (ROW_NORM, "x", (x,)), (DIV_BY_ROW_MAX, "x, d", (x, x + 1.0)),
+                               ("return (x - x.max(axis=-1, keepdims=True)) / c", "x, c", (x, c))]:
+        plans = check(body, [args], params)
+        assert fallbacks(plans) == 0
+        assert "fj_qdiv64(qn" in plans[0].source, body
+    plans = check(LAYER_NORM, [(x, x[0], x[1])], "x, g, b")
+    assert "fj_qdiv64(qn" in plans[0].source and fallbacks(plans) == 0
+    plans = check(SOFTMAX, [(x.astype(np.float32),)])
+    assert "fj_qdiv64(qn" not in plans[0].source
+    # the division and a max of its values in one pass: divided
+    plans = check("y = x / x.sum(axis=-1, keepdims=True)\nreturn y.max(axis=-1)", [(x,)])
+    assert "fj_qdiv64(qn" not in plans[0].source and fallbacks(plans) == 0
+
+
+@pytest.mark.parametrize("m", [2, 7, 8, 9, 64, 1000, 4099])
+def test_division_by_a_row_value_bits(m):
+    """Every numerator magnitude (NumPy's quotients bit for bit, its warnings) over
+    divisors in and out of fj_qdiv64's bounds: rows whose numerators leave the
+    bounds run again with the division, the FP flags of the first run undone (no
+    fallback: an inf numerator made fma's invalid, a subnormal one underflow)."""
+    divisors = [1.0, -3.0, 0.1, 7e11, 2.0 ** -900, 2.0 ** 900, -2.0 ** 900, np.nextafter(2.0 ** -900, 0),
+                np.nextafter(2.0 ** 900, np.inf), 1e-300, 1e300, 5e-324, 0.0, np.inf, -np.inf]
+    n = len(divisors)
+    fn, cf, plans = compile_src(DIV_BY_ROW_MAX, "x, d")
+    d = np.repeat(np.array(divisors)[:, None], m, axis=1)
+    for seed in range(3):
+        x = np.stack([_qdiv_numerators(m, 100 * seed + r) for r in range(n)])
+        same_outcomes(fn, cf, [(x, d)], f"m={m}", clone)
+        # rows of numerators within the bounds, one row per divisor, then one numerator out of them
+        y = data(np.float64, (n, m), seed, 1e3)
+        same_outcomes(fn, cf, [(y, d)], f"m={m}", clone)
+        for v in (np.inf, np.nan, -1e-310, 1e300):
+            z = y.copy()
+            z[:, (seed * 7) % m] = v
+            same_outcomes(fn, cf, [(z, d)], f"m={m} {v}", clone)
+    def nplans():
+        return [p for p in plans if isinstance(p, _C.NativePlan)]
+    assert "fj_qdiv64(qn" in nplans()[0].source
+    # divisors in bounds only (rows of the shape above: the same plan)
+    ok = np.resize(np.array([1.0, -3.0, 0.1, 1e-200, 1e200]), n)
+    ok = np.repeat(ok[:, None], m, axis=1)
+    for mode in ("raise", "warn", "ignore"):
+        with np.errstate(all=mode):
+            same_outcomes(fn, cf, [(x, d)], mode, clone)
+            # every row's kernel kept: the flags of a first run that met an out-of-bounds
+            # numerator are undone (an inf made fma's invalid, which would be hard)
+            w = y.copy()
+            w[0, 0] = np.inf
+            w[1, m - 1] = 5e-324
+            w[2, 0] = -1e-310
+            before = fallbacks(nplans())
+            same_outcomes(fn, cf, [(w, ok)], mode, clone)
+            if mode == "ignore":
+                assert fallbacks(nplans()) == before, mode
+
+
+def test_division_by_a_row_value_near_halfway_quotients():
+    """Numerators whose quotient is within a few ulp of a halfway point between two
+    doubles (b (q + ulp/2) rounded, and its neighbours): fj_qdiv64's last
+    correction decides them as the division does."""
+    rng = np.random.default_rng(5)
+    n, m = 64, 500
+    b = np.ldexp(1.0 + rng.random(n), rng.integers(-800, 800, n)) * np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    q = np.ldexp(1.0 + rng.random((n, m)), rng.integers(-100, 100, (n, m)))
+    half = np.ldexp(np.longdouble(1.0), np.frexp(q)[1] - 54)   # half an ulp of q
+    a = (b[:, None].astype(np.longdouble) * (q.astype(np.longdouble) + half)).astype(np.float64)
+    a = a.view(np.int64) + rng.integers(-2, 3, (n, m))
+    fn, cf, plans = compile_src(DIV_BY_ROW_MAX, "x, d")
+    same_outcomes(fn, cf, [(a.view(np.float64), np.repeat(b[:, None], m, axis=1))], "halfway", clone)
+    assert fallbacks([p for p in plans if isinstance(p, _C.NativePlan)]) == 0
+
+
+@pytest.mark.parametrize("mode", ["upward", "towardzero", "ftz_daz"])
+def test_division_by_a_row_value_other_fp_modes(mode):
+    """fj_qdiv64 takes rounding to nearest: in another mode the kernel divides."""
+    from test_native import _set_fp_mode
+    fn, cf, plans = compile_src(DIV_BY_ROW_MAX, "x, d")
+    x = data(np.float64, (8, 300), 3)
+    x[0, :5] = [1e-310, -5e-324, 2.0 ** -1000, 0.1, 1e-320]
+    d = np.abs(data(np.float64, (8, 300), 4)) + 0.5
+    same_outcomes(fn, cf, [(x, d)], mode, clone)
+    restore = _set_fp_mode({"upward": 0x800, "towardzero": 0xC00}.get(mode), 0x8040 if mode == "ftz_daz" else 0)
+    try:
+        got, exp = cf(clone(x), clone(d)), fn(clone(x), clone(d))
+    finally:
+        restore()
+    same(got, exp)
+
+
+@pytest.mark.parametrize("m", [1, 7, 9, 17, 100])
+def test_division_by_a_row_value_in_a_padded_vmath_pass(m):
+    """With native_exact False, a pass computing fj_sin64 of the quotient: its
+    whole vectors divide by fj_qdiv64, its padded tail divides."""
+    framejit.config.native_exact = False
+    body = "return np.sin(x / x.max(axis=-1, keepdims=True))"
+    x = data(np.float64, (6, m), scale=2.0) + 7.0
+    plans = check(body, [(x,), (x[1:],)])
+    assert fallbacks(plans) == 0
+    y = x.copy()
+    y[2, m // 2] = 1e-310
+    y[4, 0] = np.inf
+    for mode in ("warn", "ignore"):
+        with np.errstate(all=mode):
+            check(body, [(y,)])

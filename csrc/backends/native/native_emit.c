@@ -173,6 +173,23 @@ PyObject *fjn_emit_prologue(void)
         "static inline int fj_inf32(float a) { uint32_t x; memcpy(&x, &a, 4); return (x & 0x7fffffffu) == 0x7f800000u; }\n"
         "static inline uint64_t fj_b64(double a) { uint64_t x; memcpy(&x, &a, 8); return x; }\n"
         "static inline uint64_t fj_b32(float a) { uint32_t x; memcpy(&x, &a, 4); return x; }\n"
+        "/* a / b from y = 1 / b (rounded to nearest) with fused multiply-adds, for a zero a, or a\n"
+        "   and a / b within [2^-960, 2^960], and |b| within [2^-900, 2^900], rounding to nearest:\n"
+        "   a y is within 1.5 ulp of a / b, one correction brings it within one ulp, and then\n"
+        "   (Markstein's theorem) the remainder a - b q is exact and q + (a - b q) y rounds to\n"
+        "   a / b, the quotient the division gives, raising no flag but inexact; its sign is a y's\n"
+        "   (a zero a's quotient's sign too).  A row pass dividing by a value of its row (native_emit.c\n"
+        "   emit_row_span) runs it on any numerator, and again with the division, the FP status put\n"
+        "   back (fj_csr), when one was out of bounds (MXCSR's flags: x86-64 only).  float64 only:\n"
+        "   a float32 division costs about what this does */\n"
+        "#if defined(__x86_64__) && defined(__SSE2__) && defined(__FMA__)\n#define FJ_QDIV 1\n"
+        "static inline unsigned fj_csr(void) { return __builtin_ia32_stmxcsr(); }\n"
+        "static inline void fj_setcsr(unsigned c) { __builtin_ia32_ldmxcsr(c); }\n"
+        "#else\n#define FJ_QDIV 0\nstatic inline unsigned fj_csr(void) { return 0; }\n"
+        "static inline void fj_setcsr(unsigned c) { (void)c; }\n#endif\n"
+        "static inline double fj_qdiv64(double a, double b, double y)\n"
+        "{ double q0 = a * y, q = __builtin_fma(__builtin_fma(-b, q0, a), y, q0);\n"
+        "  q = __builtin_fma(__builtin_fma(-b, q, a), y, q); return __builtin_copysign(q, q0); }\n"
         "/* ordered integer keys of floats: a < b (not NaN) iff key(a) < key(b), -0.0 < 0.0 */\n"
         "static inline int32_t fj_key32(float x) { int32_t b; memcpy(&b, &x, 4); return b ^ ((b >> 31) & INT32_MAX); }\n"
         "static inline float fj_unkey32(int32_t k) { int32_t b = k ^ ((k >> 31) & INT32_MAX); float x; memcpy(&x, &b, 4); return x; }\n"
@@ -1296,7 +1313,101 @@ static int emit_row_load(PyObject *buf, const fjn_Group *g, int k, const char *s
 }
 
 static int emit_row_body(PyObject *buf, const fjn_Group *g, int L, const unsigned char *need, const char *n,
-                         const char *pfx, const char *ix);
+                         const char *pfx, const char *ix, int qfast);
+
+/* Whether member 'op' is a float64 division by a value constant along the row (a
+   reduction, a row scalar, an input or constant that does not vary along the
+   row): in a pass without reductions it is computed by fj_qdiv64 from the
+   divisor's reciprocal (its comment has the argument; docs/native.md, "Row groups"). */
+static int is_row_qdiv(const fjn_Group *g, const fjn_Op *op)
+{
+    if (op->rk != FJN_RK_VEC || op->code != FJN_TDIV || op->type != FJT_F64 || op->argtype[0] != FJT_F64 ||
+        op->argtype[1] != FJT_F64)
+        return 0;
+    int d = op->arg[1];
+    if (d >= 0)
+        return !g->in[d].rowvec;
+    return g->ops[-d - 1].rk == FJN_RK_RED || g->ops[-d - 1].rk == FJN_RK_RSC;
+}
+
+/* Whether pass L computes member m (rather than loading its kept row or a NumPy call's). */
+static int row_computes(const fjn_Op *op, int L)
+{
+    return op->rk != FJN_RK_CALL && !(fjn_has_row(op) && op->level < L);
+}
+
+/* Pass L's divisions by a value of the row (is_row_qdiv), once per row: the
+   divisor qb<m>, its reciprocal qy<m>, the magnitudes of the numerators it takes
+   (as bits: ql<m> .. qh<m>, or zero), and qok, whether every one can run fj_qdiv
+   (the bounds of fj_qdiv64's comment: the divisor's magnitude within them,
+   rounding to nearest, FMA instructions).  Returns how many there are, or -1. */
+static int emit_qdiv_setup(PyObject *buf, const fjn_Group *g, int L, const unsigned char *need)
+{
+    int nq = 0;
+    for (int m = 0; m < g->nops; m++) {
+        const fjn_Op *op = &g->ops[m];
+        if (!need[m] || !row_computes(op, L) || !is_row_qdiv(g, op))
+            continue;
+        fjn_Expr B = {{0}};
+        operand_expr(g, op->arg[1], FJT_F64, &B);
+        int r = put(buf, "        const double qb%d = %s;\n        const uint64_t qd%d = fj_b64(qb%d) & INT64_MAX;\n"
+                         "        const int qo%d = qd%d - 0x07B0000000000000ULL <= 0x7080000000000000ULL;\n"
+                         "        const double qy%d = 1.0 / (qo%d ? qb%d : 1.0);\n"
+                         "        const double qm%d = fj_f64(qo%d ? qd%d : 0x3FF0000000000000ULL);\n"
+                         "        const uint64_t ql%d = fj_b64(0x1p-960 * (2 * qm%d > 1 ? 2 * qm%d : 1));\n"
+                         "        const uint64_t qh%d = fj_b64(0x1p960 * (qm%d / 2 < 1 ? qm%d / 2 : 1));\n",
+                    m, B.s, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m);
+        if (r < 0)
+            return -1;
+        nq++;
+    }
+    if (!nq)
+        return 0;
+    if (put(buf, "        const int qok = FJ_QDIV && fj_fpstd()") < 0)
+        return -1;
+    for (int m = 0; m < g->nops; m++)
+        if (need[m] && row_computes(&g->ops[m], L) && is_row_qdiv(g, &g->ops[m]) && put(buf, " && qo%d", m) < 0)
+            return -1;
+    return put(buf, ";\n") < 0 ? -1 : nq;
+}
+
+/* The numerators' bounds of the divisions emit_qdiv computed in a span: each
+   one's largest magnitude qx<m> and smallest but zero qv<m> + 1 (as bits: declare
+   them, or, after the loop, the condition that one is out of bounds). */
+static int emit_qdiv_bounds(PyObject *buf, const fjn_Group *g, int L, const unsigned char *need, int test)
+{
+    const char *sep = "";
+    for (int m = 0; m < g->nops; m++) {
+        const fjn_Op *op = &g->ops[m];
+        if (!need[m] || !row_computes(op, L) || !is_row_qdiv(g, op))
+            continue;
+        int r = test ? put(buf, "%sqx%d > qh%d || qv%d < ql%d - 1", sep, m, m, m, m)
+                     : put(buf, "            uint64_t qx%d = 0, qv%d = UINT64_MAX;\n", m, m);
+        if (r < 0)
+            return -1;
+        sep = " || ";
+    }
+    return 0;
+}
+
+/* Pass L over elements 0 .. n-1 of the row, closed.  With nq divisions by a
+   value of the row (emit_qdiv_setup's qok): the loop runs them by fj_qdiv64 (any
+   numerator) and notes their numerators' bounds; when one was out of them, the FP
+   status is put back as it was before the loop and the loop runs again with the
+   divisions (the same values elsewhere, so NumPy's flags). */
+static int emit_row_span(PyObject *buf, const fjn_Group *g, int L, const unsigned char *need, const char *n, int nq)
+{
+    if (!nq)
+        return emit_row_body(buf, g, L, need, n, "", "i", 0) < 0 ? -1 : put(buf, "        }\n");
+    if (put(buf, "        {\n        int qrun = qok;\n        if (qrun) {\n            const unsigned qcsr = fj_csr();\n") < 0 ||
+        emit_qdiv_bounds(buf, g, L, need, 0) < 0 || emit_row_body(buf, g, L, need, n, "", "i", 1) < 0 ||
+        put(buf, "        }\n            if (") < 0 || emit_qdiv_bounds(buf, g, L, need, 1) < 0 ||
+        put(buf, ") {\n                fj_setcsr(qcsr);\n                qrun = 0;\n            }\n        }\n"
+                 "        if (!qrun) {\n") < 0 ||
+        emit_row_body(buf, g, L, need, n, "", "i", 0) < 0)
+        return -1;
+    return put(buf, "        }\n        }\n        }\n");
+}
 
 static int emit_row_pass(PyObject *buf, const fjn_Group *g, int L)
 {
@@ -1310,7 +1421,7 @@ static int emit_row_pass(PyObject *buf, const fjn_Group *g, int L)
             need[m] = 1;
         any |= need[m];
         /* a kept row or a NumPy call's row is loaded, not computed */
-        if (!need[m] || op->rk == FJN_RK_CALL || (op->rk == FJN_RK_VEC && fjn_has_row(op) && op->level < L))
+        if (!need[m] || !row_computes(op, L))
             continue;
         for (int j = 0; j < op->nargs; j++) {
             int a = -op->arg[j] - 1;
@@ -1349,16 +1460,24 @@ static int emit_row_pass(PyObject *buf, const fjn_Group *g, int L)
         if (!need[m])
             continue;
         reduces |= op->rk == FJN_RK_RED;
-        costly |= op->rk == FJN_RK_VEC && FJN_IS_VMATH(op->code) && !(fjn_has_row(op) && op->level < L);
+        costly |= op->rk == FJN_RK_VEC && FJN_IS_VMATH(op->code) && row_computes(op, L);
         if (fjt_info[op->type].size < minsize)
             minsize = fjt_info[op->type].size;
     }
-    if (!costly || reduces)
-        return emit_row_body(buf, g, L, need, "M", "", "i") < 0 ? -1 : put(buf, "        }\n");
+    if (reduces)
+        return emit_row_body(buf, g, L, need, "M", "", "i", 0) < 0 ? -1 : put(buf, "        }\n");
+    /* (a block of its own: several passes may divide by a row's value, or pad, each
+       its own qok, Mv) */
+    if (put(buf, "        {\n") < 0)
+        return -1;
+    int nq = emit_qdiv_setup(buf, g, L, need);
+    if (nq < 0)
+        return -1;
+    if (!costly)
+        return emit_row_span(buf, g, L, need, "M", nq) < 0 ? -1 : put(buf, "        }\n");
     const int V = minsize <= 4 ? 16 : 8;
-    /* (a block of its own: several passes of a row group may pad, each its Mv) */
-    if (put(buf, "        {\n        const intptr_t Mv = M & ~(intptr_t)%d;\n", V - 1) < 0 ||
-        emit_row_body(buf, g, L, need, "Mv", "", "i") < 0 || put(buf, "        }\n        if (Mv < M) {\n") < 0)
+    if (put(buf, "        const intptr_t Mv = M & ~(intptr_t)%d;\n", V - 1) < 0 ||
+        emit_row_span(buf, g, L, need, "Mv", nq) < 0 || put(buf, "        if (Mv < M) {\n") < 0)
         return -1;
     /* the block's arrays: each input row and kept row read, each row written */
     for (int k = 0; k < g->nin; k++)
@@ -1378,7 +1497,7 @@ static int emit_row_pass(PyObject *buf, const fjn_Group *g, int L)
     }
     char vs[16];
     snprintf(vs, sizeof vs, "%d", V);
-    if (emit_row_body(buf, g, L, need, vs, "t", "j") < 0 || put(buf, "            }\n") < 0)
+    if (emit_row_body(buf, g, L, need, vs, "t", "j", 0) < 0 || put(buf, "            }\n") < 0)
         return -1;
     for (int m = 0; m < g->nops; m++) {
         const fjn_Op *op = &g->ops[m];
@@ -1389,11 +1508,24 @@ static int emit_row_pass(PyObject *buf, const fjn_Group *g, int L)
     return put(buf, "        }\n        }\n");
 }
 
+/* Member m = a / b by fj_qdiv64 (emit_qdiv_setup's qb<m>, qy<m>), the numerator's
+   magnitude noted in qx<m>, qv<m> (emit_qdiv_bounds). */
+static int emit_qdiv(PyObject *buf, const fjn_Group *g, int m)
+{
+    fjn_Expr A = {{0}};
+    operand_expr(g, g->ops[m].arg[0], FJT_F64, &A);
+    return put(buf, "            const double qn%d = %s;\n            const uint64_t qu%d = fj_b64(qn%d) & INT64_MAX;\n"
+                    "            qx%d = qu%d > qx%d ? qu%d : qx%d;\n            qv%d = qu%d - 1 < qv%d ? qu%d - 1 : qv%d;\n"
+                    "            const double m%d = fj_qdiv64(qn%d, qb%d, qy%d);\n",
+               m, A.s, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m, m);
+}
+
 /* The loop of a row pass over elements 0 .. n-1 ('n' an expression), its arrays
    named <pfx>p<k> and <pfx>kb<m>, indexed by 'ix': from "for" to the body's last
-   statement (the caller closes it). */
+   statement (the caller closes it).  'qfast': divisions by a value of the row
+   by emit_qdiv (in a block of emit_row_span). */
 static int emit_row_body(PyObject *buf, const fjn_Group *g, int L, const unsigned char *need, const char *n,
-                         const char *pfx, const char *ix)
+                         const char *pfx, const char *ix, int qfast)
 {
     if (put(buf, "        for (intptr_t %s = 0; %s < %s; %s++) {\n", ix, ix, n, ix) < 0)
         return -1;
@@ -1443,7 +1575,7 @@ static int emit_row_body(PyObject *buf, const fjn_Group *g, int L, const unsigne
                 return -1;
             continue;
         }
-        if (emit_member(buf, g, m) < 0)
+        if (qfast && is_row_qdiv(g, op) ? emit_qdiv(buf, g, m) < 0 : emit_member(buf, g, m) < 0)
             return -1;
         /* its row: a buffer or the output's */
         if (op->level == L && fjn_has_row(op) && put(buf, "            %skb%d[%s] = m%d;\n", pfx, m, ix, m) < 0)
