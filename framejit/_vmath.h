@@ -261,6 +261,29 @@ static inline float fj_log32(float x)
 
 /* ---- sin, cos ------------------------------------------------------------ */
 
+#ifdef __FMA__
+/* |x| <= 2^18: x = n pi/2 + r, r = hi + lo in double-double: pi/2 = A + B + C in
+   53-bit parts; x - n A is exact in one FMA (a multiple of 2^-53 below pi/4 + an
+   ulp), n B subtracted with its product's and the subtraction's errors kept
+   (fma, 2Sum), n C with the tail.  The same accuracy as fdlibm's three rounds of
+   33-bit parts below, in 13 operations instead of 20 */
+static inline double fjv_rem_pio2(double x, double *lo, uint64_t *quadrant)
+{
+    const double shift = 0x1.8p52, invpio2 = 6.36619772367581382433e-01;
+    const double A = 1.5707963267948966, B = 6.123233995736766e-17, C = -1.4973849048591698e-33;
+    double z = __builtin_fma(x, invpio2, shift);
+    double fn = z - shift;
+    *quadrant = fjv_u(z); /* n in the low bits (two's complement: n & 3 is the quadrant) */
+    double t = __builtin_fma(-fn, A, x);   /* exact */
+    double p = fn * B, pe = __builtin_fma(fn, B, -p);
+    double hi = t - p, bb = hi - t;
+    double e = (t - (hi - bb)) - (p + bb); /* t - p = hi + e */
+    double l = __builtin_fma(fn, C, pe - e); /* x - n pi/2 = hi - l */
+    double y0 = hi - l;                      /* (a -0.0 x stays -0.0: -0.0 - +0.0) */
+    *lo = (hi - y0) - l;
+    return y0;
+}
+#else
 /* |x| <= 2^18: x = n pi/2 + r, r = hi + lo in double-double: pi/2 in 33-bit
    parts (fdlibm's __rem_pio2 constants; n * part is exact for |n| < 2^20)
    subtracted one by one, each subtraction's rounding error kept (the three
@@ -283,36 +306,31 @@ static inline double fjv_rem_pio2(double x, double *lo, uint64_t *quadrant)
     *lo = (r3 - y0) - w;
     return y0;
 }
+#endif
 
-/* sin(x + y), |x| <= pi/4, y the tail (fdlibm k_sin.c) */
-static inline double fjv_ksin(double x, double y)
+/* sin (which 0) or cos (1) of x = n pi/2 + hi + lo, |hi| <= pi/4: for odd n + which
+   cos(hi + lo) (fdlibm k_cos.c), else sin(hi + lo) (k_sin.c), its sign from n's
+   bits; |x| > 2^18, inf and NaN raise invalid (the group then runs through
+   NumPy).  Each lane evaluates one kernel, not both: the two are written as
+   a - (-b H(z) + t), H fdlibm's polynomial in z = hi^2 (C1..C6 or S1..S6, its
+   coefficients picked per lane), a, b, t per kernel:
+     sin: hi - (-hi z H + (z/2 lo - lo))       (k_sin: hi - ((z (lo/2 - v r) - lo) - v S1))
+     cos: w - (-z^2 H + (hi lo - ((1 - w) - z/2))), w = 1 - z/2   (k_cos)
+   (-0.0 gives -0.0: -0.0 - +0.0).  Computing both kernels and selecting took a
+   fifth of the issue's chain's time */
+/* m ? a : b for the kernels' constants: a conditional expression, which gcc makes
+   masked FMAs reading the constants from memory; as bit operations it re-broadcast
+   them into registers every iteration (more constants than the 32 registers):
+   133 instructions a vector in tchain's loop, 106 this way */
+static inline double fjv_pick(uint64_t m, double a, double b) { return m ? a : b; }
+static inline double fjv_sincos(double x, int which)
 {
     const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
                  S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
                  S5 = -2.50507602534068634195e-08, S6 = 1.58969099521155010221e-10;
-    double z = x * x, v = z * x;
-    double r = FJV_MA(z, FJV_MA(z, FJV_MA(z, FJV_MA(z, S6, S5), S4), S3), S2);
-    return x - ((z * (0.5 * y - v * r) - y) - v * S1);
-}
-
-/* cos(x + y), |x| <= pi/4 (fdlibm k_cos.c) */
-static inline double fjv_kcos(double x, double y)
-{
     const double C1 = 4.16666666666666019037e-02, C2 = -1.38888888888741095749e-03,
                  C3 = 2.48015872894767294178e-05, C4 = -2.75573143513906633035e-07,
                  C5 = 2.08757232129817482790e-09, C6 = -1.13596475577881948265e-11;
-    double z = x * x, w = z * z;
-    double r = z * FJV_MA(z, FJV_MA(z, C3, C2), C1) + w * w * FJV_MA(z, FJV_MA(z, C6, C5), C4);
-    double hz = 0.5 * z;
-    w = 1.0 - hz;
-    return w + (((1.0 - w) - hz) + (z * r - x * y));
-}
-
-/* sin (which 0) or cos (1) of x: the kernel the quadrant asks for, its sign
-   from the quadrant's bits; |x| > 2^18, inf and NaN raise invalid (the
-   group then runs through NumPy) */
-static inline double fjv_sincos(double x, int which)
-{
     uint64_t u = fjv_u(x);
     uint64_t m = 0 - (uint64_t)((u & 0x7fffffffffffffffULL) <= 0x4110000000000000ULL); /* |x| <= 2^18 */
     x = fjv_d(u & m); /* others: 0 */
@@ -320,10 +338,15 @@ static inline double fjv_sincos(double x, int which)
     uint64_t q;
     double hi = fjv_rem_pio2(x, &lo, &q);
     q += (uint64_t)which;
-    double s = fjv_ksin(hi, lo), c = fjv_kcos(hi, lo);
-    uint64_t pick = 0 - (q & 1);                       /* odd quadrant: the other kernel */
-    uint64_t v = (fjv_u(s) & ~pick) | (fjv_u(c) & pick);
-    v ^= (q & 2) << 62;                                /* quadrants 2, 3: negated */
+    uint64_t c = q & 1; /* odd quadrant: the cos kernel */
+    double z = hi * hi, hz = 0.5 * z, w = 1.0 - hz;
+    double h = FJV_MA(z, FJV_MA(z, FJV_MA(z, FJV_MA(z, FJV_MA(z, fjv_pick(c, C6, S6), fjv_pick(c, C5, S5)),
+                                                    fjv_pick(c, C4, S4)), fjv_pick(c, C3, S3)), fjv_pick(c, C2, S2)),
+                      fjv_pick(c, C1, S1));
+    double t = c ? FJV_MA(hi, lo, -((1.0 - w) - hz)) : FJV_MA(hz, lo, -lo);
+    double d = FJV_MA(-(c ? z * z : z * hi), h, t);
+    uint64_t v = fjv_u((c ? w : hi) - d);
+    v ^= (q & 2) << 62; /* quadrants 2, 3: negated */
     return fjv_d(v) * fjv_invalid_unless(m);
 }
 
