@@ -306,3 +306,18 @@ def test_signed_zeros(fname, dtype):
     # are -0.0 (float32 sin's reduction once made it +0.0: found by review)
     x = np.array([-0.0, 0.0, 1.0, -0.0, 0.5] * 40, dtype=dtype)
     close_outcomes(make(f"np.{fname}(x) * 1.0"), [(x,)])
+
+
+@pytest.mark.parametrize("fname", ["sin", "cos"])
+def test_float64_sin_cos_near_multiples_of_half_pi(fname):
+    """float64 sin and cos (fjv_rem_pio2's FMA reduction, the kernel picked per
+    lane): arguments on and a few ulp around n pi/2 for every quadrant, both
+    signs, up to 2^18, where the reduction cancels most; within 2 ulp of NumPy's
+    (each within 1 of the correctly rounded value) and zeros' signs NumPy's."""
+    r = rng(4)
+    n = np.concatenate([np.arange(-40, 41), r.integers(-166000, 166000, 3000)]).astype(np.float64)
+    x = n * (np.pi / 2)
+    x = np.concatenate([x, np.nextafter(x, np.inf), np.nextafter(x, -np.inf), x * (1 + 1e-9), x * (1 - 1e-13), [-0.0]])
+    x = x[np.abs(x) <= 2.0 ** 18]
+    close_outcomes(make(f"np.{fname}(x) * 1.0"), [(x,), (x[::-1].copy(),)])
+    assert framejit.counters["native"]["nodes_fused"] >= 1
