@@ -35,3 +35,13 @@ def best_interleaved(calls, rounds, reps):
             f(*a)
             best[k] = min(best[k], timed(f, a, reps))
     return best
+
+
+def pair_ratio(calls, base, other, rounds, reps):
+    """NumPy's ('base') time over 'other''s, measured in rounds of their
+    own, three times as many as 'rounds': a backend that runs NumPy's own
+    loops (eager) differs from it by microseconds, which the +-10% spread
+    of a memory-bound 40 MB call beside the other variants (native,
+    inductor: their pools, caches and threads) drowns."""
+    best = best_interleaved({base: calls[base], other: calls[other]}, 3 * rounds, reps)
+    return best[base] / best[other]

@@ -9,7 +9,8 @@ at 1e5, 1e6 and 1e7 elements, float64 and float32.  Columns, warm (compiles
 excluded), best of ROUNDS rounds, all variants interleaved within a round:
 
     NumPy              the plain function
-    fj eager           framejit's eager backend
+    fj eager           framejit's eager backend, timed against NumPy in rounds of
+                       their own (3x ROUNDS: _harness.pair_ratio)
     fj native exact    framejit native backend, config.native_exact = True
                        (the default: the functions run through NumPy)
     fj native          config.native_exact = False (framejit/_vmath.h fused)
@@ -36,7 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.dirname(HERE))
 
 import _results  # noqa: E402
-from _harness import best_interleaved, fresh  # noqa: E402
+from _harness import best_interleaved, fresh, pair_ratio  # noqa: E402
 import framejit  # noqa: E402
 
 QUICK = "--quick" in sys.argv
@@ -136,6 +137,7 @@ def main():
                        "numpy_us": best["numpy"] * 1e6}
                 for k in ("eager", "exact", "native", "inductor", "numba"):
                     row[k] = best["numpy"] / best[k] if k in best else None
+                row["eager"] = pair_ratio(calls, "numpy", "eager", ROUNDS, reps)
                 rows.append(row)
                 print(f"{name:8} {row['dtype']:8} {row['n']:>6} {row['numpy_us']:>7.0f}us {row['exact']:>7.2f} "
                       f"{row['native']:>7.2f} {row['inductor'] or 0:>9.2f} {row['numba'] or 0:>7.2f}", flush=True)
@@ -160,7 +162,7 @@ def main():
     _results.write(
         "native_vmath", "Transcendental functions in native kernels", size="--quick" if QUICK else "full",
         tables=[_results.table(
-            f"one core, best of {ROUNDS} interleaved rounds; speed relative to NumPy (higher is faster)",
+            f"one core, best of {ROUNDS} interleaved rounds (fj eager: against NumPy alone, {3 * ROUNDS} rounds); speed relative to NumPy (higher is faster)",
             [C("kernel", "kernel"), C("dtype", "dtype"), C("n", "n"), C("numpy_us", "NumPy µs", ".0f"),
              C("eager", "fj eager", ".2f"), C("exact", "fj native, exact", ".2f"), C("native", "fj native", ".2f"),
              C("inductor", "torch.compile", ".2f"), C("numba", "Numba", ".2f")], rows)],
