@@ -376,6 +376,47 @@ def test_a_dead_temporary_is_raised_to_a_power_in_place(dtype):
     assert peak < x.nbytes * 1.5, peak   # one buffer: abs's result, squared in place
 
 
+@pytest.mark.parametrize("order", ["slices", "transposed", "fortran_temp", "negative_steps"])
+def test_a_dead_temporary_takes_a_strided_operand(order):
+    """NumPy's elision does not ask the other operand to be contiguous
+    (a stencil over slices: a[1:-1] * 4 - a[:-2] - a[2:] ... writes into the
+    product); the eager runner neither, and its result has NumPy's values,
+    dtype, shape and strides (a C-contiguous temporary: C order, as NumPy
+    lays out a new result whose operands disagree)."""
+    import framejit
+    a = np.random.default_rng(2).random((3, 260, 260))
+    if order == "slices":
+        def f(a):
+            return (a[:, 1:-1, 1:-1] * 4 - a[:, :-2, 1:-1] - a[:, 2:, 1:-1] - a[:, 1:-1, :-2]
+                    - a[:, 1:-1, 2:]) * 0.25
+    elif order == "transposed":
+        a = a[0]
+
+        def f(a):
+            return (a * 2) - a.T        # the other operand in Fortran order
+    elif order == "fortran_temp":
+        a = np.asfortranarray(a[0])
+
+        def f(a):
+            return (a * 2) - a[::-1]    # an F-ordered temporary: not reused
+    else:
+        def f(a):
+            return (a[:, 1:, 1:] + 1) * a[:, :0:-1, :0:-1]
+    cf = framejit.compile(f, backend="eager")
+    for _ in range(2):
+        a0 = a.copy(order="K")
+        got, want = cf(a), f(a0)
+        assert got.dtype == want.dtype and got.shape == want.shape and got.strides == want.strides
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(a, a0)
+    if order == "slices":
+        cf(a)
+        _, peak = _peak(cf, a)
+        assert peak < want.nbytes * 1.5, peak   # one buffer: the product, written in place
+        _, plain = _peak(f, a)
+        assert plain < want.nbytes * 1.5, plain  # as NumPy's elision does
+
+
 @pytest.mark.parametrize("case", [
     "view_alive", "used_later", "returned", "dtype_changes", "broadcast_grows", "fortran",
     "subclass_operand", "small", "int_overflow", "same_temp_twice", "pow_rhs", "pow_float",

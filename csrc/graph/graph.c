@@ -1323,10 +1323,13 @@ done:
 ** here and is referenced by 'env' alone, owns its C-contiguous data and has
 ** the result's dtype and shape, the ufunc writes into it ('out='; for `**`,
 ** NumPy's in-place power, so `t ** 2` squares as the operator does).  The
-** other operands must be exact ndarrays (C-contiguous, broadcasting into the
-** temporary's shape) or plain scalars, so nothing can override the ufunc and
-** the result is what NumPy returns without 'out' (same values, dtype, shape,
-** order, warnings).  Sets *res to the result (new reference) and returns 0,
+** other operands must be exact ndarrays (broadcasting into the temporary's
+** shape; any strides: a slice of an input) or plain scalars, so nothing can
+** override the ufunc and the result is what NumPy returns without 'out'
+** (same values, dtype, shape, warnings; and order: NumPy lays a new result
+** out in C order when its operands disagree, and the C-contiguous
+** temporary agrees with no other order).  None overlaps the temporary: a
+** view of it would hold a reference to it.  Sets *res to the result (new reference) and returns 0,
 ** or leaves *res NULL when the node does not qualify; -1 on error.
 */
 #define FJ_ELIDE_MIN_BYTES (256 * 1024) /* NumPy's NPY_MIN_ELIDE_BYTES */
@@ -1374,7 +1377,7 @@ static int reuse_temporary(fj_Node *n, PyObject **env, PyObject **res)
         if (PyArray_CheckExact(o)) {
             PyArrayObject *b = (PyArrayObject *)o;
             int bd = PyArray_NDIM(b);
-            if (bd > nd || !PyArray_CHKFLAGS(b, NPY_ARRAY_C_CONTIGUOUS))
+            if (bd > nd)
                 return 0;
             for (int d = 1; d <= bd; d++)
                 if (PyArray_DIM(b, bd - d) != 1 && PyArray_DIM(b, bd - d) != PyArray_DIM(t, nd - d))

@@ -624,6 +624,42 @@ static int reads_open_reduction(fjn_Builder *b, fj_Node *n)
     return 0;
 }
 
+/* Is node 'n' a slice view of an array no member of the open group computes
+** (a[1:-1, :-2]: indexing by constant slices, None and Ellipsis only)?  Such a
+** view runs before the open group rather than closing it: it computes
+** nothing, raises nothing (a slice clips to any size), and its base exists
+** before the group (a member of the group writes only its own fresh
+** outputs), so eager's order of values, warnings and errors is kept.  A
+** stencil over slices is one group then, not one per slice (issue 23). */
+static int is_hoistable_view(fjn_Builder *b, fj_Node *n)
+{
+    if (b->open < 0 || n->op == NULL || n->op->kind != FJ_OP_GETITEM || n->vkind != FJ_VAL_ARRAY ||
+        PyTuple_GET_SIZE(n->args) != 2 || (n->kwargs != NULL && PyDict_GET_SIZE(n->kwargs) > 0))
+        return 0;
+    PyObject *base = PyTuple_GET_ITEM(n->args, 0), *key = PyTuple_GET_ITEM(n->args, 1);
+    if (!fj_Node_Check(base) || ((fj_Node *)base)->vkind != FJ_VAL_ARRAY ||
+        b->member_group[((fj_Node *)base)->index] == b->open)
+        return 0;
+    Py_ssize_t nk = PyTuple_Check(key) ? PyTuple_GET_SIZE(key) : 1;
+    if (nk == 0)
+        return 0;
+    for (Py_ssize_t k = 0; k < nk; k++) {
+        PyObject *e = PyTuple_Check(key) ? PyTuple_GET_ITEM(key, k) : key;
+        if (e == Py_None || e == Py_Ellipsis)
+            continue;
+        if (!PySlice_Check(e))
+            return 0;
+        PySliceObject *sl = (PySliceObject *)e;
+        PyObject *parts[3] = {sl->start, sl->stop, sl->step};
+        for (int j = 0; j < 3; j++)
+            if (parts[j] != Py_None && !PyLong_CheckExact(parts[j]))
+                return 0;
+        if (sl->step != Py_None && PyLong_AsLong(sl->step) == 0) /* (a ValueError) */
+            return 0;
+    }
+    return 1;
+}
+
 /* ---- row groups ------------------------------------------------------------
 ** A reduction along the last axis whose result the members after it read
 ** back (x - x.max(axis=-1, keepdims=True), a softmax, a layer norm) closes a
@@ -1384,6 +1420,11 @@ static PyObject *plan_partition(fjn_Plan *p)
                 if (close_group(&b) < 0 || open_group(&b, n) < 0 || group_add(&b, n, &op) != 0)
                     goto error;
             }
+            continue;
+        }
+        if (c == 0 && is_hoistable_view(&b, n)) {
+            if (add_step(&b, FJN_STEP_NODE, i, -1) < 0)
+                goto error;
             continue;
         }
         if (c == 0) {
