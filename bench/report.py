@@ -233,6 +233,19 @@ faster there than ours), as inductor computes its own: the targets are
 judged there, the default mode's figures beside them.
 torch.compile is inductor on torch tensors with torch's own softmax /
 log_softmax / layer_norm / logsumexp (not NumPy's bits)."""),
+    ("native_strided", "Strided stencils in native kernels", "bench/native/strided.py [--quick]",
+     """\
+Issue 23.  Stencils over strided slices, one core, warm, best of interleaved
+rounds, speed relative to plain NumPy: `lap_hwc` a 5-point stencil over the
+first two axes of an (N, N, 3) image (the issue's "(500, 500, 3)" case: the
+slices' rows are runs of 3 (N - 2) items with gaps), `lap_chw` the same
+over the last two axes of (3, N, N), `cols` every other column against the
+next (`a[:, ::2] * 2 + a[:, 1::2] * 0.5`: inner stride 2).  *fj native* is
+the default backend: the slices are views taken before the group that
+reads them, the stencil one fused loop (docs/native.md, "Strided
+operands"); *fj eager* runs NumPy's operations, writing into the dead
+product as NumPy's temporary elision does; torch.compile is inductor on
+`torch.from_numpy` of the same array, the same function."""),
     ("native_first_call", "First calls of the native backend", "bench/native/first_call.py [--quick]",
      """\
 Issue 23, tiered compilation (docs/native.md, "Tiered compilation").  Each
