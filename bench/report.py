@@ -242,8 +242,7 @@ slices' rows are runs of 3 (N - 2) items with gaps), `lap_chw` the same
 over the last two axes of (3, N, N), `cols` every other column against the
 next (`a[:, ::2] * 2 + a[:, 1::2] * 0.5`: inner stride 2).  *fj native* is
 the default backend: the slices are views taken before the group that
-reads them, the stencil one fused loop (docs/native.md, "Strided
-operands"); *fj eager* runs NumPy's operations, writing into the dead
+reads them, the stencil one fused loop (docs/native.md, "Partitioning"); *fj eager* runs NumPy's operations, writing into the dead
 product as NumPy's temporary elision does; torch.compile is inductor on
 `torch.from_numpy` of the same array, the same function."""),
     ("native_first_call", "First calls of the native backend", "bench/native/first_call.py [--quick]",
