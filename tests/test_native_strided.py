@@ -84,6 +84,8 @@ def test_large_strided_run_on_threads_is_numpys():
     ("(a * 2)[1:] + a[:-1]", "a", lambda: (arr((40, 5)),), 2),
     # an integer index may raise: not taken before the group
     ("(a[1:] * 2 + a[:-1])[0] + a[1]", "a", lambda: (arr((40, 5)),), 2),
+    # a step beyond C long: NumPy takes it, the view runs before the group
+    ("(a[1:] * 2, a[::2**70], a[::-2**70] + 1)", "a", lambda: (arr((40, 5)),), 2),
     # every member warns in eager's order around the views (overflow, then invalid)
     ("(a[1:] * 1e308 * 10 - a[:-1] * np.inf) * 0.0", "a", lambda: (np.abs(arr((30, 4))) + 1,), 1),
 ])

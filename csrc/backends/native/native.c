@@ -654,7 +654,8 @@ static int is_hoistable_view(fjn_Builder *b, fj_Node *n)
         for (int j = 0; j < 3; j++)
             if (parts[j] != Py_None && !PyLong_CheckExact(parts[j]))
                 return 0;
-        if (sl->step != Py_None && PyLong_AsLong(sl->step) == 0) /* (a ValueError) */
+        int ovf = 0;
+        if (sl->step != Py_None && PyLong_AsLongAndOverflow(sl->step, &ovf) == 0 && !ovf) /* (a ValueError) */
             return 0;
     }
     return 1;

@@ -1363,7 +1363,9 @@ static int emit_qdiv_setup(PyObject *buf, const fjn_Group *g, int L, const unsig
     }
     if (!nq)
         return 0;
-    if (put(buf, "        const int qok = FJ_QDIV && fj_fpstd()") < 0)
+    /* (and every FP exception masked: an unmasked one would trap on an FMA
+       of an out-of-bounds numerator where the division does not) */
+    if (put(buf, "        const int qok = FJ_QDIV && fj_fpstd() && (fj_csr() & 0x1F80u) == 0x1F80u") < 0)
         return -1;
     for (int m = 0; m < g->nops; m++)
         if (need[m] && row_computes(&g->ops[m], L) && is_row_qdiv(g, &g->ops[m]) && put(buf, " && qo%d", m) < 0)
