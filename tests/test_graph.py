@@ -413,8 +413,8 @@ def test_a_dead_temporary_takes_a_strided_operand(order):
         cf(a)
         _, peak = _peak(cf, a)
         assert peak < want.nbytes * 1.5, peak   # one buffer: the product, written in place
-        _, plain = _peak(f, a)
-        assert plain < want.nbytes * 1.5, plain  # as NumPy's elision does
+        # (as NumPy's own elision does in plain CPython, where it can check its
+        # callers: not under a sanitizer's malloc)
 
 
 @pytest.mark.parametrize("case", [
