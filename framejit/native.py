@@ -143,7 +143,7 @@ def _probe(argv):
         return None
     if out.returncode != 0:
         return None
-    _counters()["compiler_probes"] += 1
+    _count("compiler_probes")
     version = (out.stdout or out.stderr).strip()
     flags = list(CFLAGS)
     if _accepts(argv, MARCH):
@@ -226,37 +226,19 @@ def _accepts(argv, flags):
         return r.returncode == 0
 
 
-class _Counts:
-    """counters["native"]; an increment made while a frame compiles on this
-    thread is also noted for that compile's frame record (the structured
-    trace, tracefile.note_native): not one made by another thread's compile
-    or a background build."""
-    __slots__ = ("_c", "_read")
-
-    def __init__(self, c):
-        self._c = c
-        self._read = {}
-
-    def __getitem__(self, key):
-        v = self._read[key] = self._c[key]
-        return v
-
-    def __setitem__(self, key, value):
-        # c[key] += n: n is the value set less the value read (another
-        # thread, a background build, may have counted in between)
-        delta = value - self._read.pop(key, self._c[key])
-        self._c[key] += delta
-        if delta and config.trace_dir:
-            tracefile.note_native(key, delta)
-
-
-def _counters():
-    return _Counts(_all_counters["native"])
+def _count(key, n=1):
+    """counters["native"][key] += n; made while a frame compiles on this
+    thread, also noted for that compile's frame record (the structured
+    trace, tracefile.note_native): not another thread's compile nor a
+    background build."""
+    _all_counters["native"][key] += n
+    if config.trace_dir:
+        tracefile.note_native(key, n)
 
 
 def _warn_no_compiler():
     global _warned_no_cc
-    _counters()["no_compiler"] += 1
+    _count("no_compiler")
     if not _warned_no_cc:
         _warned_no_cc = True
         cc = os.environ.get("CC") or "cc"
@@ -379,7 +361,7 @@ def build(source, toolchain, background=False):
     t0 = time.monotonic()
     path, compiled = compile_cached(source, argv, flags, ".c", "framejit native",
                                     version=version, background=background)
-    _counters()["kernels_compiled" if compiled else "kernels_loaded_from_cache"] += 1
+    _count("kernels_compiled" if compiled else "kernels_loaded_from_cache")
     if config.trace_dir:
         tracefile.emit({"kind": "kernel", "compile_id": None, "path": path, "compiled": bool(compiled),
                         "seconds": round(time.monotonic() - t0, 6), "background": bool(background),
@@ -417,7 +399,7 @@ _warned_failure = False
 def _backend_failed(exc):
     global _warned_failure
     import logging
-    _counters()["backend_failures"] += 1
+    _count("backend_failures")
     text = f"{type(exc).__name__}: {exc}"
     logging.getLogger("framejit").warning("native backend failed on a graph, which runs eager: %s", text)
     if not _warned_failure:
@@ -439,8 +421,7 @@ def _vmath_text():
 
 
 def _plan(graph, toolchain):
-    c = _counters()
-    c["graphs"] += 1
+    _count("graphs")
     exact = bool(config.native_exact)
     _C.native_config(exact=exact, vmath=None if exact else _vmath_text())
     if toolchain is None:
@@ -452,11 +433,11 @@ def _plan(graph, toolchain):
         return plan
     plan, source = _C.native_plan(graph)
     if plan is None:
-        c["graphs_unfused"] += 1
+        _count("graphs_unfused")
         return graph
     groups = plan.groups
-    c["groups"] += len(groups)
-    c["nodes_fused"] += sum(len(g) for g in groups)
+    _count("groups", len(groups))
+    _count("nodes_fused", sum(len(g) for g in groups))
     _load_built(plan, source, toolchain)
     return plan
 
@@ -519,7 +500,7 @@ def _submit(plan, done=None):
     """Queues the build of 'plan' (called by the plan after its first call)."""
     global _atexit_set, _jobs, _nworkers
     if done is None:
-        _counters()["background_compiles"] += 1
+        _count("background_compiles")
         done = _thread.allocate_lock()  # held until the build is over (wait())
         done.acquire()
     with _pending_lock:
@@ -580,7 +561,6 @@ os.register_at_fork(after_in_child=_after_fork)
 
 
 def _background(plan, done):
-    c = _counters()
     try:
         if _stopping:
             return
@@ -593,11 +573,11 @@ def _background(plan, done):
         else:
             source = plan._partition()
             if source is None:
-                c["graphs_unfused"] += 1  # the plan keeps running eager
+                _count("graphs_unfused")  # the plan keeps running eager
                 return
             groups = plan.groups
-            c["groups"] += len(groups)
-            c["nodes_fused"] += sum(len(g) for g in groups)
+            _count("groups", len(groups))
+            _count("nodes_fused", sum(len(g) for g in groups))
         toolchain = _find_toolchain()
         if not toolchain:
             _warn_no_compiler()  # the plan keeps running eager

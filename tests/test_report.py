@@ -406,9 +406,9 @@ def test_compiles_on_two_threads_keep_their_own_bookkeeping(tmp_path):
         def thread_b():
             a_started.wait(10)
             tracefile.start()
-            native._counters()["graphs"] += 2  # B's compile planned two graphs
+            native._count("graphs", 2)  # B's compile planned two graphs
             tracefile.start()                  # nested in B (run mode: json's frames)
-            native._counters()["groups"] += 1
+            native._count("groups")
             tracefile.done(code_b, "1/1", "own_code", None, 0.001, 0.0, 0.0, 1)
             tracefile.done(code_b, "1/0", "own_code", None, 0.001, 0.0, 0.0, 1)
             b_done.set()

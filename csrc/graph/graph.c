@@ -277,19 +277,7 @@ error:
     return NULL;
 }
 
-/* fj_graph_set_pos: per thread (a trace calls Python, the log hooks or
-   torch's fake tensors, where another thread may run a trace of its own) */
-static _Thread_local int current_pos = -1;
-
-void fj_graph_set_pos(int pos)
-{
-    current_pos = pos;
-}
-
-int fj_graph_get_pos(void)
-{
-    return current_pos;
-}
+_Thread_local int fj_graph_pos = -1;
 
 static fj_Node *node_alloc(int kind)
 {
@@ -298,7 +286,7 @@ static fj_Node *node_alloc(int kind)
         return NULL;
     n->kind = kind;
     n->last_use = -1;
-    n->pos = current_pos;
+    n->pos = fj_graph_pos;
     return n;
 }
 

@@ -73,10 +73,19 @@ typedef struct fj_Node {
                               source line of the node (the report, docs/report.md) */
 } fj_Node;
 
-/* The traced code's instruction the tracer of this thread is at (fj_Node.pos
-   of the nodes appended from now on; -1 when not tracing), and its getter. */
-void fj_graph_set_pos(int pos);
-int fj_graph_get_pos(void);
+/* The traced code's instruction the tracer of this thread is at: fj_Node.pos
+   of the nodes appended from now on; -1 when not tracing.  Per thread (a trace
+   calls Python, the log hooks or torch's fake tensors, where another thread
+   may run a trace of its own); set once per traced instruction, inline. */
+extern _Thread_local int fj_graph_pos;
+static inline void fj_graph_set_pos(int pos)
+{
+    fj_graph_pos = pos;
+}
+static inline int fj_graph_get_pos(void)
+{
+    return fj_graph_pos;
+}
 
 /* A counter of the calls appended to any graph that may write into an array
    (in-place operators, item stores, 'out=', loops, torch ops): a value read

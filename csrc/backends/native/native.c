@@ -177,7 +177,7 @@ typedef struct {
     PyObject *capsules;          /* list: NumPy's call-info capsules of the inner loops row groups call */
     Py_ssize_t eager_runs;       /* calls run by the eager runner before the kernels were loaded */
     int partitioned;             /* plan_partition ran (once) */
-    PyObject *on_next_call;      /* called with the plan after its eager call number call_at, then dropped */
+    PyObject *on_call;      /* called with the plan after its eager call number call_at, then dropped */
     Py_ssize_t call_at;
     PyObject *weakrefs;          /* (framejit/native.py keeps the deferred plans in a WeakSet) */
     int exact;                   /* config.native_exact when the plan was made (native_config(exact=)) */
@@ -986,7 +986,8 @@ static int row_join_call2(fjn_Builder *b, fj_Node *n)
 /* A call of NumPy's loop (row_join_call) that no open group takes opens a
    group of its own shape (np.tanh(x) * 2.0 + b is then one group).  A group
    left with calls only runs them as NumPy nodes (finish_groups).  1 opened
-   and joined, 0 not (nothing changed), -1 error. */
+   and joined, 0 not (the group that was open is closed: the caller then runs
+   the node alone, as any node that does not fuse), -1 error. */
 static int row_open_call(fjn_Builder *b, fj_Node *n)
 {
     /* (row_join_call checks the operand against the new group's shape) */
@@ -1291,7 +1292,7 @@ static fjn_Plan *plan_alloc(PyObject *graph)
     p->nph = 0;
     p->vectorcall = plan_vectorcall;
     p->partitioned = 0;
-    p->on_next_call = NULL;
+    p->on_call = NULL;
     p->call_at = 0;
     p->weakrefs = NULL;
     p->exact = fjn_exact;
@@ -2669,12 +2670,12 @@ static PyObject *plan_vectorcall(PyObject *self, PyObject *const *args, size_t n
            the graph runs as the eager backend runs it */
         PyObject *r = PyObject_Vectorcall(p->graph, args, nargsf, kwnames);
         p->eager_runs++;
-        if (p->on_next_call && p->eager_runs >= p->call_at) {
+        if (p->on_call && p->eager_runs >= p->call_at) {
             /* framejit/native.py: the build after the second call (_submit: a
                thread's start, its Python work holding the GIL, after the call
                rather than in it; no Python at all in the first) */
-            PyObject *fn = p->on_next_call, *x, *et, *ev, *tb;
-            p->on_next_call = NULL;
+            PyObject *fn = p->on_call, *x, *et, *ev, *tb;
+            p->on_call = NULL;
             PyErr_Fetch(&et, &ev, &tb);
             if (!(x = PyObject_CallOneArg(fn, (PyObject *)p)))
                 PyErr_WriteUnraisable(fn);
@@ -2733,7 +2734,7 @@ static void plan_dealloc(fjn_Plan *p)
     Py_XDECREF(p->source);
     /* after the kernels that call their loops are gone (they are not running) */
     Py_XDECREF(p->capsules);
-    Py_XDECREF(p->on_next_call);
+    Py_XDECREF(p->on_call);
     /* no call of this plan is running (a call holds a reference), so no
        worker runs its kernels; dlopen counts the plans sharing one file */
     if (p->dl)
@@ -2856,7 +2857,7 @@ static PyObject *plan_after_calls(fjn_Plan *p, PyObject *args)
     if (!PyArg_ParseTuple(args, "nO:_after_calls", &n, &fn))
         return NULL;
     p->call_at = n;
-    Py_XSETREF(p->on_next_call, Py_NewRef(fn));
+    Py_XSETREF(p->on_call, Py_NewRef(fn));
     Py_RETURN_NONE;
 }
 

@@ -1336,6 +1336,12 @@ static int row_computes(const fjn_Op *op, int L)
     return op->rk != FJN_RK_CALL && !(fjn_has_row(op) && op->level < L);
 }
 
+/* Member m is a division pass L computes from its divisor's reciprocal. */
+static int pass_qdiv(const fjn_Group *g, int L, const unsigned char *need, int m)
+{
+    return need[m] && row_computes(&g->ops[m], L) && is_row_qdiv(g, &g->ops[m]);
+}
+
 /* Pass L's divisions by a value of the row (is_row_qdiv), once per row: the
    divisor qb<m>, its reciprocal qy<m>, the magnitudes of the numerators it takes
    (as bits: ql<m> .. qh<m>, or zero), and qok, whether every one can run fj_qdiv
@@ -1345,11 +1351,10 @@ static int emit_qdiv_setup(PyObject *buf, const fjn_Group *g, int L, const unsig
 {
     int nq = 0;
     for (int m = 0; m < g->nops; m++) {
-        const fjn_Op *op = &g->ops[m];
-        if (!need[m] || !row_computes(op, L) || !is_row_qdiv(g, op))
+        if (!pass_qdiv(g, L, need, m))
             continue;
         fjn_Expr B = {{0}};
-        operand_expr(g, op->arg[1], FJT_F64, &B);
+        operand_expr(g, g->ops[m].arg[1], FJT_F64, &B);
         int r = put(buf, "        const double qb%d = %s;\n        const uint64_t qd%d = fj_b64(qb%d) & INT64_MAX;\n"
                          "        const int qo%d = qd%d - 0x07B0000000000000ULL <= 0x7080000000000000ULL;\n"
                          "        const double qy%d = 1.0 / (qo%d ? qb%d : 1.0);\n"
@@ -1368,7 +1373,7 @@ static int emit_qdiv_setup(PyObject *buf, const fjn_Group *g, int L, const unsig
     if (put(buf, "        const int qok = FJ_QDIV && fj_fpstd() && (fj_csr() & 0x1F80u) == 0x1F80u") < 0)
         return -1;
     for (int m = 0; m < g->nops; m++)
-        if (need[m] && row_computes(&g->ops[m], L) && is_row_qdiv(g, &g->ops[m]) && put(buf, " && qo%d", m) < 0)
+        if (pass_qdiv(g, L, need, m) && put(buf, " && qo%d", m) < 0)
             return -1;
     return put(buf, ";\n") < 0 ? -1 : nq;
 }
@@ -1380,8 +1385,7 @@ static int emit_qdiv_bounds(PyObject *buf, const fjn_Group *g, int L, const unsi
 {
     const char *sep = "";
     for (int m = 0; m < g->nops; m++) {
-        const fjn_Op *op = &g->ops[m];
-        if (!need[m] || !row_computes(op, L) || !is_row_qdiv(g, op))
+        if (!pass_qdiv(g, L, need, m))
             continue;
         int r = test ? put(buf, "%sqx%d > qh%d || qv%d < ql%d - 1", sep, m, m, m, m)
                      : put(buf, "            uint64_t qx%d = 0, qv%d = UINT64_MAX;\n", m, m);
