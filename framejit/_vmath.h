@@ -474,4 +474,22 @@ static inline double fj_log1p64(double x)
     double r = fjv_log(us) - ((us - 1.0) - fjv_d(fjv_u(x) & m)) / us;
     return fjv_zero_keeps(x, r * fjv_invalid_unless(m));
 }
+
+/* ---- log2, log10; float32 expm1, log1p ------------------------------------ */
+
+/* (each section below: its functions' algorithms, bounds and special values in
+   its own comments; docs/native.md has the table) */
+
+/* ---- tan, sinh, cosh ------------------------------------------------------- */
+
+/* (sinh and cosh reuse exp's reduction above) */
+
+/* ---- arctan, arcsin, arccos, arctan2 --------------------------------------- */
+
+/* (arcsin and arccos of |x| <= 1; arctan2 of two operands) */
+
+/* ---- cbrt, power ------------------------------------------------------------ */
+
+/* (power of two operands: np.power and x ** y) */
+
 #endif

@@ -23,7 +23,10 @@ enum {
     FJN_CEIL, FJN_TRUNC, FJN_RINT, FJN_WHERE, FJN_CAST, FJN_FLOORDIV, FJN_MOD,
     /* transcendental functions (framejit/_vmath.h): within a documented bound of the correctly
        rounded value, not NumPy's bits; fused only with config.native_exact False */
-    FJN_EXP, FJN_LOG, FJN_SIN, FJN_COS, FJN_TANH, FJN_EXPM1, FJN_LOG1P,
+    FJN_EXP, FJN_LOG, FJN_SIN, FJN_COS, FJN_TANH, FJN_EXPM1, FJN_LOG1P, FJN_LOG2, FJN_LOG10, FJN_TAN,
+    FJN_SINH, FJN_COSH, FJN_ARCTAN, FJN_ARCSIN, FJN_ARCCOS, FJN_CBRT,
+    /* (binary: np.arctan2, np.power and x ** y where ndarray.__pow__ calls np.power) */
+    FJN_ARCTAN2, FJN_POWER,
     /* a row's code only, never a kernel's: x ** c with a constant exponent c fuses as FJN_SQUARE (2),
        FJN_SQRT (0.5) or FJN_RECIP (-1), what ndarray.__pow__ runs for these (native.c's classify_pow) */
     FJN_POW,
@@ -34,6 +37,6 @@ enum {
     FJN_RSUM, FJN_RMAX, FJN_RMIN, FJN_RANY, FJN_RALL, FJN_RMEAN,
 };
 #define FJN_IS_REDUCTION(code) ((code) >= FJN_RSUM)
-#define FJN_IS_VMATH(code) ((code) >= FJN_EXP && (code) <= FJN_LOG1P)
+#define FJN_IS_VMATH(code) ((code) >= FJN_EXP && (code) <= FJN_POWER)
 
 #endif

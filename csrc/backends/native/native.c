@@ -78,9 +78,9 @@ static int code_accepts(int code, int t)
 {
     int isf = t == FJT_F32 || t == FJT_F64, isb = t == FJT_BOOL, isi = !isf && !isb && t != FJT_NONE;
     if (FJN_IS_VMATH(code))
-        /* float32: exp, log, sin, cos and tanh in float32 lanes (framejit/_vmath.h);
-           expm1 and log1p of float32 stay NumPy's loops */
-        return t == FJT_F64 || (t == FJT_F32 && code != FJN_EXPM1 && code != FJN_LOG1P);
+        /* the dtypes framejit/_vmath.h has the function for (native_emit.c fjn_vmath_fns);
+           others stay NumPy's loops */
+        return t == FJT_F64 ? FJN_VMATH_FN(code)->f64 : t == FJT_F32 ? FJN_VMATH_FN(code)->f32 : 0;
     switch (code) {
     case FJN_ADD:
     case FJN_MUL:
@@ -298,6 +298,26 @@ static int classify_pow(fj_Node *n, fjn_Op *op)
     return 1;
 }
 
+/* x ** c of pow node 'n' with an exponent ndarray.__pow__ computes with another
+   ufunc than np.power (2, 0.5, -1: classify_pow; 1 and 0 too): those never fuse
+   as FJN_POWER (their warnings would name power) */
+static int pow_by_other_ufunc(fj_Node *n)
+{
+    if (PyTuple_GET_SIZE(n->args) != 2)
+        return 1;
+    PyObject *e = PyTuple_GET_ITEM(n->args, 1);
+    if (fj_Node_Check(e) && ((fj_Node *)e)->vkind == FJ_VAL_PYSCALAR)
+        return 1; /* a Python number traced as a value: its value may be any of them */
+    if (!(PyLong_Check(e) || PyFloat_Check(e)))
+        return 0;
+    double v = PyLong_Check(e) ? PyLong_AsDouble(e) : PyFloat_AsDouble(e);
+    if (v == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 1;
+    }
+    return v == 2.0 || v == 0.5 || v == -1.0 || v == 1.0 || v == 0.0;
+}
+
 /*
 ** The axis and keepdims of reduction node 'n' whose arguments are (x),
 ** (x, axis) and keywords among axis= and keepdims= (constants: axis None or
@@ -351,8 +371,12 @@ static int reduction_axis(fj_Node *n, int *axis, int *keepdims)
 static int fjn_classify(fj_Node *n, fjn_Op *op, int exact)
 {
     int code = node_code(n, exact);
-    if (code == FJN_POW)
-        return classify_pow(n, op);
+    if (code == FJN_POW) {
+        int r = classify_pow(n, op);
+        if (r != 0 || exact || fjn_vmath_src == NULL || pow_by_other_ufunc(n))
+            return r;
+        code = FJN_POWER; /* x ** y where ndarray.__pow__ calls np.power */
+    }
     if (code == 0)
         return 0;
     const fj_OpDef *row = n->op;
@@ -931,7 +955,7 @@ static int row_join_call2(fjn_Builder *b, fj_Node *n)
     const fj_OpDef *row = n->op;
     if (b->open < 0 || n->kind != FJ_NODE_CALL || row->ufunc == NULL || PyTuple_GET_SIZE(n->args) != 2 ||
         (n->kwargs && PyDict_GET_SIZE(n->kwargs)) || n->vkind != FJ_VAL_ARRAY ||
-        !((row->kind == FJ_OP_FUNC && (row->flags & FJ_OPF_UFUNC) && row->fused == 0) ||
+        !((row->kind == FJ_OP_FUNC && (row->flags & FJ_OPF_UFUNC) && (row->fused == 0 || FJN_IS_VMATH(row->fused))) ||
           (row->kind == FJ_OP_BINOP && row->fused == FJN_POW)))
         return 0;
     int known = 0;
@@ -3054,7 +3078,30 @@ static PyObject *native_stream_copy(PyObject *mod, PyObject *args)
     return r;
 }
 
+/* native_vmath() -> {ufunc name: (C stem, dtypes)}: framejit/_vmath.h's functions
+   and the dtypes the kernels compute them in (others: NumPy's loops) */
+static PyObject *native_vmath(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    PyObject *d = PyDict_New();
+    for (int c = FJN_EXP; d != NULL && c <= FJN_POWER; c++) {
+        const fjn_VmathFn *f = FJN_VMATH_FN(c);
+        PyObject *v = f->f64 && f->f32 ? Py_BuildValue("(s(ss))", f->stem, "float64", "float32")
+            : f->f64 ? Py_BuildValue("(s(s))", f->stem, "float64")
+            : f->f32 ? Py_BuildValue("(s(s))", f->stem, "float32")
+            : Py_BuildValue("(s())", f->stem);
+        if (v == NULL || PyDict_SetItemString(d, f->ufunc, v) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(v);
+    }
+    return d;
+}
+
 static PyMethodDef native_functions[] = {
+    {"native_vmath", (PyCFunction)native_vmath, METH_NOARGS,
+     "native_vmath() -> {ufunc name: (C stem, dtypes)}: the transcendental functions of framejit/_vmath.h "
+     "and the dtypes the kernels compute them in with config.native_exact False"},
     {"native_plan", (PyCFunction)native_plan, METH_O,
      "native_plan(graph) -> (NativePlan, C source) or (None, None) when nothing fuses."},
     {"native_plan_deferred", (PyCFunction)native_plan_deferred, METH_O,

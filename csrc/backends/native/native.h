@@ -142,6 +142,16 @@ int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi);
 PyObject *fjn_emit_prologue(void);
 /* True when group 'g' computes a function of framejit/_vmath.h (exp, log, sin, cos, tanh). */
 int fjn_group_uses_vmath(const fjn_Group *g);
+/* framejit/_vmath.h's functions, indexed by code - FJN_EXP: the C name's stem
+   (fj_<stem>64 / fj_<stem>32), which dtypes it has (a code without one is
+   NumPy's loop, called on blocks: native.c row_join_call), and whether it raises
+   invalid on purpose for arguments it leaves to NumPy (native_emit.c is_hard_invalid) */
+typedef struct {
+    const char *ufunc, *stem;
+    unsigned char f64, f32, hard_invalid;
+} fjn_VmathFn;
+extern const fjn_VmathFn fjn_vmath_fns[];
+#define FJN_VMATH_FN(code) (&fjn_vmath_fns[(code) - FJN_EXP])
 
 /* The FE_* bits of the conditions np.geterr() says "ignore" for (0 when it
    cannot be asked). */

@@ -374,14 +374,48 @@ static int is_float_int_cast(const fjn_Op *op)
            op->type != FJT_BOOL;
 }
 
-/* Is member op one whose invalid flag is hard: a float to int cast, or a log,
-   which raises invalid on purpose for an argument it leaves to NumPy
-   (framejit/_vmath.h)?  A group with one runs through NumPy when the flag is
-   raised (its values, flags and warnings are then NumPy's). */
+/* framejit/_vmath.h's functions (native.h); a 0 dtype column leaves that dtype
+   to NumPy's loop */
+const fjn_VmathFn fjn_vmath_fns[] = {
+    [FJN_EXP - FJN_EXP] = {"exp", "exp", 1, 1, 0},
+    [FJN_LOG - FJN_EXP] = {"log", "log", 1, 1, 1},
+    [FJN_SIN - FJN_EXP] = {"sin", "sin", 1, 1, 1},
+    [FJN_COS - FJN_EXP] = {"cos", "cos", 1, 1, 1},
+    [FJN_TANH - FJN_EXP] = {"tanh", "tanh", 1, 1, 0},
+    [FJN_EXPM1 - FJN_EXP] = {"expm1", "expm1_", 1, 0, 0},
+    [FJN_LOG1P - FJN_EXP] = {"log1p", "log1p", 1, 0, 1},
+
+    [FJN_LOG2 - FJN_EXP] = {"log2", "log2_", 0, 0, 1},
+
+    [FJN_LOG10 - FJN_EXP] = {"log10", "log10_", 0, 0, 1},
+
+    [FJN_TAN - FJN_EXP] = {"tan", "tan", 0, 0, 1},
+
+    [FJN_SINH - FJN_EXP] = {"sinh", "sinh", 0, 0, 0},
+
+    [FJN_COSH - FJN_EXP] = {"cosh", "cosh", 0, 0, 0},
+
+    [FJN_ARCTAN - FJN_EXP] = {"arctan", "atan", 0, 0, 0},
+
+    [FJN_ARCSIN - FJN_EXP] = {"arcsin", "asin", 0, 0, 1},
+
+    [FJN_ARCCOS - FJN_EXP] = {"arccos", "acos", 0, 0, 1},
+
+    [FJN_CBRT - FJN_EXP] = {"cbrt", "cbrt", 0, 0, 0},
+
+    [FJN_ARCTAN2 - FJN_EXP] = {"arctan2", "atan2_", 0, 0, 0},
+
+    [FJN_POWER - FJN_EXP] = {"power", "pow", 0, 0, 1},
+};
+
+/* Is member op one whose invalid flag is hard: a float to int cast, or a
+   function of framejit/_vmath.h that raises invalid on purpose for an argument
+   it leaves to NumPy (log, sin, ...: fjn_vmath_fns)?  A group with one runs
+   through NumPy when the flag is raised (its values, flags and warnings are
+   then NumPy's). */
 static int is_hard_invalid(const fjn_Op *op)
 {
-    return is_float_int_cast(op) || op->code == FJN_LOG || op->code == FJN_LOG1P || op->code == FJN_SIN ||
-           op->code == FJN_COS;
+    return is_float_int_cast(op) || (FJN_IS_VMATH(op->code) && FJN_VMATH_FN(op->code)->hard_invalid);
 }
 
 static int has_hard_invalid(const fjn_Group *g)
@@ -461,12 +495,17 @@ static int op_expr(const fjn_Group *g, const fjn_Op *op, char *out, size_t cap)
         return 0;
     }
     if (FJN_IS_VMATH(op->code)) {
-        /* framejit/_vmath.h's fj_<name>64 / fj_<name>32, in FJN_EXP .. FJN_LOG1P order */
-        static const char *const names[] = {"exp", "log", "sin", "cos", "tanh", "expm1_", "log1p"};
-        operand_expr(g, op->arg[0], t, &A);
-        if (t != FJT_F64 && (t != FJT_F32 || op->code == FJN_EXPM1 || op->code == FJN_LOG1P))
+        /* framejit/_vmath.h's fj_<stem>64 / fj_<stem>32 of one or two operands */
+        const fjn_VmathFn *vf = FJN_VMATH_FN(op->code);
+        if (!(t == FJT_F64 ? vf->f64 : t == FJT_F32 ? vf->f32 : 0) || (op->nargs == 2 && op->argtype[1] != t))
             return -1;
-        snprintf(out, cap, "fj_%s%s(%s)", names[op->code - FJN_EXP], t == FJT_F64 ? "64" : "32", a);
+        operand_expr(g, op->arg[0], t, &A);
+        if (op->nargs == 2) {
+            operand_expr(g, op->arg[1], t, &B);
+            snprintf(out, cap, "fj_%s%s(%s, %s)", vf->stem, t == FJT_F64 ? "64" : "32", a, b);
+        } else {
+            snprintf(out, cap, "fj_%s%s(%s)", vf->stem, t == FJT_F64 ? "64" : "32", a);
+        }
         return 0;
     }
     int sel = op->code == FJN_WHERE;
