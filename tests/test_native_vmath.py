@@ -321,3 +321,102 @@ def test_float64_sin_cos_near_multiples_of_half_pi(fname):
     x = x[np.abs(x) <= 2.0 ** 18]
     close_outcomes(make(f"np.{fname}(x) * 1.0"), [(x,), (x[::-1].copy(),)])
     assert framejit.counters["native"]["nodes_fused"] >= 1
+
+
+# ---- every function of the table (framejit._C.native_vmath()) ----
+# The kernels compute a function for the dtypes the table lists and call
+# NumPy's loop for the others; each function's own tests (test_native_vmath_*.py)
+# measure its bound on its hard regions.  These hold for every row, so a
+# function added to the table is covered by them at once.
+
+from framejit import _C  # noqa: E402
+
+VMATH = _C.native_vmath()
+BINARY = ("arctan2", "power")
+LISTED = [(f, dt) for f, (_, dts) in sorted(VMATH.items()) for dt in dts]
+UNLISTED = [(f, dt) for f, (_, dts) in sorted(VMATH.items()) for dt in ("float64", "float32") if dt not in dts]
+
+
+def _call(fname):
+    return f"np.{fname}(x, y)" if fname in BINARY else f"np.{fname}(x)"
+
+
+def _benign(dtype, k=0):
+    """Arguments inside every function's domain (arcsin's and log's, a base of power)."""
+    r = rng(20 + k)
+    return r.uniform(0.05, 0.95, 3001).astype(dtype), r.uniform(0.5, 2.5, 3001).astype(dtype)
+
+
+def test_the_table_and_the_header_agree():
+    src = open(framejit.native.__file__.replace("native.py", "_vmath.h")).read()
+    for fname, (stem, dts) in VMATH.items():
+        for dt in dts:
+            ctype, bits = ("double", "64") if dt == "float64" else ("float", "32")
+            assert f"static inline {ctype} fj_{stem}{bits}(" in src, (fname, dt)
+        assert getattr(np, fname).nin == (2 if fname in BINARY else 1)
+
+
+@pytest.mark.parametrize("fname,dtype", LISTED)
+def test_every_listed_function_fuses_into_the_kernel(fname, dtype):
+    stem = VMATH[fname][0]
+    bits = "64" if dtype == "float64" else "32"
+    plans, capture = capturing_backend()
+    fn = make(f"{_call(fname)} * 0.5 + x", "x, y")
+    x, y = _benign(np.dtype(dtype).type)
+    cf = framejit.compile(fn, backend=capture)
+    got, exp = cf(x, y), fn(x, y)
+    # (within a few ulp of the terms: f * 0.5 + x may cancel)
+    assert got.dtype == exp.dtype and np.all(np.abs(got - exp) <= 8 * np.finfo(dtype).eps * (np.abs(exp) + x))
+    assert f"fj_{stem}{bits}(" in plans[0].source and "(calls" not in plans[0].source
+    # exact mode: NumPy's loop, NumPy's bits
+    framejit.reset()
+    framejit.config.native_exact = True
+    cf = framejit.compile(fn, backend=capture)
+    assert np.array_equal(cf(x, y), exp) and f"fj_{stem}{bits}(" not in plans[1].source
+
+
+@pytest.mark.parametrize("fname,dtype", UNLISTED)
+def test_a_dtype_the_table_does_not_list_runs_numpys_loop(fname, dtype):
+    plans, capture = capturing_backend()
+    fn = make(f"{_call(fname)} * 0.5 + x", "x, y")
+    x, y = _benign(np.dtype(dtype).type)
+    cf = framejit.compile(fn, backend=capture)
+    assert np.array_equal(cf(x, y), fn(x, y))   # NumPy's loop inside the kernel: its bits
+    assert f"fj_{VMATH[fname][0]}" not in "".join(p.source for p in plans)
+
+
+SPECIAL_ALL = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324,
+               1e-310, 1e-40, -1e-40, 1e-20, 1e300, -1e300, 3e38, 710.0, -750.0, 89.0, -104.0, 1e5, 262145.0]
+
+
+@pytest.mark.parametrize("fname,dtype", LISTED)
+def test_special_values_of_every_function_are_numpys(fname, dtype):
+    """Each special value alone among ordinary ones (and for a binary function,
+    every pair of them): the value's class (NaN, inf with its sign, zero with its
+    sign), the warnings and errstate's outcome are NumPy's; finite values within
+    a few ulp."""
+    dt = np.dtype(dtype).type
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        special = np.array(SPECIAL_ALL, dtype=np.float64).astype(dt)
+    x0, y0 = _benign(dt, 1)
+    fn = make(f"{_call(fname)} * 1.0", "x, y")
+    cases = [(x0, y0)]
+    if fname in BINARY:
+        for i, a in enumerate(special):
+            x, y = x0.copy(), y0.copy()
+            x[100:100 + len(special)] = a       # a against every special value, and the reverse
+            y[100:100 + len(special)] = special
+            cases.append((x, y))
+    else:
+        for a in special:
+            x = x0.copy()
+            x[500] = a
+            cases.append((x, y0))
+    close_outcomes(fn, cases, ulps=8)
+    cf = framejit.compile(fn, backend="native")
+    for mode in ("raise", "warn", "ignore"):
+        for args in cases[1::7]:
+            with np.errstate(all=mode):
+                got, exp = outcome(cf, [a.copy() for a in args]), outcome(fn, [a.copy() for a in args])
+            assert got[0][0] == exp[0][0] and got[1] == exp[1], (mode, args[0][500], got, exp)
