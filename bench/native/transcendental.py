@@ -21,6 +21,10 @@ Threads: OMP/MKL/NUMBA at 1, torch.set_num_threads(1), native threads=1.
 Results are checked against NumPy (native exact: bit for bit; the others
 within 1e-6 relative of the largest term, float32 1e-3... see close()).
 
+A second table times each function of framejit/_vmath.h alone in a small
+chain, `f(a) * 0.5 + b` (binary: `f(a, c) * 0.5 + b`), at 1e6 elements, with
+arguments in the function's usual range (FUNCTION_ARGS), same columns but eager.
+
 Run: python3 bench/native/transcendental.py [--quick]
 Writes bench/results/native_vmath.json (bench/_results.py).
 """
@@ -79,6 +83,68 @@ def numba_fns():
         return out
 
     return {"tchain": nb_tchain, "texplog": nb_texplog}
+
+
+# each function of framejit/_vmath.h: (NumPy function, torch function name, arguments' generator)
+FUNCTION_ARGS = {
+    "exp": lambda r, n: (r.uniform(-20, 20, n),), "expm1": lambda r, n: (r.uniform(-3, 3, n),),
+    "log": lambda r, n: (r.uniform(0.01, 100, n),), "log1p": lambda r, n: (r.uniform(-0.5, 10, n),),
+    "log2": lambda r, n: (r.uniform(0.01, 100, n),), "log10": lambda r, n: (r.uniform(0.01, 100, n),),
+    "sin": lambda r, n: (r.uniform(-100, 100, n),), "cos": lambda r, n: (r.uniform(-100, 100, n),),
+    "tan": lambda r, n: (r.uniform(-100, 100, n),), "tanh": lambda r, n: (r.uniform(-5, 5, n),),
+    "sinh": lambda r, n: (r.uniform(-20, 20, n),), "cosh": lambda r, n: (r.uniform(-20, 20, n),),
+    "arctan": lambda r, n: (r.standard_normal(n) * 10,), "arcsin": lambda r, n: (r.uniform(-1, 1, n),),
+    "arccos": lambda r, n: (r.uniform(-1, 1, n),), "cbrt": lambda r, n: (r.standard_normal(n) * 100,),
+    "arctan2": lambda r, n: (r.standard_normal(n), r.standard_normal(n)),
+    "power": lambda r, n: (r.uniform(0.1, 10, n), r.uniform(-3, 3, n)),
+}
+TORCH_NAMES = {"arctan": "atan", "arcsin": "asin", "arccos": "acos", "arctan2": "atan2", "power": "pow"}
+
+
+def function_rows(torch):
+    """One row per function and dtype: f(a) * 0.5 + b at 1e6 elements."""
+    n, rows = 10**6, []
+    print(f"{'function':8} {'dtype':8} {'NumPy':>9} {'exact':>7} {'native':>7} {'inductor':>9}   (1e6, speed vs NumPy)")
+    listed = framejit._C.native_vmath()
+    for fname, gen in FUNCTION_ARGS.items():
+        npf = getattr(np, fname)
+        src = (f"def f_{fname}(a, b, c):\n    return np.{fname}(a{', c' if npf.nin == 2 else ''}) * 0.5 + b\n")
+        ns = {"np": np}
+        exec(src, ns)
+        fn = ns[f"f_{fname}"]
+        for dtype in (np.float64, np.float32):
+            rng = np.random.default_rng(2)
+            xs = gen(rng, n)
+            a = xs[0].astype(dtype)
+            c = (xs[1] if len(xs) > 1 else xs[0]).astype(dtype)
+            b = rng.standard_normal(n).astype(dtype)
+            args = (a, b, c)
+            want = fn(*args)
+            calls = {"numpy": (fn, args)}
+            for key, exact in (("exact", True), ("native", False)):
+                framejit.config.native_exact = exact
+                cf = framejit.compile(fresh(fn), backend="native")
+                got = cf(*args)
+                assert close(got, want, dtype), (fname, key)
+                calls[key] = (cf, args)
+            framejit.config.native_exact = True
+            if torch is not None:
+                tf = getattr(torch, TORCH_NAMES.get(fname, fname))
+                targs = tuple(torch.from_numpy(x) for x in args)
+                tc = torch.compile((lambda a, b, c: tf(a, c) * 0.5 + b) if npf.nin == 2 else
+                                   (lambda a, b, c: tf(a) * 0.5 + b))
+                assert close(tc(*targs).numpy(), want, dtype), (fname, "inductor")
+                calls["inductor"] = (tc, targs)
+            best = best_interleaved(calls, ROUNDS, 3)
+            row = {"function": f"np.{fname}", "dtype": np.dtype(dtype).name, "numpy_us": best["numpy"] * 1e6,
+                   "fused": np.dtype(dtype).name in listed[fname][1]}
+            for k in ("exact", "native", "inductor"):
+                row[k] = best["numpy"] / best[k] if k in best else None
+            rows.append(row)
+            print(f"{fname:8} {row['dtype']:8} {row['numpy_us']:>7.0f}us {row['exact']:>7.2f} {row['native']:>7.2f} "
+                  f"{row['inductor'] or 0:>9.2f}{'' if row['fused'] else '   (NumPy loop: not in _vmath.h)'}",
+                  flush=True)
+    return rows
 
 
 def close(got, want, dtype):
@@ -141,6 +207,7 @@ def main():
                 rows.append(row)
                 print(f"{name:8} {row['dtype']:8} {row['n']:>6} {row['numpy_us']:>7.0f}us {row['exact']:>7.2f} "
                       f"{row['native']:>7.2f} {row['inductor'] or 0:>9.2f} {row['numba'] or 0:>7.2f}", flush=True)
+    frows = function_rows(torch)
     C = _results.column
     targets = []
     for dt in ("float64", "float32"):
@@ -165,8 +232,15 @@ def main():
             f"one core, best of {ROUNDS} interleaved rounds (fj eager: against NumPy alone, {3 * ROUNDS} rounds); speed relative to NumPy (higher is faster)",
             [C("kernel", "kernel"), C("dtype", "dtype"), C("n", "n"), C("numpy_us", "NumPy µs", ".0f"),
              C("eager", "fj eager", ".2f"), C("exact", "fj native, exact", ".2f"), C("native", "fj native", ".2f"),
-             C("inductor", "torch.compile", ".2f"), C("numba", "Numba", ".2f")], rows)],
-        targets=targets, data={"rows": rows})
+             C("inductor", "torch.compile", ".2f"), C("numba", "Numba", ".2f")], rows),
+            _results.table(
+                f"each function alone: f(a) * 0.5 + b (binary: f(a, c) * 0.5 + b), 1e6 elements, one core, best of "
+                f"{ROUNDS} interleaved rounds; speed relative to NumPy; fused: framejit/_vmath.h computes it for "
+                "this dtype (else NumPy's loop inside the kernel)",
+                [C("function", "function"), C("dtype", "dtype"), C("fused", "fused"),
+                 C("numpy_us", "NumPy µs", ".0f"), C("exact", "fj native, exact", ".2f"),
+                 C("native", "fj native", ".2f"), C("inductor", "torch.compile", ".2f")], frows)],
+        targets=targets, data={"rows": rows, "functions": frows})
 
 
 
