@@ -490,6 +490,238 @@ static inline double fj_log1p64(double x)
 
 /* ---- cbrt, power ------------------------------------------------------------ */
 
+/* cbrt(x) (FreeBSD's s_cbrt.c, branch-free): |x| = 2^e m; a 5-bit estimate t of
+   cbrt(|x|) from the high 32 bits (their third plus a bias; a subnormal |x| is
+   scaled by 2^54 first, its bias taking 18 from the exponent), a polynomial in
+   t^3 / |x| to 23 bits, t rounded away from zero to 22 bits (t * t exact), one
+   Newton step t + t (|x| / t^2 - t) / (2t + |x| / t^2): < 0.667 ulp; the sign
+   put back.  +-0, +-inf and NaN are the result themselves (computed on 1.0:
+   no flag) */
+static inline double fj_cbrt64(double x)
+{
+    const double P0 = 1.87595182427177009643, P1 = -1.88497979543377169875, P2 = 1.621429720105354466140,
+                 P3 = -0.758397934778766047437, P4 = 0.145996192886612446982;
+    uint64_t u = fjv_u(x), sign = u & 0x8000000000000000ULL, a = u ^ sign;
+    uint64_t fin = 0 - (uint64_t)((a - 1) < 0x7fefffffffffffffULL); /* nonzero finite */
+    a = (a & fin) | (0x3ff0000000000000ULL & ~fin);                  /* others: 1.0 */
+    uint64_t sub = 0 - (uint64_t)(a < 0x0010000000000000ULL);
+    double ax = fjv_d(a);
+    double as = ax * fjv_d((0x4350000000000000ULL & sub) | (0x3ff0000000000000ULL & ~sub)); /* 2^54 |x| */
+    uint64_t hx = fjv_u(as) >> 32;
+    /* (1023 - 1023/3 - 0.03306235651) 2^20, the same less 54/3 2^20 for a scaled subnormal */
+    uint64_t bias = (715094163ULL & ~sub) | (696219795ULL & sub);
+    double t = fjv_d((((hx * 0xaaaaaaabULL) >> 33) + bias) << 32); /* hx / 3 + bias (hx < 2^31) */
+    double r = (t * t) * (t / ax);
+    t = t * ((P0 + r * (P1 + r * P2)) + ((r * r) * r) * (P3 + r * P4));
+    t = fjv_d((fjv_u(t) + 0x80000000ULL) & 0xffffffffc0000000ULL);
+    double s = t * t;        /* exact */
+    r = ax / s;
+    double w = t + t;
+    r = (r - t) / (w + r);
+    t = t + t * r;
+    return fjv_d((fjv_u(t) & fin) | (u & ~fin) | sign);
+}
+
+/* float32 cbrt in float64 lanes (FreeBSD's s_cbrtf.c): the 5-bit estimate from
+   the float64's high bits (a float32 subnormal is a normal float64), two Halley
+   steps t (t^3 + 2|x|) / (2 t^3 + |x|) to 47 bits, rounded once to float32;
+   +-0, +-inf and NaN are the result themselves */
+static inline float fj_cbrt32(float x)
+{
+    uint32_t u = fjv_uf(x), sign = u & 0x80000000u, a = u ^ sign;
+    uint32_t fin = 0u - (uint32_t)((a - 1u) < 0x7f7fffffu);          /* nonzero finite */
+    double ax = (double)fjv_f((a & fin) | (0x3f800000u & ~fin));
+    uint64_t hx = fjv_u(ax) >> 32;
+    double t = fjv_d((((hx * 0xaaaaaaabULL) >> 33) + 715094163ULL) << 32);
+    double r = t * t * t;
+    t = t * (ax + ax + r) / (ax + r + r);
+    r = t * t * t;
+    t = t * (ax + ax + r) / (ax + r + r);
+    return fjv_f((fjv_uf((float)t) & fin) | (u & ~fin) | sign);
+}
+
 /* (power of two operands: np.power and x ** y) */
+
+/* a * b - p exactly, p = a * b rounded (FMA; else Dekker's product of Veltkamp
+   halves: |a|, |b| < 2^970) */
+static inline double fjv_prod_err(double a, double b, double p)
+{
+#ifdef __FMA__
+    return __builtin_fma(a, b, -p);
+#else
+    const double c = 134217729.0; /* 2^27 + 1 */
+    double ta = c * a, ah = ta - (ta - a), al = a - ah;
+    double tb = c * b, bh = tb - (tb - b), bl = b - bh;
+    return ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+#endif
+}
+
+/* log(x) = hi + lo in double-double (2^-67 relative), x positive normal finite
+   (an input scaled by 2^54 from a subnormal: esub 54): x = 2^e m, m in
+   [sqrt(3)/2, sqrt(3)) from the bits, c = 1 or 1.5 (m above sqrt(3/2): fdlibm's
+   e_pow.c split), log(m) = log(c) + 2 atanh(s), s = (m - c) / (m + c) in
+   double-double (|s| < 0.102), 2 atanh(s) = 2s + (2/3) s^3 + s^5 t(s^2): the
+   first two terms in double-double, t (a fit of degree 6, 2^-54 relative) in
+   double; the sum renormalized (|lo| <= ulp(hi) / 2) */
+static inline double fjv_log_dd(double x, double esub, double *lo_out)
+{
+    const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
+    const double c3h = 0x1.5555555555555p-1, c3l = 0x1.5555555555555p-55; /* 2/3 */
+    uint64_t ix = fjv_u(x);
+    uint64_t eb = (ix - 0x3febb67ae8584caaULL) >> 52; /* e in 12 bits, two's complement */
+    uint64_t im = ix - (eb << 52);
+    double m = fjv_d(im);
+    double dk = (fjv_d(0x4338000000000000ULL + ((eb ^ 0x800) - 0x800)) - 0x1.8p52) - esub;
+    uint64_t hc = 0 - (uint64_t)(im >= 0x3ff3988e1409212eULL); /* m >= sqrt(3/2): c = 1.5 */
+    double c = fjv_d(0x3ff0000000000000ULL | (0x0008000000000000ULL & hc));
+    double lch = fjv_d(0x3fd9f323ecbf984cULL & hc), lcl = fjv_d(0xbc4a92e513217f5cULL & hc); /* log(c) */
+    double f = m - c;                                  /* exact */
+    double dh = c + m, dl = m - (dh - c);              /* m + c = dh + dl exactly */
+    double inv = 1.0 / dh;
+    double sh = f * inv, p = sh * dh;
+    double sl = (((f - p) - fjv_prod_err(sh, dh, p)) - sh * dl) * inv; /* f - s (m + c) = 0 */
+    double zh = sh * sh, zl = fjv_prod_err(sh, sh, zh) + 2.0 * sh * sl;
+    double p3h = sh * zh, p3l = fjv_prod_err(sh, zh, p3h) + (sh * zl + sl * zh);
+    double t3h = c3h * p3h, t3l = fjv_prod_err(c3h, p3h, t3h) + (c3h * p3l + c3l * p3h);
+    double t = FJV_MA(0x1.f196d8117a154p-4, zh, 0x1.10f4acae2f37ap-3);
+    t = FJV_MA(t, zh, 0x1.3b13e3f591640p-3);
+    t = FJV_MA(t, zh, 0x1.745d17175ada7p-3);
+    t = FJV_MA(t, zh, 0x1.c71c71c730b1ep-3);
+    t = FJV_MA(t, zh, 0x1.2492492492478p-2);
+    t = FJV_MA(t, zh, 0x1.999999999999ap-2);
+    double s2 = 2.0 * sh, t5 = FJV_MA(p3h, zh, FJV_MA(p3h, zl, p3l * zh)) * t; /* s^5 t */
+    double l3 = s2 + t3h;                               /* |2s| > |t3h| > |t5| */
+    double lh = l3 + t5;
+    double ll = (((s2 - l3) + t3h) + ((l3 - lh) + t5)) + (2.0 * sl + t3l);
+    double b = lch + lh, bc = b - lch;                  /* log(c) + lh = b + its error (2Sum) */
+    double eh = dk * ln2hi;                             /* exact */
+    double hi = eh + b, bb = hi - eh;
+    double lo = ((eh - (hi - bb)) + (b - bb)) + ((((lch - (b - bc)) + (lh - bc)) + ll) + FJV_MA(dk, ln2lo, lcl));
+    double h = hi + lo;                                 /* |lo| <= ulp(h) / 2 */
+    *lo_out = (hi - h) + lo;
+    return h;
+}
+
+/* exp(ph + pl), |ph| <= 746, |pl| <= ulp(ph): ph = k ln2 + t (t exact, |t| <= ln2/2
+   + a little), exp(t + c), c = pl - k ln2lo, = exp(rh + rl) as
+   1 + rh + (rh^2 q(rh) + rl (1 + rh)) (q a fit of degree 10: 2^-61.3 relative), the
+   sum 1 + rh's rounding error kept; times 2^k as 2^k2 added to the exponent bits
+   and one product by 2^k1, which alone rounds (overflow, underflow) */
+static inline double fjv_exp_dd(double ph, double pl)
+{
+    const double shift = 0x1.8p52, invln2 = 0x1.71547652b82fep0;
+    const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
+    double z = FJV_MA(ph, invln2, shift);
+    double k = z - shift;
+    uint64_t ki = fjv_u(z) - fjv_u(shift);
+    uint64_t k1 = (uint64_t)((int64_t)ki >> 1), k2 = ki - k1;
+    double t = FJV_MA(-k, ln2hi, ph);                   /* exact */
+    double c = pl - k * ln2lo;
+    double rh = t + c, rl = (t - rh) + c;
+    double q = FJV_MA(0x1.1f72fca58cc92p-29, rh, 0x1.af4ddddcf06d6p-26);
+    q = FJV_MA(q, rh, 0x1.27e4db679bec4p-22);
+    q = FJV_MA(q, rh, 0x1.71de02372bdd3p-19);
+    q = FJV_MA(q, rh, 0x1.a01a01a6d7883p-16);
+    q = FJV_MA(q, rh, 0x1.a01a01abe63b3p-13);
+    q = FJV_MA(q, rh, 0x1.6c16c16c162d6p-10);
+    q = FJV_MA(q, rh, 0x1.11111111100dfp-7);
+    q = FJV_MA(q, rh, 0x1.5555555555556p-5);
+    q = FJV_MA(q, rh, 0x1.5555555555557p-3);
+    q = FJV_MA(q, rh, 0x1.0000000000000p-1);
+    double w = FJV_MA(rh * rh, q, FJV_MA(rl, rh, rl));
+    double a1 = 1.0 + rh, e1 = (1.0 - a1) + rh;
+    double v = a1 + (e1 + w);
+    return fjv_d(fjv_u(v) + (k2 << 52)) * fjv_d((k1 << 52) + 0x3ff0000000000000ULL);
+}
+
+/* x ** y: exp(y log x), log in double-double (fjv_log_dd), y log x = ph + pl
+   (exact product's error kept), ph = k ln2 + t (t exact, |t| <= ln2/2 + a
+   little), exp(t + c), c = pl - k ln2lo, as 1 + rh + (rh^2 q(rh) + rl (1 + rh))
+   (q exp's polynomial), the sum 1 + rh's rounding error kept; times 2^k as 2^k2
+   added to the exponent bits and one product by 2^k1, which alone rounds, so
+   overflow and underflow are raised there (|y log x| clamped to 746, past which
+   the result is inf or 0); results below 2^-1022 raise underflow explicitly, as
+   NumPy's do.  Natively: x positive finite (subnormal: scaled by 2^54), or
+   negative with an integer y (the sign y's parity: |y| >= 2^53 is even), y
+   finite (|y| clamped into [2^-80, 2^900]: the same results, no overflow of the
+   product); y = +-0 or x = 1: 1 (NaN or not); a NaN: NaN; x = +-0, y > 0: +-0.
+   Others (a negative x with a non-integer y, x = +-0 with y < 0, an infinite x
+   or y) raise invalid on purpose: NumPy computes the group */
+static inline double fj_pow64(double x, double y)
+{
+    const double shift = 0x1.8p52, invln2 = 0x1.71547652b82fep0;
+    const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
+    const uint64_t SIGN = 0x8000000000000000ULL, ABS = 0x7fffffffffffffffULL, INF = 0x7ff0000000000000ULL;
+    uint64_t ux = fjv_u(x), uy = fjv_u(y), ax = ux & ABS, ay = uy & ABS;
+    /* |y| into [2^-80, 2^900] (a NaN or inf: 2^900; integer compares raise nothing) */
+    uint64_t ac = ay < 0x3af0000000000000ULL ? 0x3af0000000000000ULL
+                  : ay > 0x7830000000000000ULL ? 0x7830000000000000ULL : ay;
+    double yc = fjv_d(ac | (uy & SIGN));
+    /* y an integer, odd: |y| + 2^52 rounds |y| < 2^52 to an integer, its units'
+       bit the last; from 2^52 every double is an integer, from 2^53 even (a
+       variable shift of the bits would not vectorize: gcc narrows its count) */
+    double ya = fjv_d(ac), yr = ya + 0x1p52;
+    uint64_t lo52 = 0 - (uint64_t)(ac < 0x4330000000000000ULL);
+    uint64_t yint = (uint64_t)((ac >= 0x4330000000000000ULL) | (yr - 0x1p52 == ya));
+    uint64_t yodd = yint & ((fjv_u(yr) & lo52) | (ac & ~lo52 & (0 - (uint64_t)(ac < 0x4340000000000000ULL)))) & 1;
+    uint64_t neg = (ux >> 63) & yodd;
+    /* |x|: a nonzero finite one (a subnormal times 2^54), others and those of a
+       y inf or NaN 1.0 */
+    uint64_t fin = 0 - (uint64_t)(((ax - 1) < 0x7fefffffffffffffULL) & (ay < INF));
+    uint64_t a = (ax & fin) | (0x3ff0000000000000ULL & ~fin);
+    uint64_t sub = 0 - (uint64_t)(a < 0x0010000000000000ULL);
+    double xs = fjv_d(a) * fjv_d((0x4350000000000000ULL & sub) | (0x3ff0000000000000ULL & ~sub));
+    double Ll, Lh = fjv_log_dd(xs, fjv_d(0x404b000000000000ULL & sub) /* 54 */, &Ll);
+    double ph = yc * Lh, pl = fjv_prod_err(yc, Lh, ph) + yc * Ll;
+    /* |ph| <= 746 (past it: inf or 0 whatever pl) */
+    uint64_t uph = fjv_u(ph), big = 0 - (uint64_t)((uph & ABS) > 0x4087500000000000ULL);
+    ph = fjv_d((uph & ~big) | (((uph & SIGN) | 0x4087500000000000ULL) & big));
+    pl = fjv_d(fjv_u(pl) & ~big);
+    double r = fjv_exp_dd(ph, pl);
+    double wu = fjv_d(0x3fe0000000000000ULL & (0 - (uint64_t)(fjv_u(r) < 0x0010000000000000ULL)));
+    r = r + wu * 0x1p-1074;                             /* below 2^-1022: underflow */
+    /* the cases */
+    uint64_t one = 0 - (uint64_t)((ay == 0) | (ux == 0x3ff0000000000000ULL));
+    uint64_t nan = 0 - (uint64_t)((ax > INF) | (ay > INF));
+    uint64_t zpos = 0 - (uint64_t)((ax == 0) & ((uy - 1) < INF));                      /* y in (0, inf] */
+    uint64_t ok = fin & (0 - (uint64_t)((ay < INF) & ((ux >> 63 == 0) | yint)));
+    r = r * fjv_invalid_unless(one | nan | zpos | ok);
+    uint64_t ur = (fjv_u(r) & ~zpos) ^ (neg << 63);
+    ur = (ur & ~nan) | (((ax > INF) ? ux : uy) & nan);
+    return fjv_d((ur & ~one) | (0x3ff0000000000000ULL & one));
+}
+
+/* float32 x ** y in float64 lanes: exp(y log x) with fjv_log and exp's reduction
+   (|y log x| clamped to 200: the float32 result is inf or 0 past 104), rounded
+   once to float32 (the conversion raises overflow and underflow); results below
+   2^-126 raise underflow explicitly; the cases and what is left to NumPy as
+   fj_pow64's */
+static inline float fj_pow32(float x, float y)
+{
+    uint32_t ux = fjv_uf(x), uy = fjv_uf(y), ax = ux & 0x7fffffffu, ay = uy & 0x7fffffffu;
+    uint32_t yfin = 0u - (uint32_t)(ay < 0x7f800000u);
+    uint32_t fin = (0u - (uint32_t)((ax - 1u) < 0x7f7fffffu)) & yfin; /* x nonzero finite, y finite */
+    double yd = (double)fjv_f((uy & yfin) | (0x3f800000u & ~yfin)); /* a non-finite y: 1.0 */
+    uint32_t ey = ay >> 23, sig = (ay & 0x007fffffu) | 0x00800000u; /* as fj_pow64's */
+    uint32_t sh = ey >= 150 ? 0 : ey < 126 ? 24 : 150 - ey;
+    uint32_t yint = (uint32_t)((sig & ((1u << sh) - 1u)) == 0);
+    uint32_t yodd = yint & (sig >> sh) & (uint32_t)(ey <= 150);
+    uint32_t neg = (ux >> 31) & yodd;
+    double p = yd * fjv_log((double)fjv_f((ax & fin) | (0x3f800000u & ~fin)));
+    p = fjv_clamp_abs(p, 0x4069000000000000ULL /* 200 */);
+    uint64_t s1, s2;
+    double rr = fjv_exp_reduce(p, &s1, &s2);
+    float r = (float)((fjv_exp64_poly(rr) * fjv_d(s1)) * fjv_d(s2));
+    float wu = fjv_f(0x3f000000u & (0u - (uint32_t)(fjv_uf(r) < 0x00800000u)));
+    r = r + wu * 0x1p-149f;                             /* below 2^-126: underflow */
+    uint32_t one = 0u - (uint32_t)((ay == 0) | (ux == 0x3f800000u));
+    uint32_t nan = 0u - (uint32_t)((ax > 0x7f800000u) | (ay > 0x7f800000u));
+    uint32_t zpos = 0u - (uint32_t)((ax == 0) & ((uy - 1u) < 0x7f800000u));
+    uint32_t ok = fin & (0u - (uint32_t)(((ux >> 31) == 0) | yint));
+    r = r * fjv_invalid_unlessf(one | nan | zpos | ok);
+    uint32_t ur = (fjv_uf(r) & ~zpos) ^ (neg << 31);
+    ur = (ur & ~nan) | (((ax > 0x7f800000u) ? ux : uy) & nan);
+    return fjv_f((ur & ~one) | (0x3f800000u & one));
+}
 
 #endif

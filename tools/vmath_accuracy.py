@@ -50,6 +50,11 @@ def _mp(name):
     return f
 
 
+def _mp_cbrt(x):
+    import mpmath
+    return mpmath.cbrt(x) if x >= 0 else -mpmath.cbrt(-x)  # the real root (mpmath's is complex for x < 0)
+
+
 def _mp_log2(x):
     import mpmath
     return mpmath.log(x, 2)
@@ -73,7 +78,7 @@ FUNCS = {
     "arctan": ("atan", _mp("atan"), np.arctan, "atan"),
     "arcsin": ("asin", _mp("asin"), np.arcsin, "asin"),
     "arccos": ("acos", _mp("acos"), np.arccos, "acos"),
-    "cbrt": ("cbrt", _mp("cbrt"), np.cbrt, "cbrt"),
+    "cbrt": ("cbrt", _mp_cbrt, np.cbrt, "cbrt"),
     "arctan2": ("atan2_", _mp("atan2"), np.arctan2, None),
     "power": ("pow", _mp("power"), np.power, None),
 }

@@ -401,11 +401,11 @@ const fjn_VmathFn fjn_vmath_fns[] = {
 
     [FJN_ARCCOS - FJN_EXP] = {"arccos", "acos", 0, 0, 1},
 
-    [FJN_CBRT - FJN_EXP] = {"cbrt", "cbrt", 0, 0, 0},
+    [FJN_CBRT - FJN_EXP] = {"cbrt", "cbrt", 1, 1, 0},
 
     [FJN_ARCTAN2 - FJN_EXP] = {"arctan2", "atan2_", 0, 0, 0},
 
-    [FJN_POWER - FJN_EXP] = {"power", "pow", 0, 0, 1},
+    [FJN_POWER - FJN_EXP] = {"power", "pow", 1, 1, 1},
 };
 
 /* Is member op one whose invalid flag is hard: a float to int cast, or a
