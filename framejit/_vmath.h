@@ -701,11 +701,14 @@ FJV_ALWAYS_INLINE double fj_pow64(double x, double y)
     return fjv_d((ur & ~one) | (0x3ff0000000000000ULL & one));
 }
 
-/* float32 x ** y in float64 lanes: exp(y log x) with fjv_log and exp's reduction
-   (|y log x| clamped to 200: the float32 result is inf or 0 past 104), rounded
-   once to float32 (the conversion raises overflow and underflow); results below
-   2^-126 raise underflow explicitly; the cases and what is left to NumPy as
-   fj_pow64's */
+/* float32 x ** y in float64 lanes, no division: x = 2^(e + j/4) (1 + f), j from the
+   mantissa's bits (thresholds 2^(1/8), 2^(3/8), 2^(5/8)), f = m 2^(-j/4) - 1 (one
+   FMA; |f| < 0.0906), log2(1 + f) = f p(f), p a fit of degree 8 (2^-43 relative);
+   2^(y log2 x) = 2^k 2^r, |r| <= 1/2, 2^r a fit of degree 9 (2^-45.6), 2^k added
+   to the exponent bits (|y log2 x| clamped to 300: the float32 result is inf or 0
+   past 150), rounded once to float32 (the conversion raises overflow and
+   underflow); results below 2^-126 raise underflow explicitly; the cases and
+   what is left to NumPy as fj_pow64's */
 FJV_ALWAYS_INLINE float fj_pow32(float x, float y)
 {
     uint32_t ux = fjv_uf(x), uy = fjv_uf(y), ax = ux & 0x7fffffffu, ay = uy & 0x7fffffffu;
@@ -717,11 +720,41 @@ FJV_ALWAYS_INLINE float fj_pow32(float x, float y)
     uint32_t yint = (uint32_t)((sig & ((1u << sh) - 1u)) == 0);
     uint32_t yodd = yint & (sig >> sh) & (uint32_t)(ey <= 150);
     uint32_t neg = (ux >> 31) & yodd;
-    double p = yd * fjv_log((double)fjv_f((ax & fin) | (0x3f800000u & ~fin)));
-    p = fjv_clamp_abs(p, 0x4069000000000000ULL /* 200 */);
-    uint64_t s1, s2;
-    double rr = fjv_exp_reduce(p, &s1, &s2);
-    float r = (float)((fjv_exp64_poly(rr) * fjv_d(s1)) * fjv_d(s2));
+    uint64_t ix = fjv_u((double)fjv_f((ax & fin) | (0x3f800000u & ~fin)));
+    uint64_t eb = (ix - 0x3fed5818dcfba487ULL) >> 52;   /* m in [2^(-1/8), 2^(7/8)) */
+    uint64_t im = ix - (eb << 52);
+    double dk = fjv_d(0x4338000000000000ULL + ((eb ^ 0x800) - 0x800)) - 0x1.8p52;
+    double ic = 1.0, jq = 0.0;                          /* 2^(-j/4), j/4 */
+    ic = im >= 0x3ff172b83c7d517bULL ? 0x1.ae89f995ad3adp-1 : ic;
+    jq = im >= 0x3ff172b83c7d517bULL ? 0.25 : jq;
+    ic = im >= 0x3ff4bfdad5362a27ULL ? 0x1.6a09e667f3bcdp-1 : ic;
+    jq = im >= 0x3ff4bfdad5362a27ULL ? 0.5 : jq;
+    ic = im >= 0x3ff8ace5422aa0dbULL ? 0x1.306fe0a31b715p-1 : ic;
+    jq = im >= 0x3ff8ace5422aa0dbULL ? 0.75 : jq;
+    double f = FJV_MA(fjv_d(im), ic, -1.0);
+    double q = FJV_MA(0x1.42e53d4ced15cp-3, f, -0x1.7632b824da8e8p-3);
+    q = FJV_MA(q, f, 0x1.a631f4aaebf31p-3);
+    q = FJV_MA(q, f, -0x1.ec69c45d790efp-3);
+    q = FJV_MA(q, f, 0x1.2776b5e3760fcp-2);
+    q = FJV_MA(q, f, -0x1.7154781e24d0ep-2);
+    q = FJV_MA(q, f, 0x1.ec709dc8c3392p-2);
+    q = FJV_MA(q, f, -0x1.7154765297768p-1);
+    q = FJV_MA(q, f, 0x1.71547652b81f6p+0);
+    double p = yd * FJV_MA(f, q, dk + jq);
+    p = fjv_clamp_abs(p, 0x4072c00000000000ULL /* 300 */);
+    double z = p + 0x1.8p52;
+    uint64_t k = fjv_u(z) - fjv_u(0x1.8p52);
+    double t = p - (z - 0x1.8p52);                      /* exact, |t| <= 1/2 */
+    double e = FJV_MA(0x1.b6571de306c29p-24, t, 0x1.63ef969a7938cp-20);
+    e = FJV_MA(e, t, 0x1.ffcb7678984efp-17);
+    e = FJV_MA(e, t, 0x1.43088e257f223p-13);
+    e = FJV_MA(e, t, 0x1.5d87fe908f88ap-10);
+    e = FJV_MA(e, t, 0x1.3b2ab72b175efp-7);
+    e = FJV_MA(e, t, 0x1.c6b08d7044119p-5);
+    e = FJV_MA(e, t, 0x1.ebfbdff8149f2p-3);
+    e = FJV_MA(e, t, 0x1.62e42fefa39f7p-1);
+    e = FJV_MA(e, t, 0x1.000000000003dp+0);
+    float r = (float)fjv_d(fjv_u(e) + (k << 52));
     float wu = fjv_f(0x0d800000u & (0u - (uint32_t)(fjv_uf(r) < 0x00800000u)));
     r = r + wu * wu;                                    /* below 2^-126: underflow (2^-100 squared) */
     uint32_t one = 0u - (uint32_t)((ay == 0) | (ux == 0x3f800000u));
