@@ -403,3 +403,36 @@ def test_exact_mode_keeps_numpys_bits():
     cf = framejit.compile(fn, backend=capture)
     assert np.array_equal(cf(x, y), fn(x, y))
     assert not calls(plans, "pow", 64) and not calls(plans, "cbrt", 64)
+
+
+def test_mixed_dtypes_and_strided_operands():
+    # int ** float and float32 ** float64 are float64 powers; strided and
+    # transposed operands take the kernels' strided loops
+    r = rng(37)
+    xi = r.integers(0, 50, 4000)
+    x32 = r.uniform(0.1, 5.0, 4000).astype(np.float32)
+    y64 = r.uniform(-2.0, 2.0, 4000)
+    close_outcomes(make("x ** 2.5 * 1.0"), [(xi,)], ulps=BOUND["pow", np.float64])
+    close_outcomes(make("x ** y * 1.0", "x, y"), [(x32, y64), (xi, y64), (x32, y64.astype(np.float32))],
+                   ulps=BOUND["pow", np.float64])
+    x = r.uniform(0.1, 5.0, (300, 200))
+    y = r.uniform(-2.0, 2.0, (200, 300))
+    close_outcomes(make("x[::2, ::3] ** y.T[::2, ::3] * 1.0 + np.cbrt(x[::2, ::3])", "x, y"), [(x, y)],
+                   ulps=BOUND["pow", np.float64] + 1)
+    close_outcomes(make("np.cbrt(x.T) * 1.0"), [(x.astype(np.float32),)], ulps=BOUND["cbrt", np.float32])
+
+
+def test_large_calls_with_one_special_element_late():
+    # (the kernels may split a large call between threads: the flag raised on
+    # purpose in the last block still sends the call through NumPy)
+    r = rng(38)
+    x = r.uniform(0.1, 5.0, 1 << 21)
+    y = r.uniform(-2.0, 2.0, 1 << 21)
+    fn = make("x ** y * 1.0", "x, y")
+    cases = [(x, y)]
+    for i, (a, b) in enumerate([(-2.0, 0.5), (0.0, -1.0), (10.0, 400.0)]):
+        cx = x.copy()
+        cy = y.copy()
+        cx[-3 - i], cy[-3 - i] = a, b
+        cases.append((cx, cy))
+    close_outcomes(fn, cases, ulps=BOUND["pow", np.float64])
