@@ -591,12 +591,15 @@ FJV_ALWAYS_INLINE double fjv_log_dd(double x, double esub, double *lo_out)
     double zh = sh * sh, zl = fjv_prod_err(sh, sh, zh) + 2.0 * sh * sl;
     double p3h = sh * zh, p3l = fjv_prod_err(sh, zh, p3h) + (sh * zl + sl * zh);
     double t3h = c3h * p3h, t3l = fjv_prod_err(c3h, p3h, t3h) + (c3h * p3l + c3l * p3h);
-    double t = FJV_MA(0x1.f196d8117a154p-4, zh, 0x1.10f4acae2f37ap-3);
-    t = FJV_MA(t, zh, 0x1.3b13e3f591640p-3);
-    t = FJV_MA(t, zh, 0x1.745d17175ada7p-3);
-    t = FJV_MA(t, zh, 0x1.c71c71c730b1ep-3);
-    t = FJV_MA(t, zh, 0x1.2492492492478p-2);
-    t = FJV_MA(t, zh, 0x1.999999999999ap-2);
+    double tz2 = zh * zh, tz4 = tz2 * tz2;
+    double tza0 = FJV_MA(0x1.2492492492478p-2, zh, 0x1.999999999999ap-2);
+    double tza1 = FJV_MA(0x1.745d17175ada7p-3, zh, 0x1.c71c71c730b1ep-3);
+    double tza2 = FJV_MA(0x1.10f4acae2f37ap-3, zh, 0x1.3b13e3f591640p-3);
+    double tza3 = 0x1.f196d8117a154p-4;
+    double tzb0 = FJV_MA(tza1, tz2, tza0);
+    double tzb1 = FJV_MA(tza3, tz2, tza2);
+    double tzc0 = FJV_MA(tzb1, tz4, tzb0);
+    double t = tzc0; /* (Estrin: a shorter chain than Horner's) */
     double s2 = 2.0 * sh, t5 = FJV_MA(p3h, zh, FJV_MA(p3h, zl, p3l * zh)) * t; /* s^5 t */
     double l3 = s2 + t3h;                               /* |2s| > |t3h| > |t5| */
     double lh = l3 + t5;
@@ -626,16 +629,23 @@ FJV_ALWAYS_INLINE double fjv_exp_dd(double ph, double pl)
     double t = FJV_MA(-k, ln2hi, ph);                   /* exact */
     double c = pl - k * ln2lo;
     double rh = t + c, rl = (t - rh) + c;
-    double q = FJV_MA(0x1.1f72fca58cc92p-29, rh, 0x1.af4ddddcf06d6p-26);
-    q = FJV_MA(q, rh, 0x1.27e4db679bec4p-22);
-    q = FJV_MA(q, rh, 0x1.71de02372bdd3p-19);
-    q = FJV_MA(q, rh, 0x1.a01a01a6d7883p-16);
-    q = FJV_MA(q, rh, 0x1.a01a01abe63b3p-13);
-    q = FJV_MA(q, rh, 0x1.6c16c16c162d6p-10);
-    q = FJV_MA(q, rh, 0x1.11111111100dfp-7);
-    q = FJV_MA(q, rh, 0x1.5555555555556p-5);
-    q = FJV_MA(q, rh, 0x1.5555555555557p-3);
-    q = FJV_MA(q, rh, 0x1.0000000000000p-1);
+    /* (the even powers from |rh| floored to 2^-60: rh^8 would underflow for a tiny
+       rh, whose higher terms are nothing anyway) */
+    uint64_t qru = fjv_u(rh) & 0x7fffffffffffffffULL;
+    double qrs = fjv_d(qru > 0x3c30000000000000ULL ? qru : 0x3c30000000000000ULL);
+    double qr2 = qrs * qrs, qr4 = qr2 * qr2;
+    double qra0 = FJV_MA(0x1.5555555555557p-3, rh, 0x1.0000000000000p-1);
+    double qra1 = FJV_MA(0x1.11111111100dfp-7, rh, 0x1.5555555555556p-5);
+    double qra2 = FJV_MA(0x1.a01a01abe63b3p-13, rh, 0x1.6c16c16c162d6p-10);
+    double qra3 = FJV_MA(0x1.71de02372bdd3p-19, rh, 0x1.a01a01a6d7883p-16);
+    double qra4 = FJV_MA(0x1.af4ddddcf06d6p-26, rh, 0x1.27e4db679bec4p-22);
+    double qra5 = 0x1.1f72fca58cc92p-29;
+    double qrb0 = FJV_MA(qra1, qr2, qra0);
+    double qrb1 = FJV_MA(qra3, qr2, qra2);
+    double qrb2 = FJV_MA(qra5, qr2, qra4);
+    double qrc0 = FJV_MA(qrb1, qr4, qrb0);
+    double qr8 = qr4 * qr4;
+    double q = FJV_MA(qrb2, qr8, qrc0); /* (Estrin: a shorter chain than Horner's) */
     double w = FJV_MA(rh * rh, q, FJV_MA(rl, rh, rl));
     double a1 = 1.0 + rh, e1 = (1.0 - a1) + rh;
     double v = a1 + (e1 + w);
@@ -732,28 +742,35 @@ FJV_ALWAYS_INLINE float fj_pow32(float x, float y)
     ic = im >= 0x3ff8ace5422aa0dbULL ? 0x1.306fe0a31b715p-1 : ic;
     jq = im >= 0x3ff8ace5422aa0dbULL ? 0.75 : jq;
     double f = FJV_MA(fjv_d(im), ic, -1.0);
-    double q = FJV_MA(0x1.42e53d4ced15cp-3, f, -0x1.7632b824da8e8p-3);
-    q = FJV_MA(q, f, 0x1.a631f4aaebf31p-3);
-    q = FJV_MA(q, f, -0x1.ec69c45d790efp-3);
-    q = FJV_MA(q, f, 0x1.2776b5e3760fcp-2);
-    q = FJV_MA(q, f, -0x1.7154781e24d0ep-2);
-    q = FJV_MA(q, f, 0x1.ec709dc8c3392p-2);
-    q = FJV_MA(q, f, -0x1.7154765297768p-1);
-    q = FJV_MA(q, f, 0x1.71547652b81f6p+0);
+    double qf2 = f * f, qf4 = qf2 * qf2;
+    double qfa0 = FJV_MA(-0x1.7154765297768p-1, f, 0x1.71547652b81f6p+0);
+    double qfa1 = FJV_MA(-0x1.7154781e24d0ep-2, f, 0x1.ec709dc8c3392p-2);
+    double qfa2 = FJV_MA(-0x1.ec69c45d790efp-3, f, 0x1.2776b5e3760fcp-2);
+    double qfa3 = FJV_MA(-0x1.7632b824da8e8p-3, f, 0x1.a631f4aaebf31p-3);
+    double qfa4 = 0x1.42e53d4ced15cp-3;
+    double qfb0 = FJV_MA(qfa1, qf2, qfa0);
+    double qfb1 = FJV_MA(qfa3, qf2, qfa2);
+    double qfc0 = FJV_MA(qfb1, qf4, qfb0);
+    double qf8 = qf4 * qf4;
+    double q = FJV_MA(qfa4, qf8, qfc0); /* (Estrin: a shorter chain than Horner's) */
     double p = yd * FJV_MA(f, q, dk + jq);
     p = fjv_clamp_abs(p, 0x4072c00000000000ULL /* 300 */);
     double z = p + 0x1.8p52;
     uint64_t k = fjv_u(z) - fjv_u(0x1.8p52);
     double t = p - (z - 0x1.8p52);                      /* exact, |t| <= 1/2 */
-    double e = FJV_MA(0x1.b6571de306c29p-24, t, 0x1.63ef969a7938cp-20);
-    e = FJV_MA(e, t, 0x1.ffcb7678984efp-17);
-    e = FJV_MA(e, t, 0x1.43088e257f223p-13);
-    e = FJV_MA(e, t, 0x1.5d87fe908f88ap-10);
-    e = FJV_MA(e, t, 0x1.3b2ab72b175efp-7);
-    e = FJV_MA(e, t, 0x1.c6b08d7044119p-5);
-    e = FJV_MA(e, t, 0x1.ebfbdff8149f2p-3);
-    e = FJV_MA(e, t, 0x1.62e42fefa39f7p-1);
-    e = FJV_MA(e, t, 0x1.000000000003dp+0);
+    uint64_t etu = fjv_u(t) & 0x7fffffffffffffffULL;   /* (even powers: |t| floored to 2^-60) */
+    double ets = fjv_d(etu > 0x3c30000000000000ULL ? etu : 0x3c30000000000000ULL);
+    double et2 = ets * ets, et4 = et2 * et2;
+    double eta0 = FJV_MA(0x1.62e42fefa39f7p-1, t, 0x1.000000000003dp+0);
+    double eta1 = FJV_MA(0x1.c6b08d7044119p-5, t, 0x1.ebfbdff8149f2p-3);
+    double eta2 = FJV_MA(0x1.5d87fe908f88ap-10, t, 0x1.3b2ab72b175efp-7);
+    double eta3 = FJV_MA(0x1.ffcb7678984efp-17, t, 0x1.43088e257f223p-13);
+    double eta4 = FJV_MA(0x1.b6571de306c29p-24, t, 0x1.63ef969a7938cp-20);
+    double etb0 = FJV_MA(eta1, et2, eta0);
+    double etb1 = FJV_MA(eta3, et2, eta2);
+    double etc0 = FJV_MA(etb1, et4, etb0);
+    double et8 = et4 * et4;
+    double e = FJV_MA(eta4, et8, etc0); /* (Estrin: a shorter chain than Horner's) */
     float r = (float)fjv_d(fjv_u(e) + (k << 52));
     float wu = fjv_f(0x0d800000u & (0u - (uint32_t)(fjv_uf(r) < 0x00800000u)));
     r = r + wu * wu;                                    /* below 2^-126: underflow (2^-100 squared) */
