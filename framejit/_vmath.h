@@ -48,6 +48,15 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Every function is inlined whatever gcc's growth limits: a kernel calls it from
+   its flat, strided and checking loops, and past the limits gcc leaves it a call,
+   which does not vectorize (fj_pow64, fj_sinh64, arctan2: 7 to 25x slower) */
+#if defined(__GNUC__)
+#define FJV_INLINE static inline __attribute__((always_inline))
+#else
+#define FJV_INLINE static inline
+#endif
+
 /* a * b + c for the polynomials: one rounding with FMA (-march=native targets have it),
    two without (the command line's -ffp-contract=off keeps a * b + c as written) */
 #ifdef __FMA__
@@ -490,14 +499,6 @@ static inline double fj_log1p64(double x)
 
 /* ---- cbrt, power ------------------------------------------------------------ */
 
-/* cbrt and power are long: inlined whatever gcc's growth limits (a kernel calls
-   them from its flat, strided and checking loops; a call does not vectorize) */
-#if defined(__GNUC__)
-#define FJV_ALWAYS_INLINE static inline __attribute__((always_inline))
-#else
-#define FJV_ALWAYS_INLINE static inline
-#endif
-
 /* cbrt(x) (FreeBSD's s_cbrt.c, branch-free): |x| = 2^e m; a 5-bit estimate t of
    cbrt(|x|) from the high 32 bits (their third plus a bias; a subnormal |x| is
    scaled by 2^54 first, its bias taking 18 from the exponent), a polynomial in
@@ -505,7 +506,7 @@ static inline double fj_log1p64(double x)
    Newton step t + t (|x| / t^2 - t) / (2t + |x| / t^2): < 0.667 ulp; the sign
    put back.  +-0, +-inf and NaN are the result themselves (computed on 1.0:
    no flag) */
-FJV_ALWAYS_INLINE double fj_cbrt64(double x)
+FJV_INLINE double fj_cbrt64(double x)
 {
     const double P0 = 1.87595182427177009643, P1 = -1.88497979543377169875, P2 = 1.621429720105354466140,
                  P3 = -0.758397934778766047437, P4 = 0.145996192886612446982;
@@ -534,7 +535,7 @@ FJV_ALWAYS_INLINE double fj_cbrt64(double x)
    the float64's high bits (a float32 subnormal is a normal float64), two Halley
    steps t (t^3 + 2|x|) / (2 t^3 + |x|) to 47 bits, rounded once to float32;
    +-0, +-inf and NaN are the result themselves */
-FJV_ALWAYS_INLINE float fj_cbrt32(float x)
+FJV_INLINE float fj_cbrt32(float x)
 {
     uint32_t u = fjv_uf(x), sign = u & 0x80000000u, a = u ^ sign;
     uint32_t fin = 0u - (uint32_t)((a - 1u) < 0x7f7fffffu);          /* nonzero finite */
@@ -571,7 +572,7 @@ static inline double fjv_prod_err(double a, double b, double p)
    double-double (|s| < 0.102), 2 atanh(s) = 2s + (2/3) s^3 + s^5 t(s^2): the
    first two terms in double-double, t (a fit of degree 6, 2^-54 relative) in
    double; the sum renormalized (|lo| <= ulp(hi) / 2) */
-FJV_ALWAYS_INLINE double fjv_log_dd(double x, double esub, double *lo_out)
+FJV_INLINE double fjv_log_dd(double x, double esub, double *lo_out)
 {
     const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
     const double c3h = 0x1.5555555555555p-1, c3l = 0x1.5555555555555p-55; /* 2/3 */
@@ -618,7 +619,7 @@ FJV_ALWAYS_INLINE double fjv_log_dd(double x, double esub, double *lo_out)
    1 + rh + (rh^2 q(rh) + rl (1 + rh)) (q a fit of degree 10: 2^-61.3 relative), the
    sum 1 + rh's rounding error kept; times 2^k as 2^k2 added to the exponent bits
    and one product by 2^k1, which alone rounds (overflow, underflow) */
-FJV_ALWAYS_INLINE double fjv_exp_dd(double ph, double pl)
+FJV_INLINE double fjv_exp_dd(double ph, double pl)
 {
     const double shift = 0x1.8p52, invln2 = 0x1.71547652b82fep0;
     const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
@@ -665,7 +666,7 @@ FJV_ALWAYS_INLINE double fjv_exp_dd(double ph, double pl)
    product); y = +-0 or x = 1: 1 (NaN or not); a NaN: NaN; x = +-0, y > 0: +-0.
    Others (a negative x with a non-integer y, x = +-0 with y < 0, an infinite x
    or y) raise invalid on purpose: NumPy computes the group */
-FJV_ALWAYS_INLINE double fj_pow64(double x, double y)
+FJV_INLINE double fj_pow64(double x, double y)
 {
     const double shift = 0x1.8p52, invln2 = 0x1.71547652b82fep0;
     const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
@@ -719,7 +720,7 @@ FJV_ALWAYS_INLINE double fj_pow64(double x, double y)
    past 150), rounded once to float32 (the conversion raises overflow and
    underflow); results below 2^-126 raise underflow explicitly; the cases and
    what is left to NumPy as fj_pow64's */
-FJV_ALWAYS_INLINE float fj_pow32(float x, float y)
+FJV_INLINE float fj_pow32(float x, float y)
 {
     uint32_t ux = fjv_uf(x), uy = fjv_uf(y), ax = ux & 0x7fffffffu, ay = uy & 0x7fffffffu;
     uint32_t yfin = 0u - (uint32_t)(ay < 0x7f800000u);

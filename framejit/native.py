@@ -420,10 +420,33 @@ def _vmath_text():
     return _vmath
 
 
+def _numpy_runs_avx512():
+    """Whether NumPy runs its AVX-512 loops (SVML for tan, power, cbrt ...) on this
+    CPU: its runtime dispatch has AVX-512 (NumPy 2.4 names the level X86_V4,
+    earlier ones AVX512_SKX; NPY_DISABLE_CPU_FEATURES turns it off) and SVML is
+    not disabled.  Where it does, the functions those loops run faster than
+    framejit/_vmath.h's stay NumPy's loops in the kernels (native.c
+    numpy_avx512_faster)."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    except ImportError:
+        try:
+            from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+        except ImportError:
+            return False
+    if os.environ.get("NPY_DISABLE_SVML", "") == "1":
+        return False
+    return any(__cpu_features__.get(k) and k in __cpu_dispatch__ for k in ("X86_V4", "AVX512_SKX"))
+
+
+# read once; tests set it to measure _vmath.h's functions on any CPU
+NUMPY_AVX512 = _numpy_runs_avx512()
+
+
 def _plan(graph, toolchain):
     _count("graphs")
     exact = bool(config.native_exact)
-    _C.native_config(exact=exact, vmath=None if exact else _vmath_text())
+    _C.native_config(exact=exact, vmath=None if exact else _vmath_text(), numpy_avx512=NUMPY_AVX512)
     if toolchain is None:
         # tiered: the plan runs the graph with the eager runner until a thread
         # has partitioned it, found the compiler, built (or found in the disk

@@ -18,6 +18,12 @@ from framejit._C import eval_frame  # noqa: E402
 
 # In tests an internal compiler error is a failure, not a silent fallback.
 framejit.config.raise_internal_errors = True
+# The kernels compute framejit/_vmath.h's functions on any CPU in tests (where
+# NumPy runs AVX-512 loops, some stay NumPy's outside tests: native.py
+# NUMPY_AVX512; test_native_vmath.py checks that choice by setting it).
+import framejit.native  # noqa: E402
+
+framejit.native.NUMPY_AVX512 = False
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,7 @@ warnings NumPy raises (overflow, divide, invalid) and errstate's "raise" are
 exactly NumPy's.  With native_exact True (the default) the functions run
 through NumPy: bit for bit NumPy's, as every other native test checks.
 """
+import re
 import warnings
 
 import numpy as np
@@ -333,8 +334,8 @@ from framejit import _C  # noqa: E402
 
 VMATH = _C.native_vmath()
 BINARY = ("arctan2", "power")
-LISTED = [(f, dt) for f, (_, dts) in sorted(VMATH.items()) for dt in dts]
-UNLISTED = [(f, dt) for f, (_, dts) in sorted(VMATH.items()) for dt in ("float64", "float32") if dt not in dts]
+LISTED = [(f, dt) for f, (_, dts, _) in sorted(VMATH.items()) for dt in dts]
+UNLISTED = [(f, dt) for f, (_, dts, _) in sorted(VMATH.items()) for dt in ("float64", "float32") if dt not in dts]
 
 
 def _call(fname):
@@ -349,10 +350,10 @@ def _benign(dtype, k=0):
 
 def test_the_table_and_the_header_agree():
     src = open(framejit.native.__file__.replace("native.py", "_vmath.h")).read()
-    for fname, (stem, dts) in VMATH.items():
+    for fname, (stem, dts, _) in VMATH.items():
         for dt in dts:
             ctype, bits = ("double", "64") if dt == "float64" else ("float", "32")
-            assert f"static inline {ctype} fj_{stem}{bits}(" in src, (fname, dt)
+            assert re.search(rf"^(static inline|FJV_INLINE) {ctype} fj_{stem}{bits}\(", src, re.M), (fname, dt)
         assert getattr(np, fname).nin == (2 if fname in BINARY else 1)
 
 
@@ -420,3 +421,33 @@ def test_special_values_of_every_function_are_numpys(fname, dtype):
             with np.errstate(all=mode):
                 got, exp = outcome(cf, [a.copy() for a in args]), outcome(fn, [a.copy() for a in args])
             assert got[0][0] == exp[0][0] and got[1] == exp[1], (mode, args[0][500], got, exp)
+
+
+def test_where_numpy_runs_avx512_loops_the_faster_ones_stay_numpys(monkeypatch):
+    """native.NUMPY_AVX512 (NumPy's CPU dispatch runs AVX-512 loops: SVML): the
+    functions native.c's numpy_avx512_faster names (measured slower than NumPy's
+    AVX-512 loop) are NumPy's loops in the kernels, bit for bit; the others fuse.
+    tests/conftest.py sets it False for every other test."""
+    plans, capture = capturing_backend()
+    fn, other = make("np.power(x, y) * 0.5 + x", "x, y"), make("np.sin(x) * 0.5 + y", "x, y")
+    x, y = _benign(np.float64)
+    for avx512 in (True, False):
+        framejit.reset()
+        monkeypatch.setattr(framejit.native, "NUMPY_AVX512", avx512)
+        got = framejit.compile(fn, backend=capture)(x, y)
+        left = _C.native_vmath()["power"][2]
+        assert ("float64" in left) == avx512 and ("float32" in left) == avx512
+        if avx512:   # NumPy's loop inside the kernel: its bits
+            assert "fj_pow64(" not in plans[-1].source and "fj_call2(calls" in plans[-1].source
+            assert np.array_equal(got, fn(x, y))
+        else:
+            assert "fj_pow64(" in plans[-1].source and "(calls" not in plans[-1].source
+            assert ulp_apart(got, fn(x, y)) <= 4
+        framejit.compile(other, backend=capture)(x, y)
+        assert "fj_sin64(" in plans[-1].source     # not named: fused either way
+
+
+def test_numpy_avx512_follows_numpys_dispatch():
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    expect = any(__cpu_features__.get(k) and k in __cpu_dispatch__ for k in ("X86_V4", "AVX512_SKX"))
+    assert framejit.native._numpy_runs_avx512() == expect

@@ -88,7 +88,7 @@ TYPES = [("float64", np.float64, "double", "64", np.int64), ("float32", np.float
 def available():
     """{name: dtypes} of the functions the kernels compute (framejit._C.native_vmath())."""
     from framejit import _C
-    return {name: dts for name, (_, dts) in _C.native_vmath().items() if dts}
+    return {name: dts for name, (_, dts, _) in _C.native_vmath().items() if dts}
 
 
 def build(funcs, cc="cc"):

@@ -55,6 +55,26 @@ static int fjn_float_axis_minmax = 0;
 static int fjn_exact = 1;
 /* the text of framejit/_vmath.h (native_config(vmath=): native.py reads it) */
 static PyObject *fjn_vmath_src = NULL;
+/* NumPy runs its AVX-512 loops here (native_config(numpy_avx512=): native.py asks
+   NumPy's CPU dispatch): then the functions numpy_avx512_faster names are NumPy's
+   loops, called inside the kernels, not _vmath.h's */
+static int fjn_numpy_avx512 = 0;
+
+/* The dtypes (1: float64, 2: float32) of vmath code 'code' whose NumPy AVX-512 loop
+   (Intel's SVML, NumPy's build on x86-64) is faster than framejit/_vmath.h's
+   function, measured where both run (tools/vmath_speed.py and
+   bench/native/transcendental.py's per-function table: docs/native.md
+   "Transcendental functions"); where NumPy has no such loop (no AVX-512, another
+   CPU), its loops are scalar libm calls, 5 to 30 times slower than _vmath.h's. */
+static int numpy_avx512_faster(int code)
+{
+    switch (code) {
+    case FJN_POWER:
+        return 3;
+    default:
+        return 0;
+    }
+}
 
 /* ---- classification of nodes -------------------------------------------- */
 
@@ -80,7 +100,8 @@ static int code_accepts(int code, int t)
     if (FJN_IS_VMATH(code))
         /* the dtypes framejit/_vmath.h has the function for (native_emit.c fjn_vmath_fns);
            others stay NumPy's loops */
-        return t == FJT_F64 ? FJN_VMATH_FN(code)->f64 : t == FJT_F32 ? FJN_VMATH_FN(code)->f32 : 0;
+        return (t == FJT_F64 ? FJN_VMATH_FN(code)->f64 : t == FJT_F32 ? FJN_VMATH_FN(code)->f32 : 0) &&
+               !(fjn_numpy_avx512 && (numpy_avx512_faster(code) & (t == FJT_F64 ? 1 : 2)));
     switch (code) {
     case FJN_ADD:
     case FJN_MUL:
@@ -2969,9 +2990,13 @@ static PyObject *native_plan_deferred(PyObject *mod, PyObject *graph)
    with streaming stores (csrc/backends/native/native_stream.c); -1 when the machine has none. */
 static PyObject *native_config(PyObject *mod, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"threads", "thread_min", "float_axis_minmax", "stream_min", "exact", "vmath", NULL};
-    PyObject *t = Py_None, *m = Py_None, *f = Py_None, *sm = Py_None, *ex = Py_None, *vm = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOO:native_config", kwlist, &t, &m, &f, &sm, &ex, &vm))
+    static char *kwlist[] = {"threads", "thread_min", "float_axis_minmax", "stream_min", "exact", "vmath",
+                             "numpy_avx512", NULL};
+    PyObject *t = Py_None, *m = Py_None, *f = Py_None, *sm = Py_None, *ex = Py_None, *vm = Py_None, *av = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOOOOOO:native_config", kwlist, &t, &m, &f, &sm, &ex, &vm, &av))
+        return NULL;
+    int avv = av == Py_None ? -1 : PyObject_IsTrue(av);
+    if (av != Py_None && avv < 0)
         return NULL;
     if (vm != Py_None && !PyUnicode_Check(vm)) {
         PyErr_Format(PyExc_TypeError, "native_config: vmath must be the text of _vmath.h, not %.100s",
@@ -3014,6 +3039,8 @@ static PyObject *native_config(PyObject *mod, PyObject *args, PyObject *kw)
         fjn_exact = exv;
     if (vm != Py_None)
         Py_XSETREF(fjn_vmath_src, Py_NewRef(vm));
+    if (avv >= 0)
+        fjn_numpy_avx512 = avv;
     return Py_BuildValue("(inOn)", fjn_threads, fjn_thread_min, fjn_float_axis_minmax ? Py_True : Py_False,
                          fjn_stream_available() ? fjn_stream_min : (Py_ssize_t)-1);
 }
@@ -3078,8 +3105,17 @@ static PyObject *native_stream_copy(PyObject *mod, PyObject *args)
     return r;
 }
 
-/* native_vmath() -> {ufunc name: (C stem, dtypes)}: framejit/_vmath.h's functions
-   and the dtypes the kernels compute them in (others: NumPy's loops) */
+static PyObject *dtype_tuple(int f64, int f32)
+{
+    return f64 && f32 ? Py_BuildValue("(ss)", "float64", "float32")
+           : f64      ? Py_BuildValue("(s)", "float64")
+           : f32      ? Py_BuildValue("(s)", "float32")
+                      : PyTuple_New(0);
+}
+
+/* native_vmath() -> {ufunc name: (C stem, dtypes, dtypes left to NumPy here)}:
+   framejit/_vmath.h's functions, the dtypes it has them for, and those of them
+   whose NumPy AVX-512 loop the kernels call instead (native_config(numpy_avx512=)) */
 static PyObject *native_vmath(PyObject *mod, PyObject *unused)
 {
     (void)mod;
@@ -3087,10 +3123,9 @@ static PyObject *native_vmath(PyObject *mod, PyObject *unused)
     PyObject *d = PyDict_New();
     for (int c = FJN_EXP; d != NULL && c <= FJN_POWER; c++) {
         const fjn_VmathFn *f = FJN_VMATH_FN(c);
-        PyObject *v = f->f64 && f->f32 ? Py_BuildValue("(s(ss))", f->stem, "float64", "float32")
-            : f->f64 ? Py_BuildValue("(s(s))", f->stem, "float64")
-            : f->f32 ? Py_BuildValue("(s(s))", f->stem, "float32")
-            : Py_BuildValue("(s())", f->stem);
+        int np_ = fjn_numpy_avx512 ? numpy_avx512_faster(c) : 0;
+        PyObject *v = Py_BuildValue("(sNN)", f->stem, dtype_tuple(f->f64, f->f32),
+                                    dtype_tuple(f->f64 && (np_ & 1), f->f32 && (np_ & 2)));
         if (v == NULL || PyDict_SetItemString(d, f->ufunc, v) < 0)
             Py_CLEAR(d);
         Py_XDECREF(v);
@@ -3100,8 +3135,9 @@ static PyObject *native_vmath(PyObject *mod, PyObject *unused)
 
 static PyMethodDef native_functions[] = {
     {"native_vmath", (PyCFunction)native_vmath, METH_NOARGS,
-     "native_vmath() -> {ufunc name: (C stem, dtypes)}: the transcendental functions of framejit/_vmath.h "
-     "and the dtypes the kernels compute them in with config.native_exact False"},
+     "native_vmath() -> {ufunc name: (C stem, dtypes, dtypes left to NumPy here)}: the transcendental "
+     "functions of framejit/_vmath.h, the dtypes it has them for, and those whose NumPy AVX-512 loop the "
+     "kernels call instead"},
     {"native_plan", (PyCFunction)native_plan, METH_O,
      "native_plan(graph) -> (NativePlan, C source) or (None, None) when nothing fuses."},
     {"native_plan_deferred", (PyCFunction)native_plan_deferred, METH_O,
