@@ -497,6 +497,202 @@ static inline double fj_log1p64(double x)
 
 /* (arcsin and arccos of |x| <= 1; arctan2 of two operands) */
 
+/* atan of |x| by fdlibm's s_atan.c, branch-free: the interval of |x| (below
+   7/16, 11/16, 19/16, 39/16, above) picks per lane the reduced argument
+   t = (|x| - B) / (1 + C |x|) (B, C = 0, 0; 0.5, 0.5; 1, 1; 1.5, 1.5; above 39/16
+   t = -1 / |x|) and the constant atan(B) = H + L (atanhi, atanlo) added back;
+   one polynomial (aT[]) per lane: atan(|x|) = H - (((t S(t^2) - L) - corr) - t),
+   'corr' a correction added to the argument's atan by the caller (atan2's
+   division tail; 0 for atan).  Returns H and the rest v (atan = H - v, |v| <= 0.44),
+   so the caller can add H to other constants exactly first.  |x| must be at
+   most 2^66 (atan rounds to pi/2 past it) and 0 or at least 2^-62 (no underflow). */
+static inline double fjv_atan_hv(double ax, double corr, double *H)
+{
+    const double aT0 = 3.33333333333329318027e-01, aT1 = -1.99999999998764832476e-01,
+                 aT2 = 1.42857142725034663711e-01, aT3 = -1.11111104054623557880e-01,
+                 aT4 = 9.09088713343650656196e-02, aT5 = -7.69187620504482999495e-02,
+                 aT6 = 6.66107313738753120669e-02, aT7 = -5.83357013379057348645e-02,
+                 aT8 = 4.97687799461593236017e-02, aT9 = -3.65315727442169155270e-02,
+                 aT10 = 1.62858201153657823623e-02;
+    uint64_t a = fjv_u(ax);
+    int m0 = a >= 0x3fdc000000000000ULL, m1 = a >= 0x3fe6000000000000ULL, /* 7/16, 11/16 */
+        m2 = a >= 0x3ff3000000000000ULL, m3 = a >= 0x4003800000000000ULL; /* 19/16, 39/16 */
+    double B = m2 ? 1.5 : m1 ? 1.0 : m0 ? 0.5 : 0.0;
+    double h = m3 ? 1.57079632679489655800e+00 : m2 ? 9.82793723247329054082e-01
+             : m1 ? 7.85398163397448278999e-01 : m0 ? 4.63647609000806093515e-01 : 0.0;
+    double l = m3 ? 6.12323399573676603587e-17 : m2 ? 1.39033110312309984516e-17
+             : m1 ? 3.06161699786838301793e-17 : m0 ? 2.26987774529616870924e-17 : 0.0;
+    double num = m3 ? -1.0 : ax - B;              /* exact (Sterbenz; 0.5 - 0.5 x for m0 too) */
+    double den = m3 ? ax : FJV_MA(B, ax, 1.0);    /* B = C */
+    double t = num / den;
+    double z = t * t, w = z * z;
+    double s1 = z * FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, aT10, aT8), aT6), aT4), aT2), aT0);
+    double s2 = w * FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, aT9, aT7), aT5), aT3), aT1);
+    *H = h;
+    return ((t * (s1 + s2) - l) - corr) - t;
+}
+
+/* arctan(x): |x| below 2^-27 is x itself (no t^2 underflow; NumPy raises no flag
+   either), |x| clamped to 2^66 (inf, past which it is pi/2 rounded), the sign put
+   back; NaN gives NaN.  No flag in any lane but a NaN's (invalid from a signaling
+   compare, which the kernels ignore for arctan: NumPy's never raises it) */
+static inline double fj_atan64(double x)
+{
+    uint64_t u = fjv_u(x), a = u & 0x7fffffffffffffffULL;
+    uint64_t tiny = 0 - (uint64_t)(a < 0x3e40000000000000ULL); /* |x| < 2^-27 */
+    uint64_t c = a > 0x7ff0000000000000ULL ? a : a < 0x4410000000000000ULL ? a : 0x4410000000000000ULL;
+    double H, v = fjv_atan_hv(fjv_d(c & ~tiny), 0.0, &H);
+    uint64_t r = fjv_u(H - v) | (u & 0x8000000000000000ULL);
+    return fjv_d((r & ~tiny) | (u & tiny));
+}
+
+/* float32 arctan in float64 lanes (fj_atan64's formulas; 1 rounding to float32) */
+static inline float fj_atan32(float x) { return (float)fj_atan64((double)x); }
+
+/* fdlibm's rational function of e_asin.c / e_acos.c: R(t) = p(t) / q(t),
+   asin(s) = s + s^3 R(s^2) */
+static inline double fjv_asin_r(double t)
+{
+    const double pS0 = 1.66666666666666657415e-01, pS1 = -3.25565818622400915405e-01,
+                 pS2 = 2.01212532134862925881e-01, pS3 = -4.00555345006794114027e-02,
+                 pS4 = 7.91534994289814532176e-04, pS5 = 3.47933107596021167570e-05,
+                 qS1 = -2.40339491173441421878e+00, qS2 = 2.02094576023350569471e+00,
+                 qS3 = -6.88283971605453293030e-01, qS4 = 7.70381505559019352791e-02;
+    double p = t * FJV_MA(t, FJV_MA(t, FJV_MA(t, FJV_MA(t, FJV_MA(t, pS5, pS4), pS3), pS2), pS1), pS0);
+    double q = FJV_MA(t, FJV_MA(t, FJV_MA(t, FJV_MA(t, qS4, qS3), qS2), qS1), 1.0);
+    return p / q;
+}
+
+/* Near |x| = 1 (|x| >= 1/2): t = (1 - |x|) / 2 (exact), s = sqrt(t) = w + c in two
+   parts (w: s with its low 32 bits cleared, so w^2 is exact; c = (t - w^2) / (s + w)),
+   as both fdlibm files do; t = 0 (|x| = 1) gives c = 0, not 0 / 0 */
+static inline double fjv_sqrt_hl(double t, double *w, double *c)
+{
+    double s = __builtin_sqrt(t);
+    double wh = fjv_d(fjv_u(s) & 0xffffffff00000000ULL);
+    double d = s + wh;
+    *w = wh;
+    *c = (t - wh * wh) / (d == 0.0 ? 1.0 : d);
+    return s;
+}
+
+/* arcsin(x), fdlibm's e_asin.c branch-free: |x| < 1/2: t = x^2,
+   |x| + |x| R(t); else t = (1 - |x|) / 2 and fdlibm's second form for every |x| in
+   [1/2, 1] (its hi/lo square root: pi/4 - ((2 s R(t) - (pio2_lo - 2c)) - (pi/4 - 2w))),
+   one R(t) per lane, the sign put back.  |x| < 2^-27 is x itself (no t underflow;
+   NumPy raises no flag).  |x| > 1 (inf too) raises invalid on purpose (NaN; the
+   group then runs through NumPy, whose arcsin raises invalid there); a NaN gives
+   NaN, no flag (the lane classes are integer compares) */
+static inline double fj_asin64(double x)
+{
+    const double pio2_lo = 6.12323399573676603587e-17, pio4_hi = 7.85398163397448278999e-01;
+    uint64_t u = fjv_u(x), a = u & 0x7fffffffffffffffULL;
+    uint64_t ok = 0 - (uint64_t)((a <= 0x3ff0000000000000ULL) | (a > 0x7ff0000000000000ULL)); /* |x| <= 1, NaN */
+    uint64_t tiny = 0 - (uint64_t)(a < 0x3e40000000000000ULL);
+    int big = a >= 0x3fe0000000000000ULL; /* |x| >= 1/2 */
+    double ax = fjv_d(a & ok & ~tiny);
+    double t = big ? FJV_MA(ax, -0.5, 0.5) : ax * ax;
+    double R = fjv_asin_r(t), w, c;
+    double s = fjv_sqrt_hl(t, &w, &c);
+    /* H - ((M R - L) - Q): small: |x| - ((-|x| R - 0) - 0); big: fdlibm's */
+    double H = big ? pio4_hi : ax, M = big ? 2.0 * s : -ax;
+    double L = big ? pio2_lo - 2.0 * c : 0.0, Q = big ? pio4_hi - 2.0 * w : 0.0;
+    uint64_t r = fjv_u(H - ((M * R - L) - Q)) | (u & 0x8000000000000000ULL);
+    return fjv_d((r & ~tiny) | (u & tiny)) * fjv_invalid_unless(ok);
+}
+
+/* arccos(x), fdlibm's e_acos.c branch-free, A - (B - (C - D R(t))) with per lane
+   |x| < 1/2: t = x^2, pio2_hi - (x - (pio2_lo - x R));  x <= -1/2: t = (1 + x) / 2,
+   pi - 2 (s - (pio2_lo - s R)) (s = sqrt(t));  x >= 1/2: t = (1 - x) / 2,
+   2 (w + (c + s R)) (s = w + c as in arcsin).  |x| < 2^-57 computes x = 0 (pi/2
+   rounded, as fdlibm; no t underflow); |x| > 1 raises invalid on purpose, a NaN gives NaN
+   (as arcsin) */
+static inline double fj_acos64(double x)
+{
+    const double pio2_hi = 1.57079632679489655800e+00, pio2_lo = 6.12323399573676603587e-17,
+                 pi = 3.14159265358979311600e+00;
+    uint64_t u = fjv_u(x), a = u & 0x7fffffffffffffffULL;
+    uint64_t ok = 0 - (uint64_t)((a <= 0x3ff0000000000000ULL) | (a > 0x7ff0000000000000ULL));
+    uint64_t keep = ok & (0 - (uint64_t)(a >= 0x3c60000000000000ULL)); /* others: 0 (|x| < 2^-57) */
+    int big = a >= 0x3fe0000000000000ULL, neg = big & (u >> 63);
+    double xs = fjv_d(u & keep), ax = fjv_d(a & keep);
+    double t = big ? FJV_MA(ax, -0.5, 0.5) : xs * xs;
+    double R = fjv_asin_r(t), w, c;
+    double s = fjv_sqrt_hl(t, &w, &c);
+    double A = big ? (neg ? pi : 0.0) : pio2_hi;
+    double B = big ? (neg ? 2.0 * s : -2.0 * w) : xs;
+    double C = big ? (neg ? 2.0 * pio2_lo : 2.0 * c) : pio2_lo;
+    double D = big ? (neg ? 2.0 * s : -2.0 * s) : xs;
+    return (A - (B - (C - D * R))) * fjv_invalid_unless(ok);
+}
+
+/* float32 arcsin, arccos in float64 lanes (the float64 formulas; 1 rounding to
+   float32); |x| > 1 raises invalid as theirs */
+static inline float fj_asin32(float x) { return (float)fj_asin64((double)x); }
+static inline float fj_acos32(float x) { return (float)fj_acos64((double)x); }
+
+/* arctan2(y, x), fdlibm's e_atan2.c reorganized for lanes: t = min(|y|, |x|) /
+   max(|y|, |x|) in [0, 1] (no overflow, no 0 / 0: two zeros divide 0 by 1, two
+   infinities 1 by 1) and its division's tail e (FMA: t + e is the quotient to
+   2^-106), atan(t + e) = H - v by fjv_atan_hv with corr = e / (1 + t^2), then per
+   lane K + s atan(t): K = 0, pi/2 (|y| > |x|) or pi (x's sign bit set, |y| <= |x|),
+   s = -1 for |y| > |x| xor x's sign, K + s H summed exactly first (Fast2Sum), and y's
+   sign put on.  A quotient below about 2^-60 skips the polynomial: atan(t) is t
+   itself there (its division raising underflow where NumPy's arctan2 does), or 0
+   beside K (the dividend replaced by 0: no spurious underflow); operands below
+   2^-900 are scaled by 2^1000 first (no underflow in the tail).  A result below
+   2^-1022 of a nonzero y and a finite x raises underflow explicitly (NumPy's
+   arctan2 does, also where the quotient is exact).  NaN gives NaN (invalid may
+   be raised by a signaling compare: arctan2's invalid is not read). */
+static inline double fj_atan2_64(double y, double x)
+{
+    const double pio2_hi = 1.57079632679489655800e+00, pio2_lo = 6.12323399573676603587e-17,
+                 pi_hi = 3.14159265358979311600e+00, pi_lo = 1.2246467991473532e-16;
+    const uint64_t AB = 0x7fffffffffffffffULL, INF = 0x7ff0000000000000ULL;
+    uint64_t uy = fjv_u(y), ux = fjv_u(x), ay = uy & AB, ax = ux & AB;
+    uint64_t swap = ay > ax, neg = ux >> 63;
+    uint64_t mn = swap ? ax : ay, mx = swap ? ay : ax;
+    uint64_t infs = (ay == INF) & (ax == INF), xinf = (mx == INF) & !infs;
+    uint64_t gap = (mx - mn > (60ULL << 52)) | xinf;        /* quotient below about 2^-60 (0 / inf too) */
+    mn = infs ? 0x3ff0000000000000ULL : (xinf | (gap & (swap | neg))) ? 0 : mn;
+    mx = infs | xinf | (mx == 0) ? 0x3ff0000000000000ULL : mx;
+    double sc = mx < 0x0830000000000000ULL ? 0x1p1000 : 1.0; /* mx below 2^-900 */
+    double n = fjv_d(mn) * sc, d = fjv_d(mx) * sc;
+    double t = n / d, tp = gap ? 0.0 : t;
+#ifdef __FMA__
+    double e = __builtin_fma(-tp, d, gap ? 0.0 : n) / d; /* (0 where the quotient is tiny: no underflow) */
+#else
+    double e = 0.0;
+#endif
+    double corr = e / FJV_MA(tp, tp, 1.0);
+    double H, v = fjv_atan_hv(tp, corr, &H);
+    double K = swap ? pio2_hi : neg ? pi_hi : 0.0, Kl = swap ? pio2_lo : neg ? pi_lo : 0.0;
+    int sm = (int)(swap ^ neg);
+    double sH = sm ? -H : H, sv = sm ? -v : v;
+    double S = K + sH, err = (K - S) + sH;                   /* |K| >= |H| or K = 0 */
+    double r = gap & !(swap | neg) ? t : S + ((err + Kl) - sv);
+    uint64_t ur = fjv_u(r);
+    /* w s: 0, or below 2^-1075 (underflow, rounded to 0): s a normal number from r's
+       bits, so that no compiler folds the product of two constants away */
+    double w = ((ur & AB) < 0x0010000000000000ULL) & (ay != 0) & (ax < INF) ? 0x1p-60 : 0.0;
+    double s = fjv_d((ur & 0x000fffffffffffffULL) | 0x0010000000000000ULL);
+    r = fjv_d(ur | (uy & 0x8000000000000000ULL));
+    r = r - w * s;                                           /* (-0.0 - +0.0 is -0.0) */
+    return (ay > INF) | (ax > INF) ? x + y : r;              /* a NaN operand's NaN */
+}
+
+/* float32 arctan2 in float64 lanes (fj_atan2_64's formulas, no overflow or underflow
+   for float32 operands; 1 rounding to float32, which raises underflow for an
+   inexact subnormal); a float32 result below 2^-126 of a nonzero y and a finite x
+   raises underflow explicitly as fj_atan2_64's */
+static inline float fj_atan2_32(float y, float x)
+{
+    float r = (float)fj_atan2_64((double)y, (double)x);
+    uint32_t ur = fjv_uf(r), ay = fjv_uf(y) & 0x7fffffffu, ax = fjv_uf(x) & 0x7fffffffu;
+    float w = ((ur & 0x7fffffffu) < 0x00800000u) & (ay != 0) & (ax < 0x7f800000u) ? 0x1p-30f : 0.0f;
+    return r - w * fjv_f((ur & 0x007fffffu) | 0x00800000u);
+}
+
 /* ---- cbrt, power ------------------------------------------------------------ */
 
 /* cbrt(x) (FreeBSD's s_cbrt.c, branch-free): |x| = 2^e m; a 5-bit estimate t of

@@ -179,7 +179,10 @@ def domain(name, dt, n, rng):
                             y[2 * k:] * (1.0 + rng.uniform(-1e-3, 1e-3, h)) * rng.choice([-1, 1], h)])
         with np.errstate(over="ignore", under="ignore"):
             y, x = y.astype(dt), x.astype(dt)
-        keep = np.isfinite(y) & np.isfinite(x)
+        with np.errstate(all="ignore"):
+            ref = np.arctan2(y.astype(np.float64), x.astype(np.float64))
+        # results that are normal numbers of the type, as below (a zero result here is an underflow)
+        keep = np.isfinite(y) & np.isfinite(x) & (np.abs(ref) >= np.finfo(dt).tiny)
         return y[keep], x[keep]
     elif name == "power":
         # x > 0 with |y log2(x)| below the exponent range; negative x with integer y; x near 1, large y

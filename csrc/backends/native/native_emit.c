@@ -395,15 +395,15 @@ const fjn_VmathFn fjn_vmath_fns[] = {
 
     [FJN_COSH - FJN_EXP] = {"cosh", "cosh", 0, 0, 0},
 
-    [FJN_ARCTAN - FJN_EXP] = {"arctan", "atan", 0, 0, 0},
+    [FJN_ARCTAN - FJN_EXP] = {"arctan", "atan", 1, 1, 0},
 
-    [FJN_ARCSIN - FJN_EXP] = {"arcsin", "asin", 0, 0, 1},
+    [FJN_ARCSIN - FJN_EXP] = {"arcsin", "asin", 1, 1, 1},
 
-    [FJN_ARCCOS - FJN_EXP] = {"arccos", "acos", 0, 0, 1},
+    [FJN_ARCCOS - FJN_EXP] = {"arccos", "acos", 1, 1, 1},
 
     [FJN_CBRT - FJN_EXP] = {"cbrt", "cbrt", 1, 1, 0},
 
-    [FJN_ARCTAN2 - FJN_EXP] = {"arctan2", "atan2_", 0, 0, 0},
+    [FJN_ARCTAN2 - FJN_EXP] = {"arctan2", "atan2_", 1, 1, 0},
 
     [FJN_POWER - FJN_EXP] = {"power", "pow", 1, 1, 1},
 };
