@@ -652,7 +652,7 @@ static inline double fj_atan2_64(double y, double x)
     uint64_t uy = fjv_u(y), ux = fjv_u(x), ay = uy & AB, ax = ux & AB;
     uint64_t swap = ay > ax, neg = ux >> 63;
     uint64_t mn = swap ? ax : ay, mx = swap ? ay : ax;
-    uint64_t infs = (ay == INF) & (ax == INF), xinf = (mx == INF) & !infs;
+    uint64_t infs = (ay == INF) & (ax == INF), xinf = (mx == INF) & (infs ^ 1);
     uint64_t gap = (mx - mn > (60ULL << 52)) | xinf;        /* quotient below about 2^-60 (0 / inf too) */
     mn = infs ? 0x3ff0000000000000ULL : (xinf | (gap & (swap | neg))) ? 0 : mn;
     mx = infs | xinf | (mx == 0) ? 0x3ff0000000000000ULL : mx;
@@ -670,7 +670,7 @@ static inline double fj_atan2_64(double y, double x)
     int sm = (int)(swap ^ neg);
     double sH = sm ? -H : H, sv = sm ? -v : v;
     double S = K + sH, err = (K - S) + sH;                   /* |K| >= |H| or K = 0 */
-    double r = gap & !(swap | neg) ? t : S + ((err + Kl) - sv);
+    double r = (gap & (swap | neg)) ^ gap ? t : S + ((err + Kl) - sv); /* gap, neither swap nor neg */
     uint64_t ur = fjv_u(r);
     /* w s: 0, or below 2^-1075 (underflow, rounded to 0): s a normal number from r's
        bits, so that no compiler folds the product of two constants away */
