@@ -497,6 +497,13 @@ static inline double fj_log1p64(double x)
 
 /* (arcsin and arccos of |x| <= 1; arctan2 of two operands) */
 
+/* m ? a : b for a mask m of all ones or all zeros, as bit operations; the lanes'
+   choices below are all of this form (conditional expressions, even of constants,
+   became branches after gcc's jump threading, and a loop with branches is not
+   vectorized) */
+static inline double fjv_bsel(uint64_t m, double a, double b) { return fjv_d((fjv_u(a) & m) | (fjv_u(b) & ~m)); }
+static inline uint64_t fjv_mask(int c) { return 0 - (uint64_t)c; }
+
 /* atan of |x| by fdlibm's s_atan.c, branch-free: the interval of |x| (below
    7/16, 11/16, 19/16, 39/16, above) picks per lane the reduced argument
    t = (|x| - B) / (1 + C |x|) (B, C = 0, 0; 0.5, 0.5; 1, 1; 1.5, 1.5; above 39/16
@@ -514,36 +521,41 @@ static inline double fjv_atan_hv(double ax, double corr, double *H)
                  aT6 = 6.66107313738753120669e-02, aT7 = -5.83357013379057348645e-02,
                  aT8 = 4.97687799461593236017e-02, aT9 = -3.65315727442169155270e-02,
                  aT10 = 1.62858201153657823623e-02;
+    /* atanhi[], atanlo[] of fdlibm (atan(1/2), atan(1), atan(3/2), pi/2) */
+    const uint64_t h0 = 0x3fddac670561bb4fULL, h1 = 0x3fe921fb54442d18ULL, h2 = 0x3fef730bd281f69bULL,
+                   h3 = 0x3ff921fb54442d18ULL, l0 = 0x3c7a2b7f222f65e2ULL, l1 = 0x3c81a62633145c07ULL,
+                   l2 = 0x3c7007887af0cbbdULL, l3 = 0x3c91a62633145c07ULL;
     uint64_t a = fjv_u(ax);
-    int m0 = a >= 0x3fdc000000000000ULL, m1 = a >= 0x3fe6000000000000ULL, /* 7/16, 11/16 */
-        m2 = a >= 0x3ff3000000000000ULL, m3 = a >= 0x4003800000000000ULL; /* 19/16, 39/16 */
-    double B = m2 ? 1.5 : m1 ? 1.0 : m0 ? 0.5 : 0.0;
-    double h = m3 ? 1.57079632679489655800e+00 : m2 ? 9.82793723247329054082e-01
-             : m1 ? 7.85398163397448278999e-01 : m0 ? 4.63647609000806093515e-01 : 0.0;
-    double l = m3 ? 6.12323399573676603587e-17 : m2 ? 1.39033110312309984516e-17
-             : m1 ? 3.06161699786838301793e-17 : m0 ? 2.26987774529616870924e-17 : 0.0;
-    double num = m3 ? -1.0 : ax - B;              /* exact (Sterbenz; 0.5 - 0.5 x for m0 too) */
-    double den = m3 ? ax : FJV_MA(B, ax, 1.0);    /* B = C */
+    uint64_t m0 = fjv_mask(a >= 0x3fdc000000000000ULL), m1 = fjv_mask(a >= 0x3fe6000000000000ULL), /* 7/16, 11/16 */
+             m2 = fjv_mask(a >= 0x3ff3000000000000ULL), m3 = fjv_mask(a >= 0x4003800000000000ULL); /* 19/16, 39/16 */
+    /* the interval's constants (the masks are nested: m3 implies m2 ...) */
+    uint64_t hb = (m0 & h0) ^ (m1 & (h0 ^ h1)) ^ (m2 & (h1 ^ h2)) ^ (m3 & (h2 ^ h3));
+    uint64_t lb = (m0 & l0) ^ (m1 & (l0 ^ l1)) ^ (m2 & (l1 ^ l2)) ^ (m3 & (l2 ^ l3));
+    /* t = (A |x| - B) / (B |x| + A): A = 1, B = 0, 1/2, 1, 3/2 below 39/16; A = 0, B = 1 above */
+    uint64_t k = (m0 & 1) + (m1 & 1) + (m2 & 1);
+    double B = fjv_bsel(m3, 1.0, (fjv_d(0x4330000000000000ULL + k) - 0x1p52) * 0.5);
+    double A = fjv_d(0x3ff0000000000000ULL & ~m3);
+    double num = FJV_MA(A, ax, -B);               /* exact (Sterbenz) */
+    double den = FJV_MA(B, ax, A);
     double t = num / den;
     double z = t * t, w = z * z;
     double s1 = z * FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, aT10, aT8), aT6), aT4), aT2), aT0);
     double s2 = w * FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, aT9, aT7), aT5), aT3), aT1);
-    *H = h;
-    return ((t * (s1 + s2) - l) - corr) - t;
+    *H = fjv_d(hb);
+    return ((t * (s1 + s2) - fjv_d(lb)) - corr) - t;
 }
 
 /* arctan(x): |x| below 2^-27 is x itself (no t^2 underflow; NumPy raises no flag
    either), |x| clamped to 2^66 (inf, past which it is pi/2 rounded), the sign put
-   back; NaN gives NaN.  No flag in any lane but a NaN's (invalid from a signaling
-   compare, which the kernels ignore for arctan: NumPy's never raises it) */
+   back; NaN gives NaN.  No flag */
 static inline double fj_atan64(double x)
 {
     uint64_t u = fjv_u(x), a = u & 0x7fffffffffffffffULL;
-    uint64_t tiny = 0 - (uint64_t)(a < 0x3e40000000000000ULL); /* |x| < 2^-27 */
-    uint64_t c = a > 0x7ff0000000000000ULL ? a : a < 0x4410000000000000ULL ? a : 0x4410000000000000ULL;
-    double H, v = fjv_atan_hv(fjv_d(c & ~tiny), 0.0, &H);
+    uint64_t keep = fjv_mask(a < 0x3e40000000000000ULL) | fjv_mask(a > 0x7ff0000000000000ULL); /* tiny, NaN */
+    uint64_t c = a < 0x4410000000000000ULL ? a : 0x4410000000000000ULL; /* (an integer min) */
+    double H, v = fjv_atan_hv(fjv_d(c & ~keep), 0.0, &H);
     uint64_t r = fjv_u(H - v) | (u & 0x8000000000000000ULL);
-    return fjv_d((r & ~tiny) | (u & tiny));
+    return fjv_d((r & ~keep) | (u & keep));
 }
 
 /* float32 arctan in float64 lanes (fj_atan64's formulas; 1 rounding to float32) */
@@ -648,37 +660,42 @@ static inline double fj_atan2_64(double y, double x)
 {
     const double pio2_hi = 1.57079632679489655800e+00, pio2_lo = 6.12323399573676603587e-17,
                  pi_hi = 3.14159265358979311600e+00, pi_lo = 1.2246467991473532e-16;
-    const uint64_t AB = 0x7fffffffffffffffULL, INF = 0x7ff0000000000000ULL;
+    const uint64_t AB = 0x7fffffffffffffffULL, INF = 0x7ff0000000000000ULL, ONE = 0x3ff0000000000000ULL;
     uint64_t uy = fjv_u(y), ux = fjv_u(x), ay = uy & AB, ax = ux & AB;
-    uint64_t swap = ay > ax, neg = ux >> 63;
-    uint64_t mn = swap ? ax : ay, mx = swap ? ay : ax;
-    uint64_t infs = (ay == INF) & (ax == INF), xinf = (mx == INF) & (infs ^ 1);
-    uint64_t gap = (mx - mn > (60ULL << 52)) | xinf;        /* quotient below about 2^-60 (0 / inf too) */
-    mn = infs ? 0x3ff0000000000000ULL : (xinf | (gap & (swap | neg))) ? 0 : mn;
-    mx = infs | xinf | (mx == 0) ? 0x3ff0000000000000ULL : mx;
-    double sc = mx < 0x0830000000000000ULL ? 0x1p1000 : 1.0; /* mx below 2^-900 */
+    uint64_t swap = fjv_mask(ay > ax), neg = fjv_mask(ux >> 63);
+    uint64_t mn = (ax & swap) | (ay & ~swap), mx = (ay & swap) | (ax & ~swap);
+    uint64_t infs = fjv_mask(ay == INF) & fjv_mask(ax == INF), xinf = fjv_mask(mx == INF) & ~infs;
+    uint64_t gap = fjv_mask(mx - mn > (60ULL << 52)) | xinf;  /* quotient below about 2^-60 (0 / inf too) */
+    uint64_t plain = gap & ~(swap | neg);                      /* there atan2 is the quotient itself */
+    mn = (ONE & infs) | (mn & ~(infs | xinf | (gap & (swap | neg))));
+    mx = (ONE & (infs | xinf | fjv_mask(mx == 0))) | (mx & ~(infs | xinf | fjv_mask(mx == 0)));
+    double sc = fjv_bsel(fjv_mask(mx < 0x0830000000000000ULL), 0x1p1000, 1.0); /* mx below 2^-900 */
     double n = fjv_d(mn) * sc, d = fjv_d(mx) * sc;
-    double t = n / d, tp = gap ? 0.0 : t;
+    double gz = fjv_d(ONE & ~gap);   /* 0 where the quotient is tiny (no polynomial, no underflow) */
+    double t = n / d, tp = t * gz;
 #ifdef __FMA__
-    double e = __builtin_fma(-tp, d, gap ? 0.0 : n) / d; /* (0 where the quotient is tiny: no underflow) */
+    /* the quotient's tail e = (n - t d) / d, and its atan, e / (1 + t^2): one division,
+       both halved (d (1 + t^2) overflows for d near the largest double) */
+    double corr = (0.5 * __builtin_fma(-tp, d, n * gz)) / (d * FJV_MA(0.5 * tp, tp, 0.5));
 #else
-    double e = 0.0;
+    double corr = 0.0;
 #endif
-    double corr = e / FJV_MA(tp, tp, 1.0);
     double H, v = fjv_atan_hv(tp, corr, &H);
-    double K = swap ? pio2_hi : neg ? pi_hi : 0.0, Kl = swap ? pio2_lo : neg ? pi_lo : 0.0;
-    int sm = (int)(swap ^ neg);
-    double sH = sm ? -H : H, sv = sm ? -v : v;
+    double K = fjv_d((fjv_u(pio2_hi) & swap) | (fjv_u(pi_hi) & neg & ~swap));
+    double Kl = fjv_d((fjv_u(pio2_lo) & swap) | (fjv_u(pi_lo) & neg & ~swap));
+    uint64_t sm = (swap ^ neg) & 0x8000000000000000ULL;
+    double sH = fjv_d(fjv_u(H) ^ sm), sv = fjv_d(fjv_u(v) ^ sm);
     double S = K + sH, err = (K - S) + sH;                   /* |K| >= |H| or K = 0 */
-    double r = (gap & (swap | neg)) ^ gap ? t : S + ((err + Kl) - sv); /* gap, neither swap nor neg */
+    double r = fjv_bsel(plain, t, S + ((err + Kl) - sv));
     uint64_t ur = fjv_u(r);
     /* w s: 0, or below 2^-1075 (underflow, rounded to 0): s a normal number from r's
        bits, so that no compiler folds the product of two constants away */
-    double w = ((ur & AB) < 0x0010000000000000ULL) & (ay != 0) & (ax < INF) ? 0x1p-60 : 0.0;
+    uint64_t und = fjv_mask((ur & AB) < 0x0010000000000000ULL) & fjv_mask(ay != 0) & fjv_mask(ax < INF);
+    double w = fjv_d(0x3c30000000000000ULL & und);           /* 2^-60 or 0 */
     double s = fjv_d((ur & 0x000fffffffffffffULL) | 0x0010000000000000ULL);
     r = fjv_d(ur | (uy & 0x8000000000000000ULL));
     r = r - w * s;                                           /* (-0.0 - +0.0 is -0.0) */
-    return (ay > INF) | (ax > INF) ? x + y : r;              /* a NaN operand's NaN */
+    return fjv_bsel(fjv_mask(ay > INF) | fjv_mask(ax > INF), fjv_d(0x7ff8000000000000ULL), r); /* NaN operand */
 }
 
 /* float32 arctan2 in float64 lanes (fj_atan2_64's formulas, no overflow or underflow
