@@ -497,6 +497,15 @@ static inline double fj_log1p64(double x)
 
 /* (arcsin and arccos of |x| <= 1; arctan2 of two operands) */
 
+/* always inlined: arctan2's float32 function, called in a kernel's loop, its checking
+   loop and its strided loop, was past gcc's inlining limits, and a loop with a call
+   is not vectorized */
+#if defined(__GNUC__)
+#define FJV_INL static inline __attribute__((always_inline))
+#else
+#define FJV_INL static inline
+#endif
+
 /* m ? a : b for a mask m of all ones or all zeros, as bit operations; the lanes'
    choices below are all of this form (conditional expressions, even of constants,
    became branches after gcc's jump threading, and a loop with branches is not
@@ -513,7 +522,7 @@ static inline uint64_t fjv_mask(int c) { return 0 - (uint64_t)c; }
    division tail; 0 for atan).  Returns H and the rest v (atan = H - v, |v| <= 0.44),
    so the caller can add H to other constants exactly first.  |x| must be at
    most 2^66 (atan rounds to pi/2 past it) and 0 or at least 2^-62 (no underflow). */
-static inline double fjv_atan_hv(double ax, double corr, double *H)
+FJV_INL double fjv_atan_hv(double ax, double corr, double *H)
 {
     const double aT0 = 3.33333333333329318027e-01, aT1 = -1.99999999998764832476e-01,
                  aT2 = 1.42857142725034663711e-01, aT3 = -1.11111104054623557880e-01,
@@ -548,7 +557,7 @@ static inline double fjv_atan_hv(double ax, double corr, double *H)
 /* arctan(x): |x| below 2^-27 is x itself (no t^2 underflow; NumPy raises no flag
    either), |x| clamped to 2^66 (inf, past which it is pi/2 rounded), the sign put
    back; NaN gives NaN.  No flag */
-static inline double fj_atan64(double x)
+FJV_INL double fj_atan64(double x)
 {
     uint64_t u = fjv_u(x), a = u & 0x7fffffffffffffffULL;
     uint64_t keep = fjv_mask(a < 0x3e40000000000000ULL) | fjv_mask(a > 0x7ff0000000000000ULL); /* tiny, NaN */
@@ -559,11 +568,11 @@ static inline double fj_atan64(double x)
 }
 
 /* float32 arctan in float64 lanes (fj_atan64's formulas; 1 rounding to float32) */
-static inline float fj_atan32(float x) { return (float)fj_atan64((double)x); }
+FJV_INL float fj_atan32(float x) { return (float)fj_atan64((double)x); }
 
 /* fdlibm's rational function of e_asin.c / e_acos.c: R(t) = p(t) / q(t),
    asin(s) = s + s^3 R(s^2) */
-static inline double fjv_asin_r(double t)
+FJV_INL double fjv_asin_r(double t)
 {
     const double pS0 = 1.66666666666666657415e-01, pS1 = -3.25565818622400915405e-01,
                  pS2 = 2.01212532134862925881e-01, pS3 = -4.00555345006794114027e-02,
@@ -578,13 +587,13 @@ static inline double fjv_asin_r(double t)
 /* Near |x| = 1 (|x| >= 1/2): t = (1 - |x|) / 2 (exact), s = sqrt(t) = w + c in two
    parts (w: s with its low 32 bits cleared, so w^2 is exact; c = (t - w^2) / (s + w)),
    as both fdlibm files do; t = 0 (|x| = 1) gives c = 0, not 0 / 0 */
-static inline double fjv_sqrt_hl(double t, double *w, double *c)
+FJV_INL double fjv_sqrt_hl(double t, double *w, double *c)
 {
     double s = __builtin_sqrt(t);
     double wh = fjv_d(fjv_u(s) & 0xffffffff00000000ULL);
     double d = s + wh;
     *w = wh;
-    *c = (t - wh * wh) / (d == 0.0 ? 1.0 : d);
+    *c = (t - wh * wh) / fjv_bsel(fjv_mask(fjv_u(t) == 0), 1.0, d);
     return s;
 }
 
@@ -595,20 +604,21 @@ static inline double fjv_sqrt_hl(double t, double *w, double *c)
    NumPy raises no flag).  |x| > 1 (inf too) raises invalid on purpose (NaN; the
    group then runs through NumPy, whose arcsin raises invalid there); a NaN gives
    NaN, no flag (the lane classes are integer compares) */
-static inline double fj_asin64(double x)
+FJV_INL double fj_asin64(double x)
 {
     const double pio2_lo = 6.12323399573676603587e-17, pio4_hi = 7.85398163397448278999e-01;
     uint64_t u = fjv_u(x), a = u & 0x7fffffffffffffffULL;
     uint64_t ok = 0 - (uint64_t)((a <= 0x3ff0000000000000ULL) | (a > 0x7ff0000000000000ULL)); /* |x| <= 1, NaN */
     uint64_t tiny = 0 - (uint64_t)(a < 0x3e40000000000000ULL);
-    int big = a >= 0x3fe0000000000000ULL; /* |x| >= 1/2 */
+    uint64_t big = fjv_mask(a >= 0x3fe0000000000000ULL); /* |x| >= 1/2 */
     double ax = fjv_d(a & ok & ~tiny);
-    double t = big ? FJV_MA(ax, -0.5, 0.5) : ax * ax;
+    double t = fjv_bsel(big, FJV_MA(ax, -0.5, 0.5), ax * ax);
     double R = fjv_asin_r(t), w, c;
     double s = fjv_sqrt_hl(t, &w, &c);
-    /* H - ((M R - L) - Q): small: |x| - ((-|x| R - 0) - 0); big: fdlibm's */
-    double H = big ? pio4_hi : ax, M = big ? 2.0 * s : -ax;
-    double L = big ? pio2_lo - 2.0 * c : 0.0, Q = big ? pio4_hi - 2.0 * w : 0.0;
+    /* H - ((M R - L) - Q): small: |x| - ((-|x| R - 0) - 0); big: fdlibm's (the choices
+       as bit operations, see fjv_bsel) */
+    double H = fjv_bsel(big, pio4_hi, ax), M = fjv_bsel(big, 2.0 * s, -ax);
+    double L = fjv_d(fjv_u(pio2_lo - 2.0 * c) & big), Q = fjv_d(fjv_u(pio4_hi - 2.0 * w) & big);
     uint64_t r = fjv_u(H - ((M * R - L) - Q)) | (u & 0x8000000000000000ULL);
     return fjv_d((r & ~tiny) | (u & tiny)) * fjv_invalid_unless(ok);
 }
@@ -619,29 +629,30 @@ static inline double fj_asin64(double x)
    2 (w + (c + s R)) (s = w + c as in arcsin).  |x| < 2^-57 computes x = 0 (pi/2
    rounded, as fdlibm; no t underflow); |x| > 1 raises invalid on purpose, a NaN gives NaN
    (as arcsin) */
-static inline double fj_acos64(double x)
+FJV_INL double fj_acos64(double x)
 {
     const double pio2_hi = 1.57079632679489655800e+00, pio2_lo = 6.12323399573676603587e-17,
                  pi = 3.14159265358979311600e+00;
     uint64_t u = fjv_u(x), a = u & 0x7fffffffffffffffULL;
     uint64_t ok = 0 - (uint64_t)((a <= 0x3ff0000000000000ULL) | (a > 0x7ff0000000000000ULL));
     uint64_t keep = ok & (0 - (uint64_t)(a >= 0x3c60000000000000ULL)); /* others: 0 (|x| < 2^-57) */
-    int big = a >= 0x3fe0000000000000ULL, neg = big & (u >> 63);
+    uint64_t big = fjv_mask(a >= 0x3fe0000000000000ULL), neg = big & fjv_mask(u >> 63), pos = big & ~neg;
     double xs = fjv_d(u & keep), ax = fjv_d(a & keep);
-    double t = big ? FJV_MA(ax, -0.5, 0.5) : xs * xs;
+    double t = fjv_bsel(big, FJV_MA(ax, -0.5, 0.5), xs * xs);
     double R = fjv_asin_r(t), w, c;
     double s = fjv_sqrt_hl(t, &w, &c);
-    double A = big ? (neg ? pi : 0.0) : pio2_hi;
-    double B = big ? (neg ? 2.0 * s : -2.0 * w) : xs;
-    double C = big ? (neg ? 2.0 * pio2_lo : 2.0 * c) : pio2_lo;
-    double D = big ? (neg ? 2.0 * s : -2.0 * s) : xs;
+    /* (the choices as bit operations, see fjv_bsel) */
+    double A = fjv_d((fjv_u(pi) & neg) | (fjv_u(pio2_hi) & ~big));
+    double B = fjv_bsel(neg, 2.0 * s, fjv_bsel(pos, -2.0 * w, xs));
+    double C = fjv_bsel(neg, 2.0 * pio2_lo, fjv_bsel(pos, 2.0 * c, pio2_lo));
+    double D = fjv_bsel(neg, 2.0 * s, fjv_bsel(pos, -2.0 * s, xs));
     return (A - (B - (C - D * R))) * fjv_invalid_unless(ok);
 }
 
 /* float32 arcsin, arccos in float64 lanes (the float64 formulas; 1 rounding to
    float32); |x| > 1 raises invalid as theirs */
-static inline float fj_asin32(float x) { return (float)fj_asin64((double)x); }
-static inline float fj_acos32(float x) { return (float)fj_acos64((double)x); }
+FJV_INL float fj_asin32(float x) { return (float)fj_asin64((double)x); }
+FJV_INL float fj_acos32(float x) { return (float)fj_acos64((double)x); }
 
 /* arctan2(y, x), fdlibm's e_atan2.c reorganized for lanes: t = min(|y|, |x|) /
    max(|y|, |x|) in [0, 1] (no overflow, no 0 / 0: two zeros divide 0 by 1, two
@@ -656,7 +667,7 @@ static inline float fj_acos32(float x) { return (float)fj_acos64((double)x); }
    2^-1022 of a nonzero y and a finite x raises underflow explicitly (NumPy's
    arctan2 does, also where the quotient is exact).  NaN gives NaN (invalid may
    be raised by a signaling compare: arctan2's invalid is not read). */
-static inline double fj_atan2_64(double y, double x)
+FJV_INL double fj_atan2_64(double y, double x)
 {
     const double pio2_hi = 1.57079632679489655800e+00, pio2_lo = 6.12323399573676603587e-17,
                  pi_hi = 3.14159265358979311600e+00, pi_lo = 1.2246467991473532e-16;
@@ -702,7 +713,7 @@ static inline double fj_atan2_64(double y, double x)
    for float32 operands; 1 rounding to float32, which raises underflow for an
    inexact subnormal); a float32 result below 2^-126 of a nonzero y and a finite x
    raises underflow explicitly as fj_atan2_64's */
-static inline float fj_atan2_32(float y, float x)
+FJV_INL float fj_atan2_32(float y, float x)
 {
     float r = (float)fj_atan2_64((double)y, (double)x);
     uint32_t ur = fjv_uf(r), ay = fjv_uf(y) & 0x7fffffffu, ax = fjv_uf(x) & 0x7fffffffu;
