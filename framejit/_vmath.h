@@ -515,8 +515,8 @@ static inline uint64_t fjv_mask(int c) { return 0 - (uint64_t)c; }
 
 /* atan of |x| by fdlibm's s_atan.c, branch-free: the interval of |x| (below
    7/16, 11/16, 19/16, 39/16, above) picks per lane the reduced argument
-   t = (|x| - B) / (1 + C |x|) (B, C = 0, 0; 0.5, 0.5; 1, 1; 1.5, 1.5; above 39/16
-   t = -1 / |x|) and the constant atan(B) = H + L (atanhi, atanlo) added back;
+   t = (|x| - B) / (1 + B |x|) (B = 0, 1/2, 1, 3/2; above 39/16 t = -1 / |x|) and the
+   constant atan(B) = H + L (fdlibm's atanhi, atanlo; pi/2 above) added back;
    one polynomial (aT[]) per lane: atan(|x|) = H - (((t S(t^2) - L) - corr) - t),
    'corr' a correction added to the argument's atan by the caller (atan2's
    division tail; 0 for atan).  Returns H and the rest v (atan = H - v, |v| <= 0.44),
@@ -665,8 +665,9 @@ FJV_INL float fj_acos32(float x) { return (float)fj_acos64((double)x); }
    beside K (the dividend replaced by 0: no spurious underflow); operands below
    2^-900 are scaled by 2^1000 first (no underflow in the tail).  A result below
    2^-1022 of a nonzero y and a finite x raises underflow explicitly (NumPy's
-   arctan2 does, also where the quotient is exact).  NaN gives NaN (invalid may
-   be raised by a signaling compare: arctan2's invalid is not read). */
+   arctan2 does, also where the quotient is exact; NumPy's raises it for some of
+   those results only, so ours may be spurious there).  A NaN operand gives NaN, no
+   flag (but a signaling NaN's invalid, which NumPy's raises too). */
 FJV_INL double fj_atan2_64(double y, double x)
 {
     const double pio2_hi = 1.57079632679489655800e+00, pio2_lo = 6.12323399573676603587e-17,
@@ -717,7 +718,8 @@ FJV_INL float fj_atan2_32(float y, float x)
 {
     float r = (float)fj_atan2_64((double)y, (double)x);
     uint32_t ur = fjv_uf(r), ay = fjv_uf(y) & 0x7fffffffu, ax = fjv_uf(x) & 0x7fffffffu;
-    float w = ((ur & 0x7fffffffu) < 0x00800000u) & (ay != 0) & (ax < 0x7f800000u) ? 0x1p-30f : 0.0f;
+    uint32_t und = 0u - (uint32_t)(((ur & 0x7fffffffu) < 0x00800000u) & (ay != 0) & (ax < 0x7f800000u));
+    float w = fjv_f(0x30800000u & und);                      /* 2^-30 or 0 */
     return r - w * fjv_f((ur & 0x007fffffu) | 0x00800000u);
 }
 
