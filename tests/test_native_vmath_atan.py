@@ -323,3 +323,21 @@ def test_exact_mode_keeps_numpys_bits():
         assert np.max(np.abs(cf(a, b) - fn(a, b))) <= 16 * np.finfo(dt).eps * 8
         for f in ("arctan2", "arcsin", "arccos", "arctan"):
             assert_kernel_computes(plans[1], f, dt)
+
+
+def test_reductions_and_row_groups():
+    # a sum of arcsin runs in the pairwise group, a row mean of arctan2 in a row group
+    r = rng(30)
+    x = r.uniform(-1, 1, 100000)
+    cf = framejit.compile(make("np.arcsin(x).sum()"), backend="native")
+    got, exp = cf(x), np.arcsin(x).sum()
+    assert abs(got - exp) <= 1e-12 * np.abs(np.arcsin(x)).sum()
+    y, z = r.standard_normal((2, 300, 257))
+    fn = make("np.arctan2(y, z).mean(axis=1) + np.arctan(y).sum(axis=1)", "y, z")
+    cf = framejit.compile(fn, backend="native")
+    for dt in (np.float64, np.float32):
+        a, b = y.astype(dt), z.astype(dt)
+        got, exp = cf(a, b), fn(a, b)
+        assert got.dtype == exp.dtype and got.shape == exp.shape
+        assert np.all(np.abs(got - exp) <= 300 * np.finfo(dt).eps * 257)
+    assert framejit.counters["native"]["nodes_fused"] >= 2
