@@ -522,7 +522,9 @@ static inline uint64_t fjv_mask(int c) { return 0 - (uint64_t)c; }
    division tail; 0 for atan).  Returns H and the rest v (atan = H - v, |v| <= 0.44),
    so the caller can add H to other constants exactly first.  |x| must be at
    most 2^66 (atan rounds to pi/2 past it) and 0 or at least 2^-62 (no underflow). */
-FJV_INL double fjv_atan_hv(double ax, double corr, double *H)
+/* fdlibm's s_atan.c polynomial: v = ((t S(t^2) - L) - corr) - t, so that
+   atan(B) + atan(t + corr) = H - v for atan(B) = H + L (|t| <= 7/16) */
+FJV_INL double fjv_atan_poly(double t, double corr, double L)
 {
     const double aT0 = 3.33333333333329318027e-01, aT1 = -1.99999999998764832476e-01,
                  aT2 = 1.42857142725034663711e-01, aT3 = -1.11111104054623557880e-01,
@@ -530,6 +532,14 @@ FJV_INL double fjv_atan_hv(double ax, double corr, double *H)
                  aT6 = 6.66107313738753120669e-02, aT7 = -5.83357013379057348645e-02,
                  aT8 = 4.97687799461593236017e-02, aT9 = -3.65315727442169155270e-02,
                  aT10 = 1.62858201153657823623e-02;
+    double z = t * t, w = z * z;
+    double s1 = z * FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, aT10, aT8), aT6), aT4), aT2), aT0);
+    double s2 = w * FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, aT9, aT7), aT5), aT3), aT1);
+    return ((t * (s1 + s2) - L) - corr) - t;
+}
+
+FJV_INL double fjv_atan_hv(double ax, double corr, double *H)
+{
     /* atanhi[], atanlo[] of fdlibm (atan(1/2), atan(1), atan(3/2), pi/2) */
     const uint64_t h0 = 0x3fddac670561bb4fULL, h1 = 0x3fe921fb54442d18ULL, h2 = 0x3fef730bd281f69bULL,
                    h3 = 0x3ff921fb54442d18ULL, l0 = 0x3c7a2b7f222f65e2ULL, l1 = 0x3c81a62633145c07ULL,
@@ -546,12 +556,8 @@ FJV_INL double fjv_atan_hv(double ax, double corr, double *H)
     double A = fjv_d(0x3ff0000000000000ULL & ~m3);
     double num = FJV_MA(A, ax, -B);               /* exact (Sterbenz) */
     double den = FJV_MA(B, ax, A);
-    double t = num / den;
-    double z = t * t, w = z * z;
-    double s1 = z * FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, aT10, aT8), aT6), aT4), aT2), aT0);
-    double s2 = w * FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, aT9, aT7), aT5), aT3), aT1);
     *H = fjv_d(hb);
-    return ((t * (s1 + s2) - fjv_d(lb)) - corr) - t;
+    return fjv_atan_poly(num / den, corr, fjv_d(lb));
 }
 
 /* arctan(x): |x| below 2^-27 is x itself (no t^2 underflow; NumPy raises no flag
@@ -686,20 +692,33 @@ FJV_INL double fj_atan2_64(double y, double x)
     uint64_t infs = fjv_mask(ay == INF) & fjv_mask(ax == INF), xinf = fjv_mask(mx == INF) & ~infs;
     uint64_t gap = fjv_mask(mx - mn > (60ULL << 52)) | xinf;  /* quotient below about 2^-60 (0 / inf too) */
     uint64_t plain = gap & ~(swap | neg);                      /* there atan2 is the quotient itself */
-    mn = (ONE & infs) | (mn & ~(infs | xinf | (gap & (swap | neg))));
+    /* (a NaN in mx: the dividend 0, no underflow in its scaling; the result is NaN) */
+    mn = (ONE & infs) | (mn & ~(infs | xinf | (gap & (swap | neg)) | fjv_mask(mx > INF)));
     mx = (ONE & (infs | xinf | fjv_mask(mx == 0))) | (mx & ~(infs | xinf | fjv_mask(mx == 0)));
-    double sc = fjv_bsel(fjv_mask(mx < 0x0830000000000000ULL), 0x1p1000, 1.0); /* mx below 2^-900 */
+    /* operands below 2^-900 scaled by 2^1000, from 2^1000 on by 2^-100 (exact: no
+       underflow in the tail, no overflow in n + d) */
+    double sc = fjv_d(0x7e70000000000000ULL & fjv_mask(mx < 0x0830000000000000ULL)) +
+                fjv_d(0x3630000000000000ULL & fjv_mask(mx >= 0x7e70000000000000ULL)) +
+                fjv_d(ONE & fjv_mask((mx >= 0x0830000000000000ULL) & (mx < 0x7e70000000000000ULL)));
     double n = fjv_d(mn) * sc, d = fjv_d(mx) * sc;
     double gz = fjv_d(ONE & ~gap);   /* 0 where the quotient is tiny (no polynomial, no underflow) */
-    double t = n / d, tp = t * gz;
+    double t = n / d;                /* (the result where the quotient is tiny) */
+    /* atan(n / d) = atan(B) + atan(tr), tr = (n - B d) / (d + B n), B = 0, 1/2, 1 for n / d
+       below 7/16, 11/16, above (fdlibm's intervals; n - B d exact, Sterbenz), from n and
+       d themselves: no rounded quotient in between (two divisions a lane, not three) */
+    uint64_t m0 = fjv_mask(n >= d * 0.4375), m1 = fjv_mask(n >= d * 0.6875);
+    double B = fjv_d((0x3fe0000000000000ULL & m0 & ~m1) | (ONE & m1));
+    double num = FJV_MA(-B, d, n) * gz, den = FJV_MA(B, n, d);
+    double tr = num / den;
 #ifdef __FMA__
-    /* the quotient's tail e = (n - t d) / d, and its atan, e / (1 + t^2): one division,
-       both halved (d (1 + t^2) overflows for d near the largest double) */
-    double corr = (0.5 * __builtin_fma(-tp, d, n * gz)) / (d * FJV_MA(0.5 * tp, tp, 0.5));
+    /* the division's tail e = (num - tr den) / den, and its atan, e / (1 + tr^2): one
+       division, both halved (den (1 + tr^2) may pass the largest double) */
+    double corr = (0.5 * __builtin_fma(-tr, den, num)) / (den * FJV_MA(0.5 * tr, tr, 0.5));
 #else
     double corr = 0.0;
 #endif
-    double H, v = fjv_atan_hv(tp, corr, &H);
+    double H = fjv_d((0x3fddac670561bb4fULL & m0 & ~m1) | (0x3fe921fb54442d18ULL & m1)); /* atan(1/2), pi/4 */
+    double v = fjv_atan_poly(tr, corr, fjv_d((0x3c7a2b7f222f65e2ULL & m0 & ~m1) | (0x3c81a62633145c07ULL & m1)));
     double K = fjv_d((fjv_u(pio2_hi) & swap) | (fjv_u(pi_hi) & neg & ~swap));
     double Kl = fjv_d((fjv_u(pio2_lo) & swap) | (fjv_u(pi_lo) & neg & ~swap));
     uint64_t sm = (swap ^ neg) & 0x8000000000000000ULL;
