@@ -518,10 +518,9 @@ static inline uint64_t fjv_mask(int c) { return 0 - (uint64_t)c; }
    t = (|x| - B) / (1 + B |x|) (B = 0, 1/2, 1, 3/2; above 39/16 t = -1 / |x|) and the
    constant atan(B) = H + L (fdlibm's atanhi, atanlo; pi/2 above) added back;
    one polynomial (aT[]) per lane: atan(|x|) = H - (((t S(t^2) - L) - corr) - t),
-   'corr' a correction added to the argument's atan by the caller (atan2's
-   division tail; 0 for atan).  Returns H and the rest v (atan = H - v, |v| <= 0.44),
-   so the caller can add H to other constants exactly first.  |x| must be at
-   most 2^66 (atan rounds to pi/2 past it) and 0 or at least 2^-62 (no underflow). */
+   'corr' a correction added to the argument's atan by the caller (0 for atan).
+   Returns H and the rest v (atan = H - v).  |x| must be at most 2^66 (atan rounds
+   to pi/2 past it) and at least 2^-62 (no underflow). */
 /* fdlibm's s_atan.c polynomial: v = ((t S(t^2) - L) - corr) - t, so that
    atan(B) + atan(t + corr) = H - v for atan(B) = H + L (|t| <= 7/16) */
 FJV_INL double fjv_atan_poly(double t, double corr, double L)
@@ -667,20 +666,21 @@ FJV_INL double fj_acos64(double x)
 FJV_INL float fj_asin32(float x) { return (float)fj_asin64((double)x); }
 FJV_INL float fj_acos32(float x) { return (float)fj_acos64((double)x); }
 
-/* arctan2(y, x), fdlibm's e_atan2.c reorganized for lanes: t = min(|y|, |x|) /
-   max(|y|, |x|) in [0, 1] (no overflow, no 0 / 0: two zeros divide 0 by 1, two
-   infinities 1 by 1) and its division's tail e (FMA: t + e is the quotient to
-   2^-106), atan(t + e) = H - v by fjv_atan_hv with corr = e / (1 + t^2), then per
-   lane K + s atan(t): K = 0, pi/2 (|y| > |x|) or pi (x's sign bit set, |y| <= |x|),
-   s = -1 for |y| > |x| xor x's sign, K + s H summed exactly first (Fast2Sum), and y's
-   sign put on.  A quotient below about 2^-60 skips the polynomial: atan(t) is t
-   itself there (its division raising underflow where NumPy's arctan2 does), or 0
-   beside K (the dividend replaced by 0: no spurious underflow); operands below
-   2^-900 are scaled by 2^1000 first (no underflow in the tail).  A result below
-   2^-1022 of a nonzero y and a finite x raises underflow explicitly (NumPy's
-   arctan2 does, also where the quotient is exact; NumPy's raises it for some of
-   those results only, so ours may be spurious there).  A NaN operand gives NaN, no
-   flag (but a signaling NaN's invalid, which NumPy's raises too). */
+/* arctan2(y, x), fdlibm's e_atan2.c reorganized for lanes: n = min(|y|, |x|),
+   d = max(|y|, |x|) (two zeros: 0 and 1, two infinities: 1 and 1; scaled by a power
+   of two where small or large), atan(n / d) = atan(B) + atan(tr) with
+   tr = (n - B d) / (d + B n), B = 0, 1/2, 1 by n / d's interval (fdlibm's, below
+   7/16, 11/16, above), tr's division tail (FMA) added as corr = e / (1 + tr^2), one
+   polynomial (fjv_atan_poly); then per lane K + s atan(n / d): K = 0, pi/2 (|y| > |x|)
+   or pi (x's sign bit set, |y| <= |x|), s = -1 for |y| > |x| xor x's sign, K + s H
+   summed exactly first (Fast2Sum), and y's sign put on.  A quotient below about
+   2^-60 skips the polynomial: atan2 is n / d itself there (its division raising
+   underflow where NumPy's arctan2 does), or K (the dividend replaced by 0: no
+   spurious underflow).  A result below 2^-1022 of a nonzero y and a finite x raises
+   underflow explicitly (NumPy's arctan2 does, also where the quotient is exact;
+   NumPy's raises it for some of those results only, so ours may be spurious there).
+   A NaN operand gives NaN, no flag (but a signaling NaN's invalid, which NumPy's
+   raises too). */
 FJV_INL double fj_atan2_64(double y, double x)
 {
     const double pio2_hi = 1.57079632679489655800e+00, pio2_lo = 6.12323399573676603587e-17,
