@@ -497,15 +497,6 @@ static inline double fj_log1p64(double x)
 
 /* (arcsin and arccos of |x| <= 1; arctan2 of two operands) */
 
-/* always inlined: arctan2's float32 function, called in a kernel's loop, its checking
-   loop and its strided loop, was past gcc's inlining limits, and a loop with a call
-   is not vectorized */
-#if defined(__GNUC__)
-#define FJV_INL static inline __attribute__((always_inline))
-#else
-#define FJV_INL static inline
-#endif
-
 /* m ? a : b for a mask m of all ones or all zeros, as bit operations; the lanes'
    choices below are all of this form (conditional expressions, even of constants,
    became branches after gcc's jump threading, and a loop with branches is not
@@ -523,7 +514,7 @@ static inline uint64_t fjv_mask(int c) { return 0 - (uint64_t)c; }
    to pi/2 past it) and at least 2^-62 (no underflow). */
 /* fdlibm's s_atan.c polynomial: v = ((t S(t^2) - L) - corr) - t, so that
    atan(B) + atan(t + corr) = H - v for atan(B) = H + L (|t| <= 7/16) */
-FJV_INL double fjv_atan_poly(double t, double corr, double L)
+FJV_INLINE double fjv_atan_poly(double t, double corr, double L)
 {
     const double aT0 = 3.33333333333329318027e-01, aT1 = -1.99999999998764832476e-01,
                  aT2 = 1.42857142725034663711e-01, aT3 = -1.11111104054623557880e-01,
@@ -537,7 +528,7 @@ FJV_INL double fjv_atan_poly(double t, double corr, double L)
     return ((t * (s1 + s2) - L) - corr) - t;
 }
 
-FJV_INL double fjv_atan_hv(double ax, double corr, double *H)
+FJV_INLINE double fjv_atan_hv(double ax, double corr, double *H)
 {
     /* atanhi[], atanlo[] of fdlibm (atan(1/2), atan(1), atan(3/2), pi/2) */
     const uint64_t h0 = 0x3fddac670561bb4fULL, h1 = 0x3fe921fb54442d18ULL, h2 = 0x3fef730bd281f69bULL,
@@ -563,7 +554,7 @@ FJV_INL double fjv_atan_hv(double ax, double corr, double *H)
    either), |x| clamped to [2^-27, 2^66] (inf, past which it is pi/2 rounded), the
    sign put back; NaN gives NaN.  No flag.  (The clamps are integer min and max and
    x is put back last: masking the argument itself made the loop 2.7x slower) */
-FJV_INL double fj_atan64(double x)
+FJV_INLINE double fj_atan64(double x)
 {
     uint64_t u = fjv_u(x), a = u & 0x7fffffffffffffffULL;
     uint64_t c = a < 0x4410000000000000ULL ? a : 0x4410000000000000ULL;
@@ -575,11 +566,11 @@ FJV_INL double fj_atan64(double x)
 }
 
 /* float32 arctan in float64 lanes (fj_atan64's formulas; 1 rounding to float32) */
-FJV_INL float fj_atan32(float x) { return (float)fj_atan64((double)x); }
+FJV_INLINE float fj_atan32(float x) { return (float)fj_atan64((double)x); }
 
 /* fdlibm's rational function of e_asin.c / e_acos.c: R(t) = p(t) / q(t),
    asin(s) = s + s^3 R(s^2) */
-FJV_INL double fjv_asin_r(double t)
+FJV_INLINE double fjv_asin_r(double t)
 {
     const double pS0 = 1.66666666666666657415e-01, pS1 = -3.25565818622400915405e-01,
                  pS2 = 2.01212532134862925881e-01, pS3 = -4.00555345006794114027e-02,
@@ -594,7 +585,7 @@ FJV_INL double fjv_asin_r(double t)
 /* Near |x| = 1 (|x| >= 1/2): t = (1 - |x|) / 2 (exact), s = sqrt(t) = w + c in two
    parts (w: s with its low 32 bits cleared, so w^2 is exact; c = (t - w^2) / (s + w)),
    as both fdlibm files do; t = 0 (|x| = 1) gives c = 0, not 0 / 0 */
-FJV_INL double fjv_sqrt_hl(double t, double *w, double *c)
+FJV_INLINE double fjv_sqrt_hl(double t, double *w, double *c)
 {
     double s = __builtin_sqrt(t);
     double wh = fjv_d(fjv_u(s) & 0xffffffff00000000ULL);
@@ -611,7 +602,7 @@ FJV_INL double fjv_sqrt_hl(double t, double *w, double *c)
    NumPy raises no flag; |x| is clamped to [2^-27, 1] and x put back last).  |x| > 1 (inf too) raises invalid on purpose (NaN; the
    group then runs through NumPy, whose arcsin raises invalid there); a NaN gives
    NaN, no flag (the lane classes are integer compares) */
-FJV_INL double fj_asin64(double x)
+FJV_INLINE double fj_asin64(double x)
 {
     const double pio2_lo = 6.12323399573676603587e-17, pio4_hi = 7.85398163397448278999e-01;
     uint64_t u = fjv_u(x), a = u & 0x7fffffffffffffffULL;
@@ -638,7 +629,7 @@ FJV_INL double fj_asin64(double x)
    2 (w + (c + s R)) (s = w + c as in arcsin).  |x| < 2^-57 computes x = 0 (pi/2
    rounded, as fdlibm: |x| is clamped to it; no t underflow); |x| > 1 raises invalid on
    purpose, a NaN gives NaN (as arcsin) */
-FJV_INL double fj_acos64(double x)
+FJV_INLINE double fj_acos64(double x)
 {
     const double pio2_hi = 1.57079632679489655800e+00, pio2_lo = 6.12323399573676603587e-17,
                  pi = 3.14159265358979311600e+00;
@@ -663,8 +654,8 @@ FJV_INL double fj_acos64(double x)
 
 /* float32 arcsin, arccos in float64 lanes (the float64 formulas; 1 rounding to
    float32); |x| > 1 raises invalid as theirs */
-FJV_INL float fj_asin32(float x) { return (float)fj_asin64((double)x); }
-FJV_INL float fj_acos32(float x) { return (float)fj_acos64((double)x); }
+FJV_INLINE float fj_asin32(float x) { return (float)fj_asin64((double)x); }
+FJV_INLINE float fj_acos32(float x) { return (float)fj_acos64((double)x); }
 
 /* arctan2(y, x), fdlibm's e_atan2.c reorganized for lanes: n = min(|y|, |x|),
    d = max(|y|, |x|) (two zeros: 0 and 1, two infinities: 1 and 1; scaled by a power
@@ -681,7 +672,7 @@ FJV_INL float fj_acos32(float x) { return (float)fj_acos64((double)x); }
    NumPy's raises it for some of those results only, so ours may be spurious there).
    A NaN operand gives NaN, no flag (but a signaling NaN's invalid, which NumPy's
    raises too). */
-FJV_INL double fj_atan2_64(double y, double x)
+FJV_INLINE double fj_atan2_64(double y, double x)
 {
     const double pio2_hi = 1.57079632679489655800e+00, pio2_lo = 6.12323399573676603587e-17,
                  pi_hi = 3.14159265358979311600e+00, pi_lo = 1.2246467991473532e-16;
@@ -740,7 +731,7 @@ FJV_INL double fj_atan2_64(double y, double x)
    for float32 operands; 1 rounding to float32, which raises underflow for an
    inexact subnormal); a float32 result below 2^-126 of a nonzero y and a finite x
    raises underflow explicitly as fj_atan2_64's */
-FJV_INL float fj_atan2_32(float y, float x)
+FJV_INLINE float fj_atan2_32(float y, float x)
 {
     float r = (float)fj_atan2_64((double)y, (double)x);
     uint32_t ur = fjv_uf(r), ay = fjv_uf(y) & 0x7fffffffu, ax = fjv_uf(x) & 0x7fffffffu;
