@@ -493,6 +493,190 @@ static inline double fj_log1p64(double x)
 
 /* (sinh and cosh reuse exp's reduction above) */
 
+/* m (all ones or zero) ? a : b as bit operations (if-converted in loops mixing
+   float32 and float64 lanes: the float32 functions below run float64 inside) */
+static inline double fjv_tsh_sel(uint64_t m, double a, double b)
+{
+    return fjv_d((fjv_u(a) & m) | (fjv_u(b) & ~m));
+}
+
+/* tan(x), |x| <= 2^18: x = n pi/2 + hi + lo (fjv_rem_pio2), then fdlibm's
+   k_tan.c on hi + lo with its branches made per-lane selects: |hi| >= 0.6744
+   takes pi/4 - |hi| (and its tail) as the polynomial's argument, whose result
+   gives tan or, for odd n, -1/tan through one formula; else the polynomial's
+   w = tan(hi + lo) for even n, -1/w computed accurately (fdlibm's split
+   product) for odd n; the two kernels' divisions are one division whose
+   operands are picked per lane.  |x| < 2^-28: x itself (the polynomial sees 0:
+   no underflow for subnormal x; -0.0 stays).  |x| > 2^18, inf and NaN raise
+   invalid on purpose (NumPy computes the group) */
+static inline double fj_tan64(double x)
+{
+    const double T0 = 3.33333333333334091986e-01, T1 = 1.33333333333201242699e-01,
+                 T2 = 5.39682539762260521377e-02, T3 = 2.18694882948595424599e-02,
+                 T4 = 8.86323982359930005737e-03, T5 = 3.59207910759131235356e-03,
+                 T6 = 1.45620945432529025516e-03, T7 = 5.88041240820264096874e-04,
+                 T8 = 2.46463134818469906812e-04, T9 = 7.81794442939557092300e-05,
+                 T10 = 7.14072491382608190305e-05, T11 = -1.85586374855275456654e-05,
+                 T12 = 2.59073051863633712884e-05;
+    const double pio4 = 7.85398163397448278999e-01, pio4lo = 3.06161699786838301793e-17;
+    const uint64_t hi32 = 0xffffffff00000000ULL;
+    uint64_t u = fjv_u(x), ax = u & 0x7fffffffffffffffULL;
+    uint64_t m = 0 - (uint64_t)(ax <= 0x4110000000000000ULL);       /* |x| <= 2^18 */
+    uint64_t tiny = 0 - (uint64_t)(ax < 0x3e30000000000000ULL);     /* |x| < 2^-28 */
+    double lo;
+    uint64_t q;
+    double hi = fjv_rem_pio2(fjv_d(u & m & ~tiny), &lo, &q);
+    uint64_t hb = fjv_u(hi), sgn = hb & 0x8000000000000000ULL;
+    uint64_t big = 0 - (uint64_t)((hb & 0x7fffffffffffffffULL) >= 0x3fe5942800000000ULL); /* |hi| >= 0.6744 */
+    uint64_t odd = 0 - (q & 1);
+    /* big: pi/4 - |hi + lo| (its sign put back at the end), no tail */
+    double xb = (pio4 - fjv_d(hb ^ sgn)) + (pio4lo - fjv_d(fjv_u(lo) ^ sgn));
+    double xr = fjv_tsh_sel(big, xb, hi), yr = fjv_d(fjv_u(lo) & ~big);
+    double z = xr * xr, w = z * z;
+    double r = FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, T11, T9), T7), T5), T3), T1);
+    double v = z * FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, T12, T10), T8), T6), T4), T2);
+    double s = z * xr;
+    r = FJV_MA(T0, s, FJV_MA(z, FJV_MA(s, r + v, yr), yr));
+    double W = xr + r;
+    /* one division: big: W^2 / (W + v1), v1 = +-1 (odd n: -1); small and odd: -1 / W;
+       small and even: none (1 / 1, no flag) */
+    double v1 = fjv_d(0x3ff0000000000000ULL | (odd & 0x8000000000000000ULL));
+    double num = fjv_tsh_sel(big, W * W, fjv_tsh_sel(odd, -1.0, 1.0));
+    double den = fjv_tsh_sel(big, W + v1, fjv_tsh_sel(odd, W, 1.0));
+    double a = num / den;
+    /* big: +-(v1 - 2 (xr - (W^2 / (W + v1) - r))), the sign of hi */
+    double rbig = fjv_d(fjv_u(v1 - 2.0 * (xr - (a - r))) ^ sgn);
+    /* small, odd: -1 / (xr + r) = t + a (s + t v), t and W's head with 32 low bits cleared
+       (their product exact) */
+    double t = fjv_d(fjv_u(a) & hi32), zh = fjv_d(fjv_u(W) & hi32);
+    double vv = r - (zh - xr);
+    double rodd = t + a * ((1.0 + t * zh) + t * vv);
+    double y = fjv_tsh_sel(big, rbig, fjv_tsh_sel(odd, rodd, W));
+    return fjv_tsh_sel(tiny, x, y) * fjv_invalid_unless(m);
+}
+
+/* float32 tan: fj_tan64 in float64 lanes, rounded once more (within 2^-52 of
+   tan: at most 1 ulp, and only near a float32 halfway point); |x| > 2^18, inf
+   and NaN raise invalid as fj_tan64's */
+static inline float fj_tan32(float x) { return (float)fj_tan64((double)x); }
+
+/* e^a = 2^k (h + l) in double-double, 0 <= a <= 712 (k >= 0 in *kb as an integer):
+   a = k ln2 + r with r = rh + rl (the reduction's last subtraction's error kept:
+   2Sum), e^r = 1 + rh + (rh^2 p(rh) + rl (1 + rh)), p the Taylor series to 1/14!
+   (truncation 2^-63), 1 + rh split exactly (Fast2Sum) and the sum renormalized */
+static inline double fjv_exp_dd(double a, double *l, uint64_t *kb)
+{
+    const double shift = 0x1.8p52, invln2 = 0x1.71547652b82fep0;
+    const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
+    double zs = FJV_MA(a, invln2, shift);
+    double k = zs - shift;
+    *kb = fjv_u(zs) - fjv_u(shift);
+    double t = FJV_MA(-k, ln2hi, a);       /* exact (k ln2hi has 44 bits) */
+    double pl = k * ln2lo;                 /* (its rounding: < 2^-75) */
+    double rh = t - pl, bb = rh - t;
+    double rl = (t - (rh - bb)) - (pl + bb);
+    double p = 1.0 / 87178291200.0;        /* 1/14! */
+    p = FJV_MA(p, rh, 1.0 / 6227020800.0);
+    p = FJV_MA(p, rh, 1.0 / 479001600.0);
+    p = FJV_MA(p, rh, 1.0 / 39916800.0);
+    p = FJV_MA(p, rh, 1.0 / 3628800.0);
+    p = FJV_MA(p, rh, 1.0 / 362880.0);
+    p = FJV_MA(p, rh, 1.0 / 40320.0);
+    p = FJV_MA(p, rh, 1.0 / 5040.0);
+    p = FJV_MA(p, rh, 1.0 / 720.0);
+    p = FJV_MA(p, rh, 1.0 / 120.0);
+    p = FJV_MA(p, rh, 1.0 / 24.0);
+    p = FJV_MA(p, rh, 1.0 / 6.0);
+    p = FJV_MA(p, rh, 0.5);
+    double c = FJV_MA(rh * rh, p, FJV_MA(rl, rh, rl));
+    double h = 1.0 + rh, e1 = (1.0 - h) + rh;  /* exact: |rh| < 1 */
+    double cl = e1 + c;
+    double hs = h + cl;
+    *l = (h - hs) + cl;
+    return hs;
+}
+
+/* 2^(k-1) (h + l + sg 2^-2k / (h + l)) rounded once (sinh: sg = -1, k >= 1;
+   cosh: sg = +1), 2^-k / (h + l) in double-double (with FMA: the quotient's
+   residual; without, its rounding stays: 1/4 ulp more), 2^-2k as 2^-2 min(k, 60)
+   (past it the term is below the sum's last bit: no underflow), the sum of the
+   heads exact (2Sum), 2^(k-1) in two products (k - 1 up to 1027): overflow
+   raised by the last product alone */
+static inline double fjv_hyp_combine(double h, double l, uint64_t kb, double sg)
+{
+    double ih = 1.0 / h;
+#ifdef __FMA__
+    double il = ih * (__builtin_fma(-ih, h, 1.0) - ih * l);
+#else
+    double il = -ih * (ih * l);
+#endif
+    uint64_t kk = kb < 60 ? kb : 60;
+    double s2 = sg * fjv_d((1023 - 2 * kk) << 52);
+    double b = s2 * ih, bl = s2 * il;     /* exact */
+    double H = h + b, bb = H - h;
+    double He = (h - (H - bb)) + (b - bb);
+    double R = H + (He + (l + bl));
+    uint64_t km = kb - 1, k1 = (uint64_t)((int64_t)km >> 1), k2 = km - k1;
+    return fjv_d(fjv_u(R) + (k2 << 52)) * fjv_d((k1 + 1023) << 52);
+}
+
+/* sinh(x): |x| < 1: x + x^3 q(x^2), q the Taylor series to 1/19! (truncation
+   2^-65); |x| >= 1: (e^|x| - e^-|x|) / 2 from fjv_exp_dd and fjv_hyp_combine,
+   |x| clamped to 712 (overflow raised by the final product from 710.4759 on);
+   the sign put back.  |x| < 2^-28 (subnormals, +-0 too), +-inf and NaN: x
+   itself, no flag (the other lanes compute on arguments that raise none) */
+static inline double fj_sinh64(double x)
+{
+    uint64_t u = fjv_u(x), ab = u & 0x7fffffffffffffffULL, sign = u & 0x8000000000000000ULL;
+    uint64_t keep = 0 - (uint64_t)((ab < 0x3e30000000000000ULL) | (ab >= 0x7ff0000000000000ULL));
+    uint64_t small = 0 - (uint64_t)(ab < 0x3ff0000000000000ULL);  /* |x| < 1 */
+    /* the series' argument: |x| in [2^-28, 1), else 0 */
+    double ap = fjv_d(ab & small & ~keep);
+    double z = ap * ap;
+    double q = FJV_MA(z, 1.0 / 121645100408832000.0, 1.0 / 355687428096000.0); /* 1/19!, 1/17! */
+    q = FJV_MA(q, z, 1.0 / 1307674368000.0);
+    q = FJV_MA(q, z, 1.0 / 6227020800.0);
+    q = FJV_MA(q, z, 1.0 / 39916800.0);
+    q = FJV_MA(q, z, 1.0 / 362880.0);
+    q = FJV_MA(q, z, 1.0 / 5040.0);
+    q = FJV_MA(q, z, 1.0 / 120.0);
+    q = FJV_MA(q, z, 1.0 / 6.0);
+    double ps = FJV_MA(ap * z, q, ap);
+    /* exp's argument: |x| in [1, 712], 1 for the others */
+    uint64_t ae = ab > 0x4086400000000000ULL ? 0x4086400000000000ULL : ab; /* 712 */
+    ae = (small | keep) & 1 ? 0x3ff0000000000000ULL : ae;
+    double l;
+    uint64_t kb;
+    double h = fjv_exp_dd(fjv_d(ae), &l, &kb);
+    double pe = fjv_hyp_combine(h, l, kb, -1.0);
+    double y = fjv_d(fjv_u(fjv_tsh_sel(small, ps, pe)) | sign);
+    return fjv_tsh_sel(keep, x, y);
+}
+
+/* cosh(x) = (e^|x| + e^-|x|) / 2 from fjv_exp_dd and fjv_hyp_combine (no
+   cancellation: every |x|), |x| clamped to 712 (overflow raised by the final
+   product from 710.4759 on), |x| < 2^-30 taken as 0 (cosh is 1; no underflow
+   for subnormals); +-inf gives +inf, NaN NaN, no flag */
+static inline double fj_cosh64(double x)
+{
+    uint64_t ab = fjv_u(x) & 0x7fffffffffffffffULL;
+    uint64_t nf = 0 - (uint64_t)(ab >= 0x7ff0000000000000ULL);
+    uint64_t ae = ab > 0x4086400000000000ULL ? 0x4086400000000000ULL : ab;
+    ae = ab < 0x3e10000000000000ULL ? 0 : ae;
+    ae &= ~nf;
+    double l;
+    uint64_t kb;
+    double h = fjv_exp_dd(fjv_d(ae), &l, &kb);
+    double y = fjv_hyp_combine(h, l, kb, 1.0);
+    return fjv_tsh_sel(nf, fjv_d(ab), y);
+}
+
+/* float32 sinh and cosh: the float64 functions in float64 lanes, rounded once
+   more (at most 1 ulp; overflow raised by the rounding to float32 from 89.416
+   on, as NumPy's) */
+static inline float fj_sinh32(float x) { return (float)fj_sinh64((double)x); }
+static inline float fj_cosh32(float x) { return (float)fj_cosh64((double)x); }
+
 /* ---- arctan, arcsin, arccos, arctan2 --------------------------------------- */
 
 /* (arcsin and arccos of |x| <= 1; arctan2 of two operands) */

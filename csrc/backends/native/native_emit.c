@@ -389,11 +389,11 @@ const fjn_VmathFn fjn_vmath_fns[] = {
 
     [FJN_LOG10 - FJN_EXP] = {"log10", "log10_", 0, 0, 1},
 
-    [FJN_TAN - FJN_EXP] = {"tan", "tan", 0, 0, 1},
+    [FJN_TAN - FJN_EXP] = {"tan", "tan", 1, 1, 1},
 
-    [FJN_SINH - FJN_EXP] = {"sinh", "sinh", 0, 0, 0},
+    [FJN_SINH - FJN_EXP] = {"sinh", "sinh", 1, 1, 0},
 
-    [FJN_COSH - FJN_EXP] = {"cosh", "cosh", 0, 0, 0},
+    [FJN_COSH - FJN_EXP] = {"cosh", "cosh", 1, 1, 0},
 
     [FJN_ARCTAN - FJN_EXP] = {"arctan", "atan", 1, 1, 0},
 
