@@ -493,9 +493,14 @@ static inline double fj_log1p64(double x)
 
 /* (sinh and cosh reuse exp's reduction above) */
 
+/* the functions below are large (sinh: two evaluations and a division): a kernel
+   calling one in several loops (flat, strided, the invalid check) got a call
+   gcc did not inline, and no vectorized loop (sinh 25x slower): always inlined */
+#define FJV_TSH_INLINE static inline __attribute__((always_inline))
+
 /* m (all ones or zero) ? a : b as bit operations (if-converted in loops mixing
    float32 and float64 lanes: the float32 functions below run float64 inside) */
-static inline double fjv_tsh_sel(uint64_t m, double a, double b)
+FJV_TSH_INLINE double fjv_tsh_sel(uint64_t m, double a, double b)
 {
     return fjv_d((fjv_u(a) & m) | (fjv_u(b) & ~m));
 }
@@ -509,7 +514,7 @@ static inline double fjv_tsh_sel(uint64_t m, double a, double b)
    operands are picked per lane.  |x| < 2^-28: x itself (the polynomial sees 0:
    no underflow for subnormal x; -0.0 stays).  |x| > 2^18, inf and NaN raise
    invalid on purpose (NumPy computes the group) */
-static inline double fj_tan64(double x)
+FJV_TSH_INLINE double fj_tan64(double x)
 {
     const double T0 = 3.33333333333334091986e-01, T1 = 1.33333333333201242699e-01,
                  T2 = 5.39682539762260521377e-02, T3 = 2.18694882948595424599e-02,
@@ -558,13 +563,13 @@ static inline double fj_tan64(double x)
 /* float32 tan: fj_tan64 in float64 lanes, rounded once more (within 2^-52 of
    tan: at most 1 ulp, and only near a float32 halfway point); |x| > 2^18, inf
    and NaN raise invalid as fj_tan64's */
-static inline float fj_tan32(float x) { return (float)fj_tan64((double)x); }
+FJV_TSH_INLINE float fj_tan32(float x) { return (float)fj_tan64((double)x); }
 
 /* e^a = 2^k (h + l) in double-double, 0 <= a <= 712 (k >= 0 in *kb as an integer):
    a = k ln2 + r with r = rh + rl (the reduction's last subtraction's error kept:
    2Sum), e^r = 1 + rh + (rh^2 p(rh) + rl (1 + rh)), p the Taylor series to 1/14!
    (truncation 2^-63), 1 + rh split exactly (Fast2Sum) and the sum renormalized */
-static inline double fjv_exp_dd(double a, double *l, uint64_t *kb)
+FJV_TSH_INLINE double fjv_exp_dd(double a, double *l, uint64_t *kb)
 {
     const double shift = 0x1.8p52, invln2 = 0x1.71547652b82fep0;
     const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
@@ -602,7 +607,7 @@ static inline double fjv_exp_dd(double a, double *l, uint64_t *kb)
    (past it the term is below the sum's last bit: no underflow), the sum of the
    heads exact (2Sum), 2^(k-1) in two products (k - 1 up to 1027): overflow
    raised by the last product alone */
-static inline double fjv_hyp_combine(double h, double l, uint64_t kb, double sg)
+FJV_TSH_INLINE double fjv_hyp_combine(double h, double l, uint64_t kb, double sg)
 {
     double ih = 1.0 / h;
 #ifdef __FMA__
@@ -625,7 +630,7 @@ static inline double fjv_hyp_combine(double h, double l, uint64_t kb, double sg)
    |x| clamped to 712 (overflow raised by the final product from 710.4759 on);
    the sign put back.  |x| < 2^-28 (subnormals, +-0 too), +-inf and NaN: x
    itself, no flag (the other lanes compute on arguments that raise none) */
-static inline double fj_sinh64(double x)
+FJV_TSH_INLINE double fj_sinh64(double x)
 {
     uint64_t u = fjv_u(x), ab = u & 0x7fffffffffffffffULL, sign = u & 0x8000000000000000ULL;
     uint64_t keep = 0 - (uint64_t)((ab < 0x3e30000000000000ULL) | (ab >= 0x7ff0000000000000ULL));
@@ -657,7 +662,7 @@ static inline double fj_sinh64(double x)
    cancellation: every |x|), |x| clamped to 712 (overflow raised by the final
    product from 710.4759 on), |x| < 2^-30 taken as 0 (cosh is 1; no underflow
    for subnormals); +-inf gives +inf, NaN NaN, no flag */
-static inline double fj_cosh64(double x)
+FJV_TSH_INLINE double fj_cosh64(double x)
 {
     uint64_t ab = fjv_u(x) & 0x7fffffffffffffffULL;
     uint64_t nf = 0 - (uint64_t)(ab >= 0x7ff0000000000000ULL);
@@ -674,8 +679,8 @@ static inline double fj_cosh64(double x)
 /* float32 sinh and cosh: the float64 functions in float64 lanes, rounded once
    more (at most 1 ulp; overflow raised by the rounding to float32 from 89.416
    on, as NumPy's) */
-static inline float fj_sinh32(float x) { return (float)fj_sinh64((double)x); }
-static inline float fj_cosh32(float x) { return (float)fj_cosh64((double)x); }
+FJV_TSH_INLINE float fj_sinh32(float x) { return (float)fj_sinh64((double)x); }
+FJV_TSH_INLINE float fj_cosh32(float x) { return (float)fj_cosh64((double)x); }
 
 /* ---- arctan, arcsin, arccos, arctan2 --------------------------------------- */
 
