@@ -3,8 +3,9 @@
 
 With config.native_exact False they fuse into the kernels: each value within
 1 ulp of the correctly rounded one (float64 and float32; tools/vmath_accuracy.py
-measures it, float32 on every input; the float32 functions run the float64
-ones and round once more), so within that plus NumPy's own error of NumPy's.
+measures it, float32 on every input; the float32 functions compute in float64
+lanes to about 2^-42 and round once), so within that plus NumPy's own error of
+NumPy's.
 tan of |x| > 2^18, inf or NaN raises invalid on purpose: the group then runs
 through NumPy (tan's invalid is hard).  sinh and cosh compute every argument:
 overflow where NumPy's overflows (float64 from 710.4759, float32 from 89.416),
@@ -207,6 +208,25 @@ def test_float64_tan_near_multiples_of_half_pi():
     x = x[np.abs(x) <= 2.0 ** 18]
     close_outcomes(make("np.tan(x) * 1.0"), [(x,), (x[::-1].copy(),)], ulps=bound("tan", np.float64))
     assert framejit.counters["native"]["nodes_fused"] >= 1
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_strided_and_chained(dtype):
+    # the kernels' strided loop (its own copy of each function, compiled cold) and a
+    # chain of the three with other members
+    r = rng(30)
+    x = (r.standard_normal((130, 67)) * 4).astype(dtype)
+    fn = make("np.sinh(x) * 0.5 + np.cosh(x * 0.5) - np.tan(x) * 2.0")
+    close_outcomes(make("np.tan(x) * 1.0"), [(x.T,), (x[::3, ::2],)], ulps=bound("tan", dtype))
+    close_outcomes(make("np.sinh(x) * 1.0"), [(x.T,), (x[::3, ::2],)], ulps=bound("sinh", dtype))
+    close_outcomes(make("np.cosh(x) * 1.0"), [(x.T,), (x[::3, ::2],)], ulps=bound("cosh", dtype))
+    mag = make("np.abs(np.sinh(x) * 0.5) + np.cosh(x * 0.5) + np.abs(np.tan(x) * 2.0)")
+    cf = framejit.compile(fn, backend="native")
+    for v in (x, x.T, x[::2]):
+        got, exp = cf(v), fn(v)
+        assert got.dtype == exp.dtype
+        assert np.all(np.abs(got - exp) <= 8 * np.finfo(dtype).eps * mag(v))
+    assert framejit.counters["native"]["nodes_fused"] >= 3
 
 
 def test_exact_mode_keeps_numpys_bits():
