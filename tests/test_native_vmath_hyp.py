@@ -11,6 +11,10 @@ through NumPy (tan's invalid is hard).  sinh and cosh compute every argument:
 overflow where NumPy's overflows (float64 from 710.4759, float32 from 89.416),
 +-inf and NaN without a flag, sinh of a zero keeps its sign.
 """
+import glob
+import os
+import shutil
+import subprocess
 import warnings
 
 import numpy as np
@@ -238,3 +242,27 @@ def test_exact_mode_keeps_numpys_bits():
     for v in (x, x.astype(np.float32)):
         assert np.array_equal(cf(v), fn(v))
     assert all("fj_tan64(" not in p.source and "fj_tan32(" not in p.source for p in plans)
+
+
+@pytest.mark.skipif(shutil.which("nm") is None, reason="no nm")
+def test_the_functions_are_inlined_into_the_kernels(native_kernel_cache):
+    # a kernel calls the function in its flat, strided and checking loops: left to
+    # gcc's inliner, fj_sinh64 stayed a call there and the flat loop scalar (25x
+    # slower); always inlined, no symbol of theirs is in a kernel's object
+    old = framejit.config.native_background
+    framejit.config.native_background = False
+    try:
+        x = rng(31).uniform(-3, 3, 5000)
+        for dtype in (np.float64, np.float32):
+            cf = framejit.compile(make("np.tan(x) * 0.5 + np.sinh(x) - np.cosh(x)"), backend="native")
+            cf(x.astype(dtype))
+    finally:
+        framejit.config.native_background = old
+    ours = {"fj_tan64", "fj_tan32", "fj_sinh64", "fj_sinh32", "fj_cosh64", "fj_cosh32", "fjv_exp_dd",
+            "fjv_hyp_combine", "fjv_hyp32", "fjv_exp_eo", "fjv_tsh_sel"}
+    objs = glob.glob(os.path.join(native_kernel_cache, "**", "*.so"), recursive=True)
+    assert objs
+    for so in objs:
+        syms = {ln.split()[-1].split(".")[0] for ln in subprocess.run(["nm", so], capture_output=True,
+                                                                       text=True).stdout.splitlines() if ln.strip()}
+        assert not (syms & ours), (so, syms & ours)
