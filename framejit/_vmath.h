@@ -493,14 +493,9 @@ static inline double fj_log1p64(double x)
 
 /* (sinh and cosh reuse exp's reduction above) */
 
-/* the functions below are large (sinh: two evaluations and a division): a kernel
-   calling one in several loops (flat, strided, the invalid check) got a call
-   gcc did not inline, and no vectorized loop (sinh 25x slower): always inlined */
-#define FJV_TSH_INLINE static inline __attribute__((always_inline))
-
 /* m (all ones or zero) ? a : b as bit operations (if-converted in loops mixing
    float32 and float64 lanes: the float32 functions below run float64 inside) */
-FJV_TSH_INLINE double fjv_tsh_sel(uint64_t m, double a, double b)
+FJV_INLINE double fjv_tsh_sel(uint64_t m, double a, double b)
 {
     return fjv_d((fjv_u(a) & m) | (fjv_u(b) & ~m));
 }
@@ -514,7 +509,7 @@ FJV_TSH_INLINE double fjv_tsh_sel(uint64_t m, double a, double b)
    operands are picked per lane.  |x| < 2^-28: x itself (the polynomial sees 0:
    no underflow for subnormal x; -0.0 stays).  |x| > 2^18, inf and NaN raise
    invalid on purpose (NumPy computes the group) */
-FJV_TSH_INLINE double fj_tan64(double x)
+FJV_INLINE double fj_tan64(double x)
 {
     const double T0 = 3.33333333333334091986e-01, T1 = 1.33333333333201242699e-01,
                  T2 = 5.39682539762260521377e-02, T3 = 2.18694882948595424599e-02,
@@ -565,7 +560,7 @@ FJV_TSH_INLINE double fj_tan64(double x)
    a = k ln2 + r with r = rh + rl (the reduction's last subtraction's error kept:
    2Sum), e^r = 1 + rh + (rh^2 p(rh) + rl (1 + rh)), p the Taylor series to 1/14!
    (truncation 2^-63), 1 + rh split exactly (Fast2Sum) and the sum renormalized */
-FJV_TSH_INLINE double fjv_exp_dd(double a, double *l, uint64_t *kb)
+FJV_INLINE double fjv_exp_dd(double a, double *l, uint64_t *kb)
 {
     const double shift = 0x1.8p52, invln2 = 0x1.71547652b82fep0;
     const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
@@ -603,7 +598,7 @@ FJV_TSH_INLINE double fjv_exp_dd(double a, double *l, uint64_t *kb)
    (past it the term is below the sum's last bit: no underflow), the sum of the
    heads exact (2Sum), 2^(k-1) in two products (k - 1 up to 1027): overflow
    raised by the last product alone */
-FJV_TSH_INLINE double fjv_hyp_combine(double h, double l, uint64_t kb, double sg)
+FJV_INLINE double fjv_hyp_combine(double h, double l, uint64_t kb, double sg)
 {
     double ih = 1.0 / h;
 #ifdef __FMA__
@@ -626,7 +621,7 @@ FJV_TSH_INLINE double fjv_hyp_combine(double h, double l, uint64_t kb, double sg
    |x| clamped to 712 (overflow raised by the final product from 710.4759 on);
    the sign put back.  |x| < 2^-28 (subnormals, +-0 too), +-inf and NaN: x
    itself, no flag (the other lanes compute on arguments that raise none) */
-FJV_TSH_INLINE double fj_sinh64(double x)
+FJV_INLINE double fj_sinh64(double x)
 {
     uint64_t u = fjv_u(x), ab = u & 0x7fffffffffffffffULL, sign = u & 0x8000000000000000ULL;
     uint64_t keep = 0 - (uint64_t)((ab < 0x3e30000000000000ULL) | (ab >= 0x7ff0000000000000ULL));
@@ -658,7 +653,7 @@ FJV_TSH_INLINE double fj_sinh64(double x)
    cancellation: every |x|), |x| clamped to 712 (overflow raised by the final
    product from 710.4759 on), |x| < 2^-30 taken as 0 (cosh is 1; no underflow
    for subnormals); +-inf gives +inf, NaN NaN, no flag */
-FJV_TSH_INLINE double fj_cosh64(double x)
+FJV_INLINE double fj_cosh64(double x)
 {
     uint64_t ab = fjv_u(x) & 0x7fffffffffffffffULL;
     uint64_t nf = 0 - (uint64_t)(ab >= 0x7ff0000000000000ULL);
@@ -681,7 +676,7 @@ FJV_TSH_INLINE double fj_cosh64(double x)
 
 /* e^r in even and odd parts, |r| <= ln2/2 + a little: e^r = ev + r od, e^-r = ev - r od
    (the Taylor series to r^11: truncation 2^-42) */
-FJV_TSH_INLINE void fjv_exp_eo(double r, double *ev, double *od)
+FJV_INLINE void fjv_exp_eo(double r, double *ev, double *od)
 {
     double z = r * r;
     *ev = FJV_MA(FJV_MA(FJV_MA(FJV_MA(FJV_MA(z, 1.0 / 3628800.0, 1.0 / 40320.0), z, 1.0 / 720.0), z, 1.0 / 24.0), z, 0.5), z, 1.0);
@@ -690,7 +685,7 @@ FJV_TSH_INLINE void fjv_exp_eo(double r, double *ev, double *od)
 
 /* (e^a + sg e^-a) / 2, 0 <= a <= 100: a = k ln2 + r (exp's reduction), e^r 2^(k-1)
    + sg e^-r 2^(-k-1), the powers of two normal doubles (|k| <= 145) */
-FJV_TSH_INLINE double fjv_hyp32(double a, double sg)
+FJV_INLINE double fjv_hyp32(double a, double sg)
 {
     const double shift = 0x1.8p52, invln2 = 0x1.71547652b82fep0;
     const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
@@ -707,7 +702,7 @@ FJV_TSH_INLINE double fjv_hyp32(double a, double sg)
 /* float32 sinh: |x| < 1: x + x^3 q(x^2), q the Taylor series to 1/13! (2^-40), its
    argument 0 past 1; else fjv_hyp32 of |x| clamped to 100 (1 for |x| < 1, inf and
    NaN); the sign put back; +-inf and NaN: x itself, no flag */
-FJV_TSH_INLINE float fj_sinh32(float x)
+FJV_INLINE float fj_sinh32(float x)
 {
     double d = (double)x;
     uint64_t u = fjv_u(d), ab = u & 0x7fffffffffffffffULL, sign = u & 0x8000000000000000ULL;
@@ -727,7 +722,7 @@ FJV_TSH_INLINE float fj_sinh32(float x)
 
 /* float32 cosh: fjv_hyp32 of |x| clamped to 100 (0 for inf and NaN); +-inf gives
    inf, NaN NaN, no flag */
-FJV_TSH_INLINE float fj_cosh32(float x)
+FJV_INLINE float fj_cosh32(float x)
 {
     double d = (double)x;
     uint64_t ab = fjv_u(d) & 0x7fffffffffffffffULL;
@@ -743,7 +738,7 @@ FJV_TSH_INLINE float fj_cosh32(float x)
    series (to r^13 and r^14: 2^-45 at pi/4), tan = s / c for even n, -c / s for odd
    n: one division; a zero is its own result.  |x| > 2^18, inf and NaN raise
    invalid as fj_tan64's */
-FJV_TSH_INLINE float fj_tan32(float x)
+FJV_INLINE float fj_tan32(float x)
 {
     const double shift = 0x1.8p52, invpio2 = 6.36619772367581382433e-01;
     const double P1 = 1.57079632673412561417e+00, P2 = 6.07710050630396597660e-11, P3 = 2.02226624871116645580e-21;
@@ -1133,7 +1128,7 @@ FJV_INLINE double fjv_log_dd(double x, double esub, double *lo_out)
    1 + rh + (rh^2 q(rh) + rl (1 + rh)) (q a fit of degree 10: 2^-61.3 relative), the
    sum 1 + rh's rounding error kept; times 2^k as 2^k2 added to the exponent bits
    and one product by 2^k1, which alone rounds (overflow, underflow) */
-FJV_INLINE double fjv_exp_dd(double ph, double pl)
+FJV_INLINE double fjv_pow_exp_dd(double ph, double pl)
 {
     const double shift = 0x1.8p52, invln2 = 0x1.71547652b82fep0;
     const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
@@ -1210,7 +1205,7 @@ FJV_INLINE double fj_pow64(double x, double y)
     uint64_t uph = fjv_u(ph), big = 0 - (uint64_t)((uph & ABS) > 0x4087500000000000ULL);
     ph = fjv_d((uph & ~big) | (((uph & SIGN) | 0x4087500000000000ULL) & big));
     pl = fjv_d(fjv_u(pl) & ~big);
-    double r = fjv_exp_dd(ph, pl);
+    double r = fjv_pow_exp_dd(ph, pl);
     /* below 2^-1022: underflow, from 2^-600 squared (a product of normal numbers:
        a subnormal operand costs a microcode assist in every vector) */
     double wu = fjv_d(0x1a70000000000000ULL & (0 - (uint64_t)(fjv_u(r) < 0x0010000000000000ULL)));
