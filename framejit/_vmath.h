@@ -29,6 +29,13 @@
 **   A zero argument keeps its sign where NumPy's does (sin, tanh, expm1,
 **   log1p).
 **
+** log2, log10, tan, sinh, cosh, arctan, arcsin, arccos, arctan2, cbrt, power
+** and float32 expm1, log1p: each section below says its algorithm, its special
+** values and which arguments it leaves to NumPy through invalid (log2, log10,
+** log1p, tan, arcsin, arccos, power: hard invalid, native_emit.c
+** fjn_vmath_fns); all are within 1 ulp of the correctly rounded value
+** (docs/native.md's table).  Every function is FJV_INLINE (always inlined).
+**
 ** Algorithms (textbook; docs/native.md lists them): exp: x = k ln2 + r (k
 ** rounded with the 1.5 * 2^52 (2^23) shift, ln2 split in a head and a tail so
 ** k * head is exact), exp(r) = 1 + r + r^2 q(r) with q fitted (degree 9,
