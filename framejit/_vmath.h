@@ -493,6 +493,138 @@ static inline double fj_log1p64(double x)
 
 /* ---- log2, log10; float32 expm1, log1p ------------------------------------ */
 
+/* log(m) of x = 2^e m, m in [sqrt(2)/2, sqrt(2)), as hi + lo (fdlibm's e_log2.c /
+   e_log10.c split): hi = f - f^2/2 with its low 32 bits cleared, so that hi times a
+   constant's 32-bit head is exact, lo the rest of f - f^2/2 + s (f^2/2 + R) (fjv_log's
+   polynomial); e returned as a double.  x positive, normal, finite. */
+static inline double fjv_log_hilo(double x, double *lo, double *e)
+{
+    const double Lg1 = 6.666666666666735130e-01, Lg2 = 3.999999999940941908e-01,
+                 Lg3 = 2.857142874366239149e-01, Lg4 = 2.222219843214978396e-01,
+                 Lg5 = 1.818357216161805012e-01, Lg6 = 1.531383769920937332e-01,
+                 Lg7 = 1.479819860511658591e-01;
+    uint64_t ix = fjv_u(x);
+    uint64_t eb = (ix - 0x3fe6a09e667f3bcdULL) >> 52; /* e in 12 bits, two's complement */
+    double m = fjv_d(ix - (eb << 52));
+    double f = m - 1.0;
+    *e = fjv_d(0x4338000000000000ULL + ((eb ^ 0x800) - 0x800)) - 0x1.8p52;
+    double s = f / (2.0 + f);
+    double z = s * s, w = z * z;
+    double t1 = w * FJV_MA(w, FJV_MA(w, Lg6, Lg4), Lg2);
+    double t2 = z * FJV_MA(w, FJV_MA(w, FJV_MA(w, Lg7, Lg5), Lg3), Lg1);
+    double hfsq = 0.5 * f * f, r = s * (hfsq + (t2 + t1));
+    double hi = fjv_d(fjv_u(f - hfsq) & 0xffffffff00000000ULL);
+    *lo = ((f - hi) - hfsq) + r;
+    return hi;
+}
+
+/* 1 for a positive normal finite x, else 0 (the lanes log2 and log10 delegate) */
+static inline uint64_t fjv_pos_normal(double x)
+{
+    return 0 - (uint64_t)((fjv_u(x) - 0x0010000000000000ULL) < 0x7fe0000000000000ULL);
+}
+
+/* log2(x) = e + log(m) / ln2, fdlibm's e_log2.c: log(m) = hi + lo (fjv_log_hilo),
+   1/ln2 = ivh + ivl (ivh 33 bits: hi * ivh exact), e + hi ivh summed exactly
+   (|e| >= 1 > |hi ivh| or e = 0), the tails added last.  Exact for powers of two
+   (f = 0); log2(1) = +0.0.  Not a positive normal finite x (0, < 0, subnormal,
+   inf, NaN): invalid raised on purpose as fj_log64 (NumPy computes the group) */
+static inline double fj_log2_64(double x)
+{
+    const double ivh = 1.44269504072144627571e+00, ivl = 1.67517131648865118353e-10;
+    uint64_t m = fjv_pos_normal(x);
+    double lo, e;
+    double hi = fjv_log_hilo(fjv_d((fjv_u(x) & m) | (0x3ff0000000000000ULL & ~m)), &lo, &e);
+    double vh = hi * ivh;
+    double vl = (lo + hi) * ivl + lo * ivh;
+    double w = e + vh;
+    vl += (e - w) + vh;
+    return (vl + w) * fjv_invalid_unless(m);
+}
+
+/* log10(x) = e log10(2) + log(m) / ln10, fdlibm's e_log10.c: as log2 with
+   1/ln10 = ivh + ivl (ivh 32 bits) and log10(2) = l2h + l2l (l2h 40 bits: e l2h
+   exact) */
+static inline double fj_log10_64(double x)
+{
+    const double ivh = 4.34294481878168880939e-01, ivl = 2.50829467116452752298e-11,
+                 l2h = 3.01029995663611771306e-01, l2l = 3.69423907715893078616e-13;
+    uint64_t m = fjv_pos_normal(x);
+    double lo, e;
+    double hi = fjv_log_hilo(fjv_d((fjv_u(x) & m) | (0x3ff0000000000000ULL & ~m)), &lo, &e);
+    double vh = hi * ivh, y2 = e * l2h;
+    double vl = e * l2l + (lo + hi) * ivl + lo * ivh;
+    double w = y2 + vh;
+    vl += (y2 - w) + vh;
+    return (vl + w) * fjv_invalid_unless(m);
+}
+
+/* float32: log(m) as hi + lo in float32 lanes (fdlibm's e_log2f.c / e_log10f.c:
+   hi's low 12 bits cleared, fj_log32's polynomial); e returned as a float;
+   invalid raised for an x that is not a positive normal finite float32 */
+static inline float fjv_log_hilof(float x, float *lo, float *e, uint32_t *ok)
+{
+    const float Lg1 = 0x1.555554p-1f, Lg2 = 0x1.999c26p-2f, Lg3 = 0x1.23d3dcp-2f, Lg4 = 0x1.f13c4cp-3f;
+    uint32_t u = fjv_uf(x);
+    *ok = 0u - (uint32_t)((u - 0x00800000u) < 0x7f000000u);
+    uint32_t ix = (u & *ok) | (0x3f800000u & ~*ok);
+    uint32_t eb = (ix - 0x3f3504f3u) >> 23;
+    float m = fjv_f(ix - (eb << 23));
+    float f = m - 1.0f;
+    *e = (float)(int32_t)((eb ^ 0x100u) - 0x100u);
+    float s = f / (2.0f + f);
+    float z = s * s, w = z * z;
+    float R = z * FJV_MAF(w, Lg3, Lg1) + w * FJV_MAF(w, Lg4, Lg2);
+    float hfsq = 0.5f * f * f, r = s * (hfsq + R);
+    float hi = fjv_f(fjv_uf(f - hfsq) & 0xfffff000u);
+    *lo = ((f - hi) - hfsq) + r;
+    return hi;
+}
+
+static inline float fj_log2_32(float x)
+{
+    const float ivh = 1.4428710938e+00f, ivl = -1.7605285393e-04f;
+    float lo, e;
+    uint32_t ok;
+    float hi = fjv_log_hilof(x, &lo, &e, &ok);
+    return ((((lo + hi) * ivl + lo * ivh) + hi * ivh) + e) * fjv_invalid_unlessf(ok);
+}
+
+static inline float fj_log10_32(float x)
+{
+    const float ivh = 4.3432617188e-01f, ivl = -3.1689971365e-05f,
+                l2h = 3.0102920532e-01f, l2l = 7.9034151668e-07f;
+    float lo, e;
+    uint32_t ok;
+    float hi = fjv_log_hilof(x, &lo, &e, &ok);
+    return ((((e * l2l + (lo + hi) * ivl) + lo * ivh) + hi * ivh) + e * l2h) * fjv_invalid_unlessf(ok);
+}
+
+/* float32 expm1 in float64 lanes: fjv_expm1 of the float64 argument, |x| clamped
+   to 100 (expm1 overflows float32 from 88.73 on: the conversion to float32 then
+   raises overflow, as NumPy's; past -100 the result rounds to -1), rounded once to
+   float32 (fjv_expm1's error, 2^-52 relative, decides a rounding only within that
+   of a float32 halfway point); +inf is computed as 0 and put back (no overflow
+   flag: NumPy raises none), NaN gives NaN, a zero keeps its sign.  Bit operations
+   for the selects: a float select in a loop of two lane widths stays a branch */
+static inline float fj_expm1_32(float x)
+{
+    uint32_t u = fjv_uf(x);
+    uint32_t inf = 0u - (uint32_t)(u == 0x7f800000u);
+    double c = (double)fjv_f(u & ~inf);
+    double d = fjv_expm1(fjv_clamp_abs(c, 0x4059000000000000ULL /* 100 */));
+    uint32_t y = fjv_uf((float)fjv_zero_keeps(c, d));
+    return fjv_f((u & inf) | (y & ~inf));
+}
+
+/* float32 log1p in float64 lanes: fj_log1p64 of the float64 argument rounded once
+   to float32 (its invalid for x <= -1, inf and NaN included: NumPy computes those
+   groups); a zero keeps its sign */
+static inline float fj_log1p32(float x)
+{
+    return (float)fj_log1p64((double)x);
+}
+
 /* (each section below: its functions' algorithms, bounds and special values in
    its own comments; docs/native.md has the table) */
 

@@ -382,12 +382,12 @@ const fjn_VmathFn fjn_vmath_fns[] = {
     [FJN_SIN - FJN_EXP] = {"sin", "sin", 1, 1, 1},
     [FJN_COS - FJN_EXP] = {"cos", "cos", 1, 1, 1},
     [FJN_TANH - FJN_EXP] = {"tanh", "tanh", 1, 1, 0},
-    [FJN_EXPM1 - FJN_EXP] = {"expm1", "expm1_", 1, 0, 0},
-    [FJN_LOG1P - FJN_EXP] = {"log1p", "log1p", 1, 0, 1},
+    [FJN_EXPM1 - FJN_EXP] = {"expm1", "expm1_", 1, 1, 0},
+    [FJN_LOG1P - FJN_EXP] = {"log1p", "log1p", 1, 1, 1},
 
-    [FJN_LOG2 - FJN_EXP] = {"log2", "log2_", 0, 0, 1},
+    [FJN_LOG2 - FJN_EXP] = {"log2", "log2_", 1, 1, 1},
 
-    [FJN_LOG10 - FJN_EXP] = {"log10", "log10_", 0, 0, 1},
+    [FJN_LOG10 - FJN_EXP] = {"log10", "log10_", 1, 1, 1},
 
     [FJN_TAN - FJN_EXP] = {"tan", "tan", 1, 1, 1},
 
