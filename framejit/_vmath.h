@@ -518,7 +518,7 @@ static inline double fjv_log_hilo(double x, double *lo, double *e)
     return hi;
 }
 
-/* 1 for a positive normal finite x, else 0 (the lanes log2 and log10 delegate) */
+/* all ones for a positive normal finite x, else 0 (0 for the lanes log2 and log10 delegate) */
 static inline uint64_t fjv_pos_normal(double x)
 {
     return 0 - (uint64_t)((fjv_u(x) - 0x0010000000000000ULL) < 0x7fe0000000000000ULL);
@@ -560,8 +560,9 @@ static inline double fj_log10_64(double x)
 }
 
 /* float32: log(m) as hi + lo in float32 lanes (fdlibm's e_log2f.c / e_log10f.c:
-   hi's low 12 bits cleared, fj_log32's polynomial); e returned as a float;
-   invalid raised for an x that is not a positive normal finite float32 */
+   hi's low 12 bits cleared, fj_log32's polynomial); e returned as a float, and in
+   *ok a mask of all ones for a positive normal finite x (other lanes computed as
+   x = 1, their invalid raised by the caller) */
 static inline float fjv_log_hilof(float x, float *lo, float *e, uint32_t *ok)
 {
     const float Lg1 = 0x1.555554p-1f, Lg2 = 0x1.999c26p-2f, Lg3 = 0x1.23d3dcp-2f, Lg4 = 0x1.f13c4cp-3f;
@@ -581,6 +582,9 @@ static inline float fjv_log_hilof(float x, float *lo, float *e, uint32_t *ok)
     return hi;
 }
 
+/* float32 log2 and log10 in float32 lanes: e_log2f.c / e_log10f.c's sums (the
+   constants' heads short enough for their products with hi and e to be exact); 1 ulp on every float32, exact at powers
+   of two (log2) and of ten (log10), +0.0 at 1; special arguments as fj_log2_64 */
 static inline float fj_log2_32(float x)
 {
     const float ivh = 1.4428710938e+00f, ivl = -1.7605285393e-04f;
@@ -600,29 +604,51 @@ static inline float fj_log10_32(float x)
     return ((((e * l2l + (lo + hi) * ivl) + lo * ivh) + hi * ivh) + e * l2h) * fjv_invalid_unlessf(ok);
 }
 
-/* float32 expm1 in float64 lanes: fjv_expm1 of the float64 argument, |x| clamped
-   to 100 (expm1 overflows float32 from 88.73 on: the conversion to float32 then
-   raises overflow, as NumPy's; past -100 the result rounds to -1), rounded once to
-   float32 (fjv_expm1's error, 2^-52 relative, decides a rounding only within that
-   of a float32 halfway point); +inf is computed as 0 and put back (no overflow
-   flag: NumPy raises none), NaN gives NaN, a zero keeps its sign.  Bit operations
-   for the selects: a float select in a loop of two lane widths stays a branch */
+/* float32 expm1 in float32 lanes: |x| clamped to 100 (expm1 overflows float32 from
+   88.73 on, in the last product, as NumPy's; past -100 it rounds to -1); NaN and
+   +inf computed as 0 and put back (no flag: NumPy raises none), a zero keeps its
+   sign.  x = k ln2 + r as fj_exp32's reduction, expm1(r) = r + t, t = r^2 (1/2 +
+   r q(r)), q Taylor's to degree 4; 2^k (1 + r + t) - 1 as 2^k1 ((2^k2 - 2^-k1) +
+   2^k2 r + 2^k2 t) in two FMAs: the sum of the first two terms is exact where they
+   cancel (k = 1, r near -ln2/2), so only t's and the last roundings count (1 ulp
+   on every float32).  t is 0 for |x| < 2^-40 (r^2 would raise a spurious
+   underflow; t is below 2^-41 r there) */
 static inline float fj_expm1_32(float x)
 {
-    uint32_t u = fjv_uf(x);
-    uint32_t inf = 0u - (uint32_t)(u == 0x7f800000u);
-    double c = (double)fjv_f(u & ~inf);
-    double d = fjv_expm1(fjv_clamp_abs(c, 0x4059000000000000ULL /* 100 */));
-    uint32_t y = fjv_uf((float)fjv_zero_keeps(c, d));
-    return fjv_f((u & inf) | (y & ~inf));
+    const float shift = 0x1.8p23f, invln2 = 0x1.715476p0f;
+    const float ln2hi = 0x1.62e4p-1f, ln2lo = 0x1.7f7d1cp-20f;
+    uint32_t u = fjv_uf(x), a = u & 0x7fffffffu;
+    uint32_t keep = 0u - (uint32_t)((a > 0x7f800000u) | (u == 0x7f800000u) | (a == 0u)); /* NaN, +inf, +-0 */
+    a = (a < 0x42c80000u ? a : 0x42c80000u) & ~keep;                                    /* |x| <= 100 */
+    float c = fjv_f(a | (u & 0x80000000u));
+    float z = FJV_MAF(c, invln2, shift);
+    float k = z - shift;
+    uint32_t ki = fjv_uf(z) - fjv_uf(shift);             /* k, two's complement */
+    uint32_t k1 = (uint32_t)((int32_t)ki >> 1), k2 = ki - k1;
+    float r = FJV_MAF(-k, ln2lo, FJV_MAF(-k, ln2hi, c));
+    float rt = fjv_f(fjv_uf(r) & (0u - (uint32_t)(a >= 0x2b800000u)));                 /* |x| >= 2^-40 */
+    float q = FJV_MAF(FJV_MAF(FJV_MAF(FJV_MAF(1.0f / 5040.0f, rt, 1.0f / 720.0f), rt, 1.0f / 120.0f), rt,
+                              1.0f / 24.0f), rt, 1.0f / 6.0f);
+    float t = (rt * rt) * FJV_MAF(rt, q, 0.5f);
+    float A = fjv_f((k1 << 23) + 0x3f800000u), B = fjv_f((k2 << 23) + 0x3f800000u);
+    float invA = fjv_f(0x3f800000u - (k1 << 23));        /* 2^-k1 */
+    float y = A * FJV_MAF(B, t, FJV_MAF(B, r, B - invA));
+    return fjv_f((u & keep) | (fjv_uf(y) & ~keep));
 }
 
-/* float32 log1p in float64 lanes: fj_log1p64 of the float64 argument rounded once
-   to float32 (its invalid for x <= -1, inf and NaN included: NumPy computes those
-   groups); a zero keeps its sign */
+/* float32 log1p in float32 lanes, fj_log1p64's way: log(u) - ((u - 1) - x) / u,
+   u = 1 + x, log by fj_log32 (1 ulp on every float32); u not positive normal
+   finite (x <= -1, inf, NaN) raises invalid (NumPy computes the group); a zero
+   keeps its sign */
 static inline float fj_log1p32(float x)
 {
-    return (float)fj_log1p64((double)x);
+    float u = 1.0f + x;
+    uint32_t b = fjv_uf(u);
+    uint32_t m = 0u - (uint32_t)((b - 0x00800000u) < 0x7f000000u); /* u positive normal */
+    float us = fjv_f((b & m) | (0x3f800000u & ~m));
+    float r = fj_log32(us) - ((us - 1.0f) - fjv_f(fjv_uf(x) & m)) / us;
+    uint32_t zero = 0u - (uint32_t)(x == 0.0f);
+    return fjv_f((fjv_uf(x) & zero) | (fjv_uf(r * fjv_invalid_unlessf(m)) & ~zero));
 }
 
 /* (each section below: its functions' algorithms, bounds and special values in

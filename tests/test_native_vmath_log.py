@@ -188,8 +188,8 @@ def test_signed_zeros(fname, dtype):
 
 
 def test_float32_expm1_overflow_and_limits():
-    # overflow from 88.73 on as NumPy's float32 loop (in the conversion of the float64
-    # lanes' result), +inf without a flag, -inf and large negatives -1
+    # overflow from 88.73 on as NumPy's float32 loop (in the last product), +inf
+    # without a flag, -inf and large negatives -1
     fn = make("np.expm1(x) * 1.0")
     cf = framejit.compile(fn, backend="native")
     x = np.array([88.7, 88.72, 88.7228, 88.723, 88.73, 89.0, 1e30, 3.4e38, -3.4e38, -1e30, -104.0, -17.5, -16.0,
@@ -230,13 +230,15 @@ def test_exact_mode_keeps_numpys_bits(dtype):
     assert "fj_call1(calls" in plans[0].source and "fj_log2_" not in plans[0].source
 
 
-def test_float32_expm1_nan_and_inf_keep_the_kernel():
-    # NaN gives NaN and +inf gives +inf without a flag: no call reruns through NumPy
+def test_float32_expm1_nan_inf_and_tiny_keep_the_kernel():
+    # NaN gives NaN, +inf gives +inf, tiny and subnormal x give x, all without a flag
+    # (errstate raise): no call reruns through NumPy
     plans, capture = capturing_backend()
     x = rng(9).standard_normal(4099).astype(np.float32)
     x[::17] = np.nan
     x[::23] = np.inf
     x[::29] = -np.inf
+    x[5::31] = [1e-40, -1e-45, 1e-30, -2.0 ** -41, 2.0 ** -39, 1.2e-38, -3e-39] * 19
     fn = make("np.expm1(x) * 2.0")
     cf = framejit.compile(fn, backend=capture)
     close_outcomes(fn, [(x,)], ulps=OURS["expm1", np.float32] + NUMPY["expm1", np.float32])
