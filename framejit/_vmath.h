@@ -77,21 +77,21 @@
 #define FJV_MAF(a, b, c) ((a) * (b) + (c))
 #endif
 
-static inline double fjv_d(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
-static inline uint64_t fjv_u(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
-static inline float fjv_f(uint32_t u) { float d; memcpy(&d, &u, 4); return d; }
-static inline uint32_t fjv_uf(float d) { uint32_t u; memcpy(&u, &d, 4); return u; }
+FJV_INLINE double fjv_d(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+FJV_INLINE uint64_t fjv_u(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
+FJV_INLINE float fjv_f(uint32_t u) { float d; memcpy(&d, &u, 4); return d; }
+FJV_INLINE uint32_t fjv_uf(float d) { uint32_t u; memcpy(&u, &d, 4); return u; }
 
 /* x with |x| clamped to the value of bits 'lim' (sign kept); a NaN stays.
    Bit operations: gcc if-converts no float select in a loop mixing float32
    and float64 lanes. */
-static inline double fjv_clamp_abs(double x, uint64_t lim)
+FJV_INLINE double fjv_clamp_abs(double x, uint64_t lim)
 {
     uint64_t u = fjv_u(x), a = u & 0x7fffffffffffffffULL;
     uint64_t m = 0 - (uint64_t)((a > lim) & (a <= 0x7ff0000000000000ULL));
     return fjv_d((u & ~m) | (((u & 0x8000000000000000ULL) | lim) & m));
 }
-static inline float fjv_clamp_absf(float x, uint32_t lim)
+FJV_INLINE float fjv_clamp_absf(float x, uint32_t lim)
 {
     uint32_t u = fjv_uf(x), a = u & 0x7fffffffu;
     uint32_t m = 0u - (uint32_t)((a > lim) & (a <= 0x7f800000u));
@@ -101,7 +101,7 @@ static inline float fjv_clamp_absf(float x, uint32_t lim)
 /* ---- exp ----------------------------------------------------------------- */
 
 /* exp(r) - 1 for |r| <= ln2/2 + a little: the Taylor series to degree 13 */
-static inline double fjv_expm1_core(double r)
+FJV_INLINE double fjv_expm1_core(double r)
 {
     double p = 1.0 / 6227020800.0;            /* 1/13! */
     p = FJV_MA(p, r, 1.0 / 479001600.0);            /* 1/12! */
@@ -120,7 +120,7 @@ static inline double fjv_expm1_core(double r)
 
 /* x = k ln2 + r, |x| <= 1400: returns r and the bits of 2^k1, 2^k2, k1 + k2 = k
    (each within the normal exponents) */
-static inline double fjv_exp_reduce(double x, uint64_t *s1, uint64_t *s2)
+FJV_INLINE double fjv_exp_reduce(double x, uint64_t *s1, uint64_t *s2)
 {
     const double shift = 0x1.8p52, invln2 = 0x1.71547652b82fep0;
     const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
@@ -135,7 +135,7 @@ static inline double fjv_exp_reduce(double x, uint64_t *s1, uint64_t *s2)
 
 /* exp(r), |r| <= ln2/2 + a little: 1 + r + r^2 q(r), q of degree 9 (a Chebyshev fit,
    mpmath.chebyfit: 2^-55.7 relative to exp(r)) */
-static inline double fjv_exp64_poly(double r)
+FJV_INLINE double fjv_exp64_poly(double r)
 {
     double q = FJV_MA(0x1.af39789bfd689p-26, r, 0x1.28922d8c8d4fbp-22);
     q = FJV_MA(q, r, 0x1.71de0d573888bp-19);
@@ -156,7 +156,7 @@ static inline double fjv_exp64_poly(double r)
    overflow and underflow are raised there; results below 2^-1022 also raise
    underflow explicitly (2^-1075: NumPy's exp raises it for every such result,
    where the product is exact for some) */
-static inline double fj_exp64(double x)
+FJV_INLINE double fj_exp64(double x)
 {
     const double shift = 0x1.8p52, invln2 = 0x1.71547652b82fep0;
     const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
@@ -182,7 +182,7 @@ static inline double fj_exp64(double x)
    (exact: |k2| <= 116) and one product by 2^k1, which alone rounds, so overflow
    and underflow are raised there; results below 2^-126 also raise underflow
    explicitly (2^-150: NumPy's exp raises it for every such result) */
-static inline float fjv_exp32_core(float c) /* |c| <= 160, not NaN */
+FJV_INLINE float fjv_exp32_core(float c) /* |c| <= 160, not NaN */
 {
     const float shift = 0x1.8p23f, invln2 = 0x1.715476p0f;
     const float ln2hi = 0x1.62e4p-1f, ln2lo = 0x1.7f7d1cp-20f;
@@ -197,7 +197,7 @@ static inline float fjv_exp32_core(float c) /* |c| <= 160, not NaN */
     return fjv_f(fjv_uf(p) + (k2 << 23)) * fjv_f((k1 << 23) + 0x3f800000u);
 }
 
-static inline float fj_exp32(float x)
+FJV_INLINE float fj_exp32(float x)
 {
     uint32_t u = fjv_uf(x), a = u & 0x7fffffffu;
     a = a > 0x7f800000u ? 0u : a < 0x43200000u ? a : 0x43200000u; /* |x| <= 160; a NaN: 0, put back last */
@@ -211,7 +211,7 @@ static inline float fj_exp32(float x)
 /* ---- log ----------------------------------------------------------------- */
 
 /* log(x), x positive, normal, finite */
-static inline double fjv_log(double x)
+FJV_INLINE double fjv_log(double x)
 {
     const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
     const double Lg1 = 6.666666666666735130e-01, Lg2 = 3.999999999940941908e-01,
@@ -234,14 +234,14 @@ static inline double fjv_log(double x)
 }
 
 /* 1.0, or for a 0 mask NaN with invalid raised (inf * 0: the special lanes of log) */
-static inline double fjv_invalid_unless(uint64_t m)
+FJV_INLINE double fjv_invalid_unless(uint64_t m)
 {
     double q = fjv_d((0x3ff0000000000000ULL & m) | (0x7ff0000000000000ULL & ~m));
     double w = fjv_d(0x3ff0000000000000ULL & m);
     return q * w;
 }
 
-static inline double fj_log64(double x)
+FJV_INLINE double fj_log64(double x)
 {
     uint64_t u = fjv_u(x);
     uint64_t m = 0 - (uint64_t)((u - 0x0010000000000000ULL) < 0x7fe0000000000000ULL); /* positive normal */
@@ -249,7 +249,7 @@ static inline double fj_log64(double x)
 }
 
 /* float32's fjv_invalid_unless: 1, or NaN with invalid raised where 'ok' is 0 */
-static inline float fjv_invalid_unlessf(uint32_t ok)
+FJV_INLINE float fjv_invalid_unlessf(uint32_t ok)
 {
     return fjv_f((0x3f800000u & ok) | (0x7f800000u & ~ok)) * fjv_f(0x3f800000u & ok);
 }
@@ -257,7 +257,7 @@ static inline float fjv_invalid_unlessf(uint32_t ok)
 /* float32 log in float32 lanes (fdlibm's e_logf.c polynomial): x = 2^e m, m in
    [sqrt(2)/2, sqrt(2)) from the bits, f = m - 1, s = f / (2 + f); an argument
    that is not a positive normal finite float32 raises invalid as fj_log64's */
-static inline float fj_log32(float x)
+FJV_INLINE float fj_log32(float x)
 {
     const float ln2hi = 6.9313812256e-01f, ln2lo = 9.0580006145e-06f;
     const float Lg1 = 0x1.555554p-1f, Lg2 = 0x1.999c26p-2f, Lg3 = 0x1.23d3dcp-2f, Lg4 = 0x1.f13c4cp-3f;
@@ -283,7 +283,7 @@ static inline float fj_log32(float x)
    ulp), n B subtracted with its product's and the subtraction's errors kept
    (fma, 2Sum), n C with the tail.  The same accuracy as fdlibm's three rounds of
    33-bit parts below, in 13 operations instead of 20 */
-static inline double fjv_rem_pio2(double x, double *lo, uint64_t *quadrant)
+FJV_INLINE double fjv_rem_pio2(double x, double *lo, uint64_t *quadrant)
 {
     const double shift = 0x1.8p52, invpio2 = 6.36619772367581382433e-01;
     const double A = 1.5707963267948966, B = 6.123233995736766e-17, C = -1.4973849048591698e-33;
@@ -304,7 +304,7 @@ static inline double fjv_rem_pio2(double x, double *lo, uint64_t *quadrant)
    parts (fdlibm's __rem_pio2 constants; n * part is exact for |n| < 2^20)
    subtracted one by one, each subtraction's rounding error kept (the three
    rounds fdlibm takes only on cancellation, always: no branch) */
-static inline double fjv_rem_pio2(double x, double *lo, uint64_t *quadrant)
+FJV_INLINE double fjv_rem_pio2(double x, double *lo, uint64_t *quadrant)
 {
     const double shift = 0x1.8p52, invpio2 = 6.36619772367581382433e-01;
     const double pio2_1 = 1.57079632673412561417e+00, pio2_2 = 6.07710050630396597660e-11,
@@ -338,8 +338,8 @@ static inline double fjv_rem_pio2(double x, double *lo, uint64_t *quadrant)
    masked FMAs reading the constants from memory; as bit operations it re-broadcast
    them into registers every iteration (more constants than the 32 registers):
    133 instructions a vector in tchain's loop, 106 this way */
-static inline double fjv_pick(uint64_t m, double a, double b) { return m ? a : b; }
-static inline double fjv_sincos(double x, int which)
+FJV_INLINE double fjv_pick(uint64_t m, double a, double b) { return m ? a : b; }
+FJV_INLINE double fjv_sincos(double x, int which)
 {
     const double S1 = -1.66666666666666324348e-01, S2 = 8.33333333332248946124e-03,
                  S3 = -1.98412698298579493134e-04, S4 = 2.75573137070700676789e-06,
@@ -366,22 +366,22 @@ static inline double fjv_sincos(double x, int which)
     return fjv_d(v) * fjv_invalid_unless(m);
 }
 
-static inline double fj_sin64(double x) { return fjv_sincos(x, 0); }
-static inline double fj_cos64(double x) { return fjv_sincos(x, 1); }
+FJV_INLINE double fj_sin64(double x) { return fjv_sincos(x, 0); }
+FJV_INLINE double fj_cos64(double x) { return fjv_sincos(x, 1); }
 #ifdef __FMA__
 /* float32 sin and cos in float32 lanes: x = n pi + r (sin) or (2m + 1) pi/2 + r (cos),
    |r| <= pi/2, pi and pi/2 in three float32 parts (the first product exact in the
    FMA), sin(r) = r + r^3 q(r^2), q of degree 3 (fitted: 0.1 ulp), negated for odd
    n (sin) or even m (cos); |x| > 2^16, inf and NaN raise invalid (NumPy then
    computes the group) */
-static inline float fjv_sinpolyf(float r)
+FJV_INLINE float fjv_sinpolyf(float r)
 {
     float s = r * r;
     float q = FJV_MAF(FJV_MAF(FJV_MAF(0x1.5db39cp-19f, s, -0x1.9f6f4ep-13f), s, 0x1.110ed0p-7f), s,
                       -0x1.55554cp-3f);
     return FJV_MAF(r * s, q, r);
 }
-static inline float fj_sin32(float x)
+FJV_INLINE float fj_sin32(float x)
 {
     const float shift = 0x1.8p23f, invpi = 0x1.45f306p-2f;
     const float P1 = 0x1.921fb6p1f, P2 = -0x1.777a5cp-24f, P3 = -0x1.ee59dap-49f;
@@ -395,7 +395,7 @@ static inline float fj_sin32(float x)
     /* sin(-0.0) is -0.0 (the reduction's n * P2 term made it +0.0) */
     return (u & 0x7fffffffu) == 0 ? fjv_f(u) : y;
 }
-static inline float fj_cos32(float x)
+FJV_INLINE float fj_cos32(float x)
 {
     const float shift = 0x1.8p23f, invpi = 0x1.45f306p-2f;
     const float P1 = 0x1.921fb6p0f, P2 = -0x1.777a5cp-25f, P3 = -0x1.ee59dap-50f;
@@ -409,8 +409,8 @@ static inline float fj_cos32(float x)
 }
 #else
 /* without FMA the three-part reduction is not exact in float32: float64 inside */
-static inline float fj_sin32(float x) { return (float)fjv_sincos((double)x, 0); }
-static inline float fj_cos32(float x) { return (float)fjv_sincos((double)x, 1); }
+FJV_INLINE float fj_sin32(float x) { return (float)fjv_sincos((double)x, 0); }
+FJV_INLINE float fj_cos32(float x) { return (float)fjv_sincos((double)x, 1); }
 #endif
 
 /* ---- tanh ---------------------------------------------------------------- */
@@ -418,7 +418,7 @@ static inline float fj_cos32(float x) { return (float)fjv_sincos((double)x, 1); 
 /* expm1(y), |y| <= 1400: 2^k (1 + p) - 1 as 2^k1 ((2^k2 - 2^-k1) + 2^k2 p): the
    difference of powers of two is exact while k <= 53, and 2^k itself (which
    overflows at k = 1024) is never formed */
-static inline double fjv_expm1(double y)
+FJV_INLINE double fjv_expm1(double y)
 {
     uint64_t s1, s2;
     double r = fjv_exp_reduce(y, &s1, &s2);
@@ -429,7 +429,7 @@ static inline double fjv_expm1(double y)
 
 /* tanh(x) = expm1(2|x|) / (expm1(2|x|) + 2), the sign put back; |x| clamped to 22
    (tanh is 1 in double past it); NaN stays NaN, no flag */
-static inline double fj_tanh64(double x)
+FJV_INLINE double fj_tanh64(double x)
 {
     uint64_t u = fjv_u(x), sign = u & 0x8000000000000000ULL;
     double a = fjv_clamp_abs(fjv_d(u & 0x7fffffffffffffffULL), 0x4036000000000000ULL /* 22 */);
@@ -448,7 +448,7 @@ static inline double fj_tanh64(double x)
 /* float32 tanh in float32 lanes: |x| < 0.55: x + x^3 q(x^2), q of degree 4
    (fitted: 0.02 ulp); else 1 - 2 / (exp(2|x|) + 1), |x| clamped to 10 (tanh rounds
    to 1 in float32 from 9.02 on); the sign put back; NaN gives NaN, no flag */
-static inline float fj_tanh32(float x)
+FJV_INLINE float fj_tanh32(float x)
 {
     uint32_t u = fjv_uf(x), sign = u & 0x80000000u, a = u & 0x7fffffffu;
     a = a < 0x41200000u ? a : 0x41200000u;                 /* |x| <= 10; a NaN too, put back last */
@@ -465,7 +465,7 @@ static inline float fj_tanh32(float x)
 /* ---- expm1, log1p -------------------------------------------------------- */
 
 /* x where x is a zero (its sign kept: -0.0 -> -0.0, as NumPy's), else r */
-static inline double fjv_zero_keeps(double x, double r)
+FJV_INLINE double fjv_zero_keeps(double x, double r)
 {
     uint64_t m = 0 - (uint64_t)(x == 0.0); /* (== is a quiet compare) */
     return fjv_d((fjv_u(x) & m) | (fjv_u(r) & ~m));
@@ -473,7 +473,7 @@ static inline double fjv_zero_keeps(double x, double r)
 
 /* expm1(x): |x| clamped to 1400 as exp's; 0 <= |x| < ln2/2 is the series
    itself (k = 0), else (2^k - 1) + 2^k p */
-static inline double fj_expm1_64(double x)
+FJV_INLINE double fj_expm1_64(double x)
 {
     return fjv_zero_keeps(x, fjv_expm1(fjv_clamp_abs(x, 0x4095e00000000000ULL /* 1400 */)));
 }
@@ -481,7 +481,7 @@ static inline double fj_expm1_64(double x)
 /* log1p(x) = log(u) - ((u - 1) - x) / u, u = 1 + x (the rounding of u corrected
    to first order); u not positive normal finite (x <= -1, inf, NaN) raises
    invalid as log does */
-static inline double fj_log1p64(double x)
+FJV_INLINE double fj_log1p64(double x)
 {
     double u = 1.0 + x;
     uint64_t b = fjv_u(u);
@@ -497,7 +497,7 @@ static inline double fj_log1p64(double x)
    e_log10.c split): hi = f - f^2/2 with its low 32 bits cleared, so that hi times a
    constant's 32-bit head is exact, lo the rest of f - f^2/2 + s (f^2/2 + R) (fjv_log's
    polynomial); e returned as a double.  x positive, normal, finite. */
-static inline double fjv_log_hilo(double x, double *lo, double *e)
+FJV_INLINE double fjv_log_hilo(double x, double *lo, double *e)
 {
     const double Lg1 = 6.666666666666735130e-01, Lg2 = 3.999999999940941908e-01,
                  Lg3 = 2.857142874366239149e-01, Lg4 = 2.222219843214978396e-01,
@@ -519,7 +519,7 @@ static inline double fjv_log_hilo(double x, double *lo, double *e)
 }
 
 /* all ones for a positive normal finite x, else 0 (0 for the lanes log2 and log10 delegate) */
-static inline uint64_t fjv_pos_normal(double x)
+FJV_INLINE uint64_t fjv_pos_normal(double x)
 {
     return 0 - (uint64_t)((fjv_u(x) - 0x0010000000000000ULL) < 0x7fe0000000000000ULL);
 }
@@ -529,7 +529,7 @@ static inline uint64_t fjv_pos_normal(double x)
    (|e| >= 1 > |hi ivh| or e = 0), the tails added last.  Exact for powers of two
    (f = 0); log2(1) = +0.0.  Not a positive normal finite x (0, < 0, subnormal,
    inf, NaN): invalid raised on purpose as fj_log64 (NumPy computes the group) */
-static inline double fj_log2_64(double x)
+FJV_INLINE double fj_log2_64(double x)
 {
     const double ivh = 1.44269504072144627571e+00, ivl = 1.67517131648865118353e-10;
     uint64_t m = fjv_pos_normal(x);
@@ -545,7 +545,7 @@ static inline double fj_log2_64(double x)
 /* log10(x) = e log10(2) + log(m) / ln10, fdlibm's e_log10.c: as log2 with
    1/ln10 = ivh + ivl (ivh 32 bits) and log10(2) = l2h + l2l (l2h 40 bits: e l2h
    exact) */
-static inline double fj_log10_64(double x)
+FJV_INLINE double fj_log10_64(double x)
 {
     const double ivh = 4.34294481878168880939e-01, ivl = 2.50829467116452752298e-11,
                  l2h = 3.01029995663611771306e-01, l2l = 3.69423907715893078616e-13;
@@ -563,7 +563,7 @@ static inline double fj_log10_64(double x)
    hi's low 12 bits cleared, fj_log32's polynomial); e returned as a float, and in
    *ok a mask of all ones for a positive normal finite x (other lanes computed as
    x = 1, their invalid raised by the caller) */
-static inline float fjv_log_hilof(float x, float *lo, float *e, uint32_t *ok)
+FJV_INLINE float fjv_log_hilof(float x, float *lo, float *e, uint32_t *ok)
 {
     const float Lg1 = 0x1.555554p-1f, Lg2 = 0x1.999c26p-2f, Lg3 = 0x1.23d3dcp-2f, Lg4 = 0x1.f13c4cp-3f;
     uint32_t u = fjv_uf(x);
@@ -585,7 +585,7 @@ static inline float fjv_log_hilof(float x, float *lo, float *e, uint32_t *ok)
 /* float32 log2 and log10 in float32 lanes: e_log2f.c / e_log10f.c's sums (the
    constants' heads short enough for their products with hi and e to be exact); 1 ulp on every float32, exact at powers
    of two (log2) and of ten (log10), +0.0 at 1; special arguments as fj_log2_64 */
-static inline float fj_log2_32(float x)
+FJV_INLINE float fj_log2_32(float x)
 {
     const float ivh = 1.4428710938e+00f, ivl = -1.7605285393e-04f;
     float lo, e;
@@ -594,7 +594,7 @@ static inline float fj_log2_32(float x)
     return ((((lo + hi) * ivl + lo * ivh) + hi * ivh) + e) * fjv_invalid_unlessf(ok);
 }
 
-static inline float fj_log10_32(float x)
+FJV_INLINE float fj_log10_32(float x)
 {
     const float ivh = 4.3432617188e-01f, ivl = -3.1689971365e-05f,
                 l2h = 3.0102920532e-01f, l2l = 7.9034151668e-07f;
@@ -613,7 +613,7 @@ static inline float fj_log10_32(float x)
    cancel (k = 1, r near -ln2/2), so only t's and the last roundings count (1 ulp
    on every float32).  t is 0 for |x| < 2^-40 (r^2 would raise a spurious
    underflow; t is below 2^-41 r there) */
-static inline float fj_expm1_32(float x)
+FJV_INLINE float fj_expm1_32(float x)
 {
     const float shift = 0x1.8p23f, invln2 = 0x1.715476p0f;
     const float ln2hi = 0x1.62e4p-1f, ln2lo = 0x1.7f7d1cp-20f;
@@ -640,7 +640,7 @@ static inline float fj_expm1_32(float x)
    u = 1 + x, log by fj_log32 (1 ulp on every float32); u not positive normal
    finite (x <= -1, inf, NaN) raises invalid (NumPy computes the group); a zero
    keeps its sign */
-static inline float fj_log1p32(float x)
+FJV_INLINE float fj_log1p32(float x)
 {
     float u = 1.0f + x;
     uint32_t b = fjv_uf(u);
@@ -932,8 +932,8 @@ FJV_INLINE float fj_tan32(float x)
    choices below are all of this form (conditional expressions, even of constants,
    became branches after gcc's jump threading, and a loop with branches is not
    vectorized) */
-static inline double fjv_bsel(uint64_t m, double a, double b) { return fjv_d((fjv_u(a) & m) | (fjv_u(b) & ~m)); }
-static inline uint64_t fjv_mask(int c) { return 0 - (uint64_t)c; }
+FJV_INLINE double fjv_bsel(uint64_t m, double a, double b) { return fjv_d((fjv_u(a) & m) | (fjv_u(b) & ~m)); }
+FJV_INLINE uint64_t fjv_mask(int c) { return 0 - (uint64_t)c; }
 
 /* atan of |x| by fdlibm's s_atan.c, branch-free: the interval of |x| (below
    7/16, 11/16, 19/16, 39/16, above) picks per lane the reduced argument
@@ -1227,7 +1227,7 @@ FJV_INLINE float fj_cbrt32(float x)
 
 /* a * b - p exactly, p = a * b rounded (FMA; else Dekker's product of Veltkamp
    halves: |a|, |b| < 2^970) */
-static inline double fjv_prod_err(double a, double b, double p)
+FJV_INLINE double fjv_prod_err(double a, double b, double p)
 {
 #ifdef __FMA__
     return __builtin_fma(a, b, -p);

@@ -69,9 +69,11 @@ static int fjn_numpy_avx512 = 0;
 static int numpy_avx512_faster(int code)
 {
     /* measured (one core, f(a) * 0.5 + b over 1e6 elements, NumPy 2.4.6 on an Intel
-       Xeon with AVX-512): _vmath.h's functions run 0.34 to 0.89x NumPy alone where
-       NumPy's loop inside the kernel runs 1.08 to 1.56x; exp, log, sin, cos, tanh,
-       expm1, log1p and float64 arctan are faster as _vmath.h's (BENCHMARKS.md) */
+       Xeon with AVX-512): _vmath.h's functions named here run 0.34 to 1.43x NumPy
+       alone where NumPy's loop inside the kernel runs 1.08 to 1.80x (float64 tanh
+       0.98x against 1.12x); exp, log, sin, cos, float32 tanh and expm1, float64
+       expm1, log1p, log2, log10 and arctan are faster as _vmath.h's (1.21 to 14x,
+       BENCHMARKS.md) */
     switch (code) {
     case FJN_TAN:
     case FJN_SINH:
@@ -82,7 +84,12 @@ static int numpy_avx512_faster(int code)
     case FJN_ARCTAN2:
     case FJN_POWER:
         return 3;
+    case FJN_TANH:
+        return 1;
     case FJN_ARCTAN:
+    case FJN_LOG2:
+    case FJN_LOG10:
+    case FJN_LOG1P:
         return 2;
     default:
         return 0;
