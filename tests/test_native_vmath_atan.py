@@ -20,21 +20,13 @@ import pytest
 
 import framejit
 from native_compare import capturing_backend, outcome
-from test_native_vmath import close_outcomes, make, rng, ulp_apart
+from test_native_vmath import (_inexact, close_outcomes, make, one_special_each, rng,  # noqa: F401
+                               same_outcome_under_errstate, ulp_apart)
 
 HEADER = open(framejit.native.__file__.replace("native.py", "_vmath.h")).read()
 
 
-@pytest.fixture(autouse=True)
-def _inexact(native_kernel_cache):
-    framejit.reset()
-    framejit.config.native_exact = False
-    yield
-    framejit.config.native_exact = True
-    framejit.reset()
-
-
-STEM = {"arctan": "atan", "arcsin": "asin", "arccos": "acos", "arctan2": "atan2_"}
+STEM = {f: framejit._C.native_vmath()[f][0] for f in ("arctan", "arcsin", "arccos", "arctan2")}
 
 # ours: at most 1 ulp from the correctly rounded value (float64: 10^6 inputs a
 # function; float32: every input of arctan, arcsin, arccos, 10^6 of arctan2);
@@ -153,11 +145,7 @@ def test_special_values_flags_and_warnings_are_numpys(fname, dtype):
         warnings.simplefilter("ignore")
         special = np.array(UNARY_SPECIAL).astype(dtype)
     base = rng(23).uniform(-0.9, 0.9, 997).astype(dtype)
-    cases = [(base,)]
-    for v in special:   # one special value among ordinary ones, each a call of its own
-        x = base.copy()
-        x[500] = v
-        cases.append((x,))
+    cases = one_special_each(base, special)
     cf = close_outcomes(fn, cases, ulps=bound(fname, dtype))
     # and every special value's result bit for bit (ours is NumPy's there), under each errstate
     for mode in ("raise", "warn", "ignore"):
@@ -256,13 +244,7 @@ def test_errstate_is_numpys(mode, dtype):
         if bad is not None:
             a[7] = bad
         with np.errstate(all=mode):
-            exp = outcome(fn, [a.copy()])
-            got = outcome(cf, [a.copy()])
-        assert got[0][0] == exp[0][0] and got[1] == exp[1], (bad, got, exp)
-        if exp[0][0] == "ok":
-            assert ulp_apart(got[0][1], exp[0][1]) <= 16   # (a sum of terms: a few ulp of them)
-        else:
-            assert got[0][1:] == exp[0][1:]
+            same_outcome_under_errstate(cf, fn, [a], ulps=16)  # (a sum of terms: a few ulp of them)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

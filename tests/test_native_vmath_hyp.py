@@ -21,17 +21,9 @@ import numpy as np
 import pytest
 
 import framejit
-from native_compare import capturing_backend, outcome
-from test_native_vmath import close_outcomes, make, rng, ulp_apart
-
-
-@pytest.fixture(autouse=True)
-def _inexact(native_kernel_cache):
-    framejit.reset()
-    framejit.config.native_exact = False
-    yield
-    framejit.config.native_exact = True
-    framejit.reset()
+from native_compare import capturing_backend
+from test_native_vmath import (_inexact, close_outcomes, make, one_special_each, rng,  # noqa: F401
+                               same_outcome_under_errstate, ulp_apart)
 
 
 FNAMES = ["tan", "sinh", "cosh"]
@@ -122,11 +114,7 @@ def test_special_values_flags_and_warnings_are_numpys(fname, dtype):
         warnings.simplefilter("ignore")
         special = np.array(SPECIAL, dtype=np.float64).astype(dtype)
     base = rng(24).uniform(0.5, 3.0, 997).astype(dtype)
-    cases = [(base,)]
-    for v in special:   # one special value among ordinary ones, each a call of its own
-        x = base.copy()
-        x[500] = v
-        cases.append((x,))
+    cases = one_special_each(base, special)
     cases.append((special.copy(),))
     close_outcomes(fn, cases, ulps=bound(fname, dtype))
 
@@ -143,13 +131,7 @@ def test_errstate_is_numpys(mode, dtype):
         for i, v in bad:
             xx[i] = v
         with np.errstate(all=mode):
-            exp = outcome(fn, [xx.copy()])
-            got = outcome(cf, [xx.copy()])
-        assert got[0][0] == exp[0][0] and got[1] == exp[1], (bad, got, exp)
-        if exp[0][0] == "ok":
-            assert ulp_apart(got[0][1], exp[0][1]) <= 1 << 8   # (three terms: a few ulp of the largest)
-        else:
-            assert got[0][1:] == exp[0][1:]
+            same_outcome_under_errstate(cf, fn, [xx], ulps=1 << 8)  # (three terms: a few ulp of the largest)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -19,20 +19,12 @@ import pytest
 
 import framejit
 from native_compare import capturing_backend, outcome
-from test_native_vmath import close_outcomes, make, rng, ulp_apart
-
-
-@pytest.fixture(autouse=True)
-def _inexact(native_kernel_cache):
-    framejit.reset()
-    framejit.config.native_exact = False
-    yield
-    framejit.config.native_exact = True
-    framejit.reset()
+from test_native_vmath import (_inexact, close_outcomes, make, one_special_each, rng,  # noqa: F401
+                               same_outcome_under_errstate, ulp_apart)
 
 
 # C stem of each function (fj_<stem>64 / fj_<stem>32)
-STEM = {"log2": "log2_", "log10": "log10_", "expm1": "expm1_", "log1p": "log1p"}
+STEM = {f: framejit._C.native_vmath()[f][0] for f in ("log2", "log10", "expm1", "log1p")}
 # (function, dtype): ours within OURS of the correctly rounded value (tools/vmath_accuracy.py,
 # float32 --exhaustive), NumPy's within NUMPY of it (the same tool's table, NumPy 2.x's
 # SIMD loops on an AVX-512 machine; a margin of one for other builds)
@@ -144,11 +136,7 @@ def test_special_values_flags_and_warnings_are_numpys(fname, dtype):
         warnings.simplefilter("ignore")
         special = np.array(SPECIAL, dtype=np.float64).astype(dtype)
     base = rng(2).uniform(0.5, 3.0, 997).astype(dtype)
-    cases = [(base,)]
-    for v in special:   # one special value among ordinary ones, each a call of its own
-        x = base.copy()
-        x[500] = v
-        cases.append((x,))
+    cases = one_special_each(base, special)
     close_outcomes(fn, cases, ulps=OURS[fname, dtype] + NUMPY[fname, dtype])
 
 
@@ -165,13 +153,7 @@ def test_errstate_is_numpys(expr, bad, mode, dtype):
     x[7], x[8], x[9] = bad
     cf = framejit.compile(fn, backend="native")
     with np.errstate(all=mode):
-        exp = outcome(fn, [x.copy()])
-        got = outcome(cf, [x.copy()])
-    assert got[0][0] == exp[0][0] and got[1] == exp[1], (got, exp)
-    if exp[0][0] == "ok":
-        assert ulp_apart(got[0][1], exp[0][1]) <= 4
-    else:
-        assert got[0][1:] == exp[0][1:]
+        same_outcome_under_errstate(cf, fn, [x], ulps=4)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

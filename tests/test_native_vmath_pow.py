@@ -21,16 +21,8 @@ import pytest
 
 import framejit
 from native_compare import capturing_backend, outcome
-from test_native_vmath import close_outcomes, make, rng, ulp_apart
-
-
-@pytest.fixture(autouse=True)
-def _inexact(native_kernel_cache):
-    framejit.reset()
-    framejit.config.native_exact = False
-    yield
-    framejit.config.native_exact = True
-    framejit.reset()
+from test_native_vmath import (_inexact, close_outcomes, make, one_special_each, rng,  # noqa: F401
+                               same_outcome_under_errstate, ulp_apart)
 
 
 # ours within 1 ulp of the correctly rounded value; NumPy's float64 within 1 and
@@ -233,11 +225,7 @@ def test_cbrt_special_values(dtype):
         warnings.simplefilter("ignore")
         special = np.array(SPECIAL, dtype=np.float64).astype(dtype)
     base = rng(29).uniform(0.5, 3.0, 997).astype(dtype)
-    cases = [(base,)]
-    for v in special:
-        x = base.copy()
-        x[500] = v
-        cases.append((x,))
+    cases = one_special_each(base, special)
     close_outcomes(fn, cases, ulps=BOUND["cbrt", dtype])
 
 
@@ -306,13 +294,7 @@ def test_power_errstate_is_numpys(mode, dtype):
     cf = framejit.compile(fn, backend="native")
     for cx, cy in cases:
         with np.errstate(all=mode):
-            exp = outcome(fn, [cx.copy(), cy.copy()])
-            got = outcome(cf, [cx.copy(), cy.copy()])
-        assert got[0][0] == exp[0][0] and got[1] == exp[1], (got, exp)
-        if exp[0][0] == "ok":
-            assert ulp_apart(got[0][1], exp[0][1]) <= 4
-        else:
-            assert got[0][1:] == exp[0][1:]
+            same_outcome_under_errstate(cf, fn, [cx, cy], ulps=4)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
