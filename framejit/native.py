@@ -439,13 +439,18 @@ def _numpy_runs_avx512():
     return any(__cpu_features__.get(k) and k in __cpu_dispatch__ for k in ("X86_V4", "AVX512_SKX"))
 
 
-# read once; tests set it to measure _vmath.h's functions on any CPU
-NUMPY_AVX512 = _numpy_runs_avx512()
+# asked once, at the first graph (not at import: framejit imports no NumPy a
+# program has not imported, tests/test_dormant.py); tests set it False to measure
+# _vmath.h's functions on any CPU
+NUMPY_AVX512 = None
 
 
 def _plan(graph, toolchain):
     _count("graphs")
+    global NUMPY_AVX512
     exact = bool(config.native_exact)
+    if NUMPY_AVX512 is None:
+        NUMPY_AVX512 = _numpy_runs_avx512()
     _C.native_config(exact=exact, vmath=None if exact else _vmath_text(), numpy_avx512=NUMPY_AVX512)
     if toolchain is None:
         # tiered: the plan runs the graph with the eager runner until a thread
