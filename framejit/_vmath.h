@@ -1339,7 +1339,8 @@ FJV_INLINE double fjv_pow_exp_dd(double ph, double pl)
    finite (|y| clamped into [2^-80, 2^900]: the same results, no overflow of the
    product); y = +-0 or x = 1: 1 (NaN or not); a NaN: NaN; x = +-0, y > 0: +-0.
    Others (a negative x with a non-integer y, x = +-0 with y < 0, an infinite x
-   or y) raise invalid on purpose: NumPy computes the group */
+   or y, and -0.0 ** 0.5, whose sign depends on NumPy's loop) raise invalid on
+   purpose: NumPy computes the group */
 FJV_INLINE double fj_pow64(double x, double y)
 {
     const double shift = 0x1.8p52, invln2 = 0x1.71547652b82fep0;
@@ -1378,7 +1379,9 @@ FJV_INLINE double fj_pow64(double x, double y)
     /* the cases */
     uint64_t one = 0 - (uint64_t)((ay == 0) | (ux == 0x3ff0000000000000ULL));
     uint64_t nan = 0 - (uint64_t)((ax > INF) | (ay > INF));
-    uint64_t zpos = 0 - (uint64_t)((ax == 0) & ((uy - 1) < INF));                      /* y in (0, inf] */
+    /* y in (0, inf]; but -0.0 ** 0.5: NumPy's power loop takes sqrt for an exponent
+       of stride 0 (a scalar: -0.0, its sign kept), pow otherwise (+0.0): left to NumPy */
+    uint64_t zpos = 0 - (uint64_t)((ax == 0) & ((uy - 1) < INF) & ((ux != SIGN) | (uy != 0x3fe0000000000000ULL)));
     uint64_t ok = fin & (0 - (uint64_t)((ay < INF) & ((ux >> 63 == 0) | yint)));
     r = r * fjv_invalid_unless(one | nan | zpos | ok);
     uint64_t ur = (fjv_u(r) & ~zpos) ^ (neg << 63);
@@ -1451,7 +1454,8 @@ FJV_INLINE float fj_pow32(float x, float y)
     r = r + wu * wu;                                    /* below 2^-126: underflow (2^-100 squared) */
     uint32_t one = 0u - (uint32_t)((ay == 0) | (ux == 0x3f800000u));
     uint32_t nan = 0u - (uint32_t)((ax > 0x7f800000u) | (ay > 0x7f800000u));
-    uint32_t zpos = 0u - (uint32_t)((ax == 0) & ((uy - 1u) < 0x7f800000u));
+    uint32_t zpos = 0u - (uint32_t)((ax == 0) & ((uy - 1u) < 0x7f800000u) &
+                                    ((ux != 0x80000000u) | (uy != 0x3f000000u))); /* (-0.0 ** 0.5: fj_pow64's) */
     uint32_t ok = fin & (0u - (uint32_t)(((ux >> 31) == 0) | yint));
     r = r * fjv_invalid_unlessf(one | nan | zpos | ok);
     uint32_t ur = (fjv_uf(r) & ~zpos) ^ (neg << 31);

@@ -435,3 +435,20 @@ def test_tiny_exponents_raise_no_flag(dtype):
     with np.errstate(all="raise"):
         got = cf(x, y)
     assert np.array_equal(got, fn(x, y)) and all(p.fallbacks == 0 for p in plans), [p.fallbacks for p in plans]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_negative_zero_to_the_half_is_numpys(dtype):
+    # np.power's loop computes an exponent of stride 0 equal to 0.5 as sqrt (sqrt(-0.0)
+    # is -0.0) and others by pow (pow(-0.0, 0.5) is +0.0): fj_pow leaves -0.0 ** 0.5
+    # to NumPy (found by review: the kernel gave +0.0 for np.power(x, 0.5))
+    x = np.array([-0.0, 0.0, 4.0, 2.0] * 16, dtype=dtype)
+    for expr, args in (("np.power(x, 0.5) * 1.0", (x,)), ("np.power(x, 0.5) + x", (x,)),
+                       ("x ** s * 1.0", (x, np.array(0.5, dtype=dtype))),
+                       ("x ** s * 1.0", (x, np.array([0.5], dtype=dtype))),
+                       ("np.power(x, y) * 1.0", (x, np.full(len(x), 0.5, dtype=dtype))),
+                       ("np.power(x, y) * 1.0", (x, np.where(np.arange(len(x)) % 2 == 0, 0.5, 2.5).astype(dtype)))):
+        fn = make(expr, "x, s" if "s" in expr else "x, y" if "y" in expr else "x")
+        got, exp = framejit.compile(fn, backend="native")(*args), fn(*args)
+        assert got.dtype == exp.dtype and np.array_equal(np.signbit(got), np.signbit(exp)), (expr, got[:4], exp[:4])
+        assert ulp_apart(got, exp) <= BOUND["pow", dtype]
