@@ -98,6 +98,26 @@ FJV_INLINE float fjv_clamp_absf(float x, uint32_t lim)
     return fjv_f((u & ~m) | (((u & 0x80000000u) | lim) & m));
 }
 
+/* r, with underflow raised where x is a nonzero subnormal (2^-600 squared): the
+   functions that are x itself near 0 (tan, sinh, arctan, arcsin, expm1, log1p)
+   give an exact result there, but NumPy's loops where they are libm's (glibc:
+   math_check_force_underflow; NumPy without AVX-512) raise underflow for a
+   subnormal argument, and a flag NumPy raises must be raised here (where NumPy's
+   loop raises none it is spurious: a rerun through NumPy where errstate does not
+   ignore underflow).  r - w^2: a zero r keeps its sign */
+FJV_INLINE double fjv_under_sub64(double r, double x)
+{
+    uint64_t a = fjv_u(x) & 0x7fffffffffffffffULL;
+    double w = fjv_d(0x1a70000000000000ULL & (0 - (uint64_t)((a - 1) < 0x000fffffffffffffULL)));
+    return r - w * w;
+}
+FJV_INLINE float fjv_under_sub32(float r, float x)
+{
+    uint32_t a = fjv_uf(x) & 0x7fffffffu;
+    float w = fjv_f(0x0d800000u & (0u - (uint32_t)((a - 1u) < 0x007fffffu)));
+    return r - w * w;
+}
+
 /* ---- exp ----------------------------------------------------------------- */
 
 /* exp(r) - 1 for |r| <= ln2/2 + a little: the Taylor series to degree 13 */
@@ -488,7 +508,7 @@ FJV_INLINE double fj_log1p64(double x)
     uint64_t m = 0 - (uint64_t)((b - 0x0010000000000000ULL) < 0x7fe0000000000000ULL);
     double us = fjv_d((b & m) | (0x3ff0000000000000ULL & ~m));
     double r = fjv_log(us) - ((us - 1.0) - fjv_d(fjv_u(x) & m)) / us;
-    return fjv_zero_keeps(x, r * fjv_invalid_unless(m));
+    return fjv_under_sub64(fjv_zero_keeps(x, r * fjv_invalid_unless(m)), x);
 }
 
 /* ---- log2, log10; float32 expm1, log1p ------------------------------------ */
@@ -633,7 +653,7 @@ FJV_INLINE float fj_expm1_32(float x)
     float A = fjv_f((k1 << 23) + 0x3f800000u), B = fjv_f((k2 << 23) + 0x3f800000u);
     float invA = fjv_f(0x3f800000u - (k1 << 23));        /* 2^-k1 */
     float y = A * FJV_MAF(B, t, FJV_MAF(B, r, B - invA));
-    return fjv_f((u & keep) | (fjv_uf(y) & ~keep));
+    return fjv_under_sub32(fjv_f((u & keep) | (fjv_uf(y) & ~keep)), x);
 }
 
 /* float32 log1p in float32 lanes, fj_log1p64's way: log(u) - ((u - 1) - x) / u,
@@ -648,7 +668,7 @@ FJV_INLINE float fj_log1p32(float x)
     float us = fjv_f((b & m) | (0x3f800000u & ~m));
     float r = fj_log32(us) - ((us - 1.0f) - fjv_f(fjv_uf(x) & m)) / us;
     uint32_t zero = 0u - (uint32_t)(x == 0.0f);
-    return fjv_f((fjv_uf(x) & zero) | (fjv_uf(r * fjv_invalid_unlessf(m)) & ~zero));
+    return fjv_under_sub32(fjv_f((fjv_uf(x) & zero) | (fjv_uf(r * fjv_invalid_unlessf(m)) & ~zero)), x);
 }
 
 /* (each section below: its functions' algorithms, bounds and special values in
@@ -717,7 +737,7 @@ FJV_INLINE double fj_tan64(double x)
     double vv = r - (zh - xr);
     double rodd = t + a * ((1.0 + t * zh) + t * vv);
     double y = fjv_tsh_sel(big, rbig, fjv_tsh_sel(odd, rodd, W));
-    return fjv_tsh_sel(tiny, x, y) * fjv_invalid_unless(m);
+    return fjv_under_sub64(fjv_tsh_sel(tiny, x, y) * fjv_invalid_unless(m), x);
 }
 
 
@@ -811,7 +831,7 @@ FJV_INLINE double fj_sinh64(double x)
     double h = fjv_exp_dd(fjv_d(ae), &l, &kb);
     double pe = fjv_hyp_combine(h, l, kb, -1.0);
     double y = fjv_d(fjv_u(fjv_tsh_sel(small, ps, pe)) | sign);
-    return fjv_tsh_sel(keep, x, y);
+    return fjv_under_sub64(fjv_tsh_sel(keep, x, y), x);
 }
 
 /* cosh(x) = (e^|x| + e^-|x|) / 2 from fjv_exp_dd and fjv_hyp_combine (no
@@ -882,7 +902,7 @@ FJV_INLINE float fj_sinh32(float x)
     ae = (ae & ~(small | nf)) | (0x3ff0000000000000ULL & (small | nf));
     double pe = fjv_hyp32(fjv_d(ae), -1.0);
     double y = fjv_d(fjv_u(fjv_tsh_sel(small, ps, pe)) | sign);
-    return (float)fjv_tsh_sel(nf, d, y);
+    return fjv_under_sub32((float)fjv_tsh_sel(nf, d, y), x);
 }
 
 /* float32 cosh: fjv_hyp32 of |x| clamped to 100 (0 for inf and NaN); +-inf gives
@@ -921,7 +941,7 @@ FJV_INLINE float fj_tan32(float x)
     double num = fjv_tsh_sel(odd, fjv_d(fjv_u(c) ^ 0x8000000000000000ULL), s), den = fjv_tsh_sel(odd, s, c);
     /* tan(-0.0) is -0.0 (the series' negative terms made it +0.0) */
     uint64_t zero = 0 - (uint64_t)((u & 0x7fffffffffffffffULL) == 0);
-    return (float)(fjv_tsh_sel(zero, d, num / den) * fjv_invalid_unless(m));
+    return fjv_under_sub32((float)(fjv_tsh_sel(zero, d, num / den) * fjv_invalid_unless(m)), x);
 }
 
 /* ---- arctan, arcsin, arccos, arctan2 --------------------------------------- */
@@ -993,11 +1013,11 @@ FJV_INLINE double fj_atan64(double x)
     double H, v = fjv_atan_hv(fjv_d(c), 0.0, &H);
     uint64_t r = fjv_u(H - v) | (u & 0x8000000000000000ULL);
     uint64_t keep = fjv_mask(a < 0x3e40000000000000ULL) | fjv_mask(a > 0x7ff0000000000000ULL); /* tiny, NaN */
-    return fjv_d((r & ~keep) | (u & keep));
+    return fjv_under_sub64(fjv_d((r & ~keep) | (u & keep)), x);
 }
 
 /* float32 arctan in float64 lanes (fj_atan64's formulas; 1 rounding to float32) */
-FJV_INLINE float fj_atan32(float x) { return (float)fj_atan64((double)x); }
+FJV_INLINE float fj_atan32(float x) { return fjv_under_sub32((float)fj_atan64((double)x), x); }
 
 /* fdlibm's rational function of e_asin.c / e_acos.c: R(t) = p(t) / q(t),
    asin(s) = s + s^3 R(s^2) */
@@ -1051,7 +1071,7 @@ FJV_INLINE double fj_asin64(double x)
     double H = fjv_bsel(big, pio4_hi, ax), M = fjv_bsel(big, 2.0 * s, -ax);
     double L = fjv_d(fjv_u(pio2_lo - 2.0 * c) & big), Q = fjv_d(fjv_u(pio4_hi - 2.0 * w) & big);
     uint64_t r = fjv_u(H - ((M * R - L) - Q)) | (u & 0x8000000000000000ULL);
-    return fjv_d((r & ~tiny) | (u & tiny)) * fjv_invalid_unless(ok);
+    return fjv_under_sub64(fjv_d((r & ~tiny) | (u & tiny)) * fjv_invalid_unless(ok), x);
 }
 
 /* arccos(x), fdlibm's e_acos.c branch-free, A - (B - (C - D R(t))) with per lane
@@ -1085,7 +1105,7 @@ FJV_INLINE double fj_acos64(double x)
 
 /* float32 arcsin, arccos in float64 lanes (the float64 formulas; 1 rounding to
    float32); |x| > 1 raises invalid as theirs */
-FJV_INLINE float fj_asin32(float x) { return (float)fj_asin64((double)x); }
+FJV_INLINE float fj_asin32(float x) { return fjv_under_sub32((float)fj_asin64((double)x), x); }
 FJV_INLINE float fj_acos32(float x) { return (float)fj_acos64((double)x); }
 
 /* arctan2(y, x), fdlibm's e_atan2.c reorganized for lanes: n = min(|y|, |x|),
