@@ -425,12 +425,15 @@ FJV_INLINE float fj_cos32(float x)
     float z = FJV_MAF(x, invpi, -0.5f) + shift;                   /* m = rint(x / pi - 1/2) */
     float q = FJV_MAF(z - shift, 2.0f, 1.0f);                     /* 2m + 1 */
     float r = FJV_MAF(-q, P3, FJV_MAF(-q, P2, FJV_MAF(-q, P1, x)));
-    return fjv_f(fjv_uf(fjv_sinpolyf(r)) ^ ((~fjv_uf(z)) << 31)) * fjv_invalid_unlessf(ok);
+    float y = fjv_f(fjv_uf(fjv_sinpolyf(r)) ^ ((~fjv_uf(z)) << 31)) * fjv_invalid_unlessf(ok);
+    /* NumPy's float32 cos raises underflow where x * x does (0 < |x| < 2^-63): so
+       does this, adding it times 0 (+0.0: cos is never -0.0; gcc keeps x * 0.0) */
+    return y + (x * x) * 0.0f;
 }
 #else
 /* without FMA the three-part reduction is not exact in float32: float64 inside */
 FJV_INLINE float fj_sin32(float x) { return (float)fjv_sincos((double)x, 0); }
-FJV_INLINE float fj_cos32(float x) { return (float)fjv_sincos((double)x, 1); }
+FJV_INLINE float fj_cos32(float x) { return (float)fjv_sincos((double)x, 1) + (x * x) * 0.0f; } /* (underflow: above) */
 #endif
 
 /* ---- tanh ---------------------------------------------------------------- */

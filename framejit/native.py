@@ -20,6 +20,7 @@ while their first calls ran eager: ``config.native_background``).
 import marshal
 import os
 import shutil
+import sys
 import _thread
 import threading
 import time
@@ -423,10 +424,13 @@ def _vmath_text():
 def _numpy_runs_avx512():
     """Whether NumPy runs its AVX-512 loops (SVML for tan, power, cbrt ...) on this
     CPU: its runtime dispatch has AVX-512 (NumPy 2.4 names the level X86_V4,
-    earlier ones AVX512_SKX; NPY_DISABLE_CPU_FEATURES turns it off) and SVML is
-    not disabled.  Where it does, the functions those loops run faster than
-    framejit/_vmath.h's stay NumPy's loops in the kernels (native.c
-    numpy_avx512_faster)."""
+    earlier ones AVX512_SKX; NPY_DISABLE_CPU_FEATURES turns it off) on Linux
+    x86-64, the only builds NumPy links SVML into.  Where it does, the functions
+    those loops run faster than framejit/_vmath.h's stay NumPy's loops in the
+    kernels (native.c numpy_avx512_faster)."""
+    import platform
+    if not sys.platform.startswith("linux") or platform.machine() not in ("x86_64", "AMD64"):
+        return False
     try:
         from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
     except ImportError:
@@ -434,8 +438,6 @@ def _numpy_runs_avx512():
             from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__
         except ImportError:
             return False
-    if os.environ.get("NPY_DISABLE_SVML", "") == "1":
-        return False
     return any(__cpu_features__.get(k) and k in __cpu_dispatch__ for k in ("X86_V4", "AVX512_SKX"))
 
 

@@ -10,10 +10,10 @@ loop and NumPy's ufunc (with out=, so no allocation) on the same arguments
 NumPy's loops for many of these functions are AVX-512 ones (SVML) where the
 CPU has AVX-512 and NumPy dispatches to it, else scalar libm calls: run it
 also with NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL AVX512_SPR" (NumPy 2.4's
-names; older NumPy: AVX512_SKX) to see the other case.  framejit's table
-(csrc/backends/native/native_emit.c fjn_vmath_fns, column numpy_avx512)
-leaves a function to NumPy's loop where NumPy's AVX-512 loop is faster and
-NumPy dispatches to it (framejit/native.py _numpy_avx512).
+names; older NumPy: AVX512_SKX) to see the other case.  framejit leaves a
+function to NumPy's loop where NumPy's AVX-512 loop is faster in a kernel
+(csrc/backends/native/native.c numpy_avx512_faster) and NumPy dispatches to
+it (framejit/native.py NUMPY_AVX512).
 
 Run: python3 tools/vmath_speed.py [--rounds R] [--only f,g] [--json FILE]
 """

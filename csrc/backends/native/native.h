@@ -140,7 +140,7 @@ int fjn_type_size(int t);
 int fjn_emit_group(PyObject *buf, const fjn_Group *g, int gi);
 /* The common prologue of every kernel file (new reference str, NULL on error). */
 PyObject *fjn_emit_prologue(void);
-/* True when group 'g' computes a function of framejit/_vmath.h (exp, log, sin, cos, tanh). */
+/* True when group 'g' computes a function of framejit/_vmath.h (fjn_vmath_fns). */
 int fjn_group_uses_vmath(const fjn_Group *g);
 /* framejit/_vmath.h's functions, indexed by code - FJN_EXP: the C name's stem
    (fj_<stem>64 / fj_<stem>32), which dtypes it has (a code without one is
