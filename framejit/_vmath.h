@@ -230,28 +230,52 @@ FJV_INLINE float fj_exp32(float x)
 
 /* ---- log ----------------------------------------------------------------- */
 
-/* log(x), x positive, normal, finite */
-FJV_INLINE double fjv_log(double x)
+/* fdlibm's log of x = 2^e m (x positive, normal, finite), m in [sqrt(2)/2,
+   sqrt(2)) from the bits: f = m - 1, e as a double, hfsq = f^2 / 2; returns
+   s (hfsq + R(s^2)), s = f / (2 + f), so that log(m) = f - hfsq + that */
+FJV_INLINE double fjv_log_parts(double x, double *f, double *dk, double *hfsq)
 {
-    const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
     const double Lg1 = 6.666666666666735130e-01, Lg2 = 3.999999999940941908e-01,
                  Lg3 = 2.857142874366239149e-01, Lg4 = 2.222219843214978396e-01,
                  Lg5 = 1.818357216161805012e-01, Lg6 = 1.531383769920937332e-01,
                  Lg7 = 1.479819860511658591e-01;
-    /* x = 2^e m, m in [sqrt(2)/2, sqrt(2)): e from the bits above those of sqrt(2)/2 */
+    /* e from the bits above those of sqrt(2)/2 */
     uint64_t ix = fjv_u(x);
     uint64_t eb = (ix - 0x3fe6a09e667f3bcdULL) >> 52; /* e in 12 bits, two's complement */
     double m = fjv_d(ix - (eb << 52));
-    double f = m - 1.0;
+    *f = m - 1.0;
     /* e as a double: its sign-extended bits in the low bits of 1.5 * 2^52 */
-    double dk = fjv_d(0x4338000000000000ULL + ((eb ^ 0x800) - 0x800)) - 0x1.8p52;
-    double s = f / (2.0 + f);
+    *dk = fjv_d(0x4338000000000000ULL + ((eb ^ 0x800) - 0x800)) - 0x1.8p52;
+    double s = *f / (2.0 + *f);
     double z = s * s, w = z * z;
     double t1 = w * FJV_MA(w, FJV_MA(w, Lg6, Lg4), Lg2);
     double t2 = z * FJV_MA(w, FJV_MA(w, FJV_MA(w, Lg7, Lg5), Lg3), Lg1);
-    double R = t2 + t1, hfsq = 0.5 * f * f;
-    return dk * ln2hi - ((hfsq - (s * (hfsq + R) + dk * ln2lo)) - f);
+    *hfsq = 0.5 * *f * *f;
+    return s * (*hfsq + (t2 + t1));
 }
+
+/* log(x), x positive, normal, finite */
+FJV_INLINE double fjv_log(double x)
+{
+    const double ln2hi = 0x1.62e42fee00000p-1, ln2lo = 0x1.a39ef35793c76p-33;
+    double f, dk, hfsq;
+    double r = fjv_log_parts(x, &f, &dk, &hfsq);
+    return dk * ln2hi - ((hfsq - (r + dk * ln2lo)) - f);
+}
+
+/* all ones for a positive normal finite x, else 0 (the arguments log and its
+   kin compute; the others they leave to NumPy) */
+FJV_INLINE uint64_t fjv_pos_normal(double x)
+{
+    return 0 - (uint64_t)((fjv_u(x) - 0x0010000000000000ULL) < 0x7fe0000000000000ULL);
+}
+
+/* m ? a : b for a mask m of all ones or all zeros, as bit operations (conditional
+   expressions, even of constants, became branches after gcc's jump threading, and
+   a loop with branches is not vectorized; gcc if-converts no float select in a
+   loop mixing float32 and float64 lanes) */
+FJV_INLINE double fjv_bsel(uint64_t m, double a, double b) { return fjv_d((fjv_u(a) & m) | (fjv_u(b) & ~m)); }
+FJV_INLINE uint64_t fjv_mask(int c) { return 0 - (uint64_t)c; }
 
 /* 1.0, or for a 0 mask NaN with invalid raised (inf * 0: the special lanes of log) */
 FJV_INLINE double fjv_invalid_unless(uint64_t m)
@@ -264,7 +288,7 @@ FJV_INLINE double fjv_invalid_unless(uint64_t m)
 FJV_INLINE double fj_log64(double x)
 {
     uint64_t u = fjv_u(x);
-    uint64_t m = 0 - (uint64_t)((u - 0x0010000000000000ULL) < 0x7fe0000000000000ULL); /* positive normal */
+    uint64_t m = fjv_pos_normal(x);
     return fjv_log(fjv_d((u & m) | (0x3ff0000000000000ULL & ~m))) * fjv_invalid_unless(m);
 }
 
@@ -508,7 +532,7 @@ FJV_INLINE double fj_log1p64(double x)
 {
     double u = 1.0 + x;
     uint64_t b = fjv_u(u);
-    uint64_t m = 0 - (uint64_t)((b - 0x0010000000000000ULL) < 0x7fe0000000000000ULL);
+    uint64_t m = fjv_pos_normal(u);
     double us = fjv_d((b & m) | (0x3ff0000000000000ULL & ~m));
     double r = fjv_log(us) - ((us - 1.0) - fjv_d(fjv_u(x) & m)) / us;
     return fjv_under_sub64(fjv_zero_keeps(x, r * fjv_invalid_unless(m)), x);
@@ -522,30 +546,13 @@ FJV_INLINE double fj_log1p64(double x)
    polynomial); e returned as a double.  x positive, normal, finite. */
 FJV_INLINE double fjv_log_hilo(double x, double *lo, double *e)
 {
-    const double Lg1 = 6.666666666666735130e-01, Lg2 = 3.999999999940941908e-01,
-                 Lg3 = 2.857142874366239149e-01, Lg4 = 2.222219843214978396e-01,
-                 Lg5 = 1.818357216161805012e-01, Lg6 = 1.531383769920937332e-01,
-                 Lg7 = 1.479819860511658591e-01;
-    uint64_t ix = fjv_u(x);
-    uint64_t eb = (ix - 0x3fe6a09e667f3bcdULL) >> 52; /* e in 12 bits, two's complement */
-    double m = fjv_d(ix - (eb << 52));
-    double f = m - 1.0;
-    *e = fjv_d(0x4338000000000000ULL + ((eb ^ 0x800) - 0x800)) - 0x1.8p52;
-    double s = f / (2.0 + f);
-    double z = s * s, w = z * z;
-    double t1 = w * FJV_MA(w, FJV_MA(w, Lg6, Lg4), Lg2);
-    double t2 = z * FJV_MA(w, FJV_MA(w, FJV_MA(w, Lg7, Lg5), Lg3), Lg1);
-    double hfsq = 0.5 * f * f, r = s * (hfsq + (t2 + t1));
+    double f, hfsq;
+    double r = fjv_log_parts(x, &f, e, &hfsq);
     double hi = fjv_d(fjv_u(f - hfsq) & 0xffffffff00000000ULL);
     *lo = ((f - hi) - hfsq) + r;
     return hi;
 }
 
-/* all ones for a positive normal finite x, else 0 (0 for the lanes log2 and log10 delegate) */
-FJV_INLINE uint64_t fjv_pos_normal(double x)
-{
-    return 0 - (uint64_t)((fjv_u(x) - 0x0010000000000000ULL) < 0x7fe0000000000000ULL);
-}
 
 /* log2(x) = e + log(m) / ln2, fdlibm's e_log2.c: log(m) = hi + lo (fjv_log_hilo),
    1/ln2 = ivh + ivl (ivh 33 bits: hi * ivh exact), e + hi ivh summed exactly
@@ -681,12 +688,6 @@ FJV_INLINE float fj_log1p32(float x)
 
 /* (sinh and cosh reuse exp's reduction above) */
 
-/* m (all ones or zero) ? a : b as bit operations (if-converted in loops mixing
-   float32 and float64 lanes: the float32 functions below run float64 inside) */
-FJV_INLINE double fjv_tsh_sel(uint64_t m, double a, double b)
-{
-    return fjv_d((fjv_u(a) & m) | (fjv_u(b) & ~m));
-}
 
 /* tan(x), |x| <= 2^18: x = n pi/2 + hi + lo (fjv_rem_pio2), then fdlibm's
    k_tan.c on hi + lo with its branches made per-lane selects: |hi| >= 0.6744
@@ -719,7 +720,7 @@ FJV_INLINE double fj_tan64(double x)
     uint64_t odd = 0 - (q & 1);
     /* big: pi/4 - |hi + lo| (its sign put back at the end), no tail */
     double xb = (pio4 - fjv_d(hb ^ sgn)) + (pio4lo - fjv_d(fjv_u(lo) ^ sgn));
-    double xr = fjv_tsh_sel(big, xb, hi), yr = fjv_d(fjv_u(lo) & ~big);
+    double xr = fjv_bsel(big, xb, hi), yr = fjv_d(fjv_u(lo) & ~big);
     double z = xr * xr, w = z * z;
     double r = FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, T11, T9), T7), T5), T3), T1);
     double v = z * FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, FJV_MA(w, T12, T10), T8), T6), T4), T2);
@@ -729,8 +730,8 @@ FJV_INLINE double fj_tan64(double x)
     /* one division: big: W^2 / (W + v1), v1 = +-1 (odd n: -1); small and odd: -1 / W;
        small and even: none (1 / 1, no flag) */
     double v1 = fjv_d(0x3ff0000000000000ULL | (odd & 0x8000000000000000ULL));
-    double num = fjv_tsh_sel(big, W * W, fjv_tsh_sel(odd, -1.0, 1.0));
-    double den = fjv_tsh_sel(big, W + v1, fjv_tsh_sel(odd, W, 1.0));
+    double num = fjv_bsel(big, W * W, fjv_bsel(odd, -1.0, 1.0));
+    double den = fjv_bsel(big, W + v1, fjv_bsel(odd, W, 1.0));
     double a = num / den;
     /* big: +-(v1 - 2 (xr - (W^2 / (W + v1) - r))), the sign of hi */
     double rbig = fjv_d(fjv_u(v1 - 2.0 * (xr - (a - r))) ^ sgn);
@@ -739,8 +740,8 @@ FJV_INLINE double fj_tan64(double x)
     double t = fjv_d(fjv_u(a) & hi32), zh = fjv_d(fjv_u(W) & hi32);
     double vv = r - (zh - xr);
     double rodd = t + a * ((1.0 + t * zh) + t * vv);
-    double y = fjv_tsh_sel(big, rbig, fjv_tsh_sel(odd, rodd, W));
-    return fjv_under_sub64(fjv_tsh_sel(tiny, x, y) * fjv_invalid_unless(m), x);
+    double y = fjv_bsel(big, rbig, fjv_bsel(odd, rodd, W));
+    return fjv_under_sub64(fjv_bsel(tiny, x, y) * fjv_invalid_unless(m), x);
 }
 
 
@@ -833,8 +834,8 @@ FJV_INLINE double fj_sinh64(double x)
     uint64_t kb;
     double h = fjv_exp_dd(fjv_d(ae), &l, &kb);
     double pe = fjv_hyp_combine(h, l, kb, -1.0);
-    double y = fjv_d(fjv_u(fjv_tsh_sel(small, ps, pe)) | sign);
-    return fjv_under_sub64(fjv_tsh_sel(keep, x, y), x);
+    double y = fjv_d(fjv_u(fjv_bsel(small, ps, pe)) | sign);
+    return fjv_under_sub64(fjv_bsel(keep, x, y), x);
 }
 
 /* cosh(x) = (e^|x| + e^-|x|) / 2 from fjv_exp_dd and fjv_hyp_combine (no
@@ -852,7 +853,7 @@ FJV_INLINE double fj_cosh64(double x)
     uint64_t kb;
     double h = fjv_exp_dd(fjv_d(ae), &l, &kb);
     double y = fjv_hyp_combine(h, l, kb, 1.0);
-    return fjv_tsh_sel(nf, fjv_d(ab), y);
+    return fjv_bsel(nf, fjv_d(ab), y);
 }
 
 /* The float32 functions compute in float64 lanes to about 2^-42 (relative), then
@@ -904,8 +905,8 @@ FJV_INLINE float fj_sinh32(float x)
     uint64_t ae = ab > 0x4059000000000000ULL ? 0x4059000000000000ULL : ab;    /* 100 */
     ae = (ae & ~(small | nf)) | (0x3ff0000000000000ULL & (small | nf));
     double pe = fjv_hyp32(fjv_d(ae), -1.0);
-    double y = fjv_d(fjv_u(fjv_tsh_sel(small, ps, pe)) | sign);
-    return fjv_under_sub32((float)fjv_tsh_sel(nf, d, y), x);
+    double y = fjv_d(fjv_u(fjv_bsel(small, ps, pe)) | sign);
+    return fjv_under_sub32((float)fjv_bsel(nf, d, y), x);
 }
 
 /* float32 cosh: fjv_hyp32 of |x| clamped to 100 (0 for inf and NaN); +-inf gives
@@ -917,7 +918,7 @@ FJV_INLINE float fj_cosh32(float x)
     uint64_t nf = 0 - (uint64_t)(ab >= 0x7ff0000000000000ULL);
     uint64_t ae = ab > 0x4059000000000000ULL ? 0x4059000000000000ULL : ab;
     ae &= ~nf;
-    return (float)fjv_tsh_sel(nf, fjv_d(ab), fjv_hyp32(fjv_d(ae), 1.0));
+    return (float)fjv_bsel(nf, fjv_d(ab), fjv_hyp32(fjv_d(ae), 1.0));
 }
 
 /* float32 tan: x = n pi/2 + r in float64 (pi/2 in fdlibm's 33-bit parts: n times the
@@ -941,22 +942,17 @@ FJV_INLINE float fj_tan32(float x)
     double z = r * r;
     double s = FJV_MA(r * z, FJV_MA(FJV_MA(FJV_MA(FJV_MA(FJV_MA(z, 1.0 / 6227020800.0, -1.0 / 39916800.0), z, 1.0 / 362880.0), z, -1.0 / 5040.0), z, 1.0 / 120.0), z, -1.0 / 6.0), r);
     double c = FJV_MA(FJV_MA(FJV_MA(FJV_MA(FJV_MA(FJV_MA(FJV_MA(z, -1.0 / 87178291200.0, 1.0 / 479001600.0), z, -1.0 / 3628800.0), z, 1.0 / 40320.0), z, -1.0 / 720.0), z, 1.0 / 24.0), z, -0.5), z, 1.0);
-    double num = fjv_tsh_sel(odd, fjv_d(fjv_u(c) ^ 0x8000000000000000ULL), s), den = fjv_tsh_sel(odd, s, c);
+    double num = fjv_bsel(odd, fjv_d(fjv_u(c) ^ 0x8000000000000000ULL), s), den = fjv_bsel(odd, s, c);
     /* tan(-0.0) is -0.0 (the series' negative terms made it +0.0) */
     uint64_t zero = 0 - (uint64_t)((u & 0x7fffffffffffffffULL) == 0);
-    return fjv_under_sub32((float)(fjv_tsh_sel(zero, d, num / den) * fjv_invalid_unless(m)), x);
+    return fjv_under_sub32((float)(fjv_bsel(zero, d, num / den) * fjv_invalid_unless(m)), x);
 }
 
 /* ---- arctan, arcsin, arccos, arctan2 --------------------------------------- */
 
 /* (arcsin and arccos of |x| <= 1; arctan2 of two operands) */
 
-/* m ? a : b for a mask m of all ones or all zeros, as bit operations; the lanes'
-   choices below are all of this form (conditional expressions, even of constants,
-   became branches after gcc's jump threading, and a loop with branches is not
-   vectorized) */
-FJV_INLINE double fjv_bsel(uint64_t m, double a, double b) { return fjv_d((fjv_u(a) & m) | (fjv_u(b) & ~m)); }
-FJV_INLINE uint64_t fjv_mask(int c) { return 0 - (uint64_t)c; }
+/* (the lanes' choices below are fjv_bsel's bit operations) */
 
 /* atan of |x| by fdlibm's s_atan.c, branch-free: the interval of |x| (below
    7/16, 11/16, 19/16, 39/16, above) picks per lane the reduced argument

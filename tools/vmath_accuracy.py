@@ -60,27 +60,28 @@ def _mp_log2(x):
     return mpmath.log(x, 2)
 
 
-# name: (C stem, correctly rounded reference (mpmath), NumPy function, libm name of
-# the float64 reference of --exhaustive (None: binary, sampled only))
+# name: (correctly rounded reference (mpmath), NumPy function, libm name of the
+# float64 reference of --exhaustive (None: binary, sampled only)); the C stem is
+# the table's (framejit._C.native_vmath())
 FUNCS = {
-    "exp": ("exp", _mp("exp"), np.exp, "exp"),
-    "log": ("log", _mp("log"), np.log, "log"),
-    "sin": ("sin", _mp("sin"), np.sin, "sin"),
-    "cos": ("cos", _mp("cos"), np.cos, "cos"),
-    "tanh": ("tanh", _mp("tanh"), np.tanh, "tanh"),
-    "expm1": ("expm1_", _mp("expm1"), np.expm1, "expm1"),
-    "log1p": ("log1p", _mp("log1p"), np.log1p, "log1p"),
-    "log2": ("log2_", _mp_log2, np.log2, "log2"),
-    "log10": ("log10_", _mp("log10"), np.log10, "log10"),
-    "tan": ("tan", _mp("tan"), np.tan, "tan"),
-    "sinh": ("sinh", _mp("sinh"), np.sinh, "sinh"),
-    "cosh": ("cosh", _mp("cosh"), np.cosh, "cosh"),
-    "arctan": ("atan", _mp("atan"), np.arctan, "atan"),
-    "arcsin": ("asin", _mp("asin"), np.arcsin, "asin"),
-    "arccos": ("acos", _mp("acos"), np.arccos, "acos"),
-    "cbrt": ("cbrt", _mp_cbrt, np.cbrt, "cbrt"),
-    "arctan2": ("atan2_", _mp("atan2"), np.arctan2, None),
-    "power": ("pow", _mp("power"), np.power, None),
+    "exp": (_mp("exp"), np.exp, "exp"),
+    "log": (_mp("log"), np.log, "log"),
+    "sin": (_mp("sin"), np.sin, "sin"),
+    "cos": (_mp("cos"), np.cos, "cos"),
+    "tanh": (_mp("tanh"), np.tanh, "tanh"),
+    "expm1": (_mp("expm1"), np.expm1, "expm1"),
+    "log1p": (_mp("log1p"), np.log1p, "log1p"),
+    "log2": (_mp_log2, np.log2, "log2"),
+    "log10": (_mp("log10"), np.log10, "log10"),
+    "tan": (_mp("tan"), np.tan, "tan"),
+    "sinh": (_mp("sinh"), np.sinh, "sinh"),
+    "cosh": (_mp("cosh"), np.cosh, "cosh"),
+    "arctan": (_mp("atan"), np.arctan, "atan"),
+    "arcsin": (_mp("asin"), np.arcsin, "asin"),
+    "arccos": (_mp("acos"), np.arccos, "acos"),
+    "cbrt": (_mp_cbrt, np.cbrt, "cbrt"),
+    "arctan2": (_mp("atan2"), np.arctan2, None),
+    "power": (_mp("power"), np.power, None),
 }
 TYPES = [("float64", np.float64, "double", "64", np.int64), ("float32", np.float32, "float", "32", np.int32)]
 
@@ -93,10 +94,10 @@ def available():
 
 def build(funcs, cc="cc"):
     """The shared object of one loop per function and dtype in 'funcs' ({name: dtypes}); its path."""
-    from framejit import native
+    from framejit import _C, native
     lines = [f'#include "{HEADER}"', "#include <fenv.h>", "#include <math.h>"]
     for name, dts in funcs.items():
-        stem, _, _, libm = FUNCS[name]
+        stem, libm = _C.native_vmath()[name][0], FUNCS[name][2]
         for tname, _, ctype, bits, _ in TYPES:
             if tname not in dts:
                 continue
@@ -212,7 +213,7 @@ def domain(name, dt, n, rng):
     elif name in ("arcsin", "arccos"):
         keep &= np.abs(x) <= 1
     with np.errstate(all="ignore"):
-        ref = FUNCS[name][2](x.astype(np.float64))
+        ref = FUNCS[name][1](x.astype(np.float64))
     # results that are normal numbers of the type (a subnormal result's ulp is not the function's)
     keep &= np.isfinite(ref) & ((np.abs(ref) >= np.finfo(dt).tiny) | (ref == 0)) & (np.abs(ref) <= np.finfo(dt).max)
     return x[keep]
@@ -250,7 +251,7 @@ def measure(lib, funcs, n, seed):
     rows = []
     vp = ctypes.c_void_p
     for name, dts in funcs.items():
-        _, mfun, npf, libm = FUNCS[name]
+        mfun, npf, libm = FUNCS[name]
         for tname, dt, ctype, bits, it in TYPES:
             if tname not in dts:
                 continue
@@ -294,7 +295,7 @@ EXHAUSTIVE_DOMAIN = {  # float32 inputs measured by --exhaustive
 
 def exhaustive32(lib, name):
     """One row of the table over every float32 input of the function's domain."""
-    _, mfun, npf, _ = FUNCS[name]
+    mfun, npf, _ = FUNCS[name]
     vp, chunk = ctypes.c_void_p, 1 << 24
     hist, tot, worst, np_max, np_eq, np_cr, flags = np.zeros(8, np.int64), 0, (0, None), 0, 0, 0, 0
     ours, ref = getattr(lib, f"run_{name}32"), getattr(lib, f"ref_{name}32")
@@ -349,7 +350,7 @@ def main():
             funcs[w] = funcs.get(w, ()) + ((("float64",) if b != "32" else ()) + (("float32",) if b != "64" else ()))
     lib = ctypes.CDLL(build(funcs, os.environ.get("CC", "cc")))
     if args.exhaustive:
-        rows = [exhaustive32(lib, name) for name, dts in funcs.items() if "float32" in dts and FUNCS[name][3]]
+        rows = [exhaustive32(lib, name) for name, dts in funcs.items() if "float32" in dts and FUNCS[name][2]]
     else:
         rows = measure(lib, funcs, args.n, args.seed)
     print(f"{'function':10} {'dtype':8} {'inputs':>8} {'max ulp (cr)':>12} {'cr share':>9} "

@@ -121,14 +121,7 @@ def function_rows(torch):
             b = rng.standard_normal(n).astype(dtype)
             args = (a, b, c)
             want = fn(*args)
-            calls = {"numpy": (fn, args)}
-            for key, exact in (("exact", True), ("native", False)):
-                framejit.config.native_exact = exact
-                cf = framejit.compile(fresh(fn), backend="native")
-                got = cf(*args)
-                assert close(got, want, dtype), (fname, key)
-                calls[key] = (cf, args)
-            framejit.config.native_exact = True
+            calls = native_calls(fn, args, want, dtype, fname)
             if torch is not None and TORCH_NAMES.get(fname, fname):
                 tf = getattr(torch, TORCH_NAMES.get(fname, fname))
                 targs = tuple(torch.from_numpy(x) for x in args)
@@ -147,6 +140,24 @@ def function_rows(torch):
                   f"{row['inductor'] or 0:>9.2f}{'' if row['fused'] else '   (NumPy loop)'}",
                   flush=True)
     return rows
+
+
+def native_calls(fn, args, want, dtype, label):
+    """{"numpy", "exact", "native"}: (callable, args), the native backend compiled with
+    native_exact True and False, each checked against NumPy's result 'want' (exact mode:
+    its bits; with the functions NumPy's loops compute inside the kernel, inexact mode's
+    too, but close() is what it promises)."""
+    calls = {"numpy": (fn, args)}
+    for key, exact in (("exact", True), ("native", False)):
+        framejit.config.native_exact = exact
+        cf = framejit.compile(fresh(fn), backend="native")
+        got = cf(*args)
+        assert close(got, want, dtype), (label, key)
+        if exact:
+            assert np.array_equal(got, want), (label, "exact mode must be NumPy's bits")
+        calls[key] = (cf, args)
+    framejit.config.native_exact = True
+    return calls
 
 
 def close(got, want, dtype):
@@ -178,16 +189,7 @@ def main():
                 rng = np.random.default_rng(1)
                 args = tuple(rng.standard_normal(n).astype(dtype) for _ in range(3))
                 want = fn(*args)
-                calls = {"numpy": (fn, args)}
-                for key, exact in (("exact", True), ("native", False)):
-                    framejit.config.native_exact = exact
-                    cf = framejit.compile(fresh(fn), backend="native")
-                    got = cf(*args)
-                    assert close(got, want, dtype), (name, key)
-                    if exact:
-                        assert np.array_equal(got, want), (name, "exact mode must be NumPy's bits")
-                    calls[key] = (cf, args)
-                framejit.config.native_exact = True
+                calls = native_calls(fn, args, want, dtype, name)
                 ce = framejit.compile(fresh(fn), backend="eager")
                 assert np.array_equal(ce(*args), want), (name, "eager")
                 calls["eager"] = (ce, args)
